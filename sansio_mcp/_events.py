@@ -1,0 +1,116 @@
+"""Events: what :meth:`next_event` hands the application."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from ._errors import MCPError, RemoteProtocolError
+from ._jsonrpc import RequestId
+
+__all__ = [
+    "Event",
+    "RequestReceived",
+    "NotificationReceived",
+    "ResponseReceived",
+    "RequestFailed",
+    "ProgressReceived",
+    "CancelRequested",
+    "SessionInitialized",
+    "ProtocolViolation",
+    "ConnectionClosed",
+]
+
+
+@attrs.frozen
+class RequestReceived:
+    """The peer sent a request the application must answer with ``respond``."""
+
+    request_id: RequestId
+    method: str
+    params: dict[str, Any]
+    #: ``params._meta.progressToken`` when the peer asked for progress.
+    progress_token: str | int | None = None
+
+
+@attrs.frozen
+class NotificationReceived:
+    """A notification the core does not consume itself."""
+
+    method: str
+    params: dict[str, Any]
+
+
+@attrs.frozen
+class ResponseReceived:
+    """A successful response to one of our requests."""
+
+    request_id: RequestId
+    method: str
+    result: dict[str, Any]
+
+
+@attrs.frozen
+class RequestFailed:
+    """One of our requests ended without a result: an error response, a
+    timeout, or the connection closing."""
+
+    request_id: RequestId
+    method: str
+    error: MCPError = attrs.field(eq=False)
+
+
+@attrs.frozen
+class ProgressReceived:
+    """Progress on one of our in-flight requests."""
+
+    request_id: RequestId
+    progress_token: str | int
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
+@attrs.frozen
+class CancelRequested:
+    """The peer cancelled a request it had sent us; do not answer it."""
+
+    request_id: RequestId
+    reason: str | None = None
+
+
+@attrs.frozen
+class SessionInitialized:
+    """The handshake completed."""
+
+    protocol_version: str
+    peer_info: dict[str, Any]
+    peer_capabilities: dict[str, Any]
+    instructions: str | None = None
+
+
+@attrs.frozen
+class ProtocolViolation:
+    """The peer sent something invalid. Where it could be answered, the
+    error response is already queued; the session goes on."""
+
+    error: RemoteProtocolError = attrs.field(eq=False)
+
+
+@attrs.frozen
+class ConnectionClosed:
+    """The input ended or the session was closed; pending requests have failed."""
+
+
+Event = (
+    RequestReceived
+    | NotificationReceived
+    | ResponseReceived
+    | RequestFailed
+    | ProgressReceived
+    | CancelRequested
+    | SessionInitialized
+    | ProtocolViolation
+    | ConnectionClosed
+)

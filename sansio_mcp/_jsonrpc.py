@@ -1,0 +1,201 @@
+"""JSON-RPC 2.0 messages as MCP uses them: classify, validate, serialize."""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias
+
+import attrs
+
+from ._errors import ErrorCode, MCPError, RemoteProtocolError
+
+__all__ = [
+    "RequestId",
+    "JSONRPCRequest",
+    "JSONRPCNotification",
+    "JSONRPCResponse",
+    "JSONRPCError",
+    "JSONRPCMessage",
+    "parse_message",
+    "message_to_obj",
+    "is_request_id",
+]
+
+RequestId: TypeAlias = str | int
+
+
+def is_request_id(value: object) -> bool:
+    """A string or an integer (and never a bool, which Python calls an int)."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+@attrs.frozen
+class JSONRPCRequest:
+    """A request: it expects exactly one response with the same ``id``."""
+
+    id: RequestId
+    method: str
+    params: dict[str, Any] | None = None
+
+
+@attrs.frozen
+class JSONRPCNotification:
+    """A one-way message; it is never answered."""
+
+    method: str
+    params: dict[str, Any] | None = None
+
+
+@attrs.frozen
+class JSONRPCResponse:
+    """A successful response."""
+
+    id: RequestId
+    result: dict[str, Any]
+
+
+@attrs.frozen
+class JSONRPCError:
+    """An error response; ``id`` is ``None`` when the request's id could not be read."""
+
+    id: RequestId | None
+    error: MCPError = attrs.field(eq=False)
+
+    @property
+    def code(self) -> int:
+        return self.error.code
+
+
+JSONRPCMessage: TypeAlias = JSONRPCRequest | JSONRPCNotification | JSONRPCResponse | JSONRPCError
+
+
+def _invalid(
+    message: str,
+    *,
+    request_id: RequestId | None = None,
+    answer: bool = True,
+    code: int = ErrorCode.INVALID_REQUEST,
+) -> RemoteProtocolError:
+    error = RemoteProtocolError(message, code=code, request_id=request_id)
+    error.answer = answer
+    return error
+
+
+def parse_message(obj: Any) -> JSONRPCMessage:
+    """Classify one decoded JSON value as a JSON-RPC message.
+
+    Raises :class:`RemoteProtocolError`; its ``answer`` attribute says whether
+    the peer should get an error response (never for notifications or
+    response-like messages, so two peers cannot bounce errors forever), and
+    ``request_id`` says where to address it.
+    """
+    if not isinstance(obj, dict):
+        raise _invalid(f"a JSON-RPC message must be an object, not {_json_type(obj)}")
+    method = obj.get("method")
+    has_id = "id" in obj
+    raw_id = obj.get("id")
+    if "method" in obj:
+        request_id = raw_id if is_request_id(raw_id) else None
+        answer = has_id
+        if obj.get("jsonrpc") != "2.0":
+            raise _invalid('"jsonrpc" must be "2.0"', request_id=request_id, answer=answer)
+        if not isinstance(method, str):
+            raise _invalid('"method" must be a string', request_id=request_id, answer=answer)
+        if has_id and not is_request_id(raw_id):
+            what = "null" if raw_id is None else _json_type(raw_id)
+            raise _invalid(f'a request id must be a string or an integer, not {what}')
+        if "result" in obj or "error" in obj:
+            raise _invalid(
+                'a request must not carry "result" or "error"', request_id=request_id, answer=answer
+            )
+        params = obj.get("params")
+        if params is not None and not isinstance(params, dict):
+            raise _invalid(
+                f'"params" must be an object, not {_json_type(params)}',
+                request_id=request_id,
+                answer=answer,
+                code=ErrorCode.INVALID_PARAMS,
+            )
+        if "params" in obj and params is None:
+            raise _invalid(
+                '"params" must be an object, not null',
+                request_id=request_id,
+                answer=answer,
+                code=ErrorCode.INVALID_PARAMS,
+            )
+        if has_id:
+            return JSONRPCRequest(raw_id, method, params)
+        return JSONRPCNotification(method, params)
+
+    # A response (or garbage): never answered.
+    response_id = raw_id if is_request_id(raw_id) else None
+    if "result" not in obj and "error" not in obj:
+        # Neither a request nor a response: JSON-RPC says answer with a null id.
+        raise _invalid('a message needs "method", "result" or "error"', request_id=response_id)
+    if obj.get("jsonrpc") != "2.0":
+        raise _invalid('"jsonrpc" must be "2.0"', request_id=response_id, answer=False)
+    if "result" in obj and "error" in obj:
+        raise _invalid(
+            'a response must not carry both "result" and "error"', request_id=response_id, answer=False
+        )
+    if "result" in obj:
+        if not is_request_id(raw_id):
+            raise _invalid("a result response needs a string or integer id", answer=False)
+        result = obj["result"]
+        if not isinstance(result, dict):
+            raise _invalid(
+                f'"result" must be an object, not {_json_type(result)}',
+                request_id=response_id,
+                answer=False,
+            )
+        return JSONRPCResponse(raw_id, result)
+    error = obj["error"]
+    if has_id and raw_id is not None and not is_request_id(raw_id):
+        raise _invalid(f"an error response id must be a string, an integer or null", answer=False)
+    if not isinstance(error, dict):
+        raise _invalid('"error" must be an object', request_id=response_id, answer=False)
+    code = error.get("code")
+    if not isinstance(code, int) or isinstance(code, bool):
+        raise _invalid('"error.code" must be an integer', request_id=response_id, answer=False)
+    message = error.get("message")
+    if not isinstance(message, str):
+        raise _invalid('"error.message" must be a string', request_id=response_id, answer=False)
+    return JSONRPCError(response_id, MCPError(code, message, error.get("data")))
+
+
+def message_to_obj(message: JSONRPCMessage, *, null_error_id: bool = True) -> dict[str, Any]:
+    """The JSON object for ``message``.
+
+    An error with no id is written with ``"id": null`` (JSON-RPC 2.0), or with
+    no ``id`` at all when ``null_error_id`` is false (allowed from 2025-11-25).
+    """
+    if isinstance(message, JSONRPCRequest):
+        obj: dict[str, Any] = {"jsonrpc": "2.0", "id": message.id, "method": message.method}
+        if message.params is not None:
+            obj["params"] = message.params
+        return obj
+    if isinstance(message, JSONRPCResponse):
+        return {"jsonrpc": "2.0", "id": message.id, "result": message.result}
+    if isinstance(message, JSONRPCNotification):
+        obj = {"jsonrpc": "2.0", "method": message.method}
+        if message.params is not None:
+            obj["params"] = message.params
+        return obj
+    obj = {"jsonrpc": "2.0"}
+    if message.id is not None or null_error_id:
+        obj["id"] = message.id
+    obj["error"] = message.error.to_dict()
+    return obj
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"

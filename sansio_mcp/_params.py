@@ -1,0 +1,136 @@
+"""Shape checks for the params of the methods the core understands.
+
+Only what the core relies on is checked (-32602 when it is wrong); the rest
+of a message is the application's business and passes through untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["LOG_LEVELS", "check_params"]
+
+LOG_LEVELS: tuple[str, ...] = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+
+Check = Callable[[Any], bool]
+
+
+def _str(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _obj(v: Any) -> bool:
+    return isinstance(v, dict)
+
+
+def _list(v: Any) -> bool:
+    return isinstance(v, list)
+
+
+def _id(v: Any) -> bool:
+    return _str(v) or _int(v)
+
+
+def _str_map(v: Any) -> bool:
+    return isinstance(v, dict) and all(isinstance(x, str) for x in v.values())
+
+
+def _level(v: Any) -> bool:
+    return v in LOG_LEVELS
+
+
+def _ref(v: Any) -> bool:
+    if not isinstance(v, dict):
+        return False
+    if v.get("type") == "ref/prompt":
+        return _str(v.get("name"))
+    if v.get("type") == "ref/resource":
+        return _str(v.get("uri"))
+    return False
+
+
+def _argument(v: Any) -> bool:
+    return isinstance(v, dict) and _str(v.get("name")) and _str(v.get("value"))
+
+
+# method -> ((field, description, check, required), ...)
+_SPECS: Mapping[str, tuple[tuple[str, str, Check, bool], ...]] = {
+    "initialize": (
+        ("protocolVersion", "a string", _str, True),
+        ("capabilities", "an object", _obj, True),
+        ("clientInfo", "an object", _obj, True),
+    ),
+    "resources/list": (("cursor", "a string", _str, False),),
+    "resources/templates/list": (("cursor", "a string", _str, False),),
+    "prompts/list": (("cursor", "a string", _str, False),),
+    "tools/list": (("cursor", "a string", _str, False),),
+    "resources/read": (("uri", "a string", _str, True),),
+    "resources/subscribe": (("uri", "a string", _str, True),),
+    "resources/unsubscribe": (("uri", "a string", _str, True),),
+    "prompts/get": (
+        ("name", "a string", _str, True),
+        ("arguments", "an object of strings", _str_map, False),
+    ),
+    "tools/call": (("name", "a string", _str, True), ("arguments", "an object", _obj, False)),
+    "logging/setLevel": (("level", "one of " + ", ".join(LOG_LEVELS), _level, True),),
+    "completion/complete": (
+        ("ref", "a ref/prompt or ref/resource reference", _ref, True),
+        ("argument", "an object with string name and value", _argument, True),
+    ),
+    "sampling/createMessage": (
+        ("messages", "an array", _list, True),
+        ("maxTokens", "an integer", _int, True),
+    ),
+    "elicitation/create": (("message", "a string", _str, True),),
+    "notifications/cancelled": (("requestId", "a string or an integer", _id, False),),
+    "notifications/progress": (
+        ("progressToken", "a string or an integer", _id, True),
+        ("progress", "a number", _number, True),
+        ("total", "a number", _number, False),
+        ("message", "a string", _str, False),
+    ),
+    "notifications/message": (("level", "a log level", _level, True),),
+    "notifications/resources/updated": (("uri", "a string", _str, True),),
+}
+
+
+def check_params(method: str, params: dict[str, Any]) -> str | None:
+    """A description of what is wrong with ``params`` for ``method``, or None."""
+    for field, description, check, required in _SPECS.get(method, ()):
+        if field not in params:
+            if required:
+                return f"{method}: missing required parameter {field!r}"
+            continue
+        if not check(params[field]):
+            return f"{method}: parameter {field!r} must be {description}"
+    if method == "notifications/message" and "data" not in params:
+        return "notifications/message: missing required parameter 'data'"
+    if method == "elicitation/create":
+        mode = params.get("mode", "form")
+        if mode == "url":
+            if not _str(params.get("url")):
+                return "elicitation/create: url mode needs a string 'url'"
+        elif mode == "form":
+            if not _obj(params.get("requestedSchema")):
+                return "elicitation/create: form mode needs an object 'requestedSchema'"
+        else:
+            return f"elicitation/create: unknown mode {mode!r}"
+    return None

@@ -1,0 +1,125 @@
+"""The session lifecycle as an explicit transition table.
+
+A ``(role, state, trigger)`` key that is in :data:`TRANSITIONS` is allowed
+and gives the next state; anything else is refused: a send raises
+:class:`LocalProtocolError`, a receive is answered with an error (requests)
+or reported as a :class:`ProtocolViolation` (everything else).  A refused
+trigger never changes the state, so the session goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import Enum
+
+__all__ = ["Role", "SessionState", "Trigger", "TRANSITIONS", "trigger_for", "next_state"]
+
+
+class Role(Enum):
+    CLIENT = "client"
+    SERVER = "server"
+
+
+class SessionState(Enum):
+    IDLE = "idle"  # nothing exchanged yet
+    INITIALIZING = "initializing"  # client: initialize sent; server: answered, awaiting initialized
+    READY = "ready"  # normal operation
+    FAILED = "failed"  # the handshake failed (client)
+    CLOSED = "closed"
+
+
+class Trigger(Enum):
+    """What a message (or an action) is, as far as the lifecycle cares."""
+
+    SEND_INITIALIZE = "send initialize"
+    RECV_INITIALIZE = "receive initialize"
+    RECV_INITIALIZE_RESULT = "receive initialize result"
+    RECV_INITIALIZE_ERROR = "receive initialize error"
+    INITIALIZE_TIMEOUT = "initialize timed out"
+    SEND_INITIALIZED = "send notifications/initialized"
+    RECV_INITIALIZED = "receive notifications/initialized"
+    SEND_PING = "send ping"
+    RECV_PING = "receive ping"
+    SEND_UTILITY = "send progress/log/cancel notification"
+    RECV_UTILITY = "receive progress/log/cancel notification"
+    SEND_REQUEST = "send request"
+    RECV_REQUEST = "receive request"
+    SEND_NOTIFICATION = "send notification"
+    RECV_NOTIFICATION = "receive notification"
+    CLOSE = "close"
+
+
+_C, _S = Role.CLIENT, Role.SERVER
+_IDLE, _INIT, _READY, _FAILED, _CLOSED = (
+    SessionState.IDLE,
+    SessionState.INITIALIZING,
+    SessionState.READY,
+    SessionState.FAILED,
+    SessionState.CLOSED,
+)
+T = Trigger
+
+_OPERATION = (
+    T.SEND_PING,
+    T.RECV_PING,
+    T.SEND_UTILITY,
+    T.RECV_UTILITY,
+    T.SEND_REQUEST,
+    T.RECV_REQUEST,
+    T.SEND_NOTIFICATION,
+    T.RECV_NOTIFICATION,
+)
+
+TRANSITIONS: Mapping[tuple[Role, SessionState, Trigger], SessionState] = {
+    # Client
+    (_C, _IDLE, T.SEND_INITIALIZE): _INIT,
+    (_C, _IDLE, T.SEND_PING): _IDLE,
+    (_C, _IDLE, T.RECV_PING): _IDLE,
+    (_C, _INIT, T.SEND_PING): _INIT,
+    (_C, _INIT, T.RECV_PING): _INIT,
+    (_C, _INIT, T.RECV_UTILITY): _INIT,  # the server may log before initialized
+    (_C, _INIT, T.RECV_INITIALIZE_RESULT): _READY,
+    (_C, _INIT, T.RECV_INITIALIZE_ERROR): _FAILED,
+    (_C, _INIT, T.INITIALIZE_TIMEOUT): _FAILED,
+    (_C, _READY, T.SEND_INITIALIZED): _READY,
+    **{(_C, _READY, t): _READY for t in _OPERATION},
+    # Server
+    (_S, _IDLE, T.RECV_INITIALIZE): _INIT,
+    (_S, _IDLE, T.SEND_PING): _IDLE,
+    (_S, _IDLE, T.RECV_PING): _IDLE,
+    (_S, _INIT, T.RECV_INITIALIZED): _READY,
+    (_S, _INIT, T.SEND_PING): _INIT,
+    (_S, _INIT, T.RECV_PING): _INIT,
+    (_S, _INIT, T.SEND_UTILITY): _INIT,  # logging before initialized is allowed
+    (_S, _INIT, T.RECV_UTILITY): _INIT,
+    # A client that pipelines requests right behind notifications/initialized
+    # may have them reordered by a transport (HTTP); serve them.
+    (_S, _INIT, T.RECV_REQUEST): _INIT,
+    **{(_S, _READY, t): _READY for t in _OPERATION},
+    # Either side may close at any time.
+    **{(r, s, T.CLOSE): _CLOSED for r in Role for s in SessionState},
+}
+
+_UTILITY_METHODS = frozenset(
+    {"notifications/progress", "notifications/message", "notifications/cancelled"}
+)
+
+
+def trigger_for(method: str, *, is_request: bool, sending: bool) -> Trigger:
+    """The lifecycle trigger of sending or receiving ``method``."""
+    if method == "initialize" and is_request:
+        return T.SEND_INITIALIZE if sending else T.RECV_INITIALIZE
+    if method == "ping" and is_request:
+        return T.SEND_PING if sending else T.RECV_PING
+    if method == "notifications/initialized" and not is_request:
+        return T.SEND_INITIALIZED if sending else T.RECV_INITIALIZED
+    if not is_request and method in _UTILITY_METHODS:
+        return T.SEND_UTILITY if sending else T.RECV_UTILITY
+    if is_request:
+        return T.SEND_REQUEST if sending else T.RECV_REQUEST
+    return T.SEND_NOTIFICATION if sending else T.RECV_NOTIFICATION
+
+
+def next_state(role: Role, state: SessionState, trigger: Trigger) -> SessionState | None:
+    """The state after ``trigger``, or ``None`` if the table forbids it."""
+    return TRANSITIONS.get((role, state, trigger))

@@ -1,0 +1,192 @@
+"""The protocol revision registry: what each revision defines and gates.
+
+Every revision-dependent decision in the library reads this table instead of
+comparing version strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import Enum
+
+import attrs
+
+__all__ = [
+    "Era",
+    "Revision",
+    "REVISIONS",
+    "HANDSHAKE_REVISIONS",
+    "LATEST_HANDSHAKE_REVISION",
+    "get_revision",
+    "CLIENT_REQUEST_GATES",
+    "SERVER_REQUEST_GATES",
+    "SERVER_NOTIFICATION_GATES",
+    "CLIENT_NOTIFICATION_GATES",
+]
+
+
+class Era(Enum):
+    LEGACY = "legacy"  # the initialize handshake (2024-11-05 … 2025-11-25)
+    MODERN = "modern"  # stateless, per-request _meta (2026-07-28 …)
+
+
+@attrs.frozen
+class Revision:
+    """What one protocol revision allows."""
+
+    name: str
+    era: Era
+    batching: bool
+    error_id_optional: bool
+    client_requests: frozenset[str]
+    server_requests: frozenset[str]
+    client_notifications: frozenset[str]
+    server_notifications: frozenset[str]
+    client_capabilities: frozenset[str]
+    server_capabilities: frozenset[str]
+    implementation_fields: frozenset[str]
+    completion_gated: bool
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __lt__(self, other: Revision) -> bool:
+        return self.name < other.name
+
+
+_BASE_CLIENT_REQUESTS = frozenset(
+    {
+        "initialize",
+        "ping",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "prompts/list",
+        "prompts/get",
+        "tools/list",
+        "tools/call",
+        "logging/setLevel",
+        "completion/complete",
+    }
+)
+_BASE_SERVER_REQUESTS = frozenset({"ping", "sampling/createMessage", "roots/list"})
+_BASE_CLIENT_NOTIFICATIONS = frozenset(
+    {
+        "notifications/cancelled",
+        "notifications/initialized",
+        "notifications/progress",
+        "notifications/roots/list_changed",
+    }
+)
+_BASE_SERVER_NOTIFICATIONS = frozenset(
+    {
+        "notifications/cancelled",
+        "notifications/progress",
+        "notifications/resources/list_changed",
+        "notifications/resources/updated",
+        "notifications/prompts/list_changed",
+        "notifications/tools/list_changed",
+        "notifications/message",
+    }
+)
+_TASK_REQUESTS = frozenset({"tasks/get", "tasks/result", "tasks/cancel", "tasks/list"})
+_BASE_CLIENT_CAPS = frozenset({"experimental", "roots", "sampling"})
+_BASE_SERVER_CAPS = frozenset({"experimental", "logging", "prompts", "resources", "tools"})
+_IMPL_2024 = frozenset({"name", "version"})
+
+_R_2024_11_05 = Revision(
+    name="2024-11-05",
+    era=Era.LEGACY,
+    batching=False,
+    error_id_optional=False,
+    client_requests=_BASE_CLIENT_REQUESTS,
+    server_requests=_BASE_SERVER_REQUESTS,
+    client_notifications=_BASE_CLIENT_NOTIFICATIONS,
+    server_notifications=_BASE_SERVER_NOTIFICATIONS,
+    client_capabilities=_BASE_CLIENT_CAPS,
+    server_capabilities=_BASE_SERVER_CAPS,
+    implementation_fields=_IMPL_2024,
+    completion_gated=False,
+)
+_R_2025_03_26 = attrs.evolve(
+    _R_2024_11_05,
+    name="2025-03-26",
+    batching=True,
+    server_capabilities=_BASE_SERVER_CAPS | {"completions"},
+    completion_gated=True,
+)
+_R_2025_06_18 = attrs.evolve(
+    _R_2025_03_26,
+    name="2025-06-18",
+    batching=False,
+    server_requests=_BASE_SERVER_REQUESTS | {"elicitation/create"},
+    client_capabilities=_BASE_CLIENT_CAPS | {"elicitation"},
+    implementation_fields=_IMPL_2024 | {"title"},
+)
+_R_2025_11_25 = attrs.evolve(
+    _R_2025_06_18,
+    name="2025-11-25",
+    error_id_optional=True,
+    client_requests=_BASE_CLIENT_REQUESTS | _TASK_REQUESTS,
+    server_requests=_R_2025_06_18.server_requests | _TASK_REQUESTS,
+    client_notifications=_BASE_CLIENT_NOTIFICATIONS | {"notifications/tasks/status"},
+    server_notifications=_BASE_SERVER_NOTIFICATIONS
+    | {"notifications/tasks/status", "notifications/elicitation/complete"},
+    client_capabilities=_R_2025_06_18.client_capabilities | {"tasks"},
+    server_capabilities=_R_2025_06_18.server_capabilities | {"tasks"},
+    implementation_fields=_IMPL_2024 | {"title", "description", "icons", "websiteUrl"},
+)
+
+REVISIONS: Mapping[str, Revision] = {
+    r.name: r for r in (_R_2024_11_05, _R_2025_03_26, _R_2025_06_18, _R_2025_11_25)
+}
+#: Revisions that use the initialize handshake, oldest first.
+HANDSHAKE_REVISIONS: tuple[str, ...] = tuple(REVISIONS)
+LATEST_HANDSHAKE_REVISION = HANDSHAKE_REVISIONS[-1]
+
+
+def get_revision(name: str) -> Revision:
+    """The :class:`Revision` called ``name``; ``KeyError`` if unknown."""
+    return REVISIONS[name]
+
+
+# method -> capability path that the *receiving* side must have advertised.
+CLIENT_REQUEST_GATES: Mapping[str, tuple[str, ...]] = {
+    "resources/list": ("resources",),
+    "resources/templates/list": ("resources",),
+    "resources/read": ("resources",),
+    "resources/subscribe": ("resources", "subscribe"),
+    "resources/unsubscribe": ("resources", "subscribe"),
+    "prompts/list": ("prompts",),
+    "prompts/get": ("prompts",),
+    "tools/list": ("tools",),
+    "tools/call": ("tools",),
+    "logging/setLevel": ("logging",),
+    "completion/complete": ("completions",),
+    "tasks/get": ("tasks",),
+    "tasks/result": ("tasks",),
+    "tasks/list": ("tasks", "list"),
+    "tasks/cancel": ("tasks", "cancel"),
+}
+SERVER_REQUEST_GATES: Mapping[str, tuple[str, ...]] = {
+    "sampling/createMessage": ("sampling",),
+    "roots/list": ("roots",),
+    "elicitation/create": ("elicitation",),
+    "tasks/get": ("tasks",),
+    "tasks/result": ("tasks",),
+    "tasks/list": ("tasks", "list"),
+    "tasks/cancel": ("tasks", "cancel"),
+}
+# method -> capability path that the *sending* side must have advertised.
+SERVER_NOTIFICATION_GATES: Mapping[str, tuple[str, ...]] = {
+    "notifications/tools/list_changed": ("tools", "listChanged"),
+    "notifications/prompts/list_changed": ("prompts", "listChanged"),
+    "notifications/resources/list_changed": ("resources", "listChanged"),
+    "notifications/resources/updated": ("resources", "subscribe"),
+    "notifications/message": ("logging",),
+}
+CLIENT_NOTIFICATION_GATES: Mapping[str, tuple[str, ...]] = {
+    "notifications/roots/list_changed": ("roots", "listChanged"),
+}
