@@ -48,6 +48,8 @@ from ._jsonrpc import (
 )
 from ._ndjson import NEED_DATA, NdjsonFramer
 from ._params import LOG_LEVELS
+from ._client import ClientAPI, ClientHandlers
+from ._server import Context, Prompt, PromptArgument, Resource, ResourceTemplate, Server, Tool, ToolResult, text_content
 from ._session import ClientSession, ServerSession, Session
 from ._state import TRANSITIONS, Role, SessionState, Trigger
 from ._versions import HANDSHAKE_REVISIONS, LATEST_HANDSHAKE_REVISION, REVISIONS, Era, Revision
@@ -56,6 +58,17 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CancelRequested",
+    "ClientAPI",
+    "ClientHandlers",
+    "Context",
+    "Prompt",
+    "PromptArgument",
+    "Resource",
+    "ResourceTemplate",
+    "Server",
+    "Tool",
+    "ToolResult",
+    "text_content",
     "ClientSession",
     "ConnectionClosed",
     "ConnectionClosedError",

@@ -23,6 +23,9 @@ _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_ascii_encoder = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+# Lone surrogates ("\ud800" in the input JSON) cannot be encoded as UTF-8.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def nesting_depth(text: str) -> int:
@@ -64,5 +67,8 @@ def loads(data: bytes | str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
 
 
 def dumps(obj: Any) -> str:
-    """Compact JSON with no newlines (safe for NDJSON framing)."""
-    return _encoder.encode(obj)
+    """Compact JSON with no newlines (safe for NDJSON framing), always UTF-8 encodable."""
+    text = _encoder.encode(obj)
+    if _SURROGATE.search(text):
+        return _ascii_encoder.encode(obj)  # escapes the lone surrogates as \uXXXX
+    return text

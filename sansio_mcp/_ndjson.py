@@ -69,6 +69,8 @@ class NdjsonFramer:
                     if self._discarding:
                         self._discarding = False
                         continue
+                    if self._oversized(line):
+                        return self._too_long()
                     return self._strip(line) or NEED_DATA
                 return NEED_DATA
             line = bytes(self._buffer[:newline])
@@ -77,11 +79,15 @@ class NdjsonFramer:
             if self._discarding:
                 self._discarding = False
                 continue
-            if len(line) > self.max_line_size + 1:
+            if self._oversized(line):
                 return self._too_long()
             line = self._strip(line)
             if line:
                 return line
+
+    def _oversized(self, line: bytes) -> bool:
+        # The limit is on the message; a CRLF line's "\r" does not count.
+        return len(line) - line.endswith(b"\r") > self.max_line_size
 
     @staticmethod
     def _strip(line: bytes) -> bytes:

@@ -251,14 +251,30 @@ class Session:
                 self._events.append(ProtocolViolation(exc))
                 if exc.answer:
                     batch.responses.append(self._error_obj(exc.request_id, exc))
+                self._fail_malformed_response(exc)
                 continue
+            refusal: MCPError | None = None
             if isinstance(message, JSONRPCRequest) and message.method == "initialize":
-                batch.responses.append(
-                    self._error_obj(
-                        message.id,
-                        MCPError(ErrorCode.INVALID_REQUEST, "initialize must not be part of a batch"),
+                refusal = MCPError(ErrorCode.INVALID_REQUEST, "initialize must not be part of a batch")
+            elif isinstance(message, JSONRPCRequest) and (
+                message.id in batch.pending or message.id in self._incoming
+            ):
+                # Refused here: routed through _queue_response, the error would
+                # answer (and unhook) the batch of the request that owns the id.
+                refusal = MCPError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"request id {message.id!r} is already in use by an unanswered request",
+                )
+            if refusal is not None:
+                assert isinstance(message, JSONRPCRequest)
+                self._events.append(
+                    ProtocolViolation(
+                        RemoteProtocolError(
+                            refusal.message, code=refusal.code, request_id=message.id
+                        )
                     )
                 )
+                batch.responses.append(self._error_obj(message.id, refusal))
                 continue
             if isinstance(message, JSONRPCRequest):
                 batch.pending.add(message.id)
@@ -275,6 +291,8 @@ class Session:
         return error
 
     def _violation(self, error: RemoteProtocolError) -> None:
+        if self.state is SessionState.CLOSED:
+            return  # input after close is ignored, as receive_message does
         self._events.append(ProtocolViolation(error))
         if error.answer:
             self._queue_response(error.request_id, self._error_obj(error.request_id, error))
@@ -306,12 +324,21 @@ class Session:
 
     def _on_request(self, request: JSONRPCRequest) -> None:
         method, params = request.method, request.params or {}
-        try:
-            if request.id in self._incoming:
-                raise MCPError(
-                    ErrorCode.INVALID_REQUEST,
-                    f"request id {request.id!r} is already in use by an unanswered request",
+        if request.id in self._incoming:
+            duplicate = MCPError(
+                ErrorCode.INVALID_REQUEST,
+                f"request id {request.id!r} is already in use by an unanswered request",
+            )
+            self._events.append(
+                ProtocolViolation(
+                    RemoteProtocolError(duplicate.message, code=duplicate.code, request_id=request.id)
                 )
+            )
+            # Straight to the outbox: _queue_response would route this error into
+            # the batch of the original request that owns the id.
+            self._outbox.append(self._error_obj(request.id, duplicate))
+            return
+        try:
             self._check_incoming_request(method, params)
             trigger = trigger_for(method, is_request=True, sending=False)
             if not self._allowed(trigger):
@@ -629,6 +656,8 @@ class Session:
         """
         if not isinstance(result, dict):
             raise LocalProtocolError("a result must be a dict")
+        if self.state is SessionState.CLOSED:
+            return  # nobody left to answer
         incoming = self._take_incoming(request_id)
         if incoming is None:
             return
@@ -640,7 +669,7 @@ class Session:
     ) -> None:
         """Answer a :class:`RequestReceived` with an error."""
         error = code if isinstance(code, MCPError) else MCPError(code, message, data)
-        if self._take_incoming(request_id) is None:
+        if self.state is SessionState.CLOSED or self._take_incoming(request_id) is None:
             return
         self._queue_response(request_id, self._error_obj(request_id, error))
 
@@ -726,8 +755,14 @@ class Session:
             if pending.method == "initialize":
                 del self._outgoing[request_id]
                 self._transition(Trigger.INITIALIZE_TIMEOUT, local=True)
-            else:
+            elif self._allowed(Trigger.SEND_UTILITY):
                 self.cancel(request_id, "request timed out")
+            else:
+                # notifications/cancelled may not be sent in this state (a ping
+                # before or during the handshake): just forget the request.
+                del self._outgoing[request_id]
+                self._forget_progress(pending)
+                self._remember(self._cancelled_outgoing, request_id)
             self._events.append(
                 RequestFailed(
                     request_id,

@@ -1,0 +1,178 @@
+"""The backend-neutral high-level client: typed conveniences over one
+abstract ``request`` primitive, and the answers to server-to-client requests.
+
+Adapters subclass :class:`ClientAPI` and implement :meth:`ClientAPI.request`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+
+from ._errors import ErrorCode, MCPError, RemoteProtocolError
+
+__all__ = ["ClientAPI", "ClientHandlers", "ProgressCallback"]
+
+ProgressCallback = Callable[[float, float | None, str | None], Any]
+SamplingHandler = Callable[[dict[str, Any]], Any]
+ElicitationHandler = Callable[[dict[str, Any]], Any]
+RootsProvider = Sequence[dict[str, Any]] | Callable[[], Any]
+NotificationHandler = Callable[[str, dict[str, Any]], Any]
+
+
+async def _maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+@attrs.define
+class ClientHandlers:
+    """How a client answers the server: each handler present advertises its capability.
+
+    * ``sampling(params) -> CreateMessageResult``
+    * ``elicitation(params) -> ElicitResult`` (``elicitation_modes`` says which modes)
+    * ``roots``: a list of roots, or a function returning one
+    * ``on_notification(method, params)``: every server notification
+      (logs, list changes, resource updates)
+    """
+
+    sampling: SamplingHandler | None = None
+    elicitation: ElicitationHandler | None = None
+    elicitation_modes: tuple[str, ...] = ("form",)
+    roots: RootsProvider | None = None
+    roots_list_changed: bool = True
+    on_notification: NotificationHandler | None = None
+
+    def capabilities(self) -> dict[str, Any]:
+        caps: dict[str, Any] = {}
+        if self.sampling is not None:
+            caps["sampling"] = {}
+        if self.elicitation is not None:
+            caps["elicitation"] = {mode: {} for mode in self.elicitation_modes}
+        if self.roots is not None:
+            caps["roots"] = {"listChanged": self.roots_list_changed}
+        return caps
+
+    async def answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The result for a server-to-client request; raises MCPError."""
+        if method == "sampling/createMessage" and self.sampling is not None:
+            return dict(await _maybe_await(self.sampling(params)))
+        if method == "elicitation/create" and self.elicitation is not None:
+            return dict(await _maybe_await(self.elicitation(params)))
+        if method == "roots/list" and self.roots is not None:
+            roots = self.roots() if callable(self.roots) else self.roots
+            return {"roots": list(await _maybe_await(roots))}
+        raise MCPError(ErrorCode.METHOD_NOT_FOUND, f"method not found: {method!r}")
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        if self.on_notification is not None:
+            await _maybe_await(self.on_notification(method, params))
+
+
+class ClientAPI:
+    """Typed MCP calls on top of :meth:`request`."""
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Send a request and wait for its result; raises MCPError on an error response."""
+        raise NotImplementedError
+
+    async def ping(self, *, timeout: float | None = None) -> None:
+        await self.request("ping", timeout=timeout)
+
+    async def _all_pages(self, method: str, key: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        cursor: str | None = None
+        while True:
+            page_params = dict(params or {})
+            if cursor is not None:
+                page_params["cursor"] = cursor
+            result = await self.request(method, page_params or None)
+            page = result.get(key)
+            if not isinstance(page, list):
+                raise RemoteProtocolError(f"{method} result has no {key!r} list")
+            items.extend(page)
+            next_cursor = result.get("nextCursor")
+            if not isinstance(next_cursor, str):
+                return items
+            if next_cursor in seen:
+                raise RemoteProtocolError(f"{method} returned cursor {next_cursor!r} twice")
+            seen.add(next_cursor)
+            cursor = next_cursor
+
+    async def list_tools(self) -> list[dict[str, Any]]:
+        """Every tool, across all pages."""
+        return await self._all_pages("tools/list", "tools")
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Call a tool; returns the CallToolResult (check ``isError``)."""
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = arguments
+        return await self.request("tools/call", params, timeout=timeout, on_progress=on_progress)
+
+    async def list_resources(self) -> list[dict[str, Any]]:
+        return await self._all_pages("resources/list", "resources")
+
+    async def list_resource_templates(self) -> list[dict[str, Any]]:
+        return await self._all_pages("resources/templates/list", "resourceTemplates")
+
+    async def read_resource(self, uri: str) -> dict[str, Any]:
+        """The ReadResourceResult (``contents``) of ``uri``."""
+        return await self.request("resources/read", {"uri": uri})
+
+    async def subscribe(self, uri: str) -> None:
+        await self.request("resources/subscribe", {"uri": uri})
+
+    async def unsubscribe(self, uri: str) -> None:
+        await self.request("resources/unsubscribe", {"uri": uri})
+
+    async def list_prompts(self) -> list[dict[str, Any]]:
+        return await self._all_pages("prompts/list", "prompts")
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> dict[str, Any]:
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = arguments
+        return await self.request("prompts/get", params)
+
+    async def complete(
+        self,
+        ref: dict[str, Any],
+        argument: str,
+        value: str,
+        *,
+        context: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """``completion/complete``; returns the ``completion`` object."""
+        params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
+        if context is not None:
+            params["context"] = {"arguments": context}
+        result = await self.request("completion/complete", params)
+        completion = result.get("completion")
+        if not isinstance(completion, dict):
+            raise RemoteProtocolError("completion/complete result has no completion object")
+        return completion
+
+    async def set_logging_level(self, level: str) -> None:
+        await self.request("logging/setLevel", {"level": level})
+
+

@@ -1,0 +1,184 @@
+"""Backend-neutral routing of session events to waiting callers and handlers.
+
+An adapter owns the I/O and the concurrency; it gives the :class:`Driver`
+two primitives (``spawn`` a handler task, ``cancel`` one) and a ``wake``
+function per :class:`Waiter`.  Everything else, which event resolves which
+call, how a handler's outcome becomes a response, lives here once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ._client import ProgressCallback
+from ._errors import ErrorCode, MCPError
+from ._events import (
+    CancelRequested,
+    ConnectionClosed,
+    NotificationReceived,
+    ProgressReceived,
+    ProtocolViolation,
+    RequestFailed,
+    RequestReceived,
+    ResponseReceived,
+    SessionInitialized,
+)
+from ._jsonrpc import RequestId
+from ._ndjson import NEED_DATA
+from ._session import Session
+
+__all__ = ["Driver", "Waiter", "RequestHandler", "NotificationHandler"]
+
+logger = logging.getLogger("sansio_mcp")
+
+RequestHandler = Callable[[RequestReceived], Awaitable[dict[str, Any]]]
+NotificationHandler = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+class Waiter:
+    """A one-shot slot for the outcome of one of our requests."""
+
+    __slots__ = ("_wake", "done", "error", "on_progress", "result")
+
+    def __init__(self, wake: Callable[[], None], on_progress: ProgressCallback | None = None) -> None:
+        self._wake = wake
+        self.on_progress = on_progress
+        self.done = False
+        self.result: dict[str, Any] | None = None
+        self.error: MCPError | None = None
+
+    def resolve(self, result: dict[str, Any]) -> None:
+        self.result, self.done = result, True
+        self._wake()
+
+    def fail(self, error: MCPError) -> None:
+        self.error, self.done = error, True
+        self._wake()
+
+    def outcome(self) -> dict[str, Any]:
+        """The result, or raise the error."""
+        if self.error is not None:
+            raise self.error
+        assert self.result is not None
+        return self.result
+
+
+class Driver:
+    """Routes the events of one session.
+
+    ``spawn(request_id, fn)`` must run ``fn()`` concurrently (so a slow
+    handler never holds up the others) and ``cancel(request_id)`` must cancel
+    that task if it is still running.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        handle_request: RequestHandler,
+        handle_notification: NotificationHandler | None,
+        spawn: Callable[[RequestId | None, Callable[[], Awaitable[None]]], None],
+        cancel: Callable[[RequestId], None],
+    ) -> None:
+        self.session = session
+        self._handle_request = handle_request
+        self._handle_notification = handle_notification
+        self._spawn = spawn
+        self._cancel = cancel
+        self._waiters: dict[RequestId, Waiter] = {}
+        self.closed = False
+        self.initialized: SessionInitialized | None = None
+        #: Called after a handler queued output, so the adapter flushes it.
+        self.on_output: Callable[[], None] = lambda: None
+
+    def start_request(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        waiter: Waiter,
+        *,
+        now: float,
+        timeout: float | None,
+    ) -> RequestId:
+        """Queue a request whose outcome ``waiter`` will receive."""
+        request_id = self.session.send_request(
+            method, params, now=now, timeout=timeout, progress=waiter.on_progress is not None
+        )
+        self._waiters[request_id] = waiter
+        return request_id
+
+    def register(self, request_id: RequestId, waiter: Waiter) -> None:
+        """Attach ``waiter`` to a request queued directly on the session."""
+        self._waiters[request_id] = waiter
+
+    def abandon(self, request_id: RequestId) -> None:
+        """The caller stopped waiting (it was cancelled): cancel on the wire."""
+        self._waiters.pop(request_id, None)
+        if request_id in self.session.pending_requests:
+            self.session.cancel(request_id, "the caller cancelled the request")
+
+    def process_events(self) -> None:
+        """Drain the session's events and act on each."""
+        session = self.session
+        while True:
+            event = session.next_event()
+            if event is NEED_DATA:
+                return
+            if isinstance(event, ResponseReceived):
+                waiter = self._waiters.pop(event.request_id, None)
+                if waiter is not None:
+                    waiter.resolve(event.result)
+            elif isinstance(event, RequestFailed):
+                waiter = self._waiters.pop(event.request_id, None)
+                if waiter is not None:
+                    waiter.fail(event.error)
+            elif isinstance(event, ProgressReceived):
+                progress_waiter = self._waiters.get(event.request_id)
+                if progress_waiter is not None and progress_waiter.on_progress is not None:
+                    progress_waiter.on_progress(event.progress, event.total, event.message)
+            elif isinstance(event, RequestReceived):
+                self._spawn(event.request_id, self._serve_factory(event))
+            elif isinstance(event, CancelRequested):
+                self._cancel(event.request_id)
+            elif isinstance(event, NotificationReceived):
+                if self._handle_notification is not None:
+                    self._spawn(None, self._notify_factory(event))
+            elif isinstance(event, SessionInitialized):
+                self.initialized = event
+            elif isinstance(event, ProtocolViolation):
+                logger.warning("protocol violation by the peer: %s", event.error.message)
+            elif isinstance(event, ConnectionClosed):
+                self.closed = True
+
+    def _serve_factory(self, event: RequestReceived) -> Callable[[], Awaitable[None]]:
+        async def serve() -> None:
+            await self.serve(event)
+
+        return serve
+
+    def _notify_factory(self, event: NotificationReceived) -> Callable[[], Awaitable[None]]:
+        async def notify() -> None:
+            assert self._handle_notification is not None
+            try:
+                await self._handle_notification(event.method, event.params)
+            except Exception:
+                logger.exception("notification handler for %s failed", event.method)
+
+        return notify
+
+    async def serve(self, event: RequestReceived) -> None:
+        """Run the handler for ``event`` and queue its response."""
+        try:
+            result = await self._handle_request(event)
+        except MCPError as error:
+            self.session.respond_error(event.request_id, error)
+        except Exception as exc:
+            logger.exception("handler for %s failed", event.method)
+            self.session.respond_error(
+                event.request_id, ErrorCode.INTERNAL_ERROR, f"internal error: {exc}"
+            )
+        else:
+            self.session.respond(event.request_id, result)
+        self.on_output()

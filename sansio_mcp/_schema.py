@@ -1,0 +1,128 @@
+"""JSON Schema for a Python function's parameters, and a small validator
+for the arguments a tool receives."""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from collections.abc import Callable
+from typing import Any, Literal, Union
+
+__all__ = ["schema_for_function", "schema_for_type", "validate_arguments"]
+
+_SCALARS: dict[Any, dict[str, Any]] = {
+    str: {"type": "string"},
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    bool: {"type": "boolean"},
+    type(None): {"type": "null"},
+}
+
+
+def schema_for_type(annotation: Any) -> dict[str, Any]:
+    """A JSON Schema for a type annotation (unknown types allow anything)."""
+    if annotation in _SCALARS:
+        return dict(_SCALARS[annotation])
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is Literal:
+        return {"enum": list(args)}
+    if origin in (Union, types.UnionType):
+        members = [a for a in args if a is not type(None)]
+        if len(members) == 1:
+            return schema_for_type(members[0])
+        return {"anyOf": [schema_for_type(a) for a in members]}
+    if origin in (list, tuple, set, frozenset) or annotation in (list, tuple, set):
+        schema: dict[str, Any] = {"type": "array"}
+        if args and args[-1] is not Ellipsis:
+            schema["items"] = schema_for_type(args[0])
+        return schema
+    if origin is dict or annotation is dict:
+        schema = {"type": "object"}
+        if len(args) == 2:
+            schema["additionalProperties"] = schema_for_type(args[1])
+        return schema
+    return {}
+
+
+def schema_for_function(
+    func: Callable[..., Any], *, skip: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """An object schema for ``func``'s parameters (except those in ``skip``)."""
+    hints = typing.get_type_hints(func)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for name, parameter in inspect.signature(func).parameters.items():
+        if name in skip or parameter.kind in (
+            inspect.Parameter.VAR_POSITIONAL,
+            inspect.Parameter.VAR_KEYWORD,
+        ):
+            continue
+        annotation = hints.get(name, Any)
+        prop = schema_for_type(annotation)
+        if parameter.default is inspect.Parameter.empty:
+            optional = typing.get_origin(annotation) in (Union, types.UnionType) and type(
+                None
+            ) in typing.get_args(annotation)
+            if not optional:
+                required.append(name)
+        elif parameter.default is not None:
+            prop["default"] = parameter.default
+        properties[name] = prop
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+    "null": lambda v: v is None,
+}
+
+
+def validate_arguments(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+    """Check ``arguments`` against the parts of an object schema that matter
+    for dispatch (required names, property types, enums). Returns a problem
+    description or None."""
+    for name in schema.get("required", ()):
+        if name not in arguments:
+            return f"missing required argument {name!r}"
+    properties = schema.get("properties") or {}
+    for name, value in arguments.items():
+        prop = properties.get(name)
+        if prop is None:
+            if schema.get("additionalProperties") is False:
+                return f"unexpected argument {name!r}"
+            continue
+        problem = _check_value(prop, value)
+        if problem:
+            return f"argument {name!r} {problem}"
+    return None
+
+
+def _check_value(schema: dict[str, Any], value: Any) -> str | None:
+    if "enum" in schema and value not in schema["enum"]:
+        return f"must be one of {schema['enum']}"
+    if "anyOf" in schema:
+        if all(_check_value(s, value) for s in schema["anyOf"]):
+            return "matches none of the allowed types"
+        return None
+    expected = schema.get("type")
+    if expected is None:
+        return None
+    kinds = expected if isinstance(expected, list) else [expected]
+    if not any(_TYPE_CHECKS.get(k, lambda v: True)(value) for k in kinds):
+        return f"must be of type {' or '.join(kinds)}"
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for item in value:
+            problem = _check_value(schema["items"], item)
+            if problem:
+                return f"has an item that {problem}"
+    return None

@@ -1,0 +1,653 @@
+"""A declarative MCP server: register tools, resources, templates and prompts;
+:meth:`Server.handle` answers requests.
+
+Everything here is backend-neutral.  Handlers may be plain or ``async``
+functions; the only things they can await are the :class:`Context` methods,
+which an adapter (Trio, asyncio) implements by subclassing :class:`Context`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import inspect
+import typing
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+import attrs
+
+from . import _json
+from ._errors import ErrorCode, InvalidParams, MCPError, MethodNotFound
+from ._jsonrpc import RequestId
+from ._schema import schema_for_function, validate_arguments
+from ._session import ServerSession
+from ._uritemplate import UriTemplate
+from ._versions import HANDSHAKE_REVISIONS
+
+__all__ = [
+    "Context",
+    "Server",
+    "Tool",
+    "ToolResult",
+    "Resource",
+    "ResourceTemplate",
+    "Prompt",
+    "PromptArgument",
+    "text_content",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+Handler = Callable[..., Any]
+
+
+def text_content(text: str) -> dict[str, Any]:
+    """A ``{"type": "text"}`` content block."""
+    return {"type": "text", "text": text}
+
+
+@attrs.frozen
+class ToolResult:
+    """What a tool may return for full control over the ``CallToolResult``."""
+
+    content: list[dict[str, Any]] = attrs.field(factory=list)
+    structured: Any = None
+    is_error: bool = False
+
+    @classmethod
+    def text(cls, text: str, *, structured: Any = None, is_error: bool = False) -> ToolResult:
+        return cls([text_content(text)], structured, is_error)
+
+    def to_result(self) -> dict[str, Any]:
+        result: dict[str, Any] = {"content": self.content, "isError": self.is_error}
+        if self.structured is not None:
+            result["structuredContent"] = self.structured
+        return result
+
+
+class Context:
+    """What a handler can do while it runs.
+
+    Adapters subclass it and implement three primitives: :meth:`request`
+    (ask the client and wait), :meth:`flush` (write what the session queued)
+    and :meth:`sleep`.  Everything else is built on those here, once.
+    """
+
+    def __init__(
+        self,
+        *,
+        request_id: RequestId,
+        method: str,
+        params: dict[str, Any],
+        progress_token: str | int | None,
+        session: ServerSession,
+    ) -> None:
+        self.request_id = request_id
+        self.method = method
+        self.params = params
+        self.progress_token = progress_token
+        self.session = session
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        return self.session.peer_capabilities or {}
+
+    @property
+    def client_info(self) -> dict[str, Any]:
+        return self.session.peer_info or {}
+
+    @property
+    def protocol_version(self) -> str | None:
+        return self.session.protocol_version
+
+    # Primitives -----------------------------------------------------------------
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Send a request to the client and wait for its result."""
+        raise NotImplementedError
+
+    async def flush(self) -> None:
+        """Write what the session has queued."""
+        raise NotImplementedError
+
+    async def sleep(self, seconds: float) -> None:
+        raise NotImplementedError
+
+    # Conveniences ---------------------------------------------------------------
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Report progress if the client asked for it (a no-op otherwise)."""
+        if self.session.send_progress(self.request_id, progress, total, message):
+            await self.flush()
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send a log message, unless logging is off or below the client's level."""
+        if "logging" in self.session.capabilities and self.session.send_log_message(
+            level, data, logger
+        ):
+            await self.flush()
+
+    async def resource_updated(self, uri: str) -> None:
+        """Tell the client ``uri`` changed, if it subscribed to it."""
+        if self.session.send_resource_updated(uri):
+            await self.flush()
+
+    async def list_changed(self, kind: str) -> None:
+        """Tell the client the list of ``kind`` (tools, prompts, resources) changed."""
+        self.session.send_list_changed(kind)
+        await self.flush()
+
+    async def sample(
+        self,
+        prompt: str | Sequence[dict[str, Any]],
+        *,
+        max_tokens: int = 256,
+        system_prompt: str | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """Ask the client's model for a completion; returns the CreateMessageResult."""
+        if isinstance(prompt, str):
+            messages: list[dict[str, Any]] = [{"role": "user", "content": text_content(prompt)}]
+        else:
+            messages = list(prompt)
+        params: dict[str, Any] = {"messages": messages, "maxTokens": max_tokens, **extra}
+        if system_prompt is not None:
+            params["systemPrompt"] = system_prompt
+        return await self.request("sampling/createMessage", params)
+
+    async def elicit(self, message: str, requested_schema: dict[str, Any]) -> dict[str, Any]:
+        """Ask the user for structured input (form mode); returns the ElicitResult."""
+        params: dict[str, Any] = {"message": message, "requestedSchema": requested_schema}
+        if (self.protocol_version or "") >= "2025-11-25":
+            params = {"mode": "form", **params}
+        return await self.request("elicitation/create", params)
+
+    async def elicit_url(self, message: str, url: str, elicitation_id: str) -> dict[str, Any]:
+        """Send the user to ``url`` (URL mode, 2025-11-25)."""
+        params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
+        return await self.request("elicitation/create", params)
+
+    async def list_roots(self) -> list[dict[str, Any]]:
+        """The client's roots."""
+        result = await self.request("roots/list")
+        roots = result.get("roots")
+        return roots if isinstance(roots, list) else []
+
+
+@attrs.frozen
+class Tool:
+    name: str
+    handler: Handler = attrs.field(eq=False, repr=False)
+    input_schema: dict[str, Any]
+    description: str | None = None
+    title: str | None = None
+    output_schema: dict[str, Any] | None = None
+    annotations: dict[str, Any] | None = None
+    context_param: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "inputSchema": self.input_schema}
+        if self.title is not None:
+            out["title"] = self.title
+        if self.description is not None:
+            out["description"] = self.description
+        if self.output_schema is not None:
+            out["outputSchema"] = self.output_schema
+        if self.annotations is not None:
+            out["annotations"] = self.annotations
+        return out
+
+
+@attrs.frozen
+class Resource:
+    uri: str
+    name: str
+    handler: Handler = attrs.field(eq=False, repr=False)
+    description: str | None = None
+    mime_type: str | None = None
+    title: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"uri": self.uri, "name": self.name}
+        _put(out, title=self.title, description=self.description, mimeType=self.mime_type)
+        return out
+
+
+@attrs.frozen
+class ResourceTemplate:
+    uri_template: str
+    name: str
+    handler: Handler = attrs.field(eq=False, repr=False)
+    description: str | None = None
+    mime_type: str | None = None
+    title: str | None = None
+    completers: dict[str, Handler] = attrs.field(eq=False, repr=False, factory=dict)
+    matcher: UriTemplate = attrs.field(eq=False, repr=False, init=False)
+
+    @matcher.default
+    def _matcher(self) -> UriTemplate:
+        return UriTemplate(self.uri_template)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"uriTemplate": self.uri_template, "name": self.name}
+        _put(out, title=self.title, description=self.description, mimeType=self.mime_type)
+        return out
+
+
+@attrs.frozen
+class PromptArgument:
+    name: str
+    description: str | None = None
+    required: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "required": self.required}
+        _put(out, description=self.description)
+        return out
+
+
+@attrs.frozen
+class Prompt:
+    name: str
+    handler: Handler = attrs.field(eq=False, repr=False)
+    arguments: tuple[PromptArgument, ...] = ()
+    description: str | None = None
+    title: str | None = None
+    completers: dict[str, Handler] = attrs.field(eq=False, repr=False, factory=dict)
+    context_param: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        _put(out, title=self.title, description=self.description)
+        if self.arguments:
+            out["arguments"] = [a.to_dict() for a in self.arguments]
+        return out
+
+
+def _put(target: dict[str, Any], **values: Any) -> None:
+    for key, value in values.items():
+        if value is not None:
+            target[key] = value
+
+
+def _context_param(func: Handler) -> str | None:
+    """The parameter that receives the :class:`Context`, if any."""
+    try:
+        hints = typing.get_type_hints(func)
+    except Exception:  # unresolvable annotations: fall back to the name
+        hints = {}
+    for name in inspect.signature(func).parameters:
+        hint = hints.get(name)
+        if (isinstance(hint, type) and issubclass(hint, Context)) or name == "ctx":
+            return name
+    return None
+
+
+def _describe(func: Handler, description: str | None) -> str | None:
+    if description is not None:
+        return description
+    doc = inspect.getdoc(func)
+    return doc.strip() if doc else None
+
+
+async def _call(func: Handler, kwargs: dict[str, Any]) -> Any:
+    result = func(**kwargs)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+class Server:
+    """A registry of tools, resources, resource templates and prompts.
+
+    ``handle(ctx)`` answers any request a :class:`ServerSession` hands over;
+    capabilities are derived from what is registered.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        instructions: str | None = None,
+        page_size: int = 100,
+        logging: bool = True,
+        supported_versions: Iterable[str] = HANDSHAKE_REVISIONS,
+    ) -> None:
+        if page_size < 1:
+            raise ValueError("page_size must be positive")
+        self.name = name
+        self.version = version
+        self.title = title
+        self.instructions = instructions
+        self.page_size = page_size
+        self.logging = logging
+        self.supported_versions = tuple(supported_versions)
+        self.tools: dict[str, Tool] = {}
+        self.resources: dict[str, Resource] = {}
+        self.templates: dict[str, ResourceTemplate] = {}
+        self.prompts: dict[str, Prompt] = {}
+
+    # Registration ---------------------------------------------------------------
+
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        description: str | None = None,
+        title: str | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        annotations: dict[str, Any] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a function as a tool; its signature gives the input schema."""
+
+        def register(func: F) -> F:
+            context_param = _context_param(func)
+            skip = frozenset({context_param}) if context_param else frozenset()
+            tool = Tool(
+                name=name or func.__name__,
+                handler=func,
+                input_schema=input_schema or schema_for_function(func, skip=skip),
+                description=_describe(func, description),
+                title=title,
+                output_schema=output_schema,
+                annotations=annotations,
+                context_param=context_param,
+            )
+            self.tools[tool.name] = tool
+            return func
+
+        return register
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        title: str | None = None,
+    ) -> Callable[[F], F]:
+        """Register a function returning the content (str, bytes or content dicts) of ``uri``."""
+
+        def register(func: F) -> F:
+            self.resources[uri] = Resource(
+                uri=uri,
+                name=name or func.__name__,
+                handler=func,
+                description=_describe(func, description),
+                mime_type=mime_type,
+                title=title,
+            )
+            return func
+
+        return register
+
+    def resource_template(
+        self,
+        uri_template: str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        title: str | None = None,
+        completers: dict[str, Handler] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a function called with the template's variables as keywords."""
+
+        def register(func: F) -> F:
+            self.templates[uri_template] = ResourceTemplate(
+                uri_template=uri_template,
+                name=name or func.__name__,
+                handler=func,
+                description=_describe(func, description),
+                mime_type=mime_type,
+                title=title,
+                completers=dict(completers or {}),
+            )
+            return func
+
+        return register
+
+    def prompt(
+        self,
+        name: str | None = None,
+        *,
+        description: str | None = None,
+        title: str | None = None,
+        completers: dict[str, Handler] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a function returning the prompt's messages (or one string)."""
+
+        def register(func: F) -> F:
+            context_param = _context_param(func)
+            arguments = tuple(
+                PromptArgument(
+                    name=p.name,
+                    required=p.default is inspect.Parameter.empty,
+                )
+                for p in inspect.signature(func).parameters.values()
+                if p.name != context_param
+            )
+            prompt = Prompt(
+                name=name or func.__name__,
+                handler=func,
+                arguments=arguments,
+                description=_describe(func, description),
+                title=title,
+                completers=dict(completers or {}),
+                context_param=context_param,
+            )
+            self.prompts[prompt.name] = prompt
+            return func
+
+        return register
+
+    # Session --------------------------------------------------------------------
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        caps: dict[str, Any] = {}
+        if self.tools:
+            caps["tools"] = {"listChanged": True}
+        if self.resources or self.templates:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if self.prompts:
+            caps["prompts"] = {"listChanged": True}
+        if self.logging:
+            caps["logging"] = {}
+        if any(t.completers for t in self.templates.values()) or any(
+            p.completers for p in self.prompts.values()
+        ):
+            caps["completions"] = {}
+        return caps
+
+    @property
+    def info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {"name": self.name, "version": self.version}
+        if self.title:
+            info["title"] = self.title
+        return info
+
+    def create_session(self, **options: Any) -> ServerSession:
+        """A :class:`ServerSession` advertising this server."""
+        options.setdefault("supported_versions", self.supported_versions)
+        return ServerSession(
+            capabilities=self.capabilities,
+            server_info=self.info,
+            instructions=self.instructions,
+            **options,
+        )
+
+    # Dispatch -------------------------------------------------------------------
+
+    async def handle(self, ctx: Context) -> dict[str, Any]:
+        """The result for ``ctx.method``; raises :class:`MCPError` for errors."""
+        method, params = ctx.method, ctx.params
+        if method == "tools/list":
+            return self._page(params, "tools", [t.to_dict() for t in self.tools.values()])
+        if method == "tools/call":
+            return await self._call_tool(ctx)
+        if method == "resources/list":
+            return self._page(params, "resources", [r.to_dict() for r in self.resources.values()])
+        if method == "resources/templates/list":
+            items = [t.to_dict() for t in self.templates.values()]
+            return self._page(params, "resourceTemplates", items)
+        if method == "resources/read":
+            return await self._read_resource(ctx)
+        if method in ("resources/subscribe", "resources/unsubscribe"):
+            self._find_resource(params["uri"])
+            return {}
+        if method == "prompts/list":
+            return self._page(params, "prompts", [p.to_dict() for p in self.prompts.values()])
+        if method == "prompts/get":
+            return await self._get_prompt(ctx)
+        if method == "completion/complete":
+            return await self._complete(params)
+        raise MethodNotFound(message=f"method not found: {method!r}")
+
+    def _page(self, params: dict[str, Any], key: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+        start = _decode_cursor(params.get("cursor"), len(items))
+        end = start + self.page_size
+        result: dict[str, Any] = {key: items[start:end]}
+        if end < len(items):
+            result["nextCursor"] = _encode_cursor(end)
+        return result
+
+    async def _call_tool(self, ctx: Context) -> dict[str, Any]:
+        name = ctx.params["name"]
+        tool = self.tools.get(name)
+        if tool is None:
+            raise InvalidParams(message=f"unknown tool: {name!r}")
+        arguments = ctx.params.get("arguments") or {}
+        problem = validate_arguments(tool.input_schema, arguments)
+        if problem:
+            # Input validation failures are tool errors the model can act on (SEP-1303).
+            return ToolResult.text(f"invalid arguments for {name}: {problem}", is_error=True).to_result()
+        kwargs = dict(arguments)
+        if tool.context_param:
+            kwargs[tool.context_param] = ctx
+        try:
+            value = await _call(tool.handler, kwargs)
+        except MCPError:
+            raise
+        except Exception as exc:  # a failing tool is a result, not a protocol error
+            return ToolResult.text(f"{type(exc).__name__}: {exc}", is_error=True).to_result()
+        return _tool_result(value)
+
+    def _find_resource(self, uri: str) -> tuple[Handler, dict[str, str], str | None]:
+        resource = self.resources.get(uri)
+        if resource is not None:
+            return resource.handler, {}, resource.mime_type
+        for template in self.templates.values():
+            variables = template.matcher.match(uri)
+            if variables is not None:
+                return template.handler, variables, template.mime_type
+        raise MCPError(ErrorCode.RESOURCE_NOT_FOUND, f"resource not found: {uri}", {"uri": uri})
+
+    async def _read_resource(self, ctx: Context) -> dict[str, Any]:
+        uri = ctx.params["uri"]
+        handler, variables, mime_type = self._find_resource(uri)
+        value = await _call(handler, variables)
+        return {"contents": _resource_contents(uri, value, mime_type)}
+
+    async def _get_prompt(self, ctx: Context) -> dict[str, Any]:
+        name = ctx.params["name"]
+        prompt = self.prompts.get(name)
+        if prompt is None:
+            raise InvalidParams(message=f"unknown prompt: {name!r}")
+        arguments = dict(ctx.params.get("arguments") or {})
+        known = {a.name for a in prompt.arguments}
+        missing = [a.name for a in prompt.arguments if a.required and a.name not in arguments]
+        if missing:
+            raise InvalidParams(message=f"prompt {name!r} needs argument(s) {', '.join(missing)}")
+        unknown = sorted(set(arguments) - known)
+        if unknown:
+            raise InvalidParams(message=f"prompt {name!r} has no argument(s) {', '.join(unknown)}")
+        if prompt.context_param:
+            arguments[prompt.context_param] = ctx
+        value = await _call(prompt.handler, arguments)
+        if isinstance(value, dict) and "messages" in value:
+            return value
+        if isinstance(value, str):
+            messages = [{"role": "user", "content": text_content(value)}]
+        else:
+            messages = list(value)
+        result: dict[str, Any] = {"messages": messages}
+        if prompt.description:
+            result["description"] = prompt.description
+        return result
+
+    async def _complete(self, params: dict[str, Any]) -> dict[str, Any]:
+        ref, argument = params["ref"], params["argument"]
+        completers: dict[str, Handler]
+        if ref["type"] == "ref/prompt":
+            prompt = self.prompts.get(ref["name"])
+            if prompt is None:
+                raise InvalidParams(message=f"unknown prompt: {ref['name']!r}")
+            completers = prompt.completers
+        else:
+            template = self.templates.get(ref["uri"])
+            if template is None:
+                raise InvalidParams(message=f"unknown resource template: {ref['uri']!r}")
+            completers = template.completers
+        completer = completers.get(argument["name"])
+        values: list[str] = []
+        if completer is not None:
+            context = params.get("context") or {}
+            found = await _call(
+                completer, {"value": argument["value"], "context": context.get("arguments") or {}}
+            )
+            values = [str(v) for v in found]
+        completion: dict[str, Any] = {"values": values[:100], "total": len(values)}
+        completion["hasMore"] = len(values) > 100
+        return {"completion": completion}
+
+
+def _tool_result(value: Any) -> dict[str, Any]:
+    if isinstance(value, ToolResult):
+        return value.to_result()
+    if isinstance(value, str):
+        return ToolResult.text(value).to_result()
+    if isinstance(value, dict) and "content" in value:
+        return value
+    if value is None:
+        return ToolResult().to_result()
+    structured = value if isinstance(value, dict) else None
+    return ToolResult.text(_json.dumps(value), structured=structured).to_result()
+
+
+def _resource_contents(uri: str, value: Any, mime_type: str | None) -> list[dict[str, Any]]:
+    if isinstance(value, list):
+        return value
+    content: dict[str, Any] = {"uri": uri}
+    if mime_type is not None:
+        content["mimeType"] = mime_type
+    if isinstance(value, bytes):
+        content["blob"] = base64.b64encode(value).decode("ascii")
+    else:
+        content["text"] = value if isinstance(value, str) else _json.dumps(value)
+    return [content]
+
+
+def _encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"offset:{offset}".encode()).decode("ascii")
+
+
+def _decode_cursor(cursor: Any, size: int) -> int:
+    if cursor is None:
+        return 0
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode("ascii")).decode("ascii")
+        prefix, _, number = text.partition(":")
+        offset = int(number)
+        if prefix != "offset" or not 0 <= offset <= size:
+            raise ValueError
+    except (ValueError, UnicodeError, binascii.Error):
+        raise InvalidParams(message=f"invalid cursor: {cursor!r}") from None
+    return offset
+

@@ -1,0 +1,161 @@
+"""The bundled "everything" example server.
+
+Tool names are part of the documented interface: ``echo``, ``add``,
+``slow``, ``sample``, ``elicit``, ``list_roots``, ``fail`` (plus
+``increment``, which bumps the subscribable counter resource).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sansio_mcp import Context, Server, ToolResult
+
+__all__ = ["COUNTER_URI", "build_server"]
+
+COUNTER_URI = "example://counter"
+_PNG_1X1 = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360f8cf00000301010018dd8db00000000049454e44ae426082"
+)
+_COLOURS = ("red", "green", "blue", "cyan", "magenta", "yellow", "black", "white")
+_LANGUAGES = ("python", "rust", "go", "typescript", "haskell", "ocaml")
+
+
+def build_server(*, page_size: int = 100) -> Server:
+    """A fresh example server (its state is per instance)."""
+    server = Server(
+        "sansio-mcp-example",
+        "0.1.0",
+        title="sansio-mcp example server",
+        instructions="An example server: every MCP feature, no network.",
+        page_size=page_size,
+    )
+    counter = {"value": 0}
+
+    @server.tool(annotations={"readOnlyHint": True})
+    def echo(message: str) -> str:
+        """Return the message unchanged."""
+        return message
+
+    @server.tool(
+        output_schema={
+            "type": "object",
+            "properties": {"sum": {"type": "number"}},
+            "required": ["sum"],
+        },
+        annotations={"readOnlyHint": True},
+    )
+    def add(a: float, b: float) -> ToolResult:
+        """Add two numbers; the sum comes as text and as structured content."""
+        total = a + b
+        return ToolResult.text(str(total), structured={"sum": total})
+
+    @server.tool()
+    async def slow(ctx: Context, seconds: float = 1.0, steps: int = 5) -> str:
+        """Wait ``seconds`` in ``steps`` steps, reporting progress; honours cancellation."""
+        steps = max(1, steps)
+        for step in range(1, steps + 1):
+            await ctx.sleep(seconds / steps)
+            await ctx.report_progress(step, steps, f"step {step} of {steps}")
+        return f"done after {seconds} seconds in {steps} steps"
+
+    @server.tool()
+    async def sample(ctx: Context, prompt: str) -> str:
+        """Ask the client's model to answer ``prompt`` and return its text."""
+        result = await ctx.sample(prompt, max_tokens=200)
+        content = result.get("content")
+        if isinstance(content, list):
+            content = next((c for c in content if c.get("type") == "text"), {})
+        if isinstance(content, dict) and content.get("type") == "text":
+            return str(content.get("text", ""))
+        return f"(the model answered with non-text content: {content!r})"
+
+    @server.tool()
+    async def elicit(ctx: Context, question: str) -> ToolResult:
+        """Ask the user ``question``; return what they answered."""
+        result = await ctx.elicit(
+            question,
+            {
+                "type": "object",
+                "properties": {"answer": {"type": "string", "description": question}},
+                "required": ["answer"],
+            },
+        )
+        action = result.get("action")
+        if action != "accept":
+            return ToolResult.text(f"the user chose to {action}", structured={"action": action})
+        content = result.get("content") or {}
+        answer = content.get("answer", "")
+        return ToolResult.text(str(answer), structured={"action": action, "answer": answer})
+
+    @server.tool(annotations={"readOnlyHint": True})
+    async def list_roots(ctx: Context) -> ToolResult:
+        """Return the client's roots."""
+        roots = await ctx.list_roots()
+        lines = [f"{r.get('name') or r.get('uri')}: {r.get('uri')}" for r in roots]
+        return ToolResult.text("\n".join(lines) or "(no roots)", structured={"roots": roots})
+
+    @server.tool()
+    def fail(message: str) -> ToolResult:
+        """Return an error result carrying ``message``."""
+        return ToolResult.text(message, is_error=True)
+
+    @server.tool()
+    async def increment(ctx: Context, by: int = 1) -> str:
+        """Add ``by`` to the counter resource and notify its subscribers."""
+        counter["value"] += by
+        await ctx.log("info", {"counter": counter["value"]}, logger="example")
+        await ctx.resource_updated(COUNTER_URI)
+        return str(counter["value"])
+
+    @server.resource("example://readme", name="readme", mime_type="text/markdown")
+    def readme() -> str:
+        """A short text resource."""
+        return "# sansio-mcp example\n\nThis text comes from a resource.\n"
+
+    @server.resource("example://logo.png", name="logo", mime_type="image/png")
+    def logo() -> bytes:
+        """A one-pixel PNG (a binary resource)."""
+        return _PNG_1X1
+
+    @server.resource(COUNTER_URI, name="counter", mime_type="application/json")
+    def counter_resource() -> dict[str, Any]:
+        """The counter that ``increment`` bumps (subscribe to follow it)."""
+        return {"value": counter["value"]}
+
+    def complete_colour(value: str, context: dict[str, str]) -> list[str]:
+        return [c for c in _COLOURS if c.startswith(value.lower())]
+
+    @server.resource_template(
+        "example://colours/{colour}",
+        name="colour",
+        mime_type="text/plain",
+        completers={"colour": complete_colour},
+    )
+    def colour(colour: str) -> str:
+        """A line about one colour."""
+        return f"{colour} is a fine colour"
+
+    @server.prompt()
+    def greeting() -> str:
+        """A prompt with no arguments."""
+        return "Say hello to the user in one short sentence."
+
+    def complete_language(value: str, context: dict[str, str]) -> list[str]:
+        return [lang for lang in _LANGUAGES if lang.startswith(value.lower())]
+
+    @server.prompt(completers={"language": complete_language})
+    def review(code: str, language: str = "python") -> list[dict[str, Any]]:
+        """Ask for a code review (arguments: code, optional language)."""
+        return [
+            {
+                "role": "user",
+                "content": {
+                    "type": "text",
+                    "text": f"Please review this {language} code:\n\n{code}",
+                },
+            }
+        ]
+
+    return server

@@ -1,0 +1,18 @@
+"""Trio adapters for sansio-mcp: they move bytes; the core decides."""
+
+from sansio_mcp._client import ClientHandlers
+
+from ._runner import TrioRunner
+from .client import Client, open_client, open_stdio_client
+from .server import TrioContext, serve, serve_stdio
+
+__all__ = [
+    "Client",
+    "ClientHandlers",
+    "TrioContext",
+    "TrioRunner",
+    "open_client",
+    "open_stdio_client",
+    "serve",
+    "serve_stdio",
+]

@@ -1,0 +1,191 @@
+"""Moves bytes between a Trio stream pair and a sans-IO session."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from sansio_mcp import ConnectionClosedError, RequestId, Session
+from sansio_mcp._client import ProgressCallback
+from sansio_mcp._driver import Driver, NotificationHandler, RequestHandler, Waiter
+
+__all__ = ["TrioRunner"]
+
+logger = logging.getLogger("trio_adapters")
+
+_READ_SIZE = 65536
+
+
+class TrioRunner:
+    """Runs one session over ``receive_stream`` / ``send_stream``.
+
+    ``await runner.run()`` reads until end of input (start it in a nursery);
+    ``await runner.request(...)`` sends a request and waits for its result.
+    Handlers for the peer's requests run concurrently in the runner's nursery.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        send_stream: trio.abc.SendStream,
+        receive_stream: trio.abc.ReceiveStream,
+        *,
+        handle_request: RequestHandler,
+        handle_notification: NotificationHandler | None = None,
+    ) -> None:
+        self.session = session
+        self._send_stream = send_stream
+        self._receive_stream = receive_stream
+        self._send_lock = trio.Lock()
+        self._nursery: trio.Nursery | None = None
+        self._scopes: dict[RequestId, trio.CancelScope] = {}
+        self._timer_changed = trio.Event()
+        self._closed = trio.Event()
+        self.driver = Driver(
+            session,
+            handle_request=handle_request,
+            handle_notification=handle_notification,
+            spawn=self._spawn,
+            cancel=self._cancel_handler,
+        )
+        self.driver.on_output = self._schedule_flush
+
+    # Running -------------------------------------------------------------------
+
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Read and dispatch until the peer closes its side."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            nursery.start_soon(self._timer_loop)
+            task_status.started()
+            try:
+                await self._read_loop()
+            finally:
+                self._finish()
+                nursery.cancel_scope.cancel()
+
+    async def _read_loop(self) -> None:
+        while not self.driver.closed:
+            try:
+                data = await self._receive_stream.receive_some(_READ_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
+            self.session.receive_data(data)
+            self.driver.process_events()
+            await self.flush()
+            if not data:
+                break
+
+    async def _timer_loop(self) -> None:
+        while True:
+            deadline = self.session.next_deadline()
+            with trio.move_on_at(deadline if deadline is not None else math.inf):
+                await self._timer_changed.wait()
+                self._timer_changed = trio.Event()
+                continue
+            self.session.handle_timer(trio.current_time())
+            self.driver.process_events()
+            await self.flush()
+
+    def _finish(self) -> None:
+        self.session.close()
+        self.driver.process_events()
+        self._closed.set()
+
+    # Output --------------------------------------------------------------------
+
+    async def flush(self) -> None:
+        """Write whatever the session has queued."""
+        async with self._send_lock:
+            data = self.session.data_to_send()
+            if not data:
+                return
+            try:
+                await self._send_stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                logger.debug("peer gone; dropped %d bytes", len(data))
+                self.session.close()
+                self.driver.process_events()
+
+    def _schedule_flush(self) -> None:
+        if self._nursery is not None:
+            self._nursery.start_soon(self.flush)
+
+    # Requests ------------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Send a request and wait for its result (raises :class:`MCPError`)."""
+        if self.driver.closed:
+            raise ConnectionClosedError(message="the connection is closed")
+        done = trio.Event()
+        waiter = Waiter(done.set, on_progress)
+        request_id = self.driver.start_request(
+            method, params, waiter, now=trio.current_time(), timeout=timeout
+        )
+        return await self._await(request_id, waiter, done, timeout is not None)
+
+    async def wait_for(self, request_id: RequestId, *, timed: bool = False) -> dict[str, Any]:
+        """Wait for a request queued directly on the session."""
+        done = trio.Event()
+        waiter = Waiter(done.set)
+        self.driver.register(request_id, waiter)
+        return await self._await(request_id, waiter, done, timed)
+
+    async def _await(
+        self, request_id: RequestId, waiter: Waiter, done: trio.Event, timed: bool
+    ) -> dict[str, Any]:
+        if timed:
+            self._timer_changed.set()
+        try:
+            await self.flush()
+            await done.wait()
+        except BaseException:
+            if not waiter.done:
+                self.driver.abandon(request_id)
+                with trio.CancelScope(shield=True):
+                    await self.flush()
+            raise
+        return waiter.outcome()
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        self.session.send_notification(method, params)
+        await self.flush()
+
+    # Handlers ------------------------------------------------------------------
+
+    def _spawn(self, request_id: RequestId | None, fn: Callable[[], Awaitable[None]]) -> None:
+        assert self._nursery is not None
+        if request_id is None:
+            self._nursery.start_soon(fn)
+            return
+        scope = trio.CancelScope()
+        self._scopes[request_id] = scope
+
+        async def run() -> None:
+            try:
+                with scope:
+                    await fn()
+            finally:
+                self._scopes.pop(request_id, None)
+
+        self._nursery.start_soon(run)
+
+    def _cancel_handler(self, request_id: RequestId) -> None:
+        scope = self._scopes.get(request_id)
+        if scope is not None:
+            scope.cancel()
+
+    async def wait_closed(self) -> None:
+        await self._closed.wait()
+
