@@ -1,0 +1,1 @@
+"""The ``sansio-mcp`` command line and the bundled example server."""

@@ -1,0 +1,158 @@
+"""The ``sansio-mcp`` command line: example-server, inspect, call, demo."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import trio
+
+from sansio_mcp import HANDSHAKE_REVISIONS, MCPError, ProtocolError
+from trio_adapters import Client, open_stdio_client, serve_stdio
+
+from .example_server import build_server
+
+__all__ = ["main"]
+
+
+def _split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Options before ``--``, the server command after it."""
+    argv = list(argv)
+    if "--" in argv:
+        at = argv.index("--")
+        return argv[:at], argv[at + 1 :]
+    return argv, []
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sansio-mcp",
+        description="A sans-IO Model Context Protocol library: example server and client tools.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log protocol details to stderr")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    server = sub.add_parser("example-server", help="run the bundled example server on stdio")
+    server.add_argument("--page-size", type=int, default=100, help="items per list page")
+
+    version_help = f"protocol revision to request (default: the latest, {HANDSHAKE_REVISIONS[-1]})"
+    inspect = sub.add_parser(
+        "inspect",
+        help="connect to a stdio server and print what it offers, as JSON",
+        usage="sansio-mcp inspect [--protocol-version REV] -- COMMAND [ARG...]",
+    )
+    inspect.add_argument("--protocol-version", choices=HANDSHAKE_REVISIONS, help=version_help)
+    inspect.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
+
+    call = sub.add_parser(
+        "call",
+        help="call one tool on a stdio server and print the result as JSON",
+        usage="sansio-mcp call [--protocol-version REV] [--args JSON] TOOL -- COMMAND [ARG...]",
+    )
+    call.add_argument("tool", help="the tool's name")
+    call.add_argument("--args", default="{}", help="the tool's arguments as a JSON object")
+    call.add_argument("--protocol-version", choices=HANDSHAKE_REVISIONS, help=version_help)
+    call.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the result")
+
+    sub.add_parser("demo", help="a guided tour: our client against the bundled example server")
+    return parser
+
+
+async def _inspect(client: Client, timeout: float) -> dict[str, Any]:
+    caps = client.server_capabilities
+    report: dict[str, Any] = {
+        "protocolVersion": client.protocol_version,
+        "serverInfo": client.server_info,
+        "capabilities": caps,
+        "tools": [],
+        "resources": [],
+        "resourceTemplates": [],
+        "prompts": [],
+    }
+    with trio.fail_after(timeout * 4):
+        if "tools" in caps:
+            report["tools"] = await client.list_tools()
+        if "resources" in caps:
+            report["resources"] = await client.list_resources()
+            report["resourceTemplates"] = await client.list_resource_templates()
+        if "prompts" in caps:
+            report["prompts"] = await client.list_prompts()
+    if client.instructions:
+        report["instructions"] = client.instructions
+    return report
+
+
+def _dump(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``sansio-mcp`` script."""
+    options, command = _split_command(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(options)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        if args.command == "example-server":
+            trio.run(serve_stdio, build_server(page_size=args.page_size))
+            return 0
+        if args.command == "demo":
+            from .demo import run_demo
+
+            return trio.run(run_demo)
+        if not command:
+            print(f"sansio-mcp {args.command}: give the server command after --", file=sys.stderr)
+            return 2
+        if args.command == "inspect":
+            return trio.run(_run_inspect, command, args)
+        if args.command == "call":
+            return trio.run(_run_call, command, args)
+    except KeyboardInterrupt:
+        return 130
+    except (MCPError, ProtocolError, OSError, trio.TooSlowError) as exc:
+        print(f"sansio-mcp {args.command}: {_describe(exc)}", file=sys.stderr)
+        return 1
+    return 2  # pragma: no cover - argparse rejects unknown commands
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, trio.TooSlowError):
+        return "timed out"
+    return str(exc) or type(exc).__name__
+
+
+async def _run_inspect(command: list[str], args: argparse.Namespace) -> int:
+    async with open_stdio_client(
+        command, protocol_version=args.protocol_version, initialize_timeout=args.timeout
+    ) as client:
+        _dump(await _inspect(client, args.timeout))
+    return 0
+
+
+async def _run_call(command: list[str], args: argparse.Namespace) -> int:
+    try:
+        arguments = json.loads(args.args)
+    except json.JSONDecodeError as exc:
+        print(f"sansio-mcp call: --args is not valid JSON: {exc}", file=sys.stderr)
+        return 2
+    if not isinstance(arguments, dict):
+        print("sansio-mcp call: --args must be a JSON object", file=sys.stderr)
+        return 2
+    async with open_stdio_client(
+        command, protocol_version=args.protocol_version, initialize_timeout=args.timeout
+    ) as client:
+        result = await client.call_tool(args.tool, arguments, timeout=args.timeout)
+    _dump(result)
+    return 1 if result.get("isError") else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
