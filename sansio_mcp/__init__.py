@@ -4,6 +4,7 @@ Feed bytes or messages in, read events out, send what the session queues.
 See ``docs/`` for the guide and the architecture (state tables).
 """
 
+from ._client import ClientAPI, ClientHandlers
 from ._errors import (
     ConnectionClosedError,
     ErrorCode,
@@ -48,8 +49,17 @@ from ._jsonrpc import (
 )
 from ._ndjson import NEED_DATA, NdjsonFramer
 from ._params import LOG_LEVELS
-from ._client import ClientAPI, ClientHandlers
-from ._server import Context, Prompt, PromptArgument, Resource, ResourceTemplate, Server, Tool, ToolResult, text_content
+from ._server import (
+    Context,
+    Prompt,
+    PromptArgument,
+    Resource,
+    ResourceTemplate,
+    Server,
+    Tool,
+    ToolResult,
+    text_content,
+)
 from ._session import ClientSession, ServerSession, Session
 from ._state import TRANSITIONS, Role, SessionState, Trigger
 from ._versions import HANDSHAKE_REVISIONS, LATEST_HANDSHAKE_REVISION, REVISIONS, Era, Revision

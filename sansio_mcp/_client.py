@@ -90,7 +90,9 @@ class ClientAPI:
     async def ping(self, *, timeout: float | None = None) -> None:
         await self.request("ping", timeout=timeout)
 
-    async def _all_pages(self, method: str, key: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    async def _all_pages(
+        self, method: str, key: str, params: dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         seen: set[str] = set()
         cursor: str | None = None
@@ -148,7 +150,9 @@ class ClientAPI:
     async def list_prompts(self) -> list[dict[str, Any]]:
         return await self._all_pages("prompts/list", "prompts")
 
-    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> dict[str, Any]:
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None = None
+    ) -> dict[str, Any]:
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
@@ -174,5 +178,3 @@ class ClientAPI:
 
     async def set_logging_level(self, level: str) -> None:
         await self.request("logging/setLevel", {"level": level})
-
-

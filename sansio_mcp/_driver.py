@@ -42,7 +42,9 @@ class Waiter:
 
     __slots__ = ("_wake", "done", "error", "on_progress", "result")
 
-    def __init__(self, wake: Callable[[], None], on_progress: ProgressCallback | None = None) -> None:
+    def __init__(
+        self, wake: Callable[[], None], on_progress: ProgressCallback | None = None
+    ) -> None:
         self._wake = wake
         self.on_progress = on_progress
         self.done = False

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeGuard
 
 import attrs
 
@@ -23,7 +23,7 @@ __all__ = [
 RequestId: TypeAlias = str | int
 
 
-def is_request_id(value: object) -> bool:
+def is_request_id(value: object) -> TypeGuard[RequestId]:
     """A string or an integer (and never a bool, which Python calls an int)."""
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
@@ -102,7 +102,7 @@ def parse_message(obj: Any) -> JSONRPCMessage:
             raise _invalid('"method" must be a string', request_id=request_id, answer=answer)
         if has_id and not is_request_id(raw_id):
             what = "null" if raw_id is None else _json_type(raw_id)
-            raise _invalid(f'a request id must be a string or an integer, not {what}')
+            raise _invalid(f"a request id must be a string or an integer, not {what}")
         if "result" in obj or "error" in obj:
             raise _invalid(
                 'a request must not carry "result" or "error"', request_id=request_id, answer=answer
@@ -122,8 +122,8 @@ def parse_message(obj: Any) -> JSONRPCMessage:
                 answer=answer,
                 code=ErrorCode.INVALID_PARAMS,
             )
-        if has_id:
-            return JSONRPCRequest(raw_id, method, params)
+        if request_id is not None:
+            return JSONRPCRequest(request_id, method, params)
         return JSONRPCNotification(method, params)
 
     # A response (or garbage): never answered.
@@ -135,10 +135,12 @@ def parse_message(obj: Any) -> JSONRPCMessage:
         raise _invalid('"jsonrpc" must be "2.0"', request_id=response_id, answer=False)
     if "result" in obj and "error" in obj:
         raise _invalid(
-            'a response must not carry both "result" and "error"', request_id=response_id, answer=False
+            'a response must not carry both "result" and "error"',
+            request_id=response_id,
+            answer=False,
         )
     if "result" in obj:
-        if not is_request_id(raw_id):
+        if response_id is None:
             raise _invalid("a result response needs a string or integer id", answer=False)
         result = obj["result"]
         if not isinstance(result, dict):
@@ -147,10 +149,10 @@ def parse_message(obj: Any) -> JSONRPCMessage:
                 request_id=response_id,
                 answer=False,
             )
-        return JSONRPCResponse(raw_id, result)
+        return JSONRPCResponse(response_id, result)
     error = obj["error"]
     if has_id and raw_id is not None and not is_request_id(raw_id):
-        raise _invalid(f"an error response id must be a string, an integer or null", answer=False)
+        raise _invalid("an error response id must be a string, an integer or null", answer=False)
     if not isinstance(error, dict):
         raise _invalid('"error" must be an object', request_id=response_id, answer=False)
     code = error.get("code")

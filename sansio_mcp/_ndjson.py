@@ -38,7 +38,7 @@ class NdjsonFramer:
         """Bytes held that do not yet form a line."""
         return len(self._buffer)
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes | bytearray) -> None:
         if self._eof:
             if data:
                 raise RuntimeError("data fed after end of input")

@@ -510,7 +510,9 @@ class Server:
             return await self._complete(params)
         raise MethodNotFound(message=f"method not found: {method!r}")
 
-    def _page(self, params: dict[str, Any], key: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+    def _page(
+        self, params: dict[str, Any], key: str, items: list[dict[str, Any]]
+    ) -> dict[str, Any]:
         start = _decode_cursor(params.get("cursor"), len(items))
         end = start + self.page_size
         result: dict[str, Any] = {key: items[start:end]}
@@ -527,7 +529,9 @@ class Server:
         problem = validate_arguments(tool.input_schema, arguments)
         if problem:
             # Input validation failures are tool errors the model can act on (SEP-1303).
-            return ToolResult.text(f"invalid arguments for {name}: {problem}", is_error=True).to_result()
+            return ToolResult.text(
+                f"invalid arguments for {name}: {problem}", is_error=True
+            ).to_result()
         kwargs = dict(arguments)
         if tool.context_param:
             kwargs[tool.context_param] = ctx
@@ -650,4 +654,3 @@ def _decode_cursor(cursor: Any, size: int) -> int:
     except (ValueError, UnicodeError, binascii.Error):
         raise InvalidParams(message=f"invalid cursor: {cursor!r}") from None
     return offset
-

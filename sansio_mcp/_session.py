@@ -61,7 +61,13 @@ from ._versions import (
     Revision,
 )
 
-__all__ = ["Session", "ClientSession", "ServerSession", "DEFAULT_CLIENT_INFO", "DEFAULT_SERVER_INFO"]
+__all__ = [
+    "Session",
+    "ClientSession",
+    "ServerSession",
+    "DEFAULT_CLIENT_INFO",
+    "DEFAULT_SERVER_INFO",
+]
 
 DEFAULT_CLIENT_INFO: dict[str, Any] = {"name": "sansio-mcp", "version": "0.1.0"}
 DEFAULT_SERVER_INFO: dict[str, Any] = {"name": "sansio-mcp-server", "version": "0.1.0"}
@@ -174,7 +180,7 @@ class Session:
 
     # ---------------------------------------------------------------- receive
 
-    def receive_data(self, data: bytes) -> None:
+    def receive_data(self, data: bytes | bytearray) -> None:
         """Feed bytes of an NDJSON stream (stdio); ``b""`` means end of input."""
         self._framer.feed(data)
         while True:
@@ -255,7 +261,9 @@ class Session:
                 continue
             refusal: MCPError | None = None
             if isinstance(message, JSONRPCRequest) and message.method == "initialize":
-                refusal = MCPError(ErrorCode.INVALID_REQUEST, "initialize must not be part of a batch")
+                refusal = MCPError(
+                    ErrorCode.INVALID_REQUEST, "initialize must not be part of a batch"
+                )
             elif isinstance(message, JSONRPCRequest) and (
                 message.id in batch.pending or message.id in self._incoming
             ):
@@ -331,7 +339,9 @@ class Session:
             )
             self._events.append(
                 ProtocolViolation(
-                    RemoteProtocolError(duplicate.message, code=duplicate.code, request_id=request.id)
+                    RemoteProtocolError(
+                        duplicate.message, code=duplicate.code, request_id=request.id
+                    )
                 )
             )
             # Straight to the outbox: _queue_response would route this error into
@@ -440,7 +450,9 @@ class Session:
             batch.pending.discard(request_id)
             self._maybe_flush_batch(batch)
         reason = params.get("reason")
-        self._events.append(CancelRequested(request_id, reason if isinstance(reason, str) else None))
+        self._events.append(
+            CancelRequested(request_id, reason if isinstance(reason, str) else None)
+        )
 
     def _on_progress(self, params: dict[str, Any]) -> None:
         token = params["progressToken"]
@@ -617,7 +629,8 @@ class Session:
             declared = {k for k in ("form", "url") if k in elicitation} or {"form"}
             if mode not in declared:
                 raise LocalProtocolError(
-                    f"cannot send elicitation/create in {mode!r} mode: the client did not declare it"
+                    f"cannot send elicitation/create in {mode!r} mode: "
+                    "the client did not declare it"
                 )
         problem = check_params(method, params)
         if problem:
@@ -806,7 +819,9 @@ class Session:
 
     # ---------------------------------------------------------------- helpers
 
-    def _error_obj(self, request_id: RequestId | None, error: MCPError | RemoteProtocolError) -> dict[str, Any]:
+    def _error_obj(
+        self, request_id: RequestId | None, error: MCPError | RemoteProtocolError
+    ) -> dict[str, Any]:
         if isinstance(error, RemoteProtocolError):
             error = MCPError(error.code, error.message, error.data)
         null_id = self.revision is None or not self.revision.error_id_optional
@@ -817,7 +832,7 @@ class Session:
         if batch is None:
             self._outbox.append(obj)
             return
-        batch.pending.discard(request_id)  # type: ignore[arg-type]
+        batch.pending.discard(request_id)
         batch.responses.append(obj)
         self._maybe_flush_batch(batch)
 
@@ -1048,7 +1063,9 @@ class ServerSession(Session):
         """Send ``notifications/message`` unless it is below the client's level."""
         if level not in LOG_LEVELS:
             raise LocalProtocolError(f"unknown log level {level!r}")
-        if self.log_level is not None and LOG_LEVELS.index(level) < LOG_LEVELS.index(self.log_level):
+        if self.log_level is not None and LOG_LEVELS.index(level) < LOG_LEVELS.index(
+            self.log_level
+        ):
             return False
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:

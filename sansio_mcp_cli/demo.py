@@ -65,7 +65,10 @@ async def run_demo() -> int:
         _say("tools (walked across pages of 3)", ", ".join(t["name"] for t in tools))
         _say("echo", _text(await client.call_tool("echo", {"message": "hello, MCP"})))
         added = await client.call_tool("add", {"a": 2, "b": 40})
-        _say("add (text and structured content)", {"text": _text(added), "structured": added.get("structuredContent")})
+        _say(
+            "add (text and structured content)",
+            {"text": _text(added), "structured": added.get("structuredContent")},
+        )
         steps: list[str] = []
         slow = await client.call_tool(
             "slow",
@@ -80,22 +83,39 @@ async def run_demo() -> int:
             await client.call_tool("slow", {"seconds": 10, "steps": 10}, timeout=0.2)
         except MCPError as exc:
             _say("timeout", f"{type(exc).__name__}: {exc}")
-        _say("sample (the server asks our model)", _text(await client.call_tool("sample", {"prompt": "what is 6 x 7?"})))
-        _say("elicit (the server asks our user)", _text(await client.call_tool("elicit", {"question": "favourite colour?"})))
-        _say("list_roots (the server asks for our roots)", _text(await client.call_tool("list_roots")))
+        _say(
+            "sample (the server asks our model)",
+            _text(await client.call_tool("sample", {"prompt": "what is 6 x 7?"})),
+        )
+        _say(
+            "elicit (the server asks our user)",
+            _text(await client.call_tool("elicit", {"question": "favourite colour?"})),
+        )
+        _say(
+            "list_roots (the server asks for our roots)",
+            _text(await client.call_tool("list_roots")),
+        )
         failed = await client.call_tool("fail", {"message": "this tool always fails"})
-        _say("fail (a tool error is a result, not a protocol error)", {"isError": failed.get("isError"), "text": _text(failed)})
+        _say(
+            "fail (a tool error is a result, not a protocol error)",
+            {"isError": failed.get("isError"), "text": _text(failed)},
+        )
         resources = await client.list_resources()
         _say("resources", [r["uri"] for r in resources])
         readme = await client.read_resource("example://readme")
         _say("read a text resource", readme["contents"][0]["text"].strip())
         logo = await client.read_resource("example://logo.png")
-        _say("read a binary resource", f"{len(logo['contents'][0]['blob'])} base64 characters of image/png")
+        _say(
+            "read a binary resource",
+            f"{len(logo['contents'][0]['blob'])} base64 characters of image/png",
+        )
         templates = await client.list_resource_templates()
         _say("resource templates", [t["uriTemplate"] for t in templates])
         colour = await client.read_resource("example://colours/green")
         _say("read through a template", colour["contents"][0]["text"])
-        completion = await client.complete({"type": "ref/resource", "uri": templates[0]["uriTemplate"]}, "colour", "b")
+        completion = await client.complete(
+            {"type": "ref/resource", "uri": templates[0]["uriTemplate"]}, "colour", "b"
+        )
         _say("complete a template variable 'b…'", completion["values"])
         await client.set_logging_level("info")
         await client.subscribe(COUNTER_URI)

@@ -33,7 +33,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="sansio-mcp",
         description="A sans-IO Model Context Protocol library: example server and client tools.",
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log protocol details to stderr")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log protocol details to stderr"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     server = sub.add_parser("example-server", help="run the bundled example server on stdio")

@@ -188,4 +188,3 @@ class TrioRunner:
 
     async def wait_closed(self) -> None:
         await self._closed.wait()
-

@@ -23,7 +23,9 @@ __all__ = ["Client", "ClientHandlers", "open_client", "open_stdio_client"]
 class Client(ClientAPI):
     """A connected, initialized MCP client (see :class:`ClientAPI` for the calls)."""
 
-    def __init__(self, runner: TrioRunner, session: ClientSession, handlers: ClientHandlers) -> None:
+    def __init__(
+        self, runner: TrioRunner, session: ClientSession, handlers: ClientHandlers
+    ) -> None:
         self._runner = runner
         self.session = session
         self.handlers = handlers
@@ -156,4 +158,3 @@ async def open_stdio_client(
     finally:
         if process.returncode is None:
             await stop_process(process, grace=0)
-
