@@ -34,6 +34,7 @@ __all__ = [
     "RequestTimeout",
     "ConnectionClosedError",
     "RequestCancelled",
+    "InputRoundsExceeded",
 ]
 
 
@@ -214,3 +215,9 @@ class RequestCancelled(MCPError):
 
     # Not a wire code: the spec says a cancelled request gets no response at all.
     code = -1
+
+
+class InputRoundsExceeded(MCPError):
+    """The server kept asking for input past the client's round limit (never on the wire)."""
+
+    code = -2

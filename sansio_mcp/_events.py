@@ -20,7 +20,20 @@ __all__ = [
     "SessionInitialized",
     "ProtocolViolation",
     "ConnectionClosed",
+    "RequestMeta",
+    "InputRequired",
+    "SubscriptionAcknowledged",
 ]
+
+
+@attrs.frozen
+class RequestMeta:
+    """What a stateless (2026-07-28) request says about its client, from ``params._meta``."""
+
+    protocol_version: str
+    client_capabilities: dict[str, Any]
+    client_info: dict[str, Any] | None = None
+    log_level: str | None = None
 
 
 @attrs.frozen
@@ -32,6 +45,8 @@ class RequestReceived:
     params: dict[str, Any]
     #: ``params._meta.progressToken`` when the peer asked for progress.
     progress_token: str | int | None = None
+    #: Set for a stateless (modern) request; None on a handshake session.
+    meta: RequestMeta | None = None
 
 
 @attrs.frozen
@@ -40,6 +55,32 @@ class NotificationReceived:
 
     method: str
     params: dict[str, Any]
+    #: The ``subscriptions/listen`` request it was delivered for, if any.
+    subscription_id: RequestId | None = None
+
+
+@attrs.frozen
+class InputRequired:
+    """The server needs input before it can finish one of our requests (MRTR).
+
+    Answer with ``ClientSession.provide_input(request_id, responses)``; the
+    retry goes out under a new wire id, but every event keeps reporting the
+    original ``request_id``.
+    """
+
+    request_id: RequestId
+    method: str
+    input_requests: dict[str, Any]
+    request_state: str | None
+    round: int
+
+
+@attrs.frozen
+class SubscriptionAcknowledged:
+    """The server confirmed a ``subscriptions/listen`` and what it will send."""
+
+    request_id: RequestId
+    notifications: dict[str, Any]
 
 
 @attrs.frozen
@@ -113,4 +154,6 @@ Event = (
     | SessionInitialized
     | ProtocolViolation
     | ConnectionClosed
+    | InputRequired
+    | SubscriptionAcknowledged
 )

@@ -20,9 +20,11 @@ from . import _json
 from ._errors import (
     ConnectionClosedError,
     ErrorCode,
+    InputRoundsExceeded,
     LocalProtocolError,
     MCPError,
     RemoteProtocolError,
+    RequestCancelled,
     RequestTimeout,
     UnsupportedProtocolVersion,
 )
@@ -30,13 +32,16 @@ from ._events import (
     CancelRequested,
     ConnectionClosed,
     Event,
+    InputRequired,
     NotificationReceived,
     ProgressReceived,
     ProtocolViolation,
     RequestFailed,
+    RequestMeta,
     RequestReceived,
     ResponseReceived,
     SessionInitialized,
+    SubscriptionAcknowledged,
 )
 from ._jsonrpc import (
     JSONRPCError,
@@ -45,19 +50,38 @@ from ._jsonrpc import (
     JSONRPCRequest,
     JSONRPCResponse,
     RequestId,
+    is_request_id,
     message_to_obj,
     parse_message,
+)
+from ._modern import (
+    CacheHints,
+    build_request_meta,
+    check_input_required,
+    honoured_filter,
+    is_modern_request,
+    missing_capability_error,
+    missing_input_capabilities,
+    modern_versions,
+    parse_request_meta,
+    shape_result,
 )
 from ._ndjson import NEED_DATA, NdjsonFramer
 from ._params import LOG_LEVELS, check_params
 from ._state import Role, SessionState, Trigger, next_state, trigger_for
 from ._versions import (
+    ALL_REVISIONS,
     CLIENT_NOTIFICATION_GATES,
     CLIENT_REQUEST_GATES,
     HANDSHAKE_REVISIONS,
+    LATEST_MODERN_REVISION,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    META_SUBSCRIPTION_ID,
     REVISIONS,
     SERVER_NOTIFICATION_GATES,
     SERVER_REQUEST_GATES,
+    Era,
     Revision,
 )
 
@@ -81,6 +105,12 @@ class _Outgoing:
     method: str
     deadline: float | None
     progress_token: str | int | None
+    #: The id events report: the first wire id of an MRTR or version-retry chain.
+    origin: RequestId = 0
+    #: Modern requests keep their params for retries.
+    params: dict[str, Any] | None = None
+    rounds: int = 1
+    modern: bool = False
 
 
 @attrs.define
@@ -89,6 +119,7 @@ class _Incoming:
     params: dict[str, Any]
     progress_token: str | int | None
     last_progress: float | None = None
+    meta: RequestMeta | None = None
 
 
 @attrs.define
@@ -149,6 +180,10 @@ class Session:
         self._incoming: dict[RequestId, _Incoming] = {}
         self._cancelled_incoming: OrderedDict[RequestId, None] = OrderedDict()
         self._batch_of: dict[RequestId, _Batch] = {}
+        # origin id -> wire id of the request currently carrying it
+        self._wire_of: dict[RequestId, RequestId] = {}
+        # origin id -> chain waiting for the application's input (MRTR)
+        self._paused: dict[RequestId, _Outgoing] = {}
 
     # ------------------------------------------------------------------ state
 
@@ -159,7 +194,7 @@ class Session:
     @property
     def pending_requests(self) -> frozenset[RequestId]:
         """Ids of our requests that have not ended yet."""
-        return frozenset(self._outgoing)
+        return frozenset(self._wire_of) | frozenset(self._paused)
 
     @property
     def open_requests(self) -> frozenset[RequestId]:
@@ -311,10 +346,11 @@ class Session:
             return
         pending = self._outgoing.pop(error.request_id, None)
         if pending is not None:
+            self._wire_of.pop(pending.origin, None)
             self._forget_progress(pending)
             self._events.append(
                 RequestFailed(
-                    error.request_id,
+                    pending.origin,
                     pending.method,
                     MCPError(ErrorCode.INVALID_REQUEST, f"malformed response: {error.message}"),
                 )
@@ -497,15 +533,19 @@ class Session:
                 )
             )
             return
+        self._wire_of.pop(pending.origin, None)
+        self._complete(pending, result, error)
+
+    def _complete(
+        self, pending: _Outgoing, result: dict[str, Any] | None, error: MCPError | None
+    ) -> None:
+        """Report the end of one of our requests (clients refine this)."""
         self._forget_progress(pending)
-        if pending.method == "initialize":
-            self._on_initialize_response(request_id, result, error)
-            return
         if error is not None:
-            self._events.append(RequestFailed(request_id, pending.method, error))
+            self._events.append(RequestFailed(pending.origin, pending.method, error))
         else:
             assert result is not None
-            self._events.append(ResponseReceived(request_id, pending.method, result))
+            self._events.append(ResponseReceived(pending.origin, pending.method, result))
 
     # Role hooks ---------------------------------------------------------------
 
@@ -537,10 +577,21 @@ class Session:
     def _on_initialized(self) -> None:
         raise NotImplementedError  # pragma: no cover - servers only
 
-    def _on_initialize_response(
-        self, request_id: RequestId, result: dict[str, Any] | None, error: MCPError | None
-    ) -> None:
-        raise NotImplementedError  # pragma: no cover - clients only
+    def _decorate_params(
+        self, method: str, params: dict[str, Any] | None
+    ) -> tuple[dict[str, Any] | None, bool]:
+        """Params as sent, and whether the request is modern (clients refine this)."""
+        return params, False
+
+    def _on_timeout(self, pending: _Outgoing, now: float) -> bool:
+        """Handle an expired request specially; True if handled (clients refine this)."""
+        return False
+
+    def _result_message(
+        self, request_id: RequestId, incoming: _Incoming, result: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The response message for a result (servers refine this)."""
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
     # ------------------------------------------------------------------- send
 
@@ -576,25 +627,41 @@ class Session:
         now: float | None,
         timeout: float | None,
         progress: bool,
+        trigger: Trigger | None = None,
+        origin: RequestId | None = None,
+        rounds: int = 1,
+        deadline: float | None = None,
+        token: str | int | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> RequestId:
         if timeout is not None and now is None:
             raise LocalProtocolError("a timeout needs the current time: pass now=")
-        self._transition(trigger_for(method, is_request=True, sending=True), local=True)
+        trigger = trigger or trigger_for(method, is_request=True, sending=True)
+        self._transition(trigger, local=True)
         request_id = self._next_id
         self._next_id += 1
-        token: str | int | None = None
-        if progress:
-            token = request_id
-            params = dict(params or {})
-            meta = dict(params.get("_meta") or {})
+        origin = request_id if origin is None else origin
+        if progress and token is None:
+            token = origin
+            self._progress_tokens[token] = origin
+        wire_params = dict(params) if params is not None else None
+        if token is not None:
+            wire_params = wire_params or {}
+            meta = dict(wire_params.get("_meta") or {})
             meta["progressToken"] = token
-            params["_meta"] = meta
-            self._progress_tokens[token] = request_id
-        deadline = now + timeout if timeout is not None and now is not None else None
-        self._outgoing[request_id] = _Outgoing(method, deadline, token)
+            wire_params["_meta"] = meta
+        if extra:
+            wire_params = {**(wire_params or {}), **extra}
+        wire_params, modern = self._decorate_params(method, wire_params)
+        if deadline is None and timeout is not None and now is not None:
+            deadline = now + timeout
+        self._outgoing[request_id] = _Outgoing(
+            method, deadline, token, origin, params if modern else None, rounds, modern
+        )
+        self._wire_of[origin] = request_id
         obj: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if params is not None:
-            obj["params"] = params
+        if wire_params is not None:
+            obj["params"] = wire_params
         self._outbox.append(obj)
         return request_id
 
@@ -636,13 +703,19 @@ class Session:
         if problem:
             raise LocalProtocolError(problem)
 
-    def send_notification(self, method: str, params: dict[str, Any] | None = None) -> None:
-        """Queue a notification (capability-checked against our own advertisement)."""
+    def send_notification(
+        self, method: str, params: dict[str, Any] | None = None, *, stateless: bool = False
+    ) -> None:
+        """Queue a notification (capability-checked against our own advertisement).
+
+        ``stateless`` marks a notification that belongs to a 2026-07-28
+        request or subscription rather than to a handshake session.
+        """
         if self.state is SessionState.CLOSED:
             raise LocalProtocolError("the session is closed")
         if params is not None and not isinstance(params, dict):
             raise LocalProtocolError("params must be a dict")
-        revision = self.revision
+        revision = REVISIONS[LATEST_MODERN_REVISION] if stateless else self.revision
         if revision is not None and method not in self._own_notification_methods(revision):
             raise LocalProtocolError(
                 f"{method!r} is not a {self.role.value} notification in revision {revision.name}"
@@ -655,7 +728,8 @@ class Session:
         problem = check_params(method, params or {})
         if problem:
             raise LocalProtocolError(problem)
-        self._transition(trigger_for(method, is_request=False, sending=True), local=True)
+        if not stateless:
+            self._transition(trigger_for(method, is_request=False, sending=True), local=True)
         obj: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             obj["params"] = params
@@ -674,8 +748,10 @@ class Session:
         incoming = self._take_incoming(request_id)
         if incoming is None:
             return
-        self._after_response(incoming, result)
-        self._queue_response(request_id, {"jsonrpc": "2.0", "id": request_id, "result": result})
+        message = self._result_message(request_id, incoming, result)
+        if "result" in message:
+            self._after_response(incoming, result)
+        self._queue_response(request_id, message)
 
     def respond_error(
         self, request_id: RequestId, code: int | MCPError, message: str = "", data: Any = None
@@ -700,18 +776,24 @@ class Session:
 
     def cancel(self, request_id: RequestId, reason: str | None = None) -> None:
         """Cancel one of our requests: tell the peer, and drop any late answer."""
-        pending = self._outgoing.get(request_id)
-        if pending is None:
+        paused = self._paused.pop(request_id, None)
+        if paused is not None:
+            self._forget_progress(paused)  # nothing on the wire between MRTR rounds
+            return
+        wire_id = self._wire_of.get(request_id)
+        if wire_id is None:
             raise LocalProtocolError(f"no pending request with id {request_id!r}")
+        pending = self._outgoing[wire_id]
         if pending.method == "initialize":
             raise LocalProtocolError("initialize must not be cancelled")
-        params: dict[str, Any] = {"requestId": request_id}
+        params: dict[str, Any] = {"requestId": wire_id}
         if reason is not None:
             params["reason"] = reason
         self.send_notification("notifications/cancelled", params)
-        del self._outgoing[request_id]
+        del self._outgoing[wire_id]
+        del self._wire_of[request_id]
         self._forget_progress(pending)
-        self._remember(self._cancelled_outgoing, request_id)
+        self._remember(self._cancelled_outgoing, wire_id)
 
     def send_progress(
         self,
@@ -736,10 +818,12 @@ class Session:
         params: dict[str, Any] = {"progressToken": incoming.progress_token, "progress": progress}
         if total is not None:
             params["total"] = total
-        if message is not None:
-            if self.revision is not None and self.revision.name >= "2025-03-26":
-                params["message"] = message
-        self.send_notification("notifications/progress", params)
+        revision = REVISIONS[incoming.meta.protocol_version] if incoming.meta else self.revision
+        if message is not None and revision is not None and revision.name >= "2025-03-26":
+            params["message"] = message
+        self.send_notification(
+            "notifications/progress", params, stateless=incoming.meta is not None
+        )
         incoming.last_progress = progress
         return True
 
@@ -750,7 +834,11 @@ class Session:
 
     def next_deadline(self) -> float | None:
         """The earliest request deadline, or None if nothing is armed."""
-        deadlines = [p.deadline for p in self._outgoing.values() if p.deadline is not None]
+        deadlines = [
+            p.deadline
+            for p in (*self._outgoing.values(), *self._paused.values())
+            if p.deadline is not None
+        ]
         return min(deadlines) if deadlines else None
 
     def handle_timer(self, now: float) -> list[RequestId]:
@@ -761,21 +849,35 @@ class Session:
         cancelled, just fails).
         """
         expired = [
-            rid for rid, p in self._outgoing.items() if p.deadline is not None and p.deadline <= now
+            p
+            for p in (*self._outgoing.values(), *self._paused.values())
+            if p.deadline is not None and p.deadline <= now
         ]
-        for request_id in expired:
-            pending = self._outgoing[request_id]
-            if pending.method == "initialize":
-                del self._outgoing[request_id]
+        for pending in expired:
+            request_id = pending.origin
+            wire_id = self._wire_of.get(request_id)
+            if self._on_timeout(pending, now):
+                continue
+            if request_id in self._paused:
+                self.cancel(request_id)
+            elif (
+                pending.method in ("initialize", "server/discover")
+                and self.state is SessionState.INITIALIZING
+            ):
+                # The start of a session may not be cancelled: it just fails.
+                assert wire_id is not None
+                del self._outgoing[wire_id], self._wire_of[request_id]
                 self._transition(Trigger.INITIALIZE_TIMEOUT, local=True)
+                self._forget_progress(pending)
             elif self._allowed(Trigger.SEND_UTILITY):
                 self.cancel(request_id, "request timed out")
             else:
                 # notifications/cancelled may not be sent in this state (a ping
-                # before or during the handshake): just forget the request.
-                del self._outgoing[request_id]
+                # before the handshake): just forget the request.
+                assert wire_id is not None
+                del self._outgoing[wire_id], self._wire_of[request_id]
                 self._forget_progress(pending)
-                self._remember(self._cancelled_outgoing, request_id)
+                self._remember(self._cancelled_outgoing, wire_id)
             self._events.append(
                 RequestFailed(
                     request_id,
@@ -783,22 +885,24 @@ class Session:
                     RequestTimeout(message=f"{pending.method} timed out"),
                 )
             )
-        return expired
+        return [p.origin for p in expired]
 
     def close(self) -> None:
         """End the session: every pending request fails with ConnectionClosedError."""
         if self.state is SessionState.CLOSED:
             return
         self._transition(Trigger.CLOSE, local=True)
-        for request_id, pending in list(self._outgoing.items()):
+        for pending in (*self._outgoing.values(), *self._paused.values()):
             self._events.append(
                 RequestFailed(
-                    request_id,
+                    pending.origin,
                     pending.method,
                     ConnectionClosedError(message="the connection closed before a response"),
                 )
             )
         self._outgoing.clear()
+        self._wire_of.clear()
+        self._paused.clear()
         self._progress_tokens.clear()
         self._incoming.clear()
         self._events.append(ConnectionClosed())
@@ -852,8 +956,19 @@ class Session:
             memory.popitem(last=False)
 
 
+ClientMode = str  # "legacy" | "modern" | "auto"
+
+
 class ClientSession(Session):
-    """The client side of an MCP session (handshake revisions)."""
+    """The client side of MCP.
+
+    ``mode`` picks the era: ``"legacy"`` (the initialize handshake),
+    ``"modern"`` (2026-07-28: ``server/discover`` then ``_meta`` on every
+    request) or ``"auto"`` (probe with ``server/discover``, fall back to
+    ``initialize`` when the server does not speak the modern revision).
+    :meth:`start` begins whichever the mode calls for; :meth:`initialize`
+    and :meth:`discover` are the explicit forms.
+    """
 
     role = Role.CLIENT
 
@@ -862,8 +977,11 @@ class ClientSession(Session):
         *,
         capabilities: dict[str, Any] | None = None,
         client_info: dict[str, Any] | None = None,
-        supported_versions: Iterable[str] = HANDSHAKE_REVISIONS,
+        supported_versions: Iterable[str] = ALL_REVISIONS,
         protocol_version: str | None = None,
+        mode: str = "legacy",
+        max_input_rounds: int = 10,
+        log_level: str | None = None,
         max_message_size: int = _json.DEFAULT_MAX_MESSAGE_SIZE,
         max_depth: int = _json.DEFAULT_MAX_DEPTH,
     ) -> None:
@@ -874,44 +992,193 @@ class ClientSession(Session):
             max_message_size=max_message_size,
             max_depth=max_depth,
         )
+        if mode not in ("legacy", "modern", "auto"):
+            raise LocalProtocolError(f"mode must be legacy, modern or auto, not {mode!r}")
         if protocol_version is not None and protocol_version not in self.supported_versions:
             raise LocalProtocolError(
                 f"protocol version {protocol_version!r} is not among {self.supported_versions}"
             )
-        #: The version we ask for in initialize (our latest by default).
-        self.requested_version = protocol_version or self.supported_versions[-1]
+        if log_level is not None and log_level not in LOG_LEVELS:
+            raise LocalProtocolError(f"unknown log level {log_level!r}")
+        legacy = [v for v in self.supported_versions if REVISIONS[v].era is Era.LEGACY]
+        modern = [v for v in self.supported_versions if REVISIONS[v].era is Era.MODERN]
+        if protocol_version is not None:
+            mode = "modern" if REVISIONS[protocol_version].era is Era.MODERN else "legacy"
+        if mode != "modern" and not legacy:
+            raise LocalProtocolError("no handshake revision is supported: use mode='modern'")
+        if mode != "legacy" and not modern:
+            raise LocalProtocolError("no 2026-07-28-or-later revision is supported")
+        self.mode = mode
+        #: The version we ask for in initialize (our latest handshake revision by default).
+        self.requested_version = (
+            protocol_version
+            if protocol_version and REVISIONS[protocol_version].era is Era.LEGACY
+            else (legacy[-1] if legacy else "")
+        )
+        #: The version we put in ``_meta`` on modern requests.
+        self.modern_version = (
+            protocol_version
+            if protocol_version and REVISIONS[protocol_version].era is Era.MODERN
+            else (modern[-1] if modern else "")
+        )
+        self.max_input_rounds = max_input_rounds
+        #: Log level asked of a modern server per request (``logging/setLevel`` on legacy).
+        self.log_level = log_level
         self.instructions: str | None = None
+        #: The server's DiscoverResult, when the modern era was reached through discover.
+        self.discovery: dict[str, Any] | None = None
+        self._start_id: RequestId | None = None
+
+    @property
+    def is_modern(self) -> bool:
+        """Whether this client speaks the stateless revision."""
+        return self.state is SessionState.STATELESS
+
+    # Starting ------------------------------------------------------------------
+
+    def start(self, *, now: float | None = None, timeout: float | None = None) -> RequestId:
+        """Begin as ``mode`` says; the returned id ends with the handshake's outcome."""
+        if self.mode == "legacy":
+            return self.initialize(now=now, timeout=timeout)
+        return self.discover(now=now, timeout=timeout)
 
     def initialize(self, *, now: float | None = None, timeout: float | None = None) -> RequestId:
         """Queue the initialize request."""
+        request_id = self._send_request(
+            "initialize", self._initialize_params(), now=now, timeout=timeout, progress=False
+        )
+        self._start_id = request_id
+        return request_id
+
+    def _initialize_params(self) -> dict[str, Any]:
         revision = REVISIONS[self.requested_version]
-        params = {
+        return {
             "protocolVersion": self.requested_version,
             "capabilities": _trim_capabilities(self.capabilities, revision.client_capabilities),
             "clientInfo": _trim_info(self.info, revision),
         }
-        return self._send_request("initialize", params, now=now, timeout=timeout, progress=False)
+
+    def discover(self, *, now: float | None = None, timeout: float | None = None) -> RequestId:
+        """Queue ``server/discover`` at our modern version (the stateless era's start)."""
+        request_id = self._send_request(
+            "server/discover",
+            {"_meta": self._modern_meta(None)},
+            now=now,
+            timeout=timeout,
+            progress=False,
+            trigger=Trigger.SEND_DISCOVER,
+        )
+        self._start_id = request_id
+        return request_id
+
+    def _modern_meta(self, existing: Any) -> dict[str, Any]:
+        revision = REVISIONS[self.modern_version]
+        capabilities = _trim_capabilities(self.capabilities, revision.client_capabilities)
+        if "roots" in capabilities:
+            capabilities["roots"] = {}  # listChanged is gone in this revision
+        return build_request_meta(
+            existing,
+            version=self.modern_version,
+            capabilities=capabilities,
+            client_info=_trim_info(self.info, revision),
+            log_level=self.log_level,
+        )
+
+    def _decorate_params(
+        self, method: str, params: dict[str, Any] | None
+    ) -> tuple[dict[str, Any] | None, bool]:
+        if self.state is not SessionState.STATELESS or method == "server/discover":
+            return params, method == "server/discover"
+        params = dict(params or {})
+        params["_meta"] = self._modern_meta(params.get("_meta"))
+        return params, True
+
+    def _fall_back_to_legacy(self, pending: _Outgoing, now: float | None) -> None:
+        """The server does not speak the modern revision: redo the start as initialize."""
+        self._transition(Trigger.LEGACY_FALLBACK, local=True)
+        self.mode = "legacy"
+        self._send_request(
+            "initialize",
+            self._initialize_params(),
+            now=now,
+            timeout=None,
+            progress=False,
+            trigger=Trigger.LEGACY_FALLBACK,
+            origin=pending.origin,
+            deadline=pending.deadline,
+        )
+
+    def _on_timeout(self, pending: _Outgoing, now: float) -> bool:
+        if (
+            pending.method == "server/discover"
+            and pending.origin == self._start_id
+            and self.state is SessionState.INITIALIZING
+            and self.mode == "auto"
+            and self.requested_version
+        ):
+            # No answer to the probe: a legacy server that ignores unknown requests.
+            wire_id = self._wire_of.pop(pending.origin)
+            del self._outgoing[wire_id]
+            self._remember(self._cancelled_outgoing, wire_id)
+            self._fall_back_to_legacy(attrs.evolve(pending, deadline=None), now)
+            return True
+        return False
+
+    # Responses ---------------------------------------------------------------------
+
+    def _complete(
+        self, pending: _Outgoing, result: dict[str, Any] | None, error: MCPError | None
+    ) -> None:
+        if pending.origin == self._start_id and self.state is SessionState.INITIALIZING:
+            if pending.method == "initialize":
+                self._on_initialize_response(pending, result, error)
+            else:
+                self._on_discover_response(pending, result, error)
+            return
+        if pending.modern:
+            if error is not None and error.code == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION:
+                if self._retry_with_mutual_version(pending, error):
+                    return
+            if result is not None:
+                result_type = result.get("resultType", "complete")
+                if result_type == "input_required":
+                    self._on_input_required(pending, result)
+                    return
+                if result_type != "complete":
+                    result, error = (
+                        None,
+                        MCPError(
+                            ErrorCode.INVALID_REQUEST, f"unrecognised resultType {result_type!r}"
+                        ),
+                    )
+        super()._complete(pending, result, error)
 
     def _on_initialize_response(
-        self, request_id: RequestId, result: dict[str, Any] | None, error: MCPError | None
+        self, pending: _Outgoing, result: dict[str, Any] | None, error: MCPError | None
     ) -> None:
         if error is None:
             assert result is not None
             error = self._accept_initialize_result(result)
+        self._forget_progress(pending)
         if error is not None:
             self._transition(Trigger.RECV_INITIALIZE_ERROR, local=False)
-            self._events.append(RequestFailed(request_id, "initialize", error))
+            self._events.append(RequestFailed(pending.origin, "initialize", error))
             return
         assert result is not None
         self._transition(Trigger.RECV_INITIALIZE_RESULT, local=False)
         self.send_notification("notifications/initialized")
+        self._announce(result)
+
+    def _announce(self, result: dict[str, Any]) -> None:
         assert self.revision and self.peer_capabilities is not None and self.peer_info is not None
         self._events.append(
             SessionInitialized(
                 self.revision.name, self.peer_info, self.peer_capabilities, self.instructions
             )
         )
-        self._events.append(ResponseReceived(request_id, "initialize", result))
+        assert self._start_id is not None
+        method = "initialize" if self.revision.era is Era.LEGACY else "server/discover"
+        self._events.append(ResponseReceived(self._start_id, method, result))
 
     def _accept_initialize_result(self, result: dict[str, Any]) -> MCPError | None:
         version = result.get("protocolVersion")
@@ -919,13 +1186,14 @@ class ClientSession(Session):
         server_info = result.get("serverInfo")
         if not isinstance(version, str):
             return MCPError(ErrorCode.INVALID_REQUEST, "initialize result lacks a protocolVersion")
-        if version not in self.supported_versions:
+        legacy = [v for v in self.supported_versions if REVISIONS[v].era is Era.LEGACY]
+        if version not in legacy:
             return UnsupportedProtocolVersion(
                 message=(
                     f"the server chose protocol version {version!r}, which this client "
-                    f"does not support (supported: {', '.join(self.supported_versions)})"
+                    f"does not support (supported: {', '.join(legacy)})"
                 ),
-                data={"supported": list(self.supported_versions), "requested": version},
+                data={"supported": legacy, "requested": version},
             )
         if not isinstance(capabilities, dict):
             return MCPError(ErrorCode.INVALID_REQUEST, "initialize result lacks capabilities")
@@ -937,6 +1205,231 @@ class ClientSession(Session):
         instructions = result.get("instructions")
         self.instructions = instructions if isinstance(instructions, str) else None
         return None
+
+    def _on_discover_response(
+        self, pending: _Outgoing, result: dict[str, Any] | None, error: MCPError | None
+    ) -> None:
+        if error is not None:
+            if error.code == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION:
+                # A modern server: retry at a mutual modern version, never fall back.
+                if self._retry_with_mutual_version(pending, error):
+                    return
+                supported = (
+                    (error.data or {}).get("supported") if isinstance(error.data, dict) else None
+                )
+                if (
+                    self.mode == "auto"
+                    and isinstance(supported, list)
+                    and any(v in supported for v in self.supported_versions)
+                    and self.requested_version
+                ):
+                    self._fall_back_to_legacy(pending, None)
+                    return
+            elif self.mode == "auto" and self.requested_version:
+                self._fall_back_to_legacy(pending, None)  # a legacy server
+                return
+            self._transition(Trigger.RECV_INITIALIZE_ERROR, local=False)
+            self._events.append(RequestFailed(pending.origin, pending.method, error))
+            return
+        assert result is not None
+        problem = self._accept_discover_result(result)
+        if problem is not None:
+            if self.mode == "auto" and self.requested_version:
+                self._fall_back_to_legacy(pending, None)
+                return
+            self._transition(Trigger.RECV_INITIALIZE_ERROR, local=False)
+            self._events.append(RequestFailed(pending.origin, pending.method, problem))
+            return
+        self._transition(Trigger.RECV_DISCOVER_RESULT, local=False)
+        self._announce(result)
+
+    def _accept_discover_result(self, result: dict[str, Any]) -> MCPError | None:
+        versions = result.get("supportedVersions")
+        capabilities = result.get("capabilities")
+        if not isinstance(versions, list) or not isinstance(capabilities, dict):
+            return MCPError(
+                ErrorCode.INVALID_REQUEST,
+                "server/discover result lacks supportedVersions or capabilities",
+            )
+        mutual = [v for v in modern_versions(self.supported_versions) if v in versions]
+        if not mutual:
+            return UnsupportedProtocolVersion(
+                message="the server supports no modern revision this client speaks",
+                data={"supported": versions, "requested": self.modern_version},
+            )
+        if self.modern_version not in mutual:
+            self.modern_version = mutual[-1]
+        meta = result.get("_meta")
+        info = meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None
+        self.revision = REVISIONS[self.modern_version]
+        self.peer_capabilities = capabilities
+        self.peer_info = info if isinstance(info, dict) else {}
+        instructions = result.get("instructions")
+        self.instructions = instructions if isinstance(instructions, str) else None
+        self.discovery = result
+        return None
+
+    def _retry_with_mutual_version(self, pending: _Outgoing, error: MCPError) -> bool:
+        data = error.data if isinstance(error.data, dict) else {}
+        supported = data.get("supported")
+        if not isinstance(supported, list):
+            return False
+        mutual = [v for v in modern_versions(self.supported_versions) if v in supported]
+        if not mutual or mutual[-1] == self.modern_version:
+            return False
+        self.modern_version = mutual[-1]
+        params = pending.params
+        if pending.method == "server/discover":
+            params = {"_meta": self._modern_meta(None)}
+        self._resend(pending, params, None)
+        return True
+
+    def _resend(
+        self, pending: _Outgoing, params: dict[str, Any] | None, extra: dict[str, Any] | None
+    ) -> RequestId:
+        trigger = (
+            Trigger.LEGACY_FALLBACK
+            if self.state is SessionState.INITIALIZING
+            else Trigger.SEND_REQUEST
+        )
+        return self._send_request(
+            pending.method,
+            params,
+            now=None,
+            timeout=None,
+            progress=False,
+            trigger=trigger,
+            origin=pending.origin,
+            rounds=pending.rounds + (1 if extra is not None else 0),
+            deadline=pending.deadline,
+            token=pending.progress_token,
+            extra=extra,
+        )
+
+    # MRTR ---------------------------------------------------------------------------
+
+    def _on_input_required(self, pending: _Outgoing, result: dict[str, Any]) -> None:
+        try:
+            check_input_required(pending.method, result)
+        except ValueError as exc:
+            self._forget_progress(pending)
+            self._events.append(
+                RequestFailed(
+                    pending.origin,
+                    pending.method,
+                    MCPError(ErrorCode.INVALID_REQUEST, f"invalid input_required result: {exc}"),
+                )
+            )
+            return
+        if pending.rounds >= self.max_input_rounds:
+            self._forget_progress(pending)
+            self._events.append(
+                RequestFailed(
+                    pending.origin,
+                    pending.method,
+                    InputRoundsExceeded(
+                        message=f"{pending.method} still needed input after "
+                        f"{pending.rounds} rounds (limit {self.max_input_rounds})"
+                    ),
+                )
+            )
+            return
+        state = result.get("requestState")
+        pending.params = dict(pending.params or {})
+        self._paused[pending.origin] = attrs.evolve(
+            pending, params={**pending.params, "__state__": state}
+        )
+        self._events.append(
+            InputRequired(
+                pending.origin,
+                pending.method,
+                dict(result.get("inputRequests") or {}),
+                state,
+                pending.rounds,
+            )
+        )
+
+    def provide_input(self, request_id: RequestId, responses: dict[str, Any]) -> RequestId:
+        """Retry an :class:`InputRequired` request with the answers, keyed as asked.
+
+        ``requestState`` is echoed exactly as received; the retry gets a new
+        wire id, but events keep using ``request_id``.
+        """
+        paused = self._paused.pop(request_id, None)
+        if paused is None:
+            raise LocalProtocolError(f"request {request_id!r} is not waiting for input")
+        params = dict(paused.params or {})
+        state = params.pop("__state__", None)
+        extra: dict[str, Any] = {"inputResponses": responses}
+        if state is not None:
+            extra["requestState"] = state
+        return self._resend(attrs.evolve(paused, params=params), params, extra)
+
+    def fail_input(self, request_id: RequestId, error: MCPError) -> None:
+        """Give up on an :class:`InputRequired` request (no handler could answer)."""
+        paused = self._paused.pop(request_id, None)
+        if paused is None:
+            raise LocalProtocolError(f"request {request_id!r} is not waiting for input")
+        self._forget_progress(paused)
+        self._events.append(RequestFailed(request_id, paused.method, error))
+
+    # Notifications --------------------------------------------------------------------
+
+    def _on_notification(self, notification: JSONRPCNotification) -> None:
+        params = notification.params or {}
+        meta = params.get("_meta")
+        subscription = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None
+        if notification.method == "notifications/subscriptions/acknowledged":
+            if subscription in self._wire_of and isinstance(params.get("notifications"), dict):
+                self._events.append(SubscriptionAcknowledged(subscription, params["notifications"]))
+            else:
+                self._events.append(
+                    ProtocolViolation(
+                        RemoteProtocolError(
+                            "acknowledgement for an unknown subscription", request_id=subscription
+                        )
+                    )
+                )
+            return
+        if subscription is not None and self.is_modern:
+            origin = self._origin_of_wire(subscription)
+            if origin is None:
+                return  # a late notification for a subscription we ended
+            problem = check_params(notification.method, params)
+            if problem:
+                self._events.append(
+                    ProtocolViolation(RemoteProtocolError(problem, code=ErrorCode.INVALID_PARAMS))
+                )
+                return
+            self._events.append(NotificationReceived(notification.method, params, origin))
+            return
+        super()._on_notification(notification)
+
+    def _on_cancelled(self, params: dict[str, Any]) -> None:
+        request_id = params.get("requestId")
+        origin = self._origin_of_wire(request_id) if is_request_id(request_id) else None
+        if origin is not None:
+            # The server tore down one of our subscriptions.
+            wire_id = self._wire_of.pop(origin)
+            pending = self._outgoing.pop(wire_id)
+            reason = params.get("reason")
+            self._events.append(
+                RequestFailed(
+                    origin,
+                    pending.method,
+                    RequestCancelled(
+                        message=f"the server ended the request: {reason or 'no reason given'}"
+                    ),
+                )
+            )
+            return
+        super()._on_cancelled(params)
+
+    def _origin_of_wire(self, wire_id: Any) -> RequestId | None:
+        pending = self._outgoing.get(wire_id)
+        return pending.origin if pending is not None else None
+
+    # Gates -------------------------------------------------------------------------
 
     def _peer_request_methods(self, revision: Revision | None) -> frozenset[str]:
         if revision is None:
@@ -962,11 +1455,21 @@ class ClientSession(Session):
         self.send_notification("notifications/roots/list_changed")
 
 
-class ServerSession(Session):
-    """The server side of an MCP session (handshake revisions).
+@attrs.define
+class _Listen:
+    """One open ``subscriptions/listen`` on the server side."""
 
-    The core answers ``initialize``, ``ping`` and ``logging/setLevel`` itself
-    and refuses (-32601) methods of capabilities it did not advertise.
+    notifications: dict[str, Any]
+
+
+class ServerSession(Session):
+    """The server side of MCP, serving both eras at once.
+
+    An ``initialize`` starts a handshake session; a request whose ``_meta``
+    names a 2026-07-28 protocol version is served statelessly beside it.
+    The core answers ``initialize``, ``ping``, ``logging/setLevel``,
+    ``server/discover`` and ``subscriptions/listen`` itself and refuses
+    (-32601) methods of capabilities it did not advertise.
     """
 
     role = Role.SERVER
@@ -977,7 +1480,8 @@ class ServerSession(Session):
         capabilities: dict[str, Any] | None = None,
         server_info: dict[str, Any] | None = None,
         instructions: str | None = None,
-        supported_versions: Iterable[str] = HANDSHAKE_REVISIONS,
+        supported_versions: Iterable[str] = ALL_REVISIONS,
+        cache_hints: CacheHints | None = None,
         max_message_size: int = _json.DEFAULT_MAX_MESSAGE_SIZE,
         max_depth: int = _json.DEFAULT_MAX_DEPTH,
     ) -> None:
@@ -989,15 +1493,227 @@ class ServerSession(Session):
             max_depth=max_depth,
         )
         self.instructions = instructions
+        self.cache_hints = cache_hints or CacheHints()
         #: The level the client chose with logging/setLevel (None: send all).
         self.log_level: str | None = None
         #: Resource URIs the client subscribed to.
         self.subscriptions: set[str] = set()
+        self._legacy_versions = [
+            v for v in self.supported_versions if REVISIONS[v].era is Era.LEGACY
+        ]
+        self._modern_versions = modern_versions(self.supported_versions)
+        self._listens: dict[RequestId, _Listen] = {}
+
+    # The stateless era ----------------------------------------------------------------
+
+    def _on_request(self, request: JSONRPCRequest) -> None:
+        params = request.params or {}
+        if self._modern_versions and (
+            is_modern_request(params)
+            or request.method in ("server/discover", "subscriptions/listen")
+        ):
+            self._on_modern_request(request, params)
+            return
+        if not self._legacy_versions:
+            self._refuse_legacy(request, params)
+            return
+        super()._on_request(request)
+
+    def _refuse_legacy(self, request: JSONRPCRequest, params: dict[str, Any]) -> None:
+        """A modern-only server: name the versions it supports (spec: basic/versioning)."""
+        if request.method == "initialize":
+            requested = params.get("protocolVersion")
+            error: MCPError = UnsupportedProtocolVersion(
+                message="this server only speaks the stateless revision(s) "
+                + ", ".join(self._modern_versions),
+                data={
+                    "supported": list(self._modern_versions),
+                    "requested": requested if isinstance(requested, str) else "",
+                },
+            )
+        else:
+            error = MCPError(
+                ErrorCode.INVALID_PARAMS,
+                f"params._meta[{META_PROTOCOL_VERSION!r}] is required (2026-07-28)",
+            )
+        self._refuse(request.id, error)
+
+    def _refuse(self, request_id: RequestId, error: MCPError) -> None:
+        self._events.append(
+            ProtocolViolation(
+                RemoteProtocolError(
+                    error.message, code=error.code, request_id=request_id, data=error.data
+                )
+            )
+        )
+        self._queue_response(request_id, self._error_obj(request_id, error))
+
+    def _on_modern_request(self, request: JSONRPCRequest, params: dict[str, Any]) -> None:
+        method = request.method
+        try:
+            if request.id in self._incoming or request.id in self._listens:
+                raise MCPError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"request id {request.id!r} is already in use by an unanswered request",
+                )
+            meta = parse_request_meta(params)
+            if meta.protocol_version not in self._modern_versions:
+                raise UnsupportedProtocolVersion(
+                    message=f"unsupported protocol version {meta.protocol_version!r}",
+                    data={
+                        "supported": list(self.supported_versions),
+                        "requested": meta.protocol_version,
+                    },
+                )
+            revision = REVISIONS[meta.protocol_version]
+            if method not in revision.client_requests:
+                raise MCPError(ErrorCode.METHOD_NOT_FOUND, f"method not found: {method!r}")
+            gate = CLIENT_REQUEST_GATES.get(method)
+            if gate and not _has_capability(self.capabilities, gate):
+                raise MCPError(
+                    ErrorCode.METHOD_NOT_FOUND,
+                    f"method not found: {method!r} (capability {'.'.join(gate)} not advertised)",
+                )
+            problem = check_params(method, params)
+            if problem:
+                raise MCPError(ErrorCode.INVALID_PARAMS, problem)
+            if method == "subscriptions/listen" and not isinstance(
+                params.get("notifications"), dict
+            ):
+                raise MCPError(
+                    ErrorCode.INVALID_PARAMS,
+                    "subscriptions/listen: 'notifications' must be an object",
+                )
+        except MCPError as error:
+            self._refuse(request.id, error)
+            return
+        if method == "server/discover":
+            self._queue_response(
+                request.id,
+                {"jsonrpc": "2.0", "id": request.id, "result": self._discover_result(revision)},
+            )
+            return
+        if method == "subscriptions/listen":
+            self._open_listen(request.id, params["notifications"])
+            return
+        token = params["_meta"].get("progressToken")
+        if not (isinstance(token, (str, int)) and not isinstance(token, bool)):
+            token = None
+        self._incoming[request.id] = _Incoming(method, params, token, meta=meta)
+        self._events.append(RequestReceived(request.id, method, params, token, meta))
+
+    def _modern_capabilities(self, revision: Revision) -> dict[str, Any]:
+        return _trim_capabilities(self._effective_capabilities(), revision.server_capabilities)
+
+    def _discover_result(self, revision: Revision) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "supportedVersions": list(self.supported_versions),
+            "capabilities": self._modern_capabilities(revision),
+        }
+        if self.instructions is not None:
+            result["instructions"] = self.instructions
+        return shape_result(
+            "server/discover",
+            result,
+            server_info=_trim_info(self.info, revision),
+            cache=self.cache_hints,
+        )
+
+    def _result_message(
+        self, request_id: RequestId, incoming: _Incoming, result: dict[str, Any]
+    ) -> dict[str, Any]:
+        if incoming.meta is None:
+            return super()._result_message(request_id, incoming, result)
+        if result.get("resultType") == "input_required":
+            try:
+                check_input_required(incoming.method, result)
+                missing = missing_input_capabilities(
+                    result.get("inputRequests") or {}, incoming.meta.client_capabilities
+                )
+            except ValueError as exc:
+                raise LocalProtocolError(str(exc)) from None
+            if missing:
+                # Never send an interim result the client cannot act on.
+                return self._error_obj(request_id, missing_capability_error(missing))
+        revision = REVISIONS[incoming.meta.protocol_version]
+        shaped = shape_result(
+            incoming.method,
+            result,
+            server_info=_trim_info(self.info, revision),
+            cache=self.cache_hints,
+        )
+        return {"jsonrpc": "2.0", "id": request_id, "result": shaped}
+
+    # Subscriptions ----------------------------------------------------------------------
+
+    def _open_listen(self, request_id: RequestId, requested: dict[str, Any]) -> None:
+        honoured = honoured_filter(requested, self._effective_capabilities())
+        self._listens[request_id] = _Listen(honoured)
+        self.send_notification(
+            "notifications/subscriptions/acknowledged",
+            {"_meta": {META_SUBSCRIPTION_ID: request_id}, "notifications": honoured},
+            stateless=True,
+        )
+
+    @property
+    def open_subscriptions(self) -> frozenset[RequestId]:
+        """Ids of the ``subscriptions/listen`` requests still open."""
+        return frozenset(self._listens)
+
+    def end_subscription(self, request_id: RequestId) -> None:
+        """Tear down a subscription gracefully (the final, empty result)."""
+        if self._listens.pop(request_id, None) is None:
+            raise LocalProtocolError(f"no open subscription {request_id!r}")
+        meta = {
+            META_SUBSCRIPTION_ID: request_id,
+            META_SERVER_INFO: _trim_info(self.info, REVISIONS[LATEST_MODERN_REVISION]),
+        }
+        self._outbox.append(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "result": {"resultType": "complete", "_meta": meta},
+            }
+        )
+
+    def _on_cancelled(self, params: dict[str, Any]) -> None:
+        request_id = params.get("requestId")
+        if is_request_id(request_id) and request_id in self._listens:
+            del self._listens[request_id]  # the client closed its subscription
+            return
+        super()._on_cancelled(params)
+
+    def _notify_listeners(self, method: str, params: dict[str, Any], wants: Any) -> bool:
+        sent = False
+        for listen_id, listen in self._listens.items():
+            if wants(listen.notifications):
+                tagged = {**params, "_meta": {META_SUBSCRIPTION_ID: listen_id}}
+                self.send_notification(method, tagged, stateless=True)
+                sent = True
+        return sent
+
+    def _on_notification(self, notification: JSONRPCNotification) -> None:
+        # A stateless client may cancel without any handshake session.
+        if notification.method == "notifications/cancelled" and self._modern_versions:
+            params = notification.params or {}
+            request_id = params.get("requestId")
+            if not is_request_id(request_id):
+                super()._on_notification(notification)  # reported as malformed there
+                return
+            incoming = self._incoming.get(request_id)
+            if request_id in self._listens or (incoming is not None and incoming.meta is not None):
+                problem = check_params(notification.method, params)
+                if problem is None:
+                    self._on_cancelled(params)
+                return
+        super()._on_notification(notification)
+
+    # The handshake era ----------------------------------------------------------------
 
     def _on_initialize(self, request_id: RequestId, params: dict[str, Any]) -> None:
         requested = params["protocolVersion"]
         # Echo the client's version when we support it, else offer our latest.
-        version = requested if requested in self.supported_versions else self.supported_versions[-1]
+        version = requested if requested in self._legacy_versions else self._legacy_versions[-1]
         self.revision = REVISIONS[version]
         self.peer_capabilities = params["capabilities"]
         self.peer_info = params["clientInfo"]
@@ -1059,36 +1775,70 @@ class ServerSession(Session):
 
     # Conveniences -------------------------------------------------------------
 
-    def send_log_message(self, level: str, data: Any, logger: str | None = None) -> bool:
-        """Send ``notifications/message`` unless it is below the client's level."""
+    def is_stateless_request(self, request_id: RequestId) -> bool:
+        """Whether an open request came in the stateless (2026-07-28) era."""
+        incoming = self._incoming.get(request_id)
+        return incoming is not None and incoming.meta is not None
+
+    def send_log_message(
+        self,
+        level: str,
+        data: Any,
+        logger: str | None = None,
+        *,
+        request_id: RequestId | None = None,
+    ) -> bool:
+        """Send ``notifications/message`` unless it is below the client's level.
+
+        For a stateless request (``request_id`` given) the level is the one its
+        ``_meta`` asked for, and nothing is sent if it asked for none.
+        """
         if level not in LOG_LEVELS:
             raise LocalProtocolError(f"unknown log level {level!r}")
-        if self.log_level is not None and LOG_LEVELS.index(level) < LOG_LEVELS.index(
-            self.log_level
-        ):
+        incoming = self._incoming.get(request_id) if request_id is not None else None
+        stateless = incoming is not None and incoming.meta is not None
+        threshold = (
+            incoming.meta.log_level if stateless and incoming and incoming.meta else self.log_level
+        )
+        if stateless and threshold is None:
             return False
+        if threshold is not None and LOG_LEVELS.index(level) < LOG_LEVELS.index(threshold):
+            return False
+        if not stateless and self.revision is None:
+            return False  # no handshake session to log to
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        self.send_notification("notifications/message", params)
+        self.send_notification("notifications/message", params, stateless=stateless)
         return True
 
     def send_resource_updated(self, uri: str) -> bool:
-        """Send ``notifications/resources/updated`` if the client subscribed to ``uri``."""
-        if uri not in self.subscriptions:
-            return False
-        self.send_notification("notifications/resources/updated", {"uri": uri})
-        return True
+        """Send ``notifications/resources/updated`` to whoever subscribed to ``uri``."""
+        sent = self._notify_listeners(
+            "notifications/resources/updated",
+            {"uri": uri},
+            lambda f: uri in (f.get("resourceSubscriptions") or ()),
+        )
+        if uri in self.subscriptions and self.state is SessionState.READY:
+            self.send_notification("notifications/resources/updated", {"uri": uri})
+            sent = True
+        return sent
 
-    def send_list_changed(self, kind: str) -> None:
-        """Send ``notifications/{kind}/list_changed`` (tools, prompts or resources)."""
+    def send_list_changed(self, kind: str) -> bool:
+        """Send ``notifications/{kind}/list_changed`` (tools, prompts or resources)
+        on the handshake session and to the subscriptions that asked for it."""
         if kind not in ("tools", "prompts", "resources"):
             raise LocalProtocolError(f"no list_changed notification for {kind!r}")
-        self.send_notification(f"notifications/{kind}/list_changed")
+        method = f"notifications/{kind}/list_changed"
+        sent = self._notify_listeners(method, {}, lambda f: f.get(f"{kind}ListChanged") is True)
+        if self.state is SessionState.READY:
+            self.send_notification(method)
+            sent = True
+        return sent
 
 
 def _all_client_requests() -> frozenset[str]:
-    return frozenset().union(*(r.client_requests for r in REVISIONS.values()))
+    return frozenset().union(*(REVISIONS[v].client_requests for v in HANDSHAKE_REVISIONS))
 
 
 def _trim_capabilities(capabilities: dict[str, Any], known: frozenset[str]) -> dict[str, Any]:

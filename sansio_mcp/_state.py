@@ -24,6 +24,7 @@ class SessionState(Enum):
     IDLE = "idle"  # nothing exchanged yet
     INITIALIZING = "initializing"  # client: initialize sent; server: answered, awaiting initialized
     READY = "ready"  # normal operation
+    STATELESS = "stateless"  # client speaking 2026-07-28: no session, _meta on every request
     FAILED = "failed"  # the handshake failed (client)
     CLOSED = "closed"
 
@@ -36,6 +37,9 @@ class Trigger(Enum):
     RECV_INITIALIZE_RESULT = "receive initialize result"
     RECV_INITIALIZE_ERROR = "receive initialize error"
     INITIALIZE_TIMEOUT = "initialize timed out"
+    SEND_DISCOVER = "send server/discover"
+    RECV_DISCOVER_RESULT = "receive server/discover result"
+    LEGACY_FALLBACK = "fall back from server/discover to initialize"
     SEND_INITIALIZED = "send notifications/initialized"
     RECV_INITIALIZED = "receive notifications/initialized"
     SEND_PING = "send ping"
@@ -81,6 +85,14 @@ TRANSITIONS: Mapping[tuple[Role, SessionState, Trigger], SessionState] = {
     (_C, _INIT, T.RECV_INITIALIZE_RESULT): _READY,
     (_C, _INIT, T.RECV_INITIALIZE_ERROR): _FAILED,
     (_C, _INIT, T.INITIALIZE_TIMEOUT): _FAILED,
+    # Stateless (2026-07-28): discover, or fall back to the handshake.
+    (_C, _IDLE, T.SEND_DISCOVER): _INIT,
+    (_C, _INIT, T.RECV_DISCOVER_RESULT): SessionState.STATELESS,
+    (_C, _INIT, T.LEGACY_FALLBACK): _INIT,
+    **{
+        (_C, SessionState.STATELESS, t): SessionState.STATELESS
+        for t in (T.SEND_REQUEST, T.SEND_UTILITY, T.RECV_UTILITY, T.RECV_NOTIFICATION)
+    },
     (_C, _READY, T.SEND_INITIALIZED): _READY,
     **{(_C, _READY, t): _READY for t in _OPERATION},
     # Server

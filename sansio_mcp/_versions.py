@@ -16,7 +16,19 @@ __all__ = [
     "Revision",
     "REVISIONS",
     "HANDSHAKE_REVISIONS",
+    "MODERN_REVISIONS",
+    "ALL_REVISIONS",
     "LATEST_HANDSHAKE_REVISION",
+    "LATEST_MODERN_REVISION",
+    "MRTR_METHODS",
+    "CACHEABLE_METHODS",
+    "INPUT_REQUEST_CAPABILITIES",
+    "META_PROTOCOL_VERSION",
+    "META_CLIENT_CAPABILITIES",
+    "META_CLIENT_INFO",
+    "META_LOG_LEVEL",
+    "META_SUBSCRIPTION_ID",
+    "META_SERVER_INFO",
     "get_revision",
     "CLIENT_REQUEST_GATES",
     "SERVER_REQUEST_GATES",
@@ -139,12 +151,92 @@ _R_2025_11_25 = attrs.evolve(
     implementation_fields=_IMPL_2024 | {"title", "description", "icons", "websiteUrl"},
 )
 
+_R_2026_07_28 = Revision(
+    name="2026-07-28",
+    era=Era.MODERN,
+    batching=False,
+    error_id_optional=True,
+    client_requests=frozenset(
+        {
+            "server/discover",
+            "resources/list",
+            "resources/templates/list",
+            "resources/read",
+            "subscriptions/listen",
+            "prompts/list",
+            "prompts/get",
+            "tools/list",
+            "tools/call",
+            "completion/complete",
+        }
+    ),
+    # Servers never send requests in this revision; input reaches them through MRTR.
+    server_requests=frozenset(),
+    client_notifications=frozenset({"notifications/cancelled"}),
+    server_notifications=frozenset(
+        {
+            "notifications/cancelled",
+            "notifications/progress",
+            "notifications/message",
+            "notifications/resources/list_changed",
+            "notifications/resources/updated",
+            "notifications/prompts/list_changed",
+            "notifications/tools/list_changed",
+            "notifications/subscriptions/acknowledged",
+        }
+    ),
+    client_capabilities=frozenset(
+        {"experimental", "roots", "sampling", "elicitation", "extensions"}
+    ),
+    server_capabilities=frozenset(
+        {"experimental", "logging", "completions", "prompts", "resources", "tools", "extensions"}
+    ),
+    implementation_fields=_IMPL_2024 | {"title", "description", "icons", "websiteUrl"},
+    completion_gated=True,
+)
+
 REVISIONS: Mapping[str, Revision] = {
-    r.name: r for r in (_R_2024_11_05, _R_2025_03_26, _R_2025_06_18, _R_2025_11_25)
+    r.name: r for r in (_R_2024_11_05, _R_2025_03_26, _R_2025_06_18, _R_2025_11_25, _R_2026_07_28)
 }
 #: Revisions that use the initialize handshake, oldest first.
-HANDSHAKE_REVISIONS: tuple[str, ...] = tuple(REVISIONS)
+HANDSHAKE_REVISIONS: tuple[str, ...] = tuple(
+    name for name, r in REVISIONS.items() if r.era is Era.LEGACY
+)
+#: Stateless revisions (per-request ``_meta``), oldest first.
+MODERN_REVISIONS: tuple[str, ...] = tuple(
+    name for name, r in REVISIONS.items() if r.era is Era.MODERN
+)
+ALL_REVISIONS: tuple[str, ...] = tuple(REVISIONS)
 LATEST_HANDSHAKE_REVISION = HANDSHAKE_REVISIONS[-1]
+LATEST_MODERN_REVISION = MODERN_REVISIONS[-1]
+
+#: Methods whose modern results may be ``input_required`` (MRTR).
+MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+#: Methods whose modern complete results carry ``ttlMs`` / ``cacheScope``.
+CACHEABLE_METHODS = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
+#: Capability each kind of MRTR input request needs from the client.
+INPUT_REQUEST_CAPABILITIES: Mapping[str, str] = {
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+}
+
+# Reserved _meta keys of the modern revision.
+META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
 
 def get_revision(name: str) -> Revision:

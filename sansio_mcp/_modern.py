@@ -1,0 +1,207 @@
+"""The stateless 2026-07-28 rules, as pure functions: request ``_meta``,
+result shaping (``resultType``, cache hints, server info), MRTR input checks,
+subscription filters."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ._errors import ErrorCode, MCPError, MissingRequiredClientCapability
+from ._events import RequestMeta
+from ._params import LOG_LEVELS
+from ._versions import (
+    CACHEABLE_METHODS,
+    INPUT_REQUEST_CAPABILITIES,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    MRTR_METHODS,
+    REVISIONS,
+    Era,
+)
+
+__all__ = [
+    "CacheHints",
+    "is_modern_request",
+    "parse_request_meta",
+    "build_request_meta",
+    "shape_result",
+    "missing_input_capabilities",
+    "honoured_filter",
+    "modern_versions",
+]
+
+
+class CacheHints:
+    """Server-side defaults for ``ttlMs`` / ``cacheScope`` per method.
+
+    Lists and discovery are fresh for a minute by default; reads are stale at
+    once (content changes without notice).  ``private`` is the safe scope:
+    it never lets a shared cache serve one user's answer to another.
+    """
+
+    def __init__(
+        self,
+        *,
+        ttl_ms: dict[str, int] | None = None,
+        default_ttl_ms: int = 60_000,
+        scope: str = "private",
+    ) -> None:
+        if scope not in ("public", "private"):
+            raise ValueError("cacheScope must be 'public' or 'private'")
+        self.ttl_ms = {"resources/read": 0, **(ttl_ms or {})}
+        self.default_ttl_ms = default_ttl_ms
+        self.scope = scope
+
+    def for_method(self, method: str) -> tuple[int, str]:
+        return max(0, int(self.ttl_ms.get(method, self.default_ttl_ms))), self.scope
+
+
+def modern_versions(versions: Iterable[str]) -> list[str]:
+    return [v for v in versions if v in REVISIONS and REVISIONS[v].era is Era.MODERN]
+
+
+def is_modern_request(params: dict[str, Any]) -> bool:
+    """Whether a request's params carry the modern ``_meta`` protocol version key."""
+    meta = params.get("_meta")
+    return isinstance(meta, dict) and META_PROTOCOL_VERSION in meta
+
+
+def parse_request_meta(params: dict[str, Any]) -> RequestMeta:
+    """The :class:`RequestMeta` of a modern request; MCPError -32602 if malformed."""
+    meta = params.get("_meta")
+    if not isinstance(meta, dict):
+        raise MCPError(ErrorCode.INVALID_PARAMS, "params._meta is required (2026-07-28)")
+    version = meta.get(META_PROTOCOL_VERSION)
+    if not isinstance(version, str):
+        raise MCPError(
+            ErrorCode.INVALID_PARAMS, f"params._meta[{META_PROTOCOL_VERSION!r}] must be a string"
+        )
+    capabilities = meta.get(META_CLIENT_CAPABILITIES)
+    if not isinstance(capabilities, dict):
+        raise MCPError(
+            ErrorCode.INVALID_PARAMS,
+            f"params._meta[{META_CLIENT_CAPABILITIES!r}] must be an object",
+        )
+    info = meta.get(META_CLIENT_INFO)
+    if info is not None and not (
+        isinstance(info, dict)
+        and isinstance(info.get("name"), str)
+        and isinstance(info.get("version"), str)
+    ):
+        raise MCPError(
+            ErrorCode.INVALID_PARAMS,
+            f"params._meta[{META_CLIENT_INFO!r}] must be an object with name and version",
+        )
+    level = meta.get(META_LOG_LEVEL)
+    if level is not None and level not in LOG_LEVELS:
+        raise MCPError(
+            ErrorCode.INVALID_PARAMS, f"params._meta[{META_LOG_LEVEL!r}] is not a log level"
+        )
+    return RequestMeta(version, capabilities, info, level)
+
+
+def build_request_meta(
+    existing: Any,
+    *,
+    version: str,
+    capabilities: dict[str, Any],
+    client_info: dict[str, Any],
+    log_level: str | None,
+) -> dict[str, Any]:
+    """The ``_meta`` a modern client puts on every request."""
+    meta = dict(existing) if isinstance(existing, dict) else {}
+    meta[META_PROTOCOL_VERSION] = version
+    meta[META_CLIENT_CAPABILITIES] = capabilities
+    meta[META_CLIENT_INFO] = client_info
+    if log_level is not None:
+        meta[META_LOG_LEVEL] = log_level
+    return meta
+
+
+def shape_result(
+    method: str,
+    result: dict[str, Any],
+    *,
+    server_info: dict[str, Any],
+    cache: CacheHints,
+) -> dict[str, Any]:
+    """A complete modern result: ``resultType``, server info, and cache hints."""
+    shaped = dict(result)
+    shaped.setdefault("resultType", "complete")
+    meta = dict(shaped.get("_meta") or {})
+    meta.setdefault(META_SERVER_INFO, server_info)
+    shaped["_meta"] = meta
+    if shaped["resultType"] == "complete" and method in CACHEABLE_METHODS:
+        ttl, scope = cache.for_method(method)
+        shaped.setdefault("ttlMs", ttl)
+        shaped.setdefault("cacheScope", scope)
+    return shaped
+
+
+def missing_input_capabilities(
+    input_requests: dict[str, Any], client_capabilities: dict[str, Any]
+) -> dict[str, Any]:
+    """The client capabilities the input requests need but the client lacks."""
+    missing: dict[str, Any] = {}
+    for key, request in input_requests.items():
+        if not isinstance(request, dict) or not isinstance(request.get("method"), str):
+            raise ValueError(f"input request {key!r} must be an object with a method")
+        method = request["method"]
+        capability = INPUT_REQUEST_CAPABILITIES.get(method)
+        if capability is None:
+            raise ValueError(f"{method!r} cannot be an input request")
+        declared = client_capabilities.get(capability)
+        if not isinstance(declared, dict):
+            missing.setdefault(capability, {})
+            continue
+        params = request.get("params") or {}
+        if capability == "elicitation":
+            mode = params.get("mode", "form")
+            modes = {m for m in ("form", "url") if m in declared} or {"form"}
+            if mode not in modes:
+                missing.setdefault("elicitation", {})[mode] = {}
+        elif capability == "sampling" and params.get("tools") and "tools" not in declared:
+            missing.setdefault("sampling", {})["tools"] = {}
+    return missing
+
+
+def check_input_required(method: str, result: dict[str, Any]) -> None:
+    """Raise ValueError if ``result`` is not a valid InputRequiredResult for ``method``."""
+    if method not in MRTR_METHODS:
+        raise ValueError(f"{method} may not return input_required (only {sorted(MRTR_METHODS)})")
+    requests = result.get("inputRequests")
+    state = result.get("requestState")
+    if requests is None and state is None:
+        raise ValueError("an input_required result needs inputRequests or requestState")
+    if requests is not None and not isinstance(requests, dict):
+        raise ValueError("inputRequests must be an object")
+    if state is not None and not isinstance(state, str):
+        raise ValueError("requestState must be a string")
+
+
+def missing_capability_error(missing: dict[str, Any]) -> MissingRequiredClientCapability:
+    return MissingRequiredClientCapability(
+        message="the request needs client capabilities it did not declare: "
+        + ", ".join(sorted(missing)),
+        data={"requiredCapabilities": missing},
+    )
+
+
+def honoured_filter(requested: dict[str, Any], capabilities: dict[str, Any]) -> dict[str, Any]:
+    """The part of a subscription filter this server will honour."""
+    honoured: dict[str, Any] = {}
+    for flag, kind in (
+        ("toolsListChanged", "tools"),
+        ("promptsListChanged", "prompts"),
+        ("resourcesListChanged", "resources"),
+    ):
+        if requested.get(flag) is True and (capabilities.get(kind) or {}).get("listChanged"):
+            honoured[flag] = True
+    uris = requested.get("resourceSubscriptions")
+    if isinstance(uris, list) and uris and (capabilities.get("resources") or {}).get("subscribe"):
+        honoured["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)]
+    return honoured
