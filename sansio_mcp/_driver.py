@@ -17,6 +17,7 @@ from ._errors import ErrorCode, MCPError
 from ._events import (
     CancelRequested,
     ConnectionClosed,
+    InputRequired,
     NotificationReceived,
     ProgressReceived,
     ProtocolViolation,
@@ -24,17 +25,37 @@ from ._events import (
     RequestReceived,
     ResponseReceived,
     SessionInitialized,
+    SubscriptionAcknowledged,
 )
 from ._jsonrpc import RequestId
 from ._ndjson import NEED_DATA
-from ._session import Session
+from ._session import ClientSession, Session
 
-__all__ = ["Driver", "Waiter", "RequestHandler", "NotificationHandler"]
+__all__ = [
+    "Driver",
+    "InputHandler",
+    "NotificationHandler",
+    "RequestHandler",
+    "SubscriptionSink",
+    "Waiter",
+]
 
 logger = logging.getLogger("sansio_mcp")
 
 RequestHandler = Callable[[RequestReceived], Awaitable[dict[str, Any]]]
 NotificationHandler = Callable[[str, dict[str, Any]], Awaitable[None]]
+InputHandler = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+SinkFilter = Callable[[str, dict[str, Any]], bool]
+
+
+class SubscriptionSink:
+    """Where the notifications of one subscription go (adapters subclass it)."""
+
+    def acknowledged(self, notifications: dict[str, Any]) -> None:
+        """The server confirmed the subscription and what it will send."""
+
+    def deliver(self, method: str, params: dict[str, Any]) -> None:
+        """One notification of the subscription."""
 
 
 class Waiter:
@@ -83,13 +104,20 @@ class Driver:
         handle_notification: NotificationHandler | None,
         spawn: Callable[[RequestId | None, Callable[[], Awaitable[None]]], None],
         cancel: Callable[[RequestId], None],
+        answer_input: InputHandler | None = None,
     ) -> None:
         self.session = session
         self._handle_request = handle_request
         self._handle_notification = handle_notification
         self._spawn = spawn
         self._cancel = cancel
+        self._answer_input = answer_input
         self._waiters: dict[RequestId, Waiter] = {}
+        #: Open subscriptions by their listen request id.
+        self.subscriptions: dict[RequestId, SubscriptionSink] = {}
+        #: Sinks fed every matching notification of a handshake session
+        #: (``listen`` emulated on the legacy era).
+        self.session_sinks: list[tuple[SinkFilter, SubscriptionSink]] = []
         self.closed = False
         self.initialized: SessionInitialized | None = None
         #: Called after a handler queued output, so the adapter flushes it.
@@ -145,8 +173,22 @@ class Driver:
             elif isinstance(event, CancelRequested):
                 self._cancel(event.request_id)
             elif isinstance(event, NotificationReceived):
+                if event.subscription_id is not None:
+                    sink = self.subscriptions.get(event.subscription_id)
+                    if sink is not None:
+                        sink.deliver(event.method, event.params)
+                    continue
+                for wants, session_sink in self.session_sinks:
+                    if wants(event.method, event.params):
+                        session_sink.deliver(event.method, event.params)
                 if self._handle_notification is not None:
                     self._spawn(None, self._notify_factory(event))
+            elif isinstance(event, SubscriptionAcknowledged):
+                sink = self.subscriptions.get(event.request_id)
+                if sink is not None:
+                    sink.acknowledged(event.notifications)
+            elif isinstance(event, InputRequired):
+                self._spawn(None, self._input_factory(event))
             elif isinstance(event, SessionInitialized):
                 self.initialized = event
             elif isinstance(event, ProtocolViolation):
@@ -159,6 +201,49 @@ class Driver:
             await self.serve(event)
 
         return serve
+
+    def _input_factory(self, event: InputRequired) -> Callable[[], Awaitable[None]]:
+        async def gather() -> None:
+            await self.gather_input(event)
+
+        return gather
+
+    async def gather_input(self, event: InputRequired) -> None:
+        """Answer an MRTR round with the client's handlers, then retry the request."""
+        assert isinstance(self.session, ClientSession)
+        responses: dict[str, Any] = {}
+        failure: MCPError | None = None
+        for key, request in event.input_requests.items():
+            method = request.get("method") if isinstance(request, dict) else None
+            if not isinstance(method, str) or self._answer_input is None:
+                failure = MCPError(
+                    ErrorCode.INVALID_REQUEST, f"input request {key!r} cannot be answered"
+                )
+                break
+            params = request.get("params")
+            try:
+                responses[key] = await self._answer_input(
+                    method, params if isinstance(params, dict) else {}
+                )
+            except MCPError as error:
+                failure = MCPError(
+                    error.code,
+                    f"the server needs {method} to finish {event.method}, "
+                    f"and this client cannot answer it: {error.message}",
+                )
+                break
+            except Exception as exc:
+                logger.exception("input handler for %s failed", method)
+                failure = MCPError(ErrorCode.INTERNAL_ERROR, f"the {method} handler failed: {exc}")
+                break
+        if event.request_id not in self.session.pending_requests:
+            return  # the caller gave up meanwhile
+        if failure is not None:
+            self.session.fail_input(event.request_id, failure)
+            self.process_events()
+        else:
+            self.session.provide_input(event.request_id, responses)
+        self.on_output()
 
     def _notify_factory(self, event: NotificationReceived) -> Callable[[], Awaitable[None]]:
         async def notify() -> None:

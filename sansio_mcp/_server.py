@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import inspect
+import secrets
 import typing
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
@@ -19,11 +20,14 @@ import attrs
 
 from . import _json
 from ._errors import ErrorCode, InvalidParams, MCPError, MethodNotFound
+from ._events import RequestMeta
 from ._jsonrpc import RequestId
+from ._modern import CacheHints
+from ._request_state import RequestStateSealer, request_binding
 from ._schema import schema_for_function, validate_arguments
 from ._session import ServerSession
 from ._uritemplate import UriTemplate
-from ._versions import HANDSHAKE_REVISIONS
+from ._versions import ALL_REVISIONS, MRTR_METHODS
 
 __all__ = [
     "Context",
@@ -81,29 +85,72 @@ class Context:
         params: dict[str, Any],
         progress_token: str | int | None,
         session: ServerSession,
+        meta: RequestMeta | None = None,
+        now: float = 0.0,
     ) -> None:
         self.request_id = request_id
         self.method = method
         self.params = params
         self.progress_token = progress_token
         self.session = session
+        #: The request's ``_meta`` when it is stateless (2026-07-28).
+        self.meta = meta
+        #: Wall-clock time when the request arrived (seals and checks requestState).
+        self.now = now
+        self._answers: dict[str, Any] = {}
+        self._inputs_asked = 0
+
+    @property
+    def stateless(self) -> bool:
+        """Whether this request came in the stateless era (input arrives by MRTR)."""
+        return self.meta is not None
 
     @property
     def client_capabilities(self) -> dict[str, Any]:
+        if self.meta is not None:
+            return self.meta.client_capabilities
         return self.session.peer_capabilities or {}
 
     @property
     def client_info(self) -> dict[str, Any]:
+        if self.meta is not None:
+            return self.meta.client_info or {}
         return self.session.peer_info or {}
 
     @property
     def protocol_version(self) -> str | None:
+        if self.meta is not None:
+            return self.meta.protocol_version
         return self.session.protocol_version
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Ask the client (sampling, elicitation, roots) and return its answer.
+
+        On a handshake session this is a real server-to-client request.  On a
+        stateless request it is a multi round-trip: the first time, the
+        handler stops and the client is sent ``input_required``; the client
+        retries with the answer and the handler runs again, this time
+        getting the answer here.  Handlers must therefore ask in the same
+        order on every run.
+        """
+        if self.meta is None:
+            return await self.send_request(method, params)
+        key = f"input-{self._inputs_asked + 1}"
+        self._inputs_asked += 1
+        answer = self._answers.get(key)
+        if isinstance(answer, dict):
+            return answer
+        request: dict[str, Any] = {"method": method}
+        if params is not None:
+            request["params"] = params
+        raise NeedInput(key, request)
 
     # Primitives -----------------------------------------------------------------
 
-    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Send a request to the client and wait for its result."""
+    async def send_request(
+        self, method: str, params: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Send a request to the client and wait for its result (handshake era)."""
         raise NotImplementedError
 
     async def flush(self) -> None:
@@ -125,7 +172,7 @@ class Context:
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
         """Send a log message, unless logging is off or below the client's level."""
         if "logging" in self.session.capabilities and self.session.send_log_message(
-            level, data, logger
+            level, data, logger, request_id=self.request_id
         ):
             await self.flush()
 
@@ -174,6 +221,15 @@ class Context:
         result = await self.request("roots/list")
         roots = result.get("roots")
         return roots if isinstance(roots, list) else []
+
+
+class NeedInput(Exception):
+    """Raised inside a stateless handler that needs the client's input first."""
+
+    def __init__(self, key: str, request: dict[str, Any]) -> None:
+        super().__init__(key)
+        self.key = key
+        self.request = request
 
 
 @attrs.frozen
@@ -315,7 +371,10 @@ class Server:
         instructions: str | None = None,
         page_size: int = 100,
         logging: bool = True,
-        supported_versions: Iterable[str] = HANDSHAKE_REVISIONS,
+        supported_versions: Iterable[str] = ALL_REVISIONS,
+        state_key: bytes | None = None,
+        state_ttl: float = 600.0,
+        cache_hints: CacheHints | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be positive")
@@ -326,6 +385,10 @@ class Server:
         self.page_size = page_size
         self.logging = logging
         self.supported_versions = tuple(supported_versions)
+        # A random key keeps requestState valid for this process only; give a
+        # key of your own when several processes serve the same clients.
+        self.sealer = RequestStateSealer(state_key or secrets.token_bytes(32), ttl=state_ttl)
+        self.cache_hints = cache_hints
         self.tools: dict[str, Tool] = {}
         self.resources: dict[str, Resource] = {}
         self.templates: dict[str, ResourceTemplate] = {}
@@ -476,6 +539,7 @@ class Server:
     def create_session(self, **options: Any) -> ServerSession:
         """A :class:`ServerSession` advertising this server."""
         options.setdefault("supported_versions", self.supported_versions)
+        options.setdefault("cache_hints", self.cache_hints)
         return ServerSession(
             capabilities=self.capabilities,
             server_info=self.info,
@@ -486,7 +550,35 @@ class Server:
     # Dispatch -------------------------------------------------------------------
 
     async def handle(self, ctx: Context) -> dict[str, Any]:
-        """The result for ``ctx.method``; raises :class:`MCPError` for errors."""
+        """The result for ``ctx.method``; raises :class:`MCPError` for errors.
+
+        For a stateless request that may need input (tools/call, prompts/get,
+        resources/read), answers gathered in earlier rounds come back from
+        the sealed ``requestState``; a handler still lacking one makes the
+        result ``input_required``.
+        """
+        if ctx.meta is None or ctx.method not in MRTR_METHODS:
+            return await self._dispatch(ctx)
+        binding = request_binding(ctx.method, ctx.params)
+        answers: dict[str, Any] = {}
+        if "requestState" in ctx.params:
+            sealed = self.sealer.unseal(ctx.params["requestState"], now=ctx.now, binding=binding)
+            if isinstance(sealed, dict):
+                answers.update(sealed)
+        responses = ctx.params.get("inputResponses")
+        if isinstance(responses, dict):
+            answers.update(responses)
+        ctx._answers = answers
+        try:
+            return await self._dispatch(ctx)
+        except NeedInput as need:
+            return {
+                "resultType": "input_required",
+                "inputRequests": {need.key: need.request},
+                "requestState": self.sealer.seal(answers, now=ctx.now, binding=binding),
+            }
+
+    async def _dispatch(self, ctx: Context) -> dict[str, Any]:
         method, params = ctx.method, ctx.params
         if method == "tools/list":
             return self._page(params, "tools", [t.to_dict() for t in self.tools.values()])
@@ -537,7 +629,7 @@ class Server:
             kwargs[tool.context_param] = ctx
         try:
             value = await _call(tool.handler, kwargs)
-        except MCPError:
+        except (MCPError, NeedInput):
             raise
         except Exception as exc:  # a failing tool is a result, not a protocol error
             return ToolResult.text(f"{type(exc).__name__}: {exc}", is_error=True).to_result()

@@ -1087,8 +1087,8 @@ class ClientSession(Session):
     def _decorate_params(
         self, method: str, params: dict[str, Any] | None
     ) -> tuple[dict[str, Any] | None, bool]:
-        if self.state is not SessionState.STATELESS or method == "server/discover":
-            return params, method == "server/discover"
+        if self.state is not SessionState.STATELESS and method != "server/discover":
+            return params, False
         params = dict(params or {})
         params["_meta"] = self._modern_meta(params.get("_meta"))
         return params, True

@@ -43,7 +43,8 @@ async def run_demo() -> int:
         }
 
     def elicitation(params: dict[str, Any]) -> dict[str, Any]:
-        return {"action": "accept", "content": {"answer": "blue"}}
+        answer = "7" if "number" in params.get("message", "") else "blue"
+        return {"action": "accept", "content": {"answer": answer}}
 
     handlers = ClientHandlers(
         sampling=sampling,
@@ -118,10 +119,20 @@ async def run_demo() -> int:
         )
         _say("complete a template variable 'b…'", completion["values"])
         await client.set_logging_level("info")
-        await client.subscribe(COUNTER_URI)
-        await client.call_tool("increment", {"by": 5})
-        await trio.sleep(0.1)
-        _say("subscribe + increment: notifications received", [m for m, _ in notifications])
+        logs_before = len(notifications)
+        async with client.listen(resource_uris=[COUNTER_URI]) as updates:
+            await client.call_tool("increment", {"by": 5})
+            with trio.fail_after(5):
+                method, params = await updates.__anext__()
+        logs = [p.get("data") for m, p in notifications[logs_before:] if m == "notifications/message"]
+        _say(
+            "listen + increment",
+            f"{method} for {params.get('uri')}; log messages: {logs}",
+        )
+        answers = await client.call_tool(
+            "survey", {"questions": ["favourite colour?", "favourite number?"]}
+        )
+        _say("survey (one elicitation per question)", answers.get("structuredContent"))
         prompts = await client.list_prompts()
         _say("prompts", [p["name"] for p in prompts])
         review = await client.get_prompt("review", {"code": "print('hi')", "language": "python"})

@@ -1,8 +1,11 @@
 """The bundled "everything" example server.
 
 Tool names are part of the documented interface: ``echo``, ``add``,
-``slow``, ``sample``, ``elicit``, ``list_roots``, ``fail`` (plus
-``increment``, which bumps the subscribable counter resource).
+``slow``, ``sample``, ``elicit``, ``list_roots``, ``survey``, ``fail`` (plus
+``increment``, which bumps the subscribable counter resource).  ``sample``,
+``elicit``, ``list_roots`` and ``survey`` work in both eras with the same
+code: server-to-client requests on a handshake session, MRTR rounds on a
+stateless request.
 """
 
 from __future__ import annotations
@@ -95,6 +98,35 @@ def build_server(*, page_size: int = 100) -> Server:
         roots = await ctx.list_roots()
         lines = [f"{r.get('name') or r.get('uri')}: {r.get('uri')}" for r in roots]
         return ToolResult.text("\n".join(lines) or "(no roots)", structured={"roots": roots})
+
+    @server.tool()
+    async def survey(ctx: Context, questions: list[str]) -> ToolResult:
+        """Ask each question in turn (one elicitation per question) and return the answers.
+
+        On 2026-07-28 every question is its own MRTR round, and the answers
+        so far travel in the sealed requestState.
+        """
+        answers: dict[str, str] = {}
+        for question in questions:
+            result = await ctx.elicit(
+                question,
+                {
+                    "type": "object",
+                    "properties": {"answer": {"type": "string", "description": question}},
+                    "required": ["answer"],
+                },
+            )
+            if result.get("action") != "accept":
+                return ToolResult.text(
+                    f"survey stopped at {question!r}: the user chose to {result.get('action')}",
+                    structured={"answers": answers, "completed": False},
+                )
+            answers[question] = str((result.get("content") or {}).get("answer", ""))
+        lines = [f"{q} {a}" for q, a in answers.items()]
+        return ToolResult.text(
+            "\n".join(lines) or "(no questions)",
+            structured={"answers": answers, "completed": True},
+        )
 
     @server.tool()
     def fail(message: str) -> ToolResult:

@@ -11,7 +11,7 @@ import trio
 
 from sansio_mcp import ConnectionClosedError, RequestId, Session
 from sansio_mcp._client import ProgressCallback
-from sansio_mcp._driver import Driver, NotificationHandler, RequestHandler, Waiter
+from sansio_mcp._driver import Driver, InputHandler, NotificationHandler, RequestHandler, Waiter
 
 __all__ = ["TrioRunner"]
 
@@ -36,6 +36,7 @@ class TrioRunner:
         *,
         handle_request: RequestHandler,
         handle_notification: NotificationHandler | None = None,
+        answer_input: InputHandler | None = None,
     ) -> None:
         self.session = session
         self._send_stream = send_stream
@@ -51,6 +52,7 @@ class TrioRunner:
             handle_notification=handle_notification,
             spawn=self._spawn,
             cancel=self._cancel_handler,
+            answer_input=answer_input,
         )
         self.driver.on_output = self._schedule_flush
 

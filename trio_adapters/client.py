@@ -10,14 +10,16 @@ from typing import Any
 
 import trio
 
-from sansio_mcp import HANDSHAKE_REVISIONS, ClientSession, RequestReceived
+from sansio_mcp import LOG_LEVELS, ClientSession, LocalProtocolError, RequestReceived
 from sansio_mcp._client import ClientAPI, ClientHandlers, ProgressCallback
+from sansio_mcp._driver import SubscriptionSink
+from sansio_mcp._versions import ALL_REVISIONS
 
 from ._process import PIPE, drain_stderr, safe_environment, stop_process
 from ._runner import TrioRunner
 from ._util import unwrap_single_exception
 
-__all__ = ["Client", "ClientHandlers", "open_client", "open_stdio_client"]
+__all__ = ["Client", "ClientHandlers", "Subscription", "open_client", "open_stdio_client"]
 
 
 class Client(ClientAPI):
@@ -61,6 +63,154 @@ class Client(ClientAPI):
         self.session.send_roots_list_changed()
         await self._runner.flush()
 
+    async def ping(self, *, timeout: float | None = None) -> None:
+        """Check the server is alive.
+
+        2026-07-28 has no ping; there the check is a ``server/discover``.
+        """
+        if self.session.is_modern:
+            await self.request("server/discover", None, timeout=timeout)
+            return
+        await super().ping(timeout=timeout)
+
+    async def subscribe(self, uri: str) -> None:
+        if self.session.is_modern:
+            raise LocalProtocolError(
+                "resources/subscribe does not exist in 2026-07-28: "
+                "use Client.listen(resource_uris=[...])"
+            )
+        await super().subscribe(uri)
+
+    async def set_logging_level(self, level: str) -> None:
+        """Ask for log messages at ``level`` and above.
+
+        On a stateless (2026-07-28) server the level travels in every
+        request's ``_meta``; on a handshake session it is ``logging/setLevel``.
+        """
+        if self.session.is_modern:
+            if level not in LOG_LEVELS:
+                raise ValueError(f"unknown log level {level!r}")
+            self.session.log_level = level
+            return
+        await super().set_logging_level(level)
+
+    @asynccontextmanager
+    async def listen(
+        self,
+        *,
+        tools_list_changed: bool = False,
+        prompts_list_changed: bool = False,
+        resources_list_changed: bool = False,
+        resource_uris: Sequence[str] = (),
+        buffer: int = 1000,
+    ) -> AsyncIterator[Subscription]:
+        """Follow list changes and resource updates as an async iterator.
+
+        On 2026-07-28 this is one ``subscriptions/listen`` request, ended with
+        ``notifications/cancelled`` on exit; on a handshake session it
+        subscribes to ``resource_uris`` and follows the session's
+        notifications.  Iterate the yielded :class:`Subscription` for
+        ``(method, params)`` pairs.
+        """
+        wanted = {
+            "notifications/tools/list_changed": tools_list_changed,
+            "notifications/prompts/list_changed": prompts_list_changed,
+            "notifications/resources/list_changed": resources_list_changed,
+        }
+        uris = list(resource_uris)
+        subscription = Subscription(buffer)
+        driver = self._runner.driver
+        if self.session.is_modern:
+            filter_: dict[str, Any] = {}
+            for key, on in (
+                ("toolsListChanged", tools_list_changed),
+                ("promptsListChanged", prompts_list_changed),
+                ("resourcesListChanged", resources_list_changed),
+            ):
+                if on:
+                    filter_[key] = True
+            if uris:
+                filter_["resourceSubscriptions"] = uris
+            listen_id = self.session.send_request(
+                "subscriptions/listen", {"notifications": filter_}
+            )
+            driver.subscriptions[listen_id] = subscription
+            try:
+                await self._runner.flush()
+                await subscription.wait_acknowledged()
+                yield subscription
+            finally:
+                driver.subscriptions.pop(listen_id, None)
+                if listen_id in self.session.pending_requests:
+                    self.session.cancel(listen_id, "the client stopped listening")
+                    with trio.CancelScope(shield=True):
+                        await self._runner.flush()
+            return
+
+        def wants(method: str, params: dict[str, Any]) -> bool:
+            if method == "notifications/resources/updated":
+                return params.get("uri") in uris
+            return wanted.get(method, False)
+
+        for uri in uris:
+            await self.subscribe(uri)
+        entry = (wants, subscription)
+        driver.session_sinks.append(entry)
+        subscription.acknowledged(
+            {
+                k: v
+                for k, v in {
+                    "toolsListChanged": tools_list_changed,
+                    "promptsListChanged": prompts_list_changed,
+                    "resourcesListChanged": resources_list_changed,
+                }.items()
+                if v
+            }
+            | ({"resourceSubscriptions": uris} if uris else {})
+        )
+        try:
+            yield subscription
+        finally:
+            driver.session_sinks.remove(entry)
+            with trio.CancelScope(shield=True):
+                for uri in uris:
+                    if not driver.closed:
+                        await self.unsubscribe(uri)
+
+
+class Subscription(SubscriptionSink):
+    """Notifications of one :meth:`Client.listen`, as an async iterator of
+    ``(method, params)``; ``acknowledged_filter`` says what the server agreed to send."""
+
+    def __init__(self, buffer: int) -> None:
+        self._send, self._receive = trio.open_memory_channel[tuple[str, dict[str, Any]]](buffer)
+        self._acknowledged = trio.Event()
+        self.acknowledged_filter: dict[str, Any] = {}
+        self.dropped = 0
+
+    def acknowledged(self, notifications: dict[str, Any]) -> None:
+        self.acknowledged_filter = notifications
+        self._acknowledged.set()
+
+    def deliver(self, method: str, params: dict[str, Any]) -> None:
+        try:
+            self._send.send_nowait((method, params))
+        except trio.WouldBlock:
+            # A consumer this far behind has lost the thread anyway; count, don't block I/O.
+            self.dropped += 1
+
+    async def wait_acknowledged(self) -> None:
+        await self._acknowledged.wait()
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> tuple[str, dict[str, Any]]:
+        try:
+            return await self._receive.receive()
+        except trio.EndOfChannel:
+            raise StopAsyncIteration from None
+
 
 @asynccontextmanager
 async def open_client(
@@ -70,16 +220,25 @@ async def open_client(
     handlers: ClientHandlers | None = None,
     client_info: dict[str, Any] | None = None,
     protocol_version: str | None = None,
-    supported_versions: Sequence[str] = HANDSHAKE_REVISIONS,
+    mode: str = "auto",
+    supported_versions: Sequence[str] = ALL_REVISIONS,
     initialize_timeout: float | None = 30.0,
+    max_input_rounds: int = 10,
 ) -> AsyncIterator[Client]:
-    """Connect over a stream pair, run the handshake, and yield a :class:`Client`."""
+    """Connect over a stream pair, start the session, and yield a :class:`Client`.
+
+    ``mode`` is ``"auto"`` (probe ``server/discover``, fall back to the
+    handshake), ``"modern"`` or ``"legacy"``; a ``protocol_version`` implies
+    the mode of its era.
+    """
     handlers = handlers or ClientHandlers()
     session = ClientSession(
         capabilities=handlers.capabilities(),
         client_info=client_info,
         supported_versions=supported_versions,
         protocol_version=protocol_version,
+        mode=mode,
+        max_input_rounds=max_input_rounds,
     )
 
     async def handle_request(event: RequestReceived) -> dict[str, Any]:
@@ -91,12 +250,13 @@ async def open_client(
         receive_stream,
         handle_request=handle_request,
         handle_notification=handlers.notify,
+        answer_input=handlers.answer,
     )
     with unwrap_single_exception():
         async with trio.open_nursery() as nursery:
             try:
                 await nursery.start(runner.run)
-                request_id = session.initialize(now=trio.current_time(), timeout=initialize_timeout)
+                request_id = session.start(now=trio.current_time(), timeout=initialize_timeout)
                 await runner.wait_for(request_id, timed=initialize_timeout is not None)
                 yield Client(runner, session, handlers)
             finally:
@@ -113,8 +273,10 @@ async def open_stdio_client(
     handlers: ClientHandlers | None = None,
     client_info: dict[str, Any] | None = None,
     protocol_version: str | None = None,
-    supported_versions: Sequence[str] = HANDSHAKE_REVISIONS,
+    mode: str = "auto",
+    supported_versions: Sequence[str] = ALL_REVISIONS,
     initialize_timeout: float | None = 30.0,
+    max_input_rounds: int = 10,
     shutdown_grace: float = 2.0,
 ) -> AsyncIterator[Client]:
     """Start ``command`` as an MCP server and connect to it over stdio.
@@ -149,8 +311,10 @@ async def open_stdio_client(
                         handlers=handlers,
                         client_info=client_info,
                         protocol_version=protocol_version,
+                        mode=mode,
                         supported_versions=supported_versions,
                         initialize_timeout=initialize_timeout,
+                        max_input_rounds=max_input_rounds,
                     ) as client:
                         yield client
                 finally:

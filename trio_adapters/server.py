@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import trio
@@ -27,10 +28,14 @@ class TrioContext(Context):
             params=event.params,
             progress_token=event.progress_token,
             session=runner.session,
+            meta=event.meta,
+            now=time.time(),
         )
         self._runner = runner
 
-    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def send_request(
+        self, method: str, params: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         return await self._runner.request(method, params)
 
     async def flush(self) -> None:

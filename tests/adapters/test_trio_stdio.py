@@ -127,7 +127,7 @@ async def test_server_exit_fails_pending_requests() -> None:
         "sys.stdin.readline(); sys.stdin.readline()\n"
     )
     with trio.fail_after(10):
-        async with open_stdio_client([sys.executable, "-c", script]) as client:
+        async with open_stdio_client([sys.executable, "-c", script], mode="legacy") as client:
             with pytest.raises(ConnectionClosedError):
                 await client.call_tool("anything")
 
