@@ -148,7 +148,7 @@ async def test_cli_inspect_and_call_against_example_server() -> None:
         "resourceTemplates", "prompts",
     }
     assert "echo" in [t["name"] for t in report["tools"]]
-    assert len(report["tools"]) == 8  # gathered across 4 pages of 2
+    assert len(report["tools"]) == 9  # gathered across 5 pages of 2
     called = await trio.run_process(
         [*cli, "call", "add", "--args", '{"a": 2, "b": 3}', "--protocol-version", "2024-11-05",
          "--", *example],
@@ -174,6 +174,6 @@ async def test_demo_runs() -> None:
     )
     out = demo.stdout.decode()
     for step in ("handshake", "echo", "progress", "cancellation", "timeout", "sample",
-                 "elicit", "list_roots", "binary resource", "notifications received",
+                 "elicit", "list_roots", "binary resource", "listen + increment", "survey",
                  "Demo complete"):
         assert step in out, step
