@@ -124,7 +124,9 @@ async def run_demo() -> int:
             await client.call_tool("increment", {"by": 5})
             with trio.fail_after(5):
                 method, params = await updates.__anext__()
-        logs = [p.get("data") for m, p in notifications[logs_before:] if m == "notifications/message"]
+        logs = [
+            p.get("data") for m, p in notifications[logs_before:] if m == "notifications/message"
+        ]
         _say(
             "listen + increment",
             f"{method} for {params.get('uri')}; log messages: {logs}",

@@ -11,9 +11,11 @@ from typing import Any
 
 import trio
 
-from sansio_mcp import HANDSHAKE_REVISIONS, MCPError, ProtocolError
+from sansio_mcp import MCPError, ProtocolError
+from sansio_mcp._versions import ALL_REVISIONS
 from trio_adapters import Client, open_stdio_client, serve_stdio
 
+from .answers import Answers
 from .example_server import build_server
 
 __all__ = ["main"]
@@ -41,13 +43,17 @@ def _parser() -> argparse.ArgumentParser:
     server = sub.add_parser("example-server", help="run the bundled example server on stdio")
     server.add_argument("--page-size", type=int, default=100, help="items per list page")
 
-    version_help = f"protocol revision to request (default: the latest, {HANDSHAKE_REVISIONS[-1]})"
+    version_help = (
+        "protocol revision: 'auto' (default: probe server/discover, fall back to the "
+        f"handshake), or one of {', '.join(ALL_REVISIONS)}"
+    )
+    versions = ["auto", *ALL_REVISIONS]
     inspect = sub.add_parser(
         "inspect",
         help="connect to a stdio server and print what it offers, as JSON",
         usage="sansio-mcp inspect [--protocol-version REV] -- COMMAND [ARG...]",
     )
-    inspect.add_argument("--protocol-version", choices=HANDSHAKE_REVISIONS, help=version_help)
+    inspect.add_argument("--protocol-version", choices=versions, default="auto", help=version_help)
     inspect.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
 
     call = sub.add_parser(
@@ -57,8 +63,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     call.add_argument("tool", help="the tool's name")
     call.add_argument("--args", default="{}", help="the tool's arguments as a JSON object")
-    call.add_argument("--protocol-version", choices=HANDSHAKE_REVISIONS, help=version_help)
+    call.add_argument("--protocol-version", choices=versions, default="auto", help=version_help)
     call.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the result")
+    call.add_argument(
+        "--elicit",
+        action="append",
+        default=[],
+        metavar="JSON",
+        help="content to accept an elicitation with (repeatable, used in order)",
+    )
+    call.add_argument("--sample", metavar="TEXT", help="the assistant reply to sampling requests")
+    call.add_argument(
+        "--root", action="append", default=[], metavar="URI", help="a root to offer (repeatable)"
+    )
 
     sub.add_parser("demo", help="a guided tour: our client against the bundled example server")
     return parser
@@ -131,9 +148,15 @@ def _describe(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+def _version_options(args: argparse.Namespace) -> dict[str, Any]:
+    if args.protocol_version == "auto":
+        return {"mode": "auto"}
+    return {"protocol_version": args.protocol_version}
+
+
 async def _run_inspect(command: list[str], args: argparse.Namespace) -> int:
     async with open_stdio_client(
-        command, protocol_version=args.protocol_version, initialize_timeout=args.timeout
+        command, initialize_timeout=args.timeout, **_version_options(args)
     ) as client:
         _dump(await _inspect(client, args.timeout))
     return 0
@@ -148,8 +171,16 @@ async def _run_call(command: list[str], args: argparse.Namespace) -> int:
     if not isinstance(arguments, dict):
         print("sansio-mcp call: --args must be a JSON object", file=sys.stderr)
         return 2
+    try:
+        answers = Answers.from_options(args.elicit, args.sample, args.root)
+    except ValueError as exc:
+        print(f"sansio-mcp call: {exc}", file=sys.stderr)
+        return 2
     async with open_stdio_client(
-        command, protocol_version=args.protocol_version, initialize_timeout=args.timeout
+        command,
+        handlers=answers.handlers(),
+        initialize_timeout=args.timeout,
+        **_version_options(args),
     ) as client:
         result = await client.call_tool(args.tool, arguments, timeout=args.timeout)
     _dump(result)
