@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from ._cache import ResultCache
 from ._errors import ErrorCode, MCPError, RemoteProtocolError
 
 __all__ = ["ClientAPI", "ClientHandlers", "ProgressCallback"]
@@ -74,7 +75,29 @@ class ClientHandlers:
 
 
 class ClientAPI:
-    """Typed MCP calls on top of :meth:`request`."""
+    """Typed MCP calls on top of one primitive, :meth:`send_request`.
+
+    On a stateless (2026-07-28) server, cacheable results are served from
+    :attr:`cache` while their ``ttlMs`` says they are fresh.
+    """
+
+    #: Results kept per the server's cache hints (None: no caching).
+    cache: ResultCache | None = None
+
+    async def send_request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Send a request and wait for its result (adapters implement this)."""
+        raise NotImplementedError
+
+    def clock(self) -> float:
+        """Seconds on a monotonic clock (adapters implement this; used for caching)."""
+        raise NotImplementedError
 
     async def request(
         self,
@@ -83,9 +106,26 @@ class ClientAPI:
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        fresh: bool = False,
     ) -> dict[str, Any]:
-        """Send a request and wait for its result; raises MCPError on an error response."""
-        raise NotImplementedError
+        """Send a request and wait for its result; raises MCPError on an error response.
+
+        ``fresh`` skips the cache.
+        """
+        cache = self.cache
+        if cache is not None and not fresh:
+            hit = cache.get(method, params, now=self.clock())
+            if hit is not None:
+                return hit
+        result = await self.send_request(method, params, timeout=timeout, on_progress=on_progress)
+        if cache is not None:
+            cache.put(method, params, result, now=self.clock())
+        return result
+
+    def notification_seen(self, method: str, params: dict[str, Any]) -> None:
+        """Drop cached results a notification makes stale."""
+        if self.cache is not None:
+            self.cache.invalidate(method, params)
 
     async def ping(self, *, timeout: float | None = None) -> None:
         await self.request("ping", timeout=timeout)

@@ -122,6 +122,8 @@ class Driver:
         self.initialized: SessionInitialized | None = None
         #: Called after a handler queued output, so the adapter flushes it.
         self.on_output: Callable[[], None] = lambda: None
+        #: Sees every notification first (the client's cache invalidation hooks in here).
+        self.observe_notification: Callable[[str, dict[str, Any]], None] = lambda m, p: None
 
     def start_request(
         self,
@@ -173,6 +175,7 @@ class Driver:
             elif isinstance(event, CancelRequested):
                 self._cancel(event.request_id)
             elif isinstance(event, NotificationReceived):
+                self.observe_notification(event.method, event.params)
                 if event.subscription_id is not None:
                     sink = self.subscriptions.get(event.subscription_id)
                     if sink is not None:

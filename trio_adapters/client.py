@@ -11,6 +11,7 @@ from typing import Any
 import trio
 
 from sansio_mcp import LOG_LEVELS, ClientSession, LocalProtocolError, RequestReceived
+from sansio_mcp._cache import ResultCache
 from sansio_mcp._client import ClientAPI, ClientHandlers, ProgressCallback
 from sansio_mcp._driver import SubscriptionSink
 from sansio_mcp._versions import ALL_REVISIONS
@@ -31,6 +32,8 @@ class Client(ClientAPI):
         self._runner = runner
         self.session = session
         self.handlers = handlers
+        if session.is_modern:
+            self.cache = ResultCache()
 
     @property
     def protocol_version(self) -> str:
@@ -49,7 +52,7 @@ class Client(ClientAPI):
     def instructions(self) -> str | None:
         return self.session.instructions
 
-    async def request(
+    async def send_request(
         self,
         method: str,
         params: dict[str, Any] | None = None,
@@ -58,6 +61,9 @@ class Client(ClientAPI):
         on_progress: ProgressCallback | None = None,
     ) -> dict[str, Any]:
         return await self._runner.request(method, params, timeout=timeout, on_progress=on_progress)
+
+    def clock(self) -> float:
+        return trio.current_time()
 
     async def send_roots_list_changed(self) -> None:
         self.session.send_roots_list_changed()
@@ -258,7 +264,9 @@ async def open_client(
                 await nursery.start(runner.run)
                 request_id = session.start(now=trio.current_time(), timeout=initialize_timeout)
                 await runner.wait_for(request_id, timed=initialize_timeout is not None)
-                yield Client(runner, session, handlers)
+                client = Client(runner, session, handlers)
+                runner.driver.observe_notification = client.notification_seen
+                yield client
             finally:
                 nursery.cancel_scope.cancel()
 

@@ -1,0 +1,194 @@
+"""The HTTP headers that mirror a 2026-07-28 request body (SEP-2243).
+
+The body is the source of truth: a client derives ``MCP-Protocol-Version``,
+``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` from it, and a server checks
+them against it, answering -32020 (HTTP 400) on any mismatch.  Pure functions;
+the Streamable HTTP machines call them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ._errors import HeaderMismatch
+from ._versions import META_PROTOCOL_VERSION
+
+__all__ = [
+    "encode_header_value",
+    "decode_header_value",
+    "header_params",
+    "request_headers",
+    "validate_request_headers",
+    "x_mcp_header_problems",
+]
+
+_SENTINEL = re.compile(r"\A=\?base64\?(.*)\?=\Z", re.DOTALL)
+_TCHAR = re.compile(r"\A[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+_NAMED_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_MAX_SAFE_INTEGER = 2**53 - 1
+
+
+def encode_header_value(value: str | int | bool) -> str:
+    """A header value for ``value``: as-is when safe, else ``=?base64?…?=``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    safe = (
+        all(c == "\t" or 0x20 <= ord(c) <= 0x7E for c in value)
+        and value == value.strip(" \t")
+        and not _SENTINEL.match(value)
+    )
+    if safe:
+        return value
+    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
+def decode_header_value(text: str) -> str:
+    """The value a header carries (base64 sentinel decoded); ValueError if malformed."""
+    match = _SENTINEL.match(text)
+    if not match:
+        return text
+    try:
+        return base64.b64decode(match.group(1), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        raise ValueError("malformed base64 header value") from None
+
+
+def x_mcp_header_problems(input_schema: Any) -> list[str]:
+    """Why a tool's ``x-mcp-header`` annotations are invalid (empty list: valid)."""
+    problems: list[str] = []
+    seen: set[str] = set()
+
+    def visit(schema: Any, path: str, reachable: bool) -> None:
+        if not isinstance(schema, dict):
+            return
+        header = schema.get("x-mcp-header")
+        if header is not None:
+            if not reachable:
+                problems.append(f"{path}: x-mcp-header is only allowed through 'properties'")
+            elif not isinstance(header, str) or not _TCHAR.match(header):
+                problems.append(f"{path}: x-mcp-header {header!r} is not a valid header name")
+            elif header.lower() in seen:
+                problems.append(f"{path}: x-mcp-header {header!r} is used twice")
+            elif schema.get("type") not in ("string", "integer", "boolean"):
+                problems.append(f"{path}: x-mcp-header needs a string, integer or boolean type")
+            else:
+                seen.add(header.lower())
+        for name, sub in (schema.get("properties") or {}).items():
+            visit(sub, f"{path}.{name}", reachable)
+        for key in ("items", "not", "if", "then", "else", "additionalProperties"):
+            visit(schema.get(key), f"{path}/{key}", False)
+        for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+            for i, sub in enumerate(schema.get(key) or ()):
+                visit(sub, f"{path}/{key}/{i}", False)
+        for key in ("$defs", "definitions"):
+            for name, sub in (schema.get(key) or {}).items():
+                visit(sub, f"{path}/{key}/{name}", False)
+
+    visit(input_schema, "inputSchema", True)
+    return problems
+
+
+def header_params(input_schema: Any) -> dict[tuple[str, ...], str]:
+    """Argument path -> header name, for a valid tool schema's ``x-mcp-header``s."""
+    found: dict[tuple[str, ...], str] = {}
+
+    def visit(schema: Any, path: tuple[str, ...]) -> None:
+        if not isinstance(schema, dict):
+            return
+        header = schema.get("x-mcp-header")
+        if isinstance(header, str) and path:
+            found[path] = header
+        for name, sub in (schema.get("properties") or {}).items():
+            visit(sub, (*path, name))
+
+    visit(input_schema, ())
+    return found
+
+
+def _lookup(arguments: Any, path: tuple[str, ...]) -> Any:
+    node = arguments
+    for key in path:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
+
+
+def request_headers(message: Mapping[str, Any], *, input_schema: Any = None) -> dict[str, str]:
+    """The mirrored headers a client sends with ``message`` (a request or notification)."""
+    params = message.get("params") or {}
+    headers: dict[str, str] = {}
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if isinstance(meta, dict) and isinstance(meta.get(META_PROTOCOL_VERSION), str):
+        headers["MCP-Protocol-Version"] = meta[META_PROTOCOL_VERSION]
+    method = message.get("method")
+    if "id" in message and isinstance(method, str):
+        headers["Mcp-Method"] = method
+        field = _NAMED_METHODS.get(method)
+        if field and isinstance(params.get(field), str):
+            headers["Mcp-Name"] = encode_header_value(params[field])
+        if method == "tools/call" and input_schema is not None:
+            arguments = params.get("arguments") or {}
+            for path, header in header_params(input_schema).items():
+                value = _lookup(arguments, path)
+                if isinstance(value, (str, int, bool)):
+                    headers[f"Mcp-Param-{header}"] = encode_header_value(value)
+    return headers
+
+
+def _same(header: str, body: Any) -> bool:
+    if isinstance(body, bool):
+        return header == ("true" if body else "false")
+    if isinstance(body, (int, float)):
+        try:
+            return float(header) == float(body) and abs(body) <= _MAX_SAFE_INTEGER
+        except ValueError:
+            return False
+    return bool(header == body)
+
+
+def validate_request_headers(
+    headers: Mapping[str, str], message: Mapping[str, Any], *, input_schema: Any = None
+) -> HeaderMismatch | None:
+    """The -32020 error for headers that are missing, malformed or disagree with
+    the body, or None when they match.  ``headers`` keys are compared
+    case-insensitively."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    expected = request_headers(message, input_schema=input_schema)
+    params = message.get("params") or {}
+    for name in expected:
+        key = name.lower()
+        if key not in lowered:
+            return HeaderMismatch(message=f"the {name} header is required")
+        raw = lowered[key]
+        if any((ord(c) < 0x20 and c != "\t") or ord(c) == 0x7F for c in raw):
+            return HeaderMismatch(message=f"the {name} header contains invalid characters")
+        try:
+            value = decode_header_value(raw)
+        except ValueError:
+            return HeaderMismatch(message=f"the {name} header is not valid base64")
+        body_value: Any
+        if name == "MCP-Protocol-Version":
+            body_value = params["_meta"][META_PROTOCOL_VERSION]
+        elif name == "Mcp-Method":
+            body_value = message.get("method")
+        elif name == "Mcp-Name":
+            body_value = params.get(_NAMED_METHODS[str(message.get("method"))])
+        else:
+            header = name[len("Mcp-Param-") :]
+            path = next(p for p, h in header_params(input_schema).items() if h == header)
+            body_value = _lookup(params.get("arguments") or {}, path)
+        if not _same(value, body_value):
+            return HeaderMismatch(message=f"the {name} header does not match the request body")
+    if message.get("method") == "tools/call" and input_schema is not None:
+        for header in header_params(input_schema).values():
+            name = f"Mcp-Param-{header}"
+            if name.lower() in lowered and name not in expected:
+                return HeaderMismatch(message=f"the {name} header has no value in the body")
+    return None
