@@ -1,0 +1,47 @@
+"""The documentation's examples run, and its generated parts are current."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sansio_mcp_cli.docs_tables import BEGIN, END, render_state_tables
+
+ROOT = Path(__file__).resolve().parents[1]
+BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
+
+
+def _blocks(name: str) -> list[str]:
+    return BLOCK.findall((ROOT / name).read_text(encoding="utf-8"))
+
+
+GUIDE_BLOCKS = _blocks("docs/guide.md")
+
+
+@pytest.mark.parametrize("code", GUIDE_BLOCKS, ids=[f"guide-{i}" for i in range(len(GUIDE_BLOCKS))])
+def test_guide_example_runs(code: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_readme_core_example_runs() -> None:
+    first = _blocks("README.md")[0]
+    done = subprocess.run(
+        [sys.executable, "-c", first], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "ResponseReceived(request_id=1, method='tools/list'" in done.stdout
+
+
+def test_state_tables_in_architecture_page_are_current() -> None:
+    page = (ROOT / "docs/architecture.md").read_text(encoding="utf-8")
+    start, end = page.index(BEGIN), page.index(END) + len(END)
+    assert page[start:end] == render_state_tables(), (
+        "docs/architecture.md is stale: paste `python -m sansio_mcp_cli.docs_tables` into it"
+    )
