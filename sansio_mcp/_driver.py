@@ -133,10 +133,16 @@ class Driver:
         *,
         now: float,
         timeout: float | None,
+        related_request: RequestId | None = None,
     ) -> RequestId:
         """Queue a request whose outcome ``waiter`` will receive."""
         request_id = self.session.send_request(
-            method, params, now=now, timeout=timeout, progress=waiter.on_progress is not None
+            method,
+            params,
+            now=now,
+            timeout=timeout,
+            progress=waiter.on_progress is not None,
+            related_request=related_request,
         )
         self._waiters[request_id] = waiter
         return request_id

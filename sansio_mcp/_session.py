@@ -172,7 +172,8 @@ class Session:
         self.peer_info: dict[str, Any] | None = None
         self._framer = NdjsonFramer(max_message_size)
         self._events: deque[Event] = deque()
-        self._outbox: list[Any] = []
+        # (message, route): route is the peer request a message belongs to, if any
+        self._outbox: list[tuple[Any, RequestId | None]] = []
         self._next_id = 0
         self._outgoing: dict[RequestId, _Outgoing] = {}
         self._progress_tokens: dict[str | int, RequestId] = {}
@@ -382,7 +383,7 @@ class Session:
             )
             # Straight to the outbox: _queue_response would route this error into
             # the batch of the original request that owns the id.
-            self._outbox.append(self._error_obj(request.id, duplicate))
+            self._outbox.append((self._error_obj(request.id, duplicate), request.id))
             return
         try:
             self._check_incoming_request(method, params)
@@ -604,6 +605,7 @@ class Session:
         timeout: float | None = None,
         progress: bool = False,
         experimental: bool = False,
+        related_request: RequestId | None = None,
     ) -> RequestId:
         """Queue a request and return its id.
 
@@ -611,13 +613,22 @@ class Session:
         :meth:`handle_timer` enforces.  ``progress`` asks the peer for
         progress notifications (they arrive as :class:`ProgressReceived`).
         ``experimental`` lets a method outside the negotiated revision through.
+        ``related_request`` names the peer request this one serves (a transport
+        with several streams sends it on that request's stream).
         """
         if method == "initialize":
             raise LocalProtocolError("use ClientSession.initialize() to start the handshake")
         if params is not None and not isinstance(params, dict):
             raise LocalProtocolError("params must be a dict")
         self._check_outgoing_request(method, params or {}, experimental=experimental)
-        return self._send_request(method, params, now=now, timeout=timeout, progress=progress)
+        return self._send_request(
+            method,
+            params,
+            now=now,
+            timeout=timeout,
+            progress=progress,
+            related_request=related_request,
+        )
 
     def _send_request(
         self,
@@ -633,6 +644,7 @@ class Session:
         deadline: float | None = None,
         token: str | int | None = None,
         extra: dict[str, Any] | None = None,
+        related_request: RequestId | None = None,
     ) -> RequestId:
         if timeout is not None and now is None:
             raise LocalProtocolError("a timeout needs the current time: pass now=")
@@ -662,7 +674,7 @@ class Session:
         obj: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if wire_params is not None:
             obj["params"] = wire_params
-        self._outbox.append(obj)
+        self._outbox.append((obj, related_request))
         return request_id
 
     def _check_outgoing_request(
@@ -704,7 +716,12 @@ class Session:
             raise LocalProtocolError(problem)
 
     def send_notification(
-        self, method: str, params: dict[str, Any] | None = None, *, stateless: bool = False
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        stateless: bool = False,
+        related_request: RequestId | None = None,
     ) -> None:
         """Queue a notification (capability-checked against our own advertisement).
 
@@ -733,7 +750,7 @@ class Session:
         obj: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             obj["params"] = params
-        self._outbox.append(obj)
+        self._outbox.append((obj, related_request))
 
     def respond(self, request_id: RequestId, result: dict[str, Any]) -> None:
         """Answer a :class:`RequestReceived` with a result.
@@ -748,7 +765,11 @@ class Session:
         incoming = self._take_incoming(request_id)
         if incoming is None:
             return
-        message = self._result_message(request_id, incoming, result)
+        try:
+            message = self._result_message(request_id, incoming, result)
+        except LocalProtocolError:
+            self._incoming[request_id] = incoming  # still open: it can be answered properly
+            raise
         if "result" in message:
             self._after_response(incoming, result)
         self._queue_response(request_id, message)
@@ -822,7 +843,10 @@ class Session:
         if message is not None and revision is not None and revision.name >= "2025-03-26":
             params["message"] = message
         self.send_notification(
-            "notifications/progress", params, stateless=incoming.meta is not None
+            "notifications/progress",
+            params,
+            stateless=incoming.meta is not None,
+            related_request=request_id,
         )
         incoming.last_progress = progress
         return True
@@ -912,6 +936,13 @@ class Session:
     def messages_to_send(self) -> list[Any]:
         """Take the queued messages as JSON values (dicts, or lists for batches)."""
         out, self._outbox = self._outbox, []
+        return [obj for obj, _ in out]
+
+    def routed_messages_to_send(self) -> list[tuple[Any, RequestId | None]]:
+        """Take the queued messages with their routes: the id of the peer request
+        each belongs to (its response, its progress, what its handler asked),
+        or None for session-level traffic."""
+        out, self._outbox = self._outbox, []
         return out
 
     def data_to_send(self) -> bytes:
@@ -919,7 +950,7 @@ class Session:
         if not self._outbox:
             return b""
         out, self._outbox = self._outbox, []
-        return "".join([_json.dumps(obj) + "\n" for obj in out]).encode("utf-8")
+        return "".join([_json.dumps(obj) + "\n" for obj, _ in out]).encode("utf-8")
 
     # ---------------------------------------------------------------- helpers
 
@@ -934,7 +965,7 @@ class Session:
     def _queue_response(self, request_id: RequestId | None, obj: dict[str, Any]) -> None:
         batch = self._batch_of.pop(request_id, None) if request_id is not None else None
         if batch is None:
-            self._outbox.append(obj)
+            self._outbox.append((obj, request_id))
             return
         batch.pending.discard(request_id)
         batch.responses.append(obj)
@@ -942,7 +973,7 @@ class Session:
 
     def _maybe_flush_batch(self, batch: _Batch) -> None:
         if not batch.pending and batch.responses:
-            self._outbox.append(batch.responses)
+            self._outbox.append((batch.responses, None))
             batch.responses = []
 
     def _forget_progress(self, pending: _Outgoing) -> None:
@@ -1380,13 +1411,16 @@ class ClientSession(Session):
         meta = params.get("_meta")
         subscription = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None
         if notification.method == "notifications/subscriptions/acknowledged":
-            if subscription in self._wire_of and isinstance(params.get("notifications"), dict):
-                self._events.append(SubscriptionAcknowledged(subscription, params["notifications"]))
+            # The tag is the listen request's wire id; events report its origin.
+            origin = self._origin_of_wire(subscription)
+            if origin is not None and isinstance(params.get("notifications"), dict):
+                self._events.append(SubscriptionAcknowledged(origin, params["notifications"]))
             else:
                 self._events.append(
                     ProtocolViolation(
                         RemoteProtocolError(
-                            "acknowledgement for an unknown subscription", request_id=subscription
+                            "acknowledgement for an unknown subscription",
+                            request_id=subscription if is_request_id(subscription) else None,
                         )
                     )
                 )
@@ -1426,6 +1460,8 @@ class ClientSession(Session):
         super()._on_cancelled(params)
 
     def _origin_of_wire(self, wire_id: Any) -> RequestId | None:
+        if not is_request_id(wire_id):
+            return None  # peer input: may be unhashable, or a bool that would equal 1
         pending = self._outgoing.get(wire_id)
         return pending.origin if pending is not None else None
 
@@ -1653,6 +1689,7 @@ class ServerSession(Session):
             "notifications/subscriptions/acknowledged",
             {"_meta": {META_SUBSCRIPTION_ID: request_id}, "notifications": honoured},
             stateless=True,
+            related_request=request_id,
         )
 
     @property
@@ -1669,11 +1706,14 @@ class ServerSession(Session):
             META_SERVER_INFO: _trim_info(self.info, REVISIONS[LATEST_MODERN_REVISION]),
         }
         self._outbox.append(
-            {
-                "jsonrpc": "2.0",
-                "id": request_id,
-                "result": {"resultType": "complete", "_meta": meta},
-            }
+            (
+                {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "result": {"resultType": "complete", "_meta": meta},
+                },
+                request_id,
+            )
         )
 
     def _on_cancelled(self, params: dict[str, Any]) -> None:
@@ -1688,7 +1728,7 @@ class ServerSession(Session):
         for listen_id, listen in self._listens.items():
             if wants(listen.notifications):
                 tagged = {**params, "_meta": {META_SUBSCRIPTION_ID: listen_id}}
-                self.send_notification(method, tagged, stateless=True)
+                self.send_notification(method, tagged, stateless=True, related_request=listen_id)
                 sent = True
         return sent
 
@@ -1701,7 +1741,12 @@ class ServerSession(Session):
                 super()._on_notification(notification)  # reported as malformed there
                 return
             incoming = self._incoming.get(request_id)
-            if request_id in self._listens or (incoming is not None and incoming.meta is not None):
+            if (
+                request_id in self._listens
+                or (incoming is not None and incoming.meta is not None)
+                # No handshake session: a cancel that lost the race with our answer.
+                or (incoming is None and self.state is SessionState.IDLE)
+            ):
                 problem = check_params(notification.method, params)
                 if problem is None:
                     self._on_cancelled(params)
@@ -1809,7 +1854,9 @@ class ServerSession(Session):
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        self.send_notification("notifications/message", params, stateless=stateless)
+        self.send_notification(
+            "notifications/message", params, stateless=stateless, related_request=request_id
+        )
         return True
 
     def send_resource_updated(self, uri: str) -> bool:

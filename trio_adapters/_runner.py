@@ -126,6 +126,7 @@ class TrioRunner:
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        related_request: RequestId | None = None,
     ) -> dict[str, Any]:
         """Send a request and wait for its result (raises :class:`MCPError`)."""
         if self.driver.closed:
@@ -133,7 +134,12 @@ class TrioRunner:
         done = trio.Event()
         waiter = Waiter(done.set, on_progress)
         request_id = self.driver.start_request(
-            method, params, waiter, now=trio.current_time(), timeout=timeout
+            method,
+            params,
+            waiter,
+            now=trio.current_time(),
+            timeout=timeout,
+            related_request=related_request,
         )
         return await self._await(request_id, waiter, done, timeout is not None)
 

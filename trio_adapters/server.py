@@ -36,7 +36,7 @@ class TrioContext(Context):
     async def send_request(
         self, method: str, params: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        return await self._runner.request(method, params)
+        return await self._runner.request(method, params, related_request=self.request_id)
 
     async def flush(self) -> None:
         await self._runner.flush()
