@@ -647,7 +647,13 @@ class Server:
 
     async def _read_resource(self, ctx: Context) -> dict[str, Any]:
         uri = ctx.params["uri"]
-        handler, variables, mime_type = self._find_resource(uri)
+        try:
+            handler, variables, mime_type = self._find_resource(uri)
+        except MCPError as error:
+            if ctx.stateless and error.code == ErrorCode.RESOURCE_NOT_FOUND:
+                # SEP-2164: 2026-07-28 reports an unknown resource as -32602, never -32002.
+                raise InvalidParams(message=error.message, data=error.data) from None
+            raise
         value = await _call(handler, variables)
         return {"contents": _resource_contents(uri, value, mime_type)}
 

@@ -1,4 +1,6 @@
-"""Moves bytes between a Trio stream pair and a sans-IO session."""
+"""Trio drivers for a sans-IO session: :class:`TrioSessionHost` (requests,
+handler tasks, timers; any transport) and :class:`TrioRunner` (a session over
+one byte stream pair: stdio, TCP, memory)."""
 
 from __future__ import annotations
 
@@ -13,39 +15,32 @@ from sansio_mcp import ConnectionClosedError, RequestId, Session
 from sansio_mcp._client import ProgressCallback
 from sansio_mcp._driver import Driver, InputHandler, NotificationHandler, RequestHandler, Waiter
 
-__all__ = ["TrioRunner"]
+__all__ = ["TrioRunner", "TrioSessionHost"]
 
 logger = logging.getLogger("trio_adapters")
 
 _READ_SIZE = 65536
 
 
-class TrioRunner:
-    """Runs one session over ``receive_stream`` / ``send_stream``.
+class TrioSessionHost:
+    """What every Trio transport needs around a session: concurrent handler
+    tasks (cancellable one by one), awaitable requests, and the timer.
 
-    ``await runner.run()`` reads until end of input (start it in a nursery);
-    ``await runner.request(...)`` sends a request and waits for its result.
-    Handlers for the peer's requests run concurrently in the runner's nursery.
+    Subclasses say how queued output leaves (:meth:`flush`).
     """
 
     def __init__(
         self,
         session: Session,
-        send_stream: trio.abc.SendStream,
-        receive_stream: trio.abc.ReceiveStream,
         *,
         handle_request: RequestHandler,
         handle_notification: NotificationHandler | None = None,
         answer_input: InputHandler | None = None,
     ) -> None:
         self.session = session
-        self._send_stream = send_stream
-        self._receive_stream = receive_stream
-        self._send_lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
         self._scopes: dict[RequestId, trio.CancelScope] = {}
         self._timer_changed = trio.Event()
-        self._closed = trio.Event()
         self.driver = Driver(
             session,
             handle_request=handle_request,
@@ -56,31 +51,14 @@ class TrioRunner:
         )
         self.driver.on_output = self._schedule_flush
 
-    # Running -------------------------------------------------------------------
+    async def flush(self) -> None:
+        """Send what the session has queued."""
+        raise NotImplementedError
 
-    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        """Read and dispatch until the peer closes its side."""
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            nursery.start_soon(self._timer_loop)
-            task_status.started()
-            try:
-                await self._read_loop()
-            finally:
-                self._finish()
-                nursery.cancel_scope.cancel()
-
-    async def _read_loop(self) -> None:
-        while not self.driver.closed:
-            try:
-                data = await self._receive_stream.receive_some(_READ_SIZE)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                data = b""
-            self.session.receive_data(data)
-            self.driver.process_events()
-            await self.flush()
-            if not data:
-                break
+    def attach(self, nursery: trio.Nursery) -> None:
+        """Run handler tasks (and the timer) in ``nursery``."""
+        self._nursery = nursery
+        nursery.start_soon(self._timer_loop)
 
     async def _timer_loop(self) -> None:
         while True:
@@ -92,26 +70,6 @@ class TrioRunner:
             self.session.handle_timer(trio.current_time())
             self.driver.process_events()
             await self.flush()
-
-    def _finish(self) -> None:
-        self.session.close()
-        self.driver.process_events()
-        self._closed.set()
-
-    # Output --------------------------------------------------------------------
-
-    async def flush(self) -> None:
-        """Write whatever the session has queued."""
-        async with self._send_lock:
-            data = self.session.data_to_send()
-            if not data:
-                return
-            try:
-                await self._send_stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                logger.debug("peer gone; dropped %d bytes", len(data))
-                self.session.close()
-                self.driver.process_events()
 
     def _schedule_flush(self) -> None:
         if self._nursery is not None:
@@ -173,7 +131,7 @@ class TrioRunner:
     # Handlers ------------------------------------------------------------------
 
     def _spawn(self, request_id: RequestId | None, fn: Callable[[], Awaitable[None]]) -> None:
-        assert self._nursery is not None
+        assert self._nursery is not None, "attach() the host to a nursery first"
         if request_id is None:
             self._nursery.start_soon(fn)
             return
@@ -193,6 +151,80 @@ class TrioRunner:
         scope = self._scopes.get(request_id)
         if scope is not None:
             scope.cancel()
+
+    def cancel_all_handlers(self) -> None:
+        for scope in list(self._scopes.values()):
+            scope.cancel()
+
+
+class TrioRunner(TrioSessionHost):
+    """Runs one session over ``receive_stream`` / ``send_stream``.
+
+    ``await runner.run()`` reads until end of input (start it in a nursery);
+    ``await runner.request(...)`` sends a request and waits for its result.
+    Handlers for the peer's requests run concurrently in the runner's nursery.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        send_stream: trio.abc.SendStream,
+        receive_stream: trio.abc.ReceiveStream,
+        *,
+        handle_request: RequestHandler,
+        handle_notification: NotificationHandler | None = None,
+        answer_input: InputHandler | None = None,
+    ) -> None:
+        super().__init__(
+            session,
+            handle_request=handle_request,
+            handle_notification=handle_notification,
+            answer_input=answer_input,
+        )
+        self._send_stream = send_stream
+        self._receive_stream = receive_stream
+        self._send_lock = trio.Lock()
+        self._closed = trio.Event()
+
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Read and dispatch until the peer closes its side."""
+        async with trio.open_nursery() as nursery:
+            self.attach(nursery)
+            task_status.started()
+            try:
+                await self._read_loop()
+            finally:
+                self._finish()
+                nursery.cancel_scope.cancel()
+
+    async def _read_loop(self) -> None:
+        while not self.driver.closed:
+            try:
+                data = await self._receive_stream.receive_some(_READ_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
+            self.session.receive_data(data)
+            self.driver.process_events()
+            await self.flush()
+            if not data:
+                break
+
+    def _finish(self) -> None:
+        self.session.close()
+        self.driver.process_events()
+        self._closed.set()
+
+    async def flush(self) -> None:
+        async with self._send_lock:
+            data = self.session.data_to_send()
+            if not data:
+                return
+            try:
+                await self._send_stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                logger.debug("peer gone; dropped %d bytes", len(data))
+                self.session.close()
+                self.driver.process_events()
 
     async def wait_closed(self) -> None:
         await self._closed.wait()

@@ -11,7 +11,7 @@ import trio
 from sansio_mcp import RequestReceived, ServerSession
 from sansio_mcp._server import Context, Server
 
-from ._runner import TrioRunner
+from ._runner import TrioRunner, TrioSessionHost
 from ._util import unwrap_single_exception
 
 __all__ = ["TrioContext", "serve", "serve_stdio"]
@@ -20,7 +20,7 @@ __all__ = ["TrioContext", "serve", "serve_stdio"]
 class TrioContext(Context):
     """The handler context on Trio."""
 
-    def __init__(self, runner: TrioRunner, event: RequestReceived) -> None:
+    def __init__(self, runner: TrioSessionHost, event: RequestReceived) -> None:
         assert isinstance(runner.session, ServerSession)
         super().__init__(
             request_id=event.request_id,

@@ -123,7 +123,9 @@ def ready_server(
     server = ServerSession(
         capabilities=ALL_SERVER_CAPS if capabilities is None else capabilities, **kwargs
     )
-    server.receive_data(line(request("init", "initialize", initialize_params(version, client_caps))))
+    server.receive_data(
+        line(request("init", "initialize", initialize_params(version, client_caps)))
+    )
     [response] = out(server)
     assert response["result"]["protocolVersion"] == version
     server.receive_data(line(notification("notifications/initialized")))

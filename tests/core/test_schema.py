@@ -80,9 +80,7 @@ class Schema:
         self.defs_key = "$defs" if "$defs" in self.document else "definitions"
         self.defs: dict[str, Any] = self.document[self.defs_key]
         self.uri = f"urn:mcp-schema:{revision}"
-        self.registry = Registry().with_resource(
-            self.uri, Resource.from_contents(self.document)
-        )
+        self.registry = Registry().with_resource(self.uri, Resource.from_contents(self.document))
         self.validator_class = jsonschema.validators.validator_for(self.document)
         # method name -> definition name, for every request and notification.
         self.method_defs: dict[str, str] = {}
@@ -210,7 +208,7 @@ class Conversation:
         return events[0]
 
 
-def run_conversation(revision: str) -> Conversation:  # noqa: PLR0915 - one long script
+def run_conversation(revision: str) -> Conversation:
     conv = Conversation(revision)
     c, s = conv.client, conv.server
     at_least = lambda version: revision >= version  # noqa: E731
@@ -506,8 +504,11 @@ def test_schema_documents_are_valid(schema: Schema) -> None:
 
 def test_validator_rejects_bad_messages(schema: Schema) -> None:
     """The validators are not vacuous: known-bad messages fail."""
-    good = request(1, "initialize", {"protocolVersion": schema.revision, "capabilities": {},
-                                     "clientInfo": CLIENT_INFO})
+    good = request(
+        1,
+        "initialize",
+        {"protocolVersion": schema.revision, "capabilities": {}, "clientInfo": CLIENT_INFO},
+    )
     schema.validate("JSONRPCMessage", good)
     schema.validate("InitializeRequest", good)
     bad_params = request(1, "initialize", {"protocolVersion": schema.revision, "capabilities": {}})
@@ -609,7 +610,8 @@ def test_elicitation_modes_validate_on_2025_11_25() -> None:
     schema = load_schema("2025-11-25")
     conv = conversation("2025-11-25")
     elicitations = [
-        m for sender, m in conv.emitted
+        m
+        for sender, m in conv.emitted
         if sender == "server" and isinstance(m, dict) and m.get("method") == "elicitation/create"
     ]
     modes = {m["params"].get("mode", "form") for m in elicitations}
@@ -631,7 +633,8 @@ def test_initialize_payloads_validate(revision: str) -> None:
     schema.validate("Implementation", init["params"]["clientInfo"])
     assert init["params"]["protocolVersion"] == revision
     [result] = [
-        m["result"] for s, m in conv.emitted
+        m["result"]
+        for s, m in conv.emitted
         if s == "server" and isinstance(m, dict) and m.get("id") == init["id"] and "result" in m
     ]
     schema.validate("InitializeResult", result)
@@ -661,9 +664,11 @@ def test_unreadable_message_error_id(revision: str, role: str) -> None:
     (which that schema validates)."""
     conv = conversation(revision)
     errors = [
-        m for sender, m in conv.emitted
-        if sender == role and isinstance(m, dict) and m.get("error", {}).get("code")
-        == ErrorCode.PARSE_ERROR
+        m
+        for sender, m in conv.emitted
+        if sender == role
+        and isinstance(m, dict)
+        and m.get("error", {}).get("code") == ErrorCode.PARSE_ERROR
     ]
     assert errors, f"the {role} emitted no parse error"
     schema = load_schema(revision)

@@ -1,0 +1,517 @@
+"""The Streamable HTTP transport, server side: whole HTTP requests in,
+exchanges out.
+
+One endpoint serves both eras.  A POST carrying a 2026-07-28 request is
+served statelessly on a session of its own; an ``initialize`` POST starts a
+handshake session named by ``Mcp-Session-Id``, which later POSTs, the GET
+stream and DELETE must carry.  An :class:`Exchange` is one HTTP response
+as the MCP layer sees it: an immediate reply, or a stream the adapter
+writes as the session produces output (:meth:`StreamableHTTPServer.flush`).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+from . import _json
+from ._errors import ErrorCode, MCPError, RemoteProtocolError
+from ._http import HTTPRequest, media_types
+from ._http_headers import validate_request_headers
+from ._jsonrpc import RequestId, is_request_id
+from ._modern import is_modern_request
+from ._session import ServerSession
+from ._sse import format_sse_comment, format_sse_event
+from ._versions import HANDSHAKE_REVISIONS, META_PROTOCOL_VERSION
+
+__all__ = ["Exchange", "StreamableHTTPServer", "LOOPBACK_HOSTS"]
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+# JSON-RPC error code -> HTTP status for a stateless request refused up front.
+_MODERN_STATUS = {
+    ErrorCode.HEADER_MISMATCH: 400,
+    ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    ErrorCode.UNSUPPORTED_PROTOCOL_VERSION: 400,
+    ErrorCode.INVALID_PARAMS: 400,
+    ErrorCode.INVALID_REQUEST: 400,
+    ErrorCode.PARSE_ERROR: 400,
+    ErrorCode.METHOD_NOT_FOUND: 404,
+}
+
+
+def _is_response(obj: Any) -> bool:
+    return isinstance(obj, dict) and "method" not in obj and ("result" in obj or "error" in obj)
+
+
+class Exchange:
+    """One HTTP response in the making.
+
+    ``status`` and ``headers`` are final when the exchange is created.  A
+    streaming exchange then gains body chunks (:meth:`take`) until
+    :attr:`finished`; the adapter sets :attr:`wake` to learn when.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        headers: dict[str, str],
+        body: bytes = b"",
+        *,
+        streaming: bool = False,
+        session: ServerSession | None = None,
+    ) -> None:
+        self.status = status
+        self.headers = headers
+        self.streaming = streaming
+        #: The session whose events the adapter must drive for this exchange.
+        self.session = session
+        self.finished = not streaming
+        self.wake: Callable[[], None] = lambda: None
+        self._chunks: list[bytes] = [body] if body else []
+        self._awaiting: set[RequestId] = set()
+        self._json_mode = False
+        self._stream_key = ""
+        self._seq = 0
+        self._on_close: Callable[[Exchange], None] = lambda exchange: None
+
+    def take(self) -> bytes:
+        """The body bytes produced since the last call."""
+        out = b"".join(self._chunks)
+        self._chunks.clear()
+        return out
+
+    def disconnected(self) -> None:
+        """The client went away (for a stateless request: that cancels it)."""
+        if not self.finished:
+            self.finished = True
+            self._on_close(self)
+
+    def keep_alive(self) -> None:
+        """Queue an SSE comment so idle proxies keep the stream open."""
+        if self.streaming and not self._json_mode and not self.finished:
+            self._chunks.append(format_sse_comment())
+            self.wake()
+
+    def _put(self, obj: Any, event_id: str | None) -> None:
+        text = _json.dumps(obj)
+        if self._json_mode:
+            self._chunks.append(text.encode("utf-8"))
+        else:
+            self._chunks.append(format_sse_event(text, event="message", id=event_id))
+
+    def _finish(self) -> None:
+        self.finished = True
+        self._on_close(self)
+
+
+class _LegacySession:
+    """A handshake session living across HTTP requests."""
+
+    def __init__(self, session_id: str, session: ServerSession, memory: int) -> None:
+        self.id = session_id
+        self.session = session
+        self.streams: dict[RequestId, Exchange] = {}
+        self.get_stream: Exchange | None = None
+        self.backlog: list[Any] = []
+        self.replay: dict[str, deque[tuple[int, bytes]]] = {}
+        self.memory = memory
+        self.stream_count = 0
+
+
+class StreamableHTTPServer:
+    """Routes HTTP requests to MCP sessions (both eras) and their output back.
+
+    ``session_factory`` makes a configured :class:`ServerSession`.  By
+    default only loopback ``Host`` and ``Origin`` values are accepted (DNS
+    rebinding protection): pass ``allowed_hosts`` / ``allowed_origins`` to
+    serve other names.
+    """
+
+    def __init__(
+        self,
+        session_factory: Callable[[], ServerSession],
+        *,
+        endpoint: str = "/mcp",
+        allowed_hosts: Iterable[str] | None = None,
+        allowed_origins: Iterable[str] | None = None,
+        json_response: bool = False,
+        new_session_id: Callable[[], str] = lambda: secrets.token_hex(16),
+        replay_memory: int = 256,
+    ) -> None:
+        self.session_factory = session_factory
+        self.endpoint = endpoint
+        self.allowed_hosts = {h.lower() for h in (allowed_hosts or LOOPBACK_HOSTS)}
+        self.allowed_origins = {o.lower().rstrip("/") for o in (allowed_origins or ())}
+        self.json_response = json_response
+        self.new_session_id = new_session_id
+        self.replay_memory = replay_memory
+        self._legacy: dict[str, _LegacySession] = {}
+        self._ended: set[str] = set()
+        self._by_session: dict[int, _LegacySession] = {}
+        self._modern_exchange: dict[int, Exchange] = {}
+        probe = session_factory()
+        self._legacy_versions = [v for v in probe.supported_versions if v in HANDSHAKE_REVISIONS]
+
+    # Entry ------------------------------------------------------------------------
+
+    def handle(self, request: HTTPRequest) -> Exchange:
+        """The exchange that answers ``request``."""
+        refusal = self._check_security(request)
+        if refusal is not None:
+            return refusal
+        if request.path != self.endpoint:
+            return _text(404, f"no MCP endpoint at {request.path}; it is at {self.endpoint}")
+        if request.method == "POST":
+            return self._post(request)
+        if request.method == "GET":
+            return self._get(request)
+        if request.method == "DELETE":
+            return self._delete(request)
+        allow = "POST, GET, DELETE" if self._legacy_versions else "POST"
+        return _text(405, f"{request.method} is not supported here", {"allow": allow})
+
+    def _check_security(self, request: HTTPRequest) -> Exchange | None:
+        host = request.headers.get("host", "")
+        hostname = urlsplit(f"//{host}").hostname or ""
+        if hostname.lower() not in self.allowed_hosts and host.lower() not in self.allowed_hosts:
+            return _json_error(
+                403, None, ErrorCode.INVALID_REQUEST, f"host {host!r} is not allowed"
+            )
+        origin = request.headers.get("origin")
+        if origin is not None and not self._origin_allowed(origin):
+            return _json_error(
+                403, None, ErrorCode.INVALID_REQUEST, f"origin {origin!r} is not allowed"
+            )
+        return None
+
+    def _origin_allowed(self, origin: str) -> bool:
+        if origin.lower().rstrip("/") in self.allowed_origins:
+            return True
+        hostname = urlsplit(origin).hostname or ""
+        return hostname.lower() in self.allowed_hosts and not self.allowed_origins
+
+    # POST -------------------------------------------------------------------------
+
+    def _post(self, request: HTTPRequest) -> Exchange:
+        content_type = media_types(request.headers.get("content-type"))
+        if "application/json" not in content_type:
+            return _text(415, "the body must be application/json")
+        accept = media_types(request.headers.get("accept"))
+        if not ({"application/json", "text/event-stream"} <= accept or "*/*" in accept):
+            return _text(406, "Accept must list both application/json and text/event-stream")
+        try:
+            obj = _json.loads(request.body)
+        except RemoteProtocolError as exc:
+            return _json_error(400, None, ErrorCode.PARSE_ERROR, exc.message)
+        messages = obj if isinstance(obj, list) else [obj]
+        if not messages or not all(isinstance(m, dict) for m in messages):
+            return _json_error(
+                400, None, ErrorCode.INVALID_REQUEST, "the body must be a JSON-RPC message"
+            )
+        first = messages[0]
+        params = first.get("params")
+        if not isinstance(obj, list) and isinstance(params, dict) and is_modern_request(params):
+            return self._post_modern(request, first)
+        return self._post_legacy(request, obj, messages)
+
+    def _post_modern(self, request: HTTPRequest, message: dict[str, Any]) -> Exchange:
+        if "id" not in message:
+            # The core protocol defines no client notification over HTTP in this revision.
+            session = self.session_factory()
+            session.receive_message(message)
+            session.messages_to_send()
+            return Exchange(202, {})
+        mismatch = validate_request_headers(request.headers, message)
+        if mismatch is not None:
+            return _json_error(400, message.get("id"), mismatch.code, mismatch.message)
+        session = self.session_factory()
+        session.receive_message(message)
+        request_id = message["id"]
+        early = session.routed_messages_to_send()
+        if early and _is_response(early[-1][0]) and early[-1][0].get("id") == request_id:
+            response = early[-1][0]
+            error = response.get("error")
+            status = _MODERN_STATUS.get(error["code"], 200) if isinstance(error, dict) else 200
+            return Exchange(
+                status, {"content-type": "application/json"}, _json.dumps(response).encode()
+            )
+        exchange = self._stream_exchange(session)
+        exchange._awaiting.add(request_id)
+        self._modern_exchange[id(session)] = exchange
+        exchange._on_close = lambda ex: self._close_modern(session, ex, request_id)
+        for obj, _ in early:
+            self._deliver(exchange, obj, None)
+        return exchange
+
+    def _close_modern(
+        self, session: ServerSession, exchange: Exchange, request_id: RequestId
+    ) -> None:
+        self._modern_exchange.pop(id(session), None)
+        if request_id in exchange._awaiting:
+            # Closing the response stream cancels a stateless request.
+            session.receive_message(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": request_id},
+                }
+            )
+
+    def _post_legacy(
+        self, request: HTTPRequest, obj: Any, messages: list[dict[str, Any]]
+    ) -> Exchange:
+        if not self._legacy_versions:
+            return _json_error(
+                400,
+                messages[0].get("id"),
+                ErrorCode.INVALID_PARAMS,
+                f"params._meta[{META_PROTOCOL_VERSION!r}] is required "
+                "(this server speaks 2026-07-28)",
+            )
+        is_initialize = any(m.get("method") == "initialize" for m in messages)
+        session_id = request.headers.get("mcp-session-id")
+        if is_initialize:
+            if isinstance(obj, list):
+                return _json_error(
+                    400, None, ErrorCode.INVALID_REQUEST, "initialize must not be part of a batch"
+                )
+            return self._initialize(messages[0])
+        if session_id is None:
+            return _json_error(
+                400, None, ErrorCode.INVALID_REQUEST, "Mcp-Session-Id header is required"
+            )
+        state = self._legacy.get(session_id)
+        if state is None:
+            return _json_error(404, None, ErrorCode.INVALID_REQUEST, "unknown or ended session")
+        version = request.headers.get("mcp-protocol-version")
+        if version is not None and version not in self._legacy_versions:
+            return _json_error(
+                400,
+                None,
+                ErrorCode.INVALID_REQUEST,
+                f"unsupported MCP-Protocol-Version {version!r}",
+            )
+        request_ids = [m["id"] for m in messages if "method" in m and is_request_id(m.get("id"))]
+        state.session.receive_message(obj)
+        if not request_ids:
+            self.flush(state.session)
+            return Exchange(202, {}, session=state.session)
+        exchange = self._stream_exchange(state.session)
+        exchange._stream_key = f"s{state.stream_count}"
+        state.stream_count += 1
+        exchange._awaiting.update(request_ids)
+        for request_id in request_ids:
+            state.streams[request_id] = exchange
+        exchange._on_close = lambda ex: self._close_legacy_stream(state, ex)
+        self.flush(state.session)
+        return exchange
+
+    def _initialize(self, message: dict[str, Any]) -> Exchange:
+        session = self.session_factory()
+        session.receive_message(message)
+        out = session.messages_to_send()
+        response = out[-1] if out else None
+        body = _json.dumps(response).encode("utf-8") if response is not None else b""
+        if not (isinstance(response, dict) and "result" in response):
+            return Exchange(
+                400 if response is None else 200, {"content-type": "application/json"}, body
+            )
+        session_id = self.new_session_id()
+        state = _LegacySession(session_id, session, self.replay_memory)
+        self._legacy[session_id] = state
+        self._by_session[id(session)] = state
+        headers = {"content-type": "application/json", "mcp-session-id": session_id}
+        return Exchange(200, headers, body, session=session)
+
+    def _close_legacy_stream(self, state: _LegacySession, exchange: Exchange) -> None:
+        # Disconnection is not cancellation on the handshake revisions.
+        for request_id in [r for r, ex in state.streams.items() if ex is exchange]:
+            del state.streams[request_id]
+        if state.get_stream is exchange:
+            state.get_stream = None
+
+    def _stream_exchange(self, session: ServerSession) -> Exchange:
+        if self.json_response:
+            exchange = Exchange(
+                200, {"content-type": "application/json"}, streaming=True, session=session
+            )
+            exchange._json_mode = True
+            return exchange
+        return Exchange(
+            200,
+            {
+                "content-type": "text/event-stream",
+                "cache-control": "no-cache",
+                "x-accel-buffering": "no",
+            },
+            streaming=True,
+            session=session,
+        )
+
+    # GET and DELETE ------------------------------------------------------------------
+
+    def _get(self, request: HTTPRequest) -> Exchange:
+        if not self._legacy_versions:
+            return _text(405, "this server has no GET stream (2026-07-28)", {"allow": "POST"})
+        if "text/event-stream" not in media_types(request.headers.get("accept")):
+            return _text(406, "Accept must list text/event-stream")
+        state, refusal = self._session_for(request)
+        if state is None:
+            assert refusal is not None
+            return refusal
+        last = request.headers.get("last-event-id")
+        exchange = self._stream_exchange(state.session)
+        exchange._json_mode = False
+        exchange.headers = {"content-type": "text/event-stream", "cache-control": "no-cache"}
+        if last is not None:
+            key, _, seq = last.rpartition("-")
+            if key in state.replay and seq.isdigit():
+                for number, chunk in state.replay[key]:
+                    if number > int(seq):
+                        exchange._chunks.append(chunk)
+                exchange._stream_key = key
+                exchange._seq = int(seq)
+                still_open = [ex for ex in state.streams.values() if ex._stream_key == key]
+                for request_id, ex in list(state.streams.items()):
+                    if ex._stream_key == key:
+                        state.streams[request_id] = exchange
+                        exchange._awaiting.add(request_id)
+                if still_open or key != "get":
+                    exchange._on_close = lambda ex: self._close_legacy_stream(state, ex)
+                    if not exchange._awaiting and key != "get":
+                        exchange.finished = True  # the resumed stream had already ended
+                    return exchange
+        if state.get_stream is not None and not state.get_stream.finished:
+            return _text(409, "a GET stream is already open for this session")
+        exchange._stream_key = "get"
+        state.get_stream = exchange
+        exchange._on_close = lambda ex: self._close_legacy_stream(state, ex)
+        for obj in state.backlog:
+            self._deliver(exchange, obj, state)
+        state.backlog.clear()
+        return exchange
+
+    def _delete(self, request: HTTPRequest) -> Exchange:
+        if not self._legacy_versions:
+            return _text(405, "there are no sessions to end (2026-07-28)", {"allow": "POST"})
+        state, refusal = self._session_for(request)
+        if state is None:
+            assert refusal is not None
+            return refusal
+        self.end_session(state.id)
+        return Exchange(200, {})
+
+    def _session_for(self, request: HTTPRequest) -> tuple[_LegacySession | None, Exchange | None]:
+        session_id = request.headers.get("mcp-session-id")
+        if session_id is None:
+            return None, _json_error(
+                400, None, ErrorCode.INVALID_REQUEST, "Mcp-Session-Id header is required"
+            )
+        state = self._legacy.get(session_id)
+        if state is None:
+            return None, _json_error(
+                404, None, ErrorCode.INVALID_REQUEST, "unknown or ended session"
+            )
+        return state, None
+
+    def end_session(self, session_id: str) -> None:
+        """End a handshake session: its streams close, later requests get 404."""
+        state = self._legacy.pop(session_id, None)
+        if state is None:
+            return
+        self._ended.add(session_id)
+        self._by_session.pop(id(state.session), None)
+        state.session.close()
+        for exchange in {
+            *state.streams.values(),
+            *([state.get_stream] if state.get_stream else []),
+        }:
+            exchange._awaiting.clear()
+            exchange._finish()
+            exchange.wake()
+
+    @property
+    def session_ids(self) -> frozenset[str]:
+        return frozenset(self._legacy)
+
+    def owns(self, session: ServerSession) -> bool:
+        """Whether ``session`` is a live handshake session (not one request's own)."""
+        return id(session) in self._by_session
+
+    # Output routing -----------------------------------------------------------------
+
+    def flush(self, session: ServerSession) -> None:
+        """Route what ``session`` queued to the exchanges it belongs to, and wake them."""
+        modern = self._modern_exchange.get(id(session))
+        state = self._by_session.get(id(session))
+        for obj, route in session.routed_messages_to_send():
+            if modern is not None:
+                self._deliver(modern, obj, None)
+                continue
+            if state is None:
+                continue  # an ended session or a finished stateless request: nobody to tell
+            target = self._legacy_target(state, obj, route)
+            if target is not None:
+                self._deliver(target, obj, state)
+            elif not _is_response(obj):
+                state.backlog.append(obj)
+
+    def _legacy_target(
+        self, state: _LegacySession, obj: Any, route: RequestId | None
+    ) -> Exchange | None:
+        if isinstance(obj, list):  # a 2025-03-26 batch answer
+            ids = {m.get("id") for m in obj if isinstance(m, dict)}
+            for request_id in ids:
+                if request_id in state.streams:
+                    return state.streams[request_id]
+            return None
+        if route is not None and route in state.streams:
+            return state.streams[route]
+        if _is_response(obj):
+            return None
+        stream = state.get_stream
+        return stream if stream is not None and not stream.finished else None
+
+    def _deliver(self, exchange: Exchange, obj: Any, state: _LegacySession | None) -> None:
+        if exchange.finished:
+            return
+        event_id = None
+        if state is not None and not exchange._json_mode:
+            exchange._seq += 1
+            event_id = f"{exchange._stream_key}-{exchange._seq}"
+        before = len(exchange._chunks)
+        if exchange._json_mode and not _is_response(obj) and not isinstance(obj, list):
+            pass  # a JSON response carries only the final answer
+        else:
+            exchange._put(obj, event_id)
+        if state is not None and event_id is not None and len(exchange._chunks) > before:
+            replay = state.replay.setdefault(exchange._stream_key, deque(maxlen=state.memory))
+            replay.append((exchange._seq, exchange._chunks[-1]))
+        answered = (
+            {m.get("id") for m in obj}
+            if isinstance(obj, list)
+            else ({obj.get("id")} if _is_response(obj) else set())
+        )
+        exchange._awaiting -= answered
+        if answered and not exchange._awaiting:
+            exchange._finish()
+            if state is not None:
+                for request_id in answered:
+                    state.streams.pop(request_id, None)
+        exchange.wake()
+
+
+def _text(status: int, message: str, extra: dict[str, str] | None = None) -> Exchange:
+    headers = {"content-type": "text/plain; charset=utf-8", **(extra or {})}
+    return Exchange(status, headers, message.encode("utf-8"))
+
+
+def _json_error(status: int, request_id: Any, code: int, message: str) -> Exchange:
+    error = MCPError(code, message).to_dict()
+    body: dict[str, Any] = {"jsonrpc": "2.0", "error": error}
+    body["id"] = request_id if is_request_id(request_id) else None
+    return Exchange(status, {"content-type": "application/json"}, _json.dumps(body).encode("utf-8"))

@@ -1,0 +1,175 @@
+"""Serving a :class:`sansio_mcp.Server` over Streamable HTTP on Trio."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+import trio
+
+from sansio_mcp import RequestReceived, ServerSession
+from sansio_mcp._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnection
+from sansio_mcp._server import Server
+from sansio_mcp._streamable_http import Exchange, StreamableHTTPServer
+
+from ._runner import TrioSessionHost
+from .server import TrioContext
+
+__all__ = ["serve_http"]
+
+logger = logging.getLogger("trio_adapters.http")
+
+_READ_SIZE = 65536
+
+
+class _HTTPSessionHost(TrioSessionHost):
+    """A session served over HTTP: its output is routed to exchanges."""
+
+    def __init__(self, http: StreamableHTTPServer, session: ServerSession, server: Server) -> None:
+        async def handle_request(event: RequestReceived) -> dict[str, Any]:
+            return await server.handle(TrioContext(self, event))
+
+        super().__init__(session, handle_request=handle_request)
+        self._http = http
+
+    async def flush(self) -> None:
+        self._http.flush(self.session)  # type: ignore[arg-type]
+
+
+class _HTTPService:
+    def __init__(self, server: Server, http: StreamableHTTPServer, max_body: int) -> None:
+        self.server = server
+        self.http = http
+        self.max_body = max_body
+        self.hosts: dict[int, _HTTPSessionHost] = {}
+        self.nursery: trio.Nursery | None = None
+
+    def host_for(self, session: ServerSession) -> _HTTPSessionHost:
+        host = self.hosts.get(id(session))
+        if host is None:
+            host = _HTTPSessionHost(self.http, session, self.server)
+            assert self.nursery is not None
+            host.attach(self.nursery)
+            self.hosts[id(session)] = host
+        return host
+
+    async def connection(self, stream: trio.abc.Stream) -> None:
+        conn = HTTPServerConnection(max_body=self.max_body)
+        try:
+            while True:
+                request = await self._read_request(stream, conn)
+                if isinstance(request, ConnectionEnded):
+                    return
+                if isinstance(request, HTTPError):
+                    await stream.send_all(conn.send_error_response(request.status, request.reason))
+                    return
+                exchange = self.http.handle(request)
+                await self._answer(stream, conn, exchange)
+                if not conn.start_next():
+                    return
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            await stream.aclose()
+
+    async def _read_request(
+        self, stream: trio.abc.Stream, conn: HTTPServerConnection
+    ) -> HTTPRequest | HTTPError | ConnectionEnded:
+        while True:
+            event = conn.next_request()
+            if isinstance(event, (HTTPRequest, HTTPError, ConnectionEnded)):
+                return event
+            data = await stream.receive_some(_READ_SIZE)
+            conn.receive_data(data)
+
+    async def _answer(
+        self, stream: trio.abc.Stream, conn: HTTPServerConnection, exchange: Exchange
+    ) -> None:
+        session = exchange.session
+        host = self.host_for(session) if session is not None else None
+        if host is not None:
+            host.driver.process_events()
+            await host.flush()
+        headers = dict(exchange.headers)
+        if not exchange.streaming:
+            await stream.send_all(conn.send_response(exchange.status, headers, exchange.take()))
+            self._forget_if_done(exchange)
+            return
+        ready = trio.Event()
+        exchange.wake = ready.set
+        await stream.send_all(conn.send_head(exchange.status, headers))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._watch_disconnect, stream, conn, exchange, nursery.cancel_scope)
+            while True:
+                chunk = exchange.take()
+                if chunk:
+                    await stream.send_all(conn.send_body(chunk))
+                if exchange.finished:
+                    break
+                await ready.wait()
+                ready = trio.Event()
+                exchange.wake = ready.set
+            nursery.cancel_scope.cancel()
+        await stream.send_all(conn.end())
+        self._forget_if_done(exchange)
+
+    async def _watch_disconnect(
+        self,
+        stream: trio.abc.Stream,
+        conn: HTTPServerConnection,
+        exchange: Exchange,
+        scope: trio.CancelScope,
+    ) -> None:
+        try:
+            while data := await stream.receive_some(_READ_SIZE):
+                conn.receive_data(data)  # a pipelined request waits in h11
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        exchange.disconnected()
+        if exchange.session is not None and id(exchange.session) in self.hosts:
+            self.hosts[id(exchange.session)].driver.process_events()
+        scope.cancel()
+
+    def _forget_if_done(self, exchange: Exchange) -> None:
+        session = exchange.session
+        if session is None:
+            return
+        if exchange.finished and not self.http.owns(session):
+            # A stateless request's own session: done with it.
+            host = self.hosts.pop(id(session), None)
+            if host is not None:
+                host.cancel_all_handlers()
+
+
+async def serve_http(
+    server: Server,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    endpoint: str = "/mcp",
+    allowed_hosts: Iterable[str] | None = None,
+    allowed_origins: Iterable[str] | None = None,
+    json_response: bool = False,
+    max_body: int = 4 * 1024 * 1024,
+    task_status: Any = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``server`` over Streamable HTTP at ``http://host:port/endpoint``.
+
+    ``task_status.started`` reports the bound port (useful with ``port=0``).
+    Runs until cancelled.
+    """
+    http = StreamableHTTPServer(
+        server.create_session,
+        endpoint=endpoint,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+        json_response=json_response,
+    )
+    service = _HTTPService(server, http, max_body)
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    bound = listeners[0].socket.getsockname()[1]
+    async with trio.open_nursery() as nursery:
+        service.nursery = nursery
+        task_status.started(bound)
+        await trio.serve_listeners(service.connection, listeners, handler_nursery=nursery)
