@@ -254,7 +254,8 @@ class Session:
 
     def receive_text(self, text: str | bytes) -> None:
         """Feed one whole JSON text (an HTTP body, a WebSocket message)."""
-        if len(text) > self.max_message_size:
+        size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "surrogatepass"))
+        if size > self.max_message_size:
             error = RemoteProtocolError(
                 f"message exceeds the {self.max_message_size}-byte limit",
                 code=ErrorCode.INVALID_REQUEST,
@@ -620,6 +621,8 @@ class Session:
             raise LocalProtocolError("use ClientSession.initialize() to start the handshake")
         if params is not None and not isinstance(params, dict):
             raise LocalProtocolError("params must be a dict")
+        if params is not None and "_meta" in params and not isinstance(params["_meta"], dict):
+            raise LocalProtocolError("params._meta must be a dict")
         self._check_outgoing_request(method, params or {}, experimental=experimental)
         return self._send_request(
             method,

@@ -881,3 +881,23 @@ def test_receive_text_and_receive_message_work_like_receive_data() -> None:
     server.receive_text("{broken")
     [violation] = drain(server)
     assert violation.error.code == ErrorCode.PARSE_ERROR
+
+
+def test_receive_text_limit_counts_bytes_not_characters() -> None:
+    from sansio_mcp import ProtocolViolation, ServerSession
+
+    server = ServerSession(capabilities={"tools": {}}, max_message_size=64)
+    # 30 characters, 90 bytes of UTF-8: over the limit.
+    server.receive_text('{"jsonrpc":"2.0","method":"' + "€" * 30 + '"}')
+    event = server.next_event()
+    assert isinstance(event, ProtocolViolation) and "64-byte limit" in event.error.message
+
+
+def test_non_dict_meta_is_a_local_error() -> None:
+    import pytest
+
+    from sansio_mcp import ClientSession, LocalProtocolError
+
+    client = ClientSession()
+    with pytest.raises(LocalProtocolError, match="_meta must be a dict"):
+        client.send_request("ping", {"_meta": ["x"]}, progress=True)
