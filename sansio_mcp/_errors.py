@@ -35,6 +35,7 @@ __all__ = [
     "ConnectionClosedError",
     "RequestCancelled",
     "InputRoundsExceeded",
+    "HTTPStatusError",
 ]
 
 
@@ -221,3 +222,10 @@ class InputRoundsExceeded(MCPError):
     """The server kept asking for input past the client's round limit (never on the wire)."""
 
     code = -2
+
+
+class HTTPStatusError(MCPError):
+    """An HTTP transport answered a request with a failure status and no
+    JSON-RPC error; ``data`` has ``status`` and ``body`` (never on the wire)."""
+
+    code = -3

@@ -437,6 +437,12 @@ class Session:
                     ErrorCode.METHOD_NOT_FOUND,
                     f"method not found: {method!r} (capability {'.'.join(gate)} not advertised)",
                 )
+        if method == "elicitation/create" and revision and revision.name < "2025-11-25":
+            if params.get("mode", "form") != "form":
+                raise MCPError(
+                    ErrorCode.INVALID_PARAMS,
+                    f"elicitation mode {params.get('mode')!r} does not exist in {revision.name}",
+                )
         if method == "elicitation/create" and revision and revision.name >= "2025-11-25":
             mode = params.get("mode", "form")
             elicitation = self.capabilities.get("elicitation") or {}
@@ -1088,7 +1094,9 @@ class ClientSession(Session):
         revision = REVISIONS[self.requested_version]
         return {
             "protocolVersion": self.requested_version,
-            "capabilities": _trim_capabilities(self.capabilities, revision.client_capabilities),
+            "capabilities": _trim_capabilities(
+                self.capabilities, revision.client_capabilities, revision
+            ),
             "clientInfo": _trim_info(self.info, revision),
         }
 
@@ -1891,9 +1899,22 @@ def _all_client_requests() -> frozenset[str]:
     return frozenset().union(*(REVISIONS[v].client_requests for v in HANDSHAKE_REVISIONS))
 
 
-def _trim_capabilities(capabilities: dict[str, Any], known: frozenset[str]) -> dict[str, Any]:
-    """Drop capability keys the revision does not define (keeps old peers' schemas valid)."""
-    return {k: v for k, v in capabilities.items() if k in known}
+# Sub-capabilities that only exist from 2025-11-25 (elicitation modes, sampling tools/context).
+_LATE_SUBCAPABILITIES = {"elicitation": ("form", "url"), "sampling": ("context", "tools")}
+
+
+def _trim_capabilities(
+    capabilities: dict[str, Any], known: frozenset[str], revision: Revision | None = None
+) -> dict[str, Any]:
+    """Keep only what the revision defines, so a peer never sees (and never acts on)
+    a capability its revision does not have, such as URL elicitation before 2025-11-25."""
+    trimmed = {k: v for k, v in capabilities.items() if k in known}
+    if revision is not None and revision.name < "2025-11-25":
+        for name, fields in _LATE_SUBCAPABILITIES.items():
+            value = trimmed.get(name)
+            if isinstance(value, dict):
+                trimmed[name] = {k: v for k, v in value.items() if k not in fields}
+    return trimmed
 
 
 def _trim_info(info: dict[str, Any], revision: Revision) -> dict[str, Any]:

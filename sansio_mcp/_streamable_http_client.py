@@ -1,0 +1,177 @@
+"""The Streamable HTTP transport, client side, as pure decisions: which
+request carries a message, and what a response means for the session.
+
+The adapter opens connections and moves bytes; :class:`StreamableHTTPClient`
+says what to send and feeds what came back into the :class:`ClientSession`,
+turning HTTP failures into typed errors for the request they belong to.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+
+from . import _json
+from ._errors import ErrorCode, HTTPStatusError, RemoteProtocolError
+from ._http import HTTPResponseHead, media_types
+from ._http_headers import request_headers
+from ._jsonrpc import is_request_id
+from ._ndjson import NEED_DATA
+from ._session import ClientSession
+from ._sse import SSEParser
+from ._state import SessionState
+from ._versions import REVISIONS, Era
+
+__all__ = ["Endpoint", "StreamableHTTPClient", "ResponseReader"]
+
+
+@attrs.frozen
+class Endpoint:
+    """Where an MCP endpoint lives."""
+
+    scheme: str
+    host: str
+    port: int
+    target: str
+
+    @classmethod
+    def parse(cls, url: str) -> Endpoint:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        target = parts.path or "/"
+        if parts.query:
+            target += "?" + parts.query
+        return cls(parts.scheme, parts.hostname, port, target)
+
+    @property
+    def host_header(self) -> str:
+        default = 443 if self.scheme == "https" else 80
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port == default else f"{host}:{self.port}"
+
+
+class ResponseReader:
+    """Reads one HTTP response (JSON or SSE) into JSON-RPC messages."""
+
+    def __init__(self, head: HTTPResponseHead, *, max_body: int) -> None:
+        self.head = head
+        types = media_types(head.headers.get("content-type"))
+        self.is_sse = "text/event-stream" in types
+        self.is_json = "application/json" in types
+        self.max_body = max_body
+        self._body = bytearray()
+        self.sse = SSEParser() if self.is_sse else None
+
+    def feed(self, chunk: bytes) -> list[Any]:
+        """Messages complete so far (SSE), or none until the end (JSON)."""
+        if self.sse is not None:
+            self.sse.feed(chunk)
+            out = []
+            while (event := self.sse.next_event()) is not NEED_DATA:
+                assert not isinstance(event, type)
+                if event.event == "message" and event.data.strip():
+                    out.append(_json.loads(event.data))
+            return out
+        self._body += chunk
+        if len(self._body) > self.max_body:
+            raise RemoteProtocolError(f"response body over {self.max_body} bytes")
+        return []
+
+    def finish(self) -> list[Any]:
+        """Messages of a JSON body (at the end of the response)."""
+        if self.sse is not None:
+            self.sse.feed(b"")
+            return []
+        if not self._body.strip():
+            return []
+        value = _json.loads(bytes(self._body))
+        return value if isinstance(value, list) else [value]
+
+    @property
+    def body_text(self) -> str:
+        return bytes(self._body[:500]).decode("utf-8", "replace")
+
+
+class StreamableHTTPClient:
+    """Client-side transport decisions for one MCP endpoint."""
+
+    def __init__(self, endpoint: Endpoint, session: ClientSession, *, headers: dict[str, str] | None = None) -> None:
+        self.endpoint = endpoint
+        self.session = session
+        self.extra_headers = dict(headers or {})
+        #: ``Mcp-Session-Id`` of a handshake session, once the server issued one.
+        self.session_id: str | None = None
+        #: ``Last-Event-ID`` of the GET stream, for resumption.
+        self.last_event_id: str | None = None
+        #: The server's ``retry`` hint for the GET stream, in seconds.
+        self.retry_delay = 1.0
+
+    def post_headers(self, message: dict[str, Any]) -> dict[str, str]:
+        headers = {
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+            **self.extra_headers,
+        }
+        mirrored = request_headers(message)
+        if mirrored:
+            headers.update({k.lower(): v for k, v in mirrored.items()})
+        elif self.session.revision is not None and self.session.revision.era is Era.LEGACY:
+            headers["mcp-protocol-version"] = self.session.revision.name
+        if self.session_id is not None and not mirrored:
+            headers["mcp-session-id"] = self.session_id
+        return headers
+
+    def get_headers(self) -> dict[str, str]:
+        headers = {"accept": "text/event-stream", **self.extra_headers}
+        if self.session_id is not None:
+            headers["mcp-session-id"] = self.session_id
+        if self.session.revision is not None:
+            headers["mcp-protocol-version"] = self.session.revision.name
+        if self.last_event_id is not None:
+            headers["last-event-id"] = self.last_event_id
+        return headers
+
+    @property
+    def wants_get_stream(self) -> bool:
+        """A handshake session may receive server-initiated messages on a GET stream."""
+        return self.session.state is SessionState.READY and self.session_id is not None
+
+    def on_head(self, message: Any, head: HTTPResponseHead) -> None:
+        """Note what a POST's response head says (the session id on initialize)."""
+        if isinstance(message, dict) and message.get("method") == "initialize":
+            session_id = head.headers.get("mcp-session-id")
+            if session_id and head.status == 200:
+                self.session_id = session_id
+
+    def deliver(self, messages: list[Any]) -> None:
+        for obj in messages:
+            self.session.receive_message(obj)
+
+    def fail(self, message: Any, status: int, detail: str) -> None:
+        """Turn a failed POST into an error for the request it carried."""
+        if not (isinstance(message, dict) and "method" in message and is_request_id(message.get("id"))):
+            return
+        if message["id"] not in self._wire_ids():
+            return
+        if status == 404 and self.session_id is not None:
+            self.session_id = None
+            code, text = ErrorCode.CONNECTION_CLOSED, "the server ended the session (HTTP 404)"
+        else:
+            code, text = HTTPStatusError.code, f"HTTP {status}: {detail}".strip()
+        self.session.receive_message(
+            {
+                "jsonrpc": "2.0",
+                "id": message["id"],
+                "error": {"code": code, "message": text, "data": {"status": status, "body": detail}},
+            }
+        )
+
+    def _wire_ids(self) -> set[Any]:
+        return set(self.session._outgoing)
+
+    def is_modern_version(self, version: str | None) -> bool:
+        return version in REVISIONS and REVISIONS[version].era is Era.MODERN

@@ -1,0 +1,1 @@
+"""Interop tests against third-party MCP peers."""
