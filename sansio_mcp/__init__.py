@@ -4,11 +4,14 @@ Feed bytes or messages in, read events out, send what the session queues.
 See ``docs/`` for the guide and the architecture (state tables).
 """
 
+from ._cache import ResultCache
 from ._client import ClientAPI, ClientHandlers
 from ._errors import (
     ConnectionClosedError,
     ErrorCode,
     HeaderMismatch,
+    HTTPStatusError,
+    InputRoundsExceeded,
     InternalError,
     InvalidParams,
     InvalidRequest,
@@ -29,13 +32,16 @@ from ._events import (
     CancelRequested,
     ConnectionClosed,
     Event,
+    InputRequired,
     NotificationReceived,
     ProgressReceived,
     ProtocolViolation,
     RequestFailed,
+    RequestMeta,
     RequestReceived,
     ResponseReceived,
     SessionInitialized,
+    SubscriptionAcknowledged,
 )
 from ._jsonrpc import (
     JSONRPCError,
@@ -47,8 +53,10 @@ from ._jsonrpc import (
     message_to_obj,
     parse_message,
 )
+from ._modern import CacheHints
 from ._ndjson import NEED_DATA, NdjsonFramer
 from ._params import LOG_LEVELS
+from ._request_state import RequestStateSealer
 from ._server import (
     Context,
     Prompt,
@@ -56,13 +64,22 @@ from ._server import (
     Resource,
     ResourceTemplate,
     Server,
+    SessionHub,
     Tool,
     ToolResult,
     text_content,
 )
 from ._session import ClientSession, ServerSession, Session
 from ._state import TRANSITIONS, Role, SessionState, Trigger
-from ._versions import HANDSHAKE_REVISIONS, LATEST_HANDSHAKE_REVISION, REVISIONS, Era, Revision
+from ._versions import (
+    ALL_REVISIONS,
+    HANDSHAKE_REVISIONS,
+    LATEST_HANDSHAKE_REVISION,
+    MODERN_REVISIONS,
+    REVISIONS,
+    Era,
+    Revision,
+)
 
 __version__ = "0.1.0"
 
@@ -87,6 +104,17 @@ __all__ = [
     "Event",
     "HANDSHAKE_REVISIONS",
     "HeaderMismatch",
+    "HTTPStatusError",
+    "InputRoundsExceeded",
+    "InputRequired",
+    "RequestMeta",
+    "SubscriptionAcknowledged",
+    "SessionHub",
+    "RequestStateSealer",
+    "CacheHints",
+    "ResultCache",
+    "MODERN_REVISIONS",
+    "ALL_REVISIONS",
     "InternalError",
     "InvalidParams",
     "InvalidRequest",

@@ -19,18 +19,20 @@ from typing import Any, TypeVar
 import attrs
 
 from . import _json
-from ._errors import ErrorCode, InvalidParams, MCPError, MethodNotFound
+from ._errors import ErrorCode, InvalidParams, LocalProtocolError, MCPError, MethodNotFound
 from ._events import RequestMeta
 from ._jsonrpc import RequestId
 from ._modern import CacheHints
 from ._request_state import RequestStateSealer, request_binding
 from ._schema import schema_for_function, validate_arguments
 from ._session import ServerSession
+from ._state import SessionState
 from ._uritemplate import UriTemplate
 from ._versions import ALL_REVISIONS, MRTR_METHODS
 
 __all__ = [
     "Context",
+    "SessionHub",
     "Server",
     "Tool",
     "ToolResult",
@@ -99,6 +101,8 @@ class Context:
         self.now = now
         self._answers: dict[str, Any] = {}
         self._inputs_asked = 0
+        #: The server's live sessions (set by :meth:`Server.handle`).
+        self.hub: SessionHub | None = None
 
     @property
     def stateless(self) -> bool:
@@ -177,14 +181,18 @@ class Context:
             await self.flush()
 
     async def resource_updated(self, uri: str) -> None:
-        """Tell the client ``uri`` changed, if it subscribed to it."""
-        if self.session.send_resource_updated(uri):
+        """Tell every client that subscribed to ``uri`` that it changed."""
+        if self.hub is not None:
+            self.hub.resource_updated(uri)
+        elif self.session.send_resource_updated(uri):
             await self.flush()
 
     async def list_changed(self, kind: str) -> None:
-        """Tell the client the list of ``kind`` (tools, prompts, resources) changed."""
-        self.session.send_list_changed(kind)
-        await self.flush()
+        """Tell the clients following it that the list of ``kind`` changed."""
+        if self.hub is not None:
+            self.hub.list_changed(kind)
+        elif self.session.send_list_changed(kind):
+            await self.flush()
 
     async def sample(
         self,
@@ -221,6 +229,52 @@ class Context:
         result = await self.request("roots/list")
         roots = result.get("roots")
         return roots if isinstance(roots, list) else []
+
+
+class SessionHub:
+    """The live sessions of one server, for notifications that concern every
+    client (a resource changed, a list changed).  Adapters add each session
+    with a callback that flushes its output, and remove it when it ends."""
+
+    def __init__(self) -> None:
+        self._members: dict[int, tuple[ServerSession, Callable[[], None]]] = {}
+
+    def add(self, session: ServerSession, on_output: Callable[[], None]) -> None:
+        self._members[id(session)] = (session, on_output)
+
+    def remove(self, session: ServerSession) -> None:
+        self._members.pop(id(session), None)
+
+    def __len__(self) -> int:
+        return len(self._live())
+
+    def _live(self) -> list[tuple[ServerSession, Callable[[], None]]]:
+        for key, (session, _) in list(self._members.items()):
+            if session.state is SessionState.CLOSED:
+                del self._members[key]
+        return list(self._members.values())
+
+    def resource_updated(self, uri: str) -> int:
+        """Tell every subscriber of ``uri``; returns how many sessions were told."""
+        told = 0
+        for session, on_output in self._live():
+            if session.send_resource_updated(uri):
+                on_output()
+                told += 1
+        return told
+
+    def list_changed(self, kind: str) -> int:
+        """Tell every session that follows ``kind`` (tools, prompts, resources)."""
+        told = 0
+        for session, on_output in self._live():
+            try:
+                sent = session.send_list_changed(kind)
+            except LocalProtocolError:
+                continue  # this session's server did not advertise listChanged
+            if sent:
+                on_output()
+                told += 1
+        return told
 
 
 class NeedInput(Exception):
@@ -388,6 +442,8 @@ class Server:
         # A random key keeps requestState valid for this process only; give a
         # key of your own when several processes serve the same clients.
         self.sealer = RequestStateSealer(state_key or secrets.token_bytes(32), ttl=state_ttl)
+        #: Every live session of this server (adapters register them).
+        self.hub = SessionHub()
         self.cache_hints = cache_hints
         self.tools: dict[str, Tool] = {}
         self.resources: dict[str, Resource] = {}
@@ -557,6 +613,7 @@ class Server:
         the sealed ``requestState``; a handler still lacking one makes the
         result ``input_required``.
         """
+        ctx.hub = self.hub
         if ctx.meta is None or ctx.method not in MRTR_METHODS:
             return await self._dispatch(ctx)
         binding = request_binding(ctx.method, ctx.params)

@@ -111,6 +111,8 @@ class _Outgoing:
     params: dict[str, Any] | None = None
     rounds: int = 1
     modern: bool = False
+    #: The stateless revision a modern request went out at (for -32022 retries).
+    version: str | None = None
 
 
 @attrs.define
@@ -1135,6 +1137,13 @@ class ClientSession(Session):
         params["_meta"] = self._modern_meta(params.get("_meta"))
         return params, True
 
+    def _send_request(self, *args: Any, **kwargs: Any) -> RequestId:
+        request_id = super()._send_request(*args, **kwargs)
+        outgoing = self._outgoing[request_id]
+        if outgoing.modern:
+            outgoing.version = self.modern_version
+        return request_id
+
     def _fall_back_to_legacy(self, pending: _Outgoing, now: float | None) -> None:
         """The server does not speak the modern revision: redo the start as initialize."""
         self._transition(Trigger.LEGACY_FALLBACK, local=True)
@@ -1317,7 +1326,8 @@ class ClientSession(Session):
         if not isinstance(supported, list):
             return False
         mutual = [v for v in modern_versions(self.supported_versions) if v in supported]
-        if not mutual or mutual[-1] == self.modern_version:
+        # Compare with the version this request used: others may have moved on already.
+        if not mutual or mutual[-1] == (pending.version or self.modern_version):
             return False
         self.modern_version = mutual[-1]
         params = pending.params
@@ -1363,7 +1373,8 @@ class ClientSession(Session):
                 )
             )
             return
-        if pending.rounds >= self.max_input_rounds:
+        # ``rounds`` counts wire requests; the limit counts answered rounds (as the SDKs do).
+        if pending.rounds > self.max_input_rounds:
             self._forget_progress(pending)
             self._events.append(
                 RequestFailed(

@@ -18,11 +18,12 @@ from ._errors import ErrorCode, HTTPStatusError, RemoteProtocolError
 from ._http import HTTPResponseHead, media_types
 from ._http_headers import request_headers
 from ._jsonrpc import is_request_id
+from ._modern import is_modern_request
 from ._ndjson import NEED_DATA
 from ._session import ClientSession
 from ._sse import SSEParser
 from ._state import SessionState
-from ._versions import REVISIONS, Era
+from ._versions import Era
 
 __all__ = ["Endpoint", "StreamableHTTPClient", "ResponseReader"]
 
@@ -99,7 +100,9 @@ class ResponseReader:
 class StreamableHTTPClient:
     """Client-side transport decisions for one MCP endpoint."""
 
-    def __init__(self, endpoint: Endpoint, session: ClientSession, *, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, endpoint: Endpoint, session: ClientSession, *, headers: dict[str, str] | None = None
+    ) -> None:
         self.endpoint = endpoint
         self.session = session
         self.extra_headers = dict(headers or {})
@@ -116,12 +119,14 @@ class StreamableHTTPClient:
             "accept": "application/json, text/event-stream",
             **self.extra_headers,
         }
-        mirrored = request_headers(message)
-        if mirrored:
-            headers.update({k.lower(): v for k, v in mirrored.items()})
-        elif self.session.revision is not None and self.session.revision.era is Era.LEGACY:
+        params = message.get("params")
+        if isinstance(params, dict) and is_modern_request(params):
+            # Stateless: the headers mirror the body, and there is no session.
+            headers.update({k.lower(): v for k, v in request_headers(message).items()})
+            return headers
+        if self.session.revision is not None and self.session.revision.era is Era.LEGACY:
             headers["mcp-protocol-version"] = self.session.revision.name
-        if self.session_id is not None and not mirrored:
+        if self.session_id is not None:
             headers["mcp-session-id"] = self.session_id
         return headers
 
@@ -153,25 +158,29 @@ class StreamableHTTPClient:
 
     def fail(self, message: Any, status: int, detail: str) -> None:
         """Turn a failed POST into an error for the request it carried."""
-        if not (isinstance(message, dict) and "method" in message and is_request_id(message.get("id"))):
+        if not (
+            isinstance(message, dict) and "method" in message and is_request_id(message.get("id"))
+        ):
             return
         if message["id"] not in self._wire_ids():
             return
         if status == 404 and self.session_id is not None:
             self.session_id = None
-            code, text = ErrorCode.CONNECTION_CLOSED, "the server ended the session (HTTP 404)"
+            code: int = ErrorCode.CONNECTION_CLOSED
+            text = "the server ended the session (HTTP 404)"
         else:
             code, text = HTTPStatusError.code, f"HTTP {status}: {detail}".strip()
         self.session.receive_message(
             {
                 "jsonrpc": "2.0",
                 "id": message["id"],
-                "error": {"code": code, "message": text, "data": {"status": status, "body": detail}},
+                "error": {
+                    "code": code,
+                    "message": text,
+                    "data": {"status": status, "body": detail},
+                },
             }
         )
 
     def _wire_ids(self) -> set[Any]:
         return set(self.session._outgoing)
-
-    def is_modern_version(self, version: str | None) -> bool:
-        return version in REVISIONS and REVISIONS[version].era is Era.MODERN

@@ -17,7 +17,7 @@ from sansio_mcp._driver import SubscriptionSink
 from sansio_mcp._versions import ALL_REVISIONS
 
 from ._process import PIPE, drain_stderr, safe_environment, stop_process
-from ._runner import TrioRunner
+from ._runner import TrioRunner, TrioSessionHost
 from ._util import unwrap_single_exception
 
 __all__ = ["Client", "ClientHandlers", "Subscription", "open_client", "open_stdio_client"]
@@ -27,7 +27,7 @@ class Client(ClientAPI):
     """A connected, initialized MCP client (see :class:`ClientAPI` for the calls)."""
 
     def __init__(
-        self, runner: TrioRunner, session: ClientSession, handlers: ClientHandlers
+        self, runner: TrioSessionHost, session: ClientSession, handlers: ClientHandlers
     ) -> None:
         self._runner = runner
         self.session = session
@@ -235,7 +235,8 @@ async def open_client(
 
     ``mode`` is ``"auto"`` (probe ``server/discover``, fall back to the
     handshake), ``"modern"`` or ``"legacy"``; a ``protocol_version`` implies
-    the mode of its era.
+    the mode of its era.  ``max_input_rounds`` bounds how many times one call
+    answers ``input_required`` before failing with ``InputRoundsExceeded``.
     """
     handlers = handlers or ClientHandlers()
     session = ClientSession(

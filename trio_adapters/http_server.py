@@ -52,6 +52,7 @@ class _HTTPService:
             assert self.nursery is not None
             host.attach(self.nursery)
             self.hosts[id(session)] = host
+            self.server.hub.add(session, host._schedule_flush)
         return host
 
     async def connection(self, stream: trio.abc.Stream) -> None:
@@ -102,10 +103,12 @@ class _HTTPService:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._watch_disconnect, stream, conn, exchange, nursery.cancel_scope)
             while True:
+                # Read ``finished`` before taking: output may arrive while a chunk is sent.
+                finished = exchange.finished
                 chunk = exchange.take()
                 if chunk:
                     await stream.send_all(conn.send_body(chunk))
-                if exchange.finished:
+                if finished:
                     break
                 await ready.wait()
                 ready = trio.Event()
@@ -138,6 +141,7 @@ class _HTTPService:
         if exchange.finished and not self.http.owns(session):
             # A stateless request's own session: done with it.
             host = self.hosts.pop(id(session), None)
+            self.server.hub.remove(session)
             if host is not None:
                 host.cancel_all_handlers()
 

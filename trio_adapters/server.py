@@ -59,8 +59,12 @@ async def serve(
         return await server.handle(TrioContext(runner, event))
 
     runner = TrioRunner(session, send_stream, receive_stream, handle_request=handle_request)
-    with unwrap_single_exception():
-        await runner.run()
+    server.hub.add(session, runner._schedule_flush)
+    try:
+        with unwrap_single_exception():
+            await runner.run()
+    finally:
+        server.hub.remove(session)
     return session
 
 

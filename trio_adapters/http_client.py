@@ -1,0 +1,307 @@
+"""The Trio MCP client over Streamable HTTP: ``open_http_client(url)``."""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from sansio_mcp import ClientSession, RemoteProtocolError, RequestReceived, _json
+from sansio_mcp._client import ClientHandlers
+from sansio_mcp._http import (
+    ConnectionEnded,
+    HTTPClientConnection,
+    HTTPError,
+    HTTPResponseHead,
+)
+from sansio_mcp._ndjson import NEED_DATA
+from sansio_mcp._streamable_http_client import Endpoint, ResponseReader, StreamableHTTPClient
+from sansio_mcp._versions import ALL_REVISIONS
+
+from ._runner import TrioSessionHost
+from ._util import unwrap_single_exception
+from .client import Client
+
+__all__ = ["open_http_client"]
+
+logger = logging.getLogger("trio_adapters.http")
+
+_READ_SIZE = 65536
+
+
+class _HTTPClientHost(TrioSessionHost):
+    """Every queued message goes out as its own POST, in its own task."""
+
+    def __init__(
+        self,
+        session: ClientSession,
+        transport: StreamableHTTPClient,
+        handlers: ClientHandlers,
+        *,
+        max_body: int,
+        ssl_context: ssl.SSLContext | None,
+    ) -> None:
+        async def handle_request(event: RequestReceived) -> dict[str, Any]:
+            return await handlers.answer(event.method, event.params)
+
+        super().__init__(
+            session,
+            handle_request=handle_request,
+            handle_notification=handlers.notify,
+            answer_input=handlers.answer,
+        )
+        self.transport = transport
+        self.max_body = max_body
+        self.ssl_context = ssl_context
+        self._get_running = False
+        # Cancel scopes of the POSTs in flight, by the JSON-RPC id they carry.
+        self._posts: dict[Any, trio.CancelScope] = {}
+
+    async def flush(self) -> None:
+        assert self._nursery is not None
+        for message in self.session.messages_to_send():
+            if self._is_stateless_cancel(message):
+                # 2026-07-28 over HTTP: closing the request's stream is the cancellation.
+                scope = self._posts.get(message["params"]["requestId"])
+                if scope is not None:
+                    scope.cancel()
+                continue
+            self._nursery.start_soon(self._post, message)
+
+    def _is_stateless_cancel(self, message: Any) -> bool:
+        return (
+            self.transport.session.is_modern
+            and isinstance(message, dict)
+            and message.get("method") == "notifications/cancelled"
+            and isinstance(message.get("params"), dict)
+        )
+
+    async def _open(self) -> trio.abc.Stream:
+        endpoint = self.transport.endpoint
+        stream: trio.abc.Stream = await trio.open_tcp_stream(endpoint.host, endpoint.port)
+        if endpoint.scheme == "https":
+            context = self.ssl_context or ssl.create_default_context()
+            stream = trio.SSLStream(stream, context, server_hostname=endpoint.host)
+        return stream
+
+    async def _exchange(
+        self, method: str, headers: dict[str, str], body: bytes | None, message: Any
+    ) -> None:
+        """One HTTP request; JSON-RPC messages in the answer go to the session."""
+        endpoint = self.transport.endpoint
+        try:
+            stream = await self._open()
+        except OSError as exc:
+            self.transport.fail(message, 0, f"cannot connect to {endpoint.host_header}: {exc}")
+            self._after_input()
+            return
+        async with stream:
+            conn = HTTPClientConnection(endpoint.host_header)
+            try:
+                await stream.send_all(conn.send_request(method, endpoint.target, headers, body))
+                await self._read_response(stream, conn, message)
+            except (OSError, trio.BrokenResourceError, RemoteProtocolError) as exc:
+                self.transport.fail(message, 0, f"the connection failed: {exc}")
+                self._after_input()
+
+    async def _read_response(
+        self, stream: trio.abc.Stream, conn: HTTPClientConnection, message: Any
+    ) -> None:
+        reader: ResponseReader | None = None
+        head: HTTPResponseHead | None = None
+        while True:
+            event = conn.next_event()
+            if event is NEED_DATA:
+                data = await stream.receive_some(_READ_SIZE)
+                if not data:
+                    conn.receive_data(b"")
+                    if head is None:
+                        raise RemoteProtocolError("the server closed the connection")
+                    break
+                conn.receive_data(data)
+                continue
+            if isinstance(event, HTTPError):
+                raise RemoteProtocolError(event.reason)
+            if isinstance(event, ConnectionEnded) or event is None:
+                break
+            if isinstance(event, HTTPResponseHead):
+                head = event
+                self.transport.on_head(message, head)
+                reader = ResponseReader(head, max_body=self.max_body)
+                continue
+            assert reader is not None and isinstance(event, bytes)
+            messages = reader.feed(event)
+            if reader.sse is not None and reader.sse.last_event_id is not None and message is None:
+                self.transport.last_event_id = reader.sse.last_event_id
+            if reader.sse is not None and reader.sse.retry is not None:
+                self.transport.retry_delay = reader.sse.retry / 1000
+            if messages:
+                self.transport.deliver(messages)
+                self._after_input()
+        assert head is not None and reader is not None
+        if head.status >= 400 and not reader.is_sse:
+            try:
+                messages = reader.finish()
+            except RemoteProtocolError:
+                messages = []
+            if messages and all(isinstance(m, dict) and "jsonrpc" in m for m in messages):
+                self.transport.deliver(messages)  # a JSON-RPC error: the session decides
+            else:
+                self.transport.fail(message, head.status, reader.body_text)
+            self._after_input()
+            return
+        messages = reader.finish()
+        if messages:
+            self.transport.deliver(messages)
+        elif head.status >= 300:
+            self.transport.fail(message, head.status, reader.body_text)
+        self._after_input()
+
+    def _after_input(self) -> None:
+        self.driver.process_events()
+        assert self._nursery is not None
+        self._nursery.start_soon(self.flush)
+        if self.transport.wants_get_stream and not self._get_running:
+            self._get_running = True
+            self._nursery.start_soon(self._get_stream)
+
+    async def _post(self, message: Any) -> None:
+        body = _json.dumps(message).encode("utf-8")
+        request_id = message.get("id") if isinstance(message, dict) else None
+        with trio.CancelScope() as scope:
+            if request_id is not None:
+                self._posts[request_id] = scope
+            try:
+                await self._exchange("POST", self.transport.post_headers(message), body, message)
+            finally:
+                if request_id is not None:
+                    self._posts.pop(request_id, None)
+
+    async def _get_stream(self) -> None:
+        """Hold the GET stream open for server-initiated messages; reconnect on drops."""
+        failures = 0
+        while self.transport.wants_get_stream and not self.driver.closed:
+            try:
+                stream = await self._open()
+            except OSError:
+                failures += 1
+            else:
+                async with stream:
+                    conn = HTTPClientConnection(self.transport.endpoint.host_header)
+                    await stream.send_all(
+                        conn.send_request(
+                            "GET", self.transport.endpoint.target, self.transport.get_headers()
+                        )
+                    )
+                    try:
+                        status = await self._read_get(stream, conn)
+                    except (OSError, trio.BrokenResourceError, RemoteProtocolError):
+                        status = 0
+                    if status in (405, 404, 400):
+                        return  # no GET stream here (or the session ended)
+                    failures = 0 if status == 200 else failures + 1
+            if failures > 5:
+                logger.warning("giving up on the GET stream after %d failures", failures)
+                return
+            await trio.sleep(self.transport.retry_delay)
+
+    async def _read_get(self, stream: trio.abc.Stream, conn: HTTPClientConnection) -> int:
+        reader: ResponseReader | None = None
+        status = 0
+        while True:
+            event = conn.next_event()
+            if event is NEED_DATA:
+                data = await stream.receive_some(_READ_SIZE)
+                if not data:
+                    return status
+                conn.receive_data(data)
+                continue
+            if isinstance(event, HTTPResponseHead):
+                status = event.status
+                if status != 200:
+                    return status
+                reader = ResponseReader(event, max_body=self.max_body)
+                continue
+            if isinstance(event, bytes) and reader is not None:
+                messages = reader.feed(event)
+                if reader.sse is not None:
+                    self.transport.last_event_id = reader.sse.last_event_id
+                    if reader.sse.retry is not None:
+                        self.transport.retry_delay = reader.sse.retry / 1000
+                if messages:
+                    self.transport.deliver(messages)
+                    self.driver.process_events()
+                    await self.flush()
+                continue
+            return status
+
+    async def end_session(self) -> None:
+        """DELETE the handshake session, politely (servers may answer 405)."""
+        if self.transport.session_id is None:
+            return
+        headers = {"mcp-session-id": self.transport.session_id, **self.transport.extra_headers}
+        with trio.move_on_after(2):
+            try:
+                stream = await self._open()
+                async with stream:
+                    conn = HTTPClientConnection(self.transport.endpoint.host_header)
+                    await stream.send_all(
+                        conn.send_request("DELETE", self.transport.endpoint.target, headers)
+                    )
+                    await stream.receive_some(_READ_SIZE)
+            except (OSError, trio.BrokenResourceError):
+                pass
+
+
+@asynccontextmanager
+async def open_http_client(
+    url: str,
+    *,
+    handlers: ClientHandlers | None = None,
+    client_info: dict[str, Any] | None = None,
+    protocol_version: str | None = None,
+    mode: str = "auto",
+    supported_versions: Sequence[str] = ALL_REVISIONS,
+    headers: dict[str, str] | None = None,
+    initialize_timeout: float | None = 30.0,
+    max_input_rounds: int = 10,
+    max_body: int = 16 * 1024 * 1024,
+    ssl_context: ssl.SSLContext | None = None,
+) -> AsyncIterator[Client]:
+    """Connect to a Streamable HTTP endpoint and yield a :class:`Client`.
+
+    HTTP failures become typed errors of the request that met them:
+    :class:`sansio_mcp.HTTPStatusError` (with ``data.status``), or
+    :class:`sansio_mcp.ConnectionClosedError` when the server ended the session.
+    """
+    handlers = handlers or ClientHandlers()
+    endpoint = Endpoint.parse(url)
+    session = ClientSession(
+        capabilities=handlers.capabilities(),
+        client_info=client_info,
+        supported_versions=supported_versions,
+        protocol_version=protocol_version,
+        mode=mode,
+        max_input_rounds=max_input_rounds,
+    )
+    transport = StreamableHTTPClient(endpoint, session, headers=headers)
+    host = _HTTPClientHost(session, transport, handlers, max_body=max_body, ssl_context=ssl_context)
+    with unwrap_single_exception():
+        async with trio.open_nursery() as nursery:
+            host.attach(nursery)
+            try:
+                start = session.start(now=trio.current_time(), timeout=initialize_timeout)
+                await host.wait_for(start, timed=initialize_timeout is not None)
+                client = Client(host, session, handlers)
+                host.driver.observe_notification = client.notification_seen
+                yield client
+                with trio.CancelScope(shield=True):
+                    await host.end_session()
+            finally:
+                session.close()
+                host.driver.process_events()
+                nursery.cancel_scope.cancel()
