@@ -27,7 +27,7 @@ from ._session import ServerSession
 from ._sse import format_sse_comment, format_sse_event
 from ._versions import HANDSHAKE_REVISIONS, META_PROTOCOL_VERSION
 
-__all__ = ["Exchange", "StreamableHTTPServer", "LOOPBACK_HOSTS"]
+__all__ = ["Exchange", "StreamableHTTPServer", "LOOPBACK_HOSTS", "check_host_and_origin"]
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
@@ -175,24 +175,7 @@ class StreamableHTTPServer:
         return _text(405, f"{request.method} is not supported here", {"allow": allow})
 
     def _check_security(self, request: HTTPRequest) -> Exchange | None:
-        host = request.headers.get("host", "")
-        hostname = urlsplit(f"//{host}").hostname or ""
-        if hostname.lower() not in self.allowed_hosts and host.lower() not in self.allowed_hosts:
-            return _json_error(
-                403, None, ErrorCode.INVALID_REQUEST, f"host {host!r} is not allowed"
-            )
-        origin = request.headers.get("origin")
-        if origin is not None and not self._origin_allowed(origin):
-            return _json_error(
-                403, None, ErrorCode.INVALID_REQUEST, f"origin {origin!r} is not allowed"
-            )
-        return None
-
-    def _origin_allowed(self, origin: str) -> bool:
-        if origin.lower().rstrip("/") in self.allowed_origins:
-            return True
-        hostname = urlsplit(origin).hostname or ""
-        return hostname.lower() in self.allowed_hosts and not self.allowed_origins
+        return check_host_and_origin(request, self.allowed_hosts, self.allowed_origins)
 
     # POST -------------------------------------------------------------------------
 
@@ -503,6 +486,27 @@ class StreamableHTTPServer:
                 for request_id in answered:
                     state.streams.pop(request_id, None)
         exchange.wake()
+
+
+def check_host_and_origin(
+    request: HTTPRequest, allowed_hosts: set[str], allowed_origins: set[str]
+) -> Exchange | None:
+    """DNS-rebinding protection: a 403 exchange unless Host (and Origin, when
+    present) name an allowed host (by default: loopback only)."""
+    host = request.headers.get("host", "")
+    hostname = urlsplit(f"//{host}").hostname or ""
+    if hostname.lower() not in allowed_hosts and host.lower() not in allowed_hosts:
+        return _json_error(403, None, ErrorCode.INVALID_REQUEST, f"host {host!r} is not allowed")
+    origin = request.headers.get("origin")
+    if origin is not None:
+        if origin.lower().rstrip("/") in allowed_origins:
+            return None
+        origin_host = (urlsplit(origin).hostname or "").lower()
+        if allowed_origins or origin_host not in allowed_hosts:
+            return _json_error(
+                403, None, ErrorCode.INVALID_REQUEST, f"origin {origin!r} is not allowed"
+            )
+    return None
 
 
 def _text(status: int, message: str, extra: dict[str, str] | None = None) -> Exchange:

@@ -7,6 +7,8 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from functools import partial
 from typing import Any
 
 import trio
@@ -19,6 +21,8 @@ from .answers import Answers
 from .example_server import build_server
 
 __all__ = ["main"]
+
+SERVER_TRANSPORTS = ("stdio", "http", "sse", "ws")
 
 
 def _split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -40,8 +44,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    server = sub.add_parser("example-server", help="run the bundled example server on stdio")
+    server = sub.add_parser("example-server", help="run the bundled example server")
     server.add_argument("--page-size", type=int, default=100, help="items per list page")
+    server.add_argument(
+        "--transport",
+        choices=SERVER_TRANSPORTS,
+        default="stdio",
+        help="stdio (default), http (Streamable HTTP at /mcp), sse (legacy HTTP+SSE at /sse), "
+        "ws (WebSocket at /mcp)",
+    )
+    server.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (network transports)"
+    )
+    server.add_argument(
+        "--port", type=int, default=8000, help="port to listen on (0: any free port)"
+    )
 
     version_help = (
         "protocol revision: 'auto' (default: probe server/discover, fall back to the "
@@ -55,6 +72,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     inspect.add_argument("--protocol-version", choices=versions, default="auto", help=version_help)
     inspect.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
+    inspect.add_argument(
+        "url", nargs="?", help="a server URL (http(s)://, ws://) instead of a command"
+    )
+    inspect.add_argument(
+        "--transport", choices=("sse",), help="use the legacy HTTP+SSE transport for an http URL"
+    )
 
     call = sub.add_parser(
         "call",
@@ -62,6 +85,12 @@ def _parser() -> argparse.ArgumentParser:
         usage="sansio-mcp call [--protocol-version REV] [--args JSON] TOOL -- COMMAND [ARG...]",
     )
     call.add_argument("tool", help="the tool's name")
+    call.add_argument(
+        "url", nargs="?", help="a server URL (http(s)://, ws://) instead of a command"
+    )
+    call.add_argument(
+        "--transport", choices=("sse",), help="use the legacy HTTP+SSE transport for an http URL"
+    )
     call.add_argument("--args", default="{}", help="the tool's arguments as a JSON object")
     call.add_argument("--protocol-version", choices=versions, default="auto", help=version_help)
     call.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the result")
@@ -121,14 +150,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         if args.command == "example-server":
-            trio.run(serve_stdio, build_server(page_size=args.page_size))
+            trio.run(serve_example, args)
             return 0
         if args.command == "demo":
             from .demo import run_demo
 
             return trio.run(run_demo)
-        if not command:
-            print(f"sansio-mcp {args.command}: give the server command after --", file=sys.stderr)
+        if command and len(command) == 1 and _is_url(command[0]) and not args.url:
+            args.url, command = command[0], []
+        if not command and not args.url:
+            print(
+                f"sansio-mcp {args.command}: give a server URL, or the server command after --",
+                file=sys.stderr,
+            )
             return 2
         if args.command == "inspect":
             return trio.run(_run_inspect, command, args)
@@ -154,10 +188,65 @@ def _version_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"protocol_version": args.protocol_version}
 
 
+def _is_url(text: str) -> bool:
+    return text.startswith(("http://", "https://", "ws://", "wss://"))
+
+
+def _connect(
+    command: list[str], args: argparse.Namespace, **options: Any
+) -> AbstractAsyncContextManager[Client]:
+    """A client for a command (stdio) or a URL (HTTP, legacy SSE, WebSocket)."""
+    options.update(_version_options(args))
+    options["initialize_timeout"] = args.timeout
+    if not args.url:
+        return open_stdio_client(command, **options)
+    url: str = args.url
+    if url.startswith(("ws://", "wss://")):
+        from trio_adapters.websocket import open_ws_client
+
+        return open_ws_client(url, **options)
+    if getattr(args, "transport", None) == "sse":
+        from trio_adapters.sse import open_sse_client
+
+        return open_sse_client(url, **options)
+    from trio_adapters.http_client import open_http_client
+
+    return open_http_client(url, **options)
+
+
+async def serve_example(args: argparse.Namespace) -> None:
+    """Run the example server on the chosen transport."""
+    server = build_server(page_size=args.page_size)
+    if args.transport == "stdio":
+        await serve_stdio(server)
+        return
+    async with trio.open_nursery() as nursery:
+        if args.transport == "http":
+            from trio_adapters.http_server import serve_http
+
+            port = await nursery.start(partial(serve_http, server, host=args.host, port=args.port))
+            path = "/mcp"
+        elif args.transport == "sse":
+            from trio_adapters.sse import serve_sse
+
+            port = await nursery.start(partial(serve_sse, server, host=args.host, port=args.port))
+            path = "/sse"
+        else:
+            from trio_adapters.websocket import serve_ws
+
+            port = await nursery.start(partial(serve_ws, server, host=args.host, port=args.port))
+            path = "/mcp"
+        scheme = "ws" if args.transport == "ws" else "http"
+        host = f"[{args.host}]" if ":" in args.host else args.host
+        print(
+            f"sansio-mcp example server: {scheme}://{host}:{port}{path}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 async def _run_inspect(command: list[str], args: argparse.Namespace) -> int:
-    async with open_stdio_client(
-        command, initialize_timeout=args.timeout, **_version_options(args)
-    ) as client:
+    async with _connect(command, args) as client:
         _dump(await _inspect(client, args.timeout))
     return 0
 
@@ -176,12 +265,7 @@ async def _run_call(command: list[str], args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"sansio-mcp call: {exc}", file=sys.stderr)
         return 2
-    async with open_stdio_client(
-        command,
-        handlers=answers.handlers(),
-        initialize_timeout=args.timeout,
-        **_version_options(args),
-    ) as client:
+    async with _connect(command, args, handlers=answers.handlers()) as client:
         result = await client.call_tool(args.tool, arguments, timeout=args.timeout)
     _dump(result)
     return 1 if result.get("isError") else 0

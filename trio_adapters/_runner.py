@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
@@ -157,6 +157,14 @@ class TrioSessionHost:
             scope.cancel()
 
 
+class Framing(Protocol):
+    """Turns bytes into session input and session output into bytes."""
+
+    def receive_data(self, data: bytes | bytearray) -> None: ...
+
+    def data_to_send(self) -> bytes: ...
+
+
 class TrioRunner(TrioSessionHost):
     """Runs one session over ``receive_stream`` / ``send_stream``.
 
@@ -174,6 +182,7 @@ class TrioRunner(TrioSessionHost):
         handle_request: RequestHandler,
         handle_notification: NotificationHandler | None = None,
         answer_input: InputHandler | None = None,
+        framing: Framing | None = None,
     ) -> None:
         super().__init__(
             session,
@@ -183,6 +192,8 @@ class TrioRunner(TrioSessionHost):
         )
         self._send_stream = send_stream
         self._receive_stream = receive_stream
+        #: Bytes <-> messages: the session itself (NDJSON) unless told otherwise.
+        self.framing: Framing = framing or session
         self._send_lock = trio.Lock()
         self._closed = trio.Event()
 
@@ -203,7 +214,7 @@ class TrioRunner(TrioSessionHost):
                 data = await self._receive_stream.receive_some(_READ_SIZE)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 data = b""
-            self.session.receive_data(data)
+            self.framing.receive_data(data)
             self.driver.process_events()
             await self.flush()
             if not data:
@@ -216,7 +227,7 @@ class TrioRunner(TrioSessionHost):
 
     async def flush(self) -> None:
         async with self._send_lock:
-            data = self.session.data_to_send()
+            data = self.framing.data_to_send()
             if not data:
                 return
             try:

@@ -154,6 +154,9 @@ class _HTTPClientHost(TrioSessionHost):
                 self.transport.fail(message, head.status, reader.body_text)
             self._after_input()
             return
+        if head.status < 300 and not (reader.is_json or reader.is_sse):
+            self._after_input()  # 202 Accepted, or a body that is not for us
+            return
         messages = reader.finish()
         if messages:
             self.transport.deliver(messages)

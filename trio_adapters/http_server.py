@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
@@ -16,17 +16,27 @@ from sansio_mcp._streamable_http import Exchange, StreamableHTTPServer
 from ._runner import TrioSessionHost
 from .server import TrioContext
 
-__all__ = ["serve_http"]
+__all__ = ["Router", "serve_http", "serve_router"]
 
 logger = logging.getLogger("trio_adapters.http")
 
 _READ_SIZE = 65536
 
 
+class Router(Protocol):
+    """What the HTTP service needs of a transport machine (Streamable HTTP, legacy SSE)."""
+
+    def handle(self, request: HTTPRequest) -> Exchange: ...
+
+    def flush(self, session: ServerSession) -> None: ...
+
+    def owns(self, session: ServerSession) -> bool: ...
+
+
 class _HTTPSessionHost(TrioSessionHost):
     """A session served over HTTP: its output is routed to exchanges."""
 
-    def __init__(self, http: StreamableHTTPServer, session: ServerSession, server: Server) -> None:
+    def __init__(self, http: Router, session: ServerSession, server: Server) -> None:
         async def handle_request(event: RequestReceived) -> dict[str, Any]:
             return await server.handle(TrioContext(self, event))
 
@@ -34,11 +44,12 @@ class _HTTPSessionHost(TrioSessionHost):
         self._http = http
 
     async def flush(self) -> None:
-        self._http.flush(self.session)  # type: ignore[arg-type]
+        assert isinstance(self.session, ServerSession)
+        self._http.flush(self.session)
 
 
 class _HTTPService:
-    def __init__(self, server: Server, http: StreamableHTTPServer, max_body: int) -> None:
+    def __init__(self, server: Server, http: Router, max_body: int) -> None:
         self.server = server
         self.http = http
         self.max_body = max_body
@@ -170,7 +181,22 @@ async def serve_http(
         allowed_origins=allowed_origins,
         json_response=json_response,
     )
-    service = _HTTPService(server, http, max_body)
+    await serve_router(
+        server, http, host=host, port=port, max_body=max_body, task_status=task_status
+    )
+
+
+async def serve_router(
+    server: Server,
+    router: Router,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    max_body: int = 4 * 1024 * 1024,
+    task_status: Any = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve any HTTP transport machine over TCP; reports the bound port."""
+    service = _HTTPService(server, router, max_body)
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()[1]
     async with trio.open_nursery() as nursery:

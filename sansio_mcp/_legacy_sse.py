@@ -1,0 +1,117 @@
+"""The HTTP+SSE transport of 2024-11-05 (deprecated since 2025-03-26), server side.
+
+``GET /sse`` opens a stream whose first event, ``endpoint``, names the URL
+to POST messages to; every server message then arrives on that stream as an
+``event: message``.  POSTs are answered 202.  Each stream is one session.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterable
+from urllib.parse import parse_qs
+
+from . import _json
+from ._errors import ErrorCode, RemoteProtocolError
+from ._http import HTTPRequest, media_types
+from ._session import ServerSession
+from ._sse import format_sse_event
+from ._streamable_http import (
+    LOOPBACK_HOSTS,
+    Exchange,
+    _json_error,
+    _text,
+    check_host_and_origin,
+)
+
+__all__ = ["LegacySSEServer"]
+
+
+class LegacySSEServer:
+    """Routes the legacy transport's GETs and POSTs to sessions."""
+
+    def __init__(
+        self,
+        session_factory: Callable[[], ServerSession],
+        *,
+        sse_path: str = "/sse",
+        message_path: str = "/messages",
+        allowed_hosts: Iterable[str] | None = None,
+        allowed_origins: Iterable[str] | None = None,
+        new_session_id: Callable[[], str] = lambda: secrets.token_hex(16),
+    ) -> None:
+        self.session_factory = session_factory
+        self.sse_path = sse_path
+        self.message_path = message_path
+        self.allowed_hosts = {h.lower() for h in (allowed_hosts or LOOPBACK_HOSTS)}
+        self.allowed_origins = {o.lower().rstrip("/") for o in (allowed_origins or ())}
+        self.new_session_id = new_session_id
+        self._streams: dict[str, tuple[ServerSession, Exchange]] = {}
+        self._by_session: dict[int, Exchange] = {}
+
+    def handle(self, request: HTTPRequest) -> Exchange:
+        refusal = check_host_and_origin(request, self.allowed_hosts, self.allowed_origins)
+        if refusal is not None:
+            return refusal
+        if request.path == self.sse_path:
+            if request.method != "GET":
+                return _text(405, f"{request.method} is not supported here", {"allow": "GET"})
+            return self._open_stream()
+        if request.path == self.message_path:
+            if request.method != "POST":
+                return _text(405, f"{request.method} is not supported here", {"allow": "POST"})
+            return self._post(request)
+        return _text(404, f"nothing at {request.path}: the stream is at {self.sse_path}")
+
+    def _open_stream(self) -> Exchange:
+        session = self.session_factory()
+        session_id = self.new_session_id()
+        exchange = Exchange(
+            200,
+            {"content-type": "text/event-stream", "cache-control": "no-cache"},
+            streaming=True,
+            session=session,
+        )
+        exchange._chunks.append(
+            format_sse_event(f"{self.message_path}?session_id={session_id}", event="endpoint")
+        )
+        self._streams[session_id] = (session, exchange)
+        self._by_session[id(session)] = exchange
+
+        def closed(_: Exchange) -> None:
+            self._streams.pop(session_id, None)
+            self._by_session.pop(id(session), None)
+            session.close()
+
+        exchange._on_close = closed
+        return exchange
+
+    def _post(self, request: HTTPRequest) -> Exchange:
+        session_id = (parse_qs(request.query).get("session_id") or [""])[0]
+        entry = self._streams.get(session_id)
+        if entry is None:
+            return _text(404, "unknown or ended session")
+        if "application/json" not in media_types(request.headers.get("content-type")):
+            return _text(415, "the body must be application/json")
+        session, _ = entry
+        try:
+            obj = _json.loads(request.body)
+        except RemoteProtocolError as exc:
+            return _json_error(400, None, ErrorCode.PARSE_ERROR, exc.message)
+        session.receive_message(obj)
+        self.flush(session)
+        return Exchange(202, {"content-type": "text/plain"}, b"Accepted", session=session)
+
+    def flush(self, session: ServerSession) -> None:
+        """Put what ``session`` queued on its stream."""
+        exchange = self._by_session.get(id(session))
+        messages = session.messages_to_send()
+        if exchange is None or exchange.finished:
+            return
+        for obj in messages:
+            exchange._chunks.append(format_sse_event(_json.dumps(obj), event="message"))
+        if messages:
+            exchange.wake()
+
+    def owns(self, session: ServerSession) -> bool:
+        return id(session) in self._by_session

@@ -1,0 +1,149 @@
+"""MCP over WebSocket on Trio (subprotocol ``mcp``; not defined by any MCP
+revision, interoperable with the official SDKs' convention)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+import trio
+
+from sansio_mcp import ClientSession, RequestReceived
+from sansio_mcp._client import ClientHandlers
+from sansio_mcp._server import Server
+from sansio_mcp._versions import ALL_REVISIONS
+from sansio_mcp._websocket import WebSocketFraming
+
+from ._runner import TrioRunner
+from ._util import unwrap_single_exception
+from .client import Client
+from .server import TrioContext
+
+__all__ = ["open_ws_client", "serve_ws"]
+
+
+async def _keepalive(framing: WebSocketFraming, runner: TrioRunner, interval: float) -> None:
+    while not framing.closed:
+        await trio.sleep(interval)
+        framing.ping()
+        await runner.flush()
+
+
+async def serve_ws(
+    server: Server,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    path: str = "/mcp",
+    allowed_hosts: Iterable[str] | None = None,
+    allowed_origins: Iterable[str] | None = None,
+    max_message_size: int = 8 * 1024 * 1024,
+    ping_interval: float | None = 20.0,
+    task_status: Any = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``server`` over WebSocket at ``ws://host:port/path``; each
+    connection is one session.  Runs until cancelled."""
+
+    async def connection(stream: trio.abc.Stream) -> None:
+        session = server.create_session()
+        framing = WebSocketFraming(
+            session,
+            client=False,
+            path=path,
+            allowed_hosts=allowed_hosts,
+            allowed_origins=allowed_origins,
+            max_message_size=max_message_size,
+        )
+        runner: TrioRunner
+
+        async def handle_request(event: RequestReceived) -> dict[str, Any]:
+            return await server.handle(TrioContext(runner, event))
+
+        runner = TrioRunner(session, stream, stream, handle_request=handle_request, framing=framing)
+        server.hub.add(session, runner._schedule_flush)
+        try:
+            async with trio.open_nursery() as nursery:
+                if ping_interval:
+                    nursery.start_soon(_keepalive, framing, runner, ping_interval)
+                await runner.run()
+                nursery.cancel_scope.cancel()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            server.hub.remove(session)
+            await stream.aclose()
+
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    task_status.started(listeners[0].socket.getsockname()[1])
+    await trio.serve_listeners(connection, listeners)
+
+
+@asynccontextmanager
+async def open_ws_client(
+    url: str,
+    *,
+    handlers: ClientHandlers | None = None,
+    client_info: dict[str, Any] | None = None,
+    protocol_version: str | None = None,
+    mode: str = "auto",
+    supported_versions: Sequence[str] = ALL_REVISIONS,
+    initialize_timeout: float | None = 30.0,
+    max_input_rounds: int = 10,
+    max_message_size: int = 8 * 1024 * 1024,
+) -> AsyncIterator[Client]:
+    """Connect to ``ws://host:port/path`` and yield an initialized :class:`Client`."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("ws", "wss") or not parts.hostname:
+        raise ValueError(f"not a ws:// URL: {url!r}")
+    handlers = handlers or ClientHandlers()
+    session = ClientSession(
+        capabilities=handlers.capabilities(),
+        client_info=client_info,
+        supported_versions=supported_versions,
+        protocol_version=protocol_version,
+        mode=mode,
+        max_input_rounds=max_input_rounds,
+    )
+    port = parts.port or (443 if parts.scheme == "wss" else 80)
+    stream: trio.abc.Stream = await trio.open_tcp_stream(parts.hostname, port)
+    if parts.scheme == "wss":
+        import ssl
+
+        stream = trio.SSLStream(
+            stream, ssl.create_default_context(), server_hostname=parts.hostname
+        )
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    framing = WebSocketFraming(
+        session, client=True, host=parts.netloc, target=target, max_message_size=max_message_size
+    )
+
+    async def handle_request(event: RequestReceived) -> dict[str, Any]:
+        return await handlers.answer(event.method, event.params)
+
+    runner = TrioRunner(
+        session,
+        stream,
+        stream,
+        handle_request=handle_request,
+        handle_notification=handlers.notify,
+        answer_input=handlers.answer,
+        framing=framing,
+    )
+    async with stream:
+        with unwrap_single_exception():
+            async with trio.open_nursery() as nursery:
+                try:
+                    await nursery.start(runner.run)
+                    await runner.flush()  # the opening handshake
+                    start = session.start(now=trio.current_time(), timeout=initialize_timeout)
+                    await runner.wait_for(start, timed=initialize_timeout is not None)
+                    client = Client(runner, session, handlers)
+                    runner.driver.observe_notification = client.notification_seen
+                    yield client
+                    framing.close(1000, "client done")
+                    with trio.CancelScope(shield=True), trio.move_on_after(2):
+                        await runner.flush()
+                finally:
+                    nursery.cancel_scope.cancel()
