@@ -14,8 +14,9 @@ import attrs
 
 from ._cache import ResultCache
 from ._errors import ErrorCode, MCPError, RemoteProtocolError
+from ._session import ClientSession
 
-__all__ = ["ClientAPI", "ClientHandlers", "ProgressCallback"]
+__all__ = ["ClientAPI", "ClientHandlers", "ProgressCallback", "new_client_session"]
 
 ProgressCallback = Callable[[float, float | None, str | None], Any]
 SamplingHandler = Callable[[dict[str, Any]], Any]
@@ -72,6 +73,29 @@ class ClientHandlers:
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         if self.on_notification is not None:
             await _maybe_await(self.on_notification(method, params))
+
+
+def new_client_session(
+    handlers: ClientHandlers,
+    *,
+    client_info: dict[str, Any] | None = None,
+    supported_versions: Sequence[str] | None = None,
+    protocol_version: str | None = None,
+    mode: str = "auto",
+    max_input_rounds: int = 10,
+) -> ClientSession:
+    """A :class:`ClientSession` advertising what ``handlers`` can answer."""
+    options: dict[str, Any] = {}
+    if supported_versions is not None:
+        options["supported_versions"] = supported_versions
+    return ClientSession(
+        capabilities=handlers.capabilities(),
+        client_info=client_info,
+        protocol_version=protocol_version,
+        mode=mode,
+        max_input_rounds=max_input_rounds,
+        **options,
+    )
 
 
 class ClientAPI:

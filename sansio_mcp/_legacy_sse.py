@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Iterable
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urljoin, urlsplit
 
 from . import _json
 from ._errors import ErrorCode, RemoteProtocolError
@@ -24,7 +24,17 @@ from ._streamable_http import (
     check_host_and_origin,
 )
 
-__all__ = ["LegacySSEServer"]
+__all__ = ["LegacySSEServer", "resolve_endpoint"]
+
+
+def resolve_endpoint(sse_url: str, data: str) -> str:
+    """The POST URL an ``endpoint`` event names, relative or absolute, which
+    must stay on the stream's origin (a hostile server cannot redirect our
+    messages elsewhere)."""
+    target = urljoin(sse_url, data.strip())
+    if urlsplit(target)[:2] != urlsplit(sse_url)[:2]:
+        raise RemoteProtocolError(f"the endpoint {target!r} is not on the stream's origin")
+    return target
 
 
 class LegacySSEServer:

@@ -25,7 +25,7 @@ from ._sse import SSEParser
 from ._state import SessionState
 from ._versions import Era
 
-__all__ = ["Endpoint", "StreamableHTTPClient", "ResponseReader"]
+__all__ = ["Endpoint", "StreamableHTTPClient", "ResponseReader", "ResponseHandler"]
 
 
 @attrs.frozen
@@ -184,3 +184,82 @@ class StreamableHTTPClient:
 
     def _wire_ids(self) -> set[Any]:
         return set(self.session._outgoing)
+
+
+class ResponseHandler:
+    """What one HTTP response (to a POST, or the GET stream) means for the session.
+
+    The adapter feeds it the response head, body chunks and the end; it
+    delivers JSON-RPC messages as they complete, turns failures into errors
+    of the request the POST carried, and tracks the GET stream's
+    ``Last-Event-ID`` and ``retry`` hint.  ``message`` is None for the GET
+    stream.
+    """
+
+    def __init__(self, transport: StreamableHTTPClient, message: Any, *, max_body: int) -> None:
+        self.transport = transport
+        self.message = message
+        self.max_body = max_body
+        self.head: HTTPResponseHead | None = None
+        self.reader: ResponseReader | None = None
+
+    @property
+    def status(self) -> int:
+        return self.head.status if self.head is not None else 0
+
+    def on_head(self, head: HTTPResponseHead) -> None:
+        self.head = head
+        if self.message is not None:
+            self.transport.on_head(self.message, head)
+        self.reader = ResponseReader(head, max_body=self.max_body)
+
+    def on_body(self, chunk: bytes) -> bool:
+        """Feed body bytes; True when messages reached the session."""
+        assert self.reader is not None
+        if self.message is None and self.status != 200:
+            return False
+        messages = self.reader.feed(chunk)
+        sse = self.reader.sse
+        if sse is not None:
+            if self.message is None and sse.last_event_id is not None:
+                self.transport.last_event_id = sse.last_event_id
+            if sse.retry is not None:
+                self.transport.retry_delay = sse.retry / 1000
+        if messages:
+            self.transport.deliver(messages)
+        return bool(messages)
+
+    def on_end(self) -> None:
+        """The response ended: deliver a JSON body, or fail the request it answered."""
+        head, reader = self.head, self.reader
+        if head is None or reader is None:
+            self.on_failure("the server closed the connection without answering")
+            return
+        if self.message is None:
+            return
+        if head.status >= 400 and not reader.is_sse:
+            try:
+                messages = reader.finish()
+            except RemoteProtocolError:
+                messages = []
+            if messages and all(isinstance(m, dict) and "jsonrpc" in m for m in messages):
+                self.transport.deliver(messages)  # a JSON-RPC error: the session decides
+            else:
+                self.transport.fail(self.message, head.status, reader.body_text)
+            return
+        if head.status < 300 and not (reader.is_json or reader.is_sse):
+            return  # 202 Accepted, or a body that is not for us
+        try:
+            messages = reader.finish()
+        except RemoteProtocolError as exc:
+            self.transport.fail(self.message, head.status, f"unreadable body: {exc.message}")
+            return
+        if messages:
+            self.transport.deliver(messages)
+        elif head.status >= 300:
+            self.transport.fail(self.message, head.status, reader.body_text)
+
+    def on_failure(self, detail: str) -> None:
+        """The connection failed (no usable response)."""
+        if self.message is not None:
+            self.transport.fail(self.message, self.status, detail)

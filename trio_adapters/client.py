@@ -12,7 +12,7 @@ import trio
 
 from sansio_mcp import LOG_LEVELS, ClientSession, LocalProtocolError, RequestReceived
 from sansio_mcp._cache import ResultCache
-from sansio_mcp._client import ClientAPI, ClientHandlers, ProgressCallback
+from sansio_mcp._client import ClientAPI, ClientHandlers, ProgressCallback, new_client_session
 from sansio_mcp._driver import SubscriptionSink
 from sansio_mcp._versions import ALL_REVISIONS
 
@@ -218,6 +218,20 @@ class Subscription(SubscriptionSink):
             raise StopAsyncIteration from None
 
 
+async def start_client(
+    host: TrioSessionHost,
+    session: ClientSession,
+    handlers: ClientHandlers,
+    initialize_timeout: float | None,
+) -> Client:
+    """Run the session's start (handshake or discover) and wrap it in a :class:`Client`."""
+    request_id = session.start(now=trio.current_time(), timeout=initialize_timeout)
+    await host.wait_for(request_id, timed=initialize_timeout is not None)
+    client = Client(host, session, handlers)
+    host.driver.observe_notification = client.notification_seen
+    return client
+
+
 @asynccontextmanager
 async def open_client(
     send_stream: trio.abc.SendStream,
@@ -239,8 +253,8 @@ async def open_client(
     answers ``input_required`` before failing with ``InputRoundsExceeded``.
     """
     handlers = handlers or ClientHandlers()
-    session = ClientSession(
-        capabilities=handlers.capabilities(),
+    session = new_client_session(
+        handlers,
         client_info=client_info,
         supported_versions=supported_versions,
         protocol_version=protocol_version,
@@ -263,10 +277,7 @@ async def open_client(
         async with trio.open_nursery() as nursery:
             try:
                 await nursery.start(runner.run)
-                request_id = session.start(now=trio.current_time(), timeout=initialize_timeout)
-                await runner.wait_for(request_id, timed=initialize_timeout is not None)
-                client = Client(runner, session, handlers)
-                runner.driver.observe_notification = client.notification_seen
+                client = await start_client(runner, session, handlers, initialize_timeout)
                 yield client
             finally:
                 nursery.cancel_scope.cancel()

@@ -11,7 +11,7 @@ from typing import Any
 import trio
 
 from sansio_mcp import ClientSession, RemoteProtocolError, RequestReceived, _json
-from sansio_mcp._client import ClientHandlers
+from sansio_mcp._client import ClientHandlers, new_client_session
 from sansio_mcp._http import (
     ConnectionEnded,
     HTTPClientConnection,
@@ -19,12 +19,12 @@ from sansio_mcp._http import (
     HTTPResponseHead,
 )
 from sansio_mcp._ndjson import NEED_DATA
-from sansio_mcp._streamable_http_client import Endpoint, ResponseReader, StreamableHTTPClient
+from sansio_mcp._streamable_http_client import Endpoint, ResponseHandler, StreamableHTTPClient
 from sansio_mcp._versions import ALL_REVISIONS
 
 from ._runner import TrioSessionHost
 from ._util import unwrap_single_exception
-from .client import Client
+from .client import Client, start_client
 
 __all__ = ["open_http_client"]
 
@@ -90,78 +90,48 @@ class _HTTPClientHost(TrioSessionHost):
 
     async def _exchange(
         self, method: str, headers: dict[str, str], body: bytes | None, message: Any
-    ) -> None:
-        """One HTTP request; JSON-RPC messages in the answer go to the session."""
+    ) -> ResponseHandler:
+        """One HTTP request; what the answer means goes through a core :class:`ResponseHandler`."""
         endpoint = self.transport.endpoint
+        response = ResponseHandler(self.transport, message, max_body=self.max_body)
         try:
             stream = await self._open()
         except OSError as exc:
-            self.transport.fail(message, 0, f"cannot connect to {endpoint.host_header}: {exc}")
+            response.on_failure(f"cannot connect to {endpoint.host_header}: {exc}")
             self._after_input()
-            return
+            return response
         async with stream:
             conn = HTTPClientConnection(endpoint.host_header)
             try:
                 await stream.send_all(conn.send_request(method, endpoint.target, headers, body))
-                await self._read_response(stream, conn, message)
+                await self._read(stream, conn, response)
             except (OSError, trio.BrokenResourceError, RemoteProtocolError) as exc:
-                self.transport.fail(message, 0, f"the connection failed: {exc}")
+                response.on_failure(f"the connection failed: {exc}")
                 self._after_input()
+        return response
 
-    async def _read_response(
-        self, stream: trio.abc.Stream, conn: HTTPClientConnection, message: Any
+    async def _read(
+        self, stream: trio.abc.Stream, conn: HTTPClientConnection, response: ResponseHandler
     ) -> None:
-        reader: ResponseReader | None = None
-        head: HTTPResponseHead | None = None
         while True:
             event = conn.next_event()
             if event is NEED_DATA:
                 data = await stream.receive_some(_READ_SIZE)
-                if not data:
-                    conn.receive_data(b"")
-                    if head is None:
-                        raise RemoteProtocolError("the server closed the connection")
-                    break
                 conn.receive_data(data)
+                if not data:
+                    break
                 continue
             if isinstance(event, HTTPError):
                 raise RemoteProtocolError(event.reason)
             if isinstance(event, ConnectionEnded) or event is None:
                 break
             if isinstance(event, HTTPResponseHead):
-                head = event
-                self.transport.on_head(message, head)
-                reader = ResponseReader(head, max_body=self.max_body)
-                continue
-            assert reader is not None and isinstance(event, bytes)
-            messages = reader.feed(event)
-            if reader.sse is not None and reader.sse.last_event_id is not None and message is None:
-                self.transport.last_event_id = reader.sse.last_event_id
-            if reader.sse is not None and reader.sse.retry is not None:
-                self.transport.retry_delay = reader.sse.retry / 1000
-            if messages:
-                self.transport.deliver(messages)
+                response.on_head(event)
+                if response.message is None and event.status != 200:
+                    return
+            elif isinstance(event, bytes) and response.on_body(event):
                 self._after_input()
-        assert head is not None and reader is not None
-        if head.status >= 400 and not reader.is_sse:
-            try:
-                messages = reader.finish()
-            except RemoteProtocolError:
-                messages = []
-            if messages and all(isinstance(m, dict) and "jsonrpc" in m for m in messages):
-                self.transport.deliver(messages)  # a JSON-RPC error: the session decides
-            else:
-                self.transport.fail(message, head.status, reader.body_text)
-            self._after_input()
-            return
-        if head.status < 300 and not (reader.is_json or reader.is_sse):
-            self._after_input()  # 202 Accepted, or a body that is not for us
-            return
-        messages = reader.finish()
-        if messages:
-            self.transport.deliver(messages)
-        elif head.status >= 300:
-            self.transport.fail(message, head.status, reader.body_text)
+        response.on_end()
         self._after_input()
 
     def _after_input(self) -> None:
@@ -188,59 +158,14 @@ class _HTTPClientHost(TrioSessionHost):
         """Hold the GET stream open for server-initiated messages; reconnect on drops."""
         failures = 0
         while self.transport.wants_get_stream and not self.driver.closed:
-            try:
-                stream = await self._open()
-            except OSError:
-                failures += 1
-            else:
-                async with stream:
-                    conn = HTTPClientConnection(self.transport.endpoint.host_header)
-                    await stream.send_all(
-                        conn.send_request(
-                            "GET", self.transport.endpoint.target, self.transport.get_headers()
-                        )
-                    )
-                    try:
-                        status = await self._read_get(stream, conn)
-                    except (OSError, trio.BrokenResourceError, RemoteProtocolError):
-                        status = 0
-                    if status in (405, 404, 400):
-                        return  # no GET stream here (or the session ended)
-                    failures = 0 if status == 200 else failures + 1
+            response = await self._exchange("GET", self.transport.get_headers(), None, None)
+            if response.status in (405, 404, 400):
+                return  # no GET stream here (or the session ended)
+            failures = 0 if response.status == 200 else failures + 1
             if failures > 5:
                 logger.warning("giving up on the GET stream after %d failures", failures)
                 return
             await trio.sleep(self.transport.retry_delay)
-
-    async def _read_get(self, stream: trio.abc.Stream, conn: HTTPClientConnection) -> int:
-        reader: ResponseReader | None = None
-        status = 0
-        while True:
-            event = conn.next_event()
-            if event is NEED_DATA:
-                data = await stream.receive_some(_READ_SIZE)
-                if not data:
-                    return status
-                conn.receive_data(data)
-                continue
-            if isinstance(event, HTTPResponseHead):
-                status = event.status
-                if status != 200:
-                    return status
-                reader = ResponseReader(event, max_body=self.max_body)
-                continue
-            if isinstance(event, bytes) and reader is not None:
-                messages = reader.feed(event)
-                if reader.sse is not None:
-                    self.transport.last_event_id = reader.sse.last_event_id
-                    if reader.sse.retry is not None:
-                        self.transport.retry_delay = reader.sse.retry / 1000
-                if messages:
-                    self.transport.deliver(messages)
-                    self.driver.process_events()
-                    await self.flush()
-                continue
-            return status
 
     async def end_session(self) -> None:
         """DELETE the handshake session, politely (servers may answer 405)."""
@@ -283,8 +208,8 @@ async def open_http_client(
     """
     handlers = handlers or ClientHandlers()
     endpoint = Endpoint.parse(url)
-    session = ClientSession(
-        capabilities=handlers.capabilities(),
+    session = new_client_session(
+        handlers,
         client_info=client_info,
         supported_versions=supported_versions,
         protocol_version=protocol_version,
@@ -297,10 +222,7 @@ async def open_http_client(
         async with trio.open_nursery() as nursery:
             host.attach(nursery)
             try:
-                start = session.start(now=trio.current_time(), timeout=initialize_timeout)
-                await host.wait_for(start, timed=initialize_timeout is not None)
-                client = Client(host, session, handlers)
-                host.driver.observe_notification = client.notification_seen
+                client = await start_client(host, session, handlers, initialize_timeout)
                 yield client
                 with trio.CancelScope(shield=True):
                     await host.end_session()

@@ -7,26 +7,24 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import urljoin, urlsplit
 
 import trio
 
 from sansio_mcp import (
-    ClientSession,
     ConnectionClosedError,
     RemoteProtocolError,
     _json,
 )
-from sansio_mcp._client import ClientHandlers
+from sansio_mcp._client import ClientHandlers, new_client_session
 from sansio_mcp._http import HTTPClientConnection, HTTPResponseHead
-from sansio_mcp._legacy_sse import LegacySSEServer
+from sansio_mcp._legacy_sse import LegacySSEServer, resolve_endpoint
 from sansio_mcp._ndjson import NEED_DATA
 from sansio_mcp._server import Server
 from sansio_mcp._streamable_http_client import Endpoint, ResponseReader, StreamableHTTPClient
 from sansio_mcp._versions import HANDSHAKE_REVISIONS
 
 from ._util import unwrap_single_exception
-from .client import Client
+from .client import Client, start_client
 from .http_client import _HTTPClientHost
 from .http_server import serve_router
 
@@ -112,10 +110,7 @@ class _SSEClientHost(_HTTPClientHost):
         self.driver.process_events()
 
     def _set_endpoint(self, url: str, data: str) -> None:
-        target = urljoin(url, data)
-        if urlsplit(target)[:2] != urlsplit(url)[:2]:
-            raise RemoteProtocolError(f"the endpoint {target!r} is not on the stream's origin")
-        self.transport.endpoint = Endpoint.parse(target)
+        self.transport.endpoint = Endpoint.parse(resolve_endpoint(url, data))
 
     async def _open_to(self, endpoint: Endpoint) -> trio.abc.Stream:
         saved = self.transport.endpoint
@@ -146,8 +141,8 @@ async def open_sse_client(
     if mode == "auto":
         mode = "legacy"  # the stateless revision has no HTTP+SSE transport
     handlers = handlers or ClientHandlers()
-    session = ClientSession(
-        capabilities=handlers.capabilities(),
+    session = new_client_session(
+        handlers,
         client_info=client_info,
         supported_versions=supported_versions,
         protocol_version=protocol_version,
@@ -163,10 +158,7 @@ async def open_sse_client(
                 nursery.start_soon(host.run_stream, url, ready)
                 with trio.fail_after(initialize_timeout or 30.0):
                     await ready.wait()
-                start = session.start(now=trio.current_time(), timeout=initialize_timeout)
-                await host.wait_for(start, timed=initialize_timeout is not None)
-                client = Client(host, session, handlers)
-                host.driver.observe_notification = client.notification_seen
+                client = await start_client(host, session, handlers, initialize_timeout)
                 yield client
             finally:
                 session.close()

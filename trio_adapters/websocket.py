@@ -10,15 +10,15 @@ from urllib.parse import urlsplit
 
 import trio
 
-from sansio_mcp import ClientSession, RequestReceived
-from sansio_mcp._client import ClientHandlers
+from sansio_mcp import RequestReceived
+from sansio_mcp._client import ClientHandlers, new_client_session
 from sansio_mcp._server import Server
 from sansio_mcp._versions import ALL_REVISIONS
 from sansio_mcp._websocket import WebSocketFraming
 
 from ._runner import TrioRunner
 from ._util import unwrap_single_exception
-from .client import Client
+from .client import Client, start_client
 from .server import TrioContext
 
 __all__ = ["open_ws_client", "serve_ws"]
@@ -98,8 +98,8 @@ async def open_ws_client(
     if parts.scheme not in ("ws", "wss") or not parts.hostname:
         raise ValueError(f"not a ws:// URL: {url!r}")
     handlers = handlers or ClientHandlers()
-    session = ClientSession(
-        capabilities=handlers.capabilities(),
+    session = new_client_session(
+        handlers,
         client_info=client_info,
         supported_versions=supported_versions,
         protocol_version=protocol_version,
@@ -137,10 +137,7 @@ async def open_ws_client(
                 try:
                     await nursery.start(runner.run)
                     await runner.flush()  # the opening handshake
-                    start = session.start(now=trio.current_time(), timeout=initialize_timeout)
-                    await runner.wait_for(start, timed=initialize_timeout is not None)
-                    client = Client(runner, session, handlers)
-                    runner.driver.observe_notification = client.notification_seen
+                    client = await start_client(runner, session, handlers, initialize_timeout)
                     yield client
                     framing.close(1000, "client done")
                     with trio.CancelScope(shield=True), trio.move_on_after(2):
