@@ -7,16 +7,26 @@ Adapters subclass :class:`ClientAPI` and implement :meth:`ClientAPI.request`.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
 
 from ._cache import ResultCache
-from ._errors import ErrorCode, MCPError, RemoteProtocolError
+from ._driver import Driver, SubscriptionSink
+from ._errors import ErrorCode, LocalProtocolError, MCPError, RemoteProtocolError
+from ._params import LOG_LEVELS
 from ._session import ClientSession
 
-__all__ = ["ClientAPI", "ClientHandlers", "ProgressCallback", "new_client_session"]
+__all__ = [
+    "ClientAPI",
+    "ClientHandlers",
+    "ProgressCallback",
+    "Subscription",
+    "listen_filter",
+    "new_client_session",
+]
 
 ProgressCallback = Callable[[float, float | None, str | None], Any]
 SamplingHandler = Callable[[dict[str, Any]], Any]
@@ -98,15 +108,81 @@ def new_client_session(
     )
 
 
+class Subscription(SubscriptionSink):
+    """Notifications of one :meth:`ClientAPI.listen`: an async iterator of
+    ``(method, params)``; ``acknowledged_filter`` is what the server agreed to send.
+    Adapters implement the queue and the wake-up."""
+
+    acknowledged_filter: dict[str, Any]
+    dropped: int
+
+    async def wait_acknowledged(self) -> None:
+        raise NotImplementedError
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> tuple[str, dict[str, Any]]:
+        raise NotImplementedError
+
+
+def listen_filter(
+    *, tools: bool, prompts: bool, resources: bool, uris: Sequence[str]
+) -> dict[str, Any]:
+    """A ``subscriptions/listen`` filter (only the parts asked for)."""
+    found: dict[str, Any] = {
+        key: True
+        for key, on in (
+            ("toolsListChanged", tools),
+            ("promptsListChanged", prompts),
+            ("resourcesListChanged", resources),
+        )
+        if on
+    }
+    if uris:
+        found["resourceSubscriptions"] = list(uris)
+    return found
+
+
 class ClientAPI:
-    """Typed MCP calls on top of one primitive, :meth:`send_request`.
+    """Typed MCP calls on top of a few adapter primitives: :meth:`send_request`,
+    :meth:`flush`, :meth:`clock`, :meth:`shielded` and :meth:`new_subscription`.
 
     On a stateless (2026-07-28) server, cacheable results are served from
     :attr:`cache` while their ``ttlMs`` says they are fresh.
     """
 
+    session: ClientSession
+    driver: Driver
     #: Results kept per the server's cache hints (None: no caching).
     cache: ResultCache | None = None
+
+    def __init__(self, session: ClientSession, driver: Driver, handlers: ClientHandlers) -> None:
+        self.session = session
+        self.driver = driver
+        self.handlers = handlers
+        if session.is_modern:
+            self.cache = ResultCache()
+        driver.observe_notification = self.notification_seen
+
+    @property
+    def protocol_version(self) -> str:
+        assert self.session.protocol_version is not None
+        return self.session.protocol_version
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        return self.session.peer_info or {}
+
+    @property
+    def server_capabilities(self) -> dict[str, Any]:
+        return self.session.peer_capabilities or {}
+
+    @property
+    def instructions(self) -> str | None:
+        return self.session.instructions
+
+    # Adapter primitives ----------------------------------------------------------
 
     async def send_request(
         self,
@@ -119,9 +195,23 @@ class ClientAPI:
         """Send a request and wait for its result (adapters implement this)."""
         raise NotImplementedError
 
+    async def flush(self) -> None:
+        """Send what the session queued (adapters implement this)."""
+        raise NotImplementedError
+
+    async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
+        """Run ``step`` even while being cancelled (adapters implement this)."""
+        raise NotImplementedError
+
     def clock(self) -> float:
         """Seconds on a monotonic clock (adapters implement this; used for caching)."""
         raise NotImplementedError
+
+    def new_subscription(self, buffer: int) -> Subscription:
+        """An empty :class:`Subscription` (adapters implement this)."""
+        raise NotImplementedError
+
+    # Requests --------------------------------------------------------------------
 
     async def request(
         self,
@@ -152,7 +242,15 @@ class ClientAPI:
             self.cache.invalidate(method, params)
 
     async def ping(self, *, timeout: float | None = None) -> None:
+        """Check the server is alive (2026-07-28 has no ping: there it is ``server/discover``)."""
+        if self.session.is_modern:
+            await self.request("server/discover", None, timeout=timeout, fresh=True)
+            return
         await self.request("ping", timeout=timeout)
+
+    async def send_roots_list_changed(self) -> None:
+        self.session.send_roots_list_changed()
+        await self.flush()
 
     async def _all_pages(
         self, method: str, key: str, params: dict[str, Any] | None = None
@@ -206,6 +304,11 @@ class ClientAPI:
         return await self.request("resources/read", {"uri": uri})
 
     async def subscribe(self, uri: str) -> None:
+        if self.session.is_modern:
+            raise LocalProtocolError(
+                "resources/subscribe does not exist in 2026-07-28: "
+                "use Client.listen(resource_uris=[...])"
+            )
         await self.request("resources/subscribe", {"uri": uri})
 
     async def unsubscribe(self, uri: str) -> None:
@@ -241,4 +344,83 @@ class ClientAPI:
         return completion
 
     async def set_logging_level(self, level: str) -> None:
+        """Ask for log messages at ``level`` and above.
+
+        On a stateless (2026-07-28) server the level travels in every
+        request's ``_meta``; on a handshake session it is ``logging/setLevel``.
+        """
+        if self.session.is_modern:
+            if level not in LOG_LEVELS:
+                raise ValueError(f"unknown log level {level!r}")
+            self.session.log_level = level
+            return
         await self.request("logging/setLevel", {"level": level})
+
+    @asynccontextmanager
+    async def listen(
+        self,
+        *,
+        tools_list_changed: bool = False,
+        prompts_list_changed: bool = False,
+        resources_list_changed: bool = False,
+        resource_uris: Sequence[str] = (),
+        buffer: int = 1000,
+    ) -> AsyncIterator[Subscription]:
+        """Follow list changes and resource updates as an async iterator.
+
+        On 2026-07-28 this is one ``subscriptions/listen`` request, ended with
+        ``notifications/cancelled`` on exit; on a handshake session it
+        subscribes to ``resource_uris`` and follows the session's
+        notifications.  Iterate the yielded :class:`Subscription` for
+        ``(method, params)`` pairs.
+        """
+        uris = list(resource_uris)
+        wanted = listen_filter(
+            tools=tools_list_changed,
+            prompts=prompts_list_changed,
+            resources=resources_list_changed,
+            uris=uris,
+        )
+        subscription = self.new_subscription(buffer)
+        driver = self.driver
+        if self.session.is_modern:
+            listen_id = self.session.send_request("subscriptions/listen", {"notifications": wanted})
+            driver.subscriptions[listen_id] = subscription
+            try:
+                await self.flush()
+                await subscription.wait_acknowledged()
+                yield subscription
+            finally:
+                driver.subscriptions.pop(listen_id, None)
+                if listen_id in self.session.pending_requests:
+                    self.session.cancel(listen_id, "the client stopped listening")
+                    await self.shielded(self.flush)
+            return
+
+        kinds = {
+            "notifications/tools/list_changed": tools_list_changed,
+            "notifications/prompts/list_changed": prompts_list_changed,
+            "notifications/resources/list_changed": resources_list_changed,
+        }
+
+        def wants(method: str, params: dict[str, Any]) -> bool:
+            if method == "notifications/resources/updated":
+                return params.get("uri") in uris
+            return kinds.get(method, False)
+
+        for uri in uris:
+            await self.subscribe(uri)
+        entry = (wants, subscription)
+        driver.session_sinks.append(entry)
+        subscription.acknowledged(wanted)
+
+        async def unsubscribe_all() -> None:
+            for uri in uris:
+                if not driver.closed:
+                    await self.unsubscribe(uri)
+
+        try:
+            yield subscription
+        finally:
+            driver.session_sinks.remove(entry)
+            await self.shielded(unsubscribe_all)

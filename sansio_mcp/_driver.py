@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._client import ProgressCallback
 from ._errors import ErrorCode, MCPError
 from ._events import (
     CancelRequested,
@@ -30,6 +29,9 @@ from ._events import (
 from ._jsonrpc import RequestId
 from ._ndjson import NEED_DATA
 from ._session import ClientSession, Session
+
+if TYPE_CHECKING:
+    from ._client import ProgressCallback
 
 __all__ = [
     "Driver",

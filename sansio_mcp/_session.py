@@ -113,6 +113,8 @@ class _Outgoing:
     modern: bool = False
     #: The stateless revision a modern request went out at (for -32022 retries).
     version: str | None = None
+    #: The timeout it was sent with, so a redo can be given the same time.
+    timeout: float | None = None
 
 
 @attrs.define
@@ -679,7 +681,14 @@ class Session:
         if deadline is None and timeout is not None and now is not None:
             deadline = now + timeout
         self._outgoing[request_id] = _Outgoing(
-            method, deadline, token, origin, params if modern else None, rounds, modern
+            method,
+            deadline,
+            token,
+            origin,
+            params if modern else None,
+            rounds,
+            modern,
+            timeout=timeout,
         )
         self._wire_of[origin] = request_id
         obj: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
@@ -1171,7 +1180,9 @@ class ClientSession(Session):
             wire_id = self._wire_of.pop(pending.origin)
             del self._outgoing[wire_id]
             self._remember(self._cancelled_outgoing, wire_id)
-            self._fall_back_to_legacy(attrs.evolve(pending, deadline=None), now)
+            # The handshake gets the same time the probe had, not an open-ended wait.
+            deadline = now + pending.timeout if pending.timeout is not None else None
+            self._fall_back_to_legacy(attrs.evolve(pending, deadline=deadline), now)
             return True
         return False
 

@@ -108,7 +108,9 @@ async def test_cancellation_reaches_the_server(caplog: pytest.LogCaptureFixture)
             while "wait cancelled" not in caplog.text:
                 await trio.sleep(0.05)
         # The session goes on after the cancel.
-        assert (await client.call_tool("echo", {"message": "after"}))["content"][0]["text"] == "after"
+        assert (await client.call_tool("echo", {"message": "after"}))["content"][0][
+            "text"
+        ] == "after"
 
 
 async def test_typed_errors_cross_the_adapter() -> None:
@@ -144,14 +146,28 @@ async def test_cli_inspect_and_call_against_example_server() -> None:
     inspect = await trio.run_process([*cli, "inspect", "--", *example], capture_stdout=True)
     report = json.loads(inspect.stdout)
     assert set(report) >= {
-        "protocolVersion", "serverInfo", "capabilities", "tools", "resources",
-        "resourceTemplates", "prompts",
+        "protocolVersion",
+        "serverInfo",
+        "capabilities",
+        "tools",
+        "resources",
+        "resourceTemplates",
+        "prompts",
     }
     assert "echo" in [t["name"] for t in report["tools"]]
     assert len(report["tools"]) == 9  # gathered across 5 pages of 2
     called = await trio.run_process(
-        [*cli, "call", "add", "--args", '{"a": 2, "b": 3}', "--protocol-version", "2024-11-05",
-         "--", *example],
+        [
+            *cli,
+            "call",
+            "add",
+            "--args",
+            '{"a": 2, "b": 3}',
+            "--protocol-version",
+            "2024-11-05",
+            "--",
+            *example,
+        ],
         capture_stdout=True,
     )
     assert json.loads(called.stdout)["structuredContent"] == {"sum": 5}
@@ -163,7 +179,9 @@ async def test_cli_inspect_and_call_against_example_server() -> None:
     assert failed.returncode == 1 and json.loads(failed.stdout)["isError"] is True
     bad = await trio.run_process(
         [*cli, "call", "echo", "--args", "[1]", "--", *example],
-        capture_stdout=True, capture_stderr=True, check=False,
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
     )
     assert bad.returncode == 2 and b"JSON object" in bad.stderr
 
@@ -173,7 +191,18 @@ async def test_demo_runs() -> None:
         [sys.executable, "-m", "sansio_mcp_cli", "demo"], capture_stdout=True
     )
     out = demo.stdout.decode()
-    for step in ("handshake", "echo", "progress", "cancellation", "timeout", "sample",
-                 "elicit", "list_roots", "binary resource", "listen + increment", "survey",
-                 "Demo complete"):
+    for step in (
+        "handshake",
+        "echo",
+        "progress",
+        "cancellation",
+        "timeout",
+        "sample",
+        "elicit",
+        "list_roots",
+        "binary resource",
+        "listen + increment",
+        "survey",
+        "Demo complete",
+    ):
         assert step in out, step
