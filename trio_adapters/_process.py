@@ -8,60 +8,27 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
 
 import trio
 
-__all__ = ["DEFAULT_INHERITED_ENV", "safe_environment", "drain_stderr", "stop_process"]
+from sansio_mcp._stdio import StderrLines
+
+__all__ = ["PIPE", "drain_stderr", "stop_process"]
 
 logger = logging.getLogger("trio_adapters.stdio")
-
-#: Variables a server inherits by default; everything else must be passed explicitly.
-DEFAULT_INHERITED_ENV: tuple[str, ...] = (
-    (
-        "APPDATA",
-        "HOMEDRIVE",
-        "HOMEPATH",
-        "LOCALAPPDATA",
-        "PATH",
-        "PATHEXT",
-        "PROCESSOR_ARCHITECTURE",
-        "SYSTEMDRIVE",
-        "SYSTEMROOT",
-        "TEMP",
-        "USERNAME",
-        "USERPROFILE",
-    )
-    if sys.platform == "win32"
-    else ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")
-)
-
-
-def safe_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A small environment for a child: the safe inherited variables plus ``extra``."""
-    env = {k: v for k in DEFAULT_INHERITED_ENV if (v := os.environ.get(k)) is not None}
-    # Exported shell functions can smuggle code into a child shell.
-    env = {k: v for k, v in env.items() if not v.startswith("()")}
-    env.update(extra or {})
-    return env
 
 
 async def drain_stderr(stream: trio.abc.ReceiveStream, name: str) -> None:
     """Read a child's stderr to the end, logging each line, so it can never block."""
-    pending = b""
+    lines = StderrLines()
     try:
         while chunk := await stream.receive_some(65536):
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                logger.debug("[%s stderr] %s", name, line.decode("utf-8", "replace").rstrip())
-            if len(pending) > 65536:  # an endless line: log it in pieces
-                logger.debug("[%s stderr] %s", name, pending.decode("utf-8", "replace"))
-                pending = b""
+            for line in lines.feed(chunk):
+                logger.debug("[%s stderr] %s", name, line)
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         pass
-    if pending:
-        logger.debug("[%s stderr] %s", name, pending.decode("utf-8", "replace").rstrip())
+    for line in lines.feed(b""):
+        logger.debug("[%s stderr] %s", name, line)
 
 
 async def stop_process(process: trio.Process, *, grace: float = 2.0) -> None:

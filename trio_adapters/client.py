@@ -13,9 +13,10 @@ import trio
 from sansio_mcp import ClientSession, RequestReceived
 from sansio_mcp._client import ClientAPI, ClientHandlers, ProgressCallback, new_client_session
 from sansio_mcp._client import Subscription as CoreSubscription
+from sansio_mcp._stdio import safe_environment
 from sansio_mcp._versions import ALL_REVISIONS
 
-from ._process import PIPE, drain_stderr, safe_environment, stop_process
+from ._process import PIPE, drain_stderr, stop_process
 from ._runner import TrioRunner, TrioSessionHost
 from ._util import unwrap_single_exception
 
@@ -173,7 +174,7 @@ async def open_stdio_client(
     """
     if not command:
         raise ValueError("command must not be empty")
-    child_env = dict(os.environ) if inherit_env else safe_environment()
+    child_env = dict(os.environ) if inherit_env else safe_environment(os.environ)
     child_env.update(env or {})
     process = await trio.lowlevel.open_process(
         list(command),

@@ -21,6 +21,8 @@ __all__ = ["Router", "serve_http", "serve_router"]
 logger = logging.getLogger("trio_adapters.http")
 
 _READ_SIZE = 65536
+# How long a stateless request's response head waits for its first output.
+_HEAD_GRACE = 1.0
 
 
 class Router(Protocol):
@@ -103,16 +105,28 @@ class _HTTPService:
         if host is not None:
             host.driver.process_events()
             await host.flush()
-        headers = dict(exchange.headers)
         if not exchange.streaming:
-            await stream.send_all(conn.send_response(exchange.status, headers, exchange.take()))
-            self._forget_if_done(exchange)
+            await self._respond(stream, conn, exchange)
             return
         ready = trio.Event()
         exchange.wake = ready.set
-        await stream.send_all(conn.send_head(exchange.status, headers))
+        head_sent = False
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._watch_disconnect, stream, conn, exchange, nursery.cancel_scope)
+            # A stateless request's status may still change until its first output
+            # (a handler refusing with -32021 gets HTTP 400): wait a little for it.
+            with trio.move_on_after(_HEAD_GRACE):
+                while not exchange.head_ready:
+                    await ready.wait()
+                    ready = trio.Event()
+                    exchange.wake = ready.set
+            if not exchange.streaming:
+                nursery.cancel_scope.cancel()
+                await self._respond(stream, conn, exchange)
+                return
+            exchange.commit_head()
+            await stream.send_all(conn.send_head(exchange.status, dict(exchange.headers)))
+            head_sent = True
             while True:
                 # Read ``finished`` before taking: output may arrive while a chunk is sent.
                 finished = exchange.finished
@@ -125,7 +139,18 @@ class _HTTPService:
                 ready = trio.Event()
                 exchange.wake = ready.set
             nursery.cancel_scope.cancel()
+        if not head_sent:
+            # The client went away before anything was sent.
+            self._forget_if_done(exchange)
+            raise trio.ClosedResourceError("the client disconnected")
         await stream.send_all(conn.end())
+        self._forget_if_done(exchange)
+
+    async def _respond(
+        self, stream: trio.abc.Stream, conn: HTTPServerConnection, exchange: Exchange
+    ) -> None:
+        body = exchange.take()
+        await stream.send_all(conn.send_response(exchange.status, dict(exchange.headers), body))
         self._forget_if_done(exchange)
 
     async def _watch_disconnect(
