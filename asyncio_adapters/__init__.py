@@ -1,3 +1,20 @@
-"""asyncio adapters for sansio-mcp (they arrive with the asyncio-parity work)."""
+"""asyncio adapters for sansio-mcp: the same names and semantics as
+:mod:`trio_adapters`, for asyncio applications."""
 
-__all__: list[str] = []
+from sansio_mcp._client import ClientHandlers
+
+from ._runner import AsyncioRunner, AsyncioSessionHost
+from .client import Client, open_client, open_stdio_client
+from .server import AsyncioContext, serve, serve_stdio
+
+__all__ = [
+    "AsyncioContext",
+    "AsyncioRunner",
+    "AsyncioSessionHost",
+    "Client",
+    "ClientHandlers",
+    "open_client",
+    "open_stdio_client",
+    "serve",
+    "serve_stdio",
+]

@@ -1,0 +1,247 @@
+"""asyncio drivers for a sans-IO session: :class:`AsyncioSessionHost`
+(requests, handler tasks, timers; any transport) and :class:`AsyncioRunner`
+(a session over one reader/writer pair)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Protocol
+
+from sansio_mcp import ConnectionClosedError, RequestId, Session
+from sansio_mcp._client import ProgressCallback
+from sansio_mcp._driver import Driver, InputHandler, NotificationHandler, RequestHandler, Waiter
+
+__all__ = ["AsyncioRunner", "AsyncioSessionHost", "Framing", "shielded"]
+
+logger = logging.getLogger("asyncio_adapters")
+
+_READ_SIZE = 65536
+
+
+async def shielded(step: Callable[[], Awaitable[None]]) -> None:
+    """Run ``step`` to completion even if the caller is being cancelled."""
+    task = asyncio.ensure_future(step())
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await task
+        raise
+
+
+class AsyncioSessionHost:
+    """What every asyncio transport needs around a session: concurrent
+    handler tasks (cancellable one by one), awaitable requests, and the timer.
+    Tasks live in the :class:`asyncio.TaskGroup` given to :meth:`attach`.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        handle_request: RequestHandler,
+        handle_notification: NotificationHandler | None = None,
+        answer_input: InputHandler | None = None,
+    ) -> None:
+        self.session = session
+        self._group: asyncio.TaskGroup | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._handlers: dict[RequestId, asyncio.Task[Any]] = {}
+        self._timer_changed = asyncio.Event()
+        self.driver = Driver(
+            session,
+            handle_request=handle_request,
+            handle_notification=handle_notification,
+            spawn=self._spawn,
+            cancel=self._cancel_handler,
+            answer_input=answer_input,
+        )
+        self.driver.on_output = self._schedule_flush
+
+    async def flush(self) -> None:
+        """Send what the session has queued."""
+        raise NotImplementedError
+
+    def attach(self, group: asyncio.TaskGroup) -> None:
+        """Run handler tasks (and the timer) in ``group``."""
+        self._group = group
+        self.start(self._timer_loop())
+
+    def start(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """A task in the host's group, cancelled by :meth:`stop`."""
+        assert self._group is not None, "attach() the host to a task group first"
+        task = self._group.create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def stop(self) -> None:
+        """Cancel every task of this host (the group then finishes)."""
+        for task in list(self._tasks):
+            task.cancel()
+
+    def now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    async def _timer_loop(self) -> None:
+        while True:
+            deadline = self.session.next_deadline()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    await self._timer_changed.wait()
+                self._timer_changed.clear()
+                continue
+            except TimeoutError:
+                pass
+            self.session.handle_timer(self.now())
+            self.driver.process_events()
+            await self.flush()
+
+    def _schedule_flush(self) -> None:
+        if self._group is not None:
+            self.start(self.flush())
+
+    # Requests ------------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        related_request: RequestId | None = None,
+    ) -> dict[str, Any]:
+        """Send a request and wait for its result (raises :class:`MCPError`)."""
+        if self.driver.closed:
+            raise ConnectionClosedError(message="the connection is closed")
+        done = asyncio.Event()
+        waiter = Waiter(done.set, on_progress)
+        request_id = self.driver.start_request(
+            method,
+            params,
+            waiter,
+            now=self.now(),
+            timeout=timeout,
+            related_request=related_request,
+        )
+        return await self._await(request_id, waiter, done, timeout is not None)
+
+    async def wait_for(self, request_id: RequestId, *, timed: bool = False) -> dict[str, Any]:
+        """Wait for a request queued directly on the session."""
+        done = asyncio.Event()
+        waiter = Waiter(done.set)
+        self.driver.register(request_id, waiter)
+        return await self._await(request_id, waiter, done, timed)
+
+    async def _await(
+        self, request_id: RequestId, waiter: Waiter, done: asyncio.Event, timed: bool
+    ) -> dict[str, Any]:
+        if timed:
+            self._timer_changed.set()
+        try:
+            await self.flush()
+            await done.wait()
+        except BaseException:
+            if not waiter.done:
+                self.driver.abandon(request_id)
+                await shielded(self.flush)
+            raise
+        return waiter.outcome()
+
+    # Handlers ------------------------------------------------------------------
+
+    def _spawn(self, request_id: RequestId | None, fn: Callable[[], Awaitable[None]]) -> None:
+        async def run() -> None:
+            await fn()
+
+        task = self.start(run())
+        if request_id is not None:
+            self._handlers[request_id] = task
+            task.add_done_callback(lambda _: self._handlers.pop(request_id, None))
+
+    def _cancel_handler(self, request_id: RequestId) -> None:
+        task = self._handlers.get(request_id)
+        if task is not None:
+            task.cancel()
+
+    def cancel_all_handlers(self) -> None:
+        for task in list(self._handlers.values()):
+            task.cancel()
+
+
+class Framing(Protocol):
+    """Turns bytes into session input and session output into bytes."""
+
+    def receive_data(self, data: bytes | bytearray) -> None: ...
+
+    def data_to_send(self) -> bytes: ...
+
+
+class AsyncioRunner(AsyncioSessionHost):
+    """Runs one session over an :class:`asyncio.StreamReader` / ``StreamWriter``.
+
+    ``await runner.run()`` reads until end of input; handlers for the
+    peer's requests run concurrently meanwhile.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        handle_request: RequestHandler,
+        handle_notification: NotificationHandler | None = None,
+        answer_input: InputHandler | None = None,
+        framing: Framing | None = None,
+    ) -> None:
+        super().__init__(
+            session,
+            handle_request=handle_request,
+            handle_notification=handle_notification,
+            answer_input=answer_input,
+        )
+        self._reader = reader
+        self._writer = writer
+        self._send_lock = asyncio.Lock()
+        self.framing: Framing = framing or session
+        self.started = asyncio.Event()
+
+    async def run(self) -> None:
+        """Read and dispatch until the peer closes its side."""
+        async with asyncio.TaskGroup() as group:
+            self.attach(group)
+            self.started.set()
+            try:
+                await self._read_loop()
+            finally:
+                self.session.close()
+                self.driver.process_events()
+                self.stop()
+
+    async def _read_loop(self) -> None:
+        while not self.driver.closed:
+            try:
+                data = await self._reader.read(_READ_SIZE)
+            except (ConnectionError, OSError):
+                data = b""
+            self.framing.receive_data(data)
+            self.driver.process_events()
+            await self.flush()
+            if not data:
+                break
+
+    async def flush(self) -> None:
+        async with self._send_lock:
+            data = self.framing.data_to_send()
+            if not data or self._writer.is_closing():
+                return
+            try:
+                self._writer.write(data)
+                await self._writer.drain()
+            except (ConnectionError, OSError):
+                logger.debug("peer gone; dropped %d bytes", len(data))
+                self.session.close()
+                self.driver.process_events()

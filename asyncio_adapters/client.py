@@ -1,0 +1,221 @@
+"""The asyncio MCP client: ``open_client`` over a reader/writer pair,
+``open_stdio_client`` over a server subprocess.  Same names and semantics
+as :mod:`trio_adapters.client`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from sansio_mcp import ClientSession, RequestReceived
+from sansio_mcp._client import ClientAPI, ClientHandlers, ProgressCallback, new_client_session
+from sansio_mcp._client import Subscription as CoreSubscription
+from sansio_mcp._stdio import safe_environment
+from sansio_mcp._versions import ALL_REVISIONS
+
+from ._process import drain_stderr, stop_process
+from ._runner import AsyncioRunner, AsyncioSessionHost, Framing, shielded
+
+__all__ = [
+    "Client",
+    "ClientHandlers",
+    "Subscription",
+    "open_client",
+    "open_stdio_client",
+    "start_client",
+]
+
+
+class Client(ClientAPI):
+    """A connected, initialized MCP client (see :class:`ClientAPI` for the calls)."""
+
+    def __init__(
+        self, host: AsyncioSessionHost, session: ClientSession, handlers: ClientHandlers
+    ) -> None:
+        super().__init__(session, host.driver, handlers)
+        self._host = host
+
+    async def send_request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        return await self._host.request(method, params, timeout=timeout, on_progress=on_progress)
+
+    async def flush(self) -> None:
+        await self._host.flush()
+
+    async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
+        await shielded(step)
+
+    def clock(self) -> float:
+        return self._host.now()
+
+    def new_subscription(self, buffer: int) -> Subscription:
+        return Subscription(buffer)
+
+
+class Subscription(CoreSubscription):
+    """Notifications of one :meth:`Client.listen` (an asyncio queue)."""
+
+    def __init__(self, buffer: int) -> None:
+        self._queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue(buffer)
+        self._acknowledged = asyncio.Event()
+        self.acknowledged_filter: dict[str, Any] = {}
+        self.dropped = 0
+
+    def acknowledged(self, notifications: dict[str, Any]) -> None:
+        self.acknowledged_filter = notifications
+        self._acknowledged.set()
+
+    def deliver(self, method: str, params: dict[str, Any]) -> None:
+        try:
+            self._queue.put_nowait((method, params))
+        except asyncio.QueueFull:
+            # A consumer this far behind has lost the thread anyway; count, don't block I/O.
+            self.dropped += 1
+
+    async def wait_acknowledged(self) -> None:
+        await self._acknowledged.wait()
+
+    async def __anext__(self) -> tuple[str, dict[str, Any]]:
+        return await self._queue.get()
+
+
+async def start_client(
+    host: AsyncioSessionHost,
+    session: ClientSession,
+    handlers: ClientHandlers,
+    initialize_timeout: float | None,
+) -> Client:
+    """Run the session's start (handshake or discover) and wrap it in a :class:`Client`."""
+    request_id = session.start(now=host.now(), timeout=initialize_timeout)
+    await host.wait_for(request_id, timed=initialize_timeout is not None)
+    return Client(host, session, handlers)
+
+
+@asynccontextmanager
+async def run_client(
+    host: AsyncioSessionHost,
+    session: ClientSession,
+    handlers: ClientHandlers,
+    initialize_timeout: float | None,
+    run: Callable[[], Coroutine[Any, Any, None]] | None = None,
+) -> AsyncIterator[Client]:
+    """The shared body of every ``open_*_client``: a task group that lives
+    exactly as long as the client, started and torn down the same way."""
+    async with asyncio.TaskGroup() as group:
+        host.attach(group)
+        if run is not None:
+            host.start(run())
+        try:
+            client = await start_client(host, session, handlers, initialize_timeout)
+            yield client
+        finally:
+            session.close()
+            host.driver.process_events()
+            host.stop()
+
+
+@asynccontextmanager
+async def open_client(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    *,
+    handlers: ClientHandlers | None = None,
+    client_info: dict[str, Any] | None = None,
+    protocol_version: str | None = None,
+    mode: str = "auto",
+    supported_versions: Sequence[str] = ALL_REVISIONS,
+    initialize_timeout: float | None = 30.0,
+    max_input_rounds: int = 10,
+    framing: Callable[[ClientSession], Framing] | None = None,
+) -> AsyncIterator[Client]:
+    """Connect over a reader/writer pair, start the session, and yield a :class:`Client`."""
+    handlers = handlers or ClientHandlers()
+    session = new_client_session(
+        handlers,
+        client_info=client_info,
+        supported_versions=supported_versions,
+        protocol_version=protocol_version,
+        mode=mode,
+        max_input_rounds=max_input_rounds,
+    )
+
+    async def handle_request(event: RequestReceived) -> dict[str, Any]:
+        return await handlers.answer(event.method, event.params)
+
+    runner = AsyncioRunner(
+        session,
+        reader,
+        writer,
+        handle_request=handle_request,
+        handle_notification=handlers.notify,
+        answer_input=handlers.answer,
+        framing=framing(session) if framing is not None else None,
+    )
+    async with run_client(runner, session, handlers, initialize_timeout, runner._read_loop) as c:
+        yield c
+
+
+@asynccontextmanager
+async def open_stdio_client(
+    command: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    inherit_env: bool = False,
+    cwd: str | os.PathLike[str] | None = None,
+    handlers: ClientHandlers | None = None,
+    client_info: dict[str, Any] | None = None,
+    protocol_version: str | None = None,
+    mode: str = "auto",
+    supported_versions: Sequence[str] = ALL_REVISIONS,
+    initialize_timeout: float | None = 30.0,
+    max_input_rounds: int = 10,
+    shutdown_grace: float = 2.0,
+) -> AsyncIterator[Client]:
+    """Start ``command`` as an MCP server and connect to it over stdio.
+
+    The child gets a minimal environment (PATH, HOME, …) plus ``env`` unless
+    ``inherit_env`` is set; its stderr is always drained to logging; on exit
+    its stdin is closed, then it is sent SIGTERM, then SIGKILL.
+    """
+    if not command:
+        raise ValueError("command must not be empty")
+    child_env = dict(os.environ) if inherit_env else safe_environment(os.environ)
+    child_env.update(env or {})
+    process = await asyncio.create_subprocess_exec(
+        *command,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=child_env,
+        cwd=cwd,
+        start_new_session=os.name != "nt",
+    )
+    assert process.stdin and process.stdout and process.stderr
+    drainer = asyncio.create_task(drain_stderr(process.stderr, os.path.basename(command[0])))
+    try:
+        async with open_client(
+            process.stdout,
+            process.stdin,
+            handlers=handlers,
+            client_info=client_info,
+            protocol_version=protocol_version,
+            mode=mode,
+            supported_versions=supported_versions,
+            initialize_timeout=initialize_timeout,
+            max_input_rounds=max_input_rounds,
+        ) as client:
+            yield client
+    finally:
+        await shielded(lambda: stop_process(process, grace=shutdown_grace))
+        with contextlib.suppress(asyncio.CancelledError):
+            await drainer

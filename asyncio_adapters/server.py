@@ -1,0 +1,89 @@
+"""Serving a :class:`sansio_mcp.Server` on asyncio streams and on stdio."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from sansio_mcp import RequestReceived, ServerSession
+from sansio_mcp._server import Context, Server
+
+from ._runner import AsyncioRunner, AsyncioSessionHost, Framing
+
+__all__ = ["AsyncioContext", "serve", "serve_stdio"]
+
+
+class AsyncioContext(Context):
+    """The handler context on asyncio."""
+
+    def __init__(self, host: AsyncioSessionHost, event: RequestReceived) -> None:
+        assert isinstance(host.session, ServerSession)
+        super().__init__(
+            request_id=event.request_id,
+            method=event.method,
+            params=event.params,
+            progress_token=event.progress_token,
+            session=host.session,
+            meta=event.meta,
+            now=time.time(),
+        )
+        self._host = host
+
+    async def send_request(
+        self, method: str, params: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        return await self._host.request(method, params, related_request=self.request_id)
+
+    async def flush(self) -> None:
+        await self._host.flush()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+async def serve(
+    server: Server,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    *,
+    framing: Callable[[ServerSession], Framing] | None = None,
+    **session_options: Any,
+) -> ServerSession:
+    """Serve one client on a reader/writer pair until it closes; returns the session."""
+    session = server.create_session(**session_options)
+    runner: AsyncioRunner
+
+    async def handle_request(event: RequestReceived) -> dict[str, Any]:
+        return await server.handle(AsyncioContext(runner, event))
+
+    runner = AsyncioRunner(
+        session,
+        reader,
+        writer,
+        handle_request=handle_request,
+        framing=framing(session) if framing is not None else None,
+    )
+    server.hub.add(session, runner._schedule_flush)
+    try:
+        await runner.run()
+    finally:
+        server.hub.remove(session)
+    return session
+
+
+async def serve_stdio(server: Server, **session_options: Any) -> None:
+    """Serve on this process's stdin and stdout; returns at end of stdin."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=2**24)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    transport, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, sys.stdout
+    )
+    writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+    try:
+        await serve(server, reader, writer, **session_options)
+    finally:
+        transport.close()

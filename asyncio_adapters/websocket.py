@@ -1,0 +1,146 @@
+"""MCP over WebSocket on asyncio (subprotocol ``mcp``; same semantics as
+:mod:`trio_adapters.websocket`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+from sansio_mcp import RequestReceived
+from sansio_mcp._client import ClientHandlers, new_client_session
+from sansio_mcp._server import Server
+from sansio_mcp._versions import ALL_REVISIONS
+from sansio_mcp._websocket import WebSocketFraming
+
+from ._runner import AsyncioRunner, shielded
+from .client import Client, run_client
+from .server import AsyncioContext
+
+__all__ = ["open_ws_client", "serve_ws"]
+
+
+async def _keepalive(framing: WebSocketFraming, runner: AsyncioRunner, interval: float) -> None:
+    while not framing.closed:
+        await asyncio.sleep(interval)
+        framing.ping()
+        await runner.flush()
+
+
+async def serve_ws(
+    server: Server,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    path: str = "/mcp",
+    allowed_hosts: Iterable[str] | None = None,
+    allowed_origins: Iterable[str] | None = None,
+    max_message_size: int = 8 * 1024 * 1024,
+    ping_interval: float | None = 20.0,
+    started: asyncio.Future[int] | None = None,
+) -> None:
+    """Serve ``server`` over WebSocket at ``ws://host:port/path`` until cancelled;
+    ``started`` (if given) receives the bound port."""
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        session = server.create_session()
+        framing = WebSocketFraming(
+            session,
+            client=False,
+            path=path,
+            allowed_hosts=allowed_hosts,
+            allowed_origins=allowed_origins,
+            max_message_size=max_message_size,
+        )
+        runner: AsyncioRunner
+
+        async def handle_request(event: RequestReceived) -> dict[str, Any]:
+            return await server.handle(AsyncioContext(runner, event))
+
+        runner = AsyncioRunner(
+            session, reader, writer, handle_request=handle_request, framing=framing
+        )
+        server.hub.add(session, runner._schedule_flush)
+        keepalive = (
+            asyncio.create_task(_keepalive(framing, runner, ping_interval))
+            if ping_interval
+            else None
+        )
+        try:
+            await runner.run()
+        finally:
+            server.hub.remove(session)
+            if keepalive is not None:
+                keepalive.cancel()
+            writer.close()
+            with contextlib.suppress(ConnectionError, OSError):
+                await writer.wait_closed()
+
+    listener = await asyncio.start_server(connection, host, port)
+    async with listener:
+        if started is not None:
+            started.set_result(listener.sockets[0].getsockname()[1])
+        await listener.serve_forever()
+
+
+@asynccontextmanager
+async def open_ws_client(
+    url: str,
+    *,
+    handlers: ClientHandlers | None = None,
+    client_info: dict[str, Any] | None = None,
+    protocol_version: str | None = None,
+    mode: str = "auto",
+    supported_versions: Sequence[str] = ALL_REVISIONS,
+    initialize_timeout: float | None = 30.0,
+    max_input_rounds: int = 10,
+    max_message_size: int = 8 * 1024 * 1024,
+) -> AsyncIterator[Client]:
+    """Connect to ``ws://host:port/path`` and yield an initialized :class:`Client`."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("ws", "wss") or not parts.hostname:
+        raise ValueError(f"not a ws:// URL: {url!r}")
+    handlers = handlers or ClientHandlers()
+    session = new_client_session(
+        handlers,
+        client_info=client_info,
+        supported_versions=supported_versions,
+        protocol_version=protocol_version,
+        mode=mode,
+        max_input_rounds=max_input_rounds,
+    )
+    port = parts.port or (443 if parts.scheme == "wss" else 80)
+    context = ssl.create_default_context() if parts.scheme == "wss" else None
+    reader, writer = await asyncio.open_connection(parts.hostname, port, ssl=context)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    framing = WebSocketFraming(
+        session, client=True, host=parts.netloc, target=target, max_message_size=max_message_size
+    )
+
+    async def handle_request(event: RequestReceived) -> dict[str, Any]:
+        return await handlers.answer(event.method, event.params)
+
+    runner = AsyncioRunner(
+        session,
+        reader,
+        writer,
+        handle_request=handle_request,
+        handle_notification=handlers.notify,
+        answer_input=handlers.answer,
+        framing=framing,
+    )
+    try:
+        async with run_client(
+            runner, session, handlers, initialize_timeout, runner._read_loop
+        ) as client:
+            yield client
+            framing.close(1000, "client done")
+            await shielded(runner.flush)
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError, OSError):
+            await writer.wait_closed()
