@@ -9,10 +9,10 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import trio
-
 from sansio_mcp import MCPError
-from trio_adapters import ClientHandlers
+from sansio_mcp._client import ClientHandlers
+
+from .backends import Backend
 
 __all__ = ["Answers"]
 
@@ -31,17 +31,19 @@ class Answers:
         roots: Sequence[str],
         *,
         interactive: bool,
+        backend: Backend,
         ask: Callable[[str], str] = input,
     ) -> None:
         self._elicitations = list(elicitations)
         self._sample = sample
         self._roots = [{"uri": uri} for uri in roots]
         self._interactive = interactive
+        self._backend = backend
         self._ask = ask
 
     @classmethod
     def from_options(
-        cls, elicit: Sequence[str], sample: str | None, roots: Sequence[str]
+        cls, elicit: Sequence[str], sample: str | None, roots: Sequence[str], *, backend: Backend
     ) -> Answers:
         contents = []
         for text in elicit:
@@ -52,7 +54,7 @@ class Answers:
             if not isinstance(content, dict):
                 raise ValueError("--elicit must be a JSON object")
             contents.append(content)
-        return cls(contents, sample, roots, interactive=sys.stdin.isatty())
+        return cls(contents, sample, roots, interactive=sys.stdin.isatty(), backend=backend)
 
     def handlers(self) -> ClientHandlers:
         return ClientHandlers(
@@ -77,7 +79,7 @@ class Answers:
         content: dict[str, Any] = {}
         for name, spec in (schema.get("properties") or {}).items():
             label = spec.get("description") or spec.get("title") or name
-            raw = await trio.to_thread.run_sync(self._ask, f"  {label}: ")
+            raw = await self._backend.to_thread(self._ask, f"  {label}: ")
             if not raw:
                 return {"action": "decline"}
             content[name] = _convert(raw, spec)
@@ -89,7 +91,7 @@ class Answers:
             last = (params.get("messages") or [{}])[-1].get("content", {})
             prompt = last.get("text", "") if isinstance(last, dict) else ""
             print(f"\nThe server asks the model: {prompt}", file=sys.stderr)
-            reply = await trio.to_thread.run_sync(self._ask, "  reply: ") or None
+            reply = await self._backend.to_thread(self._ask, "  reply: ") or None
         if reply is None:
             _note("the server asked for a model completion and no --sample was given: declined")
             raise MCPError(-1, "the user declined the sampling request")

@@ -7,11 +7,10 @@ import json
 import sys
 from typing import Any
 
-import trio
-
 from sansio_mcp import MCPError
-from trio_adapters import ClientHandlers, open_stdio_client
+from sansio_mcp._client import ClientHandlers
 
+from .backends import Backend
 from .example_server import COUNTER_URI
 
 __all__ = ["run_demo"]
@@ -29,7 +28,7 @@ def _text(result: dict[str, Any]) -> str:
     return " ".join(c.get("text", "") for c in result.get("content", []) if c.get("type") == "text")
 
 
-async def run_demo() -> int:
+async def run_demo(backend: Backend) -> int:
     """Run the tour; returns the process exit code."""
     notifications: list[tuple[str, dict[str, Any]]] = []
 
@@ -53,9 +52,12 @@ async def run_demo() -> int:
         on_notification=lambda method, params: notifications.append((method, params)),
     )
     command = [sys.executable, "-m", "sansio_mcp_cli", "example-server", "--page-size", "3"]
-    print("sansio-mcp demo: starting the example server as a subprocess over stdio")
+    command += ["--backend", backend.name]
+    print(
+        f"sansio-mcp demo ({backend.name}): starting the example server as a subprocess over stdio"
+    )
     print("   " + " ".join(command))
-    async with open_stdio_client(command, handlers=handlers) as client:
+    async with backend.connect(command, None, None, handlers=handlers) as client:
         _say(
             "handshake",
             f"protocol {client.protocol_version} with {client.server_info.get('name')} "
@@ -77,7 +79,7 @@ async def run_demo() -> int:
             on_progress=lambda p, total, message: steps.append(f"{p}/{total} {message}"),
         )
         _say("slow, with progress", "\n".join([*steps, _text(slow)]))
-        with trio.move_on_after(0.2):
+        async with backend.move_on_after(0.2):
             await client.call_tool("slow", {"seconds": 10, "steps": 10})
         _say("cancellation", "a 10 s call was cancelled after 0.2 s (notifications/cancelled sent)")
         try:
@@ -122,7 +124,7 @@ async def run_demo() -> int:
         logs_before = len(notifications)
         async with client.listen(resource_uris=[COUNTER_URI]) as updates:
             await client.call_tool("increment", {"by": 5})
-            with trio.fail_after(5):
+            async with backend.fail_after(5):
                 method, params = await updates.__anext__()
         logs = [
             p.get("data") for m, p in notifications[logs_before:] if m == "notifications/message"

@@ -8,16 +8,14 @@ import logging
 import sys
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from functools import partial
 from typing import Any
 
-import trio
-
 from sansio_mcp import MCPError, ProtocolError
+from sansio_mcp._client import ClientAPI
 from sansio_mcp._versions import ALL_REVISIONS
-from trio_adapters import Client, open_stdio_client, serve_stdio
 
 from .answers import Answers
+from .backends import BACKENDS, Backend, TimedOut
 from .example_server import build_server
 
 __all__ = ["main"]
@@ -42,9 +40,18 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="log protocol details to stderr"
     )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--backend",
+        choices=sorted(BACKENDS),
+        default="trio",
+        help="event loop to run on (default: trio)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    server = sub.add_parser("example-server", help="run the bundled example server")
+    server = sub.add_parser(
+        "example-server", parents=[common], help="run the bundled example server"
+    )
     server.add_argument("--page-size", type=int, default=100, help="items per list page")
     server.add_argument(
         "--transport",
@@ -67,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     versions = ["auto", *ALL_REVISIONS]
     inspect = sub.add_parser(
         "inspect",
+        parents=[common],
         help="connect to a stdio server and print what it offers, as JSON",
         usage="sansio-mcp inspect [--protocol-version REV] -- COMMAND [ARG...]",
     )
@@ -81,6 +89,7 @@ def _parser() -> argparse.ArgumentParser:
 
     call = sub.add_parser(
         "call",
+        parents=[common],
         help="call one tool on a stdio server and print the result as JSON",
         usage="sansio-mcp call [--protocol-version REV] [--args JSON] TOOL -- COMMAND [ARG...]",
     )
@@ -106,11 +115,15 @@ def _parser() -> argparse.ArgumentParser:
         "--root", action="append", default=[], metavar="URI", help="a root to offer (repeatable)"
     )
 
-    sub.add_parser("demo", help="a guided tour: our client against the bundled example server")
+    sub.add_parser(
+        "demo",
+        parents=[common],
+        help="a guided tour: our client against the bundled example server",
+    )
     return parser
 
 
-async def _inspect(client: Client, timeout: float) -> dict[str, Any]:
+async def _inspect(client: ClientAPI, backend: Backend, timeout: float) -> dict[str, Any]:
     caps = client.server_capabilities
     report: dict[str, Any] = {
         "protocolVersion": client.protocol_version,
@@ -121,7 +134,7 @@ async def _inspect(client: Client, timeout: float) -> dict[str, Any]:
         "resourceTemplates": [],
         "prompts": [],
     }
-    with trio.fail_after(timeout * 4):
+    async with backend.fail_after(timeout * 4):
         if "tools" in caps:
             report["tools"] = await client.list_tools()
         if "resources" in caps:
@@ -148,14 +161,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    backend = BACKENDS[args.backend]
     try:
         if args.command == "example-server":
-            trio.run(serve_example, args)
+            server = build_server(page_size=args.page_size)
+            backend.run(backend.serve, server, args.transport, args.host, args.port)
             return 0
         if args.command == "demo":
             from .demo import run_demo
 
-            return trio.run(run_demo)
+            return backend.run(run_demo, backend)
         if command and len(command) == 1 and _is_url(command[0]) and not args.url:
             args.url, command = command[0], []
         if not command and not args.url:
@@ -165,20 +180,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return 2
         if args.command == "inspect":
-            return trio.run(_run_inspect, command, args)
+            return backend.run(_run_inspect, backend, command, args)
         if args.command == "call":
-            return trio.run(_run_call, command, args)
+            return backend.run(_run_call, backend, command, args)
     except KeyboardInterrupt:
         return 130
-    except (MCPError, ProtocolError, OSError, trio.TooSlowError) as exc:
+    except (MCPError, ProtocolError, OSError, TimedOut) as exc:
         print(f"sansio-mcp {args.command}: {_describe(exc)}", file=sys.stderr)
         return 1
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, trio.TooSlowError):
-        return "timed out"
     return str(exc) or type(exc).__name__
 
 
@@ -193,65 +206,21 @@ def _is_url(text: str) -> bool:
 
 
 def _connect(
-    command: list[str], args: argparse.Namespace, **options: Any
-) -> AbstractAsyncContextManager[Client]:
+    backend: Backend, command: list[str], args: argparse.Namespace, **options: Any
+) -> AbstractAsyncContextManager[ClientAPI]:
     """A client for a command (stdio) or a URL (HTTP, legacy SSE, WebSocket)."""
     options.update(_version_options(args))
     options["initialize_timeout"] = args.timeout
-    if not args.url:
-        return open_stdio_client(command, **options)
-    url: str = args.url
-    if url.startswith(("ws://", "wss://")):
-        from trio_adapters.websocket import open_ws_client
-
-        return open_ws_client(url, **options)
-    if getattr(args, "transport", None) == "sse":
-        from trio_adapters.sse import open_sse_client
-
-        return open_sse_client(url, **options)
-    from trio_adapters.http_client import open_http_client
-
-    return open_http_client(url, **options)
+    return backend.connect(command, args.url, getattr(args, "transport", None), **options)
 
 
-async def serve_example(args: argparse.Namespace) -> None:
-    """Run the example server on the chosen transport."""
-    server = build_server(page_size=args.page_size)
-    if args.transport == "stdio":
-        await serve_stdio(server)
-        return
-    async with trio.open_nursery() as nursery:
-        if args.transport == "http":
-            from trio_adapters.http_server import serve_http
-
-            port = await nursery.start(partial(serve_http, server, host=args.host, port=args.port))
-            path = "/mcp"
-        elif args.transport == "sse":
-            from trio_adapters.sse import serve_sse
-
-            port = await nursery.start(partial(serve_sse, server, host=args.host, port=args.port))
-            path = "/sse"
-        else:
-            from trio_adapters.websocket import serve_ws
-
-            port = await nursery.start(partial(serve_ws, server, host=args.host, port=args.port))
-            path = "/mcp"
-        scheme = "ws" if args.transport == "ws" else "http"
-        host = f"[{args.host}]" if ":" in args.host else args.host
-        print(
-            f"sansio-mcp example server: {scheme}://{host}:{port}{path}",
-            file=sys.stderr,
-            flush=True,
-        )
-
-
-async def _run_inspect(command: list[str], args: argparse.Namespace) -> int:
-    async with _connect(command, args) as client:
-        _dump(await _inspect(client, args.timeout))
+async def _run_inspect(backend: Backend, command: list[str], args: argparse.Namespace) -> int:
+    async with _connect(backend, command, args) as client:
+        _dump(await _inspect(client, backend, args.timeout))
     return 0
 
 
-async def _run_call(command: list[str], args: argparse.Namespace) -> int:
+async def _run_call(backend: Backend, command: list[str], args: argparse.Namespace) -> int:
     try:
         arguments = json.loads(args.args)
     except json.JSONDecodeError as exc:
@@ -261,11 +230,11 @@ async def _run_call(command: list[str], args: argparse.Namespace) -> int:
         print("sansio-mcp call: --args must be a JSON object", file=sys.stderr)
         return 2
     try:
-        answers = Answers.from_options(args.elicit, args.sample, args.root)
+        answers = Answers.from_options(args.elicit, args.sample, args.root, backend=backend)
     except ValueError as exc:
         print(f"sansio-mcp call: {exc}", file=sys.stderr)
         return 2
-    async with _connect(command, args, handlers=answers.handlers()) as client:
+    async with _connect(backend, command, args, handlers=answers.handlers()) as client:
         result = await client.call_tool(args.tool, arguments, timeout=args.timeout)
     _dump(result)
     return 1 if result.get("isError") else 0
