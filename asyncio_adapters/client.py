@@ -108,14 +108,20 @@ async def run_client(
     handlers: ClientHandlers,
     initialize_timeout: float | None,
     run: Callable[[], Coroutine[Any, Any, None]] | None = None,
+    ready: asyncio.Event | None = None,
 ) -> AsyncIterator[Client]:
     """The shared body of every ``open_*_client``: a task group that lives
-    exactly as long as the client, started and torn down the same way."""
+    exactly as long as the client, started and torn down the same way.
+    ``run`` is the transport's reader; ``ready``, if given, must be set
+    before the session may start (the legacy SSE endpoint is known)."""
     async with asyncio.TaskGroup() as group:
         host.attach(group)
         if run is not None:
             host.start(run())
         try:
+            if ready is not None:
+                async with asyncio.timeout(initialize_timeout):
+                    await ready.wait()
             client = await start_client(host, session, handlers, initialize_timeout)
             yield client
         finally:

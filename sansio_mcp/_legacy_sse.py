@@ -12,10 +12,11 @@ from collections.abc import Callable, Iterable
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 from . import _json
-from ._errors import ErrorCode, RemoteProtocolError
-from ._http import HTTPRequest, media_types
+from ._errors import ConnectionClosedError, ErrorCode, RemoteProtocolError
+from ._http import HTTPRequest, HTTPResponseHead, media_types
+from ._ndjson import NEED_DATA
 from ._session import ServerSession
-from ._sse import format_sse_event
+from ._sse import SSEParser, format_sse_event
 from ._streamable_http import (
     LOOPBACK_HOSTS,
     Exchange,
@@ -23,8 +24,9 @@ from ._streamable_http import (
     _text,
     check_host_and_origin,
 )
+from ._streamable_http_client import Endpoint, StreamableHTTPClient
 
-__all__ = ["LegacySSEServer", "resolve_endpoint"]
+__all__ = ["LegacySSEServer", "LegacySSEStream", "resolve_endpoint"]
 
 
 def resolve_endpoint(sse_url: str, data: str) -> str:
@@ -125,3 +127,36 @@ class LegacySSEServer:
 
     def owns(self, session: ServerSession) -> bool:
         return id(session) in self._by_session
+
+
+class LegacySSEStream:
+    """The client side of the legacy stream: learn the POST endpoint from the
+    first ``endpoint`` event, then hand every ``message`` event to the session."""
+
+    def __init__(self, sse_url: str, transport: StreamableHTTPClient) -> None:
+        self.sse_url = sse_url
+        self.transport = transport
+        self.endpoint_known = False
+        self._parser = SSEParser()
+
+    def on_head(self, head: HTTPResponseHead) -> None:
+        if head.status != 200:
+            raise ConnectionClosedError(
+                message=f"the SSE stream was refused with HTTP {head.status}"
+            )
+        if "text/event-stream" not in media_types(head.headers.get("content-type")):
+            raise RemoteProtocolError("the SSE endpoint did not answer text/event-stream")
+
+    def on_body(self, chunk: bytes) -> bool:
+        """Feed stream bytes; True when messages reached the session."""
+        self._parser.feed(chunk)
+        delivered = False
+        while (event := self._parser.next_event()) is not NEED_DATA:
+            assert not isinstance(event, type)
+            if event.event == "endpoint":
+                self.transport.endpoint = Endpoint.parse(resolve_endpoint(self.sse_url, event.data))
+                self.endpoint_known = True
+            elif event.event == "message" and event.data.strip():
+                self.transport.session.receive_message(_json.loads(event.data))
+                delivered = True
+        return delivered

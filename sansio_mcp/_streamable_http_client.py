@@ -16,7 +16,7 @@ import attrs
 from . import _json
 from ._errors import ErrorCode, HTTPStatusError, RemoteProtocolError
 from ._http import HTTPResponseHead, media_types
-from ._http_headers import request_headers
+from ._http_headers import request_headers, x_mcp_header_problems
 from ._jsonrpc import is_request_id
 from ._modern import is_modern_request
 from ._ndjson import NEED_DATA
@@ -112,6 +112,10 @@ class StreamableHTTPClient:
         self.last_event_id: str | None = None
         #: The server's ``retry`` hint for the GET stream, in seconds.
         self.retry_delay = 1.0
+        #: Input schemas of the tools the server listed (those with valid
+        #: ``x-mcp-header`` annotations), for the ``Mcp-Param-*`` headers of their calls.
+        self.tool_schemas: dict[str, Any] = {}
+        self._tools_list_ids: set[Any] = set()
 
     def post_headers(self, message: dict[str, Any]) -> dict[str, str]:
         headers = {
@@ -122,7 +126,17 @@ class StreamableHTTPClient:
         params = message.get("params")
         if isinstance(params, dict) and is_modern_request(params):
             # Stateless: the headers mirror the body, and there is no session.
-            headers.update({k.lower(): v for k, v in request_headers(message).items()})
+            method = message.get("method")
+            if method == "tools/list" and is_request_id(message.get("id")):
+                self._tools_list_ids.add(message["id"])
+            name = params.get("name")
+            schema = (
+                self.tool_schemas.get(name)
+                if method == "tools/call" and isinstance(name, str)
+                else None
+            )
+            mirrored = request_headers(message, input_schema=schema)
+            headers.update({k.lower(): v for k, v in mirrored.items()})
             return headers
         if self.session.revision is not None and self.session.revision.era is Era.LEGACY:
             headers["mcp-protocol-version"] = self.session.revision.name
@@ -140,6 +154,22 @@ class StreamableHTTPClient:
             headers["last-event-id"] = self.last_event_id
         return headers
 
+    def delete_headers(self) -> dict[str, str] | None:
+        """Headers of the DELETE that ends a handshake session, or None if there is none."""
+        if self.session_id is None:
+            return None
+        return {"mcp-session-id": self.session_id, **self.extra_headers}
+
+    def is_stateless_cancel(self, message: Any) -> bool:
+        """A 2026-07-28 cancellation, which over HTTP is closing the request's stream
+        (never a POST)."""
+        return (
+            self.session.is_modern
+            and isinstance(message, dict)
+            and message.get("method") == "notifications/cancelled"
+            and isinstance(message.get("params"), dict)
+        )
+
     @property
     def wants_get_stream(self) -> bool:
         """A handshake session may receive server-initiated messages on a GET stream."""
@@ -154,7 +184,24 @@ class StreamableHTTPClient:
 
     def deliver(self, messages: list[Any]) -> None:
         for obj in messages:
+            if isinstance(obj, dict) and obj.get("id") in self._tools_list_ids:
+                self._tools_list_ids.discard(obj.get("id"))
+                self._note_tools(obj.get("result"))
             self.session.receive_message(obj)
+
+    def _note_tools(self, result: Any) -> None:
+        """Remember the listed tools' schemas (SEP-2243: never those with invalid
+        ``x-mcp-header`` annotations, which clients must not use)."""
+        tools = result.get("tools") if isinstance(result, dict) else None
+        for tool in tools if isinstance(tools, list) else ():
+            name = tool.get("name") if isinstance(tool, dict) else None
+            if not isinstance(name, str):
+                continue
+            schema = tool.get("inputSchema")
+            if x_mcp_header_problems(schema):
+                self.tool_schemas.pop(name, None)
+            else:
+                self.tool_schemas[name] = schema
 
     def fail(self, message: Any, status: int, detail: str) -> None:
         """Turn a failed POST into an error for the request it carried."""

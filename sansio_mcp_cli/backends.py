@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from typing import Any, TypeVar
@@ -107,7 +107,12 @@ class TrioBackend(Backend):
         from trio_adapters.sse import serve_sse
         from trio_adapters.websocket import serve_ws
 
-        serve = {"http": serve_http, "sse": serve_sse, "ws": serve_ws}[transport]
+        serves: dict[str, Callable[..., Awaitable[None]]] = {
+            "http": serve_http,
+            "sse": serve_sse,
+            "ws": serve_ws,
+        }
+        serve = serves[transport]
         async with trio.open_nursery() as nursery:
             bound = await nursery.start(partial(serve, server, host=host, port=port))
             _announce(transport, host, bound)
@@ -168,10 +173,14 @@ class AsyncioBackend(Backend):
             return
         from asyncio_adapters.http_server import serve_http
         from asyncio_adapters.sse import serve_sse
-
         from asyncio_adapters.websocket import serve_ws
 
-        serve = {"http": serve_http, "sse": serve_sse, "ws": serve_ws}[transport]
+        serves: dict[str, Callable[..., Coroutine[Any, Any, None]]] = {
+            "http": serve_http,
+            "sse": serve_sse,
+            "ws": serve_ws,
+        }
+        serve = serves[transport]
         started: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         task = asyncio.create_task(serve(server, host=host, port=port, started=started))
         try:

@@ -64,21 +64,13 @@ class _HTTPClientHost(TrioSessionHost):
     async def flush(self) -> None:
         assert self._nursery is not None
         for message in self.session.messages_to_send():
-            if self._is_stateless_cancel(message):
+            if self.transport.is_stateless_cancel(message):
                 # 2026-07-28 over HTTP: closing the request's stream is the cancellation.
                 scope = self._posts.get(message["params"]["requestId"])
                 if scope is not None:
                     scope.cancel()
                 continue
             self._nursery.start_soon(self._post, message)
-
-    def _is_stateless_cancel(self, message: Any) -> bool:
-        return (
-            self.transport.session.is_modern
-            and isinstance(message, dict)
-            and message.get("method") == "notifications/cancelled"
-            and isinstance(message.get("params"), dict)
-        )
 
     async def _open(self) -> trio.abc.Stream:
         endpoint = self.transport.endpoint
@@ -169,9 +161,9 @@ class _HTTPClientHost(TrioSessionHost):
 
     async def end_session(self) -> None:
         """DELETE the handshake session, politely (servers may answer 405)."""
-        if self.transport.session_id is None:
+        headers = self.transport.delete_headers()
+        if headers is None:
             return
-        headers = {"mcp-session-id": self.transport.session_id, **self.transport.extra_headers}
         with trio.move_on_after(2):
             try:
                 stream = await self._open()

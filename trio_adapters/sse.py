@@ -10,17 +10,12 @@ from typing import Any
 
 import trio
 
-from sansio_mcp import (
-    ConnectionClosedError,
-    RemoteProtocolError,
-    _json,
-)
 from sansio_mcp._client import ClientHandlers, new_client_session
 from sansio_mcp._http import HTTPClientConnection, HTTPResponseHead
-from sansio_mcp._legacy_sse import LegacySSEServer, resolve_endpoint
+from sansio_mcp._legacy_sse import LegacySSEServer, LegacySSEStream
 from sansio_mcp._ndjson import NEED_DATA
 from sansio_mcp._server import Server
-from sansio_mcp._streamable_http_client import Endpoint, ResponseReader, StreamableHTTPClient
+from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
 from sansio_mcp._versions import HANDSHAKE_REVISIONS
 
 from ._util import unwrap_single_exception
@@ -69,13 +64,13 @@ class _SSEClientHost(_HTTPClientHost):
     async def run_stream(self, url: str, endpoint_ready: trio.Event) -> None:
         """Read the GET stream until it ends; learn the POST endpoint from it first."""
         source = Endpoint.parse(url)
+        legacy = LegacySSEStream(url, self.transport)
         stream = await self._open_to(source)
         async with stream:
             conn = HTTPClientConnection(source.host_header)
             await stream.send_all(
                 conn.send_request("GET", source.target, {"accept": "text/event-stream"})
             )
-            reader: ResponseReader | None = None
             while True:
                 event = conn.next_event()
                 if event is NEED_DATA:
@@ -83,34 +78,17 @@ class _SSEClientHost(_HTTPClientHost):
                     conn.receive_data(data)
                     if not data:
                         break
-                    continue
-                if isinstance(event, HTTPResponseHead):
-                    if event.status != 200:
-                        raise ConnectionClosedError(
-                            message=f"the SSE stream was refused with HTTP {event.status}"
-                        )
-                    reader = ResponseReader(event, max_body=self.max_body)
-                    if reader.sse is None:
-                        raise RemoteProtocolError(
-                            "the SSE endpoint did not answer text/event-stream"
-                        )
-                    continue
-                if not isinstance(event, bytes) or reader is None or reader.sse is None:
-                    break
-                reader.sse.feed(event)
-                while (sse := reader.sse.next_event()) is not NEED_DATA:
-                    assert not isinstance(sse, type)
-                    if sse.event == "endpoint":
-                        self._set_endpoint(url, sse.data.strip())
-                        endpoint_ready.set()
-                    elif sse.event == "message" and sse.data.strip():
-                        self.session.receive_message(_loads(sse.data))
+                elif isinstance(event, HTTPResponseHead):
+                    legacy.on_head(event)
+                elif isinstance(event, bytes):
+                    if legacy.on_body(event):
                         self._after_input()
+                    if legacy.endpoint_known:
+                        endpoint_ready.set()
+                else:
+                    break
         self.session.close()
         self.driver.process_events()
-
-    def _set_endpoint(self, url: str, data: str) -> None:
-        self.transport.endpoint = Endpoint.parse(resolve_endpoint(url, data))
 
     async def _open_to(self, endpoint: Endpoint) -> trio.abc.Stream:
         saved = self.transport.endpoint
@@ -119,10 +97,6 @@ class _SSEClientHost(_HTTPClientHost):
             return await self._open()
         finally:
             self.transport.endpoint = saved
-
-
-def _loads(text: str) -> Any:
-    return _json.loads(text)
 
 
 @asynccontextmanager

@@ -1,0 +1,204 @@
+"""The asyncio MCP client over Streamable HTTP: ``open_http_client(url)``
+(same semantics as :mod:`trio_adapters.http_client`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from sansio_mcp import ClientSession, RemoteProtocolError, RequestReceived, _json
+from sansio_mcp._client import ClientHandlers, new_client_session
+from sansio_mcp._http import ConnectionEnded, HTTPClientConnection, HTTPError, HTTPResponseHead
+from sansio_mcp._ndjson import NEED_DATA
+from sansio_mcp._streamable_http_client import Endpoint, ResponseHandler, StreamableHTTPClient
+from sansio_mcp._versions import ALL_REVISIONS
+
+from ._runner import AsyncioSessionHost, shielded
+from .client import Client, run_client
+
+__all__ = ["open_http_client"]
+
+logger = logging.getLogger("asyncio_adapters.http")
+
+_READ_SIZE = 65536
+
+
+class _HTTPClientHost(AsyncioSessionHost):
+    """Every queued message goes out as its own POST, in its own task."""
+
+    def __init__(
+        self,
+        session: ClientSession,
+        transport: StreamableHTTPClient,
+        handlers: ClientHandlers,
+        *,
+        max_body: int,
+        ssl_context: ssl.SSLContext | None,
+    ) -> None:
+        async def handle_request(event: RequestReceived) -> dict[str, Any]:
+            return await handlers.answer(event.method, event.params)
+
+        super().__init__(
+            session,
+            handle_request=handle_request,
+            handle_notification=handlers.notify,
+            answer_input=handlers.answer,
+        )
+        self.transport = transport
+        self.max_body = max_body
+        self.ssl_context = ssl_context
+        self._get_running = False
+        # The POSTs in flight, by the JSON-RPC id they carry.
+        self._posts: dict[Any, asyncio.Task[Any]] = {}
+
+    async def flush(self) -> None:
+        for message in self.session.messages_to_send():
+            if self.transport.is_stateless_cancel(message):
+                # 2026-07-28 over HTTP: closing the request's stream is the cancellation.
+                task = self._posts.get(message["params"]["requestId"])
+                if task is not None:
+                    task.cancel()
+                continue
+            task = self.start(self._post(message))
+            request_id = message.get("id") if isinstance(message, dict) else None
+            if request_id is not None:
+                self._posts[request_id] = task
+                task.add_done_callback(self._forget_post(request_id))
+
+    def _forget_post(self, request_id: Any) -> Callable[[asyncio.Task[Any]], None]:
+        def forget(_: asyncio.Task[Any]) -> None:
+            self._posts.pop(request_id, None)
+
+        return forget
+
+    async def _open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        endpoint = self.transport.endpoint
+        context = None
+        if endpoint.scheme == "https":
+            context = self.ssl_context or ssl.create_default_context()
+        return await asyncio.open_connection(endpoint.host, endpoint.port, ssl=context)
+
+    async def _exchange(
+        self, method: str, headers: dict[str, str], body: bytes | None, message: Any
+    ) -> ResponseHandler:
+        """One HTTP request; what the answer means goes through a core :class:`ResponseHandler`."""
+        endpoint = self.transport.endpoint
+        response = ResponseHandler(self.transport, message, max_body=self.max_body)
+        try:
+            reader, writer = await self._open()
+        except OSError as exc:
+            response.on_failure(f"cannot connect to {endpoint.host_header}: {exc}")
+            self._after_input()
+            return response
+        try:
+            conn = HTTPClientConnection(endpoint.host_header)
+            writer.write(conn.send_request(method, endpoint.target, headers, body))
+            await writer.drain()
+            await self._read(reader, conn, response)
+        except (OSError, RemoteProtocolError) as exc:
+            response.on_failure(f"the connection failed: {exc}")
+            self._after_input()
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError, OSError):
+                await writer.wait_closed()
+        return response
+
+    async def _read(
+        self, reader: asyncio.StreamReader, conn: HTTPClientConnection, response: ResponseHandler
+    ) -> None:
+        while True:
+            event = conn.next_event()
+            if event is NEED_DATA:
+                data = await reader.read(_READ_SIZE)
+                conn.receive_data(data)
+                if not data:
+                    break
+                continue
+            if isinstance(event, HTTPError):
+                raise RemoteProtocolError(event.reason)
+            if isinstance(event, ConnectionEnded) or event is None:
+                break
+            if isinstance(event, HTTPResponseHead):
+                response.on_head(event)
+                if response.message is None and event.status != 200:
+                    return
+            elif isinstance(event, bytes) and response.on_body(event):
+                self._after_input()
+        response.on_end()
+        self._after_input()
+
+    def _after_input(self) -> None:
+        self.driver.process_events()
+        self._schedule_flush()
+        if self.transport.wants_get_stream and not self._get_running:
+            self._get_running = True
+            self.start(self._get_stream())
+
+    async def _post(self, message: Any) -> None:
+        body = _json.dumps(message).encode("utf-8")
+        await self._exchange("POST", self.transport.post_headers(message), body, message)
+
+    async def _get_stream(self) -> None:
+        """Hold the GET stream open for server-initiated messages; reconnect on drops."""
+        failures = 0
+        while self.transport.wants_get_stream and not self.driver.closed:
+            response = await self._exchange("GET", self.transport.get_headers(), None, None)
+            if response.status in (405, 404, 400):
+                return  # no GET stream here (or the session ended)
+            failures = 0 if response.status == 200 else failures + 1
+            if failures > 5:
+                logger.warning("giving up on the GET stream after %d failures", failures)
+                return
+            await asyncio.sleep(self.transport.retry_delay)
+
+    async def end_session(self) -> None:
+        """DELETE the handshake session, politely (servers may answer 405)."""
+        headers = self.transport.delete_headers()
+        if headers is None:
+            return
+        with contextlib.suppress(OSError, TimeoutError):
+            async with asyncio.timeout(2):
+                reader, writer = await self._open()
+                conn = HTTPClientConnection(self.transport.endpoint.host_header)
+                writer.write(conn.send_request("DELETE", self.transport.endpoint.target, headers))
+                await writer.drain()
+                await reader.read(_READ_SIZE)
+                writer.close()
+
+
+@asynccontextmanager
+async def open_http_client(
+    url: str,
+    *,
+    handlers: ClientHandlers | None = None,
+    client_info: dict[str, Any] | None = None,
+    protocol_version: str | None = None,
+    mode: str = "auto",
+    supported_versions: Sequence[str] = ALL_REVISIONS,
+    headers: dict[str, str] | None = None,
+    initialize_timeout: float | None = 30.0,
+    max_input_rounds: int = 10,
+    max_body: int = 16 * 1024 * 1024,
+    ssl_context: ssl.SSLContext | None = None,
+) -> AsyncIterator[Client]:
+    """Connect to a Streamable HTTP endpoint and yield a :class:`Client`."""
+    handlers = handlers or ClientHandlers()
+    session = new_client_session(
+        handlers,
+        client_info=client_info,
+        supported_versions=supported_versions,
+        protocol_version=protocol_version,
+        mode=mode,
+        max_input_rounds=max_input_rounds,
+    )
+    transport = StreamableHTTPClient(Endpoint.parse(url), session, headers=headers)
+    host = _HTTPClientHost(session, transport, handlers, max_body=max_body, ssl_context=ssl_context)
+    async with run_client(host, session, handlers, initialize_timeout) as client:
+        yield client
+        await shielded(host.end_session)

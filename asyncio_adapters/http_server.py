@@ -1,0 +1,195 @@
+"""Serving a :class:`sansio_mcp.Server` over Streamable HTTP on asyncio."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterable
+from typing import Any
+
+from sansio_mcp import RequestReceived, ServerSession
+from sansio_mcp._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnection
+from sansio_mcp._http_service import Router, SessionHosts
+from sansio_mcp._server import Server
+from sansio_mcp._streamable_http import Exchange, StreamableHTTPServer
+
+from ._runner import AsyncioSessionHost
+from .server import AsyncioContext
+
+__all__ = ["serve_http", "serve_router"]
+
+_READ_SIZE = 65536
+# How long a stateless response may wait for its first output before its head goes out
+# (a handler refusing with -32021 still turns it into an HTTP 400 meanwhile).
+_HEAD_GRACE = 1.0
+
+
+class _HTTPSessionHost(AsyncioSessionHost):
+    """A session served over HTTP: its output is routed to exchanges."""
+
+    def __init__(self, router: Router, session: ServerSession, server: Server) -> None:
+        async def handle_request(event: RequestReceived) -> dict[str, Any]:
+            return await server.handle(AsyncioContext(self, event))
+
+        super().__init__(session, handle_request=handle_request)
+        self._router = router
+
+    async def flush(self) -> None:
+        assert isinstance(self.session, ServerSession)
+        self._router.flush(self.session)
+
+
+class _HTTPService:
+    def __init__(
+        self, server: Server, router: Router, max_body: int, group: asyncio.TaskGroup
+    ) -> None:
+        self.router = router
+        self.max_body = max_body
+
+        def make_host(session: ServerSession) -> _HTTPSessionHost:
+            host = _HTTPSessionHost(router, session, server)
+            host.attach(group)
+            return host
+
+        self.hosts = SessionHosts(server, router, make_host)
+
+    async def connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = HTTPServerConnection(max_body=self.max_body)
+        try:
+            while True:
+                request = await self._read_request(reader, conn)
+                if isinstance(request, ConnectionEnded):
+                    return
+                if isinstance(request, HTTPError):
+                    writer.write(conn.send_error_response(request.status, request.reason))
+                    await writer.drain()
+                    return
+                exchange = self.router.handle(request)
+                if not await self._answer(reader, writer, conn, exchange):
+                    return
+                if not conn.start_next():
+                    return
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError, OSError):
+                await writer.wait_closed()
+
+    async def _read_request(
+        self, reader: asyncio.StreamReader, conn: HTTPServerConnection
+    ) -> HTTPRequest | HTTPError | ConnectionEnded:
+        while True:
+            event = conn.next_request()
+            if isinstance(event, (HTTPRequest, HTTPError, ConnectionEnded)):
+                return event
+            conn.receive_data(await reader.read(_READ_SIZE))
+
+    async def _answer(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        conn: HTTPServerConnection,
+        exchange: Exchange,
+    ) -> bool:
+        """Write the exchange's response; False if the client went away."""
+        self.hosts.begin(exchange)
+        if not exchange.streaming:
+            writer.write(
+                conn.send_response(exchange.status, dict(exchange.headers), exchange.take())
+            )
+            await writer.drain()
+            self.hosts.finish(exchange)
+            return True
+        ready = asyncio.Event()
+        exchange.wake = ready.set
+        watcher = asyncio.create_task(self._watch_disconnect(reader, conn, exchange))
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_HEAD_GRACE):
+                    while not exchange.head_ready and not exchange.finished:
+                        await ready.wait()
+                        ready.clear()
+            if not exchange.streaming:
+                writer.write(
+                    conn.send_response(exchange.status, dict(exchange.headers), exchange.take())
+                )
+                await writer.drain()
+                return True
+            exchange.commit_head()
+            writer.write(conn.send_head(exchange.status, dict(exchange.headers)))
+            while True:
+                # Read ``finished`` before taking: output may arrive while a chunk is sent.
+                finished = exchange.finished
+                chunk = exchange.take()
+                if chunk:
+                    writer.write(conn.send_body(chunk))
+                    await writer.drain()
+                if finished:
+                    break
+                await ready.wait()
+                ready.clear()
+            if watcher.done():
+                return False  # the client is gone: nothing more to write
+            writer.write(conn.end())
+            await writer.drain()
+            return True
+        finally:
+            watcher.cancel()
+            self.hosts.finish(exchange)
+
+    async def _watch_disconnect(
+        self, reader: asyncio.StreamReader, conn: HTTPServerConnection, exchange: Exchange
+    ) -> None:
+        try:
+            while data := await reader.read(_READ_SIZE):
+                conn.receive_data(data)  # a pipelined request waits in h11
+        except (ConnectionError, OSError):
+            pass
+        self.hosts.disconnected(exchange)
+
+
+async def serve_router(
+    server: Server,
+    router: Router,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    max_body: int = 4 * 1024 * 1024,
+    started: asyncio.Future[int] | None = None,
+) -> None:
+    """Serve any HTTP transport machine over TCP until cancelled; ``started``
+    (if given) receives the bound port."""
+    async with asyncio.TaskGroup() as group:
+        service = _HTTPService(server, router, max_body, group)
+        listener = await asyncio.start_server(service.connection, host, port)
+        async with listener:
+            if started is not None:
+                started.set_result(listener.sockets[0].getsockname()[1])
+            await listener.serve_forever()
+
+
+async def serve_http(
+    server: Server,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    endpoint: str = "/mcp",
+    allowed_hosts: Iterable[str] | None = None,
+    allowed_origins: Iterable[str] | None = None,
+    json_response: bool = False,
+    max_body: int = 4 * 1024 * 1024,
+    started: asyncio.Future[int] | None = None,
+) -> None:
+    """Serve ``server`` over Streamable HTTP at ``http://host:port/endpoint`` until cancelled."""
+    router = StreamableHTTPServer(
+        server.create_session,
+        endpoint=endpoint,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+        json_response=json_response,
+        tool_input_schema=lambda name: (
+            tool.input_schema if (tool := server.tools.get(name)) else None
+        ),
+    )
+    await serve_router(server, router, host=host, port=port, max_body=max_body, started=started)
