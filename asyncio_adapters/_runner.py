@@ -9,9 +9,10 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
-from sansio_mcp import ConnectionClosedError, RequestId, Session
-from sansio_mcp._client import ProgressCallback
-from sansio_mcp._driver import Driver, InputHandler, NotificationHandler, RequestHandler, Waiter
+from sansio_mcp import RequestId, Session
+from sansio_mcp._client import Subscription as CoreSubscription
+from sansio_mcp._driver import InputHandler, NotificationHandler, RequestHandler
+from sansio_mcp._host import HostBase, Signal
 
 __all__ = ["AsyncioRunner", "AsyncioSessionHost", "Framing", "shielded"]
 
@@ -30,7 +31,20 @@ async def shielded(step: Callable[[], Awaitable[None]]) -> None:
         raise
 
 
-class AsyncioSessionHost:
+class _Signal:
+    """A one-shot :class:`asyncio.Event` (HostBase's signal)."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    async def wait(self) -> bool:
+        return await self._event.wait()
+
+
+class AsyncioSessionHost(HostBase):
     """What every asyncio transport needs around a session: concurrent
     handler tasks (cancellable one by one), awaitable requests, and the timer.
     Tasks live in the :class:`asyncio.TaskGroup` given to :meth:`attach`.
@@ -44,24 +58,40 @@ class AsyncioSessionHost:
         handle_notification: NotificationHandler | None = None,
         answer_input: InputHandler | None = None,
     ) -> None:
-        self.session = session
+        super().__init__(
+            session,
+            handle_request=handle_request,
+            handle_notification=handle_notification,
+            answer_input=answer_input,
+            spawn=self._spawn,
+            cancel=self._cancel_handler,
+        )
         self._group: asyncio.TaskGroup | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._handlers: dict[RequestId, asyncio.Task[Any]] = {}
         self._timer_changed = asyncio.Event()
-        self.driver = Driver(
-            session,
-            handle_request=handle_request,
-            handle_notification=handle_notification,
-            spawn=self._spawn,
-            cancel=self._cancel_handler,
-            answer_input=answer_input,
-        )
         self.driver.on_output = self._schedule_flush
 
-    async def flush(self) -> None:
-        """Send what the session has queued."""
-        raise NotImplementedError
+    # Primitives for HostBase --------------------------------------------------------
+
+    def new_signal(self) -> Signal:
+        return _Signal()
+
+    def now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
+        await shielded(step)
+
+    def rearm_timer(self) -> None:
+        self._timer_changed.set()
+
+    def new_subscription(self, buffer: int) -> CoreSubscription:
+        from .client import Subscription
+
+        return Subscription(buffer)
+
+    # Tasks --------------------------------------------------------------------------
 
     def attach(self, group: asyncio.TaskGroup) -> None:
         """Run handler tasks (and the timer) in ``group``."""
@@ -81,9 +111,6 @@ class AsyncioSessionHost:
         for task in list(self._tasks):
             task.cancel()
 
-    def now(self) -> float:
-        return asyncio.get_running_loop().time()
-
     async def _timer_loop(self) -> None:
         while True:
             deadline = self.session.next_deadline()
@@ -101,56 +128,6 @@ class AsyncioSessionHost:
     def _schedule_flush(self) -> None:
         if self._group is not None:
             self.start(self.flush())
-
-    # Requests ------------------------------------------------------------------
-
-    async def request(
-        self,
-        method: str,
-        params: dict[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-        related_request: RequestId | None = None,
-    ) -> dict[str, Any]:
-        """Send a request and wait for its result (raises :class:`MCPError`)."""
-        if self.driver.closed:
-            raise ConnectionClosedError(message="the connection is closed")
-        done = asyncio.Event()
-        waiter = Waiter(done.set, on_progress)
-        request_id = self.driver.start_request(
-            method,
-            params,
-            waiter,
-            now=self.now(),
-            timeout=timeout,
-            related_request=related_request,
-        )
-        return await self._await(request_id, waiter, done, timeout is not None)
-
-    async def wait_for(self, request_id: RequestId, *, timed: bool = False) -> dict[str, Any]:
-        """Wait for a request queued directly on the session."""
-        done = asyncio.Event()
-        waiter = Waiter(done.set)
-        self.driver.register(request_id, waiter)
-        return await self._await(request_id, waiter, done, timed)
-
-    async def _await(
-        self, request_id: RequestId, waiter: Waiter, done: asyncio.Event, timed: bool
-    ) -> dict[str, Any]:
-        if timed:
-            self._timer_changed.set()
-        try:
-            await self.flush()
-            await done.wait()
-        except BaseException:
-            if not waiter.done:
-                self.driver.abandon(request_id)
-                await shielded(self.flush)
-            raise
-        return waiter.outcome()
-
-    # Handlers ------------------------------------------------------------------
 
     def _spawn(self, request_id: RequestId | None, fn: Callable[[], Awaitable[None]]) -> None:
         async def run() -> None:

@@ -11,9 +11,10 @@ from typing import Any, Protocol
 
 import trio
 
-from sansio_mcp import ConnectionClosedError, RequestId, Session
-from sansio_mcp._client import ProgressCallback
-from sansio_mcp._driver import Driver, InputHandler, NotificationHandler, RequestHandler, Waiter
+from sansio_mcp import RequestId, Session
+from sansio_mcp._client import Subscription as CoreSubscription
+from sansio_mcp._driver import InputHandler, NotificationHandler, RequestHandler
+from sansio_mcp._host import HostBase, Signal
 
 __all__ = ["TrioRunner", "TrioSessionHost"]
 
@@ -22,7 +23,7 @@ logger = logging.getLogger("trio_adapters")
 _READ_SIZE = 65536
 
 
-class TrioSessionHost:
+class TrioSessionHost(HostBase):
     """What every Trio transport needs around a session: concurrent handler
     tasks (cancellable one by one), awaitable requests, and the timer.
 
@@ -37,23 +38,40 @@ class TrioSessionHost:
         handle_notification: NotificationHandler | None = None,
         answer_input: InputHandler | None = None,
     ) -> None:
-        self.session = session
-        self._nursery: trio.Nursery | None = None
-        self._scopes: dict[RequestId, trio.CancelScope] = {}
-        self._timer_changed = trio.Event()
-        self.driver = Driver(
+        super().__init__(
             session,
             handle_request=handle_request,
             handle_notification=handle_notification,
+            answer_input=answer_input,
             spawn=self._spawn,
             cancel=self._cancel_handler,
-            answer_input=answer_input,
         )
+        self._nursery: trio.Nursery | None = None
+        self._scopes: dict[RequestId, trio.CancelScope] = {}
+        self._timer_changed = trio.Event()
         self.driver.on_output = self._schedule_flush
 
-    async def flush(self) -> None:
-        """Send what the session has queued."""
-        raise NotImplementedError
+    # Primitives for HostBase --------------------------------------------------------
+
+    def new_signal(self) -> Signal:
+        return trio.Event()
+
+    def now(self) -> float:
+        return trio.current_time()
+
+    async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
+        with trio.CancelScope(shield=True):
+            await step()
+
+    def rearm_timer(self) -> None:
+        self._timer_changed.set()
+
+    def new_subscription(self, buffer: int) -> CoreSubscription:
+        from .client import Subscription
+
+        return Subscription(buffer)
+
+    # Tasks --------------------------------------------------------------------------
 
     def attach(self, nursery: trio.Nursery) -> None:
         """Run handler tasks (and the timer) in ``nursery``."""
@@ -74,61 +92,6 @@ class TrioSessionHost:
     def _schedule_flush(self) -> None:
         if self._nursery is not None:
             self._nursery.start_soon(self.flush)
-
-    # Requests ------------------------------------------------------------------
-
-    async def request(
-        self,
-        method: str,
-        params: dict[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-        related_request: RequestId | None = None,
-    ) -> dict[str, Any]:
-        """Send a request and wait for its result (raises :class:`MCPError`)."""
-        if self.driver.closed:
-            raise ConnectionClosedError(message="the connection is closed")
-        done = trio.Event()
-        waiter = Waiter(done.set, on_progress)
-        request_id = self.driver.start_request(
-            method,
-            params,
-            waiter,
-            now=trio.current_time(),
-            timeout=timeout,
-            related_request=related_request,
-        )
-        return await self._await(request_id, waiter, done, timeout is not None)
-
-    async def wait_for(self, request_id: RequestId, *, timed: bool = False) -> dict[str, Any]:
-        """Wait for a request queued directly on the session."""
-        done = trio.Event()
-        waiter = Waiter(done.set)
-        self.driver.register(request_id, waiter)
-        return await self._await(request_id, waiter, done, timed)
-
-    async def _await(
-        self, request_id: RequestId, waiter: Waiter, done: trio.Event, timed: bool
-    ) -> dict[str, Any]:
-        if timed:
-            self._timer_changed.set()
-        try:
-            await self.flush()
-            await done.wait()
-        except BaseException:
-            if not waiter.done:
-                self.driver.abandon(request_id)
-                with trio.CancelScope(shield=True):
-                    await self.flush()
-            raise
-        return waiter.outcome()
-
-    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        self.session.send_notification(method, params)
-        await self.flush()
-
-    # Handlers ------------------------------------------------------------------
 
     def _spawn(self, request_id: RequestId | None, fn: Callable[[], Awaitable[None]]) -> None:
         assert self._nursery is not None, "attach() the host to a nursery first"

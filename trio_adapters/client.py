@@ -4,15 +4,17 @@ over a server subprocess."""
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
 
 from sansio_mcp import ClientSession, RequestReceived
-from sansio_mcp._client import ClientAPI, ClientHandlers, ProgressCallback, new_client_session
+from sansio_mcp._client import ClientHandlers, new_client_session
 from sansio_mcp._client import Subscription as CoreSubscription
+from sansio_mcp._host import HostedClient
+from sansio_mcp._host import start_client as core_start_client
 from sansio_mcp._stdio import safe_environment
 from sansio_mcp._versions import ALL_REVISIONS
 
@@ -23,37 +25,8 @@ from ._util import unwrap_single_exception
 __all__ = ["Client", "ClientHandlers", "Subscription", "open_client", "open_stdio_client"]
 
 
-class Client(ClientAPI):
+class Client(HostedClient):
     """A connected, initialized MCP client (see :class:`ClientAPI` for the calls)."""
-
-    def __init__(
-        self, host: TrioSessionHost, session: ClientSession, handlers: ClientHandlers
-    ) -> None:
-        super().__init__(session, host.driver, handlers)
-        self._host = host
-
-    async def send_request(
-        self,
-        method: str,
-        params: dict[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
-        return await self._host.request(method, params, timeout=timeout, on_progress=on_progress)
-
-    async def flush(self) -> None:
-        await self._host.flush()
-
-    async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
-        with trio.CancelScope(shield=True):
-            await step()
-
-    def clock(self) -> float:
-        return trio.current_time()
-
-    def new_subscription(self, buffer: int) -> Subscription:
-        return Subscription(buffer)
 
 
 class Subscription(CoreSubscription):
@@ -93,9 +66,9 @@ async def start_client(
     initialize_timeout: float | None,
 ) -> Client:
     """Run the session's start (handshake or discover) and wrap it in a :class:`Client`."""
-    request_id = session.start(now=trio.current_time(), timeout=initialize_timeout)
-    await host.wait_for(request_id, timed=initialize_timeout is not None)
-    return Client(host, session, handlers)
+    client = await core_start_client(host, session, handlers, initialize_timeout, Client)
+    assert isinstance(client, Client)
+    return client
 
 
 @asynccontextmanager

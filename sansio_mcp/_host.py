@@ -1,0 +1,175 @@
+"""The backend-neutral half of a session host, and the client built on it.
+
+A host wraps a session and its :class:`Driver`; what differs between Trio
+and asyncio (a one-shot signal, the clock, shielding from cancellation,
+how output is flushed, how tasks are spawned) is supplied by a subclass.
+The request/await logic, including cancelling on the wire when the caller
+gives up, is written once, here.  Nothing here does I/O: it only awaits the
+subclass's primitives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from ._client import ClientAPI, ClientHandlers, ProgressCallback, Subscription
+from ._driver import Driver, InputHandler, NotificationHandler, RequestHandler, Waiter
+from ._errors import ConnectionClosedError
+from ._jsonrpc import RequestId
+from ._session import ClientSession, Session
+
+__all__ = ["HostBase", "HostedClient", "Signal", "start_client"]
+
+
+class Signal(Protocol):
+    """A one-shot event: ``set`` wakes every ``wait``."""
+
+    def set(self) -> None: ...
+
+    async def wait(self) -> Any: ...
+
+
+class HostBase:
+    """Requests and waiting, on top of five adapter primitives:
+    :meth:`new_signal`, :meth:`now`, :meth:`flush`, :meth:`shielded` and
+    :meth:`rearm_timer` (plus ``spawn``/``cancel`` given to the driver)."""
+
+    def __init__(
+        self,
+        session: Session,
+        *,
+        handle_request: RequestHandler,
+        handle_notification: NotificationHandler | None,
+        answer_input: InputHandler | None,
+        spawn: Callable[[RequestId | None, Callable[[], Awaitable[None]]], None],
+        cancel: Callable[[RequestId], None],
+    ) -> None:
+        self.session = session
+        self.driver = Driver(
+            session,
+            handle_request=handle_request,
+            handle_notification=handle_notification,
+            spawn=spawn,
+            cancel=cancel,
+            answer_input=answer_input,
+        )
+
+    # Primitives ---------------------------------------------------------------------
+
+    def new_signal(self) -> Signal:
+        raise NotImplementedError
+
+    def now(self) -> float:
+        raise NotImplementedError
+
+    async def flush(self) -> None:
+        """Send what the session has queued."""
+        raise NotImplementedError
+
+    async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
+        """Run ``step`` to completion even while being cancelled."""
+        raise NotImplementedError
+
+    def rearm_timer(self) -> None:
+        """A deadline was added: the timer must look again."""
+        raise NotImplementedError
+
+    def new_subscription(self, buffer: int) -> Subscription:
+        raise NotImplementedError
+
+    # Requests -------------------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        related_request: RequestId | None = None,
+    ) -> dict[str, Any]:
+        """Send a request and wait for its result (raises :class:`MCPError`)."""
+        if self.driver.closed:
+            raise ConnectionClosedError(message="the connection is closed")
+        done = self.new_signal()
+        waiter = Waiter(done.set, on_progress)
+        request_id = self.driver.start_request(
+            method,
+            params,
+            waiter,
+            now=self.now(),
+            timeout=timeout,
+            related_request=related_request,
+        )
+        return await self._await(request_id, waiter, done, timeout is not None)
+
+    async def wait_for(self, request_id: RequestId, *, timed: bool = False) -> dict[str, Any]:
+        """Wait for a request queued directly on the session."""
+        done = self.new_signal()
+        waiter = Waiter(done.set)
+        self.driver.register(request_id, waiter)
+        return await self._await(request_id, waiter, done, timed)
+
+    async def _await(
+        self, request_id: RequestId, waiter: Waiter, done: Signal, timed: bool
+    ) -> dict[str, Any]:
+        if timed:
+            self.rearm_timer()
+        try:
+            await self.flush()
+            await done.wait()
+        except BaseException:
+            if not waiter.done:
+                # The caller gave up (cancelled): cancel on the wire too.
+                self.driver.abandon(request_id)
+                await self.shielded(self.flush)
+            raise
+        return waiter.outcome()
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        self.session.send_notification(method, params)
+        await self.flush()
+
+
+class HostedClient(ClientAPI):
+    """A connected, initialized MCP client running on a host (see :class:`ClientAPI`)."""
+
+    def __init__(self, host: HostBase, session: ClientSession, handlers: ClientHandlers) -> None:
+        super().__init__(session, host.driver, handlers)
+        self._host = host
+
+    async def send_request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        return await self._host.request(method, params, timeout=timeout, on_progress=on_progress)
+
+    async def flush(self) -> None:
+        await self._host.flush()
+
+    async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
+        await self._host.shielded(step)
+
+    def clock(self) -> float:
+        return self._host.now()
+
+    def new_subscription(self, buffer: int) -> Subscription:
+        return self._host.new_subscription(buffer)
+
+
+async def start_client(
+    host: HostBase,
+    session: ClientSession,
+    handlers: ClientHandlers,
+    initialize_timeout: float | None,
+    client_class: type[HostedClient] = HostedClient,
+) -> HostedClient:
+    """Run the session's start (handshake or discover) and wrap it in a client."""
+    request_id = session.start(now=host.now(), timeout=initialize_timeout)
+    await host.wait_for(request_id, timed=initialize_timeout is not None)
+    return client_class(host, session, handlers)
