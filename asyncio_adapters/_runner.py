@@ -10,7 +10,6 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
 from sansio_mcp import RequestId, Session
-from sansio_mcp._client import Subscription as CoreSubscription
 from sansio_mcp._driver import InputHandler, NotificationHandler, RequestHandler
 from sansio_mcp._host import HostBase, Signal
 
@@ -85,11 +84,6 @@ class AsyncioSessionHost(HostBase):
 
     def rearm_timer(self) -> None:
         self._timer_changed.set()
-
-    def new_subscription(self, buffer: int) -> CoreSubscription:
-        from .client import Subscription
-
-        return Subscription(buffer)
 
     # Tasks --------------------------------------------------------------------------
 

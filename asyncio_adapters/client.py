@@ -11,9 +11,8 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from typing import Any
 
-from sansio_mcp import ClientSession, RequestReceived
+from sansio_mcp import ClientSession
 from sansio_mcp._client import ClientHandlers, new_client_session
-from sansio_mcp._client import Subscription as CoreSubscription
 from sansio_mcp._host import HostedClient
 from sansio_mcp._host import start_client as core_start_client
 from sansio_mcp._stdio import safe_environment
@@ -25,7 +24,6 @@ from ._runner import AsyncioRunner, AsyncioSessionHost, Framing, shielded
 __all__ = [
     "Client",
     "ClientHandlers",
-    "Subscription",
     "open_client",
     "open_stdio_client",
     "start_client",
@@ -34,33 +32,6 @@ __all__ = [
 
 class Client(HostedClient):
     """A connected, initialized MCP client (see :class:`ClientAPI` for the calls)."""
-
-
-class Subscription(CoreSubscription):
-    """Notifications of one :meth:`Client.listen` (an asyncio queue)."""
-
-    def __init__(self, buffer: int) -> None:
-        self._queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue(buffer)
-        self._acknowledged = asyncio.Event()
-        self.acknowledged_filter: dict[str, Any] = {}
-        self.dropped = 0
-
-    def acknowledged(self, notifications: dict[str, Any]) -> None:
-        self.acknowledged_filter = notifications
-        self._acknowledged.set()
-
-    def deliver(self, method: str, params: dict[str, Any]) -> None:
-        try:
-            self._queue.put_nowait((method, params))
-        except asyncio.QueueFull:
-            # A consumer this far behind has lost the thread anyway; count, don't block I/O.
-            self.dropped += 1
-
-    async def wait_acknowledged(self) -> None:
-        await self._acknowledged.wait()
-
-    async def __anext__(self) -> tuple[str, dict[str, Any]]:
-        return await self._queue.get()
 
 
 async def start_client(
@@ -129,16 +100,11 @@ async def open_client(
         max_input_rounds=max_input_rounds,
     )
 
-    async def handle_request(event: RequestReceived) -> dict[str, Any]:
-        return await handlers.answer(event.method, event.params)
-
     runner = AsyncioRunner(
         session,
         reader,
         writer,
-        handle_request=handle_request,
-        handle_notification=handlers.notify,
-        answer_input=handlers.answer,
+        **handlers.host_callbacks(),
         framing=framing(session) if framing is not None else None,
     )
     async with run_client(runner, session, handlers, initialize_timeout, runner._read_loop) as c:

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from sansio_mcp import ClientSession, RemoteProtocolError, RequestReceived, _json
+from sansio_mcp import ClientSession, RemoteProtocolError, _json
 from sansio_mcp._client import ClientHandlers, new_client_session
 from sansio_mcp._http import ConnectionEnded, HTTPClientConnection, HTTPError, HTTPResponseHead
 from sansio_mcp._ndjson import NEED_DATA
@@ -40,14 +40,9 @@ class _HTTPClientHost(AsyncioSessionHost):
         max_body: int,
         ssl_context: ssl.SSLContext | None,
     ) -> None:
-        async def handle_request(event: RequestReceived) -> dict[str, Any]:
-            return await handlers.answer(event.method, event.params)
-
         super().__init__(
             session,
-            handle_request=handle_request,
-            handle_notification=handlers.notify,
-            answer_input=handlers.answer,
+            **handlers.host_callbacks(),
         )
         self.transport = transport
         self.max_body = max_body

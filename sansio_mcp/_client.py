@@ -16,6 +16,8 @@ import attrs
 from ._cache import ResultCache
 from ._driver import Driver, SubscriptionSink
 from ._errors import ErrorCode, LocalProtocolError, MCPError, RemoteProtocolError
+from ._events import RequestReceived
+from ._http_headers import x_mcp_header_problems
 from ._params import LOG_LEVELS
 from ._session import ClientSession
 
@@ -83,6 +85,18 @@ class ClientHandlers:
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         if self.on_notification is not None:
             await _maybe_await(self.on_notification(method, params))
+
+    async def handle_request(self, event: RequestReceived) -> dict[str, Any]:
+        """Answer a server-to-client request event."""
+        return await self.answer(event.method, event.params)
+
+    def host_callbacks(self) -> dict[str, Any]:
+        """The callbacks a client-side session host takes, wired to these handlers."""
+        return {
+            "handle_request": self.handle_request,
+            "handle_notification": self.notify,
+            "answer_input": self.answer,
+        }
 
 
 def new_client_session(
@@ -276,8 +290,15 @@ class ClientAPI:
             cursor = next_cursor
 
     async def list_tools(self) -> list[dict[str, Any]]:
-        """Every tool, across all pages."""
-        return await self._all_pages("tools/list", "tools")
+        """Every tool, across all pages.
+
+        On 2026-07-28, tools whose ``x-mcp-header`` annotations are invalid are
+        left out: clients must not use them (SEP-2243).
+        """
+        tools = await self._all_pages("tools/list", "tools")
+        if not self.session.is_modern:
+            return tools
+        return [t for t in tools if not x_mcp_header_problems(t.get("inputSchema"))]
 
     async def call_tool(
         self,

@@ -10,6 +10,7 @@ subclass's primitives.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -19,7 +20,7 @@ from ._errors import ConnectionClosedError
 from ._jsonrpc import RequestId
 from ._session import ClientSession, Session
 
-__all__ = ["HostBase", "HostedClient", "Signal", "start_client"]
+__all__ = ["BufferedSubscription", "HostBase", "HostedClient", "Signal", "start_client"]
 
 
 class Signal(Protocol):
@@ -28,6 +29,41 @@ class Signal(Protocol):
     def set(self) -> None: ...
 
     async def wait(self) -> Any: ...
+
+
+class BufferedSubscription(Subscription):
+    """A subscription's notifications, buffered up to ``buffer`` and woken by a
+    backend :class:`Signal` (one consumer)."""
+
+    def __init__(self, buffer: int, new_signal: Callable[[], Signal]) -> None:
+        self._items: deque[tuple[str, dict[str, Any]]] = deque()
+        self._buffer = buffer
+        self._new_signal = new_signal
+        self._ready = new_signal()
+        self._acknowledged = new_signal()
+        self.acknowledged_filter: dict[str, Any] = {}
+        self.dropped = 0
+
+    def acknowledged(self, notifications: dict[str, Any]) -> None:
+        self.acknowledged_filter = notifications
+        self._acknowledged.set()
+
+    def deliver(self, method: str, params: dict[str, Any]) -> None:
+        if len(self._items) >= self._buffer:
+            # A consumer this far behind has lost the thread anyway; count, don't block I/O.
+            self.dropped += 1
+            return
+        self._items.append((method, params))
+        self._ready.set()
+
+    async def wait_acknowledged(self) -> None:
+        await self._acknowledged.wait()
+
+    async def __anext__(self) -> tuple[str, dict[str, Any]]:
+        while not self._items:
+            await self._ready.wait()
+            self._ready = self._new_signal()
+        return self._items.popleft()
 
 
 class HostBase:
@@ -76,7 +112,7 @@ class HostBase:
         raise NotImplementedError
 
     def new_subscription(self, buffer: int) -> Subscription:
-        raise NotImplementedError
+        return BufferedSubscription(buffer, self.new_signal)
 
     # Requests -------------------------------------------------------------------------
 

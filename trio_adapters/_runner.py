@@ -12,7 +12,6 @@ from typing import Any, Protocol
 import trio
 
 from sansio_mcp import RequestId, Session
-from sansio_mcp._client import Subscription as CoreSubscription
 from sansio_mcp._driver import InputHandler, NotificationHandler, RequestHandler
 from sansio_mcp._host import HostBase, Signal
 
@@ -65,11 +64,6 @@ class TrioSessionHost(HostBase):
 
     def rearm_timer(self) -> None:
         self._timer_changed.set()
-
-    def new_subscription(self, buffer: int) -> CoreSubscription:
-        from .client import Subscription
-
-        return Subscription(buffer)
 
     # Tasks --------------------------------------------------------------------------
 

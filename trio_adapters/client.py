@@ -10,9 +10,8 @@ from typing import Any
 
 import trio
 
-from sansio_mcp import ClientSession, RequestReceived
+from sansio_mcp import ClientSession
 from sansio_mcp._client import ClientHandlers, new_client_session
-from sansio_mcp._client import Subscription as CoreSubscription
 from sansio_mcp._host import HostedClient
 from sansio_mcp._host import start_client as core_start_client
 from sansio_mcp._stdio import safe_environment
@@ -22,41 +21,11 @@ from ._process import PIPE, drain_stderr, stop_process
 from ._runner import TrioRunner, TrioSessionHost
 from ._util import unwrap_single_exception
 
-__all__ = ["Client", "ClientHandlers", "Subscription", "open_client", "open_stdio_client"]
+__all__ = ["Client", "ClientHandlers", "open_client", "open_stdio_client"]
 
 
 class Client(HostedClient):
     """A connected, initialized MCP client (see :class:`ClientAPI` for the calls)."""
-
-
-class Subscription(CoreSubscription):
-    """Notifications of one :meth:`Client.listen` (a Trio memory channel)."""
-
-    def __init__(self, buffer: int) -> None:
-        self._send, self._receive = trio.open_memory_channel[tuple[str, dict[str, Any]]](buffer)
-        self._acknowledged = trio.Event()
-        self.acknowledged_filter: dict[str, Any] = {}
-        self.dropped = 0
-
-    def acknowledged(self, notifications: dict[str, Any]) -> None:
-        self.acknowledged_filter = notifications
-        self._acknowledged.set()
-
-    def deliver(self, method: str, params: dict[str, Any]) -> None:
-        try:
-            self._send.send_nowait((method, params))
-        except trio.WouldBlock:
-            # A consumer this far behind has lost the thread anyway; count, don't block I/O.
-            self.dropped += 1
-
-    async def wait_acknowledged(self) -> None:
-        await self._acknowledged.wait()
-
-    async def __anext__(self) -> tuple[str, dict[str, Any]]:
-        try:
-            return await self._receive.receive()
-        except trio.EndOfChannel:
-            raise StopAsyncIteration from None
 
 
 async def start_client(
@@ -101,16 +70,11 @@ async def open_client(
         max_input_rounds=max_input_rounds,
     )
 
-    async def handle_request(event: RequestReceived) -> dict[str, Any]:
-        return await handlers.answer(event.method, event.params)
-
     runner = TrioRunner(
         session,
         send_stream,
         receive_stream,
-        handle_request=handle_request,
-        handle_notification=handlers.notify,
-        answer_input=handlers.answer,
+        **handlers.host_callbacks(),
     )
     with unwrap_single_exception():
         async with trio.open_nursery() as nursery:

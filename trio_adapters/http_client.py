@@ -10,7 +10,7 @@ from typing import Any
 
 import trio
 
-from sansio_mcp import ClientSession, RemoteProtocolError, RequestReceived, _json
+from sansio_mcp import ClientSession, RemoteProtocolError, _json
 from sansio_mcp._client import ClientHandlers, new_client_session
 from sansio_mcp._http import (
     ConnectionEnded,
@@ -45,14 +45,9 @@ class _HTTPClientHost(TrioSessionHost):
         max_body: int,
         ssl_context: ssl.SSLContext | None,
     ) -> None:
-        async def handle_request(event: RequestReceived) -> dict[str, Any]:
-            return await handlers.answer(event.method, event.params)
-
         super().__init__(
             session,
-            handle_request=handle_request,
-            handle_notification=handlers.notify,
-            answer_input=handlers.answer,
+            **handlers.host_callbacks(),
         )
         self.transport = transport
         self.max_body = max_body
@@ -141,7 +136,17 @@ class _HTTPClientHost(TrioSessionHost):
             if request_id is not None:
                 self._posts[request_id] = scope
             try:
-                await self._exchange("POST", self.transport.post_headers(message), body, message)
+                headers = self.transport.post_headers(message)
+                response = await self._exchange("POST", headers, body, message)
+                # SEP-1699: a stream that ended before its answer is resumed with a GET.
+                last_event_id = None
+                while response.needs_resume:
+                    last_event_id = response.last_event_id or last_event_id
+                    if last_event_id is None:
+                        break  # nothing to resume from
+                    await trio.sleep(self.transport.retry_delay)
+                    headers = self.transport.resume_headers(last_event_id)
+                    response = await self._exchange("GET", headers, None, message)
             finally:
                 if request_id is not None:
                     self._posts.pop(request_id, None)

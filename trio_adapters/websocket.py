@@ -119,16 +119,11 @@ async def open_ws_client(
         session, client=True, host=parts.netloc, target=target, max_message_size=max_message_size
     )
 
-    async def handle_request(event: RequestReceived) -> dict[str, Any]:
-        return await handlers.answer(event.method, event.params)
-
     runner = TrioRunner(
         session,
         stream,
         stream,
-        handle_request=handle_request,
-        handle_notification=handlers.notify,
-        answer_input=handlers.answer,
+        **handlers.host_callbacks(),
         framing=framing,
     )
     async with stream:
