@@ -137,7 +137,16 @@ class _HTTPClientHost(AsyncioSessionHost):
 
     async def _post(self, message: Any) -> None:
         body = _json.dumps(message).encode("utf-8")
-        await self._exchange("POST", self.transport.post_headers(message), body, message)
+        response = await self._exchange("POST", self.transport.post_headers(message), body, message)
+        # SEP-1699: a stream that ended before its answer is resumed with a GET.
+        last_event_id = None
+        while response.needs_resume:
+            last_event_id = response.last_event_id or last_event_id
+            if last_event_id is None:
+                break  # nothing to resume from
+            await asyncio.sleep(self.transport.retry_delay)
+            headers = self.transport.resume_headers(last_event_id)
+            response = await self._exchange("GET", headers, None, message)
 
     async def _get_stream(self) -> None:
         """Hold the GET stream open for server-initiated messages; reconnect on drops."""

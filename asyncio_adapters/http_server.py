@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Iterable
 from typing import Any
 
@@ -17,6 +18,8 @@ from ._runner import AsyncioSessionHost
 from .server import AsyncioContext
 
 __all__ = ["serve_http", "serve_router"]
+
+logger = logging.getLogger("asyncio_adapters.http")
 
 _READ_SIZE = 65536
 # How long a stateless response may wait for its first output before its head goes out
@@ -71,6 +74,9 @@ class _HTTPService:
                     return
         except (ConnectionError, OSError):
             pass
+        except Exception:
+            # One broken connection must never take the server (and every other client) down.
+            logger.exception("error while serving an HTTP connection; closing it")
         finally:
             writer.close()
             with contextlib.suppress(ConnectionError, OSError):
@@ -137,6 +143,8 @@ class _HTTPService:
         finally:
             watcher.cancel()
             self.hosts.finish(exchange)
+            # Let the watcher leave ``reader.read`` before the next request reads (keep-alive).
+            await asyncio.wait([watcher])
 
     async def _watch_disconnect(
         self, reader: asyncio.StreamReader, conn: HTTPServerConnection, exchange: Exchange

@@ -1,7 +1,7 @@
 """Mount an MCP server into a Starlette app and run it under uvicorn.
 
-    python examples/asgi_app.py --port 8000
-    sansio-mcp inspect http://127.0.0.1:8000/tools/mcp
+python examples/asgi_app.py --port 8000
+sansio-mcp inspect http://127.0.0.1:8000/tools/mcp
 """
 
 from __future__ import annotations

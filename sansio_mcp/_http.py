@@ -152,6 +152,8 @@ class HTTPServerConnection:
     def send_body(self, data: bytes) -> bytes:
         if not data:
             return b""
+        if self._request is not None and self._request.method == b"HEAD":
+            return b""  # a response to HEAD has no body (its head still says how long)
         return self._h11.send(h11.Data(data=data)) or b""
 
     def end(self) -> bytes:

@@ -1,11 +1,16 @@
 """JSON text in and out, with limits checked before the parser runs.
 
 This is the one seam for the JSON backend: everything else calls
-:func:`loads` and :func:`dumps`.
+:func:`loads` and :func:`dumps`.  The stdlib ``json`` always works; when
+``orjson`` is installed it is used as a fast path, guarded so that what is
+accepted, and every value parsed or written, stays the stdlib's (see
+:func:`loads` and :func:`dumps`).  Set ``sansio_mcp._json.orjson = None`` to
+force the stdlib path.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from itertools import accumulate
@@ -13,7 +18,15 @@ from typing import Any
 
 from ._errors import ErrorCode, RemoteProtocolError
 
-__all__ = ["DEFAULT_MAX_DEPTH", "DEFAULT_MAX_MESSAGE_SIZE", "dumps", "loads", "nesting_depth"]
+__all__ = [
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "dumps",
+    "loads",
+    "nesting_depth",
+    "stdlib_dumps",
+    "stdlib_loads",
+]
 
 DEFAULT_MAX_MESSAGE_SIZE = 8 * 1024 * 1024
 DEFAULT_MAX_DEPTH = 64
@@ -28,6 +41,30 @@ _ascii_encoder = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allo
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def _optional(name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+#: The optional fast backend, or None (stdlib only).
+orjson: Any = _optional("orjson")
+# Types orjson would write but the stdlib refuses (dataclasses, datetimes) and
+# subclasses of str/int/dict/list go to the stdlib instead (orjson raises TypeError).
+_ORJSON_OPTIONS = (
+    orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+    if orjson is not None
+    else 0
+)
+_DIGITS = b"0123456789"
+# orjson reads integers beyond 64 bits as floats; the stdlib keeps them exact.
+# A text with fewer digits than this cannot hold one.
+_MAX_FAST_DIGITS = 18
+
+
 def nesting_depth(text: str) -> int:
     """The deepest bracket nesting of a JSON text (strings ignored)."""
     brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
@@ -40,12 +77,38 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+# Built once: ``json.loads(text, parse_constant=...)`` would build a new decoder
+# (and scanner) on every call, which costs more than parsing a small message.
+_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def loads(data: bytes | str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
     """Parse one JSON text; raise :class:`RemoteProtocolError` (-32700) on failure.
 
     The nesting limit is checked before parsing, so a hostile peer cannot use
     deep nesting to exhaust the stack.
+
+    With orjson installed, bytes that are certainly within the nesting limit
+    and hold too few digits for an integer beyond 64 bits are parsed by orjson
+    (stricter than the stdlib, and equal on everything both accept); anything
+    orjson refuses goes to the stdlib, which accepts or words the error.
     """
+    fast = orjson
+    if (
+        fast is not None
+        and isinstance(data, bytes)
+        and data.count(b"[") + data.count(b"{") <= max_depth
+        and len(data) - len(data.translate(None, _DIGITS)) <= _MAX_FAST_DIGITS
+    ):
+        try:
+            return fast.loads(data)
+        except fast.JSONDecodeError:
+            pass
+    return stdlib_loads(data, max_depth=max_depth)
+
+
+def stdlib_loads(data: bytes | str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
+    """:func:`loads` with the stdlib ``json`` only."""
     if isinstance(data, bytes):
         try:
             text = data.decode("utf-8")
@@ -61,14 +124,39 @@ def loads(data: bytes | str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
             f"message nests deeper than {max_depth} levels", code=ErrorCode.PARSE_ERROR
         )
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        if text.startswith("\ufeff"):  # exactly what json.loads says about a BOM
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        return _decoder.decode(text)
     except (ValueError, RecursionError) as exc:
         raise RemoteProtocolError(f"invalid JSON: {exc}", code=ErrorCode.PARSE_ERROR) from None
 
 
 def dumps(obj: Any) -> str:
-    """Compact JSON with no newlines (safe for NDJSON framing), always UTF-8 encodable."""
+    """Compact JSON with no newlines (safe for NDJSON framing), always UTF-8 encodable.
+
+    With orjson installed it writes the text unless it raises (integers beyond
+    64 bits, non-string keys, lone surrogates, subclasses, dataclasses,
+    datetimes, ...) or the text holds a ``null`` (orjson writes NaN and
+    infinities as ``null`` where the stdlib refuses them): those take the
+    stdlib path.  Its floats may be spelled differently (``1e16`` for
+    ``1e+16``), never valued differently.  Unlike the stdlib it also writes
+    ``enum.Enum`` and ``uuid.UUID`` values.
+    """
+    fast = orjson
+    if fast is not None:
+        try:
+            data = fast.dumps(obj, option=_ORJSON_OPTIONS)
+        except TypeError:
+            pass
+        else:
+            if b"null" not in data:
+                return str(data.decode("utf-8"))
+    return stdlib_dumps(obj)
+
+
+def stdlib_dumps(obj: Any) -> str:
+    """:func:`dumps` with the stdlib ``json`` only."""
     text = _encoder.encode(obj)
-    if _SURROGATE.search(text):
+    if not text.isascii() and _SURROGATE.search(text):
         return _ascii_encoder.encode(obj)  # escapes the lone surrogates as \uXXXX
     return text

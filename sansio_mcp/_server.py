@@ -127,7 +127,9 @@ class Context:
             return self.meta.protocol_version
         return self.session.protocol_version
 
-    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def request(
+        self, method: str, params: dict[str, Any] | None = None, *, key: str | None = None
+    ) -> dict[str, Any]:
         """Ask the client (sampling, elicitation, roots) and return its answer.
 
         On a handshake session this is a real server-to-client request.  On a
@@ -135,19 +137,35 @@ class Context:
         handler stops and the client is sent ``input_required``; the client
         retries with the answer and the handler runs again, this time
         getting the answer here.  Handlers must therefore ask in the same
-        order on every run.
+        order on every run.  ``key`` names the input request in
+        ``inputRequests`` (default: ``input-N``, N counting the asks).
+        """
+        answers = await self.request_many({key or self._next_key(): _input_request(method, params)})
+        return next(iter(answers.values()))
+
+    async def request_many(self, requests: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Ask several things at once; ``requests`` maps a key to ``{"method", "params"}``.
+
+        Returns the answers by key.  On a stateless request every missing
+        answer is asked for in one ``input_required`` round; on a handshake
+        session the requests are sent one after another.
         """
         if self.meta is None:
-            return await self.send_request(method, params)
-        key = f"input-{self._inputs_asked + 1}"
+            return {
+                key: await self.send_request(request["method"], request.get("params"))
+                for key, request in requests.items()
+            }
+        answers = {key: self._answers.get(key) for key in requests}
+        missing = {
+            key: requests[key] for key, answer in answers.items() if not isinstance(answer, dict)
+        }
+        if missing:
+            raise NeedInput(missing)
+        return typing.cast(dict[str, dict[str, Any]], answers)
+
+    def _next_key(self) -> str:
         self._inputs_asked += 1
-        answer = self._answers.get(key)
-        if isinstance(answer, dict):
-            return answer
-        request: dict[str, Any] = {"method": method}
-        if params is not None:
-            request["params"] = params
-        raise NeedInput(key, request)
+        return f"input-{self._inputs_asked}"
 
     # Primitives -----------------------------------------------------------------
 
@@ -200,6 +218,7 @@ class Context:
         *,
         max_tokens: int = 256,
         system_prompt: str | None = None,
+        key: str | None = None,
         **extra: Any,
     ) -> dict[str, Any]:
         """Ask the client's model for a completion; returns the CreateMessageResult."""
@@ -210,23 +229,27 @@ class Context:
         params: dict[str, Any] = {"messages": messages, "maxTokens": max_tokens, **extra}
         if system_prompt is not None:
             params["systemPrompt"] = system_prompt
-        return await self.request("sampling/createMessage", params)
+        return await self.request("sampling/createMessage", params, key=key)
 
-    async def elicit(self, message: str, requested_schema: dict[str, Any]) -> dict[str, Any]:
+    async def elicit(
+        self, message: str, requested_schema: dict[str, Any], *, key: str | None = None
+    ) -> dict[str, Any]:
         """Ask the user for structured input (form mode); returns the ElicitResult."""
         params: dict[str, Any] = {"message": message, "requestedSchema": requested_schema}
         if (self.protocol_version or "") >= "2025-11-25":
             params = {"mode": "form", **params}
-        return await self.request("elicitation/create", params)
+        return await self.request("elicitation/create", params, key=key)
 
-    async def elicit_url(self, message: str, url: str, elicitation_id: str) -> dict[str, Any]:
+    async def elicit_url(
+        self, message: str, url: str, elicitation_id: str, *, key: str | None = None
+    ) -> dict[str, Any]:
         """Send the user to ``url`` (URL mode, 2025-11-25)."""
         params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
-        return await self.request("elicitation/create", params)
+        return await self.request("elicitation/create", params, key=key)
 
-    async def list_roots(self) -> list[dict[str, Any]]:
+    async def list_roots(self, *, key: str | None = None) -> list[dict[str, Any]]:
         """The client's roots."""
-        result = await self.request("roots/list")
+        result = await self.request("roots/list", key=key)
         roots = result.get("roots")
         return roots if isinstance(roots, list) else []
 
@@ -278,12 +301,19 @@ class SessionHub:
 
 
 class NeedInput(Exception):
-    """Raised inside a stateless handler that needs the client's input first."""
+    """Raised inside a stateless handler that needs the client's input first;
+    ``requests`` maps each ``inputRequests`` key to its ``{"method", "params"}``."""
 
-    def __init__(self, key: str, request: dict[str, Any]) -> None:
-        super().__init__(key)
-        self.key = key
-        self.request = request
+    def __init__(self, requests: dict[str, dict[str, Any]]) -> None:
+        super().__init__(", ".join(requests))
+        self.requests = requests
+
+
+def _input_request(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+    request: dict[str, Any] = {"method": method}
+    if params is not None:
+        request["params"] = params
+    return request
 
 
 @attrs.frozen
@@ -631,7 +661,7 @@ class Server:
         except NeedInput as need:
             return {
                 "resultType": "input_required",
-                "inputRequests": {need.key: need.request},
+                "inputRequests": need.requests,
                 "requestState": self.sealer.seal(answers, now=ctx.now, binding=binding),
             }
 

@@ -1079,6 +1079,8 @@ class ClientSession(Session):
         #: The server's DiscoverResult, when the modern era was reached through discover.
         self.discovery: dict[str, Any] | None = None
         self._start_id: RequestId | None = None
+        # Origins of requests already retried at the version the server refused.
+        self._same_version_retries: OrderedDict[RequestId, None] = OrderedDict()
 
     @property
     def is_modern(self) -> bool:
@@ -1337,9 +1339,15 @@ class ClientSession(Session):
         if not isinstance(supported, list):
             return False
         mutual = [v for v in modern_versions(self.supported_versions) if v in supported]
-        # Compare with the version this request used: others may have moved on already.
-        if not mutual or mutual[-1] == (pending.version or self.modern_version):
+        if not mutual:
             return False
+        # Compare with the version this request used: others may have moved on already.
+        if mutual[-1] == (pending.version or self.modern_version):
+            # The server lists the very version it refused (a deployment mid-upgrade,
+            # say): retry once at it, then let the error stand.
+            if pending.origin in self._same_version_retries:
+                return False
+            self._remember(self._same_version_retries, pending.origin)
         self.modern_version = mutual[-1]
         params = pending.params
         if pending.method == "server/discover":

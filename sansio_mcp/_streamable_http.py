@@ -25,7 +25,7 @@ from ._jsonrpc import RequestId, is_request_id
 from ._modern import is_modern_request
 from ._session import ServerSession
 from ._sse import format_sse_comment, format_sse_event
-from ._versions import HANDSHAKE_REVISIONS, META_PROTOCOL_VERSION
+from ._versions import HANDSHAKE_REVISIONS, META_PROTOCOL_VERSION, MODERN_REVISIONS
 
 __all__ = ["Exchange", "StreamableHTTPServer", "LOOPBACK_HOSTS", "check_host_and_origin"]
 
@@ -41,6 +41,8 @@ _MODERN_STATUS = {
     ErrorCode.PARSE_ERROR: 400,
     ErrorCode.METHOD_NOT_FOUND: 404,
 }
+# ... and for one refused by its handler, while the response head is still unsent.
+_LATE_STATUS: dict[int, int] = {ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY: 400}
 
 
 def _is_response(obj: Any) -> bool:
@@ -77,6 +79,20 @@ class Exchange:
         self._stream_key = ""
         self._seq = 0
         self._on_close: Callable[[Exchange], None] = lambda exchange: None
+        #: Whether the status may still change: a stateless request's stream whose
+        #: handler may yet fail with an error that has its own HTTP status (-32021).
+        #: Adapters wait for :attr:`head_ready` (or a short grace period), then
+        #: call :meth:`commit_head` as they send the head.
+        self.head_pending = False
+
+    @property
+    def head_ready(self) -> bool:
+        """Whether the status and headers are final (output arrived, or none can change them)."""
+        return not self.head_pending or self.finished or bool(self._chunks)
+
+    def commit_head(self) -> None:
+        """The adapter sends the head now: the status no longer changes."""
+        self.head_pending = False
 
     def take(self) -> bytes:
         """The body bytes produced since the last call."""
@@ -141,8 +157,15 @@ class StreamableHTTPServer:
         json_response: bool = False,
         new_session_id: Callable[[], str] = lambda: secrets.token_hex(16),
         replay_memory: int = 256,
+        tool_input_schema: Callable[[str], Any] | None = None,
+        retry_interval: float | None = 1.0,
     ) -> None:
         self.session_factory = session_factory
+        #: A tool's inputSchema by name, so that its ``x-mcp-header`` parameters'
+        #: ``Mcp-Param-*`` headers are checked too (SEP-2243).
+        self.tool_input_schema = tool_input_schema
+        #: The SSE ``retry`` hint (seconds) sent when a POST stream opens (2025-11-25+).
+        self.retry_interval = retry_interval
         self.endpoint = endpoint
         self.allowed_hosts = {h.lower() for h in (allowed_hosts or LOOPBACK_HOSTS)}
         self.allowed_origins = {o.lower().rstrip("/") for o in (allowed_origins or ())}
@@ -155,6 +178,7 @@ class StreamableHTTPServer:
         self._modern_exchange: dict[int, Exchange] = {}
         probe = session_factory()
         self._legacy_versions = [v for v in probe.supported_versions if v in HANDSHAKE_REVISIONS]
+        self._modern_versions = [v for v in probe.supported_versions if v in MODERN_REVISIONS]
 
     # Entry ------------------------------------------------------------------------
 
@@ -199,7 +223,25 @@ class StreamableHTTPServer:
         params = first.get("params")
         if not isinstance(obj, list) and isinstance(params, dict) and is_modern_request(params):
             return self._post_modern(request, first)
+        if not isinstance(obj, list) and self._claims_modern(request, first):
+            # A stateless request (by its MCP-Protocol-Version) whose _meta lacks the
+            # version: malformed params (-32602, HTTP 400), not a missing session.
+            return _json_error(
+                400,
+                first.get("id"),
+                ErrorCode.INVALID_PARAMS,
+                f"params._meta[{META_PROTOCOL_VERSION!r}] is required "
+                f"(MCP-Protocol-Version {request.headers.get('mcp-protocol-version')})",
+            )
         return self._post_legacy(request, obj, messages)
+
+    def _claims_modern(self, request: HTTPRequest, message: dict[str, Any]) -> bool:
+        return (
+            "id" in message
+            and message.get("method") != "initialize"
+            and "mcp-session-id" not in request.headers
+            and request.headers.get("mcp-protocol-version") in self._modern_versions
+        )
 
     def _post_modern(self, request: HTTPRequest, message: dict[str, Any]) -> Exchange:
         if "id" not in message:
@@ -208,7 +250,9 @@ class StreamableHTTPServer:
             session.receive_message(message)
             session.messages_to_send()
             return Exchange(202, {})
-        mismatch = validate_request_headers(request.headers, message)
+        mismatch = validate_request_headers(
+            request.headers, message, input_schema=self._input_schema(message)
+        )
         if mismatch is not None:
             return _json_error(400, message.get("id"), mismatch.code, mismatch.message)
         session = self.session_factory()
@@ -224,11 +268,19 @@ class StreamableHTTPServer:
             )
         exchange = self._stream_exchange(session)
         exchange._awaiting.add(request_id)
+        exchange.head_pending = True
         self._modern_exchange[id(session)] = exchange
         exchange._on_close = lambda ex: self._close_modern(session, ex, request_id)
         for obj, _ in early:
             self._deliver(exchange, obj, None)
         return exchange
+
+    def _input_schema(self, message: dict[str, Any]) -> Any:
+        params = message.get("params")
+        name = params.get("name") if isinstance(params, dict) else None
+        if message.get("method") != "tools/call" or self.tool_input_schema is None:
+            return None
+        return self.tool_input_schema(name) if isinstance(name, str) else None
 
     def _close_modern(
         self, session: ServerSession, exchange: Exchange, request_id: RequestId
@@ -290,8 +342,21 @@ class StreamableHTTPServer:
         for request_id in request_ids:
             state.streams[request_id] = exchange
         exchange._on_close = lambda ex: self._close_legacy_stream(state, ex)
+        self._prime(exchange, state)
         self.flush(state.session)
         return exchange
+
+    def _prime(self, exchange: Exchange, state: _LegacySession) -> None:
+        """Open a POST's SSE stream with an event that has an id and no data, and the
+        ``retry`` hint, so a client whose stream breaks can resume it (SEP-1699).
+        Only from 2025-11-25: older clients may choke on an event without data."""
+        if exchange._json_mode or (state.session.protocol_version or "") < "2025-11-25":
+            return
+        retry = None if self.retry_interval is None else round(self.retry_interval * 1000)
+        chunk = format_sse_event("", id=f"{exchange._stream_key}-0", retry=retry)
+        exchange._chunks.append(chunk)
+        replay = state.replay.setdefault(exchange._stream_key, deque(maxlen=state.memory))
+        replay.append((0, chunk))
 
     def _initialize(self, message: dict[str, Any]) -> Exchange:
         session = self.session_factory()
@@ -353,11 +418,12 @@ class StreamableHTTPServer:
         if last is not None:
             key, _, seq = last.rpartition("-")
             if key in state.replay and seq.isdigit():
+                exchange._seq = int(seq)
                 for number, chunk in state.replay[key]:
                     if number > int(seq):
                         exchange._chunks.append(chunk)
+                        exchange._seq = number  # new events continue after the replayed ones
                 exchange._stream_key = key
-                exchange._seq = int(seq)
                 still_open = [ex for ex in state.streams.values() if ex._stream_key == key]
                 for request_id, ex in list(state.streams.items()):
                     if ex._stream_key == key:
@@ -386,7 +452,8 @@ class StreamableHTTPServer:
             assert refusal is not None
             return refusal
         self.end_session(state.id)
-        return Exchange(200, {})
+        # Carrying the ended session lets the adapter forget it and cancel its handlers.
+        return Exchange(200, {}, session=state.session)
 
     def _session_for(self, request: HTTPRequest) -> tuple[_LegacySession | None, Exchange | None]:
         session_id = request.headers.get("mcp-session-id")
@@ -438,6 +505,11 @@ class StreamableHTTPServer:
             if state is None:
                 continue  # an ended session or a finished stateless request: nobody to tell
             target = self._legacy_target(state, obj, route)
+            if target is not None and target._json_mode and not _is_response(obj):
+                # A JSON response carries only the final answer: requests and
+                # notifications for the client go on the GET stream instead.
+                stream = state.get_stream
+                target = stream if stream is not None and not stream.finished else None
             if target is not None:
                 self._deliver(target, obj, state)
             elif not _is_response(obj):
@@ -461,6 +533,8 @@ class StreamableHTTPServer:
 
     def _deliver(self, exchange: Exchange, obj: Any, state: _LegacySession | None) -> None:
         if exchange.finished:
+            return
+        if exchange.head_pending and not exchange._chunks and self._refuse_late(exchange, obj):
             return
         event_id = None
         if state is not None and not exchange._json_mode:
@@ -486,6 +560,25 @@ class StreamableHTTPServer:
                 for request_id in answered:
                     state.streams.pop(request_id, None)
         exchange.wake()
+
+    def _refuse_late(self, exchange: Exchange, obj: Any) -> bool:
+        """Turn a stream whose first output is its request's refusal into a plain
+        error response with that refusal's HTTP status (e.g. -32021: 400)."""
+        error = obj.get("error") if _is_response(obj) else None
+        if not isinstance(error, dict) or obj.get("id") not in exchange._awaiting:
+            return False
+        code = error.get("code")
+        status = _LATE_STATUS.get(code) if isinstance(code, int) else None
+        if status is None:
+            return False
+        exchange.status = status
+        exchange.headers = {"content-type": "application/json"}
+        exchange.streaming = False
+        exchange._chunks.append(_json.dumps(obj).encode("utf-8"))
+        exchange._awaiting.discard(obj.get("id"))
+        exchange._finish()
+        exchange.wake()
+        return True
 
 
 def check_host_and_origin(

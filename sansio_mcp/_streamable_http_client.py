@@ -144,6 +144,10 @@ class StreamableHTTPClient:
             headers["mcp-session-id"] = self.session_id
         return headers
 
+    def resume_headers(self, last_event_id: str) -> dict[str, str]:
+        """Headers of the GET that resumes a POST's SSE stream after ``last_event_id``."""
+        return {**self.get_headers(), "last-event-id": last_event_id}
+
     def get_headers(self) -> dict[str, str]:
         headers = {"accept": "text/event-stream", **self.extra_headers}
         if self.session_id is not None:
@@ -184,8 +188,9 @@ class StreamableHTTPClient:
 
     def deliver(self, messages: list[Any]) -> None:
         for obj in messages:
-            if isinstance(obj, dict) and obj.get("id") in self._tools_list_ids:
-                self._tools_list_ids.discard(obj.get("id"))
+            response_id = obj.get("id") if isinstance(obj, dict) else None
+            if is_request_id(response_id) and response_id in self._tools_list_ids:
+                self._tools_list_ids.discard(response_id)
                 self._note_tools(obj.get("result"))
             self.session.receive_message(obj)
 
@@ -249,10 +254,27 @@ class ResponseHandler:
         self.max_body = max_body
         self.head: HTTPResponseHead | None = None
         self.reader: ResponseReader | None = None
+        #: The last SSE event id this response carried.
+        self.last_event_id: str | None = None
 
     @property
     def status(self) -> int:
         return self.head.status if self.head is not None else 0
+
+    @property
+    def needs_resume(self) -> bool:
+        """Whether this response was an SSE stream of a handshake session that ended
+        before answering its request: the client resumes it with a GET carrying
+        ``Last-Event-ID`` after the ``retry`` delay (SEP-1699)."""
+        request_id = self.message.get("id") if isinstance(self.message, dict) else None
+        return (
+            self.status == 200
+            and self.reader is not None
+            and self.reader.is_sse
+            and not self.transport.session.is_modern
+            and is_request_id(request_id)
+            and request_id in self.transport._wire_ids()
+        )
 
     def on_head(self, head: HTTPResponseHead) -> None:
         self.head = head
@@ -268,6 +290,8 @@ class ResponseHandler:
         messages = self.reader.feed(chunk)
         sse = self.reader.sse
         if sse is not None:
+            if sse.last_event_id is not None:
+                self.last_event_id = sse.last_event_id
             if self.message is None and sse.last_event_id is not None:
                 self.transport.last_event_id = sse.last_event_id
             if sse.retry is not None:
@@ -290,9 +314,11 @@ class ResponseHandler:
             except RemoteProtocolError:
                 messages = []
             if messages and all(isinstance(m, dict) and "jsonrpc" in m for m in messages):
-                self.transport.deliver(messages)  # a JSON-RPC error: the session decides
-            else:
-                self.transport.fail(self.message, head.status, reader.body_text)
+                # A JSON-RPC error: the session decides (only one naming a request).
+                self.transport.deliver([m for m in messages if is_request_id(m.get("id"))])
+            # A request the body did not answer (an id-less error, e.g. a legacy server
+            # refusing server/discover) fails with the HTTP status; no-op once answered.
+            self.transport.fail(self.message, head.status, reader.body_text)
             return
         if head.status < 300 and not (reader.is_json or reader.is_sse):
             return  # 202 Accepted, or a body that is not for us

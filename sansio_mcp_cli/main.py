@@ -185,6 +185,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return backend.run(_run_call, backend, command, args)
     except KeyboardInterrupt:
         return 130
+    except BaseExceptionGroup as group:
+        # Ctrl-C inside a nursery (a network server) arrives wrapped in a group.
+        if group.split(KeyboardInterrupt)[1] is None:
+            return 130
+        raise
     except (MCPError, ProtocolError, OSError, TimedOut) as exc:
         print(f"sansio-mcp {args.command}: {_describe(exc)}", file=sys.stderr)
         return 1

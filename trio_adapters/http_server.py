@@ -84,6 +84,9 @@ class _HTTPService:
                     return
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
+        except Exception:
+            # One broken connection must never take the server (and every other client) down.
+            logger.exception("error while serving an HTTP connection; closing it")
         finally:
             await stream.aclose()
 
@@ -121,13 +124,12 @@ class _HTTPService:
                     ready = trio.Event()
                     exchange.wake = ready.set
             if not exchange.streaming:
-                nursery.cancel_scope.cancel()
-                await self._respond(stream, conn, exchange)
-                return
-            exchange.commit_head()
-            await stream.send_all(conn.send_head(exchange.status, dict(exchange.headers)))
-            head_sent = True
-            while True:
+                nursery.cancel_scope.cancel()  # a plain response after all: sent below
+            else:
+                exchange.commit_head()
+                await stream.send_all(conn.send_head(exchange.status, dict(exchange.headers)))
+                head_sent = True
+            while head_sent:
                 # Read ``finished`` before taking: output may arrive while a chunk is sent.
                 finished = exchange.finished
                 chunk = exchange.take()
@@ -139,6 +141,9 @@ class _HTTPService:
                 ready = trio.Event()
                 exchange.wake = ready.set
             nursery.cancel_scope.cancel()
+        if not exchange.streaming:
+            await self._respond(stream, conn, exchange)
+            return
         if not head_sent:
             # The client went away before anything was sent.
             self._forget_if_done(exchange)
@@ -205,6 +210,9 @@ async def serve_http(
         allowed_hosts=allowed_hosts,
         allowed_origins=allowed_origins,
         json_response=json_response,
+        tool_input_schema=lambda name: (
+            tool.input_schema if (tool := server.tools.get(name)) else None
+        ),
     )
     await serve_router(
         server, http, host=host, port=port, max_body=max_body, task_status=task_status

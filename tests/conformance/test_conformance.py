@@ -1,0 +1,95 @@
+"""The official MCP conformance suite (@modelcontextprotocol/conformance@0.2.0-alpha.12)
+against sansio-mcp: the fixture server (examples/conformance_server.py) and the
+client (examples/conformance_client.py), for the 2025-11-25 and 2026-07-28
+requirement sets and the suite's ``all`` selection.
+
+Any failure outside conformance/baseline.yml (authorization and the tasks
+extension only) fails a test, and so does a baseline entry that passes.  The
+runner is scripts/run_conformance.py; each test is one suite invocation
+(a few seconds; the module takes well under a minute on 2 cores).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.interop
+
+
+def _load_runner() -> ModuleType:
+    path = REPO / "scripts" / "run_conformance.py"
+    spec = importlib.util.spec_from_file_location("run_conformance", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("run_conformance", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+runner = _load_runner()
+
+
+@pytest.fixture(scope="module")
+def suite_ready() -> None:
+    if not runner.NODE.exists():
+        pytest.skip(
+            f"{runner.NODE} is missing: the conformance suite needs the Node 22 that "
+            f"`npm ci` installs into node_modules (run it in {REPO})"
+        )
+    problem = runner.missing_prerequisites()
+    assert problem is None, problem
+
+
+@pytest.fixture(scope="module")
+def results_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("conformance")
+
+
+@pytest.fixture(scope="module")
+def server_url(suite_ready: None, results_dir: Path) -> Iterator[str]:
+    with runner.fixture_server(results_dir / "fixture-server.log") as url:
+        yield url
+
+
+def _check(result: object, side: str, label: str) -> None:
+    """Fail with every unexpected failure (and stale baseline entry) of a run."""
+    problems = list(result.problems)  # type: ignore[attr-defined]
+    outcomes = {s.scenario: s.outcome for s in result.scenarios}  # type: ignore[attr-defined]
+    if label != "all":
+        # Every scored scenario outside the baseline ran and passed (guards against a
+        # run that silently did less).
+        baseline = runner.load_baseline()[side]
+        for name in runner.required_scenarios(side, label):
+            if name not in baseline and outcomes.get(name) != "pass":
+                problems.append(f"{name}: required, but {outcomes.get(name, 'did not run')}")
+    where = result.out_dir  # type: ignore[attr-defined]
+    assert not problems, f"{side} {label} (results in {where}):\n  " + "\n  ".join(problems)
+
+
+@pytest.mark.parametrize("label", runner.LABELS)
+def test_server_side(server_url: str, results_dir: Path, label: str) -> None:
+    result = runner.run_suite(runner.Run("server", label), results_dir, server_url=server_url)
+    _check(result, "server", label)
+
+
+@pytest.mark.parametrize("label", runner.LABELS)
+def test_client_side(suite_ready: None, results_dir: Path, label: str) -> None:
+    result = runner.run_suite(runner.Run("client", label), results_dir)
+    _check(result, "client", label)
+
+
+def test_baseline_is_only_authorization_and_tasks() -> None:
+    baseline = runner.load_baseline()
+    assert baseline["server"] and baseline["client"]
+    for side, entries in baseline.items():
+        for name, reason in entries.items():
+            assert name.startswith(("auth/", "tasks-")), f"{side} baseline entry {name}"
+            assert reason and reason != "in the baseline", f"{name} has no reason"

@@ -1,0 +1,278 @@
+"""MCP over WebSocket (subprotocol ``mcp``): ours <-> ours in both eras, the
+third-party ``websockets`` client speaking raw JSON-RPC frames to ``serve_ws``,
+and the framing rules (subprotocol required, binary -> 1003, oversized ->
+1009, ping/pong).
+
+``websockets`` is asyncio/threads based: its sync client runs in a worker
+thread (``trio.to_thread``) against the Trio server in the test's nursery,
+every call with its own timeout.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import pytest
+import trio
+import wsproto
+import wsproto.events as ws
+from websockets.exceptions import ConnectionClosedError, InvalidStatus
+from websockets.sync.client import ClientConnection, connect
+
+from sansio_mcp_cli.example_server import build_server
+from trio_adapters.websocket import open_ws_client, serve_ws
+
+from .helpers import (
+    COUNTER_URI,
+    EXAMPLE_TOOLS,
+    INITIALIZED,
+    MODERN,
+    NEWEST_HANDSHAKE,
+    ROOT,
+    Answers,
+    initialize,
+    modern_request,
+    serving,
+    texts,
+)
+
+BUDGET = 20
+T = TypeVar("T")
+
+
+def ws_url(port: int, path: str = "/mcp") -> str:
+    return f"ws://127.0.0.1:{port}{path}"
+
+
+async def in_thread(fn: Callable[[], T]) -> T:
+    return await trio.to_thread.run_sync(fn)
+
+
+def third_party(port: int, **options: Any) -> ClientConnection:
+    """A ``websockets`` client connection (subprotocol ``mcp`` unless overridden)."""
+    options.setdefault("subprotocols", ["mcp"])
+    path = options.pop("path", "/mcp")
+    return connect(ws_url(port, path), open_timeout=5, close_timeout=2, proxy=None, **options)
+
+
+def exchange(conn: ClientConnection, message: dict[str, Any]) -> dict[str, Any]:
+    """Send one request; the response with its id (notifications before it skipped)."""
+    conn.send(json.dumps(message))
+    while True:
+        reply = json.loads(conn.recv(timeout=5))
+        if reply.get("id") == message["id"] and "method" not in reply:
+            return reply  # type: ignore[no-any-return]
+
+
+# Ours <-> ours -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [("legacy", NEWEST_HANDSHAKE), ("modern", MODERN), ("auto", MODERN)],
+)
+async def test_ours_to_ours(mode: str, expected: str) -> None:
+    answers = Answers()
+    with trio.fail_after(BUDGET):
+        async with serving(serve_ws, build_server()) as port:
+            async with open_ws_client(ws_url(port), mode=mode, handlers=answers.handlers()) as c:
+                assert c.protocol_version == expected
+                assert {t["name"] for t in await c.list_tools()} == EXAMPLE_TOOLS
+                assert (await c.call_tool("add", {"a": 1, "b": 2}))["structuredContent"] == {
+                    "sum": 3
+                }
+                progress: list[float] = []
+                await c.call_tool(
+                    "slow",
+                    {"seconds": 0.1, "steps": 2},
+                    on_progress=lambda p, t, m: progress.append(p),
+                )
+                assert progress == [1, 2]
+                assert texts(await c.call_tool("sample", {"prompt": "ws?"})) == "forty-two"
+                survey = await c.call_tool("survey", {"questions": ["a?", "b?"]})
+                assert survey["structuredContent"]["completed"] is True
+                roots = await c.call_tool("list_roots", {})
+                assert roots["structuredContent"] == {"roots": [ROOT]}
+                assert answers.elicited == ["a?", "b?"] and answers.sampled == ["ws?"]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "modern"])
+async def test_listen_over_websocket(mode: str) -> None:
+    with trio.fail_after(BUDGET):
+        async with serving(serve_ws, build_server()) as port:
+            async with (
+                open_ws_client(ws_url(port), mode=mode) as listener,
+                open_ws_client(ws_url(port), mode=mode) as actor,
+            ):
+                async with listener.listen(resource_uris=[COUNTER_URI]) as subscription:
+                    assert texts(await actor.call_tool("increment", {})) == "1"
+                    method, params = await subscription.__anext__()
+                    assert (method, params["uri"]) == (
+                        "notifications/resources/updated",
+                        COUNTER_URI,
+                    )
+
+
+async def test_cancelling_a_call_over_websocket() -> None:
+    from .helpers import Probe, probe_server
+
+    probe = Probe()
+    with trio.fail_after(BUDGET):
+        async with serving(serve_ws, probe_server(probe)) as port:
+            async with open_ws_client(ws_url(port), mode="modern") as client:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(client.call_tool, "block", {"seconds": 60})
+                    await probe.started.wait()
+                    nursery.cancel_scope.cancel()
+                await probe.stopped.wait()
+                assert probe.cancelled
+                assert texts(await client.call_tool("add", {"a": 2, "b": 2})) == "4"
+
+
+# The websockets library against serve_ws --------------------------------------------------
+
+
+async def test_websockets_client_raw_json_rpc() -> None:
+    """initialize / tools/list / tools/call as raw text frames, then a 2026-07-28
+    request on a second connection, from an independent WebSocket implementation."""
+
+    def handshake_era(port: int) -> None:
+        with third_party(port) as conn:
+            assert conn.subprotocol == "mcp"
+            init = exchange(conn, initialize(1))
+            assert init["result"]["protocolVersion"] == NEWEST_HANDSHAKE
+            assert init["result"]["serverInfo"]["name"] == "sansio-mcp-example"
+            conn.send(json.dumps(INITIALIZED))
+            listed = exchange(conn, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+            assert {t["name"] for t in listed["result"]["tools"]} == EXAMPLE_TOOLS
+            call = {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "add", "arguments": {"a": 2, "b": 40}},
+            }
+            assert exchange(conn, call)["result"]["structuredContent"] == {"sum": 42}
+            # A message split over several frames is one message.
+            conn.send(iter(['{"jsonrpc": "2.0", ', '"id": 4, ', '"method": "tools/list"}']))
+            assert json.loads(conn.recv(timeout=5))["id"] == 4
+            # Unparseable text is answered with a parse error; the connection stays up.
+            conn.send("{not json")
+            assert json.loads(conn.recv(timeout=5))["error"]["code"] == -32700
+            assert exchange(conn, {"jsonrpc": "2.0", "id": 5, "method": "ping"})["result"] == {}
+
+    def stateless(port: int) -> None:
+        with third_party(port) as conn:
+            discovered = exchange(conn, modern_request("server/discover", request_id=1))
+            assert MODERN in discovered["result"]["supportedVersions"]
+            call = modern_request(
+                "tools/call", {"name": "echo", "arguments": {"message": "m"}}, request_id=2
+            )
+            assert exchange(conn, call)["result"]["content"][0]["text"] == "m"
+
+    with trio.fail_after(BUDGET):
+        async with serving(serve_ws, build_server()) as port:
+            await in_thread(lambda: handshake_era(port))
+            await in_thread(lambda: stateless(port))
+
+
+@pytest.mark.parametrize(
+    ("options", "status"),
+    [
+        pytest.param({"subprotocols": None}, 400, id="no-subprotocol"),
+        pytest.param({"subprotocols": ["graphql-ws"]}, 400, id="other-subprotocol"),
+        pytest.param({"path": "/elsewhere"}, 404, id="wrong-path"),
+        pytest.param({"origin": "http://evil.example"}, 403, id="foreign-origin"),
+    ],
+)
+async def test_handshake_refusals(options: dict[str, Any], status: int) -> None:
+    def attempt(port: int) -> int:
+        try:
+            with third_party(port, **options):
+                pass
+        except InvalidStatus as exc:
+            return exc.response.status_code
+        return 101
+
+    with trio.fail_after(BUDGET):
+        async with serving(serve_ws, build_server()) as port:
+            assert await in_thread(lambda: attempt(port)) == status
+            # Refused handshakes leave the server serving.
+            async with open_ws_client(ws_url(port)) as client:
+                assert texts(await client.call_tool("add", {"a": 1, "b": 1})) == "2"
+
+
+async def test_allowed_origin_is_accepted() -> None:
+    def attempt(port: int) -> str | None:
+        with third_party(port, origin="https://app.example") as conn:
+            return conn.subprotocol
+
+    with trio.fail_after(BUDGET):
+        async with serving(
+            serve_ws, build_server(), allowed_origins=["https://app.example"]
+        ) as port:
+            assert await in_thread(lambda: attempt(port)) == "mcp"
+
+
+@pytest.mark.parametrize(
+    ("payload", "code"),
+    [
+        pytest.param(b"\x00binary", 1003, id="binary-frame"),
+        pytest.param("x" * 2048, 1009, id="oversized-message"),
+    ],
+)
+async def test_framing_violations_close_the_connection(payload: str | bytes, code: int) -> None:
+    def attempt(port: int) -> int:
+        with third_party(port) as conn:
+            assert exchange(conn, initialize(1))["result"]
+            conn.send(payload)
+            try:
+                conn.recv(timeout=5)
+            except ConnectionClosedError as exc:
+                assert exc.rcvd is not None
+                return exc.rcvd.code
+        return 0
+
+    with trio.fail_after(BUDGET):
+        async with serving(serve_ws, build_server(), max_message_size=1024) as port:
+            assert await in_thread(lambda: attempt(port)) == code
+            async with open_ws_client(ws_url(port)) as client:
+                assert texts(await client.call_tool("echo", {"message": "x" * 500})) == "x" * 500
+
+
+async def test_client_ping_is_answered() -> None:
+    def attempt(port: int) -> bool:
+        with third_party(port, ping_interval=None) as conn:
+            pong = conn.ping(b"are you there")
+            return pong.wait(timeout=5)
+
+    with trio.fail_after(BUDGET):
+        async with serving(serve_ws, build_server()) as port:
+            assert await in_thread(lambda: attempt(port)) is True
+
+
+async def test_server_keepalive_pings() -> None:
+    """``ping_interval``: the server pings an idle connection (seen with wsproto)."""
+    with trio.fail_after(BUDGET):
+        async with serving(serve_ws, build_server(), ping_interval=0.1) as port:
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            async with stream:
+                client = wsproto.WSConnection(wsproto.ConnectionType.CLIENT)
+                await stream.send_all(
+                    client.send(
+                        ws.Request(host=f"127.0.0.1:{port}", target="/mcp", subprotocols=["mcp"])
+                    )
+                )
+                pings = 0
+                accepted = False
+                while pings < 2:
+                    client.receive_data(await stream.receive_some(65536))
+                    for event in client.events():
+                        if isinstance(event, ws.AcceptConnection):
+                            accepted = event.subprotocol == "mcp"
+                        elif isinstance(event, ws.Ping):
+                            pings += 1
+                            await stream.send_all(client.send(event.response()))
+                assert accepted
+                await stream.send_all(client.send(ws.CloseConnection(code=1000)))
