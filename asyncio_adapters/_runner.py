@@ -69,6 +69,7 @@ class AsyncioSessionHost(HostBase):
         self._tasks: set[asyncio.Task[Any]] = set()
         self._handlers: dict[RequestId, asyncio.Task[Any]] = {}
         self._timer_changed = asyncio.Event()
+        self._timer_task: asyncio.Task[Any] | None = None
         self.driver.on_output = self._schedule_flush
 
     # Primitives for HostBase --------------------------------------------------------
@@ -90,7 +91,7 @@ class AsyncioSessionHost(HostBase):
     def attach(self, group: asyncio.TaskGroup) -> None:
         """Run handler tasks (and the timer) in ``group``."""
         self._group = group
-        self.start(self._timer_loop())
+        self._timer_task = self.start(self._timer_loop())
 
     def start(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """A task in the host's group, cancelled by :meth:`stop`."""
@@ -138,8 +139,12 @@ class AsyncioSessionHost(HostBase):
             task.cancel()
 
     def cancel_all_handlers(self) -> None:
+        """The host is done (its HTTP exchange is over): cancel its handlers and its timer."""
         for task in list(self._handlers.values()):
             task.cancel()
+        # Otherwise every finished stateless request would leave its timer task parked.
+        if self._timer_task is not None:
+            self._timer_task.cancel()
 
 
 class Framing(Protocol):

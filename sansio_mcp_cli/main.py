@@ -115,11 +115,18 @@ def _parser() -> argparse.ArgumentParser:
         "--root", action="append", default=[], metavar="URI", help="a root to offer (repeatable)"
     )
 
-    sub.add_parser(
+    demo = sub.add_parser(
         "demo",
         parents=[common],
-        help="a guided tour: our client against the bundled example server",
+        help="a guided tour: a scripted A2E agent drives the bundled example server "
+        "through the bridge (--mcp: our MCP client tours it directly)",
     )
+    demo.add_argument(
+        "--mcp", action="store_true", help="the MCP client tour (no bridge) instead"
+    )
+    from .bridge import add_bridge_parser
+
+    add_bridge_parser(sub, common)
     return parser
 
 
@@ -167,10 +174,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             server = build_server(page_size=args.page_size)
             backend.run(backend.serve, server, args.transport, args.host, args.port)
             return 0
-        if args.command == "demo":
+        if args.command == "demo" and args.mcp:
             from .demo import run_demo
 
             return backend.run(run_demo, backend)
+        if args.command in ("demo", "bridge"):
+            from .bridge import run_command
+
+            return run_command(args, backend)
         if command and len(command) == 1 and _is_url(command[0]) and not args.url:
             args.url, command = command[0], []
         if not command and not args.url:

@@ -187,8 +187,37 @@ async def test_cli_inspect_and_call_against_example_server() -> None:
 
 
 async def test_demo_runs() -> None:
+    """``sansio-mcp demo``: the bridge tour (a scripted A2E agent, the exchange shown)."""
     demo = await trio.run_process(
         [sys.executable, "-m", "sansio_mcp_cli", "demo"], capture_stdout=True
+    )
+    out = demo.stdout.decode()
+    for step in (
+        "mcp/server/register/req",
+        "mcp/server/register/resp",
+        "tool/list/resp",
+        "ex__add input_schema",
+        "tool/event",
+        "mcp/sample/req",
+        "mcp/sample/resp",
+        "x-mcp/elicit/req",
+        "mcp/resource/list/resp",
+        "mcp/resource/read/resp",
+        "binary resource",
+        "mcp/server/push",
+        "mcp/prompt/get/resp",
+        "mcp_resource_not_found",
+        "mcp_sampling_refused",
+        "mcp/server/unregister/resp",
+        "Demo complete",
+    ):
+        assert step in out, step
+
+
+async def test_mcp_demo_runs() -> None:
+    """``sansio-mcp demo --mcp``: our MCP client tours the example server directly."""
+    demo = await trio.run_process(
+        [sys.executable, "-m", "sansio_mcp_cli", "demo", "--mcp"], capture_stdout=True
     )
     out = demo.stdout.decode()
     for step in (

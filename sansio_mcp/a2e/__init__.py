@@ -1,0 +1,48 @@
+"""A2E (Agent-to-Environment) and its MCP bridge, sans-IO.
+
+* The A2E envelope and every message type of the MCP bridge capability, plus
+  the core tool messages the bridge feeds (``_messages``).
+* ``MCPServerConfig``, ``MCPServerInfo``, resources, prompts, roots and the
+  error codes (``_models``).
+* The codec: :func:`decode`, :func:`encode`, :class:`A2EFramer`; WebSocket
+  framing: :class:`A2EWebSocket`.
+* :class:`BridgeHost`: A2E to one agent, MCP to many servers, no I/O.
+"""
+
+from ._codec import A2EFramer, DecodeError, decode, decode_text, encode, encode_line, to_obj
+from ._fields import FieldProblem
+from ._host import (
+    BRIDGE_INFO,
+    Action,
+    BridgeHost,
+    ConnectServer,
+    DisconnectServer,
+    FlushServer,
+    SendToAgent,
+)
+from ._messages import *  # noqa: F403
+from ._messages import __all__ as _messages_all
+from ._models import *  # noqa: F403
+from ._models import __all__ as _models_all
+from ._websocket import A2EWebSocket
+
+__all__ = [
+    "BRIDGE_INFO",
+    "A2EFramer",
+    "A2EWebSocket",
+    "Action",
+    "BridgeHost",
+    "ConnectServer",
+    "DecodeError",
+    "DisconnectServer",
+    "FieldProblem",
+    "FlushServer",
+    "SendToAgent",
+    "decode",
+    "decode_text",
+    "encode",
+    "encode_line",
+    "to_obj",
+    *_messages_all,
+    *_models_all,
+]

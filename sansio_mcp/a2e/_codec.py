@@ -1,0 +1,188 @@
+"""The A2E wire codec: one compact JSON object per message (NDJSON on byte
+streams, one text frame on WebSocket).
+
+Decoding never raises.  What cannot become a message becomes a
+:class:`DecodeError` carrying the A2E error code that describes it
+(``parse_error``, ``invalid_message``, ``version_mismatch``,
+``schema_violation``), which :meth:`DecodeError.to_error` turns into the
+``error`` message to send back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from .. import _json
+from .._errors import RemoteProtocolError
+from .._ndjson import NEED_DATA, NdjsonFramer
+from ._fields import FieldProblem, check_kind, kind_of
+from ._messages import (
+    A2E_VERSION,
+    MESSAGE_TYPES,
+    A2EError,
+    A2EMessage,
+)
+from ._models import A2EErrorCode
+
+__all__ = [
+    "A2EFramer",
+    "DecodeError",
+    "decode",
+    "decode_text",
+    "encode",
+    "encode_line",
+    "to_obj",
+]
+
+_ENVELOPE = ("type", "id", "version", "ts")
+
+
+@attrs.frozen
+class DecodeError:
+    """Why an input could not become a message."""
+
+    code: str
+    message: str
+    detail: dict[str, Any] = attrs.field(factory=dict)
+    #: The offending message's ``id``, when it had a usable one.
+    req_id: str = ""
+
+    def to_error(self, *, id: str, ts: float) -> A2EError:
+        return A2EError(
+            id=id,
+            ts=ts,
+            req_id=self.req_id,
+            code=self.code,
+            message=self.message,
+            detail=dict(self.detail),
+            retryable=False,
+        )
+
+
+def to_obj(message: A2EMessage) -> dict[str, Any]:
+    """The JSON object of ``message``: envelope first, extra keys last."""
+    body = message.to_dict()
+    out = {key: body.pop(key) for key in _ENVELOPE}
+    out.update(body)
+    return out
+
+
+def encode(message: A2EMessage) -> str:
+    """Compact JSON text with no newline."""
+    return _json.dumps(to_obj(message))
+
+
+def encode_line(message: A2EMessage) -> bytes:
+    """One NDJSON line."""
+    return NdjsonFramer.frame(encode(message))
+
+
+def decode_text(
+    text: str | bytes, *, max_depth: int = _json.DEFAULT_MAX_DEPTH
+) -> A2EMessage | DecodeError:
+    """Decode one JSON text."""
+    try:
+        obj = _json.loads(text, max_depth=max_depth)
+    except RemoteProtocolError as exc:
+        return DecodeError(A2EErrorCode.PARSE_ERROR, exc.message)
+    return decode(obj)
+
+
+def decode(obj: Any) -> A2EMessage | DecodeError:
+    """Decode one JSON value into its message class, strictly.
+
+    * not an object, no string ``type``, no non-empty string ``id``: ``invalid_message``
+    * an unknown ``type``: ``invalid_message`` (detail ``{"type": ...}``)
+    * a ``version`` other than ``"1.0"``: ``version_mismatch``
+    * a field of the wrong type (or a required one missing): ``schema_violation``
+      (detail ``{"field", "expected", "got"}``)
+
+    Missing optional fields take the spec's defaults; unknown keys are kept
+    in ``extra``.  ``version`` and ``ts`` may be left out (tolerant reader).
+    """
+    if not isinstance(obj, dict):
+        return DecodeError(
+            A2EErrorCode.INVALID_MESSAGE,
+            "an A2E message must be a JSON object",
+            {"got": type(obj).__name__},
+        )
+    raw_id = obj.get("id")
+    req_id = raw_id if isinstance(raw_id, str) else ""
+    type_name = obj.get("type")
+    if not isinstance(type_name, str) or not type_name:
+        return DecodeError(
+            A2EErrorCode.INVALID_MESSAGE, "the message has no string 'type'", req_id=req_id
+        )
+    if not isinstance(raw_id, str) or not raw_id:
+        return DecodeError(
+            A2EErrorCode.INVALID_MESSAGE,
+            "the message has no non-empty string 'id'",
+            {"type": type_name},
+        )
+    version = obj.get("version", A2E_VERSION)
+    if version != A2E_VERSION:
+        return DecodeError(
+            A2EErrorCode.VERSION_MISMATCH,
+            f"unsupported A2E version {version!r}: this host speaks {A2E_VERSION!r}",
+            {"supported": [A2E_VERSION], "got": version},
+            req_id=req_id,
+        )
+    cls = MESSAGE_TYPES.get(type_name)
+    if cls is None:
+        return DecodeError(
+            A2EErrorCode.INVALID_MESSAGE,
+            f"unknown message type {type_name!r}",
+            {"type": type_name},
+            req_id=req_id,
+        )
+    values: dict[str, Any] = {}
+    known: set[str] = set()
+    try:
+        for field in attrs.fields(cls):
+            kind = kind_of(field)
+            if kind is None:
+                continue
+            known.add(field.name)
+            if field.name not in obj:
+                if field.name in cls.REQUIRED:
+                    raise FieldProblem(
+                        field.name, "present", None, message=f"{field.name!r} is required"
+                    )
+                continue
+            values[field.name] = check_kind(kind, field.name, obj[field.name])
+    except FieldProblem as problem:
+        return DecodeError(
+            A2EErrorCode.SCHEMA_VIOLATION,
+            f"{type_name}: {problem}",
+            {"type": type_name, **problem.detail},
+            req_id=req_id,
+        )
+    extra = {k: v for k, v in obj.items() if k not in known}
+    return cls(**values, extra=extra)
+
+
+class A2EFramer:
+    """NDJSON byte stream in, messages (or decode errors) out."""
+
+    def __init__(self, max_message_size: int = _json.DEFAULT_MAX_MESSAGE_SIZE) -> None:
+        self._framer = NdjsonFramer(max_message_size)
+
+    @property
+    def eof(self) -> bool:
+        return self._framer.eof
+
+    def feed(self, data: bytes | bytearray) -> list[A2EMessage | DecodeError]:
+        """Feed bytes (``b""`` at end of input); everything complete so far."""
+        self._framer.feed(data)
+        out: list[A2EMessage | DecodeError] = []
+        while True:
+            line = self._framer.next_line()
+            if line is NEED_DATA:
+                return out
+            if isinstance(line, RemoteProtocolError):
+                out.append(DecodeError(A2EErrorCode.INVALID_MESSAGE, line.message))
+                continue
+            assert isinstance(line, bytes)
+            out.append(decode_text(line))

@@ -1,0 +1,198 @@
+"""Typed fields for the A2E models and messages, and the strict checks the
+codec applies to them.
+
+Every field carries a *kind* in its attrs metadata (``str``, ``float``,
+``int``, ``bool``, ``dict``, ``list[dict]``, ``list[str]``, ``any``); the
+codec checks a decoded value against it, so a wrong type is reported with
+the field's name instead of surfacing later as an exception.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, ClassVar, TypeVar, cast
+
+import attrs
+
+__all__ = [
+    "FieldProblem",
+    "Model",
+    "any_field",
+    "bool_field",
+    "check_kind",
+    "dict_field",
+    "dicts_field",
+    "float_field",
+    "int_field",
+    "str_field",
+    "strs_field",
+]
+
+_KIND = "a2e_kind"
+
+T = TypeVar("T", bound="Model")
+
+
+def str_field(default: str = "") -> Any:
+    return attrs.field(default=default, metadata={_KIND: "str"})
+
+
+def float_field(default: float = 0.0) -> Any:
+    return attrs.field(default=default, metadata={_KIND: "float"})
+
+
+def int_field(default: int = 0) -> Any:
+    return attrs.field(default=default, metadata={_KIND: "int"})
+
+
+def bool_field(default: bool = False) -> Any:
+    return attrs.field(default=default, metadata={_KIND: "bool"})
+
+
+def dict_field() -> Any:
+    return attrs.field(factory=dict, metadata={_KIND: "dict"})
+
+
+def dicts_field() -> Any:
+    return attrs.field(factory=list, metadata={_KIND: "list[dict]"})
+
+
+def strs_field() -> Any:
+    return attrs.field(factory=list, metadata={_KIND: "list[str]"})
+
+
+def any_field(default: Any = None) -> Any:
+    return attrs.field(default=default, metadata={_KIND: "any"})
+
+
+class FieldProblem(ValueError):
+    """A field of a decoded object has the wrong type or value."""
+
+    def __init__(self, field: str, expected: str, got: Any, *, message: str = "") -> None:
+        self.field = field
+        self.expected = expected
+        self.got = _type_name(got)
+        super().__init__(message or f"field {field!r} must be {expected}, not {self.got}")
+
+    @property
+    def detail(self) -> dict[str, Any]:
+        return {"field": self.field, "expected": self.expected, "got": self.got}
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+_EXPECTED = {
+    "str": "a string",
+    "float": "a number",
+    "int": "an integer",
+    "bool": "a boolean",
+    "dict": "an object",
+    "list[dict]": "an array of objects",
+    "list[str]": "an array of strings",
+}
+
+
+def check_kind(kind: str, name: str, value: Any) -> Any:
+    """``value`` as the field's kind (an integral float becomes an int), or raise
+    :class:`FieldProblem`."""
+    ok: bool
+    if kind == "any":
+        return value
+    if kind == "str":
+        ok = isinstance(value, str)
+    elif kind == "float":
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if ok and not math.isfinite(value):
+            ok = False
+        if ok:
+            return float(value)
+    elif kind == "int":
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            return int(value)
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif kind == "bool":
+        ok = isinstance(value, bool)
+    elif kind == "dict":
+        ok = isinstance(value, dict)
+    elif kind == "list[dict]":
+        ok = isinstance(value, list) and all(isinstance(v, dict) for v in value)
+    elif kind == "list[str]":
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+    else:  # pragma: no cover - a programming error
+        raise AssertionError(f"unknown kind {kind!r}")
+    if not ok:
+        raise FieldProblem(name, _EXPECTED[kind], value)
+    return value
+
+
+def kind_of(field: attrs.Attribute[Any]) -> str | None:
+    kind = field.metadata.get(_KIND)
+    return kind if isinstance(kind, str) else None
+
+
+class Model:
+    """Shared ``to_dict`` / ``from_dict`` of the A2E data models.
+
+    Unknown keys are kept in ``extra`` and written back out, so a model read
+    from a newer peer loses nothing on the way through.
+    """
+
+    #: Keys that must be present when decoding (most fields have defaults).
+    REQUIRED: ClassVar[frozenset[str]] = frozenset()
+    extra: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for field in attrs.fields(cast(Any, type(self))):
+            if kind_of(field) is None:
+                continue
+            value = getattr(self, field.name)
+            out[field.name] = _copy(value)
+        for key, value in self.extra.items():
+            out.setdefault(key, value)
+        return out
+
+    @classmethod
+    def from_dict(cls: type[T], obj: Mapping[str, Any], *, prefix: str = "") -> T:
+        """Build from a decoded object; :class:`FieldProblem` names the bad field."""
+        if not isinstance(obj, Mapping):
+            raise FieldProblem(prefix.rstrip(".") or "(object)", "an object", obj)
+        values: dict[str, Any] = {}
+        known: set[str] = set()
+        for field in attrs.fields(cast(Any, cls)):
+            kind = kind_of(field)
+            if kind is None:
+                continue
+            known.add(field.name)
+            if field.name not in obj:
+                if field.name in cls.REQUIRED:
+                    raise FieldProblem(prefix + field.name, "present", None)
+                continue
+            values[field.name] = check_kind(kind, prefix + field.name, obj[field.name])
+        extra = {k: v for k, v in obj.items() if k not in known}
+        return cast(T, cast(Any, cls)(**values, extra=extra))
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return dict(value)
+    if isinstance(value, list):
+        return list(value)
+    return value

@@ -1,0 +1,243 @@
+"""``sansio-mcp bridge``: the A2E MCP bridge as a command.
+
+The agent speaks A2E on stdin/stdout (NDJSON, the default) or over
+WebSocket (``--listen ws://127.0.0.1:PORT``, path ``/a2e``).  A config file
+(``--config bridge.json``) registers servers at start and sets the roots:
+``{"servers": [MCPServerConfig, ...], "roots": [MCPRoot, ...]}``, plus the
+optional ``"elicitation": true`` and ``"ping_interval": seconds``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import attrs
+import trio
+
+from sansio_mcp.a2e import BridgeHost, FieldProblem, MCPRoot, MCPServerConfig
+
+__all__ = ["BridgeConfig", "add_bridge_parser", "load_config", "run_bridge", "run_command"]
+
+
+@attrs.frozen
+class BridgeConfig:
+    servers: list[MCPServerConfig]
+    roots: list[MCPRoot] | None
+    elicitation: bool = False
+    ping_interval: float | None = 30.0
+
+
+def load_config(text: str, *, base: Path | None = None) -> BridgeConfig:
+    """Parse a bridge config; ValueError says what is wrong.  Relative ``cwd``
+    values are taken from the config file's folder (``base``)."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the config is not JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ValueError("the config must be a JSON object")
+    unknown = set(raw) - {"servers", "roots", "elicitation", "ping_interval"}
+    if unknown:
+        raise ValueError(f"unknown config keys: {', '.join(sorted(unknown))}")
+    servers_raw = raw.get("servers", [])
+    if not isinstance(servers_raw, list):
+        raise ValueError("'servers' must be an array of server configs")
+    servers: list[MCPServerConfig] = []
+    seen: set[str] = set()
+    for index, entry in enumerate(servers_raw):
+        try:
+            config = MCPServerConfig.from_dict(entry, prefix=f"servers[{index}].")
+        except FieldProblem as problem:
+            raise ValueError(str(problem)) from None
+        problems = config.problems()
+        if problems:
+            raise ValueError(f"servers[{index}]: " + "; ".join(str(p) for p in problems))
+        if config.server_id and config.server_id in seen:
+            raise ValueError(f"servers[{index}]: server id {config.server_id!r} appears twice")
+        seen.add(config.server_id)
+        if base is not None and config.cwd and not os.path.isabs(config.cwd):
+            config = attrs.evolve(config, cwd=str(base / config.cwd))
+        servers.append(config)
+    roots: list[MCPRoot] | None = None
+    if "roots" in raw:
+        if not isinstance(raw["roots"], list):
+            raise ValueError("'roots' must be an array of {uri, name}")
+        try:
+            roots = [
+                MCPRoot.from_dict(r, prefix=f"roots[{i}].") for i, r in enumerate(raw["roots"])
+            ]
+        except FieldProblem as problem:
+            raise ValueError(str(problem)) from None
+    elicitation = raw.get("elicitation", False)
+    if not isinstance(elicitation, bool):
+        raise ValueError("'elicitation' must be true or false")
+    ping = raw.get("ping_interval", 30.0)
+    if ping is not None and (
+        isinstance(ping, bool) or not isinstance(ping, int | float) or ping <= 0
+    ):
+        raise ValueError("'ping_interval' must be a positive number of seconds, or null")
+    return BridgeConfig(servers, roots, elicitation, float(ping) if ping is not None else None)
+
+
+def parse_listen(listen: str) -> tuple[str, int, str] | None:
+    """None for stdio, else (host, port, path) of a ``ws://host:port[/path]`` address."""
+    if listen == "stdio":
+        return None
+    parts = urlsplit(listen)
+    if parts.scheme != "ws" or not parts.hostname or parts.port is None:
+        raise ValueError(f"--listen takes 'stdio' or ws://HOST:PORT, not {listen!r}")
+    return parts.hostname, parts.port, parts.path or "/a2e"
+
+
+async def run_bridge(config: BridgeConfig, listen: str, elicitation: bool = False) -> int:
+    """Run the bridge until the agent's stdin ends (stdio) or until interrupted (ws)."""
+    from trio_adapters.bridge import TrioBridge, serve_agent_stream
+
+    address = parse_listen(listen)
+    host = _host(config, elicitation)
+    bridge = TrioBridge(host)
+    for server in config.servers:
+        host.register(server, bridge.now())
+    async with trio.open_nursery() as nursery:
+        await nursery.start(bridge.run)
+        nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
+        if address is None:
+            stdin = trio.lowlevel.FdStream(os.dup(0))
+            stdout = trio.lowlevel.FdStream(os.dup(1))
+            async with stdin, stdout:
+                await serve_agent_stream(bridge, stdout, stdin)
+        else:
+            name, port, path = address
+            bound = await nursery.start(_serve_ws, bridge, name, port, path)
+            shown = f"[{name}]" if ":" in name else name
+            print(f"sansio-mcp bridge: ws://{shown}:{bound}{path}", file=sys.stderr, flush=True)
+            await trio.sleep_forever()
+        nursery.cancel_scope.cancel()
+    return 0
+
+
+async def _stop_on_signal(scope: trio.CancelScope) -> None:
+    """SIGTERM / SIGINT stop the bridge cleanly: its servers are shut down first."""
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
+
+
+async def _serve_ws(
+    bridge: Any, name: str, port: int, path: str, task_status: Any = trio.TASK_STATUS_IGNORED
+) -> None:
+    from trio_adapters.bridge import serve_agent_ws
+
+    await serve_agent_ws(bridge, host=name, port=port, path=path, task_status=task_status)
+
+
+def add_bridge_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """The ``bridge`` subcommand's options (called by the main parser)."""
+    bridge = sub.add_parser(
+        "bridge",
+        parents=[common],
+        help="run the A2E MCP bridge: an A2E agent on stdio (or WebSocket) drives MCP servers",
+    )
+    bridge.add_argument(
+        "--config",
+        metavar="FILE",
+        help='JSON: {"servers": [MCPServerConfig...], "roots": [MCPRoot...]} '
+        '(optional: "elicitation": true, "ping_interval": seconds)',
+    )
+    bridge.add_argument(
+        "--listen",
+        default="stdio",
+        metavar="stdio|ws://HOST:PORT",
+        help="where the agent connects: stdio (default, NDJSON) or a WebSocket address (path /a2e)",
+    )
+    bridge.add_argument(
+        "--elicitation",
+        action="store_true",
+        help="forward MCP elicitation to the agent (the x-mcp/elicit extension)",
+    )
+
+
+def run_command(args: argparse.Namespace, backend: Any) -> int:
+    """``sansio-mcp bridge`` and ``sansio-mcp demo`` (the bridge tour)."""
+    if args.command == "demo":
+        from .bridge_demo import run_bridge_demo
+
+        return trio.run(run_bridge_demo, backend.name)
+    config = BridgeConfig([], None)
+    if args.config:
+        path = Path(args.config)
+        try:
+            config = load_config(path.read_text(encoding="utf-8"), base=path.resolve().parent)
+        except (OSError, ValueError) as exc:
+            print(f"sansio-mcp bridge: {args.config}: {exc}", file=sys.stderr)
+            return 2
+    try:
+        parse_listen(args.listen)
+    except ValueError as exc:
+        print(f"sansio-mcp bridge: {exc}", file=sys.stderr)
+        return 2
+    if backend.name == "asyncio":
+        import asyncio
+
+        return asyncio.run(run_bridge_asyncio(config, args.listen, args.elicitation))
+    return trio.run(run_bridge, config, args.listen, args.elicitation)
+
+
+def _host(config: BridgeConfig, elicitation: bool) -> BridgeHost:
+    return BridgeHost(
+        roots=config.roots,
+        elicitation=config.elicitation or elicitation,
+        ping_interval=config.ping_interval,
+    )
+
+
+async def run_bridge_asyncio(config: BridgeConfig, listen: str, elicitation: bool = False) -> int:
+    """:func:`run_bridge` on asyncio (``--backend asyncio``)."""
+    import asyncio
+
+    from asyncio_adapters.bridge import AsyncioBridge, serve_agent_stream, serve_agent_ws
+
+    address = parse_listen(listen)
+    bridge = AsyncioBridge(_host(config, elicitation))
+    for server in config.servers:
+        bridge.host.register(server, bridge.now())
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    assert main is not None
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, main.cancel)
+    runner = asyncio.ensure_future(bridge.run())
+    try:
+        await bridge.started.wait()
+        if address is None:
+            reader = asyncio.StreamReader(limit=2**24)
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+            transport, protocol = await loop.connect_write_pipe(
+                asyncio.streams.FlowControlMixin, sys.stdout
+            )
+            writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+            await serve_agent_stream(bridge, reader, writer)
+        else:
+            name, port, path = address
+            started: asyncio.Future[int] = loop.create_future()
+            serving = asyncio.ensure_future(
+                serve_agent_ws(bridge, host=name, port=port, path=path, started=started)
+            )
+            bound = await started
+            shown = f"[{name}]" if ":" in name else name
+            print(f"sansio-mcp bridge: ws://{shown}:{bound}{path}", file=sys.stderr, flush=True)
+            await serving
+    except asyncio.CancelledError:
+        pass
+    finally:
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+    return 0
