@@ -23,10 +23,7 @@ import attrs
 import trio
 
 from sansio_mcp._client import ClientHandlers
-from sansio_mcp._driver import Driver
-from sansio_mcp._events import RequestReceived
-from sansio_mcp._session import ClientSession, Session
-from sansio_mcp._state import SessionState
+from sansio_mcp._session import ClientSession
 from sansio_mcp._stdio import safe_environment
 from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
 from sansio_mcp._websocket import WebSocketFraming
@@ -41,6 +38,7 @@ from sansio_mcp.a2e import (
     encode,
     encode_line,
 )
+from sansio_mcp.a2e._driver import BridgeDriver, refuse_requests
 
 from ._process import PIPE, drain_stderr, stop_process
 from ._runner import TrioRunner
@@ -57,28 +55,6 @@ _READ_SIZE = 65536
 # Wiring the library's Trio hosts to the bridge ----------------------------------------------
 
 
-async def _refuse(event: RequestReceived) -> dict[str, Any]:  # pragma: no cover - never called
-    raise AssertionError("the bridge host answers server requests itself")
-
-
-class _BridgeDriver(Driver):
-    """Hands every session event to the bridge host instead of routing it itself."""
-
-    def __init__(self, session: Session, pump: Callable[[], None]) -> None:
-        super().__init__(
-            session,
-            handle_request=_refuse,
-            handle_notification=None,
-            spawn=lambda request_id, fn: None,
-            cancel=lambda request_id: None,
-        )
-        self._pump = pump
-
-    def process_events(self) -> None:
-        self.closed = self.session.state is SessionState.CLOSED
-        self._pump()
-
-
 class _StreamRunner(TrioRunner):
     """A session over a byte stream (stdio, WebSocket); the host owns its timer."""
 
@@ -90,8 +66,8 @@ class _StreamRunner(TrioRunner):
         pump: Callable[[], None],
         framing: Any = None,
     ) -> None:
-        super().__init__(session, send, receive, handle_request=_refuse, framing=framing)
-        self.driver = _BridgeDriver(session, pump)
+        super().__init__(session, send, receive, handle_request=refuse_requests, framing=framing)
+        self.driver = BridgeDriver(session, pump)
 
     def attach(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
@@ -104,7 +80,7 @@ class _HTTPHost(_HTTPClientHost):
         super().__init__(
             session, transport, ClientHandlers(), max_body=16 * 1024 * 1024, ssl_context=None
         )
-        self.driver = _BridgeDriver(session, pump)
+        self.driver = BridgeDriver(session, pump)
 
     def attach(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
@@ -117,7 +93,7 @@ class _SSEHost(_SSEClientHost):
         super().__init__(
             session, transport, ClientHandlers(), max_body=16 * 1024 * 1024, ssl_context=None
         )
-        self.driver = _BridgeDriver(session, pump)
+        self.driver = BridgeDriver(session, pump)
 
     def attach(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery

@@ -9,7 +9,7 @@ the current time, and executes the :class:`Action` objects it queues:
 :meth:`BridgeHost.handle_timer`, as for a session.
 
 One clock serves everything: ``now`` is seconds since the epoch (the runner
-passes ``time.time()``), so it stamps ``ts`` and measures deadlines alike.
+passes the wall-clock time), so it stamps ``ts`` and measures deadlines alike.
 """
 
 from __future__ import annotations
