@@ -127,6 +127,9 @@ def _parser() -> argparse.ArgumentParser:
     from .bridge import add_bridge_parser
 
     add_bridge_parser(sub, common)
+    from .check import add_parser as add_check_parser
+
+    add_check_parser(sub, common)
     return parser
 
 
@@ -182,6 +185,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .bridge import run_command
 
             return run_command(args, backend)
+        if args.command in ("check", "fuzz"):
+            from .check import run as run_check
+
+            return run_check(args, command)
         if command and len(command) == 1 and _is_url(command[0]) and not args.url:
             args.url, command = command[0], []
         if not command and not args.url:

@@ -1,0 +1,1 @@
+"""Long-running fuzz harnesses (not part of the test run); see docs/testing-servers.md."""

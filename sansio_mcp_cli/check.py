@@ -1,0 +1,171 @@
+"""``sansio-mcp check`` (alias ``fuzz``): property-based checks of an MCP server."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any
+
+from sansio_mcp._versions import ALL_REVISIONS
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add the ``check`` subcommand (and its alias ``fuzz``) to ``sub``."""
+    check = sub.add_parser(
+        "check",
+        aliases=["fuzz"],
+        parents=[common],
+        help="property-based checks of an MCP server (stdio command or URL); exit 1 on violations",
+        usage="sansio-mcp check [options] -- COMMAND [ARG...]  |  sansio-mcp check [options] URL",
+    )
+    check.add_argument("url", nargs="?", help="a Streamable HTTP server URL instead of a command")
+    check.add_argument(
+        "--protocol-version",
+        action="append",
+        choices=ALL_REVISIONS,
+        metavar="REV",
+        help="revision to check (repeatable; default: every revision the server claims)",
+    )
+    check.add_argument("--examples", type=int, default=20, help="examples per tool and property")
+    check.add_argument("--seed", type=int, help="Hypothesis seed (default: random, reported)")
+    check.add_argument(
+        "--allow-destructive",
+        action="store_true",
+        help="also call tools annotated destructiveHint: true",
+    )
+    check.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="call TOOL even if it is annotated destructive (repeatable)",
+    )
+    check.add_argument(
+        "--deny",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="never call TOOL (repeatable)",
+    )
+    check.add_argument(
+        "--read-only",
+        action="store_true",
+        help="only call tools annotated readOnlyHint: true",
+    )
+    check.add_argument("--timeout", type=float, default=10.0, help="seconds per request")
+    check.add_argument(
+        "--property",
+        action="append",
+        dest="properties",
+        metavar="NAME",
+        help="run only this property (repeatable; see the report for the names)",
+    )
+    check.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an environment variable for a stdio server (it gets a minimal environment)",
+    )
+    check.add_argument("--schema-dir", help="folder of <revision>/schema.json (or $MCP_SCHEMA_DIR)")
+    check.add_argument("--report-json", metavar="FILE", help="write the report as JSON")
+    check.add_argument("--report-md", metavar="FILE", help="write the report as Markdown")
+    check.add_argument("--report-html", metavar="FILE", help="write the report as HTML")
+    check.add_argument(
+        "--report",
+        metavar="FILE",
+        help="write the report; the format follows the extension (.json, .md, .html)",
+    )
+    check.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+
+
+def run(args: argparse.Namespace, command: list[str]) -> int:
+    """Run the check; 0 when no error-level violation was found, 1 otherwise, 2 on misuse."""
+    from sansio_mcp_testing.checker import CheckOptions, run_check
+
+    target: list[str] | str
+    if args.url:
+        target = args.url
+    elif len(command) == 1 and command[0].startswith(("http://", "https://")):
+        target = command[0]
+    elif command:
+        target = command
+    else:
+        print(
+            "sansio-mcp check: give a server URL, or the server command after --", file=sys.stderr
+        )
+        return 2
+    env: dict[str, str] = {}
+    for item in args.env:
+        key, sep, value = item.partition("=")
+        if not sep:
+            print(f"sansio-mcp check: --env wants KEY=VALUE, not {item!r}", file=sys.stderr)
+            return 2
+        env[key] = value
+    logging.getLogger("sansio_mcp").setLevel(logging.ERROR)
+    logging.getLogger("trio_adapters").setLevel(logging.ERROR)
+    progress = None if args.quiet else _Progress()
+    options = CheckOptions(
+        protocol_versions=args.protocol_version,
+        examples=args.examples,
+        seed=args.seed,
+        allow_destructive=args.allow_destructive,
+        allow=args.allow,
+        deny=args.deny,
+        read_only=args.read_only,
+        timeout=args.timeout,
+        schema_dir=args.schema_dir,
+        env=env,
+        properties=args.properties,
+        progress=progress,
+    )
+    try:
+        report = run_check(target, options)
+    except ValueError as exc:
+        print(f"sansio-mcp check: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if progress is not None:
+            progress.done()
+    outputs = {"json": args.report_json, "md": args.report_md, "html": args.report_html}
+    if args.report:
+        suffix = args.report.rsplit(".", 1)[-1].lower()
+        outputs[{"markdown": "md", "htm": "html"}.get(suffix, suffix)] = args.report
+    renderers = {"json": report.to_json, "md": report.to_markdown, "html": report.to_html}
+    for kind, path in outputs.items():
+        if path:
+            if kind not in renderers:
+                print(f"sansio-mcp check: unknown report format {kind!r}", file=sys.stderr)
+                return 2
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(renderers[kind]())
+    sys.stdout.write(report.to_markdown())
+    print(report.summary_line(), file=sys.stderr)
+    return 0 if report.ok else 1
+
+
+class _Progress:
+    """One status line on a terminal (plain lines otherwise)."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.steps = 0
+
+    def __call__(self, text: str) -> None:
+        self.steps += 1
+        if self.tty and not text.startswith("  !"):
+            bar = "#" * (self.steps % 20)
+            sys.stderr.write(f"\r\x1b[K[{bar:<20}] {text[:100]}")
+        else:
+            if self.tty:
+                sys.stderr.write("\r\x1b[K")
+            sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.tty:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()

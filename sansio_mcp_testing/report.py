@@ -1,0 +1,186 @@
+"""What a checker run found: JSON, Markdown and HTML renderings."""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+import attrs
+
+__all__ = ["PropertyResult", "Report", "Skip", "Violation"]
+
+
+@attrs.define
+class Violation:
+    """One broken property, with the exact JSON lines that reproduce it.
+
+    ``transcript`` lines start with ``>`` (sent to the server) or ``<``
+    (received from it); the handshake comes first, so replaying the ``>``
+    lines into a fresh server reproduces the problem.  ``seed`` is the
+    Hypothesis seed of the run (``--seed`` reruns the same examples).
+    """
+
+    property: str
+    message: str
+    revision: str | None
+    tool: str | None
+    severity: str
+    seed: int | None
+    transcript: list[str]
+    details: dict[str, Any] = attrs.field(factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+    def replay_lines(self) -> list[str]:
+        """The lines to send a fresh server to reproduce this (``>`` lines)."""
+        return [line[2:] for line in self.transcript if line.startswith("> ")]
+
+
+@attrs.define
+class Skip:
+    what: str
+    reason: str
+    revision: str | None = None
+
+
+@attrs.define
+class PropertyResult:
+    name: str
+    description: str
+    status: str  # passed | failed | skipped
+    checks: int = 0
+    reason: str | None = None
+
+
+@attrs.define
+class Report:
+    target: str
+    seed: int
+    options: dict[str, Any] = attrs.field(factory=dict)
+    server_info: dict[str, Any] = attrs.field(factory=dict)
+    revisions_checked: list[str] = attrs.field(factory=list)
+    properties: dict[str, PropertyResult] = attrs.field(factory=dict)
+    violations: list[Violation] = attrs.field(factory=list)
+    skipped: list[Skip] = attrs.field(factory=list)
+    tools: dict[str, list[str]] = attrs.field(factory=dict)
+    duration: float = 0.0
+    workdir: str = ""
+
+    # Verdicts -------------------------------------------------------------------------
+
+    @property
+    def errors(self) -> list[Violation]:
+        return [v for v in self.violations if v.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Violation]:
+        return [v for v in self.violations if v.severity != "error"]
+
+    @property
+    def ok(self) -> bool:
+        """No error-level violation (warnings are SHOULD-level findings)."""
+        return not self.errors
+
+    def by_property(self, name: str) -> list[Violation]:
+        return [v for v in self.violations if v.property == name]
+
+    def assert_clean(self, *, allow_warnings: bool = True) -> None:
+        """Raise AssertionError listing the violations, if any."""
+        found = self.errors if allow_warnings else self.violations
+        if found:
+            raise AssertionError(self.to_markdown(only=found))
+
+    # Renderings ---------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "seed": self.seed,
+            "ok": self.ok,
+            "duration_seconds": round(self.duration, 2),
+            "options": self.options,
+            "server_info": self.server_info,
+            "revisions_checked": self.revisions_checked,
+            "summary": {
+                "errors": len(self.errors),
+                "warnings": len(self.warnings),
+                "checks": sum(p.checks for p in self.properties.values()),
+                "skipped": len(self.skipped),
+            },
+            "properties": {name: attrs.asdict(p) for name, p in self.properties.items()},
+            "violations": [v.to_dict() for v in self.violations],
+            "skipped": [attrs.asdict(s) for s in self.skipped],
+            "tools": self.tools,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
+
+    def summary_line(self) -> str:
+        checks = sum(p.checks for p in self.properties.values())
+        verdict = "OK" if self.ok else "VIOLATIONS"
+        return (
+            f"{verdict}: {len(self.errors)} errors, {len(self.warnings)} warnings, "
+            f"{checks} checks at {', '.join(self.revisions_checked) or 'no revision'}, "
+            f"{len(self.skipped)} skipped, seed {self.seed}, {self.duration:.1f}s"
+        )
+
+    def to_markdown(self, only: list[Violation] | None = None) -> str:
+        name = self.server_info.get("name", "?")
+        version = self.server_info.get("version", "?")
+        out = [
+            f"# MCP server check: {name} {version}",
+            "",
+            f"- target: `{self.target}`",
+            f"- revisions checked: {', '.join(self.revisions_checked) or 'none'}",
+            f"- seed: `{self.seed}` (rerun with `--seed {self.seed}`)",
+            f"- result: **{self.summary_line()}**",
+            "",
+            "## Properties",
+            "",
+            "| property | status | checks | note |",
+            "| --- | --- | --- | --- |",
+        ]
+        for p in self.properties.values():
+            count = len(self.by_property(p.name))
+            note = p.reason or (f"{count} violation(s)" if count else "")
+            out.append(f"| {p.name} | {p.status} | {p.checks} | {note} |")
+        violations = self.violations if only is None else only
+        out += ["", f"## Violations ({len(violations)})", ""]
+        if not violations:
+            out.append("None.")
+        for i, v in enumerate(violations, 1):
+            where = ", ".join(x for x in (v.revision, f"tool `{v.tool}`" if v.tool else None) if x)
+            out += [
+                f"### {i}. [{v.severity}] {v.property}: {v.message}",
+                "",
+                f"{where}; seed `{v.seed}`" if where else f"seed `{v.seed}`",
+                "",
+                "```",
+                *(line if len(line) <= 2000 else line[:2000] + " …" for line in v.transcript),
+                "```",
+                "",
+            ]
+            extra = {k: val for k, val in v.details.items() if k != "arguments"}
+            if "arguments" in v.details:
+                out += [f"Minimal arguments: `{json.dumps(v.details['arguments'])[:500]}`", ""]
+            if extra.get("stderr"):
+                out += ["Server stderr (last lines):", "", "```", *extra["stderr"], "```", ""]
+        if only is None:
+            out += ["## Skipped", ""]
+            if not self.skipped:
+                out.append("Nothing.")
+            for s in self.skipped:
+                rev = f" ({s.revision})" if s.revision else ""
+                out.append(f"- {s.what}{rev}: {s.reason}")
+        return "\n".join(out) + "\n"
+
+    def to_html(self) -> str:
+        body = html.escape(self.to_markdown())
+        title = html.escape(f"MCP server check: {self.server_info.get('name', '?')}")
+        return (
+            "<!doctype html><html><head><meta charset='utf-8'>"
+            f"<title>{title}</title></head><body><pre>{body}</pre></body></html>\n"
+        )

@@ -1,0 +1,33 @@
+"""Shared pieces of the toolkit tests."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from sansio_mcp_testing.schemas import find_schema_dir
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+BROKEN_SERVER = [sys.executable, str(HERE / "broken_server.py")]
+EXAMPLE_SERVER = [sys.executable, "-m", "sansio_mcp_cli", "example-server"]
+EVERYTHING = REPO / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist"
+
+
+@pytest.fixture(scope="session")
+def schema_dir() -> str:
+    found = find_schema_dir()
+    if found is None:
+        pytest.skip("the official MCP schemas are absent; set MCP_SCHEMA_DIR")
+    return str(found)
+
+
+@pytest.fixture(scope="session")
+def everything_command() -> list[str]:
+    node = shutil.which("node")
+    if node is None or not (EVERYTHING / "index.js").is_file():
+        pytest.skip("server-everything is not installed (run `npm ci`) or node is missing")
+    return [node, str(EVERYTHING / "index.js"), "stdio"]
