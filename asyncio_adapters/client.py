@@ -16,6 +16,7 @@ from sansio_mcp._client import ClientHandlers, new_client_session
 from sansio_mcp._host import HostedClient
 from sansio_mcp._host import start_client as core_start_client
 from sansio_mcp._stdio import safe_environment
+from sansio_mcp._util import unwrap_single_exception
 from sansio_mcp._versions import ALL_REVISIONS
 
 from ._process import drain_stderr, stop_process
@@ -59,20 +60,22 @@ async def run_client(
     exactly as long as the client, started and torn down the same way.
     ``run`` is the transport's reader; ``ready``, if given, must be set
     before the session may start (the legacy SSE endpoint is known)."""
-    async with asyncio.TaskGroup() as group:
-        host.attach(group)
-        if run is not None:
-            host.start(run())
-        try:
-            if ready is not None:
-                async with asyncio.timeout(initialize_timeout):
-                    await ready.wait()
-            client = await start_client(host, session, handlers, initialize_timeout)
-            yield client
-        finally:
-            session.close()
-            host.driver.process_events()
-            host.stop()
+    # Errors leave as themselves, not as a TaskGroup's group of one (as on Trio).
+    with unwrap_single_exception():
+        async with asyncio.TaskGroup() as group:
+            host.attach(group)
+            if run is not None:
+                host.start(run())
+            try:
+                if ready is not None:
+                    async with asyncio.timeout(initialize_timeout):
+                        await ready.wait()
+                client = await start_client(host, session, handlers, initialize_timeout)
+                yield client
+            finally:
+                session.close()
+                host.driver.process_events()
+                host.stop()
 
 
 @asynccontextmanager

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from sansio_mcp import RequestReceived, ServerSession
@@ -17,7 +17,7 @@ from sansio_mcp._streamable_http import Exchange, StreamableHTTPServer
 from ._runner import AsyncioSessionHost
 from .server import AsyncioContext
 
-__all__ = ["serve_http", "serve_router"]
+__all__ = ["serve_http", "serve_router", "serve_tcp"]
 
 logger = logging.getLogger("asyncio_adapters.http")
 
@@ -155,6 +155,8 @@ class _HTTPService:
         except (ConnectionError, OSError):
             pass
         self.hosts.disconnected(exchange)
+        # Wake the writer so it sees ``finished`` (else a dropped stream's task waits forever).
+        exchange.wake()
 
 
 async def serve_router(
@@ -170,11 +172,40 @@ async def serve_router(
     (if given) receives the bound port."""
     async with asyncio.TaskGroup() as group:
         service = _HTTPService(server, router, max_body, group)
-        listener = await asyncio.start_server(service.connection, host, port)
-        async with listener:
-            if started is not None:
-                started.set_result(listener.sockets[0].getsockname()[1])
-            await listener.serve_forever()
+        await serve_tcp(group, service.connection, host, port, started)
+
+
+async def serve_tcp(
+    group: asyncio.TaskGroup,
+    connection: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+    host: str,
+    port: int,
+    started: asyncio.Future[int] | None,
+) -> None:
+    """Accept TCP connections until cancelled, each handled by a task in ``group``,
+    so cancelling the server cancels every connection too (``asyncio.start_server``
+    alone leaves them running, unlike Trio's ``serve_tcp``).  The listener is closed
+    without ``wait_closed``, which on newer Pythons waits for the connections the
+    group has yet to cancel.  ``started`` (if given) receives the bound port."""
+
+    async def guarded(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await connection(reader, writer)
+        except Exception:
+            # One broken connection must never take the server (the group) down.
+            logger.exception("error while serving a connection; closing it")
+            writer.close()
+
+    def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        group.create_task(guarded(reader, writer))
+
+    listener = await asyncio.start_server(accept, host, port)
+    try:
+        if started is not None:
+            started.set_result(listener.sockets[0].getsockname()[1])
+        await asyncio.get_running_loop().create_future()  # until cancelled
+    finally:
+        listener.close()
 
 
 async def serve_http(

@@ -10,6 +10,7 @@ from typing import Any
 
 from sansio_mcp import RequestReceived, ServerSession
 from sansio_mcp._server import Context, Server
+from sansio_mcp._util import unwrap_single_exception
 
 from ._runner import AsyncioRunner, AsyncioSessionHost, Framing
 
@@ -68,7 +69,8 @@ async def serve(
     )
     server.hub.add(session, runner._schedule_flush)
     try:
-        await runner.run()
+        with unwrap_single_exception():
+            await runner.run()
     finally:
         server.hub.remove(session)
     return session

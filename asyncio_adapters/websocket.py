@@ -19,6 +19,7 @@ from sansio_mcp._websocket import WebSocketFraming
 
 from ._runner import AsyncioRunner, shielded
 from .client import Client, run_client
+from .http_server import serve_tcp
 from .server import AsyncioContext
 
 __all__ = ["open_ws_client", "serve_ws"]
@@ -80,11 +81,8 @@ async def serve_ws(
             with contextlib.suppress(ConnectionError, OSError):
                 await writer.wait_closed()
 
-    listener = await asyncio.start_server(connection, host, port)
-    async with listener:
-        if started is not None:
-            started.set_result(listener.sockets[0].getsockname()[1])
-        await listener.serve_forever()
+    async with asyncio.TaskGroup() as group:
+        await serve_tcp(group, connection, host, port, started)
 
 
 @asynccontextmanager

@@ -1,0 +1,332 @@
+"""Run one async test body on either backend, and serve on either backend.
+
+pytest-trio's ``trio_mode`` claims every ``async def`` test, so parity tests
+are plain functions that hand their async body to :func:`run`.  The body is
+written once against :data:`sansio_mcp_cli.backends.BACKENDS` (``fail_after``,
+``move_on_after``, ``sleep``, ``connect``) plus the few neutral helpers here.
+
+Leak rules enforced here (fds and child processes are checked by the
+package conftest):
+
+* Trio: ``trio.run`` returns only once every task is done, so nothing can
+  outlive the body.
+* asyncio: when the body returns, ``asyncio.all_tasks()`` must be empty
+  (apart from the runner's own task) -- a task left behind fails the test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from functools import partial
+from typing import Any, TypeVar
+
+import trio
+
+from sansio_mcp import Context, Server
+from sansio_mcp._client import ClientHandlers
+from sansio_mcp_cli.backends import Backend
+from sansio_mcp_cli.example_server import build_server
+
+__all__ = [
+    "BACKEND_NAMES",
+    "BUDGET",
+    "EXAMPLE_TOOLS",
+    "PAIRS",
+    "Answers",
+    "Probe",
+    "StrayTasks",
+    "cancellable",
+    "parity_server",
+    "run",
+    "serving",
+    "serving_in_loop",
+    "texts",
+    "url_for",
+    "wait_until",
+]
+
+T = TypeVar("T")
+
+BACKEND_NAMES = ("trio", "asyncio")
+#: (server backend, client backend): same-backend and both cross-backend pairs.
+PAIRS = [(s, c) for s in BACKEND_NAMES for c in BACKEND_NAMES]
+#: Seconds for one whole test body, start-up and shutdown included.
+BUDGET = 30.0
+#: How long finishing tasks may take to go away before they count as leaked.
+_TASK_GRACE = 1.0
+
+EXAMPLE_TOOLS = {
+    "echo",
+    "add",
+    "slow",
+    "sample",
+    "elicit",
+    "list_roots",
+    "survey",
+    "fail",
+    "increment",
+}
+ROOT = {"uri": "file:///work/parity-project", "name": "parity-project"}
+COUNTER_URI = "example://counter"
+
+
+class StrayTasks(AssertionError):
+    """asyncio tasks were still alive when the test body (or a server) finished."""
+
+
+# Running a body -------------------------------------------------------------------------
+
+
+async def _no_stray_asyncio_tasks(what: str) -> None:
+    me = asyncio.current_task()
+    deadline = time.monotonic() + _TASK_GRACE
+    while True:
+        others = [t for t in asyncio.all_tasks() if t is not me and not t.done()]
+        if not others:
+            return
+        if time.monotonic() >= deadline:
+            break
+        await asyncio.sleep(0.01)
+    names = sorted(f"{t.get_name()}: {t.get_coro()!r}" for t in others)
+    for task in others:  # leave the loop clean for asyncio.run's own shutdown
+        task.cancel()
+    await asyncio.gather(*others, return_exceptions=True)
+    raise StrayTasks(f"{len(others)} asyncio task(s) outlived {what}: {names}")
+
+
+def run(backend: str, body: Callable[..., Awaitable[T]], *args: Any, budget: float = BUDGET) -> T:
+    """Run ``body(*args)`` on ``backend`` ("trio" or "asyncio"), bounded by ``budget``."""
+    if backend == "trio":
+
+        async def trio_main() -> T:
+            with trio.fail_after(budget):
+                return await body(*args)
+
+        return trio.run(trio_main)
+
+    async def asyncio_main() -> T:
+        async with asyncio.timeout(budget):
+            result = await body(*args)
+        await _no_stray_asyncio_tasks("the test body")
+        return result
+
+    return asyncio.run(asyncio_main())
+
+
+async def wait_until(backend: Backend, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Poll ``predicate`` (state changed by another thread, a handler, a log) until it holds."""
+    async with backend.fail_after(timeout):
+        while not predicate():
+            await backend.sleep(0.02)
+
+
+@asynccontextmanager
+async def cancellable(backend: str) -> AsyncIterator[Callable[[], None]]:
+    """A block that a callback can cancel: yields ``cancel()``; the block then ends
+    quietly (a Trio cancel scope; on asyncio a rescheduled ``asyncio.timeout``)."""
+    if backend == "trio":
+        with trio.CancelScope() as scope:
+            yield scope.cancel
+        return
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(None) as timeout:
+            yield lambda: timeout.reschedule(asyncio.get_running_loop().time())
+
+
+# Servers --------------------------------------------------------------------------------
+
+_SERVE = {
+    "http": ("http_server", "serve_http"),
+    "sse": ("sse", "serve_sse"),
+    "ws": ("websocket", "serve_ws"),
+}
+
+
+def _serve_fn(backend: str, transport: str) -> Callable[..., Any]:
+    module_name, fn_name = _SERVE[transport]
+    package = "trio_adapters" if backend == "trio" else "asyncio_adapters"
+    module = __import__(f"{package}.{module_name}", fromlist=[fn_name])
+    return getattr(module, fn_name)  # type: ignore[no-any-return]
+
+
+@contextmanager
+def serving(backend: str, transport: str, server: Server, **options: Any) -> Iterator[int]:
+    """Serve ``server`` on ``transport`` with ``backend``'s adapter, in a thread with
+    its own event loop, on 127.0.0.1:0; yields the port.  On exit the server is
+    stopped, its thread joined, and (asyncio) no task of its loop may remain."""
+    serve = _serve_fn(backend, transport)
+    ports: queue.Queue[int | BaseException] = queue.Queue()
+    stop_box: list[Callable[[], None]] = []
+    failure: list[BaseException] = []
+
+    async def trio_main() -> None:
+        with trio.CancelScope() as scope:
+            token = trio.lowlevel.current_trio_token()
+            stop_box.append(lambda: trio.from_thread.run_sync(scope.cancel, trio_token=token))
+            async with trio.open_nursery() as nursery:
+                port = await nursery.start(
+                    partial(serve, server, host="127.0.0.1", port=0, **options)
+                )
+                ports.put(port)
+
+    async def asyncio_main() -> None:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        stop_box.append(lambda: loop.call_soon_threadsafe(stop.set))
+        started: asyncio.Future[int] = loop.create_future()
+        task = asyncio.create_task(
+            serve(server, host="127.0.0.1", port=0, started=started, **options)
+        )
+        await asyncio.wait([started, task], return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            task.result()  # it failed before binding: report why
+        ports.put(started.result())
+        await stop.wait()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await _no_stray_asyncio_tasks(f"the {transport} server")
+
+    def thread_main() -> None:
+        try:
+            if backend == "trio":
+                trio.run(trio_main)
+            else:
+                asyncio.run(asyncio_main())
+        except BaseException as exc:
+            failure.append(exc)
+            ports.put(exc)
+
+    thread = threading.Thread(target=thread_main, name=f"{backend}-{transport}-server")
+    thread.start()
+    try:
+        got = ports.get(timeout=10)
+        if isinstance(got, BaseException):
+            raise got
+        yield got
+    finally:
+        if stop_box:
+            with contextlib.suppress(trio.RunFinishedError, RuntimeError):
+                stop_box[0]()
+        thread.join(timeout=10)
+        assert not thread.is_alive(), f"the {backend} {transport} server did not stop"
+    if failure:
+        raise failure[0]
+
+
+@asynccontextmanager
+async def serving_in_loop(
+    backend: str, transport: str, server: Server, **options: Any
+) -> AsyncIterator[int]:
+    """Serve in the caller's own event loop (a nursery task, or an asyncio task);
+    yields the port; the server is cancelled, and waited for, on exit."""
+    serve = _serve_fn(backend, transport)
+    if backend == "trio":
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(partial(serve, server, host="127.0.0.1", port=0, **options))
+            try:
+                yield port
+            finally:
+                nursery.cancel_scope.cancel()
+        return
+    started: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(serve(server, host="127.0.0.1", port=0, started=started, **options))
+    try:
+        await asyncio.wait([started, task], return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            task.result()  # it failed before binding: report why
+        yield started.result()
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def url_for(transport: str, port: int) -> str:
+    if transport == "ws":
+        return f"ws://127.0.0.1:{port}/mcp"
+    if transport == "sse":
+        return f"http://127.0.0.1:{port}/sse"
+    return f"http://127.0.0.1:{port}/mcp"
+
+
+# The server under test ------------------------------------------------------------------
+
+
+class Probe:
+    """What the ``block`` tool saw (thread-safe: the server may run in another thread)."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.stopped = threading.Event()
+        self.cancelled = False
+        self.finished = False
+
+
+def parity_server(probe: Probe | None = None) -> Server:
+    """The bundled example server plus ``block``: waits, reporting progress once,
+    and records in ``probe`` whether it finished or was cancelled."""
+    server = build_server()
+    seen = probe if probe is not None else Probe()
+
+    @server.tool()
+    async def block(ctx: Context, seconds: float = 30.0) -> str:
+        """Wait ``seconds`` unless cancelled."""
+        seen.started.set()
+        try:
+            await ctx.report_progress(0, 1, "started")
+            await ctx.sleep(seconds)
+            seen.finished = True
+            return "finished"
+        except BaseException:  # trio.Cancelled or asyncio.CancelledError
+            seen.cancelled = True
+            raise
+        finally:
+            seen.stopped.set()
+
+    return server
+
+
+# The client's side ----------------------------------------------------------------------
+
+
+class Answers:
+    """Backend-neutral client handlers (no sleeps, no loop calls) that record each question."""
+
+    def __init__(self) -> None:
+        self.elicited: list[str] = []
+        self.sampled: list[str] = []
+        self.roots_asked = 0
+
+    def elicitation(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.elicited.append(params["message"])
+        return {"action": "accept", "content": {"answer": f"answer to {params['message']}"}}
+
+    async def sampling(self, params: dict[str, Any]) -> dict[str, Any]:
+        content = params["messages"][-1]["content"]
+        self.sampled.append(content.get("text", "") if isinstance(content, dict) else "")
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": "forty-two"},
+            "model": "parity-model",
+            "stopReason": "endTurn",
+        }
+
+    def roots(self) -> list[dict[str, Any]]:
+        self.roots_asked += 1
+        return [ROOT]
+
+    def handlers(self) -> ClientHandlers:
+        return ClientHandlers(
+            sampling=self.sampling, elicitation=self.elicitation, roots=self.roots
+        )
+
+
+def texts(result: dict[str, Any]) -> str:
+    return "\n".join(c["text"] for c in result.get("content", []) if c.get("type") == "text")
