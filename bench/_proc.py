@@ -1,0 +1,151 @@
+"""Child processes for the benchmarks: workers that measure, servers they talk to.
+
+Everything the harness starts is a child of ``python -m bench``; every child
+is bounded in time and stopped (stdin closed, SIGTERM, SIGKILL) by the pid
+we started, never by name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+PY = sys.executable
+EVERYTHING = (
+    REPO / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+)
+SDK_ECHO = REPO / "bench" / "servers" / "sdk_echo.py"
+
+
+def child_env() -> dict[str, str]:
+    """The environment for every child: ours, with the repo importable and
+    bytecode caching on (so start-up is not spent compiling)."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
+    env.setdefault("PYTHONHASHSEED", "0")
+    return env
+
+
+def node() -> str | None:
+    return shutil.which("node")
+
+
+def everything_command() -> list[str] | None:
+    """server-everything over stdio, or None when node or the package is missing."""
+    exe = node()
+    if exe is None or not EVERYTHING.is_file():
+        return None
+    return [exe, str(EVERYTHING), "stdio"]
+
+
+def example_server_command(backend: str, *extra: str) -> list[str]:
+    return [PY, "-m", "sansio_mcp_cli", "example-server", "--backend", backend, *extra]
+
+
+def sdk_server_command(transport: str) -> list[str]:
+    return [PY, str(SDK_ECHO), transport]
+
+
+class WorkerError(Exception):
+    pass
+
+
+def run_worker(kind: str, args: dict[str, Any], *, timeout: float) -> dict[str, Any]:
+    """Run ``python -m bench.worker kind args`` and return the JSON it prints last."""
+    cmd = [PY, "-m", "bench.worker", kind, json.dumps(args)]
+    try:
+        proc = subprocess.run(
+            cmd,
+            cwd=REPO,
+            env=child_env(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            text=True,
+        )
+    except subprocess.TimeoutExpired:
+        raise WorkerError(f"worker {kind} timed out after {timeout:.0f} s") from None
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-6:]
+        raise WorkerError(f"worker {kind} failed (exit {proc.returncode}): " + " | ".join(tail))
+    result: dict[str, Any] = json.loads(lines[-1])
+    if "error" in result:
+        raise WorkerError(f"worker {kind}: {result['error']}")
+    return result
+
+
+def stop(process: subprocess.Popen[Any], grace: float = 5.0, *, polite: bool = True) -> None:
+    """Close stdin, then SIGTERM, then SIGKILL: the process we started, by its pid."""
+    if process.stdin is not None and not process.stdin.closed:
+        try:
+            process.stdin.close()
+        except OSError:
+            pass
+    if polite:
+        try:
+            process.wait(timeout=min(grace, 2.0))
+            return
+        except subprocess.TimeoutExpired:
+            pass
+    if process.poll() is None:
+        process.terminate()
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+_URL = re.compile(rb"(?:PORT (\d+))|(?:http://127\.0\.0\.1:(\d+)/)")
+
+
+@contextmanager
+def http_server(command: Sequence[str], *, timeout: float = 30.0) -> Iterator[str]:
+    """Start an HTTP server that announces its port (``PORT n`` or its URL) and
+    yield ``http://127.0.0.1:n/mcp``.  Its output goes to a temporary file, so
+    it can never block on a full pipe."""
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(
+            list(command),
+            cwd=REPO,
+            env=child_env(),
+            stdin=subprocess.PIPE,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + timeout
+            port = None
+            while port is None:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    log.seek(0)
+                    tail = log.read()[-600:].decode("utf-8", "replace")
+                    raise WorkerError(f"server {command[-3:]} did not start: {tail}")
+                time.sleep(0.02)
+                log.seek(0)
+                match = _URL.search(log.read())
+                if match:
+                    port = int(match.group(1) or match.group(2))
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            stop(process, polite=False)
+
+
+def load_average() -> list[float]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []

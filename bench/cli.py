@@ -1,0 +1,857 @@
+"""``python -m bench``: every comparison, side by side, several rounds.
+
+Each round runs every selected row once, each variant in a fresh child
+process (variants interleaved, their order rotated from round to round), so
+all figures of a round share the machine's conditions.  The table shows the
+median over rounds of each figure, and for each ratio the median of the
+per-round ratios (a ratio is only meaningful between figures measured in
+the same run).  Targets are those of issue 7.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from ._proc import (
+    PY,
+    REPO,
+    WorkerError,
+    child_env,
+    everything_command,
+    example_server_command,
+    http_server,
+    load_average,
+    node,
+    run_worker,
+    sdk_server_command,
+)
+from .worker import MESSAGE
+
+DEFAULT_JSON = REPO / "bench" / "results" / "latest.json"
+ROW_IDS = (1, 2, 3, 4, 5, 6, 7)
+ROW_TITLES = {
+    1: "stdio round trips: sequential tools/call echo -> server-everything",
+    2: "stdio servers: raw NDJSON client -> server, sequential tools/call echo",
+    3: "codec: one tools/call request + its result, serialized and parsed",
+    4: "Streamable HTTP round trips: sequential tools/call echo",
+    5: "concurrency: many clients in flight, 2026-07-28 tools/call echo over HTTP",
+    6: "import time (fresh interpreter) and memory per idle session",
+    7: "bridge: A2E tool/call through the bridge vs a direct MCP call",
+}
+
+
+@dataclass
+class Counts:
+    rounds: int
+    stdio_calls: int
+    stdio_warmup: int
+    http_calls: int
+    http_warmup: int
+    codec_pairs: int
+    clients: int
+    calls_per_client: int
+    import_runs: int
+    sessions: int
+    bridge_calls: int
+    loop_deadline: float  # seconds for one timed loop
+    worker_timeout: float  # seconds for one child process, start-up included
+
+
+FULL = Counts(
+    rounds=3,
+    stdio_calls=2000,
+    stdio_warmup=200,
+    http_calls=500,
+    http_warmup=50,
+    codec_pairs=20000,
+    clients=1000,
+    calls_per_client=3,
+    import_runs=7,
+    sessions=1000,
+    bridge_calls=1000,
+    loop_deadline=60.0,
+    worker_timeout=240.0,
+)
+QUICK = Counts(
+    rounds=1,
+    stdio_calls=40,
+    stdio_warmup=5,
+    http_calls=15,
+    http_warmup=2,
+    codec_pairs=300,
+    clients=20,
+    calls_per_client=2,
+    import_runs=1,
+    sessions=20,
+    bridge_calls=20,
+    loop_deadline=8.0,
+    worker_timeout=40.0,
+)
+
+
+@dataclass
+class Results:
+    """Per row, per variant: one measurement dict per round (or ``{"error": ...}``)."""
+
+    rows: dict[int, dict[str, list[dict[str, Any]]]] = field(default_factory=dict)
+    notes: dict[int, list[str]] = field(default_factory=dict)
+    labels: dict[int, dict[str, str]] = field(default_factory=dict)
+
+    def add(self, row: int, variant: str, label: str, value: dict[str, Any]) -> None:
+        self.rows.setdefault(row, {}).setdefault(variant, []).append(value)
+        self.labels.setdefault(row, {})[variant] = label
+
+    def note(self, row: int, text: str) -> None:
+        notes = self.notes.setdefault(row, [])
+        if text not in notes:
+            notes.append(text)
+
+
+def _log(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _rotate(items: list[Any], by: int) -> list[Any]:
+    if not items:
+        return items
+    by %= len(items)
+    return items[by:] + items[:by]
+
+
+def _measure(
+    results: Results, row: int, variant: str, label: str, fn: Callable[[], dict[str, Any]]
+) -> None:
+    try:
+        value = fn()
+    except WorkerError as exc:
+        value = {"error": str(exc)}
+    results.add(row, variant, label, value)
+    shown = value.get("error") or _brief(value)
+    _log(f"    row {row} {label}: {shown}")
+
+
+def _brief(value: dict[str, Any]) -> str:
+    for key, unit in (
+        ("calls_per_s", "calls/s"),
+        ("pairs_per_s", "pairs/s"),
+        ("seconds_import", "s"),
+        ("bytes_per_session", "B/session"),
+    ):
+        if key in value:
+            extra = f", {value['errors']} errors" if value.get("errors") else ""
+            return f"{value[key]:,.{3 if unit == 's' else 0}f} {unit}{extra}"
+    return json.dumps(value)[:120]
+
+
+# Rows ------------------------------------------------------------------------------
+
+
+def row1(results: Results, c: Counts, rnd: int) -> None:
+    command = everything_command()
+    if command is None:
+        results.note(1, "skipped: node or server-everything missing (run `npm ci`)")
+        return
+    variants = [
+        ("trio", "ours, Trio client"),
+        ("asyncio", "ours, asyncio client"),
+        ("sdk", "mcp SDK client (mcp.Client)"),
+        ("raw", "raw NDJSON client, blocking pipes (floor)"),
+    ]
+    for impl, label in _rotate(variants, rnd):
+        args = {
+            "impl": impl,
+            "command": command,
+            "expect": f"Echo: {MESSAGE}",
+            "calls": c.stdio_calls,
+            "warmup": c.stdio_warmup,
+            "deadline": c.loop_deadline,
+        }
+        _measure(
+            results,
+            1,
+            impl,
+            label,
+            partial(run_worker, "stdio", args, timeout=c.worker_timeout),
+        )
+
+
+def row2(results: Results, c: Counts, rnd: int) -> None:
+    variants = [
+        ("trio", "ours, example server (Trio)", example_server_command("trio")),
+        ("asyncio", "ours, example server (asyncio)", example_server_command("asyncio")),
+        ("sdk", "mcp SDK MCPServer", sdk_server_command("stdio")),
+    ]
+    for name, label, command in _rotate(variants, rnd):
+        args = {
+            "impl": "raw",
+            "command": command,
+            "expect": MESSAGE,
+            "calls": c.stdio_calls,
+            "warmup": c.stdio_warmup,
+            "deadline": c.loop_deadline,
+        }
+        _measure(
+            results,
+            2,
+            name,
+            label,
+            partial(run_worker, "stdio", args, timeout=c.worker_timeout),
+        )
+
+
+CODEC_LABELS = {
+    "ours": "ours (session path: _json + parse_message/message_to_obj)",
+    "ours_stdlib": "ours, stdlib json backend forced",
+    "sdk": "mcp SDK (pydantic validate_json + model_dump_json)",
+    "json": "bare stdlib json (no validation)",
+    "orjson": "bare orjson (no validation)",
+}
+
+
+def row3(results: Results, c: Counts, rnd: int) -> None:
+    try:
+        value = run_worker("codec", {"pairs": c.codec_pairs}, timeout=c.worker_timeout)
+    except WorkerError as exc:
+        for name, label in CODEC_LABELS.items():
+            results.add(3, name, label, {"error": str(exc)})
+        _log(f"    row 3: {exc}")
+        return
+    for name, why in value.pop("unavailable", {}).items():
+        results.note(3, f"{name}: not measured ({why})")
+    for name, label in CODEC_LABELS.items():
+        if name in value:
+            results.add(3, name, label, value[name])
+            _log(f"    row 3 {label}: {_brief(value[name])}")
+
+
+HTTP_SERVERS: dict[str, tuple[str, Callable[[], list[str]]]] = {
+    "trio": (
+        "ours (Trio)",
+        partial(example_server_command, "trio", "--transport", "http", "--port", "0"),
+    ),
+    "asyncio": (
+        "ours (asyncio)",
+        partial(example_server_command, "asyncio", "--transport", "http", "--port", "0"),
+    ),
+    "sdk": ("SDK", partial(sdk_server_command, "http")),
+}
+HTTP_CLIENTS = {"trio": "ours (Trio)", "asyncio": "ours (asyncio)", "sdk": "SDK"}
+HTTP_PAIRS = [
+    ("trio", "trio"),
+    ("asyncio", "asyncio"),
+    ("sdk", "sdk"),
+    ("trio", "sdk"),
+    ("asyncio", "sdk"),
+    ("sdk", "trio"),
+    ("sdk", "asyncio"),
+]
+HTTP_MODES = ("legacy", "modern")
+
+
+def _http_variant(mode: str, client: str, server: str) -> str:
+    return f"{mode}:{client}->{server}"
+
+
+def row4(results: Results, c: Counts, rnd: int) -> None:
+    from contextlib import ExitStack
+
+    with ExitStack() as stack:
+        urls: dict[str, str] = {}
+        for name, (_, command) in HTTP_SERVERS.items():
+            try:
+                urls[name] = stack.enter_context(http_server(command()))
+            except WorkerError as exc:
+                _log(f"    row 4: server {name} failed: {exc}")
+        for client in _rotate(list(HTTP_CLIENTS), rnd):
+            jobs = [
+                {"url": urls[server], "mode": mode, "server": server}
+                for mode in HTTP_MODES
+                for (cl, server) in HTTP_PAIRS
+                if cl == client and server in urls
+            ]
+            args = {
+                "impl": client,
+                "jobs": jobs,
+                "calls": c.http_calls,
+                "warmup": c.http_warmup,
+                "deadline": c.loop_deadline,
+            }
+            try:
+                out = run_worker("http", args, timeout=c.worker_timeout * max(1, len(jobs)) / 2)
+                done = out["jobs"]
+            except WorkerError as exc:
+                done = [{**job, "error": str(exc)} for job in jobs]
+            for job in done:
+                server, mode = job.pop("server"), job.pop("mode")
+                job.pop("url", None)
+                variant = _http_variant(mode, client, server)
+                label = (
+                    f"{mode:6} {HTTP_CLIENTS[client]} client -> {HTTP_SERVERS[server][0]} server"
+                )
+                results.add(4, variant, label, job)
+                _log(f"    row 4 {label}: {job.get('error') or _brief(job)}")
+        for mode in HTTP_MODES:
+            for cl, server in HTTP_PAIRS:
+                variant = _http_variant(mode, cl, server)
+                if server not in urls:
+                    label = (
+                        f"{mode:6} {HTTP_CLIENTS[cl]} client -> {HTTP_SERVERS[server][0]} server"
+                    )
+                    results.add(4, variant, label, {"error": f"server {server} did not start"})
+
+
+def row5(results: Results, c: Counts, rnd: int) -> None:
+    for name in _rotate(list(HTTP_SERVERS), rnd):
+        label = f"{HTTP_SERVERS[name][0]} server"
+
+        def one(name: str = name) -> dict[str, Any]:
+            command: list[str] = HTTP_SERVERS[name][1]()
+            with http_server(command) as url:
+                args = {
+                    "url": url,
+                    "clients": c.clients,
+                    "calls": c.calls_per_client,
+                    "deadline": c.loop_deadline * 2,
+                }
+                return run_worker("load", args, timeout=c.worker_timeout)
+
+        _measure(results, 5, name, label, one)
+
+
+IMPORT_SNIPPET = (
+    "import time; t = time.perf_counter(); import {module}; "
+    "print('{{\"seconds_import\": %r}}' % (time.perf_counter() - t))"
+)
+
+
+def _import_time(module: str, c: Counts) -> dict[str, Any]:
+    env = child_env()
+    code = IMPORT_SNIPPET.format(module=module)
+    times = []
+    for _ in range(c.import_runs):
+        proc = subprocess.run(
+            [PY, "-c", code],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=c.worker_timeout,
+        )
+        if proc.returncode != 0:
+            raise WorkerError(proc.stderr.strip().splitlines()[-1] if proc.stderr else "failed")
+        times.append(json.loads(proc.stdout.strip().splitlines()[-1])["seconds_import"])
+    return {"seconds_import": statistics.median(times), "runs": times}
+
+
+def row6(results: Results, c: Counts, rnd: int) -> None:
+    env = child_env()
+    if rnd == 0:
+        # Compile once, so every timed import reads bytecode (as an installed package does).
+        for module in ("sansio_mcp", "mcp", "trio_adapters", "asyncio_adapters"):
+            subprocess.run(
+                [PY, "-c", f"import {module}"],
+                cwd=REPO,
+                env=env,
+                capture_output=True,
+                timeout=c.worker_timeout,
+            )
+    imports = [
+        ("import:sansio_mcp", "import sansio_mcp", "sansio_mcp"),
+        ("import:mcp", "import mcp", "mcp"),
+        ("import:trio_adapters", "import trio_adapters (core + Trio)", "trio_adapters"),
+        ("import:asyncio_adapters", "import asyncio_adapters (core + asyncio)", "asyncio_adapters"),
+    ]
+    for variant, label, module in _rotate(imports, rnd):
+        _measure(results, 6, variant, label, partial(_import_time, module, c))
+    memory = [
+        ("memory:ours", "idle session, ours (sans-IO ServerSession)", "ours"),
+        ("memory:ours_asyncio", "idle session, ours + asyncio runner", "ours_asyncio"),
+        ("memory:sdk", "idle session, mcp SDK (Server.run loop + streams)", "sdk"),
+    ]
+    for variant, label, impl in memory:
+        _measure(
+            results,
+            6,
+            variant,
+            label,
+            partial(
+                run_worker,
+                "memory",
+                {"impl": impl, "sessions": c.sessions},
+                timeout=c.worker_timeout,
+            ),
+        )
+
+
+NO_BRIDGE = "n/a — no bridge yet"
+
+
+def row7(results: Results, c: Counts, rnd: int) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("trio_adapters.a2e_client") is None:
+        results.note(7, NO_BRIDGE)
+        return
+    variants = [
+        ("direct", "direct: our Trio client -> example server"),
+        ("bridged", "bridged: A2E agent -> sansio-mcp bridge -> example server"),
+    ]
+    for impl, label in _rotate(variants, rnd):
+        args = {
+            "impl": impl,
+            "calls": c.bridge_calls,
+            "warmup": c.stdio_warmup,
+            "deadline": c.loop_deadline,
+        }
+        _measure(
+            results, 7, impl, label, partial(run_worker, "bridge", args, timeout=c.worker_timeout)
+        )
+
+
+ROWS: dict[int, Callable[[Results, Counts, int], None]] = {
+    1: row1,
+    2: row2,
+    3: row3,
+    4: row4,
+    5: row5,
+    6: row6,
+    7: row7,
+}
+
+
+# Summaries and targets ---------------------------------------------------------------
+
+METRICS = {
+    1: ("calls_per_s", "calls/s"),
+    2: ("calls_per_s", "calls/s"),
+    3: ("pairs_per_s", "pairs/s"),
+    4: ("calls_per_s", "calls/s"),
+    5: ("calls_per_s", "calls/s"),
+    7: ("calls_per_s", "calls/s"),
+}
+
+
+def _values(results: Results, row: int, variant: str, key: str) -> list[float | None]:
+    out: list[float | None] = []
+    for value in results.rows.get(row, {}).get(variant, []):
+        v = value.get(key)
+        out.append(float(v) if isinstance(v, (int, float)) and "error" not in value else None)
+    return out
+
+
+def median_of(results: Results, row: int, variant: str, key: str) -> float | None:
+    values = [v for v in _values(results, row, variant, key) if v is not None]
+    return statistics.median(values) if values else None
+
+
+def paired_ratio(
+    results: Results, row: int, a: str, b: str, key: str, key_b: str | None = None
+) -> float | None:
+    """Median over rounds of a[round] / b[round] (rounds where both succeeded)."""
+    va = _values(results, row, a, key)
+    vb = _values(results, row, b, key_b or key)
+    ratios = [x / y for x, y in zip(va, vb, strict=False) if x is not None and y]
+    return statistics.median(ratios) if ratios else None
+
+
+@dataclass
+class Target:
+    id: str
+    text: str
+    value: float | None
+    threshold: float
+    higher_is_better: bool = True
+    extra_ok: bool = True
+    detail: str = ""
+
+    @property
+    def status(self) -> str:
+        if self.value is None:
+            return "ERROR"
+        ok = self.value >= self.threshold if self.higher_is_better else self.value <= self.threshold
+        return "PASS" if ok and self.extra_ok else "MISS"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "target": self.text,
+            "value": self.value,
+            "threshold": self.threshold,
+            "higher_is_better": self.higher_is_better,
+            "status": self.status,
+            "detail": self.detail,
+        }
+
+
+def targets(results: Results, selected: list[int]) -> list[Target]:
+    out: list[Target] = []
+    rows = results.rows
+    if 1 in rows:
+        for impl, name in (("trio", "Trio"), ("asyncio", "asyncio")):
+            out.append(
+                Target(
+                    f"1-{impl}-vs-sdk",
+                    f"row 1: our {name} client >= 2.0x the SDK client's calls/s",
+                    paired_ratio(results, 1, impl, "sdk", "calls_per_s"),
+                    2.0,
+                )
+            )
+            out.append(
+                Target(
+                    f"1-{impl}-vs-raw",
+                    f"row 1: our {name} client's time per call <= 1.25x the raw client's",
+                    paired_ratio(results, 1, impl, "raw", "us_per_call"),
+                    1.25,
+                    higher_is_better=False,
+                )
+            )
+    if 2 in rows:
+        for impl, name in (("trio", "Trio"), ("asyncio", "asyncio")):
+            out.append(
+                Target(
+                    f"2-{impl}-vs-sdk",
+                    f"row 2: our {name} server >= 5x the SDK server's calls/s",
+                    paired_ratio(results, 2, impl, "sdk", "calls_per_s"),
+                    5.0,
+                )
+            )
+    if 3 in rows:
+        out.append(
+            Target(
+                "3-codec",
+                "row 3: our codec >= 3x the SDK's pairs/s",
+                paired_ratio(results, 3, "ours", "sdk", "pairs_per_s"),
+                3.0,
+            )
+        )
+    if 4 in rows:
+        for mode in HTTP_MODES:
+            base = _http_variant(mode, "sdk", "sdk")
+            for impl, name in (("trio", "Trio"), ("asyncio", "asyncio")):
+                out.append(
+                    Target(
+                        f"4-{mode}-{impl}-ours-vs-sdk",
+                        f"row 4 {mode}: ours-to-ours ({name}) >= 5x SDK-to-SDK",
+                        paired_ratio(
+                            results, 4, _http_variant(mode, impl, impl), base, "calls_per_s"
+                        ),
+                        5.0,
+                    )
+                )
+            for impl, name in (("trio", "Trio"), ("asyncio", "asyncio")):
+                out.append(
+                    Target(
+                        f"4-{mode}-{impl}-client-vs-sdk",
+                        f"row 4 {mode}: our {name} client -> SDK server >= SDK-to-SDK",
+                        paired_ratio(
+                            results, 4, _http_variant(mode, impl, "sdk"), base, "calls_per_s"
+                        ),
+                        1.0,
+                    )
+                )
+                out.append(
+                    Target(
+                        f"4-{mode}-{impl}-server-vs-sdk",
+                        f"row 4 {mode}: SDK client -> our {name} server >= SDK-to-SDK",
+                        paired_ratio(
+                            results, 4, _http_variant(mode, "sdk", impl), base, "calls_per_s"
+                        ),
+                        1.0,
+                    )
+                )
+    if 5 in rows:
+        for impl, name in (("trio", "Trio"), ("asyncio", "asyncio")):
+            errors = [v for v in _values(results, 5, impl, "errors") if v is not None]
+            zero = bool(errors) and all(e == 0 for e in errors)
+            out.append(
+                Target(
+                    f"5-{impl}",
+                    f"row 5: our {name} server: zero errors, and ahead of the SDK server",
+                    paired_ratio(results, 5, impl, "sdk", "calls_per_s"),
+                    1.0,
+                    extra_ok=zero,
+                    detail=f"errors per round: {[int(e) for e in errors]}",
+                )
+            )
+    if 6 in rows:
+        out.append(
+            Target(
+                "6-import",
+                "row 6: import sansio_mcp <= 10% of import mcp",
+                paired_ratio(results, 6, "import:sansio_mcp", "import:mcp", "seconds_import"),
+                0.10,
+                higher_is_better=False,
+            )
+        )
+    if 7 in selected:
+        measured = 7 in rows
+        out.append(
+            Target(
+                "7-bridge",
+                "row 7: the bridge adds <= 20% to a call (bridged / direct time per call)",
+                paired_ratio(results, 7, "bridged", "direct", "us_per_call") if measured else None,
+                1.2,
+                higher_is_better=False,
+                detail="" if measured else NO_BRIDGE,
+            )
+        )
+    return out
+
+
+# Table -----------------------------------------------------------------------------
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "failed"
+    if unit == "s":
+        return f"{value * 1000:,.1f} ms"
+    if unit == "B":
+        return f"{value / 1024:,.1f} KiB"
+    if unit == "us":
+        return f"{value:,.0f} us"
+    return f"{value:,.0f}"
+
+
+def _row_lines(results: Results, row: int) -> list[str]:
+    lines: list[str] = []
+    variants = results.rows.get(row, {})
+    labels = results.labels.get(row, {})
+    width = max([len(label) for label in labels.values()] + [30])
+    if row in (1, 2, 3, 4, 5, 7):
+        key, unit = METRICS[row]
+        baseline = {1: "sdk", 2: "sdk", 3: "sdk", 5: "sdk", 7: "direct"}.get(row)
+        vs = "vs dir." if row == 7 else "vs SDK"
+        head = f"  {'variant':{width}}  {unit:>10}  {'us/call':>9}  {vs:>7}"
+        if row == 5:
+            head = f"  {'variant':{width}}  {unit:>10}  {'errors':>7}  {'p50 ms':>8}  {'vs SDK':>7}"
+        if row == 3:
+            head = f"  {'variant':{width}}  {unit:>10}  {'us/pair':>9}  {'vs SDK':>7}"
+        lines.append(head)
+        for variant in variants:
+            med = median_of(results, row, variant, key)
+            base = baseline
+            if row == 4:
+                base = _http_variant(variant.split(":")[0], "sdk", "sdk")
+            ratio = paired_ratio(results, row, variant, base, key) if base else None
+            ratio_s = f"{ratio:6.2f}x" if ratio is not None else "      -"
+            errs = [str(v.get("error"))[:60] for v in variants[variant] if "error" in v]
+            if row == 5:
+                errors = median_of(results, row, variant, "errors")
+                p50 = median_of(results, row, variant, "p50_ms")
+                line = (
+                    f"  {labels[variant]:{width}}  {_fmt(med, unit):>10}  "
+                    f"{_fmt(errors, 'n'):>7}  {_fmt(p50, 'n'):>8}  {ratio_s:>7}"
+                )
+            else:
+                per = median_of(results, row, variant, "us_per_call" if row != 3 else "us_per_pair")
+                per_s = f"{per:,.1f}" if row == 3 and per is not None else _fmt(per, "n")
+                line = (
+                    f"  {labels[variant]:{width}}  {_fmt(med, unit):>10}  {per_s:>9}  {ratio_s:>7}"
+                )
+            if errs:
+                line += f"  [{len(errs)} failed: {errs[0]}]"
+            lines.append(line)
+    elif row == 6:
+        lines.append(f"  {'variant':{width}}  {'median':>10}  {'vs mcp':>7}")
+        for variant in variants:
+            if variant.startswith("import:"):
+                med = median_of(results, row, variant, "seconds_import")
+                ratio = paired_ratio(results, row, variant, "import:mcp", "seconds_import")
+                ratio_s = f"{ratio:6.1%}" if ratio is not None else "      -"
+                lines.append(f"  {labels[variant]:{width}}  {_fmt(med, 's'):>10}  {ratio_s:>7}")
+            else:
+                med = median_of(results, row, variant, "bytes_per_session")
+                ratio = paired_ratio(results, row, variant, "memory:sdk", "bytes_per_session")
+                ratio_s = f"{ratio:6.1%}" if ratio is not None else "      -"
+                lines.append(f"  {labels[variant]:{width}}  {_fmt(med, 'B'):>10}  {ratio_s:>7}")
+    for note in results.notes.get(row, []):
+        lines.append(f"  note: {note}")
+    return lines
+
+
+def render(results: Results, c: Counts, selected: list[int], found: list[Target]) -> str:
+    out = [
+        f"sansio-mcp benchmarks: {c.rounds} round(s); medians over rounds; "
+        "ratios are medians of per-round ratios",
+        "",
+    ]
+    counts = {
+        1: f"{c.stdio_calls} calls after {c.stdio_warmup} warm-up",
+        2: f"{c.stdio_calls} calls after {c.stdio_warmup} warm-up",
+        3: f"median of 5 batches of {c.codec_pairs} pairs per round",
+        4: f"{c.http_calls} calls after {c.http_warmup} warm-up; legacy = handshake "
+        "session, modern = 2026-07-28 stateless",
+        5: f"{c.clients} clients x {c.calls_per_client} calls, keep-alive, raw h11 load generator",
+        6: f"import: median of {c.import_runs} fresh interpreters per round; "
+        f"memory: tracemalloc over {c.sessions} sessions",
+        7: f"{c.bridge_calls} calls after {c.stdio_warmup} warm-up, stdio, handshake revision",
+    }
+    for row in selected:
+        out.append(f"row {row}. {ROW_TITLES[row]}" + (f" ({counts[row]})" if counts[row] else ""))
+        if row == 7 and not results.rows.get(7):
+            out.append(f"  {NO_BRIDGE}")
+        else:
+            out.extend(_row_lines(results, row))
+        out.append("")
+    out.append("targets (ratios measured in the same run)")
+    for t in found:
+        if t.value is None:
+            value = t.detail or "no data"
+        elif t.id == "6-import":
+            value = f"{t.value:.1%} (limit {t.threshold:.0%})"
+        else:
+            sign = ">=" if t.higher_is_better else "<="
+            value = f"{t.value:.2f}x (need {sign} {t.threshold:g}x)"
+            if t.detail:
+                value += f"; {t.detail}"
+        status = "n/a " if t.id == "7-bridge" and t.value is None else t.status
+        out.append(f"  {status:5} {t.text}: {value}")
+    return "\n".join(out)
+
+
+# Entry point -----------------------------------------------------------------------
+
+
+def _parse_rows(text: str | None) -> list[int]:
+    if not text:
+        return list(ROW_IDS)
+    rows: set[int] = set()
+    for part in text.replace(" ", "").split(","):
+        if not part:
+            continue
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            rows.update(range(int(lo), int(hi) + 1))
+        else:
+            rows.add(int(part))
+    bad = rows - set(ROW_IDS)
+    if bad:
+        raise SystemExit(f"unknown rows: {sorted(bad)} (rows are 1-7)")
+    return sorted(rows)
+
+
+def _meta(c: Counts, args: argparse.Namespace) -> dict[str, Any]:
+    def version(module: str) -> str | None:
+        try:
+            from importlib.metadata import version as v
+
+            return v(module)
+        except Exception:
+            return None
+
+    def git(*cmd: str) -> str:
+        try:
+            return subprocess.run(
+                ["git", *cmd], cwd=REPO, capture_output=True, text=True, timeout=10
+            ).stdout.strip()
+        except Exception:
+            return ""
+
+    node_version = None
+    exe = node()
+    if exe:
+        try:
+            node_version = subprocess.run(
+                [exe, "--version"], capture_output=True, text=True, timeout=10
+            ).stdout.strip()
+        except Exception:
+            pass
+    everything = None
+    pkg = REPO / "node_modules" / "@modelcontextprotocol" / "server-everything" / "package.json"
+    if pkg.is_file():
+        everything = json.loads(pkg.read_text()).get("version")
+    return {
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "quick": args.quick,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "versions": {
+            "sansio-mcp": version("sansio-mcp"),
+            "mcp": version("mcp"),
+            "trio": version("trio"),
+            "orjson": version("orjson"),
+            "pydantic": version("pydantic"),
+            "uvicorn": version("uvicorn"),
+            "node": node_version,
+            "server-everything": everything,
+        },
+        "git": {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain"))},
+        "counts": c.__dict__,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench", description="sansio-mcp vs the mcp SDK, side by side"
+    )
+    parser.add_argument("--quick", action="store_true", help="tiny counts (a smoke run)")
+    parser.add_argument("--rounds", type=int, help="rounds (default: 3, or 1 with --quick)")
+    parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="where to write JSON")
+    parser.add_argument("--only", help="rows to run, e.g. 1,3 or 2-4 (default: all)")
+    args = parser.parse_args(argv)
+
+    c = Counts(**(QUICK if args.quick else FULL).__dict__)
+    if args.rounds is not None:
+        if args.rounds < 1:
+            parser.error("--rounds must be at least 1")
+        c.rounds = args.rounds
+    selected = _parse_rows(args.only)
+    results = Results()
+    meta = _meta(c, args)
+    meta["load_average_start"] = load_average()
+    started = time.perf_counter()
+    for rnd in range(c.rounds):
+        for row in selected:
+            _log(f"round {rnd + 1}/{c.rounds}, row {row}: {ROW_TITLES[row]}")
+            ROWS[row](results, c, rnd)
+    meta["seconds"] = round(time.perf_counter() - started, 1)
+    meta["load_average_end"] = load_average()
+
+    found = targets(results, selected)
+    table = render(results, c, selected, found)
+    print(table)
+
+    summary: dict[str, Any] = {}
+    for row, variants in results.rows.items():
+        key = METRICS.get(row, ("", ""))[0]
+        summary[str(row)] = {}
+        for variant, rounds in variants.items():
+            if row == 6:
+                key = "seconds_import" if variant.startswith("import:") else "bytes_per_session"
+            summary[str(row)][variant] = {
+                "label": results.labels[row][variant],
+                "metric": key,
+                "median": median_of(results, row, variant, key),
+                "rounds": rounds,
+            }
+    document = {
+        "meta": meta,
+        "rows": {
+            str(row): {
+                "title": ROW_TITLES[row],
+                "variants": summary.get(str(row), {}),
+                "notes": results.notes.get(row, []),
+            }
+            for row in selected
+        },
+        "targets": [t.to_json() for t in found],
+        "table": table,
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    _log(f"wrote {args.json} ({meta['seconds']} s)")
+    return 0

@@ -1,0 +1,1 @@
+"""Peer servers the benchmarks start as child processes."""

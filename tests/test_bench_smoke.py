@@ -1,0 +1,80 @@
+"""Smoke run of the benchmark harness (``python -m bench --quick``).
+
+Benchmarks are not timed tests: this only proves the harness still runs end
+to end, prints every row and writes valid JSON.  It asserts nothing about
+speed, and no PASS/MISS verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EVERYTHING = REPO / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist"
+
+
+def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
+    pytest.importorskip("mcp", reason="the benchmarks compare against the mcp SDK")
+    out = tmp_path / "bench.json"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--json", str(out)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    table = proc.stdout
+    for row in range(1, 8):
+        assert f"row {row}." in table, f"row {row} missing from the table:\n{table}"
+    assert "targets" in table
+
+    document = json.loads(out.read_text())
+    assert document["meta"]["quick"] is True
+    assert set(document["rows"]) == {str(row) for row in range(1, 8)}
+    bridge = document["rows"]["7"]
+    if bridge["variants"]:  # the A2E bridge exists: both sides of the comparison ran
+        assert set(bridge["variants"]) == {"direct", "bridged"}
+    else:
+        assert "n/a — no bridge yet" in bridge["notes"] and "n/a — no bridge yet" in table
+
+    node_ok = shutil.which("node") is not None and (EVERYTHING / "index.js").is_file()
+    expected = {
+        "1": {"trio", "asyncio", "sdk", "raw"} if node_ok else set(),
+        "2": {"trio", "asyncio", "sdk"},
+        "3": {"ours", "sdk", "json"},
+        "4": {
+            f"{mode}:{pair}"
+            for mode in ("legacy", "modern")
+            for pair in ("trio->trio", "asyncio->asyncio", "sdk->sdk")
+        },
+        "5": {"trio", "asyncio", "sdk"},
+        "6": {"import:sansio_mcp", "import:mcp", "memory:ours", "memory:sdk"},
+    }
+    for row, variants in expected.items():
+        got = document["rows"][row]["variants"]
+        missing = variants - set(got)
+        assert not missing, f"row {row}: no figures for {sorted(missing)}"
+        for name in variants:
+            rounds = got[name]["rounds"]
+            assert rounds, f"row {row} {name}: no rounds"
+            # Each round is a measurement, or a worker failure reported as such (never silence).
+            for value in rounds:
+                assert isinstance(value, dict) and value, (row, name, value)
+            if "error" not in rounds[0]:
+                assert isinstance(got[name]["median"], (int, float)), (row, name, got[name])
+
+    ids = {target["id"] for target in document["targets"]}
+    assert {"3-codec", "6-import", "7-bridge"} <= ids
+    for target in document["targets"]:
+        assert target["status"] in {"PASS", "MISS", "ERROR"}
