@@ -69,6 +69,9 @@ PROPERTIES: dict[str, str] = {
     "serving",
     "unknown-method": "an unknown method gets -32601",
     "pagination": "list cursors are stable, never loop, and a bogus cursor gets -32602",
+    "stateful": "random interleavings of lists, reads, prompts, safe tool calls, pings and "
+    "cancellations on one session: every request answered or cleanly cancelled, every "
+    "message schema-valid, lists stable between list_changed notifications",
     "responsive": "every request is answered within the timeout",
     "survival": "the server survives the whole run",
 }
@@ -105,6 +108,9 @@ class CheckOptions:
     cwd: str | None = None
     #: Only these properties (None: all).
     properties: Sequence[str] | None = None
+    #: Examples and steps per example of the stateful property (kept small: it is slow).
+    stateful_examples: int = 5
+    stateful_steps: int = 10
     #: Called with a line of progress (for a terminal).
     progress: Callable[[str], None] | None = None
 
@@ -205,6 +211,8 @@ class Checker:
             if name not in self.enabled:
                 self.report.properties[name].reason = "not selected"
         self._schema_seen: set[str] = set()
+        #: Recorder line numbers of schema-invalid messages (for the stateful property).
+        self._schema_problem_seqs: list[int] = []
         self._schema_checks = 0
         self._last_stderr: list[str] = []
         self._tools_cache: list[dict[str, Any]] | None = None
@@ -261,7 +269,9 @@ class Checker:
         self._say(f"  ! {name}: {message}")
 
     def _skip(self, what: str, reason: str, revision: str | None = None) -> None:
-        self.report.skipped.append(Skip(what, reason, revision))
+        skip = Skip(what, reason, revision)
+        if skip not in self.report.skipped:  # several properties skip the same tool
+            self.report.skipped.append(skip)
 
     # Connections ----------------------------------------------------------------------
 
@@ -378,6 +388,7 @@ class Checker:
                 nursery.cancel_scope.cancel()
 
     def _schema_problem(self, problem: SchemaProblem) -> None:
+        self._schema_problem_seqs.append(problem.line.seq)
         if "schema" not in self.enabled:
             return
         key = f"{problem.revision}|{problem.problems[0][:120]}"
@@ -480,6 +491,7 @@ class Checker:
             ("valid-arguments", self._valid_arguments),
             ("invalid-arguments", self._invalid_arguments),
             ("pagination", self._pagination),
+            ("stateful", self._stateful),
             ("unknown-method", self._unknown_method),
             ("malformed-jsonrpc", self._malformed),
         ]
@@ -591,7 +603,9 @@ class Checker:
             pages += 1
         return [t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
 
-    def _callable(self, tools: list[dict[str, Any]], revision: str) -> list[dict[str, Any]]:
+    def _callable(
+        self, tools: list[dict[str, Any]], revision: str, *, record: bool = True
+    ) -> list[dict[str, Any]]:
         allowed: list[dict[str, Any]] = []
         options = self.options
         for tool in tools:
@@ -611,7 +625,7 @@ class Checker:
                 reason = "annotated destructiveHint: true (use --allow-destructive or --allow)"
             if reason is None:
                 allowed.append(tool)
-            else:
+            elif record:
                 self._skip(f"tool {name}", reason, revision)
         return allowed
 
@@ -889,6 +903,21 @@ class Checker:
                     cursor=cursor,
                 )
                 return
+
+    async def _stateful(self, conn: _Connection) -> None:
+        from .stateful import run_stateful
+
+        # The same safety settings as the other properties (skips already reported
+        # when valid-arguments ran).
+        record = "valid-arguments" not in self.enabled
+        tools = self._callable(await self._tool_list(conn), conn.revision, record=record)
+        await run_stateful(
+            self,
+            conn,
+            tools,
+            max_examples=self.options.stateful_examples,
+            step_count=self.options.stateful_steps,
+        )
 
     async def _unknown_method(self, conn: _Connection) -> None:
         params: dict[str, Any] = {}

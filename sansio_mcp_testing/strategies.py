@@ -14,6 +14,8 @@
   limits), or ``"any"`` of the three breaking ones.
 * :func:`from_schema`: a tool's ``inputSchema`` to a strategy for its
   arguments, reporting what it cannot honour.
+* :func:`a2e_messages`: every A2E message of the MCP bridge (``sansio_mcp.a2e``),
+  valid by construction: each round-trips through the A2E codec.
 
 Hypothesis is an optional dependency: ``pip install 'sansio-mcp[testing]'``.
 """
@@ -47,6 +49,8 @@ from ._spec import (
 
 __all__ = [
     "INVALID_KINDS",
+    "a2e_message_types",
+    "a2e_messages",
     "MessageKind",
     "SchemaStrategy",
     "errors",
@@ -852,3 +856,100 @@ def describe_value(value: Any) -> str:
     """A short description (type and size) of a JSON value, for reports."""
     text = json.dumps(value)
     return f"{json_type(value)} ({len(text)} bytes)"
+
+
+# A2E -------------------------------------------------------------------------------
+
+
+def a2e_message_types() -> list[str]:
+    """Every A2E message ``type`` the codec knows (the 21 ``mcp/*`` ones and the rest)."""
+    from sansio_mcp.a2e import MESSAGE_TYPES
+
+    return sorted(MESSAGE_TYPES)
+
+
+def _a2e_kind_strategy(kind: str) -> st.SearchStrategy[Any]:
+    dicts = st.dictionaries(st.text(max_size=8), json_values(4), max_size=3)
+    if kind == "str":
+        return st.text(max_size=20)
+    if kind == "int":
+        return st.integers(-(2**53), 2**53)
+    if kind == "float":
+        return st.floats(allow_nan=False, allow_infinity=False)
+    if kind == "bool":
+        return st.booleans()
+    if kind == "dict":
+        return dicts
+    if kind == "list[dict]":
+        return st.lists(dicts, max_size=3)
+    if kind == "list[str]":
+        return st.lists(st.text(max_size=12), max_size=3)
+    if kind == "any":
+        return json_values(4)
+    raise AssertionError(f"unknown A2E field kind {kind!r}")  # pragma: no cover
+
+
+def a2e_messages(
+    types: Sequence[str] | None = None,
+    *,
+    direction: str | None = None,
+    extra: bool = True,
+) -> st.SearchStrategy[Any]:
+    """A2E messages (instances of the ``sansio_mcp.a2e`` message classes), valid by
+    construction: ``decode(json.loads(encode(m))) == m`` for each.
+
+    ``types``: only these ``type`` values (default: all); ``direction``: only the
+    types ``"agent"`` or ``"host"`` may send (types either side sends are always
+    in); ``extra``: also unknown keys, which the codec keeps.
+    """
+    from sansio_mcp.a2e import A2E_VERSION, MESSAGE_TYPES
+    from sansio_mcp.a2e._fields import kind_of
+
+    wanted = list(types) if types is not None else sorted(MESSAGE_TYPES)
+    unknown = [t for t in wanted if t not in MESSAGE_TYPES]
+    if unknown:
+        raise ValueError(f"unknown A2E message types {unknown}")
+    if direction is not None:
+        wanted = [t for t in wanted if MESSAGE_TYPES[t].DIRECTION in (direction, "both")]
+    if not wanted:
+        raise ValueError("no A2E message type matches")
+
+    def build(type_name: str) -> st.SearchStrategy[Any]:
+        cls = MESSAGE_TYPES[type_name]
+        fields: dict[str, st.SearchStrategy[Any]] = {}
+        names: set[str] = set()
+        for field in attrs.fields(cls):
+            kind = kind_of(field)
+            if kind is None:
+                continue
+            names.add(field.name)
+            if field.name == "type":
+                continue
+            if field.name == "version":
+                fields["version"] = st.just(A2E_VERSION)
+            elif field.name == "id":
+                fields["id"] = st.text(min_size=1, max_size=32)
+            else:
+                value = _a2e_kind_strategy(kind)
+                if field.name in cls.REQUIRED:
+                    fields[field.name] = value
+                else:
+                    # Optional: left out (its default) or given.
+                    fields[field.name] = st.one_of(st.just(attrs.NOTHING), value)
+        extras: st.SearchStrategy[dict[str, Any]] = (
+            st.dictionaries(
+                st.text(min_size=1, max_size=10).filter(lambda k: k not in names),
+                json_values(3),
+                max_size=2,
+            )
+            if extra
+            else st.just({})
+        )
+
+        def make(values: dict[str, Any], more: dict[str, Any]) -> Any:
+            given = {k: v for k, v in values.items() if v is not attrs.NOTHING}
+            return cls(**given, extra=more)
+
+        return st.builds(make, st.fixed_dictionaries(fields), extras)
+
+    return st.sampled_from(wanted).flatmap(build)

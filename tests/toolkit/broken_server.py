@@ -11,6 +11,14 @@ Written without the library, so its defects are not limited by it.  Planted defe
 6. ``prompts/list`` is never answered.
 7. A JSON string (not an object) gets -32700 instead of -32600.
 8. A line that is not JSON crashes the server (exit status 3).
+
+Stateful defects, one per mode (``broken_server.py MODE``; in a mode the server
+is otherwise well behaved: one ``echo`` tool, an empty prompt list):
+
+- ``drifting-list``: every other ``tools/list`` returns a different list, with
+  no ``notifications/tools/list_changed``.
+- ``deaf-after-cancel``: after a ``notifications/cancelled``, the next request
+  is never answered.
 """
 
 from __future__ import annotations
@@ -50,7 +58,21 @@ TOOLS = [
     },
 ]
 
+ECHO = {
+    "name": "echo",
+    "description": "echoes its text",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"text": {"type": "string", "maxLength": 20}},
+        "required": ["text"],
+    },
+}
+EXTRA = {"name": "ghost", "description": "comes and goes", "inputSchema": {"type": "object"}}
+
 _page_asks = 0
+_list_asks = 0
+_deaf = False
+MODE = sys.argv[1] if len(sys.argv) > 1 else ""
 
 
 def send(obj: object) -> None:
@@ -101,7 +123,45 @@ def list_tools(request_id: object, params: dict) -> None:
     return error(request_id, -32602, "bad cursor")
 
 
+def handle_mode(message: dict) -> None:
+    global _list_asks, _deaf
+    method = message.get("method")
+    request_id = message.get("id")
+    params = message.get("params") if isinstance(message.get("params"), dict) else {}
+    if "id" not in message:
+        if method == "notifications/cancelled" and MODE == "deaf-after-cancel":
+            _deaf = True
+        return None
+    if _deaf:
+        _deaf = False
+        return None  # deaf-after-cancel: this request is never answered
+    if method == "initialize":
+        return result(
+            request_id,
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"tools": {}, "prompts": {}},
+                "serverInfo": {"name": f"broken-server-{MODE}", "version": "0.0.1"},
+            },
+        )
+    if method == "ping":
+        return result(request_id, {})
+    if method == "tools/list":
+        _list_asks += 1
+        drift = MODE == "drifting-list" and _list_asks % 2 == 0
+        return result(request_id, {"tools": [ECHO, EXTRA] if drift else [ECHO]})
+    if method == "tools/call":
+        if params.get("name") == "echo":
+            return result(request_id, text(str((params.get("arguments") or {}).get("text"))))
+        return result(request_id, text("no such tool", is_error=True))
+    if method == "prompts/list":
+        return result(request_id, {"prompts": []})
+    return error(request_id, -32601, f"no such method {method}")
+
+
 def handle(message: object) -> None:
+    if MODE and isinstance(message, dict):
+        return handle_mode(message)
     if not isinstance(message, dict):
         return error(None, -32700, "not an object")  # defect 7 (should be -32600)
     method = message.get("method")

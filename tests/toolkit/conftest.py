@@ -31,3 +31,15 @@ def everything_command() -> list[str]:
     if node is None or not (EVERYTHING / "index.js").is_file():
         pytest.skip("server-everything is not installed (run `npm ci`) or node is missing")
     return [node, str(EVERYTHING / "index.js"), "stdio"]
+
+
+FILESYSTEM = REPO / "node_modules" / "@modelcontextprotocol" / "server-filesystem" / "dist"
+
+
+@pytest.fixture(scope="session")
+def filesystem_server() -> str:
+    """The path of server-filesystem's entry point (skips when it is not installed)."""
+    node = shutil.which("node")
+    if node is None or not (FILESYSTEM / "index.js").is_file():
+        pytest.skip("server-filesystem is not installed (run `npm ci`) or node is missing")
+    return str(FILESYSTEM / "index.js")

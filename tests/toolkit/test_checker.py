@@ -57,6 +57,8 @@ def test_broken_server_every_defect_is_caught(broken_report: Report) -> None:
     crash = _one(r, "survival", "died during malformed input (not JSON)")
     assert crash.details["exit_status"] == 3
     assert any("cannot parse" in line for line in crash.details["stderr"])
+    # and the stateful run meets the unanswered prompts/list too (its baseline walk)
+    _one(r, "stateful", "prompts/list got no answer")
 
 
 def test_transcripts_are_minimal_and_replayable(broken_report: Report) -> None:

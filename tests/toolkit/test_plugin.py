@@ -64,7 +64,8 @@ def test_option_makes_a_test_per_property(tmp_path: Path, schema_dir: str) -> No
         env_schema=schema_dir,
     )
     out = done.stdout
-    # 10 properties: the broken server fails all but initialize and tool-schemas
-    assert _counts(out) == {"passed": 3, "failed": 8}, out[-3000:] + done.stderr[-2000:]
+    # 11 properties: the broken server fails all but initialize and tool-schemas
+    assert _counts(out) == {"passed": 3, "failed": 9}, out[-3000:] + done.stderr[-2000:]
     assert "mcp-check::valid-arguments" in out and "division by zero" in out
+    assert "mcp-check::stateful" in out
     assert REPO.is_dir()
