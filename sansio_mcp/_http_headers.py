@@ -158,7 +158,10 @@ def validate_request_headers(
 ) -> HeaderMismatch | None:
     """The -32020 error for headers that are missing, malformed or disagree with
     the body, or None when they match.  ``headers`` keys are compared
-    case-insensitively."""
+    case-insensitively.  A tool whose ``x-mcp-header`` annotations are invalid
+    has them ignored: clients leave such a tool out, so nobody can honour them."""
+    if input_schema is not None and x_mcp_header_problems(input_schema):
+        input_schema = None
     lowered = {k.lower(): v for k, v in headers.items()}
     expected = request_headers(message, input_schema=input_schema)
     params = message.get("params") or {}

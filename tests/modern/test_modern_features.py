@@ -1025,3 +1025,40 @@ def test_fallback_after_probe_timeout_keeps_a_deadline() -> None:
         and isinstance(e.error, RequestTimeout)
         for e in events
     )
+
+
+def test_invalid_x_mcp_header_annotations_are_ignored_by_the_server() -> None:
+    from sansio_mcp._http_headers import validate_request_headers
+
+    # x-mcp-header on a number property is invalid: clients hide the tool, so the
+    # server must not demand a header nobody will send.
+    schema = {
+        "type": "object",
+        "properties": {"ratio": {"type": "number", "x-mcp-header": "Ratio"}},
+    }
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": "scale",
+            "arguments": {"ratio": 2},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            },
+        },
+    }
+    headers = {
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "scale",
+    }
+    assert validate_request_headers(headers, message, input_schema=schema) is None
+    valid = {
+        "type": "object",
+        "properties": {"count": {"type": "integer", "x-mcp-header": "Count"}},
+    }
+    message["params"]["arguments"] = {"count": 2}  # type: ignore[index]
+    mismatch = validate_request_headers(headers, message, input_schema=valid)
+    assert mismatch is not None and "Mcp-Param-Count" in mismatch.message
