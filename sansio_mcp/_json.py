@@ -26,6 +26,7 @@ __all__ = [
     "nesting_depth",
     "stdlib_dumps",
     "stdlib_loads",
+    "json_type",
 ]
 
 DEFAULT_MAX_MESSAGE_SIZE = 8 * 1024 * 1024
@@ -161,3 +162,23 @@ def stdlib_dumps(obj: Any) -> str:
     if not text.isascii() and _SURROGATE.search(text):
         return _ascii_encoder.encode(obj)  # escapes the lone surrogates as \uXXXX
     return text
+
+
+def json_type(value: Any) -> str:
+    """The JSON Schema type name of a decoded value (``integer`` for ints,
+    ``boolean`` before ``integer`` since Python's bools are ints)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__

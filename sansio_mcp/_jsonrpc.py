@@ -7,6 +7,7 @@ from typing import Any, TypeAlias, TypeGuard
 import attrs
 
 from ._errors import ErrorCode, MCPError, RemoteProtocolError
+from ._json import json_type
 
 __all__ = [
     "RequestId",
@@ -189,15 +190,16 @@ def message_to_obj(message: JSONRPCMessage, *, null_error_id: bool = True) -> di
     return obj
 
 
+_PHRASES = {
+    "null": "null",
+    "boolean": "a boolean",
+    "integer": "a number",
+    "number": "a number",
+    "string": "a string",
+    "array": "an array",
+}
+
+
 def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
+    """The type of a JSON value as an error message phrases it ("a string")."""
+    return _PHRASES.get(json_type(value), "an object")

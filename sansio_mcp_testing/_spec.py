@@ -11,6 +11,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from sansio_mcp._json import json_type
+
 __all__ = [
     "AnyJSON",
     "Arr",
@@ -46,22 +48,6 @@ WRONG_TYPE_SAMPLES: dict[str, Any] = {
     "array": [1, "two"],
     "object": {"unexpected": "object"},
 }
-
-
-def json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
 
 
 def _type_ok(value: Any, types: frozenset[str]) -> bool:

@@ -15,6 +15,8 @@ from typing import Any, ClassVar, TypeVar, cast
 
 import attrs
 
+from .._json import json_type
+
 __all__ = [
     "FieldProblem",
     "Model",
@@ -72,30 +74,12 @@ class FieldProblem(ValueError):
     def __init__(self, field: str, expected: str, got: Any, *, message: str = "") -> None:
         self.field = field
         self.expected = expected
-        self.got = _type_name(got)
+        self.got = json_type(got)
         super().__init__(message or f"field {field!r} must be {expected}, not {self.got}")
 
     @property
     def detail(self) -> dict[str, Any]:
         return {"field": self.field, "expected": self.expected, "got": self.got}
-
-
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
 
 
 _EXPECTED = {
