@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -59,8 +59,8 @@ async def serve_ws(
         )
         runner: AsyncioRunner
 
-        async def handle_request(event: RequestReceived) -> dict[str, Any]:
-            return await server.handle(AsyncioContext(runner, event))
+        def handle_request(event: RequestReceived) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+            return server.begin(AsyncioContext(runner, event))
 
         runner = AsyncioRunner(
             session, reader, writer, handle_request=handle_request, framing=framing

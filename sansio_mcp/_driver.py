@@ -44,7 +44,9 @@ __all__ = [
 
 logger = logging.getLogger("sansio_mcp")
 
-RequestHandler = Callable[[RequestReceived], Awaitable[dict[str, Any]]]
+#: Answers a peer request: with the result itself when it needs no waiting (the
+#: driver then responds at once, without a task), or with an awaitable of it.
+RequestHandler = Callable[[RequestReceived], Awaitable[dict[str, Any]] | dict[str, Any]]
 NotificationHandler = Callable[[str, dict[str, Any]], Awaitable[None]]
 InputHandler = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 SinkFilter = Callable[[str, dict[str, Any]], bool]
@@ -179,7 +181,7 @@ class Driver:
                 if progress_waiter is not None and progress_waiter.on_progress is not None:
                     progress_waiter.on_progress(event.progress, event.total, event.message)
             elif isinstance(event, RequestReceived):
-                self._spawn(event.request_id, self._serve_factory(event))
+                self._begin(event)
             elif isinstance(event, CancelRequested):
                 self._cancel(event.request_id)
             elif isinstance(event, NotificationReceived):
@@ -206,12 +208,6 @@ class Driver:
                 logger.warning("protocol violation by the peer: %s", event.error.message)
             elif isinstance(event, ConnectionClosed):
                 self.closed = True
-
-    def _serve_factory(self, event: RequestReceived) -> Callable[[], Awaitable[None]]:
-        async def serve() -> None:
-            await self.serve(event)
-
-        return serve
 
     def _input_factory(self, event: InputRequired) -> Callable[[], Awaitable[None]]:
         async def gather() -> None:
@@ -266,17 +262,33 @@ class Driver:
 
         return notify
 
-    async def serve(self, event: RequestReceived) -> None:
-        """Run the handler for ``event`` and queue its response."""
+    def _begin(self, event: RequestReceived) -> None:
+        """Answer ``event`` at once if its handler can, else in a task of its own."""
         try:
-            result = await self._handle_request(event)
-        except MCPError as error:
-            self.session.respond_error(event.request_id, error)
+            outcome = self._handle_request(event)
         except Exception as exc:
-            logger.exception("handler for %s failed", event.method)
-            self.session.respond_error(
-                event.request_id, ErrorCode.INTERNAL_ERROR, f"internal error: {exc}"
-            )
-        else:
-            self.session.respond(event.request_id, result)
-        self.on_output()
+            self._answer_failure(event, exc)
+            return
+        if isinstance(outcome, dict):
+            self.session.respond(event.request_id, outcome)
+            return
+
+        async def finish() -> None:
+            try:
+                result = await outcome
+            except Exception as exc:
+                self._answer_failure(event, exc)
+            else:
+                self.session.respond(event.request_id, result)
+            self.on_output()
+
+        self._spawn(event.request_id, finish)
+
+    def _answer_failure(self, event: RequestReceived, exc: Exception) -> None:
+        if isinstance(exc, MCPError):
+            self.session.respond_error(event.request_id, exc)
+            return
+        logger.error("handler for %s failed", event.method, exc_info=exc)
+        self.session.respond_error(
+            event.request_id, ErrorCode.INTERNAL_ERROR, f"internal error: {exc}"
+        )

@@ -13,7 +13,7 @@ import binascii
 import inspect
 import secrets
 import typing
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import attrs
@@ -432,13 +432,6 @@ def _describe(func: Handler, description: str | None) -> str | None:
     return doc.strip() if doc else None
 
 
-async def _call(func: Handler, kwargs: dict[str, Any]) -> Any:
-    result = func(**kwargs)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
-
-
 class Server:
     """A registry of tools, resources, resource templates and prompts.
 
@@ -636,16 +629,41 @@ class Server:
     # Dispatch -------------------------------------------------------------------
 
     async def handle(self, ctx: Context) -> dict[str, Any]:
-        """The result for ``ctx.method``; raises :class:`MCPError` for errors.
+        """The result for ``ctx.method``; raises :class:`MCPError` for errors."""
+        outcome = self.begin(ctx)
+        if isinstance(outcome, dict):
+            return outcome
+        return await outcome
 
-        For a stateless request that may need input (tools/call, prompts/get,
-        resources/read), answers gathered in earlier rounds come back from
-        the sealed ``requestState``; a handler still lacking one makes the
-        result ``input_required``.
+    def begin(self, ctx: Context) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+        """Start answering ``ctx.method``: the result itself when no handler has to
+        wait (lists, plain-function handlers), else an awaitable of it (``async``
+        handlers); raises :class:`MCPError` for errors.
+
+        An adapter answers the first kind at once, without a task.  For a
+        stateless request that may need input (tools/call, prompts/get,
+        resources/read), answers gathered in earlier rounds come back from the
+        sealed ``requestState``; a handler still lacking one makes the result
+        ``input_required``.
         """
         ctx.hub = self.hub
+        binding = self._recall_answers(ctx)
+        call = self._plan(ctx)
+        if isinstance(call, dict):
+            return call
+        try:
+            value = call.handler(**call.kwargs)
+        except Exception as exc:
+            return self._failed(ctx, call, exc, binding)
+        if inspect.isawaitable(value):
+            return self._settle(ctx, call, value, binding)
+        return call.finish(value)
+
+    def _recall_answers(self, ctx: Context) -> str | None:
+        """Put the input gathered so far on ``ctx``; the request's binding if it is
+        a stateless request that may ask for more, else None."""
         if ctx.meta is None or ctx.method not in MRTR_METHODS:
-            return await self._dispatch(ctx)
+            return None
         binding = request_binding(ctx.method, ctx.params)
         answers: dict[str, Any] = {}
         if "requestState" in ctx.params:
@@ -656,37 +674,55 @@ class Server:
         if isinstance(responses, dict):
             answers.update(responses)
         ctx._answers = answers
+        return binding
+
+    async def _settle(
+        self, ctx: Context, call: _Call, pending: Awaitable[Any], binding: str | None
+    ) -> dict[str, Any]:
         try:
-            return await self._dispatch(ctx)
-        except NeedInput as need:
+            value = await pending
+        except Exception as exc:
+            return self._failed(ctx, call, exc, binding)
+        return call.finish(value)
+
+    def _failed(
+        self, ctx: Context, call: _Call, exc: Exception, binding: str | None
+    ) -> dict[str, Any]:
+        """The result when a handler raised ``exc`` (or raise it on)."""
+        if isinstance(exc, NeedInput) and binding is not None:
             return {
                 "resultType": "input_required",
-                "inputRequests": need.requests,
-                "requestState": self.sealer.seal(answers, now=ctx.now, binding=binding),
+                "inputRequests": exc.requests,
+                "requestState": self.sealer.seal(ctx._answers, now=ctx.now, binding=binding),
             }
+        if isinstance(exc, (MCPError, NeedInput)) or not call.tool:
+            raise exc
+        # A failing tool is a result, not a protocol error.
+        return ToolResult.text(f"{type(exc).__name__}: {exc}", is_error=True).to_result()
 
-    async def _dispatch(self, ctx: Context) -> dict[str, Any]:
+    def _plan(self, ctx: Context) -> dict[str, Any] | _Call:
+        """The result of a request that calls no handler, or the call it comes down to."""
         method, params = ctx.method, ctx.params
         if method == "tools/list":
             return self._page(params, "tools", [t.to_dict() for t in self.tools.values()])
         if method == "tools/call":
-            return await self._call_tool(ctx)
+            return self._plan_tool_call(ctx)
         if method == "resources/list":
             return self._page(params, "resources", [r.to_dict() for r in self.resources.values()])
         if method == "resources/templates/list":
             items = [t.to_dict() for t in self.templates.values()]
             return self._page(params, "resourceTemplates", items)
         if method == "resources/read":
-            return await self._read_resource(ctx)
+            return self._plan_read(ctx)
         if method in ("resources/subscribe", "resources/unsubscribe"):
             self._find_resource(params["uri"])
             return {}
         if method == "prompts/list":
             return self._page(params, "prompts", [p.to_dict() for p in self.prompts.values()])
         if method == "prompts/get":
-            return await self._get_prompt(ctx)
+            return self._plan_prompt(ctx)
         if method == "completion/complete":
-            return await self._complete(params)
+            return self._plan_completion(params)
         raise MethodNotFound(message=f"method not found: {method!r}")
 
     def _page(
@@ -699,7 +735,7 @@ class Server:
             result["nextCursor"] = _encode_cursor(end)
         return result
 
-    async def _call_tool(self, ctx: Context) -> dict[str, Any]:
+    def _plan_tool_call(self, ctx: Context) -> dict[str, Any] | _Call:
         name = ctx.params["name"]
         tool = self.tools.get(name)
         if tool is None:
@@ -714,13 +750,7 @@ class Server:
         kwargs = dict(arguments)
         if tool.context_param:
             kwargs[tool.context_param] = ctx
-        try:
-            value = await _call(tool.handler, kwargs)
-        except (MCPError, NeedInput):
-            raise
-        except Exception as exc:  # a failing tool is a result, not a protocol error
-            return ToolResult.text(f"{type(exc).__name__}: {exc}", is_error=True).to_result()
-        return _tool_result(value)
+        return _Call(tool.handler, kwargs, _tool_result, tool=True)
 
     def _find_resource(self, uri: str) -> tuple[Handler, dict[str, str], str | None]:
         resource = self.resources.get(uri)
@@ -732,7 +762,7 @@ class Server:
                 return template.handler, variables, template.mime_type
         raise MCPError(ErrorCode.RESOURCE_NOT_FOUND, f"resource not found: {uri}", {"uri": uri})
 
-    async def _read_resource(self, ctx: Context) -> dict[str, Any]:
+    def _plan_read(self, ctx: Context) -> _Call:
         uri = ctx.params["uri"]
         try:
             handler, variables, mime_type = self._find_resource(uri)
@@ -741,10 +771,13 @@ class Server:
                 # SEP-2164: 2026-07-28 reports an unknown resource as -32602, never -32002.
                 raise InvalidParams(message=error.message, data=error.data) from None
             raise
-        value = await _call(handler, variables)
-        return {"contents": _resource_contents(uri, value, mime_type)}
 
-    async def _get_prompt(self, ctx: Context) -> dict[str, Any]:
+        def finish(value: Any) -> dict[str, Any]:
+            return {"contents": _resource_contents(uri, value, mime_type)}
+
+        return _Call(handler, variables, finish)
+
+    def _plan_prompt(self, ctx: Context) -> _Call:
         name = ctx.params["name"]
         prompt = self.prompts.get(name)
         if prompt is None:
@@ -759,19 +792,22 @@ class Server:
             raise InvalidParams(message=f"prompt {name!r} has no argument(s) {', '.join(unknown)}")
         if prompt.context_param:
             arguments[prompt.context_param] = ctx
-        value = await _call(prompt.handler, arguments)
-        if isinstance(value, dict) and "messages" in value:
-            return value
-        if isinstance(value, str):
-            messages = [{"role": "user", "content": text_content(value)}]
-        else:
-            messages = list(value)
-        result: dict[str, Any] = {"messages": messages}
-        if prompt.description:
-            result["description"] = prompt.description
-        return result
 
-    async def _complete(self, params: dict[str, Any]) -> dict[str, Any]:
+        def finish(value: Any) -> dict[str, Any]:
+            if isinstance(value, dict) and "messages" in value:
+                return value
+            if isinstance(value, str):
+                messages = [{"role": "user", "content": text_content(value)}]
+            else:
+                messages = list(value)
+            result: dict[str, Any] = {"messages": messages}
+            if prompt.description:
+                result["description"] = prompt.description
+            return result
+
+        return _Call(prompt.handler, arguments, finish)
+
+    def _plan_completion(self, params: dict[str, Any]) -> dict[str, Any] | _Call:
         ref, argument = params["ref"], params["argument"]
         completers: dict[str, Handler]
         if ref["type"] == "ref/prompt":
@@ -785,16 +821,29 @@ class Server:
                 raise InvalidParams(message=f"unknown resource template: {ref['uri']!r}")
             completers = template.completers
         completer = completers.get(argument["name"])
-        values: list[str] = []
-        if completer is not None:
-            context = params.get("context") or {}
-            found = await _call(
-                completer, {"value": argument["value"], "context": context.get("arguments") or {}}
-            )
-            values = [str(v) for v in found]
-        completion: dict[str, Any] = {"values": values[:100], "total": len(values)}
-        completion["hasMore"] = len(values) > 100
-        return {"completion": completion}
+        if completer is None:
+            return _completion_result([])
+        context = params.get("context") or {}
+        kwargs = {"value": argument["value"], "context": context.get("arguments") or {}}
+        return _Call(completer, kwargs, _completion_result)
+
+
+@attrs.frozen
+class _Call:
+    """The handler call a request comes down to, and how its value becomes the result."""
+
+    handler: Handler
+    kwargs: dict[str, Any]
+    finish: Callable[[Any], dict[str, Any]]
+    #: A failing tool is reported as an ``isError`` result, not as an error.
+    tool: bool = False
+
+
+def _completion_result(found: Iterable[Any]) -> dict[str, Any]:
+    values = [str(v) for v in found]
+    completion: dict[str, Any] = {"values": values[:100], "total": len(values)}
+    completion["hasMore"] = len(values) > 100
+    return {"completion": completion}
 
 
 def _tool_result(value: Any) -> dict[str, Any]:

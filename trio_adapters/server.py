@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Awaitable
 from typing import Any
 
 import trio
@@ -55,8 +56,8 @@ async def serve(
     session = server.create_session(**session_options)
     runner: TrioRunner
 
-    async def handle_request(event: RequestReceived) -> dict[str, Any]:
-        return await server.handle(TrioContext(runner, event))
+    def handle_request(event: RequestReceived) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+        return server.begin(TrioContext(runner, event))
 
     runner = TrioRunner(session, send_stream, receive_stream, handle_request=handle_request)
     server.hub.add(session, runner._schedule_flush)

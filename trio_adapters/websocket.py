@@ -3,7 +3,7 @@ revision, interoperable with the official SDKs' convention)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -58,8 +58,8 @@ async def serve_ws(
         )
         runner: TrioRunner
 
-        async def handle_request(event: RequestReceived) -> dict[str, Any]:
-            return await server.handle(TrioContext(runner, event))
+        def handle_request(event: RequestReceived) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+            return server.begin(TrioContext(runner, event))
 
         runner = TrioRunner(session, stream, stream, handle_request=handle_request, framing=framing)
         server.hub.add(session, runner._schedule_flush)
