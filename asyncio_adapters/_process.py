@@ -26,9 +26,19 @@ async def drain_stderr(stream: asyncio.StreamReader, name: str) -> None:
         logger.debug("[%s stderr] %s", name, line)
 
 
-async def stop_process(process: asyncio.subprocess.Process, *, grace: float = 2.0) -> None:
-    """Close stdin, wait, then SIGTERM, wait, then SIGKILL (the spec's shutdown order)."""
-    if process.stdin is not None and not process.stdin.is_closing():
+async def stop_process(
+    process: asyncio.subprocess.Process,
+    *,
+    grace: float = 2.0,
+    stdin: asyncio.WriteTransport | None = None,
+) -> None:
+    """Close stdin, wait, then SIGTERM, wait, then SIGKILL (the spec's shutdown order).
+
+    ``stdin`` is the child's input when it is a pipe of ours rather than ``process.stdin``.
+    """
+    if stdin is not None:
+        stdin.close()
+    elif process.stdin is not None and not process.stdin.is_closing():
         process.stdin.close()
         with contextlib.suppress(ConnectionError, OSError):
             await process.stdin.wait_closed()

@@ -13,7 +13,14 @@ from sansio_mcp import RequestId, Session
 from sansio_mcp._driver import InputHandler, NotificationHandler, RequestHandler
 from sansio_mcp._host import HostBase, Signal
 
-__all__ = ["AsyncioRunner", "AsyncioSessionHost", "Framing", "shielded"]
+__all__ = [
+    "AsyncioRunner",
+    "AsyncioSessionHost",
+    "Connector",
+    "Framing",
+    "PushProtocol",
+    "shielded",
+]
 
 logger = logging.getLogger("asyncio_adapters")
 
@@ -121,8 +128,15 @@ class AsyncioSessionHost(HostBase):
             await self.flush()
 
     def _schedule_flush(self) -> None:
-        if self._group is not None:
+        if self._group is not None and not self.flush_now():
             self.start(self.flush())
+
+    def flush_now(self) -> bool:
+        """Send what is queued without waiting, if this host can; True if it did.
+
+        Otherwise :meth:`_schedule_flush` starts a task that awaits :meth:`flush`.
+        """
+        return False
 
     def _spawn(self, request_id: RequestId | None, fn: Callable[[], Awaitable[None]]) -> None:
         async def run() -> None:
@@ -147,6 +161,12 @@ class AsyncioSessionHost(HostBase):
             self._timer_task.cancel()
 
 
+#: Connects a transport to the protocol the factory makes (``loop.connect_read_pipe``).
+Connector = Callable[
+    [Callable[[], asyncio.BaseProtocol]], Awaitable[tuple[asyncio.BaseTransport, Any]]
+]
+
+
 class Framing(Protocol):
     """Turns bytes into session input and session output into bytes."""
 
@@ -156,16 +176,19 @@ class Framing(Protocol):
 
 
 class AsyncioRunner(AsyncioSessionHost):
-    """Runs one session over an :class:`asyncio.StreamReader` / ``StreamWriter``.
+    """Runs one session over a byte stream.
 
-    ``await runner.run()`` reads until end of input; handlers for the
-    peer's requests run concurrently meanwhile.
+    Input is either read from an :class:`asyncio.StreamReader` by :meth:`run`,
+    or, with ``reader=None``, pushed by an asyncio protocol (a
+    :class:`PushProtocol` calling :meth:`feed`), which saves a task wake-up
+    per message; :meth:`run` then lasts until the input ends.  Output goes
+    to ``writer``.  Handlers for the peer's requests run concurrently.
     """
 
     def __init__(
         self,
         session: Session,
-        reader: asyncio.StreamReader,
+        reader: asyncio.StreamReader | None,
         writer: asyncio.StreamWriter,
         *,
         handle_request: RequestHandler,
@@ -184,20 +207,44 @@ class AsyncioRunner(AsyncioSessionHost):
         self._send_lock = asyncio.Lock()
         self.framing: Framing = framing or session
         self.started = asyncio.Event()
+        self._input_ended = asyncio.Event()
+        #: Set by a PushProtocol: stops and restarts its transport's reading.
+        self.pause_input: Callable[[], None] = lambda: None
+        self.resume_input: Callable[[], None] = lambda: None
 
-    async def run(self) -> None:
-        """Read and dispatch until the peer closes its side."""
+    async def run(self, *, connect_input: Connector | None = None) -> None:
+        """Read and dispatch until the peer closes its side.
+
+        Without a reader, ``connect_input`` connects the transport whose input
+        is pushed to this runner (see :meth:`pump`).
+        """
         async with asyncio.TaskGroup() as group:
             self.attach(group)
             self.started.set()
             try:
-                await self._read_loop()
+                if self._reader is not None:
+                    await self._read_loop()
+                elif connect_input is not None:
+                    await self.pump(connect_input)
+                else:
+                    await self._input_ended.wait()
             finally:
                 self.session.close()
                 self.driver.process_events()
                 self.stop()
 
+    async def pump(self, connect: Connector) -> None:
+        """Connect a transport (``connect(protocol_factory)``, e.g. a partial of
+        ``loop.connect_read_pipe``) whose input a :class:`PushProtocol` hands to
+        this runner; return when that input ends, closing the transport."""
+        transport, _ = await connect(lambda: PushProtocol(self))
+        try:
+            await self._input_ended.wait()
+        finally:
+            transport.close()
+
     async def _read_loop(self) -> None:
+        assert self._reader is not None
         while not self.driver.closed:
             try:
                 data = await self._reader.read(_READ_SIZE)
@@ -205,19 +252,79 @@ class AsyncioRunner(AsyncioSessionHost):
                 data = b""
             self.framing.receive_data(data)
             self.driver.process_events()
-            await self.flush()
+            if self.reading_waits_for_output:
+                await self.flush()
+            else:
+                self.flush_now()
             if not data:
                 break
+
+    def feed(self, data: bytes) -> None:
+        """Input pushed by a protocol (``b""``: its end)."""
+        if self._input_ended.is_set():
+            return
+        self.framing.receive_data(data)
+        self.driver.process_events()
+        self.flush_now()
+        if not data or self.driver.closed:
+            self._input_ended.set()
+        elif self.reading_waits_for_output and self._writer.transport.get_write_buffer_size():
+            # The peer is not keeping up with what we send: read no more until
+            # it has (as the read loop does by awaiting its flush).
+            self.pause_input()
+            self.start(self._drain_then_resume())
+
+    async def _drain_then_resume(self) -> None:
+        try:
+            await self.flush()
+        finally:
+            self.resume_input()
+
+    def flush_now(self) -> bool:
+        # Writing to a transport never blocks (only waiting for it to drain
+        # does), so output goes out at once, in order, whoever else is draining.
+        data = self.framing.data_to_send()
+        if data and not self._writer.is_closing():
+            self._writer.write(data)
+        return True
 
     async def flush(self) -> None:
         async with self._send_lock:
             data = self.framing.data_to_send()
-            if not data or self._writer.is_closing():
+            if self._writer.is_closing():
                 return
             try:
-                self._writer.write(data)
+                if data:
+                    self._writer.write(data)
                 await self._writer.drain()
             except (ConnectionError, OSError):
                 logger.debug("peer gone; dropped %d bytes", len(data))
                 self.session.close()
                 self.driver.process_events()
+
+
+class PushProtocol(asyncio.Protocol):
+    """Hands what a transport reads straight to an :class:`AsyncioRunner`."""
+
+    def __init__(self, runner: AsyncioRunner) -> None:
+        self._runner = runner
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.ReadTransport)
+
+        def resume() -> None:
+            if not transport.is_closing():
+                transport.resume_reading()
+
+        self._runner.pause_input = transport.pause_reading
+        self._runner.resume_input = resume
+
+    def data_received(self, data: bytes) -> None:
+        self._runner.feed(data)
+
+    def eof_received(self) -> bool | None:
+        self._runner.feed(b"")
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._runner.feed(b"")

@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from sansio_mcp import RequestReceived, ServerSession
 from sansio_mcp._server import Context, Server
 from sansio_mcp._util import unwrap_single_exception
 
-from ._runner import AsyncioRunner, AsyncioSessionHost, Framing
+from ._runner import AsyncioRunner, AsyncioSessionHost, Connector, Framing
 
 __all__ = ["AsyncioContext", "serve", "serve_stdio"]
 
@@ -54,11 +54,23 @@ async def serve(
     **session_options: Any,
 ) -> ServerSession:
     """Serve one client on a reader/writer pair until it closes; returns the session."""
+    return await _serve(server, reader, writer, framing=framing, **session_options)
+
+
+async def _serve(
+    server: Server,
+    reader: asyncio.StreamReader | None,
+    writer: asyncio.StreamWriter,
+    *,
+    framing: Callable[[ServerSession], Framing] | None = None,
+    connect_input: Connector | None = None,
+    **session_options: Any,
+) -> ServerSession:
     session = server.create_session(**session_options)
     runner: AsyncioRunner
 
-    async def handle_request(event: RequestReceived) -> dict[str, Any]:
-        return await server.handle(AsyncioContext(runner, event))
+    def handle_request(event: RequestReceived) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+        return server.begin(AsyncioContext(runner, event))
 
     runner = AsyncioRunner(
         session,
@@ -70,7 +82,7 @@ async def serve(
     server.hub.add(session, runner._schedule_flush)
     try:
         with unwrap_single_exception():
-            await runner.run()
+            await runner.run(connect_input=connect_input)
     finally:
         server.hub.remove(session)
     return session
@@ -79,13 +91,18 @@ async def serve(
 async def serve_stdio(server: Server, **session_options: Any) -> None:
     """Serve on this process's stdin and stdout; returns at end of stdin."""
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=2**24)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     transport, protocol = await loop.connect_write_pipe(
         asyncio.streams.FlowControlMixin, sys.stdout
     )
-    writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
     try:
-        await serve(server, reader, writer, **session_options)
+        # Input is pushed to the session as it arrives (no reader task to wake).
+        await _serve(
+            server,
+            None,
+            writer,
+            connect_input=lambda protocol: loop.connect_read_pipe(protocol, sys.stdin),
+            **session_options,
+        )
     finally:
         transport.close()

@@ -19,6 +19,7 @@ from ._driver import Driver, InputHandler, NotificationHandler, RequestHandler, 
 from ._errors import ConnectionClosedError
 from ._jsonrpc import RequestId
 from ._session import ClientSession, Session
+from ._state import Role
 
 __all__ = ["BufferedSubscription", "HostBase", "HostedClient", "Signal", "start_client"]
 
@@ -90,6 +91,16 @@ class HostBase:
             cancel=cancel,
             answer_input=answer_input,
         )
+
+    @property
+    def reading_waits_for_output(self) -> bool:
+        """Whether input is read only as fast as our output leaves.
+
+        A server does this, so a client that never reads cannot make it
+        buffer without bound.  A client never does: if both peers stopped
+        reading while their large messages waited, neither would go on.
+        """
+        return self.session.role is Role.SERVER
 
     # Primitives ---------------------------------------------------------------------
 

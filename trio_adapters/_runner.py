@@ -4,8 +4,10 @@ one byte stream pair: stdio, TCP, memory)."""
 
 from __future__ import annotations
 
+import errno
 import logging
 import math
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -170,6 +172,8 @@ class TrioRunner(TrioSessionHost):
         #: Bytes <-> messages: the session itself (NDJSON) unless told otherwise.
         self.framing: Framing = framing or session
         self._send_lock = trio.Lock()
+        #: Bytes a pipe did not take at once, waiting for the sender.
+        self._backlog = b""
         self._closed = trio.Event()
 
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
@@ -184,14 +188,27 @@ class TrioRunner(TrioSessionHost):
                 nursery.cancel_scope.cancel()
 
     async def _read_loop(self) -> None:
+        # A pipe is read directly: FdStream.receive_some yields to the scheduler and
+        # tries a read that fails before every wait, which in a sequential
+        # request/response exchange is two wasted steps per message.
+        pipe = _pipe(self._receive_stream)
+        wait_first = False
+        data: bytes | bytearray
         while not self.driver.closed:
             try:
-                data = await self._receive_stream.receive_some(_READ_SIZE)
+                if pipe is not None:
+                    data = await _read_pipe(pipe, wait_first)
+                    wait_first = len(data) < _READ_SIZE
+                else:
+                    data = await self._receive_stream.receive_some(_READ_SIZE)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 data = b""
             self.framing.receive_data(data)
             self.driver.process_events()
-            await self.flush()
+            if self.reading_waits_for_output:
+                await self._flush_all()
+            else:
+                self._send_soon()
             if not data:
                 break
 
@@ -200,17 +217,108 @@ class TrioRunner(TrioSessionHost):
         self.driver.process_events()
         self._closed.set()
 
+    # Output: at most one task sends at a time (it holds the send lock), and it
+    # sends everything queued before it lets go, so no other task has to wait
+    # for it.  Uncontended output to a pipe is written at once, without
+    # yielding: FdStream.send_all would first give the scheduler a turn,
+    # delaying every message by a pass.
+
+    def _schedule_flush(self) -> None:
+        self._send_soon()
+
+    def _send_soon(self) -> None:
+        """Send what is queued without waiting: now if the pipe takes it all,
+        otherwise the flusher task sends the rest."""
+        if self._send_lock.locked() or self._backlog:
+            return  # the sender takes this too before it stops
+        data = self.framing.data_to_send()
+        if not data:
+            return
+        pipe = _pipe(self._send_stream)
+        if pipe is not None:
+            try:
+                data = data[_write_pipe(pipe, data) :]
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self._peer_gone(len(data))
+                return
+        if data:
+            self._backlog = data
+            self._flush_wanted.set()
+
     async def flush(self) -> None:
-        async with self._send_lock:
-            data = self.framing.data_to_send()
+        """Send what the session queued.  This task waits only if it becomes
+        the sender; when another task is sending, that one takes it along."""
+        self._send_soon()
+        if self._backlog and not self._send_lock.locked():
+            async with self._send_lock:
+                await self._send_queued()
+
+    async def _flush_all(self) -> None:
+        """Send what is queued and wait until no output is waiting at all."""
+        self._send_soon()
+        if self._backlog or self._send_lock.locked():
+            async with self._send_lock:
+                await self._send_queued()
+
+    async def _send_queued(self) -> None:
+        # Called with the send lock held.
+        while True:
+            data = self._backlog + self.framing.data_to_send()
+            self._backlog = b""
             if not data:
                 return
             try:
                 await self._send_stream.send_all(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
-                logger.debug("peer gone; dropped %d bytes", len(data))
-                self.session.close()
-                self.driver.process_events()
+                self._peer_gone(len(data))
+                return
+
+    def _peer_gone(self, dropped: int) -> None:
+        logger.debug("peer gone; dropped %d bytes", dropped)
+        self.session.close()
+        self.driver.process_events()
 
     async def wait_closed(self) -> None:
         await self._closed.wait()
+
+
+_FdStream: Any = getattr(trio.lowlevel, "FdStream", None)  # Unix only
+
+
+def _pipe(stream: object) -> Any:
+    """``stream`` if it is a pipe we may read and write directly, else None."""
+    return stream if _FdStream is not None and isinstance(stream, _FdStream) else None
+
+
+def _fileno(pipe: Any) -> int:
+    fd: int = pipe.fileno()
+    if fd < 0:  # closed: the number may already belong to another file
+        raise trio.ClosedResourceError("the pipe is closed")
+    return fd
+
+
+async def _read_pipe(pipe: Any, wait_first: bool) -> bytes:
+    """The next bytes from a non-blocking pipe (``b""`` at its end)."""
+    if wait_first:
+        await trio.lowlevel.wait_readable(_fileno(pipe))
+    while True:
+        try:
+            return os.read(_fileno(pipe), _READ_SIZE)
+        except BlockingIOError:
+            await trio.lowlevel.wait_readable(_fileno(pipe))
+        except OSError as exc:
+            if exc.errno == errno.EBADF:
+                raise trio.ClosedResourceError("the pipe is closed") from None
+            raise trio.BrokenResourceError from exc
+
+
+def _write_pipe(pipe: Any, data: bytes) -> int:
+    """Write what a non-blocking pipe takes now; how many bytes it took."""
+    try:
+        return os.write(_fileno(pipe), data)
+    except BlockingIOError:
+        return 0
+    except OSError as exc:
+        if exc.errno == errno.EBADF:
+            raise trio.ClosedResourceError("the pipe is closed") from None
+        raise trio.BrokenResourceError from exc

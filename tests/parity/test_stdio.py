@@ -9,6 +9,7 @@ client backend.  Every (server, client) pair runs in both eras.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from sansio_mcp import InvalidParams, RequestTimeout
 from sansio_mcp_cli.backends import BACKENDS
@@ -187,6 +189,42 @@ def test_cancellation_and_timeout(
             assert texts(await c.call_tool("echo", {"message": "after timeout"})) == (
                 "after timeout"
             )
+
+    run(client_backend, body)
+
+
+async def _all_of(client_backend: str, calls: list[Any]) -> list[Any]:
+    """Run the coroutine functions ``calls`` concurrently; their results in order."""
+    if client_backend == "asyncio":
+        return list(await asyncio.gather(*(call() for call in calls)))
+    results: list[Any] = [None] * len(calls)
+
+    async def one(i: int) -> None:
+        results[i] = await calls[i]()
+
+    async with trio.open_nursery() as nursery:
+        for i in range(len(calls)):
+            nursery.start_soon(one, i)
+    return results
+
+
+def test_messages_larger_than_a_pipe_concurrently(pair: tuple[str, str]) -> None:
+    """Every message here is many times a pipe's buffer, so writes go out in parts, and
+    twelve of them are in flight at once each way: each answer must arrive whole, in
+    its own response."""
+    server_backend, client_backend = pair
+    backend = BACKENDS[client_backend]
+    messages = [f"{i:02d}" + chr(0x2603 + i) * (300_000 + i) for i in range(12)]
+
+    async def body() -> None:
+        async with backend.connect(example_command(server_backend), None, None) as client:
+
+            def echo(message: str) -> Any:
+                return lambda: client.call_tool("echo", {"message": message})
+
+            answers = await _all_of(client_backend, [echo(m) for m in messages])
+            assert [texts(a) for a in answers] == messages
+            assert texts(await client.call_tool("echo", {"message": "small"})) == "small"
 
     run(client_backend, body)
 

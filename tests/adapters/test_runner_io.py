@@ -1,0 +1,165 @@
+"""How the runners move bytes: how many event-loop passes a call costs over a
+pipe, and how a server holds back when its client does not read."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import selectors
+import sys
+from typing import Any
+
+import trio
+
+from asyncio_adapters import open_stdio_client as asyncio_stdio_client
+from asyncio_adapters.server import _serve as asyncio_serve
+from sansio_mcp import Server
+from trio_adapters import open_stdio_client as trio_stdio_client
+
+SERVER = [sys.executable, "-m", "sansio_mcp_cli", "example-server"]
+CALLS = 200
+
+
+class _CountWaits(trio.abc.Instrument):
+    def __init__(self) -> None:
+        self.waits = 0
+
+    def before_io_wait(self, timeout: float) -> None:
+        self.waits += 1
+
+
+async def test_trio_call_over_a_pipe_takes_two_scheduler_passes() -> None:
+    # One pass to wait for the answer, one to resume the caller: the request is
+    # written without yielding, and the answer is read without a failed read first.
+    async with trio_stdio_client(SERVER, mode="legacy") as client:
+        for _ in range(20):
+            await client.call_tool("echo", {"message": "warm"})
+        counter = _CountWaits()
+        trio.lowlevel.add_instrument(counter)
+        try:
+            for i in range(CALLS):
+                answer = await client.call_tool("echo", {"message": f"m{i}"})
+                assert answer["content"][0]["text"] == f"m{i}"
+        finally:
+            trio.lowlevel.remove_instrument(counter)
+    assert counter.waits <= CALLS * 2 + 5, counter.waits / CALLS
+
+
+class _CountingSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
+    polls = 0
+
+    def select(self, timeout: float | None = None) -> Any:
+        type(self).polls += 1
+        return super().select(timeout)
+
+
+def test_asyncio_call_over_a_pipe_takes_two_loop_iterations() -> None:
+    # The answer is handed to the session by the pipe's protocol, so no reader
+    # task needs a wake-up of its own.
+    async def main() -> int:
+        async with asyncio_stdio_client(SERVER, mode="legacy") as client:
+            for _ in range(20):
+                await client.call_tool("echo", {"message": "warm"})
+            before = _CountingSelector.polls
+            for i in range(CALLS):
+                answer = await client.call_tool("echo", {"message": f"m{i}"})
+                assert answer["content"][0]["text"] == f"m{i}"
+            return _CountingSelector.polls - before
+
+    loop = asyncio.SelectorEventLoop(_CountingSelector())
+    try:
+        polls = loop.run_until_complete(main())
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+    assert polls <= CALLS * 2 + 5, polls / CALLS
+
+
+def test_asyncio_server_stops_reading_while_its_client_does_not() -> None:
+    """A client that floods requests and reads nothing cannot make the server
+    buffer its answers without bound; once it reads, every answer arrives."""
+    server = Server("flood")
+    answer = "z" * 200_000
+
+    @server.tool()
+    def big(i: int, padding: str) -> str:
+        return f"{i}:{answer}"
+
+    requests = 60
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        server_in, client_out = os.pipe()
+        client_in, server_out = os.pipe()
+        w_transport, w_protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, os.fdopen(server_out, "wb", buffering=0)
+        )
+        writer = asyncio.StreamWriter(w_transport, w_protocol, None, loop)
+        server_input = os.fdopen(server_in, "rb", buffering=0)
+        serving = asyncio.create_task(
+            asyncio_serve(
+                server,
+                None,
+                writer,
+                connect_input=lambda protocol: loop.connect_read_pipe(protocol, server_input),
+            )
+        )
+        lines = [
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "flood", "version": "1"},
+                },
+            },
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        ] + [
+            {
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "tools/call",
+                "params": {"name": "big", "arguments": {"i": i, "padding": "p" * 20_000}},
+            }
+            for i in range(1, requests + 1)
+        ]
+        flood = b"".join(json.dumps(m).encode() + b"\n" for m in lines)
+        os.set_blocking(client_out, False)
+        sent = 0
+        for _ in range(200):  # write what the server takes, reading nothing back
+            try:
+                sent += os.write(client_out, flood[sent:])
+            except BlockingIOError:
+                pass
+            await asyncio.sleep(0.005)
+            if sent == len(flood):
+                break
+        # Far from everything went in: the server stopped reading, holding no
+        # more than the answers to one read's worth of requests.
+        assert sent < len(flood) // 2, (sent, len(flood))
+        assert w_transport.get_write_buffer_size() < 8 * len(answer)
+
+        received = bytearray()
+        os.set_blocking(client_in, False)
+        async with asyncio.timeout(20):
+            while received.count(b"\n") < requests + 1:
+                if sent < len(flood):
+                    try:
+                        sent += os.write(client_out, flood[sent:])
+                    except BlockingIOError:
+                        pass
+                try:
+                    received += os.read(client_in, 1 << 20)
+                except BlockingIOError:
+                    await asyncio.sleep(0.001)
+        os.close(client_out)
+        await asyncio.wait_for(serving, 10)
+        os.close(client_in)
+        answers = [json.loads(x) for x in bytes(received).splitlines()]
+        texts = {a["id"]: a["result"]["content"][0]["text"] for a in answers if a["id"]}
+        assert texts == {i: f"{i}:{answer}" for i in range(1, requests + 1)}
+
+    asyncio.run(main())
