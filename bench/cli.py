@@ -212,7 +212,7 @@ def row2(results: Results, c: Counts, rnd: int) -> None:
 
 
 CODEC_LABELS = {
-    "ours": "ours (session path: _json + parse_message/message_to_obj)",
+    "ours": "ours (session path: _json.encode, _json.loads + parse_message)",
     "ours_stdlib": "ours, stdlib json backend forced",
     "sdk": "mcp SDK (pydantic validate_json + model_dump_json)",
     "json": "bare stdlib json (no validation)",

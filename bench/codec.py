@@ -2,9 +2,11 @@
 each serialized to bytes (as the sender does) and parsed back (as the
 receiver does): four operations.
 
-* ``ours``: what a sansio-mcp session does: ``message_to_obj`` +
-  ``_json.dumps`` + encode out, ``_json.loads`` + ``parse_message`` in (with
-  whatever JSON backend ``sansio_mcp._json`` picked);
+* ``ours``: what a sansio-mcp session does with a message: a session keeps
+  the messages it sends as JSON-ready dicts, so out is ``_json.encode``
+  (the bytes ``data_to_send`` frames), in is ``_json.loads`` +
+  ``parse_message`` (what ``receive_data`` does with each line), with
+  whatever JSON backend ``sansio_mcp._json`` picked;
 * ``ours_stdlib``: the same with the stdlib ``json`` backend forced;
 * ``sdk``: the ``mcp`` SDK's transport path: ``model_dump_json(by_alias=True,
   exclude_unset=True)`` out, ``jsonrpc_message_adapter.validate_json`` in;
@@ -33,29 +35,25 @@ RESULT: dict[str, Any] = {
 
 def _ours(stdlib: bool) -> Callable[[], None]:
     from sansio_mcp import _json
-    from sansio_mcp._jsonrpc import (
-        JSONRPCRequest,
-        JSONRPCResponse,
-        message_to_obj,
-        parse_message,
-    )
+    from sansio_mcp._jsonrpc import parse_message
 
-    loads, dumps = _json.loads, _json.dumps
+    loads, encode = _json.loads, _json.encode
     if stdlib:
         stdlib_loads = getattr(_json, "stdlib_loads", None)
         stdlib_dumps = getattr(_json, "stdlib_dumps", None)
         if stdlib_loads is None or stdlib_dumps is None:
             raise LookupError("sansio_mcp._json has a single (stdlib) backend")
-        loads, dumps = stdlib_loads, stdlib_dumps
+        loads = stdlib_loads
 
-    request = JSONRPCRequest(1, "tools/call", REQUEST_PARAMS)
-    response = JSONRPCResponse(1, RESULT)
+        def encode(obj: Any) -> bytes:
+            return stdlib_dumps(obj).encode("utf-8")
+
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": REQUEST_PARAMS}
+    response = {"jsonrpc": "2.0", "id": 1, "result": RESULT}
 
     def pair() -> None:
-        wire = dumps(message_to_obj(request)).encode("utf-8")
-        got = parse_message(loads(wire))
-        wire = dumps(message_to_obj(response)).encode("utf-8")
-        back = parse_message(loads(wire))
+        got = parse_message(loads(encode(request)))
+        back = parse_message(loads(encode(response)))
         assert got.id == back.id  # type: ignore[union-attr]
 
     return pair

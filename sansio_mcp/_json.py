@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_MESSAGE_SIZE",
     "dumps",
+    "encode",
     "loads",
     "nesting_depth",
     "stdlib_dumps",
@@ -65,6 +66,19 @@ _ORJSON_OPTIONS = (
 # " ") so one C-speed search finds a run.
 _DIGIT_CLASSES = bytes(ord("d") if 0x30 <= b <= 0x39 else ord(" ") for b in range(256))
 _LONG_DIGIT_RUN = b"d" * 19
+# Deleting every byte but digits and opening brackets leaves, for most messages, a
+# few bytes; fewer than 19 of them means no long digit run and little nesting.
+_NOT_DIGIT_OR_OPENING = bytes(b for b in range(256) if not (0x30 <= b <= 0x39 or b in b"[{"))
+_FEW = 19
+
+
+def _fast_path_safe(data: bytes, max_depth: int) -> bool:
+    """Whether orjson may parse ``data``: certainly within the nesting limit,
+    with no integer orjson would turn into a float."""
+    return (
+        data.count(b"[") + data.count(b"{") <= max_depth
+        and data.translate(_DIGIT_CLASSES).find(_LONG_DIGIT_RUN) < 0
+    )
 
 
 def nesting_depth(text: str) -> int:
@@ -96,16 +110,14 @@ def loads(data: bytes | str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
     anything orjson refuses goes to the stdlib, which accepts or words the error.
     """
     fast = orjson
-    if (
-        fast is not None
-        and isinstance(data, bytes)
-        and data.count(b"[") + data.count(b"{") <= max_depth
-        and _LONG_DIGIT_RUN not in data.translate(_DIGIT_CLASSES)
-    ):
-        try:
-            return fast.loads(data)
-        except fast.JSONDecodeError:
-            pass
+    if fast is not None and isinstance(data, bytes):
+        # The common case is decided by one pass: few digits and opening brackets.
+        kept = len(data.translate(None, _NOT_DIGIT_OR_OPENING))
+        if (kept < _FEW and kept <= max_depth) or _fast_path_safe(data, max_depth):
+            try:
+                return fast.loads(data)
+            except fast.JSONDecodeError:
+                pass
     return stdlib_loads(data, max_depth=max_depth)
 
 
@@ -144,16 +156,22 @@ def dumps(obj: Any) -> str:
     ``1e+16``), never valued differently.  Unlike the stdlib it also writes
     ``enum.Enum`` and ``uuid.UUID`` values.
     """
+    return encode(obj).decode("utf-8")
+
+
+def encode(obj: Any) -> bytes:
+    """:func:`dumps` as UTF-8 bytes, what a transport sends (orjson writes bytes
+    directly, so the text is never decoded only to be encoded again)."""
     fast = orjson
     if fast is not None:
         try:
-            data = fast.dumps(obj, option=_ORJSON_OPTIONS)
+            data: bytes = fast.dumps(obj, option=_ORJSON_OPTIONS)
         except TypeError:
             pass
         else:
-            if b"null" not in data:
-                return str(data.decode("utf-8"))
-    return stdlib_dumps(obj)
+            if data.find(b"null") < 0:  # find: no buffer export of the needle, unlike `in`
+                return data
+    return stdlib_dumps(obj).encode("utf-8")
 
 
 def stdlib_dumps(obj: Any) -> str:

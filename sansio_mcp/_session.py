@@ -970,7 +970,10 @@ class Session:
         if not self._outbox:
             return b""
         out, self._outbox = self._outbox, []
-        return "".join([_json.dumps(obj) + "\n" for obj, _ in out]).encode("utf-8")
+        encode = _json.encode
+        if len(out) == 1:
+            return encode(out[0][0]) + b"\n"
+        return b"".join([encode(obj) + b"\n" for obj, _ in out])
 
     # ---------------------------------------------------------------- helpers
 

@@ -15,12 +15,18 @@ from enum import Enum
 __all__ = ["Role", "SessionState", "Trigger", "TRANSITIONS", "trigger_for", "next_state"]
 
 
-class Role(Enum):
+class _Member(Enum):
+    # Members are singletons, so identity hashes them; Enum's own __hash__ is
+    # Python code, and every message looks up the transition table.
+    __hash__ = object.__hash__
+
+
+class Role(_Member):
     CLIENT = "client"
     SERVER = "server"
 
 
-class SessionState(Enum):
+class SessionState(_Member):
     IDLE = "idle"  # nothing exchanged yet
     INITIALIZING = "initializing"  # client: initialize sent; server: answered, awaiting initialized
     READY = "ready"  # normal operation
@@ -29,7 +35,7 @@ class SessionState(Enum):
     CLOSED = "closed"
 
 
-class Trigger(Enum):
+class Trigger(_Member):
     """What a message (or an action) is, as far as the lifecycle cares."""
 
     SEND_INITIALIZE = "send initialize"

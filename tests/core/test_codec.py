@@ -1,0 +1,160 @@
+"""The fast paths of the codec decide nothing the full paths would decide otherwise.
+
+* ``_json.loads`` with orjson equals the stdlib path (value, or error text) on any input;
+* ``_json.encode`` writes the same JSON value the stdlib path writes, or refuses alike;
+* ``parse_message`` recognizes well-formed messages at once, with the same result
+  (or the same complaint) as the full classification.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from sansio_mcp import RemoteProtocolError, _json
+from sansio_mcp._jsonrpc import _parse_fully, parse_message
+
+pytestmark = pytest.mark.skipif(_json.orjson is None, reason="orjson is not installed")
+
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**25), max_value=10**25),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def _outcome(fn: Any, data: Any) -> tuple[str, Any]:
+    try:
+        value = fn(data)
+    except RemoteProtocolError as exc:
+        return "error", (exc.code, exc.message)
+    return "value", json.dumps(value, sort_keys=True)  # 1 and 1.0 and True stay apart
+
+
+def _texts() -> st.SearchStrategy[bytes]:
+    pieces = st.sampled_from(
+        [
+            b"[",
+            b"]",
+            b"{",
+            b"}",
+            b'"',
+            b":",
+            b",",
+            b" ",
+            b"1",
+            b"9" * 18,
+            b"9" * 19,
+            b"-",
+            b".5",
+            b"e400",
+            b"null",
+            b"NaN",
+            b"true",
+            b'"[{"',
+            b"\\ud800",
+            b"\xff",
+            b"\xef\xbb\xbf",
+        ]
+    )
+    built = st.lists(pieces, max_size=40).map(b"".join)
+    encoded = _values.map(lambda v: json.dumps(v).encode())
+    return st.one_of(built, encoded, st.binary(max_size=64))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_texts(), st.integers(min_value=0, max_value=70))
+@example(b"[" * 19 + b"]" * 19, 64)
+@example(b"[" * 65 + b"]" * 65, 64)
+@example(b'{"id":' + b"1" * 19 + b"}", 64)
+@example(b'{"id":' + b"1" * 18 + b"}", 64)
+@example(b'[1,"' + b"[" * 70 + b'"]', 64)
+@example(b"[1]", 0)
+def test_loads_fast_path_agrees_with_the_stdlib(data: bytes, max_depth: int) -> None:
+    fast = _outcome(lambda d: _json.loads(d, max_depth=max_depth), data)
+    slow = _outcome(lambda d: _json.stdlib_loads(d, max_depth=max_depth), data)
+    assert fast == slow
+
+
+@settings(max_examples=800, deadline=None)
+@given(_values)
+@example({"n": None, "x": [None]})
+@example({"big": 10**30, "neg": -(10**30)})
+@example({"s": "\ud800"})
+def test_encode_writes_what_the_stdlib_writes(value: Any) -> None:
+    data = _json.encode(value)
+    assert isinstance(data, bytes) and b"\n" not in data
+    assert json.loads(data) == json.loads(_json.stdlib_dumps(value))
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_encode_refuses_what_the_stdlib_refuses(bad: float) -> None:
+    # orjson would write null for these; the value must never change silently.
+    with pytest.raises(ValueError):
+        _json.encode({"result": [bad]})
+    with pytest.raises(ValueError):
+        _json.stdlib_dumps({"result": [bad]})
+
+
+_ids = st.one_of(st.integers(-3, 3), st.text(max_size=3), st.none(), st.booleans(), st.floats(0, 1))
+_FIELDS = {
+    "jsonrpc": st.sampled_from(["2.0", "1.0", 2.0]),
+    "id": _ids,
+    "method": st.one_of(st.sampled_from(["tools/call", "ping"]), st.integers(0, 1)),
+    "params": st.one_of(st.none(), st.dictionaries(st.text(max_size=3), _scalars), _scalars),
+    "result": st.one_of(st.dictionaries(st.text(max_size=3), _scalars), _scalars),
+    "error": st.one_of(
+        st.fixed_dictionaries(
+            {"code": st.one_of(st.integers(-32700, -32000), _scalars)},
+            optional={"message": st.one_of(st.text(max_size=5), _scalars)},
+        ),
+        _scalars,
+    ),
+    "extra": _scalars,
+}
+# Mostly near-valid messages (the fast path's ground), some anything-goes objects.
+_near_requests = st.fixed_dictionaries(
+    {"jsonrpc": st.just("2.0"), "method": st.sampled_from(["tools/call", "ping"])},
+    optional={k: _FIELDS[k] for k in ("id", "params", "result", "error", "extra")},
+)
+_near_results = st.fixed_dictionaries(
+    {"jsonrpc": st.just("2.0"), "result": _FIELDS["result"]},
+    optional={k: _FIELDS[k] for k in ("id", "method", "error", "extra")},
+)
+_messages = st.one_of(_near_requests, _near_results, st.fixed_dictionaries({}, optional=_FIELDS))
+
+
+def _classified(fn: Any, obj: Any) -> tuple[str, Any]:
+    try:
+        message = fn(obj)
+    except RemoteProtocolError as exc:
+        return "error", (exc.code, exc.message, exc.request_id, exc.answer)
+    fields = {k: v for k, v in vars_of(message).items() if k != "error"}
+    error = getattr(message, "error", None)
+    if error is not None:
+        fields["error"] = (error.code, error.message, error.data)
+    return type(message).__name__, fields
+
+
+def vars_of(message: Any) -> dict[str, Any]:
+    return {name: getattr(message, name) for name in message.__slots__ if name[0] != "_"}
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.one_of(_messages, _values))
+def test_parse_message_fast_path_agrees_with_the_full_path(obj: Any) -> None:
+    assert _classified(parse_message, obj) == _classified(_parse_fully, obj)
