@@ -48,6 +48,26 @@ class NdjsonFramer:
             return
         self._buffer += data
 
+    def lines(self, data: bytes | bytearray) -> list[bytes | RemoteProtocolError]:
+        """Feed ``data`` and take every line (or error) now complete, as
+        :meth:`next_line` would give them one by one."""
+        if type(data) is bytes and data[-1:] == b"\n" and not self._buffer and not self._discarding:
+            # The usual case: whole lines in one chunk, nothing held from before.
+            if self._eof:
+                raise RuntimeError("data fed after end of input")
+            out: list[bytes | RemoteProtocolError] = []
+            for line in data.split(b"\n")[:-1]:
+                if self._oversized(line):
+                    out.append(self._too_long())
+                elif line := self._strip(line):
+                    out.append(line)
+            return out
+        self.feed(data)
+        found: list[bytes | RemoteProtocolError] = []
+        while (line_or_error := self.next_line()) is not NEED_DATA:
+            found.append(line_or_error)  # type: ignore[arg-type]
+        return found
+
     def next_line(self) -> bytes | type[NEED_DATA] | RemoteProtocolError:
         """The next non-empty line (without its line end), an error, or NEED_DATA."""
         while True:
@@ -93,7 +113,7 @@ class NdjsonFramer:
     def _strip(line: bytes) -> bytes:
         if line.endswith(b"\r"):
             line = line[:-1]
-        return line if line.strip() else b""
+        return line if line and not line.isspace() else b""
 
     def _too_long(self) -> RemoteProtocolError:
         error = RemoteProtocolError(

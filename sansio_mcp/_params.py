@@ -112,6 +112,32 @@ _SPECS: Mapping[str, tuple[tuple[str, str, Check, bool], ...]] = {
 }
 
 
+def _check_message(params: dict[str, Any]) -> str | None:
+    if "data" not in params:
+        return "notifications/message: missing required parameter 'data'"
+    return None
+
+
+def _check_elicitation(params: dict[str, Any]) -> str | None:
+    mode = params.get("mode", "form")
+    if mode == "url":
+        if not _str(params.get("url")):
+            return "elicitation/create: url mode needs a string 'url'"
+    elif mode == "form":
+        if not _obj(params.get("requestedSchema")):
+            return "elicitation/create: form mode needs an object 'requestedSchema'"
+    else:
+        return f"elicitation/create: unknown mode {mode!r}"
+    return None
+
+
+# Checks beyond single fields.
+_WHOLE: Mapping[str, Callable[[dict[str, Any]], str | None]] = {
+    "notifications/message": _check_message,
+    "elicitation/create": _check_elicitation,
+}
+
+
 def check_params(method: str, params: dict[str, Any]) -> str | None:
     """A description of what is wrong with ``params`` for ``method``, or None."""
     for field, description, check, required in _SPECS.get(method, ()):
@@ -121,16 +147,5 @@ def check_params(method: str, params: dict[str, Any]) -> str | None:
             continue
         if not check(params[field]):
             return f"{method}: parameter {field!r} must be {description}"
-    if method == "notifications/message" and "data" not in params:
-        return "notifications/message: missing required parameter 'data'"
-    if method == "elicitation/create":
-        mode = params.get("mode", "form")
-        if mode == "url":
-            if not _str(params.get("url")):
-                return "elicitation/create: url mode needs a string 'url'"
-        elif mode == "form":
-            if not _obj(params.get("requestedSchema")):
-                return "elicitation/create: form mode needs an object 'requestedSchema'"
-        else:
-            return f"elicitation/create: unknown mode {mode!r}"
-    return None
+    whole = _WHOLE.get(method)
+    return whole(params) if whole is not None else None

@@ -11,7 +11,7 @@ its methods (``send_request``, ``respond``, ``cancel`` …) and ship what
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -133,12 +133,15 @@ class _Batch:
 
 
 def _has_capability(capabilities: dict[str, Any] | None, path: Sequence[str]) -> bool:
-    node: Any = capabilities or {}
-    for i, key in enumerate(path):
-        if not isinstance(node, dict) or key not in node:
+    """Whether ``capabilities`` declare ``path`` (a sub-capability set to false does not)."""
+    if not isinstance(capabilities, dict):
+        return False
+    node: Any = capabilities.get(path[0])
+    for key in path[1:]:
+        if not isinstance(node, dict):
             return False
-        node = node[key]
-        if i > 0 and node is False:
+        node = node.get(key)
+        if node is False:
             return False
     return node is not None and node is not False
 
@@ -147,6 +150,11 @@ class Session:
     """Shared machinery of both roles. Use :class:`ClientSession` or :class:`ServerSession`."""
 
     role: Role
+    #: Capability each request method of the peer's needs of ours, and what ours
+    #: need of the peer's (requests) or of ours (notifications).
+    _incoming_gates: Mapping[str, tuple[str, ...]]
+    _outgoing_request_gates: Mapping[str, tuple[str, ...]]
+    _outgoing_notification_gates: Mapping[str, tuple[str, ...]]
 
     def __init__(
         self,
@@ -222,15 +230,10 @@ class Session:
 
     def receive_data(self, data: bytes | bytearray) -> None:
         """Feed bytes of an NDJSON stream (stdio); ``b""`` means end of input."""
-        self._framer.feed(data)
-        while True:
-            line = self._framer.next_line()
-            if line is NEED_DATA:
-                break
+        for line in self._framer.lines(data):
             if isinstance(line, RemoteProtocolError):
                 self._violation(line)
                 continue
-            assert isinstance(line, bytes)
             try:
                 obj = _json.loads(line, max_depth=self.max_depth)
             except RemoteProtocolError as exc:
@@ -393,7 +396,8 @@ class Session:
         try:
             self._check_incoming_request(method, params)
             trigger = trigger_for(method, is_request=True, sending=False)
-            if not self._allowed(trigger):
+            after = next_state(self.role, self.state, trigger)
+            if after is None:
                 raise MCPError(
                     ErrorCode.INVALID_REQUEST,
                     f"{method!r} is not allowed while the session is {self.state.name.lower()}",
@@ -406,7 +410,7 @@ class Session:
             self._events.append(ProtocolViolation(violation))
             self._queue_response(request.id, self._error_obj(request.id, error))
             return
-        self._transition(trigger, local=False)
+        self.state = after
         if method == "ping":
             self._queue_response(request.id, {"jsonrpc": "2.0", "id": request.id, "result": {}})
             return
@@ -434,7 +438,7 @@ class Session:
         known = self._peer_request_methods(revision)
         if method not in known:
             raise MCPError(ErrorCode.METHOD_NOT_FOUND, f"method not found: {method!r}")
-        gate = self._incoming_gates().get(method)
+        gate = self._incoming_gates.get(method)
         if gate and (method != "completion/complete" or (revision and revision.completion_gated)):
             if not _has_capability(self.capabilities, gate):
                 raise MCPError(
@@ -564,19 +568,10 @@ class Session:
     def _peer_request_methods(self, revision: Revision | None) -> frozenset[str]:
         raise NotImplementedError
 
-    def _incoming_gates(self) -> dict[str, tuple[str, ...]]:
-        raise NotImplementedError
-
     def _own_request_methods(self, revision: Revision) -> frozenset[str]:
         raise NotImplementedError
 
     def _own_notification_methods(self, revision: Revision) -> frozenset[str]:
-        raise NotImplementedError
-
-    def _outgoing_request_gates(self) -> dict[str, tuple[str, ...]]:
-        raise NotImplementedError
-
-    def _outgoing_notification_gates(self) -> dict[str, tuple[str, ...]]:
         raise NotImplementedError
 
     def _on_initialize(self, request_id: RequestId, params: dict[str, Any]) -> None:
@@ -591,9 +586,10 @@ class Session:
 
     def _decorate_params(
         self, method: str, params: dict[str, Any] | None
-    ) -> tuple[dict[str, Any] | None, bool]:
-        """Params as sent, and whether the request is modern (clients refine this)."""
-        return params, False
+    ) -> tuple[dict[str, Any] | None, str | None]:
+        """Params as sent, and the stateless revision a modern request goes out
+        at (None: a handshake-session request; clients refine this)."""
+        return params, None
 
     def _on_timeout(self, pending: _Outgoing, now: float) -> bool:
         """Handle an expired request specially; True if handled (clients refine this)."""
@@ -677,7 +673,8 @@ class Session:
             wire_params["_meta"] = meta
         if extra:
             wire_params = {**(wire_params or {}), **extra}
-        wire_params, modern = self._decorate_params(method, wire_params)
+        wire_params, version = self._decorate_params(method, wire_params)
+        modern = version is not None
         if deadline is None and timeout is not None and now is not None:
             deadline = now + timeout
         self._outgoing[request_id] = _Outgoing(
@@ -688,7 +685,8 @@ class Session:
             params if modern else None,
             rounds,
             modern,
-            timeout=timeout,
+            version,
+            timeout,
         )
         self._wire_of[origin] = request_id
         obj: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
@@ -715,7 +713,7 @@ class Session:
             raise LocalProtocolError(
                 f"{method!r} is not a {self.role.value} request in revision {revision.name}"
             )
-        gate = self._outgoing_request_gates().get(method)
+        gate = self._outgoing_request_gates.get(method)
         if gate and (method != "completion/complete" or revision.completion_gated):
             if not _has_capability(self.peer_capabilities, gate):
                 raise LocalProtocolError(
@@ -757,7 +755,7 @@ class Session:
             raise LocalProtocolError(
                 f"{method!r} is not a {self.role.value} notification in revision {revision.name}"
             )
-        gate = self._outgoing_notification_gates().get(method)
+        gate = self._outgoing_notification_gates.get(method)
         if gate and not _has_capability(self.capabilities, gate):
             raise LocalProtocolError(
                 f"cannot send {method!r}: we did not advertise capability {'.'.join(gate)}"
@@ -1144,19 +1142,12 @@ class ClientSession(Session):
 
     def _decorate_params(
         self, method: str, params: dict[str, Any] | None
-    ) -> tuple[dict[str, Any] | None, bool]:
+    ) -> tuple[dict[str, Any] | None, str | None]:
         if self.state is not SessionState.STATELESS and method != "server/discover":
-            return params, False
+            return params, None
         params = dict(params or {})
         params["_meta"] = self._modern_meta(params.get("_meta"))
-        return params, True
-
-    def _send_request(self, *args: Any, **kwargs: Any) -> RequestId:
-        request_id = super()._send_request(*args, **kwargs)
-        outgoing = self._outgoing[request_id]
-        if outgoing.modern:
-            outgoing.version = self.modern_version
-        return request_id
+        return params, self.modern_version
 
     def _fall_back_to_legacy(self, pending: _Outgoing, now: float | None) -> None:
         """The server does not speak the modern revision: redo the start as initialize."""
@@ -1516,20 +1507,15 @@ class ClientSession(Session):
             return frozenset({"ping"})
         return revision.server_requests
 
-    def _incoming_gates(self) -> dict[str, tuple[str, ...]]:
-        return dict(SERVER_REQUEST_GATES)
+    _incoming_gates = SERVER_REQUEST_GATES
+    _outgoing_request_gates = CLIENT_REQUEST_GATES
+    _outgoing_notification_gates = CLIENT_NOTIFICATION_GATES
 
     def _own_request_methods(self, revision: Revision) -> frozenset[str]:
         return revision.client_requests
 
     def _own_notification_methods(self, revision: Revision) -> frozenset[str]:
         return revision.client_notifications
-
-    def _outgoing_request_gates(self) -> dict[str, tuple[str, ...]]:
-        return dict(CLIENT_REQUEST_GATES)
-
-    def _outgoing_notification_gates(self) -> dict[str, tuple[str, ...]]:
-        return dict(CLIENT_NOTIFICATION_GATES)
 
     def send_roots_list_changed(self) -> None:
         self.send_notification("notifications/roots/list_changed")
@@ -1847,20 +1833,15 @@ class ServerSession(Session):
             return frozenset({"ping", "initialize"}) | _all_client_requests()
         return revision.client_requests
 
-    def _incoming_gates(self) -> dict[str, tuple[str, ...]]:
-        return dict(CLIENT_REQUEST_GATES)
+    _incoming_gates = CLIENT_REQUEST_GATES
+    _outgoing_request_gates = SERVER_REQUEST_GATES
+    _outgoing_notification_gates = SERVER_NOTIFICATION_GATES
 
     def _own_request_methods(self, revision: Revision) -> frozenset[str]:
         return revision.server_requests
 
     def _own_notification_methods(self, revision: Revision) -> frozenset[str]:
         return revision.server_notifications
-
-    def _outgoing_request_gates(self) -> dict[str, tuple[str, ...]]:
-        return dict(SERVER_REQUEST_GATES)
-
-    def _outgoing_notification_gates(self) -> dict[str, tuple[str, ...]]:
-        return dict(SERVER_NOTIFICATION_GATES)
 
     # Conveniences -------------------------------------------------------------
 

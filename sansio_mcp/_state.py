@@ -122,20 +122,26 @@ _UTILITY_METHODS = frozenset(
     {"notifications/progress", "notifications/message", "notifications/cancelled"}
 )
 
+# method -> (trigger when we send it, trigger when we receive it)
+_REQUEST_TRIGGERS: Mapping[str, tuple[Trigger, Trigger]] = {
+    "initialize": (T.SEND_INITIALIZE, T.RECV_INITIALIZE),
+    "ping": (T.SEND_PING, T.RECV_PING),
+}
+_NOTIFICATION_TRIGGERS: Mapping[str, tuple[Trigger, Trigger]] = {
+    "notifications/initialized": (T.SEND_INITIALIZED, T.RECV_INITIALIZED),
+    **{method: (T.SEND_UTILITY, T.RECV_UTILITY) for method in _UTILITY_METHODS},
+}
+_ANY_REQUEST = (T.SEND_REQUEST, T.RECV_REQUEST)
+_ANY_NOTIFICATION = (T.SEND_NOTIFICATION, T.RECV_NOTIFICATION)
+
 
 def trigger_for(method: str, *, is_request: bool, sending: bool) -> Trigger:
     """The lifecycle trigger of sending or receiving ``method``."""
-    if method == "initialize" and is_request:
-        return T.SEND_INITIALIZE if sending else T.RECV_INITIALIZE
-    if method == "ping" and is_request:
-        return T.SEND_PING if sending else T.RECV_PING
-    if method == "notifications/initialized" and not is_request:
-        return T.SEND_INITIALIZED if sending else T.RECV_INITIALIZED
-    if not is_request and method in _UTILITY_METHODS:
-        return T.SEND_UTILITY if sending else T.RECV_UTILITY
     if is_request:
-        return T.SEND_REQUEST if sending else T.RECV_REQUEST
-    return T.SEND_NOTIFICATION if sending else T.RECV_NOTIFICATION
+        send, receive = _REQUEST_TRIGGERS.get(method, _ANY_REQUEST)
+    else:
+        send, receive = _NOTIFICATION_TRIGGERS.get(method, _ANY_NOTIFICATION)
+    return send if sending else receive
 
 
 def next_state(role: Role, state: SessionState, trigger: Trigger) -> SessionState | None:

@@ -207,13 +207,19 @@ def split_points(draw: st.DrawFn, data: bytes) -> list[bytes]:
     return [data[a:b] for a, b in itertools.pairwise(bounds) if b > a]
 
 
+def _shown(item: Any) -> Any:
+    return ("error", item.message) if isinstance(item, RemoteProtocolError) else item
+
+
 def framer_lines(chunks: list[bytes], max_line_size: int, eof: bool) -> list[Any]:
+    """The lines a framer gives for ``chunks``, one by one (next_line); taking
+    them a chunk at a time (lines) must give the same."""
     framer = NdjsonFramer(max_line_size)
     got: list[Any] = []
 
     def collect() -> None:
         while (item := framer.next_line()) is not NEED_DATA:
-            got.append(("error", item.message) if isinstance(item, RemoteProtocolError) else item)
+            got.append(_shown(item))
 
     for chunk in chunks:
         framer.feed(chunk)
@@ -221,6 +227,12 @@ def framer_lines(chunks: list[bytes], max_line_size: int, eof: bool) -> list[Any
     if eof:
         framer.feed(b"")
         collect()
+
+    batched = NdjsonFramer(max_line_size)
+    taken = [_shown(item) for chunk in chunks for item in batched.lines(chunk)]
+    if eof:
+        taken += [_shown(item) for item in batched.lines(b"")]
+    assert taken == got
     return got
 
 
