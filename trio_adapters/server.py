@@ -41,6 +41,10 @@ class TrioContext(Context):
 
     async def flush(self) -> None:
         await self._runner.flush()
+        # A handler's await is a checkpoint, as everywhere in Trio (the runner's
+        # flush may finish without one): a loop reporting progress stays
+        # cancellable and lets other tasks run.
+        await trio.lowlevel.checkpoint()
 
     async def sleep(self, seconds: float) -> None:
         await trio.sleep(seconds)

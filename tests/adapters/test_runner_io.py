@@ -14,8 +14,10 @@ import trio
 
 from asyncio_adapters import open_stdio_client as asyncio_stdio_client
 from asyncio_adapters.server import _serve as asyncio_serve
-from sansio_mcp import Server
+from sansio_mcp import Context, Server
+from trio_adapters import open_client as trio_open_client
 from trio_adapters import open_stdio_client as trio_stdio_client
+from trio_adapters import serve as trio_serve
 
 SERVER = [sys.executable, "-m", "sansio_mcp_cli", "example-server"]
 CALLS = 200
@@ -163,3 +165,48 @@ def test_asyncio_server_stops_reading_while_its_client_does_not() -> None:
         assert texts == {i: f"{i}:{answer}" for i in range(1, requests + 1)}
 
     asyncio.run(main())
+
+
+async def test_trio_handler_awaits_stay_checkpoints_over_a_pipe() -> None:
+    """Over a pipe the runner's flush may finish without yielding, but a handler's
+    ``await ctx.report_progress()`` must still be a checkpoint: a loop of them stays
+    cancellable and lets the connection go on."""
+    server = Server("spin")
+    seen: dict[str, Any] = {}
+
+    @server.tool()
+    async def spin(ctx: Context) -> str:
+        i = 0
+        try:
+            for i in range(1, 50_001):
+                await ctx.report_progress(i)
+            seen["finished"] = True
+            return "finished"
+        except trio.Cancelled:
+            seen["cancelled at"] = i
+            raise
+
+    @server.tool()
+    def echo(message: str) -> str:
+        return message
+
+    to_server_r, to_server_w = os.pipe()
+    to_client_r, to_client_w = os.pipe()
+    server_out, server_in = trio.lowlevel.FdStream(to_client_w), trio.lowlevel.FdStream(to_server_r)
+    client_out, client_in = trio.lowlevel.FdStream(to_server_w), trio.lowlevel.FdStream(to_client_r)
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio_serve, server, server_out, server_in)
+            async with trio_open_client(client_out, client_in, mode="legacy") as client:
+                with trio.CancelScope() as scope:
+                    await client.call_tool("spin", {}, on_progress=lambda *_: scope.cancel())
+                echoed = await client.call_tool("echo", {"message": "on"})
+                assert echoed["content"][0]["text"] == "on"
+                while "cancelled at" not in seen and "finished" not in seen:
+                    await trio.sleep(0.01)
+            await client_out.aclose()
+            await client_in.aclose()
+        await server_out.aclose()
+        await server_in.aclose()
+    # Cancelled within a few reports: long before the pipe fills and a write would yield.
+    assert "finished" not in seen and seen["cancelled at"] < 100, seen
