@@ -38,16 +38,30 @@ async def shielded(step: Callable[[], Awaitable[None]]) -> None:
 
 
 class _Signal:
-    """A one-shot :class:`asyncio.Event` (HostBase's signal)."""
+    """HostBase's one-shot signal: a future per waiter, as :class:`asyncio.Event`
+    does, without its lock-and-list machinery (one is made for every request)."""
+
+    __slots__ = ("_is_set", "_waiters")
 
     def __init__(self) -> None:
-        self._event = asyncio.Event()
+        self._is_set = False
+        self._waiters: list[asyncio.Future[None]] = []
 
     def set(self) -> None:
-        self._event.set()
+        self._is_set = True
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     async def wait(self) -> bool:
-        return await self._event.wait()
+        if not self._is_set:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            finally:
+                self._waiters.remove(waiter)
+        return True
 
 
 class AsyncioSessionHost(HostBase):
@@ -289,16 +303,18 @@ class AsyncioRunner(AsyncioSessionHost):
         return True
 
     async def flush(self) -> None:
+        """Write what is queued, then wait while the transport holds too much of it."""
+        self.flush_now()
+        if not self._writer.transport.get_write_buffer_size() or self._writer.is_closing():
+            return
         async with self._send_lock:
-            data = self.framing.data_to_send()
-            if self._writer.is_closing():
-                return
             try:
-                if data:
-                    self._writer.write(data)
                 await self._writer.drain()
             except (ConnectionError, OSError):
-                logger.debug("peer gone; dropped %d bytes", len(data))
+                logger.debug(
+                    "peer gone while %d bytes waited",
+                    self._writer.transport.get_write_buffer_size(),
+                )
                 self.session.close()
                 self.driver.process_events()
 
