@@ -9,8 +9,17 @@
 * :class:`BridgeHost`: A2E to one agent, MCP to many servers, no I/O.
 """
 
-from ._codec import A2EFramer, DecodeError, decode, decode_text, encode, encode_line, to_obj
-from ._fields import FieldProblem
+from ._codec import (
+    A2EFramer,
+    DecodeError,
+    adopt,
+    decode,
+    decode_text,
+    encode,
+    encode_line,
+    to_obj,
+)
+from ._fields import FieldProblem, copy_json
 from ._host import (
     BRIDGE_INFO,
     Action,
@@ -38,6 +47,8 @@ __all__ = [
     "FieldProblem",
     "FlushServer",
     "SendToAgent",
+    "adopt",
+    "copy_json",
     "decode",
     "decode_text",
     "encode",

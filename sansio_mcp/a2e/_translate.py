@@ -143,6 +143,11 @@ def summary_of(content: Any, limit: int = 500) -> str:
     """The text blocks of an MCP content list, joined and cut to ``limit`` characters."""
     if not isinstance(content, list):
         return ""
+    if len(content) == 1:  # the common case, without the list and the join
+        block = content[0]
+        if isinstance(block, Mapping) and block.get("type") == "text":
+            text = _str(block.get("text"))
+            return text if len(text) <= limit else text[: limit - 1] + "…"
     texts = [
         _str(block.get("text"))
         for block in content
