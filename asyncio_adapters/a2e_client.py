@@ -1,43 +1,51 @@
 """The A2E client for Python agents, on asyncio: the same
 :class:`~sansio_mcp.a2e.A2EClientBase` as on Trio (and so the same calls).
 
-Open one with :func:`open_a2e_stdio` (``sansio-mcp bridge`` as a child
+Open one with :func:`open_a2e_direct` (the bridge in this process and event
+loop, no encoding) or :func:`open_a2e_stdio` (``sansio-mcp bridge`` as a child
 process, NDJSON on its stdin/stdout).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
+import math
 import os
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 from sansio_mcp._host import Signal
 from sansio_mcp._stdio import safe_environment
+from sansio_mcp._util import unwrap_single_exception
 from sansio_mcp.a2e import (
     A2EClientBase,
     A2EFramer,
     A2EMessage,
     A2ERequestError,
+    AgentInbox,
+    BridgeConfig,
+    BridgeHost,
     encode_line,
+    parse_config,
 )
 
 from ._process import drain_stderr, stop_process
 from ._runner import _Signal, shielded
 
-__all__ = ["A2EClient", "A2ERequestError", "open_a2e_stdio"]
+__all__ = ["A2EClient", "A2ERequestError", "open_a2e_direct", "open_a2e_stdio"]
 
 
 class A2EClient(A2EClientBase):
     """One agent's side of an A2E connection, on asyncio (see
     :class:`~sansio_mcp.a2e.A2EClientBase`).  A request that gets no answer in
-    time raises :class:`TimeoutError`."""
+    time raises :class:`TimeoutError`.  Its tasks (handlers, async callbacks)
+    run in the task group given to :meth:`attach`: one that fails ends the
+    ``async with`` that opened the client, as on Trio."""
 
     timeout_error = TimeoutError
 
@@ -49,9 +57,21 @@ class A2EClient(A2EClientBase):
         **options: Any,
     ) -> None:
         super().__init__(send, clock=clock, **options)
+        self._group: asyncio.TaskGroup | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._watchdog: asyncio.TimerHandle | None = None
-        self._failure: BaseException | None = None
+
+    def attach(self, group: asyncio.TaskGroup) -> None:
+        """Run the client's tasks in ``group``."""
+        self._group = group
+
+    def start(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """A task in the client's group, cancelled by :meth:`stop`."""
+        assert self._group is not None, "the client is not open"
+        task = self._group.create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     def new_signal(self) -> Signal:
         return _Signal()
@@ -60,16 +80,7 @@ class A2EClient(A2EClientBase):
         async def run() -> None:
             await fn()
 
-        task = asyncio.ensure_future(run())
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None and self._failure is None:
-            # A callback failed: like a stream transport's reader, the client stops.
-            self._failure = task.exception()
-            self.close()
+        self.start(run())
 
     def monotonic(self) -> float:
         return asyncio.get_running_loop().time()
@@ -79,7 +90,7 @@ class A2EClient(A2EClientBase):
             self._watchdog.cancel()
             self._watchdog = None
         delay = self.watchdog_delay()
-        if delay != float("inf"):
+        if delay != math.inf:
             self._watchdog = asyncio.get_running_loop().call_later(delay, self._watchdog_due)
 
     def _watchdog_due(self) -> None:
@@ -87,22 +98,64 @@ class A2EClient(A2EClientBase):
         self.watchdog_fired()
         self.wake_watchdog()
 
-    async def aclose(self) -> None:
-        """Stop the client's tasks (handlers, callbacks) and its watchdog."""
+    def stop(self) -> None:
+        """The connection is over: waits fail, the client's tasks are cancelled."""
         self.close()
         if self._watchdog is not None:
             self._watchdog.cancel()
             self._watchdog = None
-        tasks = list(self._tasks)
-        for task in tasks:
+        for task in list(self._tasks):
             task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
 
-    def raise_failure(self) -> None:
-        """Raise what a callback or handler task of this client raised, if any."""
-        if self._failure is not None:
-            raise self._failure
+
+@asynccontextmanager
+async def _running(client: A2EClient) -> AsyncIterator[asyncio.TaskGroup]:
+    """The client's task group; on the way out its tasks are stopped (and a lone
+    failure among them comes out unwrapped, as from a Trio nursery)."""
+    with unwrap_single_exception():
+        async with asyncio.TaskGroup() as group:
+            client.attach(group)
+            try:
+                yield group
+            finally:
+                client.stop()
+
+
+@asynccontextmanager
+async def open_a2e_direct(
+    config: Mapping[str, Any] | BridgeConfig | None = None,
+    *,
+    host: BridgeHost | None = None,
+    shutdown_grace: float = 2.0,
+    clock: Callable[[], float] = time.time,
+    **options: Any,
+) -> AsyncIterator[A2EClient]:
+    """The bridge in this process and event loop, and an :class:`A2EClient` talking
+    to it directly (see :func:`trio_adapters.a2e_client.open_a2e_direct`: the
+    same options and guarantees, on asyncio)."""
+    from .bridge import AsyncioBridge
+
+    settings = config if isinstance(config, BridgeConfig) else parse_config(config or {})
+    bridge = AsyncioBridge(host or settings.new_host(), clock=clock, shutdown_grace=shutdown_grace)
+    for server in settings.servers:
+        bridge.host.register(server, clock())
+
+    async def send(message: A2EMessage) -> None:
+        bridge.agent_message(message)
+
+    client = A2EClient(send, clock=clock, **options)
+    inbox = AgentInbox(client)
+    async with _running(client):
+        # The bridge stops its servers when its task is cancelled (shielded from
+        # further cancellation); the group waits for that.
+        client.start(bridge.run())
+        client.start(inbox.run())
+        await bridge.started.wait()
+        bridge.connect_agent(inbox.deliver)
+        try:
+            yield client
+        finally:
+            bridge.disconnect_agent()
 
 
 @asynccontextmanager
@@ -137,7 +190,7 @@ async def open_a2e_stdio(
         limit=2**24,
     )
     assert process.stdin and process.stdout and process.stderr
-    stdin, stdout = process.stdin, process.stdout
+    stdin, stdout, stderr = process.stdin, process.stdout, process.stderr
 
     async def send(message: A2EMessage) -> None:
         stdin.write(encode_line(message))
@@ -160,29 +213,16 @@ async def open_a2e_stdio(
         finally:
             client.close()
 
-    drainer = asyncio.ensure_future(drain_stderr(process.stderr, "a2e-bridge"))
-    reading = asyncio.ensure_future(read())
     try:
-        yield client
-        client.raise_failure()
-        if reading.done():
-            reading.result()  # a callback that raised ended the reader
+        async with _running(client):
+            client.start(drain_stderr(stderr, "a2e-bridge"))
+            client.start(read())
+            try:
+                yield client
+            finally:
+                await shielded(lambda: stop_process(process, grace=shutdown_grace))
     finally:
-        reading.cancel()
-        await client.aclose()
-        await shielded(lambda: _stop(process, reading, drainer, shutdown_grace))
+        if process.returncode is None:
+            await shielded(lambda: stop_process(process, grace=0))
         if config_path is not None:
             os.unlink(config_path)
-
-
-async def _stop(
-    process: asyncio.subprocess.Process,
-    reading: asyncio.Task[Any],
-    drainer: asyncio.Task[Any],
-    grace: float,
-) -> None:
-    with contextlib.suppress(BaseException):
-        await reading
-    await stop_process(process, grace=grace)
-    with contextlib.suppress(BaseException):
-        await asyncio.wait_for(drainer, 2)

@@ -5,8 +5,9 @@
 ``tool/event``) goes to callbacks, and what it asks (``mcp/sample/req``,
 ``mcp/root/list/req``, ``x-mcp/elicit/req``) to handlers whose return value
 is sent back (the logic is :class:`~sansio_mcp.a2e.A2EClientBase`'s).  Open
-one with :func:`open_a2e_stdio` (the bridge as a child process),
-:func:`open_a2e_ws` or :func:`open_a2e_streams`.
+one with :func:`open_a2e_direct` (the bridge in this process, no encoding),
+:func:`open_a2e_stdio` (the bridge as a child process), :func:`open_a2e_ws`
+or :func:`open_a2e_streams`.
 """
 
 from __future__ import annotations
@@ -30,9 +31,13 @@ from sansio_mcp.a2e import (
     A2EMessage,
     A2ERequestError,
     A2EWebSocket,
+    AgentInbox,
+    BridgeConfig,
+    BridgeHost,
     decode_text,
     encode,
     encode_line,
+    parse_config,
 )
 
 from ._process import PIPE, drain_stderr, stop_process
@@ -41,6 +46,7 @@ from ._util import unwrap_single_exception
 __all__ = [
     "A2EClient",
     "A2ERequestError",
+    "open_a2e_direct",
     "open_a2e_stdio",
     "open_a2e_streams",
     "open_a2e_ws",
@@ -254,3 +260,49 @@ async def open_a2e_ws(url: str, **options: Any) -> AsyncIterator[A2EClient]:
                         await flush()
                         await finished.wait()  # the bridge's close reply
                     nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def open_a2e_direct(
+    config: Mapping[str, Any] | BridgeConfig | None = None,
+    *,
+    host: BridgeHost | None = None,
+    shutdown_grace: float = 2.0,
+    clock: Callable[[], float] = time.time,
+    **options: Any,
+) -> AsyncIterator[A2EClient]:
+    """The bridge in this process and this event loop, and an :class:`A2EClient`
+    talking to it directly: messages pass as objects (no encoding, no pipe).
+
+    ``config`` is what ``sansio-mcp bridge --config`` reads (``servers``,
+    ``roots``, ``elicitation``, ``ping_interval``; a dict or a
+    :class:`~sansio_mcp.a2e.BridgeConfig`); or give a ready ``host``.  Every
+    message is checked as the codec would check it and copied on the way in,
+    and the bridge keeps nothing of what it hands out, so neither side ever
+    sees the other change a message.  On exit the servers are stopped
+    (stdin closed, then SIGTERM, then SIGKILL after ``shutdown_grace``).
+    """
+    from .bridge import TrioBridge
+
+    settings = config if isinstance(config, BridgeConfig) else parse_config(config or {})
+    bridge = TrioBridge(host or settings.new_host(), clock=clock, shutdown_grace=shutdown_grace)
+    for server in settings.servers:
+        bridge.host.register(server, clock())
+
+    async def send(message: A2EMessage) -> None:
+        bridge.agent_message(message)
+
+    client = A2EClient(send, clock=clock, **options)
+    inbox = AgentInbox(client)
+    with unwrap_single_exception():
+        async with trio.open_nursery() as nursery:
+            client.attach(nursery)
+            await nursery.start(bridge.run)
+            nursery.start_soon(inbox.run)
+            bridge.connect_agent(inbox.deliver)
+            try:
+                yield client
+            finally:
+                bridge.disconnect_agent()
+                client.close()
+                nursery.cancel_scope.cancel()

@@ -18,7 +18,7 @@ import attrs
 from .. import _json
 from .._errors import RemoteProtocolError
 from .._ndjson import NEED_DATA, NdjsonFramer
-from ._fields import FieldProblem, TooDeep, check_kind, copy_json, wire_fields
+from ._fields import FieldProblem, check_kind, copy_json, wire_fields
 from ._messages import (
     A2E_VERSION,
     MESSAGE_TYPES,
@@ -197,36 +197,31 @@ def adopt(
     cls = MESSAGE_TYPES.get(type_name) if type(type_name) is str else None
     raw_id = message.id
     if (
-        cls is None
-        or type(message) is not cls
-        or type(raw_id) is not str
-        or not raw_id
-        or message.version != A2E_VERSION
+        cls is not None
+        and type(message) is cls
+        and type(raw_id) is str
+        and raw_id
+        and message.version == A2E_VERSION
     ):
-        # Anything unusual (a subclass, the bare envelope, a bad envelope) is read
-        # exactly as its encoding would be.
+        values: dict[str, Any] = {}
         try:
-            return decode(copy_json(to_obj(message), max_depth=max_depth))
-        except TooDeep as exc:
-            return DecodeError(A2EErrorCode.PARSE_ERROR, str(exc))
-    values: dict[str, Any] = {}
-    try:
-        for name, kind, exact in _plan(cls):
-            value: Any = getattr(message, name)
-            if type(value) is exact and (exact is not float or math.isfinite(value)):  # type: ignore[arg-type]
-                values[name] = value  # immutable and already of its kind: nothing to copy
-            else:
-                values[name] = check_kind(kind, name, copy_json(value, 2, max_depth))
-        extra = message.extra
-        if extra:
-            known = _known(cls)
-            # The extra dict stands for the message object itself: its values sit at depth 2.
-            extra = {k: v for k, v in copy_json(extra, 1, max_depth).items() if k not in known}
-    except TooDeep as exc:
-        return DecodeError(A2EErrorCode.PARSE_ERROR, str(exc), req_id=raw_id)
-    except FieldProblem as problem:
-        return _schema_violation(type_name, problem, raw_id)
-    return cls(**values, extra=extra if extra else {})
+            for name, kind, exact in _plan(cls):
+                value: Any = getattr(message, name)
+                if type(value) is exact and (exact is not float or math.isfinite(value)):  # type: ignore[arg-type]
+                    values[name] = value  # immutable and already of its kind: nothing to copy
+                else:
+                    values[name] = check_kind(kind, name, copy_json(value, 2, max_depth))
+            extra = message.extra
+            if extra:
+                known = _known(cls)
+                # The extra dict stands for the message object itself: its values at depth 2.
+                extra = {k: v for k, v in copy_json(extra, 1, max_depth).items() if k not in known}
+            return cls(**values, extra=extra if extra else {})
+        except (FieldProblem, TypeError, ValueError):
+            pass  # TooDeep is a ValueError
+    # Anything unusual (a subclass, the bare envelope, a bad envelope, a bad field) is
+    # read from its encoding, so errors and their order are exactly the wire's.
+    return decode_text(encode(message), max_depth=max_depth)
 
 
 class A2EFramer:
