@@ -106,32 +106,33 @@ async def open_a2e_streams(
     send_stream: trio.abc.SendStream, receive_stream: trio.abc.ReceiveStream, **options: Any
 ) -> AsyncIterator[A2EClient]:
     """An :class:`A2EClient` over an NDJSON byte stream pair."""
-    lock = trio.Lock()
+    from .bridge import Writer, read_pipe
+
+    writer = Writer(send_stream, lambda: None)
 
     async def send(message: A2EMessage) -> None:
-        async with lock:
-            await send_stream.send_all(encode_line(message))
+        if writer.broken:
+            raise trio.BrokenResourceError("the bridge stopped reading")
+        writer.write(encode_line(message))
 
     client = A2EClient(send, **options)
     framer = A2EFramer()
 
+    def received(data: bytes | bytearray) -> bool:
+        for item in framer.feed(data):
+            client.feed(item)
+        return False
+
     async def read() -> None:
         try:
-            while True:
-                try:
-                    data = await receive_stream.receive_some(65536)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    data = b""
-                for item in framer.feed(data):
-                    client.feed(item)
-                if not data:
-                    return
+            await read_pipe(receive_stream, received)
         finally:
             client.close()
 
     with unwrap_single_exception():
         async with trio.open_nursery() as nursery:
             client.attach(nursery)
+            nursery.start_soon(writer.run)
             nursery.start_soon(read)
             try:
                 yield client

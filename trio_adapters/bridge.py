@@ -43,7 +43,7 @@ from ._runner import TrioRunner
 from .http_client import _HTTPClientHost
 from .sse import _SSEClientHost
 
-__all__ = ["TrioBridge", "serve_agent_stream", "serve_agent_ws"]
+__all__ = ["TrioBridge", "Writer", "read_pipe", "serve_agent_stream", "serve_agent_ws"]
 
 logger = logging.getLogger("trio_adapters.bridge")
 
@@ -54,7 +54,7 @@ _GONE = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 # Output without a task per write ---------------------------------------------------------
 
 
-class _Writer:
+class Writer:
     """Bytes out on a stream: written at once when the stream is a pipe that takes
     them all (no checkpoint, no task switch), else by :meth:`run`, one task that
     sends whatever has piled up."""
@@ -121,6 +121,37 @@ class _Writer:
             await self._idle.wait()
 
 
+async def read_pipe(
+    stream: trio.abc.ReceiveStream, feed: Callable[[bytes | bytearray], bool]
+) -> None:
+    """Read ``stream`` until its end, handing each chunk to ``feed`` (``b""`` at the
+    end); stop early when ``feed`` returns True.
+
+    A pipe is read straight from its descriptor once it is readable:
+    ``receive_some`` would first spend a checkpoint (a whole scheduler pass)
+    and a failed read on every message.  Waiting for readability is itself the
+    checkpoint.
+    """
+    if not isinstance(stream, trio.lowlevel.FdStream):
+        while True:
+            try:
+                data = await stream.receive_some(_READ_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
+            if feed(data) or not data:
+                return
+    while True:
+        try:
+            await trio.lowlevel.wait_readable(stream.fileno())
+            data = os.read(stream.fileno(), _READ_SIZE)
+        except BlockingIOError:
+            continue
+        except (trio.ClosedResourceError, OSError, ValueError):
+            data = b""
+        if feed(data) or not data:
+            return
+
+
 class _Flusher:
     """Runs an async ``flush`` in one long-lived task whenever woken."""
 
@@ -143,7 +174,7 @@ class _Flusher:
 
 class _StreamRunner(TrioRunner):
     """A session over a byte stream (stdio, WebSocket); the host owns its timer,
-    and output goes through a :class:`_Writer`."""
+    and output goes through a :class:`Writer`."""
 
     def __init__(
         self,
@@ -155,33 +186,20 @@ class _StreamRunner(TrioRunner):
     ) -> None:
         super().__init__(session, send, receive, handle_request=refuse_requests, framing=framing)
         self.driver = BridgeDriver(session, pump)
-        self.writer = _Writer(send, self._peer_gone)
+        self.writer = Writer(send, self._peer_gone)
 
     def attach(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
         nursery.start_soon(self.writer.run)
 
     async def _read_loop(self) -> None:
-        stream = self._receive_stream
-        if not isinstance(stream, trio.lowlevel.FdStream):
-            await super()._read_loop()
-            return
-        # A pipe is read straight from its descriptor once it is readable: receive_some
-        # would first spend a checkpoint (a whole scheduler pass) and a failed read on
-        # every message.  Waiting for readability is itself the checkpoint.
-        while not self.driver.closed:
-            try:
-                await trio.lowlevel.wait_readable(stream.fileno())
-                data = os.read(stream.fileno(), _READ_SIZE)
-            except BlockingIOError:
-                continue
-            except (trio.ClosedResourceError, OSError, ValueError):
-                data = b""
-            self.framing.receive_data(data)
-            self.driver.process_events()
-            self.write_now()
-            if not data:
-                break
+        await read_pipe(self._receive_stream, self._received)
+
+    def _received(self, data: bytes | bytearray) -> bool:
+        self.framing.receive_data(data)
+        self.driver.process_events()
+        self.write_now()
+        return self.driver.closed
 
     def write_now(self) -> None:
         """Send what the session queued (the rest follows from the writer's task)."""
@@ -454,25 +472,22 @@ async def serve_agent_stream(
 ) -> None:
     """Serve one agent over an NDJSON byte stream (stdio) until its input ends."""
     host = bridge.host
-    writer = _Writer(send_stream, lambda: logger.debug("the agent stopped reading"))
+    writer = Writer(send_stream, lambda: logger.debug("the agent stopped reading"))
 
     def send(message: A2EMessage) -> None:
         writer.write(encode_line(message))
+
+    def received(data: bytes | bytearray) -> bool:
+        host.receive_agent_data(data, bridge.now())
+        bridge.poke()
+        return False
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(writer.run)
         host.agent_connected(bridge.now())
         bridge.attach_agent(send)
         try:
-            while True:
-                try:
-                    data = await receive_stream.receive_some(_READ_SIZE)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    data = b""
-                host.receive_agent_data(data, bridge.now())
-                bridge.poke()
-                if not data:
-                    break
+            await read_pipe(receive_stream, received)
             await writer.drained(timeout=1.0)
         finally:
             bridge.attach_agent(None)
