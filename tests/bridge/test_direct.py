@@ -21,9 +21,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -603,3 +607,17 @@ def test_configured_servers_and_a_typed_config(backend: str) -> None:
             assert _text(await agent.call_tool("c__list_roots")) == "(no roots)"
 
     run(backend, body, budget=BUDGET)
+
+
+@pytest.mark.usefixtures("no_leaks")
+def test_the_documented_example_runs() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "bridge.md").read_text("utf-8")
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", page, re.DOTALL) if "direct" in b]
+    example = block.replace('["sansio-mcp", "example-server"]', repr(EXAMPLE))
+    done = subprocess.run(
+        [sys.executable, "-c", example], capture_output=True, text=True, timeout=BUDGET
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "'ex__echo'" in lines[0] and lines[1] == "42"
+    assert lines[2] == "project: file:///home/me/project"
