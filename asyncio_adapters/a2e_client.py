@@ -30,9 +30,10 @@ from sansio_mcp.a2e import (
     AgentInbox,
     BridgeConfig,
     BridgeHost,
+    bridge_command,
     encode_line,
-    parse_config,
 )
+from sansio_mcp.a2e._runner import direct_bridge
 
 from ._process import drain_stderr, stop_process
 from ._runner import _Signal, shielded
@@ -135,15 +136,13 @@ async def open_a2e_direct(
     same options and guarantees, on asyncio)."""
     from .bridge import AsyncioBridge
 
-    settings = config if isinstance(config, BridgeConfig) else parse_config(config or {})
-    bridge = AsyncioBridge(host or settings.new_host(), clock=clock, shutdown_grace=shutdown_grace)
-    for server in settings.servers:
-        bridge.host.register(server, clock())
-
-    async def send(message: A2EMessage) -> None:
-        bridge.agent_message(message)
-
-    client = A2EClient(send, clock=clock, **options)
+    bridge = direct_bridge(
+        lambda host: AsyncioBridge(host, clock=clock, shutdown_grace=shutdown_grace),
+        config,
+        host,
+        clock,
+    )
+    client = A2EClient(bridge.agent_send, clock=clock, **options)
     inbox = AgentInbox(client)
     async with _running(client):
         # The bridge stops its servers when its task is cancelled (shielded from
@@ -173,12 +172,11 @@ async def open_a2e_stdio(
     over its stdin/stdout (see :func:`trio_adapters.a2e_client.open_a2e_stdio`)."""
     config_path: str | None = None
     if command is None:
-        command = [sys.executable, "-m", "sansio_mcp_cli", "bridge", *bridge_args]
         if config is not None:
             handle, config_path = tempfile.mkstemp(suffix=".json", prefix="a2e-bridge-")
             with os.fdopen(handle, "w", encoding="utf-8") as f:
                 json.dump(dict(config), f)
-            command = [*command, "--config", config_path]
+        command = bridge_command(sys.executable, bridge_args, config_path)
     process = await asyncio.create_subprocess_exec(
         *command,
         stdin=asyncio.subprocess.PIPE,

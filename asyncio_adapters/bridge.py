@@ -35,7 +35,7 @@ from sansio_mcp.a2e import (
     encode_line,
 )
 from sansio_mcp.a2e._driver import BridgeDriver, refuse_requests
-from sansio_mcp.a2e._runner import BridgeRunner, Connection
+from sansio_mcp.a2e._runner import BridgeRunner, Connection, WebSocketAgents
 
 from ._process import drain_stderr, stop_process
 from ._runner import AsyncioRunner, shielded
@@ -393,15 +393,12 @@ async def serve_agent_ws(
     started: asyncio.Future[int] | None = None,
 ) -> None:
     """Serve agents over WebSocket, one at a time (HTTP 409 for a second). Runs until cancelled."""
-    state = {"busy": False}
+    agents = WebSocketAgents(bridge)
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         framing = A2EWebSocket(
             client=False, path=path, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
         )
-        if state["busy"]:
-            framing.refuse_with = 409
-        mine = {"on": False}
 
         def write_now() -> None:
             data = framing.data_to_send()
@@ -417,38 +414,18 @@ async def serve_agent_ws(
             framing.send_text(encode(message))
             write_now()
 
-        def release() -> None:
-            if mine["on"]:
-                mine["on"] = state["busy"] = False
-                bridge.attach_agent(None)
-                bridge.host.agent_disconnected(bridge.now())
-                bridge.poke()
-
+        agent = agents.connection(framing, send)
         try:
             while not framing.closed:
                 data = await reader.read(_READ_SIZE)
-                texts = framing.receive_data(data)
-                if (
-                    framing.open
-                    and not mine["on"]
-                    and framing.refused is None
-                    and not state["busy"]
-                ):
-                    mine["on"] = state["busy"] = True
-                    bridge.host.agent_connected(bridge.now())
-                    bridge.attach_agent(send)
-                for text in texts:
-                    bridge.host.receive_agent_text(text, bridge.now())
-                bridge.poke()
-                if framing.closed:
-                    release()
+                agent.received(data)
                 await flush()
                 if not data:
                     break
         except (ConnectionError, OSError):
             pass
         finally:
-            release()
+            agent.release()
             with contextlib.suppress(Exception):
                 await flush()
             writer.close()

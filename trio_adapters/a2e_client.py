@@ -34,11 +34,12 @@ from sansio_mcp.a2e import (
     AgentInbox,
     BridgeConfig,
     BridgeHost,
+    bridge_command,
     decode_text,
     encode,
     encode_line,
-    parse_config,
 )
+from sansio_mcp.a2e._runner import direct_bridge
 
 from ._process import PIPE, drain_stderr, stop_process
 from ._util import unwrap_single_exception
@@ -140,6 +141,17 @@ async def open_a2e_streams(
                 nursery.cancel_scope.cancel()
 
 
+def _config_file(config: Mapping[str, Any]) -> str:
+    """A private temporary file holding ``config`` (the caller removes it)."""
+    import json
+    import tempfile
+
+    handle, path = tempfile.mkstemp(suffix=".json", prefix="a2e-bridge-")
+    with os.fdopen(handle, "w", encoding="utf-8") as f:
+        json.dump(dict(config), f)
+    return path
+
+
 @asynccontextmanager
 async def open_a2e_stdio(
     command: Sequence[str] | None = None,
@@ -154,17 +166,9 @@ async def open_a2e_stdio(
     """Start the bridge (``sansio-mcp bridge``, or ``command``) and talk A2E to it
     over its stdin/stdout.  ``config`` is written to a temporary file and given
     as ``--config``; ``bridge_args`` are more options (``--backend asyncio``)."""
-    import json
-    import tempfile
-
-    config_path: str | None = None
+    config_path = _config_file(config) if command is None and config is not None else None
     if command is None:
-        command = [sys.executable, "-m", "sansio_mcp_cli", "bridge", *bridge_args]
-        if config is not None:
-            handle, config_path = tempfile.mkstemp(suffix=".json", prefix="a2e-bridge-")
-            with os.fdopen(handle, "w", encoding="utf-8") as f:
-                json.dump(dict(config), f)
-            command = [*command, "--config", config_path]
+        command = bridge_command(sys.executable, bridge_args, config_path)
     child_env = safe_environment(os.environ, env)
     process = await trio.lowlevel.open_process(
         list(command),
@@ -285,15 +289,13 @@ async def open_a2e_direct(
     """
     from .bridge import TrioBridge
 
-    settings = config if isinstance(config, BridgeConfig) else parse_config(config or {})
-    bridge = TrioBridge(host or settings.new_host(), clock=clock, shutdown_grace=shutdown_grace)
-    for server in settings.servers:
-        bridge.host.register(server, clock())
-
-    async def send(message: A2EMessage) -> None:
-        bridge.agent_message(message)
-
-    client = A2EClient(send, clock=clock, **options)
+    bridge = direct_bridge(
+        lambda host: TrioBridge(host, clock=clock, shutdown_grace=shutdown_grace),
+        config,
+        host,
+        clock,
+    )
+    client = A2EClient(bridge.agent_send, clock=clock, **options)
     inbox = AgentInbox(client)
     with unwrap_single_exception():
         async with trio.open_nursery() as nursery:

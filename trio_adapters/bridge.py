@@ -36,7 +36,7 @@ from sansio_mcp.a2e import (
     encode_line,
 )
 from sansio_mcp.a2e._driver import BridgeDriver, refuse_requests
-from sansio_mcp.a2e._runner import BridgeRunner, Connection
+from sansio_mcp.a2e._runner import BridgeRunner, Connection, WebSocketAgents
 
 from ._process import PIPE, drain_stderr, stop_process
 from ._runner import TrioRunner
@@ -506,17 +506,13 @@ async def serve_agent_ws(
 ) -> None:
     """Serve agents over WebSocket at ``ws://host:port/path``, one at a time
     (a second concurrent agent is refused with HTTP 409).  Runs until cancelled."""
-    busy = False
+    agents = WebSocketAgents(bridge)
 
     async def connection(stream: trio.abc.Stream) -> None:
-        nonlocal busy
         framing = A2EWebSocket(
             client=False, path=path, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
         )
-        if busy:
-            framing.refuse_with = 409
         lock = trio.Lock()
-        mine = False
 
         async def flush() -> None:
             async with lock:
@@ -533,31 +529,14 @@ async def serve_agent_ws(
             framing.send_text(encode(message))
             flusher.wake()
 
-        def release() -> None:
-            # Before the close reply goes out: the next agent may connect at once.
-            nonlocal busy, mine
-            if mine:
-                busy = mine = False
-                bridge.attach_agent(None)
-                bridge.host.agent_disconnected(bridge.now())
-                bridge.poke()
-
+        agent = agents.connection(framing, send)
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(flusher.run)
                 try:
                     while not framing.closed:
                         data = await stream.receive_some(_READ_SIZE)
-                        texts = framing.receive_data(data)
-                        if framing.open and not mine and framing.refused is None and not busy:
-                            busy = mine = True
-                            bridge.host.agent_connected(bridge.now())
-                            bridge.attach_agent(send)
-                        for text in texts:
-                            bridge.host.receive_agent_text(text, bridge.now())
-                        bridge.poke()
-                        if framing.closed:
-                            release()
+                        agent.received(data)
                         await flush()
                         if not data:
                             break
@@ -566,7 +545,7 @@ async def serve_agent_ws(
                 finally:
                     nursery.cancel_scope.cancel()
         finally:
-            release()
+            agent.release()
             with trio.CancelScope(shield=True), trio.move_on_after(1):
                 await flush()
                 await stream.aclose()

@@ -24,7 +24,7 @@ from ._codec import (
     encode_line,
     to_obj,
 )
-from ._config import BridgeConfig, load_config, parse_config
+from ._config import BridgeConfig, bridge_command, load_config, parse_config
 from ._fields import FieldProblem, copy_json
 from ._host import (
     BRIDGE_INFO,
@@ -58,6 +58,7 @@ __all__ = [
     "FlushServer",
     "SendToAgent",
     "adopt",
+    "bridge_command",
     "copy_json",
     "decode",
     "decode_text",

@@ -444,20 +444,35 @@ class A2EClientBase:
         assert isinstance(response, ToolCallResponse)
         return response.data
 
-    async def list_resources(
-        self, server_id: str = "", *, all_pages: bool = True
+    async def _pages(
+        self,
+        request: type[MCPResourceListRequest | MCPPromptListRequest],
+        server_id: str,
+        all_pages: bool,
     ) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         cursor = ""
         while True:
-            response = await self.expect(
-                self.stamp(MCPResourceListRequest, server_id=server_id, cursor=cursor),
-                MCPResourceListResponse,
+            response = await self.request(
+                self.stamp(request, server_id=server_id, cursor=cursor),
+                expect=MCPResourceListResponse
+                if request is MCPResourceListRequest
+                else MCPPromptListResponse,
             )
-            items.extend(response.resources)
+            assert isinstance(response, MCPResourceListResponse | MCPPromptListResponse)
+            items.extend(
+                response.resources
+                if isinstance(response, MCPResourceListResponse)
+                else response.prompts
+            )
             cursor = response.next_cursor
             if not cursor or not all_pages:
                 return items
+
+    async def list_resources(
+        self, server_id: str = "", *, all_pages: bool = True
+    ) -> list[dict[str, Any]]:
+        return await self._pages(MCPResourceListRequest, server_id, all_pages)
 
     async def read_resource(self, uri: str, server_id: str = "") -> MCPResourceReadResponse:
         response = await self.expect(
@@ -474,17 +489,7 @@ class A2EClientBase:
         return self.check(response)
 
     async def list_prompts(self, server_id: str = "") -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        cursor = ""
-        while True:
-            response = await self.expect(
-                self.stamp(MCPPromptListRequest, server_id=server_id, cursor=cursor),
-                MCPPromptListResponse,
-            )
-            items.extend(response.prompts)
-            cursor = response.next_cursor
-            if not cursor:
-                return items
+        return await self._pages(MCPPromptListRequest, server_id, True)
 
     async def get_prompt(
         self, name: str, arguments: Mapping[str, Any] | None = None, server_id: str = ""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -18,7 +18,7 @@ from ._fields import FieldProblem, copy_json
 from ._host import BridgeHost
 from ._models import MCPRoot, MCPServerConfig
 
-__all__ = ["BridgeConfig", "load_config", "parse_config"]
+__all__ = ["BridgeConfig", "bridge_command", "load_config", "parse_config"]
 
 _KEYS = frozenset({"servers", "roots", "elicitation", "ping_interval"})
 
@@ -103,3 +103,11 @@ def parse_config(raw: Any, *, base: str | os.PathLike[str] | None = None) -> Bri
     ):
         raise ValueError("'ping_interval' must be a positive number of seconds, or null")
     return BridgeConfig(servers, roots, elicitation, float(ping) if ping is not None else None)
+
+
+def bridge_command(
+    python: str, bridge_args: Sequence[str] = (), config_path: str | None = None
+) -> list[str]:
+    """The command line of ``sansio-mcp bridge`` run by ``python`` (an agent's child)."""
+    command = [python, "-m", "sansio_mcp_cli", "bridge", *bridge_args]
+    return [*command, "--config", config_path] if config_path is not None else command

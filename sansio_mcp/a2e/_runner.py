@@ -16,14 +16,19 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import attrs
 
+from ._config import BridgeConfig, parse_config
 from ._host import BridgeHost, ConnectServer, DisconnectServer, FlushServer, SendToAgent
 from ._messages import A2EMessage
+from ._websocket import A2EWebSocket
 
-__all__ = ["AgentSink", "BridgeRunner", "Connection"]
+R = TypeVar("R", bound="BridgeRunner")
+
+__all__ = ["AgentSink", "BridgeRunner", "Connection", "direct_bridge", "WebSocketAgents"]
 
 logger = logging.getLogger("sansio_mcp.a2e")
 
@@ -157,6 +162,10 @@ class BridgeRunner:
         self.host.agent_connected(self.clock())
         self.attach_agent(sink)
 
+    async def agent_send(self, message: A2EMessage) -> None:
+        """:meth:`agent_message` as an in-process agent's ``send``."""
+        self.agent_message(message)
+
     def agent_message(self, message: A2EMessage) -> None:
         """A message from an in-process agent, handled at once in the caller's task
         (checked and copied first: see :meth:`BridgeHost.receive_agent_message`)."""
@@ -177,3 +186,65 @@ class BridgeRunner:
                 found = self._connections.get(action.connection)
                 if found is not None:
                     found.cancel()
+
+
+def direct_bridge(
+    make: Callable[[BridgeHost], R],
+    config: Mapping[str, Any] | BridgeConfig | None,
+    host: BridgeHost | None,
+    clock: Callable[[], float],
+) -> R:
+    """The runner of an in-process bridge: ``host``, or one made from ``config``
+    (what ``sansio-mcp bridge --config`` reads), with the config's servers registered."""
+    settings = config if isinstance(config, BridgeConfig) else parse_config(config or {})
+    runner = make(host or settings.new_host())
+    for server in settings.servers:
+        runner.host.register(server, clock())
+    return runner
+
+
+class WebSocketAgents:
+    """Agents over WebSocket, one at a time: the first whose opening handshake
+    succeeds is attached; one that connects meanwhile is refused with HTTP 409.
+    One per listener; :meth:`connection` per accepted socket."""
+
+    def __init__(self, runner: BridgeRunner) -> None:
+        self.runner = runner
+        self.busy = False
+
+    def connection(self, framing: A2EWebSocket, sink: AgentSink) -> _WebSocketAgent:
+        if self.busy:
+            framing.refuse_with = 409
+        return _WebSocketAgent(self, framing, sink)
+
+
+class _WebSocketAgent:
+    def __init__(self, agents: WebSocketAgents, framing: A2EWebSocket, sink: AgentSink) -> None:
+        self._agents = agents
+        self._framing = framing
+        self._sink = sink
+        self._mine = False
+
+    def received(self, data: bytes | bytearray) -> None:
+        """Bytes from the socket (``b""`` at its end): messages go to the host."""
+        agents, framing, runner = self._agents, self._framing, self._agents.runner
+        texts = framing.receive_data(data)
+        if framing.open and not self._mine and framing.refused is None and not agents.busy:
+            agents.busy = self._mine = True
+            runner.host.agent_connected(runner.now())
+            runner.attach_agent(self._sink)
+        for text in texts:
+            runner.host.receive_agent_text(text, runner.now())
+        runner.poke()
+        if framing.closed:
+            self.release()
+
+    def release(self) -> None:
+        """This agent is gone (called before the close reply goes out, so the next
+        agent may connect at once)."""
+        if self._mine:
+            self._agents.busy = self._mine = False
+            runner = self._agents.runner
+            runner.attach_agent(None)
+            runner.host.agent_disconnected(runner.now())
+            runner.poke()
