@@ -59,12 +59,14 @@ class A2EClient(A2EClientBase):
     ) -> None:
         super().__init__(send, clock=clock, **options)
         self._group: asyncio.TaskGroup | None = None
+        self._loop: asyncio.AbstractEventLoop  # set by attach()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._watchdog: asyncio.TimerHandle | None = None
 
     def attach(self, group: asyncio.TaskGroup) -> None:
         """Run the client's tasks in ``group``."""
         self._group = group
+        self._loop = asyncio.get_running_loop()
 
     def start(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """A task in the client's group, cancelled by :meth:`stop`."""
@@ -84,7 +86,7 @@ class A2EClient(A2EClientBase):
         self.start(run())
 
     def monotonic(self) -> float:
-        return asyncio.get_running_loop().time()
+        return self._loop.time()
 
     def wake_watchdog(self) -> None:
         if self._watchdog is not None:
@@ -92,7 +94,7 @@ class A2EClient(A2EClientBase):
             self._watchdog = None
         delay = self.watchdog_delay()
         if delay != math.inf:
-            self._watchdog = asyncio.get_running_loop().call_later(delay, self._watchdog_due)
+            self._watchdog = self._loop.call_later(delay, self._watchdog_due)
 
     def _watchdog_due(self) -> None:
         self._watchdog = None
