@@ -621,3 +621,34 @@ def test_the_documented_example_runs() -> None:
     lines = done.stdout.splitlines()
     assert "'ex__echo'" in lines[0] and lines[1] == "42"
     assert lines[2] == "project: file:///home/me/project"
+
+
+async def _timeouts(backend: str, tiny: list[str]) -> None:
+    """The runner's timer wakes for a deadline earlier than the one it sleeps until
+    (the next ping, 30 s away): a tool call's own 1 s limit, then an agent that never
+    answers a sampling request within the server's timeout."""
+    clock = trio.current_time if backend == "trio" else asyncio.get_running_loop().time
+
+    async def never(request: MCPSamplingRequest) -> dict[str, Any]:
+        await _sleep(backend, 60)
+        raise AssertionError("not reached")
+
+    async with _open(backend, on_sample=never) as agent:
+        await agent.register({"server_id": "t", "cmd": tiny})
+        started = clock()
+        result = await agent.call_tool("t__sleep", {"seconds": 30}, timeout=1)
+        assert result["error_code"] == "timeout" and result["retryable"] is True
+        assert 0.9 <= clock() - started < 5
+        await agent.register(
+            {"server_id": "ex", "cmd": EXAMPLE, "protocol_version": "legacy", "timeout": 1}
+        )
+        started = clock()
+        result = await agent.call_tool("ex__sample", {"prompt": "?"})
+        assert result["success"] is False  # the server was told the agent did not answer
+        assert 0.9 <= clock() - started < 5
+
+
+@pytest.mark.usefixtures("no_leaks")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_deadlines_wake_the_runner(backend: str, tiny_command: list[str]) -> None:
+    run(backend, _timeouts, backend, tiny_command, budget=BUDGET)
