@@ -353,6 +353,8 @@ class A2EClientBase:
         ``ConnectionError``, and no answer within ``timeout`` seconds
         :attr:`timeout_error`.
         """
+        if self.closed:
+            raise ConnectionError("the bridge closed the connection")
         pending = _Pending(self.new_signal())
         waiters = self._waiters
         waiters[message.id] = pending
