@@ -145,6 +145,7 @@ async def open_a2e_direct(
         clock,
     )
     client = A2EClient(bridge.agent_send, clock=clock, **options)
+    client.hand_over = bridge.agent_adopted
     inbox = AgentInbox(client)
     async with _running(client):
         # The bridge stops its servers when its task is cancelled (shielded from

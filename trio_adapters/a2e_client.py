@@ -296,6 +296,7 @@ async def open_a2e_direct(
         clock,
     )
     client = A2EClient(bridge.agent_send, clock=clock, **options)
+    client.hand_over = bridge.agent_adopted
     inbox = AgentInbox(client)
     with unwrap_single_exception():
         async with trio.open_nursery() as nursery:

@@ -13,9 +13,7 @@ the rest of a bridged call's bookkeeping).
 
 from __future__ import annotations
 
-import heapq
 import inspect
-import itertools
 import logging
 import math
 from collections import deque
@@ -24,6 +22,7 @@ from typing import Any, TypeVar
 
 from .._host import Signal
 from ._codec import DecodeError
+from ._fields import copy_json
 from ._messages import (
     A2EError,
     A2EMessage,
@@ -132,6 +131,8 @@ class A2EClientBase:
         on_message: Callable[[str, A2EMessage], None] | None = None,
     ) -> None:
         self._send_raw = send
+        #: An in-process bridge's ``agent_adopted``: takes a message built for it alone.
+        self.hand_over: Callable[[A2EMessage], None] | None = None
         self.on_sample = on_sample
         self.on_roots = on_roots
         self.on_elicit = on_elicit
@@ -142,9 +143,9 @@ class A2EClientBase:
         self.clock = clock
         self._waiters: dict[str, _Pending] = {}
         self._push_waiters: list[_Pending] = []
-        #: (monotonic deadline, tie-breaker, wait) for every wait with a time limit.
-        self._deadlines: list[tuple[float, int, _Pending]] = []
-        self._tie = itertools.count()
+        #: (monotonic deadline, wait) for every wait with a time limit, one queue per
+        #: limit: deadlines of the same limit only grow, so each queue stays in order.
+        self._lanes: dict[float, deque[tuple[float, _Pending]]] = {}
         self._armed = math.inf
         self.closed = False
         #: Pushes and tool events received so far (also given to the callbacks).
@@ -177,33 +178,37 @@ class A2EClientBase:
         if timeout is None:
             return
         deadline = self.monotonic() + timeout
-        heap = self._deadlines
-        heapq.heappush(heap, (deadline, next(self._tie), pending))
-        if len(heap) > 64 + 2 * len(self._waiters):
-            # Finished waits stay in the heap until due: drop them now and then.
-            heap[:] = [entry for entry in heap if not entry[2].done]
-            heapq.heapify(heap)
+        lane = self._lanes.get(timeout)
+        if lane is None:
+            lane = self._lanes[timeout] = deque()
+        lane.append((deadline, pending))
+        if len(lane) > 64 + 2 * len(self._waiters):
+            # Finished waits stay queued until due: drop them now and then.
+            lane = self._lanes[timeout] = deque(entry for entry in lane if not entry[1].done)
         if deadline < self._armed:
             self._armed = deadline
             self.wake_watchdog()
 
     def watchdog_delay(self) -> float:
         """Seconds until the earliest time limit of a wait still running (inf: none)."""
-        heap = self._deadlines
-        while heap and heap[0][2].done:
-            heapq.heappop(heap)
-        self._armed = heap[0][0] if heap else math.inf
-        return max(0.0, self._armed - self.monotonic())
+        earliest = math.inf
+        for lane in self._lanes.values():
+            while lane and lane[0][1].done:
+                lane.popleft()
+            if lane and lane[0][0] < earliest:
+                earliest = lane[0][0]
+        self._armed = earliest
+        return max(0.0, earliest - self.monotonic())
 
     def watchdog_fired(self) -> None:
         """End every wait whose time limit has passed."""
         now = self.monotonic()
-        heap = self._deadlines
-        while heap and heap[0][0] <= now:
-            pending = heapq.heappop(heap)[2]
-            if not pending.done:
-                pending.expired = True
-                pending.signal.set()
+        for lane in self._lanes.values():
+            while lane and lane[0][0] <= now:
+                pending = lane.popleft()[1]
+                if not pending.done:
+                    pending.expired = True
+                    pending.signal.set()
 
     # Plumbing ------------------------------------------------------------------------
 
@@ -353,6 +358,15 @@ class A2EClientBase:
         ``ConnectionError``, and no answer within ``timeout`` seconds
         :attr:`timeout_error`.
         """
+        return await self._request(message, timeout, expect, None)
+
+    async def _request(
+        self,
+        message: A2EMessage,
+        timeout: float | None,
+        expect: type[A2EMessage] | None,
+        hand_over: Callable[[A2EMessage], None] | None,
+    ) -> A2EMessage:
         if self.closed:
             raise ConnectionError("the bridge closed the connection")
         pending = _Pending(self.new_signal())
@@ -362,7 +376,10 @@ class A2EClientBase:
             # Everything is set up before sending: once the message is out the
             # peer may run on this CPU, and little should be left to do here.
             self._limit(pending, timeout)
-            await self.send(message)
+            if hand_over is not None:
+                hand_over(message)
+            else:
+                await self.send(message)
             await pending.signal.wait()
         finally:
             pending.done = True
@@ -439,8 +456,31 @@ class A2EClientBase:
         self, name: str, arguments: Mapping[str, Any] | None = None, *, timeout: int = 30
     ) -> dict[str, Any]:
         """The ToolResult (``success``, ``data``, ``error``, ``error_code``, ``duration_ms``)."""
+        ts = self.clock()
+        hand_over = self.hand_over
+        if (
+            hand_over is not None
+            and self.on_message is None
+            and type(name) is str
+            and type(timeout) is int
+            and type(ts) is float
+            and math.isfinite(ts)
+        ):
+            # To a bridge in this process: the message is built from a copy nobody
+            # else holds, with fields of their kinds, so it need not be copied and
+            # checked again on the way in (the hot path: that is a third of the
+            # bridge's own work).  Anything unusual takes the general path below.
+            try:
+                copied = copy_json(dict(arguments or {}))
+            except (TypeError, ValueError):
+                pass
+            else:
+                message = ToolCallRequest(ts=ts, tool_name=name, arguments=copied, timeout=timeout)
+                response = await self._request(message, timeout + 30, ToolCallResponse, hand_over)
+                assert isinstance(response, ToolCallResponse)
+                return response.data
         message = ToolCallRequest(
-            ts=self.clock(), tool_name=name, arguments=dict(arguments or {}), timeout=timeout
+            ts=ts, tool_name=name, arguments=dict(arguments or {}), timeout=timeout
         )
         response = await self.request(message, timeout=timeout + 30, expect=ToolCallResponse)
         assert isinstance(response, ToolCallResponse)

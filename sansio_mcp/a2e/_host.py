@@ -202,7 +202,7 @@ class _Refused(Exception):
 class _Call:
     """What to do with the outcome of one MCP request the host sent."""
 
-    __slots__ = ("on_err", "on_ok", "on_progress")
+    __slots__ = ("_err_fn", "_ok_fn", "_progress_fn")
 
     def __init__(
         self,
@@ -210,26 +210,33 @@ class _Call:
         on_err: Callable[[MCPError], None],
         on_progress: Callable[[ProgressReceived], None] | None = None,
     ) -> None:
-        self.on_ok = on_ok
-        self.on_err = on_err
-        self.on_progress = on_progress
+        self._ok_fn = on_ok
+        self._err_fn = on_err
+        self._progress_fn = on_progress
 
     @property
     def wants_progress(self) -> bool:
-        return self.on_progress is not None
+        return self._progress_fn is not None
+
+    def ok(self, result: dict[str, Any]) -> None:
+        self._ok_fn(result)
+
+    def err(self, error: MCPError) -> None:
+        self._err_fn(error)
+
+    def progress(self, event: ProgressReceived) -> None:
+        if self._progress_fn is not None:
+            self._progress_fn(event)
 
 
 class _ToolCall(_Call):
     """A ``tool/call/req`` in flight: its MCP outcome becomes the agent's
-    ``tool/call/resp``, its progress ``tool/event`` messages."""
+    ``tool/call/resp``, its progress ``tool/event`` messages.  (One object per
+    call, not three closures: this is the bridge's hot path.)"""
 
     __slots__ = ("host", "request", "seq", "server", "started")
 
     def __init__(self, host: BridgeHost, request: ToolCallRequest, server: _Server) -> None:
-        # One object per call instead of three closures: this is the hot path.
-        self.on_ok = self._ok
-        self.on_err = self._err
-        self.on_progress = self._progress
         self.host = host
         self.request = request
         self.server = server
@@ -240,7 +247,7 @@ class _ToolCall(_Call):
     def wants_progress(self) -> bool:
         return True
 
-    def _ok(self, result: dict[str, Any]) -> None:
+    def ok(self, result: dict[str, Any]) -> None:
         host = self.host
         now = host._now
         request = self.request
@@ -253,7 +260,7 @@ class _ToolCall(_Call):
             )
         )
 
-    def _err(self, error: MCPError) -> None:
+    def err(self, error: MCPError) -> None:
         host = self.host
         failure = host._classify(error, "tools/call", self.server)
         host._reply_failure(
@@ -261,7 +268,7 @@ class _ToolCall(_Call):
             attrs.evolve(failure, detail={**failure.detail, "started": self.started}),
         )
 
-    def _progress(self, event: ProgressReceived) -> None:
+    def progress(self, event: ProgressReceived) -> None:
         self.seq += 1
         data: dict[str, Any] = {"progress": event.progress, "server_id": self.server.server_id}
         if event.total is not None:
@@ -452,7 +459,9 @@ class BridgeHost:
         finally:
             self._finish()
 
-    def receive_agent_message(self, message: A2EMessage | Mapping[str, Any], now: float) -> None:
+    def receive_agent_message(
+        self, message: A2EMessage | Mapping[str, Any], now: float, *, adopted: bool = False
+    ) -> None:
         """One A2E message handed over in process, as an object or a JSON object.
 
         It is read by the rules of the codec (the same errors as on a byte
@@ -460,11 +469,15 @@ class BridgeHost:
         keeps nothing the sender may change later.  In a message object, a value
         that cannot be encoded raises ``TypeError``/``ValueError``, as encoding
         it would; in a JSON object it is answered as ``parse_error``.
+
+        ``adopted``: the message is already what :func:`adopt` would make of it,
+        a registered class with fields of their kinds and containers nobody else
+        holds (the in-process client builds its tool calls so); it is taken as is.
         """
         self._now = now
         try:
             if isinstance(message, A2EMessage):
-                self._on_agent(adopt(message))
+                self._on_agent(message if adopted else adopt(message))
             else:
                 try:
                     obj = copy_json(dict(message))
@@ -1151,16 +1164,16 @@ class BridgeHost:
         if isinstance(event, ResponseReceived):
             call = link.calls.pop(event.request_id, None)
             if call is not None:
-                call.on_ok(event.result)
+                call.ok(event.result)
         elif isinstance(event, RequestFailed):
             call = link.calls.pop(event.request_id, None)
             if call is not None:
-                call.on_err(event.error)
+                call.err(event.error)
             self._maybe_transport_failure(link, event.error)
         elif isinstance(event, ProgressReceived):
             progress_call = link.calls.get(event.request_id)
-            if progress_call is not None and progress_call.on_progress is not None:
-                progress_call.on_progress(event)
+            if progress_call is not None:
+                progress_call.progress(event)
             params: dict[str, Any] = {
                 "progressToken": event.progress_token,
                 "progress": event.progress,
@@ -1255,7 +1268,7 @@ class BridgeHost:
     ) -> RequestId | None:
         session = link.session
         if session.state is SessionState.CLOSED:
-            call.on_err(ConnectionClosedError(message="the connection is closed"))
+            call.err(ConnectionClosedError(message="the connection is closed"))
             return None
         try:
             request_id = session.send_request(
@@ -1266,7 +1279,7 @@ class BridgeHost:
                 progress=call.wants_progress,
             )
         except LocalProtocolError as exc:
-            call.on_err(MCPError(ErrorCode.METHOD_NOT_FOUND, str(exc), {"local": True}))
+            call.err(MCPError(ErrorCode.METHOD_NOT_FOUND, str(exc), {"local": True}))
             return None
         link.calls[request_id] = call
         if timeout is not None:

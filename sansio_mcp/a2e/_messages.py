@@ -107,7 +107,7 @@ def new_message_id() -> str:
     bits) but not secrets (the generator is not a CSPRNG): nothing in A2E is
     authorized by knowing one.
     """
-    return f"{_ids.getrandbits(128) & _UUID4_CLEAR | _UUID4_SET:032x}"
+    return (_ids.getrandbits(128) & _UUID4_CLEAR | _UUID4_SET).to_bytes(16, "big").hex()
 
 
 def _message(direction: str) -> Any:

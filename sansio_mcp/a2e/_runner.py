@@ -166,11 +166,16 @@ class BridgeRunner:
         """:meth:`agent_message` as an in-process agent's ``send``."""
         self.agent_message(message)
 
-    def agent_message(self, message: A2EMessage) -> None:
+    def agent_message(self, message: A2EMessage, *, adopted: bool = False) -> None:
         """A message from an in-process agent, handled at once in the caller's task
-        (checked and copied first: see :meth:`BridgeHost.receive_agent_message`)."""
-        self.host.receive_agent_message(message, self.clock())
+        (checked and copied first unless ``adopted``: see
+        :meth:`BridgeHost.receive_agent_message`)."""
+        self.host.receive_agent_message(message, self.clock(), adopted=adopted)
         self.poke()
+
+    def agent_adopted(self, message: A2EMessage) -> None:
+        """:meth:`agent_message` of a message the agent built for the host alone."""
+        self.agent_message(message, adopted=True)
 
     def disconnect_agent(self) -> None:
         """The in-process agent is done: what servers asked of it is refused."""

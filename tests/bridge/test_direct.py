@@ -355,8 +355,17 @@ async def _isolation(backend: str, tiny: list[str]) -> None:
             _vandalize(message.arguments)
         return _sample(request)
 
-    host = BridgeConfig(ping_interval=None).new_host(reconnect_base=0.05, reconnect_max=0.2)
-    async with _open(backend, host=host, on_sample=sample) as agent:
+    questions = ["colour?", "number?"]
+
+    def elicit(request: Any) -> dict[str, Any]:
+        # The same, through the tool-call path of the in-process client.
+        questions[:] = ["vandalized"]
+        return {"action": "accept", "content": {"answer": "blue"}}
+
+    host = BridgeConfig(ping_interval=None, elicitation=True).new_host(
+        reconnect_base=0.05, reconnect_max=0.2
+    )
+    async with _open(backend, host=host, on_sample=sample, on_elicit=elicit) as agent:
         # What the agent sent is the bridge's own copy: a reconnect runs the command
         # that was registered, whatever became of the agent's dict.
         config = {"server_id": "t", "cmd": list(tiny), "env": {"EXTRA": "1"}}
@@ -377,6 +386,11 @@ async def _isolation(backend: str, tiny: list[str]) -> None:
         assert isinstance(response, ToolCallResponse)
         assert _text(response.data) == "the agent's answer to: 6 x 7?"
         assert message.arguments == {"prompt": "vandalized", "added": "vandalized"}
+        survey = await agent.call_tool("ex__survey", {"questions": questions})
+        assert survey["data"]["structuredContent"]["answers"] == {
+            "colour?": "blue",
+            "number?": "blue",
+        }
 
         # What the agent received is its own to change.
         async def snapshot() -> dict[str, Any]:
@@ -652,3 +666,55 @@ async def _timeouts(backend: str, tiny: list[str]) -> None:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_deadlines_wake_the_runner(backend: str, tiny_command: list[str]) -> None:
     run(backend, _timeouts, backend, tiny_command, budget=BUDGET)
+
+
+_ODD_CALLS: list[tuple[Any, Any, Any]] = [
+    ("ex__echo", {"message": "plain"}, 30),
+    ("ex__echo", {"message": ("a", "tuple")}, 30),
+    ("ex__echo", {1: "a key that is not a string", "message": "x"}, 30),
+    ("ex__echo", {"message": _nested(DEFAULT_MAX_DEPTH // 2)}, 30),
+    ("ex__echo", {"message": {1, 2}}, 30),
+    ("ex__echo", {"message": float("nan")}, 30),
+    ("ex__echo", {"message": "x"}, True),
+    ("ex__echo", {"message": "x"}, 2.5),
+    (5, {"message": "x"}, 30),
+    ("ex__missing", None, 30),
+]
+
+
+def _outcome(result: Any) -> Any:
+    if isinstance(result, BaseException):
+        return (type(result).__name__, getattr(result, "code", None))
+    return {k: v for k, v in result.items() if k != "duration_ms"}
+
+
+async def _odd_calls(agent: A2EClientBase) -> list[Any]:
+    await agent.register({"server_id": "ex", "cmd": EXAMPLE, "protocol_version": "legacy"})
+    outcomes = []
+    for name, arguments, timeout in _ODD_CALLS:
+        try:
+            outcomes.append(_outcome(await agent.call_tool(name, arguments, timeout=timeout)))
+        except (A2ERequestError, TypeError, ValueError) as exc:
+            outcomes.append(_outcome(exc))
+    return outcomes
+
+
+@pytest.mark.usefixtures("no_leaks")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_tool_call_fast_path_answers_as_the_wire_does(backend: str) -> None:
+    """A tool call the in-process client builds for the bridge alone skips the copy
+    at the hand-over; whatever it is given, the answer is the byte stream's."""
+
+    async def over_ndjson() -> list[Any]:
+        async with running_bridge() as (_, agent):
+            return await _odd_calls(agent)
+
+    async def direct() -> list[Any]:
+        async with _open(backend) as agent:
+            assert agent.hand_over is not None
+            return await _odd_calls(agent)
+
+    expected = trio.run(over_ndjson)
+    assert run(backend, direct, budget=BUDGET) == expected
+    kinds = {type(o).__name__ if not isinstance(o, tuple) else o[0] for o in expected}
+    assert {"dict", "A2ERequestError", "TypeError", "ValueError"} <= kinds
