@@ -186,7 +186,7 @@ class _StreamRunner(TrioRunner):
     ) -> None:
         super().__init__(session, send, receive, handle_request=refuse_requests, framing=framing)
         self.driver = BridgeDriver(session, pump)
-        self.writer = Writer(send, self._peer_gone)
+        self.writer = Writer(send, self._server_gone)
 
     def attach(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
@@ -214,7 +214,7 @@ class _StreamRunner(TrioRunner):
         self.write_now()
         await self.writer.drained(timeout=timeout)
 
-    def _peer_gone(self) -> None:
+    def _server_gone(self) -> None:
         logger.debug("the server stopped reading: its connection is closed")
         self.session.close()
         self.driver.process_events()
