@@ -1,9 +1,12 @@
 """The A2E MCP bridge on asyncio: the same :class:`~sansio_mcp.a2e.BridgeHost`
 as on Trio, with asyncio moving the bytes.
 
-:class:`AsyncioBridge` executes the host's actions over stdio, Streamable
-HTTP, legacy HTTP+SSE and WebSocket (the library's own asyncio hosts);
-:func:`serve_agent_stream` and :func:`serve_agent_ws` attach the agent.
+:class:`AsyncioBridge` executes the host's actions (the shared rules are
+:class:`~sansio_mcp.a2e.BridgeRunner`'s) over stdio, Streamable HTTP, legacy
+HTTP+SSE and WebSocket (the library's own asyncio hosts);
+:func:`serve_agent_stream` and :func:`serve_agent_ws` attach the agent, and
+:meth:`AsyncioBridge.connect_agent` an agent in this process (used by
+:func:`asyncio_adapters.a2e_client.open_a2e_direct`).
 """
 
 from __future__ import annotations
@@ -11,13 +14,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 from urllib.parse import urlsplit
-
-import attrs
 
 from sansio_mcp._client import ClientHandlers
 from sansio_mcp._session import ClientSession
@@ -29,13 +31,11 @@ from sansio_mcp.a2e import (
     A2EWebSocket,
     BridgeHost,
     ConnectServer,
-    DisconnectServer,
-    FlushServer,
-    SendToAgent,
     encode,
     encode_line,
 )
 from sansio_mcp.a2e._driver import BridgeDriver, refuse_requests
+from sansio_mcp.a2e._runner import BridgeRunner, Connection, WebSocketAgents
 
 from ._process import drain_stderr, stop_process
 from ._runner import AsyncioRunner, shielded
@@ -50,7 +50,8 @@ _READ_SIZE = 65536
 
 
 class _StreamRunner(AsyncioRunner):
-    """A session over a stream (stdio, WebSocket); the host owns its timer."""
+    """A session over a stream (stdio, WebSocket); the host owns its timer.
+    Output is written at once (asyncio buffers what the peer has not taken)."""
 
     def __init__(
         self,
@@ -66,6 +67,26 @@ class _StreamRunner(AsyncioRunner):
     def attach(self, group: asyncio.TaskGroup) -> None:
         self._group = group
 
+    def write_now(self) -> None:
+        """Send what the session queued, without waiting."""
+        data = self.framing.data_to_send()
+        if not data:
+            return
+        if self._writer.is_closing():
+            logger.debug("the server is gone: dropped %d bytes", len(data))
+            return
+        self._writer.write(data)
+
+    async def flush(self) -> None:
+        # The read loop flushes after every read: no lock, no drain unless needed.
+        self.write_now()
+        if self._writer.transport.get_write_buffer_size() > _READ_SIZE:
+            try:
+                await self._writer.drain()
+            except (ConnectionError, OSError):
+                self.session.close()
+                self.driver.process_events()
+
 
 class _HTTPHost(_HTTPClientHost):
     def __init__(
@@ -78,6 +99,10 @@ class _HTTPHost(_HTTPClientHost):
 
     def attach(self, group: asyncio.TaskGroup) -> None:
         self._group = group
+
+    def flush_soon(self) -> None:
+        # Its flush only starts one task per queued message: start it from a task.
+        self.start(self.flush())
 
 
 class _SSEHost(_SSEClientHost):
@@ -92,16 +117,11 @@ class _SSEHost(_SSEClientHost):
     def attach(self, group: asyncio.TaskGroup) -> None:
         self._group = group
 
-
-@attrs.define(eq=False)
-class _Connection:
-    task: asyncio.Task[None] | None = None
-    flush: Callable[[], Coroutine[Any, Any, None]] | None = None
-    reason: str = ""
-    cancelled_early: bool = False
+    def flush_soon(self) -> None:
+        self.start(self.flush())
 
 
-class AsyncioBridge:
+class AsyncioBridge(BridgeRunner):
     """Runs a :class:`BridgeHost` on asyncio: ``await bridge.run()`` until cancelled."""
 
     def __init__(
@@ -111,33 +131,11 @@ class AsyncioBridge:
         clock: Callable[[], float] = time.time,
         shutdown_grace: float = 2.0,
     ) -> None:
-        self.host = host
-        self.clock = clock
+        super().__init__(host, clock=clock)
         self.shutdown_grace = shutdown_grace
-        self._kick = asyncio.Event()
-        self._timer_changed = asyncio.Event()
-        self._connections: dict[int, _Connection] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._agent_out: asyncio.Queue[A2EMessage] = asyncio.Queue()
-        self._agent_writer: Callable[[A2EMessage], Awaitable[None]] | None = None
+        self._timer: asyncio.TimerHandle | None = None
         self.started = asyncio.Event()
-
-    def poke(self) -> None:
-        self._kick.set()
-        self._timer_changed.set()
-
-    def now(self) -> float:
-        return self.clock()
-
-    def attach_agent(self, writer: Callable[[A2EMessage], Awaitable[None]] | None) -> None:
-        self._agent_writer = writer
-
-    async def agent_output_sent(self, *, timeout: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(timeout):
-                await asyncio.sleep(0)
-                while not self._agent_out.empty() or self._kick.is_set():
-                    await asyncio.sleep(0.01)
 
     def _start(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         task: asyncio.Task[Any] = asyncio.ensure_future(coroutine)
@@ -147,86 +145,55 @@ class AsyncioBridge:
 
     async def run(self) -> None:
         """Execute the host's actions until cancelled; then stop every server."""
-        loops = [
-            self._start(self._action_loop()),
-            self._start(self._timer_loop()),
-            self._start(self._agent_write_loop()),
-        ]
+        self.running = True
+        self.wake_timer()
         self.poke()
         self.started.set()
         try:
-            await asyncio.gather(*loops)
+            await asyncio.Event().wait()
         finally:
+            self.running = False
+            if self._timer is not None:
+                self._timer.cancel()
             for task in list(self._tasks):
                 task.cancel()
             pending = [t for t in self._tasks if not t.done()]
             if pending:
+                # Each connection task stops its server on the way out.
                 await shielded(lambda: _wait_all(pending))
-            self.host.close(self.clock())
-            self.host.actions()
+            self.shutdown()
 
-    async def _action_loop(self) -> None:
-        while True:
-            await self._kick.wait()
-            self._kick.clear()
-            for action in self.host.actions():
-                if isinstance(action, SendToAgent):
-                    self._agent_out.put_nowait(action.message)
-                elif isinstance(action, ConnectServer):
-                    connection = _Connection()
-                    self._connections[action.connection] = connection
-                    connection.task = self._start(self._connection(action, connection))
-                elif isinstance(action, FlushServer):
-                    found = self._connections.get(action.connection)
-                    if found is not None and found.flush is not None:
-                        self._start(found.flush())
-                elif isinstance(action, DisconnectServer):
-                    found = self._connections.get(action.connection)
-                    if found is not None and found.task is not None:
-                        found.task.cancel()
-            self._timer_changed.set()
+    # The timer: a loop callback, no task ----------------------------------------------
 
-    async def _timer_loop(self) -> None:
-        while True:
-            deadline = self.host.next_deadline()
-            delay = None if deadline is None else max(0.0, deadline - self.clock())
-            try:
-                async with asyncio.timeout(delay):
-                    await self._timer_changed.wait()
-                self._timer_changed.clear()
-                continue
-            except TimeoutError:
-                pass
-            self.host.handle_timer(self.clock())
-            self.poke()
+    def wake_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self.running:
+            return
+        delay = self.timer_delay()
+        if delay != math.inf:
+            self._timer = asyncio.get_running_loop().call_later(delay, self._timer_due)
 
-    async def _agent_write_loop(self) -> None:
-        while True:
-            message = await self._agent_out.get()
-            writer = self._agent_writer
-            if writer is None:
-                logger.debug("no agent attached: dropped %s", message.type)
-                continue
-            try:
-                await writer(message)
-            except (ConnectionError, OSError):
-                logger.debug("the agent is gone: dropped %s", message.type)
+    def _timer_due(self) -> None:
+        self._timer = None
+        self.timer_fired()
+        if self._timer is None:
+            self.wake_timer()
 
     # Servers ---------------------------------------------------------------------------
 
-    def _input(self, conn: int) -> Callable[[], None]:
-        def pump() -> None:
-            self.host.connection_input(conn, self.clock())
-            self.poke()
+    def open_connection(self, action: ConnectServer) -> Connection:
+        connection = Connection(lambda: None)
+        task = self._start(self._connection(action, connection))
 
-        return pump
+        def cancel() -> None:
+            task.cancel()
 
-    def _opened(self, conn: int) -> None:
-        self.host.connection_opened(conn, self.clock())
-        self.poke()
+        connection.cancel = cancel
+        return connection
 
-    async def _connection(self, action: ConnectServer, connection: _Connection) -> None:
-        conn = action.connection
+    async def _connection(self, action: ConnectServer, connection: Connection) -> None:
         try:
             opener = {
                 "stdio": self._run_stdio,
@@ -242,11 +209,9 @@ class AsyncioBridge:
             connection.reason = connection.reason or _describe(exc)
             logger.debug("server %s: %s", action.server_id, connection.reason)
         finally:
-            self._connections.pop(conn, None)
-            self.host.connection_lost(conn, connection.reason, self.clock())
-            self.poke()
+            self.connection_ended(action.connection)
 
-    async def _run_stdio(self, action: ConnectServer, connection: _Connection) -> str:
+    async def _run_stdio(self, action: ConnectServer, connection: Connection) -> str:
         config = action.config
         env = safe_environment(os.environ, {k: str(v) for k, v in config.env.items()})
         process = await asyncio.create_subprocess_exec(
@@ -262,13 +227,13 @@ class AsyncioBridge:
         name = f"{action.server_id}:{os.path.basename(config.cmd[0])}"
         drainer = asyncio.ensure_future(drain_stderr(process.stderr, name))
         runner = _StreamRunner(
-            action.session, process.stdout, process.stdin, self._input(action.connection)
+            action.session, process.stdout, process.stdin, self.connection_input(action.connection)
         )
         run = asyncio.ensure_future(runner.run())
         try:
-            connection.flush = runner.flush
+            connection.flush_now = runner.write_now
             await runner.started.wait()
-            self._opened(action.connection)
+            self.connection_opened(action.connection)
             await run
         finally:
             run.cancel()
@@ -276,18 +241,18 @@ class AsyncioBridge:
             connection.reason = f"the server process exited (code {process.returncode})"
         return connection.reason
 
-    async def _run_http(self, action: ConnectServer, connection: _Connection) -> str:
+    async def _run_http(self, action: ConnectServer, connection: Connection) -> str:
         config = action.config
         transport = StreamableHTTPClient(
             Endpoint.parse(config.url),
             action.session,
             headers={str(k): str(v) for k, v in config.headers.items()},
         )
-        host = _HTTPHost(action.session, transport, self._input(action.connection))
+        host = _HTTPHost(action.session, transport, self.connection_input(action.connection))
         async with asyncio.TaskGroup() as group:
             host.attach(group)
-            connection.flush = host.flush
-            self._opened(action.connection)
+            connection.flush_now = host.flush_soon
+            self.connection_opened(action.connection)
             try:
                 await asyncio.Event().wait()
             finally:
@@ -295,17 +260,17 @@ class AsyncioBridge:
                 host.stop()
         return "closed"  # pragma: no cover - only cancellation ends it
 
-    async def _run_sse(self, action: ConnectServer, connection: _Connection) -> str:
+    async def _run_sse(self, action: ConnectServer, connection: Connection) -> str:
         config = action.config
         transport = StreamableHTTPClient(
             Endpoint.parse(config.url),
             action.session,
             headers={str(k): str(v) for k, v in config.headers.items()},
         )
-        host = _SSEHost(action.session, transport, self._input(action.connection))
+        host = _SSEHost(action.session, transport, self.connection_input(action.connection))
         async with asyncio.TaskGroup() as group:
             host.attach(group)
-            connection.flush = host.flush
+            connection.flush_now = host.flush_soon
             ready = asyncio.Event()
             stream = host.start(host.run_stream(config.url, ready))
             try:
@@ -317,13 +282,13 @@ class AsyncioBridge:
                 if stream.done():
                     stream.result()  # raises what ended it
                     return "the SSE stream ended"
-                self._opened(action.connection)
+                self.connection_opened(action.connection)
                 await stream
             finally:
                 host.stop()
         return "the SSE stream ended"
 
-    async def _run_ws(self, action: ConnectServer, connection: _Connection) -> str:
+    async def _run_ws(self, action: ConnectServer, connection: Connection) -> str:
         parts = urlsplit(action.config.url)
         assert parts.hostname is not None
         port = parts.port or (443 if parts.scheme == "wss" else 80)
@@ -332,14 +297,18 @@ class AsyncioBridge:
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         framing = WebSocketFraming(action.session, client=True, host=parts.netloc, target=target)
         runner = _StreamRunner(
-            action.session, reader, writer, self._input(action.connection), framing=framing
+            action.session,
+            reader,
+            writer,
+            self.connection_input(action.connection),
+            framing=framing,
         )
         run = asyncio.ensure_future(runner.run())
         try:
-            connection.flush = runner.flush
+            connection.flush_now = runner.write_now
             await runner.started.wait()
             await runner.flush()  # the opening handshake
-            self._opened(action.connection)
+            self.connection_opened(action.connection)
             await run
         finally:
             framing.close(1000, "the bridge is done with this server")
@@ -387,15 +356,13 @@ async def serve_agent_stream(
 ) -> None:
     """Serve one agent over an NDJSON stream (stdio) until its input ends."""
     host = bridge.host
-    lock = asyncio.Lock()
 
-    async def write(message: A2EMessage) -> None:
-        async with lock:
+    def send(message: A2EMessage) -> None:
+        if not writer.is_closing():
             writer.write(encode_line(message))
-            await writer.drain()
 
     host.agent_connected(bridge.now())
-    bridge.attach_agent(write)
+    bridge.attach_agent(send)
     try:
         while True:
             try:
@@ -406,7 +373,11 @@ async def serve_agent_stream(
             bridge.poke()
             if not data:
                 break
-        await bridge.agent_output_sent(timeout=1.0)
+            if writer.transport.get_write_buffer_size() > _READ_SIZE:
+                with contextlib.suppress(ConnectionError, OSError):
+                    await writer.drain()
+        with contextlib.suppress(TimeoutError, ConnectionError, OSError):
+            await asyncio.wait_for(writer.drain(), 1.0)
     finally:
         bridge.attach_agent(None)
 
@@ -422,60 +393,39 @@ async def serve_agent_ws(
     started: asyncio.Future[int] | None = None,
 ) -> None:
     """Serve agents over WebSocket, one at a time (HTTP 409 for a second). Runs until cancelled."""
-    state = {"busy": False}
+    agents = WebSocketAgents(bridge)
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         framing = A2EWebSocket(
             client=False, path=path, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
         )
-        if state["busy"]:
-            framing.refuse_with = 409
-        lock = asyncio.Lock()
-        mine = {"on": False}
+
+        def write_now() -> None:
+            data = framing.data_to_send()
+            if data and not writer.is_closing():
+                writer.write(data)
 
         async def flush() -> None:
-            async with lock:
-                data = framing.data_to_send()
-                if data and not writer.is_closing():
-                    writer.write(data)
-                    await writer.drain()
+            write_now()
+            if not writer.is_closing():
+                await writer.drain()
 
-        async def write(message: A2EMessage) -> None:
+        def send(message: A2EMessage) -> None:
             framing.send_text(encode(message))
-            await flush()
+            write_now()
 
-        def release() -> None:
-            if mine["on"]:
-                mine["on"] = state["busy"] = False
-                bridge.attach_agent(None)
-                bridge.host.agent_disconnected(bridge.now())
-                bridge.poke()
-
+        agent = agents.connection(framing, send)
         try:
             while not framing.closed:
                 data = await reader.read(_READ_SIZE)
-                texts = framing.receive_data(data)
-                if (
-                    framing.open
-                    and not mine["on"]
-                    and framing.refused is None
-                    and not state["busy"]
-                ):
-                    mine["on"] = state["busy"] = True
-                    bridge.host.agent_connected(bridge.now())
-                    bridge.attach_agent(write)
-                for text in texts:
-                    bridge.host.receive_agent_text(text, bridge.now())
-                bridge.poke()
-                if framing.closed:
-                    release()
+                agent.received(data)
                 await flush()
                 if not data:
                     break
         except (ConnectionError, OSError):
             pass
         finally:
-            release()
+            agent.release()
             with contextlib.suppress(Exception):
                 await flush()
             writer.close()

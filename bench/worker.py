@@ -282,20 +282,37 @@ def _describe(exc: BaseException) -> str:
 # The rest ----------------------------------------------------------------------------
 
 
-def bridge(args: dict[str, Any]) -> dict[str, Any]:
-    """Row 7: the example server's echo through the A2E bridge (``bridged``: an A2E
-    agent -> ``sansio-mcp bridge`` -> the server, all over stdio) or called
-    directly (``direct``: our Trio client -> the server over stdio).  Both
-    speak the handshake revision to the server."""
-    import sys
+def _child_pids() -> list[int]:
+    """Processes whose parent is this one (Linux)."""
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    raw = f.read().decode()
+            except OSError:
+                continue
+            if int(raw[raw.rindex(")") + 2 :].split()[1]) == me:
+                found.append(int(entry))
+    return found
 
+
+def bridge(args: dict[str, Any]) -> dict[str, Any]:
+    """Row 7: the example server's echo called by our Trio client directly
+    (``direct``), or through the A2E bridge: ``inprocess`` (the bridge in the
+    agent's process and event loop, the in-process A2E transport) or ``stdio``
+    (an A2E agent -> ``sansio-mcp bridge`` as a child process over stdio).  The
+    server is always a child on stdio, spoken to in the handshake revision.
+    ``client_cpu_us_per_call`` is this process's CPU (agent and bridge, for
+    ``inprocess``); ``bridge_cpu_us_per_call`` the bridge process's (``stdio``)."""
     import trio
 
     server = [sys.executable, "-m", "sansio_mcp_cli", "example-server"]
     arguments = {"message": MESSAGE}
     n, warmup, deadline = args["calls"], args["warmup"], args["deadline"]
+    impl = args["impl"]
 
-    if args["impl"] == "direct":
+    if impl == "direct":
         from trio_adapters import open_stdio_client
 
         async def direct() -> dict[str, Any]:
@@ -309,23 +326,43 @@ def bridge(args: dict[str, Any]) -> dict[str, Any]:
 
         return trio.run(direct)
 
-    from trio_adapters.a2e_client import open_a2e_stdio
+    from trio_adapters.a2e_client import A2EClient, open_a2e_direct, open_a2e_stdio
 
-    async def bridged() -> dict[str, Any]:
+    async def measure(agent: A2EClient, bridge_pid: int | None) -> dict[str, Any]:
+        await agent.register(
+            {"server_id": "ex", "cmd": server, "cwd": str(REPO), "protocol_version": "legacy"}
+        )
+
+        async def call() -> str:
+            result = await agent.call_tool("ex__echo", arguments)
+            if not result.get("success"):
+                raise RuntimeError(str(result.get("error")))
+            return str(result["data"]["content"][0]["text"])
+
+        for _ in range(warmup):
+            await call()
+        before = _process_cpu(bridge_pid) if bridge_pid is not None else None
+        figures = await timed_calls(call, MESSAGE, n, 0, deadline)
+        after = _process_cpu(bridge_pid) if bridge_pid is not None else None
+        if before is not None and after is not None and figures.get("calls"):
+            figures["bridge_cpu_us_per_call"] = (after - before) / figures["calls"] * 1e6
+        return figures
+
+    async def inprocess() -> dict[str, Any]:
+        async with open_a2e_direct() as agent:
+            return await measure(agent, None)
+
+    async def stdio() -> dict[str, Any]:
+        before = set(_child_pids())
         async with open_a2e_stdio(cwd=str(REPO), env={"PYTHONPATH": str(REPO)}) as agent:
-            await agent.register(
-                {"server_id": "ex", "cmd": server, "cwd": str(REPO), "protocol_version": "legacy"}
-            )
+            (pid,) = [p for p in _child_pids() if p not in before] or [None]
+            return await measure(agent, pid)
 
-            async def call() -> str:
-                result = await agent.call_tool("ex__echo", arguments)
-                if not result.get("success"):
-                    raise RuntimeError(str(result.get("error")))
-                return str(result["data"]["content"][0]["text"])
-
-            return await timed_calls(call, MESSAGE, n, warmup, deadline)
-
-    return trio.run(bridged)
+    if impl == "inprocess":
+        return trio.run(inprocess)
+    if impl == "stdio":
+        return trio.run(stdio)
+    raise ValueError(f"unknown row-7 variant {impl!r}")
 
 
 def load(args: dict[str, Any]) -> dict[str, Any]:

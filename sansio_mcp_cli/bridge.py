@@ -10,7 +10,6 @@ optional ``"elicitation": true`` and ``"ping_interval": seconds``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -18,72 +17,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import attrs
 import trio
 
-from sansio_mcp.a2e import BridgeHost, FieldProblem, MCPRoot, MCPServerConfig
+from sansio_mcp.a2e import BridgeConfig, BridgeHost, load_config
 
 __all__ = ["BridgeConfig", "add_bridge_parser", "load_config", "run_bridge", "run_command"]
-
-
-@attrs.frozen
-class BridgeConfig:
-    servers: list[MCPServerConfig]
-    roots: list[MCPRoot] | None
-    elicitation: bool = False
-    ping_interval: float | None = 30.0
-
-
-def load_config(text: str, *, base: Path | None = None) -> BridgeConfig:
-    """Parse a bridge config; ValueError says what is wrong.  Relative ``cwd``
-    values are taken from the config file's folder (``base``)."""
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"the config is not JSON: {exc}") from None
-    if not isinstance(raw, dict):
-        raise ValueError("the config must be a JSON object")
-    unknown = set(raw) - {"servers", "roots", "elicitation", "ping_interval"}
-    if unknown:
-        raise ValueError(f"unknown config keys: {', '.join(sorted(unknown))}")
-    servers_raw = raw.get("servers", [])
-    if not isinstance(servers_raw, list):
-        raise ValueError("'servers' must be an array of server configs")
-    servers: list[MCPServerConfig] = []
-    seen: set[str] = set()
-    for index, entry in enumerate(servers_raw):
-        try:
-            config = MCPServerConfig.from_dict(entry, prefix=f"servers[{index}].")
-        except FieldProblem as problem:
-            raise ValueError(str(problem)) from None
-        problems = config.problems()
-        if problems:
-            raise ValueError(f"servers[{index}]: " + "; ".join(str(p) for p in problems))
-        if config.server_id and config.server_id in seen:
-            raise ValueError(f"servers[{index}]: server id {config.server_id!r} appears twice")
-        seen.add(config.server_id)
-        if base is not None and config.cwd and not os.path.isabs(config.cwd):
-            config = attrs.evolve(config, cwd=str(base / config.cwd))
-        servers.append(config)
-    roots: list[MCPRoot] | None = None
-    if "roots" in raw:
-        if not isinstance(raw["roots"], list):
-            raise ValueError("'roots' must be an array of {uri, name}")
-        try:
-            roots = [
-                MCPRoot.from_dict(r, prefix=f"roots[{i}].") for i, r in enumerate(raw["roots"])
-            ]
-        except FieldProblem as problem:
-            raise ValueError(str(problem)) from None
-    elicitation = raw.get("elicitation", False)
-    if not isinstance(elicitation, bool):
-        raise ValueError("'elicitation' must be true or false")
-    ping = raw.get("ping_interval", 30.0)
-    if ping is not None and (
-        isinstance(ping, bool) or not isinstance(ping, int | float) or ping <= 0
-    ):
-        raise ValueError("'ping_interval' must be a positive number of seconds, or null")
-    return BridgeConfig(servers, roots, elicitation, float(ping) if ping is not None else None)
 
 
 def parse_listen(listen: str) -> tuple[str, int, str] | None:
@@ -192,11 +130,7 @@ def run_command(args: argparse.Namespace, backend: Any) -> int:
 
 
 def _host(config: BridgeConfig, elicitation: bool) -> BridgeHost:
-    return BridgeHost(
-        roots=config.roots,
-        elicitation=config.elicitation or elicitation,
-        ping_interval=config.ping_interval,
-    )
+    return config.new_host(elicitation=config.elicitation or elicitation)
 
 
 async def run_bridge_asyncio(config: BridgeConfig, listen: str, elicitation: bool = False) -> int:

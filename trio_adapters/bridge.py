@@ -1,17 +1,18 @@
 """The A2E MCP bridge on Trio: it moves bytes; :class:`~sansio_mcp.a2e.BridgeHost` decides.
 
-:class:`TrioBridge` executes the host's actions: it opens each server's
-transport (stdio, Streamable HTTP, legacy HTTP+SSE, WebSocket) with the
-library's own Trio hosts, feeds the host what arrives, sends what it queues,
-and runs its timer.  The agent side is :func:`serve_agent_stream` (NDJSON on
-a byte stream, stdio) or :func:`serve_agent_ws` (one message per WebSocket
-text frame).
+:class:`TrioBridge` executes the host's actions (the shared rules are
+:class:`~sansio_mcp.a2e.BridgeRunner`'s): it opens each server's transport
+(stdio, Streamable HTTP, legacy HTTP+SSE, WebSocket) with the library's own
+Trio hosts, feeds the host what arrives, sends what it queues, and runs its
+timer.  The agent side is :func:`serve_agent_stream` (NDJSON on a byte
+stream, stdio), :func:`serve_agent_ws` (one message per WebSocket text
+frame), or an agent in this process (:meth:`TrioBridge.connect_agent`, used
+by :func:`trio_adapters.a2e_client.open_a2e_direct`).
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import os
 import ssl
 import time
@@ -19,7 +20,6 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-import attrs
 import trio
 
 from sansio_mcp._client import ClientHandlers
@@ -32,31 +32,149 @@ from sansio_mcp.a2e import (
     A2EWebSocket,
     BridgeHost,
     ConnectServer,
-    DisconnectServer,
-    FlushServer,
-    SendToAgent,
     encode,
     encode_line,
 )
 from sansio_mcp.a2e._driver import BridgeDriver, refuse_requests
+from sansio_mcp.a2e._runner import BridgeRunner, Connection, WebSocketAgents
 
 from ._process import PIPE, drain_stderr, stop_process
 from ._runner import TrioRunner
 from .http_client import _HTTPClientHost
 from .sse import _SSEClientHost
 
-__all__ = ["TrioBridge", "serve_agent_stream", "serve_agent_ws"]
+__all__ = ["TrioBridge", "Writer", "read_pipe", "serve_agent_stream", "serve_agent_ws"]
 
 logger = logging.getLogger("trio_adapters.bridge")
 
 _READ_SIZE = 65536
+_GONE = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+
+
+# Output without a task per write ---------------------------------------------------------
+
+
+class Writer:
+    """Bytes out on a stream: written at once when the stream is a pipe that takes
+    them all (no checkpoint, no task switch), else by :meth:`run`, one task that
+    sends whatever has piled up."""
+
+    def __init__(self, stream: trio.abc.SendStream, on_broken: Callable[[], None]) -> None:
+        self._stream = stream
+        self._fd_stream = stream if isinstance(stream, trio.lowlevel.FdStream) else None
+        self._on_broken = on_broken
+        self._pending = bytearray()
+        self._sending = False
+        self._wanted = trio.Event()
+        self._idle = trio.Event()
+        self._idle.set()
+        self.broken = False
+
+    def write(self, data: bytes) -> None:
+        if not data or self.broken:
+            return
+        if self._pending or self._sending or self._fd_stream is None:
+            self._later(data)
+            return
+        try:
+            # fileno() is -1 once the stream is closed: never a reused descriptor.
+            sent = os.write(self._fd_stream.fileno(), data)
+        except BlockingIOError:
+            sent = 0
+        except OSError:
+            self._broke()
+            return
+        if sent < len(data):
+            self._later(data[sent:])
+
+    def _later(self, data: bytes) -> None:
+        self._pending += data
+        self._idle = trio.Event() if self._idle.is_set() else self._idle
+        self._wanted.set()
+
+    def _broke(self) -> None:
+        self.broken = True
+        self._pending.clear()
+        self._idle.set()
+        self._on_broken()
+
+    async def run(self) -> None:
+        """Send what :meth:`write` could not, until cancelled."""
+        while True:
+            await self._wanted.wait()
+            self._wanted = trio.Event()
+            while self._pending and not self.broken:
+                data = bytes(self._pending)
+                self._pending.clear()
+                self._sending = True
+                try:
+                    await self._stream.send_all(data)
+                except _GONE:
+                    self._broke()
+                finally:
+                    self._sending = False
+            self._idle.set()
+
+    async def drained(self, *, timeout: float) -> None:
+        """Wait (at most ``timeout``) until everything written has been sent."""
+        with trio.move_on_after(timeout):
+            await self._idle.wait()
+
+
+async def read_pipe(
+    stream: trio.abc.ReceiveStream, feed: Callable[[bytes | bytearray], bool]
+) -> None:
+    """Read ``stream`` until its end, handing each chunk to ``feed`` (``b""`` at the
+    end); stop early when ``feed`` returns True.
+
+    A pipe is read straight from its descriptor once it is readable:
+    ``receive_some`` would first spend a checkpoint (a whole scheduler pass)
+    and a failed read on every message.  Waiting for readability is itself the
+    checkpoint.
+    """
+    if not isinstance(stream, trio.lowlevel.FdStream):
+        while True:
+            try:
+                data = await stream.receive_some(_READ_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
+            if feed(data) or not data:
+                return
+    while True:
+        try:
+            await trio.lowlevel.wait_readable(stream.fileno())
+            data = os.read(stream.fileno(), _READ_SIZE)
+        except BlockingIOError:
+            continue
+        except (trio.ClosedResourceError, OSError, ValueError):
+            data = b""
+        if feed(data) or not data:
+            return
+
+
+class _Flusher:
+    """Runs an async ``flush`` in one long-lived task whenever woken."""
+
+    def __init__(self, flush: Callable[[], Awaitable[None]]) -> None:
+        self._flush = flush
+        self._wanted = trio.Event()
+
+    def wake(self) -> None:
+        self._wanted.set()
+
+    async def run(self) -> None:
+        while True:
+            await self._wanted.wait()
+            self._wanted = trio.Event()
+            await self._flush()
 
 
 # Wiring the library's Trio hosts to the bridge ----------------------------------------------
 
 
 class _StreamRunner(TrioRunner):
-    """A session over a byte stream (stdio, WebSocket); the host owns its timer."""
+    """A session over a byte stream (stdio, WebSocket); the host owns its timer,
+    and output goes through a :class:`Writer`."""
 
     def __init__(
         self,
@@ -68,9 +186,38 @@ class _StreamRunner(TrioRunner):
     ) -> None:
         super().__init__(session, send, receive, handle_request=refuse_requests, framing=framing)
         self.driver = BridgeDriver(session, pump)
+        self.writer = Writer(send, self._server_gone)
 
     def attach(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
+        nursery.start_soon(self.writer.run)
+
+    async def _read_loop(self) -> None:
+        await read_pipe(self._receive_stream, self._received)
+
+    def _received(self, data: bytes | bytearray) -> bool:
+        self.framing.receive_data(data)
+        self.driver.process_events()
+        self.write_now()
+        return self.driver.closed
+
+    def write_now(self) -> None:
+        """Send what the session queued (the rest follows from the writer's task)."""
+        self.writer.write(self.framing.data_to_send())
+
+    async def flush(self) -> None:
+        # The read loop flushes after every read: with nothing queued that costs nothing.
+        self.write_now()
+
+    async def flush_all(self, *, timeout: float = 10.0) -> None:
+        """Send what is queued and wait until it has gone out."""
+        self.write_now()
+        await self.writer.drained(timeout=timeout)
+
+    def _server_gone(self) -> None:
+        logger.debug("the server stopped reading: its connection is closed")
+        self.session.close()
+        self.driver.process_events()
 
 
 class _HTTPHost(_HTTPClientHost):
@@ -81,9 +228,11 @@ class _HTTPHost(_HTTPClientHost):
             session, transport, ClientHandlers(), max_body=16 * 1024 * 1024, ssl_context=None
         )
         self.driver = BridgeDriver(session, pump)
+        self.flusher = _Flusher(self.flush)
 
     def attach(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
+        nursery.start_soon(self.flusher.run)
 
 
 class _SSEHost(_SSEClientHost):
@@ -94,28 +243,23 @@ class _SSEHost(_SSEClientHost):
             session, transport, ClientHandlers(), max_body=16 * 1024 * 1024, ssl_context=None
         )
         self.driver = BridgeDriver(session, pump)
+        self.flusher = _Flusher(self.flush)
 
     def attach(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
-
-
-@attrs.define(eq=False)
-class _Connection:
-    scope: trio.CancelScope
-    flush: Callable[[], Awaitable[None]] | None = None
-    #: Why the transport ended, once known (a process's exit code, say).
-    reason: str = ""
+        nursery.start_soon(self.flusher.run)
 
 
 # The bridge ---------------------------------------------------------------------------------------
 
 
-class TrioBridge:
+class TrioBridge(BridgeRunner):
     """Runs a :class:`BridgeHost` on Trio.
 
     Start :meth:`run` in a nursery (``await nursery.start(bridge.run)``),
-    attach an agent with :func:`serve_agent_stream` or :func:`serve_agent_ws`.
-    ``clock`` gives the host its ``now`` (seconds since the epoch).
+    attach an agent with :func:`serve_agent_stream`, :func:`serve_agent_ws`
+    or :meth:`connect_agent`.  ``clock`` gives the host its ``now`` (seconds
+    since the epoch).
     """
 
     def __init__(
@@ -125,29 +269,11 @@ class TrioBridge:
         clock: Callable[[], float] = time.time,
         shutdown_grace: float = 2.0,
     ) -> None:
-        self.host = host
-        self.clock = clock
+        super().__init__(host, clock=clock)
         self.shutdown_grace = shutdown_grace
         self._nursery: trio.Nursery | None = None
-        self._kick = trio.Event()
-        self._timer_changed = trio.Event()
-        self._connections: dict[int, _Connection] = {}
-        self._agent_out_send, self._agent_out_receive = trio.open_memory_channel[A2EMessage](
-            math.inf
-        )
-        self._agent_writer: Callable[[A2EMessage], Awaitable[None]] | None = None
-        self._agent_ready = trio.Event()
+        self._timer_wake = trio.Event()
         self.stopped = trio.Event()
-
-    # Host calls (each is followed by a kick) --------------------------------------------
-
-    def poke(self) -> None:
-        """The host was fed something: execute what it queued, re-arm its timer."""
-        self._kick.set()
-        self._timer_changed.set()
-
-    def now(self) -> float:
-        return self.clock()
 
     # Running ---------------------------------------------------------------------------
 
@@ -156,93 +282,42 @@ class TrioBridge:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                nursery.start_soon(self._action_loop)
+                self.running = True
                 nursery.start_soon(self._timer_loop)
-                nursery.start_soon(self._agent_write_loop)
                 self.poke()
                 task_status.started()
                 await trio.sleep_forever()
         finally:
-            with trio.CancelScope(shield=True):
-                await self._shutdown()
+            self.running = False
+            # The connection tasks were cancelled with the nursery (each stopped its server).
+            self.shutdown()
             self.stopped.set()
 
-    async def _shutdown(self) -> None:
-        self.host.close(self.clock())
-        self.host.actions()  # disconnects: the connection tasks were cancelled with the nursery
-
-    async def _action_loop(self) -> None:
-        assert self._nursery is not None
-        while True:
-            await self._kick.wait()
-            self._kick = trio.Event()
-            for action in self.host.actions():
-                if isinstance(action, SendToAgent):
-                    self._agent_out_send.send_nowait(action.message)
-                elif isinstance(action, ConnectServer):
-                    connection = _Connection(trio.CancelScope())
-                    self._connections[action.connection] = connection
-                    self._nursery.start_soon(self._connection, action, connection)
-                elif isinstance(action, FlushServer):
-                    found = self._connections.get(action.connection)
-                    if found is not None and found.flush is not None:
-                        self._nursery.start_soon(found.flush)
-                elif isinstance(action, DisconnectServer):
-                    found = self._connections.get(action.connection)
-                    if found is not None:
-                        found.scope.cancel()
-            self._timer_changed.set()
+    def wake_timer(self) -> None:
+        self._timer_wake.set()
 
     async def _timer_loop(self) -> None:
         while True:
-            deadline = self.host.next_deadline()
-            delay = math.inf if deadline is None else max(0.0, deadline - self.clock())
-            with trio.move_on_after(delay):
-                await self._timer_changed.wait()
-                self._timer_changed = trio.Event()
+            with trio.move_on_after(self.timer_delay()):
+                await self._timer_wake.wait()
+                self._timer_wake = trio.Event()
                 continue
-            self.host.handle_timer(self.clock())
-            self.poke()
-
-    async def _agent_write_loop(self) -> None:
-        async for message in self._agent_out_receive:
-            writer = self._agent_writer
-            if writer is None:
-                logger.debug("no agent attached: dropped %s", message.type)
-                continue
-            try:
-                await writer(message)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                logger.debug("the agent is gone: dropped %s", message.type)
-
-    async def agent_output_sent(self, *, timeout: float) -> None:
-        """Wait (at most ``timeout``) until what was queued for the agent has gone out."""
-        with trio.move_on_after(timeout):
-            await trio.sleep(0)
-            while self._agent_out_receive.statistics().current_buffer_used or self._kick.is_set():
-                await trio.sleep(0.01)
-
-    def attach_agent(self, writer: Callable[[A2EMessage], Awaitable[None]] | None) -> None:
-        """Where messages for the agent go (None: nowhere, they are dropped)."""
-        self._agent_writer = writer
+            self.timer_fired()
 
     # Servers ---------------------------------------------------------------------------
 
-    def _input(self, conn: int) -> Callable[[], None]:
-        def pump() -> None:
-            self.host.connection_input(conn, self.clock())
-            self.poke()
+    def open_connection(self, action: ConnectServer) -> Connection:
+        assert self._nursery is not None
+        scope = trio.CancelScope()
+        connection = Connection(scope.cancel)
+        self._nursery.start_soon(self._connection, action, connection, scope)
+        return connection
 
-        return pump
-
-    def _opened(self, conn: int) -> None:
-        self.host.connection_opened(conn, self.clock())
-        self.poke()
-
-    async def _connection(self, action: ConnectServer, connection: _Connection) -> None:
-        conn = action.connection
+    async def _connection(
+        self, action: ConnectServer, connection: Connection, scope: trio.CancelScope
+    ) -> None:
         try:
-            with connection.scope:
+            with scope:
                 transport = action.config.transport
                 opener = {
                     "stdio": self._run_stdio,
@@ -256,12 +331,10 @@ class TrioBridge:
             connection.reason = connection.reason or _describe(exc)
             logger.debug("server %s: %s", action.server_id, connection.reason)
         finally:
-            self._connections.pop(conn, None)
             # Cancelled by the host (it already knows why), unless the transport said more.
-            self.host.connection_lost(conn, connection.reason, self.clock())
-            self.poke()
+            self.connection_ended(action.connection)
 
-    async def _run_stdio(self, action: ConnectServer, connection: _Connection) -> str:
+    async def _run_stdio(self, action: ConnectServer, connection: Connection) -> str:
         config = action.config
         env = safe_environment(os.environ, {k: str(v) for k, v in config.env.items()})
         process = await trio.lowlevel.open_process(
@@ -282,11 +355,14 @@ class TrioBridge:
                     f"{action.server_id}:{os.path.basename(config.cmd[0])}",
                 )
                 runner = _StreamRunner(
-                    action.session, process.stdin, process.stdout, self._input(action.connection)
+                    action.session,
+                    process.stdin,
+                    process.stdout,
+                    self.connection_input(action.connection),
                 )
-                connection.flush = runner.flush
+                connection.flush_now = runner.write_now
                 await nursery.start(runner.run)
-                self._opened(action.connection)
+                self.connection_opened(action.connection)
                 await runner.wait_closed()
                 nursery.cancel_scope.cancel()
         finally:
@@ -294,18 +370,18 @@ class TrioBridge:
             connection.reason = f"the server process exited (code {process.returncode})"
         return connection.reason
 
-    async def _run_http(self, action: ConnectServer, connection: _Connection) -> str:
+    async def _run_http(self, action: ConnectServer, connection: Connection) -> str:
         config = action.config
         transport = StreamableHTTPClient(
             Endpoint.parse(config.url),
             action.session,
             headers={str(k): str(v) for k, v in config.headers.items()},
         )
-        host = _HTTPHost(action.session, transport, self._input(action.connection))
+        host = _HTTPHost(action.session, transport, self.connection_input(action.connection))
         async with trio.open_nursery() as nursery:
             host.attach(nursery)
-            connection.flush = host.flush
-            self._opened(action.connection)
+            connection.flush_now = host.flusher.wake
+            self.connection_opened(action.connection)
             try:
                 await trio.sleep_forever()
             finally:
@@ -314,18 +390,18 @@ class TrioBridge:
                 nursery.cancel_scope.cancel()
         return "closed"  # pragma: no cover - sleep_forever only ends by cancellation
 
-    async def _run_sse(self, action: ConnectServer, connection: _Connection) -> str:
+    async def _run_sse(self, action: ConnectServer, connection: Connection) -> str:
         config = action.config
         transport = StreamableHTTPClient(
             Endpoint.parse(config.url),
             action.session,
             headers={str(k): str(v) for k, v in config.headers.items()},
         )
-        host = _SSEHost(action.session, transport, self._input(action.connection))
+        host = _SSEHost(action.session, transport, self.connection_input(action.connection))
         ended = trio.Event()
         async with trio.open_nursery() as nursery:
             host.attach(nursery)
-            connection.flush = host.flush
+            connection.flush_now = host.flusher.wake
 
             async def stream(ready: trio.Event) -> None:
                 try:
@@ -337,12 +413,12 @@ class TrioBridge:
             nursery.start_soon(stream, ready)
             with trio.fail_after(min(config.timeout, self.host.connect_timeout)):
                 await ready.wait()
-            self._opened(action.connection)
+            self.connection_opened(action.connection)
             await ended.wait()
             nursery.cancel_scope.cancel()
         return "the SSE stream ended"
 
-    async def _run_ws(self, action: ConnectServer, connection: _Connection) -> str:
+    async def _run_ws(self, action: ConnectServer, connection: Connection) -> str:
         parts = urlsplit(action.config.url)
         assert parts.hostname is not None
         port = parts.port or (443 if parts.scheme == "wss" else 80)
@@ -354,20 +430,24 @@ class TrioBridge:
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         framing = WebSocketFraming(action.session, client=True, host=parts.netloc, target=target)
         runner = _StreamRunner(
-            action.session, stream, stream, self._input(action.connection), framing=framing
+            action.session,
+            stream,
+            stream,
+            self.connection_input(action.connection),
+            framing=framing,
         )
         async with stream:
             async with trio.open_nursery() as nursery:
-                connection.flush = runner.flush
+                connection.flush_now = runner.write_now
                 await nursery.start(runner.run)
-                await runner.flush()  # the opening handshake
-                self._opened(action.connection)
+                await runner.flush_all()  # the opening handshake
+                self.connection_opened(action.connection)
                 try:
                     await runner.wait_closed()
                 finally:
                     framing.close(1000, "the bridge is done with this server")
-                    with trio.CancelScope(shield=True), trio.move_on_after(1):
-                        await runner.flush()
+                    with trio.CancelScope(shield=True):
+                        await runner.flush_all(timeout=1)
                     nursery.cancel_scope.cancel()
         reason = framing.close_reason
         return f"the WebSocket closed ({reason[0]} {reason[1]})" if reason else "closed"
@@ -392,27 +472,26 @@ async def serve_agent_stream(
 ) -> None:
     """Serve one agent over an NDJSON byte stream (stdio) until its input ends."""
     host = bridge.host
-    lock = trio.Lock()
+    writer = Writer(send_stream, lambda: logger.debug("the agent stopped reading"))
 
-    async def write(message: A2EMessage) -> None:
-        async with lock:
-            await send_stream.send_all(encode_line(message))
+    def send(message: A2EMessage) -> None:
+        writer.write(encode_line(message))
 
-    host.agent_connected(bridge.now())
-    bridge.attach_agent(write)
-    try:
-        while True:
-            try:
-                data = await receive_stream.receive_some(_READ_SIZE)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                data = b""
-            host.receive_agent_data(data, bridge.now())
-            bridge.poke()
-            if not data:
-                break
-        await bridge.agent_output_sent(timeout=1.0)
-    finally:
-        bridge.attach_agent(None)
+    def received(data: bytes | bytearray) -> bool:
+        host.receive_agent_data(data, bridge.now())
+        bridge.poke()
+        return False
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(writer.run)
+        host.agent_connected(bridge.now())
+        bridge.attach_agent(send)
+        try:
+            await read_pipe(receive_stream, received)
+            await writer.drained(timeout=1.0)
+        finally:
+            bridge.attach_agent(None)
+            nursery.cancel_scope.cancel()
 
 
 async def serve_agent_ws(
@@ -427,62 +506,48 @@ async def serve_agent_ws(
 ) -> None:
     """Serve agents over WebSocket at ``ws://host:port/path``, one at a time
     (a second concurrent agent is refused with HTTP 409).  Runs until cancelled."""
-    busy = False
+    agents = WebSocketAgents(bridge)
 
     async def connection(stream: trio.abc.Stream) -> None:
-        nonlocal busy
         framing = A2EWebSocket(
             client=False, path=path, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
         )
-        if busy:
-            framing.refuse_with = 409
         lock = trio.Lock()
-        mine = False
 
         async def flush() -> None:
             async with lock:
                 data = framing.data_to_send()
                 if data:
-                    await stream.send_all(data)
+                    try:
+                        await stream.send_all(data)
+                    except _GONE:
+                        logger.debug("the agent is gone: dropped %d bytes", len(data))
 
-        async def write(message: A2EMessage) -> None:
+        flusher = _Flusher(flush)
+
+        def send(message: A2EMessage) -> None:
             framing.send_text(encode(message))
-            await flush()
+            flusher.wake()
 
-        def release() -> None:
-            # Before the close reply goes out: the next agent may connect at once.
-            nonlocal busy, mine
-            if mine:
-                busy = mine = False
-                bridge.attach_agent(None)
-                bridge.host.agent_disconnected(bridge.now())
-                bridge.poke()
-
+        agent = agents.connection(framing, send)
         try:
-            while not framing.closed:
-                data = await stream.receive_some(_READ_SIZE)
-                texts = framing.receive_data(data)
-                if framing.open and not mine and framing.refused is None and not busy:
-                    busy = mine = True
-                    bridge.host.agent_connected(bridge.now())
-                    bridge.attach_agent(write)
-                for text in texts:
-                    bridge.host.receive_agent_text(text, bridge.now())
-                bridge.poke()
-                if framing.closed:
-                    release()
-                await flush()
-                if not data:
-                    break
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            pass
-        finally:
-            release()
-            with trio.CancelScope(shield=True), trio.move_on_after(1):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(flusher.run)
                 try:
-                    await flush()
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    while not framing.closed:
+                        data = await stream.receive_some(_READ_SIZE)
+                        agent.received(data)
+                        await flush()
+                        if not data:
+                            break
+                except _GONE:
                     pass
+                finally:
+                    nursery.cancel_scope.cancel()
+        finally:
+            agent.release()
+            with trio.CancelScope(shield=True), trio.move_on_after(1):
+                await flush()
                 await stream.aclose()
 
     listeners = await trio.open_tcp_listeners(port, host=host)

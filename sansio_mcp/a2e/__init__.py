@@ -6,11 +6,26 @@
   error codes (``_models``).
 * The codec: :func:`decode`, :func:`encode`, :class:`A2EFramer`; WebSocket
   framing: :class:`A2EWebSocket`.
-* :class:`BridgeHost`: A2E to one agent, MCP to many servers, no I/O.
+* :class:`BridgeHost`: A2E to one agent, MCP to many servers, no I/O;
+  :class:`BridgeConfig` (its config file).
+* :class:`A2EClientBase`: the agent's side, backend-neutral (the Trio and
+  asyncio ``A2EClient`` supply the event loop), and :class:`AgentInbox`, the
+  in-process ("direct") transport's hand-off to it.
 """
 
-from ._codec import A2EFramer, DecodeError, decode, decode_text, encode, encode_line, to_obj
-from ._fields import FieldProblem
+from ._client import A2EClientBase, A2ERequestError, AgentInbox
+from ._codec import (
+    A2EFramer,
+    DecodeError,
+    adopt,
+    decode,
+    decode_text,
+    encode,
+    encode_line,
+    to_obj,
+)
+from ._config import BridgeConfig, bridge_command, load_config, parse_config
+from ._fields import FieldProblem, copy_json
 from ._host import (
     BRIDGE_INFO,
     Action,
@@ -28,9 +43,13 @@ from ._websocket import A2EWebSocket
 
 __all__ = [
     "BRIDGE_INFO",
+    "A2EClientBase",
     "A2EFramer",
+    "A2ERequestError",
     "A2EWebSocket",
     "Action",
+    "AgentInbox",
+    "BridgeConfig",
     "BridgeHost",
     "ConnectServer",
     "DecodeError",
@@ -38,10 +57,15 @@ __all__ = [
     "FieldProblem",
     "FlushServer",
     "SendToAgent",
+    "adopt",
+    "bridge_command",
+    "copy_json",
     "decode",
     "decode_text",
     "encode",
     "encode_line",
+    "load_config",
+    "parse_config",
     "to_obj",
     *_messages_all,
     *_models_all,

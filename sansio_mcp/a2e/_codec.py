@@ -10,6 +10,7 @@ Decoding never raises.  What cannot become a message becomes a
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import attrs
@@ -17,7 +18,7 @@ import attrs
 from .. import _json
 from .._errors import RemoteProtocolError
 from .._ndjson import NEED_DATA, NdjsonFramer
-from ._fields import FieldProblem, check_kind, kind_of
+from ._fields import FieldProblem, check_kind, copy_json, wire_fields
 from ._messages import (
     A2E_VERSION,
     MESSAGE_TYPES,
@@ -29,6 +30,7 @@ from ._models import A2EErrorCode
 __all__ = [
     "A2EFramer",
     "DecodeError",
+    "adopt",
     "decode",
     "decode_text",
     "encode",
@@ -138,29 +140,88 @@ def decode(obj: Any) -> A2EMessage | DecodeError:
             req_id=req_id,
         )
     values: dict[str, Any] = {}
-    known: set[str] = set()
     try:
-        for field in attrs.fields(cls):
-            kind = kind_of(field)
-            if kind is None:
-                continue
-            known.add(field.name)
-            if field.name not in obj:
-                if field.name in cls.REQUIRED:
-                    raise FieldProblem(
-                        field.name, "present", None, message=f"{field.name!r} is required"
-                    )
-                continue
-            values[field.name] = check_kind(kind, field.name, obj[field.name])
+        for name, kind in wire_fields(cls):
+            if name in obj:
+                values[name] = check_kind(kind, name, obj[name])
+            elif name in cls.REQUIRED:
+                raise FieldProblem(name, "present", None, message=f"{name!r} is required")
     except FieldProblem as problem:
-        return DecodeError(
-            A2EErrorCode.SCHEMA_VIOLATION,
-            f"{type_name}: {problem}",
-            {"type": type_name, **problem.detail},
-            req_id=req_id,
-        )
-    extra = {k: v for k, v in obj.items() if k not in known}
+        return _schema_violation(type_name, problem, req_id)
+    extra = {k: v for k, v in obj.items() if k not in values and k not in _known(cls)}
     return cls(**values, extra=extra)
+
+
+def _schema_violation(type_name: str, problem: FieldProblem, req_id: str) -> DecodeError:
+    return DecodeError(
+        A2EErrorCode.SCHEMA_VIOLATION,
+        f"{type_name}: {problem}",
+        {"type": type_name, **problem.detail},
+        req_id=req_id,
+    )
+
+
+_KNOWN: dict[type, frozenset[str]] = {}
+
+
+def _known(cls: type[A2EMessage]) -> frozenset[str]:
+    known = _KNOWN.get(cls)
+    if known is None:
+        known = _KNOWN[cls] = frozenset(name for name, _ in wire_fields(cls))
+    return known
+
+
+_EXACT: dict[str, type] = {"str": str, "int": int, "float": float, "bool": bool}
+_PLANS: dict[type, tuple[tuple[str, str, type | None], ...]] = {}
+
+
+def _plan(cls: type[A2EMessage]) -> tuple[tuple[str, str, type | None], ...]:
+    """(name, kind, the scalar type a value of that kind has) per field of ``cls``."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        plan = _PLANS[cls] = tuple((n, k, _EXACT.get(k)) for n, k in wire_fields(cls))
+    return plan
+
+
+def adopt(
+    message: A2EMessage, *, max_depth: int = _json.DEFAULT_MAX_DEPTH
+) -> A2EMessage | DecodeError:
+    """A message object handed over in process, as the receiving side must see it:
+    checked by the rules of :func:`decode` (with the same errors) and copied, so
+    it shares no container with what the sender holds.
+
+    A value that could not be encoded raises what :func:`encode` would raise
+    (``TypeError``, ``ValueError``): over a byte stream the sender fails the same way.
+    """
+    type_name = message.type
+    cls = MESSAGE_TYPES.get(type_name) if type(type_name) is str else None
+    raw_id = message.id
+    if (
+        cls is not None
+        and type(message) is cls
+        and type(raw_id) is str
+        and raw_id
+        and message.version == A2E_VERSION
+    ):
+        values: dict[str, Any] = {}
+        try:
+            for name, kind, exact in _plan(cls):
+                value: Any = getattr(message, name)
+                if type(value) is exact and (exact is not float or math.isfinite(value)):  # type: ignore[arg-type]
+                    values[name] = value  # immutable and already of its kind: nothing to copy
+                else:
+                    values[name] = check_kind(kind, name, copy_json(value, 2, max_depth))
+            extra = message.extra
+            if extra:
+                known = _known(cls)
+                # The extra dict stands for the message object itself: its values at depth 2.
+                extra = {k: v for k, v in copy_json(extra, 1, max_depth).items() if k not in known}
+            return cls(**values, extra=extra if extra else {})
+        except (FieldProblem, TypeError, ValueError):
+            pass  # TooDeep is a ValueError
+    # Anything unusual (a subclass, the bare envelope, a bad envelope, a bad field) is
+    # read from its encoding, so errors and their order are exactly the wire's.
+    return decode_text(encode(message), max_depth=max_depth)
 
 
 class A2EFramer:

@@ -15,20 +15,25 @@ from typing import Any, ClassVar, TypeVar, cast
 
 import attrs
 
+from .. import _json
+from .._errors import RemoteProtocolError
 from .._json import json_type
 
 __all__ = [
     "FieldProblem",
     "Model",
+    "TooDeep",
     "any_field",
     "bool_field",
     "check_kind",
+    "copy_json",
     "dict_field",
     "dicts_field",
     "float_field",
     "int_field",
     "str_field",
     "strs_field",
+    "wire_fields",
 ]
 
 _KIND = "a2e_kind"
@@ -131,6 +136,64 @@ def kind_of(field: attrs.Attribute[Any]) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
+_WIRE_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {}
+
+
+def wire_fields(cls: type) -> tuple[tuple[str, str], ...]:
+    """(name, kind) of every field of ``cls`` that travels on the wire, in order."""
+    found = _WIRE_FIELDS.get(cls)
+    if found is None:
+        found = tuple(
+            (field.name, kind)
+            for field in attrs.fields(cls)
+            if (kind := kind_of(field)) is not None
+        )
+        _WIRE_FIELDS[cls] = found
+    return found
+
+
+class TooDeep(ValueError):
+    """A value nests deeper than the JSON nesting limit allows."""
+
+
+_SCALARS = frozenset({str, int, bool, type(None)})
+
+
+def copy_json(value: Any, depth: int = 1, max_depth: int = _json.DEFAULT_MAX_DEPTH) -> Any:
+    """A copy of a JSON value that shares no container with ``value``, exactly
+    as encoding and decoding it would give (:class:`TooDeep` past ``max_depth``
+    nested containers, counting from ``depth``).
+
+    Plain dicts, lists and scalars are copied directly; anything else (tuples,
+    subclasses, non-string keys, non-finite floats) takes the JSON codec's
+    round trip, so it becomes what the wire would make of it or raises what
+    encoding it raises (``TypeError``, ``ValueError``).
+    """
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is float:
+        if math.isfinite(value):
+            return value
+    elif kind is dict or kind is list:
+        if depth > max_depth:
+            raise TooDeep(f"message nests deeper than {max_depth} levels")
+        if kind is list:
+            return [copy_json(item, depth + 1, max_depth) for item in value]
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                break
+            out[key] = copy_json(item, depth + 1, max_depth)
+        else:
+            return out
+    text = _json.dumps(value)
+    try:
+        return _json.loads(text, max_depth=max(0, max_depth - depth + 1))
+    except RemoteProtocolError:
+        raise TooDeep(f"message nests deeper than {max_depth} levels") from None
+
+
 class Model:
     """Shared ``to_dict`` / ``from_dict`` of the A2E data models.
 
@@ -143,12 +206,7 @@ class Model:
     extra: dict[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for field in attrs.fields(cast(Any, type(self))):
-            if kind_of(field) is None:
-                continue
-            value = getattr(self, field.name)
-            out[field.name] = _copy(value)
+        out = {name: _copy(getattr(self, name)) for name, _ in wire_fields(type(self))}
         for key, value in self.extra.items():
             out.setdefault(key, value)
         return out
@@ -159,17 +217,13 @@ class Model:
         if not isinstance(obj, Mapping):
             raise FieldProblem(prefix.rstrip(".") or "(object)", "an object", obj)
         values: dict[str, Any] = {}
-        known: set[str] = set()
-        for field in attrs.fields(cast(Any, cls)):
-            kind = kind_of(field)
-            if kind is None:
-                continue
-            known.add(field.name)
-            if field.name not in obj:
-                if field.name in cls.REQUIRED:
-                    raise FieldProblem(prefix + field.name, "present", None)
-                continue
-            values[field.name] = check_kind(kind, prefix + field.name, obj[field.name])
+        fields = wire_fields(cls)
+        for name, kind in fields:
+            if name in obj:
+                values[name] = check_kind(kind, prefix + name, obj[name])
+            elif name in cls.REQUIRED:
+                raise FieldProblem(prefix + name, "present", None)
+        known = {name for name, _ in fields}
         extra = {k: v for k, v in obj.items() if k not in known}
         return cast(T, cast(Any, cls)(**values, extra=extra))
 

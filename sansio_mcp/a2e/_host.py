@@ -51,8 +51,8 @@ from .._session import ClientSession
 from .._state import SessionState
 from .._uritemplate import UriTemplate
 from .._versions import ALL_REVISIONS, HANDSHAKE_REVISIONS, MODERN_REVISIONS
-from ._codec import A2EFramer, DecodeError, decode, decode_text
-from ._fields import FieldProblem
+from ._codec import A2EFramer, DecodeError, adopt, decode, decode_text
+from ._fields import FieldProblem, TooDeep, copy_json
 from ._messages import (
     AGENT_TO_HOST,
     BOTH,
@@ -199,12 +199,88 @@ class _Refused(Exception):
         self.failure = failure
 
 
-@attrs.define(eq=False)
 class _Call:
-    method: str
-    on_ok: Callable[[dict[str, Any]], None]
-    on_err: Callable[[MCPError], None]
-    on_progress: Callable[[ProgressReceived], None] | None = None
+    """What to do with the outcome of one MCP request the host sent."""
+
+    __slots__ = ("_err_fn", "_ok_fn", "_progress_fn")
+
+    def __init__(
+        self,
+        on_ok: Callable[[dict[str, Any]], None],
+        on_err: Callable[[MCPError], None],
+        on_progress: Callable[[ProgressReceived], None] | None = None,
+    ) -> None:
+        self._ok_fn = on_ok
+        self._err_fn = on_err
+        self._progress_fn = on_progress
+
+    @property
+    def wants_progress(self) -> bool:
+        return self._progress_fn is not None
+
+    def ok(self, result: dict[str, Any]) -> None:
+        self._ok_fn(result)
+
+    def err(self, error: MCPError) -> None:
+        self._err_fn(error)
+
+    def progress(self, event: ProgressReceived) -> None:
+        if self._progress_fn is not None:
+            self._progress_fn(event)
+
+
+class _ToolCall(_Call):
+    """A ``tool/call/req`` in flight: its MCP outcome becomes the agent's
+    ``tool/call/resp``, its progress ``tool/event`` messages.  (One object per
+    call, not three closures: this is the bridge's hot path.)"""
+
+    __slots__ = ("host", "request", "seq", "server", "started")
+
+    def __init__(self, host: BridgeHost, request: ToolCallRequest, server: _Server) -> None:
+        self.host = host
+        self.request = request
+        self.server = server
+        self.started = host._now
+        self.seq = 0
+
+    @property
+    def wants_progress(self) -> bool:
+        return True
+
+    def ok(self, result: dict[str, Any]) -> None:
+        host = self.host
+        now = host._now
+        request = self.request
+        data = tool_result(request.tool_name, result, round((now - self.started) * 1000, 3))
+        host._actions.append(
+            SendToAgent(
+                ToolCallResponse(
+                    id=host._new_id(), ts=now, req_id=request.id, data=data, created_at=now
+                )
+            )
+        )
+
+    def err(self, error: MCPError) -> None:
+        host = self.host
+        failure = host._classify(error, "tools/call", self.server)
+        host._reply_failure(
+            self.request,
+            attrs.evolve(failure, detail={**failure.detail, "started": self.started}),
+        )
+
+    def progress(self, event: ProgressReceived) -> None:
+        self.seq += 1
+        data: dict[str, Any] = {"progress": event.progress, "server_id": self.server.server_id}
+        if event.total is not None:
+            data["total"] = event.total
+        if event.message is not None:
+            data["message"] = event.message
+        host = self.host
+        host._send(
+            ToolEvent(
+                **host._envelope(), kind="progress", req_id=self.request.id, data=data, seq=self.seq
+            )
+        )
 
 
 @attrs.define(eq=False)
@@ -222,6 +298,11 @@ class _Link:
     listen_id: RequestId | None = None
     #: subscribe requests waiting for the listen acknowledgement (modern servers): (uri, answer)
     listen_waiters: list[tuple[str, Callable[[_Failure | None], None]]] = attrs.field(factory=list)
+    #: The one FlushServer action of this connection (actions are immutable).
+    flush: FlushServer = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.flush = FlushServer(self.conn)
 
 
 @attrs.define(eq=False)
@@ -349,7 +430,8 @@ class BridgeHost:
         self._dirty: set[int] = set()
         self._waits: dict[str, _AgentWait] = {}
         self._framer = A2EFramer()
-        self._seq = 0
+        self._handlers = self._handler_table()
+        self._earliest_added: float | None = None
         #: Set once the agent's input ended.
         self.agent_closed = False
         #: Exceptions the host caught in its own code (answered as runtime_error or
@@ -377,11 +459,37 @@ class BridgeHost:
         finally:
             self._finish()
 
-    def receive_agent_message(self, message: A2EMessage | Mapping[str, Any], now: float) -> None:
-        """One A2E message, decoded or as a JSON object."""
+    def receive_agent_message(
+        self, message: A2EMessage | Mapping[str, Any], now: float, *, adopted: bool = False
+    ) -> None:
+        """One A2E message handed over in process, as an object or a JSON object.
+
+        It is read by the rules of the codec (the same errors as on a byte
+        stream) and copied first (:func:`~sansio_mcp.a2e.adopt`), so the host
+        keeps nothing the sender may change later.  In a message object, a value
+        that cannot be encoded raises ``TypeError``/``ValueError``, as encoding
+        it would; in a JSON object it is answered as ``parse_error``.
+
+        ``adopted``: the message is already what :func:`adopt` would make of it,
+        a registered class with fields of their kinds and containers nobody else
+        holds (the in-process client builds its tool calls so); it is taken as is.
+        """
         self._now = now
         try:
-            self._on_agent(message if isinstance(message, A2EMessage) else decode(dict(message)))
+            if isinstance(message, A2EMessage):
+                self._on_agent(message if adopted else adopt(message))
+            else:
+                try:
+                    obj = copy_json(dict(message))
+                except TooDeep as exc:
+                    self._on_agent(DecodeError(A2EErrorCode.PARSE_ERROR, str(exc)))
+                except (TypeError, ValueError) as exc:
+                    # No JSON text has such a value: answered as text that does not parse.
+                    self._on_agent(
+                        DecodeError(A2EErrorCode.PARSE_ERROR, f"the message is not JSON: {exc}")
+                    )
+                else:
+                    self._on_agent(decode(obj))
         finally:
             self._finish()
 
@@ -427,12 +535,13 @@ class BridgeHost:
             link.connect_deadline = None
             config = link.server.config
             try:
-                start_id = link.session.start(now=now, timeout=self._start_timeout(config))
+                timeout = self._start_timeout(config)
+                start_id = link.session.start(now=now, timeout=timeout)
+                self._added(now + timeout)
             except LocalProtocolError as exc:
                 self._drop_link(link, f"the session could not start: {exc}", status=ERROR)
                 return
             link.calls[start_id] = _Call(
-                "start",
                 lambda result: self._on_started(link),
                 lambda error: self._on_start_failed(link, error),
             )
@@ -494,6 +603,22 @@ class BridgeHost:
         deadlines.extend(w.deadline for w in self._waits.values())
         return min(deadlines) if deadlines else None
 
+    def deadline_added(self) -> float | None:
+        """The earliest deadline armed since the last call (None: none).
+
+        Every deadline that can be earlier than :meth:`next_deadline` was when
+        last asked is armed here (the sessions' own re-arming only happens on
+        :meth:`handle_timer` and never moves a deadline earlier), so a runner
+        re-arms its timer when this is earlier than what it waits for, without
+        recomputing :meth:`next_deadline` after every input.
+        """
+        earliest, self._earliest_added = self._earliest_added, None
+        return earliest
+
+    def _added(self, deadline: float) -> None:
+        if self._earliest_added is None or deadline < self._earliest_added:
+            self._earliest_added = deadline
+
     def handle_timer(self, now: float) -> None:
         self._now = now
         try:
@@ -546,8 +671,9 @@ class BridgeHost:
         return self._info(server) if server is not None else None
 
     def tool_definitions(self) -> list[dict[str, Any]]:
+        # From a copy: the agent may change what it is given without changing the host.
         return [
-            tool_definition(server.server_id, tool)
+            tool_definition(server.server_id, copy_json(tool))
             for server in self._servers.values()
             for tool in server.tools.values()
         ]
@@ -555,10 +681,15 @@ class BridgeHost:
     # Plumbing ----------------------------------------------------------------------------
 
     def _finish(self) -> None:
-        for conn in sorted(self._dirty):
-            if conn in self._links:
-                self._actions.append(FlushServer(conn))
-        self._dirty.clear()
+        dirty = self._dirty
+        if not dirty:
+            return
+        links = self._links
+        for conn in sorted(dirty) if len(dirty) > 1 else dirty:
+            link = links.get(conn)
+            if link is not None:
+                self._actions.append(link.flush)
+        dirty.clear()
 
     def _touch(self, link: _Link) -> None:
         self._dirty.add(link.conn)
@@ -588,7 +719,7 @@ class BridgeHost:
                 ),
             )
             return
-        handler = self._handlers().get(type(item))
+        handler = self._handlers.get(type(item))
         if handler is None:
             return  # pong, and the like: nothing to do
         try:
@@ -602,7 +733,7 @@ class BridgeHost:
                 _Failure(A2EErrorCode.RUNTIME_ERROR, f"the bridge failed on {item.type}: {exc}"),
             )
 
-    def _handlers(self) -> dict[type[A2EMessage], Callable[[Any], None]]:
+    def _handler_table(self) -> dict[type[A2EMessage], Callable[[Any], None]]:
         return {
             MCPServerListRequest: self._on_server_list,
             MCPServerRegisterRequest: self._on_register,
@@ -886,12 +1017,9 @@ class BridgeHost:
         except LocalProtocolError as exc:
             server.status, server.error = ERROR, str(exc)
             return
-        link = _Link(
-            conn=conn,
-            server=server,
-            session=session,
-            connect_deadline=self._now + self._start_timeout(server.config),
-        )
+        connect_deadline = self._now + self._start_timeout(server.config)
+        link = _Link(conn=conn, server=server, session=session, connect_deadline=connect_deadline)
+        self._added(connect_deadline)
         server.link = link
         server.last_conn = conn
         server.status = CONNECTING
@@ -937,6 +1065,7 @@ class BridgeHost:
         server.ever_ready = True
         if self.ping_interval is not None:
             link.ping_at = self._now + self.ping_interval
+            self._added(link.ping_at)
         if link.session.is_modern:
             self._open_listen(link)
         else:
@@ -1013,6 +1142,7 @@ class BridgeHost:
             delay = delay / 2 + self._rng.random() * delay / 2  # "equal jitter"
             server.attempts += 1
             server.reconnect_at = self._now + delay
+            self._added(server.reconnect_at)
 
     # MCP events -----------------------------------------------------------------------------
 
@@ -1034,16 +1164,16 @@ class BridgeHost:
         if isinstance(event, ResponseReceived):
             call = link.calls.pop(event.request_id, None)
             if call is not None:
-                call.on_ok(event.result)
+                call.ok(event.result)
         elif isinstance(event, RequestFailed):
             call = link.calls.pop(event.request_id, None)
             if call is not None:
-                call.on_err(event.error)
+                call.err(event.error)
             self._maybe_transport_failure(link, event.error)
         elif isinstance(event, ProgressReceived):
             progress_call = link.calls.get(event.request_id)
-            if progress_call is not None and progress_call.on_progress is not None:
-                progress_call.on_progress(event)
+            if progress_call is not None:
+                progress_call.progress(event)
             params: dict[str, Any] = {
                 "progressToken": event.progress_token,
                 "progress": event.progress,
@@ -1102,7 +1232,7 @@ class BridgeHost:
         )
 
     def _on_notification(self, link: _Link, event: NotificationReceived) -> None:
-        self._push(link, event.method, dict(event.params))
+        self._push(link, event.method, copy_json(event.params))
         kind = {
             "notifications/tools/list_changed": "tools",
             "notifications/resources/list_changed": "resources",
@@ -1126,22 +1256,35 @@ class BridgeHost:
     ) -> RequestId | None:
         if timeout is not None and timeout < 0:
             timeout = float(link.server.config.timeout)
-        if link.session.state is SessionState.CLOSED:
-            on_err(ConnectionClosedError(message="the connection is closed"))
+        return self._start_call(link, method, params, _Call(on_ok, on_err, on_progress), timeout)
+
+    def _start_call(
+        self,
+        link: _Link,
+        method: str,
+        params: dict[str, Any] | None,
+        call: _Call,
+        timeout: float | None,
+    ) -> RequestId | None:
+        session = link.session
+        if session.state is SessionState.CLOSED:
+            call.err(ConnectionClosedError(message="the connection is closed"))
             return None
         try:
-            request_id = link.session.send_request(
+            request_id = session.send_request(
                 method,
                 params,
                 now=self._now,
                 timeout=timeout,
-                progress=on_progress is not None,
+                progress=call.wants_progress,
             )
         except LocalProtocolError as exc:
-            on_err(MCPError(ErrorCode.METHOD_NOT_FOUND, str(exc), {"local": True}))
+            call.err(MCPError(ErrorCode.METHOD_NOT_FOUND, str(exc), {"local": True}))
             return None
-        link.calls[request_id] = _Call(method, on_ok, on_err, on_progress)
-        self._touch(link)
+        link.calls[request_id] = call
+        if timeout is not None:
+            self._added(self._now + timeout)
+        self._dirty.add(link.conn)
         return request_id
 
     def _classify(self, error: MCPError, method: str, server: _Server | None) -> _Failure:
@@ -1327,6 +1470,7 @@ class BridgeHost:
             link.server.last_ping_ms = round((self._now - sent) * 1000, 3)
             if self.ping_interval is not None and link.server.link is link:
                 link.ping_at = self._now + self.ping_interval
+                self._added(link.ping_at)
 
         def err(error: MCPError) -> None:
             link.ping_id = None
@@ -1336,6 +1480,7 @@ class BridgeHost:
                 self._drop_link(link, f"no answer to {method} within {timeout:g} s", status=ERROR)
             elif self.ping_interval is not None:
                 link.ping_at = self._now + self.ping_interval
+                self._added(link.ping_at)
 
         link.ping_id = self._call(link, method, None, ok, err, timeout=timeout)
 
@@ -1396,7 +1541,6 @@ class BridgeHost:
         self._send(ToolListResponse(**self._envelope(), req_id=request.id, tools=tools))
 
     def _on_tool_call(self, request: ToolCallRequest) -> None:
-        started = self._now
         parsed = split_namespaced(request.tool_name)
         server = self._servers.get(parsed[0]) if parsed else None
         if parsed is None or server is None:
@@ -1418,53 +1562,19 @@ class BridgeHost:
                     {"server_id": server.server_id, "tool_name": request.tool_name},
                 )
             )
-        if not server.ready or server.link is None:
-            raise _Refused(self._unavailable(server))
         link = server.link
+        if link is None or server.status != READY:
+            raise _Refused(self._unavailable(server))
         timeout = float(server.config.timeout)
         if request.timeout > 0:
             timeout = min(timeout, float(request.timeout))
-        seq = 0
-
-        def ok(result: dict[str, Any]) -> None:
-            duration = round((self._now - started) * 1000, 3)
-            self._send(
-                ToolCallResponse(
-                    **self._envelope(),
-                    req_id=request.id,
-                    data=tool_result(request.tool_name, result, duration),
-                    created_at=self._now,
-                )
-            )
-
-        def err(error: MCPError) -> None:
-            failure = self._classify(error, "tools/call", server)
-            self._reply_failure(
-                request, attrs.evolve(failure, detail={**failure.detail, "started": started})
-            )
-
-        def progress(event: ProgressReceived) -> None:
-            nonlocal seq
-            seq += 1
-            data: dict[str, Any] = {"progress": event.progress, "server_id": server.server_id}
-            if event.total is not None:
-                data["total"] = event.total
-            if event.message is not None:
-                data["message"] = event.message
-            self._send(
-                ToolEvent(
-                    **self._envelope(), kind="progress", req_id=request.id, data=data, seq=seq
-                )
-            )
-
-        self._call(
+        self._start_call(
             link,
             "tools/call",
-            {"name": tool_name, "arguments": dict(request.arguments)},
-            ok,
-            err,
-            timeout=timeout,
-            on_progress=progress,
+            # The request is the host's own copy (see receive_agent_message).
+            {"name": tool_name, "arguments": request.arguments},
+            _ToolCall(self, request, server),
+            timeout,
         )
 
     # Resources ---------------------------------------------------------------------------------
@@ -1650,7 +1760,7 @@ class BridgeHost:
                 uri = entry.get("uri")
                 if isinstance(uri, str) and server.allows_resource(uri):
                     server.resources[uri] = entry  # routing learns from every listing
-                    out.append(resource_from_mcp(sid, entry).to_dict())
+                    out.append(resource_from_mcp(sid, copy_json(entry)).to_dict())
         elif phase == "templates":
             known = {t.template for t, _ in server.templates}
             for entry in entries:
@@ -1662,12 +1772,12 @@ class BridgeHost:
                         server.templates.append((UriTemplate(text), entry))
                     except (ValueError, KeyError):
                         pass
-                out.append(template_from_mcp(sid, entry).to_dict())
+                out.append(template_from_mcp(sid, copy_json(entry)).to_dict())
         else:
             for entry in entries:
                 if isinstance(entry.get("name"), str):
                     server.prompts[entry["name"]] = entry
-                    out.append(prompt_from_mcp(sid, entry).to_dict())
+                    out.append(prompt_from_mcp(sid, copy_json(entry)).to_dict())
         return out
 
     def _route_uri(self, uri: str, server_id: str) -> _Server:
@@ -1862,7 +1972,7 @@ class BridgeHost:
                 session.respond_error(request_id, error)
                 self._touch(link)
 
-        self._ask_agent(link, event.method, dict(event.params), str(request_id), deliver, fail)
+        self._ask_agent(link, event.method, copy_json(event.params), str(request_id), deliver, fail)
 
     def _ask_agent(
         self,
@@ -1912,6 +2022,7 @@ class BridgeHost:
             fail=fail,
             deadline=self._now + float(server.config.timeout),
         )
+        self._added(self._waits[message.id].deadline)
         self._send(message)
 
     def _on_input_required(self, link: _Link, event: InputRequired) -> None:
@@ -1961,7 +2072,7 @@ class BridgeHost:
             self._ask_agent(
                 link,
                 method,
-                dict(params) if isinstance(params, dict) else {},
+                copy_json(params) if isinstance(params, dict) else {},
                 f"{origin}:{key}",
                 deliver,
                 give_up,

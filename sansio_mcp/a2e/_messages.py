@@ -5,7 +5,7 @@ capability, the core tool messages the bridge feeds, ``ping``/``pong``,
 ``error``, and the ``x-mcp/elicit`` extension pair.
 
 Every message is a frozen attrs class whose fields, types and defaults are
-the spec's.  The envelope is ``type``, ``id`` (uuid4 hex unless given),
+the spec's.  The envelope is ``type``, ``id`` (a random UUID's 32 hex digits unless given),
 ``version`` (``"1.0"``; the code's name for it, not the older docs' ``a2e``)
 and ``ts``.  The core never reads a clock: ``ts`` is 0.0 unless the sender
 stamps it (the bridge host stamps everything it sends with the ``now`` it
@@ -14,7 +14,8 @@ was given).  Unknown keys are kept in ``extra`` and written back out.
 
 from __future__ import annotations
 
-import uuid
+import os
+import random
 from typing import Any, ClassVar, TypeVar
 
 import attrs
@@ -88,9 +89,25 @@ MESSAGE_TYPES: dict[str, type[A2EMessage]] = {}
 MCP_MESSAGE_TYPES: list[str] = []
 
 
+# A private generator, seeded from the OS once (and again in a forked child, which
+# would otherwise repeat its parent's ids): uuid4() reads the OS for every id,
+# which showed in the bridge's profile (two ids per tool call).
+_ids = random.Random()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_ids.seed)
+_UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
+_UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
+
+
 def new_message_id() -> str:
-    """A fresh message id (uuid4 hex), the A2E default."""
-    return uuid.uuid4().hex
+    """A fresh message id: a random RFC 4122 version-4 UUID as 32 hex digits, the
+    A2E default (the reference SDK's ``uuid4().hex``).
+
+    Ids correlate requests and responses; they are unique per bridge (122 random
+    bits) but not secrets (the generator is not a CSPRNG): nothing in A2E is
+    authorized by knowing one.
+    """
+    return (_ids.getrandbits(128) & _UUID4_CLEAR | _UUID4_SET).to_bytes(16, "big").hex()
 
 
 def _message(direction: str) -> Any:

@@ -143,6 +143,12 @@ def summary_of(content: Any, limit: int = 500) -> str:
     """The text blocks of an MCP content list, joined and cut to ``limit`` characters."""
     if not isinstance(content, list):
         return ""
+    if len(content) == 1:  # the common case, without the list, the join and ABC checks
+        block = content[0]
+        if type(block) is dict and block.get("type") == "text":
+            text = block.get("text")
+            text = text if type(text) is str else _str(text)
+            return text if len(text) <= limit else text[: limit - 1] + "…"
     texts = [
         _str(block.get("text"))
         for block in content
@@ -163,7 +169,8 @@ def tool_result(name: str, result: Mapping[str, Any], duration_ms: float) -> dic
     result was lost: defect 4.)
     """
     content = result.get("content")
-    data: dict[str, Any] = {"content": list(content) if isinstance(content, list) else []}
+    # The result is the host's alone (fresh from the session): no copy of its list.
+    data: dict[str, Any] = {"content": content if isinstance(content, list) else []}
     if "structuredContent" in result:
         data["structuredContent"] = result["structuredContent"]
     failed = result.get("isError") is True

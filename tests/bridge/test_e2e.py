@@ -6,6 +6,8 @@ itself over stdio and WebSocket."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from functools import partial
@@ -447,3 +449,21 @@ async def test_cli_bridge_over_websocket() -> None:
             assert process.stderr is not None
             await process.stderr.aclose()
         assert process.returncode == 0  # SIGTERM is a clean stop
+
+
+async def test_a_bridge_that_dies_fails_requests_at_once() -> None:
+    """The agent's requests fail with ConnectionError once the bridge is gone,
+    instead of waiting for their time limits."""
+    from .conftest import children
+
+    with trio.fail_after(BUDGET):
+        before = set(children())
+        async with open_a2e_stdio() as agent:
+            await agent.ping()
+            (pid,) = [p for p in children() if p not in before]
+            os.kill(pid, signal.SIGKILL)
+            with trio.fail_after(5):
+                while not agent.closed:
+                    await trio.sleep(0.01)
+            with trio.fail_after(1), pytest.raises(ConnectionError):
+                await agent.list_servers()

@@ -1,0 +1,255 @@
+"""What every bridge runner does with the host's actions, backend-neutral.
+
+A runner (Trio, asyncio) feeds the :class:`~sansio_mcp.a2e.BridgeHost` and
+carries out what it queues.  :class:`BridgeRunner` is the part that does not
+depend on the event loop: actions are executed synchronously, in the task
+that fed the host (no hop through an action task), server output is written
+through each connection's ``flush_now`` (which sends what it can at once and
+leaves the rest to that connection's writer), messages for the agent go to
+one synchronous sink, and the timer is woken only when the host arms a
+deadline earlier than the one it waits for (:meth:`BridgeHost.deadline_added`).
+A subclass supplies :meth:`open_connection` and :meth:`wake_timer`, and runs
+the timer with :meth:`timer_delay` / :meth:`timer_fired`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import attrs
+
+from ._config import BridgeConfig, parse_config
+from ._host import BridgeHost, ConnectServer, DisconnectServer, FlushServer, SendToAgent
+from ._messages import A2EMessage
+from ._websocket import A2EWebSocket
+
+R = TypeVar("R", bound="BridgeRunner")
+
+__all__ = ["AgentSink", "BridgeRunner", "Connection", "direct_bridge", "WebSocketAgents"]
+
+logger = logging.getLogger("sansio_mcp.a2e")
+
+#: Where messages for the agent go: encode and write them, or hand them over.
+AgentSink = Callable[[A2EMessage], None]
+
+
+@attrs.define(eq=False)
+class Connection:
+    """One server connection as a runner tracks it."""
+
+    #: Tear the transport down (cancel its task).
+    cancel: Callable[[], None]
+    #: Send what the session queued, without waiting (set once the transport is up).
+    flush_now: Callable[[], None] | None = None
+    #: Why the transport ended, once known (a process's exit code, say).
+    reason: str = ""
+
+
+class BridgeRunner:
+    """Executes a :class:`BridgeHost`'s actions; ``clock`` gives its ``now``
+    (seconds since the epoch: it also stamps ``ts``)."""
+
+    def __init__(self, host: BridgeHost, *, clock: Callable[[], float]) -> None:
+        self.host = host
+        self.clock = clock
+        #: Set by the subclass once it can open connections (its task group exists).
+        self.running = False
+        self._connections: dict[int, Connection] = {}
+        self._agent: AgentSink | None = None
+        self._armed = math.inf
+        self._executing = False
+
+    # Primitives --------------------------------------------------------------------
+
+    def open_connection(self, action: ConnectServer) -> Connection:
+        """Start the task that connects to a server and serves its transport."""
+        raise NotImplementedError
+
+    def wake_timer(self) -> None:
+        """The earliest deadline moved earlier: the timer task must look again."""
+        raise NotImplementedError
+
+    # Executing actions ---------------------------------------------------------------
+
+    def now(self) -> float:
+        return self.clock()
+
+    def poke(self) -> None:
+        """The host was fed something: carry out what it queued, now."""
+        if not self.running or self._executing:
+            return  # queued until running; or the loop below picks them up
+        self._executing = True
+        try:
+            while actions := self.host.actions():
+                for action in actions:
+                    self._execute(action)
+        finally:
+            self._executing = False
+        deadline = self.host.deadline_added()
+        if deadline is not None and deadline < self._armed:
+            self._armed = deadline
+            self.wake_timer()
+
+    def _execute(self, action: object) -> None:
+        if isinstance(action, SendToAgent):
+            agent = self._agent
+            if agent is None:
+                logger.debug("no agent attached: dropped %s", action.message.type)
+            else:
+                agent(action.message)
+        elif isinstance(action, FlushServer):
+            found = self._connections.get(action.connection)
+            if found is not None and found.flush_now is not None:
+                found.flush_now()
+        elif isinstance(action, ConnectServer):
+            self._connections[action.connection] = self.open_connection(action)
+        elif isinstance(action, DisconnectServer):
+            found = self._connections.get(action.connection)
+            if found is not None:
+                found.cancel()
+
+    # The timer -------------------------------------------------------------------------
+
+    def timer_delay(self) -> float:
+        """Seconds until the host's next deadline (``math.inf``: none); the timer
+        task sleeps that long unless woken."""
+        self.host.deadline_added()  # all included below
+        deadline = self.host.next_deadline()
+        self._armed = math.inf if deadline is None else deadline
+        return max(0.0, self._armed - self.clock())
+
+    def timer_fired(self) -> None:
+        self.host.handle_timer(self.clock())
+        self.poke()
+
+    # Server connections -----------------------------------------------------------------
+
+    def connection_input(self, conn: int) -> Callable[[], None]:
+        """What a connection's session driver calls when the session was fed."""
+        host = self.host
+        clock = self.clock
+
+        def pump() -> None:
+            host.connection_input(conn, clock())
+            self.poke()
+
+        return pump
+
+    def connection_opened(self, conn: int) -> None:
+        self.host.connection_opened(conn, self.clock())
+        self.poke()
+
+    def connection_ended(self, conn: int) -> None:
+        """A connection task finished, for whatever reason."""
+        found = self._connections.pop(conn, None)
+        self.host.connection_lost(conn, found.reason if found else "", self.clock())
+        self.poke()
+
+    def connection(self, conn: int) -> Connection | None:
+        return self._connections.get(conn)
+
+    # The agent ------------------------------------------------------------------------------
+
+    def attach_agent(self, sink: AgentSink | None) -> None:
+        """Where messages for the agent go (None: nowhere, they are dropped)."""
+        self._agent = sink
+
+    def connect_agent(self, sink: AgentSink) -> None:
+        """An in-process agent arrives: messages for it go to ``sink``."""
+        self.host.agent_connected(self.clock())
+        self.attach_agent(sink)
+
+    async def agent_send(self, message: A2EMessage) -> None:
+        """:meth:`agent_message` as an in-process agent's ``send``."""
+        self.agent_message(message)
+
+    def agent_message(self, message: A2EMessage, *, adopted: bool = False) -> None:
+        """A message from an in-process agent, handled at once in the caller's task
+        (checked and copied first unless ``adopted``: see
+        :meth:`BridgeHost.receive_agent_message`)."""
+        self.host.receive_agent_message(message, self.clock(), adopted=adopted)
+        self.poke()
+
+    def agent_adopted(self, message: A2EMessage) -> None:
+        """:meth:`agent_message` of a message the agent built for the host alone."""
+        self.agent_message(message, adopted=True)
+
+    def disconnect_agent(self) -> None:
+        """The in-process agent is done: what servers asked of it is refused."""
+        self.attach_agent(None)
+        self.host.agent_disconnected(self.clock())
+        self.poke()
+
+    def shutdown(self) -> None:
+        """Disconnect every server; the backend then waits for the connection tasks."""
+        self.host.close(self.clock())
+        for action in self.host.actions():
+            if isinstance(action, DisconnectServer):
+                found = self._connections.get(action.connection)
+                if found is not None:
+                    found.cancel()
+
+
+def direct_bridge(
+    make: Callable[[BridgeHost], R],
+    config: Mapping[str, Any] | BridgeConfig | None,
+    host: BridgeHost | None,
+    clock: Callable[[], float],
+) -> R:
+    """The runner of an in-process bridge: ``host``, or one made from ``config``
+    (what ``sansio-mcp bridge --config`` reads), with the config's servers registered."""
+    settings = config if isinstance(config, BridgeConfig) else parse_config(config or {})
+    runner = make(host or settings.new_host())
+    for server in settings.servers:
+        runner.host.register(server, clock())
+    return runner
+
+
+class WebSocketAgents:
+    """Agents over WebSocket, one at a time: the first whose opening handshake
+    succeeds is attached; one that connects meanwhile is refused with HTTP 409.
+    One per listener; :meth:`connection` per accepted socket."""
+
+    def __init__(self, runner: BridgeRunner) -> None:
+        self.runner = runner
+        self.busy = False
+
+    def connection(self, framing: A2EWebSocket, sink: AgentSink) -> _WebSocketAgent:
+        if self.busy:
+            framing.refuse_with = 409
+        return _WebSocketAgent(self, framing, sink)
+
+
+class _WebSocketAgent:
+    def __init__(self, agents: WebSocketAgents, framing: A2EWebSocket, sink: AgentSink) -> None:
+        self._agents = agents
+        self._framing = framing
+        self._sink = sink
+        self._mine = False
+
+    def received(self, data: bytes | bytearray) -> None:
+        """Bytes from the socket (``b""`` at its end): messages go to the host."""
+        agents, framing, runner = self._agents, self._framing, self._agents.runner
+        texts = framing.receive_data(data)
+        if framing.open and not self._mine and framing.refused is None and not agents.busy:
+            agents.busy = self._mine = True
+            runner.host.agent_connected(runner.now())
+            runner.attach_agent(self._sink)
+        for text in texts:
+            runner.host.receive_agent_text(text, runner.now())
+        runner.poke()
+        if framing.closed:
+            self.release()
+
+    def release(self) -> None:
+        """This agent is gone (called before the close reply goes out, so the next
+        agent may connect at once)."""
+        if self._mine:
+            self._agents.busy = self._mine = False
+            runner = self._agents.runner
+            runner.attach_agent(None)
+            runner.host.agent_disconnected(runner.now())
+            runner.poke()
