@@ -11,11 +11,15 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from sansio_mcp import ClientSession, RemoteProtocolError, _json
+from sansio_mcp import ClientSession, _json
 from sansio_mcp._client import ClientHandlers, new_client_session
-from sansio_mcp._http import ConnectionEnded, HTTPClientConnection, HTTPError, HTTPResponseHead
-from sansio_mcp._ndjson import NEED_DATA
-from sansio_mcp._streamable_http_client import Endpoint, ResponseHandler, StreamableHTTPClient
+from sansio_mcp._http import ConnectionPool
+from sansio_mcp._streamable_http_client import (
+    Endpoint,
+    ResponseHandler,
+    RoundTrip,
+    StreamableHTTPClient,
+)
 from sansio_mcp._versions import ALL_REVISIONS
 
 from ._runner import AsyncioSessionHost, shielded
@@ -27,9 +31,12 @@ logger = logging.getLogger("asyncio_adapters.http")
 
 _READ_SIZE = 65536
 
+_Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
 
 class _HTTPClientHost(AsyncioSessionHost):
-    """Every queued message goes out as its own POST, in its own task."""
+    """Every queued message goes out as its own POST, in its own task, on a
+    kept-alive connection when one is idle."""
 
     def __init__(
         self,
@@ -47,11 +54,31 @@ class _HTTPClientHost(AsyncioSessionHost):
         self.transport = transport
         self.max_body = max_body
         self.ssl_context = ssl_context
+        self.pool: ConnectionPool[_Stream] = ConnectionPool()
         self._get_running = False
         # The POSTs in flight, by the JSON-RPC id they carry.
         self._posts: dict[Any, asyncio.Task[Any]] = {}
 
+    def attach(self, group: asyncio.TaskGroup) -> None:
+        super().attach(group)
+        self.start(self._hold_connections())
+
+    async def _hold_connections(self) -> None:
+        """Live as long as the host: its end closes the idle kept-alive connections."""
+        try:
+            await asyncio.get_running_loop().create_future()
+        finally:
+            for _, writer in self.pool.close():
+                writer.close()
+
+    def _schedule_flush(self) -> None:
+        # Sending only starts tasks, so it needs no task of its own.
+        self._send_queued()
+
     async def flush(self) -> None:
+        self._send_queued()
+
+    def _send_queued(self) -> None:
         for message in self.session.messages_to_send():
             if self.transport.is_stateless_cancel(message):
                 # 2026-07-28 over HTTP: closing the request's stream is the cancellation.
@@ -71,7 +98,7 @@ class _HTTPClientHost(AsyncioSessionHost):
 
         return forget
 
-    async def _open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    async def _open(self) -> _Stream:
         endpoint = self.transport.endpoint
         context = None
         if endpoint.scheme == "https":
@@ -82,55 +109,38 @@ class _HTTPClientHost(AsyncioSessionHost):
         self, method: str, headers: dict[str, str], body: bytes | None, message: Any
     ) -> ResponseHandler:
         """One HTTP request; what the answer means goes through a core :class:`ResponseHandler`."""
-        endpoint = self.transport.endpoint
         response = ResponseHandler(self.transport, message, max_body=self.max_body)
-        try:
-            reader, writer = await self._open()
-        except OSError as exc:
-            response.on_failure(f"cannot connect to {endpoint.host_header}: {exc}")
-            self._after_input()
-            return response
-        try:
-            conn = HTTPClientConnection(endpoint.host_header)
-            writer.write(conn.send_request(method, endpoint.target, headers, body))
-            await writer.drain()
-            await self._read(reader, conn, response)
-        except (OSError, RemoteProtocolError) as exc:
-            response.on_failure(f"the connection failed: {exc}")
-            self._after_input()
-        finally:
-            writer.close()
-            with contextlib.suppress(ConnectionError, OSError):
-                await writer.wait_closed()
+        await self._round_trip(
+            RoundTrip(self.pool, self.transport.endpoint, response, method, headers, body)
+        )
+        self._after_input()
         return response
 
-    async def _read(
-        self, reader: asyncio.StreamReader, conn: HTTPClientConnection, response: ResponseHandler
-    ) -> None:
-        while True:
-            event = conn.next_event()
-            if event is NEED_DATA:
-                data = await reader.read(_READ_SIZE)
-                conn.receive_data(data)
-                if not data:
-                    break
-                continue
-            if isinstance(event, HTTPError):
-                raise RemoteProtocolError(event.reason)
-            if isinstance(event, ConnectionEnded) or event is None:
-                break
-            if isinstance(event, HTTPResponseHead):
-                response.on_head(event)
-                if response.message is None and event.status != 200:
+    async def _round_trip(self, trip: RoundTrip[_Stream]) -> None:
+        while trip.attempt():
+            conn = trip.idle_connection()
+            if conn is None:
+                try:
+                    conn = trip.connected(await self._open())
+                except OSError as exc:
+                    trip.cannot_connect(str(exc))
                     return
-            elif isinstance(event, bytes) and response.on_body(event):
-                self._after_input()
-        response.on_end()
-        self._after_input()
+            reader, writer = conn.stream
+            try:
+                writer.write(trip.request_bytes())
+                await writer.drain()
+                while not trip.done:
+                    if trip.feed(await reader.read(_READ_SIZE)):
+                        self._after_input()
+            except OSError as exc:
+                trip.broken(f"the connection failed: {exc}")
+            finally:
+                if not trip.release():
+                    writer.close()
 
     def _after_input(self) -> None:
         self.driver.process_events()
-        self._schedule_flush()
+        self._send_queued()
         if self.transport.wants_get_stream and not self._get_running:
             self._get_running = True
             self.start(self._get_stream())
@@ -166,14 +176,12 @@ class _HTTPClientHost(AsyncioSessionHost):
         headers = self.transport.delete_headers()
         if headers is None:
             return
-        with contextlib.suppress(OSError, TimeoutError):
+        response = ResponseHandler(self.transport, None, max_body=self.max_body)
+        with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(2):
-                reader, writer = await self._open()
-                conn = HTTPClientConnection(self.transport.endpoint.host_header)
-                writer.write(conn.send_request("DELETE", self.transport.endpoint.target, headers))
-                await writer.drain()
-                await reader.read(_READ_SIZE)
-                writer.close()
+                await self._round_trip(
+                    RoundTrip(self.pool, self.transport.endpoint, response, "DELETE", headers, None)
+                )
 
 
 @asynccontextmanager

@@ -5,6 +5,7 @@ HTTP+SSE machines."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Generic, TypeVar
 
 import attrs
 import h11
@@ -18,6 +19,8 @@ __all__ = [
     "ConnectionEnded",
     "HTTPServerConnection",
     "HTTPClientConnection",
+    "PooledConnection",
+    "ConnectionPool",
     "header_dict",
     "media_types",
 ]
@@ -201,11 +204,16 @@ def _as_pairs(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> list[tu
 
 
 class HTTPClientConnection:
-    """The client side of one HTTP/1.1 connection: one request at a time."""
+    """The client side of one HTTP/1.1 connection: one request at a time,
+    several in turn when the server keeps the connection alive."""
 
     def __init__(self, host: str, *, max_headers: int = DEFAULT_MAX_HEADERS) -> None:
         self.host = host
         self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=max_headers)
+        #: Whether this connection already carried a whole exchange before the current one.
+        self.reused = False
+        #: Whether any byte of the current response arrived.
+        self.response_started = False
 
     def send_request(
         self, method: str, target: str, headers: Mapping[str, str], body: bytes | None = None
@@ -221,6 +229,8 @@ class HTTPClientConnection:
         return (out or b"") + (self._h11.send(h11.EndOfMessage()) or b"")
 
     def receive_data(self, data: bytes | bytearray) -> None:
+        if data:
+            self.response_started = True
         self._h11.receive_data(bytes(data))
 
     def next_event(
@@ -247,8 +257,81 @@ class HTTPClientConnection:
     def can_reuse(self) -> bool:
         return self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE
 
+    @property
+    def may_retry(self) -> bool:
+        """Whether a request that failed on this connection may go again on a fresh one.
+
+        Only on a reused connection, and only when no byte of the answer came
+        back: then the likeliest cause is the server closing the connection as
+        idle just as the request went out, before it read the request.
+        """
+        return self.reused and not self.response_started
+
     def start_next(self) -> bool:
+        """Ready the connection for another request; False if it must close (the
+        exchange did not end cleanly, or the server said ``Connection: close``)."""
         if not self.can_reuse:
             return False
         self._h11.start_next_cycle()
+        self.reused = True
+        self.response_started = False
         return True
+
+
+S = TypeVar("S")
+
+
+class PooledConnection(Generic[S]):
+    """An adapter's byte stream ``S`` and the HTTP state of the connection it carries."""
+
+    def __init__(self, origin: str, stream: S, http: HTTPClientConnection) -> None:
+        self.origin = origin
+        self.stream = stream
+        self.http = http
+
+
+class ConnectionPool(Generic[S]):
+    """A client's idle keep-alive connections, by origin.
+
+    A request takes an idle connection (the most recently used, the one a
+    server is least likely to have closed) or the adapter opens a fresh one;
+    afterwards :meth:`release` keeps the connection only if its exchange
+    ended cleanly and the server allows reuse.  Requests in flight never
+    share a connection: one whose answer is still streaming is not idle.
+    """
+
+    def __init__(self, *, max_idle: int = 4, max_headers: int = DEFAULT_MAX_HEADERS) -> None:
+        self.max_idle = max_idle
+        self.max_headers = max_headers
+        self.closed = False
+        self._idle: dict[str, list[PooledConnection[S]]] = {}
+
+    def take(self, origin: str) -> PooledConnection[S] | None:
+        """An idle connection to ``origin``, or None: open one and call :meth:`opened`."""
+        idle = self._idle.get(origin)
+        return idle.pop() if idle else None
+
+    def opened(self, origin: str, host_header: str, stream: S) -> PooledConnection[S]:
+        return PooledConnection(
+            origin, stream, HTTPClientConnection(host_header, max_headers=self.max_headers)
+        )
+
+    def release(self, conn: PooledConnection[S]) -> bool:
+        """Keep ``conn`` for a later request; False: the adapter closes its stream."""
+        if self.closed or not conn.http.start_next():
+            return False
+        idle = self._idle.setdefault(conn.origin, [])
+        if len(idle) >= self.max_idle:
+            return False
+        idle.append(conn)
+        return True
+
+    def close(self) -> list[S]:
+        """Stop keeping connections; the streams of the idle ones, for the adapter to close."""
+        self.closed = True
+        streams = [conn.stream for idle in self._idle.values() for conn in idle]
+        self._idle.clear()
+        return streams
+
+    def __len__(self) -> int:
+        return sum(len(idle) for idle in self._idle.values())

@@ -10,16 +10,15 @@ from typing import Any
 
 import trio
 
-from sansio_mcp import ClientSession, RemoteProtocolError, _json
+from sansio_mcp import ClientSession, _json
 from sansio_mcp._client import ClientHandlers, new_client_session
-from sansio_mcp._http import (
-    ConnectionEnded,
-    HTTPClientConnection,
-    HTTPError,
-    HTTPResponseHead,
+from sansio_mcp._http import ConnectionPool
+from sansio_mcp._streamable_http_client import (
+    Endpoint,
+    ResponseHandler,
+    RoundTrip,
+    StreamableHTTPClient,
 )
-from sansio_mcp._ndjson import NEED_DATA
-from sansio_mcp._streamable_http_client import Endpoint, ResponseHandler, StreamableHTTPClient
 from sansio_mcp._versions import ALL_REVISIONS
 
 from ._runner import TrioSessionHost
@@ -34,7 +33,8 @@ _READ_SIZE = 65536
 
 
 class _HTTPClientHost(TrioSessionHost):
-    """Every queued message goes out as its own POST, in its own task."""
+    """Every queued message goes out as its own POST, in its own task, on a
+    kept-alive connection when one is idle."""
 
     def __init__(
         self,
@@ -52,11 +52,31 @@ class _HTTPClientHost(TrioSessionHost):
         self.transport = transport
         self.max_body = max_body
         self.ssl_context = ssl_context
+        self.pool: ConnectionPool[trio.abc.Stream] = ConnectionPool()
         self._get_running = False
         # Cancel scopes of the POSTs in flight, by the JSON-RPC id they carry.
         self._posts: dict[Any, trio.CancelScope] = {}
 
+    def attach(self, nursery: trio.Nursery) -> None:
+        super().attach(nursery)
+        nursery.start_soon(self._hold_connections)
+
+    async def _hold_connections(self) -> None:
+        """Live as long as the host: its end closes the idle kept-alive connections."""
+        try:
+            await trio.sleep_forever()
+        finally:
+            for stream in self.pool.close():
+                await trio.aclose_forcefully(stream)
+
+    def _schedule_flush(self) -> None:
+        # Sending only starts tasks, so it needs no flusher task of its own.
+        self._send_queued()
+
     async def flush(self) -> None:
+        self._send_queued()
+
+    def _send_queued(self) -> None:
         assert self._nursery is not None
         for message in self.session.messages_to_send():
             if self.transport.is_stateless_cancel(message):
@@ -79,54 +99,39 @@ class _HTTPClientHost(TrioSessionHost):
         self, method: str, headers: dict[str, str], body: bytes | None, message: Any
     ) -> ResponseHandler:
         """One HTTP request; what the answer means goes through a core :class:`ResponseHandler`."""
-        endpoint = self.transport.endpoint
         response = ResponseHandler(self.transport, message, max_body=self.max_body)
-        try:
-            stream = await self._open()
-        except OSError as exc:
-            response.on_failure(f"cannot connect to {endpoint.host_header}: {exc}")
-            self._after_input()
-            return response
-        async with stream:
-            conn = HTTPClientConnection(endpoint.host_header)
-            try:
-                await stream.send_all(conn.send_request(method, endpoint.target, headers, body))
-                await self._read(stream, conn, response)
-            except (OSError, trio.BrokenResourceError, RemoteProtocolError) as exc:
-                response.on_failure(f"the connection failed: {exc}")
-                self._after_input()
+        await self._round_trip(
+            RoundTrip(self.pool, self.transport.endpoint, response, method, headers, body)
+        )
+        self._after_input()
         return response
 
-    async def _read(
-        self, stream: trio.abc.Stream, conn: HTTPClientConnection, response: ResponseHandler
-    ) -> None:
-        while True:
-            event = conn.next_event()
-            if event is NEED_DATA:
-                data = await stream.receive_some(_READ_SIZE)
-                conn.receive_data(data)
-                if not data:
-                    break
-                continue
-            if isinstance(event, HTTPError):
-                raise RemoteProtocolError(event.reason)
-            if isinstance(event, ConnectionEnded) or event is None:
-                break
-            if isinstance(event, HTTPResponseHead):
-                response.on_head(event)
-                if response.message is None and event.status != 200:
+    async def _round_trip(self, trip: RoundTrip[trio.abc.Stream]) -> None:
+        while trip.attempt():
+            conn = trip.idle_connection()
+            if conn is None:
+                try:
+                    conn = trip.connected(await self._open())
+                except OSError as exc:
+                    trip.cannot_connect(str(exc))
                     return
-            elif isinstance(event, bytes) and response.on_body(event):
-                self._after_input()
-        response.on_end()
-        self._after_input()
+            try:
+                await conn.stream.send_all(trip.request_bytes())
+                while not trip.done:
+                    if trip.feed(await conn.stream.receive_some(_READ_SIZE)):
+                        self._after_input()
+            except (OSError, trio.BrokenResourceError) as exc:
+                trip.broken(f"the connection failed: {exc}")
+            finally:
+                if not trip.release():
+                    await trio.aclose_forcefully(conn.stream)
 
     def _after_input(self) -> None:
         self.driver.process_events()
-        assert self._nursery is not None
-        self._nursery.start_soon(self.flush)
+        self._send_queued()
         if self.transport.wants_get_stream and not self._get_running:
             self._get_running = True
+            assert self._nursery is not None
             self._nursery.start_soon(self._get_stream)
 
     async def _post(self, message: Any) -> None:
@@ -169,17 +174,11 @@ class _HTTPClientHost(TrioSessionHost):
         headers = self.transport.delete_headers()
         if headers is None:
             return
+        response = ResponseHandler(self.transport, None, max_body=self.max_body)
         with trio.move_on_after(2):
-            try:
-                stream = await self._open()
-                async with stream:
-                    conn = HTTPClientConnection(self.transport.endpoint.host_header)
-                    await stream.send_all(
-                        conn.send_request("DELETE", self.transport.endpoint.target, headers)
-                    )
-                    await stream.receive_some(_READ_SIZE)
-            except (OSError, trio.BrokenResourceError):
-                pass
+            await self._round_trip(
+                RoundTrip(self.pool, self.transport.endpoint, response, "DELETE", headers, None)
+            )
 
 
 @asynccontextmanager

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import queue
+import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -37,6 +38,7 @@ __all__ = [
     "BACKEND_NAMES",
     "BUDGET",
     "EXAMPLE_TOOLS",
+    "CountingProxy",
     "PAIRS",
     "Answers",
     "Probe",
@@ -246,6 +248,87 @@ async def serving_in_loop(
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+class CountingProxy:
+    """A TCP proxy on 127.0.0.1 in front of ``upstream_port``, in threads of its own:
+    it counts the connections clients open (:attr:`accepted`), knows how many are
+    still open (:attr:`open`), and can drop them all at once (:meth:`drop_all`), as
+    a server closing its idle keep-alive connections would.  Use it as a context
+    manager: every socket and thread is gone when the block ends."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream_port = upstream_port
+        self.accepted = 0
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.05)
+        self.port = int(self._listener.getsockname()[1])
+        self._lock = threading.Lock()
+        self._open: dict[int, tuple[socket.socket, socket.socket]] = {}
+        self._threads: list[threading.Thread] = []
+        self._stopping = threading.Event()
+        self._acceptor = threading.Thread(target=self._accept, name="proxy-accept")
+
+    @property
+    def open(self) -> int:
+        with self._lock:
+            return len(self._open)
+
+    def __enter__(self) -> CountingProxy:
+        self._acceptor.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stopping.set()
+        self._acceptor.join(timeout=5)
+        self._listener.close()
+        self.drop_all()
+        for thread in self._threads:
+            thread.join(timeout=5)
+
+    def drop_all(self) -> None:
+        """Close every proxied connection, both ways."""
+        with self._lock:
+            pairs = list(self._open.values())
+            self._open.clear()
+        for pair in pairs:
+            for sock in pair:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+    def _accept(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                downstream, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            downstream.settimeout(None)
+            upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            with self._lock:
+                self.accepted += 1
+                key = self.accepted
+                self._open[key] = (downstream, upstream)
+            pumps = [
+                threading.Thread(target=self._pump, args=(key, downstream, upstream)),
+                threading.Thread(target=self._pump, args=(key, upstream, downstream)),
+            ]
+            self._threads += pumps
+            for pump in pumps:
+                pump.start()
+
+    def _pump(self, key: int, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        with self._lock:
+            self._open.pop(key, None)
+        for sock in (source, sink):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        # Each pump closes the socket it read from; the other pump closes the other.
+        source.close()
 
 
 def url_for(transport: str, port: int) -> str:
