@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import ssl
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -18,6 +17,7 @@ from sansio_mcp._streamable_http_client import (
     Endpoint,
     ResponseHandler,
     RoundTrip,
+    SendOrder,
     StreamableHTTPClient,
 )
 from sansio_mcp._versions import ALL_REVISIONS
@@ -56,6 +56,8 @@ class _HTTPClientHost(AsyncioSessionHost):
         self.ssl_context = ssl_context
         self.pool: ConnectionPool[_Stream] = ConnectionPool()
         self._get_running = False
+        self._order = SendOrder()
+        self._turns: dict[int, asyncio.Event] = {}
         # The POSTs in flight, by the JSON-RPC id they carry.
         self._posts: dict[Any, asyncio.Task[Any]] = {}
 
@@ -86,7 +88,7 @@ class _HTTPClientHost(AsyncioSessionHost):
                 if task is not None:
                     task.cancel()
                 continue
-            task = self.start(self._post(message))
+            task = self.start(self._post(message, self._order.ticket()))
             request_id = message.get("id") if isinstance(message, dict) else None
             if request_id is not None:
                 self._posts[request_id] = task
@@ -106,17 +108,22 @@ class _HTTPClientHost(AsyncioSessionHost):
         return await asyncio.open_connection(endpoint.host, endpoint.port, ssl=context)
 
     async def _exchange(
-        self, method: str, headers: dict[str, str], body: bytes | None, message: Any
+        self,
+        method: str,
+        headers: dict[str, str],
+        body: bytes | None,
+        message: Any,
+        ticket: int | None = None,
     ) -> ResponseHandler:
-        """One HTTP request; what the answer means goes through a core :class:`ResponseHandler`."""
+        """One HTTP request; what the answer means goes through a core :class:`ResponseHandler`.
+        With a ``ticket`` (:class:`SendOrder`) it is sent only after those queued before it."""
         response = ResponseHandler(self.transport, message, max_body=self.max_body)
-        await self._round_trip(
-            RoundTrip(self.pool, self.transport.endpoint, response, method, headers, body)
-        )
+        trip = RoundTrip(self.pool, self.transport.endpoint, response, method, headers, body)
+        await self._round_trip(trip, ticket)
         self._after_input()
         return response
 
-    async def _round_trip(self, trip: RoundTrip[_Stream]) -> None:
+    async def _round_trip(self, trip: RoundTrip[_Stream], ticket: int | None = None) -> None:
         while trip.attempt():
             conn = trip.idle_connection()
             if conn is None:
@@ -127,7 +134,12 @@ class _HTTPClientHost(AsyncioSessionHost):
                     return
             reader, writer = conn.stream
             try:
+                if ticket is not None:
+                    await self._turn(ticket)
                 writer.write(trip.request_bytes())
+                if ticket is not None:
+                    self._sent(ticket)
+                    ticket = None
                 await writer.drain()
                 while not trip.done:
                     if trip.feed(await reader.read(_READ_SIZE)):
@@ -138,38 +150,62 @@ class _HTTPClientHost(AsyncioSessionHost):
                 if not trip.release():
                     writer.close()
 
+    async def _turn(self, ticket: int) -> None:
+        if not self._order.turn_of(ticket):
+            self._turns[ticket] = turn = asyncio.Event()
+            try:
+                await turn.wait()
+            finally:
+                del self._turns[ticket]
+
+    def _sent(self, ticket: int) -> None:
+        """``ticket``'s request went out, or never will (a no-op the second time)."""
+        turn = self._turns.get(self._order.done(ticket))
+        if turn is not None:
+            turn.set()
+
     def _after_input(self) -> None:
         self.driver.process_events()
         self._send_queued()
         if self.transport.wants_get_stream and not self._get_running:
             self._get_running = True
-            self.start(self._get_stream())
+            self.start(self._get_stream(self._order.ticket()))
 
-    async def _post(self, message: Any) -> None:
-        body = _json.dumps(message).encode("utf-8")
-        response = await self._exchange("POST", self.transport.post_headers(message), body, message)
-        # SEP-1699: a stream that ended before its answer is resumed with a GET.
-        last_event_id = None
-        while response.needs_resume:
-            last_event_id = response.last_event_id or last_event_id
-            if last_event_id is None:
-                break  # nothing to resume from
-            await asyncio.sleep(self.transport.retry_delay)
-            headers = self.transport.resume_headers(last_event_id)
-            response = await self._exchange("GET", headers, None, message)
+    async def _post(self, message: Any, ticket: int) -> None:
+        try:
+            body = _json.dumps(message).encode("utf-8")
+            headers = self.transport.post_headers(message)
+            response = await self._exchange("POST", headers, body, message, ticket)
+            # SEP-1699: a stream that ended before its answer is resumed with a GET.
+            last_event_id = None
+            while response.needs_resume:
+                last_event_id = response.last_event_id or last_event_id
+                if last_event_id is None:
+                    break  # nothing to resume from
+                await asyncio.sleep(self.transport.retry_delay)
+                headers = self.transport.resume_headers(last_event_id)
+                response = await self._exchange("GET", headers, None, message)
+        finally:
+            self._sent(ticket)
 
-    async def _get_stream(self) -> None:
+    async def _get_stream(self, ticket: int) -> None:
         """Hold the GET stream open for server-initiated messages; reconnect on drops."""
-        failures = 0
-        while self.transport.wants_get_stream and not self.driver.closed:
-            response = await self._exchange("GET", self.transport.get_headers(), None, None)
-            if response.status in (405, 404, 400):
-                return  # no GET stream here (or the session ended)
-            failures = 0 if response.status == 200 else failures + 1
-            if failures > 5:
-                logger.warning("giving up on the GET stream after %d failures", failures)
-                return
-            await asyncio.sleep(self.transport.retry_delay)
+        try:
+            failures = 0
+            first: int | None = ticket
+            while self.transport.wants_get_stream and not self.driver.closed:
+                headers = self.transport.get_headers()
+                response = await self._exchange("GET", headers, None, None, first)
+                first = None
+                if response.status in (405, 404, 400):
+                    return  # no GET stream here (or the session ended)
+                failures = 0 if response.status == 200 else failures + 1
+                if failures > 5:
+                    logger.warning("giving up on the GET stream after %d failures", failures)
+                    return
+                await asyncio.sleep(self.transport.retry_delay)
+        finally:
+            self._sent(ticket)
 
     async def end_session(self) -> None:
         """DELETE the handshake session, politely (servers may answer 405)."""
@@ -177,11 +213,15 @@ class _HTTPClientHost(AsyncioSessionHost):
         if headers is None:
             return
         response = ResponseHandler(self.transport, None, max_body=self.max_body)
-        with contextlib.suppress(TimeoutError):
+        ticket = self._order.ticket()
+        trip = RoundTrip(self.pool, self.transport.endpoint, response, "DELETE", headers, None)
+        try:
             async with asyncio.timeout(2):
-                await self._round_trip(
-                    RoundTrip(self.pool, self.transport.endpoint, response, "DELETE", headers, None)
-                )
+                await self._round_trip(trip, ticket)
+        except TimeoutError:
+            pass
+        finally:
+            self._sent(ticket)
 
 
 @asynccontextmanager

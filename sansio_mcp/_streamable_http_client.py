@@ -25,7 +25,14 @@ from ._sse import SSEParser
 from ._state import SessionState
 from ._versions import Era
 
-__all__ = ["Endpoint", "StreamableHTTPClient", "ResponseReader", "ResponseHandler", "RoundTrip"]
+__all__ = [
+    "Endpoint",
+    "StreamableHTTPClient",
+    "ResponseReader",
+    "ResponseHandler",
+    "RoundTrip",
+    "SendOrder",
+]
 
 S = TypeVar("S")
 
@@ -467,3 +474,35 @@ class RoundTrip(Generic[S]):
         the adapter must close its stream."""
         conn, self.conn = self.conn, None
         return conn is not None and self.pool.release(conn)
+
+
+class SendOrder:
+    """Lets a client's requests leave in the order they were queued, though each
+    goes out from a task of its own on a connection of its own (a reused one for
+    one, a fresh one for the next): a request is sent once every request queued
+    before it was sent, or given up.  (Otherwise ``notifications/initialized``
+    could reach the server after the request queued behind it, or a POST before
+    the GET stream the server will answer on.)"""
+
+    def __init__(self) -> None:
+        self._issued = 0
+        self._current = 0
+        self._finished: set[int] = set()
+
+    def ticket(self) -> int:
+        """A place in the order, taken when the request is queued."""
+        self._issued += 1
+        return self._issued - 1
+
+    def turn_of(self, ticket: int) -> bool:
+        """Whether the request holding ``ticket`` may be sent now."""
+        return ticket <= self._current
+
+    def done(self, ticket: int) -> int:
+        """``ticket``'s request went out (or never will); the ticket whose turn it is now."""
+        if ticket >= self._current:
+            self._finished.add(ticket)
+        while self._current in self._finished:
+            self._finished.remove(self._current)
+            self._current += 1
+        return self._current

@@ -17,6 +17,7 @@ from sansio_mcp._streamable_http_client import (
     Endpoint,
     ResponseHandler,
     RoundTrip,
+    SendOrder,
     StreamableHTTPClient,
 )
 from sansio_mcp._versions import ALL_REVISIONS
@@ -54,6 +55,8 @@ class _HTTPClientHost(TrioSessionHost):
         self.ssl_context = ssl_context
         self.pool: ConnectionPool[trio.abc.Stream] = ConnectionPool()
         self._get_running = False
+        self._order = SendOrder()
+        self._turns: dict[int, trio.Event] = {}
         # Cancel scopes of the POSTs in flight, by the JSON-RPC id they carry.
         self._posts: dict[Any, trio.CancelScope] = {}
 
@@ -85,7 +88,7 @@ class _HTTPClientHost(TrioSessionHost):
                 if scope is not None:
                     scope.cancel()
                 continue
-            self._nursery.start_soon(self._post, message)
+            self._nursery.start_soon(self._post, message, self._order.ticket())
 
     async def _open(self) -> trio.abc.Stream:
         endpoint = self.transport.endpoint
@@ -96,17 +99,24 @@ class _HTTPClientHost(TrioSessionHost):
         return stream
 
     async def _exchange(
-        self, method: str, headers: dict[str, str], body: bytes | None, message: Any
+        self,
+        method: str,
+        headers: dict[str, str],
+        body: bytes | None,
+        message: Any,
+        ticket: int | None = None,
     ) -> ResponseHandler:
-        """One HTTP request; what the answer means goes through a core :class:`ResponseHandler`."""
+        """One HTTP request; what the answer means goes through a core :class:`ResponseHandler`.
+        With a ``ticket`` (:class:`SendOrder`) it is sent only after those queued before it."""
         response = ResponseHandler(self.transport, message, max_body=self.max_body)
-        await self._round_trip(
-            RoundTrip(self.pool, self.transport.endpoint, response, method, headers, body)
-        )
+        trip = RoundTrip(self.pool, self.transport.endpoint, response, method, headers, body)
+        await self._round_trip(trip, ticket)
         self._after_input()
         return response
 
-    async def _round_trip(self, trip: RoundTrip[trio.abc.Stream]) -> None:
+    async def _round_trip(
+        self, trip: RoundTrip[trio.abc.Stream], ticket: int | None = None
+    ) -> None:
         while trip.attempt():
             conn = trip.idle_connection()
             if conn is None:
@@ -116,7 +126,12 @@ class _HTTPClientHost(TrioSessionHost):
                     trip.cannot_connect(str(exc))
                     return
             try:
+                if ticket is not None:
+                    await self._turn(ticket)
                 await conn.stream.send_all(trip.request_bytes())
+                if ticket is not None:
+                    self._sent(ticket)
+                    ticket = None
                 while not trip.done:
                     if trip.feed(await conn.stream.receive_some(_READ_SIZE)):
                         self._after_input()
@@ -126,23 +141,37 @@ class _HTTPClientHost(TrioSessionHost):
                 if not trip.release():
                     await trio.aclose_forcefully(conn.stream)
 
+    async def _turn(self, ticket: int) -> None:
+        if not self._order.turn_of(ticket):
+            self._turns[ticket] = turn = trio.Event()
+            try:
+                await turn.wait()
+            finally:
+                del self._turns[ticket]
+
+    def _sent(self, ticket: int) -> None:
+        """``ticket``'s request went out, or never will (a no-op the second time)."""
+        turn = self._turns.get(self._order.done(ticket))
+        if turn is not None:
+            turn.set()
+
     def _after_input(self) -> None:
         self.driver.process_events()
         self._send_queued()
         if self.transport.wants_get_stream and not self._get_running:
             self._get_running = True
             assert self._nursery is not None
-            self._nursery.start_soon(self._get_stream)
+            self._nursery.start_soon(self._get_stream, self._order.ticket())
 
-    async def _post(self, message: Any) -> None:
-        body = _json.dumps(message).encode("utf-8")
+    async def _post(self, message: Any, ticket: int) -> None:
         request_id = message.get("id") if isinstance(message, dict) else None
         with trio.CancelScope() as scope:
             if request_id is not None:
                 self._posts[request_id] = scope
             try:
+                body = _json.dumps(message).encode("utf-8")
                 headers = self.transport.post_headers(message)
-                response = await self._exchange("POST", headers, body, message)
+                response = await self._exchange("POST", headers, body, message, ticket)
                 # SEP-1699: a stream that ended before its answer is resumed with a GET.
                 last_event_id = None
                 while response.needs_resume:
@@ -153,21 +182,28 @@ class _HTTPClientHost(TrioSessionHost):
                     headers = self.transport.resume_headers(last_event_id)
                     response = await self._exchange("GET", headers, None, message)
             finally:
+                self._sent(ticket)
                 if request_id is not None:
                     self._posts.pop(request_id, None)
 
-    async def _get_stream(self) -> None:
+    async def _get_stream(self, ticket: int) -> None:
         """Hold the GET stream open for server-initiated messages; reconnect on drops."""
-        failures = 0
-        while self.transport.wants_get_stream and not self.driver.closed:
-            response = await self._exchange("GET", self.transport.get_headers(), None, None)
-            if response.status in (405, 404, 400):
-                return  # no GET stream here (or the session ended)
-            failures = 0 if response.status == 200 else failures + 1
-            if failures > 5:
-                logger.warning("giving up on the GET stream after %d failures", failures)
-                return
-            await trio.sleep(self.transport.retry_delay)
+        try:
+            failures = 0
+            first: int | None = ticket
+            while self.transport.wants_get_stream and not self.driver.closed:
+                headers = self.transport.get_headers()
+                response = await self._exchange("GET", headers, None, None, first)
+                first = None
+                if response.status in (405, 404, 400):
+                    return  # no GET stream here (or the session ended)
+                failures = 0 if response.status == 200 else failures + 1
+                if failures > 5:
+                    logger.warning("giving up on the GET stream after %d failures", failures)
+                    return
+                await trio.sleep(self.transport.retry_delay)
+        finally:
+            self._sent(ticket)
 
     async def end_session(self) -> None:
         """DELETE the handshake session, politely (servers may answer 405)."""
@@ -175,10 +211,11 @@ class _HTTPClientHost(TrioSessionHost):
         if headers is None:
             return
         response = ResponseHandler(self.transport, None, max_body=self.max_body)
+        ticket = self._order.ticket()
         with trio.move_on_after(2):
-            await self._round_trip(
-                RoundTrip(self.pool, self.transport.endpoint, response, "DELETE", headers, None)
-            )
+            trip = RoundTrip(self.pool, self.transport.endpoint, response, "DELETE", headers, None)
+            await self._round_trip(trip, ticket)
+        self._sent(ticket)
 
 
 @asynccontextmanager

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sansio_mcp._http import ConnectionPool, HTTPResponseHead
-from sansio_mcp._streamable_http_client import Endpoint, ResponseHandler, RoundTrip
+from sansio_mcp._streamable_http_client import Endpoint, ResponseHandler, RoundTrip, SendOrder
 
 ENDPOINT = Endpoint.parse("http://127.0.0.1:8000/mcp")
 ANSWER = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}}).encode()
@@ -188,3 +188,35 @@ def test_a_dead_connection_is_retried_once_only() -> None:
     assert response.outcomes == ["failed: the server closed the connection without answering"]
     assert [entry["reused"] for entry in log[1:]] == [True, False]
     assert len(pool) == 0
+
+
+# The order requests leave in ----------------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_requests_leave_in_the_order_they_were_queued(data: st.DataObject) -> None:
+    """Tickets taken in queue order; requests become ready (their connection open) and
+    finish (sent, or given up before sending) in any order: a request is sent only on
+    its turn, so the sent ones leave in ticket order, and nobody waits forever."""
+    order = SendOrder()
+    count = data.draw(st.integers(min_value=1, max_value=12))
+    tickets = [order.ticket() for _ in range(count)]
+    assert tickets == list(range(count))
+    gives_up = data.draw(st.sets(st.sampled_from(tickets)))
+    waiting = set(tickets)
+    sent: list[int] = []
+    while waiting:
+        ready = sorted(t for t in waiting if order.turn_of(t) or t in gives_up)
+        assert ready, "every request waits for another: a deadlock"
+        ticket = data.draw(st.sampled_from(ready))
+        waiting.discard(ticket)
+        if ticket not in gives_up:
+            assert order.turn_of(ticket)
+            sent.append(ticket)
+        order.done(ticket)
+        order.done(ticket)  # twice is harmless
+    assert sent == sorted(sent)
+    assert sent == [t for t in tickets if t not in gives_up]
+    later = order.ticket()
+    assert order.turn_of(later)
