@@ -32,6 +32,7 @@ __all__ = [
     "ResponseHandler",
     "RoundTrip",
     "SendOrder",
+    "GET_STREAM_HEAD_WAIT",
 ]
 
 S = TypeVar("S")
@@ -476,13 +477,20 @@ class RoundTrip(Generic[S]):
         return conn is not None and self.pool.release(conn)
 
 
+#: How long later requests wait for the GET stream's response head (seconds).
+GET_STREAM_HEAD_WAIT = 1.0
+
+
 class SendOrder:
     """Lets a client's requests leave in the order they were queued, though each
-    goes out from a task of its own on a connection of its own (a reused one for
-    one, a fresh one for the next): a request is sent once every request queued
-    before it was sent, or given up.  (Otherwise ``notifications/initialized``
-    could reach the server after the request queued behind it, or a POST before
-    the GET stream the server will answer on.)"""
+    goes out from a task of its own on a connection of its own: a request takes
+    its connection (an idle kept-alive one, read by the server at once, or a fresh
+    one it must first accept) and is sent only once every request queued before it
+    was sent, or given up.  Otherwise ``notifications/initialized`` could reach the
+    server after the request behind it, or a POST before the GET stream the server
+    answers it on.  The GET stream's turn lasts until its response head arrives
+    (at most :data:`GET_STREAM_HEAD_WAIT` seconds): a server reads a request on a
+    kept-alive connection long before it gets round to accepting a new one."""
 
     def __init__(self) -> None:
         self._issued = 0

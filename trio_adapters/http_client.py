@@ -14,6 +14,7 @@ from sansio_mcp import ClientSession, _json
 from sansio_mcp._client import ClientHandlers, new_client_session
 from sansio_mcp._http import ConnectionPool
 from sansio_mcp._streamable_http_client import (
+    GET_STREAM_HEAD_WAIT,
     Endpoint,
     ResponseHandler,
     RoundTrip,
@@ -105,18 +106,28 @@ class _HTTPClientHost(TrioSessionHost):
         body: bytes | None,
         message: Any,
         ticket: int | None = None,
+        *,
+        turn_ends_at_head: bool = False,
     ) -> ResponseHandler:
         """One HTTP request; what the answer means goes through a core :class:`ResponseHandler`.
         With a ``ticket`` (:class:`SendOrder`) it is sent only after those queued before it."""
         response = ResponseHandler(self.transport, message, max_body=self.max_body)
         trip = RoundTrip(self.pool, self.transport.endpoint, response, method, headers, body)
-        await self._round_trip(trip, ticket)
+        await self._round_trip(trip, ticket, turn_ends_at_head=turn_ends_at_head)
         self._after_input()
         return response
 
     async def _round_trip(
-        self, trip: RoundTrip[trio.abc.Stream], ticket: int | None = None
+        self,
+        trip: RoundTrip[trio.abc.Stream],
+        ticket: int | None = None,
+        *,
+        turn_ends_at_head: bool = False,
     ) -> None:
+        if ticket is not None:
+            # In queue order from here on, so that which request gets the idle
+            # connection (the one a server reads soonest) follows the order too.
+            await self._turn(ticket)
         while trip.attempt():
             conn = trip.idle_connection()
             if conn is None:
@@ -126,13 +137,15 @@ class _HTTPClientHost(TrioSessionHost):
                     trip.cannot_connect(str(exc))
                     return
             try:
-                if ticket is not None:
-                    await self._turn(ticket)
                 await conn.stream.send_all(trip.request_bytes())
-                if ticket is not None:
-                    self._sent(ticket)
-                    ticket = None
-                while not trip.done:
+                while True:
+                    if ticket is not None and (
+                        not turn_ends_at_head or trip.response.head is not None
+                    ):
+                        self._sent(ticket)
+                        ticket = None
+                    if trip.done:
+                        break
                     if trip.feed(await conn.stream.receive_some(_READ_SIZE)):
                         self._after_input()
             except (OSError, trio.BrokenResourceError) as exc:
@@ -161,7 +174,14 @@ class _HTTPClientHost(TrioSessionHost):
         if self.transport.wants_get_stream and not self._get_running:
             self._get_running = True
             assert self._nursery is not None
-            self._nursery.start_soon(self._get_stream, self._order.ticket())
+            ticket = self._order.ticket()
+            self._nursery.start_soon(self._get_stream, ticket)
+            self._nursery.start_soon(self._end_turn_later, ticket)
+
+    async def _end_turn_later(self, ticket: int) -> None:
+        """A server that holds back the GET stream's head must not hold up every request."""
+        await trio.sleep(GET_STREAM_HEAD_WAIT)
+        self._sent(ticket)
 
     async def _post(self, message: Any, ticket: int) -> None:
         request_id = message.get("id") if isinstance(message, dict) else None
@@ -193,8 +213,11 @@ class _HTTPClientHost(TrioSessionHost):
             first: int | None = ticket
             while self.transport.wants_get_stream and not self.driver.closed:
                 headers = self.transport.get_headers()
-                response = await self._exchange("GET", headers, None, None, first)
+                response = await self._exchange(
+                    "GET", headers, None, None, first, turn_ends_at_head=True
+                )
                 first = None
+                self._sent(ticket)
                 if response.status in (405, 404, 400):
                     return  # no GET stream here (or the session ended)
                 failures = 0 if response.status == 200 else failures + 1

@@ -145,6 +145,7 @@ async def cancellable(backend: str) -> AsyncIterator[Callable[[], None]]:
 
 _SERVE = {
     "http": ("http_server", "serve_http"),
+    "router": ("http_server", "serve_router"),
     "sse": ("sse", "serve_sse"),
     "ws": ("websocket", "serve_ws"),
 }

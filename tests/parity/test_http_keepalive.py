@@ -18,6 +18,7 @@ import h11
 import pytest
 
 from sansio_mcp import MCPError
+from sansio_mcp._streamable_http import StreamableHTTPServer
 from sansio_mcp_cli.backends import BACKENDS
 
 from .harness import CountingProxy, parity_server, run, serving, url_for, wait_until
@@ -50,6 +51,49 @@ def test_sequential_calls_share_one_connection(pair: tuple[str, str], mode: str)
 
     with serving(server_backend, "http", parity_server()) as port, CountingProxy(port) as proxy:
         run(client_backend, body, proxy, budget=BUDGET)
+
+
+class _Recording:
+    """A router that records (HTTP method, JSON-RPC method) in the order it handles them."""
+
+    def __init__(self, inner: StreamableHTTPServer) -> None:
+        self.inner = inner
+        self.seen: list[tuple[str, str | None]] = []
+
+    def handle(self, request: Any) -> Any:
+        body = json.loads(request.body) if request.body else None
+        self.seen.append((request.method, body.get("method") if isinstance(body, dict) else None))
+        return self.inner.handle(request)
+
+    def flush(self, session: Any) -> None:
+        self.inner.flush(session)
+
+    def owns(self, session: Any) -> bool:
+        return self.inner.owns(session)
+
+
+def test_requests_reach_the_server_in_the_order_they_were_queued(pair: tuple[str, str]) -> None:
+    """Kept-alive connections must not let a request overtake one queued before it:
+    notifications/initialized and the GET stream are there before the first call (a
+    server may refuse early calls, or send its requests on the GET stream and drop
+    them while there is none)."""
+    server_backend, client_backend = pair
+    backend = BACKENDS[client_backend]
+    server = parity_server()
+    router = _Recording(StreamableHTTPServer(server.create_session))
+
+    async def body(port: int) -> None:
+        url = url_for("http", port)
+        async with backend.connect([], url, "http", mode="legacy") as client:
+            await _echo_calls(client, 3)
+
+    with serving(server_backend, "router", server, router=router) as port:
+        run(client_backend, body, port, budget=BUDGET)
+    seen = router.seen
+    calls = [i for i, (_, method) in enumerate(seen) if method == "tools/call"]
+    assert len(calls) == 3 and seen[0] == ("POST", "initialize") and seen[-1] == ("DELETE", None)
+    # (Those two leave one after the other on two connections: either may be read first.)
+    assert sorted(seen[1 : calls[0]]) == [("GET", None), ("POST", "notifications/initialized")]
 
 
 def test_a_connection_closed_while_idle_is_replaced(backend: str) -> None:
