@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import socket
 import ssl
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -31,6 +33,17 @@ __all__ = ["open_http_client"]
 logger = logging.getLogger("asyncio_adapters.http")
 
 _READ_SIZE = 65536
+_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
+
+
+def _ack_now(writer: asyncio.StreamWriter) -> None:
+    """Acknowledge what arrived at once: on a kept-alive connection Linux delays
+    ACKs, and a server that holds its next write until the last one is ACKed
+    (Nagle) would stall each answer 40 ms between its head and its body."""
+    sock = writer.get_extra_info("socket")
+    if _QUICKACK is not None and sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
 
 _Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
@@ -157,8 +170,11 @@ class _HTTPClientHost(AsyncioSessionHost):
                         ticket = None
                     if trip.done:
                         break
-                    if trip.feed(await reader.read(_READ_SIZE)):
+                    data = await reader.read(_READ_SIZE)
+                    if trip.feed(data):
                         self._after_input()
+                    if data and not trip.done:
+                        _ack_now(writer)
             except OSError as exc:
                 trip.broken(f"the connection failed: {exc}")
             finally:

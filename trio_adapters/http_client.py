@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import socket
 import ssl
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -32,6 +34,17 @@ __all__ = ["open_http_client"]
 logger = logging.getLogger("trio_adapters.http")
 
 _READ_SIZE = 65536
+_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
+
+
+def _ack_now(stream: trio.abc.Stream) -> None:
+    """Acknowledge what arrived at once: on a kept-alive connection Linux delays
+    ACKs, and a server that holds its next write until the last one is ACKed
+    (Nagle) would stall each answer 40 ms between its head and its body."""
+    transport = stream.transport_stream if isinstance(stream, trio.SSLStream) else stream
+    if _QUICKACK is not None and isinstance(transport, trio.SocketStream):
+        with contextlib.suppress(OSError):
+            transport.socket.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
 
 
 class _HTTPClientHost(TrioSessionHost):
@@ -146,8 +159,11 @@ class _HTTPClientHost(TrioSessionHost):
                         ticket = None
                     if trip.done:
                         break
-                    if trip.feed(await conn.stream.receive_some(_READ_SIZE)):
+                    data = await conn.stream.receive_some(_READ_SIZE)
+                    if trip.feed(data):
                         self._after_input()
+                    if data and not trip.done:
+                        _ack_now(conn.stream)
             except (OSError, trio.BrokenResourceError) as exc:
                 trip.broken(f"the connection failed: {exc}")
             finally:

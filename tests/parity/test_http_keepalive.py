@@ -11,6 +11,7 @@ import contextlib
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -141,13 +142,18 @@ DISCOVERED = {
 class _ScriptedServer:
     """A blocking h11 server in threads: answers ``server/discover`` and echoes
     ``tools/call`` arguments, either with ``Connection: close`` on every answer
-    (``close_each``) or keeping connections alive but cutting every call's answer
-    short (``cut_calls``: its head and half its body, then the connection closes).
-    Records the JSON-RPC method of every request and counts connections."""
+    (``close_each``), or keeping connections alive but cutting every call's answer
+    short (``cut_calls``: its head and half its body, then the connection closes),
+    or writing each answer's head and body separately with Nagle's algorithm on
+    (``nagle``, as uvicorn does).  Records the JSON-RPC method of every request and
+    counts connections."""
 
-    def __init__(self, *, close_each: bool = False, cut_calls: bool = False) -> None:
+    def __init__(
+        self, *, close_each: bool = False, cut_calls: bool = False, nagle: bool = False
+    ) -> None:
         self.close_each = close_each
         self.cut_calls = cut_calls
+        self.nagle = nagle
         self.methods: list[str] = []
         self.connections = 0
         self._listener = socket.create_server(("127.0.0.1", 0))
@@ -193,6 +199,8 @@ class _ScriptedServer:
     def _serve(self, sock: socket.socket) -> None:
         conn = h11.Connection(h11.SERVER)
         sock.settimeout(5)
+        if self.nagle:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
         with sock:
             body = b""
             while True:
@@ -219,6 +227,9 @@ class _ScriptedServer:
                     if self.cut_calls and message["method"] != "server/discover":
                         sock.sendall(out + answer[: len(answer) // 2])
                         return  # closing mid-body
+                    if self.nagle:
+                        sock.sendall(out)  # the body waits until the head is ACKed
+                        out = b""
                     out += conn.send(h11.Data(data=answer)) or b""
                     sock.sendall(out + (conn.send(h11.EndOfMessage()) or b""))
                     if conn.our_state is h11.MUST_CLOSE:
@@ -241,6 +252,28 @@ def test_connection_close_from_the_server_is_honoured(backend: str) -> None:
         run(backend, body, budget=BUDGET)
     assert fake.methods == ["server/discover"] + ["tools/call"] * 4
     assert fake.connections == 5  # a connection per request
+
+
+@pytest.mark.skipif(not hasattr(socket, "TCP_QUICKACK"), reason="Linux only")
+def test_no_delayed_ack_stall_with_a_nagle_server(backend: str) -> None:
+    """A server writing an answer's head and body separately, with Nagle's algorithm
+    on, sends the body only once the head is ACKed; on a kept-alive connection the
+    client's kernel delays that ACK by 40 ms unless the client asks it not to."""
+    api = BACKENDS[backend]
+    fake = _ScriptedServer(nagle=True)
+    elapsed: list[float] = []
+
+    async def body() -> None:
+        async with api.connect([], fake.url, "http", mode="modern") as client:
+            await _echo_calls(client, 3)  # past the connection's first, quick ACKs
+            started = time.monotonic()
+            await _echo_calls(client, 10)
+            elapsed.append(time.monotonic() - started)
+
+    with fake.running():
+        run(backend, body, budget=BUDGET)
+    assert fake.connections == 1
+    assert elapsed[0] < 0.3, f"10 calls took {elapsed[0]:.3f} s: stalled on delayed ACKs"
 
 
 def test_an_answer_that_broke_off_is_not_sent_again(backend: str) -> None:
