@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import socket
 import ssl
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -30,8 +29,6 @@ from .client import Client, run_client
 
 __all__ = ["open_http_client"]
 
-logger = logging.getLogger("asyncio_adapters.http")
-
 _READ_SIZE = 65536
 _QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
 
@@ -44,6 +41,7 @@ def _ack_now(writer: asyncio.StreamWriter) -> None:
     if _QUICKACK is not None and sock is not None:
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
+
 
 _Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
@@ -70,8 +68,7 @@ class _HTTPClientHost(AsyncioSessionHost):
         self.ssl_context = ssl_context
         self.pool: ConnectionPool[_Stream] = ConnectionPool()
         self._get_running = False
-        self._order = SendOrder()
-        self._turns: dict[int, asyncio.Event] = {}
+        self._order = SendOrder(self.new_signal)
         # The POSTs in flight, by the JSON-RPC id they carry.
         self._posts: dict[Any, asyncio.Task[Any]] = {}
 
@@ -166,7 +163,7 @@ class _HTTPClientHost(AsyncioSessionHost):
                     if ticket is not None and (
                         not turn_ends_at_head or trip.response.head is not None
                     ):
-                        self._sent(ticket)
+                        self._order.done(ticket)
                         ticket = None
                     if trip.done:
                         break
@@ -182,18 +179,9 @@ class _HTTPClientHost(AsyncioSessionHost):
                     writer.close()
 
     async def _turn(self, ticket: int) -> None:
-        if not self._order.turn_of(ticket):
-            self._turns[ticket] = turn = asyncio.Event()
-            try:
-                await turn.wait()
-            finally:
-                del self._turns[ticket]
-
-    def _sent(self, ticket: int) -> None:
-        """``ticket``'s request went out, or never will (a no-op the second time)."""
-        turn = self._turns.get(self._order.done(ticket))
-        if turn is not None:
-            turn.set()
+        signal = self._order.turn(ticket)
+        if signal is not None:
+            await signal.wait()
 
     def _after_input(self) -> None:
         self.driver.process_events()
@@ -203,7 +191,7 @@ class _HTTPClientHost(AsyncioSessionHost):
             ticket = self._order.ticket()
             self.start(self._get_stream(ticket))
             # A server that holds back the GET stream's head must not hold up every request.
-            asyncio.get_running_loop().call_later(GET_STREAM_HEAD_WAIT, self._sent, ticket)
+            asyncio.get_running_loop().call_later(GET_STREAM_HEAD_WAIT, self._order.done, ticket)
 
     async def _post(self, message: Any, ticket: int) -> None:
         try:
@@ -212,37 +200,32 @@ class _HTTPClientHost(AsyncioSessionHost):
             response = await self._exchange("POST", headers, body, message, ticket)
             # SEP-1699: a stream that ended before its answer is resumed with a GET.
             last_event_id = None
-            while response.needs_resume:
-                last_event_id = response.last_event_id or last_event_id
-                if last_event_id is None:
-                    break  # nothing to resume from
+            while (last_event_id := response.resume_from(last_event_id)) is not None:
                 await asyncio.sleep(self.transport.retry_delay)
                 headers = self.transport.resume_headers(last_event_id)
                 response = await self._exchange("GET", headers, None, message)
         finally:
-            self._sent(ticket)
+            self._order.done(ticket)
 
     async def _get_stream(self, ticket: int) -> None:
         """Hold the GET stream open for server-initiated messages; reconnect on drops."""
+        failures: int | None = 0
+        first: int | None = ticket
         try:
-            failures = 0
-            first: int | None = ticket
-            while self.transport.wants_get_stream and not self.driver.closed:
+            while failures is not None and self.transport.wants_get_stream:
+                if self.driver.closed:
+                    return
                 headers = self.transport.get_headers()
                 response = await self._exchange(
                     "GET", headers, None, None, first, turn_ends_at_head=True
                 )
                 first = None
-                self._sent(ticket)
-                if response.status in (405, 404, 400):
-                    return  # no GET stream here (or the session ended)
-                failures = 0 if response.status == 200 else failures + 1
-                if failures > 5:
-                    logger.warning("giving up on the GET stream after %d failures", failures)
-                    return
-                await asyncio.sleep(self.transport.retry_delay)
+                self._order.done(ticket)
+                failures = self.transport.after_get_stream(response.status, failures)
+                if failures is not None:
+                    await asyncio.sleep(self.transport.retry_delay)
         finally:
-            self._sent(ticket)
+            self._order.done(ticket)
 
     async def end_session(self) -> None:
         """DELETE the handshake session, politely (servers may answer 405)."""
@@ -258,7 +241,7 @@ class _HTTPClientHost(AsyncioSessionHost):
         except TimeoutError:
             pass
         finally:
-            self._sent(ticket)
+            self._order.done(ticket)
 
 
 @asynccontextmanager

@@ -235,7 +235,41 @@ def _write_head(first_line: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
     return first_line + b"".join(b"%s: %s\r\n" % pair for pair in headers) + b"\r\n"
 
 
-class HTTPServerConnection:
+class _Connection:
+    """What both sides share: bytes kept for the fast path, or h11 once it took over."""
+
+    def __init__(self, our_role: type[h11.SERVER] | type[h11.CLIENT], max_headers: int) -> None:
+        self._role = our_role
+        self._max_headers = max_headers
+        self._h11: h11.Connection | None = None
+        self._buf = bytearray()
+        self._eof = False
+
+    def _receive(self, data: bytes | bytearray) -> None:
+        if self._h11 is not None:
+            self._h11.receive_data(bytes(data))
+        elif not data:
+            self._eof = True
+        elif not self._eof:
+            self._buf += data
+
+    def _take_over(self) -> h11.Connection:
+        """Hand the connection to h11 for good."""
+        conn = h11.Connection(self._role, max_incomplete_event_size=self._max_headers)
+        self._h11 = conn
+        return conn
+
+    def _replay(self) -> None:
+        """Give h11 what arrived so far (and the end of the connection, if it came)."""
+        assert self._h11 is not None
+        if self._buf:  # (h11 takes empty data for the end of the connection)
+            self._h11.receive_data(bytes(self._buf))
+            self._buf.clear()
+        if self._eof:
+            self._h11.receive_data(b"")
+
+
+class HTTPServerConnection(_Connection):
     """The server side of one HTTP/1.1 connection.
 
     ``receive_data`` then ``next_request`` gives whole requests (the body
@@ -248,29 +282,20 @@ class HTTPServerConnection:
     def __init__(
         self, *, max_body: int = DEFAULT_MAX_BODY, max_headers: int = DEFAULT_MAX_HEADERS
     ) -> None:
+        super().__init__(h11.SERVER, max_headers)
         self.max_body = max_body
-        self._max_headers = max_headers
-        self._h11: h11.Connection | None = None
         self._request: h11.Request | None = None
         self._body = bytearray()
         # The fast path's state (while self._h11 is None).
-        self._buf = bytearray()
-        self._eof = False
         self._got_request = False  # a request was parsed; its response is due
         self._keep_alive = True
         self._response: str | None = None  # None, "length", "chunked" or "done"
         self._remaining = 0
 
-    def _fall_back(self) -> h11.Connection:
+    def _fall_back(self) -> None:
         """Hand the connection to h11, replaying what arrived."""
-        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=self._max_headers)
-        if self._buf:  # (h11 takes empty data for the end of the connection)
-            conn.receive_data(bytes(self._buf))
-        if self._eof:
-            conn.receive_data(b"")
-        self._buf.clear()
-        self._h11 = conn
-        return conn
+        self._take_over()
+        self._replay()
 
     @property
     def can_reuse(self) -> bool:
@@ -279,12 +304,7 @@ class HTTPServerConnection:
         return self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE
 
     def receive_data(self, data: bytes | bytearray) -> None:
-        if self._h11 is not None:
-            self._h11.receive_data(bytes(data))
-        elif not data:
-            self._eof = True
-        elif not self._eof:
-            self._buf += data
+        self._receive(data)
 
     def next_request(self) -> HTTPRequest | HTTPError | ConnectionEnded | type[NEED_DATA]:
         if self._h11 is None:
@@ -474,21 +494,18 @@ def _as_pairs(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> list[tu
 _ClientEvent = HTTPResponseHead | bytes | ConnectionEnded | HTTPError | type[NEED_DATA] | None
 
 
-class HTTPClientConnection:
+class HTTPClientConnection(_Connection):
     """The client side of one HTTP/1.1 connection: one request at a time,
     several in turn when the server keeps the connection alive."""
 
     def __init__(self, host: str, *, max_headers: int = DEFAULT_MAX_HEADERS) -> None:
+        super().__init__(h11.CLIENT, max_headers)
         self.host = host
-        self._max_headers = max_headers
-        self._h11: h11.Connection | None = None
         #: Whether this connection already carried a whole exchange before the current one.
         self.reused = False
         #: Whether any byte of the current response arrived.
         self.response_started = False
         # The fast path's state (while self._h11 is None).
-        self._buf = bytearray()
-        self._eof = False
         self._sent: tuple[bytes, bytes, list[tuple[bytes, bytes]], bytes | None] | None = None
         self._keep_alive = True
         self._state = "idle"  # "idle", "head" (awaiting it), "body", "done"
@@ -531,24 +548,15 @@ class HTTPClientConnection:
     def _fall_back(self) -> None:
         """Hand the connection to h11: replay the request (for its state) and what
         arrived of the answer."""
-        self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=self._max_headers)
+        self._take_over()
         if self._sent is not None and self._state != "idle":
             self._h11_send(*self._sent)
-        if self._buf:  # (h11 takes empty data for the end of the connection)
-            self._h11.receive_data(bytes(self._buf))
-        if self._eof:
-            self._h11.receive_data(b"")
-        self._buf.clear()
+        self._replay()
 
     def receive_data(self, data: bytes | bytearray) -> None:
         if data:
             self.response_started = True
-        if self._h11 is not None:
-            self._h11.receive_data(bytes(data))
-        elif not data:
-            self._eof = True
-        elif not self._eof:
-            self._buf += data
+        self._receive(data)
 
     def next_event(self) -> _ClientEvent:
         """The response head, then body chunks (bytes), then None at its end."""
@@ -559,11 +567,7 @@ class HTTPClientConnection:
             self._fall_back()
         return self._h11_event()
 
-    def _fast_event(
-        self,
-    ) -> (
-        HTTPResponseHead | bytes | ConnectionEnded | HTTPError | type[NEED_DATA] | _Fallback | None
-    ):
+    def _fast_event(self) -> _ClientEvent | _Fallback:
         buf = self._buf
         if self._state == "body":
             if self._remaining == 0:

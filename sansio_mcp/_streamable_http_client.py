@@ -8,6 +8,8 @@ turning HTTP failures into typed errors for the request they belong to.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
@@ -15,6 +17,7 @@ import attrs
 
 from . import _json
 from ._errors import ErrorCode, HTTPStatusError, RemoteProtocolError
+from ._host import Signal
 from ._http import ConnectionPool, HTTPError, HTTPResponseHead, PooledConnection, media_types
 from ._http_headers import request_headers, x_mcp_header_problems
 from ._jsonrpc import is_request_id
@@ -24,6 +27,11 @@ from ._session import ClientSession
 from ._sse import SSEParser
 from ._state import SessionState
 from ._versions import Era
+
+logger = logging.getLogger("sansio_mcp.http")
+
+#: Failed GET stream attempts in a row after which a client stops reconnecting.
+_GET_STREAM_FAILURES = 5
 
 __all__ = [
     "Endpoint",
@@ -189,6 +197,19 @@ class StreamableHTTPClient:
             and isinstance(message.get("params"), dict)
         )
 
+    def after_get_stream(self, status: int, failures: int) -> int | None:
+        """The GET stream ended with ``status`` (0: no answer) after ``failures``
+        failed attempts in a row: the new count, the client reconnecting after
+        :attr:`retry_delay`, or None when it should stop holding one (the server
+        has none, the session ended, or it kept failing)."""
+        if status in (405, 404, 400):
+            return None
+        failures = 0 if status == 200 else failures + 1
+        if failures > _GET_STREAM_FAILURES:
+            logger.warning("giving up on the GET stream after %d failures", failures)
+            return None
+        return failures
+
     @property
     def wants_get_stream(self) -> bool:
         """A handshake session may receive server-initiated messages on a GET stream."""
@@ -295,6 +316,14 @@ class ResponseHandler:
     def stops_at_head(self) -> bool:
         """A refused GET stream: its body is not for us (and its connection is not reused)."""
         return self.message is None and self.status != 200
+
+    def resume_from(self, earlier: str | None) -> str | None:
+        """The ``Last-Event-ID`` to resume this POST's stream from with a GET, after
+        the ``retry`` delay (SEP-1699), or None if it needs no resuming (or cannot
+        be: no event id came, here or on ``earlier`` attempts)."""
+        if not self.needs_resume:
+            return None
+        return self.last_event_id or earlier
 
     def on_head(self, head: HTTPResponseHead) -> None:
         self.head = head
@@ -490,12 +519,17 @@ class SendOrder:
     server after the request behind it, or a POST before the GET stream the server
     answers it on.  The GET stream's turn lasts until its response head arrives
     (at most :data:`GET_STREAM_HEAD_WAIT` seconds): a server reads a request on a
-    kept-alive connection long before it gets round to accepting a new one."""
+    kept-alive connection long before it gets round to accepting a new one.
 
-    def __init__(self) -> None:
+    ``new_signal`` makes what a request waits on (the host's signal).
+    """
+
+    def __init__(self, new_signal: Callable[[], Signal]) -> None:
+        self._new_signal = new_signal
         self._issued = 0
         self._current = 0
         self._finished: set[int] = set()
+        self._waiting: dict[int, Signal] = {}
 
     def ticket(self) -> int:
         """A place in the order, taken when the request is queued."""
@@ -506,11 +540,21 @@ class SendOrder:
         """Whether the request holding ``ticket`` may be sent now."""
         return ticket <= self._current
 
-    def done(self, ticket: int) -> int:
-        """``ticket``'s request went out (or never will); the ticket whose turn it is now."""
+    def turn(self, ticket: int) -> Signal | None:
+        """None if ``ticket``'s request may be sent now, else a signal set when it may."""
+        if self.turn_of(ticket):
+            return None
+        signal = self._waiting[ticket] = self._new_signal()
+        return signal
+
+    def done(self, ticket: int) -> None:
+        """``ticket``'s request went out, or never will (a no-op the second time)."""
+        self._waiting.pop(ticket, None)
         if ticket >= self._current:
             self._finished.add(ticket)
         while self._current in self._finished:
             self._finished.remove(self._current)
             self._current += 1
-        return self._current
+        signal = self._waiting.pop(self._current, None)
+        if signal is not None:
+            signal.set()

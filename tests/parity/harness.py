@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.client
+import json
 import queue
 import socket
 import threading
@@ -39,12 +41,15 @@ __all__ = [
     "BUDGET",
     "EXAMPLE_TOOLS",
     "CountingProxy",
+    "INITIALIZE",
+    "POST_HEADERS",
     "PAIRS",
     "Answers",
     "Probe",
     "StrayTasks",
     "cancellable",
     "parity_server",
+    "raw_request",
     "run",
     "serving",
     "serving_in_loop",
@@ -330,6 +335,44 @@ class CountingProxy:
                 sock.shutdown(socket.SHUT_RDWR)
         # Each pump closes the socket it read from; the other pump closes the other.
         source.close()
+
+
+def raw_request(
+    port: int,
+    method: str,
+    target: str,
+    headers: dict[str, str] | None = None,
+    body: Any = None,
+) -> tuple[int, dict[str, str], bytes]:
+    """One blocking HTTP/1.1 request (the server runs in its own thread)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
+        conn.request(method, target, body=data, headers=headers or {})
+        response = conn.getresponse()
+        return (
+            response.status,
+            {k.lower(): v for k, v in response.getheaders()},
+            response.read(),
+        )
+    finally:
+        conn.close()
+
+
+POST_HEADERS = {
+    "content-type": "application/json",
+    "accept": "application/json, text/event-stream",
+}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw-parity-client", "version": "0"},
+    },
+}
 
 
 def url_for(transport: str, port: int) -> str:

@@ -8,7 +8,6 @@ backend in a thread of its own.
 
 from __future__ import annotations
 
-import http.client
 import json
 from typing import Any
 
@@ -17,20 +16,13 @@ import pytest
 from sansio_mcp._sse import SSEEvent, SSEParser
 from sansio_mcp._versions import META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION
 
-from .harness import BACKEND_NAMES, parity_server, serving
+from .harness import BACKEND_NAMES, INITIALIZE, POST_HEADERS, parity_server, raw_request, serving
 
-POST_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 MODERN = "2026-07-28"
 
 
 def raw_post(port: int, headers: dict[str, str], body: Any) -> tuple[int, dict[str, str], bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        conn.request("POST", "/mcp", body=json.dumps(body).encode(), headers=headers)
-        response = conn.getresponse()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
-    finally:
-        conn.close()
+    return raw_request(port, "POST", "/mcp", headers, body)
 
 
 def events(body: bytes) -> list[SSEEvent]:
@@ -51,16 +43,7 @@ def call(request_id: int, tool: str, arguments: dict[str, Any], **meta: Any) -> 
 
 
 def open_session(port: int, version: str) -> dict[str, str]:
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": version,
-            "capabilities": {},
-            "clientInfo": {"name": "raw-parity-client", "version": "0"},
-        },
-    }
+    initialize = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": version}}
     status, headers, body = raw_post(port, POST_HEADERS, initialize)
     assert status == 200 and headers["content-type"] == "application/json", body
     session = {

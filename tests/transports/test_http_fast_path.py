@@ -27,18 +27,15 @@ from sansio_mcp._http import (
 )
 from sansio_mcp._ndjson import NEED_DATA
 
+from .helpers import split_at
+
 MAX_BODY = 4096
 MAX_HEADERS = 2048
-
-
-def _split(data: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({c % (len(data) + 1) for c in cuts})
-    pieces, last = [], 0
-    for point in points:
-        pieces.append(data[last:point])
-        last = point
-    pieces.append(data[last:])
-    return [p for p in pieces if p]
+_DIFFERENTIAL = settings(
+    max_examples=500,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 # Pieces of messages, the usual and the odd ----------------------------------------------
@@ -227,11 +224,7 @@ def _h11_server() -> HTTPServerConnection:
     return conn
 
 
-@settings(
-    max_examples=500,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@_DIFFERENTIAL
 @given(
     stream=_request_streams,
     cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=4),
@@ -296,7 +289,7 @@ def _h11_server() -> HTTPServerConnection:
 def test_server_side_matches_h11(
     stream: bytes, cuts: list[int], answers: list[str], eof: bool
 ) -> None:
-    chunks = _split(stream, cuts)
+    chunks = split_at(stream, cuts)
     fast = _drive_server(
         HTTPServerConnection(max_body=MAX_BODY, max_headers=MAX_HEADERS), chunks, answers, eof
     )
@@ -398,11 +391,7 @@ def _h11_client() -> HTTPClientConnection:
     return conn
 
 
-@settings(
-    max_examples=500,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@_DIFFERENTIAL
 @given(
     stream=st.one_of(
         st.lists(_clean_responses, min_size=1, max_size=2).map(b"".join),
@@ -434,7 +423,7 @@ def _h11_client() -> HTTPClientConnection:
 @example(stream=b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\nshort", cuts=[], eof=True)
 @example(stream=b"", cuts=[], eof=True)
 def test_client_side_matches_h11(stream: bytes, cuts: list[int], eof: bool) -> None:
-    chunks = _split(stream, cuts)
+    chunks = split_at(stream, cuts)
     fast = _drive_client(
         HTTPClientConnection("127.0.0.1:8000", max_headers=MAX_HEADERS), chunks, eof, 2
     )

@@ -193,22 +193,43 @@ def test_a_dead_connection_is_retried_once_only() -> None:
 # The order requests leave in ----------------------------------------------------------------
 
 
+class FakeSignal:
+    def __init__(self) -> None:
+        self.is_set = False
+
+    def set(self) -> None:
+        self.is_set = True
+
+    async def wait(self) -> None:  # pragma: no cover - never awaited here
+        raise AssertionError
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_requests_leave_in_the_order_they_were_queued(data: st.DataObject) -> None:
     """Tickets taken in queue order; requests become ready (their connection open) and
     finish (sent, or given up before sending) in any order: a request is sent only on
-    its turn, so the sent ones leave in ticket order, and nobody waits forever."""
-    order = SendOrder()
+    its turn, so the sent ones leave in ticket order, and nobody waits forever (a
+    waiting request's signal is set exactly when its turn comes)."""
+    order = SendOrder(FakeSignal)
     count = data.draw(st.integers(min_value=1, max_value=12))
     tickets = [order.ticket() for _ in range(count)]
     assert tickets == list(range(count))
     gives_up = data.draw(st.sets(st.sampled_from(tickets)))
+    signals: dict[int, Any] = {}
+    for ticket in tickets:
+        signal = order.turn(ticket)
+        assert (signal is None) == (ticket == 0)
+        if signal is not None:
+            signals[ticket] = signal
     waiting = set(tickets)
     sent: list[int] = []
     while waiting:
         ready = sorted(t for t in waiting if order.turn_of(t) or t in gives_up)
         assert ready, "every request waits for another: a deadlock"
+        for t in waiting:
+            if t in signals:
+                assert signals[t].is_set == order.turn_of(t)
         ticket = data.draw(st.sampled_from(ready))
         waiting.discard(ticket)
         if ticket not in gives_up:
@@ -218,5 +239,4 @@ def test_requests_leave_in_the_order_they_were_queued(data: st.DataObject) -> No
         order.done(ticket)  # twice is harmless
     assert sent == sorted(sent)
     assert sent == [t for t in tickets if t not in gives_up]
-    later = order.ticket()
-    assert order.turn_of(later)
+    assert order.turn(order.ticket()) is None

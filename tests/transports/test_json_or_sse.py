@@ -22,36 +22,22 @@ from sansio_mcp._streamable_http_client import ResponseReader
 from sansio_mcp._versions import META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION
 from sansio_mcp_cli.example_server import build_server
 
-POST_HEADERS = {
-    "host": "127.0.0.1:8000",
-    "content-type": "application/json",
-    "accept": "application/json, text/event-stream",
-}
-MODERN = "2026-07-28"
+from .helpers import INITIALIZED, MODERN, POST_HEADERS, initialize
+
 ERAS = ("2025-11-25", "2025-06-18", MODERN)
 
 
 def post(message: Any, **headers: str) -> HTTPRequest:
-    return HTTPRequest("POST", "/mcp", {**POST_HEADERS, **headers}, json.dumps(message).encode())
+    headers = {"host": "127.0.0.1:8000", **POST_HEADERS, **headers}
+    return HTTPRequest("POST", "/mcp", headers, json.dumps(message).encode())
 
 
 def session_headers(machine: StreamableHTTPServer, version: str) -> dict[str, str]:
     if version == MODERN:
         return {"mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "echo"}
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": version,
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
-    session_id = machine.handle(post(initialize)).headers["mcp-session-id"]
+    session_id = machine.handle(post(initialize(version=version))).headers["mcp-session-id"]
     headers = {"mcp-session-id": session_id, "mcp-protocol-version": version}
-    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    assert machine.handle(post(initialized, **headers)).status == 202
+    assert machine.handle(post(INITIALIZED, **headers)).status == 202
     return headers
 
 
