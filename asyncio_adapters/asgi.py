@@ -26,7 +26,7 @@ from sansio_mcp._http_service import SessionHosts
 from sansio_mcp._server import Server
 from sansio_mcp._streamable_http import Exchange, StreamableHTTPServer
 
-from .http_server import _HEAD_GRACE, _HTTPSessionHost
+from .http_server import _HTTPSessionHost
 
 __all__ = ["MCPApp"]
 
@@ -170,22 +170,20 @@ class MCPApp:
         )
 
     async def _respond(self, exchange: Exchange, receive: Receive, send: Send) -> None:
+        ready = asyncio.Event()
+        exchange.wake = ready.set
+        if not exchange.head_ready:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(exchange.head_grace):
+                    while not exchange.head_ready:
+                        await ready.wait()
+                        ready.clear()
         if not exchange.streaming:
             await _whole(send, exchange)
             return
-        ready = asyncio.Event()
-        exchange.wake = ready.set
+        exchange.commit_head()
         watcher = asyncio.create_task(self._watch_disconnect(exchange, receive, ready))
         try:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(_HEAD_GRACE):
-                    while not exchange.head_ready and not exchange.finished:
-                        await ready.wait()
-                        ready.clear()
-            if not exchange.streaming:
-                await _whole(send, exchange)
-                return
-            exchange.commit_head()
             await send(
                 {
                     "type": "http.response.start",

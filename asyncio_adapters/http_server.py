@@ -22,9 +22,6 @@ __all__ = ["serve_http", "serve_router", "serve_tcp"]
 logger = logging.getLogger("asyncio_adapters.http")
 
 _READ_SIZE = 65536
-# How long a stateless response may wait for its first output before its head goes out
-# (a handler refusing with -32021 still turns it into an HTTP 400 meanwhile).
-_HEAD_GRACE = 1.0
 
 
 class _HTTPSessionHost(AsyncioSessionHost):
@@ -37,9 +34,13 @@ class _HTTPSessionHost(AsyncioSessionHost):
         super().__init__(session, handle_request=handle_request)
         self._router = router
 
-    async def flush(self) -> None:
+    def _schedule_flush(self) -> None:
+        # Routing output to its exchanges never blocks: do it at once, not in a task.
         assert isinstance(self.session, ServerSession)
         self._router.flush(self.session)
+
+    async def flush(self) -> None:
+        self._schedule_flush()
 
 
 class _HTTPService:
@@ -68,8 +69,14 @@ class _HTTPService:
                     await writer.drain()
                     return
                 exchange = self.router.handle(request)
-                if not await self._answer(reader, writer, conn, exchange):
-                    return
+                self.hosts.begin(exchange)
+                try:
+                    if not await self._answer(reader, writer, conn, exchange):
+                        return
+                finally:
+                    if not exchange.finished:
+                        self.hosts.disconnected(exchange)  # the answer broke off
+                    self.hosts.finish(exchange)
                 if not conn.start_next():
                     return
         except (ConnectionError, OSError):
@@ -99,31 +106,22 @@ class _HTTPService:
         exchange: Exchange,
     ) -> bool:
         """Write the exchange's response; False if the client went away."""
-        self.hosts.begin(exchange)
-        if not exchange.streaming:
-            writer.write(
-                conn.send_response(exchange.status, dict(exchange.headers), exchange.take())
-            )
-            await writer.drain()
-            self.hosts.finish(exchange)
-            return True
         ready = asyncio.Event()
         exchange.wake = ready.set
-        watcher = asyncio.create_task(self._watch_disconnect(reader, conn, exchange))
-        try:
+        if not exchange.head_ready:
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(_HEAD_GRACE):
-                    while not exchange.head_ready and not exchange.finished:
+                async with asyncio.timeout(exchange.head_grace):
+                    while not exchange.head_ready:
                         await ready.wait()
                         ready.clear()
-            if not exchange.streaming:
-                writer.write(
-                    conn.send_response(exchange.status, dict(exchange.headers), exchange.take())
-                )
-                await writer.drain()
-                return True
-            exchange.commit_head()
-            writer.write(conn.send_head(exchange.status, dict(exchange.headers)))
+        if not exchange.streaming:
+            writer.write(conn.send_response(exchange.status, exchange.headers, exchange.take()))
+            await writer.drain()
+            return True
+        exchange.commit_head()
+        watcher = asyncio.create_task(self._watch_disconnect(reader, conn, exchange))
+        try:
+            writer.write(conn.send_head(exchange.status, exchange.headers))
             while True:
                 # Read ``finished`` before taking: output may arrive while a chunk is sent.
                 finished = exchange.finished
@@ -142,7 +140,6 @@ class _HTTPService:
             return True
         finally:
             watcher.cancel()
-            self.hosts.finish(exchange)
             # Let the watcher leave ``reader.read`` before the next request reads (keep-alive).
             await asyncio.wait([watcher])
 

@@ -44,6 +44,14 @@ _MODERN_STATUS = {
 # ... and for one refused by its handler, while the response head is still unsent.
 _LATE_STATUS: dict[int, int] = {ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY: 400}
 
+#: How long (seconds) a stateless request's response head waits for the request's
+#: first output: its status may still change (a handler refusing with -32021 gets
+#: HTTP 400), and an answer by then goes out as plain JSON.
+MODERN_HEAD_GRACE = 1.0
+#: The same wait on a handshake session, kept short: a slow request's SSE stream
+#: should open (with its priming event, SEP-1699) soon.
+LEGACY_HEAD_GRACE = 0.05
+
 
 def _is_response(obj: Any) -> bool:
     return isinstance(obj, dict) and "method" not in obj and ("result" in obj or "error" in obj)
@@ -52,9 +60,15 @@ def _is_response(obj: Any) -> bool:
 class Exchange:
     """One HTTP response in the making.
 
-    ``status`` and ``headers`` are final when the exchange is created.  A
-    streaming exchange then gains body chunks (:meth:`take`) until
+    A streaming exchange gains body chunks (:meth:`take`) until
     :attr:`finished`; the adapter sets :attr:`wake` to learn when.
+
+    The answer to a request POST starts with its head pending: the adapter
+    waits up to :attr:`head_grace` seconds for :attr:`head_ready`.  If the
+    request's answer was its first output, the exchange has become a plain
+    ``application/json`` response (``streaming`` is False: one write, no
+    stream to watch); otherwise the adapter calls :meth:`commit_head` and
+    sends the head of an SSE stream (``text/event-stream``).
     """
 
     def __init__(
@@ -79,20 +93,32 @@ class Exchange:
         self._stream_key = ""
         self._seq = 0
         self._on_close: Callable[[Exchange], None] = lambda exchange: None
-        #: Whether the status may still change: a stateless request's stream whose
-        #: handler may yet fail with an error that has its own HTTP status (-32021).
-        #: Adapters wait for :attr:`head_ready` (or a short grace period), then
-        #: call :meth:`commit_head` as they send the head.
+        #: Whether the status and headers may still change (see the class doc).
         self.head_pending = False
+        #: How long the adapter waits for :attr:`head_ready` before committing the head.
+        self.head_grace = 0.0
+        # What a stream sends first once it opens (a handshake session's priming event).
+        self._opener: Callable[[], None] | None = None
 
     @property
     def head_ready(self) -> bool:
         """Whether the status and headers are final (output arrived, or none can change them)."""
         return not self.head_pending or self.finished or bool(self._chunks)
 
+    @property
+    def has_news(self) -> bool:
+        """Whether there are body bytes to take, or the exchange is over."""
+        return self.finished or bool(self._chunks)
+
     def commit_head(self) -> None:
         """The adapter sends the head now: the status no longer changes."""
         self.head_pending = False
+        self._open()
+
+    def _open(self) -> None:
+        opener, self._opener = self._opener, None
+        if opener is not None and self.streaming:
+            opener()
 
     def take(self) -> bytes:
         """The body bytes produced since the last call."""
@@ -109,6 +135,7 @@ class Exchange:
     def keep_alive(self) -> None:
         """Queue an SSE comment so idle proxies keep the stream open."""
         if self.streaming and not self._json_mode and not self.finished:
+            self._open()
             self._chunks.append(format_sse_comment())
             self.wake()
 
@@ -269,6 +296,7 @@ class StreamableHTTPServer:
         exchange = self._stream_exchange(session)
         exchange._awaiting.add(request_id)
         exchange.head_pending = True
+        exchange.head_grace = MODERN_HEAD_GRACE
         self._modern_exchange[id(session)] = exchange
         exchange._on_close = lambda ex: self._close_modern(session, ex, request_id)
         for obj, _ in early:
@@ -342,7 +370,9 @@ class StreamableHTTPServer:
         for request_id in request_ids:
             state.streams[request_id] = exchange
         exchange._on_close = lambda ex: self._close_legacy_stream(state, ex)
-        self._prime(exchange, state)
+        exchange.head_pending = True
+        exchange.head_grace = LEGACY_HEAD_GRACE
+        exchange._opener = lambda: self._prime(exchange, state)
         self.flush(state.session)
         return exchange
 
@@ -534,8 +564,10 @@ class StreamableHTTPServer:
     def _deliver(self, exchange: Exchange, obj: Any, state: _LegacySession | None) -> None:
         if exchange.finished:
             return
-        if exchange.head_pending and not exchange._chunks and self._refuse_late(exchange, obj):
-            return
+        if exchange.head_pending and not exchange._chunks:
+            if self._answer_plainly(exchange, obj):
+                return
+            exchange._open()  # something to stream first: this is an SSE stream after all
         event_id = None
         if state is not None and not exchange._json_mode:
             exchange._seq += 1
@@ -561,21 +593,26 @@ class StreamableHTTPServer:
                     state.streams.pop(request_id, None)
         exchange.wake()
 
-    def _refuse_late(self, exchange: Exchange, obj: Any) -> bool:
-        """Turn a stream whose first output is its request's refusal into a plain
-        error response with that refusal's HTTP status (e.g. -32021: 400)."""
-        error = obj.get("error") if _is_response(obj) else None
-        if not isinstance(error, dict) or obj.get("id") not in exchange._awaiting:
+    def _answer_plainly(self, exchange: Exchange, obj: Any) -> bool:
+        """Turn a stream whose first output is its whole answer into a plain
+        ``application/json`` response (with the status of a refusal that has one
+        of its own, e.g. -32021: 400).  Either form is allowed for a request POST."""
+        if isinstance(obj, list):  # a 2025-03-26 batch answer
+            answered = {m.get("id") for m in obj if isinstance(m, dict)}
+            error = None
+        elif _is_response(obj):
+            answered = {obj.get("id")}
+            error = obj.get("error")
+        else:
             return False
-        code = error.get("code")
-        status = _LATE_STATUS.get(code) if isinstance(code, int) else None
-        if status is None:
+        if not exchange._awaiting or not exchange._awaiting <= answered:
             return False
-        exchange.status = status
+        code = error.get("code") if isinstance(error, dict) else None
+        exchange.status = _LATE_STATUS.get(code, 200) if isinstance(code, int) else 200
         exchange.headers = {"content-type": "application/json"}
         exchange.streaming = False
         exchange._chunks.append(_json.dumps(obj).encode("utf-8"))
-        exchange._awaiting.discard(obj.get("id"))
+        exchange._awaiting.clear()
         exchange._finish()
         exchange.wake()
         return True

@@ -8,14 +8,17 @@ turning HTTP failures into typed errors for the request they belong to.
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
 import attrs
 
 from . import _json
 from ._errors import ErrorCode, HTTPStatusError, RemoteProtocolError
-from ._http import HTTPResponseHead, media_types
+from ._host import Signal
+from ._http import ConnectionPool, HTTPError, HTTPResponseHead, PooledConnection, media_types
 from ._http_headers import request_headers, x_mcp_header_problems
 from ._jsonrpc import is_request_id
 from ._modern import is_modern_request
@@ -25,7 +28,22 @@ from ._sse import SSEParser
 from ._state import SessionState
 from ._versions import Era
 
-__all__ = ["Endpoint", "StreamableHTTPClient", "ResponseReader", "ResponseHandler"]
+logger = logging.getLogger("sansio_mcp.http")
+
+#: Failed GET stream attempts in a row after which a client stops reconnecting.
+_GET_STREAM_FAILURES = 5
+
+__all__ = [
+    "Endpoint",
+    "StreamableHTTPClient",
+    "ResponseReader",
+    "ResponseHandler",
+    "RoundTrip",
+    "SendOrder",
+    "GET_STREAM_HEAD_WAIT",
+]
+
+S = TypeVar("S")
 
 
 @attrs.frozen
@@ -53,6 +71,11 @@ class Endpoint:
         default = 443 if self.scheme == "https" else 80
         host = f"[{self.host}]" if ":" in self.host else self.host
         return host if self.port == default else f"{host}:{self.port}"
+
+    @property
+    def origin(self) -> str:
+        """What a kept-alive connection is good for: scheme, host and port."""
+        return f"{self.scheme}://{self.host_header}"
 
 
 class ResponseReader:
@@ -174,6 +197,19 @@ class StreamableHTTPClient:
             and isinstance(message.get("params"), dict)
         )
 
+    def after_get_stream(self, status: int, failures: int) -> int | None:
+        """The GET stream ended with ``status`` (0: no answer) after ``failures``
+        failed attempts in a row: the new count, the client reconnecting after
+        :attr:`retry_delay`, or None when it should stop holding one (the server
+        has none, the session ended, or it kept failing)."""
+        if status in (405, 404, 400):
+            return None
+        failures = 0 if status == 200 else failures + 1
+        if failures > _GET_STREAM_FAILURES:
+            logger.warning("giving up on the GET stream after %d failures", failures)
+            return None
+        return failures
+
     @property
     def wants_get_stream(self) -> bool:
         """A handshake session may receive server-initiated messages on a GET stream."""
@@ -276,6 +312,19 @@ class ResponseHandler:
             and request_id in self.transport._wire_ids()
         )
 
+    @property
+    def stops_at_head(self) -> bool:
+        """A refused GET stream: its body is not for us (and its connection is not reused)."""
+        return self.message is None and self.status != 200
+
+    def resume_from(self, earlier: str | None) -> str | None:
+        """The ``Last-Event-ID`` to resume this POST's stream from with a GET, after
+        the ``retry`` delay (SEP-1699), or None if it needs no resuming (or cannot
+        be: no event id came, here or on ``earlier`` attempts)."""
+        if not self.needs_resume:
+            return None
+        return self.last_event_id or earlier
+
     def on_head(self, head: HTTPResponseHead) -> None:
         self.head = head
         if self.message is not None:
@@ -336,3 +385,176 @@ class ResponseHandler:
         """The connection failed (no usable response)."""
         if self.message is not None:
             self.transport.fail(self.message, self.status, detail)
+
+
+class RoundTrip(Generic[S]):
+    """One HTTP request of the client and its answer, on a pooled connection.
+
+    The adapter's loop::
+
+        while trip.attempt():
+            conn = trip.idle_connection() or trip.connected(await open_stream())
+            send trip.request_bytes(); then until trip.done: trip.feed(await read())
+            (an I/O error: trip.broken(detail))
+            finally: if not trip.release(): close conn.stream
+
+    :meth:`attempt` is True for the first attempt and for one retry on a fresh
+    connection, when a reused one failed before any byte of the answer came
+    back (a server closing an idle keep-alive connection just as we sent).
+    What the answer means goes through the :class:`ResponseHandler`.
+    """
+
+    def __init__(
+        self,
+        pool: ConnectionPool[S],
+        endpoint: Endpoint,
+        response: ResponseHandler,
+        method: str,
+        headers: dict[str, str],
+        body: bytes | None,
+    ) -> None:
+        self.pool = pool
+        self.endpoint = endpoint
+        self.response = response
+        self.method = method
+        self.headers = headers
+        self.body = body
+        self.conn: PooledConnection[S] | None = None
+        #: Whether the answer is over (or the attempt failed).
+        self.done = False
+        self._attempts = 0
+        self._retry = False
+
+    def attempt(self) -> bool:
+        """Whether an attempt is due (the first, or the one retry)."""
+        if self._attempts and not self._retry:
+            return False
+        self._attempts += 1
+        self._retry = False
+        self.done = False
+        return True
+
+    def idle_connection(self) -> PooledConnection[S] | None:
+        """A kept-alive connection to send on, or None (always None for the retry)."""
+        self.conn = self.pool.take(self.endpoint.origin) if self._attempts == 1 else None
+        return self.conn
+
+    def connected(self, stream: S) -> PooledConnection[S]:
+        """The adapter opened ``stream`` for this attempt."""
+        self.conn = self.pool.opened(self.endpoint.origin, self.endpoint.host_header, stream)
+        return self.conn
+
+    def cannot_connect(self, detail: str) -> None:
+        self.done = True
+        self.response.on_failure(f"cannot connect to {self.endpoint.host_header}: {detail}")
+
+    def request_bytes(self) -> bytes:
+        assert self.conn is not None
+        return self.conn.http.send_request(
+            self.method, self.endpoint.target, self.headers, self.body
+        )
+
+    def feed(self, data: bytes | bytearray) -> bool:
+        """Bytes read from the connection (b"" at its end); True when messages
+        reached the session."""
+        assert self.conn is not None
+        http = self.conn.http
+        http.receive_data(data)
+        delivered = False
+        while not self.done:
+            event = http.next_event()
+            if event is NEED_DATA:
+                break
+            if isinstance(event, HTTPError):
+                if data:
+                    self.broken(f"the connection failed: {event.reason}")
+                else:
+                    # The connection ended early.  Mid-body the answer simply ended
+                    # there (a handshake-era SSE stream is then resumed, SEP-1699).
+                    self._end()
+            elif isinstance(event, HTTPResponseHead):
+                self.response.on_head(event)
+                self.done = self.response.stops_at_head
+            elif isinstance(event, bytes):
+                try:
+                    delivered = self.response.on_body(event) or delivered
+                except RemoteProtocolError as exc:  # a malformed or oversized body
+                    self.broken(f"the connection failed: {exc}")
+            else:  # the end of the answer (None), or of the connection
+                self._end()
+        return delivered
+
+    def _end(self) -> None:
+        self.done = True
+        if self.response.head is None:
+            self.broken("the server closed the connection without answering")
+        else:
+            self.response.on_end()
+
+    def broken(self, detail: str) -> None:
+        """The connection failed (an I/O error, or an answer that is not HTTP)."""
+        self.done = True
+        if self._attempts == 1 and self.conn is not None and self.conn.http.may_retry:
+            self._retry = True
+        else:
+            self.response.on_failure(detail)
+
+    def release(self) -> bool:
+        """Done with the attempt's connection: True if the pool keeps it, False if
+        the adapter must close its stream."""
+        conn, self.conn = self.conn, None
+        return conn is not None and self.pool.release(conn)
+
+
+#: How long later requests wait for the GET stream's response head (seconds).
+GET_STREAM_HEAD_WAIT = 1.0
+
+
+class SendOrder:
+    """Lets a client's requests leave in the order they were queued, though each
+    goes out from a task of its own on a connection of its own: a request takes
+    its connection (an idle kept-alive one, read by the server at once, or a fresh
+    one it must first accept) and is sent only once every request queued before it
+    was sent, or given up.  Otherwise ``notifications/initialized`` could reach the
+    server after the request behind it, or a POST before the GET stream the server
+    answers it on.  The GET stream's turn lasts until its response head arrives
+    (at most :data:`GET_STREAM_HEAD_WAIT` seconds): a server reads a request on a
+    kept-alive connection long before it gets round to accepting a new one.
+
+    ``new_signal`` makes what a request waits on (the host's signal).
+    """
+
+    def __init__(self, new_signal: Callable[[], Signal]) -> None:
+        self._new_signal = new_signal
+        self._issued = 0
+        self._current = 0
+        self._finished: set[int] = set()
+        self._waiting: dict[int, Signal] = {}
+
+    def ticket(self) -> int:
+        """A place in the order, taken when the request is queued."""
+        self._issued += 1
+        return self._issued - 1
+
+    def turn_of(self, ticket: int) -> bool:
+        """Whether the request holding ``ticket`` may be sent now."""
+        return ticket <= self._current
+
+    def turn(self, ticket: int) -> Signal | None:
+        """None if ``ticket``'s request may be sent now, else a signal set when it may."""
+        if self.turn_of(ticket):
+            return None
+        signal = self._waiting[ticket] = self._new_signal()
+        return signal
+
+    def done(self, ticket: int) -> None:
+        """``ticket``'s request went out, or never will (a no-op the second time)."""
+        self._waiting.pop(ticket, None)
+        if ticket >= self._current:
+            self._finished.add(ticket)
+        while self._current in self._finished:
+            self._finished.remove(self._current)
+            self._current += 1
+        signal = self._waiting.pop(self._current, None)
+        if signal is not None:
+            signal.set()

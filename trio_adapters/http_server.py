@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Any
 
 import trio
 
 from sansio_mcp import RequestReceived, ServerSession
 from sansio_mcp._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnection
+from sansio_mcp._http_service import Router, SessionHosts
 from sansio_mcp._server import Server
 from sansio_mcp._streamable_http import Exchange, StreamableHTTPServer
 
@@ -21,52 +22,40 @@ __all__ = ["Router", "serve_http", "serve_router"]
 logger = logging.getLogger("trio_adapters.http")
 
 _READ_SIZE = 65536
-# How long a stateless request's response head waits for its first output.
-_HEAD_GRACE = 1.0
-
-
-class Router(Protocol):
-    """What the HTTP service needs of a transport machine (Streamable HTTP, legacy SSE)."""
-
-    def handle(self, request: HTTPRequest) -> Exchange: ...
-
-    def flush(self, session: ServerSession) -> None: ...
-
-    def owns(self, session: ServerSession) -> bool: ...
 
 
 class _HTTPSessionHost(TrioSessionHost):
     """A session served over HTTP: its output is routed to exchanges."""
 
-    def __init__(self, http: Router, session: ServerSession, server: Server) -> None:
+    def __init__(self, router: Router, session: ServerSession, server: Server) -> None:
         async def handle_request(event: RequestReceived) -> dict[str, Any]:
             return await server.handle(TrioContext(self, event))
 
         super().__init__(session, handle_request=handle_request)
-        self._http = http
+        self._router = router
+
+    def _schedule_flush(self) -> None:
+        # Routing output to its exchanges never blocks: do it at once, not in a task.
+        assert isinstance(self.session, ServerSession)
+        self._router.flush(self.session)
 
     async def flush(self) -> None:
-        assert isinstance(self.session, ServerSession)
-        self._http.flush(self.session)
+        self._schedule_flush()
 
 
 class _HTTPService:
-    def __init__(self, server: Server, http: Router, max_body: int) -> None:
-        self.server = server
-        self.http = http
+    def __init__(self, server: Server, router: Router, max_body: int) -> None:
+        self.router = router
         self.max_body = max_body
-        self.hosts: dict[int, _HTTPSessionHost] = {}
         self.nursery: trio.Nursery | None = None
 
-    def host_for(self, session: ServerSession) -> _HTTPSessionHost:
-        host = self.hosts.get(id(session))
-        if host is None:
-            host = _HTTPSessionHost(self.http, session, self.server)
+        def make_host(session: ServerSession) -> _HTTPSessionHost:
+            host = _HTTPSessionHost(router, session, server)
             assert self.nursery is not None
             host.attach(self.nursery)
-            self.hosts[id(session)] = host
-            self.server.hub.add(session, host._schedule_flush)
-        return host
+            return host
+
+        self.hosts = SessionHosts(server, router, make_host)
 
     async def connection(self, stream: trio.abc.Stream) -> None:
         conn = HTTPServerConnection(max_body=self.max_body)
@@ -78,8 +67,14 @@ class _HTTPService:
                 if isinstance(request, HTTPError):
                     await stream.send_all(conn.send_error_response(request.status, request.reason))
                     return
-                exchange = self.http.handle(request)
-                await self._answer(stream, conn, exchange)
+                exchange = self.router.handle(request)
+                self.hosts.begin(exchange)
+                try:
+                    await self._answer(stream, conn, exchange)
+                finally:
+                    if not exchange.finished:
+                        self.hosts.disconnected(exchange)  # the answer broke off
+                    self.hosts.finish(exchange)
                 if not conn.start_next():
                     return
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -88,7 +83,7 @@ class _HTTPService:
             # One broken connection must never take the server (and every other client) down.
             logger.exception("error while serving an HTTP connection; closing it")
         finally:
-            await stream.aclose()
+            await trio.aclose_forcefully(stream)
 
     async def _read_request(
         self, stream: trio.abc.Stream, conn: HTTPServerConnection
@@ -103,33 +98,19 @@ class _HTTPService:
     async def _answer(
         self, stream: trio.abc.Stream, conn: HTTPServerConnection, exchange: Exchange
     ) -> None:
-        session = exchange.session
-        host = self.host_for(session) if session is not None else None
-        if host is not None:
-            host.driver.process_events()
-            await host.flush()
+        if not exchange.head_ready:
+            with trio.move_on_after(exchange.head_grace):
+                while not exchange.head_ready:
+                    await self._woken(exchange)
         if not exchange.streaming:
-            await self._respond(stream, conn, exchange)
+            body = exchange.take()
+            await stream.send_all(conn.send_response(exchange.status, exchange.headers, body))
             return
-        ready = trio.Event()
-        exchange.wake = ready.set
-        head_sent = False
+        exchange.commit_head()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._watch_disconnect, stream, conn, exchange, nursery.cancel_scope)
-            # A stateless request's status may still change until its first output
-            # (a handler refusing with -32021 gets HTTP 400): wait a little for it.
-            with trio.move_on_after(_HEAD_GRACE):
-                while not exchange.head_ready:
-                    await ready.wait()
-                    ready = trio.Event()
-                    exchange.wake = ready.set
-            if not exchange.streaming:
-                nursery.cancel_scope.cancel()  # a plain response after all: sent below
-            else:
-                exchange.commit_head()
-                await stream.send_all(conn.send_head(exchange.status, dict(exchange.headers)))
-                head_sent = True
-            while head_sent:
+            await stream.send_all(conn.send_head(exchange.status, exchange.headers))
+            while True:
                 # Read ``finished`` before taking: output may arrive while a chunk is sent.
                 finished = exchange.finished
                 chunk = exchange.take()
@@ -137,26 +118,18 @@ class _HTTPService:
                     await stream.send_all(conn.send_body(chunk))
                 if finished:
                     break
-                await ready.wait()
-                ready = trio.Event()
-                exchange.wake = ready.set
+                await self._woken(exchange)
             nursery.cancel_scope.cancel()
-        if not exchange.streaming:
-            await self._respond(stream, conn, exchange)
-            return
-        if not head_sent:
-            # The client went away before anything was sent.
-            self._forget_if_done(exchange)
-            raise trio.ClosedResourceError("the client disconnected")
         await stream.send_all(conn.end())
-        self._forget_if_done(exchange)
 
-    async def _respond(
-        self, stream: trio.abc.Stream, conn: HTTPServerConnection, exchange: Exchange
-    ) -> None:
-        body = exchange.take()
-        await stream.send_all(conn.send_response(exchange.status, dict(exchange.headers), body))
-        self._forget_if_done(exchange)
+    @staticmethod
+    async def _woken(exchange: Exchange) -> None:
+        """Until the exchange has news (output, its end), which may have come already
+        (while a chunk was being sent)."""
+        if not exchange.has_news:
+            ready = trio.Event()
+            exchange.wake = ready.set
+            await ready.wait()
 
     async def _watch_disconnect(
         self,
@@ -170,21 +143,8 @@ class _HTTPService:
                 conn.receive_data(data)  # a pipelined request waits in h11
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
-        exchange.disconnected()
-        if exchange.session is not None and id(exchange.session) in self.hosts:
-            self.hosts[id(exchange.session)].driver.process_events()
+        self.hosts.disconnected(exchange)
         scope.cancel()
-
-    def _forget_if_done(self, exchange: Exchange) -> None:
-        session = exchange.session
-        if session is None:
-            return
-        if exchange.finished and not self.http.owns(session):
-            # A stateless request's own session: done with it.
-            host = self.hosts.pop(id(session), None)
-            self.server.hub.remove(session)
-            if host is not None:
-                host.cancel_all_handlers()
 
 
 async def serve_http(

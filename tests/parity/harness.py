@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.client
+import json
 import queue
+import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -37,12 +40,16 @@ __all__ = [
     "BACKEND_NAMES",
     "BUDGET",
     "EXAMPLE_TOOLS",
+    "CountingProxy",
+    "INITIALIZE",
+    "POST_HEADERS",
     "PAIRS",
     "Answers",
     "Probe",
     "StrayTasks",
     "cancellable",
     "parity_server",
+    "raw_request",
     "run",
     "serving",
     "serving_in_loop",
@@ -143,6 +150,7 @@ async def cancellable(backend: str) -> AsyncIterator[Callable[[], None]]:
 
 _SERVE = {
     "http": ("http_server", "serve_http"),
+    "router": ("http_server", "serve_router"),
     "sse": ("sse", "serve_sse"),
     "ws": ("websocket", "serve_ws"),
 }
@@ -246,6 +254,125 @@ async def serving_in_loop(
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+class CountingProxy:
+    """A TCP proxy on 127.0.0.1 in front of ``upstream_port``, in threads of its own:
+    it counts the connections clients open (:attr:`accepted`), knows how many are
+    still open (:attr:`open`), and can drop them all at once (:meth:`drop_all`), as
+    a server closing its idle keep-alive connections would.  Use it as a context
+    manager: every socket and thread is gone when the block ends."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream_port = upstream_port
+        self.accepted = 0
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.05)
+        self.port = int(self._listener.getsockname()[1])
+        self._lock = threading.Lock()
+        self._open: dict[int, tuple[socket.socket, socket.socket]] = {}
+        self._threads: list[threading.Thread] = []
+        self._stopping = threading.Event()
+        self._acceptor = threading.Thread(target=self._accept, name="proxy-accept")
+
+    @property
+    def open(self) -> int:
+        with self._lock:
+            return len(self._open)
+
+    def __enter__(self) -> CountingProxy:
+        self._acceptor.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stopping.set()
+        self._acceptor.join(timeout=5)
+        self._listener.close()
+        self.drop_all()
+        for thread in self._threads:
+            thread.join(timeout=5)
+
+    def drop_all(self) -> None:
+        """Close every proxied connection, both ways."""
+        with self._lock:
+            pairs = list(self._open.values())
+            self._open.clear()
+        for pair in pairs:
+            for sock in pair:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+    def _accept(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                downstream, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            downstream.settimeout(None)
+            upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            with self._lock:
+                self.accepted += 1
+                key = self.accepted
+                self._open[key] = (downstream, upstream)
+            pumps = [
+                threading.Thread(target=self._pump, args=(key, downstream, upstream)),
+                threading.Thread(target=self._pump, args=(key, upstream, downstream)),
+            ]
+            self._threads += pumps
+            for pump in pumps:
+                pump.start()
+
+    def _pump(self, key: int, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        with self._lock:
+            self._open.pop(key, None)
+        for sock in (source, sink):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        # Each pump closes the socket it read from; the other pump closes the other.
+        source.close()
+
+
+def raw_request(
+    port: int,
+    method: str,
+    target: str,
+    headers: dict[str, str] | None = None,
+    body: Any = None,
+) -> tuple[int, dict[str, str], bytes]:
+    """One blocking HTTP/1.1 request (the server runs in its own thread)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
+        conn.request(method, target, body=data, headers=headers or {})
+        response = conn.getresponse()
+        return (
+            response.status,
+            {k.lower(): v for k, v in response.getheaders()},
+            response.read(),
+        )
+    finally:
+        conn.close()
+
+
+POST_HEADERS = {
+    "content-type": "application/json",
+    "accept": "application/json, text/event-stream",
+}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw-parity-client", "version": "0"},
+    },
+}
 
 
 def url_for(transport: str, port: int) -> str:

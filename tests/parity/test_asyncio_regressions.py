@@ -20,7 +20,7 @@ from asyncio_adapters.http_server import serve_http
 from asyncio_adapters.sse import serve_sse
 from asyncio_adapters.websocket import serve_ws
 
-from .harness import parity_server, run
+from .harness import INITIALIZE, parity_server, run
 
 SERVES: dict[str, Callable[..., Any]] = {"http": serve_http, "sse": serve_sse, "ws": serve_ws}
 
@@ -118,16 +118,6 @@ def test_dropped_legacy_sse_stream_ends_its_task() -> None:
 def test_dropped_streamable_http_get_stream_ends_its_task() -> None:
     async def body() -> None:
         async with serving_here("http") as (port, _):
-            initialize = {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "0"},
-                },
-            }
             post = {
                 "target": "/mcp",
                 "content-type": "application/json",
@@ -135,7 +125,7 @@ def test_dropped_streamable_http_get_stream_ends_its_task() -> None:
                 "connection": "close",
             }
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.write(http_request(port, "POST", post, json.dumps(initialize).encode()))
+            writer.write(http_request(port, "POST", post, json.dumps(INITIALIZE).encode()))
             head = (await reader.read()).decode()
             writer.close()
             await writer.wait_closed()

@@ -10,10 +10,8 @@ raw-request error paths use plain blocking sockets from the test thread.
 
 from __future__ import annotations
 
-import http.client
 import json
 import socket
-from typing import Any
 
 import pytest
 
@@ -24,11 +22,14 @@ from .harness import (
     BACKEND_NAMES,
     COUNTER_URI,
     EXAMPLE_TOOLS,
+    INITIALIZE,
+    POST_HEADERS,
     ROOT,
     Answers,
     Probe,
     cancellable,
     parity_server,
+    raw_request,
     run,
     serving,
     serving_in_loop,
@@ -177,39 +178,6 @@ def test_server_and_client_in_one_loop(cell: tuple[str, str], backend: str) -> N
 # Error paths ------------------------------------------------------------------------------
 
 
-def raw_request(
-    port: int,
-    method: str,
-    target: str,
-    headers: dict[str, str] | None = None,
-    body: Any = None,
-) -> tuple[int, dict[str, str], bytes]:
-    """One blocking HTTP/1.1 request (the server runs in its own thread)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    try:
-        data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
-        conn.request(method, target, body=data, headers=headers or {})
-        response = conn.getresponse()
-        return (
-            response.status,
-            {k.lower(): v for k, v in response.getheaders()},
-            response.read(),
-        )
-    finally:
-        conn.close()
-
-
-POST_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw-parity-client", "version": "0"},
-    },
-}
 TOOLS_LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 
 

@@ -189,6 +189,18 @@ def texts(result: dict[str, Any]) -> str:
     return "\n".join(c["text"] for c in result.get("content", []) if c.get("type") == "text")
 
 
+def split_at(data: bytes, cuts: list[int]) -> list[bytes]:
+    """``data`` cut at the given offsets (taken modulo its length): how bytes might
+    arrive from a socket."""
+    points = sorted({c % (len(data) + 1) for c in cuts})
+    pieces, last = [], 0
+    for point in points:
+        pieces.append(data[last:point])
+        last = point
+    pieces.append(data[last:])
+    return [p for p in pieces if p]
+
+
 # JSON-RPC builders ---------------------------------------------------------------------
 
 

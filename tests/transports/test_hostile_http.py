@@ -29,6 +29,7 @@ from .helpers import (
     post_modern,
     raw_exchange,
     serving,
+    split_at,
     statuses,
 )
 
@@ -354,16 +355,6 @@ def _requests(draw: st.DrawFn, targets: tuple[str, ...] = ("/mcp",)) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
 
-def _split(data: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({c % (len(data) + 1) for c in cuts})
-    pieces, last = [], 0
-    for point in points:
-        pieces.append(data[last:point])
-        last = point
-    pieces.append(data[last:])
-    return [p for p in pieces if p]
-
-
 @settings(
     max_examples=300,
     deadline=None,
@@ -380,7 +371,7 @@ def _split(data: bytes, cuts: list[int]) -> list[bytes]:
 def test_arbitrary_bytes_only_give_typed_results(stream: bytes, cuts: list[int]) -> None:
     machine = _machine()
     try:
-        _drive(machine, _split(stream, cuts))
+        _drive(machine, split_at(stream, cuts))
     except h11.LocalProtocolError as exc:  # pragma: no cover - reported as a failure
         pytest.fail(f"the HTTP layer produced an invalid response: {exc}")
 
@@ -437,4 +428,4 @@ def test_arbitrary_bytes_legacy_sse_machine(stream: bytes, cuts: list[int]) -> N
     )
     opened = machine.handle(HTTPRequest("GET", "/sse", {"host": "127.0.0.1"}))
     assert opened.status == 200 and _SSE_SESSION.encode() in opened.take()
-    _drive(machine, _split(stream, cuts))
+    _drive(machine, split_at(stream, cuts))

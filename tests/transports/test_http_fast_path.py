@@ -1,0 +1,461 @@
+"""The HTTP fast path against h11 itself, differentially.
+
+:class:`HTTPServerConnection` and :class:`HTTPClientConnection` parse and write
+common messages without h11 and hand anything else to h11.  Here the same
+bytes (requests or responses, well formed or not, split anywhere, pipelined,
+cut short) go through a connection on the fast path and through one handed
+to h11 from the start; every result, every error and every byte written must
+be the same.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import h11
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from sansio_mcp._http import (
+    ConnectionEnded,
+    HTTPClientConnection,
+    HTTPError,
+    HTTPRequest,
+    HTTPResponseHead,
+    HTTPServerConnection,
+)
+from sansio_mcp._ndjson import NEED_DATA
+
+from .helpers import split_at
+
+MAX_BODY = 4096
+MAX_HEADERS = 2048
+_DIFFERENTIAL = settings(
+    max_examples=500,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+# Pieces of messages, the usual and the odd ----------------------------------------------
+
+_names = st.sampled_from(
+    [
+        b"Host",
+        b"host",
+        b"Content-Type",
+        b"accept",
+        b"mcp-session-id",
+        b"Connection",
+        b"connection",
+        b"Content-Length",
+        b"content-length",
+        b"Transfer-Encoding",
+        b"Expect",
+        b"Upgrade",
+        b"X-Thing",
+        b"Bad Name",
+        b"",
+        b"x\x00y",
+    ]
+)
+_values = st.one_of(
+    st.sampled_from(
+        [
+            b"application/json",
+            b"application/json, text/event-stream",
+            b"close",
+            b"keep-alive",
+            b"Keep-Alive, Close",
+            b"upgrade",
+            b"chunked",
+            b"gzip, chunked",
+            b"100-continue",
+            b"websocket",
+            b"5",
+            b"0",
+            b"5, 5",
+            b"5, 6",
+            b"-1",
+            b"99999999999999999999999",
+            b"",
+            b"  padded  ",
+            b"caf\xe9",
+            b"tab\there",
+            b"ctl\x01char",
+            b"127.0.0.1:8000",
+        ]
+    ),
+    st.binary(max_size=12),
+)
+_line_ends = st.sampled_from([b"\r\n", b"\r\n", b"\r\n", b"\n"])
+
+
+@st.composite
+def _header_block(draw: st.DrawFn) -> bytes:
+    lines = []
+    for _ in range(draw(st.integers(min_value=0, max_value=6))):
+        name, value = draw(_names), draw(_values)
+        separator = draw(st.sampled_from([b": ", b":", b" : ", b":\t"]))
+        lines.append(name + separator + value + draw(_line_ends))
+        if draw(st.integers(min_value=0, max_value=12)) == 0:
+            lines.append(b" folded continuation" + draw(_line_ends))
+    return b"".join(lines)
+
+
+@st.composite
+def _requests(draw: st.DrawFn) -> bytes:
+    method = draw(st.sampled_from([b"POST", b"GET", b"DELETE", b"HEAD", b"PUT", b"P@ST"]))
+    target = draw(st.sampled_from([b"/mcp", b"/mcp?x=1", b"*", b"http://h/mcp", b"/a b", b""]))
+    version = draw(st.sampled_from([b"HTTP/1.1", b"HTTP/1.1", b"HTTP/1.0", b"HTTP/2.0"]))
+    body = draw(st.binary(max_size=20))
+    host = draw(st.sampled_from([b"Host: 127.0.0.1\r\n", b"Host: 127.0.0.1\r\n", b""]))
+    framing = draw(st.sampled_from(["length", "length", "none", "chunked", "wrong"]))
+    if framing == "length":
+        frame = b"Content-Length: %d\r\n" % len(body)
+    elif framing == "chunked":
+        frame = b"Transfer-Encoding: chunked\r\n"
+        body = (b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)) if body else b"0\r\n\r\n"
+    elif framing == "wrong":
+        frame = b"Content-Length: %d\r\n" % (len(body) + draw(st.integers(-3, 3)))
+    else:
+        frame, body = b"", b""
+    head = method + b" " + target + b" " + version + draw(_line_ends)
+    return head + host + frame + draw(_header_block()) + draw(_line_ends) + body
+
+
+_clean_names = st.sampled_from(
+    [b"Content-Type", b"accept", b"mcp-session-id", b"Connection", b"X-Thing", b"x-a"]
+)
+_clean_values = st.sampled_from(
+    [
+        b"application/json",
+        b"a, b",
+        b"close",
+        b"keep-alive",
+        b"Keep-Alive, Close",
+        b"",
+        b"  padded  ",
+        b"caf\xe9",
+        b"tab\there",
+        b"0123456789abcdef",
+    ]
+)
+
+
+@st.composite
+def _clean_messages(draw: st.DrawFn, first_line: bytes, body_ok: bool = True) -> bytes:
+    """Well-formed messages with a Content-Length: the fast path's own ground."""
+    body = draw(st.binary(max_size=20)) if body_ok else b""
+    lines = [first_line]
+    if first_line.startswith((b"POST", b"GET", b"DELETE", b"PUT")):
+        lines.append(b"Host: 127.0.0.1:8000\r\n")
+    for _ in range(draw(st.integers(min_value=0, max_value=4))):
+        separator = draw(st.sampled_from([b": ", b":", b":\t"]))
+        lines.append(draw(_clean_names) + separator + draw(_clean_values) + b"\r\n")
+    lines.insert(draw(st.integers(1, len(lines))), b"Content-Length: %d\r\n" % len(body))
+    return b"".join(lines) + b"\r\n" + body
+
+
+_clean_requests = st.sampled_from(
+    [b"POST /mcp HTTP/1.1\r\n", b"GET /mcp HTTP/1.1\r\n", b"DELETE /mcp?x=1 HTTP/1.1\r\n"]
+).flatmap(_clean_messages)
+
+_request_streams = st.one_of(
+    st.lists(_clean_requests, min_size=1, max_size=3).map(b"".join),
+    st.lists(st.one_of(_clean_requests, _requests()), min_size=1, max_size=3).map(b"".join),
+    st.lists(_requests(), min_size=1, max_size=3).map(b"".join),
+    st.tuples(_requests(), st.binary(max_size=30)).map(lambda t: t[0] + t[1]),
+    st.binary(max_size=120),
+)
+
+# How the server answers each request it reads.
+_answers = st.sampled_from(["json", "stream", "close", "empty-202", "keep-alive"])
+
+
+def _respond(conn: HTTPServerConnection, answer: str) -> bytes:
+    if answer == "json":
+        return conn.send_response(200, {"content-type": "application/json"}, b'{"ok":1}')
+    if answer == "close":
+        return conn.send_response(400, [("content-type", "text/plain"), ("connection", "close")])
+    if answer == "empty-202":
+        return conn.send_response(202, {})
+    if answer == "keep-alive":
+        return conn.send_response(200, [("Connection", "keep-alive, x-other")], b"x")
+    out = conn.send_head(200, {"content-type": "text/event-stream", "cache-control": "no-cache"})
+    return out + conn.send_body(b"data: 1\n\n") + conn.send_body(b"") + conn.end()
+
+
+def _drive_server(
+    conn: HTTPServerConnection, chunks: list[bytes], answers: list[str], eof: bool
+) -> list[Any]:
+    """What the adapters do: read requests, answer each, reuse while allowed."""
+    seen: list[Any] = []
+    answer = iter(answers * 4)
+    for chunk in [*chunks, *([b""] if eof else [])]:
+        conn.receive_data(chunk)
+        while True:
+            event = conn.next_request()
+            if event is NEED_DATA:
+                break
+            seen.append(event)
+            if isinstance(event, HTTPError):
+                seen.append(conn.send_error_response(event.status, event.reason))
+                return seen
+            if isinstance(event, ConnectionEnded):
+                return seen
+            assert isinstance(event, HTTPRequest)
+            try:
+                seen.append(_respond(conn, next(answer)))
+            except h11.LocalProtocolError as exc:
+                seen.append(("refused", str(exc)))
+                return seen
+            reusable = conn.start_next()
+            seen.append(("reuse", reusable))
+            if not reusable:
+                return seen
+    return seen
+
+
+def _h11_server() -> HTTPServerConnection:
+    conn = HTTPServerConnection(max_body=MAX_BODY, max_headers=MAX_HEADERS)
+    conn._fall_back()
+    return conn
+
+
+@_DIFFERENTIAL
+@given(
+    stream=_request_streams,
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=4),
+    answers=st.lists(_answers, min_size=1, max_size=3),
+    eof=st.booleans(),
+)
+@example(
+    stream=b"POST /mcp HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+    cuts=[],
+    answers=["keep-alive"],
+    eof=False,
+)
+@example(
+    stream=b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nab",
+    cuts=[],
+    answers=["json"],
+    eof=True,
+)
+@example(stream=b"HEAD /mcp HTTP/1.1\r\nHost: x\r\n\r\n", cuts=[], answers=["json"], eof=True)
+@example(
+    stream=b"POST /mcp HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nab",
+    cuts=[5],
+    answers=["stream"],
+    eof=False,
+)
+@example(
+    stream=b"POST /mcp HTTP/1.1\nHost: x\nContent-Length: 2\n\nab",
+    cuts=[],
+    answers=["json"],
+    eof=True,
+)
+@example(
+    stream=b"GET /mcp HTTP/1.1\r\nHost: x\r\nX: a\r\n b\r\n\r\n",
+    cuts=[],
+    answers=["json"],
+    eof=False,
+)
+@example(
+    stream=b"GET /mcp HTTP/1.1\r\nHost: x\r\n\r\nGET /mcp HTTP/1.1\r\nHost: y\r\n\r\n",
+    cuts=[7, 40],
+    answers=["stream", "close"],
+    eof=True,
+)
+@example(
+    stream=b"GET /mcp HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 3000 + b"\r\n\r\n",
+    cuts=[1000],
+    answers=["json"],
+    eof=False,
+)
+@example(
+    stream=b"GET /mcp HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 3000,
+    cuts=[],
+    answers=["json"],
+    eof=False,
+)
+@example(
+    stream=b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n",
+    cuts=[],
+    answers=["json"],
+    eof=False,
+)
+def test_server_side_matches_h11(
+    stream: bytes, cuts: list[int], answers: list[str], eof: bool
+) -> None:
+    chunks = split_at(stream, cuts)
+    fast = _drive_server(
+        HTTPServerConnection(max_body=MAX_BODY, max_headers=MAX_HEADERS), chunks, answers, eof
+    )
+    reference = _drive_server(_h11_server(), chunks, answers, eof)
+    assert fast == reference
+
+
+def test_the_common_request_takes_the_fast_path() -> None:
+    """(Otherwise the differential test above would compare h11 with itself.)"""
+    conn = HTTPServerConnection()
+    conn.receive_data(
+        b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 2\r\n\r\n{}"
+    )
+    request = conn.next_request()
+    assert isinstance(request, HTTPRequest) and request.body == b"{}"
+    assert conn.send_response(200, {"content-type": "application/json"}, b"{}").startswith(
+        b"HTTP/1.1 200 \r\n"
+    )
+    assert conn.start_next() and conn._h11 is None
+    client = HTTPClientConnection("x")
+    client.send_request("POST", "/mcp", {"content-type": "application/json"}, b"{}")
+    client.receive_data(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}")
+    assert isinstance(client.next_event(), HTTPResponseHead)
+    assert client.next_event() == b"{}" and client.next_event() is None
+    assert client.start_next() and client._h11 is None
+
+
+# The client side -------------------------------------------------------------------------
+
+
+@st.composite
+def _responses(draw: st.DrawFn) -> bytes:
+    status = draw(st.sampled_from([b"200", b"202", b"204", b"304", b"404", b"100", b"2x0"]))
+    reason = draw(st.sampled_from([b" OK", b" ", b"", b" Not Found", b" caf\xe9"]))
+    version = draw(st.sampled_from([b"HTTP/1.1", b"HTTP/1.1", b"HTTP/1.0"]))
+    body = draw(st.binary(max_size=20))
+    framing = draw(st.sampled_from(["length", "length", "chunked", "none", "wrong"]))
+    if framing == "length":
+        frame = b"content-length: %d\r\n" % len(body)
+    elif framing == "chunked":
+        frame = b"transfer-encoding: chunked\r\n"
+        ext = draw(st.sampled_from([b"", b";name=value", b" "]))
+        trailer = draw(st.sampled_from([b"", b"X-Trailer: 1\r\n"]))
+        data = b"%x%s\r\n%s\r\n" % (len(body), ext, body) if body else b""
+        body = data + b"0\r\n" + trailer + b"\r\n"
+    elif framing == "wrong":
+        frame = b"content-length: %d\r\n" % (len(body) + draw(st.integers(-3, 3)))
+    else:
+        frame = b""
+    head = version + b" " + status + reason + draw(_line_ends)
+    return head + frame + draw(_header_block()) + draw(_line_ends) + body
+
+
+_clean_responses = st.sampled_from(
+    [b"HTTP/1.1 200 OK\r\n", b"HTTP/1.1 202 \r\n", b"HTTP/1.1 404 Not Found\r\n"]
+).flatmap(_clean_messages)
+
+
+def _drive_client(
+    conn: HTTPClientConnection, chunks: list[bytes], eof: bool, rounds: int
+) -> list[Any]:
+    seen: list[Any] = []
+    pending = [*chunks, *([b""] if eof else [])]
+    for _ in range(rounds):
+        try:
+            seen.append(conn.send_request("POST", "/mcp", {"accept": "application/json"}, b"{}"))
+        except h11.LocalProtocolError as exc:
+            seen.append(("refused", str(exc)))
+            return seen
+        body = b""
+        while pending:
+            conn.receive_data(pending.pop(0))
+            while True:
+                event = conn.next_event()
+                if event is NEED_DATA:
+                    break
+                if isinstance(event, bytes):
+                    body += event  # how a body is cut into pieces may differ
+                    continue
+                seen.append(body)
+                body = b""
+                seen.append(event)
+                if not isinstance(event, HTTPResponseHead):
+                    break
+            if seen and (seen[-1] is None or isinstance(seen[-1], (HTTPError, ConnectionEnded))):
+                break
+        seen.append(body)
+        reusable = conn.start_next()
+        seen.append(("reuse", reusable))
+        if not reusable:
+            break
+    return seen
+
+
+def _h11_client() -> HTTPClientConnection:
+    conn = HTTPClientConnection("127.0.0.1:8000", max_headers=MAX_HEADERS)
+    conn._fall_back()
+    return conn
+
+
+@_DIFFERENTIAL
+@given(
+    stream=st.one_of(
+        st.lists(_clean_responses, min_size=1, max_size=2).map(b"".join),
+        st.lists(st.one_of(_clean_responses, _responses()), min_size=1, max_size=2).map(b"".join),
+        st.binary(max_size=80),
+    ),
+    cuts=st.lists(st.integers(min_value=0, max_value=300), max_size=4),
+    eof=st.booleans(),
+)
+@example(
+    stream=b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n",
+    cuts=[],
+    eof=False,
+)
+@example(
+    stream=b"HTTP/1.1 204 No Content\r\ncontent-length: 5\r\n\r\nHTTP/1.1 200 \r\n",
+    cuts=[],
+    eof=True,
+)
+@example(
+    stream=b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2;x=y\r\nab\r\n0\r\nT: 1\r\n\r\n",
+    cuts=[30, 44],
+    eof=False,
+)
+@example(
+    stream=b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 1\r\n\r\nx", cuts=[], eof=False
+)
+@example(stream=b"HTTP/1.0 200 OK\r\n\r\nuntil the end", cuts=[], eof=True)
+@example(stream=b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\nshort", cuts=[], eof=True)
+@example(stream=b"", cuts=[], eof=True)
+def test_client_side_matches_h11(stream: bytes, cuts: list[int], eof: bool) -> None:
+    chunks = split_at(stream, cuts)
+    fast = _drive_client(
+        HTTPClientConnection("127.0.0.1:8000", max_headers=MAX_HEADERS), chunks, eof, 2
+    )
+    assert fast == _drive_client(_h11_client(), chunks, eof, 2)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"accept": "application/json"},
+        {"x-custom": "caf\xe9"},
+        {"x-bad": "line\r\nbreak"},
+        {"bad name": "x"},
+        {"connection": "close"},
+        {"content-length": "5"},
+        {"host": "other"},
+        {"x-trailing": "space "},
+        {"transfer-encoding": "chunked"},
+        {"expect": "100-continue"},
+    ],
+)
+def test_requests_are_written_as_h11_writes_them(headers: dict[str, str]) -> None:
+    def written(conn: HTTPClientConnection) -> Any:
+        try:
+            return conn.send_request("POST", "/mcp?x=1", headers, b'{"a":1}')
+        except h11.LocalProtocolError as exc:
+            return ("refused", type(exc))
+
+    assert written(HTTPClientConnection("h:1")) == written(_h11_client_for("h:1"))
+
+
+def _h11_client_for(host: str) -> HTTPClientConnection:
+    conn = HTTPClientConnection(host)
+    conn._fall_back()
+    return conn
