@@ -28,8 +28,8 @@ class _HTTPSessionHost(AsyncioSessionHost):
     """A session served over HTTP: its output is routed to exchanges."""
 
     def __init__(self, router: Router, session: ServerSession, server: Server) -> None:
-        async def handle_request(event: RequestReceived) -> dict[str, Any]:
-            return await server.handle(AsyncioContext(self, event))
+        def handle_request(event: RequestReceived) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+            return server.begin(AsyncioContext(self, event))
 
         super().__init__(session, handle_request=handle_request)
         self._router = router

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from typing import Any
 
 import trio
@@ -28,8 +28,8 @@ class _HTTPSessionHost(TrioSessionHost):
     """A session served over HTTP: its output is routed to exchanges."""
 
     def __init__(self, router: Router, session: ServerSession, server: Server) -> None:
-        async def handle_request(event: RequestReceived) -> dict[str, Any]:
-            return await server.handle(TrioContext(self, event))
+        def handle_request(event: RequestReceived) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+            return server.begin(TrioContext(self, event))
 
         super().__init__(session, handle_request=handle_request)
         self._router = router
