@@ -77,8 +77,14 @@ def _ours_asyncio(n: int) -> dict[str, Any]:
     server = build_server()
     init, inited = _line(INITIALIZE), _line(INITIALIZED)
 
+    class _Transport:
+        def get_write_buffer_size(self) -> int:
+            return 0
+
     class _Sink:
         """A writer that keeps nothing (the peer's side of a pipe)."""
+
+        transport = _Transport()
 
         def write(self, data: bytes) -> None:
             pass
