@@ -50,8 +50,10 @@ _READ_SIZE = 65536
 
 
 class _StreamRunner(AsyncioRunner):
-    """A session over a stream (stdio, WebSocket); the host owns its timer.
-    Output is written at once (asyncio buffers what the peer has not taken)."""
+    """A session over a stream (stdio, WebSocket) whose deadlines the bridge host
+    enforces (so it runs no timer of its own); every event goes to the host."""
+
+    runs_timer = False
 
     def __init__(
         self,
@@ -63,29 +65,6 @@ class _StreamRunner(AsyncioRunner):
     ) -> None:
         super().__init__(session, reader, writer, handle_request=refuse_requests, framing=framing)
         self.driver = BridgeDriver(session, pump)
-
-    def attach(self, group: asyncio.TaskGroup) -> None:
-        self._group = group
-
-    def write_now(self) -> None:
-        """Send what the session queued, without waiting."""
-        data = self.framing.data_to_send()
-        if not data:
-            return
-        if self._writer.is_closing():
-            logger.debug("the server is gone: dropped %d bytes", len(data))
-            return
-        self._writer.write(data)
-
-    async def flush(self) -> None:
-        # The read loop flushes after every read: no lock, no drain unless needed.
-        self.write_now()
-        if self._writer.transport.get_write_buffer_size() > _READ_SIZE:
-            try:
-                await self._writer.drain()
-            except (ConnectionError, OSError):
-                self.session.close()
-                self.driver.process_events()
 
 
 class _HTTPHost(_HTTPClientHost):
@@ -231,7 +210,7 @@ class AsyncioBridge(BridgeRunner):
         )
         run = asyncio.ensure_future(runner.run())
         try:
-            connection.flush_now = runner.write_now
+            connection.flush_now = runner.flush_now
             await runner.started.wait()
             self.connection_opened(action.connection)
             await run
@@ -305,7 +284,7 @@ class AsyncioBridge(BridgeRunner):
         )
         run = asyncio.ensure_future(runner.run())
         try:
-            connection.flush_now = runner.write_now
+            connection.flush_now = runner.flush_now
             await runner.started.wait()
             await runner.flush()  # the opening handshake
             self.connection_opened(action.connection)

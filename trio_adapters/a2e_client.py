@@ -42,6 +42,7 @@ from sansio_mcp.a2e import (
 from sansio_mcp.a2e._runner import direct_bridge
 
 from ._process import PIPE, drain_stderr, stop_process
+from ._runner import ByteStream
 from ._util import unwrap_single_exception
 
 __all__ = [
@@ -107,33 +108,30 @@ async def open_a2e_streams(
     send_stream: trio.abc.SendStream, receive_stream: trio.abc.ReceiveStream, **options: Any
 ) -> AsyncIterator[A2EClient]:
     """An :class:`A2EClient` over an NDJSON byte stream pair."""
-    from .bridge import Writer, read_pipe
-
-    writer = Writer(send_stream, lambda: None)
+    stream = ByteStream(send_stream, receive_stream)
 
     async def send(message: A2EMessage) -> None:
-        if writer.broken:
+        if stream.broken:
             raise trio.BrokenResourceError("the bridge stopped reading")
-        writer.write(encode_line(message))
+        stream.write(encode_line(message))
 
     client = A2EClient(send, **options)
     framer = A2EFramer()
 
-    def received(data: bytes | bytearray) -> bool:
+    def received(data: bytes | bytearray) -> None:
         for item in framer.feed(data):
             client.feed(item)
-        return False
 
     async def read() -> None:
         try:
-            await read_pipe(receive_stream, received)
+            await stream.read_into(received)
         finally:
             client.close()
 
     with unwrap_single_exception():
         async with trio.open_nursery() as nursery:
             client.attach(nursery)
-            nursery.start_soon(writer.run)
+            nursery.start_soon(stream.run)
             nursery.start_soon(read)
             try:
                 yield client

@@ -42,8 +42,9 @@ class Connection:
 
     #: Tear the transport down (cancel its task).
     cancel: Callable[[], None]
-    #: Send what the session queued, without waiting (set once the transport is up).
-    flush_now: Callable[[], None] | None = None
+    #: Send what the session queued, without waiting (set once the transport is up;
+    #: what it returns is ignored).
+    flush_now: Callable[[], object] | None = None
     #: Why the transport ended, once known (a process's exit code, say).
     reason: str = ""
 
