@@ -60,21 +60,21 @@ class _StreamRunner(AsyncioRunner):
         session: ClientSession,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
-        pump: Callable[[], None],
+        driver: BridgeDriver,
         framing: Any = None,
     ) -> None:
         super().__init__(session, reader, writer, handle_request=refuse_requests, framing=framing)
-        self.driver = BridgeDriver(session, pump)
+        self.driver = driver
 
 
 class _HTTPHost(_HTTPClientHost):
     def __init__(
-        self, session: ClientSession, transport: StreamableHTTPClient, pump: Callable[[], None]
+        self, session: ClientSession, transport: StreamableHTTPClient, driver: BridgeDriver
     ) -> None:
         super().__init__(
             session, transport, ClientHandlers(), max_body=16 * 1024 * 1024, ssl_context=None
         )
-        self.driver = BridgeDriver(session, pump)
+        self.driver = driver
 
     def attach(self, group: asyncio.TaskGroup) -> None:
         self._group = group
@@ -86,12 +86,12 @@ class _HTTPHost(_HTTPClientHost):
 
 class _SSEHost(_SSEClientHost):
     def __init__(
-        self, session: ClientSession, transport: StreamableHTTPClient, pump: Callable[[], None]
+        self, session: ClientSession, transport: StreamableHTTPClient, driver: BridgeDriver
     ) -> None:
         super().__init__(
             session, transport, ClientHandlers(), max_body=16 * 1024 * 1024, ssl_context=None
         )
-        self.driver = BridgeDriver(session, pump)
+        self.driver = driver
 
     def attach(self, group: asyncio.TaskGroup) -> None:
         self._group = group
@@ -206,7 +206,7 @@ class AsyncioBridge(BridgeRunner):
         name = f"{action.server_id}:{os.path.basename(config.cmd[0])}"
         drainer = asyncio.ensure_future(drain_stderr(process.stderr, name))
         runner = _StreamRunner(
-            action.session, process.stdout, process.stdin, self.connection_input(action.connection)
+            action.session, process.stdout, process.stdin, self.server_driver(action)
         )
         run = asyncio.ensure_future(runner.run())
         try:
@@ -227,7 +227,7 @@ class AsyncioBridge(BridgeRunner):
             action.session,
             headers={str(k): str(v) for k, v in config.headers.items()},
         )
-        host = _HTTPHost(action.session, transport, self.connection_input(action.connection))
+        host = _HTTPHost(action.session, transport, self.server_driver(action))
         async with asyncio.TaskGroup() as group:
             host.attach(group)
             connection.flush_now = host.flush_soon
@@ -246,7 +246,7 @@ class AsyncioBridge(BridgeRunner):
             action.session,
             headers={str(k): str(v) for k, v in config.headers.items()},
         )
-        host = _SSEHost(action.session, transport, self.connection_input(action.connection))
+        host = _SSEHost(action.session, transport, self.server_driver(action))
         async with asyncio.TaskGroup() as group:
             host.attach(group)
             connection.flush_now = host.flush_soon
@@ -279,7 +279,7 @@ class AsyncioBridge(BridgeRunner):
             action.session,
             reader,
             writer,
-            self.connection_input(action.connection),
+            self.server_driver(action),
             framing=framing,
         )
         run = asyncio.ensure_future(runner.run())

@@ -294,14 +294,14 @@ async def open_a2e_direct(
         clock,
     )
     client = A2EClient(bridge.agent_send, clock=clock, **options)
-    client.hand_over = bridge.agent_adopted
+    client.hand_over_call = bridge.agent_tool_call
     inbox = AgentInbox(client)
     with unwrap_single_exception():
         async with trio.open_nursery() as nursery:
             client.attach(nursery)
             await nursery.start(bridge.run)
             nursery.start_soon(inbox.run)
-            bridge.connect_agent(inbox.deliver)
+            bridge.connect_agent(inbox.deliver, inbox.answer)
             try:
                 yield client
             finally:

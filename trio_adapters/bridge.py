@@ -82,11 +82,11 @@ class _StreamRunner(TrioRunner):
         session: ClientSession,
         send: Any,
         receive: Any,
-        pump: Callable[[], None],
+        driver: BridgeDriver,
         framing: Any = None,
     ) -> None:
         super().__init__(session, send, receive, handle_request=refuse_requests, framing=framing)
-        self.driver = BridgeDriver(session, pump)
+        self.driver = driver
 
     #: Send what the session queued, without waiting (the flusher sends what is left).
     write_now = TrioRunner._send_soon
@@ -99,12 +99,12 @@ class _StreamRunner(TrioRunner):
 
 class _HTTPHost(_HTTPClientHost):
     def __init__(
-        self, session: ClientSession, transport: StreamableHTTPClient, pump: Callable[[], None]
+        self, session: ClientSession, transport: StreamableHTTPClient, driver: BridgeDriver
     ) -> None:
         super().__init__(
             session, transport, ClientHandlers(), max_body=16 * 1024 * 1024, ssl_context=None
         )
-        self.driver = BridgeDriver(session, pump)
+        self.driver = driver
         self.flusher = _Flusher(self.flush)
 
     def attach(self, nursery: trio.Nursery) -> None:
@@ -114,12 +114,12 @@ class _HTTPHost(_HTTPClientHost):
 
 class _SSEHost(_SSEClientHost):
     def __init__(
-        self, session: ClientSession, transport: StreamableHTTPClient, pump: Callable[[], None]
+        self, session: ClientSession, transport: StreamableHTTPClient, driver: BridgeDriver
     ) -> None:
         super().__init__(
             session, transport, ClientHandlers(), max_body=16 * 1024 * 1024, ssl_context=None
         )
-        self.driver = BridgeDriver(session, pump)
+        self.driver = driver
         self.flusher = _Flusher(self.flush)
 
     def attach(self, nursery: trio.Nursery) -> None:
@@ -235,7 +235,7 @@ class TrioBridge(BridgeRunner):
                     action.session,
                     process.stdin,
                     process.stdout,
-                    self.connection_input(action.connection),
+                    self.server_driver(action),
                 )
                 connection.flush_now = runner.write_now
                 await nursery.start(runner.run)
@@ -254,7 +254,7 @@ class TrioBridge(BridgeRunner):
             action.session,
             headers={str(k): str(v) for k, v in config.headers.items()},
         )
-        host = _HTTPHost(action.session, transport, self.connection_input(action.connection))
+        host = _HTTPHost(action.session, transport, self.server_driver(action))
         async with trio.open_nursery() as nursery:
             host.attach(nursery)
             connection.flush_now = host.flusher.wake
@@ -274,7 +274,7 @@ class TrioBridge(BridgeRunner):
             action.session,
             headers={str(k): str(v) for k, v in config.headers.items()},
         )
-        host = _SSEHost(action.session, transport, self.connection_input(action.connection))
+        host = _SSEHost(action.session, transport, self.server_driver(action))
         ended = trio.Event()
         async with trio.open_nursery() as nursery:
             host.attach(nursery)
@@ -310,7 +310,7 @@ class TrioBridge(BridgeRunner):
             action.session,
             stream,
             stream,
-            self.connection_input(action.connection),
+            self.server_driver(action),
             framing=framing,
         )
         async with stream:

@@ -711,7 +711,7 @@ def test_the_tool_call_fast_path_answers_as_the_wire_does(backend: str) -> None:
 
     async def direct() -> list[Any]:
         async with _open(backend) as agent:
-            assert agent.hand_over is not None
+            assert agent.hand_over_call is not None
             return await _odd_calls(agent)
 
     expected = trio.run(over_ndjson)
