@@ -55,6 +55,38 @@ __all__ = [
 ]
 
 
+class _Signal:
+    """The client's one-shot signal, for the one task that waits on it (each wait of
+    the client has a signal of its own): :class:`trio.Event` without its set of
+    waiters and a closure per wait (one is made for every request)."""
+
+    __slots__ = ("_set", "_task")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._task: trio.lowlevel.Task | None = None
+
+    def set(self) -> None:
+        if not self._set:
+            self._set = True
+            task = self._task
+            if task is not None:
+                self._task = None
+                trio.lowlevel.reschedule(task)
+
+    async def wait(self) -> None:
+        if self._set:
+            await trio.lowlevel.checkpoint()
+            return
+        assert self._task is None, "one task at a time waits on a signal"
+        self._task = trio.lowlevel.current_task()
+        await trio.lowlevel.wait_task_rescheduled(self._abort)
+
+    def _abort(self, raise_cancel: Any) -> trio.lowlevel.Abort:
+        self._task = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
+
 class A2EClient(A2EClientBase):
     """One agent's side of an A2E connection, on Trio (see
     :class:`~sansio_mcp.a2e.A2EClientBase`).  A request that gets no answer in
@@ -79,7 +111,7 @@ class A2EClient(A2EClientBase):
         nursery.start_soon(self._watchdog)
 
     def new_signal(self) -> Signal:
-        return trio.Event()
+        return _Signal()
 
     def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
         assert self._nursery is not None, "the client is not open"

@@ -110,8 +110,11 @@ class _ToolWait(_Pending):
 
     __slots__ = ("result",)
 
-    def __init__(self, signal: Signal) -> None:
-        super().__init__(signal)
+    def __init__(self, signal: Signal) -> None:  # _Pending's, without the call to it
+        self.signal = signal
+        self.response: A2EMessage | None = None
+        self.expired = False
+        self.done = False
         self.result: dict[str, Any] | None = None
 
 
@@ -259,19 +262,6 @@ class A2EClientBase:
             return False
         if pending.response is None:
             pending.response = message
-            pending.signal.set()
-        return True
-
-    def take_result(self, req_id: str, result: dict[str, Any]) -> bool:
-        """Hand a tool call's ToolResult to the :meth:`call_tool` waiting for it, if
-        that call went to a bridge in this process by its fields (and no
-        ``on_message`` wants to see the message); False otherwise: the answer must
-        come as a message."""
-        pending = self._waiters.get(req_id)
-        if type(pending) is not _ToolWait or self.on_message is not None:
-            return False
-        if pending.response is None and pending.result is None:
-            pending.result = result
             pending.signal.set()
         return True
 
@@ -665,10 +655,18 @@ class AgentInbox:
         self._signal.set()
 
     def answer(self, req_id: str, result: dict[str, Any]) -> bool:
-        """A tool call's ToolResult, handed to the call waiting for it without the
-        message when nothing is queued ahead of it (:meth:`A2EClientBase.take_result`);
-        False: it must go as a message (:meth:`deliver`)."""
-        return not self._queue and self._client.take_result(req_id, result)
+        """A tool call's ToolResult, handed without the message to the
+        :meth:`~A2EClientBase.call_tool` waiting for it, if that call went over by
+        its fields, nothing is queued ahead of it, and no ``on_message`` wants to
+        see the message; False: it must go as a message (:meth:`deliver`)."""
+        client = self._client
+        pending = client._waiters.get(req_id)
+        if type(pending) is not _ToolWait or self._queue or client.on_message is not None:
+            return False
+        if pending.response is None and pending.result is None:
+            pending.result = result
+            pending.signal.set()
+        return True
 
     async def run(self) -> None:
         """Feed the client until cancelled."""

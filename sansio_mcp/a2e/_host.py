@@ -307,7 +307,7 @@ class _ToolCall(_Call):
         host = self.host
         now = host._now
         data = tool_result(self.tool_name, result, _ms(now - self.started))
-        host._actions.append(ToolAnswer(self.req_id, data, now))
+        host.queued.append(ToolAnswer(self.req_id, data, now))
 
     def err(self, error: MCPError) -> None:
         self.fail(self.host._classify(error, "tools/call", self.server))
@@ -331,7 +331,7 @@ class _ToolCall(_Call):
         }
         if failure.detail:
             result["detail"] = dict(failure.detail)
-        host._actions.append(ToolAnswer(self.req_id, result, now))
+        host.queued.append(ToolAnswer(self.req_id, result, now))
 
     def progress(self, event: ProgressReceived) -> None:
         self.seq += 1
@@ -498,7 +498,9 @@ class BridgeHost:
         self._servers: dict[str, _Server] = {}
         self._links: dict[int, _Link] = {}
         self._next_conn = 1
-        self._actions: list[Output] = []
+        #: What is queued for the runner, in order (take it with :meth:`drain` or
+        #: :meth:`actions`; a runner may look whether there is any without a call).
+        self.queued: list[Output] = []
         self._dirty: set[int] = set()
         self._waits: dict[str, _AgentWait] = {}
         self._framer = A2EFramer()
@@ -589,7 +591,8 @@ class BridgeHost:
             except Exception as exc:  # a bug here must not take the bridge down
                 call.fail(self._bug(ToolCallRequest.TYPE, exc))
         finally:
-            self._finish()
+            if self._dirty:
+                self._finish()
 
     def agent_disconnected(self, now: float) -> None:
         """The agent went away: what servers asked of it is refused."""
@@ -655,7 +658,8 @@ class BridgeHost:
             if link is not None:
                 self._pump(link)
         finally:
-            self._finish()
+            if self._dirty:  # an answer to a call makes nothing to send: no call more
+                self._finish()
 
     def connection_lost(self, connection: int, reason: str, now: float) -> None:
         """The transport of ``connection`` failed or ended (or never came up)."""
@@ -768,7 +772,7 @@ class BridgeHost:
         :meth:`actions` without its wrapping): what goes to the agent is the
         message itself rather than a :class:`SendToAgent`, or a :class:`ToolAnswer`
         (a runner that needs the message asks :meth:`message_of`)."""
-        out, self._actions = self._actions, []
+        out, self.queued = self.queued, []
         return out
 
     def message_of(self, item: A2EMessage | ToolAnswer) -> A2EMessage:
@@ -810,7 +814,7 @@ class BridgeHost:
         for conn in sorted(dirty) if len(dirty) > 1 else dirty:
             link = links.get(conn)
             if link is not None:
-                self._actions.append(link.flush)
+                self.queued.append(link.flush)
         dirty.clear()
 
     def _touch(self, link: _Link) -> None:
@@ -820,7 +824,7 @@ class BridgeHost:
         return {"id": self._new_id(), "ts": self._now}
 
     def _send(self, message: A2EMessage) -> None:
-        self._actions.append(message)
+        self.queued.append(message)
 
     def _start_timeout(self, config: MCPServerConfig) -> float:
         return float(min(config.timeout, self.connect_timeout))
@@ -1132,7 +1136,7 @@ class BridgeHost:
         server.last_conn = conn
         server.status = CONNECTING
         self._links[conn] = link
-        self._actions.append(ConnectServer(conn, server.server_id, server.config, session))
+        self.queued.append(ConnectServer(conn, server.server_id, server.config, session))
 
     def _on_started(self, link: _Link) -> None:
         server = link.server
@@ -1205,7 +1209,7 @@ class BridgeHost:
         if self._links.pop(link.conn, None) is None:
             return
         server = link.server
-        self._actions.append(DisconnectServer(link.conn, server.server_id, reason))
+        self.queued.append(DisconnectServer(link.conn, server.server_id, reason))
         self._dirty.discard(link.conn)
         for key, wait in list(self._waits.items()):
             if wait.link is link:
@@ -1262,18 +1266,20 @@ class BridgeHost:
                 return
             assert not isinstance(event, type)
             try:
-                self._on_event(link, event)
+                if type(event) is ResponseReceived:  # the commonest by far: no call more
+                    call = link.calls.pop(event.request_id, None)
+                    if call is not None:
+                        call.ok(event.result)
+                else:
+                    self._on_event(link, event)
             except Exception as exc:  # a hostile server must not take the bridge down
                 self.internal_errors.append(
                     f"{link.server.server_id}: {type(event).__name__}: {type(exc).__name__}: {exc}"
                 )
 
     def _on_event(self, link: _Link, event: Event) -> None:
-        if isinstance(event, ResponseReceived):
-            call = link.calls.pop(event.request_id, None)
-            if call is not None:
-                call.ok(event.result)
-        elif isinstance(event, RequestFailed):
+        # (ResponseReceived is handled by _pump itself.)
+        if isinstance(event, RequestFailed):
             call = link.calls.pop(event.request_id, None)
             if call is not None:
                 call.err(event.error)

@@ -98,8 +98,8 @@ class BridgeRunner:
         self._executing = True
         host = self.host
         try:
-            while items := host.drain():
-                for item in items:
+            while host.queued:
+                for item in host.drain():
                     # The commonest first: this runs for every message.
                     if isinstance(item, FlushServer):
                         found = self._connections.get(item.connection)
