@@ -33,6 +33,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -278,6 +279,42 @@ def _answers(by_fields: bool, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return [answers, [m for m in fake.received if m.get("method") == "tools/call"], bugs]
 
 
+async def test_the_trio_clients_signal_wakes_its_one_waiter_and_survives_cancellation() -> None:
+    """The Trio client's own one-shot signal (one per request instead of a trio.Event)."""
+    from trio_adapters.a2e_client import A2EClient
+
+    async def send(message: A2EMessage) -> None:
+        raise AssertionError("not used")
+
+    client = A2EClient(send)
+    signal = client.new_signal()
+    signal.set()
+    with trio.fail_after(1):
+        await signal.wait()  # set before: no wait (a checkpoint)
+    signal = client.new_signal()
+    woke: list[float] = []
+
+    async def waiter() -> None:
+        await signal.wait()
+        woke.append(trio.current_time())
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(waiter)
+            await trio.testing.wait_all_tasks_blocked()
+            assert woke == []
+            signal.set()
+            signal.set()  # once is all it takes, and all it does
+    assert len(woke) == 1
+    signal = client.new_signal()
+    with trio.move_on_after(0.01) as scope:
+        await signal.wait()
+    assert scope.cancelled_caught
+    signal.set()  # the waiter is gone: nobody to wake, nothing breaks
+    with trio.fail_after(1):
+        await signal.wait()
+
+
 def test_a_tool_call_by_its_fields_is_answered_as_the_message_is(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -346,7 +383,7 @@ async def _script(agent: A2EClientBase) -> None:
     await agent.register({"server_id": "ex", "cmd": [*EXAMPLE, "--page-size", "2"]})
     await agent.list_tools(query="add")
     await agent.call_tool("ex__add", {"a": 40, "b": 2})
-    await agent.call_tool("ex__slow", {"seconds": 0.05, "steps": 2})
+    await agent.call_tool("ex__slow", {"seconds": 0.05, "steps": 2}, streaming=True)
     await agent.call_tool("ex__sample", {"prompt": "6 x 7?"})
     await agent.call_tool("ex__list_roots")
     await agent.call_tool("ex__elicit", {"question": "colour?"})
@@ -546,7 +583,7 @@ async def _example_server(backend: str) -> None:
         await agent.set_roots([{"uri": "file:///set/by/agent", "name": "set"}])
         assert "file:///set/by/agent" in _text(await agent.call_tool("ex__list_roots"))
         assert len(asked) == 1  # the roots the agent set answer from now on
-        slow = await agent.call_tool("ex__slow", {"seconds": 0.05, "steps": 2})
+        slow = await agent.call_tool("ex__slow", {"seconds": 0.05, "steps": 2}, streaming=True)
         assert slow["success"] and [e.seq for e in agent.events] == [1, 2]
         assert isinstance(agent.events[0], ToolEvent)
         pong = await agent.ping()
@@ -595,7 +632,7 @@ async def _everything(backend: str, command: list[str]) -> None:
         elicited = await agent.call_tool("ev__trigger-elicitation-request")
         assert "Ada Lovelace" in _text(elicited)
         slow = await agent.call_tool(
-            "ev__trigger-long-running-operation", {"duration": 0.2, "steps": 2}
+            "ev__trigger-long-running-operation", {"duration": 0.2, "steps": 2}, streaming=True
         )
         assert slow["success"] and len(agent.events) >= 2
         blob = await agent.read_resource("demo://resource/dynamic/blob/4")
