@@ -261,7 +261,9 @@ class _ToolCall(_Call):
         self.host = host
         self.req_id = req_id
         self.tool_name = tool_name
-        self.wants_progress = True
+        # Progress only for an agent that wants events (A2E's own flag for that):
+        # a progress token costs the server and the bridge on every call.
+        self.wants_progress = streaming
         self.server: _Server | None = None
         self.started = host._now
         self.seq = 0
