@@ -37,7 +37,7 @@ from sansio_mcp.a2e import (
 from sansio_mcp.a2e._driver import BridgeDriver, refuse_requests
 from sansio_mcp.a2e._runner import BridgeRunner, Connection, WebSocketAgents
 
-from ._process import drain_stderr, stop_process
+from ._process import Child, drain_stderr, start_child, stop_process
 from ._runner import AsyncioRunner, shielded
 from .http_client import _HTTPClientHost
 from .sse import _SSEClientHost
@@ -58,7 +58,7 @@ class _StreamRunner(AsyncioRunner):
     def __init__(
         self,
         session: ClientSession,
-        reader: asyncio.StreamReader,
+        reader: asyncio.StreamReader | None,
         writer: asyncio.StreamWriter,
         driver: BridgeDriver,
         framing: Any = None,
@@ -193,22 +193,15 @@ class AsyncioBridge(BridgeRunner):
     async def _run_stdio(self, action: ConnectServer, connection: Connection) -> str:
         config = action.config
         env = safe_environment(os.environ, {k: str(v) for k, v in config.env.items()})
-        process = await asyncio.create_subprocess_exec(
-            *config.cmd,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=env,
-            cwd=config.cwd or None,
-            start_new_session=os.name != "nt",
-        )
-        assert process.stdin and process.stdout and process.stderr
+        # The server's output is handed to its session by a protocol, as it arrives
+        # (no reader task to wake for every message), as the stdio client's is.
+        child = await start_child(config.cmd, env=env, cwd=config.cwd or None)
+        process = child.process
+        assert process.stderr
         name = f"{action.server_id}:{os.path.basename(config.cmd[0])}"
         drainer = asyncio.ensure_future(drain_stderr(process.stderr, name))
-        runner = _StreamRunner(
-            action.session, process.stdout, process.stdin, self.server_driver(action)
-        )
-        run = asyncio.ensure_future(runner.run())
+        runner = _StreamRunner(action.session, None, child.writer, self.server_driver(action))
+        run = asyncio.ensure_future(runner.run(connect_input=child.connect_output))
         try:
             connection.flush_now = runner.flush_now
             await runner.started.wait()
@@ -216,7 +209,7 @@ class AsyncioBridge(BridgeRunner):
             await run
         finally:
             run.cancel()
-            await shielded(lambda: _finish_process(process, run, drainer, self.shutdown_grace))
+            await shielded(lambda: _finish_process(child, run, drainer, self.shutdown_grace))
             connection.reason = f"the server process exited (code {process.returncode})"
         return connection.reason
 
@@ -306,14 +299,11 @@ async def _wait_all(tasks: list[asyncio.Task[Any]]) -> None:
 
 
 async def _finish_process(
-    process: asyncio.subprocess.Process,
-    run: asyncio.Task[Any],
-    drainer: asyncio.Task[Any],
-    grace: float,
+    child: Child, run: asyncio.Task[Any], drainer: asyncio.Task[Any], grace: float
 ) -> None:
     with contextlib.suppress(BaseException):
         await run
-    await stop_process(process, grace=grace)
+    await stop_process(child.process, grace=grace, stdin=child.stdin)
     with contextlib.suppress(BaseException):
         await asyncio.wait_for(drainer, 2)
 
