@@ -8,10 +8,12 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from sansio_mcp._stdio import StderrLines
 
-__all__ = ["drain_stderr", "stop_process"]
+__all__ = ["Child", "drain_stderr", "start_child", "stop_process"]
 
 logger = logging.getLogger("asyncio_adapters.stdio")
 
@@ -24,6 +26,71 @@ async def drain_stderr(stream: asyncio.StreamReader, name: str) -> None:
             logger.debug("[%s stderr] %s", name, line)
     for line in lines.feed(b""):
         logger.debug("[%s stderr] %s", name, line)
+
+
+class Child:
+    """A child process on pipes of our own rather than the subprocess streams: its
+    output is handed to a protocol as it arrives (:meth:`connect_output`), with no
+    reader task to wake for every message; ``writer`` is its input."""
+
+    def __init__(
+        self,
+        process: asyncio.subprocess.Process,
+        writer: asyncio.StreamWriter,
+        stdin: asyncio.WriteTransport,
+        output: Any,
+    ) -> None:
+        self.process = process
+        self.writer = writer
+        #: The child's input: give it to :func:`stop_process` (``stdin=``).
+        self.stdin = stdin
+        self._output = output
+
+    async def connect_output(
+        self, protocol: Callable[[], asyncio.BaseProtocol]
+    ) -> tuple[asyncio.BaseTransport, Any]:
+        """Connect the child's output to the protocol ``protocol()`` makes (an
+        :class:`~asyncio_adapters._runner.AsyncioRunner` connector)."""
+        return await asyncio.get_running_loop().connect_read_pipe(protocol, self._output)
+
+
+async def start_child(
+    command: Sequence[str], *, env: Mapping[str, str], cwd: str | os.PathLike[str] | None
+) -> Child:
+    """Start ``command`` (in a process group of its own) with its stdin and stdout
+    on pipes of ours and its stderr on ``process.stderr`` (drain it)."""
+    loop = asyncio.get_running_loop()
+    child_stdin, to_child = os.pipe()
+    from_child, child_stdout = os.pipe()
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *command,
+            stdin=child_stdin,
+            stdout=child_stdout,
+            stderr=asyncio.subprocess.PIPE,
+            env=dict(env),
+            cwd=cwd,
+            start_new_session=os.name != "nt",
+        )
+    except BaseException:
+        os.close(to_child)
+        os.close(from_child)
+        raise
+    finally:
+        os.close(child_stdin)
+        os.close(child_stdout)
+    output = os.fdopen(from_child, "rb", buffering=0)
+    try:
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, os.fdopen(to_child, "wb", buffering=0)
+        )
+    except BaseException:
+        output.close()
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        raise
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    return Child(process, writer, transport, output)
 
 
 async def stop_process(

@@ -109,10 +109,15 @@ class AsyncioSessionHost(HostBase):
 
     # Tasks --------------------------------------------------------------------------
 
+    #: Whether this host enforces its session's deadlines (False where the session
+    #: belongs to something that does, as the bridge host does for its servers').
+    runs_timer = True
+
     def attach(self, group: asyncio.TaskGroup) -> None:
         """Run handler tasks (and the timer) in ``group``."""
         self._group = group
-        self._timer_task = self.start(self._timer_loop())
+        if self.runs_timer:
+            self._timer_task = self.start(self._timer_loop())
 
     def start(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """A task in the host's group, cancelled by :meth:`stop`."""

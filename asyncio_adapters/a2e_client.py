@@ -145,7 +145,7 @@ async def open_a2e_direct(
         clock,
     )
     client = A2EClient(bridge.agent_send, clock=clock, **options)
-    client.hand_over = bridge.agent_adopted
+    client.hand_over_call = bridge.agent_tool_call
     inbox = AgentInbox(client)
     async with _running(client):
         # The bridge stops its servers when its task is cancelled (shielded from
@@ -153,7 +153,7 @@ async def open_a2e_direct(
         client.start(bridge.run())
         client.start(inbox.run())
         await bridge.started.wait()
-        bridge.connect_agent(inbox.deliver)
+        bridge.connect_agent(inbox.deliver, inbox.answer)
         try:
             yield client
         finally:

@@ -37,7 +37,7 @@ from sansio_mcp.a2e import (
 from sansio_mcp.a2e._driver import BridgeDriver, refuse_requests
 from sansio_mcp.a2e._runner import BridgeRunner, Connection, WebSocketAgents
 
-from ._process import drain_stderr, stop_process
+from ._process import Child, drain_stderr, start_child, stop_process
 from ._runner import AsyncioRunner, shielded
 from .http_client import _HTTPClientHost
 from .sse import _SSEClientHost
@@ -50,52 +50,31 @@ _READ_SIZE = 65536
 
 
 class _StreamRunner(AsyncioRunner):
-    """A session over a stream (stdio, WebSocket); the host owns its timer.
-    Output is written at once (asyncio buffers what the peer has not taken)."""
+    """A session over a stream (stdio, WebSocket) whose deadlines the bridge host
+    enforces (so it runs no timer of its own); every event goes to the host."""
+
+    runs_timer = False
 
     def __init__(
         self,
         session: ClientSession,
-        reader: asyncio.StreamReader,
+        reader: asyncio.StreamReader | None,
         writer: asyncio.StreamWriter,
-        pump: Callable[[], None],
+        driver: BridgeDriver,
         framing: Any = None,
     ) -> None:
         super().__init__(session, reader, writer, handle_request=refuse_requests, framing=framing)
-        self.driver = BridgeDriver(session, pump)
-
-    def attach(self, group: asyncio.TaskGroup) -> None:
-        self._group = group
-
-    def write_now(self) -> None:
-        """Send what the session queued, without waiting."""
-        data = self.framing.data_to_send()
-        if not data:
-            return
-        if self._writer.is_closing():
-            logger.debug("the server is gone: dropped %d bytes", len(data))
-            return
-        self._writer.write(data)
-
-    async def flush(self) -> None:
-        # The read loop flushes after every read: no lock, no drain unless needed.
-        self.write_now()
-        if self._writer.transport.get_write_buffer_size() > _READ_SIZE:
-            try:
-                await self._writer.drain()
-            except (ConnectionError, OSError):
-                self.session.close()
-                self.driver.process_events()
+        self.driver = driver
 
 
 class _HTTPHost(_HTTPClientHost):
     def __init__(
-        self, session: ClientSession, transport: StreamableHTTPClient, pump: Callable[[], None]
+        self, session: ClientSession, transport: StreamableHTTPClient, driver: BridgeDriver
     ) -> None:
         super().__init__(
             session, transport, ClientHandlers(), max_body=16 * 1024 * 1024, ssl_context=None
         )
-        self.driver = BridgeDriver(session, pump)
+        self.driver = driver
 
     def attach(self, group: asyncio.TaskGroup) -> None:
         self._group = group
@@ -107,12 +86,12 @@ class _HTTPHost(_HTTPClientHost):
 
 class _SSEHost(_SSEClientHost):
     def __init__(
-        self, session: ClientSession, transport: StreamableHTTPClient, pump: Callable[[], None]
+        self, session: ClientSession, transport: StreamableHTTPClient, driver: BridgeDriver
     ) -> None:
         super().__init__(
             session, transport, ClientHandlers(), max_body=16 * 1024 * 1024, ssl_context=None
         )
-        self.driver = BridgeDriver(session, pump)
+        self.driver = driver
 
     def attach(self, group: asyncio.TaskGroup) -> None:
         self._group = group
@@ -214,30 +193,23 @@ class AsyncioBridge(BridgeRunner):
     async def _run_stdio(self, action: ConnectServer, connection: Connection) -> str:
         config = action.config
         env = safe_environment(os.environ, {k: str(v) for k, v in config.env.items()})
-        process = await asyncio.create_subprocess_exec(
-            *config.cmd,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=env,
-            cwd=config.cwd or None,
-            start_new_session=os.name != "nt",
-        )
-        assert process.stdin and process.stdout and process.stderr
+        # The server's output is handed to its session by a protocol, as it arrives
+        # (no reader task to wake for every message), as the stdio client's is.
+        child = await start_child(config.cmd, env=env, cwd=config.cwd or None)
+        process = child.process
+        assert process.stderr
         name = f"{action.server_id}:{os.path.basename(config.cmd[0])}"
         drainer = asyncio.ensure_future(drain_stderr(process.stderr, name))
-        runner = _StreamRunner(
-            action.session, process.stdout, process.stdin, self.connection_input(action.connection)
-        )
-        run = asyncio.ensure_future(runner.run())
+        runner = _StreamRunner(action.session, None, child.writer, self.server_driver(action))
+        run = asyncio.ensure_future(runner.run(connect_input=child.connect_output))
         try:
-            connection.flush_now = runner.write_now
+            connection.flush_now = runner.flush_now
             await runner.started.wait()
             self.connection_opened(action.connection)
             await run
         finally:
             run.cancel()
-            await shielded(lambda: _finish_process(process, run, drainer, self.shutdown_grace))
+            await shielded(lambda: _finish_process(child, run, drainer, self.shutdown_grace))
             connection.reason = f"the server process exited (code {process.returncode})"
         return connection.reason
 
@@ -248,7 +220,7 @@ class AsyncioBridge(BridgeRunner):
             action.session,
             headers={str(k): str(v) for k, v in config.headers.items()},
         )
-        host = _HTTPHost(action.session, transport, self.connection_input(action.connection))
+        host = _HTTPHost(action.session, transport, self.server_driver(action))
         async with asyncio.TaskGroup() as group:
             host.attach(group)
             connection.flush_now = host.flush_soon
@@ -267,7 +239,7 @@ class AsyncioBridge(BridgeRunner):
             action.session,
             headers={str(k): str(v) for k, v in config.headers.items()},
         )
-        host = _SSEHost(action.session, transport, self.connection_input(action.connection))
+        host = _SSEHost(action.session, transport, self.server_driver(action))
         async with asyncio.TaskGroup() as group:
             host.attach(group)
             connection.flush_now = host.flush_soon
@@ -300,12 +272,12 @@ class AsyncioBridge(BridgeRunner):
             action.session,
             reader,
             writer,
-            self.connection_input(action.connection),
+            self.server_driver(action),
             framing=framing,
         )
         run = asyncio.ensure_future(runner.run())
         try:
-            connection.flush_now = runner.write_now
+            connection.flush_now = runner.flush_now
             await runner.started.wait()
             await runner.flush()  # the opening handshake
             self.connection_opened(action.connection)
@@ -327,14 +299,11 @@ async def _wait_all(tasks: list[asyncio.Task[Any]]) -> None:
 
 
 async def _finish_process(
-    process: asyncio.subprocess.Process,
-    run: asyncio.Task[Any],
-    drainer: asyncio.Task[Any],
-    grace: float,
+    child: Child, run: asyncio.Task[Any], drainer: asyncio.Task[Any], grace: float
 ) -> None:
     with contextlib.suppress(BaseException):
         await run
-    await stop_process(process, grace=grace)
+    await stop_process(child.process, grace=grace, stdin=child.stdin)
     with contextlib.suppress(BaseException):
         await asyncio.wait_for(drainer, 2)
 

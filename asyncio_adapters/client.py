@@ -19,7 +19,7 @@ from sansio_mcp._stdio import safe_environment
 from sansio_mcp._util import unwrap_single_exception
 from sansio_mcp._versions import ALL_REVISIONS
 
-from ._process import drain_stderr, stop_process
+from ._process import drain_stderr, start_child, stop_process
 from ._runner import AsyncioRunner, AsyncioSessionHost, Framing, shielded
 
 __all__ = [
@@ -140,37 +140,11 @@ async def open_stdio_client(
         raise ValueError("command must not be empty")
     child_env = dict(os.environ) if inherit_env else safe_environment(os.environ)
     child_env.update(env or {})
-    loop = asyncio.get_running_loop()
-    # Our own pipes rather than the subprocess streams: the server's output is
-    # then handed to the session by a protocol as it arrives, with no reader
-    # task to wake for every message.
-    child_stdin, to_child = os.pipe()
-    from_child, child_stdout = os.pipe()
-    try:
-        process = await asyncio.create_subprocess_exec(
-            *command,
-            stdin=child_stdin,
-            stdout=child_stdout,
-            stderr=asyncio.subprocess.PIPE,
-            env=child_env,
-            cwd=cwd,
-            start_new_session=os.name != "nt",
-        )
-    except BaseException:
-        os.close(to_child)
-        os.close(from_child)
-        raise
-    finally:
-        os.close(child_stdin)
-        os.close(child_stdout)
+    child = await start_child(command, env=child_env, cwd=cwd)
+    process = child.process
     assert process.stderr
     drainer = asyncio.create_task(drain_stderr(process.stderr, os.path.basename(command[0])))
-    stdin_transport: asyncio.WriteTransport | None = None
     try:
-        stdin_transport, stdin_protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, os.fdopen(to_child, "wb", buffering=0)
-        )
-        writer = asyncio.StreamWriter(stdin_transport, stdin_protocol, None, loop)
         handlers = handlers or ClientHandlers()
         session = new_client_session(
             handlers,
@@ -180,16 +154,14 @@ async def open_stdio_client(
             mode=mode,
             max_input_rounds=max_input_rounds,
         )
-        runner = AsyncioRunner(session, None, writer, **handlers.host_callbacks())
-
-        server_output = os.fdopen(from_child, "rb", buffering=0)
+        runner = AsyncioRunner(session, None, child.writer, **handlers.host_callbacks())
 
         def pump() -> Coroutine[Any, Any, None]:
-            return runner.pump(lambda protocol: loop.connect_read_pipe(protocol, server_output))
+            return runner.pump(child.connect_output)
 
         async with run_client(runner, session, handlers, initialize_timeout, pump) as client:
             yield client
     finally:
-        await shielded(lambda: stop_process(process, grace=shutdown_grace, stdin=stdin_transport))
+        await shielded(lambda: stop_process(process, grace=shutdown_grace, stdin=child.stdin))
         with contextlib.suppress(asyncio.CancelledError):
             await drainer

@@ -105,8 +105,8 @@ async def run_bridge_demo(backend: str = "trio") -> int:
         structured = added["data"].get("structuredContent")
         print(f"   echo: {_text(echo)!r}; add: {_text(added)} {structured}")
 
-        _say("tool/call ex__slow: MCP progress becomes tool/event")
-        slow = await agent.call_tool("ex__slow", {"seconds": 0.3, "steps": 3})
+        _say("tool/call ex__slow, streaming: MCP progress becomes tool/event")
+        slow = await agent.call_tool("ex__slow", {"seconds": 0.3, "steps": 3}, streaming=True)
         print(f"   {_text(slow)} ({len(agent.events)} tool events, {slow['duration_ms']:.0f} ms)")
 
         _say("sample: the server asks for an LLM completion; the agent's model answers")

@@ -5,6 +5,7 @@ one byte stream pair: stdio, TCP, memory)."""
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import math
 import os
@@ -17,7 +18,7 @@ from sansio_mcp import RequestId, Session
 from sansio_mcp._driver import InputHandler, NotificationHandler, RequestHandler
 from sansio_mcp._host import HostBase, Signal
 
-__all__ = ["TrioRunner", "TrioSessionHost"]
+__all__ = ["ByteStream", "PipeOutput", "TrioRunner", "TrioSessionHost", "reader"]
 
 logger = logging.getLogger("trio_adapters")
 
@@ -72,10 +73,15 @@ class TrioSessionHost(HostBase):
 
     # Tasks --------------------------------------------------------------------------
 
+    #: Whether this host enforces its session's deadlines (False where the session
+    #: belongs to something that does, as the bridge host does for its servers').
+    runs_timer = True
+
     def attach(self, nursery: trio.Nursery) -> None:
         """Run handler tasks (and the timer) in ``nursery``."""
         self._nursery = nursery
-        nursery.start_soon(self._timer_loop)
+        if self.runs_timer:
+            nursery.start_soon(self._timer_loop)
         nursery.start_soon(self._flush_loop)
 
     async def _timer_loop(self) -> None:
@@ -134,15 +140,114 @@ class TrioSessionHost(HostBase):
         self._flush_scope.cancel()
 
 
-class Framing(Protocol):
-    """Turns bytes into session input and session output into bytes."""
-
-    def receive_data(self, data: bytes | bytearray) -> None: ...
+class Output(Protocol):
+    """Hands over the bytes queued to be sent."""
 
     def data_to_send(self) -> bytes: ...
 
 
-class TrioRunner(TrioSessionHost):
+class Framing(Output, Protocol):
+    """Turns bytes into session input and session output into bytes."""
+
+    def receive_data(self, data: bytes | bytearray) -> None: ...
+
+
+class PipeOutput:
+    """Output by the one-sender rule: at most one task sends at a time (it holds
+    the send lock), and it sends everything queued before it lets go, so no other
+    task has to wait for it.  Uncontended output to a pipe is written at once,
+    without yielding: FdStream.send_all would first give the scheduler a turn,
+    delaying every message by a pass.
+
+    Shared by :class:`TrioRunner` and :class:`ByteStream`.  The class using it sets
+    the attributes below; its flusher task waits for ``_flush_wanted`` and then
+    awaits :meth:`flush`; :meth:`_peer_gone` says what a peer that stopped
+    reading means to it.
+    """
+
+    framing: Output
+    _send_stream: trio.abc.SendStream
+    #: ``_send_stream`` if it is a pipe (see :func:`_pipe`), else None.
+    _send_pipe: Any
+    _send_lock: trio.Lock
+    #: A task holds the send lock and is sending (``_send_lock.locked()``, without a call).
+    _sending: bool
+    #: Bytes a pipe did not take at once, waiting for the sender.
+    _backlog: bytes
+    _flush_wanted: trio.Event
+
+    def _init_output(self, send_stream: trio.abc.SendStream) -> None:
+        self._send_stream = send_stream
+        self._send_pipe = _pipe(send_stream)
+        self._send_lock = trio.Lock()
+        self._sending = False
+        self._backlog = b""
+
+    def _schedule_flush(self) -> None:
+        self._send_soon()
+
+    def _send_soon(self) -> None:
+        """Send what is queued without waiting: now if the pipe takes it all,
+        otherwise the flusher task sends the rest."""
+        if self._sending or self._backlog:
+            return  # the sender takes this too before it stops
+        data = self.framing.data_to_send()
+        if not data:
+            return
+        pipe = self._send_pipe
+        if pipe is not None:
+            try:
+                sent = os.write(_fileno(pipe), data)
+            except BlockingIOError:
+                sent = 0
+            except (OSError, trio.ClosedResourceError):
+                self._peer_gone(len(data))
+                return
+            if sent == len(data):
+                return
+            data = data[sent:]
+        self._backlog = data
+        self._flush_wanted.set()
+
+    async def flush(self) -> None:
+        """Send what the session queued.  This task waits only if it becomes
+        the sender; when another task is sending, that one takes it along."""
+        self._send_soon()
+        if self._backlog and not self._sending:
+            await self._send_locked()
+
+    async def _flush_all(self) -> None:
+        """Send what is queued and wait until no output is waiting at all."""
+        self._send_soon()
+        if self._backlog or self._sending:
+            await self._send_locked()
+
+    async def _send_locked(self) -> None:
+        async with self._send_lock:
+            self._sending = True
+            try:
+                await self._send_queued()
+            finally:
+                self._sending = False
+
+    async def _send_queued(self) -> None:
+        # Called by the sender, with the send lock held.
+        while True:
+            data = self._backlog + self.framing.data_to_send()
+            self._backlog = b""
+            if not data:
+                return
+            try:
+                await self._send_stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self._peer_gone(len(data))
+                return
+
+    def _peer_gone(self, dropped: int) -> None:
+        raise NotImplementedError
+
+
+class TrioRunner(PipeOutput, TrioSessionHost):
     """Runs one session over ``receive_stream`` / ``send_stream``.
 
     ``await runner.run()`` reads until end of input (start it in a nursery);
@@ -167,13 +272,10 @@ class TrioRunner(TrioSessionHost):
             handle_notification=handle_notification,
             answer_input=answer_input,
         )
-        self._send_stream = send_stream
+        self._init_output(send_stream)
         self._receive_stream = receive_stream
         #: Bytes <-> messages: the session itself (NDJSON) unless told otherwise.
         self.framing: Framing = framing or session
-        self._send_lock = trio.Lock()
-        #: Bytes a pipe did not take at once, waiting for the sender.
-        self._backlog = b""
         self._closed = trio.Event()
 
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
@@ -188,24 +290,16 @@ class TrioRunner(TrioSessionHost):
                 nursery.cancel_scope.cancel()
 
     async def _read_loop(self) -> None:
-        # A pipe is read directly: FdStream.receive_some yields to the scheduler and
-        # tries a read that fails before every wait, which in a sequential
-        # request/response exchange is two wasted steps per message.
-        pipe = _pipe(self._receive_stream)
-        wait_first = False
-        data: bytes | bytearray
+        read = reader(self._receive_stream)
+        waits_for_output = self.reading_waits_for_output  # the session's role: fixed
         while not self.driver.closed:
             try:
-                if pipe is not None:
-                    data = await _read_pipe(pipe, wait_first)
-                    wait_first = len(data) < _READ_SIZE
-                else:
-                    data = await self._receive_stream.receive_some(_READ_SIZE)
+                data = await read()
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 data = b""
             self.framing.receive_data(data)
             self.driver.process_events()
-            if self.reading_waits_for_output:
+            if waits_for_output:
                 await self._flush_all()
             else:
                 self._send_soon()
@@ -217,62 +311,6 @@ class TrioRunner(TrioSessionHost):
         self.driver.process_events()
         self._closed.set()
 
-    # Output: at most one task sends at a time (it holds the send lock), and it
-    # sends everything queued before it lets go, so no other task has to wait
-    # for it.  Uncontended output to a pipe is written at once, without
-    # yielding: FdStream.send_all would first give the scheduler a turn,
-    # delaying every message by a pass.
-
-    def _schedule_flush(self) -> None:
-        self._send_soon()
-
-    def _send_soon(self) -> None:
-        """Send what is queued without waiting: now if the pipe takes it all,
-        otherwise the flusher task sends the rest."""
-        if self._send_lock.locked() or self._backlog:
-            return  # the sender takes this too before it stops
-        data = self.framing.data_to_send()
-        if not data:
-            return
-        pipe = _pipe(self._send_stream)
-        if pipe is not None:
-            try:
-                data = data[_write_pipe(pipe, data) :]
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                self._peer_gone(len(data))
-                return
-        if data:
-            self._backlog = data
-            self._flush_wanted.set()
-
-    async def flush(self) -> None:
-        """Send what the session queued.  This task waits only if it becomes
-        the sender; when another task is sending, that one takes it along."""
-        self._send_soon()
-        if self._backlog and not self._send_lock.locked():
-            async with self._send_lock:
-                await self._send_queued()
-
-    async def _flush_all(self) -> None:
-        """Send what is queued and wait until no output is waiting at all."""
-        self._send_soon()
-        if self._backlog or self._send_lock.locked():
-            async with self._send_lock:
-                await self._send_queued()
-
-    async def _send_queued(self) -> None:
-        # Called with the send lock held.
-        while True:
-            data = self._backlog + self.framing.data_to_send()
-            self._backlog = b""
-            if not data:
-                return
-            try:
-                await self._send_stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                self._peer_gone(len(data))
-                return
-
     def _peer_gone(self, dropped: int) -> None:
         logger.debug("peer gone; dropped %d bytes", dropped)
         self.session.close()
@@ -280,6 +318,74 @@ class TrioRunner(TrioSessionHost):
 
     async def wait_closed(self) -> None:
         await self._closed.wait()
+
+
+class ByteStream(PipeOutput):
+    """A byte stream pair with no session behind it (the A2E bridge's agent side,
+    an A2E client's stdio): output leaves by the one-sender rule and input is read
+    as a :class:`TrioRunner` sends and reads its own.
+
+    :meth:`write` sends at once what the pipe takes, :meth:`run` (a task) sends
+    the rest, and :meth:`read_into` hands every chunk read to a callback.  Once
+    the peer stops reading, ``broken`` is set, ``on_broken`` called, and output
+    dropped.
+    """
+
+    def __init__(
+        self,
+        send_stream: trio.abc.SendStream,
+        receive_stream: trio.abc.ReceiveStream,
+        on_broken: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._init_output(send_stream)
+        self._receive_stream = receive_stream
+        self._flush_wanted = trio.Event()
+        self._queued: list[bytes] = []
+        self.framing = self
+        self.broken = False
+        self._on_broken = on_broken
+
+    def data_to_send(self) -> bytes:
+        queued = self._queued
+        data = queued[0] if len(queued) == 1 else b"".join(queued)
+        queued.clear()
+        return data
+
+    def write(self, data: bytes) -> None:
+        if not self.broken:
+            self._queued.append(data)
+            self._send_soon()
+
+    async def run(self) -> None:
+        """Send what the pipe did not take at once, until cancelled."""
+        while True:
+            await self._flush_wanted.wait()
+            self._flush_wanted = trio.Event()
+            await self.flush()
+
+    async def drained(self, *, timeout: float) -> None:
+        """Wait (at most ``timeout``) until everything written has been sent."""
+        with trio.move_on_after(timeout):
+            await self._flush_all()
+
+    def _peer_gone(self, dropped: int) -> None:
+        logger.debug("peer gone; dropped %d bytes", dropped)
+        self.broken = True
+        self._queued.clear()
+        self._on_broken()
+
+    async def read_into(self, received: Callable[[bytes | bytearray], None]) -> None:
+        """Read until the end of input, handing each chunk to ``received``
+        (``b""`` last)."""
+        read = reader(self._receive_stream)
+        while True:
+            try:
+                data = await read()
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
+            received(data)
+            if not data:
+                return
 
 
 _FdStream: Any = getattr(trio.lowlevel, "FdStream", None)  # Unix only
@@ -297,28 +403,42 @@ def _fileno(pipe: Any) -> int:
     return fd
 
 
-async def _read_pipe(pipe: Any, wait_first: bool) -> bytes:
-    """The next bytes from a non-blocking pipe (``b""`` at its end)."""
-    if wait_first:
-        await trio.lowlevel.wait_readable(_fileno(pipe))
-    while True:
-        try:
-            return os.read(_fileno(pipe), _READ_SIZE)
-        except BlockingIOError:
+def reader(stream: trio.abc.ReceiveStream) -> Callable[[], Awaitable[bytes | bytearray]]:
+    """How to read ``stream``: ``await read()`` gives its next bytes (``b""`` at
+    its end).
+
+    A pipe is read directly: FdStream.receive_some yields to the scheduler and
+    tries a read that fails before every wait, which in a sequential
+    request/response exchange is two wasted steps per message.
+    """
+    pipe = _pipe(stream)
+    if pipe is None:
+        return functools.partial(stream.receive_some, _READ_SIZE)
+    return _PipeReader(pipe).read
+
+
+class _PipeReader:
+    __slots__ = ("_pipe", "_wait_first")
+
+    def __init__(self, pipe: Any) -> None:
+        self._pipe = pipe
+        #: The last read did not fill the buffer: the pipe is most likely empty.
+        self._wait_first = False
+
+    async def read(self) -> bytes:
+        """The next bytes from a non-blocking pipe (``b""`` at its end)."""
+        pipe = self._pipe
+        if self._wait_first:
             await trio.lowlevel.wait_readable(_fileno(pipe))
-        except OSError as exc:
-            if exc.errno == errno.EBADF:
-                raise trio.ClosedResourceError("the pipe is closed") from None
-            raise trio.BrokenResourceError from exc
-
-
-def _write_pipe(pipe: Any, data: bytes) -> int:
-    """Write what a non-blocking pipe takes now; how many bytes it took."""
-    try:
-        return os.write(_fileno(pipe), data)
-    except BlockingIOError:
-        return 0
-    except OSError as exc:
-        if exc.errno == errno.EBADF:
-            raise trio.ClosedResourceError("the pipe is closed") from None
-        raise trio.BrokenResourceError from exc
+        while True:
+            try:
+                data = os.read(_fileno(pipe), _READ_SIZE)
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(_fileno(pipe))
+            except OSError as exc:
+                if exc.errno == errno.EBADF:
+                    raise trio.ClosedResourceError("the pipe is closed") from None
+                raise trio.BrokenResourceError from exc
+            else:
+                self._wait_first = len(data) < _READ_SIZE
+                return data

@@ -42,6 +42,7 @@ from sansio_mcp.a2e import (
 from sansio_mcp.a2e._runner import direct_bridge
 
 from ._process import PIPE, drain_stderr, stop_process
+from ._runner import ByteStream
 from ._util import unwrap_single_exception
 
 __all__ = [
@@ -52,6 +53,38 @@ __all__ = [
     "open_a2e_streams",
     "open_a2e_ws",
 ]
+
+
+class _Signal:
+    """The client's one-shot signal, for the one task that waits on it (each wait of
+    the client has a signal of its own): :class:`trio.Event` without its set of
+    waiters and a closure per wait (one is made for every request)."""
+
+    __slots__ = ("_set", "_task")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._task: trio.lowlevel.Task | None = None
+
+    def set(self) -> None:
+        if not self._set:
+            self._set = True
+            task = self._task
+            if task is not None:
+                self._task = None
+                trio.lowlevel.reschedule(task)
+
+    async def wait(self) -> None:
+        if self._set:
+            await trio.lowlevel.checkpoint()
+            return
+        assert self._task is None, "one task at a time waits on a signal"
+        self._task = trio.lowlevel.current_task()
+        await trio.lowlevel.wait_task_rescheduled(self._abort)
+
+    def _abort(self, raise_cancel: Any) -> trio.lowlevel.Abort:
+        self._task = None
+        return trio.lowlevel.Abort.SUCCEEDED
 
 
 class A2EClient(A2EClientBase):
@@ -78,7 +111,7 @@ class A2EClient(A2EClientBase):
         nursery.start_soon(self._watchdog)
 
     def new_signal(self) -> Signal:
-        return trio.Event()
+        return _Signal()
 
     def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
         assert self._nursery is not None, "the client is not open"
@@ -107,33 +140,30 @@ async def open_a2e_streams(
     send_stream: trio.abc.SendStream, receive_stream: trio.abc.ReceiveStream, **options: Any
 ) -> AsyncIterator[A2EClient]:
     """An :class:`A2EClient` over an NDJSON byte stream pair."""
-    from .bridge import Writer, read_pipe
-
-    writer = Writer(send_stream, lambda: None)
+    stream = ByteStream(send_stream, receive_stream)
 
     async def send(message: A2EMessage) -> None:
-        if writer.broken:
+        if stream.broken:
             raise trio.BrokenResourceError("the bridge stopped reading")
-        writer.write(encode_line(message))
+        stream.write(encode_line(message))
 
     client = A2EClient(send, **options)
     framer = A2EFramer()
 
-    def received(data: bytes | bytearray) -> bool:
+    def received(data: bytes | bytearray) -> None:
         for item in framer.feed(data):
             client.feed(item)
-        return False
 
     async def read() -> None:
         try:
-            await read_pipe(receive_stream, received)
+            await stream.read_into(received)
         finally:
             client.close()
 
     with unwrap_single_exception():
         async with trio.open_nursery() as nursery:
             client.attach(nursery)
-            nursery.start_soon(writer.run)
+            nursery.start_soon(stream.run)
             nursery.start_soon(read)
             try:
                 yield client
@@ -296,14 +326,14 @@ async def open_a2e_direct(
         clock,
     )
     client = A2EClient(bridge.agent_send, clock=clock, **options)
-    client.hand_over = bridge.agent_adopted
+    client.hand_over_call = bridge.agent_tool_call
     inbox = AgentInbox(client)
     with unwrap_single_exception():
         async with trio.open_nursery() as nursery:
             client.attach(nursery)
             await nursery.start(bridge.run)
             nursery.start_soon(inbox.run)
-            bridge.connect_agent(inbox.deliver)
+            bridge.connect_agent(inbox.deliver, inbox.answer)
             try:
                 yield client
             finally:

@@ -39,117 +39,16 @@ from sansio_mcp.a2e._driver import BridgeDriver, refuse_requests
 from sansio_mcp.a2e._runner import BridgeRunner, Connection, WebSocketAgents
 
 from ._process import PIPE, drain_stderr, stop_process
-from ._runner import TrioRunner
+from ._runner import ByteStream, TrioRunner
 from .http_client import _HTTPClientHost
 from .sse import _SSEClientHost
 
-__all__ = ["TrioBridge", "Writer", "read_pipe", "serve_agent_stream", "serve_agent_ws"]
+__all__ = ["TrioBridge", "serve_agent_stream", "serve_agent_ws"]
 
 logger = logging.getLogger("trio_adapters.bridge")
 
 _READ_SIZE = 65536
 _GONE = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
-
-
-# Output without a task per write ---------------------------------------------------------
-
-
-class Writer:
-    """Bytes out on a stream: written at once when the stream is a pipe that takes
-    them all (no checkpoint, no task switch), else by :meth:`run`, one task that
-    sends whatever has piled up."""
-
-    def __init__(self, stream: trio.abc.SendStream, on_broken: Callable[[], None]) -> None:
-        self._stream = stream
-        self._fd_stream = stream if isinstance(stream, trio.lowlevel.FdStream) else None
-        self._on_broken = on_broken
-        self._pending = bytearray()
-        self._sending = False
-        self._wanted = trio.Event()
-        self._idle = trio.Event()
-        self._idle.set()
-        self.broken = False
-
-    def write(self, data: bytes) -> None:
-        if not data or self.broken:
-            return
-        if self._pending or self._sending or self._fd_stream is None:
-            self._later(data)
-            return
-        try:
-            # fileno() is -1 once the stream is closed: never a reused descriptor.
-            sent = os.write(self._fd_stream.fileno(), data)
-        except BlockingIOError:
-            sent = 0
-        except OSError:
-            self._broke()
-            return
-        if sent < len(data):
-            self._later(data[sent:])
-
-    def _later(self, data: bytes) -> None:
-        self._pending += data
-        self._idle = trio.Event() if self._idle.is_set() else self._idle
-        self._wanted.set()
-
-    def _broke(self) -> None:
-        self.broken = True
-        self._pending.clear()
-        self._idle.set()
-        self._on_broken()
-
-    async def run(self) -> None:
-        """Send what :meth:`write` could not, until cancelled."""
-        while True:
-            await self._wanted.wait()
-            self._wanted = trio.Event()
-            while self._pending and not self.broken:
-                data = bytes(self._pending)
-                self._pending.clear()
-                self._sending = True
-                try:
-                    await self._stream.send_all(data)
-                except _GONE:
-                    self._broke()
-                finally:
-                    self._sending = False
-            self._idle.set()
-
-    async def drained(self, *, timeout: float) -> None:
-        """Wait (at most ``timeout``) until everything written has been sent."""
-        with trio.move_on_after(timeout):
-            await self._idle.wait()
-
-
-async def read_pipe(
-    stream: trio.abc.ReceiveStream, feed: Callable[[bytes | bytearray], bool]
-) -> None:
-    """Read ``stream`` until its end, handing each chunk to ``feed`` (``b""`` at the
-    end); stop early when ``feed`` returns True.
-
-    A pipe is read straight from its descriptor once it is readable:
-    ``receive_some`` would first spend a checkpoint (a whole scheduler pass)
-    and a failed read on every message.  Waiting for readability is itself the
-    checkpoint.
-    """
-    if not isinstance(stream, trio.lowlevel.FdStream):
-        while True:
-            try:
-                data = await stream.receive_some(_READ_SIZE)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                data = b""
-            if feed(data) or not data:
-                return
-    while True:
-        try:
-            await trio.lowlevel.wait_readable(stream.fileno())
-            data = os.read(stream.fileno(), _READ_SIZE)
-        except BlockingIOError:
-            continue
-        except (trio.ClosedResourceError, OSError, ValueError):
-            data = b""
-        if feed(data) or not data:
-            return
 
 
 class _Flusher:
@@ -173,61 +72,39 @@ class _Flusher:
 
 
 class _StreamRunner(TrioRunner):
-    """A session over a byte stream (stdio, WebSocket); the host owns its timer,
-    and output goes through a :class:`Writer`."""
+    """A session over a byte stream (stdio, WebSocket) whose deadlines the bridge
+    host enforces (so it runs no timer of its own); every event goes to the host."""
+
+    runs_timer = False
 
     def __init__(
         self,
         session: ClientSession,
         send: Any,
         receive: Any,
-        pump: Callable[[], None],
+        driver: BridgeDriver,
         framing: Any = None,
     ) -> None:
         super().__init__(session, send, receive, handle_request=refuse_requests, framing=framing)
-        self.driver = BridgeDriver(session, pump)
-        self.writer = Writer(send, self._server_gone)
+        self.driver = driver
 
-    def attach(self, nursery: trio.Nursery) -> None:
-        self._nursery = nursery
-        nursery.start_soon(self.writer.run)
-
-    async def _read_loop(self) -> None:
-        await read_pipe(self._receive_stream, self._received)
-
-    def _received(self, data: bytes | bytearray) -> bool:
-        self.framing.receive_data(data)
-        self.driver.process_events()
-        self.write_now()
-        return self.driver.closed
-
-    def write_now(self) -> None:
-        """Send what the session queued (the rest follows from the writer's task)."""
-        self.writer.write(self.framing.data_to_send())
-
-    async def flush(self) -> None:
-        # The read loop flushes after every read: with nothing queued that costs nothing.
-        self.write_now()
+    #: Send what the session queued, without waiting (the flusher sends what is left).
+    write_now = TrioRunner._send_soon
 
     async def flush_all(self, *, timeout: float = 10.0) -> None:
-        """Send what is queued and wait until it has gone out."""
-        self.write_now()
-        await self.writer.drained(timeout=timeout)
-
-    def _server_gone(self) -> None:
-        logger.debug("the server stopped reading: its connection is closed")
-        self.session.close()
-        self.driver.process_events()
+        """Send what is queued and wait (at most ``timeout``) until it has gone out."""
+        with trio.move_on_after(timeout):
+            await self._flush_all()
 
 
 class _HTTPHost(_HTTPClientHost):
     def __init__(
-        self, session: ClientSession, transport: StreamableHTTPClient, pump: Callable[[], None]
+        self, session: ClientSession, transport: StreamableHTTPClient, driver: BridgeDriver
     ) -> None:
         super().__init__(
             session, transport, ClientHandlers(), max_body=16 * 1024 * 1024, ssl_context=None
         )
-        self.driver = BridgeDriver(session, pump)
+        self.driver = driver
         self.flusher = _Flusher(self.flush)
 
     def attach(self, nursery: trio.Nursery) -> None:
@@ -237,12 +114,12 @@ class _HTTPHost(_HTTPClientHost):
 
 class _SSEHost(_SSEClientHost):
     def __init__(
-        self, session: ClientSession, transport: StreamableHTTPClient, pump: Callable[[], None]
+        self, session: ClientSession, transport: StreamableHTTPClient, driver: BridgeDriver
     ) -> None:
         super().__init__(
             session, transport, ClientHandlers(), max_body=16 * 1024 * 1024, ssl_context=None
         )
-        self.driver = BridgeDriver(session, pump)
+        self.driver = driver
         self.flusher = _Flusher(self.flush)
 
     def attach(self, nursery: trio.Nursery) -> None:
@@ -358,7 +235,7 @@ class TrioBridge(BridgeRunner):
                     action.session,
                     process.stdin,
                     process.stdout,
-                    self.connection_input(action.connection),
+                    self.server_driver(action),
                 )
                 connection.flush_now = runner.write_now
                 await nursery.start(runner.run)
@@ -377,7 +254,7 @@ class TrioBridge(BridgeRunner):
             action.session,
             headers={str(k): str(v) for k, v in config.headers.items()},
         )
-        host = _HTTPHost(action.session, transport, self.connection_input(action.connection))
+        host = _HTTPHost(action.session, transport, self.server_driver(action))
         async with trio.open_nursery() as nursery:
             host.attach(nursery)
             connection.flush_now = host.flusher.wake
@@ -397,7 +274,7 @@ class TrioBridge(BridgeRunner):
             action.session,
             headers={str(k): str(v) for k, v in config.headers.items()},
         )
-        host = _SSEHost(action.session, transport, self.connection_input(action.connection))
+        host = _SSEHost(action.session, transport, self.server_driver(action))
         ended = trio.Event()
         async with trio.open_nursery() as nursery:
             host.attach(nursery)
@@ -433,7 +310,7 @@ class TrioBridge(BridgeRunner):
             action.session,
             stream,
             stream,
-            self.connection_input(action.connection),
+            self.server_driver(action),
             framing=framing,
         )
         async with stream:
@@ -472,23 +349,24 @@ async def serve_agent_stream(
 ) -> None:
     """Serve one agent over an NDJSON byte stream (stdio) until its input ends."""
     host = bridge.host
-    writer = Writer(send_stream, lambda: logger.debug("the agent stopped reading"))
+    stream = ByteStream(
+        send_stream, receive_stream, lambda: logger.debug("the agent stopped reading")
+    )
 
     def send(message: A2EMessage) -> None:
-        writer.write(encode_line(message))
+        stream.write(encode_line(message))
 
-    def received(data: bytes | bytearray) -> bool:
+    def received(data: bytes | bytearray) -> None:
         host.receive_agent_data(data, bridge.now())
         bridge.poke()
-        return False
 
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(writer.run)
+        nursery.start_soon(stream.run)
         host.agent_connected(bridge.now())
         bridge.attach_agent(send)
         try:
-            await read_pipe(receive_stream, received)
-            await writer.drained(timeout=1.0)
+            await stream.read_into(received)
+            await stream.drained(timeout=1.0)
         finally:
             bridge.attach_agent(None)
             nursery.cancel_scope.cancel()

@@ -56,6 +56,7 @@ from ._messages import (
     ToolEvent,
     ToolListRequest,
     ToolListResponse,
+    new_message_id,
 )
 
 __all__ = ["A2EClientBase", "A2ERequestError", "AgentInbox", "Handler"]
@@ -103,6 +104,34 @@ class _Pending:
         self.done = False
 
 
+class _ToolWait(_Pending):
+    """A :meth:`A2EClientBase.call_tool` handed to a bridge in this process by its
+    fields: its answer may come as the bare ToolResult (``result``)."""
+
+    __slots__ = ("result",)
+
+    def __init__(self, signal: Signal) -> None:  # _Pending's, without the call to it
+        self.signal = signal
+        self.response: A2EMessage | None = None
+        self.expired = False
+        self.done = False
+        self.result: dict[str, Any] | None = None
+
+
+def own_arguments(arguments: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A tool call's arguments as a bridge in this process may take them: a copy
+    nobody else holds, exactly what :func:`~sansio_mcp.a2e.adopt` makes of them in
+    a ``tool/call/req``; None when adopting would not take them as they are (a value
+    JSON cannot hold, a tuple, a non-string key, too deep): such a call goes as a
+    message, and fails or is changed as on the wire."""
+    try:
+        # Depth 2: the arguments sit inside the message object.
+        copied = copy_json(arguments if type(arguments) is dict else dict(arguments or {}), 2)
+    except (TypeError, ValueError):  # TooDeep is a ValueError
+        return None
+    return copied if type(copied) is dict else None
+
+
 class A2EClientBase:
     """One agent's side of an A2E connection.
 
@@ -131,8 +160,9 @@ class A2EClientBase:
         on_message: Callable[[str, A2EMessage], None] | None = None,
     ) -> None:
         self._send_raw = send
-        #: An in-process bridge's ``agent_adopted``: takes a message built for it alone.
-        self.hand_over: Callable[[A2EMessage], None] | None = None
+        #: An in-process bridge's ``agent_tool_call(req_id, tool_name, arguments,
+        #: timeout, streaming)``: takes a tool call as its fields (:meth:`call_tool`).
+        self.hand_over_call: Callable[[str, str, dict[str, Any], int, bool], None] | None = None
         self.on_sample = on_sample
         self.on_roots = on_roots
         self.on_elicit = on_elicit
@@ -358,14 +388,13 @@ class A2EClientBase:
         ``ConnectionError``, and no answer within ``timeout`` seconds
         :attr:`timeout_error`.
         """
-        return await self._request(message, timeout, expect, None)
+        return await self._request(message, timeout, expect)
 
     async def _request(
         self,
         message: A2EMessage,
         timeout: float | None,
         expect: type[A2EMessage] | None,
-        hand_over: Callable[[A2EMessage], None] | None,
     ) -> A2EMessage:
         if self.closed:
             raise ConnectionError("the bridge closed the connection")
@@ -376,18 +405,25 @@ class A2EClientBase:
             # Everything is set up before sending: once the message is out the
             # peer may run on this CPU, and little should be left to do here.
             self._limit(pending, timeout)
-            if hand_over is not None:
-                hand_over(message)
-            else:
-                await self.send(message)
+            await self.send(message)
             await pending.signal.wait()
         finally:
             pending.done = True
             del waiters[message.id]
+        return self._outcome(pending, message.type, timeout, expect)
+
+    def _outcome(
+        self,
+        pending: _Pending,
+        type_name: str,
+        timeout: float | None,
+        expect: type[A2EMessage] | None,
+    ) -> A2EMessage:
+        """The response a finished wait got, or what it raises."""
         response = pending.response
         if response is None:
             if pending.expired:
-                raise self.timeout_error(f"no answer to {message.type} within {timeout:g} s")
+                raise self.timeout_error(f"no answer to {type_name} within {timeout:g} s")
             raise ConnectionError("the bridge closed the connection")
         if type(response) is not expect:
             if isinstance(response, A2EError):
@@ -453,38 +489,57 @@ class A2EClientBase:
         return response.tools
 
     async def call_tool(
-        self, name: str, arguments: Mapping[str, Any] | None = None, *, timeout: int = 30
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: int = 30,
+        streaming: bool = False,
     ) -> dict[str, Any]:
-        """The ToolResult (``success``, ``data``, ``error``, ``error_code``, ``duration_ms``)."""
-        ts = self.clock()
-        hand_over = self.hand_over
+        """The ToolResult (``success``, ``data``, ``error``, ``error_code``, ``duration_ms``).
+
+        ``streaming``: the agent wants the call's progress as ``tool/event``
+        messages (``on_event``, :attr:`events`).
+        """
+        hand_over = self.hand_over_call
         if (
             hand_over is not None
             and self.on_message is None
             and type(name) is str
             and type(timeout) is int
-            and type(ts) is float
-            and math.isfinite(ts)
+            and type(streaming) is bool
+            and (copied := own_arguments(arguments)) is not None
         ):
-            # To a bridge in this process: the message is built from a copy nobody
-            # else holds, with fields of their kinds, so it need not be copied and
-            # checked again on the way in (the hot path: that is a third of the
-            # bridge's own work).  Anything unusual takes the general path below.
-            # No second time limit either: that bridge enforces ``timeout`` itself
-            # and answers every call (the 30 s more are for one behind a pipe).
+            # To a bridge in this process, the hot path: the call goes over as its
+            # fields, of their kinds and copied for the bridge alone, and the answer
+            # comes back as the bare ToolResult; neither message is built (the two
+            # were half of the bridge's own work).  Anything unusual takes the
+            # general path below.  No second time limit either: that bridge
+            # enforces ``timeout`` itself and answers every call (the 30 s more
+            # are for one behind a pipe).
+            if self.closed:
+                raise ConnectionError("the bridge closed the connection")
+            req_id = new_message_id()
+            pending = _ToolWait(self.new_signal())
+            waiters = self._waiters
+            waiters[req_id] = pending
             try:
-                copied = copy_json(dict(arguments or {}))
-            except (TypeError, ValueError):
-                pass
-            else:
-                message = ToolCallRequest(ts=ts, tool_name=name, arguments=copied, timeout=timeout)
-                response = await self._request(message, None, ToolCallResponse, hand_over)
-                assert isinstance(response, ToolCallResponse)
-                return response.data
-        message = ToolCallRequest(
-            ts=ts, tool_name=name, arguments=dict(arguments or {}), timeout=timeout
-        )
-        response = await self.request(message, timeout=timeout + 30, expect=ToolCallResponse)
+                hand_over(req_id, name, copied, timeout, streaming)
+                await pending.signal.wait()
+            finally:
+                del waiters[req_id]
+            if pending.result is not None:
+                return pending.result
+            response = self._outcome(pending, ToolCallRequest.TYPE, None, ToolCallResponse)
+        else:
+            message = ToolCallRequest(
+                ts=self.clock(),
+                tool_name=name,
+                arguments=dict(arguments or {}),
+                timeout=timeout,
+                streaming=streaming,
+            )
+            response = await self.request(message, timeout=timeout + 30, expect=ToolCallResponse)
         assert isinstance(response, ToolCallResponse)
         return response.data
 
@@ -598,6 +653,20 @@ class AgentInbox:
             return
         self._queue.append(message)
         self._signal.set()
+
+    def answer(self, req_id: str, result: dict[str, Any]) -> bool:
+        """A tool call's ToolResult, handed without the message to the
+        :meth:`~A2EClientBase.call_tool` waiting for it, if that call went over by
+        its fields, nothing is queued ahead of it, and no ``on_message`` wants to
+        see the message; False: it must go as a message (:meth:`deliver`)."""
+        client = self._client
+        pending = client._waiters.get(req_id)
+        if type(pending) is not _ToolWait or self._queue or client.on_message is not None:
+            return False
+        if pending.response is None and pending.result is None:
+            pending.result = result
+            pending.signal.set()
+        return True
 
     async def run(self) -> None:
         """Feed the client until cancelled."""

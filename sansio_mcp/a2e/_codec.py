@@ -17,7 +17,7 @@ import attrs
 
 from .. import _json
 from .._errors import RemoteProtocolError
-from .._ndjson import NEED_DATA, NdjsonFramer
+from .._ndjson import NdjsonFramer
 from ._fields import FieldProblem, check_kind, copy_json, wire_fields
 from ._messages import (
     A2E_VERSION,
@@ -236,14 +236,9 @@ class A2EFramer:
 
     def feed(self, data: bytes | bytearray) -> list[A2EMessage | DecodeError]:
         """Feed bytes (``b""`` at end of input); everything complete so far."""
-        self._framer.feed(data)
-        out: list[A2EMessage | DecodeError] = []
-        while True:
-            line = self._framer.next_line()
-            if line is NEED_DATA:
-                return out
-            if isinstance(line, RemoteProtocolError):
-                out.append(DecodeError(A2EErrorCode.INVALID_MESSAGE, line.message))
-                continue
-            assert isinstance(line, bytes)
-            out.append(decode_text(line))
+        return [
+            DecodeError(A2EErrorCode.INVALID_MESSAGE, line.message)
+            if isinstance(line, RemoteProtocolError)
+            else decode_text(line)
+            for line in self._framer.lines(data)
+        ]

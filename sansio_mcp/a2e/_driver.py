@@ -4,13 +4,15 @@ routed by the ordinary :class:`~sansio_mcp._driver.Driver`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._driver import Driver
 from .._events import RequestReceived
 from .._session import Session
 from .._state import SessionState
+
+if TYPE_CHECKING:
+    from ._runner import BridgeRunner
 
 __all__ = ["BridgeDriver", "refuse_requests"]
 
@@ -20,9 +22,11 @@ async def refuse_requests(event: RequestReceived) -> dict[str, Any]:  # pragma: 
 
 
 class BridgeDriver(Driver):
-    """Hands every session event to the bridge host instead of routing it itself."""
+    """Hands every session event to the bridge host instead of routing it itself:
+    the host is told the connection has input, and the runner carries out what it
+    queued (both called from here: this runs for every message a server sends)."""
 
-    def __init__(self, session: Session, pump: Callable[[], None]) -> None:
+    def __init__(self, session: Session, runner: BridgeRunner, conn: int) -> None:
         super().__init__(
             session,
             handle_request=refuse_requests,
@@ -30,8 +34,11 @@ class BridgeDriver(Driver):
             spawn=lambda request_id, fn: None,
             cancel=lambda request_id: None,
         )
-        self._pump = pump
+        self._runner = runner
+        self._conn = conn
 
     def process_events(self) -> None:
         self.closed = self.session.state is SessionState.CLOSED
-        self._pump()
+        runner = self._runner
+        runner.host.connection_input(self._conn, runner.clock())
+        runner.poke()

@@ -178,13 +178,18 @@ def copy_json(value: Any, depth: int = 1, max_depth: int = _json.DEFAULT_MAX_DEP
     elif kind is dict or kind is list:
         if depth > max_depth:
             raise TooDeep(f"message nests deeper than {max_depth} levels")
+        # Scalars are taken in the loop: most values are, and a call each adds up.
+        scalars = _SCALARS
         if kind is list:
-            return [copy_json(item, depth + 1, max_depth) for item in value]
+            return [
+                item if type(item) in scalars else copy_json(item, depth + 1, max_depth)
+                for item in value
+            ]
         out: dict[str, Any] = {}
         for key, item in value.items():
             if type(key) is not str:
                 break
-            out[key] = copy_json(item, depth + 1, max_depth)
+            out[key] = item if type(item) in scalars else copy_json(item, depth + 1, max_depth)
         else:
             return out
     text = _json.dumps(value)

@@ -5,7 +5,8 @@ it what arrived (A2E input from the agent; "this connection has input" for a
 server, whose :class:`~sansio_mcp.ClientSession` the host owns) together with
 the current time, and executes the :class:`Action` objects it queues:
 :class:`SendToAgent`, :class:`ConnectServer`, :class:`FlushServer` and
-:class:`DisconnectServer`.  Timers are :meth:`BridgeHost.next_deadline` /
+:class:`DisconnectServer` (a runner may take them as :meth:`BridgeHost.drain` gives
+them instead).  Timers are :meth:`BridgeHost.next_deadline` /
 :meth:`BridgeHost.handle_timer`, as for a session.
 
 One clock serves everything: ``now`` is seconds since the epoch (the runner
@@ -127,6 +128,7 @@ __all__ = [
     "DisconnectServer",
     "FlushServer",
     "SendToAgent",
+    "ToolAnswer",
 ]
 
 BRIDGE_INFO: dict[str, Any] = {"name": "sansio-mcp-a2e-bridge", "version": "0.1.0"}
@@ -179,6 +181,26 @@ class DisconnectServer:
 Action = SendToAgent | ConnectServer | FlushServer | DisconnectServer
 
 
+class ToolAnswer:
+    """A ``tool/call/resp`` to send, kept as its fields until the message is needed
+    (:meth:`BridgeHost.message_of`): an agent in this process wants only the
+    ToolResult, and building the message (an id, a frozen object of eight fields)
+    was a good part of a bridged call's cost."""
+
+    __slots__ = ("data", "req_id", "ts")
+
+    def __init__(self, req_id: str, data: dict[str, Any], ts: float) -> None:
+        self.req_id = req_id
+        #: The ToolResult (the message's ``data``).
+        self.data = data
+        #: The message's ``ts`` and ``created_at``.
+        self.ts = ts
+
+
+#: What :meth:`BridgeHost.drain` gives: an action, or what to send to the agent.
+Output = A2EMessage | ToolAnswer | ConnectServer | FlushServer | DisconnectServer
+
+
 # Internal state --------------------------------------------------------------------------
 
 
@@ -202,7 +224,7 @@ class _Refused(Exception):
 class _Call:
     """What to do with the outcome of one MCP request the host sent."""
 
-    __slots__ = ("_err_fn", "_ok_fn", "_progress_fn")
+    __slots__ = ("_err_fn", "_ok_fn", "_progress_fn", "wants_progress")
 
     def __init__(
         self,
@@ -213,10 +235,8 @@ class _Call:
         self._ok_fn = on_ok
         self._err_fn = on_err
         self._progress_fn = on_progress
-
-    @property
-    def wants_progress(self) -> bool:
-        return self._progress_fn is not None
+        #: Ask the server for progress notifications.
+        self.wants_progress = on_progress is not None
 
     def ok(self, result: dict[str, Any]) -> None:
         self._ok_fn(result)
@@ -230,46 +250,94 @@ class _Call:
 
 
 class _ToolCall(_Call):
-    """A ``tool/call/req`` in flight: its MCP outcome becomes the agent's
-    ``tool/call/resp``, its progress ``tool/event`` messages.  (One object per
-    call, not three closures: this is the bridge's hot path.)"""
+    """A ``tool/call/req`` (or the same handed over as its fields) from routing to
+    its answer: the MCP outcome becomes the ToolResult of a ``tool/call/resp``,
+    progress becomes ``tool/event`` messages.  (One object per call, not three
+    closures: this is the bridge's hot path.)"""
 
-    __slots__ = ("host", "request", "seq", "server", "started")
+    __slots__ = ("host", "req_id", "seq", "server", "started", "tool_name")
 
-    def __init__(self, host: BridgeHost, request: ToolCallRequest, server: _Server) -> None:
+    def __init__(self, host: BridgeHost, req_id: str, tool_name: str, streaming: bool) -> None:
         self.host = host
-        self.request = request
-        self.server = server
+        self.req_id = req_id
+        self.tool_name = tool_name
+        # Progress only for an agent that wants events (A2E's own flag for that):
+        # a progress token costs the server and the bridge on every call.
+        self.wants_progress = streaming
+        self.server: _Server | None = None
         self.started = host._now
         self.seq = 0
 
-    @property
-    def wants_progress(self) -> bool:
-        return True
+    def start(self, arguments: dict[str, Any], timeout: int) -> None:
+        """Route the call and send ``tools/call``; raises :class:`_Refused`."""
+        host = self.host
+        name = self.tool_name
+        parsed = split_namespaced(name)
+        server = host._servers.get(parsed[0]) if parsed else None
+        if parsed is None or server is None:
+            raise _Refused(
+                _Failure(
+                    MCPErrorCode.MCP_TOOL_NOT_FOUND,
+                    f"no MCP server offers a tool named {name!r}",
+                    {"tool_name": name},
+                )
+            )
+        tool_name = parsed[1]
+        if tool_name not in server.tools:
+            allowed = server.allows_tool(tool_name)
+            raise _Refused(
+                _Failure(
+                    MCPErrorCode.MCP_TOOL_NOT_FOUND,
+                    f"server {server.server_id!r} has no tool {tool_name!r}"
+                    + ("" if allowed else " (not on its tool_allow_list)"),
+                    {"server_id": server.server_id, "tool_name": name},
+                )
+            )
+        link = server.link
+        if link is None or server.status != READY:
+            raise _Refused(host._unavailable(server))
+        self.server = server
+        limit = float(server.config.timeout)
+        if timeout > 0:
+            limit = min(limit, float(timeout))
+        # The arguments are the host's own (see receive_agent_message, receive_tool_call).
+        host._start_call(
+            link, "tools/call", {"name": tool_name, "arguments": arguments}, self, limit
+        )
 
     def ok(self, result: dict[str, Any]) -> None:
         host = self.host
         now = host._now
-        request = self.request
-        data = tool_result(request.tool_name, result, round((now - self.started) * 1000, 3))
-        host._actions.append(
-            SendToAgent(
-                ToolCallResponse(
-                    id=host._new_id(), ts=now, req_id=request.id, data=data, created_at=now
-                )
-            )
-        )
+        data = tool_result(self.tool_name, result, _ms(now - self.started))
+        host.queued.append(ToolAnswer(self.req_id, data, now))
 
     def err(self, error: MCPError) -> None:
+        self.fail(self.host._classify(error, "tools/call", self.server))
+
+    def fail(self, failure: _Failure) -> None:
+        """Answer with a failed ToolResult (the code in ``error_code``)."""
         host = self.host
-        failure = host._classify(error, "tools/call", self.server)
-        host._reply_failure(
-            self.request,
-            attrs.evolve(failure, detail={**failure.detail, "started": self.started}),
-        )
+        now = host._now
+        result = {
+            "success": False,
+            "tool_name": self.tool_name,
+            "data": None,
+            "summary": "",
+            "truncated": False,
+            "exit_code": None,
+            "error": failure.message,
+            "error_code": str(failure.code),
+            "duration_ms": _ms(now - self.started),
+            "events": [],
+            "retryable": failure.retryable,
+        }
+        if failure.detail:
+            result["detail"] = dict(failure.detail)
+        host.queued.append(ToolAnswer(self.req_id, result, now))
 
     def progress(self, event: ProgressReceived) -> None:
         self.seq += 1
+        assert self.server is not None  # progress only comes for a call that was sent
         data: dict[str, Any] = {"progress": event.progress, "server_id": self.server.server_id}
         if event.total is not None:
             data["total"] = event.total
@@ -278,9 +346,15 @@ class _ToolCall(_Call):
         host = self.host
         host._send(
             ToolEvent(
-                **host._envelope(), kind="progress", req_id=self.request.id, data=data, seq=self.seq
+                **host._envelope(), kind="progress", req_id=self.req_id, data=data, seq=self.seq
             )
         )
+
+
+def _ms(seconds: float) -> float:
+    """A duration in milliseconds, to the microsecond (round(x, 3) without its
+    decimal rounding, which costs more than the rest of a ToolResult)."""
+    return round(seconds * 1_000_000) / 1000
 
 
 @attrs.define(eq=False)
@@ -426,7 +500,9 @@ class BridgeHost:
         self._servers: dict[str, _Server] = {}
         self._links: dict[int, _Link] = {}
         self._next_conn = 1
-        self._actions: list[Action] = []
+        #: What is queued for the runner, in order (take it with :meth:`drain` or
+        #: :meth:`actions`; a runner may look whether there is any without a call).
+        self.queued: list[Output] = []
         self._dirty: set[int] = set()
         self._waits: dict[str, _AgentWait] = {}
         self._framer = A2EFramer()
@@ -459,9 +535,7 @@ class BridgeHost:
         finally:
             self._finish()
 
-    def receive_agent_message(
-        self, message: A2EMessage | Mapping[str, Any], now: float, *, adopted: bool = False
-    ) -> None:
+    def receive_agent_message(self, message: A2EMessage | Mapping[str, Any], now: float) -> None:
         """One A2E message handed over in process, as an object or a JSON object.
 
         It is read by the rules of the codec (the same errors as on a byte
@@ -469,15 +543,11 @@ class BridgeHost:
         keeps nothing the sender may change later.  In a message object, a value
         that cannot be encoded raises ``TypeError``/``ValueError``, as encoding
         it would; in a JSON object it is answered as ``parse_error``.
-
-        ``adopted``: the message is already what :func:`adopt` would make of it,
-        a registered class with fields of their kinds and containers nobody else
-        holds (the in-process client builds its tool calls so); it is taken as is.
         """
         self._now = now
         try:
             if isinstance(message, A2EMessage):
-                self._on_agent(message if adopted else adopt(message))
+                self._on_agent(adopt(message))
             else:
                 try:
                     obj = copy_json(dict(message))
@@ -492,6 +562,39 @@ class BridgeHost:
                     self._on_agent(decode(obj))
         finally:
             self._finish()
+
+    def receive_tool_call(
+        self,
+        req_id: str,
+        tool_name: str,
+        arguments: dict[str, Any],
+        timeout: int,
+        now: float,
+        *,
+        streaming: bool = False,
+    ) -> None:
+        """A ``tool/call/req`` handed over in process as its fields (an in-process
+        agent's hot path): handled as that message would be, with the same routing,
+        answers and errors, but no message object on the way in.
+
+        The caller vouches for what :func:`~sansio_mcp.a2e.adopt` would otherwise
+        check and copy: ``req_id`` is a fresh, non-empty id, ``tool_name`` a
+        ``str``, ``timeout`` an ``int``, and ``arguments`` a dict of JSON values
+        within the nesting limit that nobody else holds.  The answer is queued as
+        a :class:`ToolAnswer`.
+        """
+        self._now = now
+        try:
+            call = _ToolCall(self, req_id, tool_name, streaming)
+            try:
+                call.start(arguments, timeout)
+            except _Refused as refused:
+                call.fail(refused.failure)
+            except Exception as exc:  # a bug here must not take the bridge down
+                call.fail(self._bug(ToolCallRequest.TYPE, exc))
+        finally:
+            if self._dirty:
+                self._finish()
 
     def agent_disconnected(self, now: float) -> None:
         """The agent went away: what servers asked of it is refused."""
@@ -557,7 +660,8 @@ class BridgeHost:
             if link is not None:
                 self._pump(link)
         finally:
-            self._finish()
+            if self._dirty:  # an answer to a call makes nothing to send: no call more
+                self._finish()
 
     def connection_lost(self, connection: int, reason: str, now: float) -> None:
         """The transport of ``connection`` failed or ended (or never came up)."""
@@ -658,8 +762,32 @@ class BridgeHost:
 
     def actions(self) -> list[Action]:
         """Take the queued actions, in order."""
-        out, self._actions = self._actions, []
+        return [
+            item
+            if isinstance(item, ConnectServer | FlushServer | DisconnectServer)
+            else SendToAgent(self.message_of(item))
+            for item in self.drain()
+        ]
+
+    def drain(self) -> list[Output]:
+        """Take the queued actions as a runner carries them out (the list of
+        :meth:`actions` without its wrapping): what goes to the agent is the
+        message itself rather than a :class:`SendToAgent`, or a :class:`ToolAnswer`
+        (a runner that needs the message asks :meth:`message_of`)."""
+        out, self.queued = self.queued, []
         return out
+
+    def message_of(self, item: A2EMessage | ToolAnswer) -> A2EMessage:
+        """The message to send for what :meth:`drain` gave."""
+        if isinstance(item, ToolAnswer):
+            return ToolCallResponse(
+                id=self._new_id(),
+                ts=item.ts,
+                req_id=item.req_id,
+                data=item.data,
+                created_at=item.ts,
+            )
+        return item
 
     # Public: inspection ------------------------------------------------------------------
 
@@ -688,7 +816,7 @@ class BridgeHost:
         for conn in sorted(dirty) if len(dirty) > 1 else dirty:
             link = links.get(conn)
             if link is not None:
-                self._actions.append(link.flush)
+                self.queued.append(link.flush)
         dirty.clear()
 
     def _touch(self, link: _Link) -> None:
@@ -698,7 +826,7 @@ class BridgeHost:
         return {"id": self._new_id(), "ts": self._now}
 
     def _send(self, message: A2EMessage) -> None:
-        self._actions.append(SendToAgent(message))
+        self.queued.append(message)
 
     def _start_timeout(self, config: MCPServerConfig) -> float:
         return float(min(config.timeout, self.connect_timeout))
@@ -727,11 +855,13 @@ class BridgeHost:
         except _Refused as refused:
             self._reply_failure(item, refused.failure)
         except Exception as exc:  # a bug here must not take the bridge down
-            self.internal_errors.append(f"{item.type}: {type(exc).__name__}: {exc}")
-            self._reply_failure(
-                item,
-                _Failure(A2EErrorCode.RUNTIME_ERROR, f"the bridge failed on {item.type}: {exc}"),
-            )
+            self._reply_failure(item, self._bug(item.type, exc))
+
+    def _bug(self, type_name: str, exc: Exception) -> _Failure:
+        """An exception in the host's own code while handling ``type_name`` from the
+        agent: recorded, and answered as ``runtime_error``."""
+        self.internal_errors.append(f"{type_name}: {type(exc).__name__}: {exc}")
+        return _Failure(A2EErrorCode.RUNTIME_ERROR, f"the bridge failed on {type_name}: {exc}")
 
     def _handler_table(self) -> dict[type[A2EMessage], Callable[[Any], None]]:
         return {
@@ -770,6 +900,9 @@ class BridgeHost:
         """Answer a failed request: in its own response type where the spec gives it
         an ``ok``/``error`` field (with the code in the extension fields
         ``error_code`` and ``retryable``), otherwise with an ``error`` message."""
+        if isinstance(request, ToolCallRequest):
+            _ToolCall(self, request.id, request.tool_name, request.streaming).fail(failure)
+            return
         code = str(failure.code)
         ext = {"error_code": code, "retryable": failure.retryable}
         if failure.detail:
@@ -819,25 +952,6 @@ class BridgeHost:
                     **env, req_id=rid, server_id=server_id, error=failure.message, extra=ext
                 )
             )
-        elif isinstance(request, ToolCallRequest):
-            started = failure.detail.get("started")
-            duration = (self._now - started) * 1000 if isinstance(started, float) else 0.0
-            result = {
-                "success": False,
-                "tool_name": request.tool_name,
-                "data": None,
-                "summary": "",
-                "truncated": False,
-                "exit_code": None,
-                "error": failure.message,
-                "error_code": code,
-                "duration_ms": round(duration, 3),
-                "events": [],
-                "retryable": failure.retryable,
-            }
-            if failure.detail:
-                result["detail"] = _without(failure.detail, "started")
-            self._send(ToolCallResponse(**env, req_id=rid, data=result, created_at=self._now))
         else:
             self._send_error(rid, failure)
 
@@ -1024,7 +1138,7 @@ class BridgeHost:
         server.last_conn = conn
         server.status = CONNECTING
         self._links[conn] = link
-        self._actions.append(ConnectServer(conn, server.server_id, server.config, session))
+        self.queued.append(ConnectServer(conn, server.server_id, server.config, session))
 
     def _on_started(self, link: _Link) -> None:
         server = link.server
@@ -1097,7 +1211,7 @@ class BridgeHost:
         if self._links.pop(link.conn, None) is None:
             return
         server = link.server
-        self._actions.append(DisconnectServer(link.conn, server.server_id, reason))
+        self.queued.append(DisconnectServer(link.conn, server.server_id, reason))
         self._dirty.discard(link.conn)
         for key, wait in list(self._waits.items()):
             if wait.link is link:
@@ -1154,18 +1268,20 @@ class BridgeHost:
                 return
             assert not isinstance(event, type)
             try:
-                self._on_event(link, event)
+                if type(event) is ResponseReceived:  # the commonest by far: no call more
+                    call = link.calls.pop(event.request_id, None)
+                    if call is not None:
+                        call.ok(event.result)
+                else:
+                    self._on_event(link, event)
             except Exception as exc:  # a hostile server must not take the bridge down
                 self.internal_errors.append(
                     f"{link.server.server_id}: {type(event).__name__}: {type(exc).__name__}: {exc}"
                 )
 
     def _on_event(self, link: _Link, event: Event) -> None:
-        if isinstance(event, ResponseReceived):
-            call = link.calls.pop(event.request_id, None)
-            if call is not None:
-                call.ok(event.result)
-        elif isinstance(event, RequestFailed):
+        # (ResponseReceived is handled by _pump itself.)
+        if isinstance(event, RequestFailed):
             call = link.calls.pop(event.request_id, None)
             if call is not None:
                 call.err(event.error)
@@ -1541,41 +1657,9 @@ class BridgeHost:
         self._send(ToolListResponse(**self._envelope(), req_id=request.id, tools=tools))
 
     def _on_tool_call(self, request: ToolCallRequest) -> None:
-        parsed = split_namespaced(request.tool_name)
-        server = self._servers.get(parsed[0]) if parsed else None
-        if parsed is None or server is None:
-            raise _Refused(
-                _Failure(
-                    MCPErrorCode.MCP_TOOL_NOT_FOUND,
-                    f"no MCP server offers a tool named {request.tool_name!r}",
-                    {"tool_name": request.tool_name},
-                )
-            )
-        tool_name = parsed[1]
-        if tool_name not in server.tools:
-            allowed = server.allows_tool(tool_name)
-            raise _Refused(
-                _Failure(
-                    MCPErrorCode.MCP_TOOL_NOT_FOUND,
-                    f"server {server.server_id!r} has no tool {tool_name!r}"
-                    + ("" if allowed else " (not on its tool_allow_list)"),
-                    {"server_id": server.server_id, "tool_name": request.tool_name},
-                )
-            )
-        link = server.link
-        if link is None or server.status != READY:
-            raise _Refused(self._unavailable(server))
-        timeout = float(server.config.timeout)
-        if request.timeout > 0:
-            timeout = min(timeout, float(request.timeout))
-        self._start_call(
-            link,
-            "tools/call",
-            # The request is the host's own copy (see receive_agent_message).
-            {"name": tool_name, "arguments": request.arguments},
-            _ToolCall(self, request, server),
-            timeout,
-        )
+        # The request is the host's own copy (see receive_agent_message).
+        call = _ToolCall(self, request.id, request.tool_name, request.streaming)
+        call.start(request.arguments, request.timeout)
 
     # Resources ---------------------------------------------------------------------------------
 

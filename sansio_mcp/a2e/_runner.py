@@ -6,8 +6,9 @@ depend on the event loop: actions are executed synchronously, in the task
 that fed the host (no hop through an action task), server output is written
 through each connection's ``flush_now`` (which sends what it can at once and
 leaves the rest to that connection's writer), messages for the agent go to
-one synchronous sink, and the timer is woken only when the host arms a
-deadline earlier than the one it waits for (:meth:`BridgeHost.deadline_added`).
+one synchronous sink (and a tool call's ToolResult straight to an in-process
+agent's ``answer`` when it takes it), and the timer is woken only when the host
+arms a deadline earlier than the one it waits for (:meth:`BridgeHost.deadline_added`).
 A subclass supplies :meth:`open_connection` and :meth:`wake_timer`, and runs
 the timer with :meth:`timer_delay` / :meth:`timer_fired`.
 """
@@ -22,18 +23,29 @@ from typing import Any, TypeVar
 import attrs
 
 from ._config import BridgeConfig, parse_config
-from ._host import BridgeHost, ConnectServer, DisconnectServer, FlushServer, SendToAgent
+from ._driver import BridgeDriver
+from ._host import BridgeHost, ConnectServer, DisconnectServer, FlushServer, ToolAnswer
 from ._messages import A2EMessage
 from ._websocket import A2EWebSocket
 
 R = TypeVar("R", bound="BridgeRunner")
 
-__all__ = ["AgentSink", "BridgeRunner", "Connection", "direct_bridge", "WebSocketAgents"]
+__all__ = [
+    "AgentSink",
+    "AnswerSink",
+    "BridgeRunner",
+    "Connection",
+    "WebSocketAgents",
+    "direct_bridge",
+]
 
 logger = logging.getLogger("sansio_mcp.a2e")
 
 #: Where messages for the agent go: encode and write them, or hand them over.
 AgentSink = Callable[[A2EMessage], None]
+#: An in-process agent's way to take a tool call's ToolResult without the message:
+#: ``answer(req_id, result)`` is True if it took it.
+AnswerSink = Callable[[str, dict[str, Any]], bool]
 
 
 @attrs.define(eq=False)
@@ -42,8 +54,9 @@ class Connection:
 
     #: Tear the transport down (cancel its task).
     cancel: Callable[[], None]
-    #: Send what the session queued, without waiting (set once the transport is up).
-    flush_now: Callable[[], None] | None = None
+    #: Send what the session queued, without waiting (set once the transport is up;
+    #: what it returns is ignored).
+    flush_now: Callable[[], object] | None = None
     #: Why the transport ended, once known (a process's exit code, say).
     reason: str = ""
 
@@ -59,6 +72,7 @@ class BridgeRunner:
         self.running = False
         self._connections: dict[int, Connection] = {}
         self._agent: AgentSink | None = None
+        self._answer: AnswerSink | None = None
         self._armed = math.inf
         self._executing = False
 
@@ -82,34 +96,40 @@ class BridgeRunner:
         if not self.running or self._executing:
             return  # queued until running; or the loop below picks them up
         self._executing = True
+        host = self.host
         try:
-            while actions := self.host.actions():
-                for action in actions:
-                    self._execute(action)
+            while host.queued:
+                for item in host.drain():
+                    # The commonest first: this runs for every message.
+                    if isinstance(item, FlushServer):
+                        found = self._connections.get(item.connection)
+                        if found is not None and found.flush_now is not None:
+                            found.flush_now()
+                    elif isinstance(item, ToolAnswer):
+                        answer = self._answer
+                        if answer is None or not answer(item.req_id, item.data):
+                            self._to_agent(host.message_of(item))
+                    elif isinstance(item, A2EMessage):
+                        self._to_agent(item)
+                    elif isinstance(item, ConnectServer):
+                        self._connections[item.connection] = self.open_connection(item)
+                    elif isinstance(item, DisconnectServer):
+                        found = self._connections.get(item.connection)
+                        if found is not None:
+                            found.cancel()
         finally:
             self._executing = False
-        deadline = self.host.deadline_added()
+        deadline = host.deadline_added()
         if deadline is not None and deadline < self._armed:
             self._armed = deadline
             self.wake_timer()
 
-    def _execute(self, action: object) -> None:
-        if isinstance(action, SendToAgent):
-            agent = self._agent
-            if agent is None:
-                logger.debug("no agent attached: dropped %s", action.message.type)
-            else:
-                agent(action.message)
-        elif isinstance(action, FlushServer):
-            found = self._connections.get(action.connection)
-            if found is not None and found.flush_now is not None:
-                found.flush_now()
-        elif isinstance(action, ConnectServer):
-            self._connections[action.connection] = self.open_connection(action)
-        elif isinstance(action, DisconnectServer):
-            found = self._connections.get(action.connection)
-            if found is not None:
-                found.cancel()
+    def _to_agent(self, message: A2EMessage) -> None:
+        agent = self._agent
+        if agent is None:
+            logger.debug("no agent attached: dropped %s", message.type)
+        else:
+            agent(message)
 
     # The timer -------------------------------------------------------------------------
 
@@ -127,16 +147,10 @@ class BridgeRunner:
 
     # Server connections -----------------------------------------------------------------
 
-    def connection_input(self, conn: int) -> Callable[[], None]:
-        """What a connection's session driver calls when the session was fed."""
-        host = self.host
-        clock = self.clock
-
-        def pump() -> None:
-            host.connection_input(conn, clock())
-            self.poke()
-
-        return pump
+    def server_driver(self, action: ConnectServer) -> BridgeDriver:
+        """The driver for the session host of ``action``'s connection: every event
+        of the session goes to the host, at once."""
+        return BridgeDriver(action.session, self, action.connection)
 
     def connection_opened(self, conn: int) -> None:
         self.host.connection_opened(conn, self.clock())
@@ -153,29 +167,33 @@ class BridgeRunner:
 
     # The agent ------------------------------------------------------------------------------
 
-    def attach_agent(self, sink: AgentSink | None) -> None:
-        """Where messages for the agent go (None: nowhere, they are dropped)."""
+    def attach_agent(self, sink: AgentSink | None, answer: AnswerSink | None = None) -> None:
+        """Where messages for the agent go (None: nowhere, they are dropped), and
+        where an in-process agent takes ToolResults without the message."""
         self._agent = sink
+        self._answer = answer
 
-    def connect_agent(self, sink: AgentSink) -> None:
-        """An in-process agent arrives: messages for it go to ``sink``."""
+    def connect_agent(self, sink: AgentSink, answer: AnswerSink | None = None) -> None:
+        """An in-process agent arrives: messages for it go to ``sink`` (ToolResults
+        to ``answer`` first, when given)."""
         self.host.agent_connected(self.clock())
-        self.attach_agent(sink)
+        self.attach_agent(sink, answer)
 
     async def agent_send(self, message: A2EMessage) -> None:
-        """:meth:`agent_message` as an in-process agent's ``send``."""
-        self.agent_message(message)
-
-    def agent_message(self, message: A2EMessage, *, adopted: bool = False) -> None:
-        """A message from an in-process agent, handled at once in the caller's task
-        (checked and copied first unless ``adopted``: see
-        :meth:`BridgeHost.receive_agent_message`)."""
-        self.host.receive_agent_message(message, self.clock(), adopted=adopted)
+        """An in-process agent's ``send``: the message is handled at once, in the
+        caller's task (checked and copied first: :meth:`BridgeHost.receive_agent_message`)."""
+        self.host.receive_agent_message(message, self.clock())
         self.poke()
 
-    def agent_adopted(self, message: A2EMessage) -> None:
-        """:meth:`agent_message` of a message the agent built for the host alone."""
-        self.agent_message(message, adopted=True)
+    def agent_tool_call(
+        self, req_id: str, tool_name: str, arguments: dict[str, Any], timeout: int, streaming: bool
+    ) -> None:
+        """An in-process agent's tool call, as its fields (see
+        :meth:`BridgeHost.receive_tool_call`), handled at once in the caller's task."""
+        self.host.receive_tool_call(
+            req_id, tool_name, arguments, timeout, self.clock(), streaming=streaming
+        )
+        self.poke()
 
     def disconnect_agent(self) -> None:
         """The in-process agent is done: what servers asked of it is refused."""
@@ -186,7 +204,7 @@ class BridgeRunner:
     def shutdown(self) -> None:
         """Disconnect every server; the backend then waits for the connection tasks."""
         self.host.close(self.clock())
-        for action in self.host.actions():
+        for action in self.host.drain():
             if isinstance(action, DisconnectServer):
                 found = self._connections.get(action.connection)
                 if found is not None:

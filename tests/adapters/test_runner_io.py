@@ -18,6 +18,7 @@ from sansio_mcp import Context, Server
 from trio_adapters import open_client as trio_open_client
 from trio_adapters import open_stdio_client as trio_stdio_client
 from trio_adapters import serve as trio_serve
+from trio_adapters._runner import ByteStream
 
 SERVER = [sys.executable, "-m", "sansio_mcp_cli", "example-server"]
 CALLS = 200
@@ -210,3 +211,42 @@ async def test_trio_handler_awaits_stay_checkpoints_over_a_pipe() -> None:
         await server_in.aclose()
     # Cancelled within a few reports: long before the pipe fills and a write would yield.
     assert "finished" not in seen and seen["cancelled at"] < 100, seen
+
+
+async def test_trio_byte_stream_writes_in_order_and_notices_a_peer_that_stops_reading() -> None:
+    """A ByteStream (a stream with no session: the bridge's agent side) writes what
+    a pipe takes at once and sends the rest from its task, in order, however much
+    piles up; once the reader is gone it is broken, says so once, and drops output."""
+    out_r, out_w = os.pipe()
+    in_r, in_w = os.pipe()
+    broken: list[bool] = []
+    send, receive = trio.lowlevel.FdStream(out_w), trio.lowlevel.FdStream(in_r)
+    stream = ByteStream(send, receive, lambda: broken.append(True))
+    chunks = [bytes([65 + i % 26]) * 50_000 for i in range(40)]  # 2 MB: far more than a pipe holds
+    got: list[bytes | bytearray] = []
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(stream.run)
+            nursery.start_soon(stream.read_into, got.append)
+            for chunk in chunks:
+                stream.write(chunk)  # never waits
+            assert stream._backlog  # the pipe did not take it all: the task sends the rest
+            received = bytearray()
+            reader_fd = trio.lowlevel.FdStream(out_r)
+            while len(received) < sum(map(len, chunks)):
+                received += await reader_fd.receive_some(1 << 16)
+            assert bytes(received) == b"".join(chunks)
+            await stream.drained(timeout=5)
+            os.write(in_w, b"input")
+            os.close(in_w)
+            while not got or got[-1]:
+                await trio.sleep(0.01)
+            assert b"".join(got) == b"input"
+            await reader_fd.aclose()
+            stream.write(b"x" * 100_000)  # the reader is gone
+            assert stream.broken and broken == [True]
+            stream.write(b"more")  # dropped without a word
+            assert broken == [True]
+            nursery.cancel_scope.cancel()
+        await send.aclose()
+        await receive.aclose()

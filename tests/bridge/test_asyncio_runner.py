@@ -45,7 +45,7 @@ async def test_example_server_through_the_asyncio_bridge(era: str) -> None:
             assert (info["mcp_version"] == "2026-07-28") == (era == "modern")
             added = await agent.call_tool("ex__add", {"a": 1, "b": 2})
             assert added["data"]["structuredContent"] == {"sum": 3}
-            slow = await agent.call_tool("ex__slow", {"seconds": 0.1, "steps": 2})
+            slow = await agent.call_tool("ex__slow", {"seconds": 0.1, "steps": 2}, streaming=True)
             assert slow["success"] and len(agent.events) == 2
             assert _text(await agent.call_tool("ex__sample", {"prompt": "?"})) == "asyncio says 42"
             assert "file:///aio" in _text(await agent.call_tool("ex__list_roots"))

@@ -25,6 +25,7 @@ import re
 import signal
 import subprocess
 import sys
+import types
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -32,6 +33,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -56,6 +58,7 @@ from sansio_mcp.a2e import (
     parse_config,
     to_obj,
 )
+from sansio_mcp.a2e._client import own_arguments
 from sansio_mcp.a2e._fields import wire_fields
 from sansio_mcp_testing.strategies import a2e_messages, json_values
 from tests.parity.conftest import no_leaks  # noqa: F401 - the fixture, used below
@@ -186,6 +189,138 @@ def encode_value(value: Any) -> str:
     return _json.dumps(value)
 
 
+# The tool-call fast path, without I/O: a tool call handed over by its fields ---------------
+
+_ARGUMENTS = st.one_of(
+    st.none(),
+    st.dictionaries(st.text(max_size=4), st.one_of(json_values(3), _ODD_VALUES), max_size=3),
+    st.dictionaries(st.integers(), st.integers(), max_size=2),
+    st.builds(types.MappingProxyType, st.dictionaries(st.text(max_size=3), json_values(2))),
+)
+
+
+@SETTINGS
+@given(_ARGUMENTS, st.sampled_from([0, DEFAULT_MAX_DEPTH - 2, DEFAULT_MAX_DEPTH - 1]))
+def test_arguments_taken_by_their_fields_are_what_adopting_the_call_takes(
+    arguments: Any, depth: int
+) -> None:
+    """``call_tool`` hands a bridge in this process the arguments by themselves, not
+    a message to adopt: it may do so only with what adopting the general path's
+    ``tool/call/req`` would take as it is, and must copy exactly that; anything
+    else goes as the message (and fails, or is changed, as on the wire)."""
+    if depth:
+        arguments = {**(arguments or {}), "deep": _nested(depth)}
+    copied = own_arguments(arguments)
+    given_dict = dict(arguments or {})
+    general = _handed_over(ToolCallRequest(tool_name="s__t", arguments=given_dict))
+    if copied is not None:
+        assert isinstance(general, ToolCallRequest) and general.arguments == copied
+        assert not {id(c) for c in _containers(copied)} & {id(c) for c in _containers(arguments)}
+    else:
+        assert not (isinstance(general, ToolCallRequest) and general.arguments == given_dict)
+
+
+def _answers(by_fields: bool, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every answer the host gives a set of tool calls (ok, isError, an MCP error, a
+    timeout, unknown names, a server that is down, a bug in the host), sent as
+    ``tool/call/req`` messages or handed over by their fields; and what the server got."""
+    from sansio_mcp._errors import MCPError
+    from sansio_mcp.a2e import _host
+
+    from .helpers import FakeServer, Harness, text, tool
+
+    h = Harness()
+    fake = h.add_server("srv", FakeServer(tools=[tool(n) for n in ("add", "boom", "err", "hang")]))
+    fake.handlers["tools/call"] = lambda server, event: {
+        "add": {"content": [text("3")], "structuredContent": {"sum": 3}},
+        "boom": {"content": [text("it broke")], "isError": True},
+        "err": MCPError(-32602, "bad arguments"),
+        "hang": None,
+    }[event.params["name"]]
+    h.add_server("down", FakeServer(tools=[tool("t")]))
+    h.register("m", "srv", timeout=5)
+    h.register("d", "down", auto_reconnect=False)
+    h.kill("d")
+    split = _host.split_namespaced
+
+    def buggy(name: str) -> Any:
+        if name == "m__bug":
+            raise RuntimeError("a bug")
+        return split(name)
+
+    monkeypatch.setattr(_host, "split_namespaced", buggy)
+    calls: list[tuple[str, dict[str, Any], int]] = [
+        ("m__add", {"a": 1, "b": [2]}, 30),
+        ("m__boom", {}, 0),
+        ("m__err", {}, -1),
+        ("m__hang", {}, 2),
+        ("m__missing", {}, 30),
+        ("nope__t", {}, 30),
+        ("plain", {}, 30),
+        ("d__t", {}, 30),
+        ("m__bug", {}, 30),
+    ]
+    bugs: list[str] = []
+    for i, (name, arguments, timeout) in enumerate(calls):
+        if by_fields:
+            h.host.receive_tool_call(f"c{i}", name, copy_json(arguments), timeout, h.now)
+        else:
+            h.host.receive_agent_message(
+                ToolCallRequest(id=f"c{i}", tool_name=name, arguments=arguments, timeout=timeout),
+                h.now,
+            )
+        bugs += h.host.internal_errors
+        h.host.internal_errors.clear()
+        h.run()
+    h.now += 1
+    h.advance(2)
+    answers = [(m.req_id, m.data) for m in h.inbox if isinstance(m, ToolCallResponse)]
+    assert len(answers) == len(calls)
+    return [answers, [m for m in fake.received if m.get("method") == "tools/call"], bugs]
+
+
+async def test_the_trio_clients_signal_wakes_its_one_waiter_and_survives_cancellation() -> None:
+    """The Trio client's own one-shot signal (one per request instead of a trio.Event)."""
+    from trio_adapters.a2e_client import A2EClient
+
+    async def send(message: A2EMessage) -> None:
+        raise AssertionError("not used")
+
+    client = A2EClient(send)
+    signal = client.new_signal()
+    signal.set()
+    with trio.fail_after(1):
+        await signal.wait()  # set before: no wait (a checkpoint)
+    signal = client.new_signal()
+    woke: list[float] = []
+
+    async def waiter() -> None:
+        await signal.wait()
+        woke.append(trio.current_time())
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(waiter)
+            await trio.testing.wait_all_tasks_blocked()
+            assert woke == []
+            signal.set()
+            signal.set()  # once is all it takes, and all it does
+    assert len(woke) == 1
+    signal = client.new_signal()
+    with trio.move_on_after(0.01) as scope:
+        await signal.wait()
+    assert scope.cancelled_caught
+    signal.set()  # the waiter is gone: nobody to wake, nothing breaks
+    with trio.fail_after(1):
+        await signal.wait()
+
+
+def test_a_tool_call_by_its_fields_is_answered_as_the_message_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert _answers(True, monkeypatch) == _answers(False, monkeypatch)
+
+
 # Opening a direct agent on either backend ----------------------------------------------
 
 
@@ -248,7 +383,7 @@ async def _script(agent: A2EClientBase) -> None:
     await agent.register({"server_id": "ex", "cmd": [*EXAMPLE, "--page-size", "2"]})
     await agent.list_tools(query="add")
     await agent.call_tool("ex__add", {"a": 40, "b": 2})
-    await agent.call_tool("ex__slow", {"seconds": 0.05, "steps": 2})
+    await agent.call_tool("ex__slow", {"seconds": 0.05, "steps": 2}, streaming=True)
     await agent.call_tool("ex__sample", {"prompt": "6 x 7?"})
     await agent.call_tool("ex__list_roots")
     await agent.call_tool("ex__elicit", {"question": "colour?"})
@@ -448,7 +583,7 @@ async def _example_server(backend: str) -> None:
         await agent.set_roots([{"uri": "file:///set/by/agent", "name": "set"}])
         assert "file:///set/by/agent" in _text(await agent.call_tool("ex__list_roots"))
         assert len(asked) == 1  # the roots the agent set answer from now on
-        slow = await agent.call_tool("ex__slow", {"seconds": 0.05, "steps": 2})
+        slow = await agent.call_tool("ex__slow", {"seconds": 0.05, "steps": 2}, streaming=True)
         assert slow["success"] and [e.seq for e in agent.events] == [1, 2]
         assert isinstance(agent.events[0], ToolEvent)
         pong = await agent.ping()
@@ -497,7 +632,7 @@ async def _everything(backend: str, command: list[str]) -> None:
         elicited = await agent.call_tool("ev__trigger-elicitation-request")
         assert "Ada Lovelace" in _text(elicited)
         slow = await agent.call_tool(
-            "ev__trigger-long-running-operation", {"duration": 0.2, "steps": 2}
+            "ev__trigger-long-running-operation", {"duration": 0.2, "steps": 2}, streaming=True
         )
         assert slow["success"] and len(agent.events) >= 2
         blob = await agent.read_resource("demo://resource/dynamic/blob/4")
@@ -711,7 +846,7 @@ def test_the_tool_call_fast_path_answers_as_the_wire_does(backend: str) -> None:
 
     async def direct() -> list[Any]:
         async with _open(backend) as agent:
-            assert agent.hand_over is not None
+            assert agent.hand_over_call is not None
             return await _odd_calls(agent)
 
     expected = trio.run(over_ndjson)

@@ -91,7 +91,7 @@ async def test_every_message_type_against_the_example_server(era: str) -> None:
 
             added = await agent.call_tool("ex__add", {"a": 40, "b": 2})
             assert added["success"] and added["data"]["structuredContent"] == {"sum": 42}
-            slow = await agent.call_tool("ex__slow", {"seconds": 0.1, "steps": 2})
+            slow = await agent.call_tool("ex__slow", {"seconds": 0.1, "steps": 2}, streaming=True)
             assert slow["success"] and [e.data["progress"] for e in agent.events] == [1, 2]
             failed = await agent.call_tool("ex__fail", {"message": "nope"})
             assert (failed["success"], failed["error_code"], failed["error"]) == (
@@ -296,7 +296,7 @@ async def test_server_everything(everything_command: list[str]) -> None:
             image = await agent.call_tool("ev__get-tiny-image")
             assert any(c["type"] == "image" for c in image["data"]["content"])
             slow = await agent.call_tool(
-                "ev__trigger-long-running-operation", {"duration": 0.3, "steps": 3}
+                "ev__trigger-long-running-operation", {"duration": 0.3, "steps": 3}, streaming=True
             )
             assert slow["success"] and len([e for e in agent.events if e.req_id]) >= 3
 

@@ -358,12 +358,12 @@ def test_tool_call_times_out_per_server_timeout() -> None:
     assert any(m.get("method") == "notifications/cancelled" for m in fake.received)
 
 
-def test_progress_becomes_tool_events_and_pushes() -> None:
+def test_progress_of_a_streaming_call_becomes_tool_events_and_pushes() -> None:
     h = Harness()
     fake = h.add_server("srv", FakeServer(tools=[tool("slow")]))
     fake.handlers["tools/call"] = lambda s, e: None
     h.register("m", "srv")
-    h.send(ToolCallRequest(id="c", tool_name="m__slow", arguments={}))
+    h.send(ToolCallRequest(id="c", tool_name="m__slow", arguments={}, streaming=True))
     held = fake.held[0]
     assert held.progress_token is not None
     conn = h.conn_of("m")
@@ -381,6 +381,24 @@ def test_progress_becomes_tool_events_and_pushes() -> None:
     pushes = [p for p in h.of_type(MCPServerPush) if p.method == "notifications/progress"]
     assert len(pushes) == 2 and pushes[0].params["progress"] == 1
     assert h.reply_to("c").data["success"] is True  # type: ignore[attr-defined]
+
+
+def test_a_call_that_is_not_streaming_asks_for_no_progress() -> None:
+    """Without ``streaming`` the agent wants no events, so the server is not asked for
+    progress (no ``_meta.progressToken``): it reports none, and there is no event or push."""
+    h = Harness()
+    fake = h.add_server("srv", FakeServer(tools=[tool("slow")]))
+    fake.handlers["tools/call"] = lambda s, e: None
+    h.register("m", "srv")
+    h.send(ToolCallRequest(id="c", tool_name="m__slow", arguments={"x": 1}))
+    held = fake.held[0]
+    assert held.progress_token is None
+    sent = next(m for m in fake.received if m.get("method") == "tools/call")
+    assert sent["params"] == {"name": "slow", "arguments": {"x": 1}}
+    h.answer_held("m", {"content": [text("done")]})
+    assert h.reply_to("c").data["success"] is True  # type: ignore[attr-defined]
+    assert not h.of_type(ToolEvent)
+    assert not [p for p in h.of_type(MCPServerPush) if p.method == "notifications/progress"]
 
 
 def test_tools_list_changed_resyncs_and_is_pushed() -> None:
