@@ -68,6 +68,10 @@ class _StreamRunner(AsyncioRunner):
 
 
 class _HTTPHost(_HTTPClientHost):
+    # The bridge host enforces the session's deadlines; the host's own attach still
+    # closes its kept-alive connections when it ends.
+    runs_timer = False
+
     def __init__(
         self, session: ClientSession, transport: StreamableHTTPClient, driver: BridgeDriver
     ) -> None:
@@ -75,9 +79,6 @@ class _HTTPHost(_HTTPClientHost):
             session, transport, ClientHandlers(), max_body=16 * 1024 * 1024, ssl_context=None
         )
         self.driver = driver
-
-    def attach(self, group: asyncio.TaskGroup) -> None:
-        self._group = group
 
     def flush_soon(self) -> None:
         # Its flush only starts one task per queued message: start it from a task.
@@ -85,6 +86,10 @@ class _HTTPHost(_HTTPClientHost):
 
 
 class _SSEHost(_SSEClientHost):
+    # The bridge host enforces the session's deadlines; the host's own attach still
+    # closes its kept-alive connections when it ends.
+    runs_timer = False
+
     def __init__(
         self, session: ClientSession, transport: StreamableHTTPClient, driver: BridgeDriver
     ) -> None:
@@ -92,9 +97,6 @@ class _SSEHost(_SSEClientHost):
             session, transport, ClientHandlers(), max_body=16 * 1024 * 1024, ssl_context=None
         )
         self.driver = driver
-
-    def attach(self, group: asyncio.TaskGroup) -> None:
-        self._group = group
 
     def flush_soon(self) -> None:
         self.start(self.flush())

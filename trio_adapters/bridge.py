@@ -98,6 +98,10 @@ class _StreamRunner(TrioRunner):
 
 
 class _HTTPHost(_HTTPClientHost):
+    # The bridge host enforces the session's deadlines; the host's own attach still
+    # runs its flusher and closes its kept-alive connections when it ends.
+    runs_timer = False
+
     def __init__(
         self, session: ClientSession, transport: StreamableHTTPClient, driver: BridgeDriver
     ) -> None:
@@ -105,14 +109,13 @@ class _HTTPHost(_HTTPClientHost):
             session, transport, ClientHandlers(), max_body=16 * 1024 * 1024, ssl_context=None
         )
         self.driver = driver
-        self.flusher = _Flusher(self.flush)
-
-    def attach(self, nursery: trio.Nursery) -> None:
-        self._nursery = nursery
-        nursery.start_soon(self.flusher.run)
 
 
 class _SSEHost(_SSEClientHost):
+    # The bridge host enforces the session's deadlines; the host's own attach still
+    # runs its flusher and closes its kept-alive connections when it ends.
+    runs_timer = False
+
     def __init__(
         self, session: ClientSession, transport: StreamableHTTPClient, driver: BridgeDriver
     ) -> None:
@@ -120,11 +123,6 @@ class _SSEHost(_SSEClientHost):
             session, transport, ClientHandlers(), max_body=16 * 1024 * 1024, ssl_context=None
         )
         self.driver = driver
-        self.flusher = _Flusher(self.flush)
-
-    def attach(self, nursery: trio.Nursery) -> None:
-        self._nursery = nursery
-        nursery.start_soon(self.flusher.run)
 
 
 # The bridge ---------------------------------------------------------------------------------------
@@ -257,7 +255,7 @@ class TrioBridge(BridgeRunner):
         host = _HTTPHost(action.session, transport, self.server_driver(action))
         async with trio.open_nursery() as nursery:
             host.attach(nursery)
-            connection.flush_now = host.flusher.wake
+            connection.flush_now = host._schedule_flush
             self.connection_opened(action.connection)
             try:
                 await trio.sleep_forever()
@@ -278,7 +276,7 @@ class TrioBridge(BridgeRunner):
         ended = trio.Event()
         async with trio.open_nursery() as nursery:
             host.attach(nursery)
-            connection.flush_now = host.flusher.wake
+            connection.flush_now = host._schedule_flush
 
             async def stream(ready: trio.Event) -> None:
                 try:

@@ -467,3 +467,50 @@ async def test_a_bridge_that_dies_fails_requests_at_once() -> None:
                     await trio.sleep(0.01)
             with trio.fail_after(1), pytest.raises(ConnectionError):
                 await agent.list_servers()
+
+
+def _client_connections_to(port: int) -> int:
+    """This process's established TCP connections whose far end is ``port``."""
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for row in f.read().splitlines()[1:]:
+                fields = row.split()
+                remote_port = int(fields[2].rsplit(":", 1)[1], 16)
+                if remote_port == port and fields[3] == "01" and fields[9] in inodes:
+                    count += 1
+    return count
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+async def test_unregistering_closes_the_connections_kept_alive(transport: str) -> None:
+    """The bridge's HTTP clients keep connections alive between requests; when
+    the server goes, so do they (closed, not left for the garbage collector)."""
+    import gc
+
+    gc.disable()
+    try:
+        with trio.fail_after(BUDGET):
+            async with trio.open_nursery() as nursery:
+                url = await _serve(transport, nursery)
+                port = int(url.rsplit(":", 1)[1].split("/")[0])
+                async with running_bridge() as (_, agent):
+                    await agent.register({"server_id": "net", "transport": transport, "url": url})
+                    for _ in range(3):
+                        await agent.call_tool("net__add", {"a": 1, "b": 2})
+                    assert _client_connections_to(port) >= 1
+                    await agent.unregister("net")
+                    with trio.fail_after(5):
+                        while _client_connections_to(port):
+                            await trio.sleep(0.02)
+                nursery.cancel_scope.cancel()
+    finally:
+        gc.enable()
