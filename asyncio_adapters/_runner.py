@@ -38,29 +38,29 @@ async def shielded(step: Callable[[], Awaitable[None]]) -> None:
 
 
 class _Signal:
-    """HostBase's one-shot signal: a future per waiter, as :class:`asyncio.Event`
-    does, without its lock-and-list machinery (one is made for every request)."""
+    """HostBase's one-shot signal for one waiting task: a bare future, without
+    :class:`asyncio.Event`'s lock and list (one is made for every request)."""
 
-    __slots__ = ("_is_set", "_waiters")
+    __slots__ = ("_is_set", "_waiter")
 
     def __init__(self) -> None:
         self._is_set = False
-        self._waiters: list[asyncio.Future[None]] = []
+        self._waiter: asyncio.Future[None] | None = None
 
     def set(self) -> None:
         self._is_set = True
-        for waiter in self._waiters:
-            if not waiter.done():
-                waiter.set_result(None)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     async def wait(self) -> bool:
         if not self._is_set:
-            waiter = asyncio.get_running_loop().create_future()
-            self._waiters.append(waiter)
+            assert self._waiter is None, "one task at a time waits on a signal"
+            self._waiter = asyncio.get_running_loop().create_future()
             try:
-                await waiter
+                await self._waiter
             finally:
-                self._waiters.remove(waiter)
+                self._waiter = None
         return True
 
 
@@ -147,15 +147,9 @@ class AsyncioSessionHost(HostBase):
             await self.flush()
 
     def _schedule_flush(self) -> None:
-        if self._group is not None and not self.flush_now():
+        # What cannot go out at once goes from a task that awaits flush().
+        if self._group is not None and not self.send_now():
             self.start(self.flush())
-
-    def flush_now(self) -> bool:
-        """Send what is queued without waiting, if this host can; True if it did.
-
-        Otherwise :meth:`_schedule_flush` starts a task that awaits :meth:`flush`.
-        """
-        return False
 
     def _spawn(self, request_id: RequestId | None, fn: Callable[[], Awaitable[None]]) -> None:
         async def run() -> None:
@@ -274,7 +268,7 @@ class AsyncioRunner(AsyncioSessionHost):
             if self.reading_waits_for_output:
                 await self.flush()
             else:
-                self.flush_now()
+                self.send_now()
             if not data:
                 break
 
@@ -284,7 +278,7 @@ class AsyncioRunner(AsyncioSessionHost):
             return
         self.framing.receive_data(data)
         self.driver.process_events()
-        self.flush_now()
+        self.send_now()
         if not data or self.driver.closed:
             self._input_ended.set()
         elif self.reading_waits_for_output and self._writer.transport.get_write_buffer_size():
@@ -299,17 +293,21 @@ class AsyncioRunner(AsyncioSessionHost):
         finally:
             self.resume_input()
 
-    def flush_now(self) -> bool:
+    def send_now(self) -> bool:
         # Writing to a transport never blocks (only waiting for it to drain
         # does), so output goes out at once, in order, whoever else is draining.
+        writer = self._writer
         data = self.framing.data_to_send()
-        if data and not self._writer.is_closing():
-            self._writer.write(data)
-        return True
+        if writer.is_closing():
+            return True
+        if data:
+            writer.write(data)
+        # Something to wait for only if the transport holds output nobody waits on yet.
+        return not writer.transport.get_write_buffer_size() or self._send_lock.locked()
 
     async def flush(self) -> None:
         """Write what is queued, then wait while the transport holds too much of it."""
-        self.flush_now()
+        self.send_now()
         if not self._writer.transport.get_write_buffer_size() or self._writer.is_closing():
             return
         async with self._send_lock:

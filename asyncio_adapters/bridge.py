@@ -205,7 +205,7 @@ class AsyncioBridge(BridgeRunner):
         runner = _StreamRunner(action.session, None, child.writer, self.server_driver(action))
         run = asyncio.ensure_future(runner.run(connect_input=child.connect_output))
         try:
-            connection.flush_now = runner.flush_now
+            connection.flush_now = runner._schedule_flush
             await runner.started.wait()
             self.connection_opened(action.connection)
             await run
@@ -279,7 +279,7 @@ class AsyncioBridge(BridgeRunner):
         )
         run = asyncio.ensure_future(runner.run())
         try:
-            connection.flush_now = runner.flush_now
+            connection.flush_now = runner._schedule_flush
             await runner.started.wait()
             await runner.flush()  # the opening handshake
             self.connection_opened(action.connection)

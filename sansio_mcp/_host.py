@@ -25,7 +25,8 @@ __all__ = ["BufferedSubscription", "HostBase", "HostedClient", "Signal", "start_
 
 
 class Signal(Protocol):
-    """A one-shot event: ``set`` wakes every ``wait``."""
+    """A one-shot event for one waiting task: ``set`` wakes its ``wait`` (or lets
+    a later ``wait`` return at once).  Each request has its own."""
 
     def set(self) -> None: ...
 
@@ -114,6 +115,11 @@ class HostBase:
         """Send what the session has queued."""
         raise NotImplementedError
 
+    def send_now(self) -> bool:
+        """Send what the session has queued without waiting, if this host can;
+        True when nothing is left for :meth:`flush` to wait for."""
+        return False
+
     async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
         """Run ``step`` to completion even while being cancelled."""
         raise NotImplementedError
@@ -164,7 +170,8 @@ class HostBase:
         if timed:
             self.rearm_timer()
         try:
-            await self.flush()
+            if not self.send_now():
+                await self.flush()
             await done.wait()
         except BaseException:
             if not waiter.done:

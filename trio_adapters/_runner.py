@@ -18,11 +18,43 @@ from sansio_mcp import RequestId, Session
 from sansio_mcp._driver import InputHandler, NotificationHandler, RequestHandler
 from sansio_mcp._host import HostBase, Signal
 
-__all__ = ["ByteStream", "PipeOutput", "TrioRunner", "TrioSessionHost", "reader"]
+__all__ = ["ByteStream", "OneWaiterSignal", "PipeOutput", "TrioRunner", "TrioSessionHost", "reader"]
 
 logger = logging.getLogger("trio_adapters")
 
 _READ_SIZE = 65536
+
+
+class OneWaiterSignal:
+    """A one-shot signal for the one task that waits on it (each request has its
+    own): :class:`trio.Event` without its set of waiters and a closure per wait,
+    since one is made for every request."""
+
+    __slots__ = ("_set", "_task")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._task: trio.lowlevel.Task | None = None
+
+    def set(self) -> None:
+        if not self._set:
+            self._set = True
+            task = self._task
+            if task is not None:
+                self._task = None
+                trio.lowlevel.reschedule(task)
+
+    async def wait(self) -> None:
+        if self._set:
+            await trio.lowlevel.checkpoint()
+            return
+        assert self._task is None, "one task at a time waits on a signal"
+        self._task = trio.lowlevel.current_task()
+        await trio.lowlevel.wait_task_rescheduled(self._abort)
+
+    def _abort(self, raise_cancel: Any) -> trio.lowlevel.Abort:
+        self._task = None
+        return trio.lowlevel.Abort.SUCCEEDED
 
 
 class TrioSessionHost(HostBase):
@@ -59,7 +91,7 @@ class TrioSessionHost(HostBase):
     # Primitives for HostBase --------------------------------------------------------
 
     def new_signal(self) -> Signal:
-        return trio.Event()
+        return OneWaiterSignal()
 
     def now(self) -> float:
         return trio.current_time()
@@ -208,6 +240,10 @@ class PipeOutput:
             data = data[sent:]
         self._backlog = data
         self._flush_wanted.set()
+
+    def send_now(self) -> bool:
+        self._send_soon()
+        return not self._backlog or self._sending
 
     async def flush(self) -> None:
         """Send what the session queued.  This task waits only if it becomes

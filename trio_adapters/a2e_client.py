@@ -42,7 +42,7 @@ from sansio_mcp.a2e import (
 from sansio_mcp.a2e._runner import direct_bridge
 
 from ._process import PIPE, drain_stderr, stop_process
-from ._runner import ByteStream
+from ._runner import ByteStream, OneWaiterSignal
 from ._util import unwrap_single_exception
 
 __all__ = [
@@ -53,38 +53,6 @@ __all__ = [
     "open_a2e_streams",
     "open_a2e_ws",
 ]
-
-
-class _Signal:
-    """The client's one-shot signal, for the one task that waits on it (each wait of
-    the client has a signal of its own): :class:`trio.Event` without its set of
-    waiters and a closure per wait (one is made for every request)."""
-
-    __slots__ = ("_set", "_task")
-
-    def __init__(self) -> None:
-        self._set = False
-        self._task: trio.lowlevel.Task | None = None
-
-    def set(self) -> None:
-        if not self._set:
-            self._set = True
-            task = self._task
-            if task is not None:
-                self._task = None
-                trio.lowlevel.reschedule(task)
-
-    async def wait(self) -> None:
-        if self._set:
-            await trio.lowlevel.checkpoint()
-            return
-        assert self._task is None, "one task at a time waits on a signal"
-        self._task = trio.lowlevel.current_task()
-        await trio.lowlevel.wait_task_rescheduled(self._abort)
-
-    def _abort(self, raise_cancel: Any) -> trio.lowlevel.Abort:
-        self._task = None
-        return trio.lowlevel.Abort.SUCCEEDED
 
 
 class A2EClient(A2EClientBase):
@@ -111,7 +79,7 @@ class A2EClient(A2EClientBase):
         nursery.start_soon(self._watchdog)
 
     def new_signal(self) -> Signal:
-        return _Signal()
+        return OneWaiterSignal()
 
     def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
         assert self._nursery is not None, "the client is not open"
