@@ -24,7 +24,7 @@ from sansio_mcp._streamable_http_client import (
 )
 from sansio_mcp._versions import ALL_REVISIONS
 
-from ._runner import AsyncioSessionHost, shielded
+from ._runner import AsyncioSessionHost, read_in_small_chunks, shielded
 from .client import Client, run_client
 
 __all__ = ["open_http_client"]
@@ -116,7 +116,9 @@ class _HTTPClientHost(AsyncioSessionHost):
         context = None
         if endpoint.scheme == "https":
             context = self.ssl_context or ssl.create_default_context()
-        return await asyncio.open_connection(endpoint.host, endpoint.port, ssl=context)
+        reader, writer = await asyncio.open_connection(endpoint.host, endpoint.port, ssl=context)
+        read_in_small_chunks(writer.transport)
+        return reader, writer
 
     async def _exchange(
         self,

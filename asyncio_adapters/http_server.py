@@ -14,7 +14,7 @@ from sansio_mcp._http_service import Router, SessionHosts
 from sansio_mcp._server import Server
 from sansio_mcp._streamable_http import Exchange, StreamableHTTPServer
 
-from ._runner import AsyncioSessionHost
+from ._runner import AsyncioSessionHost, read_in_small_chunks
 from .server import AsyncioContext
 
 __all__ = ["serve_http", "serve_router", "serve_tcp"]
@@ -194,6 +194,7 @@ async def serve_tcp(
             writer.close()
 
     def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        read_in_small_chunks(writer.transport)
         group.create_task(guarded(reader, writer))
 
     listener = await asyncio.start_server(accept, host, port)

@@ -250,3 +250,33 @@ async def test_trio_byte_stream_writes_in_order_and_notices_a_peer_that_stops_re
             nursery.cancel_scope.cancel()
         await send.aclose()
         await receive.aclose()
+
+
+def test_asyncio_transports_read_in_small_chunks() -> None:
+    """asyncio's transports read 256 KiB per call by default, and allocating that
+    for every small message costs more than the message: ours read 64 KiB."""
+    import socket
+
+    from asyncio_adapters._runner import AsyncioRunner, PushProtocol
+    from sansio_mcp import ClientSession
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        ours, theirs = socket.socketpair()
+        reader, writer = await asyncio.open_connection(sock=ours)
+        assert writer.transport.max_size > 65536  # type: ignore[attr-defined]
+        AsyncioRunner(ClientSession(), reader, writer, handle_request=lambda event: {})
+        assert writer.transport.max_size == 65536  # type: ignore[attr-defined]
+        writer.close()
+        theirs.close()
+
+        read_end, write_end = os.pipe()
+        runner = AsyncioRunner(ClientSession(), None, writer, handle_request=lambda event: {})
+        transport, _ = await loop.connect_read_pipe(
+            lambda: PushProtocol(runner), os.fdopen(read_end, "rb", buffering=0)
+        )
+        assert transport.max_size == 65536  # type: ignore[attr-defined]
+        transport.close()
+        os.close(write_end)
+
+    asyncio.run(main())
