@@ -38,7 +38,7 @@ from sansio_mcp.a2e._driver import BridgeDriver, refuse_requests
 from sansio_mcp.a2e._runner import BridgeRunner, Connection, WebSocketAgents
 
 from ._process import Child, drain_stderr, start_child, stop_process
-from ._runner import AsyncioRunner, shielded
+from ._runner import AsyncioRunner, read_in_small_chunks, shielded
 from .http_client import _HTTPClientHost
 from .sse import _SSEClientHost
 
@@ -367,6 +367,7 @@ async def serve_agent_ws(
     agents = WebSocketAgents(bridge)
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        read_in_small_chunks(writer.transport)
         framing = A2EWebSocket(
             client=False, path=path, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
         )
