@@ -58,6 +58,21 @@ def sdk_server_command(transport: str) -> list[str]:
     return [PY, str(SDK_ECHO), transport]
 
 
+#: Where the stdio rows put a client and its server (``python -m bench --pin``):
+#: ``off`` leaves it to the kernel; ``same`` runs both on CPU 0; ``split`` runs
+#: the client on CPU 0 and the server on CPU 1.
+PIN_MODES = ("off", "same", "split")
+
+
+def pinned(mode: str, server: Sequence[str]) -> tuple[set[int] | None, list[str]]:
+    """The CPUs for a worker, and its server's command, under pin ``mode``."""
+    if mode == "off":
+        return None, list(server)
+    if mode == "same":
+        return {0}, list(server)  # the server inherits the worker's CPU
+    return {0}, [PY, "-m", "bench.pin", "1", "--", *server]
+
+
 class WorkerError(Exception):
     pass
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ._proc import (
+    PIN_MODES,
     PY,
     REPO,
     WorkerError,
@@ -34,6 +35,7 @@ from ._proc import (
     http_server,
     load_average,
     node,
+    pinned,
     run_worker,
     sdk_server_command,
 )
@@ -67,6 +69,7 @@ class Counts:
     bridge_calls: int
     loop_deadline: float  # seconds for one timed loop
     worker_timeout: float  # seconds for one child process, start-up included
+    pin: str = "off"  # where the stdio rows put a client and its server (PIN_MODES)
 
 
 FULL = Counts(
@@ -169,10 +172,12 @@ def row1(results: Results, c: Counts, rnd: int) -> None:
         ("sdk", "mcp SDK client (mcp.Client)"),
         ("raw", "raw NDJSON client, blocking pipes (floor)"),
     ]
+    cpus, command = pinned(c.pin, command)
     for impl, label in _rotate(variants, rnd):
         args = {
             "impl": impl,
             "command": command,
+            "cpus": sorted(cpus) if cpus else None,
             "expect": f"Echo: {MESSAGE}",
             "calls": c.stdio_calls,
             "warmup": c.stdio_warmup,
@@ -193,10 +198,12 @@ def row2(results: Results, c: Counts, rnd: int) -> None:
         ("asyncio", "ours, example server (asyncio)", example_server_command("asyncio")),
         ("sdk", "mcp SDK MCPServer", sdk_server_command("stdio")),
     ]
-    for name, label, command in _rotate(variants, rnd):
+    for name, label, server in _rotate(variants, rnd):
+        cpus, command = pinned(c.pin, server)
         args = {
             "impl": "raw",
             "command": command,
+            "cpus": sorted(cpus) if cpus else None,
             "expect": MESSAGE,
             "calls": c.stdio_calls,
             "warmup": c.stdio_warmup,
@@ -419,9 +426,12 @@ def row7(results: Results, c: Counts, rnd: int) -> None:
     if importlib.util.find_spec("trio_adapters.a2e_client") is None:
         results.note(7, NO_BRIDGE)
         return
+    cpus, server = pinned(c.pin, example_server_command("trio"))
     for variant, impl, label in _rotate(ROW7_VARIANTS, rnd):
         args = {
             "impl": impl,
+            "server": server,
+            "cpus": sorted(cpus) if cpus else None,
             "calls": c.bridge_calls,
             "warmup": c.stdio_warmup,
             "deadline": c.loop_deadline,
@@ -737,9 +747,14 @@ def _row_lines(results: Results, row: int) -> list[str]:
 
 
 def render(results: Results, c: Counts, selected: list[int], found: list[Target]) -> str:
+    placement = {
+        "off": "",
+        "same": "; stdio rows pinned: client and server on CPU 0",
+        "split": "; stdio rows pinned: client on CPU 0, server on CPU 1",
+    }[c.pin]
     out = [
         f"sansio-mcp benchmarks: {c.rounds} round(s); medians over rounds; "
-        "ratios are medians of per-round ratios",
+        f"ratios are medians of per-round ratios{placement}",
         "",
     ]
     counts = {
@@ -835,6 +850,7 @@ def _meta(c: Counts, args: argparse.Namespace) -> dict[str, Any]:
     return {
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "quick": args.quick,
+        "pin": args.pin,
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
@@ -861,9 +877,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, help="rounds (default: 3, or 1 with --quick)")
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="where to write JSON")
     parser.add_argument("--only", help="rows to run, e.g. 1,3 or 2-4 (default: all)")
+    parser.add_argument(
+        "--pin",
+        choices=PIN_MODES,
+        default="off",
+        help="stdio rows (1, 2, 7): client and server on CPU 0 (same), on CPUs 0 and 1"
+        " (split), or wherever the kernel puts them (off, the default)",
+    )
     args = parser.parse_args(argv)
 
     c = Counts(**(QUICK if args.quick else FULL).__dict__)
+    if args.pin != "off" and (os.cpu_count() or 1) < 2:
+        parser.error("--pin needs at least two CPUs")
+    c.pin = args.pin
     if args.rounds is not None:
         if args.rounds < 1:
             parser.error("--rounds must be at least 1")

@@ -307,7 +307,7 @@ def bridge(args: dict[str, Any]) -> dict[str, Any]:
     ``inprocess``); ``bridge_cpu_us_per_call`` the bridge process's (``stdio``)."""
     import trio
 
-    server = [sys.executable, "-m", "sansio_mcp_cli", "example-server"]
+    server = args.get("server") or [sys.executable, "-m", "sansio_mcp_cli", "example-server"]
     arguments = {"message": MESSAGE}
     n, warmup, deadline = args["calls"], args["warmup"], args["deadline"]
     impl = args["impl"]
@@ -396,7 +396,11 @@ KINDS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
 def main() -> None:
     kind, raw = sys.argv[1], sys.argv[2]
     try:
-        result = KINDS[kind](json.loads(raw))
+        args = json.loads(raw)
+        cpus = args.pop("cpus", None)
+        if cpus is not None:  # --pin: this process (and what it starts) on these CPUs
+            os.sched_setaffinity(0, set(cpus))
+        result = KINDS[kind](args)
     except BaseException as exc:
         traceback.print_exc()
         result = {"error": _describe(exc)}

@@ -85,3 +85,25 @@ def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
     assert {"3-codec", "6-import", "7-bridge"} <= ids
     for target in document["targets"]:
         assert target["status"] in {"PASS", "MISS", "ERROR", "INFO"}
+
+
+def test_bench_pins_the_stdio_rows_when_asked(tmp_path: Path) -> None:
+    if not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2:
+        pytest.skip("pinning needs Linux and two CPUs")
+    out = tmp_path / "bench.json"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--only", "2", "--pin", "split", "--json", out],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "client on CPU 0, server on CPU 1" in proc.stdout
+    document = json.loads(out.read_text())
+    assert document["meta"]["pin"] == "split"
+    for variant in document["rows"]["2"]["variants"].values():
+        assert all("error" not in r for r in variant["rounds"]), variant
