@@ -57,6 +57,13 @@ def _is_response(obj: Any) -> bool:
     return isinstance(obj, dict) and "method" not in obj and ("result" in obj or "error" in obj)
 
 
+def _answered_ids(obj: Any) -> set[Any]:
+    """The request ids a message (or a 2025-03-26 batch) answers."""
+    if isinstance(obj, list):
+        return {m.get("id") for m in obj}
+    return {obj.get("id")} if _is_response(obj) else set()
+
+
 class Exchange:
     """One HTTP response in the making.
 
@@ -93,6 +100,8 @@ class Exchange:
         self._stream_key = ""
         self._seq = 0
         self._on_close: Callable[[Exchange], None] = lambda exchange: None
+        # A handshake POST stream cut before its answers (see _close_legacy_stream).
+        self._detached = False
         #: Whether the status and headers may still change (see the class doc).
         self.head_pending = False
         #: How long the adapter waits for :attr:`head_ready` before committing the head.
@@ -160,9 +169,25 @@ class _LegacySession:
         self.streams: dict[RequestId, Exchange] = {}
         self.get_stream: Exchange | None = None
         self.backlog: list[Any] = []
+        # Each stream's last events by key, oldest stream first, for Last-Event-ID.
         self.replay: dict[str, deque[tuple[int, bytes]]] = {}
         self.memory = memory
         self.stream_count = 0
+
+    def remember(self, key: str, number: int, chunk: bytes, streams_kept: int) -> None:
+        """Keep event ``number`` of stream ``key`` for resumption; forget the oldest
+        streams beyond ``streams_kept`` unless a request on them is still unanswered."""
+        replay = self.replay.get(key)
+        if replay is None:
+            replay = self.replay[key] = deque(maxlen=self.memory)
+            if len(self.replay) > streams_kept:
+                live = {ex._stream_key for ex in self.streams.values()}
+                live.add("get")
+                for old in [k for k in self.replay if k not in live]:
+                    if len(self.replay) <= streams_kept:
+                        break
+                    del self.replay[old]
+        replay.append((number, chunk))
 
 
 class StreamableHTTPServer:
@@ -184,6 +209,7 @@ class StreamableHTTPServer:
         json_response: bool = False,
         new_session_id: Callable[[], str] = lambda: secrets.token_hex(16),
         replay_memory: int = 256,
+        replay_streams: int = 64,
         tool_input_schema: Callable[[str], Any] | None = None,
         retry_interval: float | None = 1.0,
     ) -> None:
@@ -198,7 +224,10 @@ class StreamableHTTPServer:
         self.allowed_origins = {o.lower().rstrip("/") for o in (allowed_origins or ())}
         self.json_response = json_response
         self.new_session_id = new_session_id
+        #: Events kept per SSE stream of a handshake session, for ``Last-Event-ID``.
         self.replay_memory = replay_memory
+        #: Finished streams per session whose events are still kept (the newest).
+        self.replay_streams = replay_streams
         self._legacy: dict[str, _LegacySession] = {}
         self._ended: set[str] = set()
         self._by_session: dict[int, _LegacySession] = {}
@@ -385,8 +414,7 @@ class StreamableHTTPServer:
         retry = None if self.retry_interval is None else round(self.retry_interval * 1000)
         chunk = format_sse_event("", id=f"{exchange._stream_key}-0", retry=retry)
         exchange._chunks.append(chunk)
-        replay = state.replay.setdefault(exchange._stream_key, deque(maxlen=state.memory))
-        replay.append((0, chunk))
+        state.remember(exchange._stream_key, 0, chunk, self.replay_streams)
 
     def _initialize(self, message: dict[str, Any]) -> Exchange:
         session = self.session_factory()
@@ -406,7 +434,12 @@ class StreamableHTTPServer:
         return Exchange(200, headers, body, session=session)
 
     def _close_legacy_stream(self, state: _LegacySession, exchange: Exchange) -> None:
-        # Disconnection is not cancellation on the handshake revisions.
+        # Disconnection is not cancellation on the handshake revisions: a POST
+        # stream cut before its answers stays its requests' stream, detached, so
+        # what they send next is kept for a GET that resumes it (Last-Event-ID).
+        if exchange._awaiting and not exchange._json_mode and exchange._stream_key != "get":
+            exchange._detached = True
+            return
         for request_id in [r for r, ex in state.streams.items() if ex is exchange]:
             del state.streams[request_id]
         if state.get_stream is exchange:
@@ -455,6 +488,7 @@ class StreamableHTTPServer:
                         exchange._seq = number  # new events continue after the replayed ones
                 exchange._stream_key = key
                 still_open = [ex for ex in state.streams.values() if ex._stream_key == key]
+                exchange._seq = max([exchange._seq, *(ex._seq for ex in still_open)])
                 for request_id, ex in list(state.streams.items()):
                     if ex._stream_key == key:
                         state.streams[request_id] = exchange
@@ -562,6 +596,9 @@ class StreamableHTTPServer:
         return stream if stream is not None and not stream.finished else None
 
     def _deliver(self, exchange: Exchange, obj: Any, state: _LegacySession | None) -> None:
+        if exchange._detached and state is not None:
+            self._keep_for_resumption(exchange, obj, state)
+            return
         if exchange.finished:
             return
         if exchange.head_pending and not exchange._chunks:
@@ -578,13 +615,10 @@ class StreamableHTTPServer:
         else:
             exchange._put(obj, event_id)
         if state is not None and event_id is not None and len(exchange._chunks) > before:
-            replay = state.replay.setdefault(exchange._stream_key, deque(maxlen=state.memory))
-            replay.append((exchange._seq, exchange._chunks[-1]))
-        answered = (
-            {m.get("id") for m in obj}
-            if isinstance(obj, list)
-            else ({obj.get("id")} if _is_response(obj) else set())
-        )
+            state.remember(
+                exchange._stream_key, exchange._seq, exchange._chunks[-1], self.replay_streams
+            )
+        answered = _answered_ids(obj)
         exchange._awaiting -= answered
         if answered and not exchange._awaiting:
             exchange._finish()
@@ -592,6 +626,19 @@ class StreamableHTTPServer:
                 for request_id in answered:
                     state.streams.pop(request_id, None)
         exchange.wake()
+
+    def _keep_for_resumption(self, exchange: Exchange, obj: Any, state: _LegacySession) -> None:
+        """Number and keep an event of a detached POST stream without sending it."""
+        exchange._seq += 1
+        text = _json.dumps(obj)
+        chunk = format_sse_event(
+            text, event="message", id=f"{exchange._stream_key}-{exchange._seq}"
+        )
+        state.remember(exchange._stream_key, exchange._seq, chunk, self.replay_streams)
+        exchange._awaiting -= _answered_ids(obj)
+        if not exchange._awaiting:
+            for request_id in [r for r, ex in state.streams.items() if ex is exchange]:
+                del state.streams[request_id]
 
     def _answer_plainly(self, exchange: Exchange, obj: Any) -> bool:
         """Turn a stream whose first output is its whole answer into a plain

@@ -121,9 +121,7 @@ def _parser() -> argparse.ArgumentParser:
         help="a guided tour: a scripted A2E agent drives the bundled example server "
         "through the bridge (--mcp: our MCP client tours it directly)",
     )
-    demo.add_argument(
-        "--mcp", action="store_true", help="the MCP client tour (no bridge) instead"
-    )
+    demo.add_argument("--mcp", action="store_true", help="the MCP client tour (no bridge) instead")
     from .bridge import add_bridge_parser
 
     add_bridge_parser(sub, common)

@@ -55,7 +55,6 @@ def _call(session: ServerSession, driver: Driver, id_: int, tool: str, arguments
     driver.process_events()
 
 
-
 def _server() -> Server:
     server = Server("dispatch")
 

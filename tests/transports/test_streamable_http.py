@@ -461,13 +461,6 @@ async def test_last_event_id_replays_a_finished_post_stream() -> None:
             ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="library bug: when a handshake-era POST stream drops mid-request, later "
-    "messages of that request are not kept for Last-Event-ID resumption (the final "
-    "response is discarded, progress goes to the GET backlog), so resuming the "
-    "stream never yields the response",
-)
 async def test_last_event_id_resumes_a_dropped_post_stream() -> None:
     with trio.fail_after(BUDGET):
         async with serving(serve_http, build_server()) as port:

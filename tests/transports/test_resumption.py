@@ -1,0 +1,191 @@
+"""Resuming a handshake session's POST stream with ``Last-Event-ID``, sans-IO (the
+Streamable HTTP server machine alone, the handler played by hand).
+
+However often the client's stream breaks, and whatever it lost in flight, a GET
+with the last event id it saw yields the rest: every message of the request
+exactly once, in order, the answer last.  What is kept for resumption stays
+bounded over a long session.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sansio_mcp import NEED_DATA, RequestReceived, ServerSession
+from sansio_mcp._http import HTTPRequest
+from sansio_mcp._sse import SSEParser
+from sansio_mcp._streamable_http import Exchange, StreamableHTTPServer
+from sansio_mcp_cli.example_server import build_server
+
+from .helpers import INITIALIZED, POST_HEADERS, initialize
+
+
+def post(message: Any, **headers: str) -> HTTPRequest:
+    headers = {"host": "127.0.0.1:8000", **POST_HEADERS, **headers}
+    return HTTPRequest("POST", "/mcp", headers, json.dumps(message).encode())
+
+
+def get(last_event_id: str, **headers: str) -> HTTPRequest:
+    headers = {
+        "host": "127.0.0.1:8000",
+        "accept": "text/event-stream",
+        "last-event-id": last_event_id,
+        **headers,
+    }
+    return HTTPRequest("GET", "/mcp", headers, b"")
+
+
+def open_session(machine: StreamableHTTPServer, version: str) -> dict[str, str]:
+    session_id = machine.handle(post(initialize(version=version))).headers["mcp-session-id"]
+    headers = {"mcp-session-id": session_id, "mcp-protocol-version": version}
+    assert machine.handle(post(INITIALIZED, **headers)).status == 202
+    return headers
+
+
+def call(request_id: int) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {
+            "name": "echo",
+            "arguments": {"message": "x"},
+            "_meta": {"progressToken": f"p{request_id}"},
+        },
+    }
+
+
+def the_request(session: ServerSession) -> RequestReceived:
+    events = []
+    while (event := session.next_event()) is not NEED_DATA:
+        events.append(event)
+    [request] = [e for e in events if isinstance(e, RequestReceived)]
+    return request
+
+
+class Reader:
+    """The client's side of one stream: the messages and the last event id it saw."""
+
+    def __init__(self) -> None:
+        self.messages: list[Any] = []
+        self.last_event_id: str | None = None
+
+    def read(self, exchange: Exchange) -> None:
+        parser = SSEParser()  # a stream's bytes start at an event boundary
+        parser.feed(exchange.take())
+        while not isinstance(event := parser.next_event(), type):
+            if event.id is not None:
+                self.last_event_id = event.id
+            if event.data:
+                self.messages.append(json.loads(event.data))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    version=st.sampled_from(["2025-11-25", "2025-06-18", "2025-03-26"]),
+    notes=st.integers(min_value=1, max_value=5),
+    # Before each output and after the last: whether the stream breaks there, and
+    # whether the client had read what was sent so far (else those bytes are lost).
+    breaks=st.lists(st.tuples(st.booleans(), st.booleans()), min_size=7, max_size=7),
+)
+def test_every_message_once_in_order_however_the_stream_breaks(
+    version: str, notes: int, breaks: list[tuple[bool, bool]]
+) -> None:
+    machine = StreamableHTTPServer(build_server().create_session)
+    headers = open_session(machine, version)
+    exchange = machine.handle(post(call(7), **headers))
+    session = exchange.session
+    assert session is not None
+    request = the_request(session)
+    exchange.commit_head()
+    reader = Reader()
+
+    outputs: list[int | None] = [*range(1, notes + 1), None]  # progress, then the answer
+    for index in range(len(outputs) + 1):
+        broken, read_first = breaks[index]
+        if read_first or not broken:
+            reader.read(exchange)
+        if broken and reader.last_event_id is not None:
+            exchange.disconnected()  # unread bytes are lost with the connection
+            exchange = machine.handle(get(reader.last_event_id, **headers))
+            assert exchange.status == 200 and exchange.streaming
+        if index == len(outputs):
+            break
+        step = outputs[index]
+        if step is None:
+            session.respond(request.request_id, {"content": [{"type": "text", "text": "x"}]})
+        else:
+            session.send_progress(request.request_id, step)
+        machine.flush(session)
+    reader.read(exchange)
+    assert exchange.finished
+
+    progress = [m["params"]["progress"] for m in reader.messages if "method" in m]
+    assert progress == list(range(1, notes + 1))
+    assert [m.get("id") for m in reader.messages if "method" not in m] == [7]
+    assert "result" in reader.messages[-1]
+
+
+def test_a_stream_broken_before_its_answer_keeps_the_answer_for_resumption() -> None:
+    machine = StreamableHTTPServer(build_server().create_session)
+    headers = open_session(machine, "2025-11-25")
+    exchange = machine.handle(post(call(3), **headers))
+    session = exchange.session
+    assert session is not None
+    request = the_request(session)
+    exchange.commit_head()
+    reader = Reader()
+    reader.read(exchange)
+    assert reader.last_event_id == "s0-0"  # the priming event
+    exchange.disconnected()
+
+    session.send_progress(request.request_id, 1)
+    session.respond(request.request_id, {"content": []})
+    machine.flush(session)
+    backlog = machine.handle(
+        HTTPRequest(
+            "GET", "/mcp", {"host": "127.0.0.1:8000", "accept": "text/event-stream", **headers}
+        )
+    )
+    assert backlog.take() == b""  # the progress is the request's, not the GET stream's
+
+    resumed = machine.handle(get("s0-0", **headers))
+    reader.read(resumed)
+    assert resumed.finished
+    assert [m.get("method", m.get("id")) for m in reader.messages] == [
+        "notifications/progress",
+        3,
+    ]
+    assert reader.last_event_id == "s0-2"
+
+
+def test_what_is_kept_for_resumption_stays_bounded() -> None:
+    machine = StreamableHTTPServer(build_server().create_session, replay_streams=8)
+    headers = open_session(machine, "2025-11-25")
+    pending = machine.handle(post(call(0), **headers))  # never answered
+    session = pending.session
+    assert session is not None
+    first = the_request(session)
+    pending.commit_head()
+    pending.disconnected()
+    for request_id in range(1, 200):
+        exchange = machine.handle(post(call(request_id), **headers))
+        request = the_request(session)
+        exchange.commit_head()
+        session.send_progress(request.request_id, 1)
+        session.respond(request.request_id, {"content": []})
+        machine.flush(session)
+        assert exchange.finished
+    [state] = machine._legacy.values()
+    assert len(state.replay) == 8
+    # The newest finished streams and the one still unanswered are kept.
+    assert {"s0", "s199"} <= set(state.replay)
+    session.respond(first.request_id, {"content": []})
+    machine.flush(session)
+    reader = Reader()
+    reader.read(machine.handle(get("s0-0", **headers)))
+    assert [m.get("id") for m in reader.messages] == [0]
