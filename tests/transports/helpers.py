@@ -20,8 +20,10 @@ from typing import Any
 import h11
 import trio
 
-from sansio_mcp import Context, Server
+from sansio_mcp import NEED_DATA, Context, RequestReceived, Server, ServerSession
+from sansio_mcp._http import HTTPRequest
 from sansio_mcp._sse import SSEEvent, SSEParser
+from sansio_mcp._streamable_http import StreamableHTTPServer
 from sansio_mcp._versions import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
@@ -262,6 +264,32 @@ def modern_headers(message: dict[str, Any]) -> dict[str, str]:
 
 
 POST_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+
+
+# The Streamable HTTP server machine alone (sans-IO) -----------------------------------
+
+
+def post_request(message: Any, **headers: str) -> HTTPRequest:
+    """A whole POST to ``/mcp`` as the machine receives it."""
+    headers = {"host": "127.0.0.1:8000", **POST_HEADERS, **headers}
+    return HTTPRequest("POST", "/mcp", headers, json.dumps(message).encode())
+
+
+def open_machine_session(machine: StreamableHTTPServer, version: str) -> dict[str, str]:
+    """Initialize a handshake session on ``machine``; the headers its requests carry."""
+    session_id = machine.handle(post_request(initialize(version=version))).headers["mcp-session-id"]
+    headers = {"mcp-session-id": session_id, "mcp-protocol-version": version}
+    assert machine.handle(post_request(INITIALIZED, **headers)).status == 202
+    return headers
+
+
+def received_request(session: ServerSession) -> RequestReceived:
+    """The one request ``session`` has received (its other events are dropped)."""
+    events = []
+    while (event := session.next_event()) is not NEED_DATA:
+        events.append(event)
+    [request] = [e for e in events if isinstance(e, RequestReceived)]
+    return request
 
 
 # A raw HTTP/1.1 client -----------------------------------------------------------------

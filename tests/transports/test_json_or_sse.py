@@ -14,39 +14,22 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sansio_mcp import NEED_DATA, RequestReceived, ServerSession
-from sansio_mcp._http import HTTPRequest, HTTPResponseHead
+from sansio_mcp._http import HTTPResponseHead
 from sansio_mcp._sse import SSEParser
 from sansio_mcp._streamable_http import StreamableHTTPServer
 from sansio_mcp._streamable_http_client import ResponseReader
 from sansio_mcp._versions import META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION
 from sansio_mcp_cli.example_server import build_server
 
-from .helpers import INITIALIZED, MODERN, POST_HEADERS, initialize
+from .helpers import MODERN, open_machine_session, post_request, received_request
 
 ERAS = ("2025-11-25", "2025-06-18", MODERN)
-
-
-def post(message: Any, **headers: str) -> HTTPRequest:
-    headers = {"host": "127.0.0.1:8000", **POST_HEADERS, **headers}
-    return HTTPRequest("POST", "/mcp", headers, json.dumps(message).encode())
 
 
 def session_headers(machine: StreamableHTTPServer, version: str) -> dict[str, str]:
     if version == MODERN:
         return {"mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "echo"}
-    session_id = machine.handle(post(initialize(version=version))).headers["mcp-session-id"]
-    headers = {"mcp-session-id": session_id, "mcp-protocol-version": version}
-    assert machine.handle(post(INITIALIZED, **headers)).status == 202
-    return headers
-
-
-def the_request(session: ServerSession) -> RequestReceived:
-    events = []
-    while (event := session.next_event()) is not NEED_DATA:
-        events.append(event)
-    [request] = [e for e in events if isinstance(e, RequestReceived)]
-    return request
+    return open_machine_session(machine, version)
 
 
 @settings(max_examples=300, deadline=None)
@@ -76,11 +59,11 @@ def test_json_exactly_when_the_answer_came_first(
         "method": "tools/call",
         "params": {"name": "echo", "arguments": {"message": "x"}, "_meta": meta},
     }
-    exchange = machine.handle(post(message, **headers))
+    exchange = machine.handle(post_request(message, **headers))
     assert exchange.streaming and not exchange.head_ready and exchange.take() == b""
     session = exchange.session
     assert session is not None
-    request = the_request(session)
+    request = received_request(session)
 
     wire = b""
     committed = False

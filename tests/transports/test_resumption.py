@@ -15,18 +15,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sansio_mcp import NEED_DATA, RequestReceived, ServerSession
+from sansio_mcp import RequestReceived
 from sansio_mcp._http import HTTPRequest
 from sansio_mcp._sse import SSEParser
 from sansio_mcp._streamable_http import Exchange, StreamableHTTPServer
 from sansio_mcp_cli.example_server import build_server
 
-from .helpers import INITIALIZED, POST_HEADERS, initialize
-
-
-def post(message: Any, **headers: str) -> HTTPRequest:
-    headers = {"host": "127.0.0.1:8000", **POST_HEADERS, **headers}
-    return HTTPRequest("POST", "/mcp", headers, json.dumps(message).encode())
+from .helpers import open_machine_session, post_request, received_request
 
 
 def get(last_event_id: str, **headers: str) -> HTTPRequest:
@@ -37,13 +32,6 @@ def get(last_event_id: str, **headers: str) -> HTTPRequest:
         **headers,
     }
     return HTTPRequest("GET", "/mcp", headers, b"")
-
-
-def open_session(machine: StreamableHTTPServer, version: str) -> dict[str, str]:
-    session_id = machine.handle(post(initialize(version=version))).headers["mcp-session-id"]
-    headers = {"mcp-session-id": session_id, "mcp-protocol-version": version}
-    assert machine.handle(post(INITIALIZED, **headers)).status == 202
-    return headers
 
 
 def call(request_id: int) -> dict[str, Any]:
@@ -59,12 +47,18 @@ def call(request_id: int) -> dict[str, Any]:
     }
 
 
-def the_request(session: ServerSession) -> RequestReceived:
-    events = []
-    while (event := session.next_event()) is not NEED_DATA:
-        events.append(event)
-    [request] = [e for e in events if isinstance(e, RequestReceived)]
-    return request
+def start_call(
+    version: str, request_id: int
+) -> tuple[StreamableHTTPServer, dict[str, str], Exchange, RequestReceived]:
+    """A handshake session on a fresh machine with one call POSTed and its stream
+    open: the machine, the session's headers, the call's exchange and request."""
+    machine = StreamableHTTPServer(build_server().create_session)
+    headers = open_machine_session(machine, version)
+    exchange = machine.handle(post_request(call(request_id), **headers))
+    assert exchange.session is not None
+    request = received_request(exchange.session)
+    exchange.commit_head()
+    return machine, headers, exchange, request
 
 
 class Reader:
@@ -95,13 +89,9 @@ class Reader:
 def test_every_message_once_in_order_however_the_stream_breaks(
     version: str, notes: int, breaks: list[tuple[bool, bool]]
 ) -> None:
-    machine = StreamableHTTPServer(build_server().create_session)
-    headers = open_session(machine, version)
-    exchange = machine.handle(post(call(7), **headers))
+    machine, headers, exchange, request = start_call(version, 7)
     session = exchange.session
     assert session is not None
-    request = the_request(session)
-    exchange.commit_head()
     reader = Reader()
 
     outputs: list[int | None] = [*range(1, notes + 1), None]  # progress, then the answer
@@ -131,13 +121,9 @@ def test_every_message_once_in_order_however_the_stream_breaks(
 
 
 def test_a_stream_broken_before_its_answer_keeps_the_answer_for_resumption() -> None:
-    machine = StreamableHTTPServer(build_server().create_session)
-    headers = open_session(machine, "2025-11-25")
-    exchange = machine.handle(post(call(3), **headers))
+    machine, headers, exchange, request = start_call("2025-11-25", 3)
     session = exchange.session
     assert session is not None
-    request = the_request(session)
-    exchange.commit_head()
     reader = Reader()
     reader.read(exchange)
     assert reader.last_event_id == "s0-0"  # the priming event
@@ -165,16 +151,16 @@ def test_a_stream_broken_before_its_answer_keeps_the_answer_for_resumption() -> 
 
 def test_what_is_kept_for_resumption_stays_bounded() -> None:
     machine = StreamableHTTPServer(build_server().create_session, replay_streams=8)
-    headers = open_session(machine, "2025-11-25")
-    pending = machine.handle(post(call(0), **headers))  # never answered
+    headers = open_machine_session(machine, "2025-11-25")
+    pending = machine.handle(post_request(call(0), **headers))  # never answered
     session = pending.session
     assert session is not None
-    first = the_request(session)
+    first = received_request(session)
     pending.commit_head()
     pending.disconnected()
     for request_id in range(1, 200):
-        exchange = machine.handle(post(call(request_id), **headers))
-        request = the_request(session)
+        exchange = machine.handle(post_request(call(request_id), **headers))
+        request = received_request(session)
         exchange.commit_head()
         session.send_progress(request.request_id, 1)
         session.respond(request.request_id, {"content": []})
