@@ -122,3 +122,27 @@ def no_leaked_children() -> Any:
         except (ProcessLookupError, ChildProcessError):
             pass
     assert not leaked, f"child processes left behind: {leaked}"
+
+
+def established_connections(port: int, *, far_end: bool) -> int:
+    """This process's established TCP connections whose far end (``far_end``) or
+    own end is ``port``: a client's connections to a server, or a server's from
+    its clients."""
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    column = 2 if far_end else 1
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for row in f.read().splitlines()[1:]:
+                fields = row.split()
+                end_port = int(fields[column].rsplit(":", 1)[1], 16)
+                if end_port == port and fields[3] == "01" and fields[9] in inodes:
+                    count += 1
+    return count

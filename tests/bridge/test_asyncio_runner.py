@@ -17,7 +17,7 @@ from sansio_mcp.a2e import MCPSamplingRequest
 from sansio_mcp_cli.example_server import build_server
 from trio_adapters.a2e_client import open_a2e_stdio, open_a2e_ws
 
-from .conftest import EXAMPLE, wait_for_status
+from .conftest import EXAMPLE, established_connections, wait_for_status
 
 pytestmark = pytest.mark.usefixtures("no_leaked_children")
 
@@ -90,6 +90,27 @@ async def test_network_transports_through_the_asyncio_bridge() -> None:
                     assert read.contents
                 for kind in urls:
                     await agent.unregister(kind)
+            nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+async def test_unregistering_closes_the_connections_kept_alive_on_asyncio(transport: str) -> None:
+    """The asyncio bridge's HTTP clients keep connections alive between requests;
+    when the server goes, the bridge closes them (seen from the server's side)."""
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            url = await _serve(transport, nursery)
+            port = int(url.rsplit(":", 1)[1].split("/")[0])
+            async with open_a2e_stdio(bridge_args=ASYNCIO) as agent:
+                await agent.register({"server_id": "net", "transport": transport, "url": url})
+                for _ in range(3):
+                    await agent.call_tool("net__add", {"a": 1, "b": 2})
+                assert established_connections(port, far_end=False) >= 1
+                await agent.unregister("net")
+                with trio.fail_after(5):
+                    while established_connections(port, far_end=False):
+                        await trio.sleep(0.02)
+                await agent.ping()  # the bridge is still running: it closed them itself
             nursery.cancel_scope.cancel()
 
 

@@ -25,7 +25,7 @@ from sansio_mcp.a2e import (
 from sansio_mcp_cli.example_server import build_server
 from trio_adapters.a2e_client import A2ERequestError, open_a2e_stdio, open_a2e_ws
 
-from .conftest import EXAMPLE, running_bridge, wait_for_status
+from .conftest import EXAMPLE, established_connections, running_bridge, wait_for_status
 
 pytestmark = pytest.mark.usefixtures("no_leaked_children")
 
@@ -469,27 +469,6 @@ async def test_a_bridge_that_dies_fails_requests_at_once() -> None:
                 await agent.list_servers()
 
 
-def _client_connections_to(port: int) -> int:
-    """This process's established TCP connections whose far end is ``port``."""
-    inodes = set()
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    count = 0
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with open(table) as f:
-            for row in f.read().splitlines()[1:]:
-                fields = row.split()
-                remote_port = int(fields[2].rsplit(":", 1)[1], 16)
-                if remote_port == port and fields[3] == "01" and fields[9] in inodes:
-                    count += 1
-    return count
-
-
 @pytest.mark.parametrize("transport", ["http", "sse"])
 async def test_unregistering_closes_the_connections_kept_alive(transport: str) -> None:
     """The bridge's HTTP clients keep connections alive between requests; when
@@ -506,10 +485,10 @@ async def test_unregistering_closes_the_connections_kept_alive(transport: str) -
                     await agent.register({"server_id": "net", "transport": transport, "url": url})
                     for _ in range(3):
                         await agent.call_tool("net__add", {"a": 1, "b": 2})
-                    assert _client_connections_to(port) >= 1
+                    assert established_connections(port, far_end=True) >= 1
                     await agent.unregister("net")
                     with trio.fail_after(5):
-                        while _client_connections_to(port):
+                        while established_connections(port, far_end=True):
                             await trio.sleep(0.02)
                 nursery.cancel_scope.cancel()
     finally:
