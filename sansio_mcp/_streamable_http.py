@@ -389,6 +389,13 @@ class StreamableHTTPServer:
             )
         request_ids = [m["id"] for m in messages if "method" in m and is_request_id(m.get("id"))]
         state.session.receive_message(obj)
+        cancelled = [
+            m.get("params") for m in messages if m.get("method") == "notifications/cancelled"
+        ]
+        if cancelled:
+            self.flush(state.session)  # an answer already queued still goes out
+            for params in cancelled:
+                self._end_cancelled(state, params)
         if not request_ids:
             self.flush(state.session)
             return Exchange(202, {}, session=state.session)
@@ -404,6 +411,18 @@ class StreamableHTTPServer:
         exchange._opener = lambda: self._prime(exchange, state)
         self.flush(state.session)
         return exchange
+
+    def _end_cancelled(self, state: _LegacySession, params: Any) -> None:
+        """A cancelled request gets no answer: its stream stops waiting for one, and
+        closes if that was all it waited for (else it would stay open for good)."""
+        request_id = params.get("requestId") if isinstance(params, dict) else None
+        if not is_request_id(request_id) or request_id not in state.streams:
+            return
+        exchange = state.streams.pop(request_id)
+        exchange._awaiting.discard(request_id)
+        if not exchange._awaiting and not exchange.finished:
+            exchange._finish()
+            exchange.wake()
 
     def _prime(self, exchange: Exchange, state: _LegacySession) -> None:
         """Open a POST's SSE stream with an event that has an id and no data, and the

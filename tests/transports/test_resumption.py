@@ -4,7 +4,7 @@ Streamable HTTP server machine alone, the handler played by hand).
 However often the client's stream breaks, and whatever it lost in flight, a GET
 with the last event id it saw yields the rest: every message of the request
 exactly once, in order, the answer last.  What is kept for resumption stays
-bounded over a long session.
+bounded over a long session, and a cancelled request's stream ends.
 """
 
 from __future__ import annotations
@@ -175,3 +175,44 @@ def test_what_is_kept_for_resumption_stays_bounded() -> None:
     reader = Reader()
     reader.read(machine.handle(get("s0-0", **headers)))
     assert [m.get("id") for m in reader.messages] == [0]
+
+
+def cancel(request_id: int) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": request_id},
+    }
+
+
+def test_a_cancelled_request_ends_its_stream_or_what_was_kept_for_it() -> None:
+    """A cancelled request gets no answer: its open stream closes, and a detached
+    one is no longer waited for (nor protected from being forgotten)."""
+    machine, headers, exchange, request = start_call("2025-11-25", 4)
+    session = exchange.session
+    assert session is not None
+    assert machine.handle(post_request(cancel(4), **headers)).status == 202
+    assert exchange.finished
+    session.respond(request.request_id, {"content": []})  # too late: not sent
+    machine.flush(session)
+    assert b'"id":4' not in exchange.take()
+
+    detached = machine.handle(post_request(call(5), **headers))
+    received_request(session)
+    detached.commit_head()
+    detached.disconnected()
+    [state] = machine._legacy.values()
+    assert 5 in state.streams
+    assert machine.handle(post_request(cancel(5), **headers)).status == 202
+    assert 5 not in state.streams
+
+
+def test_an_answer_queued_before_the_cancel_still_goes_out() -> None:
+    machine, headers, exchange, request = start_call("2025-11-25", 6)
+    session = exchange.session
+    assert session is not None
+    session.respond(request.request_id, {"content": []})  # queued, not yet flushed
+    machine.handle(post_request(cancel(6), **headers))
+    reader = Reader()
+    reader.read(exchange)
+    assert exchange.finished and [m.get("id") for m in reader.messages] == [6]

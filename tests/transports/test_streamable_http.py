@@ -393,6 +393,37 @@ async def test_get_stream_delivers_server_initiated_messages() -> None:
                 assert '"notifications/resources/updated"' in event.data
 
 
+async def test_a_cancelled_request_closes_its_post_stream() -> None:
+    """Handshake revisions: a request cancelled by notifications/cancelled gets no
+    answer, so its SSE stream ends instead of staying open for good."""
+    with trio.fail_after(BUDGET):
+        async with serving(serve_http, build_server()) as port:
+            session_id = await open_legacy_session(port)
+            call = rpc(
+                5,
+                "tools/call",
+                {
+                    "name": "slow",
+                    "arguments": {"seconds": 30, "steps": 30},
+                    "_meta": {"progressToken": "p"},
+                },
+            )
+            async with RawHTTP.connect(port) as conn:
+                await conn.send_request(
+                    "POST", "/mcp", {**POST_HEADERS, **legacy_headers(session_id)}, call
+                )
+                assert (await conn.head())[0] == 200
+                cancel = {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": 5, "reason": "enough"},
+                }
+                assert (await post(port, cancel, legacy_headers(session_id))).status == 202
+                with trio.fail_after(5):
+                    while (message := await conn.next_message()) is not None:
+                        assert "result" not in message and "error" not in message
+
+
 async def test_last_event_id_resumes_the_get_stream() -> None:
     """Reconnecting with Last-Event-ID replays what came after it, and new events
     continue the numbering (no id is reused)."""
