@@ -70,6 +70,13 @@ def rpc(request_id: int, method: str, params: dict[str, Any] | None = None) -> d
     return message
 
 
+def slow_call(request_id: int, *, seconds: float, steps: int) -> dict[str, Any]:
+    """A call of the example server's ``slow`` tool that reports progress."""
+    arguments = {"seconds": seconds, "steps": steps}
+    params = {"name": "slow", "arguments": arguments, "_meta": {"progressToken": "p"}}
+    return rpc(request_id, "tools/call", params)
+
+
 def count_rounds(client: Any) -> list[list[str]]:
     """Record the keys of every MRTR round our client answers."""
     rounds: list[list[str]] = []
@@ -399,15 +406,7 @@ async def test_a_cancelled_request_closes_its_post_stream() -> None:
     with trio.fail_after(BUDGET):
         async with serving(serve_http, build_server()) as port:
             session_id = await open_legacy_session(port)
-            call = rpc(
-                5,
-                "tools/call",
-                {
-                    "name": "slow",
-                    "arguments": {"seconds": 30, "steps": 30},
-                    "_meta": {"progressToken": "p"},
-                },
-            )
+            call = slow_call(5, seconds=30, steps=30)
             async with RawHTTP.connect(port) as conn:
                 await conn.send_request(
                     "POST", "/mcp", {**POST_HEADERS, **legacy_headers(session_id)}, call
@@ -464,15 +463,7 @@ async def test_last_event_id_replays_a_finished_post_stream() -> None:
     with trio.fail_after(BUDGET):
         async with serving(serve_http, build_server()) as port:
             session_id = await open_legacy_session(port)
-            call = rpc(
-                5,
-                "tools/call",
-                {
-                    "name": "slow",
-                    "arguments": {"seconds": 0.05, "steps": 2},
-                    "_meta": {"progressToken": "p"},
-                },
-            )
+            call = slow_call(5, seconds=0.05, steps=2)
             answered = await post(port, call, legacy_headers(session_id))
             events = [e for e in answered.events() if e.data]
             assert [e.id for e in events] == ["s0-1", "s0-2", "s0-3"]
@@ -496,15 +487,7 @@ async def test_last_event_id_resumes_a_dropped_post_stream() -> None:
     with trio.fail_after(BUDGET):
         async with serving(serve_http, build_server()) as port:
             session_id = await open_legacy_session(port)
-            call = rpc(
-                5,
-                "tools/call",
-                {
-                    "name": "slow",
-                    "arguments": {"seconds": 0.4, "steps": 4},
-                    "_meta": {"progressToken": "p"},
-                },
-            )
+            call = slow_call(5, seconds=0.4, steps=4)
             async with RawHTTP.connect(port) as conn:
                 await conn.send_request(
                     "POST", "/mcp", {**POST_HEADERS, **legacy_headers(session_id)}, call
