@@ -175,18 +175,22 @@ class _LegacySession:
         self.stream_count = 0
 
     def remember(self, key: str, number: int, chunk: bytes, streams_kept: int) -> None:
-        """Keep event ``number`` of stream ``key`` for resumption; forget the oldest
-        streams beyond ``streams_kept`` unless a request on them is still unanswered."""
-        replay = self.replay.get(key)
+        """Keep event ``number`` of stream ``key`` for resumption; beyond
+        ``streams_kept`` streams, forget the least recently active ones, except the
+        GET stream's and those with a request still unanswered."""
+        replay = self.replay.pop(key, None)  # re-inserted: the newest activity is last
         if replay is None:
-            replay = self.replay[key] = deque(maxlen=self.memory)
+            replay = deque(maxlen=self.memory)
+            self.replay[key] = replay
             if len(self.replay) > streams_kept:
                 live = {ex._stream_key for ex in self.streams.values()}
                 live.add("get")
-                for old in [k for k in self.replay if k not in live]:
+                for old in [k for k in self.replay if k not in live and k != key]:
                     if len(self.replay) <= streams_kept:
                         break
                     del self.replay[old]
+        else:
+            self.replay[key] = replay
         replay.append((number, chunk))
 
 
@@ -226,7 +230,8 @@ class StreamableHTTPServer:
         self.new_session_id = new_session_id
         #: Events kept per SSE stream of a handshake session, for ``Last-Event-ID``.
         self.replay_memory = replay_memory
-        #: Finished streams per session whose events are still kept (the newest).
+        #: How many streams per session keep their events (the most recently active;
+        #: the GET stream's and those with a request unanswered are always kept).
         self.replay_streams = replay_streams
         self._legacy: dict[str, _LegacySession] = {}
         self._ended: set[str] = set()
@@ -392,12 +397,8 @@ class StreamableHTTPServer:
         cancelled = [
             m.get("params") for m in messages if m.get("method") == "notifications/cancelled"
         ]
-        if cancelled:
-            self.flush(state.session)  # an answer already queued still goes out
-            for params in cancelled:
-                self._end_cancelled(state, params)
         if not request_ids:
-            self.flush(state.session)
+            self._flush_then_end(state, cancelled)
             return Exchange(202, {}, session=state.session)
         exchange = self._stream_exchange(state.session)
         exchange._stream_key = f"s{state.stream_count}"
@@ -409,20 +410,24 @@ class StreamableHTTPServer:
         exchange.head_pending = True
         exchange.head_grace = LEGACY_HEAD_GRACE
         exchange._opener = lambda: self._prime(exchange, state)
-        self.flush(state.session)
+        self._flush_then_end(state, cancelled)
         return exchange
 
-    def _end_cancelled(self, state: _LegacySession, params: Any) -> None:
-        """A cancelled request gets no answer: its stream stops waiting for one, and
-        closes if that was all it waited for (else it would stay open for good)."""
-        request_id = params.get("requestId") if isinstance(params, dict) else None
-        if not is_request_id(request_id) or request_id not in state.streams:
-            return
-        exchange = state.streams.pop(request_id)
-        exchange._awaiting.discard(request_id)
-        if not exchange._awaiting and not exchange.finished:
-            exchange._finish()
-            exchange.wake()
+    def _flush_then_end(self, state: _LegacySession, cancelled: list[Any]) -> None:
+        """Route the session's output, then end the streams' wait for the requests
+        that ``cancelled`` (notifications/cancelled params) name: a cancelled request
+        gets no answer, so a stream waiting only for it would stay open for good.
+        Flushing first lets an answer already queued go out."""
+        self.flush(state.session)
+        for params in cancelled:
+            request_id = params.get("requestId") if isinstance(params, dict) else None
+            if not is_request_id(request_id) or request_id not in state.streams:
+                continue
+            exchange = state.streams.pop(request_id)
+            exchange._awaiting.discard(request_id)
+            if not exchange._awaiting and not exchange.finished:
+                exchange._finish()
+                exchange.wake()
 
     def _prime(self, exchange: Exchange, state: _LegacySession) -> None:
         """Open a POST's SSE stream with an event that has an id and no data, and the
@@ -455,8 +460,14 @@ class StreamableHTTPServer:
     def _close_legacy_stream(self, state: _LegacySession, exchange: Exchange) -> None:
         # Disconnection is not cancellation on the handshake revisions: a POST
         # stream cut before its answers stays its requests' stream, detached, so
-        # what they send next is kept for a GET that resumes it (Last-Event-ID).
-        if exchange._awaiting and not exchange._json_mode and exchange._stream_key != "get":
+        # what they send next is kept for a GET that resumes it (Last-Event-ID),
+        # if it sent an event id to resume from (else their messages go on the GET
+        # stream, as if the POST had had no stream).
+        if (
+            exchange._awaiting
+            and exchange._stream_key != "get"
+            and exchange._stream_key in state.replay
+        ):
             exchange._detached = True
             return
         for request_id in [r for r, ex in state.streams.items() if ex is exchange]:
@@ -499,7 +510,7 @@ class StreamableHTTPServer:
         exchange.headers = {"content-type": "text/event-stream", "cache-control": "no-cache"}
         if last is not None:
             key, _, seq = last.rpartition("-")
-            if key in state.replay and seq.isdigit():
+            if key in state.replay and seq.isascii() and seq.isdigit():
                 exchange._seq = int(seq)
                 for number, chunk in state.replay[key]:
                     if number > int(seq):
@@ -512,6 +523,11 @@ class StreamableHTTPServer:
                     if ex._stream_key == key:
                         state.streams[request_id] = exchange
                         exchange._awaiting.add(request_id)
+                for earlier in still_open:  # a POST still open, or an earlier resumption
+                    if not earlier.finished:
+                        earlier._awaiting.clear()
+                        earlier._finish()
+                        earlier.wake()
                 if still_open or key != "get":
                     exchange._on_close = lambda ex: self._close_legacy_stream(state, ex)
                     if not exchange._awaiting and key != "get":
@@ -520,6 +536,9 @@ class StreamableHTTPServer:
         if state.get_stream is not None and not state.get_stream.finished:
             return _text(409, "a GET stream is already open for this session")
         exchange._stream_key = "get"
+        kept = state.replay.get("get")
+        if kept:  # ids go on from the session's earlier GET streams, never reused
+            exchange._seq = max(exchange._seq, kept[-1][0])
         state.get_stream = exchange
         exchange._on_close = lambda ex: self._close_legacy_stream(state, ex)
         for obj in state.backlog:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,13 +25,11 @@ from sansio_mcp_cli.example_server import build_server
 from .helpers import open_machine_session, post_request, received_request
 
 
-def get(last_event_id: str, **headers: str) -> HTTPRequest:
-    headers = {
-        "host": "127.0.0.1:8000",
-        "accept": "text/event-stream",
-        "last-event-id": last_event_id,
-        **headers,
-    }
+def get(last_event_id: str | None, **headers: str) -> HTTPRequest:
+    """A GET for the session's stream, resuming after ``last_event_id`` if given."""
+    headers = {"host": "127.0.0.1:8000", "accept": "text/event-stream", **headers}
+    if last_event_id is not None:
+        headers["last-event-id"] = last_event_id
     return HTTPRequest("GET", "/mcp", headers, b"")
 
 
@@ -132,11 +131,7 @@ def test_a_stream_broken_before_its_answer_keeps_the_answer_for_resumption() -> 
     session.send_progress(request.request_id, 1)
     session.respond(request.request_id, {"content": []})
     machine.flush(session)
-    backlog = machine.handle(
-        HTTPRequest(
-            "GET", "/mcp", {"host": "127.0.0.1:8000", "accept": "text/event-stream", **headers}
-        )
-    )
+    backlog = machine.handle(get(None, **headers))
     assert backlog.take() == b""  # the progress is the request's, not the GET stream's
 
     resumed = machine.handle(get("s0-0", **headers))
@@ -216,3 +211,94 @@ def test_an_answer_queued_before_the_cancel_still_goes_out() -> None:
     reader = Reader()
     reader.read(exchange)
     assert exchange.finished and [m.get("id") for m in reader.messages] == [6]
+
+
+def test_a_batch_answered_at_once_is_not_held_up_by_a_cancel_in_it() -> None:
+    machine = StreamableHTTPServer(build_server().create_session)
+    headers = open_machine_session(machine, "2025-03-26")
+    batch = [{"jsonrpc": "2.0", "id": 9, "method": "ping"}, cancel(123)]
+    exchange = machine.handle(post_request(batch, **headers))
+    assert exchange.finished and not exchange.streaming
+    assert json.loads(exchange.take()) == [{"jsonrpc": "2.0", "id": 9, "result": {}}]
+
+
+def test_the_least_recently_active_streams_are_forgotten_first() -> None:
+    """A stream cut long ago and answered just now is the newest: its answer is
+    still there when the client comes back, however many requests came between."""
+    machine, headers, exchange, request = start_call("2025-11-25", 0)
+    machine.replay_streams = 4
+    session = exchange.session
+    assert session is not None
+    exchange.disconnected()
+    for request_id in range(1, 6):
+        done = machine.handle(post_request(call(request_id), **headers))
+        answered = received_request(session)
+        done.commit_head()
+        session.send_progress(answered.request_id, 1)
+        session.respond(answered.request_id, {"content": []})
+        machine.flush(session)
+    session.respond(request.request_id, {"content": []})  # s0 is answered while detached
+    machine.flush(session)
+    for request_id in range(6, 9):  # more streams open after the answer
+        later = machine.handle(post_request(call(request_id), **headers))
+        later.commit_head()
+    reader = Reader()
+    reader.read(machine.handle(get("s0-0", **headers)))
+    assert [m.get("id") for m in reader.messages] == [0]
+
+
+def test_a_stream_cut_before_any_event_id_leaves_its_messages_to_the_get_stream() -> None:
+    """Without an id the client cannot resume the POST's stream, so what its request
+    sends next goes on the GET stream (a request to the client must reach it)."""
+    machine, headers, exchange, request = start_call("2025-06-18", 5)  # no priming event
+    session = exchange.session
+    assert session is not None
+    exchange.disconnected()
+    session.send_progress(request.request_id, 1)
+    machine.flush(session)
+    reader = Reader()
+    reader.read(machine.handle(get(None, **headers)))
+    assert [m.get("method") for m in reader.messages] == ["notifications/progress"]
+    assert reader.last_event_id == "get-1"
+
+
+def test_resuming_a_stream_again_closes_its_earlier_holder() -> None:
+    """Two GETs resume one stream, or a GET resumes a POST stream the server still
+    thinks open: the newest holds the stream, the earlier one ends (no connection
+    is left open for good)."""
+    machine, headers, exchange, request = start_call("2025-11-25", 5)
+    session = exchange.session
+    assert session is not None
+    first = machine.handle(get("s0-0", **headers))  # the POST is still open
+    assert exchange.finished and not first.finished
+    second = machine.handle(get("s0-0", **headers))
+    assert first.finished and not second.finished
+    session.respond(request.request_id, {"content": []})
+    machine.flush(session)
+    reader = Reader()
+    reader.read(second)
+    assert second.finished and [m.get("id") for m in reader.messages] == [5]
+    assert reader.last_event_id == "s0-1"
+
+
+def test_get_stream_ids_go_on_across_get_streams() -> None:
+    machine, headers, exchange, _request = start_call("2025-11-25", 5)
+    session = exchange.session
+    assert session is not None
+    seen = []
+    for _ in range(2):
+        stream = machine.handle(get(None, **headers))
+        session.send_log_message("info", "hello")
+        machine.flush(session)
+        reader = Reader()
+        reader.read(stream)
+        seen.append(reader.last_event_id)
+        stream.disconnected()
+    assert seen == ["get-1", "get-2"]
+
+
+@pytest.mark.parametrize("last_event_id", ["s0-\u00b2", "s0-", "s0-x1", "nosuch-3", "-1"])
+def test_a_last_event_id_that_names_no_event_opens_the_get_stream(last_event_id: str) -> None:
+    machine, headers, _exchange, _request = start_call("2025-11-25", 5)
+    stream = machine.handle(get(last_event_id, **headers))
+    assert stream.status == 200 and stream._stream_key == "get"
