@@ -60,6 +60,21 @@ def start_call(
     return machine, headers, exchange, request
 
 
+def call_through(
+    machine: StreamableHTTPServer, headers: dict[str, str], request_id: int
+) -> Exchange:
+    """POST a call on the session and answer it at once, after one progress
+    notification (so its stream has events to keep)."""
+    exchange = machine.handle(post_request(call(request_id), **headers))
+    assert exchange.session is not None
+    request = received_request(exchange.session)
+    exchange.commit_head()
+    exchange.session.send_progress(request.request_id, 1)
+    exchange.session.respond(request.request_id, {"content": []})
+    machine.flush(exchange.session)
+    return exchange
+
+
 class Reader:
     """The client's side of one stream: the messages and the last event id it saw."""
 
@@ -154,13 +169,7 @@ def test_what_is_kept_for_resumption_stays_bounded() -> None:
     pending.commit_head()
     pending.disconnected()
     for request_id in range(1, 200):
-        exchange = machine.handle(post_request(call(request_id), **headers))
-        request = received_request(session)
-        exchange.commit_head()
-        session.send_progress(request.request_id, 1)
-        session.respond(request.request_id, {"content": []})
-        machine.flush(session)
-        assert exchange.finished
+        assert call_through(machine, headers, request_id).finished
     [state] = machine._legacy.values()
     assert len(state.replay) == 8
     # The newest finished streams and the one still unanswered are kept.
@@ -231,12 +240,7 @@ def test_the_least_recently_active_streams_are_forgotten_first() -> None:
     assert session is not None
     exchange.disconnected()
     for request_id in range(1, 6):
-        done = machine.handle(post_request(call(request_id), **headers))
-        answered = received_request(session)
-        done.commit_head()
-        session.send_progress(answered.request_id, 1)
-        session.respond(answered.request_id, {"content": []})
-        machine.flush(session)
+        call_through(machine, headers, request_id)
     session.respond(request.request_id, {"content": []})  # s0 is answered while detached
     machine.flush(session)
     for request_id in range(6, 9):  # more streams open after the answer
