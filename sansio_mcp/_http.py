@@ -169,13 +169,19 @@ def _tokens(value: bytes) -> set[bytes]:
     return {item.strip().lower() for item in value.split(b",")} - {b""}
 
 
-def _head_end(buf: bytearray, max_headers: int) -> int | _Fallback | None:
+def _head_end(buf: bytearray, max_headers: int, searched: int) -> int | _Fallback | None:
     """Where the head in ``buf`` ends (its blank line), None while it may still come,
-    or _FALLBACK when only h11 can tell (bare-LF lines, a head too long to wait for)."""
-    end = buf.find(b"\r\n\r\n")
+    or _FALLBACK when only h11 can tell (bare-LF lines, a head too long to wait for).
+    The first ``searched`` bytes were searched before: only what came since is (so
+    a head arriving in many small pieces costs linear time, not quadratic)."""
+    end = buf.find(b"\r\n\r\n", max(0, searched - 3))
     if end >= 0:
         return end
-    if len(buf) > max_headers or b"\n\n" in buf or b"\n\r\n" in buf:
+    if (
+        len(buf) > max_headers
+        or buf.find(b"\n\n", max(0, searched - 1)) >= 0
+        or buf.find(b"\n\r\n", max(0, searched - 2)) >= 0
+    ):
         return _FALLBACK
     if buf and buf[0] < 0x21:
         return _FALLBACK  # h11 refuses such a first line at once, without waiting for more
@@ -244,6 +250,20 @@ class _Connection:
         self._h11: h11.Connection | None = None
         self._buf = bytearray()
         self._eof = False
+        # How much of self._buf was searched for the end of a head, without finding it.
+        self._searched = 0
+        # Whether the end of the connection was reported (ConnectionEnded): as in h11,
+        # a connection is not reused once it was (and may be before).
+        self._ended = False
+
+    def _connection_ended(self) -> ConnectionEnded:
+        self._ended = True
+        return ConnectionEnded()
+
+    def _find_head_end(self) -> int | _Fallback | None:
+        end = _head_end(self._buf, self._max_headers, self._searched)
+        self._searched = len(self._buf) if end is None else 0
+        return end
 
     def _receive(self, data: bytes | bytearray) -> None:
         if self._h11 is not None:
@@ -289,8 +309,11 @@ class HTTPServerConnection(_Connection):
         # The fast path's state (while self._h11 is None).
         self._got_request = False  # a request was parsed; its response is due
         self._keep_alive = True
-        self._response: str | None = None  # None, "length", "chunked" or "done"
+        self._response: str | None = None  # None, "length", "chunked", "done" or "error"
         self._remaining = 0
+        # A request whose head was parsed while its body is still arriving: the
+        # method, the target, the head, where the body starts, and its length.
+        self._pending: tuple[bytes, bytes, _Head, int, int] | None = None
 
     def _fall_back(self) -> None:
         """Hand the connection to h11, replaying what arrived."""
@@ -300,7 +323,12 @@ class HTTPServerConnection(_Connection):
     @property
     def can_reuse(self) -> bool:
         if self._h11 is None:
-            return self._got_request and self._response == "done" and self._keep_alive
+            return (
+                self._got_request
+                and self._response == "done"
+                and self._keep_alive
+                and not self._ended
+            )
         return self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE
 
     def receive_data(self, data: bytes | bytearray) -> None:
@@ -317,30 +345,37 @@ class HTTPServerConnection(_Connection):
     def _fast_request(
         self,
     ) -> HTTPRequest | HTTPError | ConnectionEnded | type[NEED_DATA] | _Fallback:
-        if self._got_request:
-            return NEED_DATA  # the next request waits for start_next, as in h11
         buf = self._buf
-        end = _head_end(buf, self._max_headers)
-        if end is None:
-            if self._eof:
-                return ConnectionEnded() if not buf else _FALLBACK
-            return NEED_DATA
-        if isinstance(end, _Fallback):
-            return end
-        line = _REQUEST_LINE.match(buf)
-        if line is None or line.group(1) in _SPECIAL_METHODS:
-            return _FALLBACK
-        head = _parse_fields(buf, line.end(), end + 2)
-        if head is None or head.special or head.hosts != 1:
-            return _FALLBACK
-        length = head.length or 0
-        if length > self.max_body:
-            self._keep_alive = not head.close
-            return HTTPError(413, f"request body over {self.max_body} bytes")
-        start = end + 4
+        if self._got_request:  # the next request waits for start_next, as in h11
+            return self._connection_ended() if self._eof and not buf else NEED_DATA
+        if self._pending is None:
+            end = self._find_head_end()
+            if end is None:
+                if self._eof:
+                    return self._connection_ended() if not buf else _FALLBACK
+                return NEED_DATA
+            if isinstance(end, _Fallback):
+                return end
+            line = _REQUEST_LINE.match(buf)
+            if line is None or line.group(1) in _SPECIAL_METHODS:
+                return _FALLBACK
+            head = _parse_fields(buf, line.end(), end + 2)
+            if head is None or head.special or head.hosts != 1:
+                return _FALLBACK
+            length = head.length or 0
+            if length > self.max_body:
+                self._keep_alive = not head.close
+                return HTTPError(413, f"request body over {self.max_body} bytes")
+            method, target = line.group(1, 2)
+            start = end + 4
+        else:  # the head was parsed before: only the body was missing
+            method, target, head, start, length = self._pending
         if len(buf) < start + length:
-            return _FALLBACK if self._eof else NEED_DATA
-        method, target = line.group(1, 2)
+            if self._eof:
+                return _FALLBACK
+            self._pending = (method, target, head, start, length)
+            return NEED_DATA
+        self._pending = None
         request = HTTPRequest(
             method=method.decode("ascii"),
             target=target.decode("latin-1"),
@@ -390,7 +425,17 @@ class HTTPServerConnection(_Connection):
         encoded = _encode_headers(headers)
         if self._h11 is not None:
             return self._h11.send(h11.Response(status_code=status, headers=encoded)) or b""
-        return self._fast_head(status, encoded)
+        try:
+            return self._fast_head(status, encoded)
+        except h11.LocalProtocolError:
+            self._fail_for_good()
+            raise
+
+    def _fail_for_good(self) -> None:
+        """A send broke the protocol: nothing more can be sent and the connection is
+        not reused (h11's ERROR state)."""
+        self._response = "error"
+        self._keep_alive = False
 
     def _fast_head(self, status: int, headers: list[tuple[bytes, bytes]]) -> bytes:
         # The framing and Connection headers h11 would write.
@@ -424,6 +469,7 @@ class HTTPServerConnection(_Connection):
         if self._response == "chunked":
             return b"%x\r\n%s\r\n" % (len(data), data)
         if self._response != "length" or len(data) > self._remaining:
+            self._fail_for_good()
             raise h11.LocalProtocolError("Too much data for declared Content-Length")
         self._remaining -= len(data)
         return data
@@ -435,6 +481,7 @@ class HTTPServerConnection(_Connection):
             self._response = "done"
             return b"0\r\n\r\n"
         if self._response != "length" or self._remaining:
+            self._fail_for_good()
             raise h11.LocalProtocolError("Too little data for declared Content-Length")
         self._response = "done"
         return b""
@@ -480,6 +527,7 @@ class HTTPServerConnection(_Connection):
 
     def close(self) -> bytes:
         if self._h11 is None:
+            self._keep_alive = False
             return b""
         try:
             return self._h11.send(h11.ConnectionClosed()) or b""
@@ -589,9 +637,9 @@ class HTTPClientConnection(_Connection):
             return chunk
         if self._state != "head":
             if self._eof and not buf:
-                return ConnectionEnded()
+                return self._connection_ended()
             return NEED_DATA if self._state == "done" else _FALLBACK
-        end = _head_end(buf, self._max_headers)
+        end = self._find_head_end()
         if end is None:
             return _FALLBACK if self._eof else NEED_DATA
         if isinstance(end, _Fallback):
@@ -636,7 +684,7 @@ class HTTPClientConnection(_Connection):
     @property
     def can_reuse(self) -> bool:
         if self._h11 is None:
-            return self._state == "done" and self._keep_alive
+            return self._state == "done" and self._keep_alive and not self._ended
         return self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE
 
     @property

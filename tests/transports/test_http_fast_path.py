@@ -459,3 +459,98 @@ def _h11_client_for(host: str) -> HTTPClientConnection:
     conn = HTTPClientConnection(host)
     conn._fall_back()
     return conn
+
+
+# Work per message, and the state after a misuse ---------------------------------------------
+
+
+def test_a_head_is_parsed_once_however_its_body_arrives(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large head with a body arriving in small pieces must not be parsed again
+    for every piece (that made one slow client cost the server seconds of CPU)."""
+    import sansio_mcp._http as http
+
+    parsed = []
+    original = http._parse_fields
+    monkeypatch.setattr(http, "_parse_fields", lambda *args: parsed.append(1) or original(*args))
+    lines = b"".join(b"x-%d: v\r\n" % n for n in range(2000))
+    body = b"b" * 20_000
+    head = b"POST /mcp HTTP/1.1\r\nHost: x\r\n" + lines + b"Content-Length: %d\r\n\r\n" % len(body)
+    conn = HTTPServerConnection(max_body=len(body), max_headers=len(head) + 1)
+    conn.receive_data(head)
+    assert conn.next_request() is NEED_DATA
+    for start in range(0, len(body), 100):
+        conn.receive_data(body[start : start + 100])
+        event = conn.next_request()
+    assert isinstance(event, HTTPRequest) and event.body == body
+    assert len(parsed) == 1
+
+
+@pytest.mark.parametrize("side", ["server", "client"])
+def test_a_head_arriving_byte_by_byte_is_searched_in_linear_time(
+    side: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sansio_mcp._http as http
+
+    scanned = [0]
+    original = http._head_end
+
+    def counting(buf: bytearray, max_headers: int, searched: int) -> Any:
+        scanned[0] += len(buf) - searched
+        return original(buf, max_headers, searched)
+
+    monkeypatch.setattr(http, "_head_end", counting)
+    lines = b"".join(b"x-%d: v\r\n" % n for n in range(1000))
+    conn: HTTPServerConnection | HTTPClientConnection
+    if side == "server":
+        conn = HTTPServerConnection(max_headers=1 << 20)
+        message = b"GET /mcp HTTP/1.1\r\nHost: x\r\n" + lines + b"\r\n"
+        step = conn.next_request
+    else:
+        client = HTTPClientConnection("x", max_headers=1 << 20)
+        client.send_request("GET", "/mcp", {})
+        conn, step = client, client.next_event
+        message = b"HTTP/1.1 200 OK\r\n" + lines + b"Content-Length: 0\r\n\r\n"
+    for byte in range(len(message)):
+        conn.receive_data(message[byte : byte + 1])
+        event = step()
+    assert isinstance(event, HTTPRequest | HTTPResponseHead)
+    assert scanned[0] <= 2 * len(message)
+
+
+def test_a_response_broken_by_its_sender_stays_broken() -> None:
+    """After a send that breaks the protocol nothing more can be sent and the
+    connection is not reused, on the fast path as in h11 (its ERROR state)."""
+    for conn in (HTTPServerConnection(), _h11_server()):
+        conn.receive_data(b"GET /mcp HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert isinstance(conn.next_request(), HTTPRequest)
+        conn.send_head(200, {"content-length": "2"})
+        with pytest.raises(h11.LocalProtocolError):
+            conn.send_body(b"abc")
+        with pytest.raises(h11.LocalProtocolError):
+            conn.send_body(b"ab")
+            conn.end()
+        assert not conn.can_reuse and not conn.start_next()
+
+
+def test_a_connection_is_not_reused_once_closed_or_ended() -> None:
+    for conn in (HTTPServerConnection(), _h11_server()):
+        conn.receive_data(b"GET /mcp HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert isinstance(conn.next_request(), HTTPRequest)
+        conn.send_response(200, {}, b"ok")
+        conn.receive_data(b"")  # the client is gone
+        assert isinstance(conn.next_request(), ConnectionEnded) or not conn.can_reuse
+        assert not conn.start_next()
+    for conn in (HTTPServerConnection(), _h11_server()):
+        conn.receive_data(b"GET /mcp HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert isinstance(conn.next_request(), HTTPRequest)
+        conn.send_response(200, {}, b"ok")
+        conn.close()
+        assert not conn.can_reuse
+    for client in (HTTPClientConnection("x"), _h11_client()):
+        client.send_request("GET", "/mcp", {})
+        client.receive_data(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        assert isinstance(client.next_event(), HTTPResponseHead)
+        assert client.next_event() is None
+        client.receive_data(b"")  # the server closed the idle connection
+        assert isinstance(client.next_event(), ConnectionEnded)
+        assert not client.can_reuse
