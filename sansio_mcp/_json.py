@@ -4,8 +4,9 @@ This is the one seam for the JSON backend: everything else calls
 :func:`loads` and :func:`dumps`.  The stdlib ``json`` always works; when
 ``orjson`` is installed it is used as a fast path, guarded so that what is
 accepted, and every value parsed or written, stays the stdlib's (see
-:func:`loads` and :func:`dumps`).  Set ``sansio_mcp._json.orjson = None`` to
-force the stdlib path.
+:func:`loads` and :func:`dumps`; the one difference: orjson also writes
+``enum.Enum`` and ``uuid.UUID`` values, which the stdlib refuses).  Set
+``sansio_mcp._json.orjson = None`` to force the stdlib path.
 """
 
 from __future__ import annotations
@@ -33,7 +34,10 @@ __all__ = [
 DEFAULT_MAX_MESSAGE_SIZE = 8 * 1024 * 1024
 DEFAULT_MAX_DEPTH = 64
 
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+# A string, or an unterminated one to the end (a parser reads nothing after it).
+# Unrolled, so each match is linear: "(?:[^"\\]|\\.)*" failed at every quote of
+# an unterminated string after scanning to the end, quadratic in the input.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
@@ -84,9 +88,7 @@ def _fast_path_safe(data: bytes, max_depth: int) -> bool:
 def nesting_depth(text: str) -> int:
     """The deepest bracket nesting of a JSON text (strings ignored)."""
     brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
-    if not brackets:
-        return 0
-    return max(0, *accumulate(map(_STEP.__getitem__, brackets)))
+    return max(0, max(accumulate(map(_STEP.__getitem__, brackets)), default=0))
 
 
 def _reject_constant(name: str) -> Any:
@@ -98,7 +100,9 @@ def _reject_constant(name: str) -> Any:
 _decoder = json.JSONDecoder(parse_constant=_reject_constant)
 
 
-def loads(data: bytes | str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
+def loads(
+    data: bytes | bytearray | memoryview | str, *, max_depth: int = DEFAULT_MAX_DEPTH
+) -> Any:
     """Parse one JSON text; raise :class:`RemoteProtocolError` (-32700) on failure.
 
     The nesting limit is checked before parsing, so a hostile peer cannot use
@@ -109,6 +113,8 @@ def loads(data: bytes | str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
     by orjson (stricter than the stdlib, and equal on everything both accept);
     anything orjson refuses goes to the stdlib, which accepts or words the error.
     """
+    if not isinstance(data, (bytes, str)):
+        data = bytes(data)  # a bytearray or memoryview
     fast = orjson
     if fast is not None and isinstance(data, bytes):
         # The common case is decided by one pass: few digits and opening brackets.
