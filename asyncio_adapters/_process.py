@@ -13,6 +13,8 @@ from typing import Any
 
 from sansio_mcp._stdio import StderrLines
 
+from ._runner import OutputPipeProtocol
+
 __all__ = ["Child", "drain_stderr", "start_child", "stop_process"]
 
 logger = logging.getLogger("asyncio_adapters.stdio")
@@ -82,7 +84,7 @@ async def start_child(
     output = os.fdopen(from_child, "rb", buffering=0)
     try:
         transport, protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, os.fdopen(to_child, "wb", buffering=0)
+            OutputPipeProtocol, os.fdopen(to_child, "wb", buffering=0)
         )
     except BaseException:
         output.close()

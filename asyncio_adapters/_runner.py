@@ -20,6 +20,7 @@ __all__ = [
     "Framing",
     "PushProtocol",
     "read_in_small_chunks",
+    "OutputPipeProtocol",
     "shielded",
 ]
 
@@ -37,6 +38,20 @@ def read_in_small_chunks(transport: asyncio.BaseTransport) -> None:
     """
     if isinstance(getattr(transport, "max_size", None), int):
         transport.max_size = _READ_SIZE  # type: ignore[attr-defined]
+
+
+class OutputPipeProtocol(asyncio.streams.FlowControlMixin):
+    """The protocol for a write pipe (``loop.connect_write_pipe``) that tells its
+    runner when the pipe closes: its reader went away, even while nothing was
+    being written (asyncio watches the pipe for that)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        super().__init__(loop)
+        self.on_lost: Callable[[], None] = lambda: None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        self.on_lost()
 
 
 async def shielded(step: Callable[[], Awaitable[None]]) -> None:
@@ -230,6 +245,9 @@ class AsyncioRunner(AsyncioSessionHost):
         self._reader = reader
         self._writer = writer
         read_in_small_chunks(writer.transport)  # a socket reads and writes on one transport
+        protocol = writer.transport.get_protocol()
+        if isinstance(protocol, OutputPipeProtocol):
+            protocol.on_lost = lambda: self._output_gone(writer.transport.get_write_buffer_size())
         self._send_lock = asyncio.Lock()
         self.framing: Framing = framing or session
         self.started = asyncio.Event()
@@ -308,15 +326,24 @@ class AsyncioRunner(AsyncioSessionHost):
 
     def send_now(self) -> bool:
         # Writing to a transport never blocks (only waiting for it to drain
-        # does), so output goes out at once, in order, whoever else is draining.
+        # does), so output goes out at once, in order, whoever else is draining;
+        # what the transport holds it sends without anyone waiting.
         writer = self._writer
         data = self.framing.data_to_send()
+        if data and not writer.is_closing():
+            writer.write(data)  # on EPIPE the transport closes itself at once
         if writer.is_closing():
-            return True
-        if data:
-            writer.write(data)
-        # Something to wait for only if the transport holds output nobody waits on yet.
-        return not writer.transport.get_write_buffer_size() or self._send_lock.locked()
+            self._output_gone(len(data))
+        return True
+
+    def _output_gone(self, dropped: int) -> None:
+        """The output transport closed (the peer stopped reading: EPIPE): the
+        session is over, as when its input ends."""
+        if not self.driver.closed:
+            logger.debug("peer gone; dropped %d bytes", dropped)
+            self.session.close()
+            self.driver.process_events()
+        self._input_ended.set()
 
     async def flush(self) -> None:
         """Write what is queued, then wait while the transport holds too much of it."""
@@ -327,12 +354,7 @@ class AsyncioRunner(AsyncioSessionHost):
             try:
                 await self._writer.drain()
             except (ConnectionError, OSError):
-                logger.debug(
-                    "peer gone while %d bytes waited",
-                    self._writer.transport.get_write_buffer_size(),
-                )
-                self.session.close()
-                self.driver.process_events()
+                self._output_gone(self._writer.transport.get_write_buffer_size())
 
 
 class PushProtocol(asyncio.Protocol):

@@ -12,7 +12,7 @@ from sansio_mcp import RequestReceived, ServerSession
 from sansio_mcp._server import Context, Server
 from sansio_mcp._util import unwrap_single_exception
 
-from ._runner import AsyncioRunner, AsyncioSessionHost, Connector, Framing
+from ._runner import AsyncioRunner, AsyncioSessionHost, Connector, Framing, OutputPipeProtocol
 
 __all__ = ["AsyncioContext", "serve", "serve_stdio"]
 
@@ -91,9 +91,7 @@ async def _serve(
 async def serve_stdio(server: Server, **session_options: Any) -> None:
     """Serve on this process's stdin and stdout; returns at end of stdin."""
     loop = asyncio.get_running_loop()
-    transport, protocol = await loop.connect_write_pipe(
-        asyncio.streams.FlowControlMixin, sys.stdout
-    )
+    transport, protocol = await loop.connect_write_pipe(OutputPipeProtocol, sys.stdout)
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     try:
         # Input is pushed to the session as it arrives (no reader task to wake).

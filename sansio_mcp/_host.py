@@ -117,7 +117,7 @@ class HostBase:
 
     def send_now(self) -> bool:
         """Send what the session has queued without waiting, if this host can;
-        True when nothing is left for :meth:`flush` to wait for."""
+        True when it will all go out without anyone awaiting :meth:`flush`."""
         return False
 
     async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
@@ -169,6 +169,8 @@ class HostBase:
     ) -> dict[str, Any]:
         if timed:
             self.rearm_timer()
+        # A request never waits for its own output to go out: a peer that stops
+        # reading must not keep a time limit or a cancellation from taking effect.
         try:
             if not self.send_now():
                 await self.flush()
@@ -177,7 +179,8 @@ class HostBase:
             if not waiter.done:
                 # The caller gave up (cancelled): cancel on the wire too.
                 self.driver.abandon(request_id)
-                await self.shielded(self.flush)
+                if not self.send_now():
+                    await self.shielded(self.flush)
             raise
         return waiter.outcome()
 

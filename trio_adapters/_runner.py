@@ -9,6 +9,7 @@ import functools
 import logging
 import math
 import os
+import stat
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -138,7 +139,12 @@ class TrioSessionHost(HostBase):
             while True:
                 await self._flush_wanted.wait()
                 self._flush_wanted = trio.Event()
-                await self.flush()
+                await self._flush_step()
+
+    async def _flush_step(self) -> None:
+        """What the flusher does when woken (a host sending through a
+        :class:`PipeOutput` sends its backlog)."""
+        await self.flush()
 
     def _spawn(self, request_id: RequestId | None, fn: Callable[[], Awaitable[None]]) -> None:
         assert self._nursery is not None, "attach() the host to a nursery first"
@@ -185,15 +191,16 @@ class Framing(Output, Protocol):
 
 
 class PipeOutput:
-    """Output by the one-sender rule: at most one task sends at a time (it holds
-    the send lock), and it sends everything queued before it lets go, so no other
-    task has to wait for it.  Uncontended output to a pipe is written at once,
+    """Output by the one-sender rule: only the flusher task waits to send, so a
+    task that is cancelled (a handler, a request that timed out) never leaves half
+    a message on the wire.  Uncontended output to a pipe is written at once,
     without yielding: FdStream.send_all would first give the scheduler a turn,
-    delaying every message by a pass.
+    delaying every message by a pass.  What the pipe does not take at once waits
+    in a backlog for the flusher; :meth:`flush` waits until it has gone out.
 
     Shared by :class:`TrioRunner` and :class:`ByteStream`.  The class using it sets
     the attributes below; its flusher task waits for ``_flush_wanted`` and then
-    awaits :meth:`flush`; :meth:`_peer_gone` says what a peer that stopped
+    awaits :meth:`_send_queued`; :meth:`_peer_gone` says what a peer that stopped
     reading means to it.
     """
 
@@ -201,19 +208,21 @@ class PipeOutput:
     _send_stream: trio.abc.SendStream
     #: ``_send_stream`` if it is a pipe (see :func:`_pipe`), else None.
     _send_pipe: Any
-    _send_lock: trio.Lock
-    #: A task holds the send lock and is sending (``_send_lock.locked()``, without a call).
+    #: The flusher is sending.
     _sending: bool
-    #: Bytes a pipe did not take at once, waiting for the sender.
+    #: Bytes a pipe did not take at once, waiting for the flusher.
     _backlog: bytes
     _flush_wanted: trio.Event
+    #: Set whenever nothing is waiting to be sent.
+    _all_sent: trio.Event
 
     def _init_output(self, send_stream: trio.abc.SendStream) -> None:
         self._send_stream = send_stream
         self._send_pipe = _pipe(send_stream)
-        self._send_lock = trio.Lock()
         self._sending = False
         self._backlog = b""
+        self._all_sent = trio.Event()
+        self._all_sent.set()
 
     def _schedule_flush(self) -> None:
         self._send_soon()
@@ -222,7 +231,7 @@ class PipeOutput:
         """Send what is queued without waiting: now if the pipe takes it all,
         otherwise the flusher task sends the rest."""
         if self._sending or self._backlog:
-            return  # the sender takes this too before it stops
+            return  # the flusher takes this too before it stops
         data = self.framing.data_to_send()
         if not data:
             return
@@ -239,45 +248,43 @@ class PipeOutput:
                 return
             data = data[sent:]
         self._backlog = data
+        self._all_sent = trio.Event()
         self._flush_wanted.set()
 
     def send_now(self) -> bool:
         self._send_soon()
-        return not self._backlog or self._sending
+        return True  # the flusher sends whatever the pipe did not take
 
     async def flush(self) -> None:
-        """Send what the session queued.  This task waits only if it becomes
-        the sender; when another task is sending, that one takes it along."""
-        self._send_soon()
-        if self._backlog and not self._sending:
-            await self._send_locked()
-
-    async def _flush_all(self) -> None:
-        """Send what is queued and wait until no output is waiting at all."""
+        """Send what the session queued, and wait until all output has gone out
+        (cancelling the wait loses nothing: the flusher goes on sending)."""
         self._send_soon()
         if self._backlog or self._sending:
-            await self._send_locked()
-
-    async def _send_locked(self) -> None:
-        async with self._send_lock:
-            self._sending = True
-            try:
-                await self._send_queued()
-            finally:
-                self._sending = False
+            await self._all_sent.wait()
 
     async def _send_queued(self) -> None:
-        # Called by the sender, with the send lock held.
-        while True:
-            data = self._backlog + self.framing.data_to_send()
-            self._backlog = b""
-            if not data:
-                return
-            try:
-                await self._send_stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                self._peer_gone(len(data))
-                return
+        """The flusher's part: send until nothing is queued."""
+        self._sending = True
+        if self._all_sent.is_set():
+            self._all_sent = trio.Event()
+        try:
+            while True:
+                data = self._backlog + self.framing.data_to_send()
+                self._backlog = b""
+                if not data:
+                    return
+                try:
+                    await self._send_stream.send_all(data)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    self._peer_gone(len(data))
+                    return
+        finally:
+            self._sending = False
+            if not self._backlog:
+                self._all_sent.set()
+
+    async def _flush_step(self) -> None:
+        await self._send_queued()
 
     def _peer_gone(self, dropped: int) -> None:
         raise NotImplementedError
@@ -318,6 +325,8 @@ class TrioRunner(PipeOutput, TrioSessionHost):
         """Read and dispatch until the peer closes its side."""
         async with trio.open_nursery() as nursery:
             self.attach(nursery)
+            if _is_fifo(self._send_pipe):
+                nursery.start_soon(self._watch_output)
             task_status.started()
             try:
                 await self._read_loop()
@@ -336,11 +345,20 @@ class TrioRunner(PipeOutput, TrioSessionHost):
             self.framing.receive_data(data)
             self.driver.process_events()
             if waits_for_output:
-                await self._flush_all()
+                await self.flush()
             else:
                 self._send_soon()
             if not data:
                 break
+
+    async def _watch_output(self) -> None:
+        # A pipe's write end reports an error (it turns "readable") once its reader
+        # closes it: the peer is gone even while nothing is being written.
+        try:
+            await trio.lowlevel.wait_readable(_fileno(self._send_pipe))
+        except (trio.ClosedResourceError, OSError):
+            return  # we closed it
+        self._peer_gone(0)
 
     def _finish(self) -> None:
         self.session.close()
@@ -397,12 +415,12 @@ class ByteStream(PipeOutput):
         while True:
             await self._flush_wanted.wait()
             self._flush_wanted = trio.Event()
-            await self.flush()
+            await self._send_queued()
 
     async def drained(self, *, timeout: float) -> None:
         """Wait (at most ``timeout``) until everything written has been sent."""
         with trio.move_on_after(timeout):
-            await self._flush_all()
+            await self.flush()
 
     def _peer_gone(self, dropped: int) -> None:
         logger.debug("peer gone; dropped %d bytes", dropped)
@@ -430,6 +448,16 @@ _FdStream: Any = getattr(trio.lowlevel, "FdStream", None)  # Unix only
 def _pipe(stream: object) -> Any:
     """``stream`` if it is a pipe we may read and write directly, else None."""
     return stream if _FdStream is not None and isinstance(stream, _FdStream) else None
+
+
+def _is_fifo(pipe: Any) -> bool:
+    """Whether ``pipe`` (or None) is the write end of a pipe (not a tty or a file)."""
+    if pipe is None:
+        return False
+    try:
+        return stat.S_ISFIFO(os.fstat(_fileno(pipe)).st_mode)
+    except (OSError, trio.ClosedResourceError):
+        return False
 
 
 def _fileno(pipe: Any) -> int:

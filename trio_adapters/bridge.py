@@ -94,7 +94,7 @@ class _StreamRunner(TrioRunner):
     async def flush_all(self, *, timeout: float = 10.0) -> None:
         """Send what is queued and wait (at most ``timeout``) until it has gone out."""
         with trio.move_on_after(timeout):
-            await self._flush_all()
+            await self.flush()
 
 
 class _HTTPHost(_HTTPClientHost):
