@@ -81,6 +81,9 @@ def _ours_asyncio(n: int) -> dict[str, Any]:
         def get_write_buffer_size(self) -> int:
             return 0
 
+        def get_protocol(self) -> None:
+            return None
+
     class _Sink:
         """A writer that keeps nothing (the peer's side of a pipe)."""
 

@@ -108,10 +108,14 @@ def check_kind(kind: str, name: str, value: Any) -> Any:
         ok = isinstance(value, str)
     elif kind == "float":
         ok = isinstance(value, int | float) and not isinstance(value, bool)
-        if ok and not math.isfinite(value):
-            ok = False
         if ok:
-            return float(value)
+            try:
+                number = float(value)
+            except OverflowError:  # an integer beyond any float
+                number = math.inf
+            if math.isfinite(number):
+                return number
+            ok = False
     elif kind == "int":
         if isinstance(value, float) and math.isfinite(value) and value.is_integer():
             return int(value)
