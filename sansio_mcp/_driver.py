@@ -12,7 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ._errors import ErrorCode, MCPError
+from ._errors import ErrorCode, LocalProtocolError, MCPError
 from ._events import (
     CancelRequested,
     ConnectionClosed,
@@ -159,7 +159,10 @@ class Driver:
         """The caller stopped waiting (it was cancelled): cancel on the wire."""
         self._waiters.pop(request_id, None)
         if request_id in self.session.pending_requests:
-            self.session.cancel(request_id, "the caller cancelled the request")
+            try:
+                self.session.cancel(request_id, "the caller cancelled the request")
+            except LocalProtocolError:  # not cancellable on the wire now (initialize)
+                self.session.forget(request_id)
 
     def process_events(self) -> None:
         """Drain the session's events and act on each."""
@@ -270,7 +273,7 @@ class Driver:
             self._answer_failure(event, exc)
             return
         if isinstance(outcome, dict):
-            self.session.respond(event.request_id, outcome)
+            self._respond(event, outcome)
             return
 
         async def finish() -> None:
@@ -279,10 +282,25 @@ class Driver:
             except Exception as exc:
                 self._answer_failure(event, exc)
             else:
-                self.session.respond(event.request_id, result)
+                self._respond(event, result)
             self.on_output()
 
         self._spawn(event.request_id, finish)
+
+    def _respond(self, event: RequestReceived, result: Any) -> None:
+        """Answer with the handler's result, or with -32603 if the session refuses
+        it (a malformed MRTR result, say): the request is answered either way."""
+        try:
+            self.session.respond(event.request_id, result)
+        except LocalProtocolError as exc:
+            if event.request_id not in self.session.open_requests:
+                return  # cancelled meanwhile, or answered already: nothing is owed
+            logger.error(
+                "handler for %s returned a result that cannot be sent: %s", event.method, exc
+            )
+            self.session.respond_error(
+                event.request_id, ErrorCode.INTERNAL_ERROR, f"internal error: {exc}"
+            )
 
     def _answer_failure(self, event: RequestReceived, exc: Exception) -> None:
         if isinstance(exc, MCPError):

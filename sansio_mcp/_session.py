@@ -834,6 +834,21 @@ class Session:
         self._forget_progress(pending)
         self._remember(self._cancelled_outgoing, wire_id)
 
+    def forget(self, request_id: RequestId) -> None:
+        """Stop waiting for one of our requests without telling the peer (for one
+        that may not be cancelled on the wire now, such as ``initialize``): a late
+        answer is dropped.  Unknown ids are ignored."""
+        paused = self._paused.pop(request_id, None)
+        if paused is not None:
+            self._forget_progress(paused)
+            return
+        wire_id = self._wire_of.pop(request_id, None)
+        if wire_id is None:
+            return
+        pending = self._outgoing.pop(wire_id)
+        self._forget_progress(pending)
+        self._remember(self._cancelled_outgoing, wire_id)
+
     def send_progress(
         self,
         request_id: RequestId,
@@ -1447,7 +1462,7 @@ class ClientSession(Session):
         subscription = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None
         if notification.method == "notifications/subscriptions/acknowledged":
             # The tag is the listen request's wire id; events report its origin.
-            origin = self._origin_of_wire(subscription)
+            origin = self._listen_of_wire(subscription)
             if origin is not None and isinstance(params.get("notifications"), dict):
                 self._events.append(SubscriptionAcknowledged(origin, params["notifications"]))
             else:
@@ -1476,9 +1491,10 @@ class ClientSession(Session):
 
     def _on_cancelled(self, params: dict[str, Any]) -> None:
         request_id = params.get("requestId")
-        origin = self._origin_of_wire(request_id) if is_request_id(request_id) else None
+        origin = self._listen_of_wire(request_id)
         if origin is not None:
-            # The server tore down one of our subscriptions.
+            # The server tore down one of our subscriptions (2026-07-28; otherwise
+            # a cancellation names the sender's own request, never ours).
             wire_id = self._wire_of.pop(origin)
             pending = self._outgoing.pop(wire_id)
             reason = params.get("reason")
@@ -1493,6 +1509,16 @@ class ClientSession(Session):
             )
             return
         super()._on_cancelled(params)
+
+    def _listen_of_wire(self, wire_id: Any) -> RequestId | None:
+        """The origin of our pending ``subscriptions/listen`` with this wire id, on a
+        stateless session (the only request of ours a server may end)."""
+        if not self.is_modern or not is_request_id(wire_id):
+            return None
+        pending = self._outgoing.get(wire_id)
+        if pending is None or pending.method != "subscriptions/listen":
+            return None
+        return pending.origin
 
     def _origin_of_wire(self, wire_id: Any) -> RequestId | None:
         if not is_request_id(wire_id):

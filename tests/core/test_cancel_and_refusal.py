@@ -1,0 +1,84 @@
+"""Cancellation names the sender's own requests; giving up on a request never
+raises; a handler result the session refuses still gets the request answered."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from helpers import drain, make_pair, notification, pump
+
+from sansio_mcp import ClientSession, RequestFailed, ServerSession
+from sansio_mcp._driver import Driver, Waiter
+from sansio_mcp._events import CancelRequested, ResponseReceived
+from sansio_mcp._versions import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
+
+
+def test_a_server_cancelling_its_request_leaves_the_clients_request_with_that_id() -> None:
+    client, server = make_pair()
+    ours = client.send_request("tools/list")
+    pump(client, server)
+    drain(server)
+    theirs = server.send_request("sampling/createMessage", {"messages": [], "maxTokens": 5})
+    while theirs != client._wire_of[ours]:  # the two sides number alike: reach the same id
+        theirs = server.send_request("sampling/createMessage", {"messages": [], "maxTokens": 5})
+    pump(server, client)
+    drain(client)
+    server.cancel(theirs, "no longer needed")
+    pump(server, client)
+    assert drain(client) == [CancelRequested(theirs, "no longer needed")]
+    assert ours in client.pending_requests  # still waiting for its answer
+    assert theirs not in client.open_requests
+
+
+def test_a_cancel_for_the_servers_handshake_ping_does_not_end_the_clients_initialize() -> None:
+    client = ClientSession()
+    server = ServerSession()
+    client.initialize()
+    pump(client, server)
+    # The server pinged during the handshake (its id 0) and gave up on it.
+    client.receive_message(notification("notifications/cancelled", {"requestId": 0}))
+    assert not [e for e in drain(client) if isinstance(e, RequestFailed)]
+    pump(server, client)
+    events = drain(client)
+    assert any(isinstance(e, ResponseReceived) and e.method == "initialize" for e in events)
+
+
+def _driver(session: Any, handle_request: Any = lambda event: {}) -> Driver:
+    return Driver(
+        session,
+        handle_request=handle_request,
+        handle_notification=None,
+        spawn=lambda request_id, fn: None,
+        cancel=lambda request_id: None,
+    )
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_giving_up_on_the_opening_request_never_raises(mode: str) -> None:
+    """initialize (or an auto-mode server/discover) may not be cancelled on the
+    wire: abandoning it forgets it, and its late answer is dropped."""
+    client = ClientSession(mode=mode)
+    driver = _driver(client)
+    request_id = client.start()
+    driver.register(request_id, Waiter(lambda: None))
+    driver.abandon(request_id)
+    assert request_id not in client.pending_requests
+    assert client.data_to_send().count(b"notifications/cancelled") == 0
+
+
+def test_a_result_the_session_refuses_is_answered_with_an_internal_error() -> None:
+    server = ServerSession(capabilities={"tools": {}})
+    bad_round = {"resultType": "input_required", "inputRequests": {"k": {"method": "bogus"}}}
+    driver = _driver(server, lambda event: bad_round)
+    meta = {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}
+    server.receive_message(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t", "_meta": meta}}
+    )
+    server.receive_message(
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta}}
+    )
+    driver.process_events()  # does not raise, and goes on to the second request
+    answers = {m["id"]: m["error"]["code"] for m in server.messages_to_send()}
+    assert answers == {1: -32603, 2: -32603}
+    assert not server.open_requests
