@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from typing import Generic, TypeVar
+from urllib.parse import urlsplit
 
 import attrs
 import h11
@@ -24,6 +25,7 @@ __all__ = [
     "ConnectionPool",
     "header_dict",
     "media_types",
+    "url_hostname",
 ]
 
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
@@ -38,6 +40,15 @@ def header_dict(headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
         value = raw_value.decode("latin-1")
         out[name] = f"{out[name]}, {value}" if name in out else value
     return out
+
+
+def url_hostname(url: str) -> str | None:
+    """The lower-cased host name of ``url`` ("" if it has none), None if it is
+    malformed ("[::1", a bad port): a peer's Host or Origin may be anything."""
+    try:
+        return (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return None
 
 
 def media_types(value: str | None) -> set[str]:

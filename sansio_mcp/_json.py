@@ -100,9 +100,7 @@ def _reject_constant(name: str) -> Any:
 _decoder = json.JSONDecoder(parse_constant=_reject_constant)
 
 
-def loads(
-    data: bytes | bytearray | memoryview | str, *, max_depth: int = DEFAULT_MAX_DEPTH
-) -> Any:
+def loads(data: bytes | bytearray | memoryview | str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
     """Parse one JSON text; raise :class:`RemoteProtocolError` (-32700) on failure.
 
     The nesting limit is checked before parsing, so a hostile peer cannot use

@@ -15,11 +15,10 @@ import secrets
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
-from urllib.parse import urlsplit
 
 from . import _json
 from ._errors import ErrorCode, MCPError, RemoteProtocolError
-from ._http import HTTPRequest, media_types
+from ._http import HTTPRequest, media_types, url_hostname
 from ._http_headers import validate_request_headers
 from ._jsonrpc import RequestId, is_request_id
 from ._modern import is_modern_request
@@ -709,15 +708,16 @@ def check_host_and_origin(
     """DNS-rebinding protection: a 403 exchange unless Host (and Origin, when
     present) name an allowed host (by default: loopback only)."""
     host = request.headers.get("host", "")
-    hostname = urlsplit(f"//{host}").hostname or ""
-    if hostname.lower() not in allowed_hosts and host.lower() not in allowed_hosts:
+    hostname = url_hostname(f"//{host}")
+    if hostname is None:
+        return _json_error(400, None, ErrorCode.INVALID_REQUEST, f"malformed Host {host!r}")
+    if hostname not in allowed_hosts and host.lower() not in allowed_hosts:
         return _json_error(403, None, ErrorCode.INVALID_REQUEST, f"host {host!r} is not allowed")
     origin = request.headers.get("origin")
     if origin is not None:
         if origin.lower().rstrip("/") in allowed_origins:
             return None
-        origin_host = (urlsplit(origin).hostname or "").lower()
-        if allowed_origins or origin_host not in allowed_hosts:
+        if allowed_origins or url_hostname(origin) not in allowed_hosts:
             return _json_error(
                 403, None, ErrorCode.INVALID_REQUEST, f"origin {origin!r} is not allowed"
             )

@@ -9,13 +9,13 @@ NDJSON framing does on stdio, so the same runner drives both.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from urllib.parse import urlsplit
 
 import wsproto
 import wsproto.events as ws
 from wsproto.connection import ConnectionState
 
 from . import _json
+from ._http import url_hostname
 from ._session import Session
 
 __all__ = ["WebSocketFraming", "SUBPROTOCOL"]
@@ -76,8 +76,24 @@ class WebSocketFraming:
         """Feed bytes; ``b""`` means the TCP connection ended."""
         if self.closed:
             return
+        try:
+            self._receive(data)
+        except wsproto.utilities.RemoteProtocolError as exc:
+            # A broken opening handshake (or bytes that are no WebSocket at all):
+            # refuse it with the HTTP status wsproto suggests, and end.
+            hint = exc.event_hint
+            if isinstance(hint, ws.RejectConnection) and not self.open:
+                self.refused = hint.status_code
+                self._send(hint)
+            self._end(1002, f"WebSocket protocol error: {exc}")
+        if not data:
+            self._end(1006, "the connection dropped")
+
+    def _receive(self, data: bytes | bytearray) -> None:
         self._ws.receive_data(bytes(data) if data else None)
         for event in self._ws.events():
+            if self.closed:
+                return  # what follows a close (1003, 1009) in the same read is dropped
             if isinstance(event, ws.Request):
                 self._on_handshake(event)
             elif isinstance(event, ws.AcceptConnection):
@@ -95,9 +111,10 @@ class WebSocketFraming:
                 self.close_reason = (event.code, event.reason or "")
                 if self._ws.state is ConnectionState.REMOTE_CLOSING:
                     self._send(event.response())
+                elif self._ws.state is ConnectionState.OPEN:
+                    # wsproto found the peer's frames broken (1002, 1007): say so.
+                    self._send(ws.CloseConnection(code=event.code, reason=event.reason))
                 self._end(event.code, event.reason or "")
-        if not data:
-            self._end(1006, "the connection dropped")
 
     def _on_handshake(self, request: ws.Request) -> None:
         status = self._check(request)
@@ -112,17 +129,19 @@ class WebSocketFraming:
     def _check(self, request: ws.Request) -> int | None:
         if request.target.split("?", 1)[0] != self.path:
             return 404
-        host = (urlsplit(f"//{request.host}").hostname or "").lower()
+        host = url_hostname(f"//{request.host}")
+        if host is None:
+            return 400
         if host not in self.allowed_hosts:
             return 403
-        origin = dict((k.decode().lower(), v.decode()) for k, v in request.extra_headers).get(
-            "origin"
-        )
+        headers = {
+            k.decode("latin-1").lower(): v.decode("latin-1") for k, v in request.extra_headers
+        }
+        origin = headers.get("origin")
         if origin is not None:
             bare = origin.lower().rstrip("/")
             if bare not in self.allowed_origins and (
-                self.allowed_origins
-                or (urlsplit(origin).hostname or "").lower() not in self.allowed_hosts
+                self.allowed_origins or url_hostname(origin) not in self.allowed_hosts
             ):
                 return 403
         if SUBPROTOCOL not in request.subprotocols:

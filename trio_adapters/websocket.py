@@ -3,6 +3,7 @@ revision, interoperable with the official SDKs' convention)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -22,6 +23,8 @@ from .client import Client, start_client
 from .server import TrioContext
 
 __all__ = ["open_ws_client", "serve_ws"]
+
+logger = logging.getLogger("trio_adapters.websocket")
 
 
 async def _keepalive(framing: WebSocketFraming, runner: TrioRunner, interval: float) -> None:
@@ -71,6 +74,9 @@ async def serve_ws(
                 nursery.cancel_scope.cancel()
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
+        except Exception:
+            # One broken connection must never take the server (and every other client) down.
+            logger.exception("error while serving a WebSocket connection; closing it")
         finally:
             server.hub.remove(session)
             await stream.aclose()

@@ -276,3 +276,72 @@ async def test_server_keepalive_pings() -> None:
                             await stream.send_all(client.send(event.response()))
                 assert accepted
                 await stream.send_all(client.send(ws.CloseConnection(code=1000)))
+
+
+_GOOD_HANDSHAKE = (
+    b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+    b"Sec-WebSocket-Protocol: mcp\r\n\r\n"
+)
+
+
+def _raw_reply(port: int, raw: bytes) -> bytes:
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(raw)
+        sock.shutdown(socket.SHUT_WR)
+        data = b""
+        while chunk := sock.recv(4096):
+            data += chunk
+        return data
+
+
+def _with_origin(origin: bytes) -> bytes:
+    return _GOOD_HANDSHAKE.replace(b"\r\n\r\n", b"\r\nOrigin: " + origin + b"\r\n\r\n")
+
+
+_NO_KEY = _GOOD_HANDSHAKE.replace(b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n", b"")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param(_NO_KEY, id="no-key"),
+        pytest.param(_GOOD_HANDSHAKE.replace(b"GET", b"POST"), id="post"),
+        pytest.param(_GOOD_HANDSHAKE.replace(b"Host: 127.0.0.1", b"Host: [::1"), id="bad-host"),
+        pytest.param(_with_origin(b"http://[zz"), id="bad-origin"),
+        pytest.param(_with_origin(b"http://\xff\xfe"), id="latin-1-origin"),
+        pytest.param(_GOOD_HANDSHAKE[:40], id="half-a-handshake"),
+        pytest.param(b"\x16\x03\x01garbage\r\n\r\n", id="not-http"),
+    ],
+)
+async def test_a_broken_handshake_gets_an_http_error_and_the_server_goes_on(raw: bytes) -> None:
+    with trio.fail_after(BUDGET):
+        async with serving(serve_ws, build_server()) as port:
+            reply = await in_thread(lambda: _raw_reply(port, raw))
+            assert reply == b"" or reply.startswith((b"HTTP/1.1 400", b"HTTP/1.1 403")), reply
+            async with open_ws_client(ws_url(port)) as client:
+                assert texts(await client.call_tool("add", {"a": 1, "b": 1})) == "2"
+
+
+@pytest.mark.parametrize(
+    ("frame", "code"),
+    [
+        pytest.param(b"\x81\x81\x00\x00\x00\x00\xff", 1007, id="invalid-utf8"),
+        pytest.param(b"\x81\x01x", 1002, id="unmasked"),
+        pytest.param(b"\x83\x80\x00\x00\x00\x00", 1002, id="reserved-opcode"),
+    ],
+)
+def test_broken_frames_are_answered_with_a_close_frame(frame: bytes, code: int) -> None:
+    from sansio_mcp import ServerSession
+    from sansio_mcp._websocket import WebSocketFraming
+
+    framing = WebSocketFraming(ServerSession(), client=False)
+    framing.receive_data(_GOOD_HANDSHAKE)
+    assert framing.data_to_send().startswith(b"HTTP/1.1 101")
+    framing.receive_data(frame)
+    assert framing.closed and framing.close_reason is not None
+    assert framing.close_reason[0] == code
+    sent = framing.data_to_send()
+    assert sent[:1] == b"\x88" and int.from_bytes(sent[2:4], "big") == code
