@@ -49,8 +49,16 @@ class SSEParser:
         self._data: list[str] = []
         self._data_size = 0
         self._event_type = ""
+        # The id of the event being read: it counts once the event is complete.
+        self._id_buffer: str | None = None
+        # How much of self._text is known to hold no line end.
+        self._searched = 0
+        # Pieces of a line still arriving (they hold no line end), not yet in self._text.
+        self._pieces: list[str] = []
+        self._pieces_size = 0
         self._events: deque[SSEEvent] = deque()
-        #: The last ``id`` field seen (what a client sends as ``Last-Event-ID``).
+        #: The id of the last complete event (what a client sends as ``Last-Event-ID``):
+        #: an event cut off before its blank line does not count.
         self.last_event_id: str | None = None
         #: The last valid ``retry`` field, in milliseconds.
         self.retry: int | None = None
@@ -58,14 +66,35 @@ class SSEParser:
     def feed(self, data: bytes) -> None:
         """Feed bytes; ``b""`` means the stream ended (a half-built event is dropped)."""
         if not data:
-            self._text += self._decoder.decode(b"", final=True)
+            decoded = self._decoder.decode(b"", final=True)
             self._eof = True
         else:
-            self._text += self._decoder.decode(data)
-        if not self._started and self._text:
+            decoded = self._decoder.decode(data)
+        if not self._started and decoded:
             self._started = True
-            if self._text.startswith("\ufeff"):
-                self._text = self._text[1:]
+            if decoded.startswith("\ufeff"):
+                decoded = decoded[1:]
+        if (
+            not self._eof
+            and "\n" not in decoded
+            and "\r" not in decoded
+            and not self._text.endswith("\r")
+        ):
+            # Still inside a line: keep the piece, join once the line ends (adding
+            # every piece to the text would copy a long line once per piece).
+            self._pieces.append(decoded)
+            self._pieces_size += len(decoded)
+            if len(self._text) + self._pieces_size > self.max_line_size:
+                raise RemoteProtocolError(
+                    f"SSE line exceeds {self.max_line_size} characters",
+                    code=ErrorCode.INVALID_REQUEST,
+                )
+            return
+        if self._pieces:
+            self._text += "".join(self._pieces)
+            self._pieces.clear()
+            self._pieces_size = 0
+        self._text += decoded
         self._parse()
 
     def next_event(self) -> SSEEvent | type[NEED_DATA]:
@@ -77,19 +106,28 @@ class SSEParser:
         text = self._text
         position = 0
         length = len(text)
+        search = self._searched  # a long line arriving in pieces is searched once
+        # The next CR and LF at or after ``search`` (-1: none left), each found anew
+        # only once passed, so a text with many lines of one ending stays linear.
+        cr = text.find("\r", search)
+        lf = text.find("\n", search)
         while position < length:
-            cr = text.find("\r", position)
-            lf = text.find("\n", position)
-            ends = [i for i in (cr, lf) if i >= 0]
-            if not ends:
+            if 0 <= cr < search:
+                cr = text.find("\r", search)
+            if 0 <= lf < search:
+                lf = text.find("\n", search)
+            if cr < 0 and lf < 0:
                 break
-            end = min(ends)
+            end = cr if lf < 0 or 0 <= cr < lf else lf
             if text[end] == "\r" and end + 1 == length and not self._eof:
                 break  # a CR at the edge may be the first half of CRLF
             line = text[position:end]
             position = end + 2 if text.startswith("\r\n", end) else end + 1
+            search = position
             self._line(line)
         self._text = text[position:]
+        # What is left holds no line end, but for a CR at its edge: search on from there.
+        self._searched = max(0, len(self._text) - 1)
         if len(self._text) > self.max_line_size:
             raise RemoteProtocolError(
                 f"SSE line exceeds {self.max_line_size} characters",
@@ -122,12 +160,14 @@ class SSEParser:
             self._event_type = value
         elif field == "id":
             if "\0" not in value:
-                self.last_event_id = value
+                self._id_buffer = value
         elif field == "retry":
             if value.isascii() and value.isdigit():
                 self.retry = int(value)
 
     def _dispatch(self) -> None:
+        if self._id_buffer is not None:
+            self.last_event_id = self._id_buffer  # kept until another id replaces it
         if not self._data:
             self._event_type = ""
             return

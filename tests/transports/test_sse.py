@@ -116,3 +116,49 @@ def test_arbitrary_bytes_never_crash(blob: bytes) -> None:
         parser.feed(b"")
     except RemoteProtocolError:
         pass
+
+
+def test_an_event_cut_off_before_its_blank_line_does_not_move_the_last_event_id() -> None:
+    """Last-Event-ID must name an event the client got whole: resuming after an id
+    whose event was cut off would lose that event."""
+    events, parser = parse(b"id: s-1\ndata: 1\n\nid: s-2\ndata: 2\n", eof=True)
+    assert [e.id for e in events] == ["s-1"]
+    assert parser.last_event_id == "s-1"
+    _, parser = parse(b"id: s-1\ndata: 1\n\nid: s-2\n\n")  # an id alone still counts, whole
+    assert parser.last_event_id == "s-2"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    ids=st.lists(st.from_regex(r"[a-z0-9-]{1,6}", fullmatch=True), min_size=1, max_size=5),
+    cut=st.integers(min_value=0, max_value=200),
+)
+def test_last_event_id_is_the_last_whole_events_id(ids: list[str], cut: int) -> None:
+    wire = b"".join(format_sse_event(str(n), id=i) for n, i in enumerate(ids))
+    cut = min(cut, len(wire))
+    events, parser = parse(wire[:cut], eof=True)
+    assert parser.last_event_id == (events[-1].id if events else None)
+
+
+def test_long_lines_and_many_lines_are_read_in_linear_time() -> None:
+    """In a child process, bounded: a 3 MB line arriving 8 bytes at a time, and a
+    million and a half lines in one piece (each was quadratic before: minutes)."""
+    import subprocess
+    import sys
+
+    script = (
+        "from sansio_mcp._sse import SSEParser\n"
+        "p = SSEParser(max_line_size=4_000_000)\n"
+        "piece = b'x' * 8\n"
+        "p.feed(b'data: ')\n"
+        "for _ in range(375_000): p.feed(piece)\n"
+        "p.feed(b'\\n\\n')\n"
+        "assert len(p.next_event().data) == 3_000_000\n"
+        "q = SSEParser()\n"
+        "q.feed(b': keep-alive\\n' * 1_500_000 + b'data: end\\n\\n')\n"
+        "assert q.next_event().data == 'end'\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
