@@ -87,10 +87,12 @@ class FieldProblem(ValueError):
         return {"field": self.field, "expected": self.expected, "got": self.got}
 
 
+_MAX_INT = 2**53
+
 _EXPECTED = {
     "str": "a string",
     "float": "a number",
-    "int": "an integer",
+    "int": "an integer (at most 2^53 in size)",
     "bool": "a boolean",
     "dict": "an object",
     "list[dict]": "an array of objects",
@@ -118,8 +120,10 @@ def check_kind(kind: str, name: str, value: Any) -> Any:
             ok = False
     elif kind == "int":
         if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-            return int(value)
-        ok = isinstance(value, int) and not isinstance(value, bool)
+            value = int(value)
+        # Within what every JSON reader keeps exact (2^53): a timeout of 10^400
+        # seconds is a mistake, and beyond floats it broke the deadline arithmetic.
+        ok = isinstance(value, int) and not isinstance(value, bool) and abs(value) <= _MAX_INT
     elif kind == "bool":
         ok = isinstance(value, bool)
     elif kind == "dict":

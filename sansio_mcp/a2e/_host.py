@@ -226,6 +226,9 @@ class _Call:
 
     __slots__ = ("_err_fn", "_ok_fn", "_progress_fn", "wants_progress")
 
+    #: Made for the agent (it dies with the agent), not for the host's own upkeep.
+    for_agent = False
+
     def __init__(
         self,
         on_ok: Callable[[dict[str, Any]], None],
@@ -249,6 +252,14 @@ class _Call:
             self._progress_fn(event)
 
 
+class _AgentCall(_Call):
+    """A request made for one of the agent's requests (a read, a listing, a prompt)."""
+
+    __slots__ = ()
+
+    for_agent = True
+
+
 class _ToolCall(_Call):
     """A ``tool/call/req`` (or the same handed over as its fields) from routing to
     its answer: the MCP outcome becomes the ToolResult of a ``tool/call/resp``,
@@ -256,6 +267,8 @@ class _ToolCall(_Call):
     closures: this is the bridge's hot path.)"""
 
     __slots__ = ("host", "req_id", "seq", "server", "started", "tool_name")
+
+    for_agent = True
 
     def __init__(self, host: BridgeHost, req_id: str, tool_name: str, streaming: bool) -> None:
         self.host = host
@@ -299,7 +312,7 @@ class _ToolCall(_Call):
         self.server = server
         limit = float(server.config.timeout)
         if timeout > 0:
-            limit = min(limit, float(timeout))
+            limit = min(limit, timeout)  # (compared as numbers: an int may exceed any float)
         # The arguments are the host's own (see receive_agent_message, receive_tool_call).
         host._start_call(
             link, "tools/call", {"name": tool_name, "arguments": arguments}, self, limit
@@ -1278,6 +1291,11 @@ class BridgeHost:
                 self.internal_errors.append(
                     f"{link.server.server_id}: {type(event).__name__}: {type(exc).__name__}: {exc}"
                 )
+                if isinstance(event, RequestReceived) and event.request_id in session.open_requests:
+                    # Its request must still be answered, or the server waits for good.
+                    session.respond_error(
+                        event.request_id, ErrorCode.INTERNAL_ERROR, f"the bridge failed: {exc}"
+                    )
 
     def _on_event(self, link: _Link, event: Event) -> None:
         # (ResponseReceived is handled by _pump itself.)
@@ -1354,7 +1372,9 @@ class BridgeHost:
             "notifications/resources/list_changed": "resources",
             "notifications/prompts/list_changed": "prompts",
         }.get(event.method)
-        if kind is not None and link.server.link is link and link.server.ready:
+        # Also while the first sync (or a reconnect's) runs: a list it has already
+        # read may be stale now (_resync waits for a list still being read).
+        if kind is not None and link.server.link is link:
             self._resync(link, kind)
 
     # Calls to servers -------------------------------------------------------------------------
@@ -1369,10 +1389,12 @@ class BridgeHost:
         *,
         timeout: float | None = -1.0,
         on_progress: Callable[[ProgressReceived], None] | None = None,
+        for_agent: bool = False,
     ) -> RequestId | None:
         if timeout is not None and timeout < 0:
             timeout = float(link.server.config.timeout)
-        return self._start_call(link, method, params, _Call(on_ok, on_err, on_progress), timeout)
+        call = (_AgentCall if for_agent else _Call)(on_ok, on_err, on_progress)
+        return self._start_call(link, method, params, call, timeout)
 
     def _start_call(
         self,
@@ -1830,7 +1852,9 @@ class BridgeHost:
                     return
                 self._reply_failure(request, self._classify(error, method, server))
 
-            self._call(link, method, {"cursor": cursor} if cursor else None, ok, err)
+            self._call(
+                link, method, {"cursor": cursor} if cursor else None, ok, err, for_agent=True
+            )
 
         step(position)
 
@@ -1932,6 +1956,7 @@ class BridgeHost:
             {"uri": request.uri},
             ok,
             self._fail_with(request, server, "resources/read"),
+            for_agent=True,
         )
 
     def _on_subscribe(self, request: MCPResourceSubscribeRequest) -> None:
@@ -1969,6 +1994,7 @@ class BridgeHost:
             {"uri": request.uri},
             ok,
             self._fail_with(request, server, "resources/subscribe"),
+            for_agent=True,
         )
 
     # Prompts -----------------------------------------------------------------------------------
@@ -2035,7 +2061,7 @@ class BridgeHost:
         params: dict[str, Any] = {"name": name}
         if request.arguments:
             params["arguments"] = prompt_arguments(request.arguments)
-        self._call(server.link, "prompts/get", params, ok, err)
+        self._call(server.link, "prompts/get", params, ok, err, for_agent=True)
 
     # Server-initiated requests ----------------------------------------------------------------
 
@@ -2167,8 +2193,12 @@ class BridgeHost:
     def _take_wait(
         self, response: A2EMessage, kind: str, server_id: str, mcp_request_id: str
     ) -> _AgentWait:
-        wait = self._waits.get(getattr(response, "req_id", ""))
-        if wait is None and (server_id or mcp_request_id):
+        req_id = getattr(response, "req_id", "")
+        wait = self._waits.get(req_id)
+        # Matched by server and MCP request id only when it names no req_id: a new
+        # session of the server numbers its requests from 0 again, so a stale
+        # answer's req_id must not find a newer request by those.
+        if wait is None and not req_id and (server_id or mcp_request_id):
             wait = next(
                 (
                     w
@@ -2280,6 +2310,20 @@ class BridgeHost:
             del self._waits[key]
             wait.fail(_refusal(wait.kind, "the agent disconnected"))
             self._touch(wait.link)
+        # What servers still do for it is cancelled, and their answers dropped: an
+        # agent that connects next must not get them (servers outlive agents on
+        # WebSocket).
+        for link in self._links.values():
+            mine = [rid for rid, call in link.calls.items() if call.for_agent]
+            for request_id in mine:
+                del link.calls[request_id]
+                if request_id in link.session.pending_requests:
+                    try:
+                        link.session.cancel(request_id, "the agent disconnected")
+                    except LocalProtocolError:
+                        link.session.forget(request_id)
+            if mine:
+                self._dirty.add(link.conn)
 
     def _on_handshake(self, request: HandshakeRequest) -> None:
         """The bridge serves two capabilities: ``mcp`` and the ``tools`` its MCP

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -75,13 +76,28 @@ def split_namespaced(name: str) -> tuple[str, str] | None:
 # Tools --------------------------------------------------------------------------------
 
 
+def _finite(value: Any, default: float) -> float:
+    """``value`` as a finite float, else ``default`` (not a number, a bool, NaN, or
+    an integer beyond any float)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:
+            return default
+        if math.isfinite(number):
+            return number
+    return default
+
+
 def _parameters(schema: Any) -> list[dict[str, Any]]:
     """ToolParameter entries (name, type, description, required, enum, properties)
     read from a JSON Schema object's top-level properties."""
     schema = _dict(schema)
     properties = _dict(schema.get("properties"))
     required = schema.get("required")
-    required_names = set(required) if isinstance(required, list) else set()
+    required_names = (
+        {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
+    )
     out: list[dict[str, Any]] = []
     for name, spec in properties.items():
         spec = _dict(spec)
@@ -318,9 +334,7 @@ def sampling_request_from_mcp(
         model_preferences=_dict(params.get("modelPreferences")),
         system_prompt=_str(params.get("systemPrompt")),
         include_context=include if isinstance(include, str) else "none",
-        temperature=float(temperature)
-        if isinstance(temperature, int | float) and not isinstance(temperature, bool)
-        else 1.0,
+        temperature=_finite(temperature, 1.0),
         max_tokens=max_tokens
         if isinstance(max_tokens, int) and not isinstance(max_tokens, bool)
         else 1024,

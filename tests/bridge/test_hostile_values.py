@@ -1,0 +1,141 @@
+"""The bridge against values and timings that broke it once: numbers beyond any
+float, a malformed tool schema, a list that changed while the first sync ran,
+a stale sampling answer after a reconnect, and an agent that leaves with calls
+in flight.  Each is answered precisely; nothing is lost, leaked or left waiting.
+(The in-memory harness of tests/bridge/helpers.py, on a fake clock.)"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sansio_mcp.a2e import (
+    DecodeError,
+    MCPSamplingRequest,
+    MCPSamplingResponse,
+    ToolCallRequest,
+    ToolListRequest,
+    decode_text,
+)
+
+from .helpers import FakeServer, Harness, tool
+
+
+def test_a_number_beyond_any_float_is_a_schema_violation_not_a_crash() -> None:
+    item = decode_text('{"type":"ping","id":"x","ts":' + "1" * 400 + "}")
+    assert isinstance(item, DecodeError) and item.code == "schema_violation"
+    harness = Harness()
+    harness.add_server("srv", FakeServer(tools=[tool("t")]))
+    refused = harness.register("s", "srv", timeout=10**400)
+    assert not refused.ok and refused.extra["error_code"] == "schema_violation"
+    harness.register("s", "srv")
+    answer = harness.request(ToolCallRequest, tool_name="s__t", arguments={}, timeout=10**400)
+    assert answer.data["success"]  # the server's own limit holds
+
+
+def test_a_servers_request_the_bridge_cannot_translate_is_still_answered() -> None:
+    harness = Harness()
+    fake = harness.add_server("srv", FakeServer(tools=[tool("t")]))
+    harness.register("s", "srv")
+    params = {
+        "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+        "maxTokens": 10,
+        "temperature": 10**400,  # valid JSON, beyond any float: the default is used
+    }
+    request_id = harness.server_push(
+        "s", lambda session: session.send_request("sampling/createMessage", params)
+    )
+    [asked] = harness.of_type(MCPSamplingRequest)
+    assert asked.temperature == 1.0
+    harness.send(
+        MCPSamplingResponse(
+            id="a",
+            ts=harness.now,
+            req_id=asked.id,
+            content={"type": "text", "text": "ok"},
+            model="m",
+        )
+    )
+    assert fake.answers[request_id]["content"]["text"] == "ok"
+
+
+def test_one_servers_malformed_schema_does_not_break_the_tool_list() -> None:
+    harness = Harness()
+    harness.add_server("good", FakeServer(tools=[tool("fine")]))
+    bad = {
+        "name": "t",
+        "inputSchema": {"type": "object", "properties": {"a": {}}, "required": [["a"]]},
+    }
+    harness.add_server("bad", FakeServer(tools=[bad]))
+    harness.register("g", "good")
+    harness.register("b", "bad")
+    listed = harness.request(ToolListRequest)
+    assert {t["name"] for t in listed.tools} == {"g__fine", "b__t"}
+
+
+def test_a_list_that_changes_while_the_first_sync_runs_is_read_again() -> None:
+    harness = Harness()
+    fake = harness.add_server("srv", FakeServer(tools=[tool("old")], prompts=[]))
+    fake.handlers["prompts/list"] = lambda server, event: None  # the sync waits for prompts
+    harness.send(
+        {
+            "type": "mcp/server/register/req",
+            "id": "r1",
+            "config": {"server_id": "s", "cmd": ["srv"]},
+        }
+    )
+    fake.tools = [tool("new")]
+    harness.server_push(
+        "s", lambda session: session.send_notification("notifications/tools/list_changed")
+    )
+    harness.answer_held("s", {"prompts": []})
+    assert harness.reply_to("r1").ok
+    assert [t["name"] for t in harness.request(ToolListRequest).tools] == ["s__new"]
+
+
+def test_a_stale_sampling_answer_does_not_answer_the_next_sessions_request() -> None:
+    harness = Harness()
+    harness.add_server("srv", FakeServer(tools=[tool("t")]))
+    harness.register("s", "srv")
+    params: dict[str, Any] = {
+        "messages": [{"role": "user", "content": {"type": "text", "text": "Q1"}}],
+        "maxTokens": 5,
+    }
+    harness.server_push("s", lambda session: session.send_request("sampling/createMessage", params))
+    old = harness.of_type(MCPSamplingRequest)[-1]
+    harness.kill("s")
+    harness.advance(60)  # reconnected: the new session numbers its requests from 0 again
+    fake = harness.servers["srv"]
+    params["messages"][0]["content"]["text"] = "Q2"
+    new_id = harness.server_push(
+        "s", lambda session: session.send_request("sampling/createMessage", params)
+    )
+    new = harness.of_type(MCPSamplingRequest)[-1]
+    assert new.mcp_request_id == old.mcp_request_id
+    late = MCPSamplingResponse(
+        id="late",
+        ts=harness.now,
+        req_id=old.id,
+        server_id="s",
+        mcp_request_id=old.mcp_request_id,
+        content={"type": "text", "text": "answer to Q1"},
+    )
+    replies = harness.send(late)
+    assert [getattr(r, "code", None) for r in replies] == ["invalid_message"]
+    assert new_id not in fake.answers
+
+
+def test_an_agent_that_leaves_has_its_calls_cancelled_and_their_answers_dropped() -> None:
+    harness = Harness()
+    fake = harness.add_server("srv", FakeServer(tools=[tool("slow")]))
+    harness.register("s", "srv")
+    fake.handlers["tools/call"] = lambda server, event: None  # the server holds the call
+    harness.send(
+        ToolCallRequest(id="A-1", ts=harness.now, tool_name="s__slow", arguments={"who": "A"})
+    )
+    harness.host.agent_disconnected(harness.now)
+    harness.run()
+    cancels = [m for m in fake.received if m.get("method") == "notifications/cancelled"]
+    assert len(cancels) == 1
+    assert not any(link.calls for link in harness.host._links.values())
+    harness.host.agent_connected(harness.now)
+    assert not [m for m in harness.inbox if getattr(m, "req_id", "") == "A-1"]
