@@ -1653,7 +1653,8 @@ class ServerSession(Session):
                 raise UnsupportedProtocolVersion(
                     message=f"unsupported protocol version {meta.protocol_version!r}",
                     data={
-                        "supported": list(self.supported_versions),
+                        # Only versions a request's _meta may name (not the handshake ones).
+                        "supported": list(self._modern_versions),
                         "requested": meta.protocol_version,
                     },
                 )
@@ -1699,7 +1700,8 @@ class ServerSession(Session):
 
     def _discover_result(self, revision: Revision) -> dict[str, Any]:
         result: dict[str, Any] = {
-            "supportedVersions": list(self.supported_versions),
+            # The versions later requests may name in _meta (the handshake ones cannot be).
+            "supportedVersions": list(self._modern_versions),
             "capabilities": self._modern_capabilities(revision),
         }
         if self.instructions is not None:

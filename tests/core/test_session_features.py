@@ -901,3 +901,29 @@ def test_non_dict_meta_is_a_local_error() -> None:
     client = ClientSession()
     with pytest.raises(LocalProtocolError, match="_meta must be a dict"):
         client.send_request("ping", {"_meta": ["x"]}, progress=True)
+
+
+def test_a_dual_era_server_names_only_versions_a_request_may_carry() -> None:
+    """server/discover and -32022 list what ``_meta`` may name: a client told a
+    handshake version could not use it there (and must not fall back on -32022)."""
+    from sansio_mcp._versions import (
+        HANDSHAKE_REVISIONS,
+        META_CLIENT_CAPABILITIES,
+        META_PROTOCOL_VERSION,
+        MODERN_REVISIONS,
+    )
+
+    server = ServerSession(capabilities={"tools": {}})
+    assert set(server.supported_versions) & set(HANDSHAKE_REVISIONS)  # it speaks both eras
+    meta = {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}
+    server.receive_message(
+        {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}
+    )
+    old = {**meta, META_PROTOCOL_VERSION: "2025-06-18"}
+    server.receive_message(
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": old}}
+    )
+    discovered, refused = server.messages_to_send()
+    assert set(discovered["result"]["supportedVersions"]) <= set(MODERN_REVISIONS)
+    assert refused["error"]["code"] == -32022
+    assert set(refused["error"]["data"]["supported"]) <= set(MODERN_REVISIONS)
