@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from typing import Any
 
-from sansio_mcp import ClientSession
+from sansio_mcp import ClientSession, ConnectionClosedError
 from sansio_mcp._client import ClientHandlers, new_client_session
 from sansio_mcp._host import HostedClient
 from sansio_mcp._host import start_client as core_start_client
@@ -70,6 +70,10 @@ async def run_client(
                 if ready is not None:
                     async with asyncio.timeout(initialize_timeout):
                         await ready.wait()
+                    if host.driver.closed:
+                        raise ConnectionClosedError(
+                            message="the connection ended before the session could start"
+                        )
                 client = await start_client(host, session, handlers, initialize_timeout)
                 yield client
             finally:

@@ -91,6 +91,7 @@ class _SSEClientHost(_HTTPClientHost):
                 await writer.wait_closed()
             self.session.close()
             self.driver.process_events()
+            endpoint_ready.set()  # (the opener sees the session closed: no endpoint came)
 
 
 @asynccontextmanager

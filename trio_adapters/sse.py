@@ -4,12 +4,14 @@ clients and servers that still speak it."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
 
+from sansio_mcp import ConnectionClosedError
 from sansio_mcp._client import ClientHandlers, new_client_session
 from sansio_mcp._http import HTTPClientConnection, HTTPResponseHead
 from sansio_mcp._legacy_sse import LegacySSEServer, LegacySSEStream
@@ -89,6 +91,7 @@ class _SSEClientHost(_HTTPClientHost):
                     break
         self.session.close()
         self.driver.process_events()
+        endpoint_ready.set()  # (the opener sees the session closed: no endpoint came)
 
     async def _open_to(self, endpoint: Endpoint) -> trio.abc.Stream:
         saved = self.transport.endpoint
@@ -130,8 +133,13 @@ async def open_sse_client(
             try:
                 ready = trio.Event()
                 nursery.start_soon(host.run_stream, url, ready)
-                with trio.fail_after(initialize_timeout or 30.0):
+                limit = math.inf if initialize_timeout is None else initialize_timeout
+                with trio.fail_after(limit):
                     await ready.wait()
+                if host.driver.closed:
+                    raise ConnectionClosedError(
+                        message="the SSE stream ended before it named the POST endpoint"
+                    )
                 client = await start_client(host, session, handlers, initialize_timeout)
                 yield client
             finally:

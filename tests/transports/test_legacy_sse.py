@@ -265,3 +265,56 @@ def test_endpoint_event_is_valid_sse() -> None:
         )
     )
     assert posted.status == 202
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+@pytest.mark.parametrize("initialize_timeout", [30.0, None])
+def test_a_stream_that_ends_before_naming_its_endpoint_fails_at_once(
+    backend: str, initialize_timeout: float | None
+) -> None:
+    """No endpoint event, then the end of the stream: ConnectionClosedError at once,
+    not a wait for the initialize timeout (or for ever, without one)."""
+    import asyncio
+    import socket
+    import threading
+
+    import asyncio_adapters.sse
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def serve_once() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(4096)
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                b"Content-Length: 12\r\n\r\n: keepalive\n"
+            )
+
+    thread = threading.Thread(target=serve_once, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/sse"
+
+    async def on_trio() -> None:
+        with trio.fail_after(10), pytest.raises(ConnectionClosedError):
+            async with open_sse_client(url, initialize_timeout=initialize_timeout):
+                pass
+
+    async def on_asyncio() -> None:
+        async with asyncio.timeout(10):
+            with pytest.raises(ConnectionClosedError):
+                async with asyncio_adapters.sse.open_sse_client(
+                    url, initialize_timeout=initialize_timeout
+                ):
+                    pass
+
+    try:
+        if backend == "trio":
+            trio.run(on_trio)
+        else:
+            asyncio.run(on_asyncio())
+    finally:
+        thread.join(timeout=5)
+        listener.close()
