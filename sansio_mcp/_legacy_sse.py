@@ -51,8 +51,12 @@ class LegacySSEServer:
         allowed_hosts: Iterable[str] | None = None,
         allowed_origins: Iterable[str] | None = None,
         new_session_id: Callable[[], str] = lambda: secrets.token_hex(16),
+        max_unread: int = 16 * 1024 * 1024,
     ) -> None:
         self.session_factory = session_factory
+        #: Bytes a session's stream may hold unsent before its POSTs get 503: a
+        #: client that never reads its stream cannot make the server buffer without end.
+        self.max_unread = max_unread
         self.sse_path = sse_path
         self.message_path = message_path
         self.allowed_hosts = {h.lower() for h in (allowed_hosts or LOOPBACK_HOSTS)}
@@ -105,7 +109,11 @@ class LegacySSEServer:
             return _text(404, "unknown or ended session")
         if "application/json" not in media_types(request.headers.get("content-type")):
             return _text(415, "the body must be application/json")
-        session, _ = entry
+        session, stream = entry
+        if stream.unsent > self.max_unread:
+            return _text(
+                503, "the event stream of this session is not being read", {"retry-after": "1"}
+            )
         try:
             obj = _json.loads(request.body)
         except RemoteProtocolError as exc:

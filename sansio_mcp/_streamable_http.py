@@ -114,6 +114,11 @@ class Exchange:
         return not self.head_pending or self.finished or bool(self._chunks)
 
     @property
+    def unsent(self) -> int:
+        """How many body bytes wait to be taken."""
+        return sum(map(len, self._chunks))
+
+    @property
     def has_news(self) -> bool:
         """Whether there are body bytes to take, or the exchange is over."""
         return self.finished or bool(self._chunks)

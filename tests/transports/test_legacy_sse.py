@@ -267,6 +267,28 @@ def test_endpoint_event_is_valid_sse() -> None:
     assert posted.status == 202
 
 
+def test_a_stream_nobody_reads_stops_taking_posts() -> None:
+    """Answers wait on the stream until the client reads it; past ``max_unread``
+    bytes a POST gets 503 (retry later), so memory stays bounded, and once the
+    stream is read the session goes on."""
+    machine = LegacySSEServer(
+        build_server().create_session, new_session_id=lambda: "s", max_unread=4096
+    )
+    stream = machine.handle(HTTPRequest("GET", "/sse", {"host": "localhost"}))
+    headers = {"host": "localhost", "content-type": "application/json"}
+
+    def post(message: dict[str, Any]) -> int:
+        body = json.dumps(message).encode()
+        return machine.handle(HTTPRequest("POST", "/messages?session_id=s", headers, body)).status
+
+    assert post(initialize()) == 202
+    statuses = [post({"jsonrpc": "2.0", "id": n, "method": "ping"}) for n in range(2, 200)]
+    assert statuses[0] == 202 and statuses[-1] == 503
+    assert stream.unsent <= 4096 + 200
+    stream.take()  # the client reads
+    assert post({"jsonrpc": "2.0", "id": 500, "method": "ping"}) == 202
+
+
 @pytest.mark.parametrize("backend", ["trio", "asyncio"])
 @pytest.mark.parametrize("initialize_timeout", [30.0, None])
 def test_a_stream_that_ends_before_naming_its_endpoint_fails_at_once(
