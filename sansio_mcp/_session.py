@@ -377,10 +377,14 @@ class Session:
 
     def _on_request(self, request: JSONRPCRequest) -> None:
         method, params = request.method, request.params or {}
-        if request.id in self._incoming:
+        if request.id in self._incoming or request.id in self._cancelled_incoming:
+            # An id must not be reused in a session; one the peer cancelled may still
+            # get its handler's late answer, which must not answer the newcomer.
             duplicate = MCPError(
                 ErrorCode.INVALID_REQUEST,
-                f"request id {request.id!r} is already in use by an unanswered request",
+                f"request id {request.id!r} is already in use by an unanswered request"
+                if request.id in self._incoming
+                else f"request id {request.id!r} was used by a request cancelled before",
             )
             self._events.append(
                 ProtocolViolation(

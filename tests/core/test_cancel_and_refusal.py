@@ -82,3 +82,16 @@ def test_a_result_the_session_refuses_is_answered_with_an_internal_error() -> No
     answers = {m["id"]: m["error"]["code"] for m in server.messages_to_send()}
     assert answers == {1: -32603, 2: -32603}
     assert not server.open_requests
+
+
+def test_an_id_the_peer_cancelled_is_not_taken_by_its_next_request() -> None:
+    """The cancelled handler's late answer must not answer a newcomer with its id."""
+    _, server = make_pair()
+    server.receive_message({"jsonrpc": "2.0", "id": 5, "method": "tools/list"})
+    server.receive_message(notification("notifications/cancelled", {"requestId": 5}))
+    server.receive_message({"jsonrpc": "2.0", "id": 5, "method": "tools/list"})
+    drain(server)
+    [refusal] = server.messages_to_send()
+    assert refusal["id"] == 5 and refusal["error"]["code"] == -32600
+    server.respond(5, {"tools": []})  # the first handler, late: dropped
+    assert server.messages_to_send() == []
