@@ -13,7 +13,9 @@ the rest of a bridged call's bookkeeping).
 
 from __future__ import annotations
 
+import heapq
 import inspect
+import itertools
 import logging
 import math
 from collections import deque
@@ -158,8 +160,13 @@ class A2EClientBase:
         on_push: Handler | None = None,
         on_event: Handler | None = None,
         on_message: Callable[[str, A2EMessage], None] | None = None,
+        history: int = 1000,
     ) -> None:
         self._send_raw = send
+        #: How many pushes and tool events :attr:`pushes` and :attr:`events` keep.
+        self.history = history
+        # Pushes dropped from the front of self.pushes (wait_for_push counts from 0).
+        self._pushes_dropped = 0
         #: An in-process bridge's ``agent_tool_call(req_id, tool_name, arguments,
         #: timeout, streaming)``: takes a tool call as its fields (:meth:`call_tool`).
         self.hand_over_call: Callable[[str, str, dict[str, Any], int, bool], None] | None = None
@@ -173,12 +180,14 @@ class A2EClientBase:
         self.clock = clock
         self._waiters: dict[str, _Pending] = {}
         self._push_waiters: list[_Pending] = []
-        #: (monotonic deadline, wait) for every wait with a time limit, one queue per
-        #: limit: deadlines of the same limit only grow, so each queue stays in order.
-        self._lanes: dict[float, deque[tuple[float, _Pending]]] = {}
+        #: A heap of (monotonic deadline, order, wait) for every wait with a time
+        #: limit; finished waits leave it when they reach the top, or in a sweep.
+        self._deadlines: list[tuple[float, int, _Pending]] = []
+        self._order = itertools.count()
         self._armed = math.inf
         self.closed = False
-        #: Pushes and tool events received so far (also given to the callbacks).
+        #: The last :attr:`history` pushes and tool events received (every one also
+        #: goes to the callbacks).
         self.pushes: list[MCPServerPush] = []
         self.events: list[ToolEvent] = []
         #: Inputs the client could not decode (a misbehaving bridge).
@@ -208,37 +217,34 @@ class A2EClientBase:
         if timeout is None:
             return
         deadline = self.monotonic() + timeout
-        lane = self._lanes.get(timeout)
-        if lane is None:
-            lane = self._lanes[timeout] = deque()
-        lane.append((deadline, pending))
-        if len(lane) > 64 + 2 * len(self._waiters):
-            # Finished waits stay queued until due: drop them now and then.
-            lane = self._lanes[timeout] = deque(entry for entry in lane if not entry[1].done)
+        heap = self._deadlines
+        heapq.heappush(heap, (deadline, next(self._order), pending))
+        if len(heap) > 64 + 2 * len(self._waiters):
+            # Finished waits would stay until due (a long limit: for minutes): sweep.
+            heap[:] = [entry for entry in heap if not entry[2].done]
+            heapq.heapify(heap)
         if deadline < self._armed:
             self._armed = deadline
             self.wake_watchdog()
 
     def watchdog_delay(self) -> float:
         """Seconds until the earliest time limit of a wait still running (inf: none)."""
-        earliest = math.inf
-        for lane in self._lanes.values():
-            while lane and lane[0][1].done:
-                lane.popleft()
-            if lane and lane[0][0] < earliest:
-                earliest = lane[0][0]
+        heap = self._deadlines
+        while heap and heap[0][2].done:
+            heapq.heappop(heap)
+        earliest = heap[0][0] if heap else math.inf
         self._armed = earliest
         return max(0.0, earliest - self.monotonic())
 
     def watchdog_fired(self) -> None:
         """End every wait whose time limit has passed."""
         now = self.monotonic()
-        for lane in self._lanes.values():
-            while lane and lane[0][0] <= now:
-                pending = lane.popleft()[1]
-                if not pending.done:
-                    pending.expired = True
-                    pending.signal.set()
+        heap = self._deadlines
+        while heap and heap[0][0] <= now:
+            pending = heapq.heappop(heap)[2]
+            if not pending.done:
+                pending.expired = True
+                pending.signal.set()
 
     # Plumbing ------------------------------------------------------------------------
 
@@ -277,10 +283,16 @@ class A2EClientBase:
             return
         if isinstance(item, ToolEvent):
             self.events.append(item)
+            if len(self.events) > 2 * self.history:
+                del self.events[: -self.history]
             self._callback(self.on_event, item)
             return
         if isinstance(item, MCPServerPush):
             self.pushes.append(item)
+            if len(self.pushes) > 2 * self.history:
+                dropped = len(self.pushes) - self.history
+                del self.pushes[:dropped]
+                self._pushes_dropped += dropped
             self._wake_push_waiters()
             self._callback(self.on_push, item)
             return
@@ -616,12 +628,12 @@ class A2EClientBase:
         pending = _Pending(self.new_signal())
         self._limit(pending, timeout)
         try:
-            seen = 0
+            seen = self._pushes_dropped  # counted over every push ever received
             while True:
-                for push in self.pushes[seen:]:
+                for push in self.pushes[max(0, seen - self._pushes_dropped) :]:
                     if predicate(push):
                         return push
-                seen = len(self.pushes)
+                seen = self._pushes_dropped + len(self.pushes)
                 if pending.expired:
                     raise self.timeout_error(f"no matching push within {timeout:g} s")
                 if self.closed:
