@@ -77,9 +77,9 @@ class _HTTPService:
                     self.hosts.finish(exchange)
                 if not conn.start_next():
                     return
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        except Exception:
+        except* (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the client went away (alone, or from inside the answer's nursery)
+        except* Exception:
             # One broken connection must never take the server (and every other client) down.
             logger.exception("error while serving an HTTP connection; closing it")
         finally:

@@ -72,9 +72,9 @@ async def serve_ws(
                     nursery.start_soon(_keepalive, framing, runner, ping_interval)
                 await runner.run()
                 nursery.cancel_scope.cancel()
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        except Exception:
+        except* (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the client went away
+        except* Exception:
             # One broken connection must never take the server (and every other client) down.
             logger.exception("error while serving a WebSocket connection; closing it")
         finally:

@@ -5,6 +5,7 @@ rules (unknown session, wrong content type, stream close ends the session)."""
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -340,3 +341,43 @@ def test_a_stream_that_ends_before_naming_its_endpoint_fails_at_once(
     finally:
         thread.join(timeout=5)
         listener.close()
+
+
+async def test_a_client_leaving_mid_write_is_not_logged_as_an_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The stream's client goes while its answers are being written: a normal
+    end of a connection, not an error with a traceback in the server's log."""
+    import socket
+
+    def client(port: int) -> None:
+        stream = socket.socket()
+        stream.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stream.connect(("127.0.0.1", port))
+        stream.sendall(b"GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+        seen = b""
+        while b"\n\n" not in seen.split(b"session_id=", 1)[-1] or b"session_id=" not in seen:
+            seen += stream.recv(4096)
+        endpoint = b"/messages?session_id=" + seen.split(b"session_id=", 1)[1].split(b"\n")[0]
+        opening = [initialize(0, "2024-11-05"), INITIALIZED]
+        calls = [{"jsonrpc": "2.0", "id": i, "method": "tools/list"} for i in range(1, 300)]
+        with socket.create_connection(("127.0.0.1", port)) as posts:
+            for message in opening + calls:
+                body = json.dumps(message).encode()
+                posts.sendall(
+                    b"POST " + endpoint + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    b"Content-Type: application/json\r\nContent-Length: "
+                    + str(len(body)).encode()
+                    + b"\r\n\r\n"
+                    + body
+                )
+                answer = b""
+                while b"Accepted" not in answer:
+                    answer += posts.recv(4096)
+        stream.close()  # with answers unread: the server is writing them
+
+    with trio.fail_after(BUDGET):
+        async with serving(serve_sse, build_server()) as port:
+            await trio.to_thread.run_sync(client, port)
+            await trio.sleep(0.5)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
