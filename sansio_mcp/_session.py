@@ -477,6 +477,20 @@ class Session:
                 )
             )
             return
+        revision = REVISIONS.get(self.protocol_version or "")
+        if (
+            revision is not None
+            and method in self._own_notification_methods(revision)
+            and method not in self._peer_notification_methods(revision)
+        ):
+            # One only our side sends (a server's notifications/message sent by a
+            # client, say): unknown methods pass, as JSON-RPC allows them.
+            self._events.append(
+                ProtocolViolation(
+                    RemoteProtocolError(f"notification {method!r} is not the peer's to send")
+                )
+            )
+            return
         problem = check_params(method, params)
         if problem:
             self._events.append(
@@ -576,6 +590,9 @@ class Session:
         raise NotImplementedError
 
     def _own_notification_methods(self, revision: Revision) -> frozenset[str]:
+        raise NotImplementedError
+
+    def _peer_notification_methods(self, revision: Revision) -> frozenset[str]:
         raise NotImplementedError
 
     def _on_initialize(self, request_id: RequestId, params: dict[str, Any]) -> None:
@@ -1547,6 +1564,9 @@ class ClientSession(Session):
     def _own_notification_methods(self, revision: Revision) -> frozenset[str]:
         return revision.client_notifications
 
+    def _peer_notification_methods(self, revision: Revision) -> frozenset[str]:
+        return revision.server_notifications
+
     def send_roots_list_changed(self) -> None:
         self.send_notification("notifications/roots/list_changed")
 
@@ -1874,6 +1894,9 @@ class ServerSession(Session):
 
     def _own_notification_methods(self, revision: Revision) -> frozenset[str]:
         return revision.server_notifications
+
+    def _peer_notification_methods(self, revision: Revision) -> frozenset[str]:
+        return revision.client_notifications
 
     # Conveniences -------------------------------------------------------------
 

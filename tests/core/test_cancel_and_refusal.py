@@ -95,3 +95,31 @@ def test_an_id_the_peer_cancelled_is_not_taken_by_its_next_request() -> None:
     assert refusal["id"] == 5 and refusal["error"]["code"] == -32600
     server.respond(5, {"tools": []})  # the first handler, late: dropped
     assert server.messages_to_send() == []
+
+
+@pytest.mark.parametrize(
+    ("receiver", "method"),
+    [
+        ("client", "notifications/roots/list_changed"),  # only a client sends it
+        ("server", "notifications/message"),  # only a server sends it
+        ("server", "notifications/tools/list_changed"),
+    ],
+)
+def test_a_notification_only_our_side_sends_is_a_violation(receiver: str, method: str) -> None:
+    from sansio_mcp import NotificationReceived, ProtocolViolation
+
+    client, server = make_pair()
+    session = client if receiver == "client" else server
+    params = {"level": "info", "data": "x"} if method == "notifications/message" else None
+    session.receive_message(notification(method, params))
+    events = drain(session)
+    assert [type(e) for e in events] == [ProtocolViolation]
+    assert not [e for e in events if isinstance(e, NotificationReceived)]
+
+
+def test_a_notification_of_no_mcp_revision_still_arrives() -> None:
+    from sansio_mcp import NotificationReceived
+
+    client, _ = make_pair()
+    client.receive_message(notification("notifications/x-vendor/thing", {"a": 1}))
+    assert [type(e) for e in drain(client)] == [NotificationReceived]
