@@ -18,7 +18,7 @@ import attrs
 from .. import _json
 from .._errors import RemoteProtocolError
 from .._ndjson import NdjsonFramer
-from ._fields import FieldProblem, check_kind, copy_json, wire_fields
+from ._fields import MAX_DEPTH, FieldProblem, check_kind, copy_json, wire_fields
 from ._messages import (
     A2E_VERSION,
     MESSAGE_TYPES,
@@ -81,9 +81,7 @@ def encode_line(message: A2EMessage) -> bytes:
     return NdjsonFramer.frame(encode(message))
 
 
-def decode_text(
-    text: str | bytes, *, max_depth: int = _json.DEFAULT_MAX_DEPTH
-) -> A2EMessage | DecodeError:
+def decode_text(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> A2EMessage | DecodeError:
     """Decode one JSON text."""
     try:
         obj = _json.loads(text, max_depth=max_depth)
@@ -183,9 +181,7 @@ def _plan(cls: type[A2EMessage]) -> tuple[tuple[str, str, type | None], ...]:
     return plan
 
 
-def adopt(
-    message: A2EMessage, *, max_depth: int = _json.DEFAULT_MAX_DEPTH
-) -> A2EMessage | DecodeError:
+def adopt(message: A2EMessage, *, max_depth: int = MAX_DEPTH) -> A2EMessage | DecodeError:
     """A message object handed over in process, as the receiving side must see it:
     checked by the rules of :func:`decode` (with the same errors) and copied, so
     it shares no container with what the sender holds.

@@ -20,6 +20,7 @@ from .._errors import RemoteProtocolError
 from .._json import json_type
 
 __all__ = [
+    "MAX_DEPTH",
     "FieldProblem",
     "Model",
     "TooDeep",
@@ -88,6 +89,11 @@ class FieldProblem(ValueError):
 
 
 _MAX_INT = 2**53
+
+#: How deep an A2E message may nest: an MCP message's limit plus room for the A2E
+#: envelope around the MCP values it carries, so that whatever a server may send
+#: over MCP the bridge can pass on (a result at MCP's limit sits one level deeper).
+MAX_DEPTH = _json.DEFAULT_MAX_DEPTH + 4
 
 _EXPECTED = {
     "str": "a string",
@@ -167,7 +173,7 @@ class TooDeep(ValueError):
 _SCALARS = frozenset({str, int, bool, type(None)})
 
 
-def copy_json(value: Any, depth: int = 1, max_depth: int = _json.DEFAULT_MAX_DEPTH) -> Any:
+def copy_json(value: Any, depth: int = 1, max_depth: int = MAX_DEPTH) -> Any:
     """A copy of a JSON value that shares no container with ``value``, exactly
     as encoding and decoding it would give (:class:`TooDeep` past ``max_depth``
     nested containers, counting from ``depth``).

@@ -6,6 +6,7 @@ in flight.  Each is answered precisely; nothing is lost, leaked or left waiting.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from sansio_mcp.a2e import (
@@ -139,3 +140,23 @@ def test_an_agent_that_leaves_has_its_calls_cancelled_and_their_answers_dropped(
     assert not any(link.calls for link in harness.host._links.values())
     harness.host.agent_connected(harness.now)
     assert not [m for m in harness.inbox if getattr(m, "req_id", "") == "A-1"]
+
+
+def test_a_result_as_deep_as_mcp_allows_reaches_the_agent_readable() -> None:
+    """The A2E envelope adds a level to what a server sent: a result at MCP's own
+    nesting limit must still decode on the agent's side."""
+    from sansio_mcp import _json
+    from sansio_mcp.a2e import ToolCallResponse, encode
+
+    nested: Any = 0
+    for _ in range(61):  # the JSON-RPC message around it is then 64 deep: the limit
+        nested = [nested]
+    result = {"content": [], "structuredContent": {"v": nested}}
+    assert _json.nesting_depth(json.dumps({"jsonrpc": "2.0", "id": 1, "result": result})) == 64
+    harness = Harness()
+    fake = harness.add_server("srv", FakeServer(tools=[tool("deep")]))
+    harness.register("s", "srv")
+    fake.handlers["tools/call"] = lambda server, event: result
+    harness.send(ToolCallRequest(id="c", ts=harness.now, tool_name="s__deep", arguments={}))
+    [answer] = [m for m in harness.inbox if getattr(m, "req_id", "") == "c"]
+    assert isinstance(decode_text(encode(answer)), ToolCallResponse)
