@@ -172,7 +172,9 @@ class _LegacySession:
         self.session = session
         self.streams: dict[RequestId, Exchange] = {}
         self.get_stream: Exchange | None = None
-        self.backlog: list[Any] = []
+        # Messages for the GET stream while none is open: the newest replay_memory of
+        # them (a session nobody listens to must not grow without end).
+        self.backlog: deque[Any] = deque(maxlen=memory)
         # Each stream's last events by key, oldest stream first, for Last-Event-ID.
         self.replay: dict[str, deque[tuple[int, bytes]]] = {}
         self.memory = memory

@@ -306,3 +306,18 @@ def test_a_last_event_id_that_names_no_event_opens_the_get_stream(last_event_id:
     machine, headers, _exchange, _request = start_call("2025-11-25", 5)
     stream = machine.handle(get(last_event_id, **headers))
     assert stream.status == 200 and stream._stream_key == "get"
+
+
+def test_messages_for_a_get_stream_nobody_opens_are_bounded() -> None:
+    """Without a GET stream, what would go on it waits; only the newest
+    ``replay_memory`` messages, and a GET opened later gets them in order."""
+    machine = StreamableHTTPServer(build_server().create_session, replay_memory=16)
+    headers = open_machine_session(machine, "2025-11-25")
+    [state] = machine._legacy.values()
+    for n in range(100):
+        state.session.send_log_message("info", f"note {n}")
+        machine.flush(state.session)
+    assert len(state.backlog) == 16
+    reader = Reader()
+    reader.read(machine.handle(get(None, **headers)))
+    assert [m["params"]["data"] for m in reader.messages] == [f"note {n}" for n in range(84, 100)]
