@@ -42,10 +42,12 @@ async def serve_ws(
     allowed_origins: Iterable[str] | None = None,
     max_message_size: int = 8 * 1024 * 1024,
     ping_interval: float | None = 20.0,
+    handshake_timeout: float | None = 10.0,
     started: asyncio.Future[int] | None = None,
 ) -> None:
     """Serve ``server`` over WebSocket at ``ws://host:port/path`` until cancelled;
-    ``started`` (if given) receives the bound port."""
+    ``started`` (if given) receives the bound port.  A connection whose opening
+    handshake is not done within ``handshake_timeout`` seconds is closed."""
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         session = server.create_session()
@@ -71,12 +73,21 @@ async def serve_ws(
             if ping_interval
             else None
         )
+        deadline = (
+            asyncio.get_running_loop().call_later(
+                handshake_timeout, lambda: None if framing.open else writer.transport.abort()
+            )
+            if handshake_timeout is not None
+            else None
+        )
         try:
             await runner.run()
         finally:
             server.hub.remove(session)
             if keepalive is not None:
                 keepalive.cancel()
+            if deadline is not None:
+                deadline.cancel()
             writer.close()
             with contextlib.suppress(ConnectionError, OSError):
                 await writer.wait_closed()

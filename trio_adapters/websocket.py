@@ -34,6 +34,15 @@ async def _keepalive(framing: WebSocketFraming, runner: TrioRunner, interval: fl
         await runner.flush()
 
 
+async def _close_unless_open(
+    framing: WebSocketFraming, stream: trio.abc.Stream, timeout: float
+) -> None:
+    # A peer that never finishes its handshake must not hold a session for good.
+    await trio.sleep(timeout)
+    if not framing.open:
+        await trio.aclose_forcefully(stream)
+
+
 async def serve_ws(
     server: Server,
     *,
@@ -44,10 +53,12 @@ async def serve_ws(
     allowed_origins: Iterable[str] | None = None,
     max_message_size: int = 8 * 1024 * 1024,
     ping_interval: float | None = 20.0,
+    handshake_timeout: float | None = 10.0,
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``server`` over WebSocket at ``ws://host:port/path``; each
-    connection is one session.  Runs until cancelled."""
+    connection is one session.  Runs until cancelled.  A connection whose
+    opening handshake is not done within ``handshake_timeout`` seconds is closed."""
 
     async def connection(stream: trio.abc.Stream) -> None:
         session = server.create_session()
@@ -70,6 +81,8 @@ async def serve_ws(
             async with trio.open_nursery() as nursery:
                 if ping_interval:
                     nursery.start_soon(_keepalive, framing, runner, ping_interval)
+                if handshake_timeout is not None:
+                    nursery.start_soon(_close_unless_open, framing, stream, handshake_timeout)
                 await runner.run()
                 nursery.cancel_scope.cancel()
         except* (trio.BrokenResourceError, trio.ClosedResourceError):

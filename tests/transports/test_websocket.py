@@ -345,3 +345,51 @@ def test_broken_frames_are_answered_with_a_close_frame(frame: bytes, code: int) 
     assert framing.close_reason[0] == code
     sent = framing.data_to_send()
     assert sent[:1] == b"\x88" and int.from_bytes(sent[2:4], "big") == code
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+def test_a_handshake_that_never_finishes_is_closed(backend: str) -> None:
+    """Half a request, then nothing: the server closes the connection after its
+    handshake timeout instead of holding a session for good."""
+    import asyncio
+    import socket
+    import time
+
+    import asyncio_adapters.websocket
+
+    def stall(port: int) -> float:
+        start = time.monotonic()
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+            sock.sendall(_GOOD_HANDSHAKE[:30])
+            assert sock.recv(4096) == b""  # closed by the server
+        return time.monotonic() - start
+
+    async def on_trio() -> float:
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                port = await nursery.start(
+                    lambda task_status: serve_ws(
+                        build_server(), handshake_timeout=0.5, task_status=task_status
+                    )
+                )
+                waited = await trio.to_thread.run_sync(stall, port)
+                nursery.cancel_scope.cancel()
+                return waited
+
+    async def on_asyncio() -> float:
+        started: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        serving = asyncio.create_task(
+            asyncio_adapters.websocket.serve_ws(
+                build_server(), handshake_timeout=0.5, started=started
+            )
+        )
+        try:
+            async with asyncio.timeout(30):
+                return await asyncio.to_thread(stall, await started)
+        finally:
+            serving.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await serving
+
+    waited = trio.run(on_trio) if backend == "trio" else asyncio.run(on_asyncio())
+    assert 0.4 < waited < 15
