@@ -171,7 +171,9 @@ class AsyncioSessionHost(HostBase):
                 pass
             self.session.handle_timer(self.now())
             self.driver.process_events()
-            await self.flush()
+            # Never waiting for output: a peer that stops reading must not stop the clock.
+            if not self.send_now():
+                await self.flush()
 
     def _schedule_flush(self) -> None:
         # What cannot go out at once goes from a task that awaits flush().

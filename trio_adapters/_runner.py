@@ -127,7 +127,9 @@ class TrioSessionHost(HostBase):
                     continue
                 self.session.handle_timer(trio.current_time())
                 self.driver.process_events()
-                await self.flush()
+                # Never waiting for output: a peer that stops reading must not stop the clock.
+                if not self.send_now():
+                    await self.flush()
 
     def _schedule_flush(self) -> None:
         self._flush_wanted.set()

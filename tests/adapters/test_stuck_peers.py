@@ -92,8 +92,9 @@ def test_a_peer_that_never_reads_cannot_hold_up_a_time_limit(backend: str, how: 
                 command, env=env, shutdown_grace=0.5
             ) as client:
                 if how == "timeout":
-                    with pytest.raises(RequestTimeout):
-                        await client.call_tool("t", BIG, timeout=1)
+                    for _ in range(2):  # the timer must not wait for output either
+                        with pytest.raises(RequestTimeout):
+                            await client.call_tool("t", BIG, timeout=1)
                 else:
                     with trio.move_on_after(1):
                         await client.call_tool("t", BIG)
@@ -105,8 +106,9 @@ def test_a_peer_that_never_reads_cannot_hold_up_a_time_limit(backend: str, how: 
                 command, env=env, shutdown_grace=0.5
             ) as client:
                 if how == "timeout":
-                    with pytest.raises(RequestTimeout):
-                        await client.call_tool("t", BIG, timeout=1)
+                    for _ in range(2):
+                        with pytest.raises(RequestTimeout):
+                            await client.call_tool("t", BIG, timeout=1)
                 else:
                     with pytest.raises(TimeoutError):
                         async with asyncio.timeout(1):
