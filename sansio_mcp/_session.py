@@ -1497,7 +1497,7 @@ class ClientSession(Session):
                 )
             return
         if subscription is not None and self.is_modern:
-            origin = self._origin_of_wire(subscription)
+            origin = self._listen_of_wire(subscription)
             if origin is None:
                 return  # a late notification for a subscription we ended
             problem = check_params(notification.method, params)
@@ -1533,19 +1533,14 @@ class ClientSession(Session):
 
     def _listen_of_wire(self, wire_id: Any) -> RequestId | None:
         """The origin of our pending ``subscriptions/listen`` with this wire id, on a
-        stateless session (the only request of ours a server may end)."""
+        stateless session: the only request of ours a server tags notifications
+        with, acknowledges, or may end."""
         if not self.is_modern or not is_request_id(wire_id):
-            return None
+            return None  # peer input: may be unhashable, or a bool that would equal 1
         pending = self._outgoing.get(wire_id)
         if pending is None or pending.method != "subscriptions/listen":
             return None
         return pending.origin
-
-    def _origin_of_wire(self, wire_id: Any) -> RequestId | None:
-        if not is_request_id(wire_id):
-            return None  # peer input: may be unhashable, or a bool that would equal 1
-        pending = self._outgoing.get(wire_id)
-        return pending.origin if pending is not None else None
 
     # Gates -------------------------------------------------------------------------
 

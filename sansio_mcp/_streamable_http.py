@@ -56,6 +56,11 @@ def _is_response(obj: Any) -> bool:
     return isinstance(obj, dict) and "method" not in obj and ("result" in obj or "error" in obj)
 
 
+def _message_event(obj: Any, event_id: str | None) -> bytes:
+    """A JSON-RPC message as an SSE ``message`` event."""
+    return format_sse_event(_json.dumps(obj), event="message", id=event_id)
+
+
 def _answered_ids(obj: Any) -> set[Any]:
     """The request ids a message (or a 2025-03-26 batch) answers."""
     if isinstance(obj, list):
@@ -153,11 +158,10 @@ class Exchange:
             self.wake()
 
     def _put(self, obj: Any, event_id: str | None) -> None:
-        text = _json.dumps(obj)
         if self._json_mode:
-            self._chunks.append(text.encode("utf-8"))
+            self._chunks.append(_json.encode(obj))
         else:
-            self._chunks.append(format_sse_event(text, event="message", id=event_id))
+            self._chunks.append(_message_event(obj, event_id))
 
     def _finish(self) -> None:
         self.finished = True
@@ -179,6 +183,11 @@ class _LegacySession:
         self.replay: dict[str, deque[tuple[int, bytes]]] = {}
         self.memory = memory
         self.stream_count = 0
+
+    def unmap(self, exchange: Exchange) -> None:
+        """Forget that ``exchange`` is the stream of any of the session's requests."""
+        for request_id in [r for r, ex in self.streams.items() if ex is exchange]:
+            del self.streams[request_id]
 
     def remember(self, key: str, number: int, chunk: bytes, streams_kept: int) -> None:
         """Keep event ``number`` of stream ``key`` for resumption; beyond
@@ -476,8 +485,7 @@ class StreamableHTTPServer:
         ):
             exchange._detached = True
             return
-        for request_id in [r for r, ex in state.streams.items() if ex is exchange]:
-            del state.streams[request_id]
+        state.unmap(exchange)
         if state.get_stream is exchange:
             state.get_stream = None
 
@@ -674,15 +682,11 @@ class StreamableHTTPServer:
     def _keep_for_resumption(self, exchange: Exchange, obj: Any, state: _LegacySession) -> None:
         """Number and keep an event of a detached POST stream without sending it."""
         exchange._seq += 1
-        text = _json.dumps(obj)
-        chunk = format_sse_event(
-            text, event="message", id=f"{exchange._stream_key}-{exchange._seq}"
-        )
+        chunk = _message_event(obj, f"{exchange._stream_key}-{exchange._seq}")
         state.remember(exchange._stream_key, exchange._seq, chunk, self.replay_streams)
         exchange._awaiting -= _answered_ids(obj)
         if not exchange._awaiting:
-            for request_id in [r for r, ex in state.streams.items() if ex is exchange]:
-                del state.streams[request_id]
+            state.unmap(exchange)
 
     def _answer_plainly(self, exchange: Exchange, obj: Any) -> bool:
         """Turn a stream whose first output is its whole answer into a plain

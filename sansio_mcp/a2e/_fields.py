@@ -30,6 +30,7 @@ __all__ = [
     "copy_json",
     "dict_field",
     "dicts_field",
+    "finite_float",
     "float_field",
     "int_field",
     "str_field",
@@ -106,6 +107,18 @@ _EXPECTED = {
 }
 
 
+def finite_float(value: Any) -> float | None:
+    """``value`` as a finite float, or None (not a number, a bool, NaN, an infinity,
+    or an integer beyond any float)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def check_kind(kind: str, name: str, value: Any) -> Any:
     """``value`` as the field's kind (an integral float becomes an int), or raise
     :class:`FieldProblem`."""
@@ -115,15 +128,10 @@ def check_kind(kind: str, name: str, value: Any) -> Any:
     if kind == "str":
         ok = isinstance(value, str)
     elif kind == "float":
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        if ok:
-            try:
-                number = float(value)
-            except OverflowError:  # an integer beyond any float
-                number = math.inf
-            if math.isfinite(number):
-                return number
-            ok = False
+        number = finite_float(value)
+        if number is not None:
+            return number
+        ok = False
     elif kind == "int":
         if isinstance(value, float) and math.isfinite(value) and value.is_integer():
             value = int(value)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import _json
+from ._fields import finite_float
 from ._messages import MCPSamplingRequest, MCPSamplingResponse
 from ._models import (
     SEPARATOR,
@@ -74,19 +74,6 @@ def split_namespaced(name: str) -> tuple[str, str] | None:
 
 
 # Tools --------------------------------------------------------------------------------
-
-
-def _finite(value: Any, default: float) -> float:
-    """``value`` as a finite float, else ``default`` (not a number, a bool, NaN, or
-    an integer beyond any float)."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        try:
-            number = float(value)
-        except OverflowError:
-            return default
-        if math.isfinite(number):
-            return number
-    return default
 
 
 def _parameters(schema: Any) -> list[dict[str, Any]]:
@@ -334,7 +321,7 @@ def sampling_request_from_mcp(
         model_preferences=_dict(params.get("modelPreferences")),
         system_prompt=_str(params.get("systemPrompt")),
         include_context=include if isinstance(include, str) else "none",
-        temperature=_finite(temperature, 1.0),
+        temperature=1.0 if (number := finite_float(temperature)) is None else number,
         max_tokens=max_tokens
         if isinstance(max_tokens, int) and not isinstance(max_tokens, bool)
         else 1024,

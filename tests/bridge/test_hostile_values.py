@@ -160,3 +160,29 @@ def test_a_result_as_deep_as_mcp_allows_reaches_the_agent_readable() -> None:
     harness.send(ToolCallRequest(id="c", ts=harness.now, tool_name="s__deep", arguments={}))
     [answer] = [m for m in harness.inbox if getattr(m, "req_id", "") == "c"]
     assert isinstance(decode_text(encode(answer)), ToolCallResponse)
+
+
+def test_a_server_request_the_bridge_fails_on_is_answered_not_left_waiting(
+    monkeypatch: Any,
+) -> None:
+    """Whatever goes wrong in the bridge's own code while it handles a server's
+    request, the request gets -32603 (else the server would wait for good)."""
+    import sansio_mcp.a2e._host as host_module
+    from sansio_mcp import MCPError
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug in the bridge")
+
+    harness = Harness()
+    fake = harness.add_server("srv", FakeServer(tools=[tool("t")]))
+    harness.register("s", "srv")
+    monkeypatch.setattr(host_module, "sampling_request_from_mcp", broken)
+    params = {"messages": [], "maxTokens": 5}
+    try:
+        harness.server_push("s", lambda s: s.send_request("sampling/createMessage", params))
+    except AssertionError:
+        pass  # the harness refuses to go on once the bridge recorded a failure
+    harness.host.internal_errors.clear()
+    harness.run()
+    [answer] = fake.answers.values()
+    assert isinstance(answer, MCPError) and answer.code == -32603
