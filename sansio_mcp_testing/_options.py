@@ -51,7 +51,8 @@ class CheckOptions:
     read_only: bool = False
     #: Seconds per request.
     timeout: float = 10.0
-    #: Where the official schemas are (see :func:`~sansio_mcp_testing.schemas.find_schema_dir`).
+    #: A folder of official schemas searched first (see
+    #: :func:`~sansio_mcp_testing.schemas.find_schema`).
     schema_dir: str | None = None
     #: Extra environment variables for a stdio server (on top of a minimal environment).
     env: Mapping[str, str] = attrs.field(factory=dict)

@@ -37,7 +37,7 @@ from ._options import PROPERTIES, CheckOptions
 from ._protocol_probes import ProtocolProbes
 from ._tool_probes import ToolProbes
 from .report import Report
-from .schemas import find_schema_dir
+from .schemas import load_schema, missing_schema_message
 from .stateful import run_stateful
 
 __all__ = ["CheckOptions", "PROPERTIES", "check_server", "run_check"]
@@ -75,13 +75,7 @@ class Checker:
             self.report, seed=self.seed, enabled=wanted, progress=options.progress
         )
         self.workdir = ""
-        schema_dir = find_schema_dir(options.schema_dir)
-        self.schema_dir = str(schema_dir) if schema_dir else None
-        if self.schema_dir is None and "schema" in self.findings.enabled:
-            self.findings.skip_property(
-                "schema",
-                "the official schemas were not found: pass schema_dir or set MCP_SCHEMA_DIR",
-            )
+        self.schema_dir = options.schema_dir
 
     async def run(self) -> Report:
         started = time.monotonic()
@@ -97,7 +91,9 @@ class Checker:
             on_schema_problem=self.findings.schema_problem,
         )
         try:
-            for revision in self._candidates():
+            candidates = self._candidates()
+            self._note_missing_schemas(candidates)
+            for revision in candidates:
                 await self._run_revision(connector, revision)
             if not self.report.revisions_checked:
                 self.findings.violate(
@@ -120,6 +116,17 @@ class Checker:
             raise ValueError(f"unknown revisions {unknown}; known: {list(REVISIONS)}")
         # Newest first: the revision most servers speak best is tried first.
         return sorted(wanted, reverse=True)
+
+    def _note_missing_schemas(self, revisions: list[str]) -> None:
+        """Say which revisions' messages cannot be validated, and how to fix that."""
+        if "schema" not in self.findings.enabled:
+            return
+        missing = [r for r in revisions if load_schema(r, self.schema_dir) is None]
+        for revision in missing:
+            self.findings.skip("schema", missing_schema_message(revision), revision)
+            self.findings.say(f"  ! schema: {missing_schema_message(revision)}")
+        if missing and len(missing) == len(revisions):
+            self.findings.skip_property("schema", missing_schema_message(", ".join(missing)))
 
     async def _run_revision(self, connector: Connector, revision: str) -> None:
         findings = self.findings
