@@ -27,6 +27,14 @@ class Probe:
         self.options = options
         self.conn = conn
 
+    def violate(self, name: str, message: str, transcript: list[str], **details: Any) -> None:
+        """A violation of property ``name`` on this connection (at its revision)."""
+        self.findings.violate(name, message, transcript, revision=self.conn.revision, **details)
+
+    def skip(self, what: str, reason: str) -> None:
+        """Something not checked on this connection, and why."""
+        self.findings.skip(what, reason, self.conn.revision)
+
     async def request(
         self, method: str, params: dict[str, Any] | None, what: str
     ) -> tuple[str, Any, list[str]]:
@@ -42,7 +50,7 @@ class Probe:
         except RequestTimeout:
             transcript = conn.transcript(start)
             tool_call = method == "tools/call"
-            self.findings.violate(
+            self.violate(
                 "responsive",
                 f"{what}: no answer within {self.options.timeout}s"
                 + (
@@ -51,7 +59,6 @@ class Probe:
                     else ""
                 ),
                 transcript,
-                revision=conn.revision,
                 severity="warning" if tool_call else "error",
                 tool=(params or {}).get("name") if tool_call else None,
             )

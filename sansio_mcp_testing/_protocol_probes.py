@@ -38,19 +38,17 @@ class ProtocolProbes(Probe):
             kind, value, transcript = await self.request(method, params, f"{method} bogus")
             self.findings.count("pagination")
             if kind == "result":
-                self.findings.violate(
+                self.violate(
                     "pagination",
                     f"{method} accepted a cursor it never issued (SHOULD be -32602)",
                     transcript,
-                    revision=self.conn.revision,
                     severity="warning",
                 )
             elif kind == "error" and value.code != -32602:
-                self.findings.violate(
+                self.violate(
                     "pagination",
                     f"{method} answered a bogus cursor with {value.code}, not -32602",
                     transcript,
-                    revision=self.conn.revision,
                     severity="warning",
                 )
 
@@ -72,21 +70,19 @@ class ProtocolProbes(Probe):
             if not isinstance(next_cursor, str):
                 return  # the schema property reports it
             if next_cursor in seen:
-                self.findings.violate(
+                self.violate(
                     "pagination",
                     f"{method} returned cursor {next_cursor!r} twice (a pagination loop)",
                     self.conn.transcript(start),
-                    revision=self.conn.revision,
                 )
                 return
             seen.add(next_cursor)
             cursor = next_cursor
         else:
-            self.findings.violate(
+            self.violate(
                 "pagination",
                 f"{method} did not end after {MAX_PAGES} pages",
                 [],
-                revision=self.conn.revision,
             )
             return
         # Stability: every cursor, asked again, gives the same page.
@@ -95,20 +91,18 @@ class ProtocolProbes(Probe):
             begin = self.conn.recorder.seq
             kind, value, transcript = await self.request(method, params, method)
             if kind != "result":
-                self.findings.violate(
+                self.violate(
                     "pagination",
                     f"{method} refused cursor {cursor!r} the second time it was used",
                     transcript,
-                    revision=self.conn.revision,
                 )
                 return
             self.findings.count("pagination")
             if _page_items(value, key) != items:
-                self.findings.violate(
+                self.violate(
                     "pagination",
                     f"{method} with cursor {cursor!r} gave a different page the second time",
                     self.conn.transcript(begin),
-                    revision=self.conn.revision,
                     cursor=cursor,
                 )
                 return
@@ -139,34 +133,27 @@ class ProtocolProbes(Probe):
         self.findings.count("unknown-method")
         transcript = self.conn.transcript(start)
         if outcome[0] == "timeout":
-            self.findings.violate(
+            self.violate(
                 "unknown-method",
                 f"an unknown method got no answer within {self.options.timeout}s",
                 transcript,
-                revision=self.conn.revision,
             )
         elif outcome[0] == "result":
-            self.findings.violate(
+            self.violate(
                 "unknown-method",
                 "an unknown method got a result",
                 transcript,
-                revision=self.conn.revision,
             )
         elif isinstance(outcome[1], MCPError) and outcome[1].code != -32601:
-            self.findings.violate(
+            self.violate(
                 "unknown-method",
                 f"an unknown method got error {outcome[1].code}, not -32601",
                 transcript,
-                revision=self.conn.revision,
             )
 
     async def malformed_jsonrpc(self) -> None:
         if self.conn.raw is None:
-            self.findings.skip(
-                "malformed-jsonrpc",
-                "raw malformed lines are only sent over stdio",
-                self.conn.revision,
-            )
+            self.skip("malformed-jsonrpc", "raw malformed lines are only sent over stdio")
             return
         modern = REVISIONS[self.conn.revision].era is Era.MODERN
         meta = {
@@ -245,29 +232,26 @@ class ProtocolProbes(Probe):
             self.findings.count("malformed-jsonrpc")
             transcript = self.conn.transcript(start)
             if answer is None:
-                self.findings.violate(
+                self.violate(
                     "malformed-jsonrpc",
                     f"{what}: no error response (expected {_codes(codes)} with id "
                     f"{json.dumps(probe_id)})",
                     transcript,
-                    revision=self.conn.revision,
                 )
             else:
                 code = (answer.obj.get("error") or {}).get("code")
                 if code not in codes:
-                    self.findings.violate(
+                    self.violate(
                         "malformed-jsonrpc",
                         f"{what}: error {code}, expected {_codes(codes)}",
                         transcript,
-                        revision=self.conn.revision,
                     )
             if not alive:
-                self.findings.violate(
+                self.violate(
                     "malformed-jsonrpc",
                     f"after {what}, the server stopped answering (a ping got no answer "
                     f"within {self.options.timeout}s)",
                     transcript,
-                    revision=self.conn.revision,
                 )
                 return
 

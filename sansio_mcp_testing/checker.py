@@ -44,8 +44,9 @@ __all__ = ["CheckOptions", "PROPERTIES", "check_server", "run_check"]
 
 
 class Checker:
-    """One run of the properties against one server: a connection per revision,
-    each running the probes of every area in :data:`PROPERTIES` order."""
+    """One run of the properties against one server: a connection per revision the
+    server claims, on which the selected properties run in turn (see
+    :meth:`_run_properties`); everything found goes into one :class:`Findings`."""
 
     def __init__(self, target: Sequence[str] | str, options: CheckOptions) -> None:
         self.command: list[str] | None = (
