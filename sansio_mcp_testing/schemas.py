@@ -24,7 +24,8 @@ __all__ = [
     "RESULT_DEFINITIONS",
 ]
 
-#: Result definition per request method.
+#: Result definition per request method (the same name in every revision that has it);
+#: the message catalogue (``_catalog``) names its results from here too.
 RESULT_DEFINITIONS: dict[str, str] = {
     "initialize": "InitializeResult",
     "ping": "EmptyResult",
