@@ -148,13 +148,12 @@ class HTTPServerConnection(_Connection[FastServer]):
         self._request: h11.Request | None = None
         self._body = bytearray()
 
-    def _fall_back(self) -> h11.Connection:
+    def _fall_back(self) -> None:
         """Hand the connection to h11, replaying what arrived."""
         conn = self._take_over()
-        if self._fast is not None:
-            self._fast.hand_over(conn)
-            self._fast = None
-        return conn
+        fast, self._fast = self._fast, None
+        if fast is not None:
+            fast.hand_over(conn)
 
     def next_request(self) -> ServerEvent:
         if self._fast is not None:
