@@ -167,12 +167,8 @@ class Connector:
                 await nursery.start(runner.run)
                 conn: Connection | None = None
                 try:
-                    client = await start_client(runner, session, handlers, self.options.timeout)
-                    await runner.flush()  # notifications/initialized belongs to the setup
-                    conn = Connection(
-                        client, session, runner, recorder, revision, raw, process, tail
-                    )
-                    conn.setup_end = recorder.seq
+                    conn = await self._start(runner, session, handlers, recorder, revision)
+                    conn.raw, conn.process, conn.stderr_tail = raw, process, tail
                     yield conn
                 finally:
                     await stop_process(process, grace=1.0)
@@ -204,17 +200,28 @@ class Connector:
         async with trio.open_nursery() as nursery:
             host.attach(nursery)
             try:
-                client = await start_client(host, session, handlers, self.options.timeout)
-                await host.flush()
-                conn = Connection(client, session, host, recorder, revision)
-                conn.setup_end = recorder.seq
-                yield conn
+                yield await self._start(host, session, handlers, recorder, revision)
                 with trio.CancelScope(shield=True):
                     await host.end_session()
             finally:
                 session.close()
                 host.driver.process_events()
                 nursery.cancel_scope.cancel()
+
+    async def _start(
+        self,
+        host: TrioSessionHost,
+        session: RecordingClientSession,
+        handlers: ClientHandlers,
+        recorder: Recorder,
+        revision: str,
+    ) -> Connection:
+        """The handshake on a running host; the recorded lines so far are the setup."""
+        client = await start_client(host, session, handlers, self.options.timeout)
+        await host.flush()  # notifications/initialized belongs to the setup
+        conn = Connection(client, session, host, recorder, revision)
+        conn.setup_end = recorder.seq
+        return conn
 
 
 def absolute_command(command: list[str]) -> list[str]:
