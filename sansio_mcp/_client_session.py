@@ -413,27 +413,19 @@ class ClientSession(Session):
         try:
             check_input_required(pending.method, result)
         except ValueError as exc:
-            self._requests.forget_progress(pending)
-            self._events.append(
-                RequestFailed(
-                    pending.origin,
-                    pending.method,
-                    MCPError(ErrorCode.INVALID_REQUEST, f"invalid input_required result: {exc}"),
-                )
+            self._requests.fail(
+                pending,
+                MCPError(ErrorCode.INVALID_REQUEST, f"invalid input_required result: {exc}"),
             )
             return
         # ``rounds`` counts wire requests; the limit counts answered rounds (as the SDKs do).
         if pending.rounds > self.max_input_rounds:
-            self._requests.forget_progress(pending)
-            self._events.append(
-                RequestFailed(
-                    pending.origin,
-                    pending.method,
-                    InputRoundsExceeded(
-                        message=f"{pending.method} still needed input after "
-                        f"{pending.rounds} rounds (limit {self.max_input_rounds})"
-                    ),
-                )
+            self._requests.fail(
+                pending,
+                InputRoundsExceeded(
+                    message=f"{pending.method} still needed input after "
+                    f"{pending.rounds} rounds (limit {self.max_input_rounds})"
+                ),
             )
             return
         state = result.get("requestState")
@@ -467,10 +459,10 @@ class ClientSession(Session):
 
     def fail_input(self, request_id: RequestId, error: MCPError) -> None:
         """Give up on an :class:`InputRequired` request (no handler could answer)."""
-        paused = self._requests.end(request_id) if self._requests.is_paused(request_id) else None
+        paused = self._requests.resume(request_id)
         if paused is None:
             raise LocalProtocolError(f"request {request_id!r} is not waiting for input")
-        self._events.append(RequestFailed(request_id, paused.method, error))
+        self._requests.fail(paused, error)
 
     # Notifications --------------------------------------------------------------------
 

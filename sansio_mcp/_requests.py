@@ -1,21 +1,36 @@
 """Request tracking for a session: our requests until they end, the peer's
 until we answer them.
 
-Pure bookkeeping the session owns: request ids, the chain of wire requests a
-modern request may travel as, progress tokens, deadlines, and a bounded
-memory of cancelled ids so that late answers are dropped, not reported.
+A :class:`RequestTracker` is owned by its session: request ids, the chain of
+wire requests a modern request may travel as, progress tokens, deadlines, a
+bounded memory of cancelled ids so that late answers are dropped, not
+reported, and the events that say how each request ended.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from typing import Any
 
 import attrs
 
-from ._errors import LocalProtocolError
-from ._events import RequestMeta
+from ._errors import (
+    ConnectionClosedError,
+    ErrorCode,
+    LocalProtocolError,
+    MCPError,
+    RemoteProtocolError,
+)
+from ._events import (
+    CancelRequested,
+    Event,
+    ProgressReceived,
+    RequestFailed,
+    RequestMeta,
+    ResponseReceived,
+)
 from ._jsonrpc import RequestId
+from ._versions import REVISIONS, Revision
 
 __all__ = ["IdMemory", "IncomingRequest", "OutgoingRequest", "RequestTracker", "progress_token_of"]
 
@@ -99,10 +114,12 @@ class RequestTracker:
 
     Ours are known by their *origin*, the id :meth:`Session.send_request`
     returned, and on the wire by the id of the request currently carrying
-    them (MRTR rounds and version retries get new wire ids).
+    them (MRTR rounds and version retries get new wire ids).  How a request
+    ends, and the progress reported on it, go to the session's ``events``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, events: deque[Event]) -> None:
+        self._events = events
         self._next_id = 0
         # wire id -> our request it carries
         self._outgoing: dict[RequestId, OutgoingRequest] = {}
@@ -179,9 +196,50 @@ class RequestTracker:
         if request.progress_token is not None:
             self._progress_tokens.pop(request.progress_token, None)
 
-    def progress_origin(self, token: Any) -> RequestId | None:
-        """The request a progress token reports on, while it is pending."""
-        return self._progress_tokens.get(token)
+    def complete(
+        self, request: OutgoingRequest, result: dict[str, Any] | None, error: MCPError | None
+    ) -> None:
+        """Report the end of a request no longer tracked: its result or its error."""
+        if error is not None:
+            self.fail(request, error)
+            return
+        assert result is not None
+        self.forget_progress(request)
+        self._events.append(ResponseReceived(request.origin, request.method, result))
+
+    def fail(self, request: OutgoingRequest, error: MCPError) -> None:
+        """Report that a request no longer tracked failed."""
+        self.forget_progress(request)
+        self._events.append(RequestFailed(request.origin, request.method, error))
+
+    def fail_malformed(self, error: RemoteProtocolError) -> None:
+        # A malformed answer to a pending request must end that request, not hang it.
+        if error.answer or error.request_id is None:
+            return
+        request = self.take(error.request_id)
+        if request is not None:
+            self.fail(
+                request,
+                MCPError(ErrorCode.INVALID_REQUEST, f"malformed response: {error.message}"),
+            )
+
+    def on_progress(self, params: dict[str, Any]) -> None:
+        """The peer reported progress on one of our requests."""
+        token = params["progressToken"]
+        request_id = self._progress_tokens.get(token)
+        if request_id is None:
+            return  # late progress for a finished request
+        total = params.get("total")
+        message = params.get("message")
+        self._events.append(
+            ProgressReceived(
+                request_id,
+                token,
+                params["progress"],
+                total if isinstance(total, (int, float)) else None,
+                message if isinstance(message, str) else None,
+            )
+        )
 
     def pause(self, request: OutgoingRequest) -> None:
         """Hold a request until the application provides the input it needs (MRTR)."""
@@ -211,15 +269,21 @@ class RequestTracker:
             if r.deadline is not None and r.deadline <= now
         ]
 
-    def close(self) -> list[OutgoingRequest]:
-        """Forget every open request (the peer's too); ours, which will get no answer."""
-        unanswered = [*self._outgoing.values(), *self._paused.values()]
+    def close(self) -> None:
+        """Forget every open request (the peer's too); ours fail."""
+        for request in (*self._outgoing.values(), *self._paused.values()):
+            self._events.append(
+                RequestFailed(
+                    request.origin,
+                    request.method,
+                    ConnectionClosedError(message="the connection closed before a response"),
+                )
+            )
         self._outgoing.clear()
         self._wire_of.clear()
         self._paused.clear()
         self._progress_tokens.clear()
         self.incoming.clear()
-        return unanswered
 
     # The peer's --------------------------------------------------------------------
 
@@ -227,12 +291,52 @@ class RequestTracker:
         """Whether the peer cancelled a request with this id (lately)."""
         return request_id in self._cancelled_incoming
 
-    def cancel_incoming(self, request_id: RequestId) -> IncomingRequest | None:
-        """The peer cancelled a request of its: our late answer will be dropped."""
-        request = self.incoming.pop(request_id, None)
-        if request is not None:
-            self._cancelled_incoming.add(request_id)
-        return request
+    def on_cancelled(self, params: dict[str, Any]) -> RequestId | None:
+        """The peer cancelled a request of its (``notifications/cancelled``): our
+        late answer will be dropped.  The id, unless it is one to ignore."""
+        request_id: RequestId | None = params.get("requestId")
+        if request_id is None or request_id not in self.incoming:
+            return None  # unknown or finished: the spec says ignore it
+        if self.incoming[request_id].method == "initialize":
+            return None
+        del self.incoming[request_id]
+        self._cancelled_incoming.add(request_id)
+        reason = params.get("reason")
+        self._events.append(
+            CancelRequested(request_id, reason if isinstance(reason, str) else None)
+        )
+        return request_id
+
+    def progress_params(
+        self,
+        request_id: RequestId,
+        progress: float,
+        total: float | None,
+        message: str | None,
+        revision: Revision | None,
+    ) -> dict[str, Any] | None:
+        """The params of progress on the peer's request; None when it asked for none.
+
+        Progress must increase, as the spec requires.  ``revision`` is the
+        session's, for a request that came in through the handshake.
+        """
+        incoming = self.incoming.get(request_id)
+        if incoming is None:
+            raise LocalProtocolError(f"no open request with id {request_id!r}")
+        if incoming.progress_token is None:
+            return None
+        if incoming.last_progress is not None and progress <= incoming.last_progress:
+            raise LocalProtocolError(
+                f"progress must increase (was {incoming.last_progress}, now {progress})"
+            )
+        params: dict[str, Any] = {"progressToken": incoming.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if incoming.meta:
+            revision = REVISIONS[incoming.meta.protocol_version]
+        if message is not None and revision is not None and revision.name >= "2025-03-26":
+            params["message"] = message
+        return params
 
     def answer(self, request_id: RequestId) -> IncomingRequest | None:
         """Close the peer's request for our answer; None when the peer cancelled it

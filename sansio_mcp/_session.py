@@ -22,7 +22,6 @@ import attrs
 
 from . import _json
 from ._errors import (
-    ConnectionClosedError,
     ErrorCode,
     LocalProtocolError,
     MCPError,
@@ -30,15 +29,11 @@ from ._errors import (
     RequestTimeout,
 )
 from ._events import (
-    CancelRequested,
     ConnectionClosed,
     Event,
     NotificationReceived,
-    ProgressReceived,
     ProtocolViolation,
-    RequestFailed,
     RequestReceived,
-    ResponseReceived,
 )
 from ._jsonrpc import (
     JSONRPCError,
@@ -125,7 +120,7 @@ class Session:
         self._events: deque[Event] = deque()
         # (message, route): route is the peer request a message belongs to, if any
         self._outbox: list[tuple[Any, RequestId | None]] = []
-        self._requests = RequestTracker()
+        self._requests = RequestTracker(self._events)
         self._batch_of: dict[RequestId, _Batch] = {}
 
     # ------------------------------------------------------------------ state
@@ -185,7 +180,7 @@ class Session:
             message = parse_message(obj)
         except RemoteProtocolError as exc:
             self._violation(exc)
-            self._fail_malformed_response(exc)
+            self._requests.fail_malformed(exc)
             return
         self._dispatch(message)
 
@@ -231,7 +226,7 @@ class Session:
                 self._events.append(ProtocolViolation(exc))
                 if exc.answer:
                     batch.responses.append(self._error_obj(exc.request_id, exc))
-                self._fail_malformed_response(exc)
+                self._requests.fail_malformed(exc)
                 continue
             refusal: MCPError | None = None
             if isinstance(message, JSONRPCRequest) and message.method == "initialize":
@@ -278,21 +273,6 @@ class Session:
         self._events.append(ProtocolViolation(error))
         if error.answer:
             self._queue_response(error.request_id, self._error_obj(error.request_id, error))
-
-    def _fail_malformed_response(self, error: RemoteProtocolError) -> None:
-        # A malformed answer to a pending request must end that request, not hang it.
-        if error.answer or error.request_id is None:
-            return
-        pending = self._requests.take(error.request_id)
-        if pending is not None:
-            self._requests.forget_progress(pending)
-            self._events.append(
-                RequestFailed(
-                    pending.origin,
-                    pending.method,
-                    MCPError(ErrorCode.INVALID_REQUEST, f"malformed response: {error.message}"),
-                )
-            )
 
     def _dispatch(self, message: JSONRPCMessage) -> None:
         if isinstance(message, JSONRPCRequest):
@@ -426,44 +406,18 @@ class Session:
         if method == "notifications/cancelled":
             self._on_cancelled(params)
         elif method == "notifications/progress":
-            self._on_progress(params)
+            self._requests.on_progress(params)
         elif method == "notifications/initialized":
             self._on_initialized()
         else:
             self._events.append(NotificationReceived(method, params))
 
     def _on_cancelled(self, params: dict[str, Any]) -> None:
-        request_id = params.get("requestId")
-        if request_id is None or request_id not in self._requests.incoming:
-            return  # unknown or finished: the spec says ignore it
-        if self._requests.incoming[request_id].method == "initialize":
-            return
-        self._requests.cancel_incoming(request_id)
-        batch = self._batch_of.pop(request_id, None)
+        request_id = self._requests.on_cancelled(params)
+        batch = self._batch_of.pop(request_id, None) if request_id is not None else None
         if batch is not None:
             batch.pending.discard(request_id)
             self._maybe_flush_batch(batch)
-        reason = params.get("reason")
-        self._events.append(
-            CancelRequested(request_id, reason if isinstance(reason, str) else None)
-        )
-
-    def _on_progress(self, params: dict[str, Any]) -> None:
-        token = params["progressToken"]
-        request_id = self._requests.progress_origin(token)
-        if request_id is None:
-            return  # late progress for a finished request
-        total = params.get("total")
-        message = params.get("message")
-        self._events.append(
-            ProgressReceived(
-                request_id,
-                token,
-                params["progress"],
-                total if isinstance(total, (int, float)) else None,
-                message if isinstance(message, str) else None,
-            )
-        )
 
     def _on_response(
         self, request_id: RequestId | None, result: dict[str, Any] | None, error: MCPError | None
@@ -496,12 +450,7 @@ class Session:
         self, pending: OutgoingRequest, result: dict[str, Any] | None, error: MCPError | None
     ) -> None:
         """Report the end of one of our requests (clients refine this)."""
-        self._requests.forget_progress(pending)
-        if error is not None:
-            self._events.append(RequestFailed(pending.origin, pending.method, error))
-        else:
-            assert result is not None
-            self._events.append(ResponseReceived(pending.origin, pending.method, result))
+        self._requests.complete(pending, result, error)
 
     # Role hooks ---------------------------------------------------------------
 
@@ -777,21 +726,10 @@ class Session:
 
         Progress must increase, as the spec requires.
         """
-        incoming = self._requests.incoming.get(request_id)
-        if incoming is None:
-            raise LocalProtocolError(f"no open request with id {request_id!r}")
-        if incoming.progress_token is None:
+        params = self._requests.progress_params(request_id, progress, total, message, self.revision)
+        if params is None:
             return False
-        if incoming.last_progress is not None and progress <= incoming.last_progress:
-            raise LocalProtocolError(
-                f"progress must increase (was {incoming.last_progress}, now {progress})"
-            )
-        params: dict[str, Any] = {"progressToken": incoming.progress_token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        revision = REVISIONS[incoming.meta.protocol_version] if incoming.meta else self.revision
-        if message is not None and revision is not None and revision.name >= "2025-03-26":
-            params["message"] = message
+        incoming = self._requests.incoming[request_id]
         self.send_notification(
             "notifications/progress",
             params,
@@ -837,13 +775,7 @@ class Session:
                 # notifications/cancelled may not be sent in this state (a ping
                 # before the handshake): just forget the request.
                 self._requests.end(request_id, drop_late_answer=True)
-            self._events.append(
-                RequestFailed(
-                    request_id,
-                    pending.method,
-                    RequestTimeout(message=f"{pending.method} timed out"),
-                )
-            )
+            self._requests.fail(pending, RequestTimeout(message=f"{pending.method} timed out"))
         return [p.origin for p in expired]
 
     def close(self) -> None:
@@ -851,14 +783,7 @@ class Session:
         if self.state is SessionState.CLOSED:
             return
         self._transition(Trigger.CLOSE, local=True)
-        for pending in self._requests.close():
-            self._events.append(
-                RequestFailed(
-                    pending.origin,
-                    pending.method,
-                    ConnectionClosedError(message="the connection closed before a response"),
-                )
-            )
+        self._requests.close()
         self._events.append(ConnectionClosed())
 
     # ----------------------------------------------------------------- output
