@@ -26,22 +26,19 @@ from ._events import (
     SessionInitialized,
     SubscriptionAcknowledged,
 )
+from ._gates import CLIENT_GATES, trim_capabilities, trim_info
 from ._jsonrpc import JSONRPCNotification, RequestId, is_request_id
 from ._modern import build_request_meta, check_input_required, modern_versions
 from ._params import LOG_LEVELS, check_params
 from ._requests import IdMemory, OutgoingRequest
-from ._session import Session, trim_capabilities, trim_info
+from ._session import Session
 from ._state import Role, SessionState, Trigger
 from ._versions import (
     ALL_REVISIONS,
-    CLIENT_NOTIFICATION_GATES,
-    CLIENT_REQUEST_GATES,
     META_SERVER_INFO,
     META_SUBSCRIPTION_ID,
     REVISIONS,
-    SERVER_REQUEST_GATES,
     Era,
-    Revision,
 )
 
 __all__ = ["ClientSession", "DEFAULT_CLIENT_INFO"]
@@ -61,6 +58,7 @@ class ClientSession(Session):
     """
 
     role = Role.CLIENT
+    _gates = CLIENT_GATES
 
     def __init__(
         self,
@@ -530,26 +528,6 @@ class ClientSession(Session):
         if pending is None or pending.method != "subscriptions/listen":
             return None
         return pending.origin
-
-    # Gates -------------------------------------------------------------------------
-
-    def _peer_request_methods(self, revision: Revision | None) -> frozenset[str]:
-        if revision is None:
-            return frozenset({"ping"})
-        return revision.server_requests
-
-    _incoming_gates = SERVER_REQUEST_GATES
-    _outgoing_request_gates = CLIENT_REQUEST_GATES
-    _outgoing_notification_gates = CLIENT_NOTIFICATION_GATES
-
-    def _own_request_methods(self, revision: Revision) -> frozenset[str]:
-        return revision.client_requests
-
-    def _own_notification_methods(self, revision: Revision) -> frozenset[str]:
-        return revision.client_notifications
-
-    def _peer_notification_methods(self, revision: Revision) -> frozenset[str]:
-        return revision.server_notifications
 
     def send_roots_list_changed(self) -> None:
         self.send_notification("notifications/roots/list_changed")

@@ -16,6 +16,7 @@ from ._errors import (
     UnsupportedProtocolVersion,
 )
 from ._events import ProtocolViolation, RequestReceived, SessionInitialized
+from ._gates import SERVER_GATES, has_capability, trim_capabilities, trim_info
 from ._jsonrpc import JSONRPCNotification, JSONRPCRequest, RequestId, is_request_id
 from ._modern import (
     CacheHints,
@@ -30,19 +31,16 @@ from ._modern import (
 )
 from ._params import LOG_LEVELS, check_params
 from ._requests import IncomingRequest, progress_token_of
-from ._session import Session, has_capability, trim_capabilities, trim_info
+from ._session import Session
 from ._state import Role, SessionState
 from ._versions import (
     ALL_REVISIONS,
     CLIENT_REQUEST_GATES,
-    HANDSHAKE_REVISIONS,
     LATEST_MODERN_REVISION,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
     META_SUBSCRIPTION_ID,
     REVISIONS,
-    SERVER_NOTIFICATION_GATES,
-    SERVER_REQUEST_GATES,
     Era,
     Revision,
 )
@@ -70,6 +68,7 @@ class ServerSession(Session):
     """
 
     role = Role.SERVER
+    _gates = SERVER_GATES
 
     def __init__(
         self,
@@ -359,24 +358,6 @@ class ServerSession(Session):
         elif incoming.method == "resources/unsubscribe" and isinstance(uri, str):
             self.subscriptions.discard(uri)
 
-    def _peer_request_methods(self, revision: Revision | None) -> frozenset[str]:
-        if revision is None:
-            return frozenset({"ping", "initialize"}) | _all_client_requests()
-        return revision.client_requests
-
-    _incoming_gates = CLIENT_REQUEST_GATES
-    _outgoing_request_gates = SERVER_REQUEST_GATES
-    _outgoing_notification_gates = SERVER_NOTIFICATION_GATES
-
-    def _own_request_methods(self, revision: Revision) -> frozenset[str]:
-        return revision.server_requests
-
-    def _own_notification_methods(self, revision: Revision) -> frozenset[str]:
-        return revision.server_notifications
-
-    def _peer_notification_methods(self, revision: Revision) -> frozenset[str]:
-        return revision.client_notifications
-
     # Conveniences -------------------------------------------------------------
 
     def is_stateless_request(self, request_id: RequestId) -> bool:
@@ -441,7 +422,3 @@ class ServerSession(Session):
             self.send_notification(method)
             sent = True
         return sent
-
-
-def _all_client_requests() -> frozenset[str]:
-    return frozenset().union(*(REVISIONS[v].client_requests for v in HANDSHAKE_REVISIONS))

@@ -15,7 +15,7 @@ its methods (``send_request``, ``respond``, ``cancel`` …) and ship what
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -35,6 +35,7 @@ from ._events import (
     ProtocolViolation,
     RequestReceived,
 )
+from ._gates import RoleGates
 from ._jsonrpc import (
     JSONRPCError,
     JSONRPCMessage,
@@ -57,7 +58,7 @@ from ._requests import (
 from ._state import Role, SessionState, Trigger, next_state, trigger_for
 from ._versions import HANDSHAKE_REVISIONS, LATEST_MODERN_REVISION, REVISIONS, Revision
 
-__all__ = ["Session", "has_capability", "trim_capabilities", "trim_info"]
+__all__ = ["Session"]
 
 
 @attrs.define
@@ -66,29 +67,11 @@ class _Batch:
     responses: list[dict[str, Any]]
 
 
-def has_capability(capabilities: dict[str, Any] | None, path: Sequence[str]) -> bool:
-    """Whether ``capabilities`` declare ``path`` (a sub-capability set to false does not)."""
-    if not isinstance(capabilities, dict):
-        return False
-    node: Any = capabilities.get(path[0])
-    for key in path[1:]:
-        if not isinstance(node, dict):
-            return False
-        node = node.get(key)
-        if node is False:
-            return False
-    return node is not None and node is not False
-
-
 class Session:
     """Shared machinery of both roles. Use :class:`ClientSession` or :class:`ServerSession`."""
 
     role: Role
-    #: Capability each request method of the peer's needs of ours, and what ours
-    #: need of the peer's (requests) or of ours (notifications).
-    _incoming_gates: Mapping[str, tuple[str, ...]]
-    _outgoing_request_gates: Mapping[str, tuple[str, ...]]
-    _outgoing_notification_gates: Mapping[str, tuple[str, ...]]
+    _gates: RoleGates
 
     def __init__(
         self,
@@ -308,7 +291,7 @@ class Session:
             self._outbox.append((self._error_obj(request.id, duplicate), request.id))
             return
         try:
-            self._check_incoming_request(method, params)
+            self._gates.check_incoming_request(method, params, self.revision, self.capabilities)
             trigger = trigger_for(method, is_request=True, sending=False)
             after = next_state(self.role, self.state, trigger)
             if after is None:
@@ -337,38 +320,6 @@ class Session:
         self._requests.incoming[request.id] = IncomingRequest(method, params, token)
         self._events.append(RequestReceived(request.id, method, params, token))
 
-    def _check_incoming_request(self, method: str, params: dict[str, Any]) -> None:
-        """Raise MCPError (-32601) when we do not serve ``method``."""
-        if method in ("ping", "initialize"):
-            if method == "initialize" and self.role is Role.CLIENT:
-                raise MCPError(ErrorCode.METHOD_NOT_FOUND, "clients do not serve initialize")
-            return
-        revision = self.revision
-        known = self._peer_request_methods(revision)
-        if method not in known:
-            raise MCPError(ErrorCode.METHOD_NOT_FOUND, f"method not found: {method!r}")
-        gate = self._incoming_gates.get(method)
-        if gate and (method != "completion/complete" or (revision and revision.completion_gated)):
-            if not has_capability(self.capabilities, gate):
-                raise MCPError(
-                    ErrorCode.METHOD_NOT_FOUND,
-                    f"method not found: {method!r} (capability {'.'.join(gate)} not advertised)",
-                )
-        if method == "elicitation/create" and revision and revision.name < "2025-11-25":
-            if params.get("mode", "form") != "form":
-                raise MCPError(
-                    ErrorCode.INVALID_PARAMS,
-                    f"elicitation mode {params.get('mode')!r} does not exist in {revision.name}",
-                )
-        if method == "elicitation/create" and revision and revision.name >= "2025-11-25":
-            mode = params.get("mode", "form")
-            elicitation = self.capabilities.get("elicitation") or {}
-            declared = {k for k in ("form", "url") if k in elicitation} or {"form"}
-            if mode in ("form", "url") and mode not in declared:
-                raise MCPError(
-                    ErrorCode.INVALID_PARAMS, f"elicitation mode {mode!r} was not declared"
-                )
-
     def _on_notification(self, notification: JSONRPCNotification) -> None:
         method, params = notification.method, notification.params or {}
         trigger = trigger_for(method, is_request=False, sending=False)
@@ -383,11 +334,7 @@ class Session:
             )
             return
         revision = REVISIONS.get(self.protocol_version or "")
-        if (
-            revision is not None
-            and method in self._own_notification_methods(revision)
-            and method not in self._peer_notification_methods(revision)
-        ):
+        if revision is not None and self._gates.only_ours(method, revision):
             # One only our side sends (a server's notifications/message sent by a
             # client, say): unknown methods pass, as JSON-RPC allows them.
             self._events.append(
@@ -454,18 +401,6 @@ class Session:
 
     # Role hooks ---------------------------------------------------------------
 
-    def _peer_request_methods(self, revision: Revision | None) -> frozenset[str]:
-        raise NotImplementedError
-
-    def _own_request_methods(self, revision: Revision) -> frozenset[str]:
-        raise NotImplementedError
-
-    def _own_notification_methods(self, revision: Revision) -> frozenset[str]:
-        raise NotImplementedError
-
-    def _peer_notification_methods(self, revision: Revision) -> frozenset[str]:
-        raise NotImplementedError
-
     def _on_initialize(self, request_id: RequestId, params: dict[str, Any]) -> None:
         raise NotImplementedError  # pragma: no cover - clients reject it earlier
 
@@ -521,7 +456,11 @@ class Session:
             raise LocalProtocolError("params must be a dict")
         if params is not None and "_meta" in params and not isinstance(params["_meta"], dict):
             raise LocalProtocolError("params._meta must be a dict")
-        self._check_outgoing_request(method, params or {}, experimental=experimental)
+        if self.state is SessionState.CLOSED:
+            raise LocalProtocolError("the session is closed")
+        self._gates.check_outgoing_request(
+            method, params or {}, self.revision, self.peer_capabilities, experimental=experimental
+        )
         return self._send_request(
             method,
             params,
@@ -582,44 +521,6 @@ class Session:
         self._outbox.append((obj, related_request))
         return request_id
 
-    def _check_outgoing_request(
-        self, method: str, params: dict[str, Any], *, experimental: bool
-    ) -> None:
-        if self.state is SessionState.CLOSED:
-            raise LocalProtocolError("the session is closed")
-        if method == "ping":
-            return
-        revision = self.revision
-        if revision is None:
-            raise LocalProtocolError(
-                f"cannot send {method!r} before the session is initialized (only ping is allowed)"
-            )
-        if method not in self._own_request_methods(revision):
-            if experimental:
-                return
-            raise LocalProtocolError(
-                f"{method!r} is not a {self.role.value} request in revision {revision.name}"
-            )
-        gate = self._outgoing_request_gates.get(method)
-        if gate and (method != "completion/complete" or revision.completion_gated):
-            if not has_capability(self.peer_capabilities, gate):
-                raise LocalProtocolError(
-                    f"cannot send {method!r}: the peer did not advertise capability "
-                    f"{'.'.join(gate)}"
-                )
-        if method == "elicitation/create" and revision.name >= "2025-11-25":
-            mode = params.get("mode", "form")
-            elicitation = (self.peer_capabilities or {}).get("elicitation") or {}
-            declared = {k for k in ("form", "url") if k in elicitation} or {"form"}
-            if mode not in declared:
-                raise LocalProtocolError(
-                    f"cannot send elicitation/create in {mode!r} mode: "
-                    "the client did not declare it"
-                )
-        problem = check_params(method, params)
-        if problem:
-            raise LocalProtocolError(problem)
-
     def send_notification(
         self,
         method: str,
@@ -638,18 +539,7 @@ class Session:
         if params is not None and not isinstance(params, dict):
             raise LocalProtocolError("params must be a dict")
         revision = REVISIONS[LATEST_MODERN_REVISION] if stateless else self.revision
-        if revision is not None and method not in self._own_notification_methods(revision):
-            raise LocalProtocolError(
-                f"{method!r} is not a {self.role.value} notification in revision {revision.name}"
-            )
-        gate = self._outgoing_notification_gates.get(method)
-        if gate and not has_capability(self.capabilities, gate):
-            raise LocalProtocolError(
-                f"cannot send {method!r}: we did not advertise capability {'.'.join(gate)}"
-            )
-        problem = check_params(method, params or {})
-        if problem:
-            raise LocalProtocolError(problem)
+        self._gates.check_outgoing_notification(method, params or {}, revision, self.capabilities)
         if not stateless:
             self._transition(trigger_for(method, is_request=False, sending=True), local=True)
         obj: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
@@ -833,25 +723,3 @@ class Session:
         if not batch.pending and batch.responses:
             self._outbox.append((batch.responses, None))
             batch.responses = []
-
-
-# Sub-capabilities that only exist from 2025-11-25 (elicitation modes, sampling tools/context).
-_LATE_SUBCAPABILITIES = {"elicitation": ("form", "url"), "sampling": ("context", "tools")}
-
-
-def trim_capabilities(
-    capabilities: dict[str, Any], known: frozenset[str], revision: Revision | None = None
-) -> dict[str, Any]:
-    """Keep only what the revision defines, so a peer never sees (and never acts on)
-    a capability its revision does not have, such as URL elicitation before 2025-11-25."""
-    trimmed = {k: v for k, v in capabilities.items() if k in known}
-    if revision is not None and revision.name < "2025-11-25":
-        for name, fields in _LATE_SUBCAPABILITIES.items():
-            value = trimmed.get(name)
-            if isinstance(value, dict):
-                trimmed[name] = {k: v for k, v in value.items() if k not in fields}
-    return trimmed
-
-
-def trim_info(info: dict[str, Any], revision: Revision) -> dict[str, Any]:
-    return {k: v for k, v in info.items() if k in revision.implementation_fields}
