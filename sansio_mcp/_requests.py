@@ -287,9 +287,21 @@ class RequestTracker:
 
     # The peer's --------------------------------------------------------------------
 
-    def was_cancelled(self, request_id: RequestId) -> bool:
-        """Whether the peer cancelled a request with this id (lately)."""
-        return request_id in self._cancelled_incoming
+    def id_conflict(self, request_id: RequestId) -> MCPError | None:
+        """Why the peer may not use ``request_id`` for a new request; None if it may."""
+        # An id must not be reused in a session; one the peer cancelled may still
+        # get its handler's late answer, which must not answer the newcomer.
+        if request_id in self.incoming:
+            return MCPError(
+                ErrorCode.INVALID_REQUEST,
+                f"request id {request_id!r} is already in use by an unanswered request",
+            )
+        if request_id in self._cancelled_incoming:
+            return MCPError(
+                ErrorCode.INVALID_REQUEST,
+                f"request id {request_id!r} was used by a request cancelled before",
+            )
+        return None
 
     def on_cancelled(self, params: dict[str, Any]) -> RequestId | None:
         """The peer cancelled a request of its (``notifications/cancelled``): our

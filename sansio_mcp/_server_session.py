@@ -12,10 +12,9 @@ from ._errors import (
     ErrorCode,
     LocalProtocolError,
     MCPError,
-    RemoteProtocolError,
     UnsupportedProtocolVersion,
 )
-from ._events import ProtocolViolation, RequestReceived, SessionInitialized
+from ._events import RequestReceived, SessionInitialized
 from ._gates import SERVER_GATES, has_capability, trim_capabilities, trim_info
 from ._jsonrpc import JSONRPCNotification, JSONRPCRequest, RequestId, is_request_id
 from ._modern import (
@@ -135,14 +134,7 @@ class ServerSession(Session):
         self._refuse(request.id, error)
 
     def _refuse(self, request_id: RequestId, error: MCPError) -> None:
-        self._events.append(
-            ProtocolViolation(
-                RemoteProtocolError(
-                    error.message, code=error.code, request_id=request_id, data=error.data
-                )
-            )
-        )
-        self._queue_response(request_id, self._error_obj(request_id, error))
+        self._outbox.answer(request_id, self._refusal(request_id, error))
 
     def _on_modern_request(self, request: JSONRPCRequest, params: dict[str, Any]) -> None:
         method = request.method
@@ -185,7 +177,7 @@ class ServerSession(Session):
             self._refuse(request.id, error)
             return
         if method == "server/discover":
-            self._queue_response(
+            self._outbox.answer(
                 request.id,
                 {"jsonrpc": "2.0", "id": request.id, "result": self._discover_result(revision)},
             )
@@ -266,14 +258,12 @@ class ServerSession(Session):
             META_SERVER_INFO: trim_info(self.info, REVISIONS[LATEST_MODERN_REVISION]),
         }
         self._outbox.append(
-            (
-                {
-                    "jsonrpc": "2.0",
-                    "id": request_id,
-                    "result": {"resultType": "complete", "_meta": meta},
-                },
-                request_id,
-            )
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "result": {"resultType": "complete", "_meta": meta},
+            },
+            request_id,
         )
 
     def _on_cancelled(self, params: dict[str, Any]) -> None:
@@ -331,7 +321,7 @@ class ServerSession(Session):
         }
         if self.instructions is not None:
             result["instructions"] = self.instructions
-        self._queue_response(request_id, {"jsonrpc": "2.0", "id": request_id, "result": result})
+        self._outbox.answer(request_id, {"jsonrpc": "2.0", "id": request_id, "result": result})
 
     def _effective_capabilities(self) -> dict[str, Any]:
         return self.capabilities
@@ -348,7 +338,7 @@ class ServerSession(Session):
         if method != "logging/setLevel":
             return False
         self.log_level = params["level"]
-        self._queue_response(request_id, {"jsonrpc": "2.0", "id": request_id, "result": {}})
+        self._outbox.answer(request_id, {"jsonrpc": "2.0", "id": request_id, "result": {}})
         return True
 
     def _after_response(self, incoming: IncomingRequest, result: dict[str, Any]) -> None:

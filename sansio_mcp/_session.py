@@ -18,8 +18,6 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-import attrs
-
 from . import _json
 from ._errors import (
     ErrorCode,
@@ -47,6 +45,7 @@ from ._jsonrpc import (
     parse_message,
 )
 from ._ndjson import NEED_DATA, NdjsonFramer
+from ._outbox import Batch, Outbox
 from ._params import check_params
 from ._requests import (
     IncomingRequest,
@@ -59,12 +58,6 @@ from ._state import Role, SessionState, Trigger, next_state, trigger_for
 from ._versions import HANDSHAKE_REVISIONS, LATEST_MODERN_REVISION, REVISIONS, Revision
 
 __all__ = ["Session"]
-
-
-@attrs.define
-class _Batch:
-    pending: set[RequestId]
-    responses: list[dict[str, Any]]
 
 
 class Session:
@@ -101,10 +94,8 @@ class Session:
         self.peer_info: dict[str, Any] | None = None
         self._framer = NdjsonFramer(max_message_size)
         self._events: deque[Event] = deque()
-        # (message, route): route is the peer request a message belongs to, if any
-        self._outbox: list[tuple[Any, RequestId | None]] = []
+        self._outbox = Outbox()
         self._requests = RequestTracker(self._events)
-        self._batch_of: dict[RequestId, _Batch] = {}
 
     # ------------------------------------------------------------------ state
 
@@ -200,7 +191,7 @@ class Session:
             where = f"revision {self.revision}" if self.revision else "before initialization"
             self._violation(self._answerable(f"JSON-RPC batches are not allowed {where}"))
             return
-        batch = _Batch(pending=set(), responses=[])
+        batch = Batch()
         messages: list[JSONRPCMessage] = []
         for item in items:
             try:
@@ -219,7 +210,7 @@ class Session:
             elif isinstance(message, JSONRPCRequest) and (
                 message.id in batch.pending or message.id in self._requests.incoming
             ):
-                # Refused here: routed through _queue_response, the error would
+                # Refused here: routed through Outbox.answer, the error would
                 # answer (and unhook) the batch of the request that owns the id.
                 refusal = MCPError(
                     ErrorCode.INVALID_REQUEST,
@@ -227,22 +218,14 @@ class Session:
                 )
             if refusal is not None:
                 assert isinstance(message, JSONRPCRequest)
-                self._events.append(
-                    ProtocolViolation(
-                        RemoteProtocolError(
-                            refusal.message, code=refusal.code, request_id=message.id
-                        )
-                    )
-                )
-                batch.responses.append(self._error_obj(message.id, refusal))
+                batch.responses.append(self._refusal(message.id, refusal))
                 continue
             if isinstance(message, JSONRPCRequest):
-                batch.pending.add(message.id)
-                self._batch_of[message.id] = batch
+                self._outbox.expect(batch, message.id)
             messages.append(message)
         for message in messages:
             self._dispatch(message)
-        self._maybe_flush_batch(batch)
+        self._outbox.flush(batch)
 
     @staticmethod
     def _answerable(message: str, code: int = ErrorCode.INVALID_REQUEST) -> RemoteProtocolError:
@@ -255,7 +238,7 @@ class Session:
             return  # input after close is ignored, as receive_message does
         self._events.append(ProtocolViolation(error))
         if error.answer:
-            self._queue_response(error.request_id, self._error_obj(error.request_id, error))
+            self._outbox.answer(error.request_id, self._error_obj(error.request_id, error))
 
     def _dispatch(self, message: JSONRPCMessage) -> None:
         if isinstance(message, JSONRPCRequest):
@@ -269,26 +252,11 @@ class Session:
 
     def _on_request(self, request: JSONRPCRequest) -> None:
         method, params = request.method, request.params or {}
-        in_use = request.id in self._requests.incoming
-        if in_use or self._requests.was_cancelled(request.id):
-            # An id must not be reused in a session; one the peer cancelled may still
-            # get its handler's late answer, which must not answer the newcomer.
-            duplicate = MCPError(
-                ErrorCode.INVALID_REQUEST,
-                f"request id {request.id!r} is already in use by an unanswered request"
-                if in_use
-                else f"request id {request.id!r} was used by a request cancelled before",
-            )
-            self._events.append(
-                ProtocolViolation(
-                    RemoteProtocolError(
-                        duplicate.message, code=duplicate.code, request_id=request.id
-                    )
-                )
-            )
-            # Straight to the outbox: _queue_response would route this error into
+        duplicate = self._requests.id_conflict(request.id)
+        if duplicate is not None:
+            # Straight to the outbox: Outbox.answer would route this error into
             # the batch of the original request that owns the id.
-            self._outbox.append((self._error_obj(request.id, duplicate), request.id))
+            self._outbox.append(self._refusal(request.id, duplicate), request.id)
             return
         try:
             self._gates.check_incoming_request(method, params, self.revision, self.capabilities)
@@ -303,13 +271,11 @@ class Session:
             if problem:
                 raise MCPError(ErrorCode.INVALID_PARAMS, problem)
         except MCPError as error:
-            violation = RemoteProtocolError(error.message, code=error.code, request_id=request.id)
-            self._events.append(ProtocolViolation(violation))
-            self._queue_response(request.id, self._error_obj(request.id, error))
+            self._outbox.answer(request.id, self._refusal(request.id, error))
             return
         self.state = after
         if method == "ping":
-            self._queue_response(request.id, {"jsonrpc": "2.0", "id": request.id, "result": {}})
+            self._outbox.answer(request.id, {"jsonrpc": "2.0", "id": request.id, "result": {}})
             return
         if method == "initialize":
             self._on_initialize(request.id, params)
@@ -361,10 +327,8 @@ class Session:
 
     def _on_cancelled(self, params: dict[str, Any]) -> None:
         request_id = self._requests.on_cancelled(params)
-        batch = self._batch_of.pop(request_id, None) if request_id is not None else None
-        if batch is not None:
-            batch.pending.discard(request_id)
-            self._maybe_flush_batch(batch)
+        if request_id is not None:
+            self._outbox.drop(request_id)
 
     def _on_response(
         self, request_id: RequestId | None, result: dict[str, Any] | None, error: MCPError | None
@@ -518,7 +482,7 @@ class Session:
         obj: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if wire_params is not None:
             obj["params"] = wire_params
-        self._outbox.append((obj, related_request))
+        self._outbox.append(obj, related_request)
         return request_id
 
     def send_notification(
@@ -545,7 +509,7 @@ class Session:
         obj: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             obj["params"] = params
-        self._outbox.append((obj, related_request))
+        self._outbox.append(obj, related_request)
 
     def respond(self, request_id: RequestId, result: dict[str, Any]) -> None:
         """Answer a :class:`RequestReceived` with a result.
@@ -568,7 +532,7 @@ class Session:
             raise
         if "result" in message:
             self._after_response(incoming, result)
-        self._queue_response(request_id, message)
+        self._outbox.answer(request_id, message)
 
     def respond_error(
         self, request_id: RequestId, code: int | MCPError, message: str = "", data: Any = None
@@ -577,7 +541,7 @@ class Session:
         error = code if isinstance(code, MCPError) else MCPError(code, message, data)
         if self.state is SessionState.CLOSED or self._requests.answer(request_id) is None:
             return
-        self._queue_response(request_id, self._error_obj(request_id, error))
+        self._outbox.answer(request_id, self._error_obj(request_id, error))
 
     def _after_response(self, incoming: IncomingRequest, result: dict[str, Any]) -> None:
         """Bookkeeping a successful answer implies (role-specific)."""
@@ -680,27 +644,30 @@ class Session:
 
     def messages_to_send(self) -> list[Any]:
         """Take the queued messages as JSON values (dicts, or lists for batches)."""
-        out, self._outbox = self._outbox, []
-        return [obj for obj, _ in out]
+        return [obj for obj, _ in self._outbox.take()]
 
     def routed_messages_to_send(self) -> list[tuple[Any, RequestId | None]]:
         """Take the queued messages with their routes: the id of the peer request
         each belongs to (its response, its progress, what its handler asked),
         or None for session-level traffic."""
-        out, self._outbox = self._outbox, []
-        return out
+        return self._outbox.take()
 
     def data_to_send(self) -> bytes:
         """Take the queued messages as NDJSON bytes."""
-        if not self._outbox:
-            return b""
-        out, self._outbox = self._outbox, []
-        encode = _json.encode
-        if len(out) == 1:
-            return encode(out[0][0]) + b"\n"
-        return b"".join([encode(obj) + b"\n" for obj, _ in out])
+        return self._outbox.take_data()
 
     # ---------------------------------------------------------------- helpers
+
+    def _refusal(self, request_id: RequestId, error: MCPError) -> dict[str, Any]:
+        """Report a request of the peer's we will not serve; the error that answers it."""
+        self._events.append(
+            ProtocolViolation(
+                RemoteProtocolError(
+                    error.message, code=error.code, request_id=request_id, data=error.data
+                )
+            )
+        )
+        return self._error_obj(request_id, error)
 
     def _error_obj(
         self, request_id: RequestId | None, error: MCPError | RemoteProtocolError
@@ -709,17 +676,3 @@ class Session:
             error = MCPError(error.code, error.message, error.data)
         null_id = self.revision is None or not self.revision.error_id_optional
         return message_to_obj(JSONRPCError(request_id, error), null_error_id=null_id)
-
-    def _queue_response(self, request_id: RequestId | None, obj: dict[str, Any]) -> None:
-        batch = self._batch_of.pop(request_id, None) if request_id is not None else None
-        if batch is None:
-            self._outbox.append((obj, request_id))
-            return
-        batch.pending.discard(request_id)
-        batch.responses.append(obj)
-        self._maybe_flush_batch(batch)
-
-    def _maybe_flush_batch(self, batch: _Batch) -> None:
-        if not batch.pending and batch.responses:
-            self._outbox.append((batch.responses, None))
-            batch.responses = []
