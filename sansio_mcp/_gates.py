@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ._errors import ErrorCode, LocalProtocolError, MCPError
+from ._errors import ErrorCode, LocalProtocolError, MCPError, RemoteProtocolError
 from ._params import check_params
 from ._state import Role
 from ._versions import (
@@ -107,12 +107,21 @@ class RoleGates:
             return frozenset({"ping", "initialize"}) | _HANDSHAKE_CLIENT_REQUESTS
         return revision.client_requests
 
-    def only_ours(self, method: str, revision: Revision) -> bool:
-        """Whether ``method`` is a notification only our side sends (a server's
-        notifications/message, say): unknown methods are not."""
-        return method in self.own_notifications(revision) and method not in (
-            self.peer_notifications(revision)
-        )
+    def check_incoming_notification(
+        self, method: str, params: dict[str, Any], revision: Revision | None
+    ) -> None:
+        """Raise RemoteProtocolError when the peer may not send ``method``."""
+        if (
+            revision is not None
+            and method in self.own_notifications(revision)
+            and method not in self.peer_notifications(revision)
+        ):
+            # One only our side sends (a server's notifications/message sent by a
+            # client, say): unknown methods pass, as JSON-RPC allows them.
+            raise RemoteProtocolError(f"notification {method!r} is not the peer's to send")
+        problem = check_params(method, params)
+        if problem:
+            raise RemoteProtocolError(problem, code=ErrorCode.INVALID_PARAMS)
 
     def check_incoming_request(
         self,

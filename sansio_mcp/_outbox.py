@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 import attrs
 
 from . import _json
-from ._jsonrpc import RequestId
+from ._errors import ErrorCode, MCPError
+from ._jsonrpc import JSONRPCRequest, RequestId
 
 __all__ = ["Batch", "Outbox"]
 
@@ -19,6 +21,21 @@ class Batch:
 
     pending: set[RequestId] = attrs.Factory(set)
     responses: list[dict[str, Any]] = attrs.Factory(list)
+
+    def refusal(
+        self, request: JSONRPCRequest, open_requests: Container[RequestId]
+    ) -> MCPError | None:
+        """Why ``request`` may not be served as part of this batch; None if it may."""
+        if request.method == "initialize":
+            return MCPError(ErrorCode.INVALID_REQUEST, "initialize must not be part of a batch")
+        if request.id in self.pending or request.id in open_requests:
+            # Refused here: routed through Outbox.answer, the error would
+            # answer (and unhook) the batch of the request that owns the id.
+            return MCPError(
+                ErrorCode.INVALID_REQUEST,
+                f"request id {request.id!r} is already in use by an unanswered request",
+            )
+        return None
 
 
 class Outbox:

@@ -25,6 +25,7 @@ from ._events import (
     CancelRequested,
     Event,
     ProgressReceived,
+    ProtocolViolation,
     RequestFailed,
     RequestMeta,
     ResponseReceived,
@@ -173,10 +174,31 @@ class RequestTracker:
             self._wire_of.pop(request.origin, None)
         return request
 
-    def take_late_answer(self, wire_id: RequestId) -> bool:
-        """Whether an answer to ``wire_id`` comes late, for a request we stopped
-        waiting for (dropped, as the spec says); each is dropped once."""
-        return self._cancelled_outgoing.discard(wire_id)
+    def answered(self, wire_id: RequestId | None, error: MCPError | None) -> OutgoingRequest | None:
+        """The request the peer's answer (result, or ``error``) to ``wire_id`` ends,
+        no longer tracked; None when it ends none (reported if it should have)."""
+        if wire_id is None:
+            assert error is not None
+            violation = RemoteProtocolError(
+                f"the peer reported an error about a message it could not identify: "
+                f"{error.message} (code {error.code})",
+                code=error.code,
+                data=error.data,
+            )
+            self._events.append(ProtocolViolation(violation))
+            return None
+        request = self.take(wire_id)
+        if request is None and self._cancelled_outgoing.discard(wire_id):
+            return None  # a late answer to a request we cancelled: dropped, as the spec says
+        if request is None:
+            self._events.append(
+                ProtocolViolation(
+                    RemoteProtocolError(
+                        f"response to unknown request id {wire_id!r}", request_id=wire_id
+                    )
+                )
+            )
+        return request
 
     def end(self, origin: RequestId, *, drop_late_answer: bool = False) -> OutgoingRequest | None:
         """Stop tracking one of our requests, paused or on the wire, and its

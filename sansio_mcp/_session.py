@@ -162,12 +162,9 @@ class Session:
         """Feed one whole JSON text (an HTTP body, a WebSocket message)."""
         size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "surrogatepass"))
         if size > self.max_message_size:
-            error = RemoteProtocolError(
-                f"message exceeds the {self.max_message_size}-byte limit",
-                code=ErrorCode.INVALID_REQUEST,
+            self._violation(
+                self._answerable(f"message exceeds the {self.max_message_size}-byte limit")
             )
-            error.answer = True
-            self._violation(error)
             return
         try:
             obj = _json.loads(text, max_depth=self.max_depth)
@@ -202,25 +199,11 @@ class Session:
                     batch.responses.append(self._error_obj(exc.request_id, exc))
                 self._requests.fail_malformed(exc)
                 continue
-            refusal: MCPError | None = None
-            if isinstance(message, JSONRPCRequest) and message.method == "initialize":
-                refusal = MCPError(
-                    ErrorCode.INVALID_REQUEST, "initialize must not be part of a batch"
-                )
-            elif isinstance(message, JSONRPCRequest) and (
-                message.id in batch.pending or message.id in self._requests.incoming
-            ):
-                # Refused here: routed through Outbox.answer, the error would
-                # answer (and unhook) the batch of the request that owns the id.
-                refusal = MCPError(
-                    ErrorCode.INVALID_REQUEST,
-                    f"request id {message.id!r} is already in use by an unanswered request",
-                )
-            if refusal is not None:
-                assert isinstance(message, JSONRPCRequest)
-                batch.responses.append(self._refusal(message.id, refusal))
-                continue
             if isinstance(message, JSONRPCRequest):
+                refusal = batch.refusal(message, self._requests.incoming)
+                if refusal is not None:
+                    batch.responses.append(self._refusal(message.id, refusal))
+                    continue
                 self._outbox.expect(batch, message.id)
             messages.append(message)
         for message in messages:
@@ -289,31 +272,15 @@ class Session:
     def _on_notification(self, notification: JSONRPCNotification) -> None:
         method, params = notification.method, notification.params or {}
         trigger = trigger_for(method, is_request=False, sending=False)
-        if not self._allowed(trigger):
-            self._events.append(
-                ProtocolViolation(
-                    RemoteProtocolError(
-                        f"notification {method!r} is not allowed while the session is "
-                        f"{self.state.name.lower()}"
-                    )
+        try:
+            if not self._allowed(trigger):
+                raise RemoteProtocolError(
+                    f"notification {method!r} is not allowed while the session is "
+                    f"{self.state.name.lower()}"
                 )
-            )
-            return
-        revision = REVISIONS.get(self.protocol_version or "")
-        if revision is not None and self._gates.only_ours(method, revision):
-            # One only our side sends (a server's notifications/message sent by a
-            # client, say): unknown methods pass, as JSON-RPC allows them.
-            self._events.append(
-                ProtocolViolation(
-                    RemoteProtocolError(f"notification {method!r} is not the peer's to send")
-                )
-            )
-            return
-        problem = check_params(method, params)
-        if problem:
-            self._events.append(
-                ProtocolViolation(RemoteProtocolError(problem, code=ErrorCode.INVALID_PARAMS))
-            )
+            self._gates.check_incoming_notification(method, params, self.revision)
+        except RemoteProtocolError as error:
+            self._events.append(ProtocolViolation(error))
             return
         self._transition(trigger, local=False)
         if method == "notifications/cancelled":
@@ -333,29 +300,9 @@ class Session:
     def _on_response(
         self, request_id: RequestId | None, result: dict[str, Any] | None, error: MCPError | None
     ) -> None:
-        if request_id is None:
-            assert error is not None
-            violation = RemoteProtocolError(
-                f"the peer reported an error about a message it could not identify: "
-                f"{error.message} (code {error.code})",
-                code=error.code,
-                data=error.data,
-            )
-            self._events.append(ProtocolViolation(violation))
-            return
-        pending = self._requests.take(request_id)
-        if pending is None:
-            if self._requests.take_late_answer(request_id):
-                return  # a late answer to a request we cancelled: dropped, as the spec says
-            self._events.append(
-                ProtocolViolation(
-                    RemoteProtocolError(
-                        f"response to unknown request id {request_id!r}", request_id=request_id
-                    )
-                )
-            )
-            return
-        self._complete(pending, result, error)
+        pending = self._requests.answered(request_id, error)
+        if pending is not None:
+            self._complete(pending, result, error)
 
     def _complete(
         self, pending: OutgoingRequest, result: dict[str, Any] | None, error: MCPError | None
