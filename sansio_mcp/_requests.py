@@ -33,7 +33,14 @@ from ._events import (
 from ._jsonrpc import RequestId
 from ._versions import REVISIONS, Revision
 
-__all__ = ["IdMemory", "IncomingRequest", "OutgoingRequest", "RequestTracker", "progress_token_of"]
+__all__ = [
+    "IdMemory",
+    "IncomingRequest",
+    "OutgoingRequest",
+    "RequestTracker",
+    "progress_token_of",
+    "with_progress_token",
+]
 
 # How many cancelled request ids we remember to drop their late responses.
 _CANCELLED_MEMORY = 1024
@@ -235,6 +242,7 @@ class RequestTracker:
         self._events.append(RequestFailed(request.origin, request.method, error))
 
     def fail_malformed(self, error: RemoteProtocolError) -> None:
+        """End the request a malformed answer from the peer was meant for."""
         # A malformed answer to a pending request must end that request, not hang it.
         if error.answer or error.request_id is None:
             return
@@ -294,12 +302,8 @@ class RequestTracker:
     def close(self) -> None:
         """Forget every open request (the peer's too); ours fail."""
         for request in (*self._outgoing.values(), *self._paused.values()):
-            self._events.append(
-                RequestFailed(
-                    request.origin,
-                    request.method,
-                    ConnectionClosedError(message="the connection closed before a response"),
-                )
+            self.fail(
+                request, ConnectionClosedError(message="the connection closed before a response")
             )
         self._outgoing.clear()
         self._wire_of.clear()
