@@ -499,9 +499,10 @@ class Session:
             self._requests.end(request_id)  # nothing on the wire between MRTR rounds
             return
         wire_id = self._requests.wire_id(request_id)
-        pending = self._requests.on_wire(wire_id) if wire_id is not None else None
-        if wire_id is None or pending is None:
+        if wire_id is None:
             raise LocalProtocolError(f"no pending request with id {request_id!r}")
+        pending = self._requests.on_wire(wire_id)
+        assert pending is not None
         if pending.method == "initialize":
             raise LocalProtocolError("initialize must not be cancelled")
         params: dict[str, Any] = {"requestId": wire_id}
