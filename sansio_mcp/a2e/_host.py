@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 
 from .._client import listen_filter
+from .._client_session import ClientSession
 from .._errors import (
     ConnectionClosedError,
     ErrorCode,
@@ -48,7 +49,6 @@ from .._events import (
 )
 from .._jsonrpc import RequestId
 from .._ndjson import NEED_DATA
-from .._session import ClientSession
 from .._state import SessionState
 from .._uritemplate import UriTemplate
 from .._versions import ALL_REVISIONS, HANDSHAKE_REVISIONS, MODERN_REVISIONS
