@@ -186,9 +186,9 @@ class LinkLifecycle:
         on it, and decide what becomes of its server (retry, or give up)."""
         if link.closed:
             return
+        link.advance(trigger)  # first: a move outside the table changes nothing
         state = self._state
         del state.links[link.conn]
-        link.advance(trigger)
         server = link.server
         state.queued.append(DisconnectServer(link.conn, server.server_id, reason))
         state.dirty.discard(link.conn)

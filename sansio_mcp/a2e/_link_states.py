@@ -74,7 +74,11 @@ LINK_TRANSITIONS: Mapping[tuple[LinkState, LinkTrigger], LinkState] = {
     (_S.STARTING, _T.STARTED): _S.SYNCING,
     (_S.SYNCING, _T.SYNCED): _S.READY,
     (_S.READY, _T.PING_TIMED_OUT): _S.FAILED,
-    **{(state, _T.SESSION_CLOSED): _S.LOST for state in _OPEN},
+    # Not from STARTING: a session that closes while starting fails its start
+    # request first, and that is START_FAILED.
+    (_S.CONNECTING, _T.SESSION_CLOSED): _S.LOST,
+    (_S.SYNCING, _T.SESSION_CLOSED): _S.LOST,
+    (_S.READY, _T.SESSION_CLOSED): _S.LOST,
     **{(state, _T.REMOVED): _S.REMOVED for state in _OPEN},
 }
 

@@ -30,12 +30,12 @@ class ToolCall(Call):
     """One tool call from routing to its answer.  (One object per call, not three
     closures: this is the bridge's hot path.)"""
 
-    __slots__ = ("req_id", "seq", "server", "started", "state", "tool_name")
+    __slots__ = ("_state", "req_id", "seq", "server", "started", "tool_name")
 
     for_agent = True
 
     def __init__(self, state: HostState, req_id: str, tool_name: str, streaming: bool) -> None:
-        self.state = state
+        self._state = state
         self.req_id = req_id
         self.tool_name = tool_name
         # Progress only for an agent that wants events (A2E's own flag for that):
@@ -47,7 +47,7 @@ class ToolCall(Call):
 
     def start(self, arguments: dict[str, Any], timeout: int) -> None:
         """Route the call and send ``tools/call``; raises :class:`Refused`."""
-        state = self.state
+        state = self._state
         name = self.tool_name
         parsed = split_namespaced(name)
         server = state.servers.get(parsed[0]) if parsed else None
@@ -83,17 +83,17 @@ class ToolCall(Call):
         )
 
     def ok(self, result: dict[str, Any]) -> None:
-        state = self.state
+        state = self._state
         now = state.now
         data = tool_result(self.tool_name, result, _ms(now - self.started))
         state.queued.append(ToolAnswer(self.req_id, data, now))
 
     def err(self, error: MCPError) -> None:
-        self.fail(self.state.classify(error, "tools/call", self.server))
+        self.fail(self._state.classify(error, "tools/call", self.server))
 
     def fail(self, failure: Failure) -> None:
         """Answer with a failed ToolResult (the code in ``error_code``)."""
-        state = self.state
+        state = self._state
         now = state.now
         result = failed_tool_result(self.tool_name, failure, _ms(now - self.started))
         state.queued.append(ToolAnswer(self.req_id, result, now))
@@ -106,7 +106,7 @@ class ToolCall(Call):
             data["total"] = event.total
         if event.message is not None:
             data["message"] = event.message
-        state = self.state
+        state = self._state
         state.send(
             ToolEvent(
                 **state.envelope(), kind="progress", req_id=self.req_id, data=data, seq=self.seq
