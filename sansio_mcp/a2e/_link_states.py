@@ -48,15 +48,15 @@ class LinkState(_Member):
 class LinkTrigger(_Member):
     """What happened to a link, as far as its lifecycle cares."""
 
-    TRANSPORT_OPENED = "the runner opened the transport"
-    CONNECT_TIMED_OUT = "no transport within the connect timeout"
-    START_FAILED = "the session could not start, or the server refused it"
-    STARTED = "the session started"
-    SYNCED = "the first listings are read"
-    TRANSPORT_LOST = "the runner lost the transport"
-    SESSION_CLOSED = "the session closed, or an HTTP request could not reach the server"
-    PING_TIMED_OUT = "a ping went unanswered"
-    REMOVED = "the server was removed"
+    TRANSPORT_OPENED = "transport opened"  # the runner reports connection_opened
+    CONNECT_TIMED_OUT = "no transport in time"  # within min(30 s, the server's timeout)
+    START_FAILED = "session start failed"  # refused, no answer in time, or cannot start
+    STARTED = "session started"  # initialize (or server/discover) answered
+    SYNCED = "first listings read"  # tools, resources, prompts: every one offered
+    TRANSPORT_LOST = "transport lost"  # the runner reports connection_lost
+    SESSION_CLOSED = "session closed"  # its input ended, or an HTTP request went nowhere
+    PING_TIMED_OUT = "ping unanswered"
+    REMOVED = "server removed"  # unregistered, or the bridge is stopping
 
 
 _S, _T = LinkState, LinkTrigger
