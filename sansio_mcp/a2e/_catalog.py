@@ -339,27 +339,16 @@ class Catalog:
         def respond(nxt: _Position | None) -> None:
             next_cursor = encode_cursor([scope, *nxt]) if nxt is not None else ""
             extra = {"skipped_servers": skipped} if skipped else {}
-            env = state.envelope()
+            page: dict[str, Any] = {
+                **state.envelope(),
+                "req_id": request.id,
+                "next_cursor": next_cursor,
+                "extra": extra,
+            }
             if isinstance(request, MCPResourceListRequest):
-                state.send(
-                    MCPResourceListResponse(
-                        **env,
-                        req_id=request.id,
-                        resources=collected,
-                        next_cursor=next_cursor,
-                        extra=extra,
-                    )
-                )
+                state.send(MCPResourceListResponse(**page, resources=collected))
             else:
-                state.send(
-                    MCPPromptListResponse(
-                        **env,
-                        req_id=request.id,
-                        prompts=collected,
-                        next_cursor=next_cursor,
-                        extra=extra,
-                    )
-                )
+                state.send(MCPPromptListResponse(**page, prompts=collected))
 
         def step(pos: _Position | None) -> None:
             nonlocal hops

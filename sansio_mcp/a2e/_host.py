@@ -87,17 +87,7 @@ from ._resources_prompts import ResourcesAndPrompts
 from ._tool_calls import ToolCalls
 from ._translate import roots_problem
 
-__all__ = [
-    "Action",
-    "BRIDGE_INFO",
-    "BridgeHost",
-    "ConnectServer",
-    "DisconnectServer",
-    "FlushServer",
-    "Output",
-    "SendToAgent",
-    "ToolAnswer",
-]
+__all__ = ["BRIDGE_INFO", "BridgeHost"]
 
 BRIDGE_INFO: dict[str, Any] = {"name": "sansio-mcp-a2e-bridge", "version": "0.1.0"}
 

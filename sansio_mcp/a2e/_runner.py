@@ -22,9 +22,10 @@ from typing import Any, TypeVar
 
 import attrs
 
+from ._actions import ConnectServer, DisconnectServer, FlushServer, ToolAnswer
 from ._config import BridgeConfig, parse_config
 from ._driver import BridgeDriver
-from ._host import BridgeHost, ConnectServer, DisconnectServer, FlushServer, ToolAnswer
+from ._host import BridgeHost
 from ._messages import A2EMessage
 from ._websocket import A2EWebSocket
 
