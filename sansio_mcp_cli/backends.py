@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -20,7 +21,7 @@ import trio
 from sansio_mcp._client import ClientAPI
 from sansio_mcp._server import Server
 
-__all__ = ["BACKENDS", "Backend", "TimedOut"]
+__all__ = ["BACKENDS", "Backend", "TimedOut", "stop_signals", "trio_stop_on_signal"]
 
 T = TypeVar("T")
 TRANSPORT_PATHS = {"http": "/mcp", "sse": "/sse", "ws": "/mcp"}
@@ -40,6 +41,28 @@ def _announce(transport: str, host: str, port: int) -> None:
     )
 
 
+def stop_signals() -> tuple[signal.Signals, ...]:
+    """The signals that stop a serving command: SIGTERM, and SIGINT unless it was ignored.
+
+    A process started with SIGINT ignored (a shell's background job, ``nohup``) was asked
+    not to be interrupted from the keyboard; SIGTERM still stops it.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        return (signal.SIGTERM,)
+    return (signal.SIGTERM, signal.SIGINT)
+
+
+async def trio_stop_on_signal(
+    scope: trio.CancelScope, task_status: Any = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Cancel ``scope`` at the first stop signal (started once the signals are caught)."""
+    with trio.open_signal_receiver(*stop_signals()) as signals:
+        task_status.started()
+        async for _ in signals:
+            scope.cancel()
+            return
+
+
 class Backend:
     """What a command needs from an event loop."""
 
@@ -55,6 +78,13 @@ class Backend:
         raise NotImplementedError
 
     async def serve(self, server: Server, transport: str, host: str, port: int) -> None:
+        raise NotImplementedError
+
+    async def until_stopped(self, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
+        """Run ``fn(*args)`` until it returns or a stop signal (:func:`stop_signals`) ends it.
+
+        A serving command stopped this way shuts down cleanly and exits 0.
+        """
         raise NotImplementedError
 
     def fail_after(self, seconds: float) -> AbstractAsyncContextManager[None]:
@@ -116,6 +146,12 @@ class TrioBackend(Backend):
         async with trio.open_nursery() as nursery:
             bound = await nursery.start(partial(serve, server, host=host, port=port))
             _announce(transport, host, bound)
+
+    async def until_stopped(self, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(trio_stop_on_signal, nursery.cancel_scope)
+            await fn(*args)
+            nursery.cancel_scope.cancel()
 
     @asynccontextmanager
     async def fail_after(self, seconds: float) -> AsyncIterator[None]:
@@ -190,6 +226,22 @@ class AsyncioBackend(Backend):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+    async def until_stopped(self, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
+        loop = asyncio.get_running_loop()
+        work = asyncio.ensure_future(fn(*args))
+        caught = stop_signals()
+        for sig in caught:
+            loop.add_signal_handler(sig, work.cancel)
+        try:
+            await work
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # we were cancelled ourselves, not stopped by a signal
+        finally:
+            for sig in caught:
+                loop.remove_signal_handler(sig)
 
     @asynccontextmanager
     async def fail_after(self, seconds: float) -> AsyncIterator[None]:

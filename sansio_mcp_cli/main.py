@@ -128,6 +128,9 @@ def _parser() -> argparse.ArgumentParser:
     from .check import add_parser as add_check_parser
 
     add_check_parser(sub, common)
+    from .schemas import add_parser as add_schemas_parser
+
+    add_schemas_parser(sub)
     return parser
 
 
@@ -169,11 +172,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    if args.command == "schemas":
+        from .schemas import run as run_schemas
+
+        return run_schemas(args)
     backend = BACKENDS[args.backend]
     try:
         if args.command == "example-server":
             server = build_server(page_size=args.page_size)
-            backend.run(backend.serve, server, args.transport, args.host, args.port)
+            backend.run(
+                backend.until_stopped, backend.serve, server, args.transport, args.host, args.port
+            )
             return 0
         if args.command == "demo" and args.mcp:
             from .demo import run_demo

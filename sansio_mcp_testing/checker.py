@@ -51,7 +51,7 @@ from trio_adapters.client import Client, start_client
 
 from ._recorder import LockedSendStream, Recorder, RecordingClientSession, SchemaProblem
 from .report import PropertyResult, Report, Skip, Violation
-from .schemas import find_schema_dir
+from .schemas import load_schema, missing_schema_message
 
 __all__ = ["CheckOptions", "PROPERTIES", "check_server", "run_check"]
 
@@ -100,7 +100,8 @@ class CheckOptions:
     read_only: bool = False
     #: Seconds per request.
     timeout: float = 10.0
-    #: Where the official schemas are (see :func:`~sansio_mcp_testing.schemas.find_schema_dir`).
+    #: A folder of official schemas searched first (see
+    #: :func:`~sansio_mcp_testing.schemas.find_schema`).
     schema_dir: str | None = None
     #: Extra environment variables for a stdio server (on top of a minimal environment).
     env: Mapping[str, str] = attrs.field(factory=dict)
@@ -217,13 +218,7 @@ class Checker:
         self._last_stderr: list[str] = []
         self._tools_cache: list[dict[str, Any]] | None = None
         self.workdir = ""
-        schema_dir = find_schema_dir(options.schema_dir)
-        self.schema_dir = str(schema_dir) if schema_dir else None
-        if self.schema_dir is None and "schema" in self.enabled:
-            self._skip_property(
-                "schema",
-                "the official schemas were not found: pass schema_dir or set MCP_SCHEMA_DIR",
-            )
+        self.schema_dir = options.schema_dir
 
     # Reporting -----------------------------------------------------------------------
 
@@ -414,7 +409,9 @@ class Checker:
         self.workdir = self.options.cwd or tempfile.mkdtemp(prefix="sansio-mcp-check-")
         self.report.workdir = self.workdir
         try:
-            for revision in self._candidates():
+            candidates = self._candidates()
+            self._note_missing_schemas(candidates)
+            for revision in candidates:
                 await self._run_revision(revision)
             if not self.report.revisions_checked:
                 self._violate(
@@ -437,6 +434,17 @@ class Checker:
             raise ValueError(f"unknown revisions {unknown}; known: {list(REVISIONS)}")
         # Newest first: the revision most servers speak best is tried first.
         return sorted(wanted, reverse=True)
+
+    def _note_missing_schemas(self, revisions: list[str]) -> None:
+        """Say which revisions' messages cannot be validated, and how to fix that."""
+        if "schema" not in self.enabled:
+            return
+        missing = [r for r in revisions if load_schema(r, self.schema_dir) is None]
+        for revision in missing:
+            self._skip("schema", missing_schema_message(revision), revision)
+            self._say(f"  ! schema: {missing_schema_message(revision)}")
+        if missing and len(missing) == len(revisions):
+            self._skip_property("schema", missing_schema_message(", ".join(missing)))
 
     def _finish_schema_counts(self) -> None:
         result = self.report.properties["schema"]

@@ -304,7 +304,7 @@ async def run_stateful(
 
     def run() -> StatefulFailure | str | None:
         try:
-            run_state_machine_as_test(factory, settings=machine_settings)  # type: ignore[no-untyped-call]
+            run_state_machine_as_test(factory, settings=machine_settings)
         except StatefulFailure as failure:
             return failure
         except Flaky as exc:
