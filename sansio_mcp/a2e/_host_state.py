@@ -107,7 +107,6 @@ class ServerLink:
     calls: dict[RequestId, Call] = attrs.field(factory=dict)
     connect_deadline: float | None = None
     ping_at: float | None = None
-    ping_id: RequestId | None = None
     listen_id: RequestId | None = None
     #: subscribe requests waiting for the listen acknowledgement (modern servers): (uri, answer)
     listen_waiters: list[tuple[str, Callable[[Failure | None], None]]] = attrs.field(factory=list)
@@ -161,8 +160,6 @@ class ServerRecord:
     subscriptions: set[str] = attrs.field(factory=set)
     #: the register request waiting for the first ready (None: registered from config)
     registering: MCPServerRegisterRequest | None = None
-    ever_ready: bool = False
-    removed: bool = False
     reconnect_at: float | None = None
     attempts: int = 0
 

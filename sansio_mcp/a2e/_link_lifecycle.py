@@ -27,7 +27,7 @@ from .._versions import HANDSHAKE_REVISIONS
 from ._actions import ConnectServer, DisconnectServer
 from ._failures import Failure
 from ._host_state import Call, HostState, ServerLink, ServerRecord
-from ._link_states import LinkState, LinkTrigger
+from ._link_states import SERVER_STATUS, LinkState, LinkTrigger
 from ._messages import MCPServerRegisterResponse
 from ._models import MCPErrorCode, MCPServerConfig, MCPServerStatus, MCPTransport
 
@@ -95,7 +95,7 @@ class LinkLifecycle:
         state.added(connect_deadline)
         server.link = link
         server.last_conn = conn
-        server.status = MCPServerStatus.CONNECTING.value
+        server.status = SERVER_STATUS[link.state]
         state.links[conn] = link
         state.queued.append(ConnectServer(conn, server.server_id, server.config, session))
 
@@ -156,7 +156,6 @@ class LinkLifecycle:
         server.error = ""
         server.connected_at = state.now
         server.attempts = 0
-        server.ever_ready = True
         if state.ping_interval is not None:
             link.ping_at = state.now + state.ping_interval
             state.added(link.ping_at)
@@ -212,7 +211,6 @@ class LinkLifecycle:
             # A registration that never reached ready is not kept.
             request, server.registering = server.registering, None
             state.servers.pop(server.server_id, None)
-            server.removed = True
             failure = failure or Failure(MCPErrorCode.MCP_TRANSPORT_ERROR, reason)
             state.reply_failure(
                 request,
@@ -291,13 +289,11 @@ class LinkLifecycle:
                 state.added(link.ping_at)
 
         def ok(result: dict[str, Any]) -> None:
-            link.ping_id = None
             link.server.last_ping_ms = round((state.now - sent) * 1000, 3)
             if not link.closed:
                 ping_again()
 
         def err(error: MCPError) -> None:
-            link.ping_id = None
             if link.closed:
                 return
             if isinstance(error, RequestTimeout):
@@ -307,4 +303,4 @@ class LinkLifecycle:
             else:
                 ping_again()
 
-        link.ping_id = state.call(link, method, None, ok, err, timeout=timeout)
+        state.call(link, method, None, ok, err, timeout=timeout)

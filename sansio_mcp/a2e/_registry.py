@@ -136,7 +136,6 @@ class Registry:
 
     def remove(self, server: ServerRecord, reason: str) -> None:
         state = self._state
-        server.removed = True
         server.reconnect_at = None
         state.servers.pop(server.server_id, None)
         if server.registering is not None:
