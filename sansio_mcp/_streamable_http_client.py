@@ -18,8 +18,9 @@ import attrs
 from . import _json
 from ._errors import ErrorCode, HTTPStatusError, RemoteProtocolError
 from ._host import Signal
-from ._http import ConnectionPool, HTTPError, HTTPResponseHead, PooledConnection, media_types
+from ._http import HTTPError, HTTPResponseHead, media_types
 from ._http_headers import request_headers, x_mcp_header_problems
+from ._http_pool import ConnectionPool, PooledConnection
 from ._jsonrpc import is_request_id
 from ._modern import is_modern_request
 from ._ndjson import NEED_DATA

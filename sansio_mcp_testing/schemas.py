@@ -48,7 +48,8 @@ SCHEMA_NAMES = (
 #: What a user runs to get the schemas (said wherever one is missing).
 FETCH_COMMAND = "sansio-mcp schemas fetch"
 
-#: Result definition per request method.
+#: Result definition per request method (the same name in every revision that has it);
+#: the message catalogue (``_catalog``) names its results from here too.
 RESULT_DEFINITIONS: dict[str, str] = {
     "initialize": "InitializeResult",
     "ping": "EmptyResult",

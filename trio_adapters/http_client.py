@@ -13,7 +13,7 @@ import trio
 
 from sansio_mcp import ClientSession, _json
 from sansio_mcp._client import ClientHandlers, new_client_session
-from sansio_mcp._http import ConnectionPool
+from sansio_mcp._http_pool import ConnectionPool
 from sansio_mcp._streamable_http_client import (
     GET_STREAM_HEAD_WAIT,
     Endpoint,

@@ -17,6 +17,7 @@ from ._actions import Action, ConnectServer, DisconnectServer, FlushServer, Send
 from ._client import A2EClientBase, A2ERequestError, AgentInbox
 from ._codec import (
     A2EFramer,
+    A2EWebSocket,
     DecodeError,
     adopt,
     decode,
@@ -32,7 +33,6 @@ from ._messages import *  # noqa: F403
 from ._messages import __all__ as _messages_all
 from ._models import *  # noqa: F403
 from ._models import __all__ as _models_all
-from ._websocket import A2EWebSocket
 
 __all__ = [
     "BRIDGE_INFO",

@@ -23,11 +23,11 @@ from typing import Any, TypeVar
 import attrs
 
 from ._actions import ConnectServer, DisconnectServer, FlushServer, ToolAnswer
+from ._codec import A2EWebSocket
 from ._config import BridgeConfig, parse_config
 from ._driver import BridgeDriver
 from ._host import BridgeHost
 from ._messages import A2EMessage
-from ._websocket import A2EWebSocket
 
 R = TypeVar("R", bound="BridgeRunner")
 

@@ -490,4 +490,3 @@ def test_ping_gets_pong() -> None:
 def test_message_constructed_with_wrong_type_is_refused() -> None:
     with pytest.raises(ValueError):
         a2e.Ping(type="pong")
-

@@ -144,9 +144,7 @@ def test_where_prefers_the_environment_then_the_cache(mirror: Mirror, tmp_path: 
     cache_home = tmp_path / "cache-home"
     env_dir = tmp_path / "env"
     (env_dir / "2025-03-26").mkdir(parents=True)
-    (env_dir / "2025-03-26" / "schema.json").write_bytes(
-        mirror.files[mirror.path_of("2025-03-26")]
-    )
+    (env_dir / "2025-03-26" / "schema.json").write_bytes(mirror.files[mirror.path_of("2025-03-26")])
     env = {**os.environ, "XDG_CACHE_HOME": str(cache_home), "MCP_SCHEMA_DIR": str(env_dir)}
     fetched = subprocess.run(
         [*CLI, "schemas", "fetch", "--source", mirror.url],
