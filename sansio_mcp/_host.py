@@ -15,10 +15,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from ._client import ClientAPI, ClientHandlers, ProgressCallback, Subscription
+from ._client_session import ClientSession
 from ._driver import Driver, InputHandler, NotificationHandler, RequestHandler, Waiter
 from ._errors import ConnectionClosedError
 from ._jsonrpc import RequestId
-from ._session import ClientSession, Session
+from ._session import Session
 from ._state import Role
 
 __all__ = ["BufferedSubscription", "HostBase", "HostedClient", "Signal", "start_client"]

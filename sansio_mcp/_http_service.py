@@ -10,7 +10,7 @@ from typing import Generic, Protocol, TypeVar
 from ._driver import Driver
 from ._http import HTTPRequest
 from ._server import Server
-from ._session import ServerSession
+from ._server_session import ServerSession
 from ._streamable_http import Exchange
 
 __all__ = ["Router", "SessionHost", "SessionHosts"]

@@ -25,7 +25,7 @@ from ._jsonrpc import RequestId
 from ._modern import CacheHints
 from ._request_state import RequestStateSealer, request_binding
 from ._schema import schema_for_function, validate_arguments
-from ._session import ServerSession
+from ._server_session import ServerSession
 from ._state import SessionState
 from ._uritemplate import UriTemplate
 from ._versions import ALL_REVISIONS, MRTR_METHODS

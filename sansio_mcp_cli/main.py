@@ -163,10 +163,43 @@ def _dump(obj: Any) -> None:
     sys.stdout.flush()
 
 
+def _parse(options: list[str]) -> argparse.Namespace:
+    """Options anywhere, as users type them: ``call TOOL --args '{}' URL`` included.
+
+    argparse gives an optional positional (the URL) its empty value as soon as the first
+    positional is read, so a URL after the options comes back unrecognised: it is taken here.
+    """
+    parser = _parser()
+    args, rest = parser.parse_known_args(options)
+    if len(rest) == 1 and getattr(args, "url", "") is None and _is_url(rest[0]):
+        args.url = rest[0]
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    return args
+
+
+#: Modules that only the ``testing`` extra installs.
+_TESTING_EXTRA = frozenset({"jsonschema", "referencing", "hypothesis"})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sansio-mcp`` script."""
     options, command = _split_command(sys.argv[1:] if argv is None else argv)
-    args = _parser().parse_args(options)
+    args = _parse(options)
+    try:
+        return _run(args, command)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in _TESTING_EXTRA:
+            raise
+        print(
+            f"sansio-mcp {args.command}: this command needs the 'testing' extra "
+            f"({exc.name} is not installed): pip install 'sansio-mcp[testing]'",
+            file=sys.stderr,
+        )
+        return 2
+
+
+def _run(args: argparse.Namespace, command: list[str]) -> int:
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         stream=sys.stderr,

@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from .._session import ClientSession
+from .._client_session import ClientSession
 from ._messages import A2EMessage
 from ._models import MCPServerConfig
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import attrs
 
+from .._client_session import ClientSession
 from .._errors import ConnectionClosedError, ErrorCode, LocalProtocolError, MCPError
 from .._events import ProgressReceived
 from .._jsonrpc import RequestId
-from .._session import ClientSession
 from .._state import SessionState
 from .._uritemplate import UriTemplate
 from ._actions import FlushServer, Output, ToolAnswer

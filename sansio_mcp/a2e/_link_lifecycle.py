@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from .._client_session import ClientSession
 from .._errors import (
     ConnectionClosedError,
     HTTPStatusError,
@@ -21,7 +22,6 @@ from .._errors import (
     MCPError,
     RequestTimeout,
 )
-from .._session import ClientSession
 from .._state import SessionState
 from .._versions import HANDSHAKE_REVISIONS
 from ._actions import ConnectServer, DisconnectServer

@@ -137,7 +137,8 @@ def test_inspect_and_call_over_the_network(
         assert {t["name"] for t in report["tools"]} == EXAMPLE_TOOLS
         assert "example://readme" in {r["uri"] for r in report["resources"]}
 
-        called = run_cli("call", "add", url, "--args", '{"a": 2, "b": 40}', *extra)
+        # Options anywhere, as users type them: the URL last.
+        called = run_cli("call", "add", *extra, "--args", '{"a": 2, "b": 40}', url)
         assert called.returncode == 0, called.stderr
         result = json.loads(called.stdout)
         assert result["structuredContent"] == {"sum": 42}
