@@ -13,6 +13,7 @@
   in-process ("direct") transport's hand-off to it.
 """
 
+from ._actions import Action, ConnectServer, DisconnectServer, FlushServer, SendToAgent
 from ._client import A2EClientBase, A2ERequestError, AgentInbox
 from ._codec import (
     A2EFramer,
@@ -27,15 +28,7 @@ from ._codec import (
 )
 from ._config import BridgeConfig, bridge_command, load_config, parse_config
 from ._fields import FieldProblem, copy_json
-from ._host import (
-    BRIDGE_INFO,
-    Action,
-    BridgeHost,
-    ConnectServer,
-    DisconnectServer,
-    FlushServer,
-    SendToAgent,
-)
+from ._host import BRIDGE_INFO, BridgeHost
 from ._messages import *  # noqa: F403
 from ._messages import __all__ as _messages_all
 from ._models import *  # noqa: F403

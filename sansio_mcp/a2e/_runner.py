@@ -22,10 +22,11 @@ from typing import Any, TypeVar
 
 import attrs
 
+from ._actions import ConnectServer, DisconnectServer, FlushServer, ToolAnswer
 from ._codec import A2EWebSocket
 from ._config import BridgeConfig, parse_config
 from ._driver import BridgeDriver
-from ._host import BridgeHost, ConnectServer, DisconnectServer, FlushServer, ToolAnswer
+from ._host import BridgeHost
 from ._messages import A2EMessage
 
 R = TypeVar("R", bound="BridgeRunner")
