@@ -20,7 +20,7 @@ from . import _json
 from ._errors import ErrorCode, MCPError, RemoteProtocolError
 from ._http import HTTPRequest, media_types, url_hostname
 from ._http_headers import validate_request_headers
-from ._jsonrpc import RequestId, is_request_id
+from ._jsonrpc import RequestId, is_request_id, request_id_problem
 from ._modern import is_modern_request
 from ._server_session import ServerSession
 from ._sse import format_sse_comment, format_sse_event
@@ -295,6 +295,11 @@ class StreamableHTTPServer:
             return _json_error(
                 400, None, ErrorCode.INVALID_REQUEST, "the body must be a JSON-RPC message"
             )
+        for message in messages:
+            problem = request_id_problem(message)
+            if problem is not None:
+                # Neither a request nor a notification: its answer has nowhere else to go.
+                return _json_error(400, None, ErrorCode.INVALID_REQUEST, problem)
         first = messages[0]
         params = first.get("params")
         if not isinstance(obj, list) and isinstance(params, dict) and is_modern_request(params):
@@ -406,6 +411,14 @@ class StreamableHTTPServer:
                 None,
                 ErrorCode.INVALID_REQUEST,
                 f"unsupported MCP-Protocol-Version {version!r}",
+            )
+        revision = state.session.revision
+        if isinstance(obj, list) and revision is not None and not revision.batching:
+            return _json_error(
+                400,
+                None,
+                ErrorCode.INVALID_REQUEST,
+                f"JSON-RPC batches are not part of revision {revision.name}",
             )
         request_ids = [m["id"] for m in messages if "method" in m and is_request_id(m.get("id"))]
         state.session.receive_message(obj)
