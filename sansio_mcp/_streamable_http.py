@@ -50,6 +50,10 @@ MODERN_HEAD_GRACE = 1.0
 #: The same wait on a handshake session, kept short: a slow request's SSE stream
 #: should open (with its priming event, SEP-1699) soon.
 LEGACY_HEAD_GRACE = 0.05
+#: Bytes an event stream may hold unread (both HTTP transports): past them the stream's
+#: session takes no new requests (503), and a stream still given messages that answer
+#: nothing is closed (see :func:`not_being_read`).
+DEFAULT_MAX_UNREAD = 16 * 1024 * 1024
 
 
 def _is_response(obj: Any) -> bool:
@@ -59,6 +63,20 @@ def _is_response(obj: Any) -> bool:
 def _message_event(obj: Any, event_id: str | None) -> bytes:
     """A JSON-RPC message as an SSE ``message`` event."""
     return format_sse_event(_json.dumps(obj), event="message", id=event_id)
+
+
+def not_being_read(exchange: Exchange, obj: Any, max_unread: int) -> bool:
+    """Whether ``exchange``, a stream over ``max_unread`` unread bytes, must close rather
+    than take ``obj``. Answers to the client's requests still go out (their number is
+    bounded by the 503 its new requests get); anything else would grow without end."""
+    return exchange.streaming and exchange.unsent > max_unread and not _answered_ids(obj)
+
+
+def unread_refusal(stream: Exchange | None, max_unread: int) -> Exchange | None:
+    """The 503 for a request on a session whose event stream is not being read."""
+    if stream is None or stream.finished or stream.unsent <= max_unread:
+        return None
+    return _text(503, "the event stream of this session is not being read", {"retry-after": "1"})
 
 
 def _answered_ids(obj: Any) -> set[Any]:
@@ -99,6 +117,7 @@ class Exchange:
         self.finished = not streaming
         self.wake: Callable[[], None] = lambda: None
         self._chunks: list[bytes] = [body] if body else []
+        self._unsent = len(body)
         self._awaiting: set[RequestId] = set()
         self._json_mode = False
         self._stream_key = ""
@@ -121,7 +140,11 @@ class Exchange:
     @property
     def unsent(self) -> int:
         """How many body bytes wait to be taken."""
-        return sum(map(len, self._chunks))
+        return self._unsent
+
+    def _append(self, chunk: bytes) -> None:
+        self._chunks.append(chunk)
+        self._unsent += len(chunk)
 
     @property
     def has_news(self) -> bool:
@@ -142,6 +165,7 @@ class Exchange:
         """The body bytes produced since the last call."""
         out = b"".join(self._chunks)
         self._chunks.clear()
+        self._unsent = 0
         return out
 
     def disconnected(self) -> None:
@@ -154,14 +178,14 @@ class Exchange:
         """Queue an SSE comment so idle proxies keep the stream open."""
         if self.streaming and not self._json_mode and not self.finished:
             self._open()
-            self._chunks.append(format_sse_comment())
+            self._append(format_sse_comment())
             self.wake()
 
     def _put(self, obj: Any, event_id: str | None) -> None:
         if self._json_mode:
-            self._chunks.append(_json.encode(obj))
+            self._append(_json.encode(obj))
         else:
-            self._chunks.append(_message_event(obj, event_id))
+            self._append(_message_event(obj, event_id))
 
     def _finish(self) -> None:
         self.finished = True
@@ -231,8 +255,11 @@ class StreamableHTTPServer:
         replay_streams: int = 64,
         tool_input_schema: Callable[[str], Any] | None = None,
         retry_interval: float | None = 1.0,
+        max_unread: int = DEFAULT_MAX_UNREAD,
     ) -> None:
         self.session_factory = session_factory
+        #: Bytes an event stream may hold unread (see :data:`DEFAULT_MAX_UNREAD`).
+        self.max_unread = max_unread
         #: A tool's inputSchema by name, so that its ``x-mcp-header`` parameters'
         #: ``Mcp-Param-*`` headers are checked too (SEP-2243).
         self.tool_input_schema = tool_input_schema
@@ -412,6 +439,9 @@ class StreamableHTTPServer:
                 ErrorCode.INVALID_REQUEST,
                 f"unsupported MCP-Protocol-Version {version!r}",
             )
+        refusal = unread_refusal(state.get_stream, self.max_unread)
+        if refusal is not None:
+            return refusal
         revision = state.session.revision
         if isinstance(obj, list) and revision is not None and not revision.batching:
             return _json_error(
@@ -465,7 +495,7 @@ class StreamableHTTPServer:
             return
         retry = None if self.retry_interval is None else round(self.retry_interval * 1000)
         chunk = format_sse_event("", id=f"{exchange._stream_key}-0", retry=retry)
-        exchange._chunks.append(chunk)
+        exchange._append(chunk)
         state.remember(exchange._stream_key, 0, chunk, self.replay_streams)
 
     def _initialize(self, message: dict[str, Any]) -> Exchange:
@@ -541,7 +571,7 @@ class StreamableHTTPServer:
                 exchange._seq = int(seq)
                 for number, chunk in state.replay[key]:
                     if number > int(seq):
-                        exchange._chunks.append(chunk)
+                        exchange._append(chunk)
                         exchange._seq = number  # new events continue after the replayed ones
                 exchange._stream_key = key
                 still_open = [ex for ex in state.streams.values() if ex._stream_key == key]
@@ -674,6 +704,14 @@ class StreamableHTTPServer:
         if state is not None and not exchange._json_mode:
             exchange._seq += 1
             event_id = f"{exchange._stream_key}-{exchange._seq}"
+        if not_being_read(exchange, obj, self.max_unread):
+            # Closed, the stream can be resumed (Last-Event-ID) from what is remembered.
+            if state is not None and event_id is not None:
+                chunk = _message_event(obj, event_id)
+                state.remember(exchange._stream_key, exchange._seq, chunk, self.replay_streams)
+            exchange._finish()
+            exchange.wake()
+            return
         before = len(exchange._chunks)
         if exchange._json_mode and not _is_response(obj) and not isinstance(obj, list):
             pass  # a JSON response carries only the final answer
@@ -719,7 +757,7 @@ class StreamableHTTPServer:
         exchange.status = _LATE_STATUS.get(code, 200) if isinstance(code, int) else 200
         exchange.headers = {"content-type": "application/json"}
         exchange.streaming = False
-        exchange._chunks.append(_json.dumps(obj).encode("utf-8"))
+        exchange._append(_json.dumps(obj).encode("utf-8"))
         exchange._awaiting.clear()
         exchange._finish()
         exchange.wake()

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sansio_mcp._http import HTTPRequest
 from sansio_mcp._streamable_http import StreamableHTTPServer
 from sansio_mcp_cli.example_server import build_server
 
@@ -142,3 +143,97 @@ def test_the_header_limit_does_not_depend_on_chunking(
         assert isinstance(event, HTTPError) and event.status == 431, event
     else:
         assert isinstance(event, HTTPRequest | HTTPError)
+
+
+# One cap for an event stream nobody reads, on both HTTP transports (point 7) -------------
+
+CAP = 4096
+
+
+def _log(session: Any, n: int) -> None:
+    session.send_notification(
+        "notifications/message", {"level": "info", "data": "x" * 200 + str(n)}
+    )
+
+
+def test_a_get_stream_nobody_reads_is_closed_at_the_cap_and_can_resume() -> None:
+    machine = StreamableHTTPServer(build_server().create_session, max_unread=CAP)
+    headers = open_machine_session(machine, "2025-11-25")
+    get = machine.handle(
+        HTTPRequest(
+            "GET", "/mcp", {"host": "127.0.0.1:8000", "accept": "text/event-stream", **headers}
+        )
+    )
+    assert get.streaming and not get.finished
+    (state,) = machine._legacy.values()
+    for n in range(1000):  # ~230 KB of notifications, the client reads none
+        _log(state.session, n)
+        machine.flush(state.session)
+    assert get.finished, "the unread stream was not closed"
+    assert get.unsent <= CAP + 400  # bounded: one message past the cap at most
+    assert len(state.backlog) <= machine.replay_memory  # later ones wait, bounded too
+    # While it was over the cap, new requests were told to wait; now it is closed, they go on.
+    ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
+    assert machine.handle(post_request(ping, **headers)).status == 200
+    # The client comes back with the last event it read, and the stream resumes.
+    first = get.take().split(b"\n\n")[0]
+    last_id = next(line[4:] for line in first.split(b"\n") if line.startswith(b"id: "))
+    resumed = machine.handle(
+        HTTPRequest(
+            "GET",
+            "/mcp",
+            {
+                "host": "127.0.0.1:8000",
+                "accept": "text/event-stream",
+                "last-event-id": last_id.decode(),
+                **headers,
+            },
+        )
+    )
+    assert resumed.status == 200 and b"notifications/message" in resumed.take()
+
+
+def test_requests_wait_while_the_get_stream_is_over_the_cap() -> None:
+    machine = StreamableHTTPServer(build_server().create_session, max_unread=CAP)
+    headers = open_machine_session(machine, "2025-11-25")
+    get = machine.handle(
+        HTTPRequest(
+            "GET", "/mcp", {"host": "127.0.0.1:8000", "accept": "text/event-stream", **headers}
+        )
+    )
+    (state,) = machine._legacy.values()
+    while get.unsent <= CAP:
+        _log(state.session, 0)
+        machine.flush(state.session)
+    busy = machine.handle(post_request({"jsonrpc": "2.0", "id": 9, "method": "ping"}, **headers))
+    assert busy.status == 503 and busy.headers["retry-after"] == "1"
+    get.take()  # the client reads
+    ok = machine.handle(post_request({"jsonrpc": "2.0", "id": 10, "method": "ping"}, **headers))
+    assert ok.status == 200
+
+
+def test_a_legacy_sse_stream_nobody_reads_ends_its_session_at_the_cap() -> None:
+    from sansio_mcp._legacy_sse import LegacySSEServer
+
+    machine = LegacySSEServer(
+        build_server().create_session, new_session_id=lambda: "s", max_unread=CAP
+    )
+    stream = machine.handle(HTTPRequest("GET", "/sse", {"host": "localhost"}))
+    post_headers = {"host": "localhost", "content-type": "application/json"}
+
+    def post(message: dict[str, Any]) -> int:
+        body = json.dumps(message).encode()
+        return machine.handle(
+            HTTPRequest("POST", "/messages?session_id=s", post_headers, body)
+        ).status
+
+    assert post(initialize()) == 202
+    assert post(INITIALIZED) == 202
+    (session, _) = machine._streams["s"]
+    for n in range(1000):
+        if stream.finished:
+            break
+        _log(session, n)
+        machine.flush(session)
+    assert stream.finished and stream.unsent <= CAP + 400
+    assert post({"jsonrpc": "2.0", "id": 3, "method": "ping"}) == 404  # the session ended
