@@ -12,7 +12,7 @@ writes as the session produces output (:meth:`StreamableHTTPServer.flush`).
 from __future__ import annotations
 
 import secrets
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -54,6 +54,10 @@ LEGACY_HEAD_GRACE = 0.05
 #: session takes no new requests (503), and a stream still given messages that answer
 #: nothing is closed (see :func:`not_being_read`).
 DEFAULT_MAX_UNREAD = 16 * 1024 * 1024
+#: Handshake sessions one Streamable HTTP server holds at most.
+DEFAULT_MAX_SESSIONS = 10_000
+#: Seconds a quiet handshake session lives without a request.
+DEFAULT_SESSION_IDLE_TIMEOUT = 30 * 60.0
 
 
 def _is_response(obj: Any) -> bool:
@@ -256,8 +260,16 @@ class StreamableHTTPServer:
         tool_input_schema: Callable[[str], Any] | None = None,
         retry_interval: float | None = 1.0,
         max_unread: int = DEFAULT_MAX_UNREAD,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
     ) -> None:
         self.session_factory = session_factory
+        #: Handshake sessions at most: at the limit, a new ``initialize`` ends the least
+        #: recently active session that has no stream or request open, or gets 503.
+        self.max_sessions = max_sessions
+        #: Seconds a handshake session may go without a request and with no stream or
+        #: request open before it is ended (checked as requests come, given ``now``).
+        self.session_idle_timeout = session_idle_timeout
         #: Bytes an event stream may hold unread (see :data:`DEFAULT_MAX_UNREAD`).
         self.max_unread = max_unread
         #: A tool's inputSchema by name, so that its ``x-mcp-header`` parameters'
@@ -276,7 +288,9 @@ class StreamableHTTPServer:
         #: the GET stream's and those with a request unanswered are always kept).
         self.replay_streams = replay_streams
         self._legacy: dict[str, _LegacySession] = {}
-        self._ended: set[str] = set()
+        # Handshake sessions by last activity, least recent first (for the limit and expiry).
+        self._activity: OrderedDict[str, float] = OrderedDict()
+        self._now: float | None = None
         self._by_session: dict[int, _LegacySession] = {}
         self._modern_exchange: dict[int, Exchange] = {}
         probe = session_factory()
@@ -285,8 +299,12 @@ class StreamableHTTPServer:
 
     # Entry ------------------------------------------------------------------------
 
-    def handle(self, request: HTTPRequest) -> Exchange:
-        """The exchange that answers ``request``."""
+    def handle(self, request: HTTPRequest, now: float | None = None) -> Exchange:
+        """The exchange that answers ``request``; ``now`` (seconds, any clock) lets idle
+        handshake sessions expire (see :attr:`session_idle_timeout`)."""
+        if now is not None:
+            self._now = now
+            self._expire_idle(now)
         refusal = self._check_security(request)
         if refusal is not None:
             return refusal
@@ -431,6 +449,7 @@ class StreamableHTTPServer:
         state = self._legacy.get(session_id)
         if state is None:
             return _json_error(404, None, ErrorCode.INVALID_REQUEST, "unknown or ended session")
+        self._touch(session_id)
         version = request.headers.get("mcp-protocol-version")
         if version is not None and version not in self._legacy_versions:
             return _json_error(
@@ -499,6 +518,9 @@ class StreamableHTTPServer:
         state.remember(exchange._stream_key, 0, chunk, self.replay_streams)
 
     def _initialize(self, message: dict[str, Any]) -> Exchange:
+        refusal = self._make_room()
+        if refusal is not None:
+            return refusal
         session = self.session_factory()
         session.receive_message(message)
         out = session.messages_to_send()
@@ -512,6 +534,7 @@ class StreamableHTTPServer:
         state = _LegacySession(session_id, session, self.replay_memory)
         self._legacy[session_id] = state
         self._by_session[id(session)] = state
+        self._touch(session_id)
         headers = {"content-type": "application/json", "mcp-session-id": session_id}
         return Exchange(200, headers, body, session=session)
 
@@ -625,14 +648,55 @@ class StreamableHTTPServer:
             return None, _json_error(
                 404, None, ErrorCode.INVALID_REQUEST, "unknown or ended session"
             )
+        self._touch(session_id)
         return state, None
+
+    # Session limits -----------------------------------------------------------------
+
+    def _touch(self, session_id: str) -> None:
+        self._activity[session_id] = self._now or 0.0
+        self._activity.move_to_end(session_id)
+
+    @staticmethod
+    def _is_quiet(state: _LegacySession) -> bool:
+        """No request awaits its answer and no stream is open."""
+        open_get = state.get_stream is not None and not state.get_stream.finished
+        return not open_get and not any(not ex.finished for ex in state.streams.values())
+
+    def _expire_idle(self, now: float) -> None:
+        timeout = self.session_idle_timeout
+        if timeout is None:
+            return
+        while self._activity:
+            session_id, last = next(iter(self._activity.items()))
+            if now - last <= timeout:
+                return
+            state = self._legacy.get(session_id)
+            if state is None or self._is_quiet(state):
+                self.end_session(session_id)
+                self._activity.pop(session_id, None)
+            else:
+                self._touch(session_id)  # a stream or request is open: it is not idle
+
+    def _make_room(self) -> Exchange | None:
+        """Room for one more handshake session, or the 503 that says there is none."""
+        if len(self._legacy) < self.max_sessions:
+            return None
+        for session_id in self._activity:
+            state = self._legacy.get(session_id)
+            if state is not None and self._is_quiet(state):
+                self.end_session(session_id)
+                return None
+        return _text(
+            503, f"this server holds its {self.max_sessions} sessions", {"retry-after": "5"}
+        )
 
     def end_session(self, session_id: str) -> None:
         """End a handshake session: its streams close, later requests get 404."""
         state = self._legacy.pop(session_id, None)
+        self._activity.pop(session_id, None)
         if state is None:
             return
-        self._ended.add(session_id)
         self._by_session.pop(id(state.session), None)
         state.session.close()
         for exchange in {

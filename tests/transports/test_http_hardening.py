@@ -237,3 +237,52 @@ def test_a_legacy_sse_stream_nobody_reads_ends_its_session_at_the_cap() -> None:
         machine.flush(session)
     assert stream.finished and stream.unsent <= CAP + 400
     assert post({"jsonrpc": "2.0", "id": 3, "method": "ping"}) == 404  # the session ended
+
+
+# Sessions without end (point 4) ---------------------------------------------------------
+
+
+def test_at_the_session_limit_the_least_recently_active_quiet_session_makes_room() -> None:
+    machine = StreamableHTTPServer(build_server().create_session, max_sessions=3)
+    first, second, third = (open_machine_session(machine, "2025-11-25") for _ in range(3))
+    ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
+    assert machine.handle(post_request(ping, **first)).status == 200  # first is active again
+    fourth = open_machine_session(machine, "2025-11-25")
+    assert len(machine.session_ids) == 3
+    assert machine.handle(post_request(ping, **second)).status == 404  # the quiet one went
+    for headers in (first, third, fourth):
+        assert machine.handle(post_request(ping, **headers)).status == 200
+
+
+def test_at_the_limit_with_every_session_busy_initialize_gets_503() -> None:
+    machine = StreamableHTTPServer(build_server().create_session, max_sessions=2)
+    for _ in range(2):
+        headers = open_machine_session(machine, "2025-11-25")
+        get = machine.handle(
+            HTTPRequest(
+                "GET", "/mcp", {"host": "127.0.0.1:8000", "accept": "text/event-stream", **headers}
+            )
+        )
+        assert get.streaming and not get.finished  # an open stream: not quiet
+    refused = machine.handle(post_request(initialize()))
+    assert refused.status == 503 and "retry-after" in refused.headers
+
+
+def test_idle_sessions_expire_and_ended_ids_are_not_kept() -> None:
+    machine = StreamableHTTPServer(
+        build_server().create_session, session_idle_timeout=60.0, max_sessions=100_000
+    )
+    ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
+    old = open_machine_session(machine, "2025-11-25")
+    machine.handle(post_request(ping, **old), now=0.0)
+    kept = open_machine_session(machine, "2025-11-25")
+    machine.handle(post_request(ping, **kept), now=50.0)
+    assert machine.handle(post_request(ping, **kept), now=100.0).status == 200
+    assert machine.handle(post_request(ping, **old), now=100.0).status == 404  # idle 100 s
+    # Many sessions opened and ended leave nothing behind.
+    for _ in range(200):
+        headers = open_machine_session(machine, "2025-11-25")
+        delete = HTTPRequest("DELETE", "/mcp", {"host": "127.0.0.1:8000", **headers})
+        assert machine.handle(delete, now=100.0).status == 200
+    assert machine.session_ids == {kept["mcp-session-id"]}
+    assert len(machine._activity) == 1
