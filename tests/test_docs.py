@@ -51,9 +51,9 @@ def test_readme_server_answers_the_command_it_names(tmp_path: Path) -> None:
     """The README's server example, talked to as the README says."""
     (server,) = [b for b in _blocks("README.md") if "serve_stdio, server" in b]
     (tmp_path / "server.py").write_text(server, encoding="utf-8")
+    call = ["call", "forecast", "--args", '{"city": "Oslo", "days": 2}']
     done = subprocess.run(
-        [sys.executable, "-m", "sansio_mcp_cli", "call", "forecast"]
-        + ["--args", '{"city": "Oslo", "days": 2}', "--", sys.executable, "server.py"],
+        [sys.executable, "-m", "sansio_mcp_cli", *call, "--", sys.executable, "server.py"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
