@@ -138,7 +138,10 @@ class LinkLifecycle:
     def _start_failed(self, link: ServerLink, error: MCPError) -> None:
         if link.state is not LinkState.STARTING:
             return
-        failure = self._state.classify(error, "start", link.server)
+        state = self._state
+        failure = state.classify(
+            error, "start", link.server, timeout=state.start_timeout(link.server.config)
+        )
         self.drop(
             link,
             f"the MCP session did not start: {failure.message}",

@@ -1,0 +1,135 @@
+"""The bridge held to its spec at the wire: raw A2E frames into `sansio-mcp bridge`
+(on both backends), A2E frames out, real MCP server processes behind it
+(``spec_server.py``, purpose-built; the example server for 2026-07-28)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from .conftest import EXAMPLE
+from .wire_bridge import Frame, WireBridge, wire_bridge
+
+pytestmark = pytest.mark.usefixtures("no_leaked_children")
+
+SPEC_SERVER = [sys.executable, "-I", str(Path(__file__).resolve().parent / "spec_server.py")]
+BACKENDS = pytest.mark.parametrize("backend", ["trio", "asyncio"])
+
+
+def _text(result: Frame) -> str:
+    content = (result.get("data") or {}).get("content") or []
+    return "\n".join(c.get("text", "") for c in content if c.get("type") == "text")
+
+
+async def _spec(bridge: WireBridge, **config: Any) -> Frame:
+    reply = await bridge.register({"server_id": "s", "cmd": SPEC_SERVER, **config})
+    assert reply["ok"], reply
+    return reply
+
+
+# 1. A server's own error is the server's, not a lost connection -----------------------------
+
+
+@BACKENDS
+async def test_a_servers_own_errors_keep_the_link(backend: str) -> None:
+    """-32000 and -32001 from a server are its own errors: answered
+    ``mcp_protocol_error`` with the server's error in ``detail``; the link, the
+    process, a concurrent call and what the server added at run time all stay."""
+    async with wire_bridge(backend) as bridge:
+        await _spec(bridge)
+        pid = _text(await bridge.call("s__pid"))
+        assert (await bridge.call("s__grow"))["success"]
+        await bridge.wait_for(lambda f: f.get("method") == "notifications/tools/list_changed")
+        with trio.fail_after(10):
+            while "s__extra_0" not in await bridge.tool_names():
+                await trio.sleep(0.02)
+        slow = await bridge.send(
+            {"type": "tool/call/req", "tool_name": "s__sleep", "arguments": {"seconds": 1}}
+        )
+        for code in (-32000, -32001):
+            failed = await bridge.call("s__fail", {"code": code, "message": "busy"})
+            assert failed["success"] is False
+            assert failed["error_code"] == "mcp_protocol_error", failed
+            assert failed["retryable"] is False
+            assert failed["detail"]["mcp_error"] == {"code": code, "message": "busy"}
+        concurrent = await bridge.answer(slow)
+        assert concurrent["data"]["success"] is True, concurrent
+        assert _text(await bridge.call("s__pid")) == pid  # the same process
+        assert "s__extra_0" in await bridge.tool_names()  # its run-time state kept
+        assert (await bridge.server("s"))["status"] == "ready"
+
+
+# 2. Only the bridge chooses the A2E code --------------------------------------------------
+
+
+@BACKENDS
+async def test_a_server_cannot_choose_the_a2e_code(backend: str) -> None:
+    async with wire_bridge(backend) as bridge:
+        await _spec(bridge)
+        for code in (-32000, -32603, 4242):
+            data = {"a2e_code": "totally_made_up"}
+            failed = await bridge.call("s__fail", {"code": code, "message": "x", "data": data})
+            assert failed["error_code"] == "mcp_protocol_error", failed
+            assert failed["detail"]["mcp_error"]["data"] == data  # evidence, not the answer
+        sampling_refused = {"a2e_code": "mcp_sampling_refused"}
+        failed = await bridge.call("s__fail", {"code": -1, "data": sampling_refused})
+        assert failed["error_code"] == "mcp_protocol_error"
+
+
+@BACKENDS
+async def test_a_refused_sampling_round_is_the_bridges_own_code(backend: str) -> None:
+    """On 2026-07-28 the agent's refusal ends the MRTR round: the bridge knows
+    the call failed because the agent refused, and says so itself."""
+    async with wire_bridge(backend) as bridge:
+        reply = await bridge.register(
+            {"server_id": "ex", "cmd": EXAMPLE, "protocol_version": "modern"}
+        )
+        assert reply["ok"], reply
+        call = await bridge.send(
+            {"type": "tool/call/req", "tool_name": "ex__sample", "arguments": {"prompt": "?"}}
+        )
+        asked = await bridge.wait_for(lambda f: f["type"] == "mcp/sample/req")
+        await bridge.send(
+            {
+                "type": "mcp/sample/resp",
+                "req_id": asked["id"],
+                "server_id": asked["server_id"],
+                "mcp_request_id": asked["mcp_request_id"],
+                "content": {},
+                "error": "no budget",
+            }
+        )
+        answer = await bridge.answer(call)
+        assert answer["data"]["error_code"] == "mcp_sampling_refused", answer
+
+
+# 3. An unknown resource is not found, on every revision ---------------------------------------
+
+
+@BACKENDS
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_unknown_resource_is_not_found(backend: str, era: str) -> None:
+    """-32002 (up to 2025-11-25) and -32602 naming the URI (2026-07-28) alike."""
+    async with wire_bridge(backend) as bridge:
+        reply = await bridge.register({"server_id": "ex", "cmd": EXAMPLE, "protocol_version": era})
+        assert reply["server"]["mcp_version"] == "2026-07-28" if era == "modern" else True
+        read = await bridge.request(
+            {"type": "mcp/resource/read/req", "uri": "example://nope", "server_id": "ex"}
+        )
+        assert read["type"] == "mcp/resource/read/resp"
+        assert read["error_code"] == "mcp_resource_not_found", read
+        assert read["error"]
+
+
+async def test_a_32602_about_the_uri_is_not_found_on_a_handshake_server_too() -> None:
+    async with wire_bridge("trio") as bridge:
+        await _spec(bridge)
+        read = await bridge.request(
+            {"type": "mcp/resource/read/req", "uri": "spec://nope", "server_id": "s"}
+        )
+        assert read["error_code"] == "mcp_resource_not_found", read
+
