@@ -384,7 +384,10 @@ class ToolCallRequest(A2EMessage):
     arguments: dict[str, Any] = dict_field()
     correlation_id: str = str_field()
     streaming: bool = bool_field(False)
-    timeout: int = int_field(30)
+    #: Seconds; 0 (the default here): none of its own, so the server's ``timeout``
+    #: applies (the core's 30 would cut every MCP tool call short of it, 300 s by
+    #: default); a positive one can only shorten the server's.
+    timeout: int = int_field(0)
 
 
 @_message(HOST_TO_AGENT)

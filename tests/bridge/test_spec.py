@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 import trio
 
+from sansio_mcp.a2e import ToolCallResponse
+
 from .conftest import EXAMPLE
+from .helpers import FakeServer, Harness, tool
 from .wire_bridge import Frame, WireBridge, wire_bridge
 
 pytestmark = pytest.mark.usefixtures("no_leaked_children")
@@ -133,3 +136,48 @@ async def test_a_32602_about_the_uri_is_not_found_on_a_handshake_server_too() ->
         )
         assert read["error_code"] == "mcp_resource_not_found", read
 
+
+# 6. The server's configured timeout is the ordinary tool call's ------------------------------
+
+
+def test_a_call_without_its_own_timeout_gets_the_servers() -> None:
+    """On the host's clock (a real one would take five minutes): a frame without
+    ``timeout`` waits the server's 300 s, not the A2E core's 30; one with its own
+    may only shorten it, and the answer names the limit the call had."""
+    h = Harness()
+    fake = h.add_server("srv", FakeServer(tools=[tool("hang")]))
+    fake.handlers["tools/call"] = lambda s, e: None
+    h.register("m", "srv")  # timeout: the spec's default, 300
+    h.send_line(b'{"type":"tool/call/req","id":"plain","tool_name":"m__hang","arguments":{}}\n')
+    h.send_line(
+        b'{"type":"tool/call/req","id":"own","tool_name":"m__hang","arguments":{},"timeout":45}\n'
+    )
+    h.send_line(
+        b'{"type":"tool/call/req","id":"long","tool_name":"m__hang","arguments":{},"timeout":900}\n'
+    )
+    h.advance(31)
+    assert not h.of_type(ToolCallResponse)
+    h.advance(14)
+    own = h.reply_to("own")
+    assert isinstance(own, ToolCallResponse)
+    assert own.data["error_code"] == "timeout" and own.data["detail"]["timeout"] == 45
+    h.advance(300 - 45)
+    for req_id in ("plain", "long"):
+        reply = h.reply_to(req_id)
+        assert isinstance(reply, ToolCallResponse)
+        assert reply.data["error_code"] == "timeout"
+        assert reply.data["detail"]["timeout"] == 300
+        assert reply.data["duration_ms"] == 300_000.0
+
+
+@BACKENDS
+async def test_a_calls_own_timeout_shortens_the_servers(backend: str) -> None:
+    async with wire_bridge(backend) as bridge:
+        await _spec(bridge, timeout=60)
+        started = trio.current_time()
+        cut = await bridge.call("s__sleep", {"seconds": 5}, timeout=1)
+        assert cut["error_code"] == "timeout" and cut["retryable"] is True
+        assert cut["detail"]["timeout"] == 1
+        assert trio.current_time() - started < 4
+        done = await bridge.call("s__sleep", {"seconds": 0.2})  # no timeout of its own
+        assert done["success"] is True
