@@ -102,6 +102,7 @@ async def test_a_refused_sampling_round_is_the_bridges_own_code(backend: str) ->
                 "req_id": asked["id"],
                 "server_id": asked["server_id"],
                 "mcp_request_id": asked["mcp_request_id"],
+                "role": "assistant",
                 "content": {},
                 "error": "no budget",
             }
@@ -181,3 +182,39 @@ async def test_a_calls_own_timeout_shortens_the_servers(backend: str) -> None:
         assert trio.current_time() - started < 4
         done = await bridge.call("s__sleep", {"seconds": 0.2})  # no timeout of its own
         assert done["success"] is True
+
+
+# 7. A field the spec requires is required --------------------------------------------------
+
+
+MISSING = [
+    ({"type": "mcp/server/register/req"}, "config"),
+    ({"type": "mcp/server/unregister/req"}, "server_id"),
+    ({"type": "mcp/resource/read/req", "server_id": "s"}, "uri"),
+    ({"type": "mcp/resource/subscribe/req", "server_id": "s"}, "uri"),
+    ({"type": "mcp/prompt/get/req", "arguments": {}}, "name"),
+    (
+        {"type": "mcp/sample/resp", "server_id": "s", "mcp_request_id": "1", "content": {}},
+        "req_id",
+    ),
+    ({"type": "mcp/sample/resp", "req_id": "r", "mcp_request_id": "1", "content": {}}, "server_id"),
+    ({"type": "mcp/sample/resp", "req_id": "r", "server_id": "s", "content": {}}, "mcp_request_id"),
+    ({"type": "mcp/root/list/resp", "server_id": "", "mcp_request_id": "", "roots": []}, "req_id"),
+    ({"type": "mcp/root/list/resp", "req_id": "", "server_id": "", "roots": []}, "mcp_request_id"),
+    ({"type": "mcp/root/list/resp", "req_id": "", "mcp_request_id": "", "server_id": ""}, "roots"),
+]
+
+
+async def test_a_missing_required_field_is_a_schema_violation_naming_it() -> None:
+    async with wire_bridge("trio") as bridge:
+        for frame, field in MISSING:
+            reply = await bridge.request(frame)
+            assert reply["type"] == "error", (frame, reply)
+            assert reply["code"] == "schema_violation", (frame, reply)
+            assert reply["detail"]["field"] == field, (frame, reply)
+            assert field in reply["message"]
+        # Present, even empty, is enough: an unsolicited roots answer sets the roots.
+        roots = {"type": "mcp/root/list/resp", "req_id": "", "server_id": "", "mcp_request_id": ""}
+        await bridge.send({**roots, "roots": [{"uri": "file:///x"}]})
+        assert (await bridge.request({"type": "ping"}))["type"] == "pong"
+        assert sum(f["type"] == "error" for f in bridge.seen) == len(MISSING)
