@@ -218,3 +218,15 @@ async def test_a_missing_required_field_is_a_schema_violation_naming_it() -> Non
         await bridge.send({**roots, "roots": [{"uri": "file:///x"}]})
         assert (await bridge.request({"type": "ping"}))["type"] == "pong"
         assert sum(f["type"] == "error" for f in bridge.seen) == len(MISSING)
+
+
+# 8. A blob without a MIME type is text/plain, the spec's default ------------------------------
+
+
+async def test_a_blob_without_a_mime_type_gets_the_specs_default() -> None:
+    async with wire_bridge("trio") as bridge:
+        await _spec(bridge)
+        read = await bridge.request({"type": "mcp/resource/read/req", "uri": "spec://blob"})
+        (content,) = read["contents"]
+        assert content["type"] == "blob" and content["blob"]
+        assert content["mime_type"] == "text/plain"
