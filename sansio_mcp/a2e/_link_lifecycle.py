@@ -37,6 +37,13 @@ _ENDED = (MCPServerStatus.DISCONNECTED.value, MCPServerStatus.ERROR.value)
 
 LinkHook = Callable[[ServerLink], None]
 
+#: The level asked of every server for its log messages, which reach the agent as
+#: ``mcp/server/push`` (the spec forwards ``notifications/message``): all of them, the
+#: agent keeps what it wants.  A 2026-07-28 server logs only for a request that asks
+#: (``_meta`` ``io.modelcontextprotocol/logLevel``, on every request the bridge
+#: sends); an older one is asked once per session (``logging/setLevel``).
+SERVER_LOG_LEVEL = "debug"
+
 
 class LinkLifecycle:
     """Connects servers and moves their links through the lifecycle table.
@@ -77,7 +84,12 @@ class LinkLifecycle:
             # One revision, insisted on: a server that answers with another is refused.
             options["protocol_version"] = version
             options["supported_versions"] = (version,)
-        return ClientSession(capabilities=capabilities, client_info=state.client_info, **options)
+        return ClientSession(
+            capabilities=capabilities,
+            client_info=state.client_info,
+            log_level=SERVER_LOG_LEVEL,
+            **options,
+        )
 
     def connect(self, server: ServerRecord) -> None:
         """Start a new link to ``server``: the runner is asked to open a transport."""
@@ -132,6 +144,11 @@ class LinkLifecycle:
         server.server_name = name if isinstance(name, str) else ""
         server.server_version = version if isinstance(version, str) else ""
         server.capabilities = dict(session.peer_capabilities or {})
+        if not session.is_modern and "logging" in server.capabilities:
+            # Not answered, or refused: the server logs as it likes (nothing to undo).
+            self._state.call(
+                link, "logging/setLevel", {"level": SERVER_LOG_LEVEL}, _ignore, _ignore
+            )
         self._on_started(link)
         self.synced(link)
 
@@ -307,3 +324,7 @@ class LinkLifecycle:
                 ping_again()
 
         state.call(link, method, None, ok, err, timeout=timeout)
+
+
+def _ignore(outcome: object) -> None:
+    """The outcome of a request whose answer changes nothing."""

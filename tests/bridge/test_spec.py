@@ -230,3 +230,27 @@ async def test_a_blob_without_a_mime_type_gets_the_specs_default() -> None:
         (content,) = read["contents"]
         assert content["type"] == "blob" and content["blob"]
         assert content["mime_type"] == "text/plain"
+
+
+# 4. Servers' logs reach the agent, on every revision -----------------------------------------
+
+
+@BACKENDS
+async def test_logs_are_requested_and_forwarded_on_every_revision(backend: str) -> None:
+    """A 2026-07-28 server logs only for a request that asks (``_meta`` log level);
+    spec_server, like many, only once a level was set (``logging/setLevel``)."""
+    async with wire_bridge(backend) as bridge:
+        reply = await bridge.register(
+            {"server_id": "ex", "cmd": EXAMPLE, "protocol_version": "modern"}
+        )
+        assert reply["server"]["mcp_version"] == "2026-07-28"
+        assert (await bridge.call("ex__increment"))["success"]
+        log = await bridge.wait_for(lambda f: f.get("method") == "notifications/message")
+        assert log["type"] == "mcp/server/push" and log["server_id"] == "ex"
+        assert log["params"]["data"] == {"counter": 1}
+        await _spec(bridge)
+        assert _text(await bridge.call("s__log", {"data": "from spec"})) == "logged"
+        log = await bridge.wait_for(
+            lambda f: f.get("method") == "notifications/message" and f["server_id"] == "s"
+        )
+        assert log["params"] == {"level": "info", "logger": "spec", "data": "from spec"}
