@@ -174,6 +174,12 @@ class ServerRecord:
         link = self.link
         return link is not None and link.state is LinkState.READY
 
+    @property
+    def given_up(self) -> bool:
+        """Down, with no reconnect coming (``auto_reconnect`` off, or it could not
+        even start one): only registering it again brings it back."""
+        return self.link is None and self.reconnect_at is None
+
 
 @attrs.define(eq=False)
 class AgentWait:

@@ -4,7 +4,8 @@ end, and reconnect.
 Every move of a link goes through :meth:`ServerLink.advance` and so through the
 table in :mod:`._link_states`.  What a link's start and readiness mean for the
 catalog (sync the lists) and for subscriptions (renew them) is the host's to
-route: :class:`LinkLifecycle` is given those as ``on_started`` and ``on_ready``.
+route: :class:`LinkLifecycle` is given those as ``on_started`` and ``on_ready``, and
+what a server given up on means (its tools leave the listing) as ``on_given_up``.
 """
 
 from __future__ import annotations
@@ -51,16 +52,24 @@ class LinkLifecycle:
     ``pump`` hands a link's session events to the host (a closed session
     still reports what failed with it); ``on_started`` runs when a session
     has started (the catalog syncs), ``on_ready`` when a link became ready
-    (subscriptions are renewed).
+    (subscriptions are renewed), ``on_given_up`` when a link ended and no
+    reconnect will follow (``auto_reconnect`` off).
     """
 
     def __init__(
-        self, state: HostState, *, pump: LinkHook, on_started: LinkHook, on_ready: LinkHook
+        self,
+        state: HostState,
+        *,
+        pump: LinkHook,
+        on_started: LinkHook,
+        on_ready: LinkHook,
+        on_given_up: LinkHook,
     ) -> None:
         self._state = state
         self._pump = pump
         self._on_started = on_started
         self._on_ready = on_ready
+        self._on_given_up = on_given_up
 
     # Connecting --------------------------------------------------------------------------
 
@@ -251,6 +260,8 @@ class LinkLifecycle:
             server.attempts += 1
             server.reconnect_at = state.now + delay
             state.added(server.reconnect_at)
+        else:
+            self._on_given_up(link)
 
     def connection_lost(self, connection: int, reason: str) -> None:
         """The runner lost (or never got) the transport of ``connection``."""

@@ -62,6 +62,8 @@ class ToolCall(Call):
                 )
             )
         tool_name = parsed[1]
+        if server.given_up:
+            raise Refused(state.unavailable(server))  # (its tools left the listing)
         if tool_name not in server.tools:
             allowed = server.allows_tool(tool_name)
             raise Refused(

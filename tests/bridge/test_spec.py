@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -254,3 +256,26 @@ async def test_logs_are_requested_and_forwarded_on_every_revision(backend: str) 
             lambda f: f.get("method") == "notifications/message" and f["server_id"] == "s"
         )
         assert log["params"] == {"level": "info", "logger": "spec", "data": "from spec"}
+
+
+# 9. Without auto_reconnect, a dead server's tools leave the listing ---------------------------
+
+
+@BACKENDS
+async def test_a_server_given_up_on_leaves_the_tool_list(backend: str) -> None:
+    async with wire_bridge(backend) as bridge:
+        await _spec(bridge, auto_reconnect=False)
+        assert "s__pid" in await bridge.tool_names()
+        os.kill(int(_text(await bridge.call("s__pid"))), signal.SIGKILL)
+        told = await bridge.wait_for(
+            lambda f: f.get("method") == "notifications/tools/list_changed"
+        )
+        assert told["type"] == "mcp/server/push" and told["server_id"] == "s"
+        assert not [name for name in await bridge.tool_names() if name.startswith("s__")]
+        info = await bridge.server("s")
+        assert info["status"] == "disconnected" and info["tools_count"] == 0
+        down = await bridge.call("s__pid")
+        assert down["error_code"] == "mcp_server_unavailable", down
+        await _spec(bridge, auto_reconnect=False)  # registered again: its tools are back
+        assert "s__pid" in await bridge.tool_names()
+        assert (await bridge.call("s__pid"))["success"]
