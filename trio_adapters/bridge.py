@@ -250,7 +250,7 @@ class TrioBridge(BridgeRunner):
         transport = StreamableHTTPClient(
             Endpoint.parse(config.url),
             action.session,
-            headers={str(k): str(v) for k, v in config.headers.items()},
+            headers=config.http_headers,
         )
         host = _HTTPHost(action.session, transport, self.server_driver(action))
         async with trio.open_nursery() as nursery:
@@ -270,7 +270,7 @@ class TrioBridge(BridgeRunner):
         transport = StreamableHTTPClient(
             Endpoint.parse(config.url),
             action.session,
-            headers={str(k): str(v) for k, v in config.headers.items()},
+            headers=config.http_headers,
         )
         host = _SSEHost(action.session, transport, self.server_driver(action))
         ended = trio.Event()
@@ -303,7 +303,13 @@ class TrioBridge(BridgeRunner):
                 stream, ssl.create_default_context(), server_hostname=parts.hostname
             )
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        framing = WebSocketFraming(action.session, client=True, host=parts.netloc, target=target)
+        framing = WebSocketFraming(
+            action.session,
+            client=True,
+            host=parts.netloc,
+            target=target,
+            extra_headers=action.config.http_headers,
+        )
         runner = _StreamRunner(
             action.session,
             stream,

@@ -279,3 +279,53 @@ async def test_a_server_given_up_on_leaves_the_tool_list(backend: str) -> None:
         await _spec(bridge, auto_reconnect=False)  # registered again: its tools are back
         assert "s__pid" in await bridge.tool_names()
         assert (await bridge.call("s__pid"))["success"]
+
+
+# 5. headers go on every HTTP-based transport -----------------------------------------------
+
+
+async def _record_heads(listener: trio.SocketListener, heads: list[bytes]) -> None:
+    """Accept connections; keep each one's request head, then hang up."""
+    while True:
+        stream = await listener.accept()
+        async with stream:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                data = await stream.receive_some(65536)
+                if not data:
+                    break
+                head += data
+            heads.append(head.split(b"\r\n\r\n", 1)[0].lower())
+
+
+@BACKENDS
+@pytest.mark.parametrize("transport", ["http", "sse", "ws"])
+async def test_headers_go_on_every_http_transport(backend: str, transport: str) -> None:
+    """The legacy SSE stream's GET and the WebSocket handshake carry ``headers``,
+    as Streamable HTTP's POSTs always did."""
+    heads: list[bytes] = []
+    async with trio.open_nursery() as nursery:
+        (listener,) = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        port = listener.socket.getsockname()[1]
+        nursery.start_soon(_record_heads, listener, heads)
+        scheme, path = {"http": ("http", "mcp"), "sse": ("http", "sse"), "ws": ("ws", "mcp")}[
+            transport
+        ]
+        async with wire_bridge(backend) as bridge:
+            reply = await bridge.register(
+                {
+                    "server_id": "net",
+                    "transport": transport,
+                    "url": f"{scheme}://127.0.0.1:{port}/{path}",
+                    "headers": {"Authorization": "Bearer t0k3n", "X-Custom": "yes"},
+                    "auto_reconnect": False,
+                    "timeout": 5,
+                }
+            )
+            assert reply["ok"] is False  # (the recorder hangs up)
+        nursery.cancel_scope.cancel()
+    assert heads, "the bridge never connected"
+    first = heads[0]
+    assert first.startswith(b"post" if transport == "http" else b"get")
+    assert b"\r\nauthorization: bearer t0k3n" in first, first
+    assert b"\r\nx-custom: yes" in first, first
