@@ -1,13 +1,12 @@
 """The bridge held to its spec at the wire: raw A2E frames into `sansio-mcp bridge`
 (on both backends), A2E frames out, real MCP server processes behind it
-(``spec_server.py``, purpose-built; the example server for 2026-07-28)."""
+(``tiny_server.py``, purpose-built; the example server for 2026-07-28)."""
 
 from __future__ import annotations
 
 import os
 import signal
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,13 +14,13 @@ import trio
 
 from sansio_mcp.a2e import ToolCallResponse
 
-from .conftest import EXAMPLE
+from .conftest import EXAMPLE, TINY
 from .helpers import FakeServer, Harness, tool
 from .wire_bridge import Frame, WireBridge, wire_bridge
 
 pytestmark = pytest.mark.usefixtures("no_leaked_children")
 
-SPEC_SERVER = [sys.executable, "-I", str(Path(__file__).resolve().parent / "spec_server.py")]
+SPEC_SERVER = [sys.executable, "-I", str(TINY)]
 BACKENDS = pytest.mark.parametrize("backend", ["trio", "asyncio"])
 
 
@@ -135,7 +134,7 @@ async def test_a_32602_about_the_uri_is_not_found_on_a_handshake_server_too() ->
     async with wire_bridge("trio") as bridge:
         await _spec(bridge)
         read = await bridge.request(
-            {"type": "mcp/resource/read/req", "uri": "spec://nope", "server_id": "s"}
+            {"type": "mcp/resource/read/req", "uri": "tiny://nope", "server_id": "s"}
         )
         assert read["error_code"] == "mcp_resource_not_found", read
 
@@ -228,7 +227,7 @@ async def test_a_missing_required_field_is_a_schema_violation_naming_it() -> Non
 async def test_a_blob_without_a_mime_type_gets_the_specs_default() -> None:
     async with wire_bridge("trio") as bridge:
         await _spec(bridge)
-        read = await bridge.request({"type": "mcp/resource/read/req", "uri": "spec://blob"})
+        read = await bridge.request({"type": "mcp/resource/read/req", "uri": "tiny://blob"})
         (content,) = read["contents"]
         assert content["type"] == "blob" and content["blob"]
         assert content["mime_type"] == "text/plain"
@@ -240,7 +239,7 @@ async def test_a_blob_without_a_mime_type_gets_the_specs_default() -> None:
 @BACKENDS
 async def test_logs_are_requested_and_forwarded_on_every_revision(backend: str) -> None:
     """A 2026-07-28 server logs only for a request that asks (``_meta`` log level);
-    spec_server, like many, only once a level was set (``logging/setLevel``)."""
+    tiny_server, like many, only once a level was set (``logging/setLevel``)."""
     async with wire_bridge(backend) as bridge:
         reply = await bridge.register(
             {"server_id": "ex", "cmd": EXAMPLE, "protocol_version": "modern"}
@@ -255,7 +254,7 @@ async def test_logs_are_requested_and_forwarded_on_every_revision(backend: str) 
         log = await bridge.wait_for(
             lambda f: f.get("method") == "notifications/message" and f["server_id"] == "s"
         )
-        assert log["params"] == {"level": "info", "logger": "spec", "data": "from spec"}
+        assert log["params"] == {"level": "info", "logger": "tiny", "data": "from spec"}
 
 
 # 9. Without auto_reconnect, a dead server's tools leave the listing ---------------------------
