@@ -268,13 +268,8 @@ class AsyncioBridge(BridgeRunner):
         port = parts.port or (443 if parts.scheme == "wss" else 80)
         ssl_context: Any = True if parts.scheme == "wss" else None
         reader, writer = await asyncio.open_connection(parts.hostname, port, ssl=ssl_context)
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        framing = WebSocketFraming(
-            action.session,
-            client=True,
-            host=parts.netloc,
-            target=target,
-            extra_headers=action.config.http_headers,
+        framing = WebSocketFraming.client_to(
+            action.session, action.config.url, action.config.http_headers
         )
         runner = _StreamRunner(
             action.session,

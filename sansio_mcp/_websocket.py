@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import ClassVar
+from urllib.parse import urlsplit
 
 import wsproto
 import wsproto.events as ws
@@ -272,6 +273,16 @@ class WebSocketFraming:
             max_message_size=max_message_size,
             extra_headers=extra_headers,
         )
+
+    @classmethod
+    def client_to(
+        cls, session: Session, url: str, headers: Mapping[str, str] | None = None
+    ) -> WebSocketFraming:
+        """The client side of a connection to ``url`` (``ws://`` or ``wss://``): the
+        opening handshake names its host and path, and carries ``headers``."""
+        parts = urlsplit(url)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        return cls(session, client=True, host=parts.netloc, target=target, extra_headers=headers)
 
     @property
     def open(self) -> bool:

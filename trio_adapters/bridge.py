@@ -302,13 +302,8 @@ class TrioBridge(BridgeRunner):
             stream = trio.SSLStream(
                 stream, ssl.create_default_context(), server_hostname=parts.hostname
             )
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        framing = WebSocketFraming(
-            action.session,
-            client=True,
-            host=parts.netloc,
-            target=target,
-            extra_headers=action.config.http_headers,
+        framing = WebSocketFraming.client_to(
+            action.session, action.config.url, action.config.http_headers
         )
         runner = _StreamRunner(
             action.session,
