@@ -306,6 +306,12 @@ class Session:
         if pending is not None:
             self._complete(pending, result, error)
 
+    def fail_request(self, wire_id: RequestId, error: MCPError) -> None:
+        """The transport could not carry one of our requests, or its answer (an HTTP
+        failure): end it with ``error``, as an error response would, but with the
+        transport's own error rather than one a peer could have sent."""
+        self._on_response(wire_id, None, error)
+
     def _complete(
         self, pending: OutgoingRequest, result: dict[str, Any] | None, error: MCPError | None
     ) -> None:
