@@ -10,8 +10,9 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
 from sansio_mcp import RequestId, Session
-from sansio_mcp._driver import InputHandler, NotificationHandler, RequestHandler
-from sansio_mcp._host import HostBase, Signal
+from sansio_mcp.runtime._backend import Signal
+from sansio_mcp.runtime._driver import InputHandler, NotificationHandler, RequestHandler
+from sansio_mcp.runtime._host import HostBase
 
 __all__ = [
     "AsyncioRunner",

@@ -22,9 +22,9 @@ from typing import Any
 
 from sansio_mcp import ServerSession
 from sansio_mcp._http import HTTPRequest, header_dict
-from sansio_mcp._http_service import SessionHosts
-from sansio_mcp._server import Server
 from sansio_mcp._streamable_http import Exchange, StreamableHTTPServer
+from sansio_mcp.runtime._http_service import SessionHosts
+from sansio_mcp.runtime._server import Server
 
 from .http_server import _HTTPSessionHost
 

@@ -12,12 +12,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from sansio_mcp import ClientSession, ConnectionClosedError
-from sansio_mcp._client import ClientHandlers, new_client_session
-from sansio_mcp._host import HostedClient
-from sansio_mcp._host import start_client as core_start_client
 from sansio_mcp._stdio import safe_environment
 from sansio_mcp._util import unwrap_single_exception
 from sansio_mcp._versions import ALL_REVISIONS
+from sansio_mcp.runtime._client import ClientHandlers, new_client_session
+from sansio_mcp.runtime._host import HostedClient
+from sansio_mcp.runtime._host import start_client as core_start_client
 
 from ._process import drain_stderr, start_child, stop_process
 from ._runner import AsyncioRunner, AsyncioSessionHost, Framing, shielded

@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from sansio_mcp import RequestReceived, ServerSession
-from sansio_mcp._server import Context, Server
 from sansio_mcp._util import unwrap_single_exception
+from sansio_mcp.runtime._server import Context, Server
 
 from ._runner import AsyncioRunner, AsyncioSessionHost, Connector, Framing, OutputPipeProtocol
 

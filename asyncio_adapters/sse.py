@@ -9,13 +9,13 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from sansio_mcp._client import ClientHandlers, new_client_session
 from sansio_mcp._http import HTTPClientConnection, HTTPResponseHead
 from sansio_mcp._legacy_sse import LegacySSEServer, LegacySSEStream
 from sansio_mcp._ndjson import NEED_DATA
-from sansio_mcp._server import Server
 from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
 from sansio_mcp._versions import HANDSHAKE_REVISIONS
+from sansio_mcp.runtime._client import ClientHandlers, new_client_session
+from sansio_mcp.runtime._server import Server
 
 from .client import Client, run_client
 from .http_client import _HTTPClientHost

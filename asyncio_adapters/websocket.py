@@ -12,10 +12,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from sansio_mcp import RequestReceived
-from sansio_mcp._client import ClientHandlers, new_client_session
-from sansio_mcp._server import Server
 from sansio_mcp._versions import ALL_REVISIONS
 from sansio_mcp._websocket import WebSocketFraming
+from sansio_mcp.runtime._client import ClientHandlers, new_client_session
+from sansio_mcp.runtime._server import Server
 
 from ._runner import AsyncioRunner, shielded
 from .client import Client, run_client

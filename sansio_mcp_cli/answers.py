@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sansio_mcp import MCPError
-from sansio_mcp._client import ClientHandlers
+from sansio_mcp.runtime._client import ClientHandlers
 
 from .backends import Backend
 

@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 
 import trio
 
-from sansio_mcp._client import ClientAPI
-from sansio_mcp._server import Server
+from sansio_mcp.runtime._client import ClientAPI
+from sansio_mcp.runtime._server import Server
 
 __all__ = ["BACKENDS", "Backend", "TimedOut"]
 

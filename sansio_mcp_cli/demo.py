@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from sansio_mcp import MCPError
-from sansio_mcp._client import ClientHandlers
+from sansio_mcp.runtime._client import ClientHandlers
 
 from .backends import Backend
 from .example_server import COUNTER_URI

@@ -11,8 +11,8 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from sansio_mcp import MCPError, ProtocolError
-from sansio_mcp._client import ClientAPI
 from sansio_mcp._versions import ALL_REVISIONS
+from sansio_mcp.runtime._client import ClientAPI
 
 from .answers import Answers
 from .backends import BACKENDS, Backend, TimedOut

@@ -35,7 +35,6 @@ from sansio_mcp import (
     ProtocolError,
     RequestTimeout,
 )
-from sansio_mcp._client import ClientHandlers
 from sansio_mcp._stdio import StderrLines, safe_environment
 from sansio_mcp._versions import (
     ALL_REVISIONS,
@@ -44,6 +43,7 @@ from sansio_mcp._versions import (
     REVISIONS,
     Era,
 )
+from sansio_mcp.runtime._client import ClientHandlers
 from trio_adapters._process import PIPE, stop_process
 from trio_adapters._runner import TrioRunner, TrioSessionHost
 from trio_adapters._util import unwrap_single_exception

@@ -1,6 +1,6 @@
 """Trio adapters for sansio-mcp: they move bytes; the core decides."""
 
-from sansio_mcp._client import ClientHandlers
+from sansio_mcp.runtime._client import ClientHandlers
 
 from ._runner import TrioRunner
 from .client import Client, open_client, open_stdio_client

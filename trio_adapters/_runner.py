@@ -16,8 +16,9 @@ from typing import Any, Protocol
 import trio
 
 from sansio_mcp import RequestId, Session
-from sansio_mcp._driver import InputHandler, NotificationHandler, RequestHandler
-from sansio_mcp._host import HostBase, Signal
+from sansio_mcp.runtime._backend import Signal
+from sansio_mcp.runtime._driver import InputHandler, NotificationHandler, RequestHandler
+from sansio_mcp.runtime._host import HostBase
 
 __all__ = ["ByteStream", "OneWaiterSignal", "PipeOutput", "TrioRunner", "TrioSessionHost", "reader"]
 

@@ -11,11 +11,11 @@ from typing import Any
 import trio
 
 from sansio_mcp import ClientSession
-from sansio_mcp._client import ClientHandlers, new_client_session
-from sansio_mcp._host import HostedClient
-from sansio_mcp._host import start_client as core_start_client
 from sansio_mcp._stdio import safe_environment
 from sansio_mcp._versions import ALL_REVISIONS
+from sansio_mcp.runtime._client import ClientHandlers, new_client_session
+from sansio_mcp.runtime._host import HostedClient
+from sansio_mcp.runtime._host import start_client as core_start_client
 
 from ._process import PIPE, drain_stderr, stop_process
 from ._runner import TrioRunner, TrioSessionHost

@@ -12,7 +12,6 @@ from typing import Any
 import trio
 
 from sansio_mcp import ClientSession, _json
-from sansio_mcp._client import ClientHandlers, new_client_session
 from sansio_mcp._http import ConnectionPool
 from sansio_mcp._streamable_http_client import (
     GET_STREAM_HEAD_WAIT,
@@ -23,6 +22,7 @@ from sansio_mcp._streamable_http_client import (
     StreamableHTTPClient,
 )
 from sansio_mcp._versions import ALL_REVISIONS
+from sansio_mcp.runtime._client import ClientHandlers, new_client_session
 
 from ._runner import TrioSessionHost
 from ._util import unwrap_single_exception

@@ -10,9 +10,9 @@ import trio
 
 from sansio_mcp import RequestReceived, ServerSession
 from sansio_mcp._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnection
-from sansio_mcp._http_service import Router, SessionHosts
-from sansio_mcp._server import Server
 from sansio_mcp._streamable_http import Exchange, StreamableHTTPServer
+from sansio_mcp.runtime._http_service import Router, SessionHosts
+from sansio_mcp.runtime._server import Server
 
 from ._runner import TrioSessionHost
 from .server import TrioContext

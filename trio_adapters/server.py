@@ -10,7 +10,7 @@ from typing import Any
 import trio
 
 from sansio_mcp import RequestReceived, ServerSession
-from sansio_mcp._server import Context, Server
+from sansio_mcp.runtime._server import Context, Server
 
 from ._runner import TrioRunner, TrioSessionHost
 from ._util import unwrap_single_exception

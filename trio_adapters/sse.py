@@ -12,13 +12,13 @@ from typing import Any
 import trio
 
 from sansio_mcp import ConnectionClosedError
-from sansio_mcp._client import ClientHandlers, new_client_session
 from sansio_mcp._http import HTTPClientConnection, HTTPResponseHead
 from sansio_mcp._legacy_sse import LegacySSEServer, LegacySSEStream
 from sansio_mcp._ndjson import NEED_DATA
-from sansio_mcp._server import Server
 from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
 from sansio_mcp._versions import HANDSHAKE_REVISIONS
+from sansio_mcp.runtime._client import ClientHandlers, new_client_session
+from sansio_mcp.runtime._server import Server
 
 from ._util import unwrap_single_exception
 from .client import Client, start_client

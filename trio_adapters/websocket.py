@@ -12,10 +12,10 @@ from urllib.parse import urlsplit
 import trio
 
 from sansio_mcp import RequestReceived
-from sansio_mcp._client import ClientHandlers, new_client_session
-from sansio_mcp._server import Server
 from sansio_mcp._versions import ALL_REVISIONS
 from sansio_mcp._websocket import WebSocketFraming
+from sansio_mcp.runtime._client import ClientHandlers, new_client_session
+from sansio_mcp.runtime._server import Server
 
 from ._runner import TrioRunner
 from ._util import unwrap_single_exception

@@ -22,7 +22,6 @@ from typing import Any
 
 import attrs
 
-from .._client import listen_filter
 from .._errors import (
     ConnectionClosedError,
     ErrorCode,
@@ -47,6 +46,7 @@ from .._events import (
     SubscriptionAcknowledged,
 )
 from .._jsonrpc import RequestId
+from .._modern import listen_filter
 from .._ndjson import NEED_DATA
 from .._session import ClientSession
 from .._state import SessionState

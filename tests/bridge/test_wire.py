@@ -497,7 +497,7 @@ def test_importing_the_bridge_core_loads_no_io_modules() -> None:
     import sys
 
     code = (
-        "import sys; before = set(sys.modules); import sansio_mcp.a2e; "
+        "import sys, attrs; before = set(sys.modules); import sansio_mcp.a2e; "
         "print(sorted(m for m in set(sys.modules) - before if m.split('.')[0] in "
         "{'trio','asyncio','anyio','socket','ssl','subprocess','threading','select','selectors'}))"
     )

@@ -31,8 +31,8 @@ from typing import Any, TypeVar
 
 import trio
 
-from sansio_mcp import Context, Server
-from sansio_mcp._client import ClientHandlers
+from sansio_mcp.runtime import Context, Server
+from sansio_mcp.runtime._client import ClientHandlers
 from sansio_mcp_cli.backends import Backend
 from sansio_mcp_cli.example_server import build_server
 

@@ -17,7 +17,7 @@ import signal
 import sys
 import time
 
-from sansio_mcp import Context
+from sansio_mcp.runtime import Context
 from sansio_mcp_cli.backends import BACKENDS
 from sansio_mcp_cli.example_server import build_server
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from sansio_mcp import ClientHandlers
+from sansio_mcp.runtime import ClientHandlers
 from sansio_mcp_cli.backends import BACKENDS
 
 from .harness import run, texts

@@ -22,11 +22,11 @@ from typing import Any, TypeVar
 
 import attrs
 
-from ._config import BridgeConfig, parse_config
+from ...a2e._config import BridgeConfig, parse_config
+from ...a2e._host import BridgeHost, ConnectServer, DisconnectServer, FlushServer, ToolAnswer
+from ...a2e._messages import A2EMessage
+from ...a2e._websocket import A2EWebSocket
 from ._driver import BridgeDriver
-from ._host import BridgeHost, ConnectServer, DisconnectServer, FlushServer, ToolAnswer
-from ._messages import A2EMessage
-from ._websocket import A2EWebSocket
 
 R = TypeVar("R", bound="BridgeRunner")
 

@@ -22,10 +22,9 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from .._host import Signal
-from ._codec import DecodeError
-from ._fields import copy_json
-from ._messages import (
+from ...a2e._codec import DecodeError
+from ...a2e._fields import copy_json
+from ...a2e._messages import (
     A2EError,
     A2EMessage,
     ElicitRequest,
@@ -60,6 +59,7 @@ from ._messages import (
     ToolListResponse,
     new_message_id,
 )
+from .._backend import Signal
 
 __all__ = ["A2EClientBase", "A2ERequestError", "AgentInbox", "Handler"]
 

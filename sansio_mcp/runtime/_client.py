@@ -13,24 +13,23 @@ from typing import Any
 
 import attrs
 
-from ._cache import ResultCache
-from ._driver import Driver, SubscriptionSink
-from ._errors import ErrorCode, LocalProtocolError, MCPError, RemoteProtocolError
-from ._events import RequestReceived
-from ._http_headers import x_mcp_header_problems
-from ._params import LOG_LEVELS
-from ._session import ClientSession
+from .._cache import ResultCache
+from .._errors import ErrorCode, LocalProtocolError, MCPError, RemoteProtocolError
+from .._events import RequestReceived
+from .._http_headers import x_mcp_header_problems
+from .._modern import listen_filter
+from .._params import LOG_LEVELS
+from .._session import ClientSession
+from ._driver import Driver, ProgressCallback, SubscriptionSink
 
 __all__ = [
     "ClientAPI",
     "ClientHandlers",
     "ProgressCallback",
     "Subscription",
-    "listen_filter",
     "new_client_session",
 ]
 
-ProgressCallback = Callable[[float, float | None, str | None], Any]
 SamplingHandler = Callable[[dict[str, Any]], Any]
 ElicitationHandler = Callable[[dict[str, Any]], Any]
 RootsProvider = Sequence[dict[str, Any]] | Callable[[], Any]
@@ -138,24 +137,6 @@ class Subscription(SubscriptionSink):
 
     async def __anext__(self) -> tuple[str, dict[str, Any]]:
         raise NotImplementedError
-
-
-def listen_filter(
-    *, tools: bool, prompts: bool, resources: bool, uris: Sequence[str]
-) -> dict[str, Any]:
-    """A ``subscriptions/listen`` filter (only the parts asked for)."""
-    found: dict[str, Any] = {
-        key: True
-        for key, on in (
-            ("toolsListChanged", tools),
-            ("promptsListChanged", prompts),
-            ("resourcesListChanged", resources),
-        )
-        if on
-    }
-    if uris:
-        found["resourceSubscriptions"] = list(uris)
-    return found
 
 
 class ClientAPI:

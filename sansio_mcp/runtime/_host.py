@@ -12,25 +12,17 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any
 
+from .._errors import ConnectionClosedError
+from .._jsonrpc import RequestId
+from .._session import ClientSession, Session
+from .._state import Role
+from ._backend import Signal
 from ._client import ClientAPI, ClientHandlers, ProgressCallback, Subscription
 from ._driver import Driver, InputHandler, NotificationHandler, RequestHandler, Waiter
-from ._errors import ConnectionClosedError
-from ._jsonrpc import RequestId
-from ._session import ClientSession, Session
-from ._state import Role
 
 __all__ = ["BufferedSubscription", "HostBase", "HostedClient", "Signal", "start_client"]
-
-
-class Signal(Protocol):
-    """A one-shot event for one waiting task: ``set`` wakes its ``wait`` (or lets
-    a later ``wait`` return at once).  Each request has its own."""
-
-    def set(self) -> None: ...
-
-    async def wait(self) -> Any: ...
 
 
 class BufferedSubscription(Subscription):

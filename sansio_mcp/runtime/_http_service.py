@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
+from .._http import HTTPRequest
+from .._session import ServerSession
+from .._streamable_http import Exchange
 from ._driver import Driver
-from ._http import HTTPRequest
 from ._server import Server
-from ._session import ServerSession
-from ._streamable_http import Exchange
 
 __all__ = ["Router", "SessionHost", "SessionHosts"]
 
