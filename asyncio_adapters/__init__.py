@@ -3,11 +3,13 @@
 
 from sansio_mcp.runtime._client import ClientHandlers
 
+from ._backend import BACKEND
 from ._runner import AsyncioRunner, AsyncioSessionHost
 from .client import Client, open_client, open_stdio_client
 from .server import AsyncioContext, serve, serve_stdio
 
 __all__ = [
+    "BACKEND",
     "AsyncioContext",
     "AsyncioRunner",
     "AsyncioSessionHost",

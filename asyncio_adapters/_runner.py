@@ -65,7 +65,7 @@ async def shielded(step: Callable[[], Awaitable[None]]) -> None:
         raise
 
 
-class _Signal:
+class OneWaiterSignal:
     """HostBase's one-shot signal for one waiting task: a bare future, without
     :class:`asyncio.Event`'s lock and list (one is made for every request)."""
 
@@ -124,7 +124,7 @@ class AsyncioSessionHost(HostBase):
     # Primitives for HostBase --------------------------------------------------------
 
     def new_signal(self) -> Signal:
-        return _Signal()
+        return OneWaiterSignal()
 
     def now(self) -> float:
         return asyncio.get_running_loop().time()

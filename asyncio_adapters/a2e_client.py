@@ -34,7 +34,7 @@ from sansio_mcp.runtime.a2e import A2EClientBase, A2ERequestError, AgentInbox
 from sansio_mcp.runtime.a2e._runner import direct_bridge
 
 from ._process import drain_stderr, stop_process
-from ._runner import _Signal, shielded
+from ._runner import OneWaiterSignal, shielded
 
 __all__ = ["A2EClient", "A2ERequestError", "open_a2e_direct", "open_a2e_stdio"]
 
@@ -75,7 +75,7 @@ class A2EClient(A2EClientBase):
         return task
 
     def new_signal(self) -> Signal:
-        return _Signal()
+        return OneWaiterSignal()
 
     def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
         async def run() -> None:

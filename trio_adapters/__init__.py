@@ -2,11 +2,13 @@
 
 from sansio_mcp.runtime._client import ClientHandlers
 
+from ._backend import BACKEND
 from ._runner import TrioRunner
 from .client import Client, open_client, open_stdio_client
 from .server import TrioContext, serve, serve_stdio
 
 __all__ = [
+    "BACKEND",
     "Client",
     "ClientHandlers",
     "TrioContext",
