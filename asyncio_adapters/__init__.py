@@ -3,8 +3,8 @@
 
 from sansio_mcp.runtime._client import ClientHandlers
 
-from ._backend import BACKEND
 from ._runner import AsyncioRunner, AsyncioSessionHost
+from ._transports import BACKEND
 from .client import Client, open_client, open_stdio_client
 from .server import AsyncioContext, serve, serve_stdio
 

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+import socket
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
-from sansio_mcp.runtime import ClientAPI, Server, Signal, TaskGroup, TimedOut
+from sansio_mcp.runtime import Signal, TaskGroup, TimedOut
 
-from ._runner import OneWaiterSignal
+from ._runner import OneWaiterSignal, read_in_small_chunks
 
-__all__ = ["BACKEND", "AsyncioBackend"]
+__all__ = ["PRIMITIVES", "AsyncioBackend", "TCPStream"]
 
 T = TypeVar("T")
 
@@ -44,8 +46,13 @@ class _TaskGroup:
             self._owner.cancel()
 
 
-class _TCPStream:
-    """An asyncio connection as a :class:`~sansio_mcp.runtime.ByteStream`."""
+_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
+
+
+class TCPStream:
+    """An asyncio TCP (or TLS) connection as a :class:`~sansio_mcp.runtime.ByteStream`."""
+
+    __slots__ = ("_reader", "_writer")
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._reader = reader
@@ -59,13 +66,18 @@ class _TCPStream:
         return await self._reader.read(max_bytes)
 
     async def aclose(self) -> None:
+        # Not waiting for the close: this runs in tasks being cancelled.
         self._writer.close()
-        with contextlib.suppress(OSError):
-            await self._writer.wait_closed()
+
+    def ack_now(self) -> None:
+        sock = self._writer.get_extra_info("socket")
+        if _QUICKACK is not None and sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
 
 
 class AsyncioBackend:
-    """The runtime's :class:`~sansio_mcp.runtime.TransportBackend` on asyncio."""
+    """The runtime's :class:`~sansio_mcp.runtime.Backend` on asyncio."""
 
     name = "asyncio"
 
@@ -113,64 +125,14 @@ class AsyncioBackend:
     async def to_thread(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.to_thread(fn, *args)
 
-    async def open_tcp_stream(self, host: str, port: int) -> _TCPStream:
-        reader, writer = await asyncio.open_connection(host, port)
-        return _TCPStream(reader, writer)
-
-    def connect(
-        self, command: Sequence[str], url: str | None, transport: str | None, **options: Any
-    ) -> AbstractAsyncContextManager[ClientAPI]:
-        if url is None:
-            from .client import open_stdio_client
-
-            return open_stdio_client(command, **options)
-        if url.startswith(("ws://", "wss://")):
-            from .websocket import open_ws_client
-
-            return open_ws_client(url, **options)
-        if transport == "sse":
-            from .sse import open_sse_client
-
-            return open_sse_client(url, **options)
-        from .http_client import open_http_client
-
-        return open_http_client(url, **options)
-
-    async def serve(
-        self,
-        server: Server,
-        transport: str,
-        host: str,
-        port: int,
-        *,
-        on_bound: Callable[[int], None] | None = None,
-    ) -> None:
-        if transport == "stdio":
-            from .server import serve_stdio
-
-            await serve_stdio(server)
-            return
-        from .http_server import serve_http
-        from .sse import serve_sse
-        from .websocket import serve_ws
-
-        serves: dict[str, Callable[..., Coroutine[Any, Any, None]]] = {
-            "http": serve_http,
-            "sse": serve_sse,
-            "ws": serve_ws,
-        }
-        started: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        task = asyncio.create_task(serves[transport](server, host=host, port=port, started=started))
-        try:
-            bound = await started
-            if on_bound is not None:
-                on_bound(bound)
-            await task
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+    async def open_tcp_stream(
+        self, host: str, port: int, *, tls: bool = False, ssl_context: Any = None
+    ) -> TCPStream:
+        context = (ssl_context or ssl.create_default_context()) if tls else None
+        reader, writer = await asyncio.open_connection(host, port, ssl=context)
+        read_in_small_chunks(writer.transport)
+        return TCPStream(reader, writer)
 
 
-#: The one asyncio backend.
-BACKEND = AsyncioBackend()
+#: The primitives alone (what the runtime's loops in this adapter await).
+PRIMITIVES = AsyncioBackend()

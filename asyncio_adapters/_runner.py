@@ -13,6 +13,7 @@ from sansio_mcp import RequestId, Session
 from sansio_mcp.runtime._backend import Signal
 from sansio_mcp.runtime._driver import InputHandler, NotificationHandler, RequestHandler
 from sansio_mcp.runtime._host import HostBase
+from sansio_mcp.runtime._http_client import Cancellable
 
 __all__ = [
     "AsyncioRunner",
@@ -154,6 +155,22 @@ class AsyncioSessionHost(HostBase):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+    def spawn_task(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Run ``fn(*args)`` in a task of the host's group."""
+
+        async def run() -> None:
+            await fn(*args)
+
+        self.start(run())
+
+    def start_cancellable(self, fn: Callable[[], Awaitable[Any]]) -> Cancellable:
+        """Run ``fn()`` in a task of the host's group; cancelling the task ends it."""
+
+        async def run() -> None:
+            await fn()
+
+        return self.start(run())
 
     def stop(self) -> None:
         """Cancel every task of this host (the group then finishes)."""

@@ -4,17 +4,15 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from sansio_mcp._http import HTTPClientConnection, HTTPResponseHead
-from sansio_mcp._legacy_sse import LegacySSEServer, LegacySSEStream
-from sansio_mcp._ndjson import NEED_DATA
+from sansio_mcp._legacy_sse import LegacySSEServer
 from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
 from sansio_mcp._versions import HANDSHAKE_REVISIONS
 from sansio_mcp.runtime._client import ClientHandlers, new_client_session
+from sansio_mcp.runtime._http_client import LegacySSEClientHost
 from sansio_mcp.runtime._server import Server
 
 from .client import Client, run_client
@@ -49,49 +47,8 @@ async def serve_sse(
     await serve_router(server, router, host=host, port=port, max_body=max_body, started=started)
 
 
-class _SSEClientHost(_HTTPClientHost):
-    """Messages go out as POSTs to the endpoint the stream named; answers come on the stream."""
-
-    def _after_input(self) -> None:
-        self.driver.process_events()
-        self._schedule_flush()
-
-    async def run_stream(self, url: str, endpoint_ready: asyncio.Event) -> None:
-        """Read the GET stream until it ends; learn the POST endpoint from it first."""
-        source = Endpoint.parse(url)
-        legacy = LegacySSEStream(url, self.transport)
-        saved, self.transport.endpoint = self.transport.endpoint, source
-        try:
-            reader, writer = await self._open()
-        finally:
-            self.transport.endpoint = saved
-        try:
-            conn = HTTPClientConnection(source.host_header)
-            writer.write(conn.send_request("GET", source.target, {"accept": "text/event-stream"}))
-            await writer.drain()
-            while True:
-                event = conn.next_event()
-                if event is NEED_DATA:
-                    data = await reader.read(_READ_SIZE)
-                    conn.receive_data(data)
-                    if not data:
-                        break
-                elif isinstance(event, HTTPResponseHead):
-                    legacy.on_head(event)
-                elif isinstance(event, bytes):
-                    if legacy.on_body(event):
-                        self._after_input()
-                    if legacy.endpoint_known:
-                        endpoint_ready.set()
-                else:
-                    break
-        finally:
-            writer.close()
-            with contextlib.suppress(ConnectionError, OSError):
-                await writer.wait_closed()
-            self.session.close()
-            self.driver.process_events()
-            endpoint_ready.set()  # (the opener sees the session closed: no endpoint came)
+class _SSEClientHost(LegacySSEClientHost, _HTTPClientHost):
+    """The runtime's legacy HTTP+SSE client on this backend's HTTP client host."""
 
 
 @asynccontextmanager

@@ -2,8 +2,8 @@
 
 from sansio_mcp.runtime._client import ClientHandlers
 
-from ._backend import BACKEND
 from ._runner import TrioRunner
+from ._transports import BACKEND
 from .client import Client, open_client, open_stdio_client
 from .server import TrioContext, serve, serve_stdio
 

@@ -3,18 +3,20 @@ Trio, plus this adapter's transports (what ``--backend trio`` runs on)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from functools import partial
+import contextlib
+import socket
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import trio
 
-from sansio_mcp.runtime import ClientAPI, Server, Signal, TaskGroup, TimedOut
+from sansio_mcp.runtime import Signal, TaskGroup, TimedOut
 
 from ._runner import OneWaiterSignal
 
-__all__ = ["BACKEND", "TrioBackend"]
+__all__ = ["PRIMITIVES", "TCPStream", "TrioBackend"]
 
 T = TypeVar("T")
 
@@ -32,24 +34,42 @@ class _Nursery:
         self._nursery.cancel_scope.cancel()
 
 
-class _TCPStream:
-    """A :class:`trio.SocketStream` as a :class:`~sansio_mcp.runtime.ByteStream`."""
+_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
 
-    def __init__(self, stream: trio.SocketStream) -> None:
+
+class TCPStream:
+    """A Trio TCP (or TLS) stream as a :class:`~sansio_mcp.runtime.ByteStream`;
+    a broken connection is an :class:`OSError`, as on asyncio."""
+
+    __slots__ = ("_socket", "_stream")
+
+    def __init__(self, stream: trio.abc.Stream, sock: trio.socket.SocketType) -> None:
         self._stream = stream
+        self._socket = sock
 
     async def send_all(self, data: bytes) -> None:
-        await self._stream.send_all(data)
+        try:
+            await self._stream.send_all(data)
+        except trio.BrokenResourceError as exc:
+            raise OSError(str(exc)) from exc
 
     async def receive_some(self, max_bytes: int = 65536) -> bytes:
-        return bytes(await self._stream.receive_some(max_bytes))
+        try:
+            return bytes(await self._stream.receive_some(max_bytes))
+        except trio.BrokenResourceError as exc:
+            raise OSError(str(exc)) from exc
 
     async def aclose(self) -> None:
-        await self._stream.aclose()
+        await trio.aclose_forcefully(self._stream)
+
+    def ack_now(self) -> None:
+        if _QUICKACK is not None:
+            with contextlib.suppress(OSError):
+                self._socket.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
 
 
 class TrioBackend:
-    """The runtime's :class:`~sansio_mcp.runtime.TransportBackend` on Trio."""
+    """The runtime's :class:`~sansio_mcp.runtime.Backend` on Trio."""
 
     name = "trio"
 
@@ -86,56 +106,16 @@ class TrioBackend:
     async def to_thread(self, fn: Callable[..., T], *args: Any) -> T:
         return await trio.to_thread.run_sync(fn, *args)
 
-    async def open_tcp_stream(self, host: str, port: int) -> _TCPStream:
-        return _TCPStream(await trio.open_tcp_stream(host, port))
-
-    def connect(
-        self, command: Sequence[str], url: str | None, transport: str | None, **options: Any
-    ) -> AbstractAsyncContextManager[ClientAPI]:
-        if url is None:
-            from .client import open_stdio_client
-
-            return open_stdio_client(command, **options)
-        if url.startswith(("ws://", "wss://")):
-            from .websocket import open_ws_client
-
-            return open_ws_client(url, **options)
-        if transport == "sse":
-            from .sse import open_sse_client
-
-            return open_sse_client(url, **options)
-        from .http_client import open_http_client
-
-        return open_http_client(url, **options)
-
-    async def serve(
-        self,
-        server: Server,
-        transport: str,
-        host: str,
-        port: int,
-        *,
-        on_bound: Callable[[int], None] | None = None,
-    ) -> None:
-        if transport == "stdio":
-            from .server import serve_stdio
-
-            await serve_stdio(server)
-            return
-        from .http_server import serve_http
-        from .sse import serve_sse
-        from .websocket import serve_ws
-
-        serves: dict[str, Callable[..., Awaitable[None]]] = {
-            "http": serve_http,
-            "sse": serve_sse,
-            "ws": serve_ws,
-        }
-        async with trio.open_nursery() as nursery:
-            bound = await nursery.start(partial(serves[transport], server, host=host, port=port))
-            if on_bound is not None:
-                on_bound(bound)
+    async def open_tcp_stream(
+        self, host: str, port: int, *, tls: bool = False, ssl_context: Any = None
+    ) -> TCPStream:
+        tcp = await trio.open_tcp_stream(host, port)
+        stream: trio.abc.Stream = tcp
+        if tls:
+            context = ssl_context or ssl.create_default_context()
+            stream = trio.SSLStream(tcp, context, server_hostname=host)
+        return TCPStream(stream, tcp.socket)
 
 
-#: The one Trio backend.
-BACKEND = TrioBackend()
+#: The primitives alone (what the runtime's loops in this adapter await).
+PRIMITIVES = TrioBackend()

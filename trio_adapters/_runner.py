@@ -19,6 +19,7 @@ from sansio_mcp import RequestId, Session
 from sansio_mcp.runtime._backend import Signal
 from sansio_mcp.runtime._driver import InputHandler, NotificationHandler, RequestHandler
 from sansio_mcp.runtime._host import HostBase
+from sansio_mcp.runtime._http_client import Cancellable
 
 __all__ = ["ByteStream", "OneWaiterSignal", "PipeOutput", "TrioRunner", "TrioSessionHost", "reader"]
 
@@ -117,6 +118,22 @@ class TrioSessionHost(HostBase):
         if self.runs_timer:
             nursery.start_soon(self._timer_loop)
         nursery.start_soon(self._flush_loop)
+
+    def spawn_task(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Run ``fn(*args)`` in a task of the host's nursery."""
+        assert self._nursery is not None, "attach() the host to a nursery first"
+        self._nursery.start_soon(fn, *args)
+
+    def start_cancellable(self, fn: Callable[[], Awaitable[Any]]) -> Cancellable:
+        """Run ``fn()`` in a task of the host's nursery; cancelling the scope ends it."""
+        scope = trio.CancelScope()
+
+        async def run() -> None:
+            with scope:
+                await fn()
+
+        self.spawn_task(run)
+        return scope
 
     async def _timer_loop(self) -> None:
         with self._timer_scope:

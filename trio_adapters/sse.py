@@ -12,12 +12,11 @@ from typing import Any
 import trio
 
 from sansio_mcp import ConnectionClosedError
-from sansio_mcp._http import HTTPClientConnection, HTTPResponseHead
-from sansio_mcp._legacy_sse import LegacySSEServer, LegacySSEStream
-from sansio_mcp._ndjson import NEED_DATA
+from sansio_mcp._legacy_sse import LegacySSEServer
 from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
 from sansio_mcp._versions import HANDSHAKE_REVISIONS
 from sansio_mcp.runtime._client import ClientHandlers, new_client_session
+from sansio_mcp.runtime._http_client import LegacySSEClientHost
 from sansio_mcp.runtime._server import Server
 
 from ._util import unwrap_single_exception
@@ -55,51 +54,8 @@ async def serve_sse(
     )
 
 
-class _SSEClientHost(_HTTPClientHost):
-    """Messages go out as POSTs to the endpoint the stream named; answers come on the stream."""
-
-    def _after_input(self) -> None:
-        self.driver.process_events()
-        assert self._nursery is not None
-        self._nursery.start_soon(self.flush)
-
-    async def run_stream(self, url: str, endpoint_ready: trio.Event) -> None:
-        """Read the GET stream until it ends; learn the POST endpoint from it first."""
-        source = Endpoint.parse(url)
-        legacy = LegacySSEStream(url, self.transport)
-        stream = await self._open_to(source)
-        async with stream:
-            conn = HTTPClientConnection(source.host_header)
-            await stream.send_all(
-                conn.send_request("GET", source.target, {"accept": "text/event-stream"})
-            )
-            while True:
-                event = conn.next_event()
-                if event is NEED_DATA:
-                    data = await stream.receive_some(_READ_SIZE)
-                    conn.receive_data(data)
-                    if not data:
-                        break
-                elif isinstance(event, HTTPResponseHead):
-                    legacy.on_head(event)
-                elif isinstance(event, bytes):
-                    if legacy.on_body(event):
-                        self._after_input()
-                    if legacy.endpoint_known:
-                        endpoint_ready.set()
-                else:
-                    break
-        self.session.close()
-        self.driver.process_events()
-        endpoint_ready.set()  # (the opener sees the session closed: no endpoint came)
-
-    async def _open_to(self, endpoint: Endpoint) -> trio.abc.Stream:
-        saved = self.transport.endpoint
-        self.transport.endpoint = endpoint
-        try:
-            return await self._open()
-        finally:
-            self.transport.endpoint = saved
+class _SSEClientHost(LegacySSEClientHost, _HTTPClientHost):
+    """The runtime's legacy HTTP+SSE client on this backend's HTTP client host."""
 
 
 @asynccontextmanager

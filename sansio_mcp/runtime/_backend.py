@@ -52,7 +52,13 @@ class ByteStream(Protocol):
         ...
 
     async def aclose(self) -> None:
-        """Close the stream (idempotent)."""
+        """Close the stream at once, without a graceful TLS goodbye (idempotent)."""
+        ...
+
+    def ack_now(self) -> None:
+        """Acknowledge what arrived at once (TCP_QUICKACK, where there is one): on a
+        kept-alive connection Linux delays ACKs, and a server that holds its next
+        write until the last one is ACKed (Nagle) would stall each answer 40 ms."""
         ...
 
 
@@ -108,8 +114,11 @@ class Backend(Protocol):
         """Run the blocking ``fn(*args)`` in a worker thread."""
         ...
 
-    async def open_tcp_stream(self, host: str, port: int) -> ByteStream:
-        """A TCP connection to ``host:port``."""
+    async def open_tcp_stream(
+        self, host: str, port: int, *, tls: bool = False, ssl_context: Any = None
+    ) -> ByteStream:
+        """A TCP connection to ``host:port``; with ``tls``, wrapped in TLS with
+        ``ssl_context`` (an :class:`ssl.SSLContext`; None for the default one)."""
         ...
 
 
