@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Unpack
 
 from sansio_mcp._legacy_sse import LegacySSEServer
 from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
 from sansio_mcp._versions import HANDSHAKE_REVISIONS
-from sansio_mcp.runtime._client import ClientHandlers, new_client_session
+from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
 from sansio_mcp.runtime._http_client import LegacySSEClientHost
 from sansio_mcp.runtime._server import Server
 
@@ -55,23 +55,13 @@ class _SSEClientHost(LegacySSEClientHost, _HTTPClientHost):
 async def open_sse_client(
     url: str,
     *,
-    handlers: ClientHandlers | None = None,
-    client_info: dict[str, Any] | None = None,
-    protocol_version: str | None = None,
-    mode: str = "legacy",
-    supported_versions: Sequence[str] = HANDSHAKE_REVISIONS,
-    initialize_timeout: float | None = 30.0,
     max_body: int = 16 * 1024 * 1024,
+    **options: Unpack[SessionOptions],
 ) -> AsyncIterator[Client]:
     """Connect to a legacy HTTP+SSE server (``url`` is its SSE endpoint)."""
-    handlers = handlers or ClientHandlers()
-    session = new_client_session(
-        handlers,
-        client_info=client_info,
-        supported_versions=supported_versions,
-        protocol_version=protocol_version,
-        mode="legacy" if mode == "auto" else mode,  # no stateless revision over HTTP+SSE
-    )
+    config = ClientOptions.of(options, mode="legacy", supported_versions=HANDSHAKE_REVISIONS)
+    config = config.handshake_only()
+    handlers, session = config.handlers, config.new_session()
     transport = StreamableHTTPClient(Endpoint.parse(url), session)
     host = _SSEClientHost(session, transport, handlers, max_body=max_body, ssl_context=None)
     ready = asyncio.Event()
@@ -79,5 +69,7 @@ async def open_sse_client(
     async def stream() -> None:
         await host.run_stream(url, ready)
 
-    async with run_client(host, session, handlers, initialize_timeout, stream, ready) as client:
+    async with run_client(
+        host, session, handlers, config.initialize_timeout, stream, ready
+    ) as client:
         yield client

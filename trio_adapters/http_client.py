@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Unpack
 
 import trio
 
 from sansio_mcp import ClientSession
 from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
-from sansio_mcp._versions import ALL_REVISIONS
-from sansio_mcp.runtime._client import ClientHandlers, new_client_session
+from sansio_mcp.runtime._client import ClientHandlers
+from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
 from sansio_mcp.runtime._http_client import HTTPClientHost
 
 from ._backend import PRIMITIVES
@@ -49,16 +49,10 @@ class _HTTPClientHost(HTTPClientHost, TrioSessionHost):
 async def open_http_client(
     url: str,
     *,
-    handlers: ClientHandlers | None = None,
-    client_info: dict[str, Any] | None = None,
-    protocol_version: str | None = None,
-    mode: str = "auto",
-    supported_versions: Sequence[str] = ALL_REVISIONS,
     headers: dict[str, str] | None = None,
-    initialize_timeout: float | None = 30.0,
-    max_input_rounds: int = 10,
     max_body: int = 16 * 1024 * 1024,
     ssl_context: ssl.SSLContext | None = None,
+    **options: Unpack[SessionOptions],
 ) -> AsyncIterator[Client]:
     """Connect to a Streamable HTTP endpoint and yield a :class:`Client`.
 
@@ -66,23 +60,15 @@ async def open_http_client(
     :class:`sansio_mcp.HTTPStatusError` (with ``data.status``), or
     :class:`sansio_mcp.ConnectionClosedError` when the server ended the session.
     """
-    handlers = handlers or ClientHandlers()
-    endpoint = Endpoint.parse(url)
-    session = new_client_session(
-        handlers,
-        client_info=client_info,
-        supported_versions=supported_versions,
-        protocol_version=protocol_version,
-        mode=mode,
-        max_input_rounds=max_input_rounds,
-    )
-    transport = StreamableHTTPClient(endpoint, session, headers=headers)
+    config = ClientOptions.of(options)
+    handlers, session = config.handlers, config.new_session()
+    transport = StreamableHTTPClient(Endpoint.parse(url), session, headers=headers)
     host = _HTTPClientHost(session, transport, handlers, max_body=max_body, ssl_context=ssl_context)
     with unwrap_single_exception():
         async with trio.open_nursery() as nursery:
             host.attach(nursery)
             try:
-                client = await start_client(host, session, handlers, initialize_timeout)
+                client = await start_client(host, session, handlers, config.initialize_timeout)
                 yield client
                 with trio.CancelScope(shield=True):
                     await host.end_session()

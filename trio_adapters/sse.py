@@ -5,9 +5,9 @@ clients and servers that still speak it."""
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Unpack
 
 import trio
 
@@ -15,7 +15,7 @@ from sansio_mcp import ConnectionClosedError
 from sansio_mcp._legacy_sse import LegacySSEServer
 from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
 from sansio_mcp._versions import HANDSHAKE_REVISIONS
-from sansio_mcp.runtime._client import ClientHandlers, new_client_session
+from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
 from sansio_mcp.runtime._http_client import LegacySSEClientHost
 from sansio_mcp.runtime._server import Server
 
@@ -62,25 +62,13 @@ class _SSEClientHost(LegacySSEClientHost, _HTTPClientHost):
 async def open_sse_client(
     url: str,
     *,
-    handlers: ClientHandlers | None = None,
-    client_info: dict[str, Any] | None = None,
-    protocol_version: str | None = None,
-    mode: str = "legacy",
-    supported_versions: Sequence[str] = HANDSHAKE_REVISIONS,
-    initialize_timeout: float | None = 30.0,
     max_body: int = 16 * 1024 * 1024,
+    **options: Unpack[SessionOptions],
 ) -> AsyncIterator[Client]:
     """Connect to a legacy HTTP+SSE server (``url`` is its SSE endpoint)."""
-    if mode == "auto":
-        mode = "legacy"  # the stateless revision has no HTTP+SSE transport
-    handlers = handlers or ClientHandlers()
-    session = new_client_session(
-        handlers,
-        client_info=client_info,
-        supported_versions=supported_versions,
-        protocol_version=protocol_version,
-        mode=mode,
-    )
+    config = ClientOptions.of(options, mode="legacy", supported_versions=HANDSHAKE_REVISIONS)
+    config = config.handshake_only()
+    handlers, session = config.handlers, config.new_session()
     transport = StreamableHTTPClient(Endpoint.parse(url), session)
     host = _SSEClientHost(session, transport, handlers, max_body=max_body, ssl_context=None)
     with unwrap_single_exception():
@@ -89,14 +77,14 @@ async def open_sse_client(
             try:
                 ready = trio.Event()
                 nursery.start_soon(host.run_stream, url, ready)
-                limit = math.inf if initialize_timeout is None else initialize_timeout
+                limit = math.inf if config.initialize_timeout is None else config.initialize_timeout
                 with trio.fail_after(limit):
                     await ready.wait()
                 if host.driver.closed:
                     raise ConnectionClosedError(
                         message="the SSE stream ended before it named the POST endpoint"
                     )
-                client = await start_client(host, session, handlers, initialize_timeout)
+                client = await start_client(host, session, handlers, config.initialize_timeout)
                 yield client
             finally:
                 session.close()
