@@ -3,67 +3,50 @@ or a URL, a server on a transport (what ``--backend trio`` runs on)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import ClassVar
 
 import trio
 
-from sansio_mcp.runtime import ClientAPI, Server
+from sansio_mcp.runtime._server import Server
+from sansio_mcp.runtime._transports import Listener, TransportTable
 
 from ._backend import TrioBackend
+from .client import open_stdio_client
+from .http_client import open_http_client
+from .http_server import serve_http
+from .server import serve_stdio
+from .sse import open_sse_client, serve_sse
+from .websocket import open_ws_client, serve_ws
 
 __all__ = ["BACKEND", "TrioTransports"]
 
 
-class TrioTransports(TrioBackend):
+class TrioTransports(TransportTable, TrioBackend):
     """The runtime's :class:`~sansio_mcp.runtime.TransportBackend` on Trio."""
 
-    def connect(
-        self, command: Sequence[str], url: str | None, transport: str | None, **options: Any
-    ) -> AbstractAsyncContextManager[ClientAPI]:
-        if url is None:
-            from .client import open_stdio_client
+    open_stdio_client = staticmethod(open_stdio_client)
+    open_http_client = staticmethod(open_http_client)
+    open_sse_client = staticmethod(open_sse_client)
+    open_ws_client = staticmethod(open_ws_client)
+    serve_stdio = staticmethod(serve_stdio)
+    listeners: ClassVar[dict[str, Listener]] = {
+        "http": serve_http,
+        "sse": serve_sse,
+        "ws": serve_ws,
+    }
 
-            return open_stdio_client(command, **options)
-        if url.startswith(("ws://", "wss://")):
-            from .websocket import open_ws_client
-
-            return open_ws_client(url, **options)
-        if transport == "sse":
-            from .sse import open_sse_client
-
-            return open_sse_client(url, **options)
-        from .http_client import open_http_client
-
-        return open_http_client(url, **options)
-
-    async def serve(
+    async def serve_network(
         self,
+        listener: Listener,
         server: Server,
-        transport: str,
         host: str,
         port: int,
-        *,
-        on_bound: Callable[[int], None] | None = None,
+        on_bound: Callable[[int], None] | None,
     ) -> None:
-        if transport == "stdio":
-            from .server import serve_stdio
-
-            await serve_stdio(server)
-            return
-        from .http_server import serve_http
-        from .sse import serve_sse
-        from .websocket import serve_ws
-
-        serves: dict[str, Callable[..., Awaitable[None]]] = {
-            "http": serve_http,
-            "sse": serve_sse,
-            "ws": serve_ws,
-        }
         async with trio.open_nursery() as nursery:
-            bound = await nursery.start(partial(serves[transport], server, host=host, port=port))
+            bound = await nursery.start(partial(listener, server, host=host, port=port))
             if on_bound is not None:
                 on_bound(bound)
 
