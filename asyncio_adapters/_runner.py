@@ -10,10 +10,12 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
 from sansio_mcp import RequestId, Session
-from sansio_mcp.runtime._backend import Signal
+from sansio_mcp.runtime._backend import Backend, Signal
 from sansio_mcp.runtime._driver import InputHandler, NotificationHandler, RequestHandler
 from sansio_mcp.runtime._host import HostBase
 from sansio_mcp.runtime._http_client import Cancellable
+
+from ._backend import PRIMITIVES, OneWaiterSignal, read_in_small_chunks
 
 __all__ = [
     "AsyncioRunner",
@@ -21,7 +23,6 @@ __all__ = [
     "Connector",
     "Framing",
     "PushProtocol",
-    "read_in_small_chunks",
     "OutputPipeProtocol",
     "shielded",
 ]
@@ -29,17 +30,6 @@ __all__ = [
 logger = logging.getLogger("asyncio_adapters")
 
 _READ_SIZE = 65536
-
-
-def read_in_small_chunks(transport: asyncio.BaseTransport) -> None:
-    """Make ``transport`` read at most 64 KiB at a time.
-
-    asyncio's own transports read up to 256 KiB per call, and allocating that
-    buffer for every small message costs more than the message (about 7 us a
-    read here, against half a microsecond for 64 KiB).
-    """
-    if isinstance(getattr(transport, "max_size", None), int):
-        transport.max_size = _READ_SIZE  # type: ignore[attr-defined]
 
 
 class OutputPipeProtocol(asyncio.streams.FlowControlMixin):
@@ -64,33 +54,6 @@ async def shielded(step: Callable[[], Awaitable[None]]) -> None:
     except asyncio.CancelledError:
         await task
         raise
-
-
-class OneWaiterSignal:
-    """HostBase's one-shot signal for one waiting task: a bare future, without
-    :class:`asyncio.Event`'s lock and list (one is made for every request)."""
-
-    __slots__ = ("_is_set", "_waiter")
-
-    def __init__(self) -> None:
-        self._is_set = False
-        self._waiter: asyncio.Future[None] | None = None
-
-    def set(self) -> None:
-        self._is_set = True
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def wait(self) -> bool:
-        if not self._is_set:
-            assert self._waiter is None, "one task at a time waits on a signal"
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        return True
 
 
 class AsyncioSessionHost(HostBase):
@@ -121,6 +84,9 @@ class AsyncioSessionHost(HostBase):
         self._timer_changed = asyncio.Event()
         self._timer_task: asyncio.Task[Any] | None = None
         self.driver.on_output = self._schedule_flush
+
+    #: The event-loop primitives the runtime's loops on this host await.
+    backend: Backend = PRIMITIVES
 
     # Primitives for HostBase --------------------------------------------------------
 

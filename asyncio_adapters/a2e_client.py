@@ -33,8 +33,9 @@ from sansio_mcp.runtime._backend import Signal
 from sansio_mcp.runtime.a2e import A2EClientBase, A2ERequestError, AgentInbox
 from sansio_mcp.runtime.a2e._runner import direct_bridge
 
+from ._backend import OneWaiterSignal
 from ._process import drain_stderr, stop_process
-from ._runner import OneWaiterSignal, shielded
+from ._runner import shielded
 
 __all__ = ["A2EClient", "A2ERequestError", "open_a2e_direct", "open_a2e_stdio"]
 

@@ -37,8 +37,9 @@ from sansio_mcp.runtime._client import ClientHandlers
 from sansio_mcp.runtime.a2e._driver import BridgeDriver, refuse_requests
 from sansio_mcp.runtime.a2e._runner import BridgeRunner, Connection, WebSocketAgents
 
+from ._backend import read_in_small_chunks
 from ._process import Child, drain_stderr, start_child, stop_process
-from ._runner import AsyncioRunner, read_in_small_chunks, shielded
+from ._runner import AsyncioRunner, shielded
 from .http_client import _HTTPClientHost
 from .sse import _SSEClientHost
 

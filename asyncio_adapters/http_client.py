@@ -15,7 +15,6 @@ from sansio_mcp.runtime._client import ClientHandlers
 from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
 from sansio_mcp.runtime._http_client import HTTPClientHost
 
-from ._backend import PRIMITIVES
 from ._runner import AsyncioSessionHost, shielded
 from .client import Client, run_client
 
@@ -24,8 +23,6 @@ __all__ = ["open_http_client"]
 
 class _HTTPClientHost(HTTPClientHost, AsyncioSessionHost):
     """The runtime's Streamable HTTP client loops on an asyncio session host."""
-
-    backend = PRIMITIVES
 
     def __init__(
         self,

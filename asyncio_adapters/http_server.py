@@ -14,7 +14,8 @@ from sansio_mcp._streamable_http import Exchange, StreamableHTTPServer
 from sansio_mcp.runtime._http_service import Router, SessionHosts
 from sansio_mcp.runtime._server import Server
 
-from ._runner import AsyncioSessionHost, read_in_small_chunks
+from ._backend import read_in_small_chunks
+from ._runner import AsyncioSessionHost
 from .server import AsyncioContext
 
 __all__ = ["serve_http", "serve_router", "serve_tcp"]

@@ -14,11 +14,41 @@ import trio
 
 from sansio_mcp.runtime import Signal, TaskGroup, TimedOut
 
-from ._runner import OneWaiterSignal
-
-__all__ = ["PRIMITIVES", "TCPStream", "TrioBackend"]
+__all__ = ["PRIMITIVES", "OneWaiterSignal", "TCPStream", "TrioBackend"]
 
 T = TypeVar("T")
+
+
+class OneWaiterSignal:
+    """A one-shot signal for the one task that waits on it (each request has its
+    own): :class:`trio.Event` without its set of waiters and a closure per wait,
+    since one is made for every request."""
+
+    __slots__ = ("_set", "_task")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._task: trio.lowlevel.Task | None = None
+
+    def set(self) -> None:
+        if not self._set:
+            self._set = True
+            task = self._task
+            if task is not None:
+                self._task = None
+                trio.lowlevel.reschedule(task)
+
+    async def wait(self) -> None:
+        if self._set:
+            await trio.lowlevel.checkpoint()
+            return
+        assert self._task is None, "one task at a time waits on a signal"
+        self._task = trio.lowlevel.current_task()
+        await trio.lowlevel.wait_task_rescheduled(self._abort)
+
+    def _abort(self, raise_cancel: Any) -> trio.lowlevel.Abort:
+        self._task = None
+        return trio.lowlevel.Abort.SUCCEEDED
 
 
 class _Nursery:

@@ -16,48 +16,18 @@ from typing import Any, Protocol
 import trio
 
 from sansio_mcp import RequestId, Session
-from sansio_mcp.runtime._backend import Signal
+from sansio_mcp.runtime._backend import Backend, Signal
 from sansio_mcp.runtime._driver import InputHandler, NotificationHandler, RequestHandler
 from sansio_mcp.runtime._host import HostBase
 from sansio_mcp.runtime._http_client import Cancellable
 
-__all__ = ["ByteStream", "OneWaiterSignal", "PipeOutput", "TrioRunner", "TrioSessionHost", "reader"]
+from ._backend import PRIMITIVES, OneWaiterSignal
+
+__all__ = ["ByteStream", "PipeOutput", "TrioRunner", "TrioSessionHost", "reader"]
 
 logger = logging.getLogger("trio_adapters")
 
 _READ_SIZE = 65536
-
-
-class OneWaiterSignal:
-    """A one-shot signal for the one task that waits on it (each request has its
-    own): :class:`trio.Event` without its set of waiters and a closure per wait,
-    since one is made for every request."""
-
-    __slots__ = ("_set", "_task")
-
-    def __init__(self) -> None:
-        self._set = False
-        self._task: trio.lowlevel.Task | None = None
-
-    def set(self) -> None:
-        if not self._set:
-            self._set = True
-            task = self._task
-            if task is not None:
-                self._task = None
-                trio.lowlevel.reschedule(task)
-
-    async def wait(self) -> None:
-        if self._set:
-            await trio.lowlevel.checkpoint()
-            return
-        assert self._task is None, "one task at a time waits on a signal"
-        self._task = trio.lowlevel.current_task()
-        await trio.lowlevel.wait_task_rescheduled(self._abort)
-
-    def _abort(self, raise_cancel: Any) -> trio.lowlevel.Abort:
-        self._task = None
-        return trio.lowlevel.Abort.SUCCEEDED
 
 
 class TrioSessionHost(HostBase):
@@ -90,6 +60,9 @@ class TrioSessionHost(HostBase):
         self._flush_wanted = trio.Event()
         self._flush_scope = trio.CancelScope()
         self.driver.on_output = self._schedule_flush
+
+    #: The event-loop primitives the runtime's loops on this host await.
+    backend: Backend = PRIMITIVES
 
     # Primitives for HostBase --------------------------------------------------------
 

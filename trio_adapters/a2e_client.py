@@ -39,8 +39,9 @@ from sansio_mcp.runtime._backend import Signal
 from sansio_mcp.runtime.a2e import A2EClientBase, A2ERequestError, AgentInbox
 from sansio_mcp.runtime.a2e._runner import direct_bridge
 
+from ._backend import OneWaiterSignal
 from ._process import PIPE, drain_stderr, stop_process
-from ._runner import ByteStream, OneWaiterSignal
+from ._runner import ByteStream
 from ._util import unwrap_single_exception
 
 __all__ = [

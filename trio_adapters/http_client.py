@@ -15,7 +15,6 @@ from sansio_mcp.runtime._client import ClientHandlers
 from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
 from sansio_mcp.runtime._http_client import HTTPClientHost
 
-from ._backend import PRIMITIVES
 from ._runner import TrioSessionHost
 from ._util import unwrap_single_exception
 from .client import Client, start_client
@@ -25,8 +24,6 @@ __all__ = ["open_http_client"]
 
 class _HTTPClientHost(HTTPClientHost, TrioSessionHost):
     """The runtime's Streamable HTTP client loops on a Trio session host."""
-
-    backend = PRIMITIVES
 
     def __init__(
         self,

@@ -15,14 +15,23 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .._errors import ConnectionClosedError
+from .._events import RequestReceived
 from .._jsonrpc import RequestId
-from .._session import ClientSession, Session
+from .._session import ClientSession, ServerSession, Session
 from .._state import Role
-from ._backend import Signal
+from ._backend import Backend, Signal
 from ._client import ClientAPI, ClientHandlers, ProgressCallback, Subscription
 from ._driver import Driver, InputHandler, NotificationHandler, RequestHandler, Waiter
+from ._server import Context
 
-__all__ = ["BufferedSubscription", "HostBase", "HostedClient", "Signal", "start_client"]
+__all__ = [
+    "BufferedSubscription",
+    "HostBase",
+    "HostContext",
+    "HostedClient",
+    "Signal",
+    "start_client",
+]
 
 
 class BufferedSubscription(Subscription):
@@ -64,6 +73,9 @@ class HostBase:
     """Requests and waiting, on top of five adapter primitives:
     :meth:`new_signal`, :meth:`now`, :meth:`flush`, :meth:`shielded` and
     :meth:`rearm_timer` (plus ``spawn``/``cancel`` given to the driver)."""
+
+    #: The event-loop primitives (set by each backend's host class).
+    backend: Backend
 
     def __init__(
         self,
@@ -179,6 +191,36 @@ class HostBase:
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         self.session.send_notification(method, params)
         await self.flush()
+
+
+class HostContext(Context):
+    """A handler's :class:`Context` on a session host: requests to the client go
+    through the host, output is flushed by it, sleeping is the backend's.
+    ``now`` (seconds since the epoch) dates the request's sealed state."""
+
+    def __init__(self, host: HostBase, event: RequestReceived, *, now: float) -> None:
+        assert isinstance(host.session, ServerSession)
+        super().__init__(
+            request_id=event.request_id,
+            method=event.method,
+            params=event.params,
+            progress_token=event.progress_token,
+            session=host.session,
+            meta=event.meta,
+            now=now,
+        )
+        self.host = host
+
+    async def send_request(
+        self, method: str, params: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        return await self.host.request(method, params, related_request=self.request_id)
+
+    async def flush(self) -> None:
+        await self.host.flush()
+
+    async def sleep(self, seconds: float) -> None:
+        await self.host.backend.sleep(seconds)
 
 
 class HostedClient(ClientAPI):

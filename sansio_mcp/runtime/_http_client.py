@@ -49,11 +49,10 @@ class HTTPClientHost:
     :meth:`spawn_task` and :meth:`start_cancellable`, and calls
     :meth:`setup_http` from its constructor."""
 
-    backend: Backend
-
     if TYPE_CHECKING:
         # What the session host provides (declared only: a definition here would
         # shadow the host's, which comes after this class in the MRO).
+        backend: Backend
         session: Session
         driver: Driver
 
