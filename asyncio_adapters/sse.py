@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Unpack
 
-from sansio_mcp._legacy_sse import LegacySSEServer
 from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
 from sansio_mcp._versions import HANDSHAKE_REVISIONS
 from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
 from sansio_mcp.runtime._http_client import LegacySSEClientHost
+from sansio_mcp.runtime._http_service import legacy_sse_router
 from sansio_mcp.runtime._server import Server
 
 from .client import Client, run_client
@@ -37,8 +37,8 @@ async def serve_sse(
     started: asyncio.Future[int] | None = None,
 ) -> None:
     """Serve ``server`` over the legacy HTTP+SSE transport (GET ``sse_path``) until cancelled."""
-    router = LegacySSEServer(
-        server.create_session,
+    router = legacy_sse_router(
+        server,
         sse_path=sse_path,
         message_path=message_path,
         allowed_hosts=allowed_hosts,

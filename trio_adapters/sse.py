@@ -12,11 +12,11 @@ from typing import Any, Unpack
 import trio
 
 from sansio_mcp import ConnectionClosedError
-from sansio_mcp._legacy_sse import LegacySSEServer
 from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
 from sansio_mcp._versions import HANDSHAKE_REVISIONS
 from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
 from sansio_mcp.runtime._http_client import LegacySSEClientHost
+from sansio_mcp.runtime._http_service import legacy_sse_router
 from sansio_mcp.runtime._server import Server
 
 from ._util import unwrap_single_exception
@@ -42,8 +42,8 @@ async def serve_sse(
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``server`` over the legacy HTTP+SSE transport (GET ``sse_path``)."""
-    router = LegacySSEServer(
-        server.create_session,
+    router = legacy_sse_router(
+        server,
         sse_path=sse_path,
         message_path=message_path,
         allowed_hosts=allowed_hosts,
