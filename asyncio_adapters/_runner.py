@@ -9,11 +9,10 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
-from sansio_mcp import RequestId, Session
-from sansio_mcp.runtime._backend import Backend, Signal
+from sansio_mcp import Session
+from sansio_mcp.runtime._backend import Backend, Cancellable, Signal
 from sansio_mcp.runtime._driver import InputHandler, NotificationHandler, RequestHandler
 from sansio_mcp.runtime._host import HostBase
-from sansio_mcp.runtime._http_client import Cancellable
 
 from ._backend import PRIMITIVES, OneWaiterSignal, read_in_small_chunks
 
@@ -75,12 +74,9 @@ class AsyncioSessionHost(HostBase):
             handle_request=handle_request,
             handle_notification=handle_notification,
             answer_input=answer_input,
-            spawn=self._spawn,
-            cancel=self._cancel_handler,
         )
         self._group: asyncio.TaskGroup | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._handlers: dict[RequestId, asyncio.Task[Any]] = {}
         self._timer_changed = asyncio.Event()
         self._timer_task: asyncio.Task[Any] | None = None
         self.driver.on_output = self._schedule_flush
@@ -130,13 +126,18 @@ class AsyncioSessionHost(HostBase):
 
         self.start(run())
 
-    def start_cancellable(self, fn: Callable[[], Awaitable[Any]]) -> Cancellable:
+    def start_cancellable(
+        self, fn: Callable[[], Awaitable[Any]], on_done: Callable[[], None] | None = None
+    ) -> Cancellable:
         """Run ``fn()`` in a task of the host's group; cancelling the task ends it."""
 
         async def run() -> None:
             await fn()
 
-        return self.start(run())
+        task = self.start(run())
+        if on_done is not None:
+            task.add_done_callback(lambda _: on_done())
+        return task
 
     def stop(self) -> None:
         """Cancel every task of this host (the group then finishes)."""
@@ -164,24 +165,9 @@ class AsyncioSessionHost(HostBase):
         if self._group is not None and not self.send_now():
             self.start(self.flush())
 
-    def _spawn(self, request_id: RequestId | None, fn: Callable[[], Awaitable[None]]) -> None:
-        async def run() -> None:
-            await fn()
-
-        task = self.start(run())
-        if request_id is not None:
-            self._handlers[request_id] = task
-            task.add_done_callback(lambda _: self._handlers.pop(request_id, None))
-
-    def _cancel_handler(self, request_id: RequestId) -> None:
-        task = self._handlers.get(request_id)
-        if task is not None:
-            task.cancel()
-
     def cancel_all_handlers(self) -> None:
         """The host is done (its HTTP exchange is over): cancel its handlers and its timer."""
-        for task in list(self._handlers.values()):
-            task.cancel()
+        self.cancel_handlers()
         # Otherwise every finished stateless request would leave its timer task parked.
         if self._timer_task is not None:
             self._timer_task.cancel()

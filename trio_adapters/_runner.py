@@ -15,11 +15,10 @@ from typing import Any, Protocol
 
 import trio
 
-from sansio_mcp import RequestId, Session
-from sansio_mcp.runtime._backend import Backend, Signal
+from sansio_mcp import Session
+from sansio_mcp.runtime._backend import Backend, Cancellable, Signal
 from sansio_mcp.runtime._driver import InputHandler, NotificationHandler, RequestHandler
 from sansio_mcp.runtime._host import HostBase
-from sansio_mcp.runtime._http_client import Cancellable
 
 from ._backend import PRIMITIVES, OneWaiterSignal
 
@@ -50,11 +49,8 @@ class TrioSessionHost(HostBase):
             handle_request=handle_request,
             handle_notification=handle_notification,
             answer_input=answer_input,
-            spawn=self._spawn,
-            cancel=self._cancel_handler,
         )
         self._nursery: trio.Nursery | None = None
-        self._scopes: dict[RequestId, trio.CancelScope] = {}
         self._timer_changed = trio.Event()
         self._timer_scope = trio.CancelScope()
         self._flush_wanted = trio.Event()
@@ -97,13 +93,19 @@ class TrioSessionHost(HostBase):
         assert self._nursery is not None, "attach() the host to a nursery first"
         self._nursery.start_soon(fn, *args)
 
-    def start_cancellable(self, fn: Callable[[], Awaitable[Any]]) -> Cancellable:
+    def start_cancellable(
+        self, fn: Callable[[], Awaitable[Any]], on_done: Callable[[], None] | None = None
+    ) -> Cancellable:
         """Run ``fn()`` in a task of the host's nursery; cancelling the scope ends it."""
         scope = trio.CancelScope()
 
         async def run() -> None:
-            with scope:
-                await fn()
+            try:
+                with scope:
+                    await fn()
+            finally:
+                if on_done is not None:
+                    on_done()
 
         self.spawn_task(run)
         return scope
@@ -139,33 +141,10 @@ class TrioSessionHost(HostBase):
         :class:`PipeOutput` sends its backlog)."""
         await self.flush()
 
-    def _spawn(self, request_id: RequestId | None, fn: Callable[[], Awaitable[None]]) -> None:
-        assert self._nursery is not None, "attach() the host to a nursery first"
-        if request_id is None:
-            self._nursery.start_soon(fn)
-            return
-        scope = trio.CancelScope()
-        self._scopes[request_id] = scope
-
-        async def run() -> None:
-            try:
-                with scope:
-                    await fn()
-            finally:
-                self._scopes.pop(request_id, None)
-
-        self._nursery.start_soon(run)
-
-    def _cancel_handler(self, request_id: RequestId) -> None:
-        scope = self._scopes.get(request_id)
-        if scope is not None:
-            scope.cancel()
-
     def cancel_all_handlers(self) -> None:
         """The host is done (its HTTP exchange is over): cancel its handlers, its timer
         and its flusher."""
-        for scope in list(self._scopes.values()):
-            scope.cancel()
+        self.cancel_handlers()
         # Otherwise every finished stateless request would leave those tasks parked.
         self._timer_scope.cancel()
         self._flush_scope.cancel()

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Backend",
     "ByteStream",
+    "Cancellable",
     "Signal",
     "TaskGroup",
     "TimedOut",
@@ -60,6 +61,12 @@ class ByteStream(Protocol):
         kept-alive connection Linux delays ACKs, and a server that holds its next
         write until the last one is ACKed (Nagle) would stall each answer 40 ms."""
         ...
+
+
+class Cancellable(Protocol):
+    """A task (or its cancel scope) that can be cancelled."""
+
+    def cancel(self) -> Any: ...
 
 
 class TaskGroup(Protocol):

@@ -19,7 +19,7 @@ from .._events import RequestReceived
 from .._jsonrpc import RequestId
 from .._session import ClientSession, ServerSession, Session
 from .._state import Role
-from ._backend import Backend, Signal
+from ._backend import Backend, Cancellable, Signal
 from ._client import ClientAPI, ClientHandlers, ProgressCallback, Subscription
 from ._driver import Driver, InputHandler, NotificationHandler, RequestHandler, Waiter
 from ._server import Context
@@ -70,9 +70,9 @@ class BufferedSubscription(Subscription):
 
 
 class HostBase:
-    """Requests and waiting, on top of five adapter primitives:
-    :meth:`new_signal`, :meth:`now`, :meth:`flush`, :meth:`shielded` and
-    :meth:`rearm_timer` (plus ``spawn``/``cancel`` given to the driver)."""
+    """Requests, waiting and handler tasks, on top of adapter primitives:
+    :meth:`new_signal`, :meth:`now`, :meth:`flush`, :meth:`shielded`,
+    :meth:`rearm_timer`, :meth:`spawn_task` and :meth:`start_cancellable`."""
 
     #: The event-loop primitives (set by each backend's host class).
     backend: Backend
@@ -84,16 +84,16 @@ class HostBase:
         handle_request: RequestHandler,
         handle_notification: NotificationHandler | None,
         answer_input: InputHandler | None,
-        spawn: Callable[[RequestId | None, Callable[[], Awaitable[None]]], None],
-        cancel: Callable[[RequestId], None],
     ) -> None:
         self.session = session
+        # The handler tasks of the peer's requests, by request id (cancelled one by one).
+        self._handlers: dict[RequestId, Cancellable] = {}
         self.driver = Driver(
             session,
             handle_request=handle_request,
             handle_notification=handle_notification,
-            spawn=spawn,
-            cancel=cancel,
+            spawn=self._spawn_handler,
+            cancel=self._cancel_handler,
             answer_input=answer_input,
         )
 
@@ -113,6 +113,17 @@ class HostBase:
         raise NotImplementedError
 
     def now(self) -> float:
+        raise NotImplementedError
+
+    def spawn_task(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Run ``fn(*args)`` in a task of the host's group."""
+        raise NotImplementedError
+
+    def start_cancellable(
+        self, fn: Callable[[], Awaitable[Any]], on_done: Callable[[], None] | None = None
+    ) -> Cancellable:
+        """Run ``fn()`` in a task of the host's group that ``cancel()`` ends;
+        ``on_done()`` once it has ended, however (even cancelled before it began)."""
         raise NotImplementedError
 
     async def flush(self) -> None:
@@ -191,6 +202,32 @@ class HostBase:
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         self.session.send_notification(method, params)
         await self.flush()
+
+    # Handler tasks --------------------------------------------------------------------
+
+    def _spawn_handler(
+        self, request_id: RequestId | None, fn: Callable[[], Awaitable[None]]
+    ) -> None:
+        if request_id is None:
+            self.spawn_task(fn)
+            return
+
+        def forget() -> None:
+            if self._handlers.get(request_id) is handle:
+                del self._handlers[request_id]
+
+        handle = self.start_cancellable(fn, forget)
+        self._handlers[request_id] = handle
+
+    def _cancel_handler(self, request_id: RequestId) -> None:
+        handle = self._handlers.get(request_id)
+        if handle is not None:
+            handle.cancel()
+
+    def cancel_handlers(self) -> None:
+        """Cancel every handler task still running."""
+        for handle in list(self._handlers.values()):
+            handle.cancel()
 
 
 class HostContext(Context):

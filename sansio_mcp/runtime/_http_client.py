@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from .. import _json
 from .._http import ConnectionPool, HTTPClientConnection, HTTPResponseHead
@@ -29,18 +29,12 @@ from .._streamable_http_client import (
     SendOrder,
     StreamableHTTPClient,
 )
-from ._backend import Backend, ByteStream, Signal
+from ._backend import Backend, ByteStream, Cancellable, Signal
 from ._driver import Driver
 
-__all__ = ["Cancellable", "HTTPClientHost", "LegacySSEClientHost"]
+__all__ = ["HTTPClientHost", "LegacySSEClientHost"]
 
 _READ_SIZE = 65536
-
-
-class Cancellable(Protocol):
-    """A task (or its cancel scope) that can be cancelled."""
-
-    def cancel(self) -> Any: ...
 
 
 class HTTPClientHost:
@@ -61,7 +55,9 @@ class HTTPClientHost:
         def spawn_task(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
             """Run ``fn(*args)`` in a task of the host's group."""
 
-        def start_cancellable(self, fn: Callable[[], Awaitable[Any]]) -> Cancellable:
+        def start_cancellable(
+            self, fn: Callable[[], Awaitable[Any]], on_done: Callable[[], None] | None = None
+        ) -> Cancellable:
             """Run ``fn()`` in a task of the host's group that ``cancel()`` ends."""
 
     # Set up -------------------------------------------------------------------------
