@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
-from typing import ClassVar
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar
 
 from sansio_mcp.runtime._server import Server
-from sansio_mcp.runtime._transports import Listener, TransportTable
+from sansio_mcp.runtime._transports import Listener, TransportTable, stop_signals
 
 from ._backend import AsyncioBackend
 from .client import open_stdio_client
@@ -35,6 +35,22 @@ class AsyncioTransports(TransportTable, AsyncioBackend):
         "sse": serve_sse,
         "ws": serve_ws,
     }
+
+    async def until_stopped(self, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
+        loop = asyncio.get_running_loop()
+        work = asyncio.ensure_future(fn(*args))
+        caught = stop_signals()
+        for sig in caught:
+            loop.add_signal_handler(sig, work.cancel)
+        try:
+            await work
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # we were cancelled ourselves, not stopped by a signal
+        finally:
+            for sig in caught:
+                loop.remove_signal_handler(sig)
 
     async def serve_network(
         self,

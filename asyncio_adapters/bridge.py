@@ -21,7 +21,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-from sansio_mcp._session import ClientSession
+from sansio_mcp._client_session import ClientSession
 from sansio_mcp._stdio import safe_environment
 from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
 from sansio_mcp._websocket import WebSocketFraming

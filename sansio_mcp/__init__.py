@@ -7,6 +7,7 @@ See ``docs/`` for the guide and the architecture (state tables).
 """
 
 from ._cache import ResultCache
+from ._client_session import ClientSession
 from ._errors import (
     ConnectionClosedError,
     ErrorCode,
@@ -68,7 +69,8 @@ from ._registry import (
     text_content,
 )
 from ._request_state import RequestStateSealer
-from ._session import ClientSession, ServerSession, Session
+from ._server_session import ServerSession
+from ._session import Session
 from ._state import TRANSITIONS, Role, SessionState, Trigger
 from ._versions import (
     ALL_REVISIONS,

@@ -1,17 +1,31 @@
 """HTTP/1.1 with the limits an MCP endpoint needs: bytes in, whole requests
-(or responses) out.  Common messages take a fast path; h11 handles the rest.
-Shared by the Streamable HTTP and legacy HTTP+SSE machines."""
+(or responses) out.  Shared by the Streamable HTTP and legacy HTTP+SSE machines.
+
+Two engines parse and write the messages: common ones take the fast path
+(:mod:`._http_fast`), and h11 handles the rest (the fast path hands a connection
+to h11 for good at the first message outside its subset).  The fast path is on
+by default; ``fast_path=False`` on a connection (or :data:`USE_FAST_PATH` set to
+False before connections are made) has h11 handle every message.  The client's
+keep-alive pool is :mod:`._http_pool`.
+"""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Generic, TypeVar
 from urllib.parse import urlsplit
 
-import attrs
 import h11
 
+from ._http_fast import Fallback, FastClient, FastServer
+from ._http_messages import (
+    ClientEvent,
+    ConnectionEnded,
+    HTTPError,
+    HTTPRequest,
+    HTTPResponseHead,
+    ServerEvent,
+)
 from ._ndjson import NEED_DATA
 
 __all__ = [
@@ -21,8 +35,7 @@ __all__ = [
     "ConnectionEnded",
     "HTTPServerConnection",
     "HTTPClientConnection",
-    "PooledConnection",
-    "ConnectionPool",
+    "USE_FAST_PATH",
     "header_dict",
     "media_types",
     "url_hostname",
@@ -30,6 +43,11 @@ __all__ = [
 
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 DEFAULT_MAX_HEADERS = 64 * 1024
+
+#: Whether connections made without ``fast_path=`` start on the fast path.  It
+#: gives the same results and bytes as h11 (tests compare the two) at a fraction
+#: of the cost; turn it off to rule it out when chasing an HTTP problem.
+USE_FAST_PATH = True
 
 
 def header_dict(headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
@@ -58,41 +76,6 @@ def media_types(value: str | None) -> set[str]:
     return {part.split(";")[0].strip().lower() for part in value.split(",") if part.strip()}
 
 
-@attrs.frozen
-class HTTPRequest:
-    method: str
-    target: str
-    headers: Mapping[str, str]
-    body: bytes = b""
-
-    @property
-    def path(self) -> str:
-        return self.target.split("?", 1)[0]
-
-    @property
-    def query(self) -> str:
-        return self.target.split("?", 1)[1] if "?" in self.target else ""
-
-
-@attrs.frozen
-class HTTPResponseHead:
-    status: int
-    headers: Mapping[str, str]
-
-
-@attrs.frozen
-class HTTPError:
-    """The peer broke HTTP; ``status`` is what a server should answer (if it still can)."""
-
-    status: int
-    reason: str
-
-
-@attrs.frozen
-class ConnectionEnded:
-    """The peer closed the connection cleanly."""
-
-
 def _encode_headers(
     headers: Mapping[str, str] | Iterable[tuple[str, str]],
 ) -> list[tuple[bytes, bytes]]:
@@ -100,189 +83,26 @@ def _encode_headers(
     return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in items]
 
 
-# The fast path -------------------------------------------------------------------------
-#
-# h11 costs tens of microseconds per message (its event and state machinery), which
-# was the largest cost of a kept-alive MCP round trip.  The common messages (HTTP/1.1,
-# plain header lines, a Content-Length body) are parsed and written here with a few
-# regular expressions instead.  The first message outside that strict subset hands
-# the connection to h11 for good, the bytes so far replayed into it, so anything
-# unusual still gets h11's exact behaviour and errors; inside the subset the results
-# and the bytes written are h11's (tests/transports/test_http_fast_path.py compares).
-
-_TCHAR = rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]"
-_VCHAR = rb"[!-~\x80-\xff]"  # visible ASCII or obs-text: stricter than h11 allows
-_VALUE = _VCHAR + rb"+(?:[ \t]+" + _VCHAR + rb"+)*"
-_HEADER_LINE = re.compile(rb"(" + _TCHAR + rb"+):[ \t]*((?:" + _VALUE + rb")?)[ \t]*\r\n")
-_REQUEST_LINE = re.compile(rb"(" + _TCHAR + rb"+) ([!-~]+) HTTP/1\.1\r\n")
-_STATUS_LINE = re.compile(rb"HTTP/1\.1 ([0-9]{3})(?: [ \t!-~\x80-\xff]*)?\r\n")
-_NAME = re.compile(_TCHAR + rb"+")
-_FIELD_VALUE = re.compile(rb"(?:" + _VALUE + rb")?")
-_DIGITS = re.compile(rb"[0-9]{1,20}")
-_TARGET = re.compile(rb"[!-~]+")
-# Methods whose exchanges h11 frames specially (no body, tunnels): never fast.
-_SPECIAL_METHODS = {b"HEAD", b"CONNECT"}
-# Request headers whose handling only h11 does: chunked bodies, 100-continue, upgrades.
-_H11_ONLY = {b"transfer-encoding", b"expect", b"upgrade"}
+def _fast_path_wanted(fast_path: bool | None) -> bool:
+    return USE_FAST_PATH if fast_path is None else fast_path
 
 
-class _Fallback:
-    """The fast path cannot decide: h11 takes over."""
+F = TypeVar("F", FastServer, FastClient)
 
 
-_FALLBACK = _Fallback()
+class _Connection(Generic[F]):
+    """What both sides share: the fast path ``F`` while it lasts, h11 after."""
 
-
-class _Head:
-    """A message head parsed by the fast path."""
-
-    __slots__ = ("close", "headers", "hosts", "length", "special")
-
-    def __init__(self) -> None:
-        self.headers: dict[str, str] = {}
-        self.length: int | None = None  # Content-Length, if given once and plainly
-        self.close = False  # Connection: close
-        self.special = False  # something only h11 handles (or a second Content-Length)
-        self.hosts = 0
-
-
-def _parse_fields(buf: bytearray, pos: int, stop: int) -> _Head | None:
-    """The header lines of ``buf[pos:stop]`` (each ending in CRLF), or None if any
-    line is outside the fast subset."""
-    head = _Head()
-    headers = head.headers
-    while pos < stop:
-        match = _HEADER_LINE.match(buf, pos)
-        if match is None:
-            return None
-        pos = match.end()
-        raw_name, raw_value = match.group(1, 2)
-        lowered = raw_name.lower()
-        if lowered in _H11_ONLY:
-            head.special = True
-        elif lowered == b"content-length":
-            if head.length is not None or not _DIGITS.fullmatch(raw_value):
-                head.special = True
-            else:
-                head.length = int(raw_value)
-        elif lowered == b"host":
-            head.hosts += 1
-        elif lowered == b"connection":
-            head.close = head.close or b"close" in _tokens(raw_value)
-        name = lowered.decode("ascii")
-        value = raw_value.decode("latin-1")
-        headers[name] = f"{headers[name]}, {value}" if name in headers else value
-    return head if pos == stop else None
-
-
-def _tokens(value: bytes) -> set[bytes]:
-    """The lower-cased items of a comma-separated header value."""
-    return {item.strip().lower() for item in value.split(b",")} - {b""}
-
-
-def _head_end(buf: bytearray, max_headers: int, searched: int) -> int | _Fallback | None:
-    """Where the head in ``buf`` ends (its blank line), None while it may still come,
-    or _FALLBACK when only h11 can tell (bare-LF lines, a head too long to wait for).
-    The first ``searched`` bytes were searched before: only what came since is (so
-    a head arriving in many small pieces costs linear time, not quadratic)."""
-    end = buf.find(b"\r\n\r\n", max(0, searched - 3))
-    if end >= 0:
-        return end
-    if (
-        len(buf) > max_headers
-        or buf.find(b"\n\n", max(0, searched - 1)) >= 0
-        or buf.find(b"\n\r\n", max(0, searched - 2)) >= 0
-    ):
-        return _FALLBACK
-    if buf and buf[0] < 0x21:
-        return _FALLBACK  # h11 refuses such a first line at once, without waiting for more
-    return None
-
-
-class _Out:
-    """Outgoing headers checked and normalized as h11 does, and what they say."""
-
-    __slots__ = ("chunked", "connection", "h11_only", "headers", "hosts", "length")
-
-    def __init__(self, headers: list[tuple[bytes, bytes]]) -> None:
-        self.headers: list[tuple[bytes, bytes]] = []
-        self.length: int | None = None
-        self.chunked = False
-        self.connection: set[bytes] = set()
-        self.hosts = 0
-        self.h11_only = False
-        for name, value in headers:
-            if not _NAME.fullmatch(name):
-                raise h11.LocalProtocolError(f"Illegal header name {name!r}")
-            if not _FIELD_VALUE.fullmatch(value):
-                raise h11.LocalProtocolError(f"Illegal header value {value!r}")
-            lowered = name.lower()
-            if lowered == b"content-length":
-                lengths = {part.strip() for part in value.split(b",")}
-                if len(lengths) != 1:
-                    raise h11.LocalProtocolError("conflicting Content-Length headers")
-                value = lengths.pop()
-                if not _DIGITS.fullmatch(value):
-                    raise h11.LocalProtocolError("bad Content-Length")
-                if self.length is not None:
-                    if self.length != int(value):
-                        raise h11.LocalProtocolError("conflicting Content-Length headers")
-                    continue  # a repeat of the same length is dropped
-                self.length = int(value)
-            elif lowered == b"transfer-encoding":
-                if self.chunked:
-                    raise h11.LocalProtocolError("multiple Transfer-Encoding headers")
-                value = value.lower()
-                if value != b"chunked":
-                    raise h11.LocalProtocolError("Only Transfer-Encoding: chunked is supported")
-                self.chunked = True
-            elif lowered == b"connection":
-                self.connection |= _tokens(value)
-            elif lowered == b"host":
-                self.hosts += 1
-            elif lowered in _H11_ONLY:
-                self.h11_only = True
-            self.headers.append((name, value))
-
-    def without(self, *names: bytes) -> list[tuple[bytes, bytes]]:
-        return [(n, v) for n, v in self.headers if n.lower() not in names]
-
-
-def _write_head(first_line: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
-    return first_line + b"".join(b"%s: %s\r\n" % pair for pair in headers) + b"\r\n"
-
-
-class _Connection:
-    """What both sides share: bytes kept for the fast path, or h11 once it took over."""
-
-    def __init__(self, our_role: type[h11.SERVER] | type[h11.CLIENT], max_headers: int) -> None:
+    def __init__(
+        self, our_role: type[h11.SERVER] | type[h11.CLIENT], max_headers: int, fast: F | None
+    ) -> None:
         self._role = our_role
         self._max_headers = max_headers
         self._h11: h11.Connection | None = None
-        self._buf = bytearray()
-        self._eof = False
-        # How much of self._buf was searched for the end of a head, without finding it.
-        self._searched = 0
-        # Whether the end of the connection was reported (ConnectionEnded): as in h11,
-        # a connection is not reused once it was (and may be before).
-        self._ended = False
-
-    def _connection_ended(self) -> ConnectionEnded:
-        self._ended = True
-        return ConnectionEnded()
-
-    def _find_head_end(self) -> int | _Fallback | None:
-        end = _head_end(self._buf, self._max_headers, self._searched)
-        self._searched = len(self._buf) if end is None else 0
-        return end
-
-    def _receive(self, data: bytes | bytearray) -> None:
-        if self._h11 is not None:
-            self._h11.receive_data(bytes(data))
-        elif not data:
-            self._eof = True
-        elif not self._eof:
-            self._buf += data
+        # Exactly one of self._fast and self._h11 is set.
+        self._fast: F | None = fast
+        if fast is None:
+            self._take_over()
 
     def _take_over(self) -> h11.Connection:
         """Hand the connection to h11 for good."""
@@ -290,115 +110,60 @@ class _Connection:
         self._h11 = conn
         return conn
 
-    def _replay(self) -> None:
-        """Give h11 what arrived so far (and the end of the connection, if it came)."""
+    @property
+    def can_reuse(self) -> bool:
+        if self._fast is not None:
+            return self._fast.can_reuse
         assert self._h11 is not None
-        if self._buf:  # (h11 takes empty data for the end of the connection)
-            self._h11.receive_data(bytes(self._buf))
-            self._buf.clear()
-        if self._eof:
-            self._h11.receive_data(b"")
+        return self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE
+
+    def receive_data(self, data: bytes | bytearray) -> None:
+        if self._fast is not None:
+            self._fast.receive(data)
+        else:
+            assert self._h11 is not None
+            self._h11.receive_data(bytes(data))
 
 
-class HTTPServerConnection(_Connection):
+class HTTPServerConnection(_Connection[FastServer]):
     """The server side of one HTTP/1.1 connection.
 
     ``receive_data`` then ``next_request`` gives whole requests (the body
     collected up to ``max_body`` bytes: a larger one is an :class:`HTTPError`
     413 before it is read).  Responses go out through ``send_head``,
     ``send_body`` and ``end``; ``start_next`` readies the connection for the
-    next request when keep-alive allows it.
+    next request when keep-alive allows it.  ``fast_path``: see the module.
     """
 
     def __init__(
-        self, *, max_body: int = DEFAULT_MAX_BODY, max_headers: int = DEFAULT_MAX_HEADERS
+        self,
+        *,
+        max_body: int = DEFAULT_MAX_BODY,
+        max_headers: int = DEFAULT_MAX_HEADERS,
+        fast_path: bool | None = None,
     ) -> None:
-        super().__init__(h11.SERVER, max_headers)
+        fast = FastServer(max_headers, max_body) if _fast_path_wanted(fast_path) else None
+        super().__init__(h11.SERVER, max_headers, fast)
         self.max_body = max_body
         self._request: h11.Request | None = None
         self._body = bytearray()
-        # The fast path's state (while self._h11 is None).
-        self._got_request = False  # a request was parsed; its response is due
-        self._keep_alive = True
-        self._response: str | None = None  # None, "length", "chunked", "done" or "error"
-        self._remaining = 0
-        # A request whose head was parsed while its body is still arriving: the
-        # method, the target, the head, where the body starts, and its length.
-        self._pending: tuple[bytes, bytes, _Head, int, int] | None = None
 
     def _fall_back(self) -> None:
         """Hand the connection to h11, replaying what arrived."""
-        self._take_over()
-        self._replay()
+        conn = self._take_over()
+        fast, self._fast = self._fast, None
+        if fast is not None:
+            fast.hand_over(conn)
 
-    @property
-    def can_reuse(self) -> bool:
-        if self._h11 is None:
-            return (
-                self._got_request
-                and self._response == "done"
-                and self._keep_alive
-                and not self._ended
-            )
-        return self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE
-
-    def receive_data(self, data: bytes | bytearray) -> None:
-        self._receive(data)
-
-    def next_request(self) -> HTTPRequest | HTTPError | ConnectionEnded | type[NEED_DATA]:
-        if self._h11 is None:
-            fast = self._fast_request()
-            if not isinstance(fast, _Fallback):
+    def next_request(self) -> ServerEvent:
+        if self._fast is not None:
+            fast = self._fast.next_request()
+            if not isinstance(fast, Fallback):
                 return fast
             self._fall_back()
         return self._h11_request()
 
-    def _fast_request(
-        self,
-    ) -> HTTPRequest | HTTPError | ConnectionEnded | type[NEED_DATA] | _Fallback:
-        buf = self._buf
-        if self._got_request:  # the next request waits for start_next, as in h11
-            return self._connection_ended() if self._eof and not buf else NEED_DATA
-        if self._pending is None:
-            end = self._find_head_end()
-            if end is None:
-                if self._eof:
-                    return self._connection_ended() if not buf else _FALLBACK
-                return NEED_DATA
-            if isinstance(end, _Fallback):
-                return end
-            line = _REQUEST_LINE.match(buf)
-            if line is None or line.group(1) in _SPECIAL_METHODS:
-                return _FALLBACK
-            head = _parse_fields(buf, line.end(), end + 2)
-            if head is None or head.special or head.hosts != 1:
-                return _FALLBACK
-            length = head.length or 0
-            if length > self.max_body:
-                self._keep_alive = not head.close
-                return HTTPError(413, f"request body over {self.max_body} bytes")
-            method, target = line.group(1, 2)
-            start = end + 4
-        else:  # the head was parsed before: only the body was missing
-            method, target, head, start, length = self._pending
-        if len(buf) < start + length:
-            if self._eof:
-                return _FALLBACK
-            self._pending = (method, target, head, start, length)
-            return NEED_DATA
-        self._pending = None
-        request = HTTPRequest(
-            method=method.decode("ascii"),
-            target=target.decode("latin-1"),
-            headers=head.headers,
-            body=bytes(buf[start : start + length]),
-        )
-        del buf[: start + length]
-        self._got_request = True
-        self._keep_alive = not head.close
-        return request
-
-    def _h11_request(self) -> HTTPRequest | HTTPError | ConnectionEnded | type[NEED_DATA]:
+    def _h11_request(self) -> ServerEvent:
         assert self._h11 is not None
         while True:
             try:
@@ -434,68 +199,26 @@ class HTTPServerConnection(_Connection):
         self, status: int, headers: Mapping[str, str] | Iterable[tuple[str, str]]
     ) -> bytes:
         encoded = _encode_headers(headers)
-        if self._h11 is not None:
-            return self._h11.send(h11.Response(status_code=status, headers=encoded)) or b""
-        try:
-            return self._fast_head(status, encoded)
-        except h11.LocalProtocolError:
-            self._fail_for_good()
-            raise
-
-    def _fail_for_good(self) -> None:
-        """A send broke the protocol: nothing more can be sent and the connection is
-        not reused (h11's ERROR state)."""
-        self._response = "error"
-        self._keep_alive = False
-
-    def _fast_head(self, status: int, headers: list[tuple[bytes, bytes]]) -> bytes:
-        # The framing and Connection headers h11 would write.
-        if self._response is not None or not self._got_request or not 200 <= status <= 999:
-            raise h11.LocalProtocolError("a response cannot be sent now")
-        out = _Out(headers)
-        lines = out.headers
-        if status in (204, 304):
-            self._response, self._remaining = "length", 0
-        elif out.chunked or out.length is None:
-            self._response = "chunked"
-            lines = out.without(b"content-length", b"transfer-encoding")
-            lines.append((b"Transfer-Encoding", b"chunked"))
-        else:
-            self._response, self._remaining = "length", out.length
-        if not self._keep_alive:
-            tokens = (out.connection - {b"keep-alive"}) | {b"close"}
-            lines = [(n, v) for n, v in lines if n.lower() != b"connection"]
-            lines += [(b"Connection", token) for token in sorted(tokens)]
-        elif b"close" in out.connection:
-            self._keep_alive = False
-        return _write_head(b"HTTP/1.1 %d \r\n" % status, lines)
+        if self._fast is not None:
+            return self._fast.send_head(status, encoded)
+        assert self._h11 is not None
+        return self._h11.send(h11.Response(status_code=status, headers=encoded)) or b""
 
     def send_body(self, data: bytes) -> bytes:
         if not data:
             return b""
-        if self._h11 is not None:
-            if self._request is not None and self._request.method == b"HEAD":
-                return b""  # a response to HEAD has no body (its head still says how long)
-            return self._h11.send(h11.Data(data=data)) or b""
-        if self._response == "chunked":
-            return b"%x\r\n%s\r\n" % (len(data), data)
-        if self._response != "length" or len(data) > self._remaining:
-            self._fail_for_good()
-            raise h11.LocalProtocolError("Too much data for declared Content-Length")
-        self._remaining -= len(data)
-        return data
+        if self._fast is not None:
+            return self._fast.send_body(data)
+        assert self._h11 is not None
+        if self._request is not None and self._request.method == b"HEAD":
+            return b""  # a response to HEAD has no body (its head still says how long)
+        return self._h11.send(h11.Data(data=data)) or b""
 
     def end(self) -> bytes:
-        if self._h11 is not None:
-            return self._h11.send(h11.EndOfMessage()) or b""
-        if self._response == "chunked":
-            self._response = "done"
-            return b"0\r\n\r\n"
-        if self._response != "length" or self._remaining:
-            self._fail_for_good()
-            raise h11.LocalProtocolError("Too little data for declared Content-Length")
-        self._response = "done"
-        return b""
+        if self._fast is not None:
+            return self._fast.end()
+        assert self._h11 is not None
+        return self._h11.send(h11.EndOfMessage()) or b""
 
     def send_response(
         self, status: int, headers: Mapping[str, str] | Iterable[tuple[str, str]], body: bytes = b""
@@ -506,13 +229,13 @@ class HTTPServerConnection(_Connection):
 
     def send_error_response(self, status: int, reason: str) -> bytes:
         """Answer an :class:`HTTPError`, if the connection state still allows it."""
-        if self._h11 is not None:
+        if self._fast is not None:
+            if not self._fast.may_answer_error():
+                return b""
+        else:
+            assert self._h11 is not None
             if self._h11.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
                 return b""
-        elif self._response is not None:
-            return b""
-        else:
-            self._got_request = True  # answering the request that could not be read
         body = reason.encode("utf-8", "replace")
         try:
             return self.send_response(
@@ -527,19 +250,20 @@ class HTTPServerConnection(_Connection):
         """Get ready for the next request on this connection; False if it must close."""
         if not self.can_reuse:
             return False
-        if self._h11 is not None:
+        if self._fast is not None:
+            self._fast.start_next()
+        else:
+            assert self._h11 is not None
             self._h11.start_next_cycle()
             self._request = None
             self._body.clear()
-        else:
-            self._got_request = False
-            self._response = None
         return True
 
     def close(self) -> bytes:
-        if self._h11 is None:
-            self._keep_alive = False
+        if self._fast is not None:
+            self._fast.close()
             return b""
+        assert self._h11 is not None
         try:
             return self._h11.send(h11.ConnectionClosed()) or b""
         except h11.LocalProtocolError:
@@ -550,25 +274,21 @@ def _as_pairs(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> list[tu
     return list(headers.items()) if isinstance(headers, Mapping) else list(headers)
 
 
-_ClientEvent = HTTPResponseHead | bytes | ConnectionEnded | HTTPError | type[NEED_DATA] | None
-
-
-class HTTPClientConnection(_Connection):
+class HTTPClientConnection(_Connection[FastClient]):
     """The client side of one HTTP/1.1 connection: one request at a time,
-    several in turn when the server keeps the connection alive."""
+    several in turn when the server keeps the connection alive.  ``fast_path``:
+    see the module."""
 
-    def __init__(self, host: str, *, max_headers: int = DEFAULT_MAX_HEADERS) -> None:
-        super().__init__(h11.CLIENT, max_headers)
+    def __init__(
+        self, host: str, *, max_headers: int = DEFAULT_MAX_HEADERS, fast_path: bool | None = None
+    ) -> None:
+        fast = FastClient(max_headers) if _fast_path_wanted(fast_path) else None
+        super().__init__(h11.CLIENT, max_headers, fast)
         self.host = host
         #: Whether this connection already carried a whole exchange before the current one.
         self.reused = False
         #: Whether any byte of the current response arrived.
         self.response_started = False
-        # The fast path's state (while self._h11 is None).
-        self._sent: tuple[bytes, bytes, list[tuple[bytes, bytes]], bytes | None] | None = None
-        self._keep_alive = True
-        self._state = "idle"  # "idle", "head" (awaiting it), "body", "done"
-        self._remaining = self._length = 0
 
     def send_request(
         self, method: str, target: str, headers: Mapping[str, str], body: bytes | None = None
@@ -578,21 +298,11 @@ class HTTPClientConnection(_Connection):
             pairs.append(("content-length", str(len(body))))
         encoded = _encode_headers(pairs)
         raw_method, raw_target = method.encode("ascii"), target.encode("ascii")
-        if self._h11 is None:
-            if self._state != "idle":
-                raise h11.LocalProtocolError("a request is already in progress")
-            if not _NAME.fullmatch(raw_method) or not _TARGET.fullmatch(raw_target):
-                raise h11.LocalProtocolError(f"Illegal request line {method!r} {target!r}")
-            out = _Out(encoded)
-            if out.hosts != 1:
-                raise h11.LocalProtocolError("Found multiple Host: headers")
-            if not (out.h11_only or out.chunked or raw_method in _SPECIAL_METHODS):
-                self._sent = (raw_method, raw_target, encoded, body)
-                self._state = "head"
-                self._keep_alive = b"close" not in out.connection
-                first = b"%s %s HTTP/1.1\r\n" % (raw_method, raw_target)
-                return _write_head(first, out.headers) + (body or b"")
-            self._fall_back()  # a request only h11 frames (it is at a message boundary)
+        if self._fast is not None:
+            fast = self._fast.send_request(raw_method, raw_target, encoded, body)
+            if not isinstance(fast, Fallback):
+                return fast
+            self._fall_back()
         return self._h11_send(raw_method, raw_target, encoded, body)
 
     def _h11_send(
@@ -607,74 +317,28 @@ class HTTPClientConnection(_Connection):
     def _fall_back(self) -> None:
         """Hand the connection to h11: replay the request (for its state) and what
         arrived of the answer."""
-        self._take_over()
-        if self._sent is not None and self._state != "idle":
-            self._h11_send(*self._sent)
-        self._replay()
+        conn = self._take_over()
+        fast, self._fast = self._fast, None
+        if fast is not None:
+            if fast.in_flight is not None:
+                self._h11_send(*fast.in_flight)
+            fast.hand_over(conn)
 
     def receive_data(self, data: bytes | bytearray) -> None:
         if data:
             self.response_started = True
-        self._receive(data)
+        super().receive_data(data)
 
-    def next_event(self) -> _ClientEvent:
+    def next_event(self) -> ClientEvent:
         """The response head, then body chunks (bytes), then None at its end."""
-        if self._h11 is None:
-            fast = self._fast_event()
-            if not isinstance(fast, _Fallback):
+        if self._fast is not None:
+            fast = self._fast.next_event()
+            if not isinstance(fast, Fallback):
                 return fast
             self._fall_back()
         return self._h11_event()
 
-    def _fast_event(self) -> _ClientEvent | _Fallback:
-        buf = self._buf
-        if self._state == "body":
-            if self._remaining == 0:
-                self._state = "done"
-                return None
-            if not buf:
-                if self._eof:
-                    received = self._length - self._remaining
-                    return HTTPError(
-                        502,
-                        "malformed HTTP response: peer closed connection without sending "
-                        f"complete message body (received {received} bytes, "
-                        f"expected {self._length})",
-                    )
-                return NEED_DATA
-            chunk = bytes(buf[: self._remaining])
-            del buf[: len(chunk)]
-            self._remaining -= len(chunk)
-            return chunk
-        if self._state != "head":
-            if self._eof and not buf:
-                return self._connection_ended()
-            return NEED_DATA if self._state == "done" else _FALLBACK
-        end = self._find_head_end()
-        if end is None:
-            return _FALLBACK if self._eof else NEED_DATA
-        if isinstance(end, _Fallback):
-            return end
-        line = _STATUS_LINE.match(buf)
-        assert self._sent is not None
-        if line is None or self._sent[0] in _SPECIAL_METHODS:
-            return _FALLBACK
-        status = int(line.group(1))
-        head = _parse_fields(buf, line.end(), end + 2)
-        if head is None or head.special or status < 200:
-            return _FALLBACK
-        if status in (204, 304):
-            length = 0
-        elif head.length is None:
-            return _FALLBACK  # chunked, or delimited by the connection's end: h11's job
-        else:
-            length = head.length
-        del buf[: end + 4]
-        self._keep_alive = self._keep_alive and not head.close
-        self._state, self._remaining, self._length = "body", length, length
-        return HTTPResponseHead(status, head.headers)
-
-    def _h11_event(self) -> _ClientEvent:
+    def _h11_event(self) -> ClientEvent:
         assert self._h11 is not None
         try:
             event = self._h11.next_event()
@@ -693,12 +357,6 @@ class HTTPClientConnection(_Connection):
         return ConnectionEnded()
 
     @property
-    def can_reuse(self) -> bool:
-        if self._h11 is None:
-            return self._state == "done" and self._keep_alive and not self._ended
-        return self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE
-
-    @property
     def may_retry(self) -> bool:
         """Whether a request that failed on this connection may go again on a fresh one.
 
@@ -713,70 +371,11 @@ class HTTPClientConnection(_Connection):
         exchange did not end cleanly, or the server said ``Connection: close``)."""
         if not self.can_reuse:
             return False
-        if self._h11 is not None:
-            self._h11.start_next_cycle()
+        if self._fast is not None:
+            self._fast.start_next()
         else:
-            self._state = "idle"
-            self._sent = None
+            assert self._h11 is not None
+            self._h11.start_next_cycle()
         self.reused = True
         self.response_started = False
         return True
-
-
-S = TypeVar("S")
-
-
-class PooledConnection(Generic[S]):
-    """An adapter's byte stream ``S`` and the HTTP state of the connection it carries."""
-
-    def __init__(self, origin: str, stream: S, http: HTTPClientConnection) -> None:
-        self.origin = origin
-        self.stream = stream
-        self.http = http
-
-
-class ConnectionPool(Generic[S]):
-    """A client's idle keep-alive connections, by origin.
-
-    A request takes an idle connection (the most recently used, the one a
-    server is least likely to have closed) or the adapter opens a fresh one;
-    afterwards :meth:`release` keeps the connection only if its exchange
-    ended cleanly and the server allows reuse.  Requests in flight never
-    share a connection: one whose answer is still streaming is not idle.
-    """
-
-    def __init__(self, *, max_idle: int = 4, max_headers: int = DEFAULT_MAX_HEADERS) -> None:
-        self.max_idle = max_idle
-        self.max_headers = max_headers
-        self.closed = False
-        self._idle: dict[str, list[PooledConnection[S]]] = {}
-
-    def take(self, origin: str) -> PooledConnection[S] | None:
-        """An idle connection to ``origin``, or None: open one and call :meth:`opened`."""
-        idle = self._idle.get(origin)
-        return idle.pop() if idle else None
-
-    def opened(self, origin: str, host_header: str, stream: S) -> PooledConnection[S]:
-        return PooledConnection(
-            origin, stream, HTTPClientConnection(host_header, max_headers=self.max_headers)
-        )
-
-    def release(self, conn: PooledConnection[S]) -> bool:
-        """Keep ``conn`` for a later request; False: the adapter closes its stream."""
-        if self.closed or not conn.http.start_next():
-            return False
-        idle = self._idle.setdefault(conn.origin, [])
-        if len(idle) >= self.max_idle:
-            return False
-        idle.append(conn)
-        return True
-
-    def close(self) -> list[S]:
-        """Stop keeping connections; the streams of the idle ones, for the adapter to close."""
-        self.closed = True
-        streams = [conn.stream for idle in self._idle.values() for conn in idle]
-        self._idle.clear()
-        return streams
-
-    def __len__(self) -> int:
-        return sum(len(idle) for idle in self._idle.values())

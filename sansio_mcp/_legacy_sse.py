@@ -15,7 +15,7 @@ from . import _json
 from ._errors import ConnectionClosedError, ErrorCode, RemoteProtocolError
 from ._http import HTTPRequest, HTTPResponseHead, media_types
 from ._ndjson import NEED_DATA
-from ._session import ServerSession
+from ._server_session import ServerSession
 from ._sse import SSEParser, format_sse_event
 from ._streamable_http import (
     LOOPBACK_HOSTS,

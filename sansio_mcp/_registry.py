@@ -14,7 +14,7 @@ import attrs
 
 from . import _json
 from ._errors import InvalidParams, LocalProtocolError
-from ._session import ServerSession
+from ._server_session import ServerSession
 from ._state import SessionState
 from ._uritemplate import UriTemplate
 

@@ -22,7 +22,7 @@ from ._http import HTTPRequest, media_types, url_hostname
 from ._http_headers import validate_request_headers
 from ._jsonrpc import RequestId, is_request_id
 from ._modern import is_modern_request
-from ._session import ServerSession
+from ._server_session import ServerSession
 from ._sse import format_sse_comment, format_sse_event
 from ._versions import HANDSHAKE_REVISIONS, META_PROTOCOL_VERSION, MODERN_REVISIONS
 

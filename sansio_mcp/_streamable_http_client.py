@@ -16,13 +16,14 @@ from urllib.parse import urlsplit
 import attrs
 
 from . import _json
+from ._client_session import ClientSession
 from ._errors import ErrorCode, HTTPStatusError, RemoteProtocolError
-from ._http import ConnectionPool, HTTPError, HTTPResponseHead, PooledConnection, media_types
+from ._http import HTTPError, HTTPResponseHead, media_types
 from ._http_headers import request_headers, x_mcp_header_problems
-from ._jsonrpc import is_request_id
+from ._http_pool import ConnectionPool, PooledConnection
+from ._jsonrpc import RequestId, is_request_id
 from ._modern import is_modern_request
 from ._ndjson import NEED_DATA
-from ._session import ClientSession
 from ._sse import SSEParser
 from ._state import SessionState
 from ._versions import Era
@@ -269,8 +270,8 @@ class StreamableHTTPClient:
             }
         )
 
-    def _wire_ids(self) -> set[Any]:
-        return set(self.session._outgoing)
+    def _wire_ids(self) -> frozenset[RequestId]:
+        return self.session._requests.wire_ids()
 
 
 class ResponseHandler:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,8 @@ from urllib.parse import urlsplit
 import trio
 
 from sansio_mcp.a2e import BridgeConfig, BridgeHost, load_config
+from sansio_mcp.runtime._transports import stop_signals
+from trio_adapters._transports import stop_on_signal as trio_stop_on_signal
 
 __all__ = ["BridgeConfig", "add_bridge_parser", "load_config", "run_bridge", "run_command"]
 
@@ -44,8 +45,8 @@ async def run_bridge(config: BridgeConfig, listen: str, elicitation: bool = Fals
     for server in config.servers:
         host.register(server, bridge.now())
     async with trio.open_nursery() as nursery:
+        await nursery.start(trio_stop_on_signal, nursery.cancel_scope)
         await nursery.start(bridge.run)
-        nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
         if address is None:
             stdin = trio.lowlevel.FdStream(os.dup(0))
             stdout = trio.lowlevel.FdStream(os.dup(1))
@@ -59,14 +60,6 @@ async def run_bridge(config: BridgeConfig, listen: str, elicitation: bool = Fals
             await trio.sleep_forever()
         nursery.cancel_scope.cancel()
     return 0
-
-
-async def _stop_on_signal(scope: trio.CancelScope) -> None:
-    """SIGTERM / SIGINT stop the bridge cleanly: its servers are shut down first."""
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async for _ in signals:
-            scope.cancel()
-            return
 
 
 async def _serve_ws(
@@ -146,7 +139,8 @@ async def run_bridge_asyncio(config: BridgeConfig, listen: str, elicitation: boo
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()
     assert main is not None
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    # A stop signal cancels this task: the bridge shuts its servers down and exits 0.
+    for sig in stop_signals():
         loop.add_signal_handler(sig, main.cancel)
     runner = asyncio.ensure_future(bridge.run())
     try:

@@ -70,7 +70,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="an environment variable for a stdio server (it gets a minimal environment)",
     )
-    check.add_argument("--schema-dir", help="folder of <revision>/schema.json (or $MCP_SCHEMA_DIR)")
+    check.add_argument(
+        "--schema-dir",
+        help="folder of <revision>/schema.json searched first (then $MCP_SCHEMA_DIR, the cache "
+        "`sansio-mcp schemas fetch` fills, ../shared/mcp-schema)",
+    )
     check.add_argument("--report-json", metavar="FILE", help="write the report as JSON")
     check.add_argument("--report-md", metavar="FILE", help="write the report as Markdown")
     check.add_argument("--report-html", metavar="FILE", help="write the report as HTML")
@@ -143,6 +147,9 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(renderers[kind]())
     sys.stdout.write(report.to_markdown())
+    for skip in report.skipped:
+        if skip.what == "schema":  # checking less than asked must never be silent
+            print(f"sansio-mcp check: warning: {skip.reason}", file=sys.stderr)
     print(report.summary_line(), file=sys.stderr)
     return 0 if report.ok else 1
 

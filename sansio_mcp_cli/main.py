@@ -156,6 +156,9 @@ def _parser() -> argparse.ArgumentParser:
     from .check import add_parser as add_check_parser
 
     add_check_parser(sub, common)
+    from .schemas import add_parser as add_schemas_parser
+
+    add_schemas_parser(sub)
     return parser
 
 
@@ -188,21 +191,58 @@ def _dump(obj: Any) -> None:
     sys.stdout.flush()
 
 
+def _parse(options: list[str]) -> argparse.Namespace:
+    """Options anywhere, as users type them: ``call TOOL --args '{}' URL`` included.
+
+    argparse gives an optional positional (the URL) its empty value as soon as the first
+    positional is read, so a URL after the options comes back unrecognised: it is taken here.
+    """
+    parser = _parser()
+    args, rest = parser.parse_known_args(options)
+    if len(rest) == 1 and getattr(args, "url", "") is None and _is_url(rest[0]):
+        args.url = rest[0]
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    return args
+
+
+#: Modules that only the ``testing`` extra installs.
+_TESTING_EXTRA = frozenset({"jsonschema", "referencing", "hypothesis"})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sansio-mcp`` script."""
     options, command = _split_command(sys.argv[1:] if argv is None else argv)
-    args = _parser().parse_args(options)
+    args = _parse(options)
+    try:
+        return _run(args, command)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in _TESTING_EXTRA:
+            raise
+        print(
+            f"sansio-mcp {args.command}: this command needs the 'testing' extra "
+            f"({exc.name} is not installed): pip install 'sansio-mcp[testing]'",
+            file=sys.stderr,
+        )
+        return 2
+
+
+def _run(args: argparse.Namespace, command: list[str]) -> int:
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         stream=sys.stderr,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    if args.command == "schemas":
+        from .schemas import run as run_schemas
+
+        return run_schemas(args)
     backend = backend_named(args.backend)
     try:
         if args.command == "example-server":
             server = build_server(page_size=args.page_size)
             serve = partial(backend.serve, on_bound=_announcer(args.transport, args.host))
-            backend.run(serve, server, args.transport, args.host, args.port)
+            backend.run(backend.until_stopped, serve, server, args.transport, args.host, args.port)
             return 0
         if args.command == "demo" and args.mcp:
             from .demo import run_demo

@@ -45,6 +45,7 @@ from ._spec import (
     Union,
     json_values,
 )
+from .schemas import RESULT_DEFINITIONS
 
 __all__ = ["MessageKind", "catalog"]
 
@@ -579,33 +580,6 @@ def _definition_name(method: str) -> str:
         "notifications/elicitation/complete": "ElicitationCompleteNotification",
         "notifications/subscriptions/acknowledged": "SubscriptionsAcknowledgedNotification",
     }[method]
-
-
-#: Result definition per request method (the same name in every revision that has it).
-RESULT_DEFINITIONS: dict[str, str] = {
-    "initialize": "InitializeResult",
-    "ping": "EmptyResult",
-    "server/discover": "DiscoverResult",
-    "subscriptions/listen": "SubscriptionsListenResult",
-    "resources/list": "ListResourcesResult",
-    "resources/templates/list": "ListResourceTemplatesResult",
-    "resources/read": "ReadResourceResult",
-    "resources/subscribe": "EmptyResult",
-    "resources/unsubscribe": "EmptyResult",
-    "prompts/list": "ListPromptsResult",
-    "prompts/get": "GetPromptResult",
-    "tools/list": "ListToolsResult",
-    "tools/call": "CallToolResult",
-    "logging/setLevel": "EmptyResult",
-    "completion/complete": "CompleteResult",
-    "sampling/createMessage": "CreateMessageResult",
-    "roots/list": "ListRootsResult",
-    "elicitation/create": "ElicitResult",
-    "tasks/get": "GetTaskResult",
-    "tasks/result": "GetTaskPayloadResult",
-    "tasks/cancel": "CancelTaskResult",
-    "tasks/list": "ListTasksResult",
-}
 
 
 def _client_request_params(r: _Rev, method: str) -> tuple[Spec | None, bool]:

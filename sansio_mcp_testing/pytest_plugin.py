@@ -14,8 +14,10 @@ Two ways in (the plugin is registered by ``pip install 'sansio-mcp[testing]'``):
 * The option ``--mcp-check "COMMAND ..."`` (or a URL) adds one test per
   property to the run, named ``mcp-check::<property>``; each fails with the
   violations of its property (transcripts included).  ``--mcp-check-examples``,
-  ``--mcp-check-timeout``, ``--mcp-check-protocol-version`` and
-  ``--mcp-check-allow-destructive`` tune it.  Warnings (SHOULD-level) do not
+  ``--mcp-check-timeout``, ``--mcp-check-protocol-version``, the safety options
+  ``--mcp-check-allow-destructive``, ``--mcp-check-allow TOOL``, ``--mcp-check-deny TOOL``
+  and ``--mcp-check-read-only``, and ``--mcp-check-schema-dir`` tune it, as the same
+  options of ``sansio-mcp check`` do.  Warnings (SHOULD-level) do not
   fail a test unless ``--mcp-check-strict``.
 """
 
@@ -54,6 +56,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="also call tools annotated destructiveHint: true",
     )
+    group.addoption(
+        "--mcp-check-allow",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="call this tool even if destructive (repeatable)",
+    )
+    group.addoption(
+        "--mcp-check-deny",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="never call this tool (repeatable)",
+    )
+    group.addoption(
+        "--mcp-check-read-only",
+        action="store_true",
+        help="call only tools annotated readOnlyHint: true",
+    )
+    group.addoption(
+        "--mcp-check-schema-dir",
+        metavar="DIR",
+        help="folder of <revision>/schema.json searched first",
+    )
     group.addoption("--mcp-check-strict", action="store_true", help="warnings fail the tests too")
 
 
@@ -83,6 +109,10 @@ class _Run:
                     seed=option("--mcp-check-seed"),
                     protocol_versions=option("--mcp-check-protocol-version"),
                     allow_destructive=option("--mcp-check-allow-destructive"),
+                    allow=option("--mcp-check-allow"),
+                    deny=option("--mcp-check-deny"),
+                    read_only=option("--mcp-check-read-only"),
+                    schema_dir=option("--mcp-check-schema-dir"),
                 ),
             )
         return self.report

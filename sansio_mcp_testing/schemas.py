@@ -1,9 +1,12 @@
 """The official MCP JSON schemas, per revision, as validators.
 
-The schema files are not shipped with the package: they are read from
-``<dir>/<revision>/schema.json`` where ``dir`` is the ``schema_dir`` given,
-else ``$MCP_SCHEMA_DIR``, else ``../shared/mcp-schema`` beside the project
-checkout.  :func:`find_schema_dir` says where (or None).
+The schema files are not shipped with the package (``sansio-mcp schemas fetch``
+downloads them, pinned and checked, into the user's cache). Each revision's
+``<dir>/<revision>/schema.json`` is looked for in, in order: the ``schema_dir``
+given, ``$MCP_SCHEMA_DIR``, the cache (:func:`user_cache_dir`), then
+``../shared/mcp-schema`` beside the project checkout. :func:`find_schema` says
+where one revision's schema is (or None), :func:`schema_search_path` lists the
+places.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +22,34 @@ import jsonschema
 from referencing import Registry, Resource
 
 __all__ = [
+    "FETCH_COMMAND",
     "OfficialSchema",
+    "SCHEMA_NAMES",
+    "find_schema",
     "find_schema_dir",
     "load_schema",
+    "missing_schema_message",
+    "schema_search_path",
+    "user_cache_dir",
     "RESULT_DEFINITIONS",
 ]
 
-#: Result definition per request method.
+#: Every schema the project knows: the revisions, the spec's draft, the tasks extension.
+SCHEMA_NAMES = (
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    "2026-07-28",
+    "draft",
+    "ext-tasks/draft",
+)
+
+#: What a user runs to get the schemas (said wherever one is missing).
+FETCH_COMMAND = "sansio-mcp schemas fetch"
+
+#: Result definition per request method (the same name in every revision that has it);
+#: the message catalogue (``_catalog``) names its results from here too.
 RESULT_DEFINITIONS: dict[str, str] = {
     "initialize": "InitializeResult",
     "ping": "EmptyResult",
@@ -51,18 +76,61 @@ RESULT_DEFINITIONS: dict[str, str] = {
 }
 
 
-def find_schema_dir(schema_dir: str | os.PathLike[str] | None = None) -> Path | None:
-    """The folder holding ``<revision>/schema.json`` files, or None if none is found."""
-    candidates: list[Path] = []
+def user_cache_dir() -> Path:
+    """Where ``sansio-mcp schemas fetch`` stores the schemas by default.
+
+    ``$XDG_CACHE_HOME/sansio-mcp/mcp-schema`` (``~/.cache`` when unset); on macOS
+    ``~/Library/Caches``, on Windows ``%LOCALAPPDATA%``.
+    """
+    if sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
+        base = Path(os.environ["LOCALAPPDATA"])
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "sansio-mcp" / "mcp-schema"
+
+
+def schema_search_path(
+    schema_dir: str | os.PathLike[str] | None = None,
+) -> list[tuple[str, Path]]:
+    """The folders searched for schemas, in order, each with where it comes from."""
+    places: list[tuple[str, Path]] = []
     if schema_dir is not None:
-        candidates.append(Path(schema_dir))
+        places.append(("--schema-dir", Path(schema_dir)))
     if os.environ.get("MCP_SCHEMA_DIR"):
-        candidates.append(Path(os.environ["MCP_SCHEMA_DIR"]))
-    candidates.append(Path(__file__).resolve().parents[2] / "shared" / "mcp-schema")
-    candidates.append(Path.cwd().parent / "shared" / "mcp-schema")
-    for candidate in candidates:
-        if candidate.is_dir():
-            return candidate.resolve()
+        places.append(("$MCP_SCHEMA_DIR", Path(os.environ["MCP_SCHEMA_DIR"])))
+    places.append(("cache", user_cache_dir()))
+    beside = Path(__file__).resolve().parents[2] / "shared" / "mcp-schema"
+    places.append(("../shared/mcp-schema", beside))
+    from_cwd = Path.cwd().parent / "shared" / "mcp-schema"
+    if from_cwd.resolve() != beside.resolve():
+        places.append(("../shared/mcp-schema", from_cwd))
+    return places
+
+
+def find_schema(name: str, schema_dir: str | os.PathLike[str] | None = None) -> Path | None:
+    """The first ``<dir>/<name>/schema.json`` along :func:`schema_search_path`, or None."""
+    for _, directory in schema_search_path(schema_dir):
+        path = directory / name / "schema.json"
+        if path.is_file():
+            return path.resolve()
+    return None
+
+
+def missing_schema_message(name: str) -> str:
+    """Why schema ``name`` is not used, and the command that fixes it."""
+    return (
+        f"the official {name} schema was not found (--schema-dir, $MCP_SCHEMA_DIR, "
+        f"{user_cache_dir()}): run `{FETCH_COMMAND}`"
+    )
+
+
+def find_schema_dir(schema_dir: str | os.PathLike[str] | None = None) -> Path | None:
+    """The first folder on the search path that holds any schema, or None."""
+    for _, directory in schema_search_path(schema_dir):
+        if any((directory / name / "schema.json").is_file() for name in SCHEMA_NAMES):
+            return directory.resolve()
     return None
 
 
@@ -167,10 +235,7 @@ class OfficialSchema:
 
 
 @functools.cache
-def _load(revision: str, directory: str) -> OfficialSchema | None:
-    path = Path(directory) / revision / "schema.json"
-    if not path.is_file():
-        return None
+def _load(revision: str, path: Path) -> OfficialSchema:
     return OfficialSchema(revision, path)
 
 
@@ -178,7 +243,7 @@ def load_schema(
     revision: str, schema_dir: str | os.PathLike[str] | None = None
 ) -> OfficialSchema | None:
     """The official schema of ``revision``, or None when it cannot be found."""
-    directory = find_schema_dir(schema_dir)
-    if directory is None:
+    path = find_schema(revision, schema_dir)
+    if path is None:
         return None
-    return _load(revision, str(directory))
+    return _load(revision, path)

@@ -21,8 +21,10 @@ import trio
 
 from sansio_mcp import ConnectionClosedError, MCPError, RequestTimeout
 
+from ._findings import Findings, PropertyFailure
+
 if TYPE_CHECKING:
-    from .checker import Checker, _Connection
+    from ._connection import Connection
 
 __all__ = ["run_stateful"]
 
@@ -43,27 +45,20 @@ _MAX_PAGES = 50
 _CANCEL_DELAYS = (0.0, 0.001, 0.01, 0.05)
 
 
-class StatefulFailure(Exception):
-    def __init__(self, message: str, transcript: list[str], details: dict[str, Any]) -> None:
-        super().__init__(message)
-        self.message = message
-        self.transcript = transcript
-        self.details = details
-
-
 class _Stop(Exception):
     """The server is gone or a tool call timed out: the rest of the run is skipped."""
 
 
 async def run_stateful(
-    checker: Checker,
-    conn: _Connection,
+    findings: Findings,
+    conn: Connection,
     tools: list[dict[str, Any]],
     *,
+    timeout: float,
     max_examples: int = 5,
     step_count: int = 10,
 ) -> None:
-    """Run the state machine against ``conn``; report into ``checker``."""
+    """Run the state machine against ``conn``; record what it finds in ``findings``."""
     from hypothesis import HealthCheck, Phase, Verbosity, settings
     from hypothesis import seed as hypothesis_seed
     from hypothesis import strategies as st
@@ -81,17 +76,16 @@ async def run_stateful(
 
     token = trio.lowlevel.current_trio_token()
     caps = conn.client.server_capabilities
-    timeout = checker.options.timeout
     methods = [m for m, (_, cap, _) in LISTS.items() if cap in caps]
     tool_args = {
         t["name"]: from_schema(t.get("inputSchema") or {"type": "object"}).strategy for t in tools
     }
     stopped: list[str] = []
-    failures: list[StatefulFailure] = []
+    failures: list[PropertyFailure] = []
     prop = "stateful"
 
     def count() -> None:
-        checker._count(prop)
+        findings.count(prop)
 
     async def request(method: str, params: dict[str, Any] | None) -> tuple[str, Any]:
         start = conn.recorder.seq
@@ -101,7 +95,7 @@ async def run_stateful(
         except RequestTimeout:
             return "timeout", None
         except ConnectionClosedError:
-            checker._gone(conn, f"the stateful run ({method})", start)
+            findings.server_gone(conn, f"the stateful run ({method})", start)
             raise _Stop("gone") from None
         except MCPError as error:
             return "error", error
@@ -121,7 +115,7 @@ async def run_stateful(
         except RequestTimeout:
             outcome = "timeout"
         except ConnectionClosedError:
-            checker._gone(conn, f"the stateful run (a cancelled call of {name})", start)
+            findings.server_gone(conn, f"the stateful run (a cancelled call of {name})", start)
             raise _Stop("gone") from None
         except MCPError:
             outcome = "answered"
@@ -141,7 +135,7 @@ async def run_stateful(
             self.prompts: list[dict[str, Any]] = []
 
         def fail(self, message: str, **details: Any) -> None:
-            failure = StatefulFailure(message, conn.transcript(self.start), details)
+            failure = PropertyFailure(message, conn.transcript(self.start), details)
             failures.append(failure)
             raise failure
 
@@ -270,7 +264,7 @@ async def run_stateful(
 
         @invariant()
         def schema_valid(self) -> None:
-            bad = [seq for seq in checker._schema_problem_seqs if seq >= self.start]
+            bad = [seq for seq in findings.schema_problem_seqs if seq >= self.start]
             if bad:
                 line = conn.recorder.lines[bad[0]]
                 self.fail(
@@ -288,7 +282,7 @@ async def run_stateful(
         def alive(self) -> None:
             if not stopped and not conn.alive:
                 stopped.append("gone")
-                checker._gone(conn, "the stateful run", self.start)
+                findings.server_gone(conn, "the stateful run", self.start)
 
     machine_settings = settings(
         max_examples=max(1, max_examples),
@@ -300,12 +294,12 @@ async def run_stateful(
         phases=[Phase.explicit, Phase.generate, Phase.shrink],
         suppress_health_check=list(HealthCheck),
     )
-    factory = hypothesis_seed(checker.seed)(SessionMachine)
+    factory = hypothesis_seed(findings.seed)(SessionMachine)
 
-    def run() -> StatefulFailure | str | None:
+    def run() -> PropertyFailure | str | None:
         try:
-            run_state_machine_as_test(factory, settings=machine_settings)  # type: ignore[no-untyped-call]
-        except StatefulFailure as failure:
+            run_state_machine_as_test(factory, settings=machine_settings)
+        except PropertyFailure as failure:
             return failure
         except Flaky as exc:
             # The live session changed under the shrinker: report what failed first.
@@ -314,23 +308,23 @@ async def run_stateful(
         return None
 
     outcome = await trio.to_thread.run_sync(run)
-    if isinstance(outcome, StatefulFailure) and failures and outcome.message != failures[0].message:
+    if isinstance(outcome, PropertyFailure) and failures and outcome.message != failures[0].message:
         # The failure left the live server in a state where something else fails
         # (a server that stops answering fails every later sequence at once): the
         # sequence that first failed is the one that reproduces the defect.
         outcome = failures[0]
         outcome.details["note"] = "shrinking changed the failure; this is the first one seen"
-    if isinstance(outcome, StatefulFailure):
-        checker._violate(
+    if isinstance(outcome, PropertyFailure):
+        findings.violate(
             prop, outcome.message, outcome.transcript, revision=conn.revision, **outcome.details
         )
     elif isinstance(outcome, str):
-        checker._skip("stateful", outcome, conn.revision)
+        findings.skip("stateful", outcome, conn.revision)
     if stopped and stopped[0] != "gone":
-        checker._skip("stateful: rest of the run", stopped[0], conn.revision)
+        findings.skip("stateful: rest of the run", stopped[0], conn.revision)
 
 
-def _notified(conn: _Connection, method: str, after: int) -> bool:
+def _notified(conn: Connection, method: str, after: int) -> bool:
     for line in conn.recorder.lines[after:]:
         obj = line.obj
         if line.direction == "<" and isinstance(obj, dict) and obj.get("method") == method:
@@ -338,11 +332,11 @@ def _notified(conn: _Connection, method: str, after: int) -> bool:
     return False
 
 
-def _first_failure(exc: BaseException) -> StatefulFailure | None:
+def _first_failure(exc: BaseException) -> PropertyFailure | None:
     seen: list[BaseException] = [exc]
     while seen:
         current = seen.pop()
-        if isinstance(current, StatefulFailure):
+        if isinstance(current, PropertyFailure):
             return current
         seen.extend(getattr(current, "exceptions", ()))
         for linked in (current.__cause__, current.__context__):

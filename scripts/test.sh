@@ -1,13 +1,44 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs from the project's own files, then run it all.
+#
+#   bash scripts/test.sh [PYTEST ARGS...]           the locked environment (.venv, requirements/test.lock)
+#   bash scripts/test.sh --latest [PYTEST ARGS...]  the newest versions pyproject.toml allows (.venv-latest)
+#
+# The locked run is what CI runs: every PyPI package comes from requirements/test.lock (exact
+# versions and hashes), so what else is installed on the machine changes nothing. --latest is
+# how breakage from new releases is found on purpose.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
+venv=.venv
+latest=0
+if [[ "${1:-}" == "--latest" ]]; then
+    latest=1
+    venv=.venv-latest
+    shift
+fi
+
+python=${PYTHON:-python3}
+if [[ ! -x "$venv/bin/python" ]]; then
+    "$python" -m venv "$venv"
+fi
+py="$PWD/$venv/bin/python"
+pip=("$py" -m pip install --quiet --disable-pip-version-check)
+
+if [[ $latest == 1 ]]; then
+    "${pip[@]}" --upgrade pip setuptools wheel
+    "${pip[@]}" --upgrade --upgrade-strategy eager -e '.[test]'
+else
+    "${pip[@]}" --require-hashes --no-deps -r requirements/test.lock
+    # The project itself, built with the locked setuptools (no second, unpinned download).
+    "${pip[@]}" --no-deps --no-build-isolation -e .
+fi
+
 # Third-party MCP peers (server-everything, the TypeScript SDK, the conformance suite), pinned by package-lock.json.
 npm ci --no-audit --no-fund --loglevel=error
 
-python3 -m ruff check sansio_mcp trio_adapters asyncio_adapters sansio_mcp_cli sansio_mcp_testing fuzz tests examples scripts
-python3 -m mypy
+export PATH="$PWD/$venv/bin:$PATH"
+"$py" -m ruff check sansio_mcp trio_adapters asyncio_adapters sansio_mcp_cli sansio_mcp_testing fuzz tests examples scripts conformance bench
+"$py" -m mypy
 # pytest exits 5 when it collected nothing: that is a failure here, so it is not masked.
-python3 -m pytest -q -p no:cacheprovider "$@"
+"$py" -m pytest -q -p no:cacheprovider -rs "$@"

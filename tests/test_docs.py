@@ -5,11 +5,19 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from sansio_mcp_cli.docs_tables import BEGIN, END, render_state_tables
+from sansio_mcp_cli.docs_tables import (
+    BEGIN,
+    END,
+    LINK_BEGIN,
+    LINK_END,
+    render_link_table,
+    render_state_tables,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
@@ -39,9 +47,16 @@ def test_readme_core_example_runs() -> None:
     assert "ResponseReceived(request_id=1, method='tools/list'" in done.stdout
 
 
-def test_state_tables_in_architecture_page_are_current() -> None:
+@pytest.mark.parametrize(
+    ("begin", "end", "render"),
+    [(BEGIN, END, render_state_tables), (LINK_BEGIN, LINK_END, render_link_table)],
+    ids=["session-lifecycle", "bridge-links"],
+)
+def test_state_tables_in_architecture_page_are_current(
+    begin: str, end: str, render: Callable[[], str]
+) -> None:
     page = (ROOT / "docs/architecture.md").read_text(encoding="utf-8")
-    start, end = page.index(BEGIN), page.index(END) + len(END)
-    assert page[start:end] == render_state_tables(), (
+    start, stop = page.index(begin), page.index(end) + len(end)
+    assert page[start:stop] == render(), (
         "docs/architecture.md is stale: paste `python -m sansio_mcp_cli.docs_tables` into it"
     )

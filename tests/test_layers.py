@@ -163,15 +163,8 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-#: Circles left to mend elsewhere (the checker is being split on its own branch);
-#: an entry that no longer exists fails the test, so the list only shrinks.
-KNOWN_CIRCLES = [["sansio_mcp_testing.checker", "sansio_mcp_testing.stateful"]]
-
-
 def test_no_import_circles() -> None:
-    found = circles(_graph())
-    assert [c for c in found if c not in KNOWN_CIRCLES] == []
-    assert [c for c in KNOWN_CIRCLES if c not in found] == [], "mended: drop it from the list"
+    assert circles(_graph()) == []
 
 
 # The scanners themselves -------------------------------------------------------------

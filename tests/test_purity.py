@@ -4,9 +4,6 @@ no ``async def`` or ``await`` outside :mod:`sansio_mcp.runtime` (the async layer
 from __future__ import annotations
 
 import ast
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -179,23 +176,84 @@ def test_scans_allow(source: str) -> None:
     assert clock_calls(source) == []
 
 
-def _modules_after(code: str) -> set[str]:
-    result = subprocess.run(
-        [sys.executable, "-c", f"{code}\nimport sys, json\nprint(json.dumps(sorted(sys.modules)))"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    return set(json.loads(result.stdout.strip().splitlines()[-1]))
+def _module_path(name: str, root: Path = ROOT) -> Path | None:
+    """The project file that defines module ``name``, or None if it is not the project's."""
+    relative = Path(*name.split("."))
+    for candidate in (root / relative / "__init__.py", root / relative.with_suffix(".py")):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
-def test_importing_the_core_loads_no_io_modules() -> None:
-    # attrs (a dependency) may load threading itself (attrs 26 does): that is not the core's doing.
-    baseline = _modules_after("import attrs")
-    loaded = _modules_after("import sansio_mcp")
-    assert "sansio_mcp" in loaded and "sansio_mcp._session" in loaded
-    new = loaded - baseline
-    bad = sorted(name for name in new if name.split(".")[0] in FORBIDDEN_MODULES)
-    assert bad == [], f"importing sansio_mcp loads {bad}"
+def _imported_names(path: Path, module: str) -> set[str]:
+    """Absolute names of every module ``path`` imports, relative imports resolved."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                stem = ".".join([*base, node.module] if node.module else base)
+            else:
+                stem = node.module or ""
+            names.add(stem)
+            # ``from . import _json`` imports a module, not a name.
+            names.update(f"{stem}.{alias.name}" for alias in node.names)
+    return names
+
+
+def import_closure(entry: str, root: Path = ROOT) -> dict[str, set[str]]:
+    """For each project module reachable from ``entry``, the outside modules it imports.
+
+    This judges the project by its own import statements, followed within the project, and
+    not by what a third-party package (attrs, say) happens to load internally.
+    """
+    outside: dict[str, set[str]] = {}
+    todo = [entry]
+    while todo:
+        module = todo.pop()
+        path = _module_path(module, root)
+        if path is None or module in outside:
+            continue
+        outside[module] = set()
+        for name in _imported_names(path, module):
+            if _module_path(name, root) is not None:
+                todo.append(name)
+                # Importing a submodule runs its package's __init__ too.
+                parts = name.split(".")
+                todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
+            elif name.split(".")[0] not in {entry.split(".")[0]}:
+                outside[module].add(name.split(".")[0])
+    return outside
+
+
+@pytest.mark.parametrize("entry", ["sansio_mcp", "sansio_mcp.a2e"])
+def test_importing_the_core_reaches_no_io_modules(entry: str) -> None:
+    closure = import_closure(entry)
+    assert f"{entry.split('.')[0]}._jsonrpc" in closure
+    bad = {
+        module: sorted(names & FORBIDDEN_MODULES)
+        for module, names in closure.items()
+        if names & FORBIDDEN_MODULES
+    }
+    assert bad == {}, f"importing {entry} reaches I/O modules: {bad}"
+
+
+def test_import_closure_follows_the_project(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("from . import front\n")
+    (package / "front.py").write_text("import json\nfrom .inner.deep import f\n")
+    (package / "inner").mkdir()
+    (package / "inner" / "__init__.py").write_text("")
+    (package / "inner" / "deep.py").write_text("def f():\n    import threading\n")
+    (package / "unused.py").write_text("import socket\n")
+    closure = import_closure("pkg", tmp_path)
+    assert closure == {
+        "pkg": set(),
+        "pkg.front": {"json"},
+        "pkg.inner": set(),
+        "pkg.inner.deep": {"threading"},
+    }

@@ -3,14 +3,14 @@ or a URL, a server on a transport (what ``--backend trio`` runs on)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import trio
 
 from sansio_mcp.runtime._server import Server
-from sansio_mcp.runtime._transports import Listener, TransportTable
+from sansio_mcp.runtime._transports import Listener, TransportTable, stop_signals
 
 from ._backend import TrioBackend
 from .client import open_stdio_client
@@ -20,7 +20,18 @@ from .server import serve_stdio
 from .sse import open_sse_client, serve_sse
 from .websocket import open_ws_client, serve_ws
 
-__all__ = ["BACKEND", "TrioTransports"]
+__all__ = ["BACKEND", "TrioTransports", "stop_on_signal"]
+
+
+async def stop_on_signal(
+    scope: trio.CancelScope, task_status: Any = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Cancel ``scope`` at the first stop signal (started once the signals are caught)."""
+    with trio.open_signal_receiver(*stop_signals()) as signals:
+        task_status.started()
+        async for _ in signals:
+            scope.cancel()
+            return
 
 
 class TrioTransports(TransportTable, TrioBackend):
@@ -36,6 +47,12 @@ class TrioTransports(TransportTable, TrioBackend):
         "sse": serve_sse,
         "ws": serve_ws,
     }
+
+    async def until_stopped(self, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(stop_on_signal, nursery.cancel_scope)
+            await fn(*args)
+            nursery.cancel_scope.cancel()
 
     async def serve_network(
         self,

@@ -12,8 +12,10 @@
   are async: :mod:`sansio_mcp.runtime.a2e`.
 """
 
+from ._actions import Action, ConnectServer, DisconnectServer, FlushServer, SendToAgent
 from ._codec import (
     A2EFramer,
+    A2EWebSocket,
     DecodeError,
     adopt,
     decode,
@@ -24,20 +26,11 @@ from ._codec import (
 )
 from ._config import BridgeConfig, bridge_command, load_config, parse_config
 from ._fields import FieldProblem, copy_json
-from ._host import (
-    BRIDGE_INFO,
-    Action,
-    BridgeHost,
-    ConnectServer,
-    DisconnectServer,
-    FlushServer,
-    SendToAgent,
-)
+from ._host import BRIDGE_INFO, BridgeHost
 from ._messages import *  # noqa: F403
 from ._messages import __all__ as _messages_all
 from ._models import *  # noqa: F403
 from ._models import __all__ as _models_all
-from ._websocket import A2EWebSocket
 
 __all__ = [
     "BRIDGE_INFO",

@@ -1,5 +1,5 @@
 """The A2E wire codec: one compact JSON object per message (NDJSON on byte
-streams, one text frame on WebSocket).
+streams, one text frame on WebSocket: :class:`A2EWebSocket`).
 
 Decoding never raises.  What cannot become a message becomes a
 :class:`DecodeError` carrying the A2E error code that describes it
@@ -18,6 +18,7 @@ import attrs
 from .. import _json
 from .._errors import RemoteProtocolError
 from .._ndjson import NdjsonFramer
+from .._websocket import WebSocketConnection
 from ._fields import MAX_DEPTH, FieldProblem, check_kind, copy_json, wire_fields
 from ._messages import (
     A2E_VERSION,
@@ -29,6 +30,7 @@ from ._models import A2EErrorCode
 
 __all__ = [
     "A2EFramer",
+    "A2EWebSocket",
     "DecodeError",
     "adopt",
     "decode",
@@ -238,3 +240,12 @@ class A2EFramer:
             else decode_text(line)
             for line in self._framer.lines(data)
         ]
+
+
+class A2EWebSocket(WebSocketConnection):
+    """A2E over WebSocket (the core's one WebSocket machine), path ``/a2e`` by
+    default.  A server accepts the subprotocol ``a2e`` when offered but does
+    not require it: agents written before it was named still connect."""
+
+    subprotocol = "a2e"
+    subprotocol_required = False

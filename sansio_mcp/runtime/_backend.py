@@ -152,3 +152,7 @@ class TransportBackend(Backend, Protocol):
         """Serve ``server`` on ``transport`` (stdio, http, sse, ws) until cancelled;
         ``on_bound`` gets the port a network listener bound."""
         ...
+
+    async def until_stopped(self, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
+        """Run ``fn(*args)`` until it returns or SIGTERM/SIGINT ends it (cleanly)."""
+        ...

@@ -14,12 +14,12 @@ from typing import Any
 import attrs
 
 from .._cache import ResultCache
+from .._client_session import ClientSession
 from .._errors import ErrorCode, LocalProtocolError, MCPError, RemoteProtocolError
 from .._events import RequestReceived
 from .._http_headers import x_mcp_header_problems
 from .._modern import listen_filter
 from .._params import LOG_LEVELS
-from .._session import ClientSession
 from ._driver import Driver, ProgressCallback, SubscriptionSink
 
 __all__ = [

@@ -13,7 +13,7 @@ from typing import Any, TypedDict
 
 import attrs
 
-from .._session import ClientSession
+from .._client_session import ClientSession
 from .._versions import ALL_REVISIONS
 from ._client import ClientHandlers, new_client_session
 

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .._client_session import ClientSession
 from .._errors import ErrorCode, LocalProtocolError, MCPError
 from .._events import (
     CancelRequested,
@@ -28,7 +29,7 @@ from .._events import (
 )
 from .._jsonrpc import RequestId
 from .._ndjson import NEED_DATA
-from .._session import ClientSession, Session
+from .._session import Session
 
 __all__ = [
     "Driver",

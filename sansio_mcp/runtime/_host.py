@@ -14,10 +14,12 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .._client_session import ClientSession
 from .._errors import ConnectionClosedError
 from .._events import RequestReceived
 from .._jsonrpc import RequestId
-from .._session import ClientSession, ServerSession, Session
+from .._server_session import ServerSession
+from .._session import Session
 from .._state import Role
 from ._backend import Backend, Cancellable, Signal
 from ._client import ClientAPI, ClientHandlers, ProgressCallback, Subscription

@@ -17,7 +17,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .. import _json
-from .._http import ConnectionPool, HTTPClientConnection, HTTPResponseHead
+from .._http import HTTPClientConnection, HTTPResponseHead
+from .._http_pool import ConnectionPool
 from .._legacy_sse import LegacySSEStream
 from .._ndjson import NEED_DATA
 from .._session import Session

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from .._http import HTTPRequest
 from .._legacy_sse import LegacySSEServer
-from .._session import ServerSession
+from .._server_session import ServerSession
 from .._streamable_http import Exchange, StreamableHTTPServer
 from ._driver import Driver
 from ._server import Server

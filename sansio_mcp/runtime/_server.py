@@ -39,7 +39,7 @@ from .._registry import (
 )
 from .._request_state import RequestStateSealer, request_binding
 from .._schema import schema_for_function, validate_arguments
-from .._session import ServerSession
+from .._server_session import ServerSession
 from .._versions import ALL_REVISIONS, MRTR_METHODS
 
 __all__ = ["Context", "Server"]

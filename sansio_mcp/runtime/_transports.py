@@ -3,6 +3,7 @@ adapter's backend names its openers and listeners, and this picks one."""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, ClassVar
@@ -10,12 +11,23 @@ from typing import Any, ClassVar
 from ._client import ClientAPI
 from ._server import Server
 
-__all__ = ["ClientOpener", "Listener", "TransportTable"]
+__all__ = ["ClientOpener", "Listener", "TransportTable", "stop_signals"]
 
 #: ``open_*_client(target, **options)``: a stdio command, or a URL.
 ClientOpener = Callable[..., AbstractAsyncContextManager[ClientAPI]]
 #: ``serve_*(server, host=, port=, ...)`` of a network transport.
 Listener = Callable[..., Awaitable[None]]
+
+
+def stop_signals() -> tuple[signal.Signals, ...]:
+    """The signals that stop a serving command: SIGTERM, and SIGINT unless it was ignored.
+
+    A process started with SIGINT ignored (a shell's background job, ``nohup``) was asked
+    not to be interrupted from the keyboard; SIGTERM still stops it.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        return (signal.SIGTERM,)
+    return (signal.SIGTERM, signal.SIGINT)
 
 
 class TransportTable:
@@ -58,6 +70,13 @@ class TransportTable:
             await type(self).serve_stdio(server)
             return
         await self.serve_network(self.listeners[transport], server, host, port, on_bound)
+
+    async def until_stopped(self, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
+        """Run ``fn(*args)`` until it returns or a stop signal (:func:`stop_signals`) ends it.
+
+        A serving command stopped this way shuts down cleanly and exits 0.
+        """
+        raise NotImplementedError
 
     async def serve_network(
         self,

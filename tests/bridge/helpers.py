@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import itertools
 import json
-import os
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -29,11 +28,9 @@ from sansio_mcp.a2e import (
     decode,
     to_obj,
 )
+from sansio_mcp_testing.schemas import find_schema, missing_schema_message
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_DIR = Path(
-    os.environ.get("MCP_SCHEMA_DIR", PROJECT_ROOT.parent / "shared" / "mcp-schema")
-).resolve()
 HANDSHAKE = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 
 Handler = Callable[["FakeServer", RequestReceived], Any]
@@ -46,9 +43,9 @@ class Schema:
     """One MCP revision's JSON schema, with validators for its named definitions."""
 
     def __init__(self, revision: str) -> None:
-        path = SCHEMA_DIR / revision / "schema.json"
-        if not path.is_file():
-            pytest.skip(f"{path} is absent (set MCP_SCHEMA_DIR)")
+        path = find_schema(revision)
+        if path is None:
+            pytest.skip(missing_schema_message(revision))
         self.revision = revision
         self.document = json.loads(path.read_text(encoding="utf-8"))
         self.defs: dict[str, Any] = self.document.get("$defs") or self.document["definitions"]

@@ -224,7 +224,7 @@ def _answers(by_fields: bool, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     timeout, unknown names, a server that is down, a bug in the host), sent as
     ``tool/call/req`` messages or handed over by their fields; and what the server got."""
     from sansio_mcp._errors import MCPError
-    from sansio_mcp.a2e import _host
+    from sansio_mcp.a2e import _tool_calls as _host
 
     from .helpers import FakeServer, Harness, text, tool
 

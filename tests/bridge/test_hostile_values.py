@@ -167,7 +167,7 @@ def test_a_server_request_the_bridge_fails_on_is_answered_not_left_waiting(
 ) -> None:
     """Whatever goes wrong in the bridge's own code while it handles a server's
     request, the request gets -32603 (else the server would wait for good)."""
-    import sansio_mcp.a2e._host as host_module
+    import sansio_mcp.a2e._agent_asks as host_module
     from sansio_mcp import MCPError
 
     def broken(*args: Any, **kwargs: Any) -> Any:

@@ -490,16 +490,3 @@ def test_ping_gets_pong() -> None:
 def test_message_constructed_with_wrong_type_is_refused() -> None:
     with pytest.raises(ValueError):
         a2e.Ping(type="pong")
-
-
-def test_importing_the_bridge_core_loads_no_io_modules() -> None:
-    import subprocess
-    import sys
-
-    code = (
-        "import sys, attrs; before = set(sys.modules); import sansio_mcp.a2e; "
-        "print(sorted(m for m in set(sys.modules) - before if m.split('.')[0] in "
-        "{'trio','asyncio','anyio','socket','ssl','subprocess','threading','select','selectors'}))"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"

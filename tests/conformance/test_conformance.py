@@ -1,11 +1,11 @@
 """The official MCP conformance suite (@modelcontextprotocol/conformance@0.2.0-alpha.12)
-against sansio-mcp: the fixture server (examples/conformance_server.py) and the
-client (examples/conformance_client.py), for the 2025-11-25 and 2026-07-28
+against sansio-mcp: the fixture server (conformance/server.py) and the
+client (conformance/client.py), for the 2025-11-25 and 2026-07-28
 requirement sets and the suite's ``all`` selection.
 
 Any failure outside conformance/baseline.yml (authorization and the tasks
 extension only) fails a test, and so does a baseline entry that passes.  The
-runner is scripts/run_conformance.py; each test is one suite invocation
+runner is conformance/run.py; each test is one suite invocation
 (a few seconds; the module takes well under a minute on 2 cores).
 """
 
@@ -25,11 +25,13 @@ pytestmark = pytest.mark.interop
 
 
 def _load_runner() -> ModuleType:
-    path = REPO / "scripts" / "run_conformance.py"
-    spec = importlib.util.spec_from_file_location("run_conformance", path)
+    # conformance/ is a folder of scripts, not a package (pytest already maps
+    # tests/conformance to the name "conformance"): load the runner by path.
+    path = REPO / "conformance" / "run.py"
+    spec = importlib.util.spec_from_file_location("conformance_runner", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("run_conformance", module)
+    sys.modules.setdefault("conformance_runner", module)
     spec.loader.exec_module(module)
     return module
 

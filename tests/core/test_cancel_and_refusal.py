@@ -20,7 +20,7 @@ def test_a_server_cancelling_its_request_leaves_the_clients_request_with_that_id
     pump(client, server)
     drain(server)
     theirs = server.send_request("sampling/createMessage", {"messages": [], "maxTokens": 5})
-    while theirs != client._wire_of[ours]:  # the two sides number alike: reach the same id
+    while theirs != client._requests.wire_id(ours):  # the two sides number alike: reach the same id
         theirs = server.send_request("sampling/createMessage", {"messages": [], "maxTokens": 5})
     pump(server, client)
     drain(client)

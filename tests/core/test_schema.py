@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -35,18 +33,7 @@ from sansio_mcp import (
     ServerSession,
     SessionState,
 )
-
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_DIR = Path(
-    os.environ.get("MCP_SCHEMA_DIR", PROJECT_ROOT.parent / "shared" / "mcp-schema")
-).resolve()
-
-if not SCHEMA_DIR.is_dir():
-    pytest.skip(
-        f"MCP schema directory {SCHEMA_DIR} is absent; set MCP_SCHEMA_DIR to a folder "
-        "holding <revision>/schema.json to run the schema conformance tests",
-        allow_module_level=True,
-    )
+from sansio_mcp_testing.schemas import find_schema, missing_schema_message
 
 RESULT_DEFS = {
     "initialize": "InitializeResult",
@@ -72,9 +59,9 @@ class Schema:
     """One revision's schema, with validators for its named definitions."""
 
     def __init__(self, revision: str) -> None:
-        path = SCHEMA_DIR / revision / "schema.json"
-        if not path.is_file():
-            pytest.skip(f"{path} is absent")
+        path = find_schema(revision)
+        if path is None:
+            pytest.skip(missing_schema_message(revision))
         self.revision = revision
         self.document = json.loads(path.read_text(encoding="utf-8"))
         self.defs_key = "$defs" if "$defs" in self.document else "definitions"

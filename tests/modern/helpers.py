@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,12 +37,10 @@ from sansio_mcp._versions import (
     META_PROTOCOL_VERSION,
 )
 from sansio_mcp.runtime._server import Context, Server
+from sansio_mcp_testing.schemas import find_schema, missing_schema_message
 
 MODERN = "2026-07-28"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_DIR = Path(
-    os.environ.get("MCP_SCHEMA_DIR", PROJECT_ROOT.parent / "shared" / "mcp-schema")
-).resolve()
 
 CLIENT_CAPS: dict[str, Any] = {
     "roots": {"listChanged": True},
@@ -101,12 +98,9 @@ class Schema:
     """One revision's schema, with validators for its named definitions."""
 
     def __init__(self, revision: str) -> None:
-        path = SCHEMA_DIR / revision / "schema.json"
-        if not path.is_file():
-            pytest.skip(
-                f"{path} is absent: set MCP_SCHEMA_DIR to a folder holding "
-                f"<revision>/schema.json to run the {revision} schema tests"
-            )
+        path = find_schema(revision)
+        if path is None:
+            pytest.skip(missing_schema_message(revision))
         self.revision = revision
         self.document = json.loads(path.read_text(encoding="utf-8"))
         self.defs: dict[str, Any] = self.document["$defs"]

@@ -69,3 +69,28 @@ def test_option_makes_a_test_per_property(tmp_path: Path, schema_dir: str) -> No
     assert "mcp-check::valid-arguments" in out and "division by zero" in out
     assert "mcp-check::stateful" in out
     assert REPO.is_dir()
+
+
+def test_option_takes_the_safety_options(tmp_path: Path, schema_dir: str) -> None:
+    (tmp_path / "test_nothing.py").write_text("def test_nothing():\n    pass\n")
+    done = _pytest(
+        tmp_path,
+        "--mcp-check",
+        " ".join(BROKEN_SERVER),
+        "--mcp-check-examples",
+        "3",
+        "--mcp-check-timeout",
+        "2",
+        "--mcp-check-seed",
+        "9",
+        "--mcp-check-deny",
+        "divide",
+        "--mcp-check-schema-dir",
+        schema_dir,
+        "-rA",
+        env_schema=str(tmp_path / "nowhere"),
+    )
+    out = done.stdout
+    assert "mcp-check::valid-arguments" in out, out[-3000:] + done.stderr[-2000:]
+    assert "division by zero" not in out  # divide was never called
+    assert "schema was not found" not in out  # the schemas came from --mcp-check-schema-dir

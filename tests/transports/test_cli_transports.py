@@ -35,25 +35,27 @@ def _cli() -> list[str]:
     return [found] if found else [sys.executable, "-m", "sansio_mcp_cli"]
 
 
-def _stop(process: subprocess.Popen[bytes]) -> int:
-    """Interrupt (then kill) a CLI process group; its exit status."""
+def _stop(process: subprocess.Popen[bytes], stop_with: signal.Signals) -> int:
+    """Signal (then kill) a CLI process group; its exit status."""
     if process.poll() is None:
-        os.killpg(process.pid, signal.SIGINT)
+        os.killpg(process.pid, stop_with)
         try:
             return process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-            pytest.fail("the example server did not stop on SIGINT")
+            pytest.fail(f"the example server did not stop on {stop_with.name}")
     return process.returncode
 
 
 @contextmanager
-def example_server(transport: str, backend: str = "trio") -> Iterator[str]:
+def example_server(
+    transport: str, backend: str = "trio", stop_with: signal.Signals = signal.SIGINT
+) -> Iterator[str]:
     """``sansio-mcp example-server --transport T --port 0``; the URL it prints.
 
-    On exit the server is interrupted (SIGINT, as Ctrl-C) and must exit 130
-    (on Trio, without a traceback)."""
+    On exit the server is stopped with ``stop_with`` (SIGINT, as Ctrl-C, or SIGTERM) and
+    must exit 0 (on Trio, without a traceback)."""
     command = ["example-server", "--backend", backend, "--transport", transport]
     process = subprocess.Popen(
         [*_cli(), *command, "--host", "127.0.0.1", "--port", "0"],
@@ -76,11 +78,11 @@ def example_server(transport: str, backend: str = "trio") -> Iterator[str]:
             seen += chunk
         yield match.group(0)
     finally:
-        status = _stop(process)
+        status = _stop(process, stop_with)
         assert process.stderr is not None
         rest = process.stderr.read().decode("utf-8", "replace")
         process.stderr.close()
-    assert status == 130, rest
+    assert status == 0, rest
     if backend == "trio":
         # (The asyncio backend may log Python 3.11's "Exception in callback
         # StreamReaderProtocol..." for handler tasks cancelled at shutdown: noise
@@ -135,7 +137,8 @@ def test_inspect_and_call_over_the_network(
         assert {t["name"] for t in report["tools"]} == EXAMPLE_TOOLS
         assert "example://readme" in {r["uri"] for r in report["resources"]}
 
-        called = run_cli("call", "add", url, "--args", '{"a": 2, "b": 40}', *extra)
+        # Options anywhere, as users type them: the URL last.
+        called = run_cli("call", "add", *extra, "--args", '{"a": 2, "b": 40}', url)
         assert called.returncode == 0, called.stderr
         result = json.loads(called.stdout)
         assert result["structuredContent"] == {"sum": 42}

@@ -1,11 +1,12 @@
 """The HTTP fast path against h11 itself, differentially.
 
 :class:`HTTPServerConnection` and :class:`HTTPClientConnection` parse and write
-common messages without h11 and hand anything else to h11.  Here the same
-bytes (requests or responses, well formed or not, split anywhere, pipelined,
-cut short) go through a connection on the fast path and through one handed
-to h11 from the start; every result, every error and every byte written must
-be the same.
+common messages without h11 (the fast path, ``sansio_mcp._http_fast``) and hand
+anything else to h11.  Here the same bytes (requests or responses, well formed
+or not, split anywhere, pipelined, cut short) go through a connection on the
+fast path and through one with the fast path switched off (``fast_path=False``:
+h11 from the start); every result, every error and every byte written must be
+the same.
 """
 
 from __future__ import annotations
@@ -219,9 +220,7 @@ def _drive_server(
 
 
 def _h11_server() -> HTTPServerConnection:
-    conn = HTTPServerConnection(max_body=MAX_BODY, max_headers=MAX_HEADERS)
-    conn._fall_back()
-    return conn
+    return HTTPServerConnection(max_body=MAX_BODY, max_headers=MAX_HEADERS, fast_path=False)
 
 
 @_DIFFERENTIAL
@@ -318,6 +317,21 @@ def test_the_common_request_takes_the_fast_path() -> None:
     assert client.start_next() and client._h11 is None
 
 
+def test_the_fast_path_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Per connection (``fast_path=False``), or for every connection made after
+    ``USE_FAST_PATH`` is set to False; a pool passes its choice on."""
+    import sansio_mcp._http as http
+    from sansio_mcp._http_pool import ConnectionPool
+
+    assert HTTPServerConnection(fast_path=False)._h11 is not None
+    assert HTTPClientConnection("x", fast_path=False)._h11 is not None
+    assert ConnectionPool[object](fast_path=False).opened("o", "x", object()).http._h11
+    monkeypatch.setattr(http, "USE_FAST_PATH", False)
+    assert HTTPServerConnection()._h11 is not None
+    assert HTTPClientConnection("x")._h11 is not None
+    assert HTTPServerConnection(fast_path=True)._h11 is None
+
+
 # The client side -------------------------------------------------------------------------
 
 
@@ -386,9 +400,7 @@ def _drive_client(
 
 
 def _h11_client() -> HTTPClientConnection:
-    conn = HTTPClientConnection("127.0.0.1:8000", max_headers=MAX_HEADERS)
-    conn._fall_back()
-    return conn
+    return HTTPClientConnection("127.0.0.1:8000", max_headers=MAX_HEADERS, fast_path=False)
 
 
 @_DIFFERENTIAL
@@ -456,9 +468,7 @@ def test_requests_are_written_as_h11_writes_them(headers: dict[str, str]) -> Non
 
 
 def _h11_client_for(host: str) -> HTTPClientConnection:
-    conn = HTTPClientConnection(host)
-    conn._fall_back()
-    return conn
+    return HTTPClientConnection(host, fast_path=False)
 
 
 # Work per message, and the state after a misuse ---------------------------------------------
@@ -467,11 +477,13 @@ def _h11_client_for(host: str) -> HTTPClientConnection:
 def test_a_head_is_parsed_once_however_its_body_arrives(monkeypatch: pytest.MonkeyPatch) -> None:
     """A large head with a body arriving in small pieces must not be parsed again
     for every piece (that made one slow client cost the server seconds of CPU)."""
-    import sansio_mcp._http as http
+    import sansio_mcp._http_fast as fast_path
 
     parsed = []
-    original = http._parse_fields
-    monkeypatch.setattr(http, "_parse_fields", lambda *args: parsed.append(1) or original(*args))
+    original = fast_path._parse_fields
+    monkeypatch.setattr(
+        fast_path, "_parse_fields", lambda *args: parsed.append(1) or original(*args)
+    )
     lines = b"".join(b"x-%d: v\r\n" % n for n in range(2000))
     body = b"b" * 20_000
     head = b"POST /mcp HTTP/1.1\r\nHost: x\r\n" + lines + b"Content-Length: %d\r\n\r\n" % len(body)
@@ -489,16 +501,16 @@ def test_a_head_is_parsed_once_however_its_body_arrives(monkeypatch: pytest.Monk
 def test_a_head_arriving_byte_by_byte_is_searched_in_linear_time(
     side: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sansio_mcp._http as http
+    import sansio_mcp._http_fast as fast_path
 
     scanned = [0]
-    original = http._head_end
+    original = fast_path._head_end
 
     def counting(buf: bytearray, max_headers: int, searched: int) -> Any:
         scanned[0] += len(buf) - searched
         return original(buf, max_headers, searched)
 
-    monkeypatch.setattr(http, "_head_end", counting)
+    monkeypatch.setattr(fast_path, "_head_end", counting)
     lines = b"".join(b"x-%d: v\r\n" % n for n in range(1000))
     conn: HTTPServerConnection | HTTPClientConnection
     if side == "server":

@@ -19,7 +19,8 @@ import h11
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sansio_mcp._http import ConnectionPool, HTTPResponseHead
+from sansio_mcp._http import HTTPResponseHead
+from sansio_mcp._http_pool import ConnectionPool
 from sansio_mcp._streamable_http_client import Endpoint, ResponseHandler, RoundTrip, SendOrder
 
 ENDPOINT = Endpoint.parse("http://127.0.0.1:8000/mcp")

@@ -347,6 +347,100 @@ def test_broken_frames_are_answered_with_a_close_frame(frame: bytes, code: int) 
     assert sent[:1] == b"\x88" and int.from_bytes(sent[2:4], "big") == code
 
 
+# The same machine under A2E (subprotocol ``a2e``, optional) ------------------------------
+
+
+def _a2e_handshake(*lines: bytes) -> bytes:
+    head = _GOOD_HANDSHAKE.replace(b"GET /mcp", b"GET /a2e").replace(
+        b"Sec-WebSocket-Protocol: mcp\r\n", b""
+    )
+    return head.replace(b"\r\n\r\n", b"\r\n" + b"".join(lines) + b"\r\n")
+
+
+@pytest.mark.parametrize(
+    ("lines", "subprotocol"),
+    [
+        pytest.param((), None, id="none-asked"),
+        pytest.param((b"Sec-WebSocket-Protocol: a2e\r\n",), b"a2e", id="a2e-asked"),
+    ],
+)
+def test_a2e_accepts_its_subprotocol_without_requiring_it(
+    lines: tuple[bytes, ...], subprotocol: bytes | None
+) -> None:
+    from sansio_mcp.a2e import A2EWebSocket
+
+    framing = A2EWebSocket(client=False)
+    assert framing.receive_data(_a2e_handshake(*lines)) == []
+    reply = framing.data_to_send()
+    assert framing.open and reply.startswith(b"HTTP/1.1 101")
+    assert (b"sec-websocket-protocol: a2e" in reply.lower()) is (subprotocol is not None)
+
+
+@pytest.mark.parametrize(
+    ("raw", "status"),
+    [
+        pytest.param(_a2e_handshake().replace(b"127.0.0.1", b"[::1"), 400, id="bad-host"),
+        pytest.param(_a2e_handshake(b"Origin: http://[zz\r\n"), 403, id="bad-origin"),
+        pytest.param(_a2e_handshake(b"Origin: http://\xff\xfe\r\n"), 403, id="latin-1-origin"),
+        pytest.param(
+            _a2e_handshake().replace(b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n", b""),
+            400,
+            id="no-key",
+        ),
+        pytest.param(b"\x16\x03\x01garbage\r\n\r\n", 400, id="not-http"),
+    ],
+)
+def test_a_broken_a2e_handshake_is_refused_not_raised(raw: bytes, status: int) -> None:
+    """(The A2E copy of the machine raised on these before the two became one.)"""
+    from sansio_mcp.a2e import A2EWebSocket
+
+    framing = A2EWebSocket(client=False)
+    assert framing.receive_data(raw) == []
+    assert framing.closed and framing.refused == status
+    assert framing.data_to_send().startswith(b"HTTP/1.1 %d" % status)
+
+
+@pytest.mark.parametrize(
+    ("frame", "code"),
+    [
+        pytest.param(b"\x81\x81\x00\x00\x00\x00\xff", 1007, id="invalid-utf8"),
+        pytest.param(b"\x81\x01x", 1002, id="unmasked"),
+    ],
+)
+def test_broken_a2e_frames_are_answered_with_a_close_frame(frame: bytes, code: int) -> None:
+    from sansio_mcp.a2e import A2EWebSocket
+
+    framing = A2EWebSocket(client=False)
+    framing.receive_data(_a2e_handshake())
+    framing.data_to_send()
+    framing.receive_data(frame)
+    assert framing.closed and framing.close_reason is not None
+    assert framing.close_reason[0] == code
+    sent = framing.data_to_send()
+    assert sent[:1] == b"\x88" and int.from_bytes(sent[2:4], "big") == code
+
+
+def test_after_our_close_only_the_peer_reply_is_read() -> None:
+    """A binary frame closes with 1003; a message behind it in the same read is
+    dropped, and the peer's close reply ends the closing handshake."""
+    from sansio_mcp.a2e import A2EWebSocket
+
+    peer = wsproto.WSConnection(wsproto.ConnectionType.CLIENT)
+    framing = A2EWebSocket(client=False)
+    framing.receive_data(peer.send(ws.Request(host="127.0.0.1", target="/a2e")))
+    peer.receive_data(framing.data_to_send())
+    assert [type(event) for event in peer.events()] == [ws.AcceptConnection]
+    data = peer.send(ws.Message(data=b"\x00")) + peer.send(ws.Message(data="late"))
+    assert framing.receive_data(data) == []
+    assert framing.closing and not framing.closed
+    assert framing.close_reason == (1003, "A2E messages are text frames")
+    peer.receive_data(framing.data_to_send())
+    (close,) = peer.events()
+    assert isinstance(close, ws.CloseConnection) and close.code == 1003
+    assert framing.receive_data(peer.send(close.response())) == []
+    assert framing.closed and framing.close_reason == (1003, "A2E messages are text frames")
+
+
 @pytest.mark.parametrize("backend", ["trio", "asyncio"])
 def test_a_handshake_that_never_finishes_is_closed(backend: str) -> None:
     """Half a request, then nothing: the server closes the connection after its

@@ -2,7 +2,7 @@
 ``req_id``, pushes and tool events to callbacks, the bridge's own requests
 (sampling, roots, elicitation) to handlers, and the typed conveniences.
 
-Like :class:`~sansio_mcp._host.HostBase` it does no I/O: a backend subclass
+Like :class:`~sansio_mcp.runtime._host.HostBase` it does no I/O: a backend subclass
 supplies a one-shot signal, a way to run a task, a monotonic clock and a
 watchdog timer (:meth:`A2EClientBase.new_signal`, :meth:`~A2EClientBase.spawn`,
 :meth:`~A2EClientBase.monotonic`, :meth:`~A2EClientBase.wake_watchdog`), and

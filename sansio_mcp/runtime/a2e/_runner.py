@@ -22,10 +22,11 @@ from typing import Any, TypeVar
 
 import attrs
 
+from ...a2e._actions import ConnectServer, DisconnectServer, FlushServer, ToolAnswer
+from ...a2e._codec import A2EWebSocket
 from ...a2e._config import BridgeConfig, parse_config
-from ...a2e._host import BridgeHost, ConnectServer, DisconnectServer, FlushServer, ToolAnswer
+from ...a2e._host import BridgeHost
 from ...a2e._messages import A2EMessage
-from ...a2e._websocket import A2EWebSocket
 from ._driver import BridgeDriver
 
 R = TypeVar("R", bound="BridgeRunner")

@@ -2,7 +2,7 @@
 (``@modelcontextprotocol/conformance``) expects a client under test to do,
 built on sansio-mcp's Trio Streamable HTTP client.
 
-    MCP_CONFORMANCE_SCENARIO=tools_call python examples/conformance_client.py URL
+    MCP_CONFORMANCE_SCENARIO=tools_call python conformance/client.py URL
 
 The suite starts a mock server per scenario and runs this program with the
 server's URL as the last argument.  ``MCP_CONFORMANCE_SCENARIO`` names the
@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
     )
     if not argv:
-        print("usage: conformance_client.py SERVER_URL", file=sys.stderr)
+        print("usage: conformance/client.py SERVER_URL", file=sys.stderr)
         return 2
     url = argv[-1]
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")

@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """Run the official MCP conformance suite against sansio-mcp, both sides.
 
-    python scripts/run_conformance.py                 # everything, results in a temp dir
-    python scripts/run_conformance.py --out DIR       # keep results in DIR
-    python scripts/run_conformance.py --side server --run 2026-07-28
-    python scripts/run_conformance.py --markdown table.md
+    python conformance/run.py                 # everything, results in a temp dir
+    python conformance/run.py --out DIR       # keep results in DIR
+    python conformance/run.py --side server --run 2026-07-28
+    python conformance/run.py --markdown table.md
 
-Server side: starts ``examples/conformance_server.py`` on a free loopback
+Server side: starts ``conformance/server.py`` on a free loopback
 port and runs ``conformance server`` against it for the 2025-11-25 and
 2026-07-28 requirement sets and the ``all`` suite.  Client side: runs
-``conformance client`` with ``examples/conformance_client.py`` for the same
+``conformance client`` with ``conformance/client.py`` for the same
 three selections.  Every run uses the expected-failures baseline
 ``conformance/baseline.yml`` (authorization and the tasks extension only).
 
@@ -39,9 +39,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 NODE = REPO / "node_modules" / ".bin" / "node"
 PACKAGE = REPO / "node_modules" / "@modelcontextprotocol" / "conformance"
-BASELINE = REPO / "conformance" / "baseline.yml"
-SERVER_SCRIPT = REPO / "examples" / "conformance_server.py"
-CLIENT_SCRIPT = REPO / "examples" / "conformance_client.py"
+HERE = Path(__file__).resolve().parent
+BASELINE = HERE / "baseline.yml"
+SERVER_SCRIPT = HERE / "server.py"
+CLIENT_SCRIPT = HERE / "client.py"
 SUITE_VERSION = "0.2.0-alpha.12"
 
 #: How long one ``conformance`` invocation may take before it is killed.

@@ -2,8 +2,8 @@
 (``@modelcontextprotocol/conformance``) expects a server under test to expose,
 built on sansio-mcp and served over Streamable HTTP at ``/mcp``.
 
-    python examples/conformance_server.py --port 8123
-    python examples/conformance_server.py --port 0      # prints the chosen port
+    python conformance/server.py --port 8123
+    python conformance/server.py --port 0      # prints the chosen port
 
 One server answers both eras on the same endpoint: the handshake revisions
 (``initialize``, ``Mcp-Session-Id``) and the stateless 2026-07-28 revision

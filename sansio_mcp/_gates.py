@@ -1,0 +1,228 @@
+"""What each role may send and serve in a revision, and the capabilities that
+gate it: the checks a session makes before it serves a request or queues a
+message, and the trimming that shows a peer only what its revision defines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ._errors import ErrorCode, LocalProtocolError, MCPError, RemoteProtocolError
+from ._params import check_params
+from ._state import Role
+from ._versions import (
+    CLIENT_NOTIFICATION_GATES,
+    CLIENT_REQUEST_GATES,
+    HANDSHAKE_REVISIONS,
+    REVISIONS,
+    SERVER_NOTIFICATION_GATES,
+    SERVER_REQUEST_GATES,
+    Revision,
+)
+
+__all__ = [
+    "CLIENT_GATES",
+    "SERVER_GATES",
+    "RoleGates",
+    "has_capability",
+    "trim_capabilities",
+    "trim_info",
+]
+
+# Every request a client may send on some handshake revision: what a server
+# accepts before the handshake has named one.
+_HANDSHAKE_CLIENT_REQUESTS: frozenset[str] = frozenset().union(
+    *(REVISIONS[v].client_requests for v in HANDSHAKE_REVISIONS)
+)
+
+# Sub-capabilities that only exist from 2025-11-25 (elicitation modes, sampling tools/context).
+_LATE_SUBCAPABILITIES = {"elicitation": ("form", "url"), "sampling": ("context", "tools")}
+
+
+def has_capability(capabilities: dict[str, Any] | None, path: Sequence[str]) -> bool:
+    """Whether ``capabilities`` declare ``path`` (a sub-capability set to false does not)."""
+    if not isinstance(capabilities, dict):
+        return False
+    node: Any = capabilities.get(path[0])
+    for key in path[1:]:
+        if not isinstance(node, dict):
+            return False
+        node = node.get(key)
+        if node is False:
+            return False
+    return node is not None and node is not False
+
+
+def trim_capabilities(
+    capabilities: dict[str, Any], known: frozenset[str], revision: Revision | None = None
+) -> dict[str, Any]:
+    """Keep only what the revision defines, so a peer never sees (and never acts on)
+    a capability its revision does not have, such as URL elicitation before 2025-11-25."""
+    trimmed = {k: v for k, v in capabilities.items() if k in known}
+    if revision is not None and revision.name < "2025-11-25":
+        for name, fields in _LATE_SUBCAPABILITIES.items():
+            value = trimmed.get(name)
+            if isinstance(value, dict):
+                trimmed[name] = {k: v for k, v in value.items() if k not in fields}
+    return trimmed
+
+
+def trim_info(info: dict[str, Any], revision: Revision) -> dict[str, Any]:
+    return {k: v for k, v in info.items() if k in revision.implementation_fields}
+
+
+class RoleGates:
+    """The methods one role sends and serves, and the capability each needs."""
+
+    def __init__(self, role: Role) -> None:
+        self.role = role
+        client = role is Role.CLIENT
+        #: Capability each request method of the peer's needs of ours, and what ours
+        #: need of the peer's (requests) or of ours (notifications).
+        self.incoming_request_gates = SERVER_REQUEST_GATES if client else CLIENT_REQUEST_GATES
+        self.outgoing_request_gates = CLIENT_REQUEST_GATES if client else SERVER_REQUEST_GATES
+        self.outgoing_notification_gates = (
+            CLIENT_NOTIFICATION_GATES if client else SERVER_NOTIFICATION_GATES
+        )
+
+    def own_requests(self, revision: Revision) -> frozenset[str]:
+        return revision.client_requests if self.role is Role.CLIENT else revision.server_requests
+
+    def own_notifications(self, revision: Revision) -> frozenset[str]:
+        if self.role is Role.CLIENT:
+            return revision.client_notifications
+        return revision.server_notifications
+
+    def peer_notifications(self, revision: Revision) -> frozenset[str]:
+        if self.role is Role.CLIENT:
+            return revision.server_notifications
+        return revision.client_notifications
+
+    def peer_requests(self, revision: Revision | None) -> frozenset[str]:
+        """What the peer may ask of us (before the handshake: ``revision`` None)."""
+        if self.role is Role.CLIENT:
+            return frozenset({"ping"}) if revision is None else revision.server_requests
+        if revision is None:
+            return frozenset({"ping", "initialize"}) | _HANDSHAKE_CLIENT_REQUESTS
+        return revision.client_requests
+
+    def check_incoming_notification(
+        self, method: str, params: dict[str, Any], revision: Revision | None
+    ) -> None:
+        """Raise RemoteProtocolError when the peer may not send ``method``."""
+        if (
+            revision is not None
+            and method in self.own_notifications(revision)
+            and method not in self.peer_notifications(revision)
+        ):
+            # One only our side sends (a server's notifications/message sent by a
+            # client, say): unknown methods pass, as JSON-RPC allows them.
+            raise RemoteProtocolError(f"notification {method!r} is not the peer's to send")
+        problem = check_params(method, params)
+        if problem:
+            raise RemoteProtocolError(problem, code=ErrorCode.INVALID_PARAMS)
+
+    def check_incoming_request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        revision: Revision | None,
+        capabilities: dict[str, Any],
+    ) -> None:
+        """Raise MCPError (-32601) when we do not serve ``method``."""
+        if method in ("ping", "initialize"):
+            if method == "initialize" and self.role is Role.CLIENT:
+                raise MCPError(ErrorCode.METHOD_NOT_FOUND, "clients do not serve initialize")
+            return
+        if method not in self.peer_requests(revision):
+            raise MCPError(ErrorCode.METHOD_NOT_FOUND, f"method not found: {method!r}")
+        gate = self.incoming_request_gates.get(method)
+        if gate and (method != "completion/complete" or (revision and revision.completion_gated)):
+            if not has_capability(capabilities, gate):
+                raise MCPError(
+                    ErrorCode.METHOD_NOT_FOUND,
+                    f"method not found: {method!r} (capability {'.'.join(gate)} not advertised)",
+                )
+        if method == "elicitation/create" and revision and revision.name < "2025-11-25":
+            if params.get("mode", "form") != "form":
+                raise MCPError(
+                    ErrorCode.INVALID_PARAMS,
+                    f"elicitation mode {params.get('mode')!r} does not exist in {revision.name}",
+                )
+        if method == "elicitation/create" and revision and revision.name >= "2025-11-25":
+            mode = params.get("mode", "form")
+            elicitation = capabilities.get("elicitation") or {}
+            declared = {k for k in ("form", "url") if k in elicitation} or {"form"}
+            if mode in ("form", "url") and mode not in declared:
+                raise MCPError(
+                    ErrorCode.INVALID_PARAMS, f"elicitation mode {mode!r} was not declared"
+                )
+
+    def check_outgoing_request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        revision: Revision | None,
+        peer_capabilities: dict[str, Any] | None,
+        *,
+        experimental: bool,
+    ) -> None:
+        """Raise LocalProtocolError when we may not send ``method`` now."""
+        if method == "ping":
+            return
+        if revision is None:
+            raise LocalProtocolError(
+                f"cannot send {method!r} before the session is initialized (only ping is allowed)"
+            )
+        if method not in self.own_requests(revision):
+            if experimental:
+                return
+            raise LocalProtocolError(
+                f"{method!r} is not a {self.role.value} request in revision {revision.name}"
+            )
+        gate = self.outgoing_request_gates.get(method)
+        if gate and (method != "completion/complete" or revision.completion_gated):
+            if not has_capability(peer_capabilities, gate):
+                raise LocalProtocolError(
+                    f"cannot send {method!r}: the peer did not advertise capability "
+                    f"{'.'.join(gate)}"
+                )
+        if method == "elicitation/create" and revision.name >= "2025-11-25":
+            mode = params.get("mode", "form")
+            elicitation = (peer_capabilities or {}).get("elicitation") or {}
+            declared = {k for k in ("form", "url") if k in elicitation} or {"form"}
+            if mode not in declared:
+                raise LocalProtocolError(
+                    f"cannot send elicitation/create in {mode!r} mode: "
+                    "the client did not declare it"
+                )
+        problem = check_params(method, params)
+        if problem:
+            raise LocalProtocolError(problem)
+
+    def check_outgoing_notification(
+        self,
+        method: str,
+        params: dict[str, Any],
+        revision: Revision | None,
+        capabilities: dict[str, Any],
+    ) -> None:
+        """Raise LocalProtocolError when we may not send ``method`` (checked
+        against our own advertisement)."""
+        if revision is not None and method not in self.own_notifications(revision):
+            raise LocalProtocolError(
+                f"{method!r} is not a {self.role.value} notification in revision {revision.name}"
+            )
+        gate = self.outgoing_notification_gates.get(method)
+        if gate and not has_capability(capabilities, gate):
+            raise LocalProtocolError(
+                f"cannot send {method!r}: we did not advertise capability {'.'.join(gate)}"
+            )
+        problem = check_params(method, params)
+        if problem:
+            raise LocalProtocolError(problem)
+
+
+CLIENT_GATES = RoleGates(Role.CLIENT)
+SERVER_GATES = RoleGates(Role.SERVER)

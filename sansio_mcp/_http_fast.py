@@ -1,0 +1,435 @@
+"""The HTTP/1.1 fast path: common messages parsed and written without h11.
+
+h11 costs tens of microseconds per message (its event and state machinery), which
+was the largest cost of a kept-alive MCP round trip.  The common messages (HTTP/1.1,
+plain header lines, a Content-Length body) are parsed and written here with a few
+regular expressions instead.  The first message outside that strict subset hands
+the connection to h11 for good (:meth:`FastPath.hand_over`, the bytes so far
+replayed into it), so anything unusual still gets h11's exact behaviour and errors;
+inside the subset the results and the bytes written are h11's
+(tests/transports/test_http_fast_path.py compares).
+
+:class:`FastServer` and :class:`FastClient` are the two sides' states while on the
+fast path; :mod:`._http` decides when to use them (``USE_FAST_PATH``) and owns h11.
+"""
+
+from __future__ import annotations
+
+import re
+
+import h11
+
+from ._http_messages import (
+    ClientEvent,
+    ConnectionEnded,
+    HTTPError,
+    HTTPRequest,
+    HTTPResponseHead,
+    ServerEvent,
+)
+from ._ndjson import NEED_DATA
+
+__all__ = ["FALLBACK", "FastClient", "FastPath", "FastServer", "Fallback"]
+
+_TCHAR = rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]"
+_VCHAR = rb"[!-~\x80-\xff]"  # visible ASCII or obs-text: stricter than h11 allows
+_VALUE = _VCHAR + rb"+(?:[ \t]+" + _VCHAR + rb"+)*"
+_HEADER_LINE = re.compile(rb"(" + _TCHAR + rb"+):[ \t]*((?:" + _VALUE + rb")?)[ \t]*\r\n")
+_REQUEST_LINE = re.compile(rb"(" + _TCHAR + rb"+) ([!-~]+) HTTP/1\.1\r\n")
+_STATUS_LINE = re.compile(rb"HTTP/1\.1 ([0-9]{3})(?: [ \t!-~\x80-\xff]*)?\r\n")
+_NAME = re.compile(_TCHAR + rb"+")
+_FIELD_VALUE = re.compile(rb"(?:" + _VALUE + rb")?")
+_DIGITS = re.compile(rb"[0-9]{1,20}")
+_TARGET = re.compile(rb"[!-~]+")
+# Methods whose exchanges h11 frames specially (no body, tunnels): never fast.
+_SPECIAL_METHODS = {b"HEAD", b"CONNECT"}
+# Request headers whose handling only h11 does: chunked bodies, 100-continue, upgrades.
+_H11_ONLY = {b"transfer-encoding", b"expect", b"upgrade"}
+
+
+class Fallback:
+    """The fast path cannot decide: h11 takes over."""
+
+
+FALLBACK = Fallback()
+
+
+class _Head:
+    """A message head parsed by the fast path."""
+
+    __slots__ = ("close", "headers", "hosts", "length", "special")
+
+    def __init__(self) -> None:
+        self.headers: dict[str, str] = {}
+        self.length: int | None = None  # Content-Length, if given once and plainly
+        self.close = False  # Connection: close
+        self.special = False  # something only h11 handles (or a second Content-Length)
+        self.hosts = 0
+
+
+def _parse_fields(buf: bytearray, pos: int, stop: int) -> _Head | None:
+    """The header lines of ``buf[pos:stop]`` (each ending in CRLF), or None if any
+    line is outside the fast subset."""
+    head = _Head()
+    headers = head.headers
+    while pos < stop:
+        match = _HEADER_LINE.match(buf, pos)
+        if match is None:
+            return None
+        pos = match.end()
+        raw_name, raw_value = match.group(1, 2)
+        lowered = raw_name.lower()
+        if lowered in _H11_ONLY:
+            head.special = True
+        elif lowered == b"content-length":
+            if head.length is not None or not _DIGITS.fullmatch(raw_value):
+                head.special = True
+            else:
+                head.length = int(raw_value)
+        elif lowered == b"host":
+            head.hosts += 1
+        elif lowered == b"connection":
+            head.close = head.close or b"close" in _tokens(raw_value)
+        name = lowered.decode("ascii")
+        value = raw_value.decode("latin-1")
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    return head if pos == stop else None
+
+
+def _tokens(value: bytes) -> set[bytes]:
+    """The lower-cased items of a comma-separated header value."""
+    return {item.strip().lower() for item in value.split(b",")} - {b""}
+
+
+def _head_end(buf: bytearray, max_headers: int, searched: int) -> int | Fallback | None:
+    """Where the head in ``buf`` ends (its blank line), None while it may still come,
+    or FALLBACK when only h11 can tell (bare-LF lines, a head too long to wait for).
+    The first ``searched`` bytes were searched before: only what came since is (so
+    a head arriving in many small pieces costs linear time, not quadratic)."""
+    end = buf.find(b"\r\n\r\n", max(0, searched - 3))
+    if end >= 0:
+        return end
+    if (
+        len(buf) > max_headers
+        or buf.find(b"\n\n", max(0, searched - 1)) >= 0
+        or buf.find(b"\n\r\n", max(0, searched - 2)) >= 0
+    ):
+        return FALLBACK
+    if buf and buf[0] < 0x21:
+        return FALLBACK  # h11 refuses such a first line at once, without waiting for more
+    return None
+
+
+class _Out:
+    """Outgoing headers checked and normalized as h11 does, and what they say."""
+
+    __slots__ = ("chunked", "connection", "h11_only", "headers", "hosts", "length")
+
+    def __init__(self, headers: list[tuple[bytes, bytes]]) -> None:
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.length: int | None = None
+        self.chunked = False
+        self.connection: set[bytes] = set()
+        self.hosts = 0
+        self.h11_only = False
+        for name, value in headers:
+            if not _NAME.fullmatch(name):
+                raise h11.LocalProtocolError(f"Illegal header name {name!r}")
+            if not _FIELD_VALUE.fullmatch(value):
+                raise h11.LocalProtocolError(f"Illegal header value {value!r}")
+            lowered = name.lower()
+            if lowered == b"content-length":
+                lengths = {part.strip() for part in value.split(b",")}
+                if len(lengths) != 1:
+                    raise h11.LocalProtocolError("conflicting Content-Length headers")
+                value = lengths.pop()
+                if not _DIGITS.fullmatch(value):
+                    raise h11.LocalProtocolError("bad Content-Length")
+                if self.length is not None:
+                    if self.length != int(value):
+                        raise h11.LocalProtocolError("conflicting Content-Length headers")
+                    continue  # a repeat of the same length is dropped
+                self.length = int(value)
+            elif lowered == b"transfer-encoding":
+                if self.chunked:
+                    raise h11.LocalProtocolError("multiple Transfer-Encoding headers")
+                value = value.lower()
+                if value != b"chunked":
+                    raise h11.LocalProtocolError("Only Transfer-Encoding: chunked is supported")
+                self.chunked = True
+            elif lowered == b"connection":
+                self.connection |= _tokens(value)
+            elif lowered == b"host":
+                self.hosts += 1
+            elif lowered in _H11_ONLY:
+                self.h11_only = True
+            self.headers.append((name, value))
+
+    def without(self, *names: bytes) -> list[tuple[bytes, bytes]]:
+        return [(n, v) for n, v in self.headers if n.lower() not in names]
+
+
+def _write_head(first_line: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
+    return first_line + b"".join(b"%s: %s\r\n" % pair for pair in headers) + b"\r\n"
+
+
+class FastPath:
+    """What both sides share: the bytes kept until a whole message is there."""
+
+    def __init__(self, max_headers: int) -> None:
+        self.max_headers = max_headers
+        self.buf = bytearray()
+        self.eof = False
+        # How much of self.buf was searched for the end of a head, without finding it.
+        self._searched = 0
+        # Whether the end of the connection was reported (ConnectionEnded): as in h11,
+        # a connection is not reused once it was (and may be before).
+        self.ended = False
+
+    def receive(self, data: bytes | bytearray) -> None:
+        if not data:
+            self.eof = True
+        elif not self.eof:
+            self.buf += data
+
+    def hand_over(self, conn: h11.Connection) -> None:
+        """Give h11 what arrived so far (and the end of the connection, if it came)."""
+        if self.buf:  # (h11 takes empty data for the end of the connection)
+            conn.receive_data(bytes(self.buf))
+            self.buf.clear()
+        if self.eof:
+            conn.receive_data(b"")
+
+    def _connection_ended(self) -> ConnectionEnded:
+        self.ended = True
+        return ConnectionEnded()
+
+    def _find_head_end(self) -> int | Fallback | None:
+        end = _head_end(self.buf, self.max_headers, self._searched)
+        self._searched = len(self.buf) if end is None else 0
+        return end
+
+
+class FastServer(FastPath):
+    """The server side of a connection while on the fast path."""
+
+    def __init__(self, max_headers: int, max_body: int) -> None:
+        super().__init__(max_headers)
+        self.max_body = max_body
+        self._got_request = False  # a request was parsed; its response is due
+        self._keep_alive = True
+        self._response: str | None = None  # None, "length", "chunked", "done" or "error"
+        self._remaining = 0
+        # A request whose head was parsed while its body is still arriving: the
+        # method, the target, the head, where the body starts, and its length.
+        self._pending: tuple[bytes, bytes, _Head, int, int] | None = None
+
+    @property
+    def can_reuse(self) -> bool:
+        return (
+            self._got_request and self._response == "done" and self._keep_alive and not self.ended
+        )
+
+    def next_request(self) -> ServerEvent | Fallback:
+        buf = self.buf
+        if self._got_request:  # the next request waits for start_next, as in h11
+            return self._connection_ended() if self.eof and not buf else NEED_DATA
+        if self._pending is None:
+            end = self._find_head_end()
+            if end is None:
+                if self.eof:
+                    return self._connection_ended() if not buf else FALLBACK
+                return NEED_DATA
+            if isinstance(end, Fallback):
+                return end
+            line = _REQUEST_LINE.match(buf)
+            if line is None or line.group(1) in _SPECIAL_METHODS:
+                return FALLBACK
+            head = _parse_fields(buf, line.end(), end + 2)
+            if head is None or head.special or head.hosts != 1:
+                return FALLBACK
+            length = head.length or 0
+            if length > self.max_body:
+                self._keep_alive = not head.close
+                return HTTPError(413, f"request body over {self.max_body} bytes")
+            method, target = line.group(1, 2)
+            start = end + 4
+        else:  # the head was parsed before: only the body was missing
+            method, target, head, start, length = self._pending
+        if len(buf) < start + length:
+            if self.eof:
+                return FALLBACK
+            self._pending = (method, target, head, start, length)
+            return NEED_DATA
+        self._pending = None
+        request = HTTPRequest(
+            method=method.decode("ascii"),
+            target=target.decode("latin-1"),
+            headers=head.headers,
+            body=bytes(buf[start : start + length]),
+        )
+        del buf[: start + length]
+        self._got_request = True
+        self._keep_alive = not head.close
+        return request
+
+    def send_head(self, status: int, headers: list[tuple[bytes, bytes]]) -> bytes:
+        try:
+            return self._head(status, headers)
+        except h11.LocalProtocolError:
+            self._fail_for_good()
+            raise
+
+    def _fail_for_good(self) -> None:
+        """A send broke the protocol: nothing more can be sent and the connection is
+        not reused (h11's ERROR state)."""
+        self._response = "error"
+        self._keep_alive = False
+
+    def _head(self, status: int, headers: list[tuple[bytes, bytes]]) -> bytes:
+        # The framing and Connection headers h11 would write.
+        if self._response is not None or not self._got_request or not 200 <= status <= 999:
+            raise h11.LocalProtocolError("a response cannot be sent now")
+        out = _Out(headers)
+        lines = out.headers
+        if status in (204, 304):
+            self._response, self._remaining = "length", 0
+        elif out.chunked or out.length is None:
+            self._response = "chunked"
+            lines = out.without(b"content-length", b"transfer-encoding")
+            lines.append((b"Transfer-Encoding", b"chunked"))
+        else:
+            self._response, self._remaining = "length", out.length
+        if not self._keep_alive:
+            tokens = (out.connection - {b"keep-alive"}) | {b"close"}
+            lines = [(n, v) for n, v in lines if n.lower() != b"connection"]
+            lines += [(b"Connection", token) for token in sorted(tokens)]
+        elif b"close" in out.connection:
+            self._keep_alive = False
+        return _write_head(b"HTTP/1.1 %d \r\n" % status, lines)
+
+    def send_body(self, data: bytes) -> bytes:
+        if self._response == "chunked":
+            return b"%x\r\n%s\r\n" % (len(data), data)
+        if self._response != "length" or len(data) > self._remaining:
+            self._fail_for_good()
+            raise h11.LocalProtocolError("Too much data for declared Content-Length")
+        self._remaining -= len(data)
+        return data
+
+    def end(self) -> bytes:
+        if self._response == "chunked":
+            self._response = "done"
+            return b"0\r\n\r\n"
+        if self._response != "length" or self._remaining:
+            self._fail_for_good()
+            raise h11.LocalProtocolError("Too little data for declared Content-Length")
+        self._response = "done"
+        return b""
+
+    def may_answer_error(self) -> bool:
+        """Whether an error response can still go out (none was begun); if so, the
+        request that could not be read counts as the one being answered."""
+        if self._response is not None:
+            return False
+        self._got_request = True
+        return True
+
+    def start_next(self) -> None:
+        self._got_request = False
+        self._response = None
+
+    def close(self) -> None:
+        self._keep_alive = False
+
+
+class FastClient(FastPath):
+    """The client side of a connection while on the fast path."""
+
+    def __init__(self, max_headers: int) -> None:
+        super().__init__(max_headers)
+        self._sent: tuple[bytes, bytes, list[tuple[bytes, bytes]], bytes | None] | None = None
+        self._keep_alive = True
+        self._state = "idle"  # "idle", "head" (awaiting it), "body", "done"
+        self._remaining = self._length = 0
+
+    @property
+    def in_flight(self) -> tuple[bytes, bytes, list[tuple[bytes, bytes]], bytes | None] | None:
+        """The request being answered (method, target, headers, body), for h11 to
+        replay when it takes over."""
+        return self._sent if self._state != "idle" else None
+
+    @property
+    def can_reuse(self) -> bool:
+        return self._state == "done" and self._keep_alive and not self.ended
+
+    def send_request(
+        self, method: bytes, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes | None
+    ) -> bytes | Fallback:
+        if self._state != "idle":
+            raise h11.LocalProtocolError("a request is already in progress")
+        if not _NAME.fullmatch(method) or not _TARGET.fullmatch(target):
+            raise h11.LocalProtocolError(
+                f"Illegal request line {method.decode()!r} {target.decode()!r}"
+            )
+        out = _Out(headers)
+        if out.hosts != 1:
+            raise h11.LocalProtocolError("Found multiple Host: headers")
+        if out.h11_only or out.chunked or method in _SPECIAL_METHODS:
+            return FALLBACK  # a request only h11 frames (it is at a message boundary)
+        self._sent = (method, target, headers, body)
+        self._state = "head"
+        self._keep_alive = b"close" not in out.connection
+        return _write_head(b"%s %s HTTP/1.1\r\n" % (method, target), out.headers) + (body or b"")
+
+    def next_event(self) -> ClientEvent | Fallback:
+        buf = self.buf
+        if self._state == "body":
+            if self._remaining == 0:
+                self._state = "done"
+                return None
+            if not buf:
+                if self.eof:
+                    received = self._length - self._remaining
+                    return HTTPError(
+                        502,
+                        "malformed HTTP response: peer closed connection without sending "
+                        f"complete message body (received {received} bytes, "
+                        f"expected {self._length})",
+                    )
+                return NEED_DATA
+            chunk = bytes(buf[: self._remaining])
+            del buf[: len(chunk)]
+            self._remaining -= len(chunk)
+            return chunk
+        if self._state != "head":
+            if self.eof and not buf:
+                return self._connection_ended()
+            return NEED_DATA if self._state == "done" else FALLBACK
+        end = self._find_head_end()
+        if end is None:
+            return FALLBACK if self.eof else NEED_DATA
+        if isinstance(end, Fallback):
+            return end
+        line = _STATUS_LINE.match(buf)
+        assert self._sent is not None
+        if line is None or self._sent[0] in _SPECIAL_METHODS:
+            return FALLBACK
+        status = int(line.group(1))
+        head = _parse_fields(buf, line.end(), end + 2)
+        if head is None or head.special or status < 200:
+            return FALLBACK
+        if status in (204, 304):
+            length = 0
+        elif head.length is None:
+            return FALLBACK  # chunked, or delimited by the connection's end: h11's job
+        else:
+            length = head.length
+        del buf[: end + 4]
+        self._keep_alive = self._keep_alive and not head.close
+        self._state, self._remaining, self._length = "body", length, length
+        return HTTPResponseHead(status, head.headers)
+
+    def start_next(self) -> None:
+        self._state = "idle"
+        self._sent = None

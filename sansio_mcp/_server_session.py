@@ -1,0 +1,414 @@
+"""The server side of MCP: :class:`ServerSession`, serving both eras at once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+from . import _json
+from ._errors import (
+    ErrorCode,
+    LocalProtocolError,
+    MCPError,
+    UnsupportedProtocolVersion,
+)
+from ._events import RequestReceived, SessionInitialized
+from ._gates import SERVER_GATES, has_capability, trim_capabilities, trim_info
+from ._jsonrpc import JSONRPCNotification, JSONRPCRequest, RequestId, is_request_id
+from ._modern import (
+    CacheHints,
+    check_input_required,
+    honoured_filter,
+    is_modern_request,
+    missing_capability_error,
+    missing_input_capabilities,
+    modern_versions,
+    parse_request_meta,
+    shape_result,
+)
+from ._params import LOG_LEVELS, check_params
+from ._requests import IncomingRequest, progress_token_of
+from ._session import Session
+from ._state import Role, SessionState
+from ._versions import (
+    ALL_REVISIONS,
+    CLIENT_REQUEST_GATES,
+    LATEST_MODERN_REVISION,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    META_SUBSCRIPTION_ID,
+    REVISIONS,
+    Era,
+    Revision,
+)
+
+__all__ = ["ServerSession", "DEFAULT_SERVER_INFO"]
+
+DEFAULT_SERVER_INFO: dict[str, Any] = {"name": "sansio-mcp-server", "version": "0.1.0"}
+
+
+@attrs.define
+class _Listen:
+    """One open ``subscriptions/listen`` on the server side."""
+
+    notifications: dict[str, Any]
+
+
+class ServerSession(Session):
+    """The server side of MCP, serving both eras at once.
+
+    An ``initialize`` starts a handshake session; a request whose ``_meta``
+    names a 2026-07-28 protocol version is served statelessly beside it.
+    The core answers ``initialize``, ``ping``, ``logging/setLevel``,
+    ``server/discover`` and ``subscriptions/listen`` itself and refuses
+    (-32601) methods of capabilities it did not advertise.
+    """
+
+    role = Role.SERVER
+    _gates = SERVER_GATES
+
+    def __init__(
+        self,
+        *,
+        capabilities: dict[str, Any] | None = None,
+        server_info: dict[str, Any] | None = None,
+        instructions: str | None = None,
+        supported_versions: Iterable[str] = ALL_REVISIONS,
+        cache_hints: CacheHints | None = None,
+        max_message_size: int = _json.DEFAULT_MAX_MESSAGE_SIZE,
+        max_depth: int = _json.DEFAULT_MAX_DEPTH,
+    ) -> None:
+        super().__init__(
+            capabilities=capabilities,
+            info=server_info or DEFAULT_SERVER_INFO,
+            supported_versions=supported_versions,
+            max_message_size=max_message_size,
+            max_depth=max_depth,
+        )
+        self.instructions = instructions
+        self.cache_hints = cache_hints or CacheHints()
+        #: The level the client chose with logging/setLevel (None: send all).
+        self.log_level: str | None = None
+        #: Resource URIs the client subscribed to.
+        self.subscriptions: set[str] = set()
+        self._legacy_versions = [
+            v for v in self.supported_versions if REVISIONS[v].era is Era.LEGACY
+        ]
+        self._modern_versions = modern_versions(self.supported_versions)
+        self._listens: dict[RequestId, _Listen] = {}
+
+    # The stateless era ----------------------------------------------------------------
+
+    def _on_request(self, request: JSONRPCRequest) -> None:
+        params = request.params or {}
+        if self._modern_versions and (
+            is_modern_request(params)
+            or request.method in ("server/discover", "subscriptions/listen")
+        ):
+            self._on_modern_request(request, params)
+            return
+        if not self._legacy_versions:
+            self._refuse_legacy(request, params)
+            return
+        super()._on_request(request)
+
+    def _refuse_legacy(self, request: JSONRPCRequest, params: dict[str, Any]) -> None:
+        """A modern-only server: name the versions it supports (spec: basic/versioning)."""
+        if request.method == "initialize":
+            requested = params.get("protocolVersion")
+            error: MCPError = UnsupportedProtocolVersion(
+                message="this server only speaks the stateless revision(s) "
+                + ", ".join(self._modern_versions),
+                data={
+                    "supported": list(self._modern_versions),
+                    "requested": requested if isinstance(requested, str) else "",
+                },
+            )
+        else:
+            error = MCPError(
+                ErrorCode.INVALID_PARAMS,
+                f"params._meta[{META_PROTOCOL_VERSION!r}] is required (2026-07-28)",
+            )
+        self._refuse(request.id, error)
+
+    def _refuse(self, request_id: RequestId, error: MCPError) -> None:
+        self._outbox.answer(request_id, self._refusal(request_id, error))
+
+    def _on_modern_request(self, request: JSONRPCRequest, params: dict[str, Any]) -> None:
+        method = request.method
+        try:
+            if request.id in self._requests.incoming or request.id in self._listens:
+                raise MCPError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"request id {request.id!r} is already in use by an unanswered request",
+                )
+            meta = parse_request_meta(params)
+            if meta.protocol_version not in self._modern_versions:
+                raise UnsupportedProtocolVersion(
+                    message=f"unsupported protocol version {meta.protocol_version!r}",
+                    data={
+                        # Only versions a request's _meta may name (not the handshake ones).
+                        "supported": list(self._modern_versions),
+                        "requested": meta.protocol_version,
+                    },
+                )
+            revision = REVISIONS[meta.protocol_version]
+            if method not in revision.client_requests:
+                raise MCPError(ErrorCode.METHOD_NOT_FOUND, f"method not found: {method!r}")
+            gate = CLIENT_REQUEST_GATES.get(method)
+            if gate and not has_capability(self.capabilities, gate):
+                raise MCPError(
+                    ErrorCode.METHOD_NOT_FOUND,
+                    f"method not found: {method!r} (capability {'.'.join(gate)} not advertised)",
+                )
+            problem = check_params(method, params)
+            if problem:
+                raise MCPError(ErrorCode.INVALID_PARAMS, problem)
+            if method == "subscriptions/listen" and not isinstance(
+                params.get("notifications"), dict
+            ):
+                raise MCPError(
+                    ErrorCode.INVALID_PARAMS,
+                    "subscriptions/listen: 'notifications' must be an object",
+                )
+        except MCPError as error:
+            self._refuse(request.id, error)
+            return
+        if method == "server/discover":
+            self._outbox.answer(
+                request.id,
+                {"jsonrpc": "2.0", "id": request.id, "result": self._discover_result(revision)},
+            )
+            return
+        if method == "subscriptions/listen":
+            self._open_listen(request.id, params["notifications"])
+            return
+        token = progress_token_of(params)
+        self._requests.incoming[request.id] = IncomingRequest(method, params, token, meta=meta)
+        self._events.append(RequestReceived(request.id, method, params, token, meta))
+
+    def _modern_capabilities(self, revision: Revision) -> dict[str, Any]:
+        return trim_capabilities(self._effective_capabilities(), revision.server_capabilities)
+
+    def _discover_result(self, revision: Revision) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            # The versions later requests may name in _meta (the handshake ones cannot be).
+            "supportedVersions": list(self._modern_versions),
+            "capabilities": self._modern_capabilities(revision),
+        }
+        if self.instructions is not None:
+            result["instructions"] = self.instructions
+        return shape_result(
+            "server/discover",
+            result,
+            server_info=trim_info(self.info, revision),
+            cache=self.cache_hints,
+        )
+
+    def _result_message(
+        self, request_id: RequestId, incoming: IncomingRequest, result: dict[str, Any]
+    ) -> dict[str, Any]:
+        if incoming.meta is None:
+            return super()._result_message(request_id, incoming, result)
+        if result.get("resultType") == "input_required":
+            try:
+                check_input_required(incoming.method, result)
+                missing = missing_input_capabilities(
+                    result.get("inputRequests") or {}, incoming.meta.client_capabilities
+                )
+            except ValueError as exc:
+                raise LocalProtocolError(str(exc)) from None
+            if missing:
+                # Never send an interim result the client cannot act on.
+                return self._error_obj(request_id, missing_capability_error(missing))
+        revision = REVISIONS[incoming.meta.protocol_version]
+        shaped = shape_result(
+            incoming.method,
+            result,
+            server_info=trim_info(self.info, revision),
+            cache=self.cache_hints,
+        )
+        return {"jsonrpc": "2.0", "id": request_id, "result": shaped}
+
+    # Subscriptions ----------------------------------------------------------------------
+
+    def _open_listen(self, request_id: RequestId, requested: dict[str, Any]) -> None:
+        honoured = honoured_filter(requested, self._effective_capabilities())
+        self._listens[request_id] = _Listen(honoured)
+        self.send_notification(
+            "notifications/subscriptions/acknowledged",
+            {"_meta": {META_SUBSCRIPTION_ID: request_id}, "notifications": honoured},
+            stateless=True,
+            related_request=request_id,
+        )
+
+    @property
+    def open_subscriptions(self) -> frozenset[RequestId]:
+        """Ids of the ``subscriptions/listen`` requests still open."""
+        return frozenset(self._listens)
+
+    def end_subscription(self, request_id: RequestId) -> None:
+        """Tear down a subscription gracefully (the final, empty result)."""
+        if self._listens.pop(request_id, None) is None:
+            raise LocalProtocolError(f"no open subscription {request_id!r}")
+        meta = {
+            META_SUBSCRIPTION_ID: request_id,
+            META_SERVER_INFO: trim_info(self.info, REVISIONS[LATEST_MODERN_REVISION]),
+        }
+        self._outbox.append(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "result": {"resultType": "complete", "_meta": meta},
+            },
+            request_id,
+        )
+
+    def _on_cancelled(self, params: dict[str, Any]) -> None:
+        request_id = params.get("requestId")
+        if is_request_id(request_id) and request_id in self._listens:
+            del self._listens[request_id]  # the client closed its subscription
+            return
+        super()._on_cancelled(params)
+
+    def _notify_listeners(self, method: str, params: dict[str, Any], wants: Any) -> bool:
+        sent = False
+        for listen_id, listen in self._listens.items():
+            if wants(listen.notifications):
+                tagged = {**params, "_meta": {META_SUBSCRIPTION_ID: listen_id}}
+                self.send_notification(method, tagged, stateless=True, related_request=listen_id)
+                sent = True
+        return sent
+
+    def _on_notification(self, notification: JSONRPCNotification) -> None:
+        # A stateless client may cancel without any handshake session.
+        if notification.method == "notifications/cancelled" and self._modern_versions:
+            params = notification.params or {}
+            request_id = params.get("requestId")
+            if not is_request_id(request_id):
+                super()._on_notification(notification)  # reported as malformed there
+                return
+            incoming = self._requests.incoming.get(request_id)
+            if (
+                request_id in self._listens
+                or (incoming is not None and incoming.meta is not None)
+                # No handshake session: a cancel that lost the race with our answer.
+                or (incoming is None and self.state is SessionState.IDLE)
+            ):
+                problem = check_params(notification.method, params)
+                if problem is None:
+                    self._on_cancelled(params)
+                return
+        super()._on_notification(notification)
+
+    # The handshake era ----------------------------------------------------------------
+
+    def _on_initialize(self, request_id: RequestId, params: dict[str, Any]) -> None:
+        requested = params["protocolVersion"]
+        # Echo the client's version when we support it, else offer our latest.
+        version = requested if requested in self._legacy_versions else self._legacy_versions[-1]
+        self.revision = REVISIONS[version]
+        self.peer_capabilities = params["capabilities"]
+        self.peer_info = params["clientInfo"]
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": trim_capabilities(
+                self._effective_capabilities(), self.revision.server_capabilities
+            ),
+            "serverInfo": trim_info(self.info, self.revision),
+        }
+        if self.instructions is not None:
+            result["instructions"] = self.instructions
+        self._outbox.answer(request_id, {"jsonrpc": "2.0", "id": request_id, "result": result})
+
+    def _effective_capabilities(self) -> dict[str, Any]:
+        return self.capabilities
+
+    def _on_initialized(self) -> None:
+        assert self.revision and self.peer_info is not None and self.peer_capabilities is not None
+        self._events.append(
+            SessionInitialized(
+                self.revision.name, self.peer_info, self.peer_capabilities, self.instructions
+            )
+        )
+
+    def _handle_locally(self, request_id: RequestId, method: str, params: dict[str, Any]) -> bool:
+        if method != "logging/setLevel":
+            return False
+        self.log_level = params["level"]
+        self._outbox.answer(request_id, {"jsonrpc": "2.0", "id": request_id, "result": {}})
+        return True
+
+    def _after_response(self, incoming: IncomingRequest, result: dict[str, Any]) -> None:
+        uri = incoming.params.get("uri")
+        if incoming.method == "resources/subscribe" and isinstance(uri, str):
+            self.subscriptions.add(uri)
+        elif incoming.method == "resources/unsubscribe" and isinstance(uri, str):
+            self.subscriptions.discard(uri)
+
+    # Conveniences -------------------------------------------------------------
+
+    def is_stateless_request(self, request_id: RequestId) -> bool:
+        """Whether an open request came in the stateless (2026-07-28) era."""
+        incoming = self._requests.incoming.get(request_id)
+        return incoming is not None and incoming.meta is not None
+
+    def send_log_message(
+        self,
+        level: str,
+        data: Any,
+        logger: str | None = None,
+        *,
+        request_id: RequestId | None = None,
+    ) -> bool:
+        """Send ``notifications/message`` unless it is below the client's level.
+
+        For a stateless request (``request_id`` given) the level is the one its
+        ``_meta`` asked for, and nothing is sent if it asked for none.
+        """
+        if level not in LOG_LEVELS:
+            raise LocalProtocolError(f"unknown log level {level!r}")
+        incoming = self._requests.incoming.get(request_id) if request_id is not None else None
+        stateless = incoming is not None and incoming.meta is not None
+        threshold = (
+            incoming.meta.log_level if stateless and incoming and incoming.meta else self.log_level
+        )
+        if stateless and threshold is None:
+            return False
+        if threshold is not None and LOG_LEVELS.index(level) < LOG_LEVELS.index(threshold):
+            return False
+        if not stateless and self.revision is None:
+            return False  # no handshake session to log to
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        self.send_notification(
+            "notifications/message", params, stateless=stateless, related_request=request_id
+        )
+        return True
+
+    def send_resource_updated(self, uri: str) -> bool:
+        """Send ``notifications/resources/updated`` to whoever subscribed to ``uri``."""
+        sent = self._notify_listeners(
+            "notifications/resources/updated",
+            {"uri": uri},
+            lambda f: uri in (f.get("resourceSubscriptions") or ()),
+        )
+        if uri in self.subscriptions and self.state is SessionState.READY:
+            self.send_notification("notifications/resources/updated", {"uri": uri})
+            sent = True
+        return sent
+
+    def send_list_changed(self, kind: str) -> bool:
+        """Send ``notifications/{kind}/list_changed`` (tools, prompts or resources)
+        on the handshake session and to the subscriptions that asked for it."""
+        if kind not in ("tools", "prompts", "resources"):
+            raise LocalProtocolError(f"no list_changed notification for {kind!r}")
+        method = f"notifications/{kind}/list_changed"
+        sent = self._notify_listeners(method, {}, lambda f: f.get(f"{kind}ListChanged") is True)
+        if self.state is SessionState.READY:
+            self.send_notification(method)
+            sent = True
+        return sent

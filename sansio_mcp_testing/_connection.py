@@ -1,0 +1,250 @@
+"""The checker's connections to the server under test: one recorded client
+session per revision, over stdio (a sandboxed child process) or Streamable HTTP."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import trio
+
+from sansio_mcp._stdio import StderrLines, safe_environment
+from sansio_mcp._versions import ALL_REVISIONS, REVISIONS, Era
+from sansio_mcp.runtime._client import ClientHandlers
+from trio_adapters._process import PIPE, stop_process
+from trio_adapters._runner import TrioRunner, TrioSessionHost
+from trio_adapters._util import unwrap_single_exception
+from trio_adapters.client import Client, start_client
+
+from ._options import CheckOptions
+from ._recorder import LockedSendStream, Recorder, RecordingClientSession, SchemaProblem
+from .report import Violation
+
+__all__ = ["Connection", "Connector", "ServerGone", "absolute_command"]
+
+
+class ServerGone(Exception):
+    """The server died (already reported): the rest of this connection's checks stop."""
+
+
+@attrs.define
+class Connection:
+    client: Client
+    session: RecordingClientSession
+    host: TrioSessionHost
+    recorder: Recorder
+    revision: str
+    raw: LockedSendStream | None = None
+    process: trio.Process | None = None
+    stderr_tail: deque[str] = attrs.field(factory=lambda: deque(maxlen=20))
+    setup_end: int = 0
+    dead: bool = False
+    death: Violation | None = None
+
+    @property
+    def setup(self) -> list[str]:
+        return self.recorder.window(0, self.setup_end)
+
+    def transcript(self, start: int, end: int | None = None) -> list[str]:
+        """The handshake lines, then the lines from ``start`` on."""
+        return [*self.setup, *self.recorder.window(max(start, self.setup_end), end)]
+
+    @property
+    def alive(self) -> bool:
+        if self.host.driver.closed:
+            return False
+        return self.process is None or self.process.returncode is None
+
+
+def canned_handlers(workdir: str) -> ClientHandlers:
+    """Canned answers, so servers can exercise sampling, elicitation and roots."""
+
+    def sample(params: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": "a canned answer from sansio-mcp check"},
+            "model": "sansio-mcp-check",
+            "stopReason": "endTurn",
+        }
+
+    def elicit(params: dict[str, Any]) -> dict[str, Any]:
+        return {"action": "decline"}
+
+    return ClientHandlers(
+        sampling=sample,
+        elicitation=elicit,
+        roots=[{"uri": f"file://{workdir}", "name": "sandbox"}],
+    )
+
+
+class Connector:
+    """Opens connections to one server: ``command`` (stdio) or ``url`` (HTTP)."""
+
+    def __init__(
+        self,
+        *,
+        command: list[str] | None,
+        url: str | None,
+        options: CheckOptions,
+        workdir: str,
+        schema_dir: str | None,
+        on_schema_problem: Callable[[SchemaProblem], None],
+    ) -> None:
+        self.command = command
+        self.url = url
+        self.options = options
+        self.workdir = workdir
+        self.schema_dir = schema_dir
+        self.on_schema_problem = on_schema_problem
+        #: The last stderr lines of the latest stdio server (to say why it was not reached).
+        self.last_stderr: list[str] = []
+
+    @asynccontextmanager
+    async def connect(self, revision: str) -> AsyncIterator[Connection]:
+        era = REVISIONS[revision].era
+        recorder = Recorder(revision, schema_dir=self.schema_dir, on_problem=self.on_schema_problem)
+        handlers = canned_handlers(self.workdir)
+        session = RecordingClientSession(
+            capabilities=handlers.capabilities(),
+            client_info={"name": "sansio-mcp-check", "version": "0.1.0"},
+            protocol_version=revision,
+            mode="modern" if era is Era.MODERN else "legacy",
+            supported_versions=ALL_REVISIONS,
+        )
+        session.attach(recorder)
+        with unwrap_single_exception():
+            if self.command is not None:
+                async with self._connect_stdio(session, recorder, handlers, revision) as conn:
+                    yield conn
+            else:
+                async with self._connect_http(session, recorder, handlers, revision) as conn:
+                    yield conn
+
+    @asynccontextmanager
+    async def _connect_stdio(
+        self,
+        session: RecordingClientSession,
+        recorder: Recorder,
+        handlers: ClientHandlers,
+        revision: str,
+    ) -> AsyncIterator[Connection]:
+        assert self.command is not None
+        env = safe_environment(os.environ, dict(self.options.env))
+        env.setdefault("TMPDIR", self.workdir)
+        process = await trio.lowlevel.open_process(
+            self.command,
+            stdin=PIPE,
+            stdout=PIPE,
+            stderr=PIPE,
+            env=env,
+            cwd=self.options.cwd or self.workdir,
+            start_new_session=os.name != "nt",
+        )
+        assert process.stdin and process.stdout and process.stderr
+        tail: deque[str] = deque(maxlen=20)
+        self.last_stderr = []
+        raw = LockedSendStream(process.stdin)
+
+        async def handle_request(event: Any) -> dict[str, Any]:
+            return await handlers.answer(event.method, event.params)
+
+        runner = TrioRunner(
+            session,
+            raw,
+            process.stdout,
+            handle_request=handle_request,
+            handle_notification=handlers.notify,
+            answer_input=handlers.answer,
+        )
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_drain, process.stderr, tail)
+                await nursery.start(runner.run)
+                conn: Connection | None = None
+                try:
+                    conn = await self._start(runner, session, handlers, recorder, revision)
+                    conn.raw, conn.process, conn.stderr_tail = raw, process, tail
+                    yield conn
+                finally:
+                    await stop_process(process, grace=1.0)
+                    nursery.cancel_scope.cancel()
+                    death = conn.death if conn is not None else None
+                    if death is not None:
+                        death.details["exit_status"] = process.returncode
+                        death.details["stderr"] = list(tail)
+                        death.message += f" (exit status {process.returncode})"
+        finally:
+            if process.returncode is None:
+                await stop_process(process, grace=0)
+            self.last_stderr = list(tail)[-5:]
+
+    @asynccontextmanager
+    async def _connect_http(
+        self,
+        session: RecordingClientSession,
+        recorder: Recorder,
+        handlers: ClientHandlers,
+        revision: str,
+    ) -> AsyncIterator[Connection]:
+        from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
+        from trio_adapters.http_client import _HTTPClientHost
+
+        assert self.url is not None
+        transport = StreamableHTTPClient(Endpoint.parse(self.url), session)
+        host = _HTTPClientHost(session, transport, handlers, max_body=16 << 20, ssl_context=None)
+        async with trio.open_nursery() as nursery:
+            host.attach(nursery)
+            try:
+                yield await self._start(host, session, handlers, recorder, revision)
+                with trio.CancelScope(shield=True):
+                    await host.end_session()
+            finally:
+                session.close()
+                host.driver.process_events()
+                nursery.cancel_scope.cancel()
+
+    async def _start(
+        self,
+        host: TrioSessionHost,
+        session: RecordingClientSession,
+        handlers: ClientHandlers,
+        recorder: Recorder,
+        revision: str,
+    ) -> Connection:
+        """The handshake on a running host; the recorded lines so far are the setup."""
+        client = await start_client(host, session, handlers, self.options.timeout)
+        await host.flush()  # notifications/initialized belongs to the setup
+        conn = Connection(client, session, host, recorder, revision)
+        conn.setup_end = recorder.seq
+        return conn
+
+
+def absolute_command(command: list[str]) -> list[str]:
+    """The server runs in a temporary directory: the program and relative paths of
+    existing files in its arguments are made absolute."""
+    if not command:
+        raise ValueError("the server command is empty")
+    found = []
+    for i, arg in enumerate(command):
+        if i == 0 and os.sep not in arg:
+            found.append(shutil.which(arg) or arg)
+        elif not os.path.isabs(arg) and os.path.isfile(arg) and command[i - 1] != "-m":
+            found.append(os.path.abspath(arg))
+        else:
+            found.append(arg)
+    return found
+
+
+async def _drain(stream: trio.abc.ReceiveStream, tail: deque[str]) -> None:
+    lines = StderrLines()
+    try:
+        while chunk := await stream.receive_some(65536):
+            tail.extend(lines.feed(chunk))
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
+    tail.extend(lines.feed(b""))

@@ -1,0 +1,142 @@
+"""What a server check has found so far, per property: counts, violations and
+skips.  The :class:`~sansio_mcp_testing.report.Report` is built from it.
+
+The checker, its probes and the stateful property all record into one
+:class:`Findings`, so none of them needs to reach into another to report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING, Any
+
+from ._options import PROPERTIES
+from .report import PropertyResult, Report, Skip, Violation
+
+if TYPE_CHECKING:
+    from ._connection import Connection
+    from ._recorder import SchemaProblem
+
+__all__ = ["Findings", "PropertyFailure"]
+
+#: Distinct schema violations reported at most (a server that gets one message type
+#: wrong usually gets it wrong every time).
+_MAX_SCHEMA_VIOLATIONS = 25
+
+
+class PropertyFailure(Exception):
+    """A property failed on a generated example: raised inside a Hypothesis run (so
+    that it shrinks the example), recorded as a violation once the run is over."""
+
+    def __init__(self, message: str, transcript: list[str], details: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.message = message
+        self.transcript = transcript
+        self.details = details
+
+
+class Findings:
+    """Counts, violations and skips of one check run, recorded into ``report``."""
+
+    def __init__(
+        self,
+        report: Report,
+        *,
+        seed: int,
+        enabled: Collection[str],
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.report = report
+        self.seed = seed
+        #: The properties that still run (a property skipped as a whole leaves it).
+        self.enabled = set(enabled)
+        self._progress = progress
+        #: Recorder line numbers of schema-invalid messages (for the stateful property).
+        self.schema_problem_seqs: list[int] = []
+        self._schema_seen: set[str] = set()
+        for name, description in PROPERTIES.items():
+            status = "passed" if name in self.enabled else "skipped"
+            report.properties[name] = PropertyResult(name, description, status)
+            if name not in self.enabled:
+                report.properties[name].reason = "not selected"
+
+    def say(self, text: str) -> None:
+        if self._progress is not None:
+            self._progress(text)
+
+    def count(self, name: str, n: int = 1) -> None:
+        self.report.properties[name].checks += n
+
+    def violate(
+        self,
+        name: str,
+        message: str,
+        transcript: list[str],
+        *,
+        revision: str | None,
+        tool: str | None = None,
+        severity: str = "error",
+        **details: Any,
+    ) -> Violation:
+        if name not in PROPERTIES:
+            raise KeyError(name)
+        self.report.properties[name].status = "failed"
+        violation = Violation(
+            property=name,
+            message=message,
+            revision=revision,
+            tool=tool,
+            severity=severity,
+            seed=self.seed,
+            transcript=transcript,
+            details=details,
+        )
+        self.report.violations.append(violation)
+        self.say(f"  ! {name}: {message}")
+        return violation
+
+    def skip(self, what: str, reason: str, revision: str | None = None) -> None:
+        skip = Skip(what, reason, revision)
+        if skip not in self.report.skipped:  # several properties skip the same tool
+            self.report.skipped.append(skip)
+
+    def skip_property(self, name: str, reason: str) -> None:
+        result = self.report.properties[name]
+        result.status = "skipped"
+        result.reason = reason
+        self.enabled.discard(name)
+
+    def server_gone(self, conn: Connection, when: str, start: int | None = None) -> None:
+        """The server died during ``when``: a survival violation, and ``conn`` is dead."""
+        conn.dead = True
+        begin = start if start is not None else max(conn.setup_end, conn.recorder.seq - 4)
+        # The exit status and the last stderr lines are filled in once it is reaped.
+        conn.death = self.violate(
+            "survival",
+            f"the server died during {when}",
+            conn.transcript(begin),
+            revision=conn.revision,
+            stderr=list(conn.stderr_tail),
+            exit_status=None,
+        )
+
+    def schema_problem(self, problem: SchemaProblem) -> None:
+        """A message failed its schema (the recorder's callback)."""
+        self.schema_problem_seqs.append(problem.line.seq)
+        if "schema" not in self.enabled:
+            return
+        key = f"{problem.revision}|{problem.problems[0][:120]}"
+        if key in self._schema_seen:
+            return
+        self._schema_seen.add(key)
+        if len(self._schema_seen) > _MAX_SCHEMA_VIOLATIONS:
+            return
+        transcript = [problem.request.render()] if problem.request is not None else []
+        transcript.append(problem.line.render())
+        self.violate("schema", "; ".join(problem.problems), transcript, revision=problem.revision)
+
+    def finish_schema_counts(self) -> None:
+        """A schema property that checked nothing is skipped, not passed."""
+        result = self.report.properties["schema"]
+        if "schema" in self.enabled and result.status != "failed" and not result.checks:
+            result.status, result.reason = "skipped", "no message was checked"

@@ -1,0 +1,67 @@
+"""What a server check is asked to do: the properties it knows and the options
+that select and bound them (shared by the checker, its probes and its
+connections, so that none of them imports another for these)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import attrs
+
+__all__ = ["CheckOptions", "PROPERTIES"]
+
+#: The properties, in the order they run.
+PROPERTIES: dict[str, str] = {
+    "initialize": "initialize/discover works at each revision the server claims",
+    "schema": "every message the server sends validates against the official schema "
+    "of the negotiated revision",
+    "tool-schemas": "every tool's inputSchema (and outputSchema) is a valid JSON Schema",
+    "valid-arguments": "calls with generated valid arguments never give a protocol error "
+    "(tool failures are isError results); structured results match the outputSchema",
+    "invalid-arguments": "calls with invalid arguments (or an unknown tool) give an isError "
+    "result or -32602",
+    "malformed-jsonrpc": "malformed JSON-RPC gets the right error code and the server keeps "
+    "serving",
+    "unknown-method": "an unknown method gets -32601",
+    "pagination": "list cursors are stable, never loop, and a bogus cursor gets -32602",
+    "stateful": "random interleavings of lists, reads, prompts, safe tool calls, pings and "
+    "cancellations on one session: every request answered or cleanly cancelled, every "
+    "message schema-valid, lists stable between list_changed notifications",
+    "responsive": "every request is answered within the timeout",
+    "survival": "the server survives the whole run",
+}
+
+
+@attrs.define
+class CheckOptions:
+    """What to check and how carefully."""
+
+    #: Revisions to try (None: every revision the library knows; checked where claimed).
+    protocol_versions: Sequence[str] | None = None
+    #: Generated examples per tool and property.
+    examples: int = 20
+    #: Hypothesis seed (None: a random one, reported).
+    seed: int | None = None
+    allow_destructive: bool = False
+    #: Tools called even if annotated destructive.
+    allow: Sequence[str] = ()
+    #: Tools never called.
+    deny: Sequence[str] = ()
+    #: Call only tools annotated ``readOnlyHint: true``.
+    read_only: bool = False
+    #: Seconds per request.
+    timeout: float = 10.0
+    #: A folder of official schemas searched first (see
+    #: :func:`~sansio_mcp_testing.schemas.find_schema`).
+    schema_dir: str | None = None
+    #: Extra environment variables for a stdio server (on top of a minimal environment).
+    env: Mapping[str, str] = attrs.field(factory=dict)
+    #: Working directory of a stdio server (None: a fresh temporary directory, removed after).
+    cwd: str | None = None
+    #: Only these properties (None: all).
+    properties: Sequence[str] | None = None
+    #: Examples and steps per example of the stateful property (kept small: it is slow).
+    stateful_examples: int = 5
+    stateful_steps: int = 10
+    #: Called with a line of progress (for a terminal).
+    progress: Callable[[str], None] | None = None
