@@ -14,9 +14,8 @@ from typing import Any, Unpack
 from sansio_mcp import ClientSession, ConnectionClosedError
 from sansio_mcp._stdio import safe_environment
 from sansio_mcp._util import unwrap_single_exception
-from sansio_mcp.runtime._client import ClientHandlers
+from sansio_mcp.runtime._client import ClientAPI, ClientHandlers
 from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
-from sansio_mcp.runtime._host import HostedClient
 from sansio_mcp.runtime._host import start_client as core_start_client
 
 from ._process import drain_stderr, start_child, stop_process
@@ -31,7 +30,7 @@ __all__ = [
 ]
 
 
-class Client(HostedClient):
+class Client(ClientAPI):
     """A connected, initialized MCP client (see :class:`ClientAPI` for the calls)."""
 
 

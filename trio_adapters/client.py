@@ -12,9 +12,8 @@ import trio
 
 from sansio_mcp import ClientSession
 from sansio_mcp._stdio import safe_environment
-from sansio_mcp.runtime._client import ClientHandlers
+from sansio_mcp.runtime._client import ClientAPI, ClientHandlers
 from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
-from sansio_mcp.runtime._host import HostedClient
 from sansio_mcp.runtime._host import start_client as core_start_client
 
 from ._process import PIPE, drain_stderr, stop_process
@@ -24,7 +23,7 @@ from ._util import unwrap_single_exception
 __all__ = ["Client", "ClientHandlers", "open_client", "open_stdio_client"]
 
 
-class Client(HostedClient):
+class Client(ClientAPI):
     """A connected, initialized MCP client (see :class:`ClientAPI` for the calls)."""
 
 

@@ -30,7 +30,6 @@ __all__ = [
     "BufferedSubscription",
     "HostBase",
     "HostContext",
-    "HostedClient",
     "Signal",
     "start_client",
 ]
@@ -262,43 +261,13 @@ class HostContext(Context):
         await self.host.backend.sleep(seconds)
 
 
-class HostedClient(ClientAPI):
-    """A connected, initialized MCP client running on a host (see :class:`ClientAPI`)."""
-
-    def __init__(self, host: HostBase, session: ClientSession, handlers: ClientHandlers) -> None:
-        super().__init__(session, host.driver, handlers)
-        self._host = host
-
-    async def send_request(
-        self,
-        method: str,
-        params: dict[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
-        return await self._host.request(method, params, timeout=timeout, on_progress=on_progress)
-
-    async def flush(self) -> None:
-        await self._host.flush()
-
-    async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
-        await self._host.shielded(step)
-
-    def clock(self) -> float:
-        return self._host.now()
-
-    def new_subscription(self, buffer: int) -> Subscription:
-        return self._host.new_subscription(buffer)
-
-
 async def start_client(
     host: HostBase,
     session: ClientSession,
     handlers: ClientHandlers,
     initialize_timeout: float | None,
-    client_class: type[HostedClient] = HostedClient,
-) -> HostedClient:
+    client_class: type[ClientAPI] = ClientAPI,
+) -> ClientAPI:
     """Run the session's start (handshake or discover) and wrap it in a client."""
     request_id = session.start(now=host.now(), timeout=initialize_timeout)
     await host.wait_for(request_id, timed=initialize_timeout is not None)
