@@ -41,9 +41,7 @@ async def start_client(
     initialize_timeout: float | None,
 ) -> Client:
     """Run the session's start (handshake or discover) and wrap it in a :class:`Client`."""
-    client = await core_start_client(host, session, handlers, initialize_timeout, Client)
-    assert isinstance(client, Client)
-    return client
+    return await core_start_client(host, session, handlers, initialize_timeout, Client)
 
 
 @asynccontextmanager

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from .._client_session import ClientSession
 from .._errors import ConnectionClosedError
@@ -25,6 +25,8 @@ from ._backend import Backend, Cancellable, Signal
 from ._client import ClientAPI, ClientHandlers, ProgressCallback, Subscription
 from ._driver import Driver, InputHandler, NotificationHandler, RequestHandler, Waiter
 from ._server import Context
+
+C = TypeVar("C", bound=ClientAPI)
 
 __all__ = [
     "BufferedSubscription",
@@ -266,8 +268,8 @@ async def start_client(
     session: ClientSession,
     handlers: ClientHandlers,
     initialize_timeout: float | None,
-    client_class: type[ClientAPI] = ClientAPI,
-) -> ClientAPI:
+    client_class: type[C],
+) -> C:
     """Run the session's start (handshake or discover) and wrap it in a client."""
     request_id = session.start(now=host.now(), timeout=initialize_timeout)
     await host.wait_for(request_id, timed=initialize_timeout is not None)
