@@ -44,8 +44,8 @@ from ._jsonrpc import (
     message_to_obj,
     parse_message,
 )
-from ._ndjson import NEED_DATA, NdjsonFramer
-from ._outbox import Batch, Outbox
+from ._ndjson import HEAD_KEPT, NEED_DATA, NdjsonFramer, oversized_message
+from ._outbox import Batch, Outbox, encode_message
 from ._params import check_params
 from ._requests import (
     IncomingRequest,
@@ -132,6 +132,7 @@ class Session:
         for line in self._framer.lines(data):
             if isinstance(line, RemoteProtocolError):
                 self._violation(line)
+                self._requests.fail_malformed(line)  # an oversized answer ends its request
                 continue
             try:
                 obj = _json.loads(line, max_depth=self.max_depth)
@@ -162,9 +163,10 @@ class Session:
         """Feed one whole JSON text (an HTTP body, a WebSocket message)."""
         size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "surrogatepass"))
         if size > self.max_message_size:
-            self._violation(
-                self._answerable(f"message exceeds the {self.max_message_size}-byte limit")
-            )
+            head = text[:HEAD_KEPT] if isinstance(text, bytes) else text[:HEAD_KEPT].encode()
+            error = oversized_message(head, size, self.max_message_size)
+            self._violation(error)
+            self._requests.fail_malformed(error)
             return
         try:
             obj = _json.loads(text, max_depth=self.max_depth)
@@ -304,6 +306,12 @@ class Session:
         if pending is not None:
             self._complete(pending, result, error)
 
+    def fail_request(self, wire_id: RequestId, error: MCPError) -> None:
+        """The transport could not carry one of our requests, or its answer (an HTTP
+        failure): end it with ``error``, as an error response would, but with the
+        transport's own error rather than one a peer could have sent."""
+        self._on_response(wire_id, None, error)
+
     def _complete(
         self, pending: OutgoingRequest, result: dict[str, Any] | None, error: MCPError | None
     ) -> None:
@@ -399,6 +407,8 @@ class Session:
     ) -> RequestId:
         if timeout is not None and now is None:
             raise LocalProtocolError("a timeout needs the current time: pass now=")
+        if params is not None:
+            encode_message(params)  # not JSON (a NaN, say): refused before anything changes
         trigger = trigger or trigger_for(method, is_request=True, sending=True)
         self._transition(trigger, local=True)
         request_id = self._requests.next_id()
@@ -451,6 +461,8 @@ class Session:
             raise LocalProtocolError("params must be a dict")
         revision = REVISIONS[LATEST_MODERN_REVISION] if stateless else self.revision
         self._gates.check_outgoing_notification(method, params or {}, revision, self.capabilities)
+        if params is not None:
+            encode_message(params)  # not JSON: refused before anything changes
         if not stateless:
             self._transition(trigger_for(method, is_request=False, sending=True), local=True)
         obj: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
@@ -473,13 +485,13 @@ class Session:
             return
         try:
             message = self._result_message(request_id, incoming, result)
+            self._outbox.answer(request_id, message)
         except LocalProtocolError:
-            # still open: it can be answered properly
+            # still open: it can be answered properly (-32603, say)
             self._requests.incoming[request_id] = incoming
             raise
         if "result" in message:
             self._after_response(incoming, result)
-        self._outbox.answer(request_id, message)
 
     def respond_error(
         self, request_id: RequestId, code: int | MCPError, message: str = "", data: Any = None
@@ -488,7 +500,12 @@ class Session:
         error = code if isinstance(code, MCPError) else MCPError(code, message, data)
         if self.state is SessionState.CLOSED or self._requests.answer(request_id) is None:
             return
-        self._outbox.answer(request_id, self._error_obj(request_id, error))
+        try:
+            self._outbox.answer(request_id, self._error_obj(request_id, error))
+        except LocalProtocolError as exc:
+            # The error's data is not JSON: the request is still answered, without it.
+            plain = MCPError(ErrorCode.INTERNAL_ERROR, f"{error.message} ({exc})")
+            self._outbox.answer(request_id, self._error_obj(request_id, plain))
 
     def _after_response(self, incoming: IncomingRequest, result: dict[str, Any]) -> None:
         """Bookkeeping a successful answer implies (role-specific)."""

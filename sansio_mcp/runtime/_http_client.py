@@ -263,7 +263,7 @@ class LegacySSEClientHost(HTTPClientHost):
         )
         try:
             conn = HTTPClientConnection(source.host_header)
-            request = conn.send_request("GET", source.target, {"accept": "text/event-stream"})
+            request = conn.send_request("GET", source.target, legacy.request_headers())
             await stream.send_all(request)
             while True:
                 event = conn.next_event()
