@@ -6,21 +6,49 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
+from functools import partial
 from typing import Any
 
 from sansio_mcp import MCPError, ProtocolError
-from sansio_mcp._client import ClientAPI
 from sansio_mcp._versions import ALL_REVISIONS
+from sansio_mcp.runtime import ClientAPI, TimedOut, TransportBackend
+from sansio_mcp.runtime.example_server import build_server
 
 from .answers import Answers
-from .backends import BACKENDS, Backend, TimedOut
-from .example_server import build_server
 
 __all__ = ["main"]
 
 SERVER_TRANSPORTS = ("stdio", "http", "sse", "ws")
+BACKEND_NAMES = ("asyncio", "trio")
+TRANSPORT_PATHS = {"http": "/mcp", "sse": "/sse", "ws": "/mcp"}
+
+
+def backend_named(name: str) -> TransportBackend:
+    """The adapter's backend that ``--backend name`` picks (imported on demand)."""
+    if name == "asyncio":
+        from asyncio_adapters import BACKEND as asyncio_backend
+
+        return asyncio_backend
+    from trio_adapters import BACKEND as trio_backend
+
+    return trio_backend
+
+
+def _announcer(transport: str, host: str) -> Callable[[int], None]:
+    """Tells stderr where a network example server listens, once it is bound."""
+
+    def announce(port: int) -> None:
+        scheme = "ws" if transport == "ws" else "http"
+        shown = f"[{host}]" if ":" in host else host
+        print(
+            f"sansio-mcp example server: {scheme}://{shown}:{port}{TRANSPORT_PATHS[transport]}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return announce
 
 
 def _split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -43,7 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--backend",
-        choices=sorted(BACKENDS),
+        choices=BACKEND_NAMES,
         default="trio",
         help="event loop to run on (default: trio)",
     )
@@ -134,7 +162,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def _inspect(client: ClientAPI, backend: Backend, timeout: float) -> dict[str, Any]:
+async def _inspect(client: ClientAPI, backend: TransportBackend, timeout: float) -> dict[str, Any]:
     caps = client.server_capabilities
     report: dict[str, Any] = {
         "protocolVersion": client.protocol_version,
@@ -209,13 +237,12 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
         from .schemas import run as run_schemas
 
         return run_schemas(args)
-    backend = BACKENDS[args.backend]
+    backend = backend_named(args.backend)
     try:
         if args.command == "example-server":
             server = build_server(page_size=args.page_size)
-            backend.run(
-                backend.until_stopped, backend.serve, server, args.transport, args.host, args.port
-            )
+            serve = partial(backend.serve, on_bound=_announcer(args.transport, args.host))
+            backend.run(backend.until_stopped, serve, server, args.transport, args.host, args.port)
             return 0
         if args.command == "demo" and args.mcp:
             from .demo import run_demo
@@ -269,7 +296,7 @@ def _is_url(text: str) -> bool:
 
 
 def _connect(
-    backend: Backend, command: list[str], args: argparse.Namespace, **options: Any
+    backend: TransportBackend, command: list[str], args: argparse.Namespace, **options: Any
 ) -> AbstractAsyncContextManager[ClientAPI]:
     """A client for a command (stdio) or a URL (HTTP, legacy SSE, WebSocket)."""
     options.update(_version_options(args))
@@ -277,13 +304,15 @@ def _connect(
     return backend.connect(command, args.url, getattr(args, "transport", None), **options)
 
 
-async def _run_inspect(backend: Backend, command: list[str], args: argparse.Namespace) -> int:
+async def _run_inspect(
+    backend: TransportBackend, command: list[str], args: argparse.Namespace
+) -> int:
     async with _connect(backend, command, args) as client:
         _dump(await _inspect(client, backend, args.timeout))
     return 0
 
 
-async def _run_call(backend: Backend, command: list[str], args: argparse.Namespace) -> int:
+async def _run_call(backend: TransportBackend, command: list[str], args: argparse.Namespace) -> int:
     try:
         arguments = json.loads(args.args)
     except json.JSONDecodeError as exc:
