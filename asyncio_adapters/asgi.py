@@ -121,7 +121,7 @@ class MCPApp:
         if request is None:
             await _plain(send, 413, b"request body too large")
             return
-        exchange = self.router.handle(request)
+        exchange = self.router.handle(request, now=asyncio.get_running_loop().time())
         self.hosts.begin(exchange)
         try:
             await self._respond(exchange, receive, send)

@@ -66,7 +66,7 @@ class _HTTPService:
                     writer.write(conn.send_error_response(request.status, request.reason))
                     await writer.drain()
                     return
-                exchange = self.router.handle(request)
+                exchange = self.router.handle(request, now=asyncio.get_running_loop().time())
                 self.hosts.begin(exchange)
                 try:
                     if not await self._answer(reader, writer, conn, exchange):

@@ -64,7 +64,7 @@ class _HTTPService:
                 if isinstance(request, HTTPError):
                     await stream.send_all(conn.send_error_response(request.status, request.reason))
                     return
-                exchange = self.router.handle(request)
+                exchange = self.router.handle(request, now=trio.current_time())
                 self.hosts.begin(exchange)
                 try:
                     await self._answer(stream, conn, exchange)

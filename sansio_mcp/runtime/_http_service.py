@@ -27,7 +27,9 @@ __all__ = [
 class Router(Protocol):
     """What an HTTP service needs of a transport machine (Streamable HTTP, legacy SSE)."""
 
-    def handle(self, request: HTTPRequest) -> Exchange: ...
+    def handle(self, request: HTTPRequest, now: float | None = None) -> Exchange:
+        """The exchange answering ``request``; ``now`` lets idle sessions expire."""
+        ...
 
     def flush(self, session: ServerSession) -> None: ...
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import http.client
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import pytest
@@ -19,7 +21,14 @@ from sansio_mcp._http import HTTPRequest
 from sansio_mcp._streamable_http import StreamableHTTPServer
 from sansio_mcp.runtime.example_server import build_server
 
-from .helpers import INITIALIZED, POST_HEADERS, initialize, open_machine_session, post_request
+from .helpers import (
+    INITIALIZED,
+    POST_HEADERS,
+    initialize,
+    open_machine_session,
+    post_request,
+    serving_in_thread,
+)
 from .test_cli_transports import example_server
 
 BAD_IDS = [{"a": 1}, [1], True, 1.5, None]
@@ -286,3 +295,59 @@ def test_idle_sessions_expire_and_ended_ids_are_not_kept() -> None:
         assert machine.handle(delete, now=100.0).status == 200
     assert machine.session_ids == {kept["mcp-session-id"]}
     assert len(machine._activity) == 1
+
+
+@contextmanager
+def _asyncio_serving_in_thread(router: Any) -> Iterator[int]:
+    import asyncio
+    import queue
+    import threading
+
+    from asyncio_adapters.http_server import serve_router
+
+    ports: queue.Queue[int | BaseException] = queue.Queue()
+    stop: list[tuple[asyncio.AbstractEventLoop, asyncio.Task[None]]] = []
+
+    async def main() -> None:
+        started: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        task = asyncio.create_task(serve_router(build_server(), router, started=started))
+        stop.append((asyncio.get_running_loop(), task))
+        ports.put(await started)
+        with suppress(asyncio.CancelledError):
+            await task
+
+    thread = threading.Thread(target=lambda: asyncio.run(main()), daemon=True)
+    thread.start()
+    try:
+        got = ports.get(timeout=10)
+        assert isinstance(got, int)
+        yield got
+    finally:
+        loop, task = stop[0]
+        loop.call_soon_threadsafe(task.cancel)
+        thread.join(timeout=10)
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+def test_running_servers_expire_idle_sessions(backend: str) -> None:
+    """The adapters pass the time in: a quiet session idle past the limit is ended."""
+    import time
+
+    from trio_adapters.http_server import serve_router
+
+    router = StreamableHTTPServer(build_server().create_session, session_idle_timeout=0.5)
+    serving = (
+        serving_in_thread(serve_router, build_server(), router=router)
+        if backend == "trio"
+        else _asyncio_serving_in_thread(router)
+    )
+    with serving as port:
+        status, head, _ = _post(port, initialize(version="2025-11-25"), {})
+        assert status == 200
+        idle = {"mcp-session-id": head["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+        assert _post(port, INITIALIZED, idle)[0] == 202
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        assert _post(port, ping, idle)[0] == 200
+        time.sleep(1.0)
+        assert _post(port, initialize(version="2025-11-25"), {})[0] == 200  # time passes in
+        assert _post(port, ping, idle)[0] == 404
