@@ -23,7 +23,7 @@ from typing import Any
 from sansio_mcp import ServerSession
 from sansio_mcp._http import HTTPRequest, header_dict
 from sansio_mcp._streamable_http import Exchange
-from sansio_mcp.runtime._http_service import SessionHosts, streamable_http_router
+from sansio_mcp.runtime._http_service import SessionHosts, route, streamable_http_router
 from sansio_mcp.runtime._server import Server
 
 from .http_server import _HTTPSessionHost
@@ -121,7 +121,7 @@ class MCPApp:
         if request is None:
             await _plain(send, 413, b"request body too large")
             return
-        exchange = self.router.handle(request, now=asyncio.get_running_loop().time())
+        exchange = route(self.router, request, asyncio.get_running_loop().time())
         self.hosts.begin(exchange)
         try:
             await self._respond(exchange, receive, send)

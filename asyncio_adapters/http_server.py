@@ -15,6 +15,7 @@ from sansio_mcp.runtime._http_service import (
     RoutedOutput,
     Router,
     SessionHosts,
+    route,
     streamable_http_router,
 )
 from sansio_mcp.runtime._server import Server
@@ -66,7 +67,7 @@ class _HTTPService:
                     writer.write(conn.send_error_response(request.status, request.reason))
                     await writer.drain()
                     return
-                exchange = self.router.handle(request, now=asyncio.get_running_loop().time())
+                exchange = route(self.router, request, asyncio.get_running_loop().time())
                 self.hosts.begin(exchange)
                 try:
                     if not await self._answer(reader, writer, conn, exchange):

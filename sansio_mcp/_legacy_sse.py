@@ -69,9 +69,7 @@ class LegacySSEServer:
         self._streams: dict[str, tuple[ServerSession, Exchange]] = {}
         self._by_session: dict[int, Exchange] = {}
 
-    def handle(self, request: HTTPRequest, now: float | None = None) -> Exchange:
-        """The exchange answering ``request`` (a legacy session lives as long as its
-        stream: ``now`` is taken for the :class:`Router` protocol and not needed)."""
+    def handle(self, request: HTTPRequest) -> Exchange:
         refusal = check_host_and_origin(request, self.allowed_hosts, self.allowed_origins)
         if refusal is not None:
             return refusal

@@ -300,11 +300,10 @@ class StreamableHTTPServer:
     # Entry ------------------------------------------------------------------------
 
     def handle(self, request: HTTPRequest, now: float | None = None) -> Exchange:
-        """The exchange that answers ``request``; ``now`` (seconds, any clock) lets idle
-        handshake sessions expire (see :attr:`session_idle_timeout`)."""
+        """The exchange that answers ``request``; ``now``, if given, is passed to
+        :meth:`expire_idle` first."""
         if now is not None:
-            self._now = now
-            self._expire_idle(now)
+            self.expire_idle(now)
         refusal = self._check_security(request)
         if refusal is not None:
             return refusal
@@ -663,7 +662,10 @@ class StreamableHTTPServer:
         open_get = state.get_stream is not None and not state.get_stream.finished
         return not open_get and not any(not ex.finished for ex in state.streams.values())
 
-    def _expire_idle(self, now: float) -> None:
+    def expire_idle(self, now: float) -> None:
+        """Tell the time (seconds, any monotonic clock): handshake sessions quiet for
+        longer than :attr:`session_idle_timeout` end. The adapters call it per request."""
+        self._now = now
         timeout = self.session_idle_timeout
         if timeout is None:
             return

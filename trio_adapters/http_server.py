@@ -15,6 +15,7 @@ from sansio_mcp.runtime._http_service import (
     RoutedOutput,
     Router,
     SessionHosts,
+    route,
     streamable_http_router,
 )
 from sansio_mcp.runtime._server import Server
@@ -64,7 +65,7 @@ class _HTTPService:
                 if isinstance(request, HTTPError):
                     await stream.send_all(conn.send_error_response(request.status, request.reason))
                     return
-                exchange = self.router.handle(request, now=trio.current_time())
+                exchange = route(self.router, request, trio.current_time())
                 self.hosts.begin(exchange)
                 try:
                     await self._answer(stream, conn, exchange)

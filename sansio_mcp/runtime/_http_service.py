@@ -27,13 +27,20 @@ __all__ = [
 class Router(Protocol):
     """What an HTTP service needs of a transport machine (Streamable HTTP, legacy SSE)."""
 
-    def handle(self, request: HTTPRequest, now: float | None = None) -> Exchange:
-        """The exchange answering ``request``; ``now`` lets idle sessions expire."""
-        ...
+    def handle(self, request: HTTPRequest) -> Exchange: ...
 
     def flush(self, session: ServerSession) -> None: ...
 
     def owns(self, session: ServerSession) -> bool: ...
+
+
+def route(router: Router, request: HTTPRequest, now: float) -> Exchange:
+    """``router``'s exchange for ``request``, after it has seen the time (a router with
+    ``expire_idle``, as :class:`StreamableHTTPServer`, ends its idle sessions then)."""
+    expire_idle = getattr(router, "expire_idle", None)
+    if expire_idle is not None:
+        expire_idle(now)
+    return router.handle(request)
 
 
 class SessionHost(Protocol):

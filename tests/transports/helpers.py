@@ -526,8 +526,8 @@ class RecordingRouter:
         self.inner = inner
         self.seen: list[tuple[str, str, str | None, int]] = []
 
-    def handle(self, request: Any, now: float | None = None) -> Any:
-        exchange = self.inner.handle(request, now=now)
+    def handle(self, request: Any) -> Any:
+        exchange = self.inner.handle(request)
         rpc_method = None
         try:
             body = json.loads(request.body) if request.body else None
