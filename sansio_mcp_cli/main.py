@@ -109,6 +109,13 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("--protocol-version", choices=versions, default="auto", help=version_help)
     inspect.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     inspect.add_argument(
+        "--max-message-size",
+        type=int,
+        metavar="BYTES",
+        help="the largest message to accept from the server (default 8 MiB); "
+        "an answer over it fails at once, naming its size",
+    )
+    inspect.add_argument(
         "url", nargs="?", help="a server URL (http(s)://, ws://) instead of a command"
     )
     inspect.add_argument(
@@ -131,6 +138,13 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("--args", default="{}", help="the tool's arguments as a JSON object")
     call.add_argument("--protocol-version", choices=versions, default="auto", help=version_help)
     call.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the result")
+    call.add_argument(
+        "--max-message-size",
+        type=int,
+        metavar="BYTES",
+        help="the largest message to accept from the server (default 8 MiB); "
+        "an answer over it fails at once, naming its size",
+    )
     call.add_argument(
         "--elicit",
         action="append",
@@ -301,6 +315,8 @@ def _connect(
     """A client for a command (stdio) or a URL (HTTP, legacy SSE, WebSocket)."""
     options.update(_version_options(args))
     options["initialize_timeout"] = args.timeout
+    if args.max_message_size is not None:
+        options["max_message_size"] = args.max_message_size
     return backend.connect(command, args.url, getattr(args, "transport", None), **options)
 
 
