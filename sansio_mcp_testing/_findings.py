@@ -51,8 +51,6 @@ class Findings:
         #: The properties that still run (a property skipped as a whole leaves it).
         self.enabled = set(enabled)
         self._progress = progress
-        #: Recorder line numbers of schema-invalid messages (for the stateful property).
-        self.schema_problem_seqs: list[int] = []
         self._schema_seen: set[str] = set()
         for name, description in PROPERTIES.items():
             status = "passed" if name in self.enabled else "skipped"
@@ -122,7 +120,6 @@ class Findings:
 
     def schema_problem(self, problem: SchemaProblem) -> None:
         """A message failed its schema (the recorder's callback)."""
-        self.schema_problem_seqs.append(problem.line.seq)
         if "schema" not in self.enabled:
             return
         key = f"{problem.revision}|{problem.problems[0][:120]}"

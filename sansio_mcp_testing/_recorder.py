@@ -60,6 +60,8 @@ class Recorder:
         self._pending = b""
         self.suppress = False
         self.schema_checks = 0
+        #: Line numbers (in this recorder) of the server's schema-invalid messages.
+        self.problem_seqs: list[int] = []
 
     # Recording -----------------------------------------------------------------------
 
@@ -141,6 +143,7 @@ class Recorder:
         if self.on_problem is None:
             return
         if not line.parsed:
+            self.problem_seqs.append(line.seq)
             self.on_problem(
                 SchemaProblem(
                     line, None, self.revision, ["the server wrote a line that is not JSON"]
@@ -162,6 +165,7 @@ class Recorder:
                             method = sent.get("method")
         problems = schema.message_problems(line.obj, sender="server", request_method=method)
         if problems:
+            self.problem_seqs.append(line.seq)
             self.on_problem(SchemaProblem(line, request, schema.revision, problems))
 
 

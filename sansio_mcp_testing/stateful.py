@@ -264,7 +264,8 @@ async def run_stateful(
 
         @invariant()
         def schema_valid(self) -> None:
-            bad = [seq for seq in findings.schema_problem_seqs if seq >= self.start]
+            # Line numbers are the recorder's own: each connection counts from zero.
+            bad = [seq for seq in conn.recorder.problem_seqs if seq >= self.start]
             if bad:
                 line = conn.recorder.lines[bad[0]]
                 self.fail(
