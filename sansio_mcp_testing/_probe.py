@@ -50,16 +50,21 @@ class Probe:
         except RequestTimeout:
             transcript = conn.transcript(start)
             tool_call = method == "tools/call"
+            dropped = conn.recorder.dropped_since(start)
+            if dropped is not None:
+                message = f"{what}: {dropped}"
+            elif tool_call:
+                message = (
+                    f"{what}: no answer within {self.options.timeout}s (the call was "
+                    "cancelled; a tool may legitimately run this long)"
+                )
+            else:
+                message = f"{what}: no answer within {self.options.timeout}s"
             self.violate(
                 "responsive",
-                f"{what}: no answer within {self.options.timeout}s"
-                + (
-                    " (the call was cancelled; a tool may legitimately run this long)"
-                    if tool_call
-                    else ""
-                ),
+                message,
                 transcript,
-                severity="warning" if tool_call else "error",
+                severity="warning" if tool_call or dropped else "error",
                 tool=(params or {}).get("name") if tool_call else None,
             )
             return "timeout", None, transcript

@@ -11,6 +11,7 @@ import attrs
 import trio
 
 from sansio_mcp import ClientSession
+from sansio_mcp._json import DEFAULT_MAX_MESSAGE_SIZE
 from sansio_mcp._versions import REVISIONS
 
 from .schemas import OfficialSchema, load_schema
@@ -19,6 +20,8 @@ __all__ = ["Line", "Recorder", "RecordingClientSession", "LockedSendStream"]
 
 #: Direction marks in transcripts: what we sent, and what the server sent.
 SENT, RECEIVED = ">", "<"
+#: Bytes of a message over the size limit kept for its transcript line.
+_OVERSIZED_HEAD = 300
 
 
 @attrs.define
@@ -28,6 +31,10 @@ class Line:
     text: str
     obj: Any = None
     parsed: bool = False
+    #: Over the session's message size limit: the session dropped it, and ``text``
+    #: holds only its beginning; ``size`` is its length in bytes.
+    oversized: bool = False
+    size: int = 0
 
     def render(self) -> str:
         return f"{self.direction} {self.text}"
@@ -50,14 +57,20 @@ class Recorder:
         *,
         schema_dir: str | None = None,
         on_problem: Callable[[SchemaProblem], None] | None = None,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     ) -> None:
         self.revision = revision
+        #: The client session's limit: a longer line is dropped by it, and kept short here.
+        self.max_message_size = max_message_size
         self.schema_dir = schema_dir
         self.lines: list[Line] = []
         self.on_problem = on_problem
         self._requests: dict[Any, Line] = {}
         self._changed = trio.Event()
-        self._pending = b""
+        #: The line being received: its first bytes (all of them while under the
+        #: limit) and its size so far.
+        self._pending = bytearray()
+        self._pending_size = 0
         self.suppress = False
         self.schema_checks = 0
         #: Line numbers (in this recorder) of the server's schema-invalid messages.
@@ -78,24 +91,66 @@ class Recorder:
         self._add(SENT, json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
 
     def received_bytes(self, data: bytes) -> None:
-        self._pending += data
-        *complete, self._pending = self._pending.split(b"\n")
-        if not data and self._pending:
-            complete.append(self._pending)
-            self._pending = b""
-        for raw in complete:
-            if raw.strip():
-                self._add(RECEIVED, raw.decode("utf-8", "replace").rstrip("\r"))
+        """Record what the server wrote; ``b""`` is the end of its output.  Linear in
+        the size of the output, however it is chunked (a line of 100 MB arrives in
+        thousands of chunks), and bounded in memory: a line over the limit keeps
+        only its beginning."""
+        if not data:
+            self._end_line()
+            return
+        start = 0
+        while (newline := data.find(b"\n", start)) >= 0:
+            self._hold(data, start, newline)
+            self._end_line()
+            start = newline + 1
+        self._hold(data, start, len(data))
+
+    def _hold(self, data: bytes, start: int, end: int) -> None:
+        self._pending_size += end - start
+        room = self.max_message_size + 1 - len(self._pending)
+        if room > 0:
+            self._pending += data[start : min(end, start + room)]
+        if self._pending_size > self.max_message_size and len(self._pending) > _OVERSIZED_HEAD:
+            del self._pending[_OVERSIZED_HEAD:]
+
+    def _end_line(self) -> None:
+        raw, size = bytes(self._pending), self._pending_size
+        self._pending.clear()
+        self._pending_size = 0
+        if raw.endswith(b"\r"):
+            raw, size = raw[:-1], size - 1
+        if size > self.max_message_size:
+            head = raw.decode("utf-8", "replace")
+            text = f"{head} … ({size} bytes, over the {self.max_message_size}-byte limit)"
+            self._add(RECEIVED, text, size=size)
+        elif raw.strip():
+            self._add(RECEIVED, raw.decode("utf-8", "replace"))
+
+    def dropped_since(self, start: int) -> str | None:
+        """Why no answer came after line ``start`` although the server wrote one: a
+        message over the size limit, which the session drops (None: there was none)."""
+        sizes = [line.size for line in self.lines[start:] if line.oversized]
+        if self._pending_size > self.max_message_size:
+            sizes.append(self._pending_size)  # still arriving
+        if not sizes:
+            return None
+        limit = self.max_message_size
+        mib = f" ({limit / 1048576:g} MiB)" if limit % 1024 == 0 else ""
+        return (
+            f"the server answered with a message of {max(sizes)} bytes, over the client's "
+            f"{limit}-byte{mib} message size limit: it was dropped, so the request got no answer"
+        )
 
     def received_obj(self, obj: Any) -> None:
         self._add(RECEIVED, json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
 
-    def _add(self, direction: str, text: str) -> Line:
-        line = Line(len(self.lines), direction, text)
-        try:
-            line.obj, line.parsed = json.loads(text), True
-        except ValueError:
-            pass
+    def _add(self, direction: str, text: str, *, size: int = 0) -> Line:
+        line = Line(len(self.lines), direction, text, oversized=size > 0, size=size)
+        if not line.oversized:
+            try:
+                line.obj, line.parsed = json.loads(text), True
+            except ValueError:
+                pass
         self.lines.append(line)
         if direction == SENT:
             for message in _messages(line.obj):
@@ -140,8 +195,8 @@ class Recorder:
         return load_schema(revision, self.schema_dir)
 
     def _check(self, line: Line) -> None:
-        if self.on_problem is None:
-            return
+        if self.on_problem is None or line.oversized:
+            return  # an oversized message is its request's finding (dropped_since)
         if not line.parsed:
             self.problem_seqs.append(line.seq)
             self.on_problem(

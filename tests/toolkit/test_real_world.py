@@ -4,13 +4,18 @@ real subprocess server (``real_world_server.py``)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
+import time
+from pathlib import Path
 
 from sansio_mcp_testing.checker import CheckOptions, check_server
 
-from .conftest import HERE
+from .conftest import HERE, REPO
 
 REAL_WORLD = [sys.executable, str(HERE / "real_world_server.py")]
+CLI = [sys.executable, "-m", "sansio_mcp_cli", "check", "-q"]
 THREE_REVISIONS = ["2025-03-26", "2025-06-18", "2025-11-25"]
 
 
@@ -35,3 +40,66 @@ async def test_schema_findings_across_revisions_stay_with_their_connection(
     for violation in stateful:
         assert "schema-invalid" in violation.message
         assert '"no type"' in violation.details["line"]
+
+
+def test_a_huge_answer_is_reported_as_over_the_size_limit_quickly(
+    tmp_path: Path, schema_dir: str
+) -> None:
+    # A 100 MB answer: the recorder once re-split its whole buffer on every chunk
+    # (quadratic), so the check ran for many minutes while the server's unread
+    # output grew; the answer is dropped by the 8 MiB limit, and must be reported so.
+    report_path = tmp_path / "report.json"
+    started = time.monotonic()
+    done = subprocess.run(
+        [
+            *CLI,
+            "--examples",
+            "3",
+            "--timeout",
+            "3",
+            "--seed",
+            "2",
+            "--schema-dir",
+            schema_dir,
+            "--protocol-version",
+            "2025-06-18",
+            "--report-json",
+            str(report_path),
+            "--",
+            *REAL_WORLD,
+            "big",
+            str(100 << 20),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=REPO,
+    )
+    elapsed = time.monotonic() - started
+    assert elapsed < 90, elapsed
+    data = json.loads(report_path.read_text())
+    [big] = [v for v in data["violations"] if v["tool"] == "big"]
+    assert big["property"] == "responsive" and big["severity"] == "warning"
+    assert "bytes, over the client's 8388608-byte (8 MiB) message size limit" in big["message"]
+    assert "legitimately" not in done.stdout
+    # The transcript keeps the beginning of the huge line, and its size.
+    [huge] = [line for line in big["transcript"] if "over the 8388608-byte limit" in line]
+    assert huge.startswith('< {"jsonrpc": "2.0"') and len(huge) < 1000
+
+
+def test_recorder_splits_lines_whatever_the_chunking() -> None:
+    from sansio_mcp_testing._recorder import Recorder
+
+    recorder = Recorder("2025-06-18", max_message_size=50)
+    stream = b'{"a":1}\r\n\n{"b":' + b"2}\n" + b'{"c":"' + b"x" * 100 + b'"}\n{"d":4}'
+    for i in range(0, len(stream), 7):
+        recorder.received_bytes(stream[i : i + 7])
+    recorder.received_bytes(b"")  # the end of the output: the last line counts
+    assert [line.obj for line in recorder.lines] == [{"a": 1}, {"b": 2}, None, {"d": 4}]
+    oversized = recorder.lines[2]
+    assert oversized.oversized and oversized.size == 108
+    assert oversized.text.endswith("(108 bytes, over the 50-byte limit)")
+    assert "108 bytes, over the client's 50-byte message size limit" in str(
+        recorder.dropped_since(0)
+    )
+    assert recorder.dropped_since(3) is None
