@@ -74,6 +74,7 @@ class Findings:
         revision: str | None,
         tool: str | None = None,
         severity: str = "error",
+        announce: bool = True,
         **details: Any,
     ) -> Violation:
         if name not in PROPERTIES:
@@ -90,7 +91,8 @@ class Findings:
             details=details,
         )
         self.report.violations.append(violation)
-        self.say(f"  ! {name}: {message}")
+        if announce:
+            self.say(f"  ! {name}: {message}")
         return violation
 
     def skip(self, what: str, reason: str, revision: str | None = None) -> None:
@@ -108,12 +110,14 @@ class Findings:
         """The server died during ``when``: a survival violation, and ``conn`` is dead."""
         conn.dead = True
         begin = start if start is not None else max(conn.setup_end, conn.recorder.seq - 4)
-        # The exit status and the last stderr lines are filled in once it is reaped.
+        # A process's exit status and last stderr lines are filled in (and the death
+        # announced) once it is reaped.
         conn.death = self.violate(
             "survival",
             f"the server died during {when}",
             conn.transcript(begin),
             revision=conn.revision,
+            announce=conn.process is None,
             stderr=list(conn.stderr_tail),
             exit_status=None,
         )

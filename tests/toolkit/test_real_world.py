@@ -103,3 +103,40 @@ def test_recorder_splits_lines_whatever_the_chunking() -> None:
         recorder.dropped_since(0)
     )
     assert recorder.dropped_since(3) is None
+
+
+async def test_a_server_dying_mid_run_is_explained(schema_dir: str) -> None:
+    progress: list[str] = []
+    report = await check_server(
+        [*REAL_WORLD, "crash"],
+        CheckOptions(
+            examples=2,
+            timeout=3.0,
+            seed=1,
+            schema_dir=schema_dir,
+            protocol_versions=["2025-06-18"],
+            progress=progress.append,
+        ),
+    )
+    [death] = report.by_property("survival")
+    assert "died during tools/call crash" in death.message
+    # The exit status and the last stderr lines, in the message itself (not only -v).
+    assert "exit status 7; its stderr ended: " in death.message
+    assert "crash: state is corrupt | crash: giving up" in death.message
+    assert death.details["exit_status"] == 7
+    assert death.message in report.to_markdown()
+    assert f"  ! survival: {death.message}" in progress
+
+
+async def test_a_server_dying_at_start_is_explained(schema_dir: str) -> None:
+    report = await check_server(
+        [*REAL_WORLD, "dead"],
+        CheckOptions(seed=1, timeout=3.0, schema_dir=schema_dir),
+    )
+    [failure] = report.by_property("initialize")
+    assert "the server exited before answering initialize (exit status 4" in failure.message
+    assert "dead: no configuration found" in failure.message
+    # Every revision says why, never a session-state error.
+    for skip in report.skipped:
+        assert "exited before answering" in skip.reason, skip
+        assert "CLOSED" not in skip.reason
