@@ -229,7 +229,7 @@ class Connector:
         client = await start_client(host, session, handlers, self.options.timeout)
         await host.flush()  # notifications/initialized belongs to the setup
         conn = Connection(client, session, host, recorder, revision)
-        conn.setup_end = recorder.seq
+        conn.setup_end = recorder.setup_end = recorder.seq
         return conn
 
 

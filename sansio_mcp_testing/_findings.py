@@ -90,6 +90,12 @@ class Findings:
             transcript=transcript,
             details=details,
         )
+        for earlier in self.report.violations:
+            if earlier.same_finding(violation) and revision is not None:
+                # Found again at another revision: one entry, the revisions listed.
+                if revision not in earlier.revisions:
+                    earlier.revisions.append(revision)
+                return earlier
         self.report.violations.append(violation)
         if announce:
             self.say(f"  ! {name}: {message}")
@@ -132,12 +138,18 @@ class Findings:
         self._schema_seen.add(key)
         if len(self._schema_seen) > _MAX_SCHEMA_VIOLATIONS:
             return
-        transcript = [problem.request.render()] if problem.request is not None else []
-        transcript.append(problem.line.render())
-        self.violate("schema", "; ".join(problem.problems), transcript, revision=problem.revision)
+        # A problem can quote the whole offending message: the transcript has it already.
+        message = "; ".join(p if len(p) <= 300 else p[:300] + " …" for p in problem.problems)
+        self.violate("schema", message, problem.transcript(), revision=problem.revision)
 
-    def finish_schema_counts(self) -> None:
-        """A schema property that checked nothing is skipped, not passed."""
-        result = self.report.properties["schema"]
-        if "schema" in self.enabled and result.status != "failed" and not result.checks:
-            result.status, result.reason = "skipped", "no message was checked"
+    def finish(self) -> None:
+        """A property that checked nothing is skipped, not passed, with the reason
+        (malformed-jsonrpc over Streamable HTTP showed "passed, 0 checks")."""
+        for name in self.enabled:
+            result = self.report.properties[name]
+            if result.status != "passed" or result.checks:
+                continue
+            reasons = list(dict.fromkeys(s.reason for s in self.report.skipped if s.what == name))
+            if name == "schema" and not reasons:
+                reasons = ["no message was checked"]
+            result.status, result.reason = "skipped", "; ".join(reasons) or "nothing to check"

@@ -22,6 +22,8 @@ __all__ = ["Line", "Recorder", "RecordingClientSession", "LockedSendStream"]
 SENT, RECEIVED = ">", "<"
 #: Bytes of a message over the size limit kept for its transcript line.
 _OVERSIZED_HEAD = 300
+#: Characters of a received string value shown in a transcript.
+_LONG_STRING = 200
 
 
 @attrs.define
@@ -37,15 +39,50 @@ class Line:
     size: int = 0
 
     def render(self) -> str:
+        """The line for a transcript: what was sent exactly (it is replayed), what was
+        received with long strings cut (a server's whole ``instructions`` text in every
+        transcript buried the finding)."""
+        if self.direction == RECEIVED and self.parsed and len(self.text) > _LONG_STRING:
+            shortened, cut = _shorten(self.obj)
+            if cut:
+                return f"{self.direction} " + json.dumps(
+                    shortened, ensure_ascii=False, separators=(",", ":")
+                )
         return f"{self.direction} {self.text}"
+
+
+def _shorten(value: Any) -> tuple[Any, bool]:
+    """``value`` with every string longer than :data:`_LONG_STRING` cut, its length
+    said; and whether anything was cut."""
+    if isinstance(value, str):
+        if len(value) <= _LONG_STRING:
+            return value, False
+        return f"{value[:_LONG_STRING]}… ({len(value)} characters)", True
+    if isinstance(value, list):
+        items = [_shorten(item) for item in value]
+        return [item for item, _ in items], any(cut for _, cut in items)
+    if isinstance(value, dict):
+        entries = {key: _shorten(item) for key, item in value.items()}
+        return {k: v for k, (v, _) in entries.items()}, any(c for _, c in entries.values())
+    return value, False
 
 
 @attrs.define
 class SchemaProblem:
     line: Line
+    #: What the message answers, or for a request or notification of the server's
+    #: own, the latest request of ours still open when it came (what caused it).
     request: Line | None
     revision: str
     problems: list[str]
+    #: The handshake lines before it (with ``request``, what reproduces it).
+    setup: list[Line] = attrs.field(factory=list)
+
+    def transcript(self) -> list[str]:
+        lines = [*self.setup]
+        if self.request is not None and self.request not in lines:
+            lines.append(self.request)
+        return [line.render() for line in [*lines, self.line]]
 
 
 class Recorder:
@@ -66,6 +103,10 @@ class Recorder:
         self.lines: list[Line] = []
         self.on_problem = on_problem
         self._requests: dict[Any, Line] = {}
+        #: Our requests not answered yet, by id.
+        self._open: dict[str, Line] = {}
+        #: Where the handshake ends (None: still under way).
+        self.setup_end: int | None = None
         self._changed = trio.Event()
         #: The line being received: its first bytes (all of them while under the
         #: limit) and its size so far.
@@ -156,8 +197,16 @@ class Recorder:
             for message in _messages(line.obj):
                 if "method" in message and "id" in message:
                     self._requests[_key(message["id"])] = line
+                    self._open[_key(message["id"])] = line
+                elif message.get("method") == "notifications/cancelled":
+                    params = message.get("params")
+                    if isinstance(params, dict):
+                        self._open.pop(_key(params.get("requestId")), None)
         else:
             self._check(line)
+            for message in _messages(line.obj):
+                if "method" not in message and "id" in message:
+                    self._open.pop(_key(message["id"]), None)
         self._changed.set()
         self._changed = trio.Event()
         return line
@@ -201,7 +250,11 @@ class Recorder:
             self.problem_seqs.append(line.seq)
             self.on_problem(
                 SchemaProblem(
-                    line, None, self.revision, ["the server wrote a line that is not JSON"]
+                    line,
+                    self._latest_open(),
+                    self.revision,
+                    ["the server wrote a line that is not JSON"],
+                    self._setup_before(line),
                 )
             )
             return
@@ -221,7 +274,18 @@ class Recorder:
         problems = schema.message_problems(line.obj, sender="server", request_method=method)
         if problems:
             self.problem_seqs.append(line.seq)
-            self.on_problem(SchemaProblem(line, request, schema.revision, problems))
+            if request is None:
+                request = self._latest_open()
+            self.on_problem(
+                SchemaProblem(line, request, schema.revision, problems, self._setup_before(line))
+            )
+
+    def _latest_open(self) -> Line | None:
+        return max(self._open.values(), key=lambda line: line.seq, default=None)
+
+    def _setup_before(self, line: Line) -> list[Line]:
+        end = self.setup_end if self.setup_end is not None else line.seq
+        return self.lines[: min(end, line.seq)]
 
 
 def _messages(obj: Any) -> Iterable[dict[str, Any]]:

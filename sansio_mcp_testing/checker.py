@@ -107,7 +107,7 @@ class Checker:
                     [],
                     revision=None,
                 )
-            self.findings.finish_schema_counts()
+            self.findings.finish()
         finally:
             self.report.duration = time.monotonic() - started
             if owns_workdir:

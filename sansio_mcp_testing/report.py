@@ -18,7 +18,9 @@ class Violation:
     ``transcript`` lines start with ``>`` (sent to the server) or ``<``
     (received from it); the handshake comes first, so replaying the ``>``
     lines into a fresh server reproduces the problem.  ``seed`` is the
-    Hypothesis seed of the run (``--seed`` reruns the same examples).
+    Hypothesis seed of the run (``--seed`` reruns the same examples).  The
+    same finding at several revisions is one violation: ``revisions`` lists
+    them all, ``revision`` (the first) is the one ``transcript`` comes from.
     """
 
     property: str
@@ -29,6 +31,20 @@ class Violation:
     seed: int | None
     transcript: list[str]
     details: dict[str, Any] = attrs.field(factory=dict)
+    revisions: list[str] = attrs.field(factory=list)
+
+    def __attrs_post_init__(self) -> None:
+        if not self.revisions and self.revision is not None:
+            self.revisions = [self.revision]
+
+    def same_finding(self, other: Violation) -> bool:
+        """The same finding, perhaps at another revision."""
+        return (self.property, self.message, self.tool, self.severity) == (
+            other.property,
+            other.message,
+            other.tool,
+            other.severity,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -152,7 +168,10 @@ class Report:
         if not violations:
             out.append("None.")
         for i, v in enumerate(violations, 1):
-            where = ", ".join(x for x in (v.revision, f"tool `{v.tool}`" if v.tool else None) if x)
+            at = ", ".join(v.revisions)
+            if len(v.revisions) > 1:
+                at += f" (the transcript is from {v.revision})"
+            where = ", ".join(x for x in (at, f"tool `{v.tool}`" if v.tool else None) if x)
             out += [
                 f"### {i}. [{v.severity}] {v.property}: {v.message}",
                 "",
@@ -173,7 +192,7 @@ class Report:
             if not self.skipped:
                 out.append("Nothing.")
             for s in self.skipped:
-                rev = f" ({s.revision})" if s.revision else ""
+                rev = f" ({s.revision})" if s.revision and s.revision not in s.what else ""
                 out.append(f"- {s.what}{rev}: {s.reason}")
         return "\n".join(out) + "\n"
 

@@ -17,6 +17,7 @@ from .conftest import HERE, REPO
 REAL_WORLD = [sys.executable, str(HERE / "real_world_server.py")]
 CLI = [sys.executable, "-m", "sansio_mcp_cli", "check", "-q"]
 THREE_REVISIONS = ["2025-03-26", "2025-06-18", "2025-11-25"]
+INSTRUCTIONS = "Use the echo tool to echo. " * 400  # real_world_server.py's
 
 
 async def test_schema_findings_across_revisions_stay_with_their_connection(
@@ -35,11 +36,25 @@ async def test_schema_findings_across_revisions_stay_with_their_connection(
         ),
     )
     assert report.revisions_checked == THREE_REVISIONS[::-1]
-    stateful = report.by_property("stateful")
-    assert stateful, report.to_markdown()
-    for violation in stateful:
-        assert "schema-invalid" in violation.message
-        assert '"no type"' in violation.details["line"]
+    [stateful] = report.by_property("stateful")
+    assert "schema-invalid" in stateful.message
+    assert '"no type"' in stateful.details["line"]
+    # One finding at three revisions is one entry, the revisions listed.
+    assert stateful.revisions == THREE_REVISIONS[::-1]
+    [schema] = report.by_property("schema")
+    assert schema.revisions == THREE_REVISIONS[::-1]
+    assert "2025-11-25, 2025-06-18, 2025-03-26 (the transcript is from 2025-11-25)" in (
+        report.to_markdown()
+    )
+    # The server's long instructions are cut in transcripts, their length said.
+    initialize_answer = schema.transcript[1]
+    assert len(initialize_answer) < 600
+    assert f"… ({len(INSTRUCTIONS)} characters)" in initialize_answer
+    # A schema finding is replayable: the handshake, the call, the invalid answer.
+    replay = "\n".join(schema.replay_lines()) + "\n"
+    done = subprocess.run(REAL_WORLD, input=replay, capture_output=True, text=True, timeout=20)
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert answers[-1]["result"] == {"content": [{"text": "no type"}]}
 
 
 def test_a_huge_answer_is_reported_as_over_the_size_limit_quickly(
@@ -140,3 +155,29 @@ async def test_a_server_dying_at_start_is_explained(schema_dir: str) -> None:
     for skip in report.skipped:
         assert "exited before answering" in skip.reason, skip
         assert "CLOSED" not in skip.reason
+
+
+async def test_a_stdio_only_property_over_http_is_skipped_with_its_reason(schema_dir: str) -> None:
+    import trio
+
+    from sansio_mcp_cli.example_server import build_server
+    from trio_adapters.http_server import serve_http
+
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(serve_http, build_server())
+        report = await check_server(
+            f"http://127.0.0.1:{port}/mcp",
+            CheckOptions(
+                timeout=3.0,
+                schema_dir=schema_dir,
+                protocol_versions=["2025-06-18"],
+                properties=["initialize", "malformed-jsonrpc", "unknown-method"],
+            ),
+        )
+        nursery.cancel_scope.cancel()
+    assert report.revisions_checked == ["2025-06-18"], report.to_markdown()
+    malformed = report.properties["malformed-jsonrpc"]
+    assert (malformed.status, malformed.checks) == ("skipped", 0)
+    assert malformed.reason == "raw malformed lines are only sent over stdio"
+    assert "| malformed-jsonrpc | skipped | 0 | raw malformed lines" in report.to_markdown()
+    assert report.properties["unknown-method"].status == "passed"
