@@ -29,6 +29,7 @@ from sansio_mcp import (
     ProtocolError,
     RequestTimeout,
 )
+from sansio_mcp._refusals import does_not_speak
 from sansio_mcp._versions import ALL_REVISIONS, REVISIONS, Era
 
 from ._connection import Connection, Connector, ServerGone, absolute_command, describe_exit
@@ -79,6 +80,8 @@ class Checker:
         self.schema_dir = options.schema_dir
         #: Why the latest revision tried was not claimed (said when none was).
         self._last_refusal = ""
+        #: Revisions the server answered with an error: (revision, method, error).
+        self._refusals: list[tuple[str, str, MCPError]] = []
 
     async def run(self) -> Report:
         started = time.monotonic()
@@ -107,6 +110,7 @@ class Checker:
                     [],
                     revision=None,
                 )
+            self._say_what_it_speaks()
             self.findings.finish()
         finally:
             self.report.duration = time.monotonic() - started
@@ -175,6 +179,10 @@ class Checker:
             stderr = []
         elif isinstance(exc, RequestTimeout):
             reason = f"{start} got no answer within {self.options.timeout}s"
+        elif isinstance(exc, MCPError) and not isinstance(exc, ConnectionClosedError):
+            # An answer, not a failure: what it speaks instead is added at the end.
+            self._refusals.append((revision, start, exc))
+            reason = does_not_speak(revision, start, exc)
         elif isinstance(exc, OSError):
             reason = f"could not start or reach the server: {exc}"
         else:
@@ -184,6 +192,14 @@ class Checker:
         self._last_refusal = reason
         self.findings.skip(f"revision {revision}", f"not claimed: {reason}", revision)
         self.findings.say(f"[{revision}] not claimed ({reason})")
+
+    def _say_what_it_speaks(self) -> None:
+        """A revision the server refused is explained with those it speaks."""
+        spoken = self.report.revisions_checked or None  # none: the initialize violation
+        for revision, method, error in self._refusals:
+            for skip in self.report.skipped:
+                if skip.what == f"revision {revision}":
+                    skip.reason = "not claimed: " + does_not_speak(revision, method, error, spoken)
 
     async def _run_properties(self, conn: Connection) -> None:
         tools = ToolProbes(self.findings, self.options, conn)

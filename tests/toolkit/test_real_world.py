@@ -181,3 +181,60 @@ async def test_a_stdio_only_property_over_http_is_skipped_with_its_reason(schema
     assert malformed.reason == "raw malformed lines are only sent over stdio"
     assert "| malformed-jsonrpc | skipped | 0 | raw malformed lines" in report.to_markdown()
     assert report.properties["unknown-method"].status == "passed"
+
+
+def test_inspect_says_the_server_does_not_speak_the_revision_asked_for() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sansio_mcp_cli",
+            "inspect",
+            "--timeout",
+            "5",
+            "--protocol-version",
+            "2026-07-28",
+            "--",
+            *REAL_WORLD,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "sansio-mcp inspect: the server does not speak 2026-07-28 (it answered "
+        'server/discover with -32601 "Method not found: server/discover"); it speaks 2025-11-25'
+    )
+
+
+async def test_check_says_which_revisions_the_server_speaks_instead(schema_dir: str) -> None:
+    report = await check_server(
+        REAL_WORLD,
+        CheckOptions(
+            timeout=3.0,
+            schema_dir=schema_dir,
+            protocol_versions=["2026-07-28", "2025-06-18"],
+            properties=["initialize"],
+        ),
+    )
+    [refused] = [s for s in report.skipped if s.what == "revision 2026-07-28"]
+    assert refused.reason == (
+        "not claimed: the server does not speak 2026-07-28 (it answered server/discover "
+        'with -32601 "Method not found: server/discover"); it speaks 2025-06-18'
+    )
+
+
+def test_an_http_refusal_is_said_with_its_status_and_message() -> None:
+    from sansio_mcp._errors import HTTPStatusError, MCPError
+    from sansio_mcp._refusals import describe_answer
+
+    body = (
+        '{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"}}'
+    )
+    error = HTTPStatusError(-3, f"HTTP 400: {body}", {"status": 400, "body": body})
+    assert describe_answer(error) == 'HTTP 400 "Bad Request: Server not initialized"'
+    plain = HTTPStatusError(-3, "HTTP 405", {"status": 405, "body": "not allowed"})
+    assert describe_answer(plain) == 'HTTP 405 "not allowed"'
+    assert describe_answer(MCPError(-32601, "Method not found")) == '-32601 "Method not found"'
