@@ -191,10 +191,19 @@ class Report:
             out += ["## Skipped", ""]
             if not self.skipped:
                 out.append("Nothing.")
-            for s in self.skipped:
-                rev = f" ({s.revision})" if s.revision and s.revision not in s.what else ""
-                out.append(f"- {s.what}{rev}: {s.reason}")
+            for (what, reason), revisions in self._grouped_skips().items():
+                rev = f" ({', '.join(revisions)})" if revisions else ""
+                out.append(f"- {what}{rev}: {reason}")
         return "\n".join(out) + "\n"
+
+    def _grouped_skips(self) -> dict[tuple[str, str], list[str]]:
+        """The same skip at several revisions, once, with its revisions."""
+        grouped: dict[tuple[str, str], list[str]] = {}
+        for skip in self.skipped:
+            revisions = grouped.setdefault((skip.what, skip.reason), [])
+            if skip.revision and skip.revision not in skip.what:
+                revisions.append(skip.revision)
+        return grouped
 
     def to_html(self) -> str:
         body = html.escape(self.to_markdown())

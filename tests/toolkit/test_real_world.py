@@ -238,3 +238,23 @@ def test_an_http_refusal_is_said_with_its_status_and_message() -> None:
     plain = HTTPStatusError(-3, "HTTP 405", {"status": 405, "body": "not allowed"})
     assert describe_answer(plain) == 'HTTP 405 "not allowed"'
     assert describe_answer(MCPError(-32601, "Method not found")) == '-32601 "Method not found"'
+
+
+def test_the_same_skip_at_several_revisions_is_listed_once() -> None:
+    from sansio_mcp_testing.report import Report, Skip
+
+    reason = "the schema accepts every object: no invalid arguments can be made"
+    report = Report(
+        target="server",
+        seed=1,
+        skipped=[
+            Skip("tool get-env: invalid arguments", reason, "2025-11-25"),
+            Skip("revision 2026-07-28", "not claimed: ...", "2026-07-28"),
+            Skip("tool get-env: invalid arguments", reason, "2025-06-18"),
+        ],
+    )
+    skipped = report.to_markdown().split("## Skipped")[1].strip().splitlines()
+    assert skipped == [
+        f"- tool get-env: invalid arguments (2025-11-25, 2025-06-18): {reason}",
+        "- revision 2026-07-28: not claimed: ...",
+    ]
