@@ -125,6 +125,12 @@ class _Connection(Generic[F]):
             self._h11.receive_data(bytes(data))
 
 
+def _head_size(request: h11.Request) -> int:
+    """The bytes of a request's head as sent: its line, its fields, the blank line."""
+    line = len(request.method) + len(request.target) + len(b" HTTP/1.1\r\n") + 1
+    return line + sum(len(name) + len(value) + 4 for name, value in request.headers) + 2
+
+
 class HTTPServerConnection(_Connection[FastServer]):
     """The server side of one HTTP/1.1 connection.
 
@@ -176,6 +182,9 @@ class HTTPServerConnection(_Connection[FastServer]):
             if isinstance(event, h11.Request):
                 self._request = event
                 self._body.clear()
+                # h11 limits only a head still arriving; one that came whole meets it too.
+                if _head_size(event) > self._max_headers:
+                    return HTTPError(431, f"request head over {self._max_headers} bytes")
                 length = header_dict(event.headers).get("content-length")
                 if length is not None and length.isdigit() and int(length) > self.max_body:
                     return HTTPError(413, f"request body over {self.max_body} bytes")

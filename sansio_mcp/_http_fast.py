@@ -242,6 +242,8 @@ class FastServer(FastPath):
                 return NEED_DATA
             if isinstance(end, Fallback):
                 return end
+            if end + 4 > self.max_headers:
+                return FALLBACK  # over the limit: h11 and the 431 answer it (a rare path)
             line = _REQUEST_LINE.match(buf)
             if line is None or line.group(1) in _SPECIAL_METHODS:
                 return FALLBACK

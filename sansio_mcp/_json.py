@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import re
 from itertools import accumulate
 from typing import Any
@@ -95,9 +96,18 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _finite_float(text: str) -> float:
+    # 1e400 is valid JSON grammar but no float: read as an infinity, it could never be
+    # written back (JSON has no infinity), so it is refused where it comes in.
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise ValueError(f"the number {text[:40]} is beyond the range of a float")
+    return value
+
+
 # Built once: ``json.loads(text, parse_constant=...)`` would build a new decoder
 # (and scanner) on every call, which costs more than parsing a small message.
-_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+_decoder = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
 
 
 def loads(data: bytes | bytearray | memoryview | str, *, max_depth: int = DEFAULT_MAX_DEPTH) -> Any:

@@ -19,6 +19,7 @@ __all__ = [
     "parse_message",
     "message_to_obj",
     "is_request_id",
+    "request_id_problem",
 ]
 
 RequestId: TypeAlias = str | int
@@ -27,6 +28,19 @@ RequestId: TypeAlias = str | int
 def is_request_id(value: object) -> TypeGuard[RequestId]:
     """A string or an integer (and never a bool, which Python calls an int)."""
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def request_id_problem(message: dict[str, Any]) -> str | None:
+    """Why a message with a method carries an id no request may have (None: it does not).
+
+    Such a message is neither a request (its id is not one) nor a notification (it has
+    an id), and is answered -32600 with a null id.
+    """
+    if "method" not in message or "id" not in message or is_request_id(message["id"]):
+        return None
+    raw_id = message["id"]
+    what = "null" if raw_id is None else _json_type(raw_id)
+    return f"a request id must be a string or an integer, not {what}"
 
 
 @attrs.frozen
@@ -163,9 +177,9 @@ def _parse_fully(obj: Any) -> JSONRPCMessage:
             raise _invalid('"jsonrpc" must be "2.0"', request_id=request_id, answer=answer)
         if not isinstance(method, str):
             raise _invalid('"method" must be a string', request_id=request_id, answer=answer)
-        if has_id and not is_request_id(raw_id):
-            what = "null" if raw_id is None else _json_type(raw_id)
-            raise _invalid(f"a request id must be a string or an integer, not {what}")
+        problem = request_id_problem(obj)
+        if problem is not None:
+            raise _invalid(problem)
         if "result" in obj or "error" in obj:
             raise _invalid(
                 'a request must not carry "result" or "error"', request_id=request_id, answer=answer

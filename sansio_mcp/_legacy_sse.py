@@ -18,11 +18,14 @@ from ._ndjson import NEED_DATA
 from ._server_session import ServerSession
 from ._sse import SSEParser, format_sse_event
 from ._streamable_http import (
+    DEFAULT_MAX_UNREAD,
     LOOPBACK_HOSTS,
     Exchange,
     _json_error,
     _text,
     check_host_and_origin,
+    not_being_read,
+    unread_refusal,
 )
 from ._streamable_http_client import Endpoint, StreamableHTTPClient
 
@@ -51,11 +54,12 @@ class LegacySSEServer:
         allowed_hosts: Iterable[str] | None = None,
         allowed_origins: Iterable[str] | None = None,
         new_session_id: Callable[[], str] = lambda: secrets.token_hex(16),
-        max_unread: int = 16 * 1024 * 1024,
+        max_unread: int = DEFAULT_MAX_UNREAD,
     ) -> None:
         self.session_factory = session_factory
-        #: Bytes a session's stream may hold unsent before its POSTs get 503: a
-        #: client that never reads its stream cannot make the server buffer without end.
+        #: Bytes a session's stream may hold unread (see
+        #: :data:`~sansio_mcp._streamable_http.DEFAULT_MAX_UNREAD`): a client that never
+        #: reads its stream cannot make the server buffer without end.
         self.max_unread = max_unread
         self.sse_path = sse_path
         self.message_path = message_path
@@ -88,7 +92,7 @@ class LegacySSEServer:
             streaming=True,
             session=session,
         )
-        exchange._chunks.append(
+        exchange._append(
             format_sse_event(f"{self.message_path}?session_id={session_id}", event="endpoint")
         )
         self._streams[session_id] = (session, exchange)
@@ -110,10 +114,9 @@ class LegacySSEServer:
         if "application/json" not in media_types(request.headers.get("content-type")):
             return _text(415, "the body must be application/json")
         session, stream = entry
-        if stream.unsent > self.max_unread:
-            return _text(
-                503, "the event stream of this session is not being read", {"retry-after": "1"}
-            )
+        refusal = unread_refusal(stream, self.max_unread)
+        if refusal is not None:
+            return refusal
         try:
             obj = _json.loads(request.body)
         except RemoteProtocolError as exc:
@@ -129,7 +132,10 @@ class LegacySSEServer:
         if exchange is None or exchange.finished:
             return
         for obj in messages:
-            exchange._chunks.append(format_sse_event(_json.dumps(obj), event="message"))
+            if not_being_read(exchange, obj, self.max_unread):
+                exchange._finish()  # the session ends with its only stream
+                break
+            exchange._append(format_sse_event(_json.dumps(obj), event="message"))
         if messages:
             exchange.wake()
 

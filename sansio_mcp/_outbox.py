@@ -8,10 +8,23 @@ from typing import Any
 import attrs
 
 from . import _json
-from ._errors import ErrorCode, MCPError
+from ._errors import ErrorCode, LocalProtocolError, MCPError
 from ._jsonrpc import JSONRPCRequest, RequestId
 
-__all__ = ["Batch", "Outbox"]
+__all__ = ["Batch", "Outbox", "encode_message"]
+
+
+def encode_message(obj: Any) -> bytes:
+    """``obj`` as JSON bytes; :class:`LocalProtocolError` when it is not JSON.
+
+    Every message is encoded as it is queued, so one that cannot be (a NaN or an infinity,
+    a value JSON has no type for) is refused where it was made, never when the queue is
+    sent, where it would take the messages queued beside it down too.
+    """
+    try:
+        return _json.encode(obj)
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+        raise LocalProtocolError(f"the message cannot be sent as JSON: {exc}") from None
 
 
 @attrs.define
@@ -44,18 +57,22 @@ class Outbox:
     whole batch is answered, and leave together as one batch."""
 
     def __init__(self) -> None:
-        self._queue: list[tuple[Any, RequestId | None]] = []
+        # (message, route, its JSON bytes)
+        self._queue: list[tuple[Any, RequestId | None, bytes]] = []
         self._batch_of: dict[RequestId, Batch] = {}
 
     def append(self, obj: Any, route: RequestId | None = None) -> None:
-        """Queue ``obj`` as it is (not into a batch)."""
-        self._queue.append((obj, route))
+        """Queue ``obj`` as it is (not into a batch); :class:`LocalProtocolError`, with
+        nothing queued, if it cannot be sent as JSON."""
+        self._queue.append((obj, route, encode_message(obj)))
 
     def answer(self, request_id: RequestId | None, obj: dict[str, Any]) -> None:
-        """Queue the answer to a peer's request (with its batch, if it came in one)."""
+        """Queue the answer to a peer's request (with its batch, if it came in one);
+        :class:`LocalProtocolError`, with nothing queued, if it cannot be sent as JSON."""
+        data = encode_message(obj)
         batch = self._batch_of.pop(request_id, None) if request_id is not None else None
         if batch is None:
-            self._queue.append((obj, request_id))
+            self._queue.append((obj, request_id, data))
             return
         batch.pending.discard(request_id)
         batch.responses.append(obj)
@@ -76,20 +93,20 @@ class Outbox:
     def flush(self, batch: Batch) -> None:
         """Queue ``batch``'s answers once the last is in."""
         if not batch.pending and batch.responses:
-            self._queue.append((batch.responses, None))
+            # Each answer was encoded as it came: the batch encodes too.
+            self._queue.append((batch.responses, None, _json.encode(batch.responses)))
             batch.responses = []
 
     def take(self) -> list[tuple[Any, RequestId | None]]:
         """Take the queued messages with their routes."""
         out, self._queue = self._queue, []
-        return out
+        return [(obj, route) for obj, route, _ in out]
 
     def take_data(self) -> bytes:
         """Take the queued messages as NDJSON bytes."""
         if not self._queue:
             return b""
         out, self._queue = self._queue, []
-        encode = _json.encode
         if len(out) == 1:
-            return encode(out[0][0]) + b"\n"
-        return b"".join([encode(obj) + b"\n" for obj, _ in out])
+            return out[0][2] + b"\n"
+        return b"".join([data + b"\n" for _, _, data in out])

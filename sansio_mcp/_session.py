@@ -45,7 +45,7 @@ from ._jsonrpc import (
     parse_message,
 )
 from ._ndjson import NEED_DATA, NdjsonFramer
-from ._outbox import Batch, Outbox
+from ._outbox import Batch, Outbox, encode_message
 from ._params import check_params
 from ._requests import (
     IncomingRequest,
@@ -399,6 +399,8 @@ class Session:
     ) -> RequestId:
         if timeout is not None and now is None:
             raise LocalProtocolError("a timeout needs the current time: pass now=")
+        if params is not None:
+            encode_message(params)  # not JSON (a NaN, say): refused before anything changes
         trigger = trigger or trigger_for(method, is_request=True, sending=True)
         self._transition(trigger, local=True)
         request_id = self._requests.next_id()
@@ -451,6 +453,8 @@ class Session:
             raise LocalProtocolError("params must be a dict")
         revision = REVISIONS[LATEST_MODERN_REVISION] if stateless else self.revision
         self._gates.check_outgoing_notification(method, params or {}, revision, self.capabilities)
+        if params is not None:
+            encode_message(params)  # not JSON: refused before anything changes
         if not stateless:
             self._transition(trigger_for(method, is_request=False, sending=True), local=True)
         obj: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
@@ -473,13 +477,13 @@ class Session:
             return
         try:
             message = self._result_message(request_id, incoming, result)
+            self._outbox.answer(request_id, message)
         except LocalProtocolError:
-            # still open: it can be answered properly
+            # still open: it can be answered properly (-32603, say)
             self._requests.incoming[request_id] = incoming
             raise
         if "result" in message:
             self._after_response(incoming, result)
-        self._outbox.answer(request_id, message)
 
     def respond_error(
         self, request_id: RequestId, code: int | MCPError, message: str = "", data: Any = None
@@ -488,7 +492,12 @@ class Session:
         error = code if isinstance(code, MCPError) else MCPError(code, message, data)
         if self.state is SessionState.CLOSED or self._requests.answer(request_id) is None:
             return
-        self._outbox.answer(request_id, self._error_obj(request_id, error))
+        try:
+            self._outbox.answer(request_id, self._error_obj(request_id, error))
+        except LocalProtocolError as exc:
+            # The error's data is not JSON: the request is still answered, without it.
+            plain = MCPError(ErrorCode.INTERNAL_ERROR, f"{error.message} ({exc})")
+            self._outbox.answer(request_id, self._error_obj(request_id, plain))
 
     def _after_response(self, incoming: IncomingRequest, result: dict[str, Any]) -> None:
         """Bookkeeping a successful answer implies (role-specific)."""

@@ -12,7 +12,7 @@ writes as the session produces output (:meth:`StreamableHTTPServer.flush`).
 from __future__ import annotations
 
 import secrets
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -20,7 +20,7 @@ from . import _json
 from ._errors import ErrorCode, MCPError, RemoteProtocolError
 from ._http import HTTPRequest, media_types, url_hostname
 from ._http_headers import validate_request_headers
-from ._jsonrpc import RequestId, is_request_id
+from ._jsonrpc import RequestId, is_request_id, request_id_problem
 from ._modern import is_modern_request
 from ._server_session import ServerSession
 from ._sse import format_sse_comment, format_sse_event
@@ -50,6 +50,14 @@ MODERN_HEAD_GRACE = 1.0
 #: The same wait on a handshake session, kept short: a slow request's SSE stream
 #: should open (with its priming event, SEP-1699) soon.
 LEGACY_HEAD_GRACE = 0.05
+#: Bytes an event stream may hold unread (both HTTP transports): past them the stream's
+#: session takes no new requests (503), and a stream still given messages that answer
+#: nothing is closed (see :func:`not_being_read`).
+DEFAULT_MAX_UNREAD = 16 * 1024 * 1024
+#: Handshake sessions one Streamable HTTP server holds at most.
+DEFAULT_MAX_SESSIONS = 10_000
+#: Seconds a quiet handshake session lives without a request.
+DEFAULT_SESSION_IDLE_TIMEOUT = 30 * 60.0
 
 
 def _is_response(obj: Any) -> bool:
@@ -59,6 +67,20 @@ def _is_response(obj: Any) -> bool:
 def _message_event(obj: Any, event_id: str | None) -> bytes:
     """A JSON-RPC message as an SSE ``message`` event."""
     return format_sse_event(_json.dumps(obj), event="message", id=event_id)
+
+
+def not_being_read(exchange: Exchange, obj: Any, max_unread: int) -> bool:
+    """Whether ``exchange``, a stream over ``max_unread`` unread bytes, must close rather
+    than take ``obj``. Answers to the client's requests still go out (their number is
+    bounded by the 503 its new requests get); anything else would grow without end."""
+    return exchange.streaming and exchange.unsent > max_unread and not _answered_ids(obj)
+
+
+def unread_refusal(stream: Exchange | None, max_unread: int) -> Exchange | None:
+    """The 503 for a request on a session whose event stream is not being read."""
+    if stream is None or stream.finished or stream.unsent <= max_unread:
+        return None
+    return _text(503, "the event stream of this session is not being read", {"retry-after": "1"})
 
 
 def _answered_ids(obj: Any) -> set[Any]:
@@ -99,6 +121,7 @@ class Exchange:
         self.finished = not streaming
         self.wake: Callable[[], None] = lambda: None
         self._chunks: list[bytes] = [body] if body else []
+        self._unsent = len(body)
         self._awaiting: set[RequestId] = set()
         self._json_mode = False
         self._stream_key = ""
@@ -121,7 +144,11 @@ class Exchange:
     @property
     def unsent(self) -> int:
         """How many body bytes wait to be taken."""
-        return sum(map(len, self._chunks))
+        return self._unsent
+
+    def _append(self, chunk: bytes) -> None:
+        self._chunks.append(chunk)
+        self._unsent += len(chunk)
 
     @property
     def has_news(self) -> bool:
@@ -142,6 +169,7 @@ class Exchange:
         """The body bytes produced since the last call."""
         out = b"".join(self._chunks)
         self._chunks.clear()
+        self._unsent = 0
         return out
 
     def disconnected(self) -> None:
@@ -154,14 +182,14 @@ class Exchange:
         """Queue an SSE comment so idle proxies keep the stream open."""
         if self.streaming and not self._json_mode and not self.finished:
             self._open()
-            self._chunks.append(format_sse_comment())
+            self._append(format_sse_comment())
             self.wake()
 
     def _put(self, obj: Any, event_id: str | None) -> None:
         if self._json_mode:
-            self._chunks.append(_json.encode(obj))
+            self._append(_json.encode(obj))
         else:
-            self._chunks.append(_message_event(obj, event_id))
+            self._append(_message_event(obj, event_id))
 
     def _finish(self) -> None:
         self.finished = True
@@ -231,8 +259,19 @@ class StreamableHTTPServer:
         replay_streams: int = 64,
         tool_input_schema: Callable[[str], Any] | None = None,
         retry_interval: float | None = 1.0,
+        max_unread: int = DEFAULT_MAX_UNREAD,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
     ) -> None:
         self.session_factory = session_factory
+        #: Handshake sessions at most: at the limit, a new ``initialize`` ends the least
+        #: recently active session that has no stream or request open, or gets 503.
+        self.max_sessions = max_sessions
+        #: Seconds a handshake session may go without a request and with no stream or
+        #: request open before it is ended (checked as requests come, given ``now``).
+        self.session_idle_timeout = session_idle_timeout
+        #: Bytes an event stream may hold unread (see :data:`DEFAULT_MAX_UNREAD`).
+        self.max_unread = max_unread
         #: A tool's inputSchema by name, so that its ``x-mcp-header`` parameters'
         #: ``Mcp-Param-*`` headers are checked too (SEP-2243).
         self.tool_input_schema = tool_input_schema
@@ -249,7 +288,9 @@ class StreamableHTTPServer:
         #: the GET stream's and those with a request unanswered are always kept).
         self.replay_streams = replay_streams
         self._legacy: dict[str, _LegacySession] = {}
-        self._ended: set[str] = set()
+        # Handshake sessions by last activity, least recent first (for the limit and expiry).
+        self._activity: OrderedDict[str, float] = OrderedDict()
+        self._now: float | None = None
         self._by_session: dict[int, _LegacySession] = {}
         self._modern_exchange: dict[int, Exchange] = {}
         probe = session_factory()
@@ -258,8 +299,12 @@ class StreamableHTTPServer:
 
     # Entry ------------------------------------------------------------------------
 
-    def handle(self, request: HTTPRequest) -> Exchange:
-        """The exchange that answers ``request``."""
+    def handle(self, request: HTTPRequest, now: float | None = None) -> Exchange:
+        """The exchange that answers ``request``; ``now`` (seconds, any clock) lets idle
+        handshake sessions expire (see :attr:`session_idle_timeout`)."""
+        if now is not None:
+            self._now = now
+            self._expire_idle(now)
         refusal = self._check_security(request)
         if refusal is not None:
             return refusal
@@ -295,6 +340,11 @@ class StreamableHTTPServer:
             return _json_error(
                 400, None, ErrorCode.INVALID_REQUEST, "the body must be a JSON-RPC message"
             )
+        for message in messages:
+            problem = request_id_problem(message)
+            if problem is not None:
+                # Neither a request nor a notification: its answer has nowhere else to go.
+                return _json_error(400, None, ErrorCode.INVALID_REQUEST, problem)
         first = messages[0]
         params = first.get("params")
         if not isinstance(obj, list) and isinstance(params, dict) and is_modern_request(params):
@@ -399,6 +449,7 @@ class StreamableHTTPServer:
         state = self._legacy.get(session_id)
         if state is None:
             return _json_error(404, None, ErrorCode.INVALID_REQUEST, "unknown or ended session")
+        self._touch(session_id)
         version = request.headers.get("mcp-protocol-version")
         if version is not None and version not in self._legacy_versions:
             return _json_error(
@@ -406,6 +457,17 @@ class StreamableHTTPServer:
                 None,
                 ErrorCode.INVALID_REQUEST,
                 f"unsupported MCP-Protocol-Version {version!r}",
+            )
+        refusal = unread_refusal(state.get_stream, self.max_unread)
+        if refusal is not None:
+            return refusal
+        revision = state.session.revision
+        if isinstance(obj, list) and revision is not None and not revision.batching:
+            return _json_error(
+                400,
+                None,
+                ErrorCode.INVALID_REQUEST,
+                f"JSON-RPC batches are not part of revision {revision.name}",
             )
         request_ids = [m["id"] for m in messages if "method" in m and is_request_id(m.get("id"))]
         state.session.receive_message(obj)
@@ -452,10 +514,13 @@ class StreamableHTTPServer:
             return
         retry = None if self.retry_interval is None else round(self.retry_interval * 1000)
         chunk = format_sse_event("", id=f"{exchange._stream_key}-0", retry=retry)
-        exchange._chunks.append(chunk)
+        exchange._append(chunk)
         state.remember(exchange._stream_key, 0, chunk, self.replay_streams)
 
     def _initialize(self, message: dict[str, Any]) -> Exchange:
+        refusal = self._make_room()
+        if refusal is not None:
+            return refusal
         session = self.session_factory()
         session.receive_message(message)
         out = session.messages_to_send()
@@ -469,6 +534,7 @@ class StreamableHTTPServer:
         state = _LegacySession(session_id, session, self.replay_memory)
         self._legacy[session_id] = state
         self._by_session[id(session)] = state
+        self._touch(session_id)
         headers = {"content-type": "application/json", "mcp-session-id": session_id}
         return Exchange(200, headers, body, session=session)
 
@@ -528,7 +594,7 @@ class StreamableHTTPServer:
                 exchange._seq = int(seq)
                 for number, chunk in state.replay[key]:
                     if number > int(seq):
-                        exchange._chunks.append(chunk)
+                        exchange._append(chunk)
                         exchange._seq = number  # new events continue after the replayed ones
                 exchange._stream_key = key
                 still_open = [ex for ex in state.streams.values() if ex._stream_key == key]
@@ -582,14 +648,55 @@ class StreamableHTTPServer:
             return None, _json_error(
                 404, None, ErrorCode.INVALID_REQUEST, "unknown or ended session"
             )
+        self._touch(session_id)
         return state, None
+
+    # Session limits -----------------------------------------------------------------
+
+    def _touch(self, session_id: str) -> None:
+        self._activity[session_id] = self._now or 0.0
+        self._activity.move_to_end(session_id)
+
+    @staticmethod
+    def _is_quiet(state: _LegacySession) -> bool:
+        """No request awaits its answer and no stream is open."""
+        open_get = state.get_stream is not None and not state.get_stream.finished
+        return not open_get and not any(not ex.finished for ex in state.streams.values())
+
+    def _expire_idle(self, now: float) -> None:
+        timeout = self.session_idle_timeout
+        if timeout is None:
+            return
+        while self._activity:
+            session_id, last = next(iter(self._activity.items()))
+            if now - last <= timeout:
+                return
+            state = self._legacy.get(session_id)
+            if state is None or self._is_quiet(state):
+                self.end_session(session_id)
+                self._activity.pop(session_id, None)
+            else:
+                self._touch(session_id)  # a stream or request is open: it is not idle
+
+    def _make_room(self) -> Exchange | None:
+        """Room for one more handshake session, or the 503 that says there is none."""
+        if len(self._legacy) < self.max_sessions:
+            return None
+        for session_id in self._activity:
+            state = self._legacy.get(session_id)
+            if state is not None and self._is_quiet(state):
+                self.end_session(session_id)
+                return None
+        return _text(
+            503, f"this server holds its {self.max_sessions} sessions", {"retry-after": "5"}
+        )
 
     def end_session(self, session_id: str) -> None:
         """End a handshake session: its streams close, later requests get 404."""
         state = self._legacy.pop(session_id, None)
+        self._activity.pop(session_id, None)
         if state is None:
             return
-        self._ended.add(session_id)
         self._by_session.pop(id(state.session), None)
         state.session.close()
         for exchange in {
@@ -661,6 +768,14 @@ class StreamableHTTPServer:
         if state is not None and not exchange._json_mode:
             exchange._seq += 1
             event_id = f"{exchange._stream_key}-{exchange._seq}"
+        if not_being_read(exchange, obj, self.max_unread):
+            # Closed, the stream can be resumed (Last-Event-ID) from what is remembered.
+            if state is not None and event_id is not None:
+                chunk = _message_event(obj, event_id)
+                state.remember(exchange._stream_key, exchange._seq, chunk, self.replay_streams)
+            exchange._finish()
+            exchange.wake()
+            return
         before = len(exchange._chunks)
         if exchange._json_mode and not _is_response(obj) and not isinstance(obj, list):
             pass  # a JSON response carries only the final answer
@@ -706,7 +821,7 @@ class StreamableHTTPServer:
         exchange.status = _LATE_STATUS.get(code, 200) if isinstance(code, int) else 200
         exchange.headers = {"content-type": "application/json"}
         exchange.streaming = False
-        exchange._chunks.append(_json.dumps(obj).encode("utf-8"))
+        exchange._append(_json.dumps(obj).encode("utf-8"))
         exchange._awaiting.clear()
         exchange._finish()
         exchange.wake()

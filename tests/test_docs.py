@@ -47,6 +47,22 @@ def test_readme_core_example_runs() -> None:
     assert "ResponseReceived(request_id=1, method='tools/list'" in done.stdout
 
 
+def test_readme_server_answers_the_command_it_names(tmp_path: Path) -> None:
+    """The README's server example, talked to as the README says."""
+    (server,) = [b for b in _blocks("README.md") if "serve_stdio, server" in b]
+    (tmp_path / "server.py").write_text(server, encoding="utf-8")
+    call = ["call", "forecast", "--args", '{"city": "Oslo", "days": 2}']
+    done = subprocess.run(
+        [sys.executable, "-m", "sansio_mcp_cli", *call, "--", sys.executable, "server.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Oslo: sunny for 2 days" in done.stdout
+
+
 @pytest.mark.parametrize(
     ("begin", "end", "render"),
     [(BEGIN, END, render_state_tables), (LINK_BEGIN, LINK_END, render_link_table)],

@@ -174,3 +174,20 @@ def test_unreachable_url_fails_cleanly() -> None:
     assert done.returncode == 1
     assert done.stderr.startswith("sansio-mcp inspect:")
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+@pytest.mark.parametrize("transport", ["http", "sse", "ws"])
+def test_an_infinite_result_is_answered_and_the_server_goes_on(
+    transport: str, backend: str
+) -> None:
+    """A result JSON cannot carry is the handler's bug: -32603, never a dropped connection."""
+    extra = ["--transport", "sse"] if transport == "sse" else []
+    with example_server(transport, backend) as url:
+        infinite = run_cli("call", "add", url, *extra, "--args", '{"a": 1e308, "b": 1e308}')
+        assert infinite.returncode == 1, infinite.stderr
+        assert "-32603" in infinite.stderr or "internal error" in infinite.stderr
+        assert "cannot be sent as JSON" in infinite.stderr
+        fine = run_cli("call", "add", url, *extra, "--args", '{"a": 1, "b": 2}')
+        assert fine.returncode == 0, fine.stderr
+        assert json.loads(fine.stdout)["structuredContent"] == {"sum": 3}

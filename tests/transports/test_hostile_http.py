@@ -118,6 +118,13 @@ async def still_serving(port: int) -> None:
             False,
             id="too-many-headers",
         ),
+        pytest.param(
+            # ... or a whole head over the limit in one write (it was accepted).
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 130_000 + b"\r\n\r\n",
+            [431],
+            False,
+            id="oversized-header-in-one-write",
+        ),
         pytest.param(b"\x00\xff\xfe garbage \x01\r\n\r\n", [400], False, id="garbage"),
         pytest.param(b"\r\n" * 10 + b"\x16\x03\x01\x02\x00\x01\x00", [400], True, id="tls-hello"),
         pytest.param(b"GE T /mcp HTTP/1.1\r\nHost: x\r\n\r\n", [400], False, id="bad-method"),
