@@ -51,6 +51,12 @@ class Line:
         return f"{self.direction} {self.text}"
 
 
+def _mib(size: int) -> str:
+    if size < 1 << 20:
+        return f"{size} bytes"
+    return f"{size / (1 << 20):.1f}".removesuffix(".0") + " MiB"
+
+
 def _shorten(value: Any) -> tuple[Any, bool]:
     """``value`` with every string longer than :data:`_LONG_STRING` cut, its length
     said; and whether anything was cut."""
@@ -176,10 +182,12 @@ class Recorder:
         if not sizes:
             return None
         limit = self.max_message_size
-        mib = f" ({limit / 1048576:g} MiB)" if limit % 1024 == 0 else ""
+        # Sizes in MiB, rounded: the same answer at another revision differs by a few
+        # bytes (its id, its framing), and is still the same finding.
         return (
-            f"the server answered with a message of {max(sizes)} bytes, over the client's "
-            f"{limit}-byte{mib} message size limit: it was dropped, so the request got no answer"
+            f"the server answered with a message of {_mib(max(sizes))}, over the client's "
+            + (f"{_mib(limit)} ({limit}-byte)" if limit >= 1 << 20 else f"{limit}-byte")
+            + " message size limit: it was dropped, so the request got no answer"
         )
 
     def received_obj(self, obj: Any) -> None:

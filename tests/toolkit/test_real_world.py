@@ -95,7 +95,10 @@ def test_a_huge_answer_is_reported_as_over_the_size_limit_quickly(
     data = json.loads(report_path.read_text())
     [big] = [v for v in data["violations"] if v["tool"] == "big"]
     assert big["property"] == "responsive" and big["severity"] == "warning"
-    assert "bytes, over the client's 8388608-byte (8 MiB) message size limit" in big["message"]
+    assert big["message"] == (
+        "tools/call big: the server answered with a message of 100 MiB, over the client's "
+        "8 MiB (8388608-byte) message size limit: it was dropped, so the request got no answer"
+    )
     assert "legitimately" not in done.stdout
     # The transcript keeps the beginning of the huge line, and its size.
     [huge] = [line for line in big["transcript"] if "over the 8388608-byte limit" in line]
@@ -114,7 +117,7 @@ def test_recorder_splits_lines_whatever_the_chunking() -> None:
     oversized = recorder.lines[2]
     assert oversized.oversized and oversized.size == 108
     assert oversized.text.endswith("(108 bytes, over the 50-byte limit)")
-    assert "108 bytes, over the client's 50-byte message size limit" in str(
+    assert "a message of 108 bytes, over the client's 50-byte message size limit" in str(
         recorder.dropped_since(0)
     )
     assert recorder.dropped_since(3) is None
