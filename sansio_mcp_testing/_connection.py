@@ -251,10 +251,10 @@ def absolute_command(command: list[str]) -> list[str]:
 
 def describe_exit(status: int | None, stderr: Iterable[str]) -> str:
     """``exit status 7; its stderr ended: a | b | c`` (the last three lines)."""
-    last = [line for line in stderr if line.strip()][-3:]
+    last = [line if len(line) <= 200 else line[:200] + "…" for line in stderr if line.strip()]
     said = f"exit status {status}"
     if last:
-        said += "; its stderr ended: " + " | ".join(last)[-300:]
+        said += "; its stderr ended: " + " | ".join(last[-3:])
     else:
         said += "; nothing on its stderr"
     return said
