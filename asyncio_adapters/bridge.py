@@ -220,7 +220,7 @@ class AsyncioBridge(BridgeRunner):
         transport = StreamableHTTPClient(
             Endpoint.parse(config.url),
             action.session,
-            headers={str(k): str(v) for k, v in config.headers.items()},
+            headers=config.http_headers,
         )
         host = _HTTPHost(action.session, transport, self.server_driver(action))
         async with asyncio.TaskGroup() as group:
@@ -239,7 +239,7 @@ class AsyncioBridge(BridgeRunner):
         transport = StreamableHTTPClient(
             Endpoint.parse(config.url),
             action.session,
-            headers={str(k): str(v) for k, v in config.headers.items()},
+            headers=config.http_headers,
         )
         host = _SSEHost(action.session, transport, self.server_driver(action))
         async with asyncio.TaskGroup() as group:
@@ -268,8 +268,9 @@ class AsyncioBridge(BridgeRunner):
         port = parts.port or (443 if parts.scheme == "wss" else 80)
         ssl_context: Any = True if parts.scheme == "wss" else None
         reader, writer = await asyncio.open_connection(parts.hostname, port, ssl=ssl_context)
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        framing = WebSocketFraming(action.session, client=True, host=parts.netloc, target=target)
+        framing = WebSocketFraming.client_to(
+            action.session, action.config.url, action.config.http_headers
+        )
         runner = _StreamRunner(
             action.session,
             reader,

@@ -67,7 +67,7 @@ class _SSEClientHost(_HTTPClientHost):
             self.transport.endpoint = saved
         try:
             conn = HTTPClientConnection(source.host_header)
-            writer.write(conn.send_request("GET", source.target, {"accept": "text/event-stream"}))
+            writer.write(conn.send_request("GET", source.target, legacy.request_headers()))
             await writer.drain()
             while True:
                 event = conn.next_event()

@@ -102,7 +102,11 @@ class MCPError(Exception):
     """A JSON-RPC error response: ``code``, ``message`` and optional ``data``.
 
     ``MCPError(code, message)`` builds the subclass registered for ``code``
-    (``MCPError(-32601, "x")`` is a :class:`MethodNotFound`).
+    (``MCPError(-32601, "x")`` is a :class:`MethodNotFound`).  A subclass
+    declared with ``local=True`` names a failure this library detects itself
+    (the connection closed, a deadline passed): it is never built from a
+    code, so a peer's error response with the same code (a server's own
+    -32000) stays a plain :class:`MCPError` and cannot pass for one.
     """
 
     code: int = ErrorCode.INTERNAL_ERROR
@@ -121,9 +125,10 @@ class MCPError(Exception):
         self.message = message
         self.data = data
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, *, local: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        _BY_CODE.setdefault(int(cls.code), cls)
+        if not local:
+            _BY_CODE.setdefault(int(cls.code), cls)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-RPC ``error`` object."""
@@ -152,7 +157,7 @@ class MCPError(Exception):
         return hash((self.code, self.message))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (MCPError, (self.code, self.message, self.data))
+        return (type(self), (self.code, self.message, self.data))
 
 
 class ParseError(MCPError):
@@ -175,13 +180,13 @@ class InternalError(MCPError):
     code = ErrorCode.INTERNAL_ERROR
 
 
-class ConnectionClosedError(MCPError):
+class ConnectionClosedError(MCPError, local=True):
     """The connection ended before the request was answered."""
 
     code = ErrorCode.CONNECTION_CLOSED
 
 
-class RequestTimeout(MCPError):
+class RequestTimeout(MCPError, local=True):
     """The request's deadline passed; it was cancelled on the wire."""
 
     code = ErrorCode.REQUEST_TIMEOUT
@@ -211,20 +216,20 @@ class UnsupportedProtocolVersion(MCPError):
     code = ErrorCode.UNSUPPORTED_PROTOCOL_VERSION
 
 
-class RequestCancelled(MCPError):
+class RequestCancelled(MCPError, local=True):
     """We cancelled the request ourselves (never sent by a peer)."""
 
     # Not a wire code: the spec says a cancelled request gets no response at all.
     code = -1
 
 
-class InputRoundsExceeded(MCPError):
+class InputRoundsExceeded(MCPError, local=True):
     """The server kept asking for input past the client's round limit (never on the wire)."""
 
     code = -2
 
 
-class HTTPStatusError(MCPError):
+class HTTPStatusError(MCPError, local=True):
     """An HTTP transport answered a request with a failure status and no
     JSON-RPC error; ``data`` has ``status`` and ``body`` (never on the wire)."""
 

@@ -153,6 +153,11 @@ class LegacySSEStream:
         self.endpoint_known = False
         self._parser = SSEParser()
 
+    def request_headers(self) -> dict[str, str]:
+        """Headers of the GET that opens the stream: the caller's own (``headers``
+        of the transport: credentials, say) go on it as on every POST."""
+        return {"accept": "text/event-stream", **self.transport.extra_headers}
+
     def on_head(self, head: HTTPResponseHead) -> None:
         if head.status != 200:
             raise ConnectionClosedError(

@@ -2,11 +2,42 @@
 
 from __future__ import annotations
 
+import re
+
+from . import _json
 from ._errors import ErrorCode, RemoteProtocolError
 from ._json import DEFAULT_MAX_MESSAGE_SIZE
+from ._jsonrpc import is_request_id
 from ._util import Sentinel
 
-__all__ = ["NEED_DATA", "NdjsonFramer"]
+__all__ = ["HEAD_KEPT", "NEED_DATA", "NdjsonFramer", "oversized_message"]
+
+#: Bytes of an oversized message kept to tell whose it is (its id comes early).
+HEAD_KEPT = 512
+_HEAD_ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+_HEAD_METHOD = re.compile(rb'"method"\s*:')
+
+
+def oversized_message(head: bytes, size: int, limit: int) -> RemoteProtocolError:
+    """The error for a message over ``limit`` bytes, of which ``head`` was kept.
+
+    Its id, when the head shows one, goes with it: a request is answered under its own
+    id, and an answer to one of ours ends that request at once (see ``fail_oversized``)
+    instead of leaving it to time out.
+    """
+    error = RemoteProtocolError(
+        f"a message of {size} bytes exceeds the {limit}-byte limit (max_message_size)",
+        code=ErrorCode.INVALID_REQUEST,
+    )
+    found = _HEAD_ID.search(head)
+    try:
+        request_id = _json.loads(found.group(1)) if found else None
+    except RemoteProtocolError:
+        request_id = None
+    error.request_id = request_id if is_request_id(request_id) else None
+    # A request (it names a method) is answered; an answer is not answered back.
+    error.answer = error.request_id is None or _HEAD_METHOD.search(head) is not None
+    return error
 
 
 class NEED_DATA(Sentinel, metaclass=Sentinel):
@@ -27,6 +58,11 @@ class NdjsonFramer:
         self._buffer = bytearray()
         self._scanned = 0
         self._discarding = False
+        # Of the oversized line being dropped: its first bytes, its length so far, and
+        # whether its last byte so far is a "\r" (a CRLF line end does not count).
+        self._dropped_head = b""
+        self._dropped = 0
+        self._dropped_cr = False
         self._eof = False
 
     @property
@@ -58,7 +94,7 @@ class NdjsonFramer:
             out: list[bytes | RemoteProtocolError] = []
             for line in data.split(b"\n")[:-1]:
                 if self._oversized(line):
-                    out.append(self._too_long())
+                    out.append(self._too_long(line, self._size(line)))
                 elif line := self._strip(line):
                     out.append(line)
             return out
@@ -69,41 +105,60 @@ class NdjsonFramer:
         return found
 
     def next_line(self) -> bytes | type[NEED_DATA] | RemoteProtocolError:
-        """The next non-empty line (without its line end), an error, or NEED_DATA."""
+        """The next non-empty line (without its line end), an error, or NEED_DATA.
+
+        An oversized line is reported once it has ended (its size known), whatever the
+        chunking; its bytes are dropped as they come, so memory stays bounded.
+        """
         while True:
             newline = self._buffer.find(b"\n", self._scanned)
             if newline < 0:
-                if len(self._buffer) > self.max_line_size + 1:
-                    # Drop what we hold; keep dropping until the line ends.
+                if self._discarding or len(self._buffer) > self.max_line_size + 1:
+                    self._drop(self._buffer)
                     self._buffer.clear()
                     self._scanned = 0
-                    if not self._discarding:
-                        self._discarding = True
-                        return self._too_long()
-                    continue
+                    if self._eof and self._discarding:
+                        return self._end_dropped()
+                    return NEED_DATA
                 self._scanned = len(self._buffer)
                 if self._eof and self._buffer:
                     line = bytes(self._buffer)
                     self._buffer.clear()
                     self._scanned = 0
-                    if self._discarding:
-                        self._discarding = False
-                        continue
                     if self._oversized(line):
-                        return self._too_long()
+                        return self._too_long(line, self._size(line))
                     return self._strip(line) or NEED_DATA
                 return NEED_DATA
             line = bytes(self._buffer[:newline])
             del self._buffer[: newline + 1]
             self._scanned = 0
             if self._discarding:
-                self._discarding = False
-                continue
+                self._drop(line)
+                return self._end_dropped()
             if self._oversized(line):
-                return self._too_long()
+                return self._too_long(line, self._size(line))
             line = self._strip(line)
             if line:
                 return line
+
+    def _drop(self, data: bytes | bytearray) -> None:
+        if not data:
+            return
+        if not self._discarding:
+            self._discarding = True
+            self._dropped_head = bytes(data[:HEAD_KEPT])
+            self._dropped = 0
+        self._dropped += len(data)
+        self._dropped_cr = data[-1:] == b"\r"
+
+    def _end_dropped(self) -> RemoteProtocolError:
+        self._discarding = False
+        size = self._dropped - self._dropped_cr
+        return self._too_long(self._dropped_head, size)
+
+    @staticmethod
+    def _size(line: bytes) -> int:
+        return len(line) - line.endswith(b"\r")
 
     def _oversized(self, line: bytes) -> bool:
         # The limit is on the message; a CRLF line's "\r" does not count.
@@ -115,13 +170,8 @@ class NdjsonFramer:
             line = line[:-1]
         return line if line and not line.isspace() else b""
 
-    def _too_long(self) -> RemoteProtocolError:
-        error = RemoteProtocolError(
-            f"message exceeds the {self.max_line_size}-byte limit",
-            code=ErrorCode.INVALID_REQUEST,
-        )
-        error.answer = True
-        return error
+    def _too_long(self, line: bytes, size: int) -> RemoteProtocolError:
+        return oversized_message(line[:HEAD_KEPT], size, self.max_line_size)
 
     @staticmethod
     def frame(text: str) -> bytes:

@@ -44,7 +44,7 @@ from ._jsonrpc import (
     message_to_obj,
     parse_message,
 )
-from ._ndjson import NEED_DATA, NdjsonFramer
+from ._ndjson import HEAD_KEPT, NEED_DATA, NdjsonFramer, oversized_message
 from ._outbox import Batch, Outbox, encode_message
 from ._params import check_params
 from ._requests import (
@@ -132,6 +132,7 @@ class Session:
         for line in self._framer.lines(data):
             if isinstance(line, RemoteProtocolError):
                 self._violation(line)
+                self._requests.fail_malformed(line)  # an oversized answer ends its request
                 continue
             try:
                 obj = _json.loads(line, max_depth=self.max_depth)
@@ -162,9 +163,10 @@ class Session:
         """Feed one whole JSON text (an HTTP body, a WebSocket message)."""
         size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "surrogatepass"))
         if size > self.max_message_size:
-            self._violation(
-                self._answerable(f"message exceeds the {self.max_message_size}-byte limit")
-            )
+            head = text[:HEAD_KEPT] if isinstance(text, bytes) else text[:HEAD_KEPT].encode()
+            error = oversized_message(head, size, self.max_message_size)
+            self._violation(error)
+            self._requests.fail_malformed(error)
             return
         try:
             obj = _json.loads(text, max_depth=self.max_depth)
@@ -303,6 +305,12 @@ class Session:
         pending = self._requests.answered(request_id, error)
         if pending is not None:
             self._complete(pending, result, error)
+
+    def fail_request(self, wire_id: RequestId, error: MCPError) -> None:
+        """The transport could not carry one of our requests, or its answer (an HTTP
+        failure): end it with ``error``, as an error response would, but with the
+        transport's own error rather than one a peer could have sent."""
+        self._on_response(wire_id, None, error)
 
     def _complete(
         self, pending: OutgoingRequest, result: dict[str, Any] | None, error: MCPError | None

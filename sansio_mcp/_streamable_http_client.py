@@ -17,7 +17,7 @@ import attrs
 
 from . import _json
 from ._client_session import ClientSession
-from ._errors import ErrorCode, HTTPStatusError, RemoteProtocolError
+from ._errors import ConnectionClosedError, HTTPStatusError, MCPError, RemoteProtocolError
 from ._host import Signal
 from ._http import HTTPError, HTTPResponseHead, media_types
 from ._http_headers import request_headers, x_mcp_header_problems
@@ -253,23 +253,16 @@ class StreamableHTTPClient:
             return
         if message["id"] not in self._wire_ids():
             return
+        data = {"status": status, "body": detail}
+        error: MCPError
         if status == 404 and self.session_id is not None:
             self.session_id = None
-            code: int = ErrorCode.CONNECTION_CLOSED
-            text = "the server ended the session (HTTP 404)"
+            error = ConnectionClosedError(
+                message="the server ended the session (HTTP 404)", data=data
+            )
         else:
-            code, text = HTTPStatusError.code, f"HTTP {status}: {detail}".strip()
-        self.session.receive_message(
-            {
-                "jsonrpc": "2.0",
-                "id": message["id"],
-                "error": {
-                    "code": code,
-                    "message": text,
-                    "data": {"status": status, "body": detail},
-                },
-            }
-        )
+            error = HTTPStatusError(message=f"HTTP {status}: {detail}".strip(), data=data)
+        self.session.fail_request(message["id"], error)
 
     def _wire_ids(self) -> frozenset[RequestId]:
         return self.session._requests.wire_ids()

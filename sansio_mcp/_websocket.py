@@ -13,8 +13,9 @@ subclass, ``A2EWebSocket``, lives with the A2E codec.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import ClassVar
+from urllib.parse import urlsplit
 
 import wsproto
 import wsproto.events as ws
@@ -68,6 +69,7 @@ class WebSocketConnection:
         allowed_hosts: Iterable[str] | None = None,
         allowed_origins: Iterable[str] | None = None,
         max_message_size: int = DEFAULT_MAX_MESSAGE,
+        extra_headers: Mapping[str, str] | None = None,
     ) -> None:
         self.path = path or f"/{self.subprotocol}"
         self.max_message_size = max_message_size
@@ -92,7 +94,12 @@ class WebSocketConnection:
         self.refuse_with: int | None = None
         if client:
             self._out += self._ws.send(
-                ws.Request(host=host, target=target or self.path, subprotocols=[self.subprotocol])
+                ws.Request(
+                    host=host,
+                    target=target or self.path,
+                    subprotocols=[self.subprotocol],
+                    extra_headers=_handshake_extras(extra_headers or {}),
+                )
             )
 
     # Input -------------------------------------------------------------------------
@@ -253,6 +260,7 @@ class WebSocketFraming:
         allowed_hosts: Iterable[str] | None = None,
         allowed_origins: Iterable[str] | None = None,
         max_message_size: int = DEFAULT_MAX_MESSAGE,
+        extra_headers: Mapping[str, str] | None = None,
     ) -> None:
         self.session = session
         self.connection = MCPWebSocket(
@@ -263,7 +271,18 @@ class WebSocketFraming:
             allowed_hosts=allowed_hosts,
             allowed_origins=allowed_origins,
             max_message_size=max_message_size,
+            extra_headers=extra_headers,
         )
+
+    @classmethod
+    def client_to(
+        cls, session: Session, url: str, headers: Mapping[str, str] | None = None
+    ) -> WebSocketFraming:
+        """The client side of a connection to ``url`` (``ws://`` or ``wss://``): the
+        opening handshake names its host and path, and carries ``headers``."""
+        parts = urlsplit(url)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        return cls(session, client=True, host=parts.netloc, target=target, extra_headers=headers)
 
     @property
     def open(self) -> bool:
@@ -306,3 +325,26 @@ class WebSocketFraming:
         """Start a clean close; the session ends at once."""
         self.connection.close(code, reason)
         self.session.close()
+
+
+#: Headers the opening handshake writes itself: a caller's must not repeat them.
+_HANDSHAKE_HEADERS = frozenset(
+    {
+        "host",
+        "upgrade",
+        "connection",
+        "sec-websocket-key",
+        "sec-websocket-version",
+        "sec-websocket-protocol",
+        "sec-websocket-extensions",
+    }
+)
+
+
+def _handshake_extras(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
+    """A client's own headers (credentials, say) for its opening handshake."""
+    return [
+        (name.encode(), value.encode())
+        for name, value in headers.items()
+        if name.lower() not in _HANDSHAKE_HEADERS
+    ]

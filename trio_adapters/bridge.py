@@ -250,7 +250,7 @@ class TrioBridge(BridgeRunner):
         transport = StreamableHTTPClient(
             Endpoint.parse(config.url),
             action.session,
-            headers={str(k): str(v) for k, v in config.headers.items()},
+            headers=config.http_headers,
         )
         host = _HTTPHost(action.session, transport, self.server_driver(action))
         async with trio.open_nursery() as nursery:
@@ -270,7 +270,7 @@ class TrioBridge(BridgeRunner):
         transport = StreamableHTTPClient(
             Endpoint.parse(config.url),
             action.session,
-            headers={str(k): str(v) for k, v in config.headers.items()},
+            headers=config.http_headers,
         )
         host = _SSEHost(action.session, transport, self.server_driver(action))
         ended = trio.Event()
@@ -302,8 +302,9 @@ class TrioBridge(BridgeRunner):
             stream = trio.SSLStream(
                 stream, ssl.create_default_context(), server_hostname=parts.hostname
             )
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        framing = WebSocketFraming(action.session, client=True, host=parts.netloc, target=target)
+        framing = WebSocketFraming.client_to(
+            action.session, action.config.url, action.config.http_headers
+        )
         runner = _StreamRunner(
             action.session,
             stream,

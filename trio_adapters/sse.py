@@ -70,9 +70,7 @@ class _SSEClientHost(_HTTPClientHost):
         stream = await self._open_to(source)
         async with stream:
             conn = HTTPClientConnection(source.host_header)
-            await stream.send_all(
-                conn.send_request("GET", source.target, {"accept": "text/event-stream"})
-            )
+            await stream.send_all(conn.send_request("GET", source.target, legacy.request_headers()))
             while True:
                 event = conn.next_event()
                 if event is NEED_DATA:

@@ -207,6 +207,15 @@ class Catalog:
 
     # Tools -------------------------------------------------------------------------------
 
+    def withdraw_tools(self, link: ServerLink) -> None:
+        """The server is down and no reconnect is coming (``auto_reconnect`` off): its
+        tools leave ``tool/list``, and the agent is told as on a list change (a push of
+        ``notifications/tools/list_changed``).  Registering it again brings them back."""
+        server = link.server
+        if server.tools:
+            server.tools = {}
+            self._state.push(link, "notifications/tools/list_changed", {})
+
     def tool_definitions(self) -> list[dict[str, Any]]:
         # From a copy: the agent may change what it is given without changing the host.
         return [

@@ -505,10 +505,12 @@ class A2EClientBase:
         name: str,
         arguments: Mapping[str, Any] | None = None,
         *,
-        timeout: int = 30,
+        timeout: int = 0,
         streaming: bool = False,
     ) -> dict[str, Any]:
         """The ToolResult (``success``, ``data``, ``error``, ``error_code``, ``duration_ms``).
+
+        ``timeout`` (seconds) shortens the server's own time limit; 0: the server's.
 
         ``streaming``: the agent wants the call's progress as ``tool/event``
         messages (``on_event``, :attr:`events`).
@@ -551,7 +553,10 @@ class A2EClientBase:
                 timeout=timeout,
                 streaming=streaming,
             )
-            response = await self.request(message, timeout=timeout + 30, expect=ToolCallResponse)
+            # The bridge answers every call within its limit (the server's when the
+            # call has none, which only the bridge knows): 30 s more for the pipe.
+            wait = timeout + 30 if timeout > 0 else None
+            response = await self.request(message, timeout=wait, expect=ToolCallResponse)
         assert isinstance(response, ToolCallResponse)
         return response.data
 

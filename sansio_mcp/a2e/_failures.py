@@ -11,7 +11,7 @@ request's own response where its shape has an outcome field, else an
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
@@ -40,6 +40,8 @@ from ._models import A2EErrorCode, MCPErrorCode, is_retryable
 
 __all__ = [
     "CAPABILITY",
+    "AgentRefusal",
+    "SamplingRefused",
     "Failure",
     "Refused",
     "classify",
@@ -55,7 +57,8 @@ CAPABILITY = "mcp"
 
 @attrs.frozen
 class Failure:
-    code: str
+    #: Only the spec's MCP codes and the A2E core codes: the bridge decides.
+    code: MCPErrorCode | A2EErrorCode
     message: str
     detail: dict[str, Any] = attrs.field(factory=dict)
 
@@ -72,31 +75,67 @@ class Refused(Exception):
         self.failure = failure
 
 
+class AgentRefusal(MCPError, local=True):
+    """The agent would not (or could not) answer what a server asked of it.
+
+    The bridge makes it itself (``local``: no server's error response becomes
+    one), so the A2E code it stands for, :attr:`a2e_code`, is the bridge's
+    decision.  The server is sent only ``code`` and ``message``.
+    """
+
+    # (code: -32603, MCPError's own)
+    a2e_code: ClassVar[MCPErrorCode] = MCPErrorCode.MCP_CAPABILITY_MISSING
+
+
+class SamplingRefused(AgentRefusal, local=True):
+    """-1, the MCP spec's "user rejected sampling request"."""
+
+    code = -1
+    a2e_code = MCPErrorCode.MCP_SAMPLING_REFUSED
+
+
 def classify(
-    error: MCPError, method: str, server_id: str | None, timeout: int | None = None
+    error: MCPError,
+    method: str,
+    server_id: str | None,
+    timeout: float | None = None,
+    *,
+    uri: str | None = None,
 ) -> Failure:
-    """An MCP failure as the A2E code that names it (``server_id`` None: no server)."""
+    """An MCP failure as the A2E code that names it (``server_id`` None: no server).
+
+    The code is always the bridge's own choice, from the spec's closed set:
+    what a server sends (its ``code``, its ``data``) is evidence, never the
+    answer.  Only failures this library detected itself (the connection
+    closed, an HTTP failure, the bridge's own deadline) are transport errors
+    or timeouts; a server's error response with the same numbers (-32000,
+    -32001) is the server's own error.  ``timeout`` is the limit the request
+    had; ``uri`` the resource a ``resources/*`` request was about.
+    """
     detail: dict[str, Any] = {}
     if server_id is not None:
         detail["server_id"] = server_id
-    data = error.data if isinstance(error.data, dict) else {}
-    if isinstance(data.get("a2e_code"), str):
-        return Failure(data["a2e_code"], error.message, detail)
+    if isinstance(error, AgentRefusal):
+        return Failure(error.a2e_code, error.message, detail)
     if not isinstance(error, ConnectionClosedError | HTTPStatusError | RequestTimeout):
         detail["mcp_error"] = {"code": error.code, "message": error.message}
         if error.data is not None:
             detail["mcp_error"]["data"] = error.data
+    code: MCPErrorCode | A2EErrorCode
     if isinstance(error, ConnectionClosedError):
-        code: str = MCPErrorCode.MCP_TRANSPORT_ERROR
+        code = MCPErrorCode.MCP_TRANSPORT_ERROR
         message = f"the connection to the server closed: {error.message}"
     elif isinstance(error, HTTPStatusError):
         code, message = MCPErrorCode.MCP_TRANSPORT_ERROR, f"HTTP transport: {error.message}"
+        data = error.data if isinstance(error.data, dict) else {}
         detail["http_status"] = data.get("status")
     elif isinstance(error, RequestTimeout):
         code, message = A2EErrorCode.TIMEOUT, f"{method} timed out"
         if server_id is not None:
             detail["timeout"] = timeout
-    elif error.code == ErrorCode.RESOURCE_NOT_FOUND:
+    elif error.code == ErrorCode.RESOURCE_NOT_FOUND or (
+        uri is not None and _names_unknown_resource(error, uri)
+    ):
         code, message = MCPErrorCode.MCP_RESOURCE_NOT_FOUND, error.message
     elif error.code in (
         ErrorCode.METHOD_NOT_FOUND,
@@ -108,18 +147,26 @@ def classify(
     return Failure(code, message, detail)
 
 
-def refusal(kind: str, message: str) -> MCPError:
+def _names_unknown_resource(error: MCPError, uri: str) -> bool:
+    """-32602 about the one URI a request named: how 2026-07-28 (SEP-2164) says
+    "no such resource" (``data.uri``, as the spec's example), and how servers of
+    older revisions often said it too (the URI in the message)."""
+    if error.code != ErrorCode.INVALID_PARAMS:
+        return False
+    data = error.data if isinstance(error.data, dict) else {}
+    return data.get("uri") == uri or (bool(uri) and uri in error.message)
+
+
+def refusal(kind: str, message: str) -> AgentRefusal:
     """The agent would not (or could not) answer a server's request.
 
-    Sampling refusals carry -1 (the MCP spec's "user rejected sampling
-    request") and become ``mcp_sampling_refused``; the others are internal
-    errors for the server and ``mcp_capability_missing`` for the agent.
+    Sampling refusals carry -1 and become ``mcp_sampling_refused``; the others
+    are internal errors for the server and ``mcp_capability_missing`` for the
+    agent.
     """
     if kind in ("sample", "sampling", "sampling/createMessage"):
-        return MCPError(-1, message, {"a2e_code": MCPErrorCode.MCP_SAMPLING_REFUSED.value})
-    return MCPError(
-        ErrorCode.INTERNAL_ERROR, message, {"a2e_code": MCPErrorCode.MCP_CAPABILITY_MISSING.value}
-    )
+        return SamplingRefused(message=message)
+    return AgentRefusal(message=message)
 
 
 def failed_tool_result(tool_name: str, failure: Failure, duration_ms: float) -> dict[str, Any]:

@@ -181,6 +181,7 @@ class BridgeHost:
             pump=self._pump,
             on_started=self._link_started,
             on_ready=self._resources.renew_subscriptions,
+            on_given_up=self._link_given_up,
         )
         self._catalog = Catalog(state, synced=self._lifecycle.synced)
         self._registry = Registry(state, self._lifecycle)
@@ -526,6 +527,9 @@ class BridgeHost:
 
     def _link_started(self, link: ServerLink) -> None:
         self._catalog.start_sync(link)
+
+    def _link_given_up(self, link: ServerLink) -> None:
+        self._catalog.withdraw_tools(link)
 
     def _pump(self, link: ServerLink) -> None:
         session = link.session

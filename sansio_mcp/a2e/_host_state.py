@@ -174,6 +174,12 @@ class ServerRecord:
         link = self.link
         return link is not None and link.state is LinkState.READY
 
+    @property
+    def given_up(self) -> bool:
+        """Down, with no reconnect coming (``auto_reconnect`` off, or it could not
+        even start one): only registering it again brings it back."""
+        return self.link is None and self.reconnect_at is None
+
 
 @attrs.define(eq=False)
 class AgentWait:
@@ -297,17 +303,27 @@ class HostState:
         self.internal_errors.append(f"{type_name}: {type(exc).__name__}: {exc}")
         return Failure(A2EErrorCode.RUNTIME_ERROR, f"the bridge failed on {type_name}: {exc}")
 
-    def classify(self, error: MCPError, method: str, server: ServerRecord | None) -> Failure:
-        """An MCP failure as the A2E code that names it."""
+    def classify(
+        self,
+        error: MCPError,
+        method: str,
+        server: ServerRecord | None,
+        *,
+        timeout: float | None = None,
+        uri: str | None = None,
+    ) -> Failure:
+        """An MCP failure as the A2E code that names it (``timeout``: the limit the
+        request had, when not the server's own; ``uri``: the resource it was about)."""
         if server is None:
-            return classify(error, method, None)
-        return classify(error, method, server.server_id, server.config.timeout)
+            return classify(error, method, None, uri=uri)
+        limit = server.config.timeout if timeout is None else timeout
+        return classify(error, method, server.server_id, limit, uri=uri)
 
     def fail_with(
-        self, request: A2EMessage, server: ServerRecord, method: str
+        self, request: A2EMessage, server: ServerRecord, method: str, *, uri: str | None = None
     ) -> Callable[[MCPError], None]:
         def fail(error: MCPError) -> None:
-            self.reply_failure(request, self.classify(error, method, server))
+            self.reply_failure(request, self.classify(error, method, server, uri=uri))
 
         return fail
 

@@ -4,7 +4,8 @@ end, and reconnect.
 Every move of a link goes through :meth:`ServerLink.advance` and so through the
 table in :mod:`._link_states`.  What a link's start and readiness mean for the
 catalog (sync the lists) and for subscriptions (renew them) is the host's to
-route: :class:`LinkLifecycle` is given those as ``on_started`` and ``on_ready``.
+route: :class:`LinkLifecycle` is given those as ``on_started`` and ``on_ready``, and
+what a server given up on means (its tools leave the listing) as ``on_given_up``.
 """
 
 from __future__ import annotations
@@ -37,6 +38,13 @@ _ENDED = (MCPServerStatus.DISCONNECTED.value, MCPServerStatus.ERROR.value)
 
 LinkHook = Callable[[ServerLink], None]
 
+#: The level asked of every server for its log messages, which reach the agent as
+#: ``mcp/server/push`` (the spec forwards ``notifications/message``): all of them, the
+#: agent keeps what it wants.  A 2026-07-28 server logs only for a request that asks
+#: (``_meta`` ``io.modelcontextprotocol/logLevel``, on every request the bridge
+#: sends); an older one is asked once per session (``logging/setLevel``).
+SERVER_LOG_LEVEL = "debug"
+
 
 class LinkLifecycle:
     """Connects servers and moves their links through the lifecycle table.
@@ -44,16 +52,24 @@ class LinkLifecycle:
     ``pump`` hands a link's session events to the host (a closed session
     still reports what failed with it); ``on_started`` runs when a session
     has started (the catalog syncs), ``on_ready`` when a link became ready
-    (subscriptions are renewed).
+    (subscriptions are renewed), ``on_given_up`` when a link ended and no
+    reconnect will follow (``auto_reconnect`` off).
     """
 
     def __init__(
-        self, state: HostState, *, pump: LinkHook, on_started: LinkHook, on_ready: LinkHook
+        self,
+        state: HostState,
+        *,
+        pump: LinkHook,
+        on_started: LinkHook,
+        on_ready: LinkHook,
+        on_given_up: LinkHook,
     ) -> None:
         self._state = state
         self._pump = pump
         self._on_started = on_started
         self._on_ready = on_ready
+        self._on_given_up = on_given_up
 
     # Connecting --------------------------------------------------------------------------
 
@@ -77,7 +93,12 @@ class LinkLifecycle:
             # One revision, insisted on: a server that answers with another is refused.
             options["protocol_version"] = version
             options["supported_versions"] = (version,)
-        return ClientSession(capabilities=capabilities, client_info=state.client_info, **options)
+        return ClientSession(
+            capabilities=capabilities,
+            client_info=state.client_info,
+            log_level=SERVER_LOG_LEVEL,
+            **options,
+        )
 
     def connect(self, server: ServerRecord) -> None:
         """Start a new link to ``server``: the runner is asked to open a transport."""
@@ -132,13 +153,21 @@ class LinkLifecycle:
         server.server_name = name if isinstance(name, str) else ""
         server.server_version = version if isinstance(version, str) else ""
         server.capabilities = dict(session.peer_capabilities or {})
+        if not session.is_modern and "logging" in server.capabilities:
+            # Not answered, or refused: the server logs as it likes (nothing to undo).
+            self._state.call(
+                link, "logging/setLevel", {"level": SERVER_LOG_LEVEL}, _ignore, _ignore
+            )
         self._on_started(link)
         self.synced(link)
 
     def _start_failed(self, link: ServerLink, error: MCPError) -> None:
         if link.state is not LinkState.STARTING:
             return
-        failure = self._state.classify(error, "start", link.server)
+        state = self._state
+        failure = state.classify(
+            error, "start", link.server, timeout=state.start_timeout(link.server.config)
+        )
         self.drop(
             link,
             f"the MCP session did not start: {failure.message}",
@@ -231,6 +260,8 @@ class LinkLifecycle:
             server.attempts += 1
             server.reconnect_at = state.now + delay
             state.added(server.reconnect_at)
+        else:
+            self._on_given_up(link)
 
     def connection_lost(self, connection: int, reason: str) -> None:
         """The runner lost (or never got) the transport of ``connection``."""
@@ -304,3 +335,7 @@ class LinkLifecycle:
                 ping_again()
 
         state.call(link, method, None, ok, err, timeout=timeout)
+
+
+def _ignore(outcome: object) -> None:
+    """The outcome of a request whose answer changes nothing."""

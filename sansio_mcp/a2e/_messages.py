@@ -10,6 +10,9 @@ the spec's.  The envelope is ``type``, ``id`` (a random UUID's 32 hex digits unl
 and ``ts``.  The core never reads a clock: ``ts`` is 0.0 unless the sender
 stamps it (the bridge host stamps everything it sends with the ``now`` it
 was given).  Unknown keys are kept in ``extra`` and written back out.
+What the agent sends must carry every field the spec marks "Required: Yes"
+(``REQUIRED``; ``version`` and ``ts`` excepted, as a tolerant reader): a
+default taken in silence would fail later, or not at all.
 """
 
 from __future__ import annotations
@@ -163,6 +166,7 @@ class MCPServerListResponse(A2EMessage):
 @_message(AGENT_TO_HOST)
 @attrs.frozen(kw_only=True)
 class MCPServerRegisterRequest(A2EMessage):
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"config"})
     type: str = str_field("mcp/server/register/req")
     config: dict[str, Any] = dict_field()
 
@@ -180,6 +184,7 @@ class MCPServerRegisterResponse(A2EMessage):
 @_message(AGENT_TO_HOST)
 @attrs.frozen(kw_only=True)
 class MCPServerUnregisterRequest(A2EMessage):
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"server_id"})
     type: str = str_field("mcp/server/unregister/req")
     server_id: str = str_field()
 
@@ -225,6 +230,7 @@ class MCPResourceListResponse(A2EMessage):
 @_message(AGENT_TO_HOST)
 @attrs.frozen(kw_only=True)
 class MCPResourceReadRequest(A2EMessage):
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"uri"})
     type: str = str_field("mcp/resource/read/req")
     uri: str = str_field()
     server_id: str = str_field()
@@ -243,6 +249,7 @@ class MCPResourceReadResponse(A2EMessage):
 @_message(AGENT_TO_HOST)
 @attrs.frozen(kw_only=True)
 class MCPResourceSubscribeRequest(A2EMessage):
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"uri"})
     type: str = str_field("mcp/resource/subscribe/req")
     uri: str = str_field()
     server_id: str = str_field()
@@ -280,6 +287,7 @@ class MCPPromptListResponse(A2EMessage):
 @_message(AGENT_TO_HOST)
 @attrs.frozen(kw_only=True)
 class MCPPromptGetRequest(A2EMessage):
+    REQUIRED: ClassVar[frozenset[str]] = frozenset({"name"})
     type: str = str_field("mcp/prompt/get/req")
     name: str = str_field()
     arguments: dict[str, Any] = dict_field()
@@ -319,6 +327,9 @@ class MCPSamplingRequest(A2EMessage):
 @_message(AGENT_TO_HOST)
 @attrs.frozen(kw_only=True)
 class MCPSamplingResponse(A2EMessage):
+    REQUIRED: ClassVar[frozenset[str]] = frozenset(
+        {"req_id", "server_id", "mcp_request_id", "role", "content"}
+    )
     # The reference SDK defaults this type to "mcp/sample/req" (defect 2); it is /resp.
     type: str = str_field("mcp/sample/resp")
     req_id: str = str_field()
@@ -345,6 +356,9 @@ class MCPRootsListRequest(A2EMessage):
 @_message(AGENT_TO_HOST)
 @attrs.frozen(kw_only=True)
 class MCPRootsListResponse(A2EMessage):
+    REQUIRED: ClassVar[frozenset[str]] = frozenset(
+        {"req_id", "server_id", "mcp_request_id", "roots"}
+    )
     type: str = str_field("mcp/root/list/resp")
     req_id: str = str_field()
     server_id: str = str_field()
@@ -384,7 +398,10 @@ class ToolCallRequest(A2EMessage):
     arguments: dict[str, Any] = dict_field()
     correlation_id: str = str_field()
     streaming: bool = bool_field(False)
-    timeout: int = int_field(30)
+    #: Seconds; 0 (the default here): none of its own, so the server's ``timeout``
+    #: applies (the core's 30 would cut every MCP tool call short of it, 300 s by
+    #: default); a positive one can only shorten the server's.
+    timeout: int = int_field(0)
 
 
 @_message(HOST_TO_AGENT)

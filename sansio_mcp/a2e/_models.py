@@ -204,6 +204,12 @@ class MCPServerConfig(Model):
         return found
 
     @property
+    def http_headers(self) -> dict[str, str]:
+        """``headers`` as sent on every HTTP-based transport: Streamable HTTP, the
+        legacy SSE stream's GET and its POSTs, the WebSocket opening handshake."""
+        return {str(k): str(v) for k, v in self.headers.items()}
+
+    @property
     def protocol_version(self) -> str:
         version = self.extra.get("protocol_version", "auto")
         return version if isinstance(version, str) else "auto"

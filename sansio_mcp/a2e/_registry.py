@@ -95,7 +95,9 @@ class Registry:
                 {"problems": [p.detail | {"message": str(p)} for p in problems]},
             )
         server_id = config.server_id
-        if server_id and server_id in servers:
+        # A server given up on may be registered again (the way back with
+        # auto_reconnect off): the new registration takes its place.
+        if server_id and server_id in servers and not servers[server_id].given_up:
             return Failure(
                 A2EErrorCode.SCHEMA_VIOLATION,
                 f"a server with id {server_id!r} is already registered",

@@ -105,7 +105,7 @@ class ResourcesAndPrompts:
             "resources/read",
             {"uri": request.uri},
             ok,
-            state.fail_with(request, server, "resources/read"),
+            state.fail_with(request, server, "resources/read", uri=request.uri),
             for_agent=True,
         )
 
@@ -144,7 +144,7 @@ class ResourcesAndPrompts:
             "resources/subscribe",
             {"uri": request.uri},
             ok,
-            state.fail_with(request, server, "resources/subscribe"),
+            state.fail_with(request, server, "resources/subscribe", uri=request.uri),
             for_agent=True,
         )
 

@@ -30,7 +30,7 @@ class ToolCall(Call):
     """One tool call from routing to its answer.  (One object per call, not three
     closures: this is the bridge's hot path.)"""
 
-    __slots__ = ("_state", "req_id", "seq", "server", "started", "tool_name")
+    __slots__ = ("_state", "limit", "req_id", "seq", "server", "started", "tool_name")
 
     for_agent = True
 
@@ -42,6 +42,8 @@ class ToolCall(Call):
         # a progress token costs the server and the bridge on every call.
         self.wants_progress = streaming
         self.server: ServerRecord | None = None
+        #: The time limit the call got (its own, or its server's).
+        self.limit: float | None = None
         self.started = state.now
         self.seq = 0
 
@@ -60,6 +62,8 @@ class ToolCall(Call):
                 )
             )
         tool_name = parsed[1]
+        if server.given_up:
+            raise Refused(state.unavailable(server))  # (its tools left the listing)
         if tool_name not in server.tools:
             allowed = server.allows_tool(tool_name)
             raise Refused(
@@ -74,9 +78,11 @@ class ToolCall(Call):
         if link is None or link.state is not LinkState.READY:
             raise Refused(state.unavailable(server))
         self.server = server
+        # The server's timeout, which the call's own (a positive one) can only shorten.
         limit = float(server.config.timeout)
         if timeout > 0:
             limit = min(limit, timeout)  # (compared as numbers: an int may exceed any float)
+        self.limit = limit
         # The arguments are the host's own (see receive_agent_message, receive_tool_call).
         state.start_call(
             link, "tools/call", {"name": tool_name, "arguments": arguments}, self, limit
@@ -89,7 +95,7 @@ class ToolCall(Call):
         state.queued.append(ToolAnswer(self.req_id, data, now))
 
     def err(self, error: MCPError) -> None:
-        self.fail(self._state.classify(error, "tools/call", self.server))
+        self.fail(self._state.classify(error, "tools/call", self.server, timeout=self.limit))
 
     def fail(self, failure: Failure) -> None:
         """Answer with a failed ToolResult (the code in ``error_code``)."""

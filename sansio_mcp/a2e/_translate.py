@@ -230,21 +230,14 @@ def template_from_mcp(server_id: str, template: Mapping[str, Any]) -> MCPResourc
 
 
 def resource_content_from_mcp(content: Mapping[str, Any]) -> MCPResourceContent:
-    """Text contents are ``type: "text"`` (mime type ``text/plain`` when the
-    server gave none); blob contents are ``type: "blob"`` (mime type
-    ``application/octet-stream`` when none was given)."""
+    """Text contents are ``type: "text"``, blob contents ``type: "blob"``; the
+    MIME type is the server's, else the spec's default for MCPResourceContent,
+    ``text/plain``, for a blob too (the spec has no other default)."""
     uri = _str(content.get("uri"))
-    mime = content.get("mimeType")
+    mime = _str(content.get("mimeType"), "text/plain")
     if isinstance(content.get("blob"), str):
-        return MCPResourceContent(
-            uri=uri,
-            mime_type=_str(mime, "application/octet-stream"),
-            blob=content["blob"],
-            type="blob",
-        )
-    return MCPResourceContent(
-        uri=uri, mime_type=_str(mime, "text/plain"), text=_str(content.get("text")), type="text"
-    )
+        return MCPResourceContent(uri=uri, mime_type=mime, blob=content["blob"], type="blob")
+    return MCPResourceContent(uri=uri, mime_type=mime, text=_str(content.get("text")), type="text")
 
 
 # Prompts -----------------------------------------------------------------------------

@@ -76,7 +76,10 @@ def test_defect_2_sample_response_type_is_resp() -> None:
     """Reference: ``MCPSamplingResponse.type`` defaulted to ``mcp/sample/req``."""
     assert MCPSamplingResponse().type == "mcp/sample/resp"
     assert MESSAGE_TYPES["mcp/sample/resp"] is MCPSamplingResponse
-    decoded = decode_text('{"type":"mcp/sample/resp","id":"a","req_id":"b"}')
+    decoded = decode_text(
+        '{"type":"mcp/sample/resp","id":"a","req_id":"b","server_id":"s",'
+        '"mcp_request_id":"1","role":"assistant","content":{}}'
+    )
     assert isinstance(decoded, MCPSamplingResponse)
 
 

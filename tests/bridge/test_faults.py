@@ -77,7 +77,7 @@ async def test_list_changed_resyncs_tools(tiny_command: list[str]) -> None:
                 while "t__extra_0" not in {t["name"] for t in await agent.list_tools()}:
                     await trio.sleep(0.01)
             (info,) = await agent.list_servers()
-            assert info["tools_count"] == 5
+            assert info["tools_count"] == 7
 
 
 async def test_a_server_that_never_reconnects_stays_down(tiny_command: list[str]) -> None:

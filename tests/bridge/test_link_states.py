@@ -166,16 +166,8 @@ def _start_times_out(h: Harness, conn: int) -> None:
 def _tools_unreachable_over_http(h: Harness, conn: int) -> None:
     """What an HTTP transport reports when a POST could not reach the server (status 0)."""
     [tools_list] = [e for e in h.servers["srv"].held if e.method == "tools/list"]
-    h.host._links[conn].session.receive_message(
-        {
-            "jsonrpc": "2.0",
-            "id": tools_list.request_id,
-            "error": {
-                "code": HTTPStatusError.code,
-                "message": "unreachable",
-                "data": {"status": 0},
-            },
-        }
+    h.host._links[conn].session.fail_request(
+        tools_list.request_id, HTTPStatusError(message="unreachable", data={"status": 0})
     )
     h.host.connection_input(conn, h.now)
     h.run()

@@ -348,9 +348,7 @@ def test_every_schema_valid_mcp_result_becomes_a_valid_a2e_response(
             assert (got["type"], got["blob"]) == ("blob", original["blob"])
         else:
             assert (got["type"], got["text"]) == ("text", original["text"])
-        assert got["mime_type"] == original.get(
-            "mimeType", "application/octet-stream" if "blob" in original else "text/plain"
-        )
+        assert got["mime_type"] == original.get("mimeType", "text/plain")  # the spec's default
     prompt = h.request(MCPPromptGetRequest, name="p")
     assert isinstance(prompt, MCPPromptGetResponse)
     assert prompt.messages == messages and prompt.description == (description or "")

@@ -155,7 +155,9 @@ def test_core_tool_messages_have_the_reference_shapes() -> None:
         "arguments": {},
         "correlation_id": "",
         "streaming": False,
-        "timeout": 30,
+        # The reference's 30 is replaced by 0, "none of its own": the server's
+        # configured timeout applies (the spec's MCPServerConfig.timeout).
+        "timeout": 0,
     }
     assert set(to_obj(a2e.ToolCallResponse())) - set(E) == {"req_id", "data", "created_at"}
     assert set(to_obj(a2e.ToolEvent())) - set(E) == {"kind", "req_id", "data", "seq"}

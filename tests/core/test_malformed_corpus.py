@@ -349,25 +349,26 @@ CASES = [
         Err(1, PARAMS),
         PARAMS,
     ),
-    # ---- size and depth limits
+    # ---- size and depth limits (an oversized request is answered under its own id,
+    # read from the head of the message)
     Case(
         "oversized-line",
         req(1, "ping", {"pad": "x" * 400}),
-        Err(None, INVALID),
+        Err(1, INVALID),
         INVALID,
         kwargs={"max_message_size": 256},
     ),
     Case(
         "oversized-line-crlf",
         req(1, "ping", {"pad": "x" * 400})[:-1] + b"\r\n",
-        Err(None, INVALID),
+        Err(1, INVALID),
         INVALID,
         kwargs={"max_message_size": 256},
     ),
     Case(
         "oversized-by-one-byte",
         raw(PING)[:-2] + b" " * (257 - len(raw(PING)) + 1) + b"}\n",
-        Err(None, INVALID),
+        Err(1, INVALID),
         INVALID,
         kwargs={"max_message_size": 256},
     ),
@@ -818,3 +819,33 @@ def test_input_after_close_is_ignored() -> None:
     assert drain(server) == []
     assert server.data_to_send() == b""
     assert server.state is SessionState.CLOSED
+
+
+def test_an_oversized_answer_fails_its_request_at_once() -> None:
+    """An answer over the limit ends the request it answers, naming the limit and the size,
+    whatever the chunking; it is not left to time out."""
+    from sansio_mcp import NEED_DATA, ClientSession, RequestFailed
+
+    for pieces in (1, 7):
+        client = ClientSession(max_message_size=1000)
+        client.initialize()
+        server = ServerSession(capabilities={"tools": {}})
+        server.receive_data(client.data_to_send())
+        client.receive_data(server.data_to_send())
+        server.receive_data(client.data_to_send())
+        while client.next_event() is not NEED_DATA:
+            pass
+        request_id = client.send_request("tools/list", now=0.0, timeout=60.0)
+        answer = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": {"pad": "x" * 5000}})
+        data = answer.encode() + b"\n"
+        step = len(data) // pieces + 1
+        for start in range(0, len(data), step):
+            client.receive_data(data[start : start + step])
+        events = []
+        while (event := client.next_event()) is not NEED_DATA:
+            events.append(event)
+        (failed,) = [e for e in events if isinstance(e, RequestFailed)]
+        assert failed.request_id == request_id
+        assert f"{len(answer)} bytes" in failed.error.message
+        assert "1000-byte limit" in failed.error.message
+        assert request_id not in client.pending_requests

@@ -256,7 +256,14 @@ def test_framer_limit_chunking_invariance(
     """With a small limit, oversized lines become one error each, whatever the chunking."""
     whole, lines = stream
     expected = [
-        ("error", f"message exceeds the {limit}-byte limit") if len(body) > limit else body
+        (
+            (
+                "error",
+                f"a message of {len(body)} bytes exceeds the {limit}-byte limit (max_message_size)",
+            )
+            if len(body) > limit
+            else body
+        )
         for body in lines
     ]
     chunks = data.draw(split_points(whole))
