@@ -187,7 +187,7 @@ class Recorder:
         return (
             f"the server answered with a message of {_mib(max(sizes))}, over the client's "
             + (f"{_mib(limit)} ({limit}-byte)" if limit >= 1 << 20 else f"{limit}-byte")
-            + " message size limit: it was dropped, so the request got no answer"
+            + " message size limit, so the client could not take it"
         )
 
     def received_obj(self, obj: Any) -> None:

@@ -207,7 +207,7 @@ class ToolProbes(Probe):
             except ServerGone:
                 gone.append(True)
                 return
-            if kind == "timeout":
+            if kind == "unanswered":
                 timed_out.append(arguments)
                 return
             self.findings.count(prop)
