@@ -118,6 +118,7 @@ class Recorder:
         #: limit) and its size so far.
         self._pending = bytearray()
         self._pending_size = 0
+        self._pending_cr = False
         self.suppress = False
         self.schema_checks = 0
         #: Line numbers (in this recorder) of the server's schema-invalid messages.
@@ -153,21 +154,29 @@ class Recorder:
         self._hold(data, start, len(data))
 
     def _hold(self, data: bytes, start: int, end: int) -> None:
+        if end == start:
+            return
+        held = len(self._pending)
         self._pending_size += end - start
-        room = self.max_message_size + 1 - len(self._pending)
-        if room > 0:
-            self._pending += data[start : min(end, start + room)]
-        if self._pending_size > self.max_message_size and len(self._pending) > _OVERSIZED_HEAD:
-            del self._pending[_OVERSIZED_HEAD:]
+        self._pending_cr = data[end - 1] == 0x0D
+        if self._pending_size <= self.max_message_size:
+            self._pending += data[start:end]
+        elif held < _OVERSIZED_HEAD:
+            self._pending += data[start : start + _OVERSIZED_HEAD - held]
+        else:
+            del self._pending[_OVERSIZED_HEAD:]  # only the head of an oversized line
 
     def _end_line(self) -> None:
         raw, size = bytes(self._pending), self._pending_size
+        if self._pending_cr:  # a CRLF line end is not part of the message
+            size -= 1
+            if size <= self.max_message_size:
+                raw = raw[:-1]
         self._pending.clear()
         self._pending_size = 0
-        if raw.endswith(b"\r"):
-            raw, size = raw[:-1], size - 1
+        self._pending_cr = False
         if size > self.max_message_size:
-            head = raw.decode("utf-8", "replace")
+            head = raw[:_OVERSIZED_HEAD].decode("utf-8", "replace")
             text = f"{head} … ({size} bytes, over the {self.max_message_size}-byte limit)"
             self._add(RECEIVED, text, size=size)
         elif raw.strip():

@@ -108,14 +108,16 @@ def test_a_huge_answer_is_reported_as_over_the_size_limit_quickly(
 def test_recorder_splits_lines_whatever_the_chunking() -> None:
     from sansio_mcp_testing._recorder import Recorder
 
-    recorder = Recorder("2025-06-18", max_message_size=50)
-    stream = b'{"a":1}\r\n\n{"b":' + b"2}\n" + b'{"c":"' + b"x" * 100 + b'"}\n{"d":4}'
-    for i in range(0, len(stream), 7):
-        recorder.received_bytes(stream[i : i + 7])
-    recorder.received_bytes(b"")  # the end of the output: the last line counts
-    assert [line.obj for line in recorder.lines] == [{"a": 1}, {"b": 2}, None, {"d": 4}]
-    oversized = recorder.lines[2]
-    assert oversized.oversized and oversized.size == 108
+    stream = b'{"a":1}\r\n\n{"b":' + b"2}\n" + b'{"c":"' + b"x" * 100 + b'"}\r\n{"d":4}'
+    for size in (7, 1, 64):
+        recorder = Recorder("2025-06-18", max_message_size=50)
+        for i in range(0, len(stream), size):
+            recorder.received_bytes(stream[i : i + size])
+        recorder.received_bytes(b"")  # the end of the output: the last line counts
+        assert [line.obj for line in recorder.lines] == [{"a": 1}, {"b": 2}, None, {"d": 4}]
+        oversized = recorder.lines[2]
+        assert oversized.oversized and oversized.size == 108  # the CRLF does not count
+        assert oversized.text.startswith('{"c":"xxxx')
     assert oversized.text.endswith("(108 bytes, over the 50-byte limit)")
     assert "a message of 108 bytes, over the client's 50-byte message size limit" in str(
         recorder.dropped_since(0)
