@@ -1,13 +1,15 @@
 """asyncio adapters for sansio-mcp: the same names and semantics as
 :mod:`trio_adapters`, for asyncio applications."""
 
-from sansio_mcp._client import ClientHandlers
+from sansio_mcp.runtime._client import ClientHandlers
 
 from ._runner import AsyncioRunner, AsyncioSessionHost
+from ._transports import BACKEND
 from .client import Client, open_client, open_stdio_client
 from .server import AsyncioContext, serve, serve_stdio
 
 __all__ = [
+    "BACKEND",
     "AsyncioContext",
     "AsyncioRunner",
     "AsyncioSessionHost",

@@ -9,9 +9,12 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
-from sansio_mcp import RequestId, Session
-from sansio_mcp._driver import InputHandler, NotificationHandler, RequestHandler
-from sansio_mcp._host import HostBase, Signal
+from sansio_mcp import Session
+from sansio_mcp.runtime._backend import Backend, Cancellable, Signal
+from sansio_mcp.runtime._driver import InputHandler, NotificationHandler, RequestHandler
+from sansio_mcp.runtime._host import HostBase
+
+from ._backend import PRIMITIVES, OneWaiterSignal, read_in_small_chunks
 
 __all__ = [
     "AsyncioRunner",
@@ -19,7 +22,6 @@ __all__ = [
     "Connector",
     "Framing",
     "PushProtocol",
-    "read_in_small_chunks",
     "OutputPipeProtocol",
     "shielded",
 ]
@@ -27,17 +29,6 @@ __all__ = [
 logger = logging.getLogger("asyncio_adapters")
 
 _READ_SIZE = 65536
-
-
-def read_in_small_chunks(transport: asyncio.BaseTransport) -> None:
-    """Make ``transport`` read at most 64 KiB at a time.
-
-    asyncio's own transports read up to 256 KiB per call, and allocating that
-    buffer for every small message costs more than the message (about 7 us a
-    read here, against half a microsecond for 64 KiB).
-    """
-    if isinstance(getattr(transport, "max_size", None), int):
-        transport.max_size = _READ_SIZE  # type: ignore[attr-defined]
 
 
 class OutputPipeProtocol(asyncio.streams.FlowControlMixin):
@@ -64,33 +55,6 @@ async def shielded(step: Callable[[], Awaitable[None]]) -> None:
         raise
 
 
-class _Signal:
-    """HostBase's one-shot signal for one waiting task: a bare future, without
-    :class:`asyncio.Event`'s lock and list (one is made for every request)."""
-
-    __slots__ = ("_is_set", "_waiter")
-
-    def __init__(self) -> None:
-        self._is_set = False
-        self._waiter: asyncio.Future[None] | None = None
-
-    def set(self) -> None:
-        self._is_set = True
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def wait(self) -> bool:
-        if not self._is_set:
-            assert self._waiter is None, "one task at a time waits on a signal"
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        return True
-
-
 class AsyncioSessionHost(HostBase):
     """What every asyncio transport needs around a session: concurrent
     handler tasks (cancellable one by one), awaitable requests, and the timer.
@@ -110,20 +74,20 @@ class AsyncioSessionHost(HostBase):
             handle_request=handle_request,
             handle_notification=handle_notification,
             answer_input=answer_input,
-            spawn=self._spawn,
-            cancel=self._cancel_handler,
         )
         self._group: asyncio.TaskGroup | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._handlers: dict[RequestId, asyncio.Task[Any]] = {}
         self._timer_changed = asyncio.Event()
         self._timer_task: asyncio.Task[Any] | None = None
         self.driver.on_output = self._schedule_flush
 
+    #: The event-loop primitives the runtime's loops on this host await.
+    backend: Backend = PRIMITIVES
+
     # Primitives for HostBase --------------------------------------------------------
 
     def new_signal(self) -> Signal:
-        return _Signal()
+        return OneWaiterSignal()
 
     def now(self) -> float:
         return asyncio.get_running_loop().time()
@@ -154,6 +118,27 @@ class AsyncioSessionHost(HostBase):
         task.add_done_callback(self._tasks.discard)
         return task
 
+    def spawn_task(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Run ``fn(*args)`` in a task of the host's group."""
+
+        async def run() -> None:
+            await fn(*args)
+
+        self.start(run())
+
+    def start_cancellable(
+        self, fn: Callable[[], Awaitable[Any]], on_done: Callable[[], None] | None = None
+    ) -> Cancellable:
+        """Run ``fn()`` in a task of the host's group; cancelling the task ends it."""
+
+        async def run() -> None:
+            await fn()
+
+        task = self.start(run())
+        if on_done is not None:
+            task.add_done_callback(lambda _: on_done())
+        return task
+
     def stop(self) -> None:
         """Cancel every task of this host (the group then finishes)."""
         for task in list(self._tasks):
@@ -180,24 +165,9 @@ class AsyncioSessionHost(HostBase):
         if self._group is not None and not self.send_now():
             self.start(self.flush())
 
-    def _spawn(self, request_id: RequestId | None, fn: Callable[[], Awaitable[None]]) -> None:
-        async def run() -> None:
-            await fn()
-
-        task = self.start(run())
-        if request_id is not None:
-            self._handlers[request_id] = task
-            task.add_done_callback(lambda _: self._handlers.pop(request_id, None))
-
-    def _cancel_handler(self, request_id: RequestId) -> None:
-        task = self._handlers.get(request_id)
-        if task is not None:
-            task.cancel()
-
     def cancel_all_handlers(self) -> None:
         """The host is done (its HTTP exchange is over): cancel its handlers and its timer."""
-        for task in list(self._handlers.values()):
-            task.cancel()
+        self.cancel_handlers()
         # Otherwise every finished stateless request would leave its timer task parked.
         if self._timer_task is not None:
             self._timer_task.cancel()

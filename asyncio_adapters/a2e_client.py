@@ -19,24 +19,23 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mappi
 from contextlib import asynccontextmanager
 from typing import Any
 
-from sansio_mcp._host import Signal
 from sansio_mcp._stdio import safe_environment
 from sansio_mcp._util import unwrap_single_exception
 from sansio_mcp.a2e import (
-    A2EClientBase,
     A2EFramer,
     A2EMessage,
-    A2ERequestError,
-    AgentInbox,
     BridgeConfig,
     BridgeHost,
     bridge_command,
     encode_line,
 )
-from sansio_mcp.a2e._runner import direct_bridge
+from sansio_mcp.runtime._backend import Signal
+from sansio_mcp.runtime.a2e import A2EClientBase, A2ERequestError, AgentInbox
+from sansio_mcp.runtime.a2e._runner import direct_bridge
 
+from ._backend import OneWaiterSignal
 from ._process import drain_stderr, stop_process
-from ._runner import _Signal, shielded
+from ._runner import shielded
 
 __all__ = ["A2EClient", "A2ERequestError", "open_a2e_direct", "open_a2e_stdio"]
 
@@ -77,7 +76,7 @@ class A2EClient(A2EClientBase):
         return task
 
     def new_signal(self) -> Signal:
-        return _Signal()
+        return OneWaiterSignal()
 
     def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
         async def run() -> None:

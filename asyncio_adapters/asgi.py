@@ -22,9 +22,9 @@ from typing import Any
 
 from sansio_mcp import ServerSession
 from sansio_mcp._http import HTTPRequest, header_dict
-from sansio_mcp._http_service import SessionHosts
-from sansio_mcp._server import Server
-from sansio_mcp._streamable_http import Exchange, StreamableHTTPServer
+from sansio_mcp._streamable_http import Exchange
+from sansio_mcp.runtime._http_service import SessionHosts, streamable_http_router
+from sansio_mcp.runtime._server import Server
 
 from .http_server import _HTTPSessionHost
 
@@ -57,15 +57,12 @@ class MCPApp:
     ) -> None:
         self.server = server
         self.max_body = max_body
-        self.router = StreamableHTTPServer(
-            server.create_session,
+        self.router = streamable_http_router(
+            server,
             endpoint=endpoint,
             allowed_hosts=allowed_hosts,
             allowed_origins=allowed_origins,
             json_response=json_response,
-            tool_input_schema=lambda name: (
-                tool.input_schema if (tool := server.tools.get(name)) else None
-            ),
         )
         self._group: asyncio.TaskGroup | None = None
         self._group_task: asyncio.Task[None] | None = None

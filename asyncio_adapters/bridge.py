@@ -21,7 +21,6 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-from sansio_mcp._client import ClientHandlers
 from sansio_mcp._client_session import ClientSession
 from sansio_mcp._stdio import safe_environment
 from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
@@ -34,11 +33,13 @@ from sansio_mcp.a2e import (
     encode,
     encode_line,
 )
-from sansio_mcp.a2e._driver import BridgeDriver, refuse_requests
-from sansio_mcp.a2e._runner import BridgeRunner, Connection, WebSocketAgents
+from sansio_mcp.runtime._client import ClientHandlers
+from sansio_mcp.runtime.a2e._driver import BridgeDriver, refuse_requests
+from sansio_mcp.runtime.a2e._runner import BridgeRunner, Connection, WebSocketAgents
 
+from ._backend import read_in_small_chunks
 from ._process import Child, drain_stderr, start_child, stop_process
-from ._runner import AsyncioRunner, read_in_small_chunks, shielded
+from ._runner import AsyncioRunner, shielded
 from .http_client import _HTTPClientHost
 from .sse import _SSEClientHost
 

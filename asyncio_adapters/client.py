@@ -9,15 +9,14 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Unpack
 
 from sansio_mcp import ClientSession, ConnectionClosedError
-from sansio_mcp._client import ClientHandlers, new_client_session
-from sansio_mcp._host import HostedClient
-from sansio_mcp._host import start_client as core_start_client
 from sansio_mcp._stdio import safe_environment
 from sansio_mcp._util import unwrap_single_exception
-from sansio_mcp._versions import ALL_REVISIONS
+from sansio_mcp.runtime._client import ClientAPI, ClientHandlers
+from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
+from sansio_mcp.runtime._host import start_client as core_start_client
 
 from ._process import drain_stderr, start_child, stop_process
 from ._runner import AsyncioRunner, AsyncioSessionHost, Framing, shielded
@@ -31,7 +30,7 @@ __all__ = [
 ]
 
 
-class Client(HostedClient):
+class Client(ClientAPI):
     """A connected, initialized MCP client (see :class:`ClientAPI` for the calls)."""
 
 
@@ -42,9 +41,7 @@ async def start_client(
     initialize_timeout: float | None,
 ) -> Client:
     """Run the session's start (handshake or discover) and wrap it in a :class:`Client`."""
-    client = await core_start_client(host, session, handlers, initialize_timeout, Client)
-    assert isinstance(client, Client)
-    return client
+    return await core_start_client(host, session, handlers, initialize_timeout, Client)
 
 
 @asynccontextmanager
@@ -87,25 +84,12 @@ async def open_client(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
     *,
-    handlers: ClientHandlers | None = None,
-    client_info: dict[str, Any] | None = None,
-    protocol_version: str | None = None,
-    mode: str = "auto",
-    supported_versions: Sequence[str] = ALL_REVISIONS,
-    initialize_timeout: float | None = 30.0,
-    max_input_rounds: int = 10,
     framing: Callable[[ClientSession], Framing] | None = None,
+    **options: Unpack[SessionOptions],
 ) -> AsyncIterator[Client]:
     """Connect over a reader/writer pair, start the session, and yield a :class:`Client`."""
-    handlers = handlers or ClientHandlers()
-    session = new_client_session(
-        handlers,
-        client_info=client_info,
-        supported_versions=supported_versions,
-        protocol_version=protocol_version,
-        mode=mode,
-        max_input_rounds=max_input_rounds,
-    )
+    config = ClientOptions.of(options)
+    handlers, session = config.handlers, config.new_session()
 
     runner = AsyncioRunner(
         session,
@@ -114,7 +98,9 @@ async def open_client(
         **handlers.host_callbacks(),
         framing=framing(session) if framing is not None else None,
     )
-    async with run_client(runner, session, handlers, initialize_timeout, runner._read_loop) as c:
+    async with run_client(
+        runner, session, handlers, config.initialize_timeout, runner._read_loop
+    ) as c:
         yield c
 
 
@@ -125,14 +111,8 @@ async def open_stdio_client(
     env: Mapping[str, str] | None = None,
     inherit_env: bool = False,
     cwd: str | os.PathLike[str] | None = None,
-    handlers: ClientHandlers | None = None,
-    client_info: dict[str, Any] | None = None,
-    protocol_version: str | None = None,
-    mode: str = "auto",
-    supported_versions: Sequence[str] = ALL_REVISIONS,
-    initialize_timeout: float | None = 30.0,
-    max_input_rounds: int = 10,
     shutdown_grace: float = 2.0,
+    **options: Unpack[SessionOptions],
 ) -> AsyncIterator[Client]:
     """Start ``command`` as an MCP server and connect to it over stdio.
 
@@ -149,21 +129,14 @@ async def open_stdio_client(
     assert process.stderr
     drainer = asyncio.create_task(drain_stderr(process.stderr, os.path.basename(command[0])))
     try:
-        handlers = handlers or ClientHandlers()
-        session = new_client_session(
-            handlers,
-            client_info=client_info,
-            supported_versions=supported_versions,
-            protocol_version=protocol_version,
-            mode=mode,
-            max_input_rounds=max_input_rounds,
-        )
+        config = ClientOptions.of(options)
+        handlers, session = config.handlers, config.new_session()
         runner = AsyncioRunner(session, None, child.writer, **handlers.host_callbacks())
 
         def pump() -> Coroutine[Any, Any, None]:
             return runner.pump(child.connect_output)
 
-        async with run_client(runner, session, handlers, initialize_timeout, pump) as client:
+        async with run_client(runner, session, handlers, config.initialize_timeout, pump) as client:
             yield client
     finally:
         await shielded(lambda: stop_process(process, grace=shutdown_grace, stdin=child.stdin))

@@ -10,11 +10,17 @@ from typing import Any
 
 from sansio_mcp import RequestReceived, ServerSession
 from sansio_mcp._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnection
-from sansio_mcp._http_service import Router, SessionHosts
-from sansio_mcp._server import Server
-from sansio_mcp._streamable_http import Exchange, StreamableHTTPServer
+from sansio_mcp._streamable_http import Exchange
+from sansio_mcp.runtime._http_service import (
+    RoutedOutput,
+    Router,
+    SessionHosts,
+    streamable_http_router,
+)
+from sansio_mcp.runtime._server import Server
 
-from ._runner import AsyncioSessionHost, read_in_small_chunks
+from ._backend import read_in_small_chunks
+from ._runner import AsyncioSessionHost
 from .server import AsyncioContext
 
 __all__ = ["serve_http", "serve_router", "serve_tcp"]
@@ -24,23 +30,15 @@ logger = logging.getLogger("asyncio_adapters.http")
 _READ_SIZE = 65536
 
 
-class _HTTPSessionHost(AsyncioSessionHost):
+class _HTTPSessionHost(RoutedOutput, AsyncioSessionHost):
     """A session served over HTTP: its output is routed to exchanges."""
 
     def __init__(self, router: Router, session: ServerSession, server: Server) -> None:
         def handle_request(event: RequestReceived) -> dict[str, Any] | Awaitable[dict[str, Any]]:
             return server.begin(AsyncioContext(self, event))
 
-        super().__init__(session, handle_request=handle_request)
-        self._router = router
-
-    def _schedule_flush(self) -> None:
-        # Routing output to its exchanges never blocks: do it at once, not in a task.
-        assert isinstance(self.session, ServerSession)
-        self._router.flush(self.session)
-
-    async def flush(self) -> None:
-        self._schedule_flush()
+        AsyncioSessionHost.__init__(self, session, handle_request=handle_request)
+        self.router = router
 
 
 class _HTTPService:
@@ -219,14 +217,11 @@ async def serve_http(
     started: asyncio.Future[int] | None = None,
 ) -> None:
     """Serve ``server`` over Streamable HTTP at ``http://host:port/endpoint`` until cancelled."""
-    router = StreamableHTTPServer(
-        server.create_session,
+    router = streamable_http_router(
+        server,
         endpoint=endpoint,
         allowed_hosts=allowed_hosts,
         allowed_origins=allowed_origins,
         json_response=json_response,
-        tool_input_schema=lambda name: (
-            tool.input_schema if (tool := server.tools.get(name)) else None
-        ),
     )
     await serve_router(server, router, host=host, port=port, max_body=max_body, started=started)

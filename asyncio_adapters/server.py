@@ -9,40 +9,20 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from sansio_mcp import RequestReceived, ServerSession
-from sansio_mcp._server import Context, Server
 from sansio_mcp._util import unwrap_single_exception
+from sansio_mcp.runtime._host import HostContext
+from sansio_mcp.runtime._server import Server
 
 from ._runner import AsyncioRunner, AsyncioSessionHost, Connector, Framing, OutputPipeProtocol
 
 __all__ = ["AsyncioContext", "serve", "serve_stdio"]
 
 
-class AsyncioContext(Context):
+class AsyncioContext(HostContext):
     """The handler context on asyncio."""
 
     def __init__(self, host: AsyncioSessionHost, event: RequestReceived) -> None:
-        assert isinstance(host.session, ServerSession)
-        super().__init__(
-            request_id=event.request_id,
-            method=event.method,
-            params=event.params,
-            progress_token=event.progress_token,
-            session=host.session,
-            meta=event.meta,
-            now=time.time(),
-        )
-        self._host = host
-
-    async def send_request(
-        self, method: str, params: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
-        return await self._host.request(method, params, related_request=self.request_id)
-
-    async def flush(self) -> None:
-        await self._host.flush()
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
+        super().__init__(host, event, now=time.time())
 
 
 async def serve(

@@ -29,7 +29,8 @@ import trio
 # Run from a checkout without installing: make the project importable.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sansio_mcp import Context, Server, ToolResult
+from sansio_mcp import ToolResult
+from sansio_mcp.runtime import Context, Server
 from trio_adapters.http_server import serve_http
 
 __all__ = ["build_server", "main"]

@@ -1,11 +1,12 @@
 """sansio-mcp: a pure, I/O-free Model Context Protocol state machine.
 
 Feed bytes or messages in, read events out, send what the session queues.
+The async layer (``Server``, ``Context``, ``ClientAPI``, ``ClientHandlers``,
+the hosts and the driver) is :mod:`sansio_mcp.runtime`.
 See ``docs/`` for the guide and the architecture (state tables).
 """
 
 from ._cache import ResultCache
-from ._client import ClientAPI, ClientHandlers
 from ._client_session import ClientSession
 from ._errors import (
     ConnectionClosedError,
@@ -57,19 +58,17 @@ from ._jsonrpc import (
 from ._modern import CacheHints
 from ._ndjson import NEED_DATA, NdjsonFramer
 from ._params import LOG_LEVELS
-from ._request_state import RequestStateSealer
-from ._server import (
-    Context,
+from ._registry import (
     Prompt,
     PromptArgument,
     Resource,
     ResourceTemplate,
-    Server,
     SessionHub,
     Tool,
     ToolResult,
     text_content,
 )
+from ._request_state import RequestStateSealer
 from ._server_session import ServerSession
 from ._session import Session
 from ._state import TRANSITIONS, Role, SessionState, Trigger
@@ -87,14 +86,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CancelRequested",
-    "ClientAPI",
-    "ClientHandlers",
-    "Context",
     "Prompt",
     "PromptArgument",
     "Resource",
     "ResourceTemplate",
-    "Server",
     "Tool",
     "ToolResult",
     "text_content",

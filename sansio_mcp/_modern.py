@@ -4,7 +4,7 @@ subscription filters."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ._errors import ErrorCode, MCPError, MissingRequiredClientCapability
@@ -31,6 +31,7 @@ __all__ = [
     "shape_result",
     "missing_input_capabilities",
     "honoured_filter",
+    "listen_filter",
     "modern_versions",
 ]
 
@@ -205,3 +206,21 @@ def honoured_filter(requested: dict[str, Any], capabilities: dict[str, Any]) -> 
     if isinstance(uris, list) and uris and (capabilities.get("resources") or {}).get("subscribe"):
         honoured["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)]
     return honoured
+
+
+def listen_filter(
+    *, tools: bool, prompts: bool, resources: bool, uris: Sequence[str]
+) -> dict[str, Any]:
+    """A ``subscriptions/listen`` filter (only the parts asked for)."""
+    found: dict[str, Any] = {
+        key: True
+        for key, on in (
+            ("toolsListChanged", tools),
+            ("promptsListChanged", prompts),
+            ("resourcesListChanged", resources),
+        )
+        if on
+    }
+    if uris:
+        found["resourceSubscriptions"] = list(uris)
+    return found

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 import attrs
@@ -18,7 +18,6 @@ import attrs
 from . import _json
 from ._client_session import ClientSession
 from ._errors import ConnectionClosedError, HTTPStatusError, MCPError, RemoteProtocolError
-from ._host import Signal
 from ._http import HTTPError, HTTPResponseHead, media_types
 from ._http_headers import request_headers, x_mcp_header_problems
 from ._http_pool import ConnectionPool, PooledConnection
@@ -504,7 +503,17 @@ class RoundTrip(Generic[S]):
 GET_STREAM_HEAD_WAIT = 1.0
 
 
-class SendOrder:
+class Settable(Protocol):
+    """What a request waits on for its turn (the host's signal): only ``set`` is
+    called here."""
+
+    def set(self) -> None: ...
+
+
+SignalT = TypeVar("SignalT", bound=Settable)
+
+
+class SendOrder(Generic[SignalT]):
     """Lets a client's requests leave in the order they were queued, though each
     goes out from a task of its own on a connection of its own: a request takes
     its connection (an idle kept-alive one, read by the server at once, or a fresh
@@ -518,12 +527,12 @@ class SendOrder:
     ``new_signal`` makes what a request waits on (the host's signal).
     """
 
-    def __init__(self, new_signal: Callable[[], Signal]) -> None:
+    def __init__(self, new_signal: Callable[[], SignalT]) -> None:
         self._new_signal = new_signal
         self._issued = 0
         self._current = 0
         self._finished: set[int] = set()
-        self._waiting: dict[int, Signal] = {}
+        self._waiting: dict[int, SignalT] = {}
 
     def ticket(self) -> int:
         """A place in the order, taken when the request is queued."""
@@ -534,7 +543,7 @@ class SendOrder:
         """Whether the request holding ``ticket`` may be sent now."""
         return ticket <= self._current
 
-    def turn(self, ticket: int) -> Signal | None:
+    def turn(self, ticket: int) -> SignalT | None:
         """None if ``ticket``'s request may be sent now, else a signal set when it may."""
         if self.turn_of(ticket):
             return None

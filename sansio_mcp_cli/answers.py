@@ -10,9 +10,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sansio_mcp import MCPError
-from sansio_mcp._client import ClientHandlers
-
-from .backends import Backend
+from sansio_mcp.runtime import TransportBackend
+from sansio_mcp.runtime._client import ClientHandlers
 
 __all__ = ["Answers"]
 
@@ -31,7 +30,7 @@ class Answers:
         roots: Sequence[str],
         *,
         interactive: bool,
-        backend: Backend,
+        backend: TransportBackend,
         ask: Callable[[str], str] = input,
     ) -> None:
         self._elicitations = list(elicitations)
@@ -43,7 +42,12 @@ class Answers:
 
     @classmethod
     def from_options(
-        cls, elicit: Sequence[str], sample: str | None, roots: Sequence[str], *, backend: Backend
+        cls,
+        elicit: Sequence[str],
+        sample: str | None,
+        roots: Sequence[str],
+        *,
+        backend: TransportBackend,
     ) -> Answers:
         contents = []
         for text in elicit:

@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 import trio
 
 from sansio_mcp.a2e import BridgeConfig, BridgeHost, load_config
-
-from .backends import stop_signals, trio_stop_on_signal
+from sansio_mcp.runtime._transports import stop_signals
+from trio_adapters._transports import stop_on_signal as trio_stop_on_signal
 
 __all__ = ["BridgeConfig", "add_bridge_parser", "load_config", "run_bridge", "run_command"]
 

@@ -8,10 +8,9 @@ import sys
 from typing import Any
 
 from sansio_mcp import MCPError
-from sansio_mcp._client import ClientHandlers
-
-from .backends import Backend
-from .example_server import COUNTER_URI
+from sansio_mcp.runtime import TransportBackend
+from sansio_mcp.runtime._client import ClientHandlers
+from sansio_mcp.runtime.example_server import COUNTER_URI
 
 __all__ = ["run_demo"]
 
@@ -28,7 +27,7 @@ def _text(result: dict[str, Any]) -> str:
     return " ".join(c.get("text", "") for c in result.get("content", []) if c.get("type") == "text")
 
 
-async def run_demo(backend: Backend) -> int:
+async def run_demo(backend: TransportBackend) -> int:
     """Run the tour; returns the process exit code."""
     notifications: list[tuple[str, dict[str, Any]]] = []
 

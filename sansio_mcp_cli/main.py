@@ -8,21 +8,49 @@ import logging
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
+from functools import partial
 from typing import Any, TypeVar
 
 from sansio_mcp import ConnectionClosedError, MCPError, ProtocolError
-from sansio_mcp._client import ClientAPI
 from sansio_mcp._refusals import does_not_speak
 from sansio_mcp._versions import ALL_REVISIONS, MODERN_REVISIONS
+from sansio_mcp.runtime import ClientAPI, TimedOut, TransportBackend
+from sansio_mcp.runtime.example_server import build_server
 
 from .answers import Answers
-from .backends import BACKENDS, Backend, TimedOut
-from .example_server import build_server
 
 __all__ = ["main"]
 
 SERVER_TRANSPORTS = ("stdio", "http", "sse", "ws")
 _T = TypeVar("_T")
+BACKEND_NAMES = ("asyncio", "trio")
+TRANSPORT_PATHS = {"http": "/mcp", "sse": "/sse", "ws": "/mcp"}
+
+
+def backend_named(name: str) -> TransportBackend:
+    """The adapter's backend that ``--backend name`` picks (imported on demand)."""
+    if name == "asyncio":
+        from asyncio_adapters import BACKEND as asyncio_backend
+
+        return asyncio_backend
+    from trio_adapters import BACKEND as trio_backend
+
+    return trio_backend
+
+
+def _announcer(transport: str, host: str) -> Callable[[int], None]:
+    """Tells stderr where a network example server listens, once it is bound."""
+
+    def announce(port: int) -> None:
+        scheme = "ws" if transport == "ws" else "http"
+        shown = f"[{host}]" if ":" in host else host
+        print(
+            f"sansio-mcp example server: {scheme}://{shown}:{port}{TRANSPORT_PATHS[transport]}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return announce
 
 
 def _split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -45,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--backend",
-        choices=sorted(BACKENDS),
+        choices=BACKEND_NAMES,
         default="trio",
         help="event loop to run on (default: trio)",
     )
@@ -136,7 +164,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def _inspect(client: ClientAPI, backend: Backend, timeout: float) -> dict[str, Any]:
+async def _inspect(client: ClientAPI, backend: TransportBackend, timeout: float) -> dict[str, Any]:
     caps = client.server_capabilities
     report: dict[str, Any] = {
         "protocolVersion": client.protocol_version,
@@ -211,13 +239,12 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
         from .schemas import run as run_schemas
 
         return run_schemas(args)
-    backend = BACKENDS[args.backend]
+    backend = backend_named(args.backend)
     try:
         if args.command == "example-server":
             server = build_server(page_size=args.page_size)
-            backend.run(
-                backend.until_stopped, backend.serve, server, args.transport, args.host, args.port
-            )
+            serve = partial(backend.serve, on_bound=_announcer(args.transport, args.host))
+            backend.run(backend.until_stopped, serve, server, args.transport, args.host, args.port)
             return 0
         if args.command == "demo" and args.mcp:
             from .demo import run_demo
@@ -271,7 +298,7 @@ def _is_url(text: str) -> bool:
 
 
 def _connect(
-    backend: Backend, command: list[str], args: argparse.Namespace, **options: Any
+    backend: TransportBackend, command: list[str], args: argparse.Namespace, **options: Any
 ) -> AbstractAsyncContextManager[ClientAPI]:
     """A client for a command (stdio) or a URL (HTTP, legacy SSE, WebSocket)."""
     options.update(_version_options(args))
@@ -284,7 +311,7 @@ class RevisionRefused(Exception):
 
 
 async def _explain_refusal(
-    backend: Backend, command: list[str], args: argparse.Namespace, error: MCPError
+    backend: TransportBackend, command: list[str], args: argparse.Namespace, error: MCPError
 ) -> RevisionRefused:
     """Say that the server does not speak ``--protocol-version``, and what it speaks
     (asked again with ``auto``), instead of a bare -32601 or HTTP 400 body."""
@@ -301,7 +328,7 @@ async def _explain_refusal(
 
 
 async def _connected(
-    backend: Backend,
+    backend: TransportBackend,
     command: list[str],
     args: argparse.Namespace,
     use: Callable[[ClientAPI], Awaitable[_T]],
@@ -319,7 +346,9 @@ async def _connected(
         raise await _explain_refusal(backend, command, args, error) from error
 
 
-async def _run_inspect(backend: Backend, command: list[str], args: argparse.Namespace) -> int:
+async def _run_inspect(
+    backend: TransportBackend, command: list[str], args: argparse.Namespace
+) -> int:
     async def inspect(client: ClientAPI) -> dict[str, Any]:
         return await _inspect(client, backend, args.timeout)
 
@@ -327,7 +356,7 @@ async def _run_inspect(backend: Backend, command: list[str], args: argparse.Name
     return 0
 
 
-async def _run_call(backend: Backend, command: list[str], args: argparse.Namespace) -> int:
+async def _run_call(backend: TransportBackend, command: list[str], args: argparse.Namespace) -> int:
     try:
         arguments = json.loads(args.args)
     except json.JSONDecodeError as exc:

@@ -13,9 +13,9 @@ from typing import Any
 import attrs
 import trio
 
-from sansio_mcp._client import ClientHandlers
 from sansio_mcp._stdio import StderrLines, safe_environment
 from sansio_mcp._versions import ALL_REVISIONS, REVISIONS, Era
+from sansio_mcp.runtime._client import ClientHandlers
 from trio_adapters._process import PIPE, stop_process
 from trio_adapters._runner import TrioRunner, TrioSessionHost
 from trio_adapters._util import unwrap_single_exception

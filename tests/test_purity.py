@@ -1,4 +1,5 @@
-"""The core stays sans-IO: no I/O or concurrency modules, no clock reads."""
+"""The core stays sans-IO: no I/O or concurrency modules, no clock reads, and
+no ``async def`` or ``await`` outside :mod:`sansio_mcp.runtime` (the async layer)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "sansio_mcp"
+RUNTIME = CORE / "runtime"
 
 FORBIDDEN_MODULES = frozenset(
     {
@@ -82,6 +84,20 @@ def clock_calls(source: str) -> list[str]:
     return sorted(set(found))
 
 
+def _state_machine_modules() -> list[Path]:
+    return [p for p in _core_modules() if RUNTIME not in p.parents]
+
+
+def async_sites(source: str) -> list[str]:
+    """Every ``async def``, ``await``, ``async for`` and ``async with`` in ``source``."""
+    kinds = (ast.AsyncFunctionDef, ast.Await, ast.AsyncFor, ast.AsyncWith)
+    return [
+        f"line {node.lineno}: {type(node).__name__}"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, kinds)
+    ]
+
+
 def test_the_core_exists() -> None:
     modules = {p.name for p in _core_modules()}
     assert {"__init__.py", "_session.py", "_jsonrpc.py", "_ndjson.py"} <= modules
@@ -92,6 +108,25 @@ def test_core_module_is_pure(path: Path) -> None:
     source = path.read_text(encoding="utf-8")
     assert forbidden_imports(source) == [], f"{path.name} imports an I/O or concurrency module"
     assert clock_calls(source) == [], f"{path.name} reads the clock or sleeps"
+
+
+@pytest.mark.parametrize("path", _state_machine_modules(), ids=lambda p: p.name)
+def test_state_machines_never_await(path: Path) -> None:
+    """Only the runtime is async: a state machine is driven, it never waits."""
+    assert async_sites(path.read_text(encoding="utf-8")) == [], f"{path.name} is async"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "async def f(): pass",
+        "def f():\n    async def g(): pass",
+        "async def f():\n    await g()",
+        "x = [await y for y in z]",
+    ],
+)
+def test_async_scan_catches(source: str) -> None:
+    assert async_sites(source)
 
 
 @pytest.mark.parametrize(

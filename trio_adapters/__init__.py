@@ -1,12 +1,14 @@
 """Trio adapters for sansio-mcp: they move bytes; the core decides."""
 
-from sansio_mcp._client import ClientHandlers
+from sansio_mcp.runtime._client import ClientHandlers
 
 from ._runner import TrioRunner
+from ._transports import BACKEND
 from .client import Client, open_client, open_stdio_client
 from .server import TrioContext, serve, serve_stdio
 
 __all__ = [
+    "BACKEND",
     "Client",
     "ClientHandlers",
     "TrioContext",

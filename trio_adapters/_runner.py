@@ -15,47 +15,18 @@ from typing import Any, Protocol
 
 import trio
 
-from sansio_mcp import RequestId, Session
-from sansio_mcp._driver import InputHandler, NotificationHandler, RequestHandler
-from sansio_mcp._host import HostBase, Signal
+from sansio_mcp import Session
+from sansio_mcp.runtime._backend import Backend, Cancellable, Signal
+from sansio_mcp.runtime._driver import InputHandler, NotificationHandler, RequestHandler
+from sansio_mcp.runtime._host import HostBase
 
-__all__ = ["ByteStream", "OneWaiterSignal", "PipeOutput", "TrioRunner", "TrioSessionHost", "reader"]
+from ._backend import PRIMITIVES, OneWaiterSignal
+
+__all__ = ["ByteStream", "PipeOutput", "TrioRunner", "TrioSessionHost", "reader"]
 
 logger = logging.getLogger("trio_adapters")
 
 _READ_SIZE = 65536
-
-
-class OneWaiterSignal:
-    """A one-shot signal for the one task that waits on it (each request has its
-    own): :class:`trio.Event` without its set of waiters and a closure per wait,
-    since one is made for every request."""
-
-    __slots__ = ("_set", "_task")
-
-    def __init__(self) -> None:
-        self._set = False
-        self._task: trio.lowlevel.Task | None = None
-
-    def set(self) -> None:
-        if not self._set:
-            self._set = True
-            task = self._task
-            if task is not None:
-                self._task = None
-                trio.lowlevel.reschedule(task)
-
-    async def wait(self) -> None:
-        if self._set:
-            await trio.lowlevel.checkpoint()
-            return
-        assert self._task is None, "one task at a time waits on a signal"
-        self._task = trio.lowlevel.current_task()
-        await trio.lowlevel.wait_task_rescheduled(self._abort)
-
-    def _abort(self, raise_cancel: Any) -> trio.lowlevel.Abort:
-        self._task = None
-        return trio.lowlevel.Abort.SUCCEEDED
 
 
 class TrioSessionHost(HostBase):
@@ -78,16 +49,16 @@ class TrioSessionHost(HostBase):
             handle_request=handle_request,
             handle_notification=handle_notification,
             answer_input=answer_input,
-            spawn=self._spawn,
-            cancel=self._cancel_handler,
         )
         self._nursery: trio.Nursery | None = None
-        self._scopes: dict[RequestId, trio.CancelScope] = {}
         self._timer_changed = trio.Event()
         self._timer_scope = trio.CancelScope()
         self._flush_wanted = trio.Event()
         self._flush_scope = trio.CancelScope()
         self.driver.on_output = self._schedule_flush
+
+    #: The event-loop primitives the runtime's loops on this host await.
+    backend: Backend = PRIMITIVES
 
     # Primitives for HostBase --------------------------------------------------------
 
@@ -116,6 +87,28 @@ class TrioSessionHost(HostBase):
         if self.runs_timer:
             nursery.start_soon(self._timer_loop)
         nursery.start_soon(self._flush_loop)
+
+    def spawn_task(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Run ``fn(*args)`` in a task of the host's nursery."""
+        assert self._nursery is not None, "attach() the host to a nursery first"
+        self._nursery.start_soon(fn, *args)
+
+    def start_cancellable(
+        self, fn: Callable[[], Awaitable[Any]], on_done: Callable[[], None] | None = None
+    ) -> Cancellable:
+        """Run ``fn()`` in a task of the host's nursery; cancelling the scope ends it."""
+        scope = trio.CancelScope()
+
+        async def run() -> None:
+            try:
+                with scope:
+                    await fn()
+            finally:
+                if on_done is not None:
+                    on_done()
+
+        self.spawn_task(run)
+        return scope
 
     async def _timer_loop(self) -> None:
         with self._timer_scope:
@@ -148,33 +141,10 @@ class TrioSessionHost(HostBase):
         :class:`PipeOutput` sends its backlog)."""
         await self.flush()
 
-    def _spawn(self, request_id: RequestId | None, fn: Callable[[], Awaitable[None]]) -> None:
-        assert self._nursery is not None, "attach() the host to a nursery first"
-        if request_id is None:
-            self._nursery.start_soon(fn)
-            return
-        scope = trio.CancelScope()
-        self._scopes[request_id] = scope
-
-        async def run() -> None:
-            try:
-                with scope:
-                    await fn()
-            finally:
-                self._scopes.pop(request_id, None)
-
-        self._nursery.start_soon(run)
-
-    def _cancel_handler(self, request_id: RequestId) -> None:
-        scope = self._scopes.get(request_id)
-        if scope is not None:
-            scope.cancel()
-
     def cancel_all_handlers(self) -> None:
         """The host is done (its HTTP exchange is over): cancel its handlers, its timer
         and its flusher."""
-        for scope in list(self._scopes.values()):
-            scope.cancel()
+        self.cancel_handlers()
         # Otherwise every finished stateless request would leave those tasks parked.
         self._timer_scope.cancel()
         self._flush_scope.cancel()

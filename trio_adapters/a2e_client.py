@@ -23,15 +23,11 @@ from urllib.parse import urlsplit
 
 import trio
 
-from sansio_mcp._host import Signal
 from sansio_mcp._stdio import safe_environment
 from sansio_mcp.a2e import (
-    A2EClientBase,
     A2EFramer,
     A2EMessage,
-    A2ERequestError,
     A2EWebSocket,
-    AgentInbox,
     BridgeConfig,
     BridgeHost,
     bridge_command,
@@ -39,10 +35,13 @@ from sansio_mcp.a2e import (
     encode,
     encode_line,
 )
-from sansio_mcp.a2e._runner import direct_bridge
+from sansio_mcp.runtime._backend import Signal
+from sansio_mcp.runtime.a2e import A2EClientBase, A2ERequestError, AgentInbox
+from sansio_mcp.runtime.a2e._runner import direct_bridge
 
+from ._backend import OneWaiterSignal
 from ._process import PIPE, drain_stderr, stop_process
-from ._runner import ByteStream, OneWaiterSignal
+from ._runner import ByteStream
 from ._util import unwrap_single_exception
 
 __all__ = [

@@ -22,7 +22,6 @@ from urllib.parse import urlsplit
 
 import trio
 
-from sansio_mcp._client import ClientHandlers
 from sansio_mcp._client_session import ClientSession
 from sansio_mcp._stdio import safe_environment
 from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
@@ -35,8 +34,9 @@ from sansio_mcp.a2e import (
     encode,
     encode_line,
 )
-from sansio_mcp.a2e._driver import BridgeDriver, refuse_requests
-from sansio_mcp.a2e._runner import BridgeRunner, Connection, WebSocketAgents
+from sansio_mcp.runtime._client import ClientHandlers
+from sansio_mcp.runtime.a2e._driver import BridgeDriver, refuse_requests
+from sansio_mcp.runtime.a2e._runner import BridgeRunner, Connection, WebSocketAgents
 
 from ._process import PIPE, drain_stderr, stop_process
 from ._runner import ByteStream, TrioRunner

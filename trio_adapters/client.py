@@ -6,16 +6,15 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Unpack
 
 import trio
 
 from sansio_mcp import ClientSession
-from sansio_mcp._client import ClientHandlers, new_client_session
-from sansio_mcp._host import HostedClient
-from sansio_mcp._host import start_client as core_start_client
 from sansio_mcp._stdio import safe_environment
-from sansio_mcp._versions import ALL_REVISIONS
+from sansio_mcp.runtime._client import ClientAPI, ClientHandlers
+from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
+from sansio_mcp.runtime._host import start_client as core_start_client
 
 from ._process import PIPE, drain_stderr, stop_process
 from ._runner import TrioRunner, TrioSessionHost
@@ -24,7 +23,7 @@ from ._util import unwrap_single_exception
 __all__ = ["Client", "ClientHandlers", "open_client", "open_stdio_client"]
 
 
-class Client(HostedClient):
+class Client(ClientAPI):
     """A connected, initialized MCP client (see :class:`ClientAPI` for the calls)."""
 
 
@@ -35,23 +34,14 @@ async def start_client(
     initialize_timeout: float | None,
 ) -> Client:
     """Run the session's start (handshake or discover) and wrap it in a :class:`Client`."""
-    client = await core_start_client(host, session, handlers, initialize_timeout, Client)
-    assert isinstance(client, Client)
-    return client
+    return await core_start_client(host, session, handlers, initialize_timeout, Client)
 
 
 @asynccontextmanager
 async def open_client(
     send_stream: trio.abc.SendStream,
     receive_stream: trio.abc.ReceiveStream,
-    *,
-    handlers: ClientHandlers | None = None,
-    client_info: dict[str, Any] | None = None,
-    protocol_version: str | None = None,
-    mode: str = "auto",
-    supported_versions: Sequence[str] = ALL_REVISIONS,
-    initialize_timeout: float | None = 30.0,
-    max_input_rounds: int = 10,
+    **options: Unpack[SessionOptions],
 ) -> AsyncIterator[Client]:
     """Connect over a stream pair, start the session, and yield a :class:`Client`.
 
@@ -60,15 +50,8 @@ async def open_client(
     the mode of its era.  ``max_input_rounds`` bounds how many times one call
     answers ``input_required`` before failing with ``InputRoundsExceeded``.
     """
-    handlers = handlers or ClientHandlers()
-    session = new_client_session(
-        handlers,
-        client_info=client_info,
-        supported_versions=supported_versions,
-        protocol_version=protocol_version,
-        mode=mode,
-        max_input_rounds=max_input_rounds,
-    )
+    config = ClientOptions.of(options)
+    handlers, session = config.handlers, config.new_session()
 
     runner = TrioRunner(
         session,
@@ -80,7 +63,7 @@ async def open_client(
         async with trio.open_nursery() as nursery:
             try:
                 await nursery.start(runner.run)
-                client = await start_client(runner, session, handlers, initialize_timeout)
+                client = await start_client(runner, session, handlers, config.initialize_timeout)
                 yield client
             finally:
                 nursery.cancel_scope.cancel()
@@ -93,14 +76,8 @@ async def open_stdio_client(
     env: Mapping[str, str] | None = None,
     inherit_env: bool = False,
     cwd: str | os.PathLike[str] | None = None,
-    handlers: ClientHandlers | None = None,
-    client_info: dict[str, Any] | None = None,
-    protocol_version: str | None = None,
-    mode: str = "auto",
-    supported_versions: Sequence[str] = ALL_REVISIONS,
-    initialize_timeout: float | None = 30.0,
-    max_input_rounds: int = 10,
     shutdown_grace: float = 2.0,
+    **options: Unpack[SessionOptions],
 ) -> AsyncIterator[Client]:
     """Start ``command`` as an MCP server and connect to it over stdio.
 
@@ -128,17 +105,7 @@ async def open_stdio_client(
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(drain_stderr, process.stderr, os.path.basename(command[0]))
                 try:
-                    async with open_client(
-                        process.stdin,
-                        process.stdout,
-                        handlers=handlers,
-                        client_info=client_info,
-                        protocol_version=protocol_version,
-                        mode=mode,
-                        supported_versions=supported_versions,
-                        initialize_timeout=initialize_timeout,
-                        max_input_rounds=max_input_rounds,
-                    ) as client:
+                    async with open_client(process.stdin, process.stdout, **options) as client:
                         yield client
                 finally:
                     await stop_process(process, grace=shutdown_grace)

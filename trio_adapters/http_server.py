@@ -10,9 +10,14 @@ import trio
 
 from sansio_mcp import RequestReceived, ServerSession
 from sansio_mcp._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnection
-from sansio_mcp._http_service import Router, SessionHosts
-from sansio_mcp._server import Server
-from sansio_mcp._streamable_http import Exchange, StreamableHTTPServer
+from sansio_mcp._streamable_http import Exchange
+from sansio_mcp.runtime._http_service import (
+    RoutedOutput,
+    Router,
+    SessionHosts,
+    streamable_http_router,
+)
+from sansio_mcp.runtime._server import Server
 
 from ._runner import TrioSessionHost
 from .server import TrioContext
@@ -24,23 +29,15 @@ logger = logging.getLogger("trio_adapters.http")
 _READ_SIZE = 65536
 
 
-class _HTTPSessionHost(TrioSessionHost):
+class _HTTPSessionHost(RoutedOutput, TrioSessionHost):
     """A session served over HTTP: its output is routed to exchanges."""
 
     def __init__(self, router: Router, session: ServerSession, server: Server) -> None:
         def handle_request(event: RequestReceived) -> dict[str, Any] | Awaitable[dict[str, Any]]:
             return server.begin(TrioContext(self, event))
 
-        super().__init__(session, handle_request=handle_request)
-        self._router = router
-
-    def _schedule_flush(self) -> None:
-        # Routing output to its exchanges never blocks: do it at once, not in a task.
-        assert isinstance(self.session, ServerSession)
-        self._router.flush(self.session)
-
-    async def flush(self) -> None:
-        self._schedule_flush()
+        TrioSessionHost.__init__(self, session, handle_request=handle_request)
+        self.router = router
 
 
 class _HTTPService:
@@ -164,15 +161,12 @@ async def serve_http(
     ``task_status.started`` reports the bound port (useful with ``port=0``).
     Runs until cancelled.
     """
-    http = StreamableHTTPServer(
-        server.create_session,
+    http = streamable_http_router(
+        server,
         endpoint=endpoint,
         allowed_hosts=allowed_hosts,
         allowed_origins=allowed_origins,
         json_response=json_response,
-        tool_input_schema=lambda name: (
-            tool.input_schema if (tool := server.tools.get(name)) else None
-        ),
     )
     await serve_router(
         server, http, host=host, port=port, max_body=max_body, task_status=task_status

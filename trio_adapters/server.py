@@ -10,7 +10,8 @@ from typing import Any
 import trio
 
 from sansio_mcp import RequestReceived, ServerSession
-from sansio_mcp._server import Context, Server
+from sansio_mcp.runtime._host import HostContext
+from sansio_mcp.runtime._server import Server
 
 from ._runner import TrioRunner, TrioSessionHost
 from ._util import unwrap_single_exception
@@ -18,36 +19,18 @@ from ._util import unwrap_single_exception
 __all__ = ["TrioContext", "serve", "serve_stdio"]
 
 
-class TrioContext(Context):
+class TrioContext(HostContext):
     """The handler context on Trio."""
 
-    def __init__(self, runner: TrioSessionHost, event: RequestReceived) -> None:
-        assert isinstance(runner.session, ServerSession)
-        super().__init__(
-            request_id=event.request_id,
-            method=event.method,
-            params=event.params,
-            progress_token=event.progress_token,
-            session=runner.session,
-            meta=event.meta,
-            now=time.time(),
-        )
-        self._runner = runner
-
-    async def send_request(
-        self, method: str, params: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
-        return await self._runner.request(method, params, related_request=self.request_id)
+    def __init__(self, host: TrioSessionHost, event: RequestReceived) -> None:
+        super().__init__(host, event, now=time.time())
 
     async def flush(self) -> None:
-        await self._runner.flush()
+        await super().flush()
         # A handler's await is a checkpoint, as everywhere in Trio (the runner's
         # flush may finish without one): a loop reporting progress stays
         # cancellable and lets other tasks run.
         await trio.lowlevel.checkpoint()
-
-    async def sleep(self, seconds: float) -> None:
-        await trio.sleep(seconds)
 
 
 async def serve(

@@ -4,18 +4,17 @@ revision, interoperable with the official SDKs' convention)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Unpack
 from urllib.parse import urlsplit
 
 import trio
 
 from sansio_mcp import RequestReceived
-from sansio_mcp._client import ClientHandlers, new_client_session
-from sansio_mcp._server import Server
-from sansio_mcp._versions import ALL_REVISIONS
 from sansio_mcp._websocket import WebSocketFraming
+from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
+from sansio_mcp.runtime._server import Server
 
 from ._runner import TrioRunner
 from ._util import unwrap_single_exception
@@ -103,28 +102,15 @@ async def serve_ws(
 async def open_ws_client(
     url: str,
     *,
-    handlers: ClientHandlers | None = None,
-    client_info: dict[str, Any] | None = None,
-    protocol_version: str | None = None,
-    mode: str = "auto",
-    supported_versions: Sequence[str] = ALL_REVISIONS,
-    initialize_timeout: float | None = 30.0,
-    max_input_rounds: int = 10,
     max_message_size: int = 8 * 1024 * 1024,
+    **options: Unpack[SessionOptions],
 ) -> AsyncIterator[Client]:
     """Connect to ``ws://host:port/path`` and yield an initialized :class:`Client`."""
     parts = urlsplit(url)
     if parts.scheme not in ("ws", "wss") or not parts.hostname:
         raise ValueError(f"not a ws:// URL: {url!r}")
-    handlers = handlers or ClientHandlers()
-    session = new_client_session(
-        handlers,
-        client_info=client_info,
-        supported_versions=supported_versions,
-        protocol_version=protocol_version,
-        mode=mode,
-        max_input_rounds=max_input_rounds,
-    )
+    config = ClientOptions.of(options)
+    handlers, session = config.handlers, config.new_session()
     port = parts.port or (443 if parts.scheme == "wss" else 80)
     stream: trio.abc.Stream = await trio.open_tcp_stream(parts.hostname, port)
     if parts.scheme == "wss":
@@ -151,7 +137,9 @@ async def open_ws_client(
                 try:
                     await nursery.start(runner.run)
                     await runner.flush()  # the opening handshake
-                    client = await start_client(runner, session, handlers, initialize_timeout)
+                    client = await start_client(
+                        runner, session, handlers, config.initialize_timeout
+                    )
                     yield client
                     framing.close(1000, "client done")
                     with trio.CancelScope(shield=True), trio.move_on_after(2):

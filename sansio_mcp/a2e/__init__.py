@@ -8,13 +8,11 @@
   framing: :class:`A2EWebSocket`.
 * :class:`BridgeHost`: A2E to one agent, MCP to many servers, no I/O;
   :class:`BridgeConfig` (its config file).
-* :class:`A2EClientBase`: the agent's side, backend-neutral (the Trio and
-  asyncio ``A2EClient`` supply the event loop), and :class:`AgentInbox`, the
-  in-process ("direct") transport's hand-off to it.
+* The agent's side (``A2EClientBase``, ``AgentInbox``) and the bridge runner
+  are async: :mod:`sansio_mcp.runtime.a2e`.
 """
 
 from ._actions import Action, ConnectServer, DisconnectServer, FlushServer, SendToAgent
-from ._client import A2EClientBase, A2ERequestError, AgentInbox
 from ._codec import (
     A2EFramer,
     A2EWebSocket,
@@ -36,12 +34,9 @@ from ._models import __all__ as _models_all
 
 __all__ = [
     "BRIDGE_INFO",
-    "A2EClientBase",
     "A2EFramer",
-    "A2ERequestError",
     "A2EWebSocket",
     "Action",
-    "AgentInbox",
     "BridgeConfig",
     "BridgeHost",
     "ConnectServer",

@@ -15,7 +15,7 @@ import time
 
 import trio
 
-from sansio_mcp import Context, Server
+from sansio_mcp.runtime import Context, Server
 from trio_adapters import serve_stdio
 
 

@@ -14,7 +14,7 @@ import trio
 
 from asyncio_adapters import open_stdio_client as asyncio_stdio_client
 from asyncio_adapters.server import _serve as asyncio_serve
-from sansio_mcp import Context, Server
+from sansio_mcp.runtime import Context, Server
 from trio_adapters import open_client as trio_open_client
 from trio_adapters import open_stdio_client as trio_stdio_client
 from trio_adapters import serve as trio_serve

@@ -21,7 +21,8 @@ import trio
 import asyncio_adapters
 import trio_adapters
 from asyncio_adapters.server import _serve as asyncio_serve
-from sansio_mcp import ConnectionClosedError, RequestTimeout, Server
+from sansio_mcp import ConnectionClosedError, RequestTimeout
+from sansio_mcp.runtime import Server
 from tests.transports.helpers import INITIALIZED, initialize
 from trio_adapters import serve as trio_serve
 

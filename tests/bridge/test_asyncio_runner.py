@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from sansio_mcp.a2e import MCPSamplingRequest
-from sansio_mcp_cli.example_server import build_server
+from sansio_mcp.runtime.example_server import build_server
 from trio_adapters.a2e_client import open_a2e_stdio, open_a2e_ws
 
 from .conftest import EXAMPLE, established_connections, wait_for_status

@@ -40,9 +40,7 @@ from hypothesis import strategies as st
 from sansio_mcp._json import DEFAULT_MAX_DEPTH
 from sansio_mcp.a2e import (
     MESSAGE_TYPES,
-    A2EClientBase,
     A2EMessage,
-    A2ERequestError,
     BridgeConfig,
     DecodeError,
     MCPRootsListRequest,
@@ -58,8 +56,9 @@ from sansio_mcp.a2e import (
     parse_config,
     to_obj,
 )
-from sansio_mcp.a2e._client import own_arguments
 from sansio_mcp.a2e._fields import wire_fields
+from sansio_mcp.runtime.a2e import A2EClientBase, A2ERequestError
+from sansio_mcp.runtime.a2e._client import own_arguments
 from sansio_mcp_testing.strategies import a2e_messages, json_values
 from tests.parity.conftest import no_leaks  # noqa: F401 - the fixture, used below
 from tests.parity.harness import run

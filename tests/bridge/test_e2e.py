@@ -22,7 +22,7 @@ from sansio_mcp.a2e import (
     MCPRootsListRequest,
     MCPSamplingRequest,
 )
-from sansio_mcp_cli.example_server import build_server
+from sansio_mcp.runtime.example_server import build_server
 from trio_adapters.a2e_client import A2ERequestError, open_a2e_stdio, open_a2e_ws
 
 from .conftest import EXAMPLE, established_connections, running_bridge, wait_for_status

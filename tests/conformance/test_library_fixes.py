@@ -31,10 +31,10 @@ from sansio_mcp import (
 from sansio_mcp._events import RequestFailed
 from sansio_mcp._http import HTTPRequest, HTTPResponseHead
 from sansio_mcp._modern import parse_request_meta
-from sansio_mcp._server import Context, Server
 from sansio_mcp._streamable_http import StreamableHTTPServer
 from sansio_mcp._streamable_http_client import Endpoint, ResponseHandler, StreamableHTTPClient
 from sansio_mcp._versions import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
+from sansio_mcp.runtime._server import Context, Server
 
 MODERN = "2026-07-28"
 HOST = {"host": "127.0.0.1:8000"}

@@ -9,9 +9,9 @@ import pytest
 from helpers import drain, make_pair, notification, pump
 
 from sansio_mcp import ClientSession, RequestFailed, ServerSession
-from sansio_mcp._driver import Driver, Waiter
 from sansio_mcp._events import CancelRequested, ResponseReceived
 from sansio_mcp._versions import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
+from sansio_mcp.runtime._driver import Driver, Waiter
 
 
 def test_a_server_cancelling_its_request_leaves_the_clients_request_with_that_id() -> None:

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sansio_mcp import MCPError, RequestReceived, ServerSession
-from sansio_mcp._driver import Driver
-from sansio_mcp._server import Context, Server
+from sansio_mcp.runtime._driver import Driver
+from sansio_mcp.runtime._server import Context, Server
 
 Spawned = list[tuple[Any, Callable[[], Awaitable[None]]]]
 

@@ -12,7 +12,7 @@ import sys
 
 import trio
 
-from sansio_mcp_cli.example_server import build_server
+from sansio_mcp.runtime.example_server import build_server
 from trio_adapters.http_server import serve_http
 
 

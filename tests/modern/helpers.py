@@ -31,12 +31,12 @@ from sansio_mcp import (
     Session,
     SessionState,
 )
-from sansio_mcp._server import Context, Server
 from sansio_mcp._versions import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_PROTOCOL_VERSION,
 )
+from sansio_mcp.runtime._server import Context, Server
 from sansio_mcp_testing.schemas import find_schema, missing_schema_message
 
 MODERN = "2026-07-28"

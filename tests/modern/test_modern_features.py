@@ -41,7 +41,6 @@ from sansio_mcp._http_headers import (
 )
 from sansio_mcp._modern import CacheHints
 from sansio_mcp._request_state import RequestStateSealer, request_binding
-from sansio_mcp._server import Context, Server
 from sansio_mcp._versions import (
     HANDSHAKE_REVISIONS,
     LATEST_HANDSHAKE_REVISION,
@@ -51,6 +50,7 @@ from sansio_mcp._versions import (
     MODERN_REVISIONS,
     REVISIONS,
 )
+from sansio_mcp.runtime._server import Context, Server
 
 from .helpers import (
     CLIENT_CAPS,

@@ -31,7 +31,6 @@ from sansio_mcp import (
     SessionState,
 )
 from sansio_mcp._events import InputRequired, SubscriptionAcknowledged
-from sansio_mcp._server import Context, Server
 from sansio_mcp._versions import (
     CACHEABLE_METHODS,
     HANDSHAKE_REVISIONS,
@@ -40,6 +39,7 @@ from sansio_mcp._versions import (
     MODERN_REVISIONS,
     MRTR_METHODS,
 )
+from sansio_mcp.runtime._server import Context, Server
 
 from .helpers import (
     ELICIT_REQUEST,

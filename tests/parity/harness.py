@@ -2,7 +2,7 @@
 
 pytest-trio's ``trio_mode`` claims every ``async def`` test, so parity tests
 are plain functions that hand their async body to :func:`run`.  The body is
-written once against :data:`sansio_mcp_cli.backends.BACKENDS` (``fail_after``,
+written once against the runtime's ``Backend`` protocol, :data:`BACKENDS` (``fail_after``,
 ``move_on_after``, ``sleep``, ``connect``) plus the few neutral helpers here.
 
 Leak rules enforced here (fds and child processes are checked by the
@@ -31,12 +31,14 @@ from typing import Any, TypeVar
 
 import trio
 
-from sansio_mcp import Context, Server
-from sansio_mcp._client import ClientHandlers
-from sansio_mcp_cli.backends import Backend
-from sansio_mcp_cli.example_server import build_server
+import asyncio_adapters
+import trio_adapters
+from sansio_mcp.runtime import Context, Server, TransportBackend
+from sansio_mcp.runtime._client import ClientHandlers
+from sansio_mcp.runtime.example_server import build_server
 
 __all__ = [
+    "BACKENDS",
     "BACKEND_NAMES",
     "BUDGET",
     "EXAMPLE_TOOLS",
@@ -57,6 +59,12 @@ __all__ = [
     "url_for",
     "wait_until",
 ]
+
+#: Each backend by its ``--backend`` name.
+BACKENDS: dict[str, TransportBackend] = {
+    "trio": trio_adapters.BACKEND,
+    "asyncio": asyncio_adapters.BACKEND,
+}
 
 T = TypeVar("T")
 
@@ -126,7 +134,9 @@ def run(backend: str, body: Callable[..., Awaitable[T]], *args: Any, budget: flo
     return asyncio.run(asyncio_main())
 
 
-async def wait_until(backend: Backend, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+async def wait_until(
+    backend: TransportBackend, predicate: Callable[[], bool], timeout: float = 5.0
+) -> None:
     """Poll ``predicate`` (state changed by another thread, a handler, a log) until it holds."""
     async with backend.fail_after(timeout):
         while not predicate():

@@ -17,9 +17,12 @@ import signal
 import sys
 import time
 
-from sansio_mcp import Context
-from sansio_mcp_cli.backends import BACKENDS
-from sansio_mcp_cli.example_server import build_server
+import asyncio_adapters
+import trio_adapters
+from sansio_mcp.runtime import Context
+from sansio_mcp.runtime.example_server import build_server
+
+BACKENDS = {"trio": trio_adapters.BACKEND, "asyncio": asyncio_adapters.BACKEND}
 
 
 def main() -> None:

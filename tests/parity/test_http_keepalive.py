@@ -20,9 +20,8 @@ import pytest
 
 from sansio_mcp import MCPError
 from sansio_mcp._streamable_http import StreamableHTTPServer
-from sansio_mcp_cli.backends import BACKENDS
 
-from .harness import CountingProxy, parity_server, run, serving, url_for, wait_until
+from .harness import BACKENDS, CountingProxy, parity_server, run, serving, url_for, wait_until
 
 BUDGET = 20.0
 CALLS = 12

@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
-from sansio_mcp import ClientHandlers
-from sansio_mcp_cli.backends import BACKENDS
+from sansio_mcp.runtime import ClientHandlers
 
-from .harness import run, texts
+from .harness import BACKENDS, run, texts
 
 pytestmark = pytest.mark.interop
 

@@ -20,9 +20,9 @@ import pytest
 import trio
 
 from sansio_mcp import InvalidParams, RequestTimeout
-from sansio_mcp_cli.backends import BACKENDS
 
 from .harness import (
+    BACKENDS,
     COUNTER_URI,
     EXAMPLE_TOOLS,
     ROOT,

@@ -16,10 +16,10 @@ import socket
 import pytest
 
 from sansio_mcp import ConnectionClosedError, HTTPStatusError, InvalidParams, MCPError
-from sansio_mcp_cli.backends import BACKENDS
 
 from .harness import (
     BACKEND_NAMES,
+    BACKENDS,
     COUNTER_URI,
     EXAMPLE_TOOLS,
     INITIALIZE,

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from sansio_mcp import Server
-from sansio_mcp_cli.example_server import build_server
+from sansio_mcp.runtime import Server
+from sansio_mcp.runtime.example_server import build_server
 
 _GRACE = 3.0
 

@@ -20,7 +20,7 @@ from typing import Any
 import h11
 import trio
 
-from sansio_mcp import NEED_DATA, Context, RequestReceived, Server, ServerSession
+from sansio_mcp import NEED_DATA, RequestReceived, ServerSession
 from sansio_mcp._http import HTTPRequest
 from sansio_mcp._sse import SSEEvent, SSEParser
 from sansio_mcp._streamable_http import StreamableHTTPServer
@@ -29,6 +29,7 @@ from sansio_mcp._versions import (
     META_CLIENT_INFO,
     META_PROTOCOL_VERSION,
 )
+from sansio_mcp.runtime import Context, Server
 from trio_adapters import ClientHandlers
 
 MODERN = "2026-07-28"

@@ -27,7 +27,7 @@ from starlette.routing import Mount, Route
 from asyncio_adapters.asgi import MCPApp
 from asyncio_adapters.http_client import open_http_client as open_asyncio_http_client
 from examples.asgi_app import build_app
-from sansio_mcp import ClientHandlers, Context, Server
+from sansio_mcp.runtime import ClientHandlers, Context, Server
 from trio_adapters.http_client import open_http_client
 
 from .helpers import (

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from sansio_mcp._http import HTTPRequest
 from sansio_mcp._streamable_http import StreamableHTTPServer
-from sansio_mcp_cli.example_server import build_server
+from sansio_mcp.runtime.example_server import build_server
 
 from .helpers import INITIALIZED, POST_HEADERS, initialize, open_machine_session, post_request
 from .test_cli_transports import example_server

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 import trio
 
-from sansio_mcp import Server, ToolResult
+from sansio_mcp import ToolResult
 from sansio_mcp._streamable_http import StreamableHTTPServer
+from sansio_mcp.runtime import Server
 from trio_adapters.http_client import open_http_client
 from trio_adapters.http_server import serve_http, serve_router
 

@@ -21,7 +21,7 @@ import wsproto.events as ws
 from websockets.exceptions import ConnectionClosedError, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
-from sansio_mcp_cli.example_server import build_server
+from sansio_mcp.runtime.example_server import build_server
 from trio_adapters.websocket import open_ws_client, serve_ws
 
 from .helpers import (

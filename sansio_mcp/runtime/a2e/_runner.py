@@ -22,12 +22,12 @@ from typing import Any, TypeVar
 
 import attrs
 
-from ._actions import ConnectServer, DisconnectServer, FlushServer, ToolAnswer
-from ._codec import A2EWebSocket
-from ._config import BridgeConfig, parse_config
+from ...a2e._actions import ConnectServer, DisconnectServer, FlushServer, ToolAnswer
+from ...a2e._codec import A2EWebSocket
+from ...a2e._config import BridgeConfig, parse_config
+from ...a2e._host import BridgeHost
+from ...a2e._messages import A2EMessage
 from ._driver import BridgeDriver
-from ._host import BridgeHost
-from ._messages import A2EMessage
 
 R = TypeVar("R", bound="BridgeRunner")
 

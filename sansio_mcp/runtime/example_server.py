@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sansio_mcp import Context, Server, ToolResult
+from .._registry import ToolResult
+from ._server import Context, Server
 
 __all__ = ["COUNTER_URI", "build_server"]
 

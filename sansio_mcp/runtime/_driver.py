@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ._client_session import ClientSession
-from ._errors import ErrorCode, LocalProtocolError, MCPError
-from ._events import (
+from .._client_session import ClientSession
+from .._errors import ErrorCode, LocalProtocolError, MCPError
+from .._events import (
     CancelRequested,
     ConnectionClosed,
     InputRequired,
@@ -27,17 +27,15 @@ from ._events import (
     SessionInitialized,
     SubscriptionAcknowledged,
 )
-from ._jsonrpc import RequestId
-from ._ndjson import NEED_DATA
-from ._session import Session
-
-if TYPE_CHECKING:
-    from ._client import ProgressCallback
+from .._jsonrpc import RequestId
+from .._ndjson import NEED_DATA
+from .._session import Session
 
 __all__ = [
     "Driver",
     "InputHandler",
     "NotificationHandler",
+    "ProgressCallback",
     "RequestHandler",
     "SubscriptionSink",
     "Waiter",
@@ -50,6 +48,8 @@ logger = logging.getLogger("sansio_mcp")
 RequestHandler = Callable[[RequestReceived], Awaitable[dict[str, Any]] | dict[str, Any]]
 NotificationHandler = Callable[[str, dict[str, Any]], Awaitable[None]]
 InputHandler = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+#: Told of a request's progress: ``(progress, total, message)``.
+ProgressCallback = Callable[[float, float | None, str | None], Any]
 SinkFilter = Callable[[str, dict[str, Any]], bool]
 
 

@@ -12,26 +12,29 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, TypeVar
 
+from .._client_session import ClientSession
+from .._errors import ConnectionClosedError
+from .._events import RequestReceived
+from .._jsonrpc import RequestId
+from .._server_session import ServerSession
+from .._session import Session
+from .._state import Role
+from ._backend import Backend, Cancellable, Signal
 from ._client import ClientAPI, ClientHandlers, ProgressCallback, Subscription
-from ._client_session import ClientSession
 from ._driver import Driver, InputHandler, NotificationHandler, RequestHandler, Waiter
-from ._errors import ConnectionClosedError
-from ._jsonrpc import RequestId
-from ._session import Session
-from ._state import Role
+from ._server import Context
 
-__all__ = ["BufferedSubscription", "HostBase", "HostedClient", "Signal", "start_client"]
+C = TypeVar("C", bound=ClientAPI)
 
-
-class Signal(Protocol):
-    """A one-shot event for one waiting task: ``set`` wakes its ``wait`` (or lets
-    a later ``wait`` return at once).  Each request has its own."""
-
-    def set(self) -> None: ...
-
-    async def wait(self) -> Any: ...
+__all__ = [
+    "BufferedSubscription",
+    "HostBase",
+    "HostContext",
+    "Signal",
+    "start_client",
+]
 
 
 class BufferedSubscription(Subscription):
@@ -70,9 +73,12 @@ class BufferedSubscription(Subscription):
 
 
 class HostBase:
-    """Requests and waiting, on top of five adapter primitives:
-    :meth:`new_signal`, :meth:`now`, :meth:`flush`, :meth:`shielded` and
-    :meth:`rearm_timer` (plus ``spawn``/``cancel`` given to the driver)."""
+    """Requests, waiting and handler tasks, on top of adapter primitives:
+    :meth:`new_signal`, :meth:`now`, :meth:`flush`, :meth:`shielded`,
+    :meth:`rearm_timer`, :meth:`spawn_task` and :meth:`start_cancellable`."""
+
+    #: The event-loop primitives (set by each backend's host class).
+    backend: Backend
 
     def __init__(
         self,
@@ -81,16 +87,16 @@ class HostBase:
         handle_request: RequestHandler,
         handle_notification: NotificationHandler | None,
         answer_input: InputHandler | None,
-        spawn: Callable[[RequestId | None, Callable[[], Awaitable[None]]], None],
-        cancel: Callable[[RequestId], None],
     ) -> None:
         self.session = session
+        # The handler tasks of the peer's requests, by request id (cancelled one by one).
+        self._handlers: dict[RequestId, Cancellable] = {}
         self.driver = Driver(
             session,
             handle_request=handle_request,
             handle_notification=handle_notification,
-            spawn=spawn,
-            cancel=cancel,
+            spawn=self._spawn_handler,
+            cancel=self._cancel_handler,
             answer_input=answer_input,
         )
 
@@ -110,6 +116,17 @@ class HostBase:
         raise NotImplementedError
 
     def now(self) -> float:
+        raise NotImplementedError
+
+    def spawn_task(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Run ``fn(*args)`` in a task of the host's group."""
+        raise NotImplementedError
+
+    def start_cancellable(
+        self, fn: Callable[[], Awaitable[Any]], on_done: Callable[[], None] | None = None
+    ) -> Cancellable:
+        """Run ``fn()`` in a task of the host's group that ``cancel()`` ends;
+        ``on_done()`` once it has ended, however (even cancelled before it began)."""
         raise NotImplementedError
 
     async def flush(self) -> None:
@@ -189,35 +206,61 @@ class HostBase:
         self.session.send_notification(method, params)
         await self.flush()
 
+    # Handler tasks --------------------------------------------------------------------
 
-class HostedClient(ClientAPI):
-    """A connected, initialized MCP client running on a host (see :class:`ClientAPI`)."""
+    def _spawn_handler(
+        self, request_id: RequestId | None, fn: Callable[[], Awaitable[None]]
+    ) -> None:
+        if request_id is None:
+            self.spawn_task(fn)
+            return
 
-    def __init__(self, host: HostBase, session: ClientSession, handlers: ClientHandlers) -> None:
-        super().__init__(session, host.driver, handlers)
-        self._host = host
+        def forget() -> None:
+            if self._handlers.get(request_id) is handle:
+                del self._handlers[request_id]
+
+        handle = self.start_cancellable(fn, forget)
+        self._handlers[request_id] = handle
+
+    def _cancel_handler(self, request_id: RequestId) -> None:
+        handle = self._handlers.get(request_id)
+        if handle is not None:
+            handle.cancel()
+
+    def cancel_handlers(self) -> None:
+        """Cancel every handler task still running."""
+        for handle in list(self._handlers.values()):
+            handle.cancel()
+
+
+class HostContext(Context):
+    """A handler's :class:`Context` on a session host: requests to the client go
+    through the host, output is flushed by it, sleeping is the backend's.
+    ``now`` (seconds since the epoch) dates the request's sealed state."""
+
+    def __init__(self, host: HostBase, event: RequestReceived, *, now: float) -> None:
+        assert isinstance(host.session, ServerSession)
+        super().__init__(
+            request_id=event.request_id,
+            method=event.method,
+            params=event.params,
+            progress_token=event.progress_token,
+            session=host.session,
+            meta=event.meta,
+            now=now,
+        )
+        self.host = host
 
     async def send_request(
-        self,
-        method: str,
-        params: dict[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
+        self, method: str, params: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        return await self._host.request(method, params, timeout=timeout, on_progress=on_progress)
+        return await self.host.request(method, params, related_request=self.request_id)
 
     async def flush(self) -> None:
-        await self._host.flush()
+        await self.host.flush()
 
-    async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
-        await self._host.shielded(step)
-
-    def clock(self) -> float:
-        return self._host.now()
-
-    def new_subscription(self, buffer: int) -> Subscription:
-        return self._host.new_subscription(buffer)
+    async def sleep(self, seconds: float) -> None:
+        await self.host.backend.sleep(seconds)
 
 
 async def start_client(
@@ -225,8 +268,8 @@ async def start_client(
     session: ClientSession,
     handlers: ClientHandlers,
     initialize_timeout: float | None,
-    client_class: type[HostedClient] = HostedClient,
-) -> HostedClient:
+    client_class: type[C],
+) -> C:
     """Run the session's start (handshake or discover) and wrap it in a client."""
     request_id = session.start(now=host.now(), timeout=initialize_timeout)
     await host.wait_for(request_id, timed=initialize_timeout is not None)

@@ -2,7 +2,7 @@
 ``req_id``, pushes and tool events to callbacks, the bridge's own requests
 (sampling, roots, elicitation) to handlers, and the typed conveniences.
 
-Like :class:`~sansio_mcp._host.HostBase` it does no I/O: a backend subclass
+Like :class:`~sansio_mcp.runtime._host.HostBase` it does no I/O: a backend subclass
 supplies a one-shot signal, a way to run a task, a monotonic clock and a
 watchdog timer (:meth:`A2EClientBase.new_signal`, :meth:`~A2EClientBase.spawn`,
 :meth:`~A2EClientBase.monotonic`, :meth:`~A2EClientBase.wake_watchdog`), and
@@ -22,10 +22,9 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from .._host import Signal
-from ._codec import DecodeError
-from ._fields import copy_json
-from ._messages import (
+from ...a2e._codec import DecodeError
+from ...a2e._fields import copy_json
+from ...a2e._messages import (
     A2EError,
     A2EMessage,
     ElicitRequest,
@@ -60,6 +59,7 @@ from ._messages import (
     ToolListResponse,
     new_message_id,
 )
+from .._backend import Signal
 
 __all__ = ["A2EClientBase", "A2ERequestError", "AgentInbox", "Handler"]
 

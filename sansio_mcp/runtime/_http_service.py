@@ -4,16 +4,24 @@ dropped.  The Trio and asyncio HTTP servers share it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Generic, Protocol, TypeVar
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from .._http import HTTPRequest
+from .._legacy_sse import LegacySSEServer
+from .._server_session import ServerSession
+from .._streamable_http import Exchange, StreamableHTTPServer
 from ._driver import Driver
-from ._http import HTTPRequest
 from ._server import Server
-from ._server_session import ServerSession
-from ._streamable_http import Exchange
 
-__all__ = ["Router", "SessionHost", "SessionHosts"]
+__all__ = [
+    "RoutedOutput",
+    "Router",
+    "SessionHost",
+    "SessionHosts",
+    "legacy_sse_router",
+    "streamable_http_router",
+]
 
 
 class Router(Protocol):
@@ -86,3 +94,60 @@ class SessionHosts(Generic[H]):
         self.server.hub.remove(session)
         if host is not None:
             host.cancel_all_handlers()
+
+
+class RoutedOutput:
+    """Mixed into a session host (before it) whose session is served over HTTP:
+    its output is routed to the exchanges, which never blocks, so it is done at
+    once rather than in a task.  The host sets ``router``."""
+
+    router: Router
+
+    if TYPE_CHECKING:
+        session: ServerSession | Any
+
+    def _schedule_flush(self) -> None:
+        assert isinstance(self.session, ServerSession)
+        self.router.flush(self.session)
+
+    async def flush(self) -> None:
+        self._schedule_flush()
+
+
+def streamable_http_router(
+    server: Server,
+    *,
+    endpoint: str,
+    allowed_hosts: Iterable[str] | None,
+    allowed_origins: Iterable[str] | None,
+    json_response: bool,
+) -> StreamableHTTPServer:
+    """The Streamable HTTP machine for ``server`` (``serve_http`` on every backend)."""
+    return StreamableHTTPServer(
+        server.create_session,
+        endpoint=endpoint,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+        json_response=json_response,
+        tool_input_schema=lambda name: (
+            tool.input_schema if (tool := server.tools.get(name)) else None
+        ),
+    )
+
+
+def legacy_sse_router(
+    server: Server,
+    *,
+    sse_path: str,
+    message_path: str,
+    allowed_hosts: Iterable[str] | None,
+    allowed_origins: Iterable[str] | None,
+) -> LegacySSEServer:
+    """The legacy HTTP+SSE machine for ``server`` (``serve_sse`` on every backend)."""
+    return LegacySSEServer(
+        server.create_session,
+        sse_path=sse_path,
+        message_path=message_path,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+    )

@@ -1,20 +1,29 @@
 """The driver the bridge runners put on each MCP session: every session event
 goes to the :class:`BridgeHost` (which owns the sessions) instead of being
-routed by the ordinary :class:`~sansio_mcp._driver.Driver`."""
+routed by the ordinary :class:`~sansio_mcp.runtime._driver.Driver`."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
+from ..._events import RequestReceived
+from ..._session import Session
+from ..._state import SessionState
+from ...a2e._host import BridgeHost
 from .._driver import Driver
-from .._events import RequestReceived
-from .._session import Session
-from .._state import SessionState
 
-if TYPE_CHECKING:
-    from ._runner import BridgeRunner
+__all__ = ["BridgeDriver", "HostFeeder", "refuse_requests"]
 
-__all__ = ["BridgeDriver", "refuse_requests"]
+
+class HostFeeder(Protocol):
+    """What the driver needs of a bridge runner (:class:`BridgeRunner`): its
+    host, its clock, and a way to have the host's queued actions carried out."""
+
+    host: BridgeHost
+    clock: Callable[[], float]
+
+    def poke(self) -> None: ...
 
 
 async def refuse_requests(event: RequestReceived) -> dict[str, Any]:  # pragma: no cover
@@ -26,7 +35,7 @@ class BridgeDriver(Driver):
     the host is told the connection has input, and the runner carries out what it
     queued (both called from here: this runs for every message a server sends)."""
 
-    def __init__(self, session: Session, runner: BridgeRunner, conn: int) -> None:
+    def __init__(self, session: Session, runner: HostFeeder, conn: int) -> None:
         super().__init__(
             session,
             handle_request=refuse_requests,

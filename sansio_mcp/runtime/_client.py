@@ -9,28 +9,29 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
-from ._cache import ResultCache
-from ._client_session import ClientSession
-from ._driver import Driver, SubscriptionSink
-from ._errors import ErrorCode, LocalProtocolError, MCPError, RemoteProtocolError
-from ._events import RequestReceived
-from ._http_headers import x_mcp_header_problems
-from ._params import LOG_LEVELS
+from .._cache import ResultCache
+from .._client_session import ClientSession
+from .._errors import ErrorCode, LocalProtocolError, MCPError, RemoteProtocolError
+from .._events import RequestReceived
+from .._http_headers import x_mcp_header_problems
+from .._jsonrpc import RequestId
+from .._modern import listen_filter
+from .._params import LOG_LEVELS
+from ._driver import Driver, ProgressCallback, SubscriptionSink
 
 __all__ = [
     "ClientAPI",
+    "ClientHost",
     "ClientHandlers",
     "ProgressCallback",
     "Subscription",
-    "listen_filter",
     "new_client_session",
 ]
 
-ProgressCallback = Callable[[float, float | None, str | None], Any]
 SamplingHandler = Callable[[dict[str, Any]], Any]
 ElicitationHandler = Callable[[dict[str, Any]], Any]
 RootsProvider = Sequence[dict[str, Any]] | Callable[[], Any]
@@ -140,27 +141,33 @@ class Subscription(SubscriptionSink):
         raise NotImplementedError
 
 
-def listen_filter(
-    *, tools: bool, prompts: bool, resources: bool, uris: Sequence[str]
-) -> dict[str, Any]:
-    """A ``subscriptions/listen`` filter (only the parts asked for)."""
-    found: dict[str, Any] = {
-        key: True
-        for key, on in (
-            ("toolsListChanged", tools),
-            ("promptsListChanged", prompts),
-            ("resourcesListChanged", resources),
-        )
-        if on
-    }
-    if uris:
-        found["resourceSubscriptions"] = list(uris)
-    return found
+class ClientHost(Protocol):
+    """What a client runs on: a session host (:class:`~sansio_mcp.runtime._host.HostBase`)."""
+
+    driver: Driver
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        related_request: RequestId | None = None,
+    ) -> dict[str, Any]: ...
+
+    async def flush(self) -> None: ...
+
+    async def shielded(self, step: Callable[[], Awaitable[None]]) -> None: ...
+
+    def now(self) -> float: ...
+
+    def new_subscription(self, buffer: int) -> Subscription: ...
 
 
 class ClientAPI:
-    """Typed MCP calls on top of a few adapter primitives: :meth:`send_request`,
-    :meth:`flush`, :meth:`clock`, :meth:`shielded` and :meth:`new_subscription`.
+    """Typed MCP calls on a session host (:class:`ClientHost`): requests, flushing,
+    shielding, the clock and subscriptions are the host's.
 
     On a stateless (2026-07-28) server, cacheable results are served from
     :attr:`cache` while their ``ttlMs`` says they are fresh.
@@ -171,9 +178,10 @@ class ClientAPI:
     #: Results kept per the server's cache hints (None: no caching).
     cache: ResultCache | None = None
 
-    def __init__(self, session: ClientSession, driver: Driver, handlers: ClientHandlers) -> None:
+    def __init__(self, host: ClientHost, session: ClientSession, handlers: ClientHandlers) -> None:
+        self._host = host
         self.session = session
-        self.driver = driver
+        self.driver = driver = host.driver
         self.handlers = handlers
         if session.is_modern:
             self.cache = ResultCache()
@@ -196,7 +204,7 @@ class ClientAPI:
     def instructions(self) -> str | None:
         return self.session.instructions
 
-    # Adapter primitives ----------------------------------------------------------
+    # The host's primitives ---------------------------------------------------------
 
     async def send_request(
         self,
@@ -206,24 +214,24 @@ class ClientAPI:
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
     ) -> dict[str, Any]:
-        """Send a request and wait for its result (adapters implement this)."""
-        raise NotImplementedError
+        """Send a request and wait for its result (no cache)."""
+        return await self._host.request(method, params, timeout=timeout, on_progress=on_progress)
 
     async def flush(self) -> None:
-        """Send what the session queued (adapters implement this)."""
-        raise NotImplementedError
+        """Send what the session queued."""
+        await self._host.flush()
 
     async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
-        """Run ``step`` even while being cancelled (adapters implement this)."""
-        raise NotImplementedError
+        """Run ``step`` even while being cancelled."""
+        await self._host.shielded(step)
 
     def clock(self) -> float:
-        """Seconds on a monotonic clock (adapters implement this; used for caching)."""
-        raise NotImplementedError
+        """Seconds on the host's monotonic clock (for caching)."""
+        return self._host.now()
 
     def new_subscription(self, buffer: int) -> Subscription:
-        """An empty :class:`Subscription` (adapters implement this)."""
-        raise NotImplementedError
+        """An empty :class:`Subscription` on the host."""
+        return self._host.new_subscription(buffer)
 
     # Requests --------------------------------------------------------------------
 

@@ -8,67 +8,44 @@ which an adapter (Trio, asyncio) implements by subclassing :class:`Context`.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import inspect
 import secrets
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-import attrs
+from .._errors import ErrorCode, InvalidParams, MCPError, MethodNotFound
+from .._events import RequestMeta
+from .._jsonrpc import RequestId
+from .._modern import CacheHints
+from .._registry import (
+    HandlerCall,
+    NeedInput,
+    Prompt,
+    PromptArgument,
+    Resource,
+    ResourceTemplate,
+    SessionHub,
+    Tool,
+    ToolResult,
+    completion_result,
+    decode_cursor,
+    describe,
+    encode_cursor,
+    input_request,
+    resource_contents,
+    text_content,
+    tool_result,
+)
+from .._request_state import RequestStateSealer, request_binding
+from .._schema import schema_for_function, validate_arguments
+from .._server_session import ServerSession
+from .._versions import ALL_REVISIONS, MRTR_METHODS
 
-from . import _json
-from ._errors import ErrorCode, InvalidParams, LocalProtocolError, MCPError, MethodNotFound
-from ._events import RequestMeta
-from ._jsonrpc import RequestId
-from ._modern import CacheHints
-from ._request_state import RequestStateSealer, request_binding
-from ._schema import schema_for_function, validate_arguments
-from ._server_session import ServerSession
-from ._state import SessionState
-from ._uritemplate import UriTemplate
-from ._versions import ALL_REVISIONS, MRTR_METHODS
-
-__all__ = [
-    "Context",
-    "SessionHub",
-    "Server",
-    "Tool",
-    "ToolResult",
-    "Resource",
-    "ResourceTemplate",
-    "Prompt",
-    "PromptArgument",
-    "text_content",
-]
+__all__ = ["Context", "Server"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 Handler = Callable[..., Any]
-
-
-def text_content(text: str) -> dict[str, Any]:
-    """A ``{"type": "text"}`` content block."""
-    return {"type": "text", "text": text}
-
-
-@attrs.frozen
-class ToolResult:
-    """What a tool may return for full control over the ``CallToolResult``."""
-
-    content: list[dict[str, Any]] = attrs.field(factory=list)
-    structured: Any = None
-    is_error: bool = False
-
-    @classmethod
-    def text(cls, text: str, *, structured: Any = None, is_error: bool = False) -> ToolResult:
-        return cls([text_content(text)], structured, is_error)
-
-    def to_result(self) -> dict[str, Any]:
-        result: dict[str, Any] = {"content": self.content, "isError": self.is_error}
-        if self.structured is not None:
-            result["structuredContent"] = self.structured
-        return result
 
 
 class Context:
@@ -140,7 +117,7 @@ class Context:
         order on every run.  ``key`` names the input request in
         ``inputRequests`` (default: ``input-N``, N counting the asks).
         """
-        answers = await self.request_many({key or self._next_key(): _input_request(method, params)})
+        answers = await self.request_many({key or self._next_key(): input_request(method, params)})
         return next(iter(answers.values()))
 
     async def request_many(self, requests: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -254,164 +231,6 @@ class Context:
         return roots if isinstance(roots, list) else []
 
 
-class SessionHub:
-    """The live sessions of one server, for notifications that concern every
-    client (a resource changed, a list changed).  Adapters add each session
-    with a callback that flushes its output, and remove it when it ends."""
-
-    def __init__(self) -> None:
-        self._members: dict[int, tuple[ServerSession, Callable[[], None]]] = {}
-
-    def add(self, session: ServerSession, on_output: Callable[[], None]) -> None:
-        self._members[id(session)] = (session, on_output)
-
-    def remove(self, session: ServerSession) -> None:
-        self._members.pop(id(session), None)
-
-    def __len__(self) -> int:
-        return len(self._live())
-
-    def _live(self) -> list[tuple[ServerSession, Callable[[], None]]]:
-        for key, (session, _) in list(self._members.items()):
-            if session.state is SessionState.CLOSED:
-                del self._members[key]
-        return list(self._members.values())
-
-    def resource_updated(self, uri: str) -> int:
-        """Tell every subscriber of ``uri``; returns how many sessions were told."""
-        told = 0
-        for session, on_output in self._live():
-            if session.send_resource_updated(uri):
-                on_output()
-                told += 1
-        return told
-
-    def list_changed(self, kind: str) -> int:
-        """Tell every session that follows ``kind`` (tools, prompts, resources)."""
-        told = 0
-        for session, on_output in self._live():
-            try:
-                sent = session.send_list_changed(kind)
-            except LocalProtocolError:
-                continue  # this session's server did not advertise listChanged
-            if sent:
-                on_output()
-                told += 1
-        return told
-
-
-class NeedInput(Exception):
-    """Raised inside a stateless handler that needs the client's input first;
-    ``requests`` maps each ``inputRequests`` key to its ``{"method", "params"}``."""
-
-    def __init__(self, requests: dict[str, dict[str, Any]]) -> None:
-        super().__init__(", ".join(requests))
-        self.requests = requests
-
-
-def _input_request(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
-    request: dict[str, Any] = {"method": method}
-    if params is not None:
-        request["params"] = params
-    return request
-
-
-@attrs.frozen
-class Tool:
-    name: str
-    handler: Handler = attrs.field(eq=False, repr=False)
-    input_schema: dict[str, Any]
-    description: str | None = None
-    title: str | None = None
-    output_schema: dict[str, Any] | None = None
-    annotations: dict[str, Any] | None = None
-    context_param: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "inputSchema": self.input_schema}
-        if self.title is not None:
-            out["title"] = self.title
-        if self.description is not None:
-            out["description"] = self.description
-        if self.output_schema is not None:
-            out["outputSchema"] = self.output_schema
-        if self.annotations is not None:
-            out["annotations"] = self.annotations
-        return out
-
-
-@attrs.frozen
-class Resource:
-    uri: str
-    name: str
-    handler: Handler = attrs.field(eq=False, repr=False)
-    description: str | None = None
-    mime_type: str | None = None
-    title: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"uri": self.uri, "name": self.name}
-        _put(out, title=self.title, description=self.description, mimeType=self.mime_type)
-        return out
-
-
-@attrs.frozen
-class ResourceTemplate:
-    uri_template: str
-    name: str
-    handler: Handler = attrs.field(eq=False, repr=False)
-    description: str | None = None
-    mime_type: str | None = None
-    title: str | None = None
-    completers: dict[str, Handler] = attrs.field(eq=False, repr=False, factory=dict)
-    matcher: UriTemplate = attrs.field(eq=False, repr=False, init=False)
-
-    @matcher.default
-    def _matcher(self) -> UriTemplate:
-        return UriTemplate(self.uri_template)
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"uriTemplate": self.uri_template, "name": self.name}
-        _put(out, title=self.title, description=self.description, mimeType=self.mime_type)
-        return out
-
-
-@attrs.frozen
-class PromptArgument:
-    name: str
-    description: str | None = None
-    required: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "required": self.required}
-        _put(out, description=self.description)
-        return out
-
-
-@attrs.frozen
-class Prompt:
-    name: str
-    handler: Handler = attrs.field(eq=False, repr=False)
-    arguments: tuple[PromptArgument, ...] = ()
-    description: str | None = None
-    title: str | None = None
-    completers: dict[str, Handler] = attrs.field(eq=False, repr=False, factory=dict)
-    context_param: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name}
-        _put(out, title=self.title, description=self.description)
-        if self.arguments:
-            out["arguments"] = [a.to_dict() for a in self.arguments]
-        return out
-
-
-def _put(target: dict[str, Any], **values: Any) -> None:
-    for key, value in values.items():
-        if value is not None:
-            target[key] = value
-
-
 def _context_param(func: Handler) -> str | None:
     """The parameter that receives the :class:`Context`, if any."""
     try:
@@ -423,13 +242,6 @@ def _context_param(func: Handler) -> str | None:
         if (isinstance(hint, type) and issubclass(hint, Context)) or name == "ctx":
             return name
     return None
-
-
-def _describe(func: Handler, description: str | None) -> str | None:
-    if description is not None:
-        return description
-    doc = inspect.getdoc(func)
-    return doc.strip() if doc else None
 
 
 class Server:
@@ -494,7 +306,7 @@ class Server:
                 name=name or func.__name__,
                 handler=func,
                 input_schema=input_schema or schema_for_function(func, skip=skip),
-                description=_describe(func, description),
+                description=describe(func, description),
                 title=title,
                 output_schema=output_schema,
                 annotations=annotations,
@@ -521,7 +333,7 @@ class Server:
                 uri=uri,
                 name=name or func.__name__,
                 handler=func,
-                description=_describe(func, description),
+                description=describe(func, description),
                 mime_type=mime_type,
                 title=title,
             )
@@ -546,7 +358,7 @@ class Server:
                 uri_template=uri_template,
                 name=name or func.__name__,
                 handler=func,
-                description=_describe(func, description),
+                description=describe(func, description),
                 mime_type=mime_type,
                 title=title,
                 completers=dict(completers or {}),
@@ -579,7 +391,7 @@ class Server:
                 name=name or func.__name__,
                 handler=func,
                 arguments=arguments,
-                description=_describe(func, description),
+                description=describe(func, description),
                 title=title,
                 completers=dict(completers or {}),
                 context_param=context_param,
@@ -677,7 +489,7 @@ class Server:
         return binding
 
     async def _settle(
-        self, ctx: Context, call: _Call, pending: Awaitable[Any], binding: str | None
+        self, ctx: Context, call: HandlerCall, pending: Awaitable[Any], binding: str | None
     ) -> dict[str, Any]:
         try:
             value = await pending
@@ -686,7 +498,7 @@ class Server:
         return call.finish(value)
 
     def _failed(
-        self, ctx: Context, call: _Call, exc: Exception, binding: str | None
+        self, ctx: Context, call: HandlerCall, exc: Exception, binding: str | None
     ) -> dict[str, Any]:
         """The result when a handler raised ``exc`` (or raise it on)."""
         if isinstance(exc, NeedInput) and binding is not None:
@@ -700,7 +512,7 @@ class Server:
         # A failing tool is a result, not a protocol error.
         return ToolResult.text(f"{type(exc).__name__}: {exc}", is_error=True).to_result()
 
-    def _plan(self, ctx: Context) -> dict[str, Any] | _Call:
+    def _plan(self, ctx: Context) -> dict[str, Any] | HandlerCall:
         """The result of a request that calls no handler, or the call it comes down to."""
         method, params = ctx.method, ctx.params
         if method == "tools/list":
@@ -728,14 +540,14 @@ class Server:
     def _page(
         self, params: dict[str, Any], key: str, items: list[dict[str, Any]]
     ) -> dict[str, Any]:
-        start = _decode_cursor(params.get("cursor"), len(items))
+        start = decode_cursor(params.get("cursor"), len(items))
         end = start + self.page_size
         result: dict[str, Any] = {key: items[start:end]}
         if end < len(items):
-            result["nextCursor"] = _encode_cursor(end)
+            result["nextCursor"] = encode_cursor(end)
         return result
 
-    def _plan_tool_call(self, ctx: Context) -> dict[str, Any] | _Call:
+    def _plan_tool_call(self, ctx: Context) -> dict[str, Any] | HandlerCall:
         name = ctx.params["name"]
         tool = self.tools.get(name)
         if tool is None:
@@ -750,7 +562,7 @@ class Server:
         kwargs = dict(arguments)
         if tool.context_param:
             kwargs[tool.context_param] = ctx
-        return _Call(tool.handler, kwargs, _tool_result, tool=True)
+        return HandlerCall(tool.handler, kwargs, tool_result, tool=True)
 
     def _find_resource(self, uri: str) -> tuple[Handler, dict[str, str], str | None]:
         resource = self.resources.get(uri)
@@ -762,7 +574,7 @@ class Server:
                 return template.handler, variables, template.mime_type
         raise MCPError(ErrorCode.RESOURCE_NOT_FOUND, f"resource not found: {uri}", {"uri": uri})
 
-    def _plan_read(self, ctx: Context) -> _Call:
+    def _plan_read(self, ctx: Context) -> HandlerCall:
         uri = ctx.params["uri"]
         try:
             handler, variables, mime_type = self._find_resource(uri)
@@ -773,11 +585,11 @@ class Server:
             raise
 
         def finish(value: Any) -> dict[str, Any]:
-            return {"contents": _resource_contents(uri, value, mime_type)}
+            return {"contents": resource_contents(uri, value, mime_type)}
 
-        return _Call(handler, variables, finish)
+        return HandlerCall(handler, variables, finish)
 
-    def _plan_prompt(self, ctx: Context) -> _Call:
+    def _plan_prompt(self, ctx: Context) -> HandlerCall:
         name = ctx.params["name"]
         prompt = self.prompts.get(name)
         if prompt is None:
@@ -805,9 +617,9 @@ class Server:
                 result["description"] = prompt.description
             return result
 
-        return _Call(prompt.handler, arguments, finish)
+        return HandlerCall(prompt.handler, arguments, finish)
 
-    def _plan_completion(self, params: dict[str, Any]) -> dict[str, Any] | _Call:
+    def _plan_completion(self, params: dict[str, Any]) -> dict[str, Any] | HandlerCall:
         ref, argument = params["ref"], params["argument"]
         completers: dict[str, Handler]
         if ref["type"] == "ref/prompt":
@@ -822,69 +634,7 @@ class Server:
             completers = template.completers
         completer = completers.get(argument["name"])
         if completer is None:
-            return _completion_result([])
+            return completion_result([])
         context = params.get("context") or {}
         kwargs = {"value": argument["value"], "context": context.get("arguments") or {}}
-        return _Call(completer, kwargs, _completion_result)
-
-
-@attrs.frozen
-class _Call:
-    """The handler call a request comes down to, and how its value becomes the result."""
-
-    handler: Handler
-    kwargs: dict[str, Any]
-    finish: Callable[[Any], dict[str, Any]]
-    #: A failing tool is reported as an ``isError`` result, not as an error.
-    tool: bool = False
-
-
-def _completion_result(found: Iterable[Any]) -> dict[str, Any]:
-    values = [str(v) for v in found]
-    completion: dict[str, Any] = {"values": values[:100], "total": len(values)}
-    completion["hasMore"] = len(values) > 100
-    return {"completion": completion}
-
-
-def _tool_result(value: Any) -> dict[str, Any]:
-    if isinstance(value, ToolResult):
-        return value.to_result()
-    if isinstance(value, str):
-        return ToolResult.text(value).to_result()
-    if isinstance(value, dict) and "content" in value:
-        return value
-    if value is None:
-        return ToolResult().to_result()
-    structured = value if isinstance(value, dict) else None
-    return ToolResult.text(_json.dumps(value), structured=structured).to_result()
-
-
-def _resource_contents(uri: str, value: Any, mime_type: str | None) -> list[dict[str, Any]]:
-    if isinstance(value, list):
-        return value
-    content: dict[str, Any] = {"uri": uri}
-    if mime_type is not None:
-        content["mimeType"] = mime_type
-    if isinstance(value, bytes):
-        content["blob"] = base64.b64encode(value).decode("ascii")
-    else:
-        content["text"] = value if isinstance(value, str) else _json.dumps(value)
-    return [content]
-
-
-def _encode_cursor(offset: int) -> str:
-    return base64.urlsafe_b64encode(f"offset:{offset}".encode()).decode("ascii")
-
-
-def _decode_cursor(cursor: Any, size: int) -> int:
-    if cursor is None:
-        return 0
-    try:
-        text = base64.urlsafe_b64decode(cursor.encode("ascii")).decode("ascii")
-        prefix, _, number = text.partition(":")
-        offset = int(number)
-        if prefix != "offset" or not 0 <= offset <= size:
-            raise ValueError
-    except (ValueError, UnicodeError, binascii.Error):
-        raise InvalidParams(message=f"invalid cursor: {cursor!r}") from None
-    return offset
+        return HandlerCall(completer, kwargs, completion_result)

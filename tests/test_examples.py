@@ -1,0 +1,29 @@
+"""Every embedding example under examples/ runs end to end, as a user runs it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(name: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / name)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_unix_socket_on_the_pure_core() -> None:
+    assert _run("unix_socket.py") == [
+        "tools: ['echo']",
+        "echo: over a Unix socket",
+        "tools/call failed: tools/call timed out",
+    ]

@@ -1,0 +1,203 @@
+"""The packages form layers, and a lower layer never imports a higher one:
+
+    sansio_mcp  <-  sansio_mcp.runtime  <-  trio_adapters, asyncio_adapters
+                <-  sansio_mcp_cli, sansio_mcp_testing
+
+Every import counts: at the top, inside functions, under ``TYPE_CHECKING``,
+relative ones resolved.  The runtime imports no event loop, the two adapters
+do not import each other, and no module imports itself round a circle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = (
+    "sansio_mcp",
+    "trio_adapters",
+    "asyncio_adapters",
+    "sansio_mcp_cli",
+    "sansio_mcp_testing",
+)
+EVENT_LOOPS = frozenset({"trio", "asyncio", "anyio", "sniffio", "trio_websocket", "uvloop"})
+
+
+def layer_of(module: str) -> int:
+    """0 the state machines, 1 the runtime, 2 the adapters, 3 the command and toolkit."""
+    if module == "sansio_mcp.runtime" or module.startswith("sansio_mcp.runtime."):
+        return 1
+    top = module.split(".")[0]
+    return {"sansio_mcp": 0, "trio_adapters": 2, "asyncio_adapters": 2}.get(top, 3)
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_package(path: Path) -> bool:
+    return path.name == "__init__.py"
+
+
+def imports_of(source: str, module: str, *, is_package: bool = False) -> set[str]:
+    """Every module ``source`` (the code of ``module``) imports, anywhere in it;
+    ``from pkg import name`` counts as ``pkg.name`` too (it may be a submodule)."""
+    package = module if is_package else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _modules() -> dict[str, tuple[Path, set[str]]]:
+    table = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            name = module_name(path)
+            source = path.read_text(encoding="utf-8")
+            table[name] = (path, imports_of(source, name, is_package=_is_package(path)))
+    return table
+
+
+MODULES = _modules()
+
+
+def _ours(name: str) -> str | None:
+    """The module of ours that ``name`` is (or lies in), if any."""
+    while name:
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_imports_a_higher_layer(module: str) -> None:
+    _, imported = MODULES[module]
+    own = layer_of(module)
+    higher = sorted(
+        target for name in imported if (target := _ours(name)) and layer_of(target) > own
+    )
+    assert higher == [], f"{module} (layer {own}) imports {higher}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if layer_of(m) == 1))
+def test_the_runtime_imports_no_event_loop(module: str) -> None:
+    _, imported = MODULES[module]
+    loops = sorted(name for name in imported if name.split(".")[0] in EVENT_LOOPS)
+    assert loops == [], f"{module} imports {loops}"
+
+
+@pytest.mark.parametrize(
+    "adapter, other", [("trio_adapters", "asyncio_adapters"), ("asyncio_adapters", "trio_adapters")]
+)
+def test_the_adapters_do_not_import_each_other(adapter: str, other: str) -> None:
+    crossing = sorted(
+        f"{module} -> {name}"
+        for module, (_, imported) in MODULES.items()
+        if module.split(".")[0] == adapter
+        for name in imported
+        if name.split(".")[0] == other
+    )
+    assert crossing == []
+
+
+def _graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for module, (_, imported) in MODULES.items():
+        targets = {t for name in imported if (t := _ours(name)) and t != module}
+        # A package's __init__ re-exports its modules; a module importing a sibling
+        # through its package is no circle of the code.
+        graph[module] = {t for t in targets if not module.startswith(t + ".")}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_circles() -> None:
+    assert circles(_graph()) == []
+
+
+# The scanners themselves -------------------------------------------------------------
+
+
+def test_relative_imports_are_resolved() -> None:
+    source = "from .. import _json\nfrom ._driver import Driver\nfrom ..a2e._host import BridgeHost"
+    found = imports_of(source, "sansio_mcp.runtime._client")
+    assert {"sansio_mcp._json", "sansio_mcp.runtime._driver", "sansio_mcp.a2e._host"} <= found
+
+
+def test_hidden_imports_count() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from trio_adapters import BACKEND\n"
+        "def f():\n    import sansio_mcp_cli.main\n"
+    )
+    found = imports_of(source, "sansio_mcp.runtime._x")
+    assert {"trio_adapters", "sansio_mcp_cli.main"} <= found
+
+
+def test_circles_are_found() -> None:
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_layers() -> None:
+    assert [
+        layer_of(m)
+        for m in (
+            "sansio_mcp._session",
+            "sansio_mcp.runtime._host",
+            "trio_adapters.client",
+            "sansio_mcp_cli.main",
+        )
+    ] == [0, 1, 2, 3]
