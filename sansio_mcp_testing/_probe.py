@@ -91,6 +91,11 @@ class Probe:
 def _is_local(error: MCPError) -> bool:
     """An error the client session made up (a malformed or oversized answer), not
     one the server sent."""
-    return error.code == ErrorCode.INVALID_REQUEST and error.message.startswith(
-        "malformed response:"
+    # The wording of RequestTracker.fail_malformed: "the answer to M was malformed: ..."
+    # or, over the size limit, "... was refused: ...".
+    message = error.message
+    return (
+        error.code == ErrorCode.INVALID_REQUEST
+        and message.startswith("the answer to ")
+        and (" was malformed: " in message or " was refused: " in message)
     )
