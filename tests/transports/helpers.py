@@ -13,7 +13,7 @@ import re
 import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager, suppress
+from contextlib import asynccontextmanager, contextmanager
 from functools import partial
 from typing import Any
 
@@ -102,60 +102,6 @@ def serving_in_thread(serve: Callable[..., Any], server: Server, **options: Any)
                 pass
         thread.join(timeout=10)
         assert not thread.is_alive(), "the threaded Trio server did not stop"
-
-
-@contextmanager
-def serving_on(backend: str, transport: str, server: Server, **options: Any) -> Iterator[int]:
-    """Run ``serve_http`` or ``serve_sse`` (``transport``: "http", "sse") of the
-    ``backend`` adapter ("trio", "asyncio") in a thread of its own, for blocking
-    peers (plain sockets, ``http.client``); yields its port, stops it on exit."""
-    if backend == "trio":
-        from trio_adapters import http_server, sse
-
-        serve = http_server.serve_http if transport == "http" else sse.serve_sse
-        with serving_in_thread(serve, server, **options) as port:
-            yield port
-        return
-    import asyncio
-
-    from asyncio_adapters import http_server as asyncio_http
-    from asyncio_adapters import sse as asyncio_sse
-
-    aserve = asyncio_http.serve_http if transport == "http" else asyncio_sse.serve_sse
-    ports: queue.Queue[int | BaseException] = queue.Queue()
-    running: list[tuple[asyncio.AbstractEventLoop, asyncio.Task[None]]] = []
-
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        started: asyncio.Future[int] = loop.create_future()
-        task = asyncio.create_task(
-            aserve(server, host="127.0.0.1", port=0, started=started, **options)
-        )
-        running.append((loop, task))
-        ports.put(await started)
-        with suppress(asyncio.CancelledError):
-            await task
-
-    def run() -> None:
-        try:
-            asyncio.run(main())
-        except BaseException as exc:  # pragma: no cover - reported to the test
-            ports.put(exc)
-
-    thread = threading.Thread(target=run, name="asyncio-server", daemon=True)
-    thread.start()
-    try:
-        got = ports.get(timeout=10)
-        if isinstance(got, BaseException):
-            raise got
-        yield got
-    finally:
-        if running:
-            loop, task = running[0]
-            with suppress(RuntimeError):  # the loop has ended already
-                loop.call_soon_threadsafe(task.cancel)
-        thread.join(timeout=10)
-        assert not thread.is_alive(), "the threaded asyncio server did not stop"
 
 
 def free_port() -> int:

@@ -15,8 +15,9 @@ import pytest
 
 from sansio_mcp._errors import failure_text
 from sansio_mcp.runtime import Server
+from tests.parity.harness import serving
 
-from .helpers import INITIALIZED, POST_HEADERS, initialize, serving_on
+from .helpers import INITIALIZED, POST_HEADERS, initialize
 
 INTERNALS = ("<locals>", "Traceback", " at 0x", "build_server", "_leaky_server", "__")
 
@@ -49,7 +50,7 @@ def _leaky_server() -> Server:
 
 @contextmanager
 def _session(backend: str) -> Iterator[Any]:
-    with serving_on(backend, "http", _leaky_server()) as port:
+    with serving(backend, "http", _leaky_server()) as port:
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         headers = dict(POST_HEADERS)
 
