@@ -20,6 +20,7 @@ from sansio_mcp.runtime._http_service import (
     ServerLimits,
     SessionHosts,
     read_request,
+    refuse_connection,
     route,
     streamable_http_router,
 )
@@ -70,8 +71,21 @@ class _HTTPService:
 
     async def connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if not self.gate.enter():
-            writer.write(self.limits.overloaded_response())  # buffered: never waits on the peer
-            writer.close()
+
+            async def send_all(data: bytes) -> None:
+                writer.write(data)
+                await writer.drain()
+
+            async def send_eof() -> None:
+                writer.write_eof()
+
+            receive = partial(reader.read, _READ_SIZE)
+            try:
+                await refuse_connection(send_all, send_eof, receive, PRIMITIVES, self.limits)
+            except (ConnectionError, OSError):
+                pass  # the peer left first
+            finally:
+                writer.close()
             return
         try:
             await self._serve(reader, writer)

@@ -20,6 +20,7 @@ from sansio_mcp.runtime._http_service import (
     ServerLimits,
     SessionHosts,
     read_request,
+    refuse_connection,
     route,
     streamable_http_router,
 )
@@ -63,11 +64,17 @@ class _HTTPService:
 
         self.hosts = SessionHosts(server, router, make_host)
 
-    async def connection(self, stream: trio.abc.Stream) -> None:
+    async def connection(self, stream: trio.abc.HalfCloseableStream) -> None:
         if not self.gate.enter():
-            with trio.move_on_after(1):  # a peer that does not read gets no more time
-                await stream.send_all(self.limits.overloaded_response())
-            await trio.aclose_forcefully(stream)
+            receive = partial(stream.receive_some, _READ_SIZE)
+            try:
+                await refuse_connection(
+                    stream.send_all, stream.send_eof, receive, PRIMITIVES, self.limits
+                )
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass  # the peer left first
+            finally:
+                await trio.aclose_forcefully(stream)
             return
         try:
             await self._serve(stream)

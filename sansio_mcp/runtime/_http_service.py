@@ -7,7 +7,7 @@ Trio and asyncio HTTP servers share it."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from .._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnection
@@ -28,8 +28,24 @@ __all__ = [
     "SessionHosts",
     "legacy_sse_router",
     "read_request",
+    "refuse_connection",
     "streamable_http_router",
 ]
+
+
+def _default_max_connections() -> int:
+    """1,000, or half the process's open-file limit where that is lower: a listener
+    that took every descriptor would leave none for its sessions and would have to
+    drop new peers unanswered, where under the cap they get a 503."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):  # no such limit here (Windows)
+        return 1000
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return 1000
+    return max(1, min(1000, soft // 2))
 
 
 @dataclass(frozen=True)
@@ -44,13 +60,14 @@ class ServerLimits:
       stream included, is not under it.
     * ``keep_alive_timeout``: seconds a kept-alive connection may wait, idle,
       for its next request; then it is closed quietly.
-    * ``max_connections``: connections open at once; one more gets an immediate
-      503 with ``Retry-After: retry_after`` and is closed.
+    * ``max_connections``: connections open at once (1,000, or half the open-file
+      limit where that is lower); one more gets an immediate 503 with
+      ``Retry-After: retry_after`` and is closed.
     """
 
     request_timeout: float = 20.0
     keep_alive_timeout: float = 15.0
-    max_connections: int = 1000
+    max_connections: int = field(default_factory=_default_max_connections)
     retry_after: int = 1
 
     def __post_init__(self) -> None:
@@ -94,6 +111,28 @@ class ConnectionGate:
 
     def leave(self) -> None:
         self.open -= 1
+
+
+#: How long a refused connection is read from after its 503, at the most.
+REFUSAL_LINGER = 1.0
+
+
+async def refuse_connection(
+    send_all: Callable[[bytes], Awaitable[None]],
+    send_eof: Callable[[], Awaitable[None]],
+    receive: Callable[[], Awaitable[bytes | bytearray]],
+    backend: Backend,
+    limits: ServerLimits,
+) -> None:
+    """Answer a connection beyond ``max_connections`` with 503, then end our side and
+    read what the peer sent until it closes (``REFUSAL_LINGER`` s at most): closing a
+    socket with unread bytes resets it, and the peer would lose the 503 with it.
+    The caller closes the connection."""
+    async with backend.move_on_after(REFUSAL_LINGER):
+        await send_all(limits.overloaded_response())
+        await send_eof()
+        while await receive():
+            pass
 
 
 async def read_request(

@@ -134,6 +134,8 @@ def test_a_connection_over_the_cap_gets_503_at_once(backend: str) -> None:
             held.enter_context(_connected(port)).sendall(b"POST /mcp HTTP/1.1\r\n")  # and stop
         time.sleep(0.2)  # the server has accepted all three
         with _connected(port) as refused:
+            # A peer that sends its request at once still reads the 503 before the close.
+            refused.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n")
             received, waited = _until_closed(refused)
         assert received.startswith(b"HTTP/1.1 503 ")
         assert b"retry-after: 1\r\n" in received.lower()
@@ -166,3 +168,16 @@ def test_an_sse_stream_outlives_the_request_timeout(backend: str) -> None:
             chunk = sock.recv(65536)
             assert chunk, "the SSE stream was closed"
             answer += chunk
+
+
+def test_the_default_cap_leaves_descriptors_for_the_rest() -> None:
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    cap = ServerLimits().max_connections
+    assert 1 <= cap <= 1000
+    if soft != resource.RLIM_INFINITY:
+        assert cap <= max(1, soft // 2)
+    for wrong in ({"request_timeout": 0}, {"keep_alive_timeout": -1}, {"max_connections": 0}):
+        with pytest.raises(ValueError):
+            ServerLimits(**wrong)  # type: ignore[arg-type]
