@@ -6,25 +6,31 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
+from functools import partial
 from typing import Any
 
 from sansio_mcp import RequestReceived, ServerSession
-from sansio_mcp._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnection
+from sansio_mcp._http import ConnectionEnded, HTTPError, HTTPServerConnection
 from sansio_mcp._streamable_http import Exchange
 from sansio_mcp.runtime._http_service import (
+    DEFAULT_LIMITS,
+    ConnectionGate,
     RoutedOutput,
     Router,
+    ServerLimits,
     SessionHosts,
+    read_request,
+    refuse_connection,
     route,
     streamable_http_router,
 )
 from sansio_mcp.runtime._server import Server
 
-from ._backend import read_in_small_chunks
+from ._backend import PRIMITIVES, read_in_small_chunks
 from ._runner import AsyncioSessionHost
 from .server import AsyncioContext
 
-__all__ = ["serve_http", "serve_router", "serve_tcp"]
+__all__ = ["ServerLimits", "serve_http", "serve_router", "serve_tcp"]
 
 logger = logging.getLogger("asyncio_adapters.http")
 
@@ -44,10 +50,17 @@ class _HTTPSessionHost(RoutedOutput, AsyncioSessionHost):
 
 class _HTTPService:
     def __init__(
-        self, server: Server, router: Router, max_body: int, group: asyncio.TaskGroup
+        self,
+        server: Server,
+        router: Router,
+        max_body: int,
+        limits: ServerLimits,
+        group: asyncio.TaskGroup,
     ) -> None:
         self.router = router
         self.max_body = max_body
+        self.limits = limits
+        self.gate = ConnectionGate(limits)
 
         def make_host(session: ServerSession) -> _HTTPSessionHost:
             host = _HTTPSessionHost(router, session, server)
@@ -57,10 +70,37 @@ class _HTTPService:
         self.hosts = SessionHosts(server, router, make_host)
 
     async def connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not self.gate.enter():
+
+            async def send_all(data: bytes) -> None:
+                writer.write(data)
+                await writer.drain()
+
+            async def send_eof() -> None:
+                writer.write_eof()
+
+            receive = partial(reader.read, _READ_SIZE)
+            try:
+                await refuse_connection(send_all, send_eof, receive, PRIMITIVES, self.limits)
+            except (ConnectionError, OSError):
+                pass  # the peer left first
+            finally:
+                writer.close()
+            return
+        try:
+            await self._serve(reader, writer)
+        finally:
+            self.gate.leave()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = HTTPServerConnection(max_body=self.max_body)
+        receive = partial(reader.read, _READ_SIZE)
+        kept_alive = False
         try:
             while True:
-                request = await self._read_request(reader, conn)
+                request = await read_request(
+                    conn, receive, PRIMITIVES, self.limits, kept_alive=kept_alive
+                )
                 if isinstance(request, ConnectionEnded):
                     return
                 if isinstance(request, HTTPError):
@@ -78,6 +118,7 @@ class _HTTPService:
                     self.hosts.finish(exchange)
                 if not conn.start_next():
                     return
+                kept_alive = True
         except (ConnectionError, OSError):
             pass
         except Exception:
@@ -87,15 +128,6 @@ class _HTTPService:
             writer.close()
             with contextlib.suppress(ConnectionError, OSError):
                 await writer.wait_closed()
-
-    async def _read_request(
-        self, reader: asyncio.StreamReader, conn: HTTPServerConnection
-    ) -> HTTPRequest | HTTPError | ConnectionEnded:
-        while True:
-            event = conn.next_request()
-            if isinstance(event, (HTTPRequest, HTTPError, ConnectionEnded)):
-                return event
-            conn.receive_data(await reader.read(_READ_SIZE))
 
     async def _answer(
         self,
@@ -162,12 +194,13 @@ async def serve_router(
     host: str = "127.0.0.1",
     port: int = 0,
     max_body: int = 4 * 1024 * 1024,
+    limits: ServerLimits = DEFAULT_LIMITS,
     started: asyncio.Future[int] | None = None,
 ) -> None:
-    """Serve any HTTP transport machine over TCP until cancelled; ``started``
-    (if given) receives the bound port."""
+    """Serve any HTTP transport machine over TCP under ``limits`` until cancelled;
+    ``started`` (if given) receives the bound port."""
     async with asyncio.TaskGroup() as group:
-        service = _HTTPService(server, router, max_body, group)
+        service = _HTTPService(server, router, max_body, limits, group)
         await serve_tcp(group, service.connection, host, port, started)
 
 
@@ -215,9 +248,11 @@ async def serve_http(
     allowed_origins: Iterable[str] | None = None,
     json_response: bool = False,
     max_body: int = 4 * 1024 * 1024,
+    limits: ServerLimits = DEFAULT_LIMITS,
     started: asyncio.Future[int] | None = None,
 ) -> None:
-    """Serve ``server`` over Streamable HTTP at ``http://host:port/endpoint`` until cancelled."""
+    """Serve ``server`` over Streamable HTTP at ``http://host:port/endpoint`` until cancelled;
+    ``limits`` bounds slow, idle and too many connections."""
     router = streamable_http_router(
         server,
         endpoint=endpoint,
@@ -225,4 +260,6 @@ async def serve_http(
         allowed_origins=allowed_origins,
         json_response=json_response,
     )
-    await serve_router(server, router, host=host, port=port, max_body=max_body, started=started)
+    await serve_router(
+        server, router, host=host, port=port, max_body=max_body, limits=limits, started=started
+    )

@@ -12,6 +12,7 @@ Two families, kept apart on purpose:
 
 from __future__ import annotations
 
+import re
 from enum import IntEnum
 from typing import Any
 
@@ -37,6 +38,7 @@ __all__ = [
     "RequestCancelled",
     "InputRoundsExceeded",
     "HTTPStatusError",
+    "failure_text",
 ]
 
 
@@ -239,3 +241,25 @@ class HTTPStatusError(MCPError, local=True):
     JSON-RPC error; ``data`` has ``status`` and ``body`` (never on the wire)."""
 
     code = -3
+
+
+# Python's own names in an exception's text: ``build_server.<locals>.add(`` (a
+# qualified function), ``<app.tools.Thing object at 0x7f..>`` (a repr).  A peer
+# gets the last name alone: what failed stays readable, the code's layout does not leak.
+_QUALIFIED_NAME = re.compile(
+    r"(?<![\w.])(?:[A-Za-z_]\w*\.|<[a-z]+>\.)+([A-Za-z_]\w*)(?=\(|\s+object\b|>)"
+    r"|(?<![\w.])(?:[A-Za-z_]\w*\.)*<locals>\.(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)"
+)
+_ADDRESS = re.compile(r"\s+at\s+0x[0-9a-fA-F]+")
+
+
+def failure_text(exc: BaseException, *, with_kind: bool = True) -> str:
+    """What a peer is told of an exception a handler raised: its message (after
+    its kind, ``ValueError: ...``, with ``with_kind``), with qualified Python
+    names cut to their last part and object addresses dropped; the traceback
+    stays in the server's log."""
+    message = _ADDRESS.sub("", str(exc))
+    message = _QUALIFIED_NAME.sub(lambda m: m.group(1) or m.group(2), message)
+    if not with_kind:
+        return message
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

@@ -3,13 +3,20 @@ for the arguments a tool receives."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 import typing
 from collections.abc import Callable
 from typing import Any, Literal, Union
 
-__all__ = ["schema_for_function", "schema_for_type", "validate_arguments"]
+__all__ = [
+    "argument_names_problem",
+    "schema_for_function",
+    "schema_for_type",
+    "signature_problem",
+    "validate_arguments",
+]
 
 _SCALARS: dict[Any, dict[str, Any]] = {
     str: {"type": "string"},
@@ -87,19 +94,71 @@ _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
 }
 
 
+def argument_names_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+    """A required name missing from ``arguments``, or one an object schema
+    without ``additionalProperties`` does not know: the problem, or None."""
+    for name in schema.get("required", ()):
+        if name not in arguments:
+            return f"missing required argument {name!r}"
+    if schema.get("additionalProperties") is False:
+        properties = schema.get("properties") or {}
+        for name in arguments:
+            if name not in properties:
+                return f"unexpected argument {name!r}"
+    return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _keyword_parameters(func: Callable[..., Any]) -> tuple[frozenset[str], frozenset[str], bool]:
+    """``func``'s names that can be given by keyword, those of them without a
+    default, and whether it takes ``**kwargs`` (cached: looked up per call)."""
+    names: set[str] = set()
+    required: set[str] = set()
+    any_keyword = False
+    for name, parameter in inspect.signature(func).parameters.items():
+        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            any_keyword = True
+        elif parameter.kind in (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.KEYWORD_ONLY,
+        ):
+            names.add(name)
+            if parameter.default is inspect.Parameter.empty:
+                required.add(name)
+    return frozenset(names), frozenset(required), any_keyword
+
+
+def signature_problem(
+    func: Callable[..., Any], arguments: dict[str, Any], *, given: frozenset[str] = frozenset()
+) -> str | None:
+    """Whether ``func(**arguments)`` (with the names in ``given`` supplied by the
+    caller) would fail for the names alone: the problem, said without any of
+    ``func``'s Python names (a ``TypeError`` from the call would name them), or None."""
+    try:
+        names, required, any_keyword = _keyword_parameters(func)
+    except (TypeError, ValueError):  # no signature to read (some builtins): let the call decide
+        return None
+    if not any_keyword:
+        for name in arguments:
+            if name not in names or name in given:
+                return f"unexpected argument {name!r}"
+    for name in sorted(required - given):
+        if name not in arguments:
+            return f"missing required argument {name!r}"
+    return None
+
+
 def validate_arguments(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
     """Check ``arguments`` against the parts of an object schema that matter
     for dispatch (required names, property types, enums). Returns a problem
     description or None."""
-    for name in schema.get("required", ()):
-        if name not in arguments:
-            return f"missing required argument {name!r}"
+    problem = argument_names_problem(schema, arguments)
+    if problem:
+        return problem
     properties = schema.get("properties") or {}
     for name, value in arguments.items():
         prop = properties.get(name)
         if prop is None:
-            if schema.get("additionalProperties") is False:
-                return f"unexpected argument {name!r}"
             continue
         problem = _check_value(prop, value)
         if problem:

@@ -4,26 +4,33 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Iterable
+from functools import partial
 from typing import Any
 
 import trio
 
 from sansio_mcp import RequestReceived, ServerSession
-from sansio_mcp._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnection
+from sansio_mcp._http import ConnectionEnded, HTTPError, HTTPServerConnection
 from sansio_mcp._streamable_http import Exchange
 from sansio_mcp.runtime._http_service import (
+    DEFAULT_LIMITS,
+    ConnectionGate,
     RoutedOutput,
     Router,
+    ServerLimits,
     SessionHosts,
+    read_request,
+    refuse_connection,
     route,
     streamable_http_router,
 )
 from sansio_mcp.runtime._server import Server
 
+from ._backend import PRIMITIVES
 from ._runner import TrioSessionHost
 from .server import TrioContext
 
-__all__ = ["Router", "serve_http", "serve_router"]
+__all__ = ["Router", "ServerLimits", "serve_http", "serve_router"]
 
 logger = logging.getLogger("trio_adapters.http")
 
@@ -42,9 +49,11 @@ class _HTTPSessionHost(RoutedOutput, TrioSessionHost):
 
 
 class _HTTPService:
-    def __init__(self, server: Server, router: Router, max_body: int) -> None:
+    def __init__(self, server: Server, router: Router, max_body: int, limits: ServerLimits) -> None:
         self.router = router
         self.max_body = max_body
+        self.limits = limits
+        self.gate = ConnectionGate(limits)
         self.nursery: trio.Nursery | None = None
 
         def make_host(session: ServerSession) -> _HTTPSessionHost:
@@ -55,11 +64,32 @@ class _HTTPService:
 
         self.hosts = SessionHosts(server, router, make_host)
 
-    async def connection(self, stream: trio.abc.Stream) -> None:
+    async def connection(self, stream: trio.abc.HalfCloseableStream) -> None:
+        if not self.gate.enter():
+            receive = partial(stream.receive_some, _READ_SIZE)
+            try:
+                await refuse_connection(
+                    stream.send_all, stream.send_eof, receive, PRIMITIVES, self.limits
+                )
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass  # the peer left first
+            finally:
+                await trio.aclose_forcefully(stream)
+            return
+        try:
+            await self._serve(stream)
+        finally:
+            self.gate.leave()
+
+    async def _serve(self, stream: trio.abc.Stream) -> None:
         conn = HTTPServerConnection(max_body=self.max_body)
+        receive = partial(stream.receive_some, _READ_SIZE)
+        kept_alive = False
         try:
             while True:
-                request = await self._read_request(stream, conn)
+                request = await read_request(
+                    conn, receive, PRIMITIVES, self.limits, kept_alive=kept_alive
+                )
                 if isinstance(request, ConnectionEnded):
                     return
                 if isinstance(request, HTTPError):
@@ -75,6 +105,7 @@ class _HTTPService:
                     self.hosts.finish(exchange)
                 if not conn.start_next():
                     return
+                kept_alive = True
         except* (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the client went away (alone, or from inside the answer's nursery)
         except* Exception:
@@ -82,16 +113,6 @@ class _HTTPService:
             logger.exception("error while serving an HTTP connection; closing it")
         finally:
             await trio.aclose_forcefully(stream)
-
-    async def _read_request(
-        self, stream: trio.abc.Stream, conn: HTTPServerConnection
-    ) -> HTTPRequest | HTTPError | ConnectionEnded:
-        while True:
-            event = conn.next_request()
-            if isinstance(event, (HTTPRequest, HTTPError, ConnectionEnded)):
-                return event
-            data = await stream.receive_some(_READ_SIZE)
-            conn.receive_data(data)
 
     async def _answer(
         self, stream: trio.abc.Stream, conn: HTTPServerConnection, exchange: Exchange
@@ -155,12 +176,13 @@ async def serve_http(
     allowed_origins: Iterable[str] | None = None,
     json_response: bool = False,
     max_body: int = 4 * 1024 * 1024,
+    limits: ServerLimits = DEFAULT_LIMITS,
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``server`` over Streamable HTTP at ``http://host:port/endpoint``.
 
-    ``task_status.started`` reports the bound port (useful with ``port=0``).
-    Runs until cancelled.
+    ``task_status.started`` reports the bound port (useful with ``port=0``);
+    ``limits`` bounds slow, idle and too many connections.  Runs until cancelled.
     """
     http = streamable_http_router(
         server,
@@ -170,7 +192,13 @@ async def serve_http(
         json_response=json_response,
     )
     await serve_router(
-        server, http, host=host, port=port, max_body=max_body, task_status=task_status
+        server,
+        http,
+        host=host,
+        port=port,
+        max_body=max_body,
+        limits=limits,
+        task_status=task_status,
     )
 
 
@@ -181,10 +209,11 @@ async def serve_router(
     host: str = "127.0.0.1",
     port: int = 0,
     max_body: int = 4 * 1024 * 1024,
+    limits: ServerLimits = DEFAULT_LIMITS,
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve any HTTP transport machine over TCP; reports the bound port."""
-    service = _HTTPService(server, router, max_body)
+    """Serve any HTTP transport machine over TCP under ``limits``; reports the bound port."""
+    service = _HTTPService(server, router, max_body, limits)
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()[1]
     async with trio.open_nursery() as nursery:

@@ -16,7 +16,7 @@ from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
 from sansio_mcp._versions import HANDSHAKE_REVISIONS
 from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
 from sansio_mcp.runtime._http_client import LegacySSEClientHost
-from sansio_mcp.runtime._http_service import legacy_sse_router
+from sansio_mcp.runtime._http_service import DEFAULT_LIMITS, ServerLimits, legacy_sse_router
 from sansio_mcp.runtime._server import Server
 
 from ._util import unwrap_single_exception
@@ -39,9 +39,11 @@ async def serve_sse(
     allowed_hosts: Iterable[str] | None = None,
     allowed_origins: Iterable[str] | None = None,
     max_body: int = 4 * 1024 * 1024,
+    limits: ServerLimits = DEFAULT_LIMITS,
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve ``server`` over the legacy HTTP+SSE transport (GET ``sse_path``)."""
+    """Serve ``server`` over the legacy HTTP+SSE transport (GET ``sse_path``);
+    ``limits`` bounds slow, idle and too many connections (not the event streams)."""
     router = legacy_sse_router(
         server,
         sse_path=sse_path,
@@ -50,7 +52,13 @@ async def serve_sse(
         allowed_origins=allowed_origins,
     )
     await serve_router(
-        server, router, host=host, port=port, max_body=max_body, task_status=task_status
+        server,
+        router,
+        host=host,
+        port=port,
+        max_body=max_body,
+        limits=limits,
+        task_status=task_status,
     )
 
 

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .._client_session import ClientSession
-from .._errors import ErrorCode, LocalProtocolError, MCPError
+from .._errors import ErrorCode, LocalProtocolError, MCPError, failure_text
 from .._events import (
     CancelRequested,
     ConnectionClosed,
@@ -300,7 +300,9 @@ class Driver:
                 "handler for %s returned a result that cannot be sent: %s", event.method, exc
             )
             self.session.respond_error(
-                event.request_id, ErrorCode.INTERNAL_ERROR, f"internal error: {exc}"
+                event.request_id,
+                ErrorCode.INTERNAL_ERROR,
+                f"internal error: {failure_text(exc, with_kind=False)}",
             )
 
     def _answer_failure(self, event: RequestReceived, exc: Exception) -> None:
@@ -309,5 +311,5 @@ class Driver:
             return
         logger.error("handler for %s failed", event.method, exc_info=exc)
         self.session.respond_error(
-            event.request_id, ErrorCode.INTERNAL_ERROR, f"internal error: {exc}"
+            event.request_id, ErrorCode.INTERNAL_ERROR, f"internal error: {failure_text(exc)}"
         )

@@ -1,27 +1,172 @@
 """Backend-neutral bookkeeping of an HTTP MCP service: which session host
-drives which session, and when a finished stateless request's session can be
-dropped.  The Trio and asyncio HTTP servers share it."""
+drives which session, when a finished stateless request's session can be
+dropped, and how long and how many connections a peer may hold
+(:class:`ServerLimits`, :func:`read_request`, :class:`ConnectionGate`).  The
+Trio and asyncio HTTP servers share it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from .._http import HTTPRequest
+from .._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnection
 from .._legacy_sse import LegacySSEServer
 from .._server_session import ServerSession
 from .._streamable_http import Exchange, StreamableHTTPServer
+from ._backend import Backend, TimedOut
 from ._driver import Driver
 from ._server import Server
 
 __all__ = [
+    "DEFAULT_LIMITS",
+    "ConnectionGate",
     "RoutedOutput",
     "Router",
     "SessionHost",
+    "ServerLimits",
     "SessionHosts",
     "legacy_sse_router",
+    "read_request",
+    "refuse_connection",
     "streamable_http_router",
 ]
+
+
+def _default_max_connections() -> int:
+    """1,000, or half the process's open-file limit where that is lower: a listener
+    that took every descriptor would leave none for its sessions and would have to
+    drop new peers unanswered, where under the cap they get a 503."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):  # no such limit here (Windows)
+        return 1000
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return 1000
+    return max(1, min(1000, soft // 2))
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """How long and how many connections the HTTP listeners (Streamable HTTP,
+    legacy SSE) let peers hold, so that slow or idle peers cannot take every
+    socket: ``serve_http``, ``serve_sse`` and ``serve_router`` take one as ``limits=``.
+
+    * ``request_timeout``: seconds for a request's head and body, from its first
+      byte (from the accept for a connection's first request); slower, the peer
+      gets 408 and the connection is closed.  A response in progress, an SSE
+      stream included, is not under it.
+    * ``keep_alive_timeout``: seconds a kept-alive connection may wait, idle,
+      for its next request; then it is closed quietly.
+    * ``max_connections``: connections open at once (1,000, or half the open-file
+      limit where that is lower); one more gets an immediate 503 with
+      ``Retry-After: retry_after`` and is closed.
+    """
+
+    request_timeout: float = 20.0
+    keep_alive_timeout: float = 15.0
+    max_connections: int = field(default_factory=_default_max_connections)
+    retry_after: int = 1
+
+    def __post_init__(self) -> None:
+        if self.request_timeout <= 0 or self.keep_alive_timeout <= 0:
+            raise ValueError("request_timeout and keep_alive_timeout must be positive")
+        if self.max_connections < 1:
+            raise ValueError("max_connections must be at least 1")
+
+    def overloaded_response(self) -> bytes:
+        """What a connection beyond ``max_connections`` gets before it is closed
+        (written whole, as the connection has read nothing)."""
+        body = b"too many connections; try again later\n"
+        head = (
+            "HTTP/1.1 503 Service Unavailable\r\n"
+            f"retry-after: {self.retry_after}\r\n"
+            "content-type: text/plain; charset=utf-8\r\n"
+            f"content-length: {len(body)}\r\n"
+            "connection: close\r\n\r\n"
+        )
+        return head.encode("ascii") + body
+
+
+#: The limits of a listener given none.
+DEFAULT_LIMITS = ServerLimits()
+
+
+class ConnectionGate:
+    """Counts a listener's open connections against ``ServerLimits.max_connections``."""
+
+    def __init__(self, limits: ServerLimits) -> None:
+        self.limits = limits
+        self.open = 0
+
+    def enter(self) -> bool:
+        """Admit a new connection (True; call :meth:`leave` when it closes), or
+        refuse it (False: answer ``limits.overloaded_response()`` and close)."""
+        if self.open >= self.limits.max_connections:
+            return False
+        self.open += 1
+        return True
+
+    def leave(self) -> None:
+        self.open -= 1
+
+
+#: How long a refused connection is read from after its 503, at the most.
+REFUSAL_LINGER = 1.0
+
+
+async def refuse_connection(
+    send_all: Callable[[bytes], Awaitable[None]],
+    send_eof: Callable[[], Awaitable[None]],
+    receive: Callable[[], Awaitable[bytes | bytearray]],
+    backend: Backend,
+    limits: ServerLimits,
+) -> None:
+    """Answer a connection beyond ``max_connections`` with 503, then end our side and
+    read what the peer sent until it closes (``REFUSAL_LINGER`` s at most): closing a
+    socket with unread bytes resets it, and the peer would lose the 503 with it.
+    The caller closes the connection."""
+    async with backend.move_on_after(REFUSAL_LINGER):
+        await send_all(limits.overloaded_response())
+        await send_eof()
+        while await receive():
+            pass
+
+
+async def read_request(
+    conn: HTTPServerConnection,
+    receive: Callable[[], Awaitable[bytes | bytearray]],
+    backend: Backend,
+    limits: ServerLimits,
+    *,
+    kept_alive: bool,
+) -> HTTPRequest | HTTPError | ConnectionEnded:
+    """The connection's next request, read with ``receive`` under ``limits``: a
+    :class:`ConnectionEnded` when the peer closed, or (``kept_alive``: after an
+    earlier request) stayed idle past ``keep_alive_timeout``; an :class:`HTTPError`
+    408 when the request took longer than ``request_timeout`` (the caller answers
+    it, as any :class:`HTTPError`, and closes)."""
+    event = conn.next_request()
+    if isinstance(event, (HTTPRequest, HTTPError, ConnectionEnded)):
+        return event  # pipelined: it came with the previous one
+    if kept_alive:
+        first: bytes | bytearray | None = None
+        async with backend.move_on_after(limits.keep_alive_timeout):
+            first = await receive()
+        if first is None:
+            return ConnectionEnded()
+        conn.receive_data(first)
+    try:
+        async with backend.fail_after(limits.request_timeout):
+            while True:
+                event = conn.next_request()
+                if isinstance(event, (HTTPRequest, HTTPError, ConnectionEnded)):
+                    return event
+                conn.receive_data(await receive())
+    except TimedOut:
+        return HTTPError(408, f"request not received within {limits.request_timeout:g} s")
 
 
 class Router(Protocol):

@@ -14,7 +14,7 @@ import typing
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from .._errors import ErrorCode, InvalidParams, MCPError, MethodNotFound
+from .._errors import ErrorCode, InvalidParams, MCPError, MethodNotFound, failure_text
 from .._events import RequestMeta
 from .._jsonrpc import RequestId
 from .._modern import CacheHints
@@ -38,7 +38,12 @@ from .._registry import (
     tool_result,
 )
 from .._request_state import RequestStateSealer, request_binding
-from .._schema import schema_for_function, validate_arguments
+from .._schema import (
+    argument_names_problem,
+    schema_for_function,
+    signature_problem,
+    validate_arguments,
+)
 from .._server_session import ServerSession
 from .._versions import ALL_REVISIONS, MRTR_METHODS
 
@@ -510,7 +515,7 @@ class Server:
         if isinstance(exc, (MCPError, NeedInput)) or not call.tool:
             raise exc
         # A failing tool is a result, not a protocol error.
-        return ToolResult.text(f"{type(exc).__name__}: {exc}", is_error=True).to_result()
+        return ToolResult.text(failure_text(exc), is_error=True).to_result()
 
     def _plan(self, ctx: Context) -> dict[str, Any] | HandlerCall:
         """The result of a request that calls no handler, or the call it comes down to."""
@@ -553,6 +558,14 @@ class Server:
         if tool is None:
             raise InvalidParams(message=f"unknown tool: {name!r}")
         arguments = ctx.params.get("arguments") or {}
+        given = frozenset({tool.context_param}) if tool.context_param else frozenset()
+        # Names the tool cannot take are invalid params (-32602), found before the call,
+        # so that no TypeError naming the function reaches the peer.
+        names_problem = argument_names_problem(tool.input_schema, arguments) or signature_problem(
+            tool.handler, arguments, given=given
+        )
+        if names_problem:
+            raise InvalidParams(message=f"invalid arguments for tool {name!r}: {names_problem}")
         problem = validate_arguments(tool.input_schema, arguments)
         if problem:
             # Input validation failures are tool errors the model can act on (SEP-1303).
