@@ -27,3 +27,15 @@ def test_unix_socket_on_the_pure_core() -> None:
         "echo: over a Unix socket",
         "tools/call failed: tools/call timed out",
     ]
+
+
+def test_message_queue_drives_the_declarative_server_without_an_adapter() -> None:
+    assert _run("message_queue.py") == [
+        "tools: ['add', 'countdown']",
+        "add: 42",
+        "progress 1/3",
+        "progress 2/3",
+        "progress 3/3",
+        "countdown: liftoff",
+        "launch failed: -32602 unknown tool: 'launch'",
+    ]
