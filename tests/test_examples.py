@@ -50,3 +50,14 @@ def test_starlette_and_uvicorn_in_a_loop_of_their_own() -> None:
         "app stopped",
         "listening: False",
     ]
+
+
+def test_trio_nursery_with_cancellation() -> None:
+    assert _run("trio_nursery.py") == [
+        "client: tools ['slow', 'echo']",
+        "client: gave up on slow (cancelled: True)",
+        "server: slow cancelled after step 1 of 30",
+        "client: echo still here",
+        "server: the client closed; serve returned",
+        "nursery closed",
+    ]
