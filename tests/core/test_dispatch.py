@@ -25,15 +25,7 @@ def _serving(server: Server) -> tuple[ServerSession, Driver, Spawned]:
     spawned: Spawned = []
 
     def handle_request(event: RequestReceived) -> dict[str, Any] | Awaitable[dict[str, Any]]:
-        ctx = Context(
-            request_id=event.request_id,
-            method=event.method,
-            params=event.params,
-            progress_token=event.progress_token,
-            session=session,
-            meta=event.meta,
-        )
-        return server.begin(ctx)
+        return server.begin(Context.for_request(event, session, now=0.0))
 
     driver = Driver(
         session,
