@@ -20,6 +20,7 @@ __all__ = [
     "ProtocolError",
     "LocalProtocolError",
     "RemoteProtocolError",
+    "OversizedMessage",
     "MCPError",
     "ParseError",
     "InvalidRequest",
@@ -93,6 +94,10 @@ class LocalProtocolError(ProtocolError):
 
 class RemoteProtocolError(ProtocolError):
     """The peer sent something the protocol forbids."""
+
+
+class OversizedMessage(RemoteProtocolError):
+    """The peer sent a message over the size limit (``max_message_size``)."""
 
 
 _BY_CODE: dict[int, type[MCPError]] = {}

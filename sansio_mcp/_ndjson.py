@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from . import _json
-from ._errors import ErrorCode, RemoteProtocolError
+from ._errors import ErrorCode, OversizedMessage, RemoteProtocolError
 from ._json import DEFAULT_MAX_MESSAGE_SIZE
 from ._jsonrpc import is_request_id
 from ._util import Sentinel
@@ -18,14 +18,14 @@ _HEAD_ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 _HEAD_METHOD = re.compile(rb'"method"\s*:')
 
 
-def oversized_message(head: bytes, size: int, limit: int) -> RemoteProtocolError:
+def oversized_message(head: bytes, size: int, limit: int) -> OversizedMessage:
     """The error for a message over ``limit`` bytes, of which ``head`` was kept.
 
     Its id, when the head shows one, goes with it: a request is answered under its own
     id, and an answer to one of ours ends that request at once (see ``fail_oversized``)
     instead of leaving it to time out.
     """
-    error = RemoteProtocolError(
+    error = OversizedMessage(
         f"a message of {size} bytes exceeds the {limit}-byte limit (max_message_size)",
         code=ErrorCode.INVALID_REQUEST,
     )

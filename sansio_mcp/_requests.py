@@ -19,6 +19,7 @@ from ._errors import (
     ErrorCode,
     LocalProtocolError,
     MCPError,
+    OversizedMessage,
     RemoteProtocolError,
 )
 from ._events import (
@@ -248,10 +249,9 @@ class RequestTracker:
             return
         request = self.take(error.request_id)
         if request is not None:
-            self.fail(
-                request,
-                MCPError(ErrorCode.INVALID_REQUEST, f"malformed response: {error.message}"),
-            )
+            what = "refused" if isinstance(error, OversizedMessage) else "malformed"
+            message = f"the answer to {request.method} was {what}: {error.message}"
+            self.fail(request, MCPError(ErrorCode.INVALID_REQUEST, message))
 
     def on_progress(self, params: dict[str, Any]) -> None:
         """The peer reported progress on one of our requests."""

@@ -88,7 +88,10 @@ class ResponseReader:
         self.is_json = "application/json" in types
         self.max_body = max_body
         self._body = bytearray()
-        self.sse = SSEParser() if self.is_sse else None
+        # An event carries one whole message: the stream's limits are the body's.
+        self.sse = (
+            SSEParser(max_line_size=max_body, max_event_size=max_body) if self.is_sse else None
+        )
 
     def feed(self, chunk: bytes) -> list[Any]:
         """Messages complete so far (SSE), or none until the end (JSON)."""

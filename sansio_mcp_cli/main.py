@@ -6,13 +6,14 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
-from sansio_mcp import MCPError, ProtocolError
-from sansio_mcp._versions import ALL_REVISIONS
+from sansio_mcp import ConnectionClosedError, MCPError, ProtocolError
+from sansio_mcp._refusals import does_not_speak
+from sansio_mcp._versions import ALL_REVISIONS, MODERN_REVISIONS
 from sansio_mcp.runtime import ClientAPI, TimedOut, TransportBackend
 from sansio_mcp.runtime.example_server import build_server
 
@@ -21,6 +22,7 @@ from .answers import Answers
 __all__ = ["main"]
 
 SERVER_TRANSPORTS = ("stdio", "http", "sse", "ws")
+_T = TypeVar("_T")
 BACKEND_NAMES = ("asyncio", "trio")
 TRANSPORT_PATHS = {"http": "/mcp", "sse": "/sse", "ws": "/mcp"}
 
@@ -109,6 +111,13 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("--protocol-version", choices=versions, default="auto", help=version_help)
     inspect.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     inspect.add_argument(
+        "--max-message-size",
+        type=int,
+        metavar="BYTES",
+        help="the largest message to accept from the server (default 8 MiB); "
+        "an answer over it fails at once, naming its size",
+    )
+    inspect.add_argument(
         "url", nargs="?", help="a server URL (http(s)://, ws://) instead of a command"
     )
     inspect.add_argument(
@@ -131,6 +140,13 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("--args", default="{}", help="the tool's arguments as a JSON object")
     call.add_argument("--protocol-version", choices=versions, default="auto", help=version_help)
     call.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the result")
+    call.add_argument(
+        "--max-message-size",
+        type=int,
+        metavar="BYTES",
+        help="the largest message to accept from the server (default 8 MiB); "
+        "an answer over it fails at once, naming its size",
+    )
     call.add_argument(
         "--elicit",
         action="append",
@@ -275,7 +291,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
         if group.split(KeyboardInterrupt)[1] is None:
             return 130
         raise
-    except (MCPError, ProtocolError, OSError, TimedOut) as exc:
+    except (MCPError, ProtocolError, OSError, TimedOut, RevisionRefused) as exc:
         print(f"sansio-mcp {args.command}: {_describe(exc)}", file=sys.stderr)
         return 1
     return 2  # pragma: no cover - argparse rejects unknown commands
@@ -301,14 +317,58 @@ def _connect(
     """A client for a command (stdio) or a URL (HTTP, legacy SSE, WebSocket)."""
     options.update(_version_options(args))
     options["initialize_timeout"] = args.timeout
+    if args.max_message_size is not None:
+        options["max_message_size"] = args.max_message_size
     return backend.connect(command, args.url, getattr(args, "transport", None), **options)
+
+
+class RevisionRefused(Exception):
+    """The server answered the handshake at the revision asked for with an error."""
+
+
+async def _explain_refusal(
+    backend: TransportBackend, command: list[str], args: argparse.Namespace, error: MCPError
+) -> RevisionRefused:
+    """Say that the server does not speak ``--protocol-version``, and what it speaks
+    (asked again with ``auto``), instead of a bare -32601 or HTTP 400 body."""
+    revision = args.protocol_version
+    method = "server/discover" if revision in MODERN_REVISIONS else "initialize"
+    auto = argparse.Namespace(**{**vars(args), "protocol_version": "auto"})
+    spoken: list[str] = []
+    try:
+        async with _connect(backend, command, auto) as client:
+            spoken.append(client.protocol_version)
+    except (MCPError, ProtocolError, OSError, TimedOut):
+        pass
+    return RevisionRefused(does_not_speak(revision, method, error, spoken))
+
+
+async def _connected(
+    backend: TransportBackend,
+    command: list[str],
+    args: argparse.Namespace,
+    use: Callable[[ClientAPI], Awaitable[_T]],
+    **options: Any,
+) -> _T:
+    """``use`` a client; a handshake refused at a fixed revision is explained."""
+    connected = False
+    try:
+        async with _connect(backend, command, args, **options) as client:
+            connected = True
+            return await use(client)
+    except MCPError as error:
+        if connected or args.protocol_version == "auto" or isinstance(error, ConnectionClosedError):
+            raise
+        raise await _explain_refusal(backend, command, args, error) from error
 
 
 async def _run_inspect(
     backend: TransportBackend, command: list[str], args: argparse.Namespace
 ) -> int:
-    async with _connect(backend, command, args) as client:
-        _dump(await _inspect(client, backend, args.timeout))
+    async def inspect(client: ClientAPI) -> dict[str, Any]:
+        return await _inspect(client, backend, args.timeout)
+
+    _dump(await _connected(backend, command, args, inspect))
     return 0
 
 
@@ -326,8 +386,11 @@ async def _run_call(backend: TransportBackend, command: list[str], args: argpars
     except ValueError as exc:
         print(f"sansio-mcp call: {exc}", file=sys.stderr)
         return 2
-    async with _connect(backend, command, args, handlers=answers.handlers()) as client:
-        result = await client.call_tool(args.tool, arguments, timeout=args.timeout)
+
+    async def call(client: ClientAPI) -> dict[str, Any]:
+        return await client.call_tool(args.tool, arguments, timeout=args.timeout)
+
+    result = await _connected(backend, command, args, call, handlers=answers.handlers())
     _dump(result)
     return 1 if result.get("isError") else 0
 

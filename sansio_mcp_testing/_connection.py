@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -25,7 +25,7 @@ from ._options import CheckOptions
 from ._recorder import LockedSendStream, Recorder, RecordingClientSession, SchemaProblem
 from .report import Violation
 
-__all__ = ["Connection", "Connector", "ServerGone", "absolute_command"]
+__all__ = ["Connection", "Connector", "ServerGone", "absolute_command", "describe_exit"]
 
 
 class ServerGone(Exception):
@@ -94,6 +94,7 @@ class Connector:
         workdir: str,
         schema_dir: str | None,
         on_schema_problem: Callable[[SchemaProblem], None],
+        say: Callable[[str], None] = lambda text: None,
     ) -> None:
         self.command = command
         self.url = url
@@ -101,8 +102,13 @@ class Connector:
         self.workdir = workdir
         self.schema_dir = schema_dir
         self.on_schema_problem = on_schema_problem
+        #: Progress lines (a death is announced once its exit status is known).
+        self.say = say
         #: The last stderr lines of the latest stdio server (to say why it was not reached).
         self.last_stderr: list[str] = []
+        #: The exit status of the latest stdio server, when it exited on its own (None:
+        #: it was still running when the checker stopped it, or it was not a process).
+        self.last_exit_status: int | None = None
 
     @asynccontextmanager
     async def connect(self, revision: str) -> AsyncIterator[Connection]:
@@ -148,6 +154,7 @@ class Connector:
         assert process.stdin and process.stdout and process.stderr
         tail: deque[str] = deque(maxlen=20)
         self.last_stderr = []
+        self.last_exit_status = None
         raw = LockedSendStream(process.stdin)
 
         async def handle_request(event: Any) -> dict[str, Any]:
@@ -171,13 +178,15 @@ class Connector:
                     conn.raw, conn.process, conn.stderr_tail = raw, process, tail
                     yield conn
                 finally:
+                    self.last_exit_status = await _exit_status(process, runner.driver.closed)
                     await stop_process(process, grace=1.0)
                     nursery.cancel_scope.cancel()
                     death = conn.death if conn is not None else None
                     if death is not None:
                         death.details["exit_status"] = process.returncode
                         death.details["stderr"] = list(tail)
-                        death.message += f" (exit status {process.returncode})"
+                        death.message += " (" + describe_exit(process.returncode, tail) + ")"
+                        self.say(f"  ! survival: {death.message}")
         finally:
             if process.returncode is None:
                 await stop_process(process, grace=0)
@@ -220,7 +229,7 @@ class Connector:
         client = await start_client(host, session, handlers, self.options.timeout)
         await host.flush()  # notifications/initialized belongs to the setup
         conn = Connection(client, session, host, recorder, revision)
-        conn.setup_end = recorder.seq
+        conn.setup_end = recorder.setup_end = recorder.seq
         return conn
 
 
@@ -238,6 +247,26 @@ def absolute_command(command: list[str]) -> list[str]:
         else:
             found.append(arg)
     return found
+
+
+def describe_exit(status: int | None, stderr: Iterable[str]) -> str:
+    """``exit status 7; its stderr ended: a | b | c`` (the last three lines)."""
+    last = [line if len(line) <= 200 else line[:200] + "…" for line in stderr if line.strip()]
+    said = f"exit status {status}"
+    if last:
+        said += "; its stderr ended: " + " | ".join(last[-3:])
+    else:
+        said += "; nothing on its stderr"
+    return said
+
+
+async def _exit_status(process: trio.Process, output_ended: bool) -> int | None:
+    """The process's exit status if it exited on its own: when its output ended
+    (the session closed), it is given a moment to be reaped."""
+    if output_ended and process.returncode is None:
+        with trio.move_on_after(1.0):
+            await process.wait()
+    return process.returncode
 
 
 async def _drain(stream: trio.abc.ReceiveStream, tail: deque[str]) -> None:

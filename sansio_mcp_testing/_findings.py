@@ -51,8 +51,6 @@ class Findings:
         #: The properties that still run (a property skipped as a whole leaves it).
         self.enabled = set(enabled)
         self._progress = progress
-        #: Recorder line numbers of schema-invalid messages (for the stateful property).
-        self.schema_problem_seqs: list[int] = []
         self._schema_seen: set[str] = set()
         for name, description in PROPERTIES.items():
             status = "passed" if name in self.enabled else "skipped"
@@ -76,6 +74,7 @@ class Findings:
         revision: str | None,
         tool: str | None = None,
         severity: str = "error",
+        announce: bool = True,
         **details: Any,
     ) -> Violation:
         if name not in PROPERTIES:
@@ -91,8 +90,15 @@ class Findings:
             transcript=transcript,
             details=details,
         )
+        for earlier in self.report.violations:
+            if earlier.same_finding(violation) and revision is not None:
+                # Found again at another revision: one entry, the revisions listed.
+                if revision not in earlier.revisions:
+                    earlier.revisions.append(revision)
+                return earlier
         self.report.violations.append(violation)
-        self.say(f"  ! {name}: {message}")
+        if announce:
+            self.say(f"  ! {name}: {message}")
         return violation
 
     def skip(self, what: str, reason: str, revision: str | None = None) -> None:
@@ -110,19 +116,20 @@ class Findings:
         """The server died during ``when``: a survival violation, and ``conn`` is dead."""
         conn.dead = True
         begin = start if start is not None else max(conn.setup_end, conn.recorder.seq - 4)
-        # The exit status and the last stderr lines are filled in once it is reaped.
+        # A process's exit status and last stderr lines are filled in (and the death
+        # announced) once it is reaped.
         conn.death = self.violate(
             "survival",
             f"the server died during {when}",
             conn.transcript(begin),
             revision=conn.revision,
+            announce=conn.process is None,
             stderr=list(conn.stderr_tail),
             exit_status=None,
         )
 
     def schema_problem(self, problem: SchemaProblem) -> None:
         """A message failed its schema (the recorder's callback)."""
-        self.schema_problem_seqs.append(problem.line.seq)
         if "schema" not in self.enabled:
             return
         key = f"{problem.revision}|{problem.problems[0][:120]}"
@@ -131,12 +138,18 @@ class Findings:
         self._schema_seen.add(key)
         if len(self._schema_seen) > _MAX_SCHEMA_VIOLATIONS:
             return
-        transcript = [problem.request.render()] if problem.request is not None else []
-        transcript.append(problem.line.render())
-        self.violate("schema", "; ".join(problem.problems), transcript, revision=problem.revision)
+        # A problem can quote the whole offending message: the transcript has it already.
+        message = "; ".join(p if len(p) <= 300 else p[:300] + " …" for p in problem.problems)
+        self.violate("schema", message, problem.transcript(), revision=problem.revision)
 
-    def finish_schema_counts(self) -> None:
-        """A schema property that checked nothing is skipped, not passed."""
-        result = self.report.properties["schema"]
-        if "schema" in self.enabled and result.status != "failed" and not result.checks:
-            result.status, result.reason = "skipped", "no message was checked"
+    def finish(self) -> None:
+        """A property that checked nothing is skipped, not passed, with the reason
+        (malformed-jsonrpc over Streamable HTTP showed "passed, 0 checks")."""
+        for name in self.enabled:
+            result = self.report.properties[name]
+            if result.status != "passed" or result.checks:
+                continue
+            reasons = list(dict.fromkeys(s.reason for s in self.report.skipped if s.what == name))
+            if name == "schema" and not reasons:
+                reasons = ["no message was checked"]
+            result.status, result.reason = "skipped", "; ".join(reasons) or "nothing to check"

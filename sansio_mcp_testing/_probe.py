@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from sansio_mcp import ConnectionClosedError, MCPError, RequestTimeout
+from sansio_mcp._errors import ErrorCode
 
 from ._connection import Connection, ServerGone
 from ._findings import Findings
@@ -38,8 +39,9 @@ class Probe:
     async def request(
         self, method: str, params: dict[str, Any] | None, what: str
     ) -> tuple[str, Any, list[str]]:
-        """("result", result) | ("error", MCPError) | ("timeout", None), with the
-        transcript; raises ServerGone."""
+        """("result", result) | ("error", MCPError) | ("unanswered", None): no usable
+        answer (none in time, or one over the size limit), already reported; with the
+        transcript.  Raises ServerGone."""
         conn = self.conn
         start = conn.recorder.seq
         try:
@@ -48,25 +50,47 @@ class Probe:
             )
             outcome: tuple[str, Any] = ("result", result)
         except RequestTimeout:
-            transcript = conn.transcript(start)
-            tool_call = method == "tools/call"
-            self.violate(
-                "responsive",
-                f"{what}: no answer within {self.options.timeout}s"
-                + (
-                    " (the call was cancelled; a tool may legitimately run this long)"
-                    if tool_call
-                    else ""
-                ),
-                transcript,
-                severity="warning" if tool_call else "error",
-                tool=(params or {}).get("name") if tool_call else None,
-            )
-            return "timeout", None, transcript
+            return "unanswered", None, self._unanswered(method, params, what, start)
         except ConnectionClosedError:
             self.findings.server_gone(conn, what, start)
             raise ServerGone() from None
         except MCPError as error:
+            if conn.recorder.dropped_since(start) is not None and _is_local(error):
+                # The session failed the request itself: the answer was over the limit.
+                return "unanswered", None, self._unanswered(method, params, what, start)
             outcome = ("error", error)
         self.findings.count("responsive")
         return outcome[0], outcome[1], conn.transcript(start)
+
+    def _unanswered(
+        self, method: str, params: dict[str, Any] | None, what: str, start: int
+    ) -> list[str]:
+        """Report a request with no usable answer (responsive); its transcript."""
+        transcript = self.conn.transcript(start)
+        tool_call = method == "tools/call"
+        dropped = self.conn.recorder.dropped_since(start)
+        if dropped is not None:
+            message = f"{what}: {dropped}"
+        elif tool_call:
+            message = (
+                f"{what}: no answer within {self.options.timeout}s (the call was "
+                "cancelled; a tool may legitimately run this long)"
+            )
+        else:
+            message = f"{what}: no answer within {self.options.timeout}s"
+        self.violate(
+            "responsive",
+            message,
+            transcript,
+            severity="warning" if tool_call or dropped else "error",
+            tool=(params or {}).get("name") if tool_call else None,
+        )
+        return transcript
+
+
+def _is_local(error: MCPError) -> bool:
+    """An error the client session made up (a malformed or oversized answer), not
+    one the server sent."""
+    return error.code == ErrorCode.INVALID_REQUEST and error.message.startswith(
+        "malformed response:"
+    )

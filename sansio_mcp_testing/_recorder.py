@@ -11,6 +11,7 @@ import attrs
 import trio
 
 from sansio_mcp import ClientSession
+from sansio_mcp._json import DEFAULT_MAX_MESSAGE_SIZE
 from sansio_mcp._versions import REVISIONS
 
 from .schemas import OfficialSchema, load_schema
@@ -19,6 +20,10 @@ __all__ = ["Line", "Recorder", "RecordingClientSession", "LockedSendStream"]
 
 #: Direction marks in transcripts: what we sent, and what the server sent.
 SENT, RECEIVED = ">", "<"
+#: Bytes of a message over the size limit kept for its transcript line.
+_OVERSIZED_HEAD = 300
+#: Characters of a received string value shown in a transcript.
+_LONG_STRING = 200
 
 
 @attrs.define
@@ -28,17 +33,62 @@ class Line:
     text: str
     obj: Any = None
     parsed: bool = False
+    #: Over the session's message size limit: the session dropped it, and ``text``
+    #: holds only its beginning; ``size`` is its length in bytes.
+    oversized: bool = False
+    size: int = 0
 
     def render(self) -> str:
+        """The line for a transcript: what was sent exactly (it is replayed), what was
+        received with long strings cut (a server's whole ``instructions`` text in every
+        transcript buried the finding)."""
+        if self.direction == RECEIVED and self.parsed and len(self.text) > _LONG_STRING:
+            shortened, cut = _shorten(self.obj)
+            if cut:
+                return f"{self.direction} " + json.dumps(
+                    shortened, ensure_ascii=False, separators=(",", ":")
+                )
         return f"{self.direction} {self.text}"
+
+
+def _mib(size: int) -> str:
+    if size < 1 << 20:
+        return f"{size} bytes"
+    return f"{size / (1 << 20):.1f}".removesuffix(".0") + " MiB"
+
+
+def _shorten(value: Any) -> tuple[Any, bool]:
+    """``value`` with every string longer than :data:`_LONG_STRING` cut, its length
+    said; and whether anything was cut."""
+    if isinstance(value, str):
+        if len(value) <= _LONG_STRING:
+            return value, False
+        return f"{value[:_LONG_STRING]}… ({len(value)} characters)", True
+    if isinstance(value, list):
+        items = [_shorten(item) for item in value]
+        return [item for item, _ in items], any(cut for _, cut in items)
+    if isinstance(value, dict):
+        entries = {key: _shorten(item) for key, item in value.items()}
+        return {k: v for k, (v, _) in entries.items()}, any(c for _, c in entries.values())
+    return value, False
 
 
 @attrs.define
 class SchemaProblem:
     line: Line
+    #: What the message answers, or for a request or notification of the server's
+    #: own, the latest request of ours still open when it came (what caused it).
     request: Line | None
     revision: str
     problems: list[str]
+    #: The handshake lines before it (with ``request``, what reproduces it).
+    setup: list[Line] = attrs.field(factory=list)
+
+    def transcript(self) -> list[str]:
+        lines = [*self.setup]
+        if self.request is not None and self.request not in lines:
+            lines.append(self.request)
+        return [line.render() for line in [*lines, self.line]]
 
 
 class Recorder:
@@ -50,16 +100,29 @@ class Recorder:
         *,
         schema_dir: str | None = None,
         on_problem: Callable[[SchemaProblem], None] | None = None,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     ) -> None:
         self.revision = revision
+        #: The client session's limit: a longer line is dropped by it, and kept short here.
+        self.max_message_size = max_message_size
         self.schema_dir = schema_dir
         self.lines: list[Line] = []
         self.on_problem = on_problem
         self._requests: dict[Any, Line] = {}
+        #: Our requests not answered yet, by id.
+        self._open: dict[str, Line] = {}
+        #: Where the handshake ends (None: still under way).
+        self.setup_end: int | None = None
         self._changed = trio.Event()
-        self._pending = b""
+        #: The line being received: its first bytes (all of them while under the
+        #: limit) and its size so far.
+        self._pending = bytearray()
+        self._pending_size = 0
+        self._pending_cr = False
         self.suppress = False
         self.schema_checks = 0
+        #: Line numbers (in this recorder) of the server's schema-invalid messages.
+        self.problem_seqs: list[int] = []
 
     # Recording -----------------------------------------------------------------------
 
@@ -76,31 +139,91 @@ class Recorder:
         self._add(SENT, json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
 
     def received_bytes(self, data: bytes) -> None:
-        self._pending += data
-        *complete, self._pending = self._pending.split(b"\n")
-        if not data and self._pending:
-            complete.append(self._pending)
-            self._pending = b""
-        for raw in complete:
-            if raw.strip():
-                self._add(RECEIVED, raw.decode("utf-8", "replace").rstrip("\r"))
+        """Record what the server wrote; ``b""`` is the end of its output.  Linear in
+        the size of the output, however it is chunked (a line of 100 MB arrives in
+        thousands of chunks), and bounded in memory: a line over the limit keeps
+        only its beginning."""
+        if not data:
+            self._end_line()
+            return
+        start = 0
+        while (newline := data.find(b"\n", start)) >= 0:
+            self._hold(data, start, newline)
+            self._end_line()
+            start = newline + 1
+        self._hold(data, start, len(data))
+
+    def _hold(self, data: bytes, start: int, end: int) -> None:
+        if end == start:
+            return
+        held = len(self._pending)
+        self._pending_size += end - start
+        self._pending_cr = data[end - 1] == 0x0D
+        if self._pending_size <= self.max_message_size:
+            self._pending += data[start:end]
+        elif held < _OVERSIZED_HEAD:
+            self._pending += data[start : start + _OVERSIZED_HEAD - held]
+        else:
+            del self._pending[_OVERSIZED_HEAD:]  # only the head of an oversized line
+
+    def _end_line(self) -> None:
+        raw, size = bytes(self._pending), self._pending_size
+        if self._pending_cr:  # a CRLF line end is not part of the message
+            size -= 1
+            if size <= self.max_message_size:
+                raw = raw[:-1]
+        self._pending.clear()
+        self._pending_size = 0
+        self._pending_cr = False
+        if size > self.max_message_size:
+            head = raw[:_OVERSIZED_HEAD].decode("utf-8", "replace")
+            text = f"{head} … ({size} bytes, over the {self.max_message_size}-byte limit)"
+            self._add(RECEIVED, text, size=size)
+        elif raw.strip():
+            self._add(RECEIVED, raw.decode("utf-8", "replace"))
+
+    def dropped_since(self, start: int) -> str | None:
+        """Why no answer came after line ``start`` although the server wrote one: a
+        message over the size limit, which the session drops (None: there was none)."""
+        sizes = [line.size for line in self.lines[start:] if line.oversized]
+        if self._pending_size > self.max_message_size:
+            sizes.append(self._pending_size)  # still arriving
+        if not sizes:
+            return None
+        limit = self.max_message_size
+        # Sizes in MiB, rounded: the same answer at another revision differs by a few
+        # bytes (its id, its framing), and is still the same finding.
+        return (
+            f"the server answered with a message of {_mib(max(sizes))}, over the client's "
+            + (f"{_mib(limit)} ({limit}-byte)" if limit >= 1 << 20 else f"{limit}-byte")
+            + " message size limit, so the client could not take it"
+        )
 
     def received_obj(self, obj: Any) -> None:
         self._add(RECEIVED, json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
 
-    def _add(self, direction: str, text: str) -> Line:
-        line = Line(len(self.lines), direction, text)
-        try:
-            line.obj, line.parsed = json.loads(text), True
-        except ValueError:
-            pass
+    def _add(self, direction: str, text: str, *, size: int = 0) -> Line:
+        line = Line(len(self.lines), direction, text, oversized=size > 0, size=size)
+        if not line.oversized:
+            try:
+                line.obj, line.parsed = json.loads(text), True
+            except ValueError:
+                pass
         self.lines.append(line)
         if direction == SENT:
             for message in _messages(line.obj):
                 if "method" in message and "id" in message:
                     self._requests[_key(message["id"])] = line
+                    self._open[_key(message["id"])] = line
+                elif message.get("method") == "notifications/cancelled":
+                    params = message.get("params")
+                    if isinstance(params, dict):
+                        self._open.pop(_key(params.get("requestId")), None)
         else:
             self._check(line)
+            for message in _messages(line.obj):
+                if "method" not in message and "id" in message:
+                    self._open.pop(_key(message["id"]), None)
         self._changed.set()
         self._changed = trio.Event()
         return line
@@ -138,12 +261,17 @@ class Recorder:
         return load_schema(revision, self.schema_dir)
 
     def _check(self, line: Line) -> None:
-        if self.on_problem is None:
-            return
+        if self.on_problem is None or line.oversized:
+            return  # an oversized message is its request's finding (dropped_since)
         if not line.parsed:
+            self.problem_seqs.append(line.seq)
             self.on_problem(
                 SchemaProblem(
-                    line, None, self.revision, ["the server wrote a line that is not JSON"]
+                    line,
+                    self._latest_open(),
+                    self.revision,
+                    ["the server wrote a line that is not JSON"],
+                    self._setup_before(line),
                 )
             )
             return
@@ -162,7 +290,19 @@ class Recorder:
                             method = sent.get("method")
         problems = schema.message_problems(line.obj, sender="server", request_method=method)
         if problems:
-            self.on_problem(SchemaProblem(line, request, schema.revision, problems))
+            self.problem_seqs.append(line.seq)
+            if request is None:
+                request = self._latest_open()
+            self.on_problem(
+                SchemaProblem(line, request, schema.revision, problems, self._setup_before(line))
+            )
+
+    def _latest_open(self) -> Line | None:
+        return max(self._open.values(), key=lambda line: line.seq, default=None)
+
+    def _setup_before(self, line: Line) -> list[Line]:
+        end = self.setup_end if self.setup_end is not None else line.seq
+        return self.lines[: min(end, line.seq)]
 
 
 def _messages(obj: Any) -> Iterable[dict[str, Any]]:

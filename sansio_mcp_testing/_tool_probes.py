@@ -207,7 +207,7 @@ class ToolProbes(Probe):
             except ServerGone:
                 gone.append(True)
                 return
-            if kind == "timeout":
+            if kind == "unanswered":
                 timed_out.append(arguments)
                 return
             self.findings.count(prop)
@@ -240,7 +240,8 @@ class ToolProbes(Probe):
         if timed_out:
             self.skip(
                 f"tool {name}: rest of {prop}",
-                f"stopped after a call timed out (arguments {json.dumps(timed_out[0])[:200]})",
+                "stopped after a call got no answer (see responsive; arguments "
+                f"{json.dumps(timed_out[0])[:200]})",
             )
         if isinstance(outcome, PropertyFailure):
             self.violate(

@@ -29,9 +29,10 @@ from sansio_mcp import (
     ProtocolError,
     RequestTimeout,
 )
+from sansio_mcp._refusals import does_not_speak
 from sansio_mcp._versions import ALL_REVISIONS, REVISIONS, Era
 
-from ._connection import Connection, Connector, ServerGone, absolute_command
+from ._connection import Connection, Connector, ServerGone, absolute_command, describe_exit
 from ._findings import Findings
 from ._options import PROPERTIES, CheckOptions
 from ._protocol_probes import ProtocolProbes
@@ -77,6 +78,10 @@ class Checker:
         )
         self.workdir = ""
         self.schema_dir = options.schema_dir
+        #: Why the latest revision tried was not claimed (said when none was).
+        self._last_refusal = ""
+        #: Revisions the server answered with an error: (revision, method, error).
+        self._refusals: list[tuple[str, str, MCPError]] = []
 
     async def run(self) -> Report:
         started = time.monotonic()
@@ -90,6 +95,7 @@ class Checker:
             workdir=self.workdir,
             schema_dir=self.schema_dir,
             on_schema_problem=self.findings.schema_problem,
+            say=self.findings.say,
         )
         try:
             candidates = self._candidates()
@@ -97,13 +103,15 @@ class Checker:
             for revision in candidates:
                 await self._run_revision(connector, revision)
             if not self.report.revisions_checked:
+                why = f" (the last attempt: {self._last_refusal})" if self._last_refusal else ""
                 self.findings.violate(
                     "initialize",
-                    "the server could not be initialized at any revision",
+                    f"the server could not be initialized at any revision{why}",
                     [],
                     revision=None,
                 )
-            self.findings.finish_schema_counts()
+            self._say_what_it_speaks()
+            self.findings.finish()
         finally:
             self.report.duration = time.monotonic() - started
             if owns_workdir:
@@ -152,23 +160,46 @@ class Checker:
                 findings.count("schema", conn.recorder.schema_checks)
                 await self._check_survival(conn, "the end of the run")
         except (MCPError, ProtocolError, OSError) as exc:
-            self._not_claimed(revision, exc, connector.last_stderr)
+            self._not_claimed(revision, exc, connector)
         except ServerGone:
             pass
 
-    def _not_claimed(self, revision: str, exc: BaseException, stderr: list[str]) -> None:
+    def _not_claimed(self, revision: str, exc: BaseException, connector: Connector) -> None:
         era = REVISIONS[revision].era
         start = "server/discover" if era is Era.MODERN else "initialize"
-        if isinstance(exc, RequestTimeout):
+        stderr = connector.last_stderr
+        if connector.last_exit_status is not None:
+            # Whatever the session said (closed before a response, or not even sent),
+            # the cause is that the server exited.
+            reason = (
+                f"the server exited before answering {start} ("
+                + describe_exit(connector.last_exit_status, stderr)
+                + ")"
+            )
+            stderr = []
+        elif isinstance(exc, RequestTimeout):
             reason = f"{start} got no answer within {self.options.timeout}s"
+        elif isinstance(exc, MCPError) and not isinstance(exc, ConnectionClosedError):
+            # An answer, not a failure: what it speaks instead is added at the end.
+            self._refusals.append((revision, start, exc))
+            reason = does_not_speak(revision, start, exc)
         elif isinstance(exc, OSError):
             reason = f"could not start or reach the server: {exc}"
         else:
             reason = f"{start} failed: {exc}"
         if stderr:
             reason += " (server stderr: " + " | ".join(stderr)[-400:] + ")"
+        self._last_refusal = reason
         self.findings.skip(f"revision {revision}", f"not claimed: {reason}", revision)
         self.findings.say(f"[{revision}] not claimed ({reason})")
+
+    def _say_what_it_speaks(self) -> None:
+        """A revision the server refused is explained with those it speaks."""
+        spoken = self.report.revisions_checked or None  # none: the initialize violation
+        for revision, method, error in self._refusals:
+            for skip in self.report.skipped:
+                if skip.what == f"revision {revision}":
+                    skip.reason = "not claimed: " + does_not_speak(revision, method, error, spoken)
 
     async def _run_properties(self, conn: Connection) -> None:
         tools = ToolProbes(self.findings, self.options, conn)

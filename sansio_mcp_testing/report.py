@@ -18,7 +18,9 @@ class Violation:
     ``transcript`` lines start with ``>`` (sent to the server) or ``<``
     (received from it); the handshake comes first, so replaying the ``>``
     lines into a fresh server reproduces the problem.  ``seed`` is the
-    Hypothesis seed of the run (``--seed`` reruns the same examples).
+    Hypothesis seed of the run (``--seed`` reruns the same examples).  The
+    same finding at several revisions is one violation: ``revisions`` lists
+    them all, ``revision`` (the first) is the one ``transcript`` comes from.
     """
 
     property: str
@@ -29,6 +31,20 @@ class Violation:
     seed: int | None
     transcript: list[str]
     details: dict[str, Any] = attrs.field(factory=dict)
+    revisions: list[str] = attrs.field(factory=list)
+
+    def __attrs_post_init__(self) -> None:
+        if not self.revisions and self.revision is not None:
+            self.revisions = [self.revision]
+
+    def same_finding(self, other: Violation) -> bool:
+        """The same finding, perhaps at another revision."""
+        return (self.property, self.message, self.tool, self.severity) == (
+            other.property,
+            other.message,
+            other.tool,
+            other.severity,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -152,7 +168,10 @@ class Report:
         if not violations:
             out.append("None.")
         for i, v in enumerate(violations, 1):
-            where = ", ".join(x for x in (v.revision, f"tool `{v.tool}`" if v.tool else None) if x)
+            at = ", ".join(v.revisions)
+            if len(v.revisions) > 1:
+                at += f" (the transcript is from {v.revision})"
+            where = ", ".join(x for x in (at, f"tool `{v.tool}`" if v.tool else None) if x)
             out += [
                 f"### {i}. [{v.severity}] {v.property}: {v.message}",
                 "",
@@ -172,10 +191,19 @@ class Report:
             out += ["## Skipped", ""]
             if not self.skipped:
                 out.append("Nothing.")
-            for s in self.skipped:
-                rev = f" ({s.revision})" if s.revision else ""
-                out.append(f"- {s.what}{rev}: {s.reason}")
+            for (what, reason), revisions in self._grouped_skips().items():
+                rev = f" ({', '.join(revisions)})" if revisions else ""
+                out.append(f"- {what}{rev}: {reason}")
         return "\n".join(out) + "\n"
+
+    def _grouped_skips(self) -> dict[tuple[str, str], list[str]]:
+        """The same skip at several revisions, once, with its revisions."""
+        grouped: dict[tuple[str, str], list[str]] = {}
+        for skip in self.skipped:
+            revisions = grouped.setdefault((skip.what, skip.reason), [])
+            if skip.revision and skip.revision not in skip.what:
+                revisions.append(skip.revision)
+        return grouped
 
     def to_html(self) -> str:
         body = html.escape(self.to_markdown())

@@ -142,6 +142,7 @@ async def run_stateful(
         def ask(self, method: str, params: dict[str, Any] | None, what: str) -> tuple[str, Any]:
             if stopped:
                 return "stopped", None
+            start = conn.recorder.seq
             try:
                 kind, value = on_trio(request, method, params)
             except _Stop as stop:
@@ -149,10 +150,13 @@ async def run_stateful(
                 return "stopped", None
             count()
             if kind == "timeout":
-                if method == "tools/call":
-                    stopped.append(f"{what} got no answer within {timeout}s")
+                dropped = conn.recorder.dropped_since(start)
+                unanswered = f"{what} got no answer within {timeout}s"
+                reason = f"{what}: {dropped}" if dropped else unanswered
+                if method == "tools/call" or dropped:
+                    stopped.append(reason)
                     return "stopped", None
-                self.fail(f"{what} got no answer within {timeout}s", method=method)
+                self.fail(reason, method=method)
             return kind, value
 
         def walk(self, method: str) -> None:
@@ -264,7 +268,8 @@ async def run_stateful(
 
         @invariant()
         def schema_valid(self) -> None:
-            bad = [seq for seq in findings.schema_problem_seqs if seq >= self.start]
+            # Line numbers are the recorder's own: each connection counts from zero.
+            bad = [seq for seq in conn.recorder.problem_seqs if seq >= self.start]
             if bad:
                 line = conn.recorder.lines[bad[0]]
                 self.fail(

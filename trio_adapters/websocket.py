@@ -101,8 +101,6 @@ async def serve_ws(
 @asynccontextmanager
 async def open_ws_client(
     url: str,
-    *,
-    max_message_size: int = 8 * 1024 * 1024,
     **options: Unpack[SessionOptions],
 ) -> AsyncIterator[Client]:
     """Connect to ``ws://host:port/path`` and yield an initialized :class:`Client`."""
@@ -121,7 +119,11 @@ async def open_ws_client(
         )
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     framing = WebSocketFraming(
-        session, client=True, host=parts.netloc, target=target, max_message_size=max_message_size
+        session,
+        client=True,
+        host=parts.netloc,
+        target=target,
+        max_message_size=config.max_message_size,
     )
 
     runner = TrioRunner(

@@ -18,6 +18,7 @@ from .._client_session import ClientSession
 from .._errors import ErrorCode, LocalProtocolError, MCPError, RemoteProtocolError
 from .._events import RequestReceived
 from .._http_headers import x_mcp_header_problems
+from .._json import DEFAULT_MAX_MESSAGE_SIZE
 from .._jsonrpc import RequestId
 from .._modern import listen_filter
 from .._params import LOG_LEVELS
@@ -108,6 +109,7 @@ def new_client_session(
     protocol_version: str | None = None,
     mode: str = "auto",
     max_input_rounds: int = 10,
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
 ) -> ClientSession:
     """A :class:`ClientSession` advertising what ``handlers`` can answer."""
     options: dict[str, Any] = {}
@@ -119,6 +121,7 @@ def new_client_session(
         protocol_version=protocol_version,
         mode=mode,
         max_input_rounds=max_input_rounds,
+        max_message_size=max_message_size,
         **options,
     )
 

@@ -14,6 +14,7 @@ from typing import Any, TypedDict
 import attrs
 
 from .._client_session import ClientSession
+from .._json import DEFAULT_MAX_MESSAGE_SIZE
 from .._versions import ALL_REVISIONS
 from ._client import ClientHandlers, new_client_session
 
@@ -30,6 +31,7 @@ class SessionOptions(TypedDict, total=False):
     supported_versions: Sequence[str]
     initialize_timeout: float | None
     max_input_rounds: int
+    max_message_size: int
 
 
 @attrs.frozen
@@ -40,6 +42,8 @@ class ClientOptions:
     handshake), ``"modern"`` or ``"legacy"``; a ``protocol_version`` implies
     the mode of its era.  ``max_input_rounds`` bounds how many times one call
     answers ``input_required`` before failing with ``InputRoundsExceeded``.
+    ``max_message_size`` is the largest message (bytes) the client reads: an answer over
+    it fails its request at once with an error naming its size and the limit.
     """
 
     handlers: ClientHandlers = attrs.field(factory=ClientHandlers)
@@ -49,6 +53,7 @@ class ClientOptions:
     supported_versions: Sequence[str] = ALL_REVISIONS
     initialize_timeout: float | None = 30.0
     max_input_rounds: int = 10
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
 
     @classmethod
     def of(cls, options: SessionOptions, **defaults: Any) -> ClientOptions:
@@ -72,6 +77,7 @@ class ClientOptions:
             protocol_version=self.protocol_version,
             mode=self.mode,
             max_input_rounds=self.max_input_rounds,
+            max_message_size=self.max_message_size,
         )
 
     def keywords(self) -> SessionOptions:
@@ -84,4 +90,5 @@ class ClientOptions:
             supported_versions=self.supported_versions,
             initialize_timeout=self.initialize_timeout,
             max_input_rounds=self.max_input_rounds,
+            max_message_size=self.max_message_size,
         )
