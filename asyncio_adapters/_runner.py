@@ -224,6 +224,9 @@ class AsyncioRunner(AsyncioSessionHost):
         self.framing: Framing = framing or session
         self.started = asyncio.Event()
         self._input_ended = asyncio.Event()
+        #: Whether the session ended because the peer's input ended (or its output
+        #: went away), rather than by cancellation: set when :meth:`run` finishes.
+        self.ended_by_peer = False
         #: Set by a PushProtocol: stops and restarts its transport's reading.
         self.pause_input: Callable[[], None] = lambda: None
         self.resume_input: Callable[[], None] = lambda: None
@@ -245,6 +248,8 @@ class AsyncioRunner(AsyncioSessionHost):
                 else:
                     await self._input_ended.wait()
             finally:
+                # Read before the teardown below, which may end the input itself.
+                self.ended_by_peer = self._input_ended.is_set()
                 self.session.close()
                 self.driver.process_events()
                 self.stop()
@@ -274,6 +279,7 @@ class AsyncioRunner(AsyncioSessionHost):
                 self.send_now()
             if not data:
                 break
+        self._input_ended.set()
 
     def feed(self, data: bytes) -> None:
         """Input pushed by a protocol (``b""``: its end)."""

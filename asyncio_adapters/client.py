@@ -87,7 +87,13 @@ async def open_client(
     framing: Callable[[ClientSession], Framing] | None = None,
     **options: Unpack[SessionOptions],
 ) -> AsyncIterator[Client]:
-    """Connect over a reader/writer pair, start the session, and yield a :class:`Client`."""
+    """Connect over a reader/writer pair, start the session, and yield a :class:`Client`.
+
+    The connection is the session's: on exit the writer is closed, and waited for,
+    so the server reads the end of its input and its ``serve`` returns (a server
+    task left running would be cancelled by ``asyncio.run`` at exit, which Python
+    3.11 reports as a "CancelledError in callback" of ``asyncio.start_server``).
+    """
     config = ClientOptions.of(options)
     handlers, session = config.handlers, config.new_session()
 
@@ -98,10 +104,20 @@ async def open_client(
         **handlers.host_callbacks(),
         framing=framing(session) if framing is not None else None,
     )
-    async with run_client(
-        runner, session, handlers, config.initialize_timeout, runner._read_loop
-    ) as c:
-        yield c
+    try:
+        async with run_client(
+            runner, session, handlers, config.initialize_timeout, runner._read_loop
+        ) as c:
+            yield c
+    finally:
+        await close_writer(writer)
+
+
+async def close_writer(writer: asyncio.StreamWriter) -> None:
+    """Close ``writer`` and wait until it is closed; a peer already gone is no error."""
+    writer.close()
+    with contextlib.suppress(ConnectionError, OSError):
+        await writer.wait_closed()
 
 
 @asynccontextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -33,8 +34,18 @@ async def serve(
     framing: Callable[[ServerSession], Framing] | None = None,
     **session_options: Any,
 ) -> ServerSession:
-    """Serve one client on a reader/writer pair until it closes; returns the session."""
-    return await _serve(server, reader, writer, framing=framing, **session_options)
+    """Serve one client on a reader/writer pair until it closes; returns the session.
+
+    The connection is the session's: when the client closes its side, or this is
+    cancelled, the writer is closed and waited for (as ``asyncio.start_server``
+    leaves to its callback), so nothing is left open for the event loop's teardown.
+    """
+    try:
+        return await _serve(server, reader, writer, framing=framing, **session_options)
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError, OSError):
+            await writer.wait_closed()
 
 
 async def _serve(
@@ -63,6 +74,15 @@ async def _serve(
     try:
         with unwrap_single_exception():
             await runner.run(connect_input=connect_input)
+    except asyncio.CancelledError:
+        if not runner.ended_by_peer:
+            raise
+        # The client had closed: the session was over and only its teardown was cut
+        # short (asyncio.run cancelling what is left as the program ends). Ending as
+        # cancelled would make asyncio.start_server (Python 3.11) print a traceback.
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
     finally:
         server.hub.remove(session)
     return session

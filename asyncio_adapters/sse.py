@@ -9,7 +9,6 @@ from contextlib import asynccontextmanager
 from typing import Unpack
 
 from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
-from sansio_mcp._versions import HANDSHAKE_REVISIONS
 from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
 from sansio_mcp.runtime._http_client import LegacySSEClientHost
 from sansio_mcp.runtime._http_service import DEFAULT_LIMITS, ServerLimits, legacy_sse_router
@@ -63,7 +62,7 @@ async def open_sse_client(
     **options: Unpack[SessionOptions],
 ) -> AsyncIterator[Client]:
     """Connect to a legacy HTTP+SSE server (``url`` is its SSE endpoint)."""
-    config = ClientOptions.of(options, mode="legacy", supported_versions=HANDSHAKE_REVISIONS)
+    config = ClientOptions.of(options, mode="legacy")
     config = config.handshake_only()
     handlers, session = config.handlers, config.new_session()
     transport = StreamableHTTPClient(Endpoint.parse(url), session)

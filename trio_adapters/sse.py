@@ -13,7 +13,6 @@ import trio
 
 from sansio_mcp import ConnectionClosedError
 from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
-from sansio_mcp._versions import HANDSHAKE_REVISIONS
 from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
 from sansio_mcp.runtime._http_client import LegacySSEClientHost
 from sansio_mcp.runtime._http_service import DEFAULT_LIMITS, ServerLimits, legacy_sse_router
@@ -74,7 +73,7 @@ async def open_sse_client(
     **options: Unpack[SessionOptions],
 ) -> AsyncIterator[Client]:
     """Connect to a legacy HTTP+SSE server (``url`` is its SSE endpoint)."""
-    config = ClientOptions.of(options, mode="legacy", supported_versions=HANDSHAKE_REVISIONS)
+    config = ClientOptions.of(options, mode="legacy")
     config = config.handshake_only()
     handlers, session = config.handlers, config.new_session()
     transport = StreamableHTTPClient(Endpoint.parse(url), session)

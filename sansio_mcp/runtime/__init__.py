@@ -11,7 +11,7 @@ primitives (``_backend``) and import no event loop.
 from ._backend import Backend, ByteStream, Signal, TaskGroup, TimedOut, TransportBackend
 from ._client import ClientAPI, ClientHandlers, Subscription
 from ._driver import Driver, ProgressCallback
-from ._server import Context, Server
+from ._server import Context, Server, answer_request
 
 __all__ = [
     "Backend",
@@ -27,4 +27,5 @@ __all__ = [
     "TaskGroup",
     "TimedOut",
     "TransportBackend",
+    "answer_request",
 ]

@@ -39,6 +39,8 @@ __all__ = [
     "RequestHandler",
     "SubscriptionSink",
     "Waiter",
+    "respond_with_failure",
+    "respond_with_result",
 ]
 
 logger = logging.getLogger("sansio_mcp")
@@ -289,27 +291,37 @@ class Driver:
         self._spawn(event.request_id, finish)
 
     def _respond(self, event: RequestReceived, result: Any) -> None:
-        """Answer with the handler's result, or with -32603 if the session refuses
-        it (a malformed MRTR result, say): the request is answered either way."""
-        try:
-            self.session.respond(event.request_id, result)
-        except LocalProtocolError as exc:
-            if event.request_id not in self.session.open_requests:
-                return  # cancelled meanwhile, or answered already: nothing is owed
-            logger.error(
-                "handler for %s returned a result that cannot be sent: %s", event.method, exc
-            )
-            self.session.respond_error(
-                event.request_id,
-                ErrorCode.INTERNAL_ERROR,
-                f"internal error: {failure_text(exc, with_kind=False)}",
-            )
+        respond_with_result(self.session, event.request_id, event.method, result)
 
     def _answer_failure(self, event: RequestReceived, exc: Exception) -> None:
-        if isinstance(exc, MCPError):
-            self.session.respond_error(event.request_id, exc)
-            return
-        logger.error("handler for %s failed", event.method, exc_info=exc)
-        self.session.respond_error(
-            event.request_id, ErrorCode.INTERNAL_ERROR, f"internal error: {failure_text(exc)}"
+        respond_with_failure(self.session, event.request_id, event.method, exc)
+
+
+def respond_with_result(session: Session, request_id: RequestId, method: str, result: Any) -> None:
+    """Answer the request with a handler's result, or with -32603 if the session refuses
+    it (a malformed MRTR result, say): the request is answered either way."""
+    try:
+        session.respond(request_id, result)
+    except LocalProtocolError as exc:
+        if request_id not in session.open_requests:
+            return  # cancelled meanwhile, or answered already: nothing is owed
+        logger.error("handler for %s returned a result that cannot be sent: %s", method, exc)
+        session.respond_error(
+            request_id,
+            ErrorCode.INTERNAL_ERROR,
+            f"internal error: {failure_text(exc, with_kind=False)}",
         )
+
+
+def respond_with_failure(
+    session: Session, request_id: RequestId, method: str, exc: Exception
+) -> None:
+    """Answer the request with the error a handler raised: an :class:`MCPError` as
+    itself, anything else as -32603 (the handler's bug, logged with its traceback)."""
+    if isinstance(exc, MCPError):
+        session.respond_error(request_id, exc)
+        return
+    logger.error("handler for %s failed", method, exc_info=exc)
+    session.respond_error(
+        request_id, ErrorCode.INTERNAL_ERROR, f"internal error: {failure_text(exc)}"
+    )

@@ -95,7 +95,7 @@ class HTTPClientHost:
 
     def _send_queued(self) -> None:
         for message in self.session.messages_to_send():
-            if self.transport.is_stateless_cancel(message):
+            if self._cancels_by_closing_stream(message):
                 # 2026-07-28 over HTTP: closing the request's stream is the cancellation.
                 post = self._posts.get(message["params"]["requestId"])
                 if post is not None:
@@ -107,6 +107,9 @@ class HTTPClientHost:
             handle = self.start_cancellable(partial(self._post, message, ticket))
             if request_id is not None:
                 self._posts[request_id] = handle
+
+    def _cancels_by_closing_stream(self, message: Any) -> bool:
+        return self.transport.is_stateless_cancel(message)
 
     async def _open(self) -> ByteStream:
         endpoint = self.transport.endpoint
@@ -251,6 +254,11 @@ class LegacySSEClientHost(HTTPClientHost):
     def _after_input(self) -> None:
         self.driver.process_events()
         self._send_queued()
+
+    def _cancels_by_closing_stream(self, message: Any) -> bool:
+        # Every answer comes on the one GET stream, so a request has no stream of its
+        # own to close: 2026-07-28 cancels with notifications/cancelled here, as on stdio.
+        return False
 
     async def run_stream(self, url: str, endpoint_ready: Signal) -> None:
         """Read the GET stream until it ends; learn the POST endpoint from it first.

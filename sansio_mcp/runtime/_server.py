@@ -12,10 +12,10 @@ import inspect
 import secrets
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from .._errors import ErrorCode, InvalidParams, MCPError, MethodNotFound, failure_text
-from .._events import RequestMeta
+from .._events import RequestMeta, RequestReceived
 from .._jsonrpc import RequestId
 from .._modern import CacheHints
 from .._registry import (
@@ -46,8 +46,9 @@ from .._schema import (
 )
 from .._server_session import ServerSession
 from .._versions import ALL_REVISIONS, MRTR_METHODS
+from ._driver import respond_with_failure, respond_with_result
 
-__all__ = ["Context", "Server"]
+__all__ = ["Context", "Server", "answer_request"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 Handler = Callable[..., Any]
@@ -85,6 +86,20 @@ class Context:
         self._inputs_asked = 0
         #: The server's live sessions (set by :meth:`Server.handle`).
         self.hub: SessionHub | None = None
+
+    @classmethod
+    def for_request(cls, event: RequestReceived, session: ServerSession, *, now: float) -> Self:
+        """The context of ``event``, read from ``session``; ``now`` is the wall-clock
+        time in seconds since the epoch (it dates the sealed ``requestState``)."""
+        return cls(
+            request_id=event.request_id,
+            method=event.method,
+            params=event.params,
+            progress_token=event.progress_token,
+            session=session,
+            meta=event.meta,
+            now=now,
+        )
 
     @property
     def stateless(self) -> bool:
@@ -155,14 +170,14 @@ class Context:
         self, method: str, params: dict[str, Any] | None = None
     ) -> dict[str, Any]:
         """Send a request to the client and wait for its result (handshake era)."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} cannot ask the client ({method})")
 
     async def flush(self) -> None:
         """Write what the session has queued."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} cannot write the session's output")
 
     async def sleep(self, seconds: float) -> None:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} cannot sleep")
 
     # Conveniences ---------------------------------------------------------------
 
@@ -651,3 +666,35 @@ class Server:
         context = params.get("context") or {}
         kwargs = {"value": argument["value"], "context": context.get("arguments") or {}}
         return HandlerCall(completer, kwargs, completion_result)
+
+
+def answer_request(server: Server, ctx: Context) -> Awaitable[None] | None:
+    """Answer the request ``ctx`` describes with ``server``, on ``ctx.session``.
+
+    Returns None when the request is answered already (lists, plain-function
+    handlers: no task is needed), else an awaitable that answers it when it
+    completes (``async`` handlers): run it concurrently, in a task of your own,
+    so a slow handler holds up nobody, and cancel that task when the client
+    cancels the request (a cancelled request is not answered).  Either way the
+    answer is queued on the session, never sent: ship its output afterwards.
+    Errors are answered, not raised: an :class:`MCPError` (unknown tool, bad
+    arguments) as itself, any other exception as -32603, logged.
+    """
+    try:
+        outcome = server.begin(ctx)
+    except Exception as exc:
+        respond_with_failure(ctx.session, ctx.request_id, ctx.method, exc)
+        return None
+    if isinstance(outcome, dict):
+        respond_with_result(ctx.session, ctx.request_id, ctx.method, outcome)
+        return None
+    return _answer_later(ctx, outcome)
+
+
+async def _answer_later(ctx: Context, outcome: Awaitable[dict[str, Any]]) -> None:
+    try:
+        result = await outcome
+    except Exception as exc:
+        respond_with_failure(ctx.session, ctx.request_id, ctx.method, exc)
+    else:
+        respond_with_result(ctx.session, ctx.request_id, ctx.method, result)

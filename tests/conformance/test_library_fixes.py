@@ -53,17 +53,6 @@ REGION_SCHEMA = {
 class HarnessContext(Context):
     """A handler context with no I/O (no handler here sleeps or asks a handshake peer)."""
 
-    def __init__(self, event: RequestReceived, session: ServerSession, *, now: float) -> None:
-        super().__init__(
-            request_id=event.request_id,
-            method=event.method,
-            params=event.params,
-            progress_token=event.progress_token,
-            session=session,
-            meta=event.meta,
-            now=now,
-        )
-
     async def flush(self) -> None:
         pass
 
@@ -78,7 +67,7 @@ def drain(session: Session) -> list[Event]:
 async def run_handler(app: Server, session: ServerSession, event: Any, now: float) -> None:
     """Answer a request as the adapters do: its result, or the MCPError raised."""
     try:
-        result = await app.handle(HarnessContext(event, session, now=now))
+        result = await app.handle(HarnessContext.for_request(event, session, now=now))
     except MCPError as error:
         session.respond_error(event.request_id, error)
     else:
@@ -134,7 +123,7 @@ def build_app() -> Server:
 async def call(app: Server, name: str, **extra: Any) -> dict[str, Any]:
     params = {"name": name, "arguments": {}, "_meta": meta({"sampling": {}, "roots": {}}), **extra}
     event = RequestReceived(1, "tools/call", params, None, parse_request_meta(params))
-    return await app.handle(HarnessContext(event, app.create_session(), now=1000.0))
+    return await app.handle(HarnessContext.for_request(event, app.create_session(), now=1000.0))
 
 
 async def test_input_requests_use_the_keys_given() -> None:

@@ -12,9 +12,9 @@ from helpers import initialize_params, line, notification, out, request
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sansio_mcp import MCPError, RequestReceived, ServerSession
+from sansio_mcp import NEED_DATA, MCPError, RequestReceived, ServerSession
+from sansio_mcp.runtime import Context, Server, answer_request
 from sansio_mcp.runtime._driver import Driver
-from sansio_mcp.runtime._server import Context, Server
 
 Spawned = list[tuple[Any, Callable[[], Awaitable[None]]]]
 
@@ -25,15 +25,7 @@ def _serving(server: Server) -> tuple[ServerSession, Driver, Spawned]:
     spawned: Spawned = []
 
     def handle_request(event: RequestReceived) -> dict[str, Any] | Awaitable[dict[str, Any]]:
-        ctx = Context(
-            request_id=event.request_id,
-            method=event.method,
-            params=event.params,
-            progress_token=event.progress_token,
-            session=session,
-            meta=event.meta,
-        )
-        return server.begin(ctx)
+        return server.begin(Context.for_request(event, session, now=0.0))
 
     driver = Driver(
         session,
@@ -201,3 +193,62 @@ def test_inline_and_task_answers_are_the_same(calls: list[tuple[str, Any]]) -> N
         answers.append(sorted(out(session), key=lambda m: m["id"]))
     assert answers[0] == answers[1]
     assert [m["id"] for m in answers[0]] == list(range(1, len(calls) + 1))
+
+
+# answer_request: the same dispatch for a transport that drives the session itself.
+
+
+def _handshaken(server: Server) -> ServerSession:
+    session = server.create_session()
+    session.receive_data(line(request(0, "initialize", initialize_params("2025-11-25"))))
+    session.receive_data(line(notification("notifications/initialized")))
+    while session.next_event() is not NEED_DATA:
+        pass
+    out(session)
+    return session
+
+
+def _answer(server: Server, session: ServerSession, id_: int, tool: str, arguments: Any) -> Any:
+    session.receive_data(line(request(id_, "tools/call", {"name": tool, "arguments": arguments})))
+    event = session.next_event()
+    assert isinstance(event, RequestReceived)
+    return answer_request(server, Context.for_request(event, session, now=0.0))
+
+
+def test_answer_request_answers_plain_handlers_at_once_and_async_ones_when_awaited() -> None:
+    server = _server()
+    session = _handshaken(server)
+    assert _answer(server, session, 1, "add", {"a": 2, "b": 40}) is None
+    [response] = out(session)
+    assert response == {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {"content": [{"type": "text", "text": "42"}], "isError": False},
+    }
+    pending = _answer(server, session, 2, "add_later", {"a": 1, "b": 2})
+    assert pending is not None and out(session) == []
+
+    async def finish() -> None:
+        await pending
+
+    asyncio.run(finish())
+    [response] = out(session)
+    assert response["id"] == 2 and response["result"]["content"][0]["text"] == "3"
+
+
+def test_answer_request_answers_errors_instead_of_raising(caplog: Any) -> None:
+    server = _server()
+    session = _handshaken(server)
+    assert _answer(server, session, 1, "nonexistent", {}) is None
+    assert _answer(server, session, 2, "refuses", {}) is None
+    with caplog.at_level(logging.ERROR, logger="sansio_mcp"):
+        session.receive_data(line(request(3, "resources/read", {"uri": "mem://broken"})))
+        event = session.next_event()
+        assert isinstance(event, RequestReceived)
+        assert answer_request(server, Context.for_request(event, session, now=0.0)) is None
+    by_id = {message["id"]: message for message in out(session)}
+    assert by_id[1]["error"]["code"] == -32602
+    assert by_id[2]["error"] == {"code": -32001, "message": "not today"}
+    assert by_id[3]["error"]["code"] == -32603
+    assert "handler for resources/read failed" in caplog.text
+    assert session.open_requests == frozenset()

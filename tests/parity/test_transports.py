@@ -1,6 +1,6 @@
 """Every network transport with the server on one backend and the client on the
 other (and on the same): Streamable HTTP and WebSocket in both eras, legacy
-HTTP+SSE in the handshake era; plus each transport's error paths on both
+HTTP+SSE in both eras (an explicit 2026-07-28); plus each transport's error paths on both
 server backends.
 
 The server runs in a thread with an event loop of its own (see
@@ -38,11 +38,13 @@ from .harness import (
     wait_until,
 )
 
-#: (transport, mode) cells: legacy HTTP+SSE has no stateless revision.
+#: (transport, mode) cells.  Legacy HTTP+SSE carries 2026-07-28 too: that revision
+#: deprecates the transport but keeps it working (``auto`` stays handshake-first there).
 CELLS = [
     ("http", "legacy"),
     ("http", "modern"),
     ("sse", "legacy"),
+    ("sse", "modern"),
     ("ws", "legacy"),
     ("ws", "modern"),
 ]

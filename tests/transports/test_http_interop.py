@@ -396,6 +396,20 @@ async def test_our_sse_client_against_sdk_sse_server() -> None:
             await client.ping()
 
 
+async def test_our_sse_client_on_2026_07_28_against_sdk_sse_server() -> None:
+    """2026-07-28 deprecates HTTP+SSE but keeps it working: asked for, it is spoken."""
+    answers = Answers()
+    with sdk_http_server("sse") as port, trio.fail_after(BUDGET):
+        async with open_sse_client(
+            f"http://127.0.0.1:{port}/sse", handlers=answers.handlers(), protocol_version=MODERN
+        ) as client:
+            assert client.protocol_version == MODERN
+            assert {t["name"] for t in await client.list_tools()} == SDK_TOOLS
+            assert texts(await client.call_tool("echo", {"message": "sse"})) == "echo: sse"
+            # (Its ask_user tool is not tried: the SDK's server refuses elicitation on a
+            # 2026-07-28 request over SSE, "no back-channel", rather than asking by MRTR.)
+
+
 # 3. Our clients against server-everything (node, loopback-bound) ----------------------------
 
 
