@@ -11,6 +11,7 @@ primitives (``_backend``) and import no event loop.
 from ._backend import Backend, ByteStream, Signal, TaskGroup, TimedOut, TransportBackend
 from ._client import ClientAPI, ClientHandlers, Subscription
 from ._driver import Driver, ProgressCallback
+from ._http_service import ServerLimits
 from ._server import Context, Server, answer_request
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "Driver",
     "ProgressCallback",
     "Server",
+    "ServerLimits",
     "Signal",
     "Subscription",
     "TaskGroup",

@@ -190,9 +190,15 @@ def test_sdk_client_tools(force_revision: Any, errlog: TextIO, protocol_version:
             assert failed.is_error is True
             assert sdk_text(failed) == "deliberate failure"
 
-            invalid = await session.call_tool("add", {"a": "two"})
+            # A value of the wrong type is the tool's error (SEP-1303) ...
+            invalid = await session.call_tool("add", {"a": "two", "b": 1})
             assert invalid.is_error is True
             assert "invalid arguments" in sdk_text(invalid)
+            # ... a missing argument is invalid params, naming it.
+            with pytest.raises(MCPError) as missing:
+                await session.call_tool("add", {"a": 2})
+            assert missing.value.error.code == sdk.INVALID_PARAMS
+            assert "'b'" in missing.value.error.message
 
             with pytest.raises(MCPError) as excinfo:
                 await session.call_tool("no-such-tool", {})
