@@ -106,6 +106,8 @@ class _SSEHost(_SSEClientHost):
 class AsyncioBridge(BridgeRunner):
     """Runs a :class:`BridgeHost` on asyncio: ``await bridge.run()`` until cancelled."""
 
+    log = logger
+
     def __init__(
         self,
         host: BridgeHost,
@@ -177,21 +179,9 @@ class AsyncioBridge(BridgeRunner):
 
     async def _connection(self, action: ConnectServer, connection: Connection) -> None:
         try:
-            opener = {
-                "stdio": self._run_stdio,
-                "http": self._run_http,
-                "sse": self._run_sse,
-                "ws": self._run_ws,
-            }[action.config.transport]
-            ended = await opener(action, connection)
-            connection.reason = connection.reason or ended
+            await self.serve_connection(action, connection)
         except asyncio.CancelledError:
             pass  # the host asked for it (or the bridge is stopping)
-        except Exception as exc:
-            connection.reason = connection.reason or _describe(exc)
-            logger.debug("server %s: %s", action.server_id, connection.reason)
-        finally:
-            self.connection_ended(action.connection)
 
     async def _run_stdio(self, action: ConnectServer, connection: Connection) -> str:
         config = action.config
@@ -310,15 +300,6 @@ async def _finish_process(
     await stop_process(child.process, grace=grace, stdin=child.stdin)
     with contextlib.suppress(BaseException):
         await asyncio.wait_for(drainer, 2)
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, FileNotFoundError):
-        return f"cannot start the server: {exc.strerror}: {exc.filename!r}"
-    if isinstance(exc, TimeoutError):
-        return "connecting timed out"
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 # The agent side ----------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from sansio_mcp.a2e import (
     encode,
     encode_line,
 )
+from sansio_mcp.runtime import TimedOut
 from sansio_mcp.runtime._client import ClientHandlers
 from sansio_mcp.runtime.a2e._driver import BridgeDriver, refuse_requests
 from sansio_mcp.runtime.a2e._runner import BridgeRunner, Connection, WebSocketAgents
@@ -137,6 +138,9 @@ class TrioBridge(BridgeRunner):
     since the epoch).
     """
 
+    log = logger
+    timeout_errors = (TimedOut, trio.TooSlowError)
+
     def __init__(
         self,
         host: BridgeHost,
@@ -191,23 +195,8 @@ class TrioBridge(BridgeRunner):
     async def _connection(
         self, action: ConnectServer, connection: Connection, scope: trio.CancelScope
     ) -> None:
-        try:
-            with scope:
-                transport = action.config.transport
-                opener = {
-                    "stdio": self._run_stdio,
-                    "http": self._run_http,
-                    "sse": self._run_sse,
-                    "ws": self._run_ws,
-                }[transport]
-                ended = await opener(action, connection)
-                connection.reason = connection.reason or ended
-        except Exception as exc:  # any failure to connect or to keep going
-            connection.reason = connection.reason or _describe(exc)
-            logger.debug("server %s: %s", action.server_id, connection.reason)
-        finally:
-            # Cancelled by the host (it already knows why), unless the transport said more.
-            self.connection_ended(action.connection)
+        with scope:  # the host's DisconnectServer cancels it
+            await self.serve_connection(action, connection)
 
     async def _run_stdio(self, action: ConnectServer, connection: Connection) -> str:
         config = action.config
@@ -327,15 +316,6 @@ class TrioBridge(BridgeRunner):
                     nursery.cancel_scope.cancel()
         reason = framing.close_reason
         return f"the WebSocket closed ({reason[0]} {reason[1]})" if reason else "closed"
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, FileNotFoundError):
-        return f"cannot start the server: {exc.strerror}: {exc.filename!r}"
-    if isinstance(exc, trio.TooSlowError):
-        return "connecting timed out"
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 # The agent side ----------------------------------------------------------------------------------

@@ -9,15 +9,17 @@ leaves the rest to that connection's writer), messages for the agent go to
 one synchronous sink (and a tool call's ToolResult straight to an in-process
 agent's ``answer`` when it takes it), and the timer is woken only when the host
 arms a deadline earlier than the one it waits for (:meth:`BridgeHost.deadline_added`).
-A subclass supplies :meth:`open_connection` and :meth:`wake_timer`, and runs
-the timer with :meth:`timer_delay` / :meth:`timer_fired`.
+A subclass supplies :meth:`open_connection` and :meth:`wake_timer`, runs
+the timer with :meth:`timer_delay` / :meth:`timer_fired`, and moves each
+transport's bytes in ``_run_stdio``, ``_run_http``, ``_run_sse`` and ``_run_ws``,
+which :meth:`serve_connection` picks and whose failures it words.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import attrs
@@ -27,6 +29,7 @@ from ...a2e._codec import A2EWebSocket
 from ...a2e._config import BridgeConfig, parse_config
 from ...a2e._host import BridgeHost
 from ...a2e._messages import A2EMessage
+from .._backend import TimedOut
 from ._driver import BridgeDriver
 
 R = TypeVar("R", bound="BridgeRunner")
@@ -36,7 +39,9 @@ __all__ = [
     "AnswerSink",
     "BridgeRunner",
     "Connection",
+    "TransportRunner",
     "WebSocketAgents",
+    "describe_failure",
     "direct_bridge",
 ]
 
@@ -44,6 +49,9 @@ logger = logging.getLogger("sansio_mcp.a2e")
 
 #: Where messages for the agent go: encode and write them, or hand them over.
 AgentSink = Callable[[A2EMessage], None]
+#: Connects to a server over one transport and moves its bytes until the
+#: transport ends; returns why it ended.
+TransportRunner = Callable[[ConnectServer, "Connection"], Awaitable[str]]
 #: An in-process agent's way to take a tool call's ToolResult without the message:
 #: ``answer(req_id, result)`` is True if it took it.
 AnswerSink = Callable[[str, dict[str, Any]], bool]
@@ -66,6 +74,11 @@ class BridgeRunner:
     """Executes a :class:`BridgeHost`'s actions; ``clock`` gives its ``now``
     (seconds since the epoch: it also stamps ``ts``)."""
 
+    #: Where a connection's failure is logged (a subclass names its own module).
+    log = logger
+    #: What the event loop raises when connecting took too long (Trio adds its own).
+    timeout_errors: tuple[type[BaseException], ...] = (TimedOut, TimeoutError)
+
     def __init__(self, host: BridgeHost, *, clock: Callable[[], float]) -> None:
         self.host = host
         self.clock = clock
@@ -85,6 +98,18 @@ class BridgeRunner:
 
     def wake_timer(self) -> None:
         """The earliest deadline moved earlier: the timer task must look again."""
+        raise NotImplementedError
+
+    async def _run_stdio(self, action: ConnectServer, connection: Connection) -> str:
+        raise NotImplementedError
+
+    async def _run_http(self, action: ConnectServer, connection: Connection) -> str:
+        raise NotImplementedError
+
+    async def _run_sse(self, action: ConnectServer, connection: Connection) -> str:
+        raise NotImplementedError
+
+    async def _run_ws(self, action: ConnectServer, connection: Connection) -> str:
         raise NotImplementedError
 
     # Executing actions ---------------------------------------------------------------
@@ -153,6 +178,30 @@ class BridgeRunner:
         of the session goes to the host, at once."""
         return BridgeDriver(action.session, self, action.connection)
 
+    def transport_runner(self, transport: str) -> TransportRunner:
+        """What connects to a server over ``transport`` (stdio, http, sse, ws)."""
+        runners: dict[str, TransportRunner] = {
+            "stdio": self._run_stdio,
+            "http": self._run_http,
+            "sse": self._run_sse,
+            "ws": self._run_ws,
+        }
+        return runners[transport]
+
+    async def serve_connection(self, action: ConnectServer, connection: Connection) -> None:
+        """The body of a connection task: connect over the server's transport and
+        serve it until it ends, then tell the host why.  Cancellation (the host's
+        :class:`DisconnectServer`, or the bridge stopping) passes through: the host
+        already knows why, unless the transport said more."""
+        try:
+            ended = await self.transport_runner(action.config.transport)(action, connection)
+            connection.reason = connection.reason or ended
+        except Exception as exc:  # any failure to connect or to keep going
+            connection.reason = connection.reason or describe_failure(exc, self.timeout_errors)
+            self.log.debug("server %s: %s", action.server_id, connection.reason)
+        finally:
+            self.connection_ended(action.connection)
+
     def connection_opened(self, conn: int) -> None:
         self.host.connection_opened(conn, self.clock())
         self.poke()
@@ -210,6 +259,19 @@ class BridgeRunner:
                 found = self._connections.get(action.connection)
                 if found is not None:
                     found.cancel()
+
+
+def describe_failure(
+    exc: BaseException,
+    timeout_errors: tuple[type[BaseException], ...] = (TimedOut, TimeoutError),
+) -> str:
+    """Why a server connection failed, as its status tells the agent."""
+    if isinstance(exc, FileNotFoundError):
+        return f"cannot start the server: {exc.strerror}: {exc.filename!r}"
+    if isinstance(exc, timeout_errors):
+        return "connecting timed out"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def direct_bridge(
