@@ -19,12 +19,11 @@ import os
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
-from urllib.parse import urlsplit
 
 from sansio_mcp._client_session import ClientSession
 from sansio_mcp._stdio import safe_environment
 from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
-from sansio_mcp._websocket import WebSocketFraming
+from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
 from sansio_mcp.a2e import (
     A2EMessage,
     A2EWebSocket,
@@ -254,11 +253,11 @@ class AsyncioBridge(BridgeRunner):
         return "the SSE stream ended"
 
     async def _run_ws(self, action: ConnectServer, connection: Connection) -> str:
-        parts = urlsplit(action.config.url)
-        assert parts.hostname is not None
-        port = parts.port or (443 if parts.scheme == "wss" else 80)
-        ssl_context: Any = True if parts.scheme == "wss" else None
-        reader, writer = await asyncio.open_connection(parts.hostname, port, ssl=ssl_context)
+        address = WebSocketAddress.parse(action.config.url)
+        ssl_context: Any = True if address.tls else None
+        reader, writer = await asyncio.open_connection(
+            address.hostname, address.port, ssl=ssl_context
+        )
         framing = WebSocketFraming.client_to(
             action.session, action.config.url, action.config.http_headers
         )

@@ -9,10 +9,9 @@ import ssl
 from collections.abc import AsyncIterator, Awaitable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any, Unpack
-from urllib.parse import urlsplit
 
 from sansio_mcp import RequestReceived
-from sansio_mcp._websocket import WebSocketFraming
+from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
 from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
 from sansio_mcp.runtime._server import Server
 
@@ -101,20 +100,16 @@ async def open_ws_client(
     **options: Unpack[SessionOptions],
 ) -> AsyncIterator[Client]:
     """Connect to ``ws://host:port/path`` and yield an initialized :class:`Client`."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("ws", "wss") or not parts.hostname:
-        raise ValueError(f"not a ws:// URL: {url!r}")
+    address = WebSocketAddress.parse(url)
     config = ClientOptions.of(options)
     handlers, session = config.handlers, config.new_session()
-    port = parts.port or (443 if parts.scheme == "wss" else 80)
-    context = ssl.create_default_context() if parts.scheme == "wss" else None
-    reader, writer = await asyncio.open_connection(parts.hostname, port, ssl=context)
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    context = ssl.create_default_context() if address.tls else None
+    reader, writer = await asyncio.open_connection(address.hostname, address.port, ssl=context)
     framing = WebSocketFraming(
         session,
         client=True,
-        host=parts.netloc,
-        target=target,
+        host=address.netloc,
+        target=address.target,
         max_message_size=config.max_message_size,
     )
 

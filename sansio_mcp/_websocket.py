@@ -14,7 +14,7 @@ subclass, ``A2EWebSocket``, lives with the A2E codec.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 from urllib.parse import urlsplit
 
 import wsproto
@@ -30,6 +30,7 @@ __all__ = [
     "LOOPBACK_HOSTS",
     "SUBPROTOCOL",
     "MCPWebSocket",
+    "WebSocketAddress",
     "WebSocketConnection",
     "WebSocketFraming",
 ]
@@ -38,6 +39,29 @@ SUBPROTOCOL = "mcp"
 DEFAULT_MAX_MESSAGE = 8 * 1024 * 1024
 #: The Host (and Origin host) a server accepts unless told otherwise.
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+class WebSocketAddress(NamedTuple):
+    """Where a ``ws://`` or ``wss://`` URL points: what a client connects to, and
+    what its opening handshake names (every backend's openers read URLs alike)."""
+
+    hostname: str
+    port: int
+    tls: bool
+    #: The Host header's value.
+    netloc: str
+    #: The request target: the path and query.
+    target: str
+
+    @classmethod
+    def parse(cls, url: str) -> WebSocketAddress:
+        """Raises ValueError for anything but a ``ws://`` or ``wss://`` URL with a host."""
+        parts = urlsplit(url)
+        if parts.scheme not in ("ws", "wss") or not parts.hostname:
+            raise ValueError(f"not a ws:// URL: {url!r}")
+        tls = parts.scheme == "wss"
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        return cls(parts.hostname, parts.port or (443 if tls else 80), tls, parts.netloc, target)
 
 
 class WebSocketConnection:
@@ -280,9 +304,14 @@ class WebSocketFraming:
     ) -> WebSocketFraming:
         """The client side of a connection to ``url`` (``ws://`` or ``wss://``): the
         opening handshake names its host and path, and carries ``headers``."""
-        parts = urlsplit(url)
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        return cls(session, client=True, host=parts.netloc, target=target, extra_headers=headers)
+        address = WebSocketAddress.parse(url)
+        return cls(
+            session,
+            client=True,
+            host=address.netloc,
+            target=address.target,
+            extra_headers=headers,
+        )
 
     @property
     def open(self) -> bool:

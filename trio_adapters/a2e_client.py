@@ -13,17 +13,16 @@ or :func:`open_a2e_streams`.
 from __future__ import annotations
 
 import os
-import ssl
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import urlsplit
 
 import trio
 
 from sansio_mcp._stdio import safe_environment
+from sansio_mcp._websocket import WebSocketAddress
 from sansio_mcp.a2e import (
     A2EFramer,
     A2EMessage,
@@ -43,6 +42,7 @@ from ._backend import OneWaiterSignal
 from ._process import PIPE, drain_stderr, stop_process
 from ._runner import ByteStream
 from ._util import unwrap_single_exception
+from .websocket import open_ws_stream
 
 __all__ = [
     "A2EClient",
@@ -195,17 +195,9 @@ async def open_a2e_stdio(
 @asynccontextmanager
 async def open_a2e_ws(url: str, **options: Any) -> AsyncIterator[A2EClient]:
     """An :class:`A2EClient` over WebSocket (``ws://host:port/a2e``)."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("ws", "wss") or not parts.hostname:
-        raise ValueError(f"not a ws:// URL: {url!r}")
-    port = parts.port or (443 if parts.scheme == "wss" else 80)
-    stream: trio.abc.Stream = await trio.open_tcp_stream(parts.hostname, port)
-    if parts.scheme == "wss":
-        stream = trio.SSLStream(
-            stream, ssl.create_default_context(), server_hostname=parts.hostname
-        )
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    framing = A2EWebSocket(client=True, host=parts.netloc, target=target)
+    address = WebSocketAddress.parse(url)
+    stream = await open_ws_stream(address)
+    framing = A2EWebSocket(client=True, host=address.netloc, target=address.target)
     lock = trio.Lock()
     opened = trio.Event()
 

@@ -14,18 +14,16 @@ from __future__ import annotations
 
 import logging
 import os
-import ssl
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
-from urllib.parse import urlsplit
 
 import trio
 
 from sansio_mcp._client_session import ClientSession
 from sansio_mcp._stdio import safe_environment
 from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
-from sansio_mcp._websocket import WebSocketFraming
+from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
 from sansio_mcp.a2e import (
     A2EMessage,
     A2EWebSocket,
@@ -43,6 +41,7 @@ from ._process import PIPE, drain_stderr, stop_process
 from ._runner import ByteStream, TrioRunner
 from .http_client import _HTTPClientHost
 from .sse import _SSEClientHost
+from .websocket import open_ws_stream
 
 __all__ = ["TrioBridge", "serve_agent_stream", "serve_agent_ws"]
 
@@ -283,14 +282,7 @@ class TrioBridge(BridgeRunner):
         return "the SSE stream ended"
 
     async def _run_ws(self, action: ConnectServer, connection: Connection) -> str:
-        parts = urlsplit(action.config.url)
-        assert parts.hostname is not None
-        port = parts.port or (443 if parts.scheme == "wss" else 80)
-        stream: trio.abc.Stream = await trio.open_tcp_stream(parts.hostname, port)
-        if parts.scheme == "wss":
-            stream = trio.SSLStream(
-                stream, ssl.create_default_context(), server_hostname=parts.hostname
-            )
+        stream = await open_ws_stream(WebSocketAddress.parse(action.config.url))
         framing = WebSocketFraming.client_to(
             action.session, action.config.url, action.config.http_headers
         )

@@ -4,15 +4,15 @@ revision, interoperable with the official SDKs' convention)."""
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any, Unpack
-from urllib.parse import urlsplit
 
 import trio
 
 from sansio_mcp import RequestReceived
-from sansio_mcp._websocket import WebSocketFraming
+from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
 from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
 from sansio_mcp.runtime._server import Server
 
@@ -98,31 +98,31 @@ async def serve_ws(
     await trio.serve_listeners(connection, listeners)
 
 
+async def open_ws_stream(address: WebSocketAddress) -> trio.abc.Stream:
+    """The TCP (or, for ``wss://``, TLS) stream a WebSocket client speaks over."""
+    stream: trio.abc.Stream = await trio.open_tcp_stream(address.hostname, address.port)
+    if address.tls:
+        stream = trio.SSLStream(
+            stream, ssl.create_default_context(), server_hostname=address.hostname
+        )
+    return stream
+
+
 @asynccontextmanager
 async def open_ws_client(
     url: str,
     **options: Unpack[SessionOptions],
 ) -> AsyncIterator[Client]:
     """Connect to ``ws://host:port/path`` and yield an initialized :class:`Client`."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("ws", "wss") or not parts.hostname:
-        raise ValueError(f"not a ws:// URL: {url!r}")
+    address = WebSocketAddress.parse(url)
     config = ClientOptions.of(options)
     handlers, session = config.handlers, config.new_session()
-    port = parts.port or (443 if parts.scheme == "wss" else 80)
-    stream: trio.abc.Stream = await trio.open_tcp_stream(parts.hostname, port)
-    if parts.scheme == "wss":
-        import ssl
-
-        stream = trio.SSLStream(
-            stream, ssl.create_default_context(), server_hostname=parts.hostname
-        )
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    stream = await open_ws_stream(address)
     framing = WebSocketFraming(
         session,
         client=True,
-        host=parts.netloc,
-        target=target,
+        host=address.netloc,
+        target=address.target,
         max_message_size=config.max_message_size,
     )
 
