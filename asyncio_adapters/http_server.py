@@ -10,7 +10,7 @@ from functools import partial
 from typing import Any
 
 from sansio_mcp import RequestReceived, ServerSession
-from sansio_mcp._http import ConnectionEnded, HTTPError, HTTPServerConnection
+from sansio_mcp._http import HTTPServerConnection
 from sansio_mcp._streamable_http import Exchange
 from sansio_mcp.runtime._http_service import (
     DEFAULT_LIMITS,
@@ -19,9 +19,8 @@ from sansio_mcp.runtime._http_service import (
     Router,
     ServerLimits,
     SessionHosts,
-    read_request,
     refuse_connection,
-    route,
+    serve_requests,
     streamable_http_router,
 )
 from sansio_mcp.runtime._server import Server
@@ -95,30 +94,21 @@ class _HTTPService:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = HTTPServerConnection(max_body=self.max_body)
         receive = partial(reader.read, _READ_SIZE)
-        kept_alive = False
+
+        async def send_all(data: bytes) -> None:
+            writer.write(data)
+            await writer.drain()
+
         try:
-            while True:
-                request = await read_request(
-                    conn, receive, PRIMITIVES, self.limits, kept_alive=kept_alive
-                )
-                if isinstance(request, ConnectionEnded):
-                    return
-                if isinstance(request, HTTPError):
-                    writer.write(conn.send_error_response(request.status, request.reason))
-                    await writer.drain()
-                    return
-                exchange = route(self.router, request, asyncio.get_running_loop().time())
-                self.hosts.begin(exchange)
-                try:
-                    if not await self._answer(reader, writer, conn, exchange):
-                        return
-                finally:
-                    if not exchange.finished:
-                        self.hosts.disconnected(exchange)  # the answer broke off
-                    self.hosts.finish(exchange)
-                if not conn.start_next():
-                    return
-                kept_alive = True
+            await serve_requests(
+                conn,
+                receive,
+                send_all,
+                partial(self._answer, reader, writer, conn),
+                self.hosts,
+                PRIMITIVES,
+                self.limits,
+            )
         except (ConnectionError, OSError):
             pass
         except Exception:

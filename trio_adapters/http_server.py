@@ -10,7 +10,7 @@ from typing import Any
 import trio
 
 from sansio_mcp import RequestReceived, ServerSession
-from sansio_mcp._http import ConnectionEnded, HTTPError, HTTPServerConnection
+from sansio_mcp._http import HTTPServerConnection
 from sansio_mcp._streamable_http import Exchange
 from sansio_mcp.runtime._http_service import (
     DEFAULT_LIMITS,
@@ -19,9 +19,8 @@ from sansio_mcp.runtime._http_service import (
     Router,
     ServerLimits,
     SessionHosts,
-    read_request,
     refuse_connection,
-    route,
+    serve_requests,
     streamable_http_router,
 )
 from sansio_mcp.runtime._server import Server
@@ -84,28 +83,15 @@ class _HTTPService:
     async def _serve(self, stream: trio.abc.Stream) -> None:
         conn = HTTPServerConnection(max_body=self.max_body)
         receive = partial(stream.receive_some, _READ_SIZE)
-        kept_alive = False
+
+        async def answer(exchange: Exchange) -> bool:
+            await self._answer(stream, conn, exchange)
+            return True  # a client that went away breaks off the answer with an error
+
         try:
-            while True:
-                request = await read_request(
-                    conn, receive, PRIMITIVES, self.limits, kept_alive=kept_alive
-                )
-                if isinstance(request, ConnectionEnded):
-                    return
-                if isinstance(request, HTTPError):
-                    await stream.send_all(conn.send_error_response(request.status, request.reason))
-                    return
-                exchange = route(self.router, request, trio.current_time())
-                self.hosts.begin(exchange)
-                try:
-                    await self._answer(stream, conn, exchange)
-                finally:
-                    if not exchange.finished:
-                        self.hosts.disconnected(exchange)  # the answer broke off
-                    self.hosts.finish(exchange)
-                if not conn.start_next():
-                    return
-                kept_alive = True
+            await serve_requests(
+                conn, receive, stream.send_all, answer, self.hosts, PRIMITIVES, self.limits
+            )
         except* (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the client went away (alone, or from inside the answer's nursery)
         except* Exception:

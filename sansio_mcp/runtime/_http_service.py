@@ -29,6 +29,7 @@ __all__ = [
     "legacy_sse_router",
     "read_request",
     "refuse_connection",
+    "serve_requests",
     "streamable_http_router",
 ]
 
@@ -248,6 +249,42 @@ class SessionHosts(Generic[H]):
         self.server.hub.remove(session)
         if host is not None:
             host.cancel_all_handlers()
+
+
+async def serve_requests(
+    conn: HTTPServerConnection,
+    receive: Callable[[], Awaitable[bytes | bytearray]],
+    send_all: Callable[[bytes], Awaitable[None]],
+    answer: Callable[[Exchange], Awaitable[bool]],
+    hosts: SessionHosts[Any],
+    backend: Backend,
+    limits: ServerLimits,
+) -> None:
+    """One connection's requests, one after another while it is kept alive: each is
+    read under ``limits``, routed to an exchange whose session ``hosts`` drive, and
+    answered by ``answer`` (the adapter's byte moving; False when the client went
+    away).  Returns when the connection should close; the caller closes it, and
+    handles what its streams raise."""
+    kept_alive = False
+    while True:
+        request = await read_request(conn, receive, backend, limits, kept_alive=kept_alive)
+        if isinstance(request, ConnectionEnded):
+            return
+        if isinstance(request, HTTPError):
+            await send_all(conn.send_error_response(request.status, request.reason))
+            return
+        exchange = route(hosts.router, request, backend.clock())
+        hosts.begin(exchange)
+        try:
+            if not await answer(exchange):
+                return
+        finally:
+            if not exchange.finished:
+                hosts.disconnected(exchange)  # the answer broke off
+            hosts.finish(exchange)
+        if not conn.start_next():
+            return
+        kept_alive = True
 
 
 class RoutedOutput:
