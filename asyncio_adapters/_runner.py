@@ -77,7 +77,6 @@ class AsyncioSessionHost(HostBase):
         )
         self._group: asyncio.TaskGroup | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._timer_changed = asyncio.Event()
         self._timer_task: asyncio.Task[Any] | None = None
         self.driver.on_output = self._schedule_flush
 
@@ -95,9 +94,6 @@ class AsyncioSessionHost(HostBase):
     async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
         await shielded(step)
 
-    def rearm_timer(self) -> None:
-        self._timer_changed.set()
-
     # Tasks --------------------------------------------------------------------------
 
     #: Whether this host enforces its session's deadlines (False where the session
@@ -108,7 +104,7 @@ class AsyncioSessionHost(HostBase):
         """Run handler tasks (and the timer) in ``group``."""
         self._group = group
         if self.runs_timer:
-            self._timer_task = self.start(self._timer_loop())
+            self._timer_task = self.start(self.run_timer())
 
     def start(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """A task in the host's group, cancelled by :meth:`stop`."""
@@ -143,22 +139,6 @@ class AsyncioSessionHost(HostBase):
         """Cancel every task of this host (the group then finishes)."""
         for task in list(self._tasks):
             task.cancel()
-
-    async def _timer_loop(self) -> None:
-        while True:
-            deadline = self.session.next_deadline()
-            try:
-                async with asyncio.timeout_at(deadline):
-                    await self._timer_changed.wait()
-                self._timer_changed.clear()
-                continue
-            except TimeoutError:
-                pass
-            self.session.handle_timer(self.now())
-            self.driver.process_events()
-            # Never waiting for output: a peer that stops reading must not stop the clock.
-            if not self.send_now():
-                await self.flush()
 
     def _schedule_flush(self) -> None:
         # What cannot go out at once goes from a task that awaits flush().

@@ -7,7 +7,6 @@ from __future__ import annotations
 import errno
 import functools
 import logging
-import math
 import os
 import stat
 from collections.abc import Awaitable, Callable
@@ -51,7 +50,6 @@ class TrioSessionHost(HostBase):
             answer_input=answer_input,
         )
         self._nursery: trio.Nursery | None = None
-        self._timer_changed = trio.Event()
         self._timer_scope = trio.CancelScope()
         self._flush_wanted = trio.Event()
         self._flush_scope = trio.CancelScope()
@@ -71,9 +69,6 @@ class TrioSessionHost(HostBase):
     async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
         with trio.CancelScope(shield=True):
             await step()
-
-    def rearm_timer(self) -> None:
-        self._timer_changed.set()
 
     # Tasks --------------------------------------------------------------------------
 
@@ -111,18 +106,8 @@ class TrioSessionHost(HostBase):
         return scope
 
     async def _timer_loop(self) -> None:
-        with self._timer_scope:
-            while True:
-                deadline = self.session.next_deadline()
-                with trio.move_on_at(deadline if deadline is not None else math.inf):
-                    await self._timer_changed.wait()
-                    self._timer_changed = trio.Event()
-                    continue
-                self.session.handle_timer(trio.current_time())
-                self.driver.process_events()
-                # Never waiting for output: a peer that stops reading must not stop the clock.
-                if not self.send_now():
-                    await self.flush()
+        with self._timer_scope:  # cancel_all_handlers ends it
+            await self.run_timer()
 
     def _schedule_flush(self) -> None:
         self._flush_wanted.set()

@@ -75,7 +75,8 @@ class BufferedSubscription(Subscription):
 class HostBase:
     """Requests, waiting and handler tasks, on top of adapter primitives:
     :meth:`new_signal`, :meth:`now`, :meth:`flush`, :meth:`shielded`,
-    :meth:`rearm_timer`, :meth:`spawn_task` and :meth:`start_cancellable`."""
+    :meth:`spawn_task` and :meth:`start_cancellable`; it runs :meth:`run_timer`
+    in a task it can cancel."""
 
     #: The event-loop primitives (set by each backend's host class).
     backend: Backend
@@ -99,6 +100,8 @@ class HostBase:
             cancel=self._cancel_handler,
             answer_input=answer_input,
         )
+        # Set when a deadline was added; the timer makes a fresh one each time round.
+        self._timer_changed: Signal = self.new_signal()
 
     @property
     def reading_waits_for_output(self) -> bool:
@@ -144,7 +147,32 @@ class HostBase:
 
     def rearm_timer(self) -> None:
         """A deadline was added: the timer must look again."""
-        raise NotImplementedError
+        self._timer_changed.set()
+
+    async def run_timer(self) -> None:
+        """Enforce the session's deadlines until cancelled: sleep until the earliest
+        one (or until :meth:`rearm_timer` says one was added), then expire what is due
+        and send what that queued."""
+        backend = self.backend
+        while True:
+            # A fresh signal before reading the deadline: a deadline added after
+            # this read sets it, so none is missed.
+            changed = self._timer_changed = self.new_signal()
+            deadline = self.session.next_deadline()
+            if deadline is None:
+                await changed.wait()
+                continue
+            rearmed = False
+            async with backend.move_on_after(max(0.0, deadline - self.now())):
+                await changed.wait()
+                rearmed = True
+            if rearmed:
+                continue
+            self.session.handle_timer(self.now())
+            self.driver.process_events()
+            # Never waiting for output: a peer that stops reading must not stop the clock.
+            if not self.send_now():
+                await self.flush()
 
     def new_subscription(self, buffer: int) -> Subscription:
         return BufferedSubscription(buffer, self.new_signal)
