@@ -9,11 +9,8 @@ process, NDJSON on its stdin/stdout).
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import os
-import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -26,11 +23,11 @@ from sansio_mcp.a2e import (
     A2EMessage,
     BridgeConfig,
     BridgeHost,
-    bridge_command,
     encode_line,
 )
 from sansio_mcp.runtime._backend import Signal
 from sansio_mcp.runtime.a2e import A2EClientBase, A2ERequestError, AgentInbox
+from sansio_mcp.runtime.a2e._client import bridge_invocation
 from sansio_mcp.runtime.a2e._runner import direct_bridge
 
 from ._backend import OneWaiterSignal
@@ -172,13 +169,7 @@ async def open_a2e_stdio(
 ) -> AsyncIterator[A2EClient]:
     """Start the bridge (``sansio-mcp bridge``, or ``command``) and talk A2E to it
     over its stdin/stdout (see :func:`trio_adapters.a2e_client.open_a2e_stdio`)."""
-    config_path: str | None = None
-    if command is None:
-        if config is not None:
-            handle, config_path = tempfile.mkstemp(suffix=".json", prefix="a2e-bridge-")
-            with os.fdopen(handle, "w", encoding="utf-8") as f:
-                json.dump(dict(config), f)
-        command = bridge_command(sys.executable, bridge_args, config_path)
+    command, config_path = bridge_invocation(command, config, bridge_args)
     process = await asyncio.create_subprocess_exec(
         *command,
         stdin=asyncio.subprocess.PIPE,

@@ -13,7 +13,6 @@ or :func:`open_a2e_streams`.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -29,13 +28,13 @@ from sansio_mcp.a2e import (
     A2EWebSocket,
     BridgeConfig,
     BridgeHost,
-    bridge_command,
     decode_text,
     encode,
     encode_line,
 )
 from sansio_mcp.runtime._backend import Signal
 from sansio_mcp.runtime.a2e import A2EClientBase, A2ERequestError, AgentInbox
+from sansio_mcp.runtime.a2e._client import bridge_invocation
 from sansio_mcp.runtime.a2e._runner import direct_bridge
 
 from ._backend import OneWaiterSignal
@@ -138,17 +137,6 @@ async def open_a2e_streams(
                 nursery.cancel_scope.cancel()
 
 
-def _config_file(config: Mapping[str, Any]) -> str:
-    """A private temporary file holding ``config`` (the caller removes it)."""
-    import json
-    import tempfile
-
-    handle, path = tempfile.mkstemp(suffix=".json", prefix="a2e-bridge-")
-    with os.fdopen(handle, "w", encoding="utf-8") as f:
-        json.dump(dict(config), f)
-    return path
-
-
 @asynccontextmanager
 async def open_a2e_stdio(
     command: Sequence[str] | None = None,
@@ -163,9 +151,7 @@ async def open_a2e_stdio(
     """Start the bridge (``sansio-mcp bridge``, or ``command``) and talk A2E to it
     over its stdin/stdout.  ``config`` is written to a temporary file and given
     as ``--config``; ``bridge_args`` are more options (``--backend asyncio``)."""
-    config_path = _config_file(config) if command is None and config is not None else None
-    if command is None:
-        command = bridge_command(sys.executable, bridge_args, config_path)
+    command, config_path = bridge_invocation(command, config, bridge_args)
     child_env = safe_environment(os.environ, env)
     process = await trio.lowlevel.open_process(
         list(command),

@@ -16,13 +16,18 @@ from __future__ import annotations
 import heapq
 import inspect
 import itertools
+import json
 import logging
 import math
+import os
+import sys
+import tempfile
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ...a2e._codec import DecodeError
+from ...a2e._config import bridge_command
 from ...a2e._fields import copy_json
 from ...a2e._messages import (
     A2EError,
@@ -61,7 +66,7 @@ from ...a2e._messages import (
 )
 from .._backend import Signal
 
-__all__ = ["A2EClientBase", "A2ERequestError", "AgentInbox", "Handler"]
+__all__ = ["A2EClientBase", "A2ERequestError", "AgentInbox", "Handler", "bridge_invocation"]
 
 logger = logging.getLogger("sansio_mcp.a2e")
 
@@ -132,6 +137,22 @@ def own_arguments(arguments: Mapping[str, Any] | None) -> dict[str, Any] | None:
     except (TypeError, ValueError):  # TooDeep is a ValueError
         return None
     return copied if type(copied) is dict else None
+
+
+def bridge_invocation(
+    command: Sequence[str] | None, config: Mapping[str, Any] | None, bridge_args: Sequence[str]
+) -> tuple[list[str], str | None]:
+    """The command that starts an agent's bridge child, and the private temporary
+    file holding ``config`` it reads (``--config``; None when there is none), which
+    the caller removes once the child is done.  A given ``command`` is used as is."""
+    if command is not None:
+        return list(command), None
+    config_path: str | None = None
+    if config is not None:
+        handle, config_path = tempfile.mkstemp(suffix=".json", prefix="a2e-bridge-")
+        with os.fdopen(handle, "w", encoding="utf-8") as f:
+            json.dump(dict(config), f)
+    return bridge_command(sys.executable, bridge_args, config_path), config_path
 
 
 class A2EClientBase:
