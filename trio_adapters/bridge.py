@@ -22,7 +22,7 @@ import trio
 
 from sansio_mcp._client_session import ClientSession
 from sansio_mcp._stdio import safe_environment
-from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
+from sansio_mcp._streamable_http_client import StreamableHTTPClient
 from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
 from sansio_mcp.a2e import (
     A2EMessage,
@@ -234,12 +234,7 @@ class TrioBridge(BridgeRunner):
         return connection.reason
 
     async def _run_http(self, action: ConnectServer, connection: Connection) -> str:
-        config = action.config
-        transport = StreamableHTTPClient(
-            Endpoint.parse(config.url),
-            action.session,
-            headers=config.http_headers,
-        )
+        transport = self.http_transport(action)
         host = _HTTPHost(action.session, transport, self.server_driver(action))
         async with trio.open_nursery() as nursery:
             host.attach(nursery)
@@ -255,11 +250,7 @@ class TrioBridge(BridgeRunner):
 
     async def _run_sse(self, action: ConnectServer, connection: Connection) -> str:
         config = action.config
-        transport = StreamableHTTPClient(
-            Endpoint.parse(config.url),
-            action.session,
-            headers=config.http_headers,
-        )
+        transport = self.http_transport(action)
         host = _SSEHost(action.session, transport, self.server_driver(action))
         ended = trio.Event()
         async with trio.open_nursery() as nursery:

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from ..._streamable_http_client import Endpoint, StreamableHTTPClient
 from ...a2e._actions import ConnectServer, DisconnectServer, FlushServer, ToolAnswer
 from ...a2e._codec import A2EWebSocket
 from ...a2e._config import BridgeConfig, parse_config
@@ -177,6 +178,14 @@ class BridgeRunner:
         """The driver for the session host of ``action``'s connection: every event
         of the session goes to the host, at once."""
         return BridgeDriver(action.session, self, action.connection)
+
+    def http_transport(self, action: ConnectServer) -> StreamableHTTPClient:
+        """The HTTP client side (Streamable HTTP, or legacy SSE's POSTs) of ``action``'s
+        session, to the server's URL with its configured headers."""
+        config = action.config
+        return StreamableHTTPClient(
+            Endpoint.parse(config.url), action.session, headers=config.http_headers
+        )
 
     def transport_runner(self, transport: str) -> TransportRunner:
         """What connects to a server over ``transport`` (stdio, http, sse, ws)."""
