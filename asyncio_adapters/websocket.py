@@ -13,6 +13,7 @@ from typing import Any, Unpack
 from sansio_mcp import RequestReceived
 from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
 from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
+from sansio_mcp.runtime._host import keep_websocket_alive
 from sansio_mcp.runtime._server import Server
 
 from ._runner import AsyncioRunner, shielded
@@ -21,13 +22,6 @@ from .http_server import serve_tcp
 from .server import AsyncioContext
 
 __all__ = ["open_ws_client", "serve_ws"]
-
-
-async def _keepalive(framing: WebSocketFraming, runner: AsyncioRunner, interval: float) -> None:
-    while not framing.closed:
-        await asyncio.sleep(interval)
-        framing.ping()
-        await runner.flush()
 
 
 async def serve_ws(
@@ -67,7 +61,7 @@ async def serve_ws(
         )
         server.hub.add(session, runner._schedule_flush)
         keepalive = (
-            asyncio.create_task(_keepalive(framing, runner, ping_interval))
+            asyncio.create_task(keep_websocket_alive(framing, runner, ping_interval))
             if ping_interval
             else None
         )

@@ -14,6 +14,7 @@ import trio
 from sansio_mcp import RequestReceived
 from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
 from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
+from sansio_mcp.runtime._host import keep_websocket_alive
 from sansio_mcp.runtime._server import Server
 
 from ._runner import TrioRunner
@@ -24,13 +25,6 @@ from .server import TrioContext
 __all__ = ["open_ws_client", "serve_ws"]
 
 logger = logging.getLogger("trio_adapters.websocket")
-
-
-async def _keepalive(framing: WebSocketFraming, runner: TrioRunner, interval: float) -> None:
-    while not framing.closed:
-        await trio.sleep(interval)
-        framing.ping()
-        await runner.flush()
 
 
 async def _close_unless_open(
@@ -79,7 +73,7 @@ async def serve_ws(
         try:
             async with trio.open_nursery() as nursery:
                 if ping_interval:
-                    nursery.start_soon(_keepalive, framing, runner, ping_interval)
+                    nursery.start_soon(keep_websocket_alive, framing, runner, ping_interval)
                 if handshake_timeout is not None:
                     nursery.start_soon(_close_unless_open, framing, stream, handshake_timeout)
                 await runner.run()
