@@ -29,7 +29,7 @@ def encode_message(obj: Any) -> bytes:
 
 @attrs.define
 class Batch:
-    """The requests of one batch from the peer that still await our answer,
+    """The requests of one batch from the peer that still wait for our answer,
     and the answers so far."""
 
     pending: set[RequestId] = attrs.Factory(set)

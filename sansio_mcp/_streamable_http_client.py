@@ -386,11 +386,11 @@ class ResponseHandler:
 class RoundTrip(Generic[S]):
     """One HTTP request of the client and its answer, on a pooled connection.
 
-    The adapter's loop::
+    The runtime's loop (each I/O step done by the backend)::
 
         while trip.attempt():
-            conn = trip.idle_connection() or trip.connected(await open_stream())
-            send trip.request_bytes(); then until trip.done: trip.feed(await read())
+            conn = trip.idle_connection() or trip.connected(a newly opened stream)
+            send trip.request_bytes(); then until trip.done: trip.feed(the bytes read)
             (an I/O error: trip.broken(detail))
             finally: if not trip.release(): close conn.stream
 

@@ -4,33 +4,16 @@ raises the limit. Against a real subprocess server, on both backends."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
-# A stdio MCP server whose one tool answers with as many bytes of text as it is asked for.
-BIG_SERVER = r"""
-import json, sys
-for line in sys.stdin:
-    msg = json.loads(line)
-    if "id" not in msg:
-        continue
-    if msg["method"] == "initialize":
-        result = {"protocolVersion": msg["params"]["protocolVersion"],
-                  "capabilities": {"tools": {}}, "serverInfo": {"name": "big", "version": "0"}}
-    elif msg["method"] == "tools/call":
-        size = msg["params"]["arguments"]["size"]
-        result = {"content": [{"type": "text", "text": "x" * size}]}
-    elif msg["method"] == "tools/list":
-        result = {"tools": [{"name": "big", "inputSchema": {"type": "object"}}]}
-    else:
-        out = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "no"}}
-        sys.stdout.write(json.dumps(out) + "\n"); sys.stdout.flush(); continue
-    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + "\n")
-    sys.stdout.flush()
-"""
+# Its ``big BYTES`` mode answers the ``big`` tool with a text of BYTES bytes.
+SERVER = Path(__file__).resolve().parent / "toolkit" / "real_world_server.py"
 
 SIZE = 8_400_000
 
@@ -38,8 +21,8 @@ SIZE = 8_400_000
 def _call(*options: str, size: int = SIZE, backend: str = "trio") -> tuple[int, str, float]:
     started = time.monotonic()
     call = ["call", "big", "--backend", backend, "--protocol-version", "2025-11-25"]
-    arguments = ["--args", f'{{"size": {size}}}', *options]
-    server = [sys.executable, "-c", BIG_SERVER]
+    arguments = ["--args", "{}", *options]
+    server = [sys.executable, str(SERVER), "big", str(size)]
     done = subprocess.run(
         [sys.executable, "-m", "sansio_mcp_cli", *call, *arguments, "--", *server],
         capture_output=True,
@@ -53,7 +36,8 @@ def _call(*options: str, size: int = SIZE, backend: str = "trio") -> tuple[int, 
 def test_an_oversized_answer_fails_at_once_naming_the_limit(backend: str) -> None:
     status, output, seconds = _call(backend=backend)
     assert status == 1, output
-    assert "8388608-byte limit" in output and "exceeds" in output, output
+    # The answer's own size (the text and its JSON around it) and the limit, by name.
+    assert re.search(r"a message of 84\d{5} bytes exceeds the 8388608-byte limit", output), output
     assert "timed out" not in output
     assert seconds < 30  # not the 60 s time limit
 
