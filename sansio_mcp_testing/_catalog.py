@@ -769,7 +769,9 @@ def _result(r: _Rev, method: str) -> Obj:
     elif method == "tools/call":
         required = {"content": Arr(r.content_block(), max_size=3)}
         optional["isError"] = Bool()
-        if r.at_least("2025-06-18"):
+        if r.modern:  # 2026-07-28: "any JSON value", no longer only an object
+            optional["structuredContent"] = AnyJSON(modern=True)
+        elif r.at_least("2025-06-18"):
             optional["structuredContent"] = r.json_object()
     elif method == "completion/complete":
         completion = Obj(
