@@ -108,6 +108,12 @@ class TCPStream:
         # Not waiting for the close: this runs in tasks being cancelled.
         self._writer.close()
 
+    # --- Listening: an accepted connection half-closes (a refused one's 503) ---
+
+    async def send_eof(self) -> None:
+        if self._writer.can_write_eof():
+            self._writer.write_eof()
+
     def ack_now(self) -> None:
         sock = self._writer.get_extra_info("socket")
         if _QUICKACK is not None and sock is not None:

@@ -16,17 +16,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 from sansio_mcp import ServerSession
 from sansio_mcp._http import HTTPRequest, header_dict
 from sansio_mcp._streamable_http import Exchange
-from sansio_mcp.runtime._http_service import SessionHosts, route, streamable_http_router
+from sansio_mcp.runtime._http_service import (
+    SessionHosts,
+    answer_exchange,
+    route,
+    streamable_http_router,
+)
 from sansio_mcp.runtime._server import Server
 
-from .http_server import _HTTPSessionHost
+from ._backend import PRIMITIVES
+from .http_server import host_in
 
 __all__ = ["MCPApp"]
 
@@ -68,11 +74,9 @@ class MCPApp:
         self._group_task: asyncio.Task[None] | None = None
         self._group_ready = asyncio.Event()
 
-        def make_host(session: ServerSession) -> _HTTPSessionHost:
-            host = _HTTPSessionHost(self.router, session, server)
+        def make_host(session: ServerSession) -> Any:
             assert self._group is not None
-            host.attach(self._group)
-            return host
+            return host_in(self._group, self.router, server, session)
 
         self.hosts = SessionHosts(server, self.router, make_host)
 
@@ -167,58 +171,40 @@ class MCPApp:
         )
 
     async def _respond(self, exchange: Exchange, receive: Receive, send: Send) -> None:
-        ready = asyncio.Event()
-        exchange.wake = ready.set
-        if not exchange.head_ready:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(exchange.head_grace):
-                    while not exchange.head_ready:
-                        await ready.wait()
-                        ready.clear()
-        if not exchange.streaming:
-            await _whole(send, exchange)
-            return
-        exchange.commit_head()
-        watcher = asyncio.create_task(self._watch_disconnect(exchange, receive, ready))
-        try:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": exchange.status,
-                    "headers": _encode(exchange.headers),
-                }
-            )
-            while True:
-                finished = exchange.finished
-                chunk = exchange.take()
-                if chunk:
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                if finished or watcher.done():
-                    break
-                await ready.wait()
-                ready.clear()
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-        finally:
-            watcher.cancel()
+        async def until_gone() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
 
-    async def _watch_disconnect(
-        self, exchange: Exchange, receive: Receive, ready: asyncio.Event
-    ) -> None:
-        while (await receive())["type"] != "http.disconnect":
-            pass
-        self.hosts.disconnected(exchange)
-        ready.set()
+        await answer_exchange(exchange, _ASGIWriter(send), until_gone, self.hosts, PRIMITIVES)
+
+
+class _ASGIWriter:
+    """A :class:`~sansio_mcp.runtime._http_service.ResponseWriter` of ASGI messages."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+
+    async def whole(self, status: int, headers: Mapping[str, str], body: bytes) -> None:
+        length = (b"content-length", str(len(body)).encode())
+        await self._send(
+            {"type": "http.response.start", "status": status, "headers": [*_encode(headers), length]}
+        )
+        await self._send({"type": "http.response.body", "body": body, "more_body": False})
+
+    async def head(self, status: int, headers: Mapping[str, str]) -> None:
+        await self._send(
+            {"type": "http.response.start", "status": status, "headers": _encode(headers)}
+        )
+
+    async def body(self, chunk: bytes) -> None:
+        await self._send({"type": "http.response.body", "body": chunk, "more_body": True})
+
+    async def end(self) -> None:
+        await self._send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def _encode(headers: Any) -> list[tuple[bytes, bytes]]:
     return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in dict(headers).items()]
-
-
-async def _whole(send: Send, exchange: Exchange) -> None:
-    body = exchange.take()
-    headers = [*_encode(exchange.headers), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": exchange.status, "headers": headers})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 async def _plain(send: Send, status: int, body: bytes) -> None:

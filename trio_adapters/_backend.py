@@ -92,6 +92,15 @@ class TCPStream:
     async def aclose(self) -> None:
         await trio.aclose_forcefully(self._stream)
 
+    # --- Listening: an accepted connection half-closes (a refused one's 503) ---
+
+    async def send_eof(self) -> None:
+        if isinstance(self._stream, trio.abc.HalfCloseableStream):
+            try:
+                await self._stream.send_eof()
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                raise OSError(str(exc)) from exc
+
     def ack_now(self) -> None:
         if _QUICKACK is not None:
             with contextlib.suppress(OSError):

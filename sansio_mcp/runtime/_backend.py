@@ -56,6 +56,12 @@ class ByteStream(Protocol):
         """Close the stream at once, without a graceful TLS goodbye (idempotent)."""
         ...
 
+    # --- Listening (the adapters' servers hand the runtime each accepted connection) ---
+
+    async def send_eof(self) -> None:
+        """End our side of the connection, still reading the peer's (TCP half-close)."""
+        ...
+
     def ack_now(self) -> None:
         """Acknowledge what arrived at once (TCP_QUICKACK, where there is one): on a
         kept-alive connection Linux delays ACKs, and a server that holds its next

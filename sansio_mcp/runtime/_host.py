@@ -25,7 +25,7 @@ from .._websocket import WebSocketFraming
 from ._backend import Backend, Cancellable, Signal
 from ._client import ClientAPI, ClientHandlers, ProgressCallback, Subscription
 from ._driver import Driver, InputHandler, NotificationHandler, RequestHandler, Waiter
-from ._server import Context
+from ._server import Context, Server
 
 C = TypeVar("C", bound=ClientAPI)
 
@@ -35,8 +35,11 @@ __all__ = [
     "HostContext",
     "Signal",
     "keep_websocket_alive",
+    "serving",
     "start_client",
 ]
+
+H = TypeVar("H", bound="HostBase")
 
 
 async def keep_websocket_alive(framing: WebSocketFraming, host: HostBase, interval: float) -> None:
@@ -313,3 +316,19 @@ async def start_client(
     request_id = session.start(now=host.now(), timeout=initialize_timeout)
     await host.wait_for(request_id, timed=initialize_timeout is not None)
     return client_class(host, session, handlers)
+
+
+def serving(
+    server: Server,
+    context: Callable[[H, RequestReceived], Context],
+    make_host: Callable[..., H],
+) -> H:
+    """The host ``make_host(handle_request=...)`` makes, answering its peer's requests
+    with ``server``; each handler's context is ``context(host, event)``."""
+    host: H
+
+    def handle_request(event: RequestReceived) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+        return server.begin(context(host, event))
+
+    host = make_host(handle_request=handle_request)
+    return host

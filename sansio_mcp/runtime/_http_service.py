@@ -1,37 +1,48 @@
-"""Backend-neutral bookkeeping of an HTTP MCP service: which session host
+"""An HTTP MCP service, written once for every backend: which session host
 drives which session, when a finished stateless request's session can be
-dropped, and how long and how many connections a peer may hold
-(:class:`ServerLimits`, :func:`read_request`, :class:`ConnectionGate`).  The
-Trio and asyncio HTTP servers share it."""
+dropped, how long and how many connections a peer may hold
+(:class:`ServerLimits`, :func:`read_request`, :class:`ConnectionGate`), and
+how an answer is written and streamed while the client-gone watch runs
+(:func:`answer_exchange`, :class:`HTTPService`).  The adapters only accept
+connections (a :class:`ByteStream` each) or, for ASGI, move messages."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from .._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnection
 from .._legacy_sse import LegacySSEServer
 from .._server_session import ServerSession
 from .._streamable_http import Exchange, StreamableHTTPServer
-from ._backend import Backend, TimedOut
+from ._backend import Backend, ByteStream, TimedOut
 from ._driver import Driver
 from ._server import Server
 
 __all__ = [
     "DEFAULT_LIMITS",
     "ConnectionGate",
+    "HTTPService",
+    "ResponseWriter",
     "RoutedOutput",
     "Router",
     "SessionHost",
     "ServerLimits",
     "SessionHosts",
+    "answer_exchange",
     "legacy_sse_router",
     "read_request",
     "refuse_connection",
     "serve_requests",
     "streamable_http_router",
 ]
+
+logger = logging.getLogger("sansio_mcp.http")
+
+_READ_SIZE = 65536
 
 
 def _default_max_connections() -> int:
@@ -342,3 +353,171 @@ def legacy_sse_router(
         allowed_hosts=allowed_hosts,
         allowed_origins=allowed_origins,
     )
+
+
+class ResponseWriter(Protocol):
+    """How an adapter puts a response on the wire (HTTP/1.1 bytes, ASGI messages)."""
+
+    async def whole(self, status: int, headers: Mapping[str, str], body: bytes) -> None:
+        """A complete response with a known length."""
+        ...
+
+    async def head(self, status: int, headers: Mapping[str, str]) -> None:
+        """The head of a streamed response."""
+        ...
+
+    async def body(self, chunk: bytes) -> None:
+        """A chunk of a streamed response."""
+        ...
+
+    async def end(self) -> None:
+        """The end of a streamed response."""
+        ...
+
+
+async def _news(exchange: Exchange, backend: Backend) -> None:
+    """Until the exchange has news (output, its end), which may have come already
+    (while a chunk was being sent)."""
+    if not exchange.has_news:
+        ready = backend.new_signal()
+        exchange.wake = ready.set
+        await ready.wait()
+
+
+async def answer_exchange(
+    exchange: Exchange,
+    writer: ResponseWriter,
+    until_gone: Callable[[], Awaitable[None]],
+    hosts: SessionHosts[Any],
+    backend: Backend,
+) -> bool:
+    """Write ``exchange``'s response with ``writer``; False if the client went away.
+
+    The head waits up to ``head_grace`` for the request's first output (a plain JSON
+    answer needs no stream).  While a stream is open ``until_gone`` (returning when
+    the client has disconnected) runs beside it: a client that leaves ends the
+    exchange (:meth:`SessionHosts.disconnected`) and breaks off the writing, which
+    a client that stopped reading could otherwise hold for good."""
+    if not exchange.head_ready:
+        async with backend.move_on_after(exchange.head_grace):
+            while not exchange.head_ready:
+                await _news(exchange, backend)
+    if not exchange.streaming:
+        await writer.whole(exchange.status, exchange.headers, exchange.take())
+        return True
+    exchange.commit_head()
+    gone = False
+    async with backend.open_task_group() as group:
+
+        async def watch() -> None:
+            nonlocal gone
+            await until_gone()
+            gone = True
+            hosts.disconnected(exchange)
+            group.cancel()
+
+        group.start_soon(watch)
+        await writer.head(exchange.status, exchange.headers)
+        while True:
+            # Read ``finished`` before taking: output may arrive while a chunk is sent.
+            finished = exchange.finished
+            chunk = exchange.take()
+            if chunk:
+                await writer.body(chunk)
+            if finished:
+                break
+            await _news(exchange, backend)
+        group.cancel()
+    if gone:
+        return False
+    await writer.end()
+    return True
+
+
+class _ConnectionWriter:
+    """A :class:`ResponseWriter` onto an HTTP/1.1 connection's byte stream."""
+
+    __slots__ = ("_conn", "_stream")
+
+    def __init__(self, stream: ByteStream, conn: HTTPServerConnection) -> None:
+        self._stream = stream
+        self._conn = conn
+
+    async def whole(self, status: int, headers: Mapping[str, str], body: bytes) -> None:
+        await self._stream.send_all(self._conn.send_response(status, headers, body))
+
+    async def head(self, status: int, headers: Mapping[str, str]) -> None:
+        await self._stream.send_all(self._conn.send_head(status, headers))
+
+    async def body(self, chunk: bytes) -> None:
+        await self._stream.send_all(self._conn.send_body(chunk))
+
+    async def end(self) -> None:
+        await self._stream.send_all(self._conn.end())
+
+
+class HTTPService(Generic[H]):
+    """An HTTP transport machine (``router``) served on accepted connections:
+    :meth:`connection` serves one until it should close (the listener closes it).
+    ``make_host`` makes the adapter's session host of a new session, running in
+    the listener's task group."""
+
+    def __init__(
+        self,
+        server: Server,
+        router: Router,
+        make_host: Callable[[ServerSession], H],
+        backend: Backend,
+        *,
+        max_body: int,
+        limits: ServerLimits,
+    ) -> None:
+        self.router = router
+        self.backend = backend
+        self.max_body = max_body
+        self.limits = limits
+        self.gate = ConnectionGate(limits)
+        self.hosts = SessionHosts(server, router, make_host)
+
+    async def connection(self, stream: ByteStream) -> None:
+        """Serve one connection (a 503 beyond ``max_connections``)."""
+        receive = partial(stream.receive_some, _READ_SIZE)
+        if not self.gate.enter():
+            try:
+                await refuse_connection(
+                    stream.send_all, stream.send_eof, receive, self.backend, self.limits
+                )
+            except OSError:
+                pass  # the peer left first
+            return
+        conn = HTTPServerConnection(max_body=self.max_body)
+        try:
+            await serve_requests(
+                conn,
+                receive,
+                stream.send_all,
+                partial(self._answer, stream, conn),
+                self.hosts,
+                self.backend,
+                self.limits,
+            )
+        except* OSError:
+            pass  # the client went away (alone, or from inside the answer's task group)
+        except* Exception:
+            # One broken connection must never take the server (and every other client) down.
+            logger.exception("error while serving an HTTP connection; closing it")
+        finally:
+            self.gate.leave()
+
+    async def _answer(
+        self, stream: ByteStream, conn: HTTPServerConnection, exchange: Exchange
+    ) -> bool:
+        async def until_gone() -> None:
+            try:
+                while data := await stream.receive_some(_READ_SIZE):
+                    conn.receive_data(data)  # a pipelined request waits in h11
+            except OSError:
+                pass
+
+        writer = _ConnectionWriter(stream, conn)
+        return await answer_exchange(exchange, writer, until_gone, self.hosts, self.backend)
