@@ -187,7 +187,11 @@ class _ASGIWriter:
     async def whole(self, status: int, headers: Mapping[str, str], body: bytes) -> None:
         length = (b"content-length", str(len(body)).encode())
         await self._send(
-            {"type": "http.response.start", "status": status, "headers": [*_encode(headers), length]}
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [*_encode(headers), length],
+            }
         )
         await self._send({"type": "http.response.body", "body": body, "more_body": False})
 

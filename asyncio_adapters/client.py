@@ -8,15 +8,16 @@ import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import partial
 from typing import Any, Unpack
 
-from sansio_mcp import ClientSession, ConnectionClosedError
+from sansio_mcp import ClientSession
 from sansio_mcp._stdio import safe_environment
-from sansio_mcp._util import unwrap_single_exception
 from sansio_mcp.runtime._client import ClientAPI, ClientHandlers
 from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
 from sansio_mcp.runtime._host import start_client as core_start_client
+from sansio_mcp.runtime._open_client import run_client
 
 from ._process import drain_stderr, start_child, stop_process
 from ._runner import AsyncioRunner, AsyncioSessionHost, Framing, shielded
@@ -24,8 +25,10 @@ from ._runner import AsyncioRunner, AsyncioSessionHost, Framing, shielded
 __all__ = [
     "Client",
     "ClientHandlers",
+    "hosted",
     "open_client",
     "open_stdio_client",
+    "running",
     "start_client",
 ]
 
@@ -45,38 +48,24 @@ async def start_client(
 
 
 @asynccontextmanager
-async def run_client(
-    host: AsyncioSessionHost,
-    session: ClientSession,
-    handlers: ClientHandlers,
-    initialize_timeout: float | None,
-    run: Callable[[], Coroutine[Any, Any, None]] | None = None,
-    ready: asyncio.Event | None = None,
-) -> AsyncIterator[Client]:
-    """The shared body of every ``open_*_client``: a task group that lives
-    exactly as long as the client, started and torn down the same way.
-    ``run`` is the transport's reader; ``ready``, if given, must be set
-    before the session may start (the legacy SSE endpoint is known)."""
-    # Errors leave as themselves, not as a TaskGroup's group of one (as on Trio).
-    with unwrap_single_exception():
-        async with asyncio.TaskGroup() as group:
-            host.attach(group)
-            if run is not None:
-                host.start(run())
-            try:
-                if ready is not None:
-                    async with asyncio.timeout(initialize_timeout):
-                        await ready.wait()
-                    if host.driver.closed:
-                        raise ConnectionClosedError(
-                            message="the connection ended before the session could start"
-                        )
-                client = await start_client(host, session, handlers, initialize_timeout)
-                yield client
-            finally:
-                session.close()
-                host.driver.process_events()
-                host.stop()
+async def hosted(
+    host: AsyncioSessionHost, run: Callable[[], Coroutine[Any, Any, None]] | None = None
+) -> AsyncIterator[None]:
+    """The block in which ``host``'s tasks run (and ``run``, its reader, if given):
+    a task group, its tasks cancelled on leaving."""
+    async with asyncio.TaskGroup() as group:
+        host.attach(group)
+        if run is not None:
+            host.start(run())
+        try:
+            yield
+        finally:
+            host.stop()
+
+
+def running(runner: AsyncioRunner) -> AbstractAsyncContextManager[None]:
+    """The block in which ``runner`` reads its stream and runs its tasks."""
+    return hosted(runner, runner._read_loop)
 
 
 @asynccontextmanager
@@ -105,10 +94,8 @@ async def open_client(
         framing=framing(session) if framing is not None else None,
     )
     try:
-        async with run_client(
-            runner, session, handlers, config.initialize_timeout, runner._read_loop
-        ) as c:
-            yield c
+        async with run_client(runner, session, config, Client, partial(running, runner)) as client:
+            yield client
     finally:
         await close_writer(writer)
 
@@ -149,10 +136,8 @@ async def open_stdio_client(
         handlers, session = config.handlers, config.new_session()
         runner = AsyncioRunner(session, None, child.writer, **handlers.host_callbacks())
 
-        def pump() -> Coroutine[Any, Any, None]:
-            return runner.pump(child.connect_output)
-
-        async with run_client(runner, session, handlers, config.initialize_timeout, pump) as client:
+        pumping = partial(hosted, runner, partial(runner.pump, child.connect_output))
+        async with run_client(runner, session, config, Client, pumping) as client:
             yield client
     finally:
         await shielded(lambda: stop_process(process, grace=shutdown_grace, stdin=child.stdin))

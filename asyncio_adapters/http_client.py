@@ -9,14 +9,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Unpack
 
-from sansio_mcp import ClientSession
-from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
-from sansio_mcp.runtime._client import ClientHandlers
-from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
+from sansio_mcp.runtime._client_options import SessionOptions
 from sansio_mcp.runtime._http_client import HTTPClientHost
+from sansio_mcp.runtime._open_client import open_http
 
-from ._runner import AsyncioSessionHost, shielded
-from .client import Client, run_client
+from ._runner import AsyncioSessionHost
+from .client import Client, hosted
 
 __all__ = ["open_http_client"]
 
@@ -24,21 +22,9 @@ __all__ = ["open_http_client"]
 class _HTTPClientHost(HTTPClientHost, AsyncioSessionHost):
     """The runtime's Streamable HTTP client loops on an asyncio session host."""
 
-    def __init__(
-        self,
-        session: ClientSession,
-        transport: StreamableHTTPClient,
-        handlers: ClientHandlers,
-        *,
-        max_body: int,
-        ssl_context: ssl.SSLContext | None,
-    ) -> None:
-        AsyncioSessionHost.__init__(self, session, **handlers.host_callbacks())
-        self.setup_http(transport, max_body=max_body, ssl_context=ssl_context)
-
     def attach(self, group: asyncio.TaskGroup) -> None:
         super().attach(group)
-        self.start(self.hold_connections())
+        self.spawn_task(self.hold_connections)
 
 
 @asynccontextmanager
@@ -51,10 +37,14 @@ async def open_http_client(
     **options: Unpack[SessionOptions],
 ) -> AsyncIterator[Client]:
     """Connect to a Streamable HTTP endpoint and yield a :class:`Client`."""
-    config = ClientOptions.of(options)
-    handlers, session = config.handlers, config.new_session()
-    transport = StreamableHTTPClient(Endpoint.parse(url), session, headers=headers)
-    host = _HTTPClientHost(session, transport, handlers, max_body=max_body, ssl_context=ssl_context)
-    async with run_client(host, session, handlers, config.initialize_timeout) as client:
+    async with open_http(
+        url,
+        options,
+        _HTTPClientHost,
+        hosted,
+        Client,
+        headers=headers,
+        max_body=max_body,
+        ssl_context=ssl_context,
+    ) as client:
         yield client
-        await shielded(host.end_session)

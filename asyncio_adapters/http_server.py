@@ -11,6 +11,8 @@ from functools import partial
 from typing import Any
 
 from sansio_mcp import ServerSession
+from sansio_mcp.runtime._backend import ByteStream
+from sansio_mcp.runtime._host import serving
 from sansio_mcp.runtime._http_service import (
     DEFAULT_LIMITS,
     HTTPService,
@@ -19,7 +21,6 @@ from sansio_mcp.runtime._http_service import (
     ServerLimits,
     streamable_http_router,
 )
-from sansio_mcp.runtime._host import serving
 from sansio_mcp.runtime._server import Server
 
 from ._backend import PRIMITIVES, TCPStream, read_in_small_chunks
@@ -64,37 +65,19 @@ async def serve_router(
 ) -> None:
     """Serve any HTTP transport machine over TCP under ``limits`` until cancelled;
     ``started`` (if given) receives the bound port."""
-    await _serve_router(
-        server,
-        router,
-        host=host,
-        port=port,
-        max_body=max_body,
-        limits=limits,
-        on_bound=reporter(started),
-    )
-
-
-async def _serve_router(
-    server: Server,
-    router: Router,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    max_body: int = 4 * 1024 * 1024,
-    limits: ServerLimits = DEFAULT_LIMITS,
-    on_bound: OnBound = None,
-) -> None:
     async with asyncio.TaskGroup() as group:
         make_host = partial(host_in, group, router, server)
         service = HTTPService(
             server, router, make_host, PRIMITIVES, max_body=max_body, limits=limits
         )
+        connection = _over_tcp_stream(service.connection)
+        await serve_tcp(group, connection, host, port, reporter(started))
 
-        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await service.connection(TCPStream(reader, writer))
 
-        await serve_tcp(group, connection, host, port, on_bound)
+def _over_tcp_stream(
+    handler: Callable[[ByteStream], Awaitable[None]],
+) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
+    return lambda reader, writer: handler(TCPStream(reader, writer))
 
 
 async def serve_tcp(

@@ -8,19 +8,17 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Unpack
 
-from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
-from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
+from sansio_mcp.runtime._client_options import SessionOptions
 from sansio_mcp.runtime._http_client import LegacySSEClientHost
 from sansio_mcp.runtime._http_service import DEFAULT_LIMITS, ServerLimits, legacy_sse_router
+from sansio_mcp.runtime._open_client import open_http
 from sansio_mcp.runtime._server import Server
 
-from .client import Client, run_client
+from .client import Client, hosted
 from .http_client import _HTTPClientHost
 from .http_server import serve_router
 
 __all__ = ["open_sse_client", "serve_sse"]
-
-_READ_SIZE = 65536
 
 
 async def serve_sse(
@@ -62,17 +60,7 @@ async def open_sse_client(
     **options: Unpack[SessionOptions],
 ) -> AsyncIterator[Client]:
     """Connect to a legacy HTTP+SSE server (``url`` is its SSE endpoint)."""
-    config = ClientOptions.of(options, mode="legacy")
-    config = config.handshake_only()
-    handlers, session = config.handlers, config.new_session()
-    transport = StreamableHTTPClient(Endpoint.parse(url), session)
-    host = _SSEClientHost(session, transport, handlers, max_body=max_body, ssl_context=None)
-    ready = asyncio.Event()
-
-    async def stream() -> None:
-        await host.run_stream(url, ready)
-
-    async with run_client(
-        host, session, handlers, config.initialize_timeout, stream, ready
+    async with open_http(
+        url, options, _SSEClientHost, hosted, Client, max_body=max_body, legacy_sse=True
     ) as client:
         yield client

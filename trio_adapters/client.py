@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Unpack
 
 import trio
@@ -15,12 +16,13 @@ from sansio_mcp._stdio import safe_environment
 from sansio_mcp.runtime._client import ClientAPI, ClientHandlers
 from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
 from sansio_mcp.runtime._host import start_client as core_start_client
+from sansio_mcp.runtime._open_client import run_client
 
 from ._process import PIPE, drain_stderr, stop_process
 from ._runner import TrioRunner, TrioSessionHost
 from ._util import unwrap_single_exception
 
-__all__ = ["Client", "ClientHandlers", "open_client", "open_stdio_client"]
+__all__ = ["Client", "ClientHandlers", "hosted", "open_client", "open_stdio_client", "running"]
 
 
 class Client(ClientAPI):
@@ -38,6 +40,28 @@ async def start_client(
 
 
 @asynccontextmanager
+async def hosted(host: TrioSessionHost) -> AsyncIterator[None]:
+    """The block in which ``host``'s tasks run: a nursery, cancelled on leaving."""
+    async with trio.open_nursery() as nursery:
+        host.attach(nursery)
+        try:
+            yield
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def running(runner: TrioRunner) -> AsyncIterator[None]:
+    """The block in which ``runner`` reads its stream and runs its tasks."""
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runner.run)
+        try:
+            yield
+        finally:
+            nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
 async def open_client(
     send_stream: trio.abc.SendStream,
     receive_stream: trio.abc.ReceiveStream,
@@ -51,22 +75,10 @@ async def open_client(
     answers ``input_required`` before failing with ``InputRoundsExceeded``.
     """
     config = ClientOptions.of(options)
-    handlers, session = config.handlers, config.new_session()
-
-    runner = TrioRunner(
-        session,
-        send_stream,
-        receive_stream,
-        **handlers.host_callbacks(),
-    )
-    with unwrap_single_exception():
-        async with trio.open_nursery() as nursery:
-            try:
-                await nursery.start(runner.run)
-                client = await start_client(runner, session, handlers, config.initialize_timeout)
-                yield client
-            finally:
-                nursery.cancel_scope.cancel()
+    session = config.new_session()
+    runner = TrioRunner(session, send_stream, receive_stream, **config.handlers.host_callbacks())
+    async with run_client(runner, session, config, Client, partial(running, runner)) as client:
+        yield client
 
 
 @asynccontextmanager

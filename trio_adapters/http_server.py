@@ -11,6 +11,7 @@ import trio
 
 from sansio_mcp import ServerSession
 from sansio_mcp.runtime._backend import ByteStream
+from sansio_mcp.runtime._host import serving
 from sansio_mcp.runtime._http_service import (
     DEFAULT_LIMITS,
     HTTPService,
@@ -19,7 +20,6 @@ from sansio_mcp.runtime._http_service import (
     ServerLimits,
     streamable_http_router,
 )
-from sansio_mcp.runtime._host import serving
 from sansio_mcp.runtime._server import Server
 
 from ._backend import PRIMITIVES, TCPStream
@@ -44,8 +44,14 @@ def _host_in(
     return host
 
 
-async def serve_tcp(
+def _over_tcp_stream(
     handler: Callable[[ByteStream], Awaitable[None]],
+) -> Callable[[trio.SocketStream], Awaitable[None]]:
+    return lambda stream: handler(TCPStream(stream, stream.socket))
+
+
+async def serve_tcp(
+    handler: Callable[[trio.SocketStream], Awaitable[None]],
     host: str,
     port: int,
     on_bound: OnBound,
@@ -59,7 +65,7 @@ async def serve_tcp(
 
     async def connection(stream: trio.SocketStream) -> None:
         try:
-            await handler(TCPStream(stream, stream.socket))
+            await handler(stream)
         finally:
             await trio.aclose_forcefully(stream)
 
@@ -113,30 +119,10 @@ async def serve_router(
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve any HTTP transport machine over TCP under ``limits``; reports the bound port."""
-    await _serve_router(
-        server,
-        router,
-        host=host,
-        port=port,
-        max_body=max_body,
-        limits=limits,
-        on_bound=task_status.started,
-    )
-
-
-async def _serve_router(
-    server: Server,
-    router: Router,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    max_body: int = 4 * 1024 * 1024,
-    limits: ServerLimits = DEFAULT_LIMITS,
-    on_bound: OnBound = None,
-) -> None:
     async with trio.open_nursery() as nursery:
         make_host = partial(_host_in, nursery, router, server)
         service = HTTPService(
             server, router, make_host, PRIMITIVES, max_body=max_body, limits=limits
         )
-        await serve_tcp(service.connection, host, port, on_bound, nursery)
+        connection = _over_tcp_stream(service.connection)
+        await serve_tcp(connection, host, port, task_status.started, nursery)

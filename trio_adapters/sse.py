@@ -4,28 +4,23 @@ clients and servers that still speak it."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any, Unpack
 
 import trio
 
-from sansio_mcp import ConnectionClosedError
-from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
-from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
+from sansio_mcp.runtime._client_options import SessionOptions
 from sansio_mcp.runtime._http_client import LegacySSEClientHost
 from sansio_mcp.runtime._http_service import DEFAULT_LIMITS, ServerLimits, legacy_sse_router
+from sansio_mcp.runtime._open_client import open_http
 from sansio_mcp.runtime._server import Server
 
-from ._util import unwrap_single_exception
-from .client import Client, start_client
+from .client import Client, hosted
 from .http_client import _HTTPClientHost
 from .http_server import serve_router
 
 __all__ = ["open_sse_client", "serve_sse"]
-
-_READ_SIZE = 65536
 
 
 async def serve_sse(
@@ -73,27 +68,7 @@ async def open_sse_client(
     **options: Unpack[SessionOptions],
 ) -> AsyncIterator[Client]:
     """Connect to a legacy HTTP+SSE server (``url`` is its SSE endpoint)."""
-    config = ClientOptions.of(options, mode="legacy")
-    config = config.handshake_only()
-    handlers, session = config.handlers, config.new_session()
-    transport = StreamableHTTPClient(Endpoint.parse(url), session)
-    host = _SSEClientHost(session, transport, handlers, max_body=max_body, ssl_context=None)
-    with unwrap_single_exception():
-        async with trio.open_nursery() as nursery:
-            host.attach(nursery)
-            try:
-                ready = trio.Event()
-                nursery.start_soon(host.run_stream, url, ready)
-                limit = math.inf if config.initialize_timeout is None else config.initialize_timeout
-                with trio.fail_after(limit):
-                    await ready.wait()
-                if host.driver.closed:
-                    raise ConnectionClosedError(
-                        message="the SSE stream ended before it named the POST endpoint"
-                    )
-                client = await start_client(host, session, handlers, config.initialize_timeout)
-                yield client
-            finally:
-                session.close()
-                host.driver.process_events()
-                nursery.cancel_scope.cancel()
+    async with open_http(
+        url, options, _SSEClientHost, hosted, Client, max_body=max_body, legacy_sse=True
+    ) as client:
+        yield client

@@ -21,7 +21,6 @@ from .._jsonrpc import RequestId
 from .._server_session import ServerSession
 from .._session import Session
 from .._state import Role
-from .._websocket import WebSocketFraming
 from ._backend import Backend, Cancellable, Signal
 from ._client import ClientAPI, ClientHandlers, ProgressCallback, Subscription
 from ._driver import Driver, InputHandler, NotificationHandler, RequestHandler, Waiter
@@ -34,21 +33,11 @@ __all__ = [
     "HostBase",
     "HostContext",
     "Signal",
-    "keep_websocket_alive",
     "serving",
     "start_client",
 ]
 
 H = TypeVar("H", bound="HostBase")
-
-
-async def keep_websocket_alive(framing: WebSocketFraming, host: HostBase, interval: float) -> None:
-    """Ping the peer every ``interval`` seconds until the connection closes, so
-    intermediaries do not drop an idle connection."""
-    while not framing.closed:
-        await host.backend.sleep(interval)
-        framing.ping()
-        await host.flush()
 
 
 class BufferedSubscription(Subscription):

@@ -17,6 +17,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .. import _json
+from .._client_session import ClientSession
 from .._http import HTTPClientConnection, HTTPResponseHead
 from .._http_pool import ConnectionPool
 from .._legacy_sse import LegacySSEStream
@@ -31,6 +32,7 @@ from .._streamable_http_client import (
     StreamableHTTPClient,
 )
 from ._backend import Backend, ByteStream, Cancellable, Signal
+from ._client import ClientHandlers
 from ._driver import Driver
 
 __all__ = ["HTTPClientHost", "LegacySSEClientHost"]
@@ -41,8 +43,8 @@ _READ_SIZE = 65536
 class HTTPClientHost:
     """Mixed into a backend's session host (before it, so that sending starts
     tasks instead of writing): the host supplies :attr:`backend`,
-    :meth:`spawn_task` and :meth:`start_cancellable`, and calls
-    :meth:`setup_http` from its constructor."""
+    :meth:`spawn_task` and :meth:`start_cancellable`; its ``attach`` also spawns
+    :meth:`hold_connections`."""
 
     if TYPE_CHECKING:
         # What the session host provides (declared only: a definition here would
@@ -62,6 +64,19 @@ class HTTPClientHost:
             """Run ``fn()`` in a task of the host's group that ``cancel()`` ends."""
 
     # Set up -------------------------------------------------------------------------
+
+    def __init__(
+        self,
+        session: ClientSession,
+        transport: StreamableHTTPClient,
+        handlers: ClientHandlers,
+        *,
+        max_body: int,
+        ssl_context: Any,
+    ) -> None:
+        # The session host's constructor (next in the MRO), with the handlers' callbacks.
+        super().__init__(session, **handlers.host_callbacks())  # type: ignore[call-arg]
+        self.setup_http(transport, max_body=max_body, ssl_context=ssl_context)
 
     def setup_http(
         self, transport: StreamableHTTPClient, *, max_body: int, ssl_context: Any

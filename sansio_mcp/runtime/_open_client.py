@@ -1,0 +1,129 @@
+"""The body every ``open_*_client`` shares, written once: the host runs for
+exactly as long as the client, the session starts (after the transport is
+ready, where it must be), the client is handed out, and the session is ended
+and closed the same way on every transport and backend."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import partial
+from typing import Any, Protocol, TypeVar
+
+from .._client_session import ClientSession
+from .._errors import ConnectionClosedError
+from .._streamable_http_client import Endpoint, StreamableHTTPClient
+from .._util import unwrap_single_exception
+from ._backend import Signal
+from ._client import ClientAPI, ClientHandlers
+from ._client_options import ClientOptions, SessionOptions
+from ._host import HostBase, start_client
+from ._http_client import HTTPClientHost, LegacySSEClientHost
+
+__all__ = ["open_http", "run_client"]
+
+C = TypeVar("C", bound=ClientAPI)
+H = TypeVar("H", bound=HTTPClientHost)
+H_co = TypeVar("H_co", bound=HTTPClientHost, covariant=True)
+
+
+@asynccontextmanager
+async def run_client(
+    host: HostBase,
+    session: ClientSession,
+    config: ClientOptions,
+    client_class: type[C],
+    hosted: Callable[[], AbstractAsyncContextManager[Any]],
+    *,
+    ready: Signal | None = None,
+    end: Callable[[], Awaitable[None]] | None = None,
+) -> AsyncIterator[C]:
+    """Yield a started client of ``session`` on ``host``.
+
+    ``hosted()`` is the adapter's block in which the host's tasks run (leaving it
+    cancels them); ``ready``, if given, must be set (within ``initialize_timeout``)
+    before the session may start, as the legacy SSE stream naming its POST
+    endpoint; ``end``, run shielded when the caller is done, says goodbye (an
+    HTTP session's DELETE, a WebSocket's closing handshake).  Errors leave as
+    themselves, not as a task group's group of one."""
+    with unwrap_single_exception():
+        async with hosted():
+            try:
+                if ready is not None:
+                    await _wait_ready(host, ready, config.initialize_timeout)
+                    if host.driver.closed:
+                        raise ConnectionClosedError(
+                            message="the connection ended before the session could start"
+                        )
+                client = await start_client(
+                    host, session, config.handlers, config.initialize_timeout, client_class
+                )
+                yield client
+                if end is not None:
+                    await host.shielded(end)
+            finally:
+                session.close()
+                host.driver.process_events()
+
+
+async def _wait_ready(host: HostBase, ready: Signal, limit: float | None) -> None:
+    if limit is None:
+        await ready.wait()
+        return
+    async with host.backend.fail_after(limit):
+        await ready.wait()
+
+
+class _HTTPHostClass(Protocol[H_co]):
+    def __call__(
+        self,
+        session: ClientSession,
+        transport: StreamableHTTPClient,
+        handlers: ClientHandlers,
+        *,
+        max_body: int,
+        ssl_context: Any,
+    ) -> H_co: ...
+
+
+@asynccontextmanager
+async def open_http(
+    url: str,
+    options: SessionOptions,
+    host_class: _HTTPHostClass[H],
+    hosted: Callable[[H], AbstractAsyncContextManager[Any]],
+    client_class: type[C],
+    *,
+    headers: dict[str, str] | None = None,
+    max_body: int,
+    ssl_context: Any = None,
+    legacy_sse: bool = False,
+) -> AsyncIterator[C]:
+    """``open_http_client`` (or, with ``legacy_sse``, ``open_sse_client``) on the
+    adapter's ``host_class``, its tasks run in ``hosted(host)``."""
+    config = ClientOptions.of(options)
+    if legacy_sse:
+        config = config.handshake_only()
+    session = config.new_session()
+    transport = StreamableHTTPClient(Endpoint.parse(url), session, headers=headers)
+    host = host_class(
+        session, transport, config.handlers, max_body=max_body, ssl_context=ssl_context
+    )
+    assert isinstance(host, HostBase)
+    if not legacy_sse:
+        async with run_client(
+            host, session, config, client_class, partial(hosted, host), end=host.end_session
+        ) as client:
+            yield client
+        return
+    assert isinstance(host, LegacySSEClientHost)
+    ready = host.new_signal()
+
+    @asynccontextmanager
+    async def reading() -> AsyncIterator[None]:
+        async with hosted(host):
+            host.spawn_task(host.run_stream, url, ready)
+            yield
+
+    async with run_client(host, session, config, client_class, reading, ready=ready) as client:
+        yield client

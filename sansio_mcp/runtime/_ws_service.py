@@ -1,0 +1,156 @@
+"""MCP over WebSocket, written once for every backend: a server's connection
+(one session per connection, the keep-alive pings, the opening handshake's
+time limit, a broken connection kept from taking the server down) and a
+client's (the opening and closing handshakes).  The adapter opens or accepts
+the connection and makes the session's runner over it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Protocol, TypeVar
+
+import attrs
+
+from .._server_session import ServerSession
+from .._websocket import WebSocketAddress, WebSocketFraming
+from ._backend import Backend
+from ._client import ClientAPI
+from ._client_options import ClientOptions, SessionOptions
+from ._host import HostBase
+from ._open_client import run_client
+from ._server import Server
+
+__all__ = ["ConnectionRunner", "WebSocketServing", "keep_websocket_alive", "open_websocket"]
+
+C = TypeVar("C", bound=ClientAPI)
+
+logger = logging.getLogger("sansio_mcp.websocket")
+
+
+class ConnectionRunner(Protocol):
+    """An adapter's session host over one connection (``TrioRunner``, ``AsyncioRunner``)."""
+
+    backend: Backend
+
+    async def run(self) -> None:
+        """Read and dispatch until the peer closes its side."""
+        ...
+
+    async def flush(self) -> None: ...
+
+    def _schedule_flush(self) -> None: ...
+
+
+async def keep_websocket_alive(
+    framing: WebSocketFraming, host: ConnectionRunner, interval: float
+) -> None:
+    """Ping the peer every ``interval`` seconds until the connection closes, so
+    intermediaries do not drop an idle connection."""
+    while not framing.closed:
+        await host.backend.sleep(interval)
+        framing.ping()
+        await host.flush()
+
+
+@attrs.frozen
+class WebSocketServing:
+    """What ``serve_ws`` serves (its keywords): sessions of ``server`` at ``path``;
+    a connection whose opening handshake is not done within ``handshake_timeout``
+    seconds is closed; ``ping_interval`` keeps idle connections open."""
+
+    server: Server
+    path: str = "/mcp"
+    allowed_hosts: Iterable[str] | None = None
+    allowed_origins: Iterable[str] | None = None
+    max_message_size: int = 8 * 1024 * 1024
+    ping_interval: float | None = 20.0
+    handshake_timeout: float | None = 10.0
+
+    async def connection(
+        self,
+        make_runner: Callable[[ServerSession, WebSocketFraming], ConnectionRunner],
+        abort: Callable[[], Awaitable[None]],
+    ) -> None:
+        """Serve one accepted connection: ``make_runner`` runs a session over it,
+        ``abort`` closes it at once.  The listener closes it afterwards."""
+        server = self.server
+        session = server.create_session()
+        framing = WebSocketFraming(
+            session,
+            client=False,
+            path=self.path,
+            allowed_hosts=self.allowed_hosts,
+            allowed_origins=self.allowed_origins,
+            max_message_size=self.max_message_size,
+        )
+        runner = make_runner(session, framing)
+        server.hub.add(session, runner._schedule_flush)
+        try:
+            async with runner.backend.open_task_group() as group:
+                if self.ping_interval:
+                    group.start_soon(keep_websocket_alive, framing, runner, self.ping_interval)
+                if self.handshake_timeout is not None:
+                    group.start_soon(self._close_unless_open, framing, runner, abort)
+                await runner.run()
+                group.cancel()
+        except* OSError:
+            pass  # the client went away
+        except* Exception:
+            # One broken connection must never take the server (and every other client) down.
+            logger.exception("error while serving a WebSocket connection; closing it")
+        finally:
+            server.hub.remove(session)
+
+    async def _close_unless_open(
+        self,
+        framing: WebSocketFraming,
+        runner: ConnectionRunner,
+        abort: Callable[[], Awaitable[None]],
+    ) -> None:
+        # A peer that never finishes its handshake must not hold a session for good.
+        assert self.handshake_timeout is not None
+        await runner.backend.sleep(self.handshake_timeout)
+        if not framing.open:
+            await abort()
+
+
+R = TypeVar("R", bound=HostBase)
+
+
+@asynccontextmanager
+async def open_websocket(
+    address: WebSocketAddress,
+    options: SessionOptions,
+    make_runner: Callable[..., R],
+    running: Callable[[R], AbstractAsyncContextManager[Any]],
+    client_class: type[C],
+) -> AsyncIterator[C]:
+    """``open_ws_client`` over a connection to ``address``: ``make_runner(session,
+    framing=, **callbacks)`` runs the session over it, in ``running(runner)``.  On
+    leaving, the closing handshake is sent (2 s at the most)."""
+    config = ClientOptions.of(options)
+    session = config.new_session()
+    framing = WebSocketFraming(
+        session,
+        client=True,
+        host=address.netloc,
+        target=address.target,
+        max_message_size=config.max_message_size,
+    )
+    runner = make_runner(session, framing=framing, **config.handlers.host_callbacks())
+
+    @asynccontextmanager
+    async def opened() -> AsyncIterator[None]:
+        async with running(runner):
+            await runner.flush()  # the opening handshake
+            yield
+
+    async def close() -> None:
+        framing.close(1000, "client done")
+        async with runner.backend.move_on_after(2):
+            await runner.flush()
+
+    async with run_client(runner, session, config, client_class, opened, end=close) as client:
+        yield client
