@@ -4,12 +4,10 @@ or a URL, a server on a transport (what ``--backend asyncio`` runs on)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar
+from typing import Any
 
-from sansio_mcp.runtime._server import Server
-from sansio_mcp.runtime._transports import Listener, TransportTable, stop_signals
+from sansio_mcp.runtime._transports import ClientOpeners, Listeners, TransportTable, stop_signals
 
 from ._backend import AsyncioBackend
 from .client import open_stdio_client
@@ -25,16 +23,8 @@ __all__ = ["BACKEND", "AsyncioTransports"]
 class AsyncioTransports(TransportTable, AsyncioBackend):
     """The runtime's :class:`~sansio_mcp.runtime.TransportBackend` on asyncio."""
 
-    open_stdio_client = staticmethod(open_stdio_client)
-    open_http_client = staticmethod(open_http_client)
-    open_sse_client = staticmethod(open_sse_client)
-    open_ws_client = staticmethod(open_ws_client)
-    serve_stdio = staticmethod(serve_stdio)
-    listeners: ClassVar[dict[str, Listener]] = {
-        "http": serve_http,
-        "sse": serve_sse,
-        "ws": serve_ws,
-    }
+    clients = ClientOpeners(open_stdio_client, open_http_client, open_sse_client, open_ws_client)
+    servers = Listeners(serve_stdio, serve_http, serve_sse, serve_ws, "started")
 
     async def until_stopped(self, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
         loop = asyncio.get_running_loop()
@@ -51,26 +41,6 @@ class AsyncioTransports(TransportTable, AsyncioBackend):
         finally:
             for sig in caught:
                 loop.remove_signal_handler(sig)
-
-    async def serve_network(
-        self,
-        listener: Listener,
-        server: Server,
-        host: str,
-        port: int,
-        on_bound: Callable[[int], None] | None,
-    ) -> None:
-        started: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        task = asyncio.ensure_future(listener(server, host=host, port=port, started=started))
-        try:
-            bound = await started
-            if on_bound is not None:
-                on_bound(bound)
-            await task
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
 
 #: The asyncio backend, with its transports.

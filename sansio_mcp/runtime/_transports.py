@@ -8,10 +8,19 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, ClassVar
 
+import attrs
+
 from ._client import ClientAPI
 from ._server import Server
 
-__all__ = ["ClientOpener", "Listener", "TransportTable", "stop_signals"]
+__all__ = [
+    "ClientOpener",
+    "ClientOpeners",
+    "Listener",
+    "Listeners",
+    "TransportTable",
+    "stop_signals",
+]
 
 #: ``open_*_client(target, **options)``: a stdio command, or a URL.
 ClientOpener = Callable[..., AbstractAsyncContextManager[ClientAPI]]
@@ -30,18 +39,48 @@ def stop_signals() -> tuple[signal.Signals, ...]:
     return (signal.SIGTERM, signal.SIGINT)
 
 
+@attrs.frozen
+class ClientOpeners:
+    """An adapter's ``open_*_client`` functions."""
+
+    stdio: ClientOpener
+    http: ClientOpener
+    sse: ClientOpener
+    ws: ClientOpener
+
+
+@attrs.frozen
+class Listeners:
+    """An adapter's ``serve_*`` functions, and the keyword by which its network
+    listeners report their bound port (``task_status`` on Trio, ``started`` on asyncio)."""
+
+    stdio: Callable[[Server], Awaitable[None]]
+    http: Listener
+    sse: Listener
+    ws: Listener
+    reports_bound_by: str
+
+
+class _BoundPort:
+    """What a listener reports its bound port to, as Trio's ``task_status``
+    (``started``) or an asyncio future (``set_result``)."""
+
+    def __init__(self, on_bound: Callable[[int], None] | None) -> None:
+        self._on_bound = on_bound
+
+    def started(self, port: int) -> None:
+        if self._on_bound is not None:
+            self._on_bound(port)
+
+    set_result = started
+
+
 class TransportTable:
     """``connect`` and ``serve`` of a :class:`~sansio_mcp.runtime.TransportBackend`,
-    over the adapter's openers and listeners (class attributes) and one
-    primitive, :meth:`serve_network` (start a listener, report its port)."""
+    over the adapter's openers and listeners (class attributes)."""
 
-    open_stdio_client: ClientOpener
-    open_http_client: ClientOpener
-    open_sse_client: ClientOpener
-    open_ws_client: ClientOpener
-    serve_stdio: Callable[[Server], Awaitable[None]]
-    #: The network listeners by transport name: ``http``, ``sse``, ``ws``.
-    listeners: ClassVar[dict[str, Listener]]
+    clients: ClassVar[ClientOpeners]
+    servers: ClassVar[Listeners]
 
     def connect(
         self, command: Sequence[str], url: str | None, transport: str | None, **options: Any
@@ -49,12 +88,12 @@ class TransportTable:
         """A client for a stdio command, or a URL: ``ws://`` is WebSocket, a
         ``transport`` of ``sse`` the legacy HTTP+SSE, anything else Streamable HTTP."""
         if url is None:
-            return type(self).open_stdio_client(command, **options)
+            return self.clients.stdio(command, **options)
         if url.startswith(("ws://", "wss://")):
-            return type(self).open_ws_client(url, **options)
+            return self.clients.ws(url, **options)
         if transport == "sse":
-            return type(self).open_sse_client(url, **options)
-        return type(self).open_http_client(url, **options)
+            return self.clients.sse(url, **options)
+        return self.clients.http(url, **options)
 
     async def serve(
         self,
@@ -65,26 +104,18 @@ class TransportTable:
         *,
         on_bound: Callable[[int], None] | None = None,
     ) -> None:
-        """Serve on ``transport`` (stdio, http, sse, ws) until cancelled."""
+        """Serve on ``transport`` (stdio, http, sse, ws) until cancelled; ``on_bound``
+        gets the port a network listener bound."""
         if transport == "stdio":
-            await type(self).serve_stdio(server)
+            await self.servers.stdio(server)
             return
-        await self.serve_network(self.listeners[transport], server, host, port, on_bound)
+        listener: Listener = getattr(self.servers, transport)
+        report = {self.servers.reports_bound_by: _BoundPort(on_bound)}
+        await listener(server, host=host, port=port, **report)
 
     async def until_stopped(self, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
         """Run ``fn(*args)`` until it returns or a stop signal (:func:`stop_signals`) ends it.
 
         A serving command stopped this way shuts down cleanly and exits 0.
         """
-        raise NotImplementedError
-
-    async def serve_network(
-        self,
-        listener: Listener,
-        server: Server,
-        host: str,
-        port: int,
-        on_bound: Callable[[int], None] | None,
-    ) -> None:
-        """Run ``listener`` until cancelled, telling ``on_bound`` its port once bound."""
         raise NotImplementedError
