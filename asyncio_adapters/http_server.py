@@ -6,20 +6,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any
+from typing import Any, Unpack
 
 from sansio_mcp import ServerSession
 from sansio_mcp.runtime._backend import ByteStream
 from sansio_mcp.runtime._host import serving
-from sansio_mcp.runtime._http_service import (
-    DEFAULT_LIMITS,
-    HTTPService,
-    RoutedOutput,
-    Router,
-    ServerLimits,
-    streamable_http_router,
+from sansio_mcp.runtime._http_service import HTTPService, RoutedOutput, Router, ServerLimits
+from sansio_mcp.runtime._serve_options import (
+    HTTPServeOptions,
+    Listening,
+    RouterOptions,
+    http_router,
 )
 from sansio_mcp.runtime._server import Server
 
@@ -57,21 +56,17 @@ async def serve_router(
     server: Server,
     router: Router,
     *,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    max_body: int = 4 * 1024 * 1024,
-    limits: ServerLimits = DEFAULT_LIMITS,
     started: asyncio.Future[int] | None = None,
+    **options: Unpack[RouterOptions],
 ) -> None:
     """Serve any HTTP transport machine over TCP under ``limits`` until cancelled;
     ``started`` (if given) receives the bound port."""
+    at = Listening.of(options)
     async with asyncio.TaskGroup() as group:
         make_host = partial(host_in, group, router, server)
-        service = HTTPService(
-            server, router, make_host, PRIMITIVES, max_body=max_body, limits=limits
-        )
+        service = HTTPService(server, router, make_host, PRIMITIVES, at.max_body, at.limits)
         connection = _over_tcp_stream(service.connection)
-        await serve_tcp(group, connection, host, port, reporter(started))
+        await serve_tcp(group, connection, at.host, at.port, reporter(started))
 
 
 def _over_tcp_stream(
@@ -121,25 +116,10 @@ async def serve_tcp(
 async def serve_http(
     server: Server,
     *,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    endpoint: str = "/mcp",
-    allowed_hosts: Iterable[str] | None = None,
-    allowed_origins: Iterable[str] | None = None,
-    json_response: bool = False,
-    max_body: int = 4 * 1024 * 1024,
-    limits: ServerLimits = DEFAULT_LIMITS,
     started: asyncio.Future[int] | None = None,
+    **options: Unpack[HTTPServeOptions],
 ) -> None:
     """Serve ``server`` over Streamable HTTP at ``http://host:port/endpoint`` until cancelled;
     ``limits`` bounds slow, idle and too many connections."""
-    router = streamable_http_router(
-        server,
-        endpoint=endpoint,
-        allowed_hosts=allowed_hosts,
-        allowed_origins=allowed_origins,
-        json_response=json_response,
-    )
-    await serve_router(
-        server, router, host=host, port=port, max_body=max_body, limits=limits, started=started
-    )
+    router, listening = http_router(server, options)
+    await serve_router(server, router, started=started, **listening)

@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Unpack
 
 from sansio_mcp.runtime._client_options import SessionOptions
 from sansio_mcp.runtime._http_client import LegacySSEClientHost
-from sansio_mcp.runtime._http_service import DEFAULT_LIMITS, ServerLimits, legacy_sse_router
 from sansio_mcp.runtime._open_client import open_http
+from sansio_mcp.runtime._serve_options import SSEServeOptions, sse_router
 from sansio_mcp.runtime._server import Server
 
 from .client import Client, hosted
@@ -24,28 +24,13 @@ __all__ = ["open_sse_client", "serve_sse"]
 async def serve_sse(
     server: Server,
     *,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    sse_path: str = "/sse",
-    message_path: str = "/messages",
-    allowed_hosts: Iterable[str] | None = None,
-    allowed_origins: Iterable[str] | None = None,
-    max_body: int = 4 * 1024 * 1024,
-    limits: ServerLimits = DEFAULT_LIMITS,
     started: asyncio.Future[int] | None = None,
+    **options: Unpack[SSEServeOptions],
 ) -> None:
     """Serve ``server`` over the legacy HTTP+SSE transport (GET ``sse_path``) until cancelled;
     ``limits`` bounds slow, idle and too many connections (not the event streams)."""
-    router = legacy_sse_router(
-        server,
-        sse_path=sse_path,
-        message_path=message_path,
-        allowed_hosts=allowed_hosts,
-        allowed_origins=allowed_origins,
-    )
-    await serve_router(
-        server, router, host=host, port=port, max_body=max_body, limits=limits, started=started
-    )
+    router, listening = sse_router(server, options)
+    await serve_router(server, router, started=started, **listening)
 
 
 class _SSEClientHost(LegacySSEClientHost, _HTTPClientHost):

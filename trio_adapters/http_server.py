@@ -3,22 +3,21 @@ listener; the service itself is the runtime's :class:`HTTPService`."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any
+from typing import Any, Unpack
 
 import trio
 
 from sansio_mcp import ServerSession
 from sansio_mcp.runtime._backend import ByteStream
 from sansio_mcp.runtime._host import serving
-from sansio_mcp.runtime._http_service import (
-    DEFAULT_LIMITS,
-    HTTPService,
-    RoutedOutput,
-    Router,
-    ServerLimits,
-    streamable_http_router,
+from sansio_mcp.runtime._http_service import HTTPService, RoutedOutput, Router, ServerLimits
+from sansio_mcp.runtime._serve_options import (
+    HTTPServeOptions,
+    Listening,
+    RouterOptions,
+    http_router,
 )
 from sansio_mcp.runtime._server import Server
 
@@ -75,54 +74,29 @@ async def serve_tcp(
 async def serve_http(
     server: Server,
     *,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    endpoint: str = "/mcp",
-    allowed_hosts: Iterable[str] | None = None,
-    allowed_origins: Iterable[str] | None = None,
-    json_response: bool = False,
-    max_body: int = 4 * 1024 * 1024,
-    limits: ServerLimits = DEFAULT_LIMITS,
     task_status: Any = trio.TASK_STATUS_IGNORED,
+    **options: Unpack[HTTPServeOptions],
 ) -> None:
     """Serve ``server`` over Streamable HTTP at ``http://host:port/endpoint``.
 
     ``task_status.started`` reports the bound port (useful with ``port=0``);
     ``limits`` bounds slow, idle and too many connections.  Runs until cancelled.
     """
-    router = streamable_http_router(
-        server,
-        endpoint=endpoint,
-        allowed_hosts=allowed_hosts,
-        allowed_origins=allowed_origins,
-        json_response=json_response,
-    )
-    await serve_router(
-        server,
-        router,
-        host=host,
-        port=port,
-        max_body=max_body,
-        limits=limits,
-        task_status=task_status,
-    )
+    router, listening = http_router(server, options)
+    await serve_router(server, router, task_status=task_status, **listening)
 
 
 async def serve_router(
     server: Server,
     router: Router,
     *,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    max_body: int = 4 * 1024 * 1024,
-    limits: ServerLimits = DEFAULT_LIMITS,
     task_status: Any = trio.TASK_STATUS_IGNORED,
+    **options: Unpack[RouterOptions],
 ) -> None:
     """Serve any HTTP transport machine over TCP under ``limits``; reports the bound port."""
+    at = Listening.of(options)
     async with trio.open_nursery() as nursery:
         make_host = partial(_host_in, nursery, router, server)
-        service = HTTPService(
-            server, router, make_host, PRIMITIVES, max_body=max_body, limits=limits
-        )
+        service = HTTPService(server, router, make_host, PRIMITIVES, at.max_body, at.limits)
         connection = _over_tcp_stream(service.connection)
-        await serve_tcp(connection, host, port, task_status.started, nursery)
+        await serve_tcp(connection, at.host, at.port, task_status.started, nursery)

@@ -4,7 +4,7 @@ revision, interoperable with the official SDKs' convention)."""
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any, Unpack
@@ -15,6 +15,7 @@ from sansio_mcp import ServerSession
 from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
 from sansio_mcp.runtime._client_options import SessionOptions
 from sansio_mcp.runtime._host import serving
+from sansio_mcp.runtime._serve_options import WebSocketServeOptions
 from sansio_mcp.runtime._server import Server
 from sansio_mcp.runtime._ws_service import WebSocketServing, open_websocket
 
@@ -29,23 +30,13 @@ __all__ = ["open_ws_client", "serve_ws"]
 async def serve_ws(
     server: Server,
     *,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    path: str = "/mcp",
-    allowed_hosts: Iterable[str] | None = None,
-    allowed_origins: Iterable[str] | None = None,
-    max_message_size: int = 8 * 1024 * 1024,
-    ping_interval: float | None = 20.0,
-    handshake_timeout: float | None = 10.0,
     task_status: Any = trio.TASK_STATUS_IGNORED,
+    **options: Unpack[WebSocketServeOptions],
 ) -> None:
     """Serve ``server`` over WebSocket at ``ws://host:port/path``; each
     connection is one session.  Runs until cancelled.  A connection whose
     opening handshake is not done within ``handshake_timeout`` seconds is closed."""
-    service = WebSocketServing(
-        server, path, allowed_hosts, allowed_origins, max_message_size, ping_interval,
-        handshake_timeout,
-    )  # fmt: skip
+    service, at = WebSocketServing.of(server, options)
 
     async def connection(stream: trio.SocketStream) -> None:
         def make_runner(session: ServerSession, framing: WebSocketFraming) -> TrioRunner:
@@ -54,7 +45,7 @@ async def serve_ws(
 
         await service.connection(make_runner, partial(trio.aclose_forcefully, stream))
 
-    await serve_tcp(connection, host, port, task_status.started)
+    await serve_tcp(connection, at.host, at.port, task_status.started)
 
 
 async def open_ws_stream(address: WebSocketAddress) -> trio.abc.Stream:

@@ -319,10 +319,10 @@ class RoutedOutput:
 def streamable_http_router(
     server: Server,
     *,
-    endpoint: str,
-    allowed_hosts: Iterable[str] | None,
-    allowed_origins: Iterable[str] | None,
-    json_response: bool,
+    endpoint: str = "/mcp",
+    allowed_hosts: Iterable[str] | None = None,
+    allowed_origins: Iterable[str] | None = None,
+    json_response: bool = False,
 ) -> StreamableHTTPServer:
     """The Streamable HTTP machine for ``server`` (``serve_http`` on every backend)."""
     return StreamableHTTPServer(
@@ -340,10 +340,10 @@ def streamable_http_router(
 def legacy_sse_router(
     server: Server,
     *,
-    sse_path: str,
-    message_path: str,
-    allowed_hosts: Iterable[str] | None,
-    allowed_origins: Iterable[str] | None,
+    sse_path: str = "/sse",
+    message_path: str = "/messages",
+    allowed_hosts: Iterable[str] | None = None,
+    allowed_origins: Iterable[str] | None = None,
 ) -> LegacySSEServer:
     """The legacy HTTP+SSE machine for ``server`` (``serve_sse`` on every backend)."""
     return LegacySSEServer(
@@ -468,7 +468,6 @@ class HTTPService(Generic[H]):
         router: Router,
         make_host: Callable[[ServerSession], H],
         backend: Backend,
-        *,
         max_body: int,
         limits: ServerLimits,
     ) -> None:

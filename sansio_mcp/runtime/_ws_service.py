@@ -20,6 +20,7 @@ from ._client import ClientAPI
 from ._client_options import ClientOptions, SessionOptions
 from ._host import HostBase
 from ._open_client import run_client
+from ._serve_options import Listening, WebSocketServeOptions
 from ._server import Server
 
 __all__ = ["ConnectionRunner", "WebSocketServing", "keep_websocket_alive", "open_websocket"]
@@ -67,6 +68,15 @@ class WebSocketServing:
     max_message_size: int = 8 * 1024 * 1024
     ping_interval: float | None = 20.0
     handshake_timeout: float | None = 10.0
+
+    @classmethod
+    def of(
+        cls, server: Server, options: WebSocketServeOptions
+    ) -> tuple[WebSocketServing, Listening]:
+        """``serve_ws``'s keywords as what it serves, and where it listens."""
+        where = {k: v for k, v in options.items() if k in ("host", "port")}
+        serving: dict[str, Any] = {k: v for k, v in options.items() if k not in where}
+        return cls(server, **serving), Listening.of(where)
 
     async def connection(
         self,
