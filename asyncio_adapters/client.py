@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from typing import Any, Unpack
 
 from sansio_mcp import ClientSession
-from sansio_mcp._stdio import safe_environment
 from sansio_mcp.runtime._client import ClientAPI, ClientHandlers
-from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
+from sansio_mcp.runtime._client_options import (
+    ClientOptions,
+    SessionOptions,
+    StdioChild,
+    StdioOptions,
+)
 from sansio_mcp.runtime._host import start_client as core_start_client
 from sansio_mcp.runtime._open_client import run_client
 
@@ -109,37 +112,26 @@ async def close_writer(writer: asyncio.StreamWriter) -> None:
 
 @asynccontextmanager
 async def open_stdio_client(
-    command: Sequence[str],
-    *,
-    env: Mapping[str, str] | None = None,
-    inherit_env: bool = False,
-    cwd: str | os.PathLike[str] | None = None,
-    shutdown_grace: float = 2.0,
-    **options: Unpack[SessionOptions],
+    command: Sequence[str], **options: Unpack[StdioOptions]
 ) -> AsyncIterator[Client]:
-    """Start ``command`` as an MCP server and connect to it over stdio.
-
-    The child gets a minimal environment (PATH, HOME, …) plus ``env`` unless
-    ``inherit_env`` is set; its stderr is always drained to logging; on exit
-    its stdin is closed, then it is sent SIGTERM, then SIGKILL.
-    """
-    if not command:
-        raise ValueError("command must not be empty")
-    child_env = dict(os.environ) if inherit_env else safe_environment(os.environ)
-    child_env.update(env or {})
-    child = await start_child(command, env=child_env, cwd=cwd)
-    process = child.process
+    """Start ``command`` as an MCP server and connect to it over stdio (see
+    :class:`~sansio_mcp.runtime._client_options.StdioChild` for its environment and
+    its end); its stderr is always drained to logging."""
+    child = StdioChild.of(command, options)
+    started = await start_child(child.command, env=child.env, cwd=child.cwd)
+    process = started.process
     assert process.stderr
-    drainer = asyncio.create_task(drain_stderr(process.stderr, os.path.basename(command[0])))
+    drainer = asyncio.create_task(drain_stderr(process.stderr, child.name))
     try:
-        config = ClientOptions.of(options)
-        handlers, session = config.handlers, config.new_session()
-        runner = AsyncioRunner(session, None, child.writer, **handlers.host_callbacks())
-
-        pumping = partial(hosted, runner, partial(runner.pump, child.connect_output))
+        config = ClientOptions.of(child.session)
+        session = config.new_session()
+        runner = AsyncioRunner(session, None, started.writer, **config.handlers.host_callbacks())
+        pumping = partial(hosted, runner, partial(runner.pump, started.connect_output))
         async with run_client(runner, session, config, Client, pumping) as client:
             yield client
     finally:
-        await shielded(lambda: stop_process(process, grace=shutdown_grace, stdin=child.stdin))
+        await shielded(
+            lambda: stop_process(process, grace=child.shutdown_grace, stdin=started.stdin)
+        )
         with contextlib.suppress(asyncio.CancelledError):
             await drainer

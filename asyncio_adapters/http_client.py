@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import asyncio
-import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Unpack
 
-from sansio_mcp.runtime._client_options import SessionOptions
+from sansio_mcp.runtime._client_options import HTTPClientOptions
 from sansio_mcp.runtime._http_client import HTTPClientHost
 from sansio_mcp.runtime._open_client import open_http
 
@@ -28,23 +27,7 @@ class _HTTPClientHost(HTTPClientHost, AsyncioSessionHost):
 
 
 @asynccontextmanager
-async def open_http_client(
-    url: str,
-    *,
-    headers: dict[str, str] | None = None,
-    max_body: int = 16 * 1024 * 1024,
-    ssl_context: ssl.SSLContext | None = None,
-    **options: Unpack[SessionOptions],
-) -> AsyncIterator[Client]:
+async def open_http_client(url: str, **options: Unpack[HTTPClientOptions]) -> AsyncIterator[Client]:
     """Connect to a Streamable HTTP endpoint and yield a :class:`Client`."""
-    async with open_http(
-        url,
-        options,
-        _HTTPClientHost,
-        hosted,
-        Client,
-        headers=headers,
-        max_body=max_body,
-        ssl_context=ssl_context,
-    ) as client:
+    async with open_http(url, options, _HTTPClientHost, hosted, Client) as client:
         yield client

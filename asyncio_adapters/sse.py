@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Unpack
 
-from sansio_mcp.runtime._client_options import SessionOptions
+from sansio_mcp.runtime._client_options import SSEClientOptions
 from sansio_mcp.runtime._http_client import LegacySSEClientHost
 from sansio_mcp.runtime._open_client import open_http
 from sansio_mcp.runtime._serve_options import SSEServeOptions, sse_router
@@ -38,14 +38,7 @@ class _SSEClientHost(LegacySSEClientHost, _HTTPClientHost):
 
 
 @asynccontextmanager
-async def open_sse_client(
-    url: str,
-    *,
-    max_body: int = 16 * 1024 * 1024,
-    **options: Unpack[SessionOptions],
-) -> AsyncIterator[Client]:
+async def open_sse_client(url: str, **options: Unpack[SSEClientOptions]) -> AsyncIterator[Client]:
     """Connect to a legacy HTTP+SSE server (``url`` is its SSE endpoint)."""
-    async with open_http(
-        url, options, _SSEClientHost, hosted, Client, max_body=max_body, legacy_sse=True
-    ) as client:
+    async with open_http(url, options, _SSEClientHost, hosted, Client, legacy_sse=True) as client:
         yield client

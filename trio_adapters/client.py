@@ -4,7 +4,7 @@ over a server subprocess."""
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Unpack
@@ -12,9 +12,13 @@ from typing import Unpack
 import trio
 
 from sansio_mcp import ClientSession
-from sansio_mcp._stdio import safe_environment
 from sansio_mcp.runtime._client import ClientAPI, ClientHandlers
-from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
+from sansio_mcp.runtime._client_options import (
+    ClientOptions,
+    SessionOptions,
+    StdioChild,
+    StdioOptions,
+)
 from sansio_mcp.runtime._host import start_client as core_start_client
 from sansio_mcp.runtime._open_client import run_client
 
@@ -83,44 +87,33 @@ async def open_client(
 
 @asynccontextmanager
 async def open_stdio_client(
-    command: Sequence[str],
-    *,
-    env: Mapping[str, str] | None = None,
-    inherit_env: bool = False,
-    cwd: str | os.PathLike[str] | None = None,
-    shutdown_grace: float = 2.0,
-    **options: Unpack[SessionOptions],
+    command: Sequence[str], **options: Unpack[StdioOptions]
 ) -> AsyncIterator[Client]:
-    """Start ``command`` as an MCP server and connect to it over stdio.
-
-    The child gets a minimal environment (PATH, HOME, …) plus ``env``, not
-    the whole parent environment, unless ``inherit_env`` is set.  Its stderr
-    is always drained to logging.  On exit its stdin is closed, then it is
-    sent SIGTERM, then SIGKILL, each after ``shutdown_grace`` seconds.
-    """
-    if not command:
-        raise ValueError("command must not be empty")
-    child_env = dict(os.environ) if inherit_env else safe_environment(os.environ)
-    child_env.update(env or {})
+    """Start ``command`` as an MCP server and connect to it over stdio (see
+    :class:`~sansio_mcp.runtime._client_options.StdioChild` for its environment and
+    its end); its stderr is always drained to logging."""
+    child = StdioChild.of(command, options)
     process = await trio.lowlevel.open_process(
-        list(command),
+        child.command,
         stdin=PIPE,
         stdout=PIPE,
         stderr=PIPE,
-        env=child_env,
-        cwd=cwd,
+        env=child.env,
+        cwd=child.cwd,
         start_new_session=os.name != "nt",
     )
     try:
         assert process.stdin and process.stdout and process.stderr
         with unwrap_single_exception():
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(drain_stderr, process.stderr, os.path.basename(command[0]))
+                nursery.start_soon(drain_stderr, process.stderr, child.name)
                 try:
-                    async with open_client(process.stdin, process.stdout, **options) as client:
+                    async with open_client(
+                        process.stdin, process.stdout, **child.session
+                    ) as client:
                         yield client
                 finally:
-                    await stop_process(process, grace=shutdown_grace)
+                    await stop_process(process, grace=child.shutdown_grace)
     finally:
         if process.returncode is None:
             await stop_process(process, grace=0)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Unpack
 
 import trio
 
-from sansio_mcp.runtime._client_options import SessionOptions
+from sansio_mcp.runtime._client_options import HTTPClientOptions
 from sansio_mcp.runtime._http_client import HTTPClientHost
 from sansio_mcp.runtime._open_client import open_http
 
@@ -28,28 +27,12 @@ class _HTTPClientHost(HTTPClientHost, TrioSessionHost):
 
 
 @asynccontextmanager
-async def open_http_client(
-    url: str,
-    *,
-    headers: dict[str, str] | None = None,
-    max_body: int = 16 * 1024 * 1024,
-    ssl_context: ssl.SSLContext | None = None,
-    **options: Unpack[SessionOptions],
-) -> AsyncIterator[Client]:
+async def open_http_client(url: str, **options: Unpack[HTTPClientOptions]) -> AsyncIterator[Client]:
     """Connect to a Streamable HTTP endpoint and yield a :class:`Client`.
 
     HTTP failures become typed errors of the request that met them:
     :class:`sansio_mcp.HTTPStatusError` (with ``data.status``), or
     :class:`sansio_mcp.ConnectionClosedError` when the server ended the session.
     """
-    async with open_http(
-        url,
-        options,
-        _HTTPClientHost,
-        hosted,
-        Client,
-        headers=headers,
-        max_body=max_body,
-        ssl_context=ssl_context,
-    ) as client:
+    async with open_http(url, options, _HTTPClientHost, hosted, Client) as client:
         yield client

@@ -8,17 +8,29 @@ them into a :class:`ClientOptions`, which makes the session.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, TypedDict
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import attrs
 
 from .._client_session import ClientSession
 from .._json import DEFAULT_MAX_MESSAGE_SIZE
+from .._stdio import safe_environment
 from .._versions import ALL_REVISIONS
 from ._client import ClientHandlers, new_client_session
 
-__all__ = ["ClientOptions", "SessionOptions"]
+if TYPE_CHECKING:
+    import ssl
+
+__all__ = [
+    "ClientOptions",
+    "HTTPClientOptions",
+    "SSEClientOptions",
+    "SessionOptions",
+    "StdioChild",
+    "StdioOptions",
+]
 
 
 class SessionOptions(TypedDict, total=False):
@@ -32,6 +44,62 @@ class SessionOptions(TypedDict, total=False):
     initialize_timeout: float | None
     max_input_rounds: int
     max_message_size: int
+
+
+class HTTPClientOptions(SessionOptions, total=False):
+    """``open_http_client``'s keywords: extra request ``headers``, the largest
+    answer body (``max_body``, 16 MiB), and the ``ssl_context`` for ``https``."""
+
+    headers: dict[str, str] | None
+    max_body: int
+    ssl_context: ssl.SSLContext | None
+
+
+class SSEClientOptions(SessionOptions, total=False):
+    """``open_sse_client``'s keywords: the largest answer body (``max_body``, 16 MiB)."""
+
+    max_body: int
+
+
+class StdioOptions(SessionOptions, total=False):
+    """``open_stdio_client``'s keywords (see :class:`StdioChild`)."""
+
+    env: Mapping[str, str] | None
+    inherit_env: bool
+    cwd: str | os.PathLike[str] | None
+    shutdown_grace: float
+
+
+@attrs.frozen
+class StdioChild:
+    """How ``open_stdio_client`` runs its server: ``command``, in ``cwd``, with a
+    minimal environment (PATH, HOME, …) plus ``env``, not the whole parent
+    environment, unless ``inherit_env`` is set; on exit its stdin is closed, then
+    it is sent SIGTERM, then SIGKILL, each after ``shutdown_grace`` seconds.
+    ``session`` is the rest: the session's options."""
+
+    command: list[str]
+    env: dict[str, str]
+    cwd: str | os.PathLike[str] | None
+    shutdown_grace: float
+    session: SessionOptions
+
+    @classmethod
+    def of(cls, command: Sequence[str], options: StdioOptions) -> StdioChild:
+        """A ValueError for an empty command."""
+        if not command:
+            raise ValueError("command must not be empty")
+        rest: dict[str, Any] = dict(options)
+        env = dict(os.environ) if rest.pop("inherit_env", False) else safe_environment(os.environ)
+        env.update(rest.pop("env", None) or {})
+        cwd = rest.pop("cwd", None)
+        grace = rest.pop("shutdown_grace", 2.0)
+        return cls(list(command), env, cwd, grace, SessionOptions(**rest))  # type: ignore[typeddict-item]
+
+    @property
+    def name(self) -> str:
+        """What its stderr lines are logged as."""
+        return os.path.basename(self.command[0])
 
 
 @attrs.frozen

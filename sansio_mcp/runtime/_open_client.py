@@ -16,7 +16,7 @@ from .._streamable_http_client import Endpoint, StreamableHTTPClient
 from .._util import unwrap_single_exception
 from ._backend import Signal
 from ._client import ClientAPI, ClientHandlers
-from ._client_options import ClientOptions, SessionOptions
+from ._client_options import ClientOptions, HTTPClientOptions, SSEClientOptions
 from ._host import HostBase, start_client
 from ._http_client import HTTPClientHost, LegacySSEClientHost
 
@@ -89,19 +89,20 @@ class _HTTPHostClass(Protocol[H_co]):
 @asynccontextmanager
 async def open_http(
     url: str,
-    options: SessionOptions,
+    options: HTTPClientOptions | SSEClientOptions,
     host_class: _HTTPHostClass[H],
     hosted: Callable[[H], AbstractAsyncContextManager[Any]],
     client_class: type[C],
     *,
-    headers: dict[str, str] | None = None,
-    max_body: int,
-    ssl_context: Any = None,
     legacy_sse: bool = False,
 ) -> AsyncIterator[C]:
     """``open_http_client`` (or, with ``legacy_sse``, ``open_sse_client``) on the
     adapter's ``host_class``, its tasks run in ``hosted(host)``."""
-    config = ClientOptions.of(options)
+    rest: dict[str, Any] = dict(options)
+    headers = rest.pop("headers", None)
+    max_body = rest.pop("max_body", 16 * 1024 * 1024)
+    ssl_context = rest.pop("ssl_context", None)
+    config = ClientOptions.of(rest)  # type: ignore[arg-type]
     if legacy_sse:
         config = config.handshake_only()
     session = config.new_session()
