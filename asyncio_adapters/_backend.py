@@ -178,6 +178,16 @@ class AsyncioBackend:
         read_in_small_chunks(writer.transport)
         return TCPStream(reader, writer)
 
+    # --- Session hosts (HostBase takes these from its backend) ---
+
+    async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
+        task = asyncio.ensure_future(step())
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            await task
+            raise
+
 
 #: The primitives alone (what the runtime's loops in this adapter await).
 PRIMITIVES = AsyncioBackend()

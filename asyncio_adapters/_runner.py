@@ -10,11 +10,11 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol
 
 from sansio_mcp import Session
-from sansio_mcp.runtime._backend import Backend, Cancellable, Signal
+from sansio_mcp.runtime._backend import Backend, Cancellable
 from sansio_mcp.runtime._driver import InputHandler, NotificationHandler, RequestHandler
 from sansio_mcp.runtime._host import HostBase
 
-from ._backend import PRIMITIVES, OneWaiterSignal, read_in_small_chunks
+from ._backend import PRIMITIVES, read_in_small_chunks
 
 __all__ = [
     "AsyncioRunner",
@@ -45,14 +45,8 @@ class OutputPipeProtocol(asyncio.streams.FlowControlMixin):
         self.on_lost()
 
 
-async def shielded(step: Callable[[], Awaitable[None]]) -> None:
-    """Run ``step`` to completion even if the caller is being cancelled."""
-    task = asyncio.ensure_future(step())
-    try:
-        await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await task
-        raise
+#: Run ``step`` to completion even if the caller is being cancelled.
+shielded = PRIMITIVES.shielded
 
 
 class AsyncioSessionHost(HostBase):
@@ -82,17 +76,6 @@ class AsyncioSessionHost(HostBase):
 
     #: The event-loop primitives the runtime's loops on this host await.
     backend: Backend = PRIMITIVES
-
-    # Primitives for HostBase --------------------------------------------------------
-
-    def new_signal(self) -> Signal:
-        return OneWaiterSignal()
-
-    def now(self) -> float:
-        return asyncio.get_running_loop().time()
-
-    async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
-        await shielded(step)
 
     # Tasks --------------------------------------------------------------------------
 

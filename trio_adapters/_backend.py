@@ -155,6 +155,12 @@ class TrioBackend:
             stream = trio.SSLStream(tcp, context, server_hostname=host)
         return TCPStream(stream, tcp.socket)
 
+    # --- Session hosts (HostBase takes these from its backend) ---
+
+    async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
+        with trio.CancelScope(shield=True):
+            await step()
+
 
 #: The primitives alone (what the runtime's loops in this adapter await).
 PRIMITIVES = TrioBackend()

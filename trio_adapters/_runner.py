@@ -15,11 +15,11 @@ from typing import Any, Protocol
 import trio
 
 from sansio_mcp import Session
-from sansio_mcp.runtime._backend import Backend, Cancellable, Signal
+from sansio_mcp.runtime._backend import Backend, Cancellable
 from sansio_mcp.runtime._driver import InputHandler, NotificationHandler, RequestHandler
 from sansio_mcp.runtime._host import HostBase
 
-from ._backend import PRIMITIVES, OneWaiterSignal
+from ._backend import PRIMITIVES
 
 __all__ = ["ByteStream", "PipeOutput", "TrioRunner", "TrioSessionHost", "reader"]
 
@@ -57,18 +57,6 @@ class TrioSessionHost(HostBase):
 
     #: The event-loop primitives the runtime's loops on this host await.
     backend: Backend = PRIMITIVES
-
-    # Primitives for HostBase --------------------------------------------------------
-
-    def new_signal(self) -> Signal:
-        return OneWaiterSignal()
-
-    def now(self) -> float:
-        return trio.current_time()
-
-    async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
-        with trio.CancelScope(shield=True):
-            await step()
 
     # Tasks --------------------------------------------------------------------------
 

@@ -134,6 +134,13 @@ class Backend(Protocol):
         ``ssl_context`` (an :class:`ssl.SSLContext`; None for the default one)."""
         ...
 
+    # --- Session hosts (HostBase takes these from its backend) ---
+
+    async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
+        """Run ``step()`` to completion even while the caller is being cancelled
+        (the cancellation still takes effect once it is done)."""
+        ...
+
 
 class TransportBackend(Backend, Protocol):
     """A :class:`Backend` with its adapter's transports: a client for a command

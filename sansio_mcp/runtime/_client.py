@@ -7,6 +7,7 @@ Adapters subclass :class:`ClientAPI` and implement :meth:`ClientAPI.request`.
 from __future__ import annotations
 
 import inspect
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
@@ -126,22 +127,52 @@ def new_client_session(
     )
 
 
+class _OneShot(Protocol):
+    """A backend's one-waiter signal (:class:`~sansio_mcp.runtime.Signal`)."""
+
+    def set(self) -> None: ...
+
+    async def wait(self) -> Any: ...
+
+
 class Subscription(SubscriptionSink):
     """Notifications of one :meth:`ClientAPI.listen`: an async iterator of
     ``(method, params)``; ``acknowledged_filter`` is what the server agreed to send.
-    Adapters implement the queue and the wake-up."""
+    Buffered up to ``buffer`` (beyond it they are counted in ``dropped``), and woken
+    by the backend's signals (``new_signal``); one consumer."""
 
-    acknowledged_filter: dict[str, Any]
-    dropped: int
+    def __init__(self, buffer: int, new_signal: Callable[[], _OneShot]) -> None:
+        self._items: deque[tuple[str, dict[str, Any]]] = deque()
+        self._buffer = buffer
+        self._new_signal = new_signal
+        self._ready = new_signal()
+        self._acknowledged = new_signal()
+        self.acknowledged_filter: dict[str, Any] = {}
+        self.dropped = 0
+
+    def acknowledged(self, notifications: dict[str, Any]) -> None:
+        self.acknowledged_filter = notifications
+        self._acknowledged.set()
+
+    def deliver(self, method: str, params: dict[str, Any]) -> None:
+        if len(self._items) >= self._buffer:
+            # A consumer this far behind has lost the thread anyway; count, don't block I/O.
+            self.dropped += 1
+            return
+        self._items.append((method, params))
+        self._ready.set()
 
     async def wait_acknowledged(self) -> None:
-        raise NotImplementedError
+        await self._acknowledged.wait()
 
     def __aiter__(self) -> Subscription:
         return self
 
     async def __anext__(self) -> tuple[str, dict[str, Any]]:
-        raise NotImplementedError
+        while not self._items:
+            await self._ready.wait()
+            self._ready = self._new_signal()
+        return self._items.popleft()
 
 
 class ClientHost(Protocol):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any, TypedDict
 
 import attrs
 
@@ -19,9 +19,6 @@ from .._json import DEFAULT_MAX_MESSAGE_SIZE
 from .._stdio import safe_environment
 from .._versions import ALL_REVISIONS
 from ._client import ClientHandlers, new_client_session
-
-if TYPE_CHECKING:
-    import ssl
 
 __all__ = [
     "ClientOptions",
@@ -52,7 +49,8 @@ class HTTPClientOptions(SessionOptions, total=False):
 
     headers: dict[str, str] | None
     max_body: int
-    ssl_context: ssl.SSLContext | None
+    #: An :class:`ssl.SSLContext`, or None for the default one.
+    ssl_context: Any
 
 
 class SSEClientOptions(SessionOptions, total=False):

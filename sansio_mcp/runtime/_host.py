@@ -10,7 +10,6 @@ subclass's primitives.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -29,7 +28,6 @@ from ._server import Context, Server
 C = TypeVar("C", bound=ClientAPI)
 
 __all__ = [
-    "BufferedSubscription",
     "HostBase",
     "HostContext",
     "Signal",
@@ -40,46 +38,11 @@ __all__ = [
 H = TypeVar("H", bound="HostBase")
 
 
-class BufferedSubscription(Subscription):
-    """A subscription's notifications, buffered up to ``buffer`` and woken by a
-    backend :class:`Signal` (one consumer)."""
-
-    def __init__(self, buffer: int, new_signal: Callable[[], Signal]) -> None:
-        self._items: deque[tuple[str, dict[str, Any]]] = deque()
-        self._buffer = buffer
-        self._new_signal = new_signal
-        self._ready = new_signal()
-        self._acknowledged = new_signal()
-        self.acknowledged_filter: dict[str, Any] = {}
-        self.dropped = 0
-
-    def acknowledged(self, notifications: dict[str, Any]) -> None:
-        self.acknowledged_filter = notifications
-        self._acknowledged.set()
-
-    def deliver(self, method: str, params: dict[str, Any]) -> None:
-        if len(self._items) >= self._buffer:
-            # A consumer this far behind has lost the thread anyway; count, don't block I/O.
-            self.dropped += 1
-            return
-        self._items.append((method, params))
-        self._ready.set()
-
-    async def wait_acknowledged(self) -> None:
-        await self._acknowledged.wait()
-
-    async def __anext__(self) -> tuple[str, dict[str, Any]]:
-        while not self._items:
-            await self._ready.wait()
-            self._ready = self._new_signal()
-        return self._items.popleft()
-
-
 class HostBase:
-    """Requests, waiting and handler tasks, on top of adapter primitives:
-    :meth:`new_signal`, :meth:`now`, :meth:`flush`, :meth:`shielded`,
-    :meth:`spawn_task` and :meth:`start_cancellable`; it runs :meth:`run_timer`
-    in a task it can cancel."""
+    """Requests, waiting and handler tasks over a session: signals, the clock and
+    shielding come from its :attr:`backend`; the adapter's host class says how
+    tasks run (:meth:`spawn_task`, :meth:`start_cancellable`) and output leaves
+    (:meth:`flush`), and runs :meth:`run_timer` in a task it can cancel."""
 
     #: The event-loop primitives (set by each backend's host class).
     backend: Backend
@@ -119,10 +82,10 @@ class HostBase:
     # Primitives ---------------------------------------------------------------------
 
     def new_signal(self) -> Signal:
-        raise NotImplementedError
+        return self.backend.new_signal()
 
     def now(self) -> float:
-        raise NotImplementedError
+        return self.backend.clock()
 
     def spawn_task(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
         """Run ``fn(*args)`` in a task of the host's group."""
@@ -146,7 +109,7 @@ class HostBase:
 
     async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
         """Run ``step`` to completion even while being cancelled."""
-        raise NotImplementedError
+        await self.backend.shielded(step)
 
     def rearm_timer(self) -> None:
         """A deadline was added: the timer must look again."""
@@ -178,7 +141,7 @@ class HostBase:
                 await self.flush()
 
     def new_subscription(self, buffer: int) -> Subscription:
-        return BufferedSubscription(buffer, self.new_signal)
+        return Subscription(buffer, self.new_signal)
 
     # Requests -------------------------------------------------------------------------
 

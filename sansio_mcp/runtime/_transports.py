@@ -77,7 +77,8 @@ class _BoundPort:
 
 class TransportTable:
     """``connect`` and ``serve`` of a :class:`~sansio_mcp.runtime.TransportBackend`,
-    over the adapter's openers and listeners (class attributes)."""
+    over the adapter's openers and listeners (class attributes); the adapter adds
+    ``until_stopped`` (its event loop's signal handling)."""
 
     clients: ClassVar[ClientOpeners]
     servers: ClassVar[Listeners]
@@ -112,10 +113,3 @@ class TransportTable:
         listener: Listener = getattr(self.servers, transport)
         report = {self.servers.reports_bound_by: _BoundPort(on_bound)}
         await listener(server, host=host, port=port, **report)
-
-    async def until_stopped(self, fn: Callable[..., Awaitable[None]], *args: Any) -> None:
-        """Run ``fn(*args)`` until it returns or a stop signal (:func:`stop_signals`) ends it.
-
-        A serving command stopped this way shuts down cleanly and exits 0.
-        """
-        raise NotImplementedError
