@@ -180,10 +180,10 @@ class AsyncioBackend:
 
     # --- Session hosts (HostBase takes these from its backend) ---
 
-    async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
+    async def shielded(self, step: Callable[[], Awaitable[T]]) -> T:
         task = asyncio.ensure_future(step())
         try:
-            await asyncio.shield(task)
+            return await asyncio.shield(task)
         except asyncio.CancelledError:
             await task
             raise

@@ -157,9 +157,10 @@ class TrioBackend:
 
     # --- Session hosts (HostBase takes these from its backend) ---
 
-    async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
+    async def shielded(self, step: Callable[[], Awaitable[T]]) -> T:
         with trio.CancelScope(shield=True):
-            await step()
+            result = await step()
+        return result
 
 
 #: The primitives alone (what the runtime's loops in this adapter await).

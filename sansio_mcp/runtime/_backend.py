@@ -136,9 +136,9 @@ class Backend(Protocol):
 
     # --- Session hosts (HostBase takes these from its backend) ---
 
-    async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
-        """Run ``step()`` to completion even while the caller is being cancelled
-        (the cancellation still takes effect once it is done)."""
+    async def shielded(self, step: Callable[[], Awaitable[T]]) -> T:
+        """Run ``step()`` to its end even if the caller is cancelled meanwhile (the
+        cancellation takes effect after it)."""
         ...
 
 
