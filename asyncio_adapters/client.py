@@ -40,14 +40,9 @@ class Client(ClientAPI):
     """A connected, initialized MCP client (see :class:`ClientAPI` for the calls)."""
 
 
-async def start_client(
-    host: AsyncioSessionHost,
-    session: ClientSession,
-    handlers: ClientHandlers,
-    initialize_timeout: float | None,
-) -> Client:
-    """Run the session's start (handshake or discover) and wrap it in a :class:`Client`."""
-    return await core_start_client(host, session, handlers, initialize_timeout, Client)
+#: ``await start_client(host, session, handlers, initialize_timeout)``: run the
+#: session's start (handshake or discover) and wrap it in a :class:`Client`.
+start_client = partial(core_start_client, client_class=Client)
 
 
 @asynccontextmanager

@@ -12,7 +12,6 @@ from typing import Any, Unpack
 
 from sansio_mcp import ServerSession
 from sansio_mcp.runtime._backend import ByteStream
-from sansio_mcp.runtime._host import serving
 from sansio_mcp.runtime._http_service import HTTPService, RoutedOutput, Router, ServerLimits
 from sansio_mcp.runtime._serve_options import (
     HTTPServeOptions,
@@ -41,8 +40,7 @@ def host_in(
     group: asyncio.TaskGroup, router: Router, server: Server, session: ServerSession
 ) -> _HTTPSessionHost:
     """A session host for ``session``, its tasks in ``group`` (the ASGI app's too)."""
-    host = serving(server, AsyncioContext, partial(_HTTPSessionHost, session))
-    host.router = router
+    host = _HTTPSessionHost.serving(router, server, AsyncioContext, session)
     host.attach(group)
     return host
 

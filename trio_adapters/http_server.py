@@ -11,7 +11,6 @@ import trio
 
 from sansio_mcp import ServerSession
 from sansio_mcp.runtime._backend import ByteStream
-from sansio_mcp.runtime._host import serving
 from sansio_mcp.runtime._http_service import HTTPService, RoutedOutput, Router, ServerLimits
 from sansio_mcp.runtime._serve_options import (
     HTTPServeOptions,
@@ -37,8 +36,7 @@ class _HTTPSessionHost(RoutedOutput, TrioSessionHost):
 def _host_in(
     nursery: trio.Nursery, router: Router, server: Server, session: ServerSession
 ) -> _HTTPSessionHost:
-    host = serving(server, TrioContext, partial(_HTTPSessionHost, session))
-    host.router = router
+    host = _HTTPSessionHost.serving(router, server, TrioContext, session)
     host.attach(nursery)
     return host
 

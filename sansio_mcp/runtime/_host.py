@@ -35,7 +35,7 @@ __all__ = [
     "start_client",
 ]
 
-H = TypeVar("H", bound="HostBase")
+H = TypeVar("H")
 
 
 class HostBase:

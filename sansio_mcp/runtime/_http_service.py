@@ -14,13 +14,15 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from .._events import RequestReceived
 from .._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnection
 from .._legacy_sse import LegacySSEServer
 from .._server_session import ServerSession
 from .._streamable_http import Exchange, StreamableHTTPServer
 from ._backend import Backend, ByteStream, TimedOut
 from ._driver import Driver
-from ._server import Server
+from ._host import serving
+from ._server import Context, Server
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -211,6 +213,7 @@ class SessionHost(Protocol):
 
 
 H = TypeVar("H", bound=SessionHost)
+R = TypeVar("R", bound="RoutedOutput")
 
 
 class SessionHosts(Generic[H]):
@@ -301,9 +304,24 @@ async def serve_requests(
 class RoutedOutput:
     """Mixed into a session host (before it) whose session is served over HTTP:
     its output is routed to the exchanges, which never blocks, so it is done at
-    once rather than in a task.  The host sets ``router``."""
+    once rather than in a task.  :meth:`serving` makes one."""
 
     router: Router
+
+    @classmethod
+    def serving(
+        cls: type[R],
+        router: Router,
+        server: Server,
+        context: Callable[[R, RequestReceived], Context],
+        session: ServerSession,
+    ) -> R:
+        """A host of ``session`` answering with ``server`` (handlers see
+        ``context(host, event)``), its output routed by ``router``."""
+        make: Callable[..., R] = cls  # the session host after it in the MRO takes these
+        host = serving(server, context, partial(make, session))
+        host.router = router
+        return host
 
     if TYPE_CHECKING:
         session: ServerSession | Any

@@ -8,14 +8,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from .._client_session import ClientSession
 from .._errors import ConnectionClosedError
 from .._streamable_http_client import Endpoint, StreamableHTTPClient
 from .._util import unwrap_single_exception
 from ._backend import Signal
-from ._client import ClientAPI, ClientHandlers
+from ._client import ClientAPI
 from ._client_options import ClientOptions, HTTPClientOptions, SSEClientOptions
 from ._host import HostBase, start_client
 from ._http_client import HTTPClientHost, LegacySSEClientHost
@@ -24,7 +24,6 @@ __all__ = ["open_http", "run_client"]
 
 C = TypeVar("C", bound=ClientAPI)
 H = TypeVar("H", bound=HTTPClientHost)
-H_co = TypeVar("H_co", bound=HTTPClientHost, covariant=True)
 
 
 @asynccontextmanager
@@ -74,23 +73,11 @@ async def _wait_ready(host: HostBase, ready: Signal, limit: float | None) -> Non
         await ready.wait()
 
 
-class _HTTPHostClass(Protocol[H_co]):
-    def __call__(
-        self,
-        session: ClientSession,
-        transport: StreamableHTTPClient,
-        handlers: ClientHandlers,
-        *,
-        max_body: int,
-        ssl_context: Any,
-    ) -> H_co: ...
-
-
 @asynccontextmanager
 async def open_http(
     url: str,
     options: HTTPClientOptions | SSEClientOptions,
-    host_class: _HTTPHostClass[H],
+    host_class: type[H],
     hosted: Callable[[H], AbstractAsyncContextManager[Any]],
     client_class: type[C],
     *,
