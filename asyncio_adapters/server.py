@@ -6,12 +6,13 @@ import asyncio
 import contextlib
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from sansio_mcp import RequestReceived, ServerSession
 from sansio_mcp._util import unwrap_single_exception
-from sansio_mcp.runtime._host import HostContext
+from sansio_mcp.runtime._host import HostContext, serving
 from sansio_mcp.runtime._server import Server
 
 from ._runner import AsyncioRunner, AsyncioSessionHost, Connector, Framing, OutputPipeProtocol
@@ -58,17 +59,9 @@ async def _serve(
     **session_options: Any,
 ) -> ServerSession:
     session = server.create_session(**session_options)
-    runner: AsyncioRunner
-
-    def handle_request(event: RequestReceived) -> dict[str, Any] | Awaitable[dict[str, Any]]:
-        return server.begin(AsyncioContext(runner, event))
-
-    runner = AsyncioRunner(
-        session,
-        reader,
-        writer,
-        handle_request=handle_request,
-        framing=framing(session) if framing is not None else None,
+    framed = framing(session) if framing is not None else None
+    runner = serving(
+        server, AsyncioContext, partial(AsyncioRunner, session, reader, writer, framing=framed)
     )
     server.hub.add(session, runner._schedule_flush)
     try:

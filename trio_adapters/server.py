@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Awaitable
+from functools import partial
 from typing import Any
 
 import trio
 
 from sansio_mcp import RequestReceived, ServerSession
-from sansio_mcp.runtime._host import HostContext
+from sansio_mcp.runtime._host import HostContext, serving
 from sansio_mcp.runtime._server import Server
 
 from ._runner import TrioRunner, TrioSessionHost
@@ -41,12 +41,8 @@ async def serve(
 ) -> ServerSession:
     """Serve one client on a stream pair until it closes; returns the session."""
     session = server.create_session(**session_options)
-    runner: TrioRunner
-
-    def handle_request(event: RequestReceived) -> dict[str, Any] | Awaitable[dict[str, Any]]:
-        return server.begin(TrioContext(runner, event))
-
-    runner = TrioRunner(session, send_stream, receive_stream, handle_request=handle_request)
+    streams = partial(TrioRunner, session, send_stream, receive_stream)
+    runner = serving(server, TrioContext, streams)
     server.hub.add(session, runner._schedule_flush)
     try:
         with unwrap_single_exception():
