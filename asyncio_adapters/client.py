@@ -118,7 +118,7 @@ async def open_stdio_client(
     assert process.stderr
     drainer = asyncio.create_task(drain_stderr(process.stderr, child.name))
     try:
-        config = ClientOptions.of(child.session)
+        config = child.client
         session = config.new_session()
         runner = AsyncioRunner(session, None, started.writer, **config.handlers.host_callbacks())
         pumping = partial(hosted, runner, partial(runner.pump, started.connect_output))

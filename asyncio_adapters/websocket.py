@@ -12,7 +12,7 @@ from typing import Unpack
 
 from sansio_mcp import ServerSession
 from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
-from sansio_mcp.runtime._client_options import SessionOptions
+from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
 from sansio_mcp.runtime._host import serving
 from sansio_mcp.runtime._serve_options import WebSocketServeOptions
 from sansio_mcp.runtime._server import Server
@@ -57,12 +57,12 @@ async def open_ws_client(
     **options: Unpack[SessionOptions],
 ) -> AsyncIterator[Client]:
     """Connect to ``ws://host:port/path`` and yield an initialized :class:`Client`."""
-    address = WebSocketAddress.parse(url)
+    address, config = WebSocketAddress.parse(url), ClientOptions.of(options)
     context = ssl.create_default_context() if address.tls else None
     reader, writer = await asyncio.open_connection(address.hostname, address.port, ssl=context)
     try:
         runner = partial(AsyncioRunner, reader=reader, writer=writer)
-        async with open_websocket(address, options, runner, running, Client) as client:
+        async with open_websocket(address, config, runner, running, Client) as client:
             yield client
     finally:
         await close_writer(writer)

@@ -102,9 +102,8 @@ async def open_stdio_client(
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(drain_stderr, process.stderr, child.name)
                 try:
-                    async with open_client(
-                        process.stdin, process.stdout, **child.session
-                    ) as client:
+                    keywords = child.client.keywords()
+                    async with open_client(process.stdin, process.stdout, **keywords) as client:
                         yield client
                 finally:
                     await stop_process(process, grace=child.shutdown_grace)

@@ -13,7 +13,7 @@ import trio
 
 from sansio_mcp import ServerSession
 from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
-from sansio_mcp.runtime._client_options import SessionOptions
+from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
 from sansio_mcp.runtime._host import serving
 from sansio_mcp.runtime._serve_options import WebSocketServeOptions
 from sansio_mcp.runtime._server import Server
@@ -64,9 +64,9 @@ async def open_ws_client(
     **options: Unpack[SessionOptions],
 ) -> AsyncIterator[Client]:
     """Connect to ``ws://host:port/path`` and yield an initialized :class:`Client`."""
-    address = WebSocketAddress.parse(url)
+    address, config = WebSocketAddress.parse(url), ClientOptions.of(options)
     stream = await open_ws_stream(address)
     async with stream:
         runner = partial(TrioRunner, send_stream=stream, receive_stream=stream)
-        async with open_websocket(address, options, runner, running, Client) as client:
+        async with open_websocket(address, config, runner, running, Client) as client:
             yield client

@@ -69,38 +69,6 @@ class StdioOptions(SessionOptions, total=False):
 
 
 @attrs.frozen
-class StdioChild:
-    """How ``open_stdio_client`` runs its server: ``command``, in ``cwd``, with a
-    minimal environment (PATH, HOME, …) plus ``env``, not the whole parent
-    environment, unless ``inherit_env`` is set; on exit its stdin is closed, then
-    it is sent SIGTERM, then SIGKILL, each after ``shutdown_grace`` seconds.
-    ``session`` is the rest: the session's options."""
-
-    command: list[str]
-    env: dict[str, str]
-    cwd: str | os.PathLike[str] | None
-    shutdown_grace: float
-    session: SessionOptions
-
-    @classmethod
-    def of(cls, command: Sequence[str], options: StdioOptions) -> StdioChild:
-        """A ValueError for an empty command."""
-        if not command:
-            raise ValueError("command must not be empty")
-        rest: dict[str, Any] = dict(options)
-        env = dict(os.environ) if rest.pop("inherit_env", False) else safe_environment(os.environ)
-        env.update(rest.pop("env", None) or {})
-        cwd = rest.pop("cwd", None)
-        grace = rest.pop("shutdown_grace", 2.0)
-        return cls(list(command), env, cwd, grace, SessionOptions(**rest))  # type: ignore[typeddict-item]
-
-    @property
-    def name(self) -> str:
-        """What its stderr lines are logged as."""
-        return os.path.basename(self.command[0])
-
-
-@attrs.frozen
 class ClientOptions:
     """How a client session starts, whatever the transport.
 
@@ -158,3 +126,36 @@ class ClientOptions:
             max_input_rounds=self.max_input_rounds,
             max_message_size=self.max_message_size,
         )
+
+
+@attrs.frozen
+class StdioChild:
+    """How ``open_stdio_client`` runs its server: ``command``, in ``cwd``, with a
+    minimal environment (PATH, HOME, …) plus ``env``, not the whole parent
+    environment, unless ``inherit_env`` is set; on exit its stdin is closed, then
+    it is sent SIGTERM, then SIGKILL, each after ``shutdown_grace`` seconds.
+    ``client`` is the rest: the session's options."""
+
+    command: list[str]
+    env: dict[str, str]
+    cwd: str | os.PathLike[str] | None
+    shutdown_grace: float
+    client: ClientOptions
+
+    @classmethod
+    def of(cls, command: Sequence[str], options: StdioOptions) -> StdioChild:
+        """A ValueError for an empty command, a TypeError for an unknown keyword
+        (before any process is started)."""
+        if not command:
+            raise ValueError("command must not be empty")
+        rest: dict[str, Any] = dict(options)
+        env = dict(os.environ) if rest.pop("inherit_env", False) else safe_environment(os.environ)
+        env.update(rest.pop("env", None) or {})
+        cwd = rest.pop("cwd", None)
+        grace = rest.pop("shutdown_grace", 2.0)
+        return cls(list(command), env, cwd, grace, ClientOptions.of(rest))  # type: ignore[arg-type]
+
+    @property
+    def name(self) -> str:
+        """What its stderr lines are logged as."""
+        return os.path.basename(self.command[0])

@@ -17,7 +17,7 @@ from .._server_session import ServerSession
 from .._websocket import WebSocketAddress, WebSocketFraming
 from ._backend import Backend
 from ._client import ClientAPI
-from ._client_options import ClientOptions, SessionOptions
+from ._client_options import ClientOptions
 from ._host import HostBase
 from ._open_client import run_client
 from ._serve_options import Listening, WebSocketServeOptions
@@ -132,7 +132,7 @@ R = TypeVar("R", bound=HostBase)
 @asynccontextmanager
 async def open_websocket(
     address: WebSocketAddress,
-    options: SessionOptions,
+    config: ClientOptions,
     make_runner: Callable[..., R],
     running: Callable[[R], AbstractAsyncContextManager[Any]],
     client_class: type[C],
@@ -140,7 +140,6 @@ async def open_websocket(
     """``open_ws_client`` over a connection to ``address``: ``make_runner(session,
     framing=, **callbacks)`` runs the session over it, in ``running(runner)``.  On
     leaving, the closing handshake is sent (2 s at the most)."""
-    config = ClientOptions.of(options)
     session = config.new_session()
     framing = WebSocketFraming(
         session,

@@ -1,0 +1,152 @@
+"""Every opener and listener of both adapters takes its keywords through the
+runtime's option types: an unknown keyword is a TypeError naming it, raised
+before a port is bound or a process started, and the known ones still apply."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+import asyncio_adapters.http_client
+import asyncio_adapters.http_server
+import asyncio_adapters.sse
+import asyncio_adapters.websocket
+import trio_adapters.http_client
+import trio_adapters.http_server
+import trio_adapters.sse
+import trio_adapters.websocket
+from sansio_mcp.runtime._http_service import streamable_http_router
+from sansio_mcp.runtime.example_server import build_server
+
+ADAPTERS = {"trio": trio_adapters, "asyncio": asyncio_adapters}
+
+
+def _run(backend: str, fn: Callable[[], Awaitable[Any]]) -> None:
+    if backend == "trio":
+        trio.run(fn)
+    else:
+        asyncio.run(fn())  # type: ignore[arg-type]
+
+
+def _listeners(adapter: Any) -> dict[str, Callable[..., Awaitable[None]]]:
+    server = build_server()
+    router = streamable_http_router(server)
+    return {
+        "serve_http": lambda **kw: adapter.http_server.serve_http(server, **kw),
+        "serve_router": lambda **kw: adapter.http_server.serve_router(server, router, **kw),
+        "serve_sse": lambda **kw: adapter.sse.serve_sse(server, **kw),
+        "serve_ws": lambda **kw: adapter.websocket.serve_ws(server, **kw),
+    }
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+@pytest.mark.parametrize("name", ["serve_http", "serve_router", "serve_sse", "serve_ws"])
+def test_a_listener_refuses_an_unknown_keyword(backend: str, name: str) -> None:
+    listener = _listeners(ADAPTERS[backend])[name]
+
+    async def main() -> None:
+        with pytest.raises(TypeError, match="bogus"):
+            await listener(port=0, bogus=1)
+
+    _run(backend, main)
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+@pytest.mark.parametrize("opener", ["open_http_client", "open_sse_client", "open_ws_client"])
+def test_a_network_opener_refuses_an_unknown_keyword(backend: str, opener: str) -> None:
+    adapter = ADAPTERS[backend]
+    module = {
+        "open_http_client": adapter.http_client,
+        "open_sse_client": adapter.sse,
+        "open_ws_client": adapter.websocket,
+    }[opener]
+    # Port 9 (discard) on loopback: nothing listens there; a connection tried first
+    # would fail with an OSError instead.
+    url = ("ws" if opener == "open_ws_client" else "http") + "://127.0.0.1:9/mcp"
+
+    async def main() -> None:
+        with pytest.raises(TypeError, match="bogus"):
+            async with getattr(module, opener)(url, bogus=1):
+                pass
+
+    _run(backend, main)
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+def test_the_stdio_opener_refuses_an_unknown_keyword_before_starting_the_child(
+    backend: str, tmp_path: Path
+) -> None:
+    marker = tmp_path / "started"
+    command = [sys.executable, "-c", f"open({str(marker)!r}, 'w').close()"]
+
+    async def main() -> None:
+        with pytest.raises(TypeError, match="bogus"):
+            async with ADAPTERS[backend].open_stdio_client(command, bogus=1):
+                pass
+
+    _run(backend, main)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+def test_the_stdio_opener_refuses_an_empty_command(backend: str) -> None:
+    async def main() -> None:
+        with pytest.raises(ValueError, match="empty"):
+            async with ADAPTERS[backend].open_stdio_client([]):
+                pass
+
+    _run(backend, main)
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+def test_the_known_keywords_still_apply(backend: str) -> None:
+    """A listener's ``endpoint`` reaches its machine; a client's ``headers`` and
+    session keywords are taken beside each other."""
+    adapter = ADAPTERS[backend]
+    server = build_server()
+
+    async def call(port: int) -> list[dict[str, Any]]:
+        url = f"http://127.0.0.1:{port}/elsewhere"
+        async with adapter.http_client.open_http_client(
+            url, headers={"x-test": "1"}, mode="legacy"
+        ) as client:
+            return await client.list_tools()
+
+    if backend == "trio":
+
+        async def trio_main() -> None:
+            async with trio.open_nursery() as nursery:
+                port = await nursery.start(
+                    lambda task_status: adapter.http_server.serve_http(
+                        server, endpoint="/elsewhere", json_response=True, task_status=task_status
+                    )
+                )
+                listed = await call(port)
+                nursery.cancel_scope.cancel()
+            assert [tool["name"] for tool in listed]
+
+        trio.run(trio_main)
+        return
+
+    async def asyncio_main() -> None:
+        started: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        task = asyncio.ensure_future(
+            adapter.http_server.serve_http(
+                server, endpoint="/elsewhere", json_response=True, started=started
+            )
+        )
+        try:
+            listed = await call(await started)
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        assert [tool["name"] for tool in listed]
+
+    asyncio.run(asyncio_main())
