@@ -138,6 +138,7 @@ class OAuthProvider:
     """OAuth 2.1 for an HTTP client: give it as ``auth=`` to ``open_http_client`` or
     ``open_sse_client``.
 
+    ``entropy`` and ``clock`` (wall-clock seconds) are injectable for tests.
     ``open_browser(url)`` sends the user to the authorization URL and returns the URL
     the browser was redirected to (the CLI's loopback listener does this); without one
     the provider follows the authorization server's redirect itself, which only works
@@ -152,8 +153,10 @@ class OAuthProvider:
         open_browser: OpenBrowserCallback | None = None,
         ssl_context: Any = None,
         entropy: Callable[[int], bytes] = os.urandom,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.config = config or OAuthConfig()
+        self._clock = clock
         self.store = store if store is not None else MemoryTokenStore()
         self.open_browser = open_browser
         self.ssl_context = ssl_context
@@ -182,6 +185,14 @@ class OAuthProvider:
                 clients={k: ClientInfo.from_json(v) for k, v in clients.items()},
             )
 
+    def clock(self) -> float:
+        """Wall-clock seconds (the backend's unless one was given): JWTs and token
+        expiry are dated on it, not on the monotonic clock."""
+        if self._clock is not None:
+            return self._clock()
+        backend, _ = self._require()
+        return backend.wall_clock()
+
     @property
     def tokens(self) -> TokenSet | None:
         return self.machine.tokens if self.machine is not None else None
@@ -196,10 +207,10 @@ class OAuthProvider:
         carry (give it back to :meth:`after_response`)."""
         backend, machine = self._require()
         await self._wait_for_flow()
-        if machine.needs_refresh(backend.clock()):
+        if machine.needs_refresh(self.clock()):
             machine.start_refresh()
             await self._run_flow()
-        return machine.request_headers(method, url, backend.clock()), self._generation
+        return machine.request_headers(method, url, self.clock()), self._generation
 
     async def after_response(
         self, status: int, headers: dict[str, str], generation: int, authorized: bool
@@ -235,7 +246,7 @@ class OAuthProvider:
         self._running = True
         try:
             while True:
-                step = machine.next_step(backend.clock())
+                step = machine.next_step(self.clock())
                 if isinstance(step, Authorized):
                     self._generation += 1
                     return None
@@ -255,7 +266,7 @@ class OAuthProvider:
                 except (OSError, ValueError) as exc:
                     machine.fail(f"{step.method} {step.url} failed: {exc}")
                     continue
-                machine.receive_reply(reply, backend.clock())
+                machine.receive_reply(reply, self.clock())
         finally:
             self._running = False
             self._save()
