@@ -10,7 +10,8 @@ scenario, ``MCP_CONFORMANCE_PROTOCOL_VERSION`` the revision to speak (a
 handshake revision, or 2026-07-28 for the stateless one) and
 ``MCP_CONFORMANCE_CONTEXT`` (JSON) carries scenario data such as the tool
 calls to make.  Exit status 0 means the client did what the scenario asks;
-the suite then judges the traffic it saw.
+the suite then judges the traffic it saw.  ``SANSIO_MCP_CONFORMANCE_BACKEND=asyncio``
+runs the client on asyncio instead of Trio.
 
 The ``auth/*`` scenarios run the same calls with an :class:`OAuthProvider` built from
 the scenario's context (:func:`oauth_provider`); the suite's mock authorization server
@@ -41,6 +42,8 @@ __all__ = ["SCENARIOS", "main"]
 
 logger = logging.getLogger("conformance-client")
 
+#: The environment variable naming the backend to run on: trio (the default) or asyncio.
+BACKEND_VARIABLE = "SANSIO_MCP_CONFORMANCE_BACKEND"
 CLIENT_INFO = {"name": "sansio-mcp-conformance-client", "version": "1.0.0"}
 TIMEOUT = 25.0  # the suite gives a client 30 s
 
@@ -267,20 +270,37 @@ async def run(url: str, scenario: str, version: str | None, context: dict[str, A
 
     from trio_adapters.http_client import open_http_client
 
+    with trio.fail_after(TIMEOUT):
+        await _play(open_http_client, url, scenario, version, context)
+
+
+async def run_asyncio(
+    url: str, scenario: str, version: str | None, context: dict[str, Any]
+) -> None:
+    import asyncio
+
+    from asyncio_adapters.http_client import open_http_client
+
+    async with asyncio.timeout(TIMEOUT):
+        await _play(open_http_client, url, scenario, version, context)
+
+
+async def _play(
+    open_http_client: Any, url: str, scenario: str, version: str | None, context: dict[str, Any]
+) -> None:
     answers = Answers()
     auth = oauth_provider(scenario, context) if scenario.startswith("auth/") else None
-    with trio.fail_after(TIMEOUT):
-        # A handshake revision means initialize and a session; 2026-07-28 is stateless.
-        async with open_http_client(
-            url,
-            handlers=answers.handlers(),
-            client_info=CLIENT_INFO,
-            protocol_version=version,
-            initialize_timeout=TIMEOUT,
-            auth=auth,
-        ) as client:
-            logger.info("connected: %s %s", client.protocol_version, client.server_info)
-            await SCENARIOS[scenario](client, context)
+    # A handshake revision means initialize and a session; 2026-07-28 is stateless.
+    async with open_http_client(
+        url,
+        handlers=answers.handlers(),
+        client_info=CLIENT_INFO,
+        protocol_version=version,
+        initialize_timeout=TIMEOUT,
+        auth=auth,
+    ) as client:
+        logger.info("connected: %s %s", client.protocol_version, client.server_info)
+        await SCENARIOS[scenario](client, context)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -302,12 +322,17 @@ def main(argv: list[str] | None = None) -> int:
     if scenario not in SCENARIOS:
         print(f"scenario {scenario!r} is not supported by this client", file=sys.stderr)
         return 2
-    import trio
-
     from sansio_mcp import MCPError
 
     try:
-        trio.run(run, url, scenario, version, context)
+        if os.environ.get(BACKEND_VARIABLE) == "asyncio":
+            import asyncio
+
+            asyncio.run(run_asyncio(url, scenario, version, context))
+        else:
+            import trio
+
+            trio.run(run, url, scenario, version, context)
     except MCPError as exc:
         print(f"{scenario}: MCP error {exc.code}: {exc.message}", file=sys.stderr)
         return 1
