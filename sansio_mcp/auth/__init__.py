@@ -11,6 +11,7 @@ from ._client import TRANSITIONS, Decision, FlowState, OAuthClient
 from ._crypto import DPoPKey, client_assertion, dpop_proof, jwk_thumbprint
 from ._discovery import as_metadata_urls, prm_urls, resource_allowed
 from ._pkce import code_challenge, random_string
+from ._router import ProtectedRouter
 from ._server import AccessToken, AuthRefusal, ResourceServer, StaticTokenVerifier, TokenVerifier
 from ._types import (
     AuthorizationError,
@@ -42,6 +43,7 @@ __all__ = [
     "OAuthClient",
     "OAuthConfig",
     "OpenBrowser",
+    "ProtectedRouter",
     "ResourceServer",
     "StaticTokenVerifier",
     "TRANSITIONS",

@@ -634,7 +634,8 @@ class OAuthClient:
         elif config.grant is Grant.CLIENT_CREDENTIALS:
             form = {"grant_type": "client_credentials"}
         else:
-            assertion = self._assertion if config.grant is Grant.TOKEN_EXCHANGE else config.assertion
+            exchanged = config.grant is Grant.TOKEN_EXCHANGE
+            assertion = self._assertion if exchanged else config.assertion
             if not assertion:
                 raise LocalProtocolError("a JWT bearer grant needs an assertion")
             form = {"grant_type": Grant.JWT_BEARER.value, "assertion": assertion}

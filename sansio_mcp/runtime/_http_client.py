@@ -333,7 +333,10 @@ class LegacySSEClientHost(HTTPClientHost):
                 elif isinstance(event, HTTPResponseHead):
                     if self.auth is not None and event.status in (401, 403):
                         verdict = await self.auth.after_response(
-                            event.status, dict(event.headers), generation, "authorization" in headers
+                            event.status,
+                            dict(event.headers),
+                            generation,
+                            "authorization" in headers,
                         )
                         if verdict is True and round_ < _AUTH_ROUNDS - 1:
                             return True

@@ -205,7 +205,7 @@ class OAuthProvider:
     async def headers(self, method: str, url: str) -> tuple[dict[str, str], int]:
         """The headers for one request to the MCP server, and the token generation they
         carry (give it back to :meth:`after_response`)."""
-        backend, machine = self._require()
+        _, machine = self._require()
         await self._wait_for_flow()
         if machine.needs_refresh(self.clock()):
             machine.start_refresh()
@@ -217,7 +217,7 @@ class OAuthProvider:
     ) -> bool | AuthorizationError | None:
         """What the MCP server answered: True to send the request again, None to use the
         answer, an :class:`AuthorizationError` to fail the request with."""
-        backend, machine = self._require()
+        _, machine = self._require()
         if status in (401, 403):
             await self._wait_for_flow()
             if generation != self._generation:

@@ -3,9 +3,9 @@ against sansio-mcp: the fixture server (conformance/server.py) and the
 client (conformance/client.py), for the 2025-11-25 and 2026-07-28
 requirement sets and the suite's ``all`` selection.
 
-Any failure outside conformance/baseline.yml (the tasks extension only) fails a test, and so does a baseline entry that passes.  The
-runner is conformance/run.py; each test is one suite invocation
-(a few seconds; the module takes well under a minute on 2 cores).
+Any failure outside conformance/baseline.yml (the tasks extension only) fails a
+test, and so does a baseline entry that passes.  The runner is
+conformance/run.py; each test is one suite invocation (20-40 s on 2 busy cores).
 """
 
 from __future__ import annotations
