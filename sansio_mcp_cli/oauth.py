@@ -21,9 +21,10 @@ from sansio_mcp.runtime import (
 
 __all__ = ["LoopbackRedirect", "add_oauth_arguments", "oauth_provider"]
 
+_TEXT = b"sansio-mcp: authorized. You can close this page now.\n"
 _PAGE = (
     b"HTTP/1.1 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\nconnection: close\r\n"
-    b"content-length: 55\r\n\r\nsansio-mcp: authorized. You can close this page now.\r\n"
+    b"content-length: %d\r\n\r\n%s" % (len(_TEXT), _TEXT)
 )
 
 

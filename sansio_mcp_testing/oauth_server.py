@@ -57,7 +57,7 @@ class TestAuthorizationServer:
         self.clients: dict[str, str | None] = {}
         self.tokens: dict[str, AccessToken] = {}
         self._codes: dict[str, dict[str, str]] = {}
-        self._refresh: dict[str, str] = {}
+        self._refresh: dict[str, tuple[str, str]] = {}
         self._serial = itertools.count(1)
 
     # The verifier a protected resource server shares ----------------------------------
@@ -166,10 +166,11 @@ class TestAuthorizationServer:
                 return _error("invalid_grant", "redirect_uri differs")
             return self._issue(client_id, request.get("scope", ""), refresh=self.refresh)
         if grant == "refresh_token":
-            owner = self._refresh.pop(form.get("refresh_token", ""), None)
+            owner, granted = self._refresh.pop(form.get("refresh_token", ""), (None, ""))
             if owner != client_id:
                 return _error("invalid_grant", "unknown refresh token")
-            return self._issue(client_id, form.get("scope", ""), refresh=True)
+            # RFC 6749 §6: an omitted scope is the scope granted before.
+            return self._issue(client_id, form.get("scope") or granted, refresh=True)
         if grant == "client_credentials":
             return self._issue(client_id, form.get("scope", ""), refresh=False)
         return _error("unsupported_grant_type", f"grant {grant!r} is not supported")
@@ -188,7 +189,7 @@ class TestAuthorizationServer:
             answer["scope"] = scope
         if refresh:
             refresh_token = f"refresh-{next(self._serial)}"
-            self._refresh[refresh_token] = client_id
+            self._refresh[refresh_token] = (client_id, scope)
             answer["refresh_token"] = refresh_token
         return _json_answer(200, answer)
 
