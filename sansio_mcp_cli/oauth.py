@@ -50,9 +50,7 @@ def add_oauth_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PORT",
         help="loopback port of the redirect listener (default: any free port)",
     )
-    group.add_argument(
-        "--bearer", metavar="TOKEN", help="send this access token (no OAuth flow)"
-    )
+    group.add_argument("--bearer", metavar="TOKEN", help="send this access token (no OAuth flow)")
 
 
 class LoopbackRedirect:
@@ -106,9 +104,7 @@ def oauth_provider(
         store.save(url, {"tokens": TokenSet(args.bearer).to_json(), "clients": {}})
     listener = LoopbackRedirect(args.oauth_redirect_port) if args.oauth else None
     client = (
-        ClientInfo(args.oauth_client_id, args.oauth_client_secret)
-        if args.oauth_client_id
-        else None
+        ClientInfo(args.oauth_client_id, args.oauth_client_secret) if args.oauth_client_id else None
     )
     config = OAuthConfig(
         client_name="sansio-mcp",

@@ -192,8 +192,11 @@ class OAuthClient:
         """The token has expired and a refresh token can renew it: call
         :meth:`start_refresh` and run the flow before sending."""
         t = self.tokens
-        return t is not None and t.refresh_token is not None and t.expired(now) and bool(
-            self._metadata
+        return (
+            t is not None
+            and t.refresh_token is not None
+            and t.expired(now)
+            and bool(self._metadata)
         )
 
     def start_refresh(self) -> None:
@@ -420,8 +423,10 @@ class OAuthClient:
             self._go(S.TOKEN)
             return
         self._client = self._known_client()
-        if self._client is None and config.client_metadata_url and metadata.get(
-            "client_id_metadata_document_supported"
+        if (
+            self._client is None
+            and config.client_metadata_url
+            and metadata.get("client_id_metadata_document_supported")
         ):
             self._client = ClientInfo(config.client_metadata_url, auth_method="none")
         if self._client is None:
@@ -563,11 +568,8 @@ class OAuthClient:
             self._fail("the authorization server promised an iss parameter and sent none")
             return
         if "error" in query:
-            self._fail(
-                f"authorization refused: {query['error']} {query.get('error_description', '')}"
-                .strip(),
-                error=query["error"],
-            )
+            described = f"{query['error']} {query.get('error_description', '')}".strip()
+            self._fail(f"authorization refused: {described}", error=query["error"])
             return
         code = query.get("code")
         if not code:

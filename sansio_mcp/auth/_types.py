@@ -61,8 +61,10 @@ class ClientInfo:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ClientInfo:
-        return cls(**{k: data.get(k) for k in ("client_secret", "auth_method", "issuer")},
-                   client_id=str(data["client_id"]))
+        return cls(
+            **{k: data.get(k) for k in ("client_secret", "auth_method", "issuer")},
+            client_id=str(data["client_id"]),
+        )
 
 
 @attrs.frozen
@@ -85,8 +87,10 @@ class TokenSet:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TokenSet:
         fields = ("token_type", "expires_at", "refresh_token", "scope", "issuer")
-        return cls(access_token=str(data["access_token"]),
-                   **{k: data[k] for k in fields if data.get(k) is not None})
+        return cls(
+            access_token=str(data["access_token"]),
+            **{k: data[k] for k in fields if data.get(k) is not None},
+        )
 
 
 @attrs.frozen

@@ -294,8 +294,9 @@ def test_cli_example_server_with_a_static_token() -> None:
         url = line.split()[-1]
         assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp"), line
         call = [*command, "call", "echo", "--args", '{"message": "hi"}', "--timeout", "10", url]
-        ok = subprocess.run([*call, "--bearer", "T0K"], capture_output=True, text=True, env=env,
-                            timeout=60)
+        ok = subprocess.run(
+            [*call, "--bearer", "T0K"], capture_output=True, text=True, env=env, timeout=60
+        )
         assert ok.returncode == 0, ok.stderr
         assert json.loads(ok.stdout)["content"][0]["text"] == "hi"
         refused = subprocess.run(call, capture_output=True, text=True, env=env, timeout=60)
@@ -304,3 +305,46 @@ def test_cli_example_server_with_a_static_token() -> None:
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_cli_runs_the_code_flow_with_a_loopback_listener(tmp_path: Path) -> None:
+    from tests.transports.helpers import serving_in_thread
+    from trio_adapters.http_server import serve_http, serve_router
+
+    authority = TestAuthorizationServer(scopes_supported=["mcp"])
+    with serving_in_thread(serve_router, Server("as"), router=authority) as as_port:
+        authority.issuer = f"http://127.0.0.1:{as_port}"
+        server = build_server()
+        server.auth = ResourceServer("", [authority.issuer], authority.verifier, ["mcp"])
+        with serving_in_thread(serve_http, server) as port:
+            url = f"http://127.0.0.1:{port}/mcp"
+            tokens = tmp_path / "tokens.json"
+            command = [
+                sys.executable, "-m", "sansio_mcp_cli", "call", "echo", "--args",
+                '{"message": "hello"}', "--timeout", "20", "--oauth",
+                "--oauth-token-file", str(tokens), url,
+            ]  # fmt: skip
+            env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+            cli = subprocess.Popen(
+                command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+            )
+            try:
+                assert cli.stderr is not None
+                lines = [cli.stderr.readline() for _ in range(2)]
+                assert "open this URL" in lines[0], lines
+                authorization_url = lines[1].strip()
+                # The "browser": the server approves at once and redirects to the listener.
+                with urllib.request.urlopen(authorization_url, timeout=20) as page:
+                    assert b"authorized" in page.read()
+                out, err = cli.communicate(timeout=60)
+            finally:
+                if cli.poll() is None:
+                    cli.kill()
+                    cli.wait(10)
+            assert cli.returncode == 0, err
+            assert json.loads(out)["content"][0]["text"] == "hello"
+            # The token file lets the next run through without a browser.
+            again = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+            assert again.returncode == 0, again.stderr
+            assert "open this URL" not in again.stderr
+    assert [name for name, _ in authority.log].count("authorize") == 1

@@ -113,7 +113,9 @@ def _drive(
 
 def _challenge(machine: OAuthClient, routes: dict[str, Any]) -> Decision:
     """What the protected resource answers a request without a token, told to the machine."""
-    reply = _send(routes, HTTPCall("POST", SERVER_URL, machine.request_headers("POST", SERVER_URL, 0)))
+    reply = _send(
+        routes, HTTPCall("POST", SERVER_URL, machine.request_headers("POST", SERVER_URL, 0))
+    )
     return machine.on_response(reply.status, reply.headers, authorized=False)
 
 
@@ -183,7 +185,7 @@ def test_transition_table() -> None:
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 2**32), st.sampled_from([None, ["mcp:read"], ["mcp:read", "offline_access"]]))
 def test_code_flow_against_the_test_server(seed: int, scopes: list[str] | None) -> None:
-    authority, protected, routes = _world(scopes)
+    authority, _protected, routes = _world(scopes)
     machine = OAuthClient(SERVER_URL, entropy=_entropy(seed))
     assert _challenge(machine, routes) is Decision.AUTHORIZE
     outcome, steps = _drive(machine, routes)
@@ -242,7 +244,8 @@ def test_resource_metadata_for_another_resource_is_refused() -> None:
     routes[RS] = ProtectedRouter(_Nothing(), evil)
     machine = OAuthClient(SERVER_URL, entropy=_entropy(2))
     machine.on_response(
-        401, {"www-authenticate": f'Bearer resource_metadata="{RS}{evil.metadata_path}"'},
+        401,
+        {"www-authenticate": f'Bearer resource_metadata="{RS}{evil.metadata_path}"'},
         authorized=False,
     )
     outcome, steps = _drive(machine, routes)
@@ -261,7 +264,7 @@ def test_metadata_of_another_issuer_is_refused() -> None:
 
 
 def test_step_up_unions_scopes_and_the_retry_limit_holds() -> None:
-    authority, _, routes = _world(["a", "b"])
+    _authority, _, routes = _world(["a", "b"])
     machine = OAuthClient(SERVER_URL, OAuthConfig(max_authorizations=3), entropy=_entropy(4))
     challenge = {"www-authenticate": 'Bearer scope="a"'}
     assert machine.on_response(401, challenge, authorized=False) is Decision.AUTHORIZE
@@ -290,7 +293,9 @@ def test_expired_token_is_refreshed_and_a_refused_refresh_starts_over() -> None:
     assert not machine.needs_refresh(100.0) and machine.needs_refresh(4000.0)
     machine.start_refresh()
     second, steps = _drive(machine, routes, now=4000.0)
-    assert isinstance(second, Authorized) and second.tokens.access_token != first.tokens.access_token
+    assert (
+        isinstance(second, Authorized) and second.tokens.access_token != first.tokens.access_token
+    )
     assert [dict(parse_qsl(s.body.decode()))["grant_type"] for s in steps] == ["refresh_token"]  # type: ignore[union-attr]
     authority._refresh.clear()  # the server forgot it
     machine.start_refresh()
@@ -309,7 +314,9 @@ def test_pre_registered_client_uses_basic_auth_and_skips_registration() -> None:
     assert isinstance(outcome, Authorized)
     token_call = steps[-1]
     assert isinstance(token_call, HTTPCall)
-    assert token_call.headers["authorization"] == "Basic " + base64.b64encode(b"app:s3cr%3At").decode()
+    assert (
+        token_call.headers["authorization"] == "Basic " + base64.b64encode(b"app:s3cr%3At").decode()
+    )
     assert not [entry for entry in authority.log if entry[0] == "register"]
 
 
