@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from .._errors import ProtocolError
 from .._http import HTTPClientConnection, HTTPResponseHead
 from .._ndjson import NEED_DATA
 from .._streamable_http_client import Endpoint
@@ -20,6 +21,7 @@ from ..auth import (
     Authorized,
     ClientInfo,
     Decision,
+    FlowState,
     HTTPCall,
     HTTPReply,
     OAuthClient,
@@ -231,7 +233,13 @@ class OAuthProvider:
             return machine.last_error or AuthorizationError(
                 message=f"the server refused the request (HTTP {status})"
             )
-        error = await self._run_flow()
+        try:
+            error = await self._run_flow()
+        except (ProtocolError, TypeError, ValueError) as exc:
+            # A configuration the flow cannot use (no assertion for a JWT grant, PyJWT
+            # missing): the request fails with the reason, the client lives on.
+            machine.state = FlowState.IDLE
+            return AuthorizationError(message=f"authorization failed: {exc}")
         return True if error is None else error
 
     async def _wait_for_flow(self) -> None:
@@ -260,6 +268,8 @@ class OAuthProvider:
                         continue
                     machine.receive_redirect(redirect)
                     continue
+                if not isinstance(step, HTTPCall):  # pragma: no cover - the machine's contract
+                    raise TypeError(f"unexpected step {step!r}")
                 try:
                     async with backend.fail_after(CALL_TIMEOUT):
                         reply = await fetch(backend, step, ssl_context=self.ssl_context)
