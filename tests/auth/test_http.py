@@ -24,6 +24,7 @@ import trio
 from sansio_mcp import _json
 from sansio_mcp.auth import (
     AuthorizationError,
+    Grant,
     HTTPCall,
     OAuthConfig,
     ResourceServer,
@@ -35,19 +36,9 @@ from sansio_mcp.runtime._oauth import fetch
 from sansio_mcp.runtime.example_server import build_server
 from sansio_mcp_cli.oauth import LoopbackRedirect
 from sansio_mcp_testing.oauth_server import TestAuthorizationServer
+from tests.transports.helpers import POST_HEADERS, initialize, serving_in_thread
 
-INITIALIZE = _json.dumps(
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
-).encode()
+INITIALIZE = _json.dumps(initialize()).encode()
 
 
 # Serving on either backend ---------------------------------------------------------------
@@ -150,10 +141,7 @@ def test_protected_server_answers_401_403_and_serves_its_metadata(backend: Backe
             base = f"http://127.0.0.1:{port}"
 
             async def post(token: str | None) -> Any:
-                headers = {
-                    "content-type": "application/json",
-                    "accept": "application/json, text/event-stream",
-                }
+                headers = dict(POST_HEADERS)
                 if token:
                     headers["authorization"] = f"Bearer {token}"
                 return await fetch(
@@ -308,7 +296,6 @@ def test_cli_example_server_with_a_static_token() -> None:
 
 
 def test_cli_runs_the_code_flow_with_a_loopback_listener(tmp_path: Path) -> None:
-    from tests.transports.helpers import serving_in_thread
     from trio_adapters.http_server import serve_http, serve_router
 
     authority = TestAuthorizationServer(scopes_supported=["mcp"])
@@ -348,3 +335,17 @@ def test_cli_runs_the_code_flow_with_a_loopback_listener(tmp_path: Path) -> None
             assert again.returncode == 0, again.stderr
             assert "open this URL" not in again.stderr
     assert [name for name, _ in authority.log].count("authorize") == 1
+
+
+def test_a_flow_the_configuration_cannot_run_fails_with_the_reason(backend: Backend) -> None:
+    config = OAuthConfig(grant=Grant.JWT_BEARER)  # and no assertion
+
+    async def main() -> None:
+        async with _protected_world(backend) as (_, url):
+            with pytest.raises(AuthorizationError, match="needs an assertion"):
+                async with backend.open_http_client(
+                    url, auth=OAuthProvider(config), initialize_timeout=10
+                ):
+                    pass
+
+    backend.run(main)
