@@ -1,8 +1,8 @@
 """Render the lifecycle tables as Markdown for docs/architecture.md.
 
 ``python -m sansio_mcp_cli.docs_tables`` prints them (the session lifecycle,
-the bridge's server links, the client's authorization flow); a test checks the page holds exactly this
-text, so the documentation cannot drift from the code.
+the bridge's server links, the client's authorization flow); a test checks the
+page holds exactly this text, so the documentation cannot drift from the code.
 """
 
 from __future__ import annotations
