@@ -17,17 +17,16 @@ A flow walks the states of :data:`TRANSITIONS`::
 
 from __future__ import annotations
 
-import base64
 import enum
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from .. import _json
 from .._errors import LocalProtocolError
 from ._challenge import Challenge, parse_challenges
-from ._crypto import DPoPKey, client_assertion, dpop_proof
+from ._crypto import DPoPKey, dpop_proof
 from ._discovery import (
     as_metadata_urls,
     canonical_resource,
@@ -37,6 +36,7 @@ from ._discovery import (
     resource_allowed,
 )
 from ._pkce import code_challenge, random_string
+from ._tokens import auth_method, authenticate, form_call, json_object, oauth_error, token_set
 from ._types import (
     AuthorizationError,
     AuthorizationFailed,
@@ -54,10 +54,8 @@ __all__ = ["Decision", "FlowState", "OAuthClient", "TRANSITIONS"]
 
 Step = HTTPCall | OpenBrowser | Authorized | AuthorizationFailed
 
-_FORM = "application/x-www-form-urlencoded"
 _ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
 _ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
-_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
 
 class FlowState(enum.Enum):
@@ -98,14 +96,6 @@ class Decision(enum.Enum):
     AUTHORIZE = "authorize"
     #: Authorization will not help (or the retry limit is reached): the request fails.
     GIVE_UP = "give up"
-
-
-def _json_object(reply: HTTPReply) -> dict[str, Any] | None:
-    try:
-        value = _json.loads(reply.body)
-    except Exception:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def _scopes(value: Any) -> list[str]:
@@ -329,7 +319,7 @@ class OAuthClient:
 
     def _on_resource_metadata(self, reply: HTTPReply) -> None:
         url = self._urls.pop(0)
-        document = _json_object(reply) if reply.status == 200 else None
+        document = json_object(reply) if reply.status == 200 else None
         if document is None:
             if self._urls:
                 self._go(S.RESOURCE_METADATA)
@@ -366,7 +356,7 @@ class OAuthClient:
 
     def _on_server_metadata(self, reply: HTTPReply) -> None:
         url = self._urls.pop(0)
-        document = _json_object(reply) if reply.status == 200 else None
+        document = json_object(reply) if reply.status == 200 else None
         if document is None:
             if self._urls:
                 self._go(S.SERVER_METADATA)
@@ -473,7 +463,7 @@ class OAuthClient:
         )
 
     def _on_registration(self, reply: HTTPReply) -> None:
-        document = _json_object(reply)
+        document = json_object(reply)
         if reply.status not in (200, 201) or document is None:
             self._fail_with_oauth_error("registration", reply, document)
             return
@@ -598,10 +588,10 @@ class OAuthClient:
         scope = self._scope()
         if scope:
             form["scope"] = scope
-        return self._form_call(config.idp_token_endpoint, form, {})
+        return form_call(config.idp_token_endpoint, form, {})
 
     def _on_exchange(self, reply: HTTPReply) -> None:
-        document = _json_object(reply)
+        document = json_object(reply)
         token = document.get("access_token") if document else None
         if reply.status != 200 or not isinstance(token, str):
             self._fail_with_oauth_error("token exchange", reply, document)
@@ -609,14 +599,6 @@ class OAuthClient:
         self._assertion = token
         self._nonce_retries = 0
         self._go(S.TOKEN)
-
-    def _form_call(self, url: str, form: dict[str, str], headers: dict[str, str]) -> HTTPCall:
-        return HTTPCall(
-            "POST",
-            url,
-            {"content-type": _FORM, "accept": "application/json", **headers},
-            urlencode(form).encode("ascii"),
-        )
 
     def _token_call(self, now: float) -> HTTPCall:
         config, client = self.config, self._client
@@ -648,7 +630,17 @@ class OAuthClient:
         form["resource"] = self._resource
         headers: dict[str, str] = {}
         if client is not None:
-            self._authenticate(client, form, headers, now)
+            authenticate(
+                client,
+                auth_method(client, self._metadata, bool(config.private_key)),
+                form,
+                headers,
+                private_key=config.private_key,
+                algorithm=config.signing_algorithm,
+                audience=self._issuer,
+                now=now,
+                jti=lambda: random_string(self.entropy(16)),
+            )
         if self._use_dpop and self._dpop_key is not None:
             headers["dpop"] = dpop_proof(
                 self._dpop_key,
@@ -658,51 +650,10 @@ class OAuthClient:
                 jti=random_string(self.entropy(16)),
                 nonce=self._as_nonce,
             )
-        return self._form_call(endpoint, form, headers)
-
-    def _auth_method(self, client: ClientInfo) -> str:
-        if client.auth_method:
-            return client.auth_method
-        supported = self._metadata.get("token_endpoint_auth_methods_supported")
-        supported = supported if isinstance(supported, list) else ["client_secret_basic"]
-        wanted = []
-        if self.config.private_key:
-            wanted.append("private_key_jwt")
-        if client.client_secret:
-            wanted += ["client_secret_basic", "client_secret_post"]
-        wanted.append("none")
-        for method in wanted:
-            if method in supported:
-                return method
-        return wanted[0]
-
-    def _authenticate(
-        self, client: ClientInfo, form: dict[str, str], headers: dict[str, str], now: float
-    ) -> None:
-        method = self._auth_method(client)
-        if method == "client_secret_basic" and client.client_secret is not None:
-            # RFC 6749 §2.3.1: each part form-encoded before joining.
-            pair = f"{quote(client.client_id, safe='')}:{quote(client.client_secret, safe='')}"
-            headers["authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
-        elif method == "client_secret_post" and client.client_secret is not None:
-            form["client_id"] = client.client_id
-            form["client_secret"] = client.client_secret
-        elif method == "private_key_jwt" and self.config.private_key:
-            form["client_id"] = client.client_id
-            form["client_assertion_type"] = _ASSERTION_TYPE
-            form["client_assertion"] = client_assertion(
-                self.config.private_key,
-                self.config.signing_algorithm,
-                client_id=client.client_id,
-                audience=self._issuer,
-                now=now,
-                jti=random_string(self.entropy(16)),
-            )
-        else:
-            form["client_id"] = client.client_id
+        return form_call(endpoint, form, headers)
 
     def _on_token(self, reply: HTTPReply, now: float) -> None:
-        document = _json_object(reply)
+        document = json_object(reply)
         nonce = reply.headers.get("dpop-nonce")
         if nonce:
             self._as_nonce = nonce
@@ -716,9 +667,19 @@ class OAuthClient:
             self._nonce_retries += 1
             self._go(S.TOKEN)
             return
-        token = document.get("access_token") if document else None
-        token_type = document.get("token_type") if document else None
-        if reply.status != 200 or not isinstance(token, str) or not isinstance(token_type, str):
+        previous = self.tokens.refresh_token if self.tokens and self._refreshing else None
+        tokens = (
+            token_set(
+                document,
+                now,
+                requested=self._requested,
+                issuer=self._issuer,
+                previous_refresh=previous,
+            )
+            if reply.status == 200 and document is not None
+            else None
+        )
+        if tokens is None:
             if self._refreshing:
                 # A refused refresh token: start over with a full flow.
                 self._refreshing = False
@@ -729,19 +690,7 @@ class OAuthClient:
                 return
             self._fail_with_oauth_error("token request", reply, document)
             return
-        assert document is not None
-        expires_in = document.get("expires_in")
-        refresh = document.get("refresh_token")
-        scope = document.get("scope")
-        previous = self.tokens.refresh_token if self.tokens and self._refreshing else None
-        self.tokens = TokenSet(
-            token,
-            token_type,
-            now + expires_in if isinstance(expires_in, (int, float)) else None,
-            refresh if isinstance(refresh, str) else previous,
-            scope if isinstance(scope, str) else (" ".join(self._requested) or None),
-            self._issuer,
-        )
+        self.tokens = tokens
         self._refreshing = False
         self.changed += 1
         self._go(S.DONE)
@@ -750,10 +699,4 @@ class OAuthClient:
         self, what: str, reply: HTTPReply, document: dict[str, Any] | None
     ) -> None:
         error = document.get("error") if document else None
-        description = document.get("error_description") if document else None
-        detail = f"{error}: {description}" if error and description else (error or "")
-        self._fail(
-            f"the {what} was refused (HTTP {reply.status}{', ' + detail if detail else ''})",
-            status=reply.status,
-            error=error,
-        )
+        self._fail(oauth_error(what, reply, document), status=reply.status, error=error)
