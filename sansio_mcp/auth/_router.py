@@ -40,8 +40,6 @@ class ProtectedRouter:
         self.resource_server = resource_server
         self.endpoint = endpoint
         self.now = 0.0
-        #: The token of the request being routed, once it passed (handlers may read it).
-        self.last_token: AccessToken | None = None
 
     def set_time(self, now: float) -> None:
         self.now = now
@@ -71,7 +69,6 @@ class ProtectedRouter:
         refusal = rs.judge(token, presented is not None, self.now)
         if refusal is not None:
             return Exchange(refusal.status, dict(refusal.headers), refusal.body)
-        self.last_token = token
         return self.router.handle(request)
 
     def flush(self, session: ServerSession) -> None:
