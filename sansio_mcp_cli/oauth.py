@@ -10,6 +10,7 @@ import sys
 from typing import Any
 from urllib.parse import urlsplit
 
+from sansio_mcp._streamable_http_client import Endpoint
 from sansio_mcp.auth import ClientInfo, OAuthConfig, TokenSet
 from sansio_mcp.runtime import (
     FileTokenStore,
@@ -101,7 +102,9 @@ def oauth_provider(
     )
     if args.bearer:
         store = MemoryTokenStore()
-        store.save(url, {"tokens": TokenSet(args.bearer).to_json(), "clients": {}})
+        # Under the key the client looks it up by (its endpoint's normal form).
+        key = Endpoint.parse(url).url
+        store.save(key, {"tokens": TokenSet(args.bearer).to_json(), "clients": {}})
     listener = LoopbackRedirect(args.oauth_redirect_port) if args.oauth else None
     client = (
         ClientInfo(args.oauth_client_id, args.oauth_client_secret) if args.oauth_client_id else None

@@ -119,7 +119,10 @@ class ResourceServer:
             "scope": " ".join(scope) or None,
             "resource_metadata": self.metadata_url,
         }
-        body = {"error": error or "unauthorized", "error_description": description}
+        body = {
+            "error": error or "unauthorized",
+            "error_description": description or "an access token is required",
+        }
         return AuthRefusal(
             status,
             {
