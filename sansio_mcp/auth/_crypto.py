@@ -19,7 +19,7 @@ __all__ = ["DPoPKey", "client_assertion", "dpop_proof", "jwk_thumbprint"]
 def _jwt() -> Any:
     try:
         import jwt
-    except ImportError as exc:  # pragma: no cover - the extra is part of the test lock
+    except ImportError as exc:
         raise LocalProtocolError(
             "signing JWTs needs PyJWT with cryptography: pip install 'sansio-mcp[auth]'"
         ) from exc

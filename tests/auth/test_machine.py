@@ -357,3 +357,31 @@ def test_dpop_proofs_verify_and_bind_the_token(method: str, path: str, now: int)
 
 
 _KEY = DPoPKey()
+
+
+def test_the_code_flow_needs_no_pyjwt() -> None:
+    """PyJWT is imported only to sign a JWT: without it the core, the runtime and a
+    plain code flow work, and asking for a JWT says what to install."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import sys
+        sys.modules["jwt"] = None  # as if PyJWT were not installed
+        import sansio_mcp, sansio_mcp.auth, sansio_mcp.runtime
+        from sansio_mcp.auth import DPoPKey, OAuthClient, OpenBrowser
+        machine = OAuthClient("http://rs.test/mcp")
+        machine.on_response(401, {}, authorized=False)
+        assert machine.next_step(0).url.endswith("/oauth-protected-resource/mcp")
+        try:
+            DPoPKey()
+        except sansio_mcp.LocalProtocolError as exc:
+            assert "pip install 'sansio-mcp[auth]'" in exc.message
+        else:
+            raise AssertionError("DPoPKey worked without PyJWT")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
