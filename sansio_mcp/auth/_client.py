@@ -404,11 +404,12 @@ class OAuthClient:
             self._go(S.EXCHANGE)
             return
         if config.grant is not Grant.AUTHORIZATION_CODE:
+            # A JWT bearer grant may come without client authentication (RFC 7523 §3.1);
+            # client credentials are the client's own.
             self._client = self._known_client()
-            if self._client is None:
-                self._client = ClientInfo(
-                    config.client.client_id if config.client else config.client_name
-                )
+            if self._client is None and config.grant is Grant.CLIENT_CREDENTIALS:
+                self._fail("the client credentials grant needs a pre-registered client")
+                return
             self._nonce_retries = 0
             self._go(S.TOKEN)
             return

@@ -385,3 +385,12 @@ def test_the_code_flow_needs_no_pyjwt() -> None:
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_client_credentials_without_a_client_fail_precisely() -> None:
+    _, _, routes = _world()
+    machine = OAuthClient(SERVER_URL, OAuthConfig(grant=Grant.CLIENT_CREDENTIALS))
+    _challenge(machine, routes)
+    outcome, _ = _drive(machine, routes)
+    assert isinstance(outcome, AuthorizationFailed)
+    assert "needs a pre-registered client" in outcome.error.message
