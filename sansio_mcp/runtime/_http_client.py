@@ -340,6 +340,8 @@ class LegacySSEClientHost(HTTPClientHost):
                         )
                         if verdict is True and round_ < _AUTH_ROUNDS - 1:
                             return True
+                        if isinstance(verdict, MCPError):
+                            raise verdict  # the opener fails with why, not "stream ended"
                     legacy.on_head(event)
                 elif isinstance(event, bytes):
                     if legacy.on_body(event):

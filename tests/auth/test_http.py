@@ -232,17 +232,20 @@ def test_legacy_sse_client_authorizes_too(backend: Backend) -> None:
     backend.run(main)
 
 
-def test_a_server_that_keeps_refusing_fails_the_request_precisely(backend: Backend) -> None:
+@pytest.mark.parametrize("sse", [False, True], ids=["http", "sse"])
+def test_a_server_that_cannot_authorize_fails_the_client_precisely(
+    backend: Backend, sse: bool
+) -> None:
     server = build_server()
     server.auth = ResourceServer("", [], StaticTokenVerifier({}))
 
     async def main() -> None:
-        async with backend.serve_http(server) as port:
-            url = f"http://127.0.0.1:{port}/mcp"
+        serve = backend.serve_sse if sse else backend.serve_http
+        opener = backend.sse.open_sse_client if sse else backend.open_http_client
+        async with serve(server) as port:
+            url = f"http://127.0.0.1:{port}/{'sse' if sse else 'mcp'}"
             with pytest.raises(AuthorizationError, match="names no authorization server"):
-                async with backend.open_http_client(
-                    url, auth=OAuthProvider(OAuthConfig()), initialize_timeout=10
-                ):
+                async with opener(url, auth=OAuthProvider(OAuthConfig()), initialize_timeout=10):
                     pass
 
     backend.run(main)
