@@ -35,6 +35,7 @@ from sansio_mcp.auth import (
     OpenBrowser,
     ProtectedRouter,
     ResourceServer,
+    TokenSet,
     as_metadata_urls,
     code_challenge,
     dpop_proof,
@@ -394,3 +395,32 @@ def test_client_credentials_without_a_client_fail_precisely() -> None:
     outcome, _ = _drive(machine, routes)
     assert isinstance(outcome, AuthorizationFailed)
     assert "needs a pre-registered client" in outcome.error.message
+
+
+_text = st.text(max_size=30)
+
+
+@given(
+    st.builds(
+        TokenSet,
+        access_token=_text.filter(bool),
+        token_type=st.sampled_from(["Bearer", "DPoP"]),
+        expires_at=st.none() | st.floats(0, 2e9),
+        refresh_token=st.none() | _text,
+        scope=st.none() | _text,
+        issuer=st.none() | _text,
+    ),
+    st.builds(
+        ClientInfo,
+        client_id=_text.filter(bool),
+        client_secret=st.none() | _text,
+        auth_method=st.none() | st.sampled_from(["none", "client_secret_basic"]),
+        issuer=st.none() | _text,
+    ),
+)
+def test_tokens_and_registrations_survive_a_store(tokens: TokenSet, client: ClientInfo) -> None:
+    """What a TokenStore keeps (JSON) comes back as it was."""
+    import json
+
+    assert TokenSet.from_json(json.loads(json.dumps(tokens.to_json()))) == tokens
+    assert ClientInfo.from_json(json.loads(json.dumps(client.to_json()))) == client
