@@ -293,6 +293,12 @@ def test_cli_example_server_with_a_static_token() -> None:
         refused = subprocess.run(call, capture_output=True, text=True, env=env, timeout=60)
         assert refused.returncode == 1
         assert "HTTP 401" in refused.stderr
+        check = [*command, "check", "--property", "initialize", "--examples", "1", "-q", url]
+        checked = subprocess.run(
+            [*check, "--bearer", "T0K"], capture_output=True, text=True, env=env, timeout=120
+        )
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        assert "OK: 0 errors" in checked.stdout + checked.stderr
     finally:
         server.terminate()
         server.wait(10)
