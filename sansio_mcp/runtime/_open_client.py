@@ -95,7 +95,12 @@ async def open_http(
     session = config.new_session()
     transport = StreamableHTTPClient(Endpoint.parse(url), session, headers=headers)
     host = host_class(
-        session, transport, config.handlers, max_body=max_body, ssl_context=ssl_context
+        session,
+        transport,
+        config.handlers,
+        max_body=max_body,
+        ssl_context=ssl_context,
+        auth=config.auth,
     )
     assert isinstance(host, HostBase)
     if not legacy_sse:

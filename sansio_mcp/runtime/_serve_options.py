@@ -13,6 +13,7 @@ import attrs
 
 from .._legacy_sse import LegacySSEServer
 from .._streamable_http import StreamableHTTPServer
+from ..auth import ProtectedRouter
 from ._http_service import DEFAULT_LIMITS, ServerLimits, legacy_sse_router, streamable_http_router
 from ._server import Server
 
@@ -102,13 +103,15 @@ def _split(options: Mapping[str, Any]) -> tuple[dict[str, Any], RouterOptions]:
 
 def http_router(
     server: Server, options: HTTPServeOptions
-) -> tuple[StreamableHTTPServer, RouterOptions]:
+) -> tuple[StreamableHTTPServer | ProtectedRouter, RouterOptions]:
     """``serve_http``'s Streamable HTTP machine, and what ``serve_router`` takes."""
     machine, listening = _split(options)
     return streamable_http_router(server, **machine), listening
 
 
-def sse_router(server: Server, options: SSEServeOptions) -> tuple[LegacySSEServer, RouterOptions]:
+def sse_router(
+    server: Server, options: SSEServeOptions
+) -> tuple[LegacySSEServer | ProtectedRouter, RouterOptions]:
     """``serve_sse``'s legacy HTTP+SSE machine, and what ``serve_router`` takes."""
     machine, listening = _split(options)
     return legacy_sse_router(server, **machine), listening
