@@ -32,7 +32,8 @@ from sansio_mcp.runtime._http_service import (
 from sansio_mcp.runtime._server import Server
 
 from ._backend import PRIMITIVES
-from .http_server import host_in
+from .http_server import _HTTPSessionHost
+from .server import AsyncioContext
 
 __all__ = ["MCPApp"]
 
@@ -76,7 +77,9 @@ class MCPApp:
 
         def make_host(session: ServerSession) -> Any:
             assert self._group is not None
-            return host_in(self._group, self.router, server, session)
+            return _HTTPSessionHost.attached(
+                self._group, self.router, server, AsyncioContext, session
+            )
 
         self.hosts = SessionHosts(server, self.router, make_host)
 

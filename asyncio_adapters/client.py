@@ -109,9 +109,8 @@ async def close_writer(writer: asyncio.StreamWriter) -> None:
 async def open_stdio_client(
     command: Sequence[str], **options: Unpack[StdioOptions]
 ) -> AsyncIterator[Client]:
-    """Start ``command`` as an MCP server and connect to it over stdio (see
-    :class:`~sansio_mcp.runtime._client_options.StdioChild` for its environment and
-    its end); its stderr is always drained to logging."""
+    """:func:`trio_adapters.open_stdio_client` on asyncio: the child's output is
+    handed to the session as it arrives, with no reader task."""
     child = StdioChild.of(command, options)
     started = await start_child(child.command, env=child.env, cwd=child.cwd)
     process = started.process

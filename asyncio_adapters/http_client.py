@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from typing import Unpack
 
 from sansio_mcp.runtime._client_options import HTTPClientOptions
-from sansio_mcp.runtime._http_client import HTTPClientHost
+from sansio_mcp.runtime._http_client import HTTPClientHost, LegacySSEClientHost
 from sansio_mcp.runtime._open_client import open_http
 
 from ._runner import AsyncioSessionHost
@@ -24,6 +24,10 @@ class _HTTPClientHost(HTTPClientHost, AsyncioSessionHost):
     def attach(self, group: asyncio.TaskGroup) -> None:
         super().attach(group)
         self.spawn_task(self.hold_connections)
+
+
+class _SSEClientHost(LegacySSEClientHost, _HTTPClientHost):
+    """The runtime's legacy HTTP+SSE client on this backend's HTTP client host."""
 
 
 @asynccontextmanager

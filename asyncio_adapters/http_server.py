@@ -10,7 +10,6 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Unpack
 
-from sansio_mcp import ServerSession
 from sansio_mcp.runtime._backend import ByteStream
 from sansio_mcp.runtime._http_service import HTTPService, RoutedOutput, Router, ServerLimits
 from sansio_mcp.runtime._serve_options import (
@@ -36,15 +35,6 @@ class _HTTPSessionHost(RoutedOutput, AsyncioSessionHost):
     """A session served over HTTP: its output is routed to exchanges."""
 
 
-def host_in(
-    group: asyncio.TaskGroup, router: Router, server: Server, session: ServerSession
-) -> _HTTPSessionHost:
-    """A session host for ``session``, its tasks in ``group`` (the ASGI app's too)."""
-    host = _HTTPSessionHost.serving(router, server, AsyncioContext, session)
-    host.attach(group)
-    return host
-
-
 def reporter(started: asyncio.Future[int] | None) -> OnBound:
     """``started.set_result``: a public ``started`` future as a listener's ``on_bound``."""
     return None if started is None else started.set_result
@@ -61,7 +51,7 @@ async def serve_router(
     ``started`` (if given) receives the bound port."""
     at = Listening.of(options)
     async with asyncio.TaskGroup() as group:
-        make_host = partial(host_in, group, router, server)
+        make_host = partial(_HTTPSessionHost.attached, group, router, server, AsyncioContext)
         service = HTTPService(server, router, make_host, PRIMITIVES, at.max_body, at.limits)
         connection = _over_tcp_stream(service.connection)
         await serve_tcp(group, connection, at.host, at.port, reporter(started))

@@ -9,13 +9,12 @@ from contextlib import asynccontextmanager
 from typing import Unpack
 
 from sansio_mcp.runtime._client_options import SSEClientOptions
-from sansio_mcp.runtime._http_client import LegacySSEClientHost
 from sansio_mcp.runtime._open_client import open_http
 from sansio_mcp.runtime._serve_options import SSEServeOptions, sse_router
 from sansio_mcp.runtime._server import Server
 
 from .client import Client, hosted
-from .http_client import _HTTPClientHost
+from .http_client import _SSEClientHost as _SSEClientHost  # the bridge's links use it
 from .http_server import serve_router
 
 __all__ = ["open_sse_client", "serve_sse"]
@@ -27,18 +26,14 @@ async def serve_sse(
     started: asyncio.Future[int] | None = None,
     **options: Unpack[SSEServeOptions],
 ) -> None:
-    """Serve ``server`` over the legacy HTTP+SSE transport (GET ``sse_path``) until cancelled;
-    ``limits`` bounds slow, idle and too many connections (not the event streams)."""
+    """:func:`trio_adapters.sse.serve_sse` on asyncio; ``started`` (if given)
+    receives the bound port."""
     router, listening = sse_router(server, options)
     await serve_router(server, router, started=started, **listening)
 
 
-class _SSEClientHost(LegacySSEClientHost, _HTTPClientHost):
-    """The runtime's legacy HTTP+SSE client on this backend's HTTP client host."""
-
-
 @asynccontextmanager
 async def open_sse_client(url: str, **options: Unpack[SSEClientOptions]) -> AsyncIterator[Client]:
-    """Connect to a legacy HTTP+SSE server (``url`` is its SSE endpoint)."""
+    """:func:`trio_adapters.sse.open_sse_client` on asyncio."""
     async with open_http(url, options, _SSEClientHost, hosted, Client, legacy_sse=True) as client:
         yield client

@@ -9,7 +9,7 @@ from typing import Unpack
 import trio
 
 from sansio_mcp.runtime._client_options import HTTPClientOptions
-from sansio_mcp.runtime._http_client import HTTPClientHost
+from sansio_mcp.runtime._http_client import HTTPClientHost, LegacySSEClientHost
 from sansio_mcp.runtime._open_client import open_http
 
 from ._runner import TrioSessionHost
@@ -24,6 +24,10 @@ class _HTTPClientHost(HTTPClientHost, TrioSessionHost):
     def attach(self, nursery: trio.Nursery) -> None:
         super().attach(nursery)
         self.spawn_task(self.hold_connections)
+
+
+class _SSEClientHost(LegacySSEClientHost, _HTTPClientHost):
+    """The runtime's legacy HTTP+SSE client on this backend's HTTP client host."""
 
 
 @asynccontextmanager

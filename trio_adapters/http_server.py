@@ -9,7 +9,6 @@ from typing import Any, Unpack
 
 import trio
 
-from sansio_mcp import ServerSession
 from sansio_mcp.runtime._backend import ByteStream
 from sansio_mcp.runtime._http_service import HTTPService, RoutedOutput, Router, ServerLimits
 from sansio_mcp.runtime._serve_options import (
@@ -31,14 +30,6 @@ OnBound = Callable[[int], Any] | None
 
 class _HTTPSessionHost(RoutedOutput, TrioSessionHost):
     """A session served over HTTP: its output is routed to exchanges."""
-
-
-def _host_in(
-    nursery: trio.Nursery, router: Router, server: Server, session: ServerSession
-) -> _HTTPSessionHost:
-    host = _HTTPSessionHost.serving(router, server, TrioContext, session)
-    host.attach(nursery)
-    return host
 
 
 def _over_tcp_stream(
@@ -94,7 +85,7 @@ async def serve_router(
     """Serve any HTTP transport machine over TCP under ``limits``; reports the bound port."""
     at = Listening.of(options)
     async with trio.open_nursery() as nursery:
-        make_host = partial(_host_in, nursery, router, server)
+        make_host = partial(_HTTPSessionHost.attached, nursery, router, server, TrioContext)
         service = HTTPService(server, router, make_host, PRIMITIVES, at.max_body, at.limits)
         connection = _over_tcp_stream(service.connection)
         await serve_tcp(connection, at.host, at.port, task_status.started, nursery)

@@ -11,13 +11,12 @@ from typing import Any, Unpack
 import trio
 
 from sansio_mcp.runtime._client_options import SSEClientOptions
-from sansio_mcp.runtime._http_client import LegacySSEClientHost
 from sansio_mcp.runtime._open_client import open_http
 from sansio_mcp.runtime._serve_options import SSEServeOptions, sse_router
 from sansio_mcp.runtime._server import Server
 
 from .client import Client, hosted
-from .http_client import _HTTPClientHost
+from .http_client import _SSEClientHost as _SSEClientHost  # the bridge's links use it
 from .http_server import serve_router
 
 __all__ = ["open_sse_client", "serve_sse"]
@@ -33,10 +32,6 @@ async def serve_sse(
     ``limits`` bounds slow, idle and too many connections (not the event streams)."""
     router, listening = sse_router(server, options)
     await serve_router(server, router, task_status=task_status, **listening)
-
-
-class _SSEClientHost(LegacySSEClientHost, _HTTPClientHost):
-    """The runtime's legacy HTTP+SSE client on this backend's HTTP client host."""
 
 
 @asynccontextmanager

@@ -331,8 +331,25 @@ class RoutedOutput:
         host.router = router
         return host
 
+    @classmethod
+    def attached(
+        cls: type[RH],
+        group: Any,
+        router: Router,
+        server: Server,
+        context: Callable[[RH, RequestReceived], Context],
+        session: ServerSession,
+    ) -> RH:
+        """:meth:`serving`, its tasks run in ``group`` (the adapter's nursery or task group)."""
+        host = cls.serving(router, server, context, session)
+        host.attach(group)
+        return host
+
     if TYPE_CHECKING:
         session: ServerSession | Any
+
+        def attach(self, group: Any) -> None:
+            """The session host's (after this class in the MRO)."""
 
     def _schedule_flush(self) -> None:
         assert isinstance(self.session, ServerSession)
