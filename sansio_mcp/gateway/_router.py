@@ -1,0 +1,137 @@
+"""The gateway's HTTP machine: Streamable HTTP at one URL for both eras, with
+no protocol session.  A handshake client's ``initialize`` is answered without an
+``Mcp-Session-Id``, and each of its later requests is served on a session of its
+own, as a 2026-07-28 request is; with API keys configured every request must
+carry ``Authorization: Bearer KEY``."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .. import _json
+from .._errors import ErrorCode
+from .._http import HTTPRequest
+from .._server_session import ServerSession
+from .._streamable_http import (
+    MODERN_HEAD_GRACE,
+    Exchange,
+    StreamableHTTPServer,
+    _json_error,
+)
+from .._versions import HANDSHAKE_REVISIONS
+
+__all__ = ["GatewayHTTPServer", "LEGACY_DEFAULT_VERSION"]
+
+#: The revision a handshake request without ``MCP-Protocol-Version`` is served at
+#: (what the 2025-06-18 transport says a server assumes).
+LEGACY_DEFAULT_VERSION = "2025-03-26"
+
+
+class GatewayHTTPServer(StreamableHTTPServer):
+    """:class:`StreamableHTTPServer` without handshake sessions, and with API keys."""
+
+    def __init__(
+        self,
+        session_factory: Callable[[], ServerSession],
+        *,
+        api_keys: Iterable[str] = (),
+        **options: Any,
+    ) -> None:
+        super().__init__(session_factory, **options)
+        self.api_keys = tuple(key.encode("utf-8") for key in api_keys)
+
+    def handle(self, request: HTTPRequest, now: float | None = None) -> Exchange:
+        refusal = self._check_security(request)
+        if refusal is None and self.api_keys and not self._authorized(request):
+            return _json_error(401, None, ErrorCode.INVALID_REQUEST, "a valid API key is required")
+        if refusal is None and request.method in ("GET", "DELETE"):
+            # No sessions: nothing to stream to or end (405, as a stateless server says).
+            refusal = _json_error(
+                405, None, ErrorCode.INVALID_REQUEST, "this gateway keeps no sessions; POST only"
+            )
+            refusal.headers["allow"] = "POST"
+        if refusal is not None:
+            if refusal.status == 401:
+                refusal.headers["www-authenticate"] = "Bearer"
+            return refusal
+        return super().handle(request, now)
+
+    def _authorized(self, request: HTTPRequest) -> bool:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return False
+        given = token.strip().encode("utf-8")
+        # Every key compared, in constant time each: timing tells nothing of which.
+        return any([hmac.compare_digest(given, key) for key in self.api_keys])
+
+    def _initialize(self, message: dict[str, Any]) -> Exchange:
+        session = self.session_factory()
+        session.receive_message(message)
+        out = session.messages_to_send()
+        session.close()
+        response = out[-1] if out else None
+        body = _json.dumps(response).encode("utf-8") if response is not None else b""
+        return Exchange(
+            400 if response is None else 200, {"content-type": "application/json"}, body
+        )
+
+    def _post_legacy(
+        self, request: HTTPRequest, obj: Any, messages: list[dict[str, Any]]
+    ) -> Exchange:
+        if any(m.get("method") == "initialize" for m in messages) or (
+            "mcp-session-id" in request.headers
+        ):
+            return super()._post_legacy(request, obj, messages)
+        version = request.headers.get("mcp-protocol-version") or LEGACY_DEFAULT_VERSION
+        if version not in self._legacy_versions:
+            return _json_error(
+                400,
+                None,
+                ErrorCode.INVALID_REQUEST,
+                f"unsupported MCP-Protocol-Version {version!r}",
+            )
+        if isinstance(obj, list):
+            return _json_error(
+                400, None, ErrorCode.INVALID_REQUEST, "this gateway takes one message per POST"
+            )
+        message = messages[0]
+        if "method" not in message or "id" not in message:
+            # notifications/initialized, a cancellation, an answer: nothing waits for them.
+            return Exchange(202, {})
+        session = self.session_factory()
+        _replay_handshake(session, version)
+        session.receive_message(message)
+        request_id = message["id"]
+        early = session.routed_messages_to_send()
+        exchange = self._stream_exchange(session)
+        exchange._awaiting.add(request_id)
+        exchange.head_pending = True
+        exchange.head_grace = MODERN_HEAD_GRACE
+        self._modern_exchange[id(session)] = exchange
+        exchange._on_close = lambda ex: self._close_modern(session, ex, request_id)
+        for out, _ in early:
+            self._deliver(exchange, out, None)
+        return exchange
+
+
+def _replay_handshake(session: ServerSession, version: str) -> None:
+    """Bring a fresh session to READY at ``version``, as the client's own handshake
+    (answered earlier, on another request) did; the client's capabilities are not
+    known here, so none are assumed."""
+    assert version in HANDSHAKE_REVISIONS
+    session.receive_message(
+        {
+            "jsonrpc": "2.0",
+            "id": "gateway-handshake",
+            "method": "initialize",
+            "params": {
+                "protocolVersion": version,
+                "capabilities": {},
+                "clientInfo": {"name": "sessionless-client", "version": "0"},
+            },
+        }
+    )
+    session.receive_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    session.messages_to_send()
