@@ -44,17 +44,20 @@ class GatewayHTTPServer(StreamableHTTPServer):
 
     def handle(self, request: HTTPRequest, now: float | None = None) -> Exchange:
         refusal = self._check_security(request)
-        if refusal is None and self.api_keys and not self._authorized(request):
-            return _json_error(401, None, ErrorCode.INVALID_REQUEST, "a valid API key is required")
-        if refusal is None and request.method in ("GET", "DELETE"):
+        if refusal is not None:
+            return refusal
+        if self.api_keys and not self._authorized(request):
+            refusal = _json_error(
+                401, None, ErrorCode.INVALID_REQUEST, "a valid API key is required"
+            )
+            refusal.headers["www-authenticate"] = "Bearer"
+            return refusal
+        if request.method in ("GET", "DELETE") and request.path == self.endpoint:
             # No sessions: nothing to stream to or end (405, as a stateless server says).
             refusal = _json_error(
                 405, None, ErrorCode.INVALID_REQUEST, "this gateway keeps no sessions; POST only"
             )
             refusal.headers["allow"] = "POST"
-        if refusal is not None:
-            if refusal.status == 401:
-                refusal.headers["www-authenticate"] = "Bearer"
             return refusal
         return super().handle(request, now)
 

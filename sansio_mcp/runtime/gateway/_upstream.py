@@ -126,12 +126,14 @@ class Upstream:
             try:
                 await self._connect_once()
             except Exception as exc:  # any failure of the upstream: reconnect later
-                logger.warning("connector %s failed: %s", self.name, _describe(exc))
                 error = _describe(exc)
             else:
                 error = "the connection ended"
             self.client = None
             record = move(store, self.name, StatusTrigger.FAILED, error=error)
+            # Said once per outage; the retries that fail again are only debug news.
+            level = logging.WARNING if record.attempts == 1 else logging.DEBUG
+            logger.log(level, "connector %s is down (%s); reconnecting", self.name, error)
             self._tried()
             self._on_change()
             await backend.sleep(backoff_delay(record.attempts - 1, self.settings.backoff))
