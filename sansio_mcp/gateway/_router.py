@@ -7,6 +7,7 @@ carry ``Authorization: Bearer KEY``."""
 from __future__ import annotations
 
 import hmac
+import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -41,6 +42,10 @@ class GatewayHTTPServer(StreamableHTTPServer):
     ) -> None:
         super().__init__(session_factory, **options)
         self.api_keys = tuple(key.encode("utf-8") for key in api_keys)
+        # The answers to handshake-era requests: an error goes with HTTP 200 there
+        # (400 for -32021 is the 2026-07-28 rule, and older clients take it for a
+        # transport failure).
+        self._handshake_era: weakref.WeakSet[Exchange] = weakref.WeakSet()
 
     def handle(self, request: HTTPRequest, now: float | None = None) -> Exchange:
         refusal = self._check_security(request)
@@ -109,6 +114,7 @@ class GatewayHTTPServer(StreamableHTTPServer):
         request_id = message["id"]
         early = session.routed_messages_to_send()
         exchange = self._stream_exchange(session)
+        self._handshake_era.add(exchange)
         exchange._awaiting.add(request_id)
         exchange.head_pending = True
         exchange.head_grace = MODERN_HEAD_GRACE
@@ -117,6 +123,12 @@ class GatewayHTTPServer(StreamableHTTPServer):
         for out, _ in early:
             self._deliver(exchange, out, None)
         return exchange
+
+    def _answer_plainly(self, exchange: Exchange, obj: Any) -> bool:
+        answered = super()._answer_plainly(exchange, obj)
+        if answered and exchange in self._handshake_era:
+            exchange.status = 200
+        return answered
 
 
 def _replay_handshake(session: ServerSession, version: str) -> None:

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -109,9 +110,7 @@ def gateway(config: dict[str, Any], backend: str, tmp_path: Path) -> Iterator[st
     """``sansio-mcp gateway`` on ``backend`` with ``config``; yields its URL."""
     path = tmp_path / f"gateway-{backend}.json"
     path.write_text(json.dumps(config))
-    process = Process(
-        [*CLI, "gateway", "--config", str(path), "--port", "0", "--backend", backend]
-    )
+    process = Process([*CLI, "gateway", "--config", str(path), "--port", "0", "--backend", backend])
     try:
         found = process.wait_for(r"sansio-mcp gateway: (http://\S+)", timeout=60)
         yield found.group(1)
@@ -130,3 +129,43 @@ def filesystem_connector(root: Path) -> dict[str, Any]:
 
 def example_stdio_connector() -> dict[str, Any]:
     return {"transport": "stdio", "cmd": [*CLI, "example-server"], "env": {"PYTHONPATH": str(REPO)}}
+
+
+@attrs.frozen
+class Setup:
+    url: str
+    files_root: Path
+    example_url: str
+
+
+@pytest.fixture(scope="package", params=BACKENDS)
+def setup(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Setup]:
+    """One gateway per backend: server-everything (echo described anew, get-sum
+    disabled), server-filesystem on a directory with one file, the example server
+    over HTTP."""
+    tmp = tmp_path_factory.mktemp(f"gw-{request.param}")
+    root = tmp / "files"
+    root.mkdir()
+    (root / "hello.txt").write_text("hello through the gateway\n")
+    port = free_port()
+    with example_http(port):
+        config = {
+            "connectors": {
+                "everything": everything_connector(
+                    echo={"description": "Echo, through the gateway"},
+                    **{"get-sum": {"enabled": False}},
+                ),
+                "files": filesystem_connector(root),
+                "example": {"transport": "http", "url": f"http://127.0.0.1:{port}/mcp"},
+            },
+            "api_keys": [API_KEY],
+        }
+        with gateway(config, request.param, tmp) as url:
+            yield Setup(url, root, f"http://127.0.0.1:{port}/mcp")
+
+
+@pytest.fixture
+def gateway_url(setup: Setup) -> str:
+    return setup.url

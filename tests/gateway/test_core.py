@@ -193,9 +193,7 @@ HEADERS = {
 
 
 def _post(router: GatewayHTTPServer, body: Any, **headers: str) -> Any:
-    request = HTTPRequest(
-        "POST", "/mcp", {**HEADERS, **headers}, json.dumps(body).encode()
-    )
+    request = HTTPRequest("POST", "/mcp", {**HEADERS, **headers}, json.dumps(body).encode())
     return router.handle(request)
 
 

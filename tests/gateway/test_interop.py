@@ -4,11 +4,8 @@ HTTP; our own client at both eras as the gateway's client."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
 import trio
 
@@ -17,60 +14,11 @@ from sansio_mcp.runtime.gateway import META_MISSING_CONNECTORS
 from trio_adapters import ClientHandlers
 from trio_adapters.http_client import open_http_client
 
-from .conftest import (
-    API_KEY,
-    BACKENDS,
-    EXAMPLE_TOOLS,
-    everything_connector,
-    example_http,
-    filesystem_connector,
-    free_port,
-    gateway,
-)
+from .conftest import API_KEY, EXAMPLE_TOOLS, Setup
 
 pytestmark = pytest.mark.interop
 AUTH = {"authorization": f"Bearer {API_KEY}"}
 SURVEY = ["favourite colour?", "favourite number?"]
-
-
-@attrs.frozen
-class Setup:
-    url: str
-    files_root: Path
-    example_url: str
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def setup(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Setup]:
-    """One gateway per backend: server-everything (echo described anew, get-sum
-    disabled), server-filesystem on a directory with one file, the example server
-    over HTTP."""
-    tmp = tmp_path_factory.mktemp(f"gw-{request.param}")
-    root = tmp / "files"
-    root.mkdir()
-    (root / "hello.txt").write_text("hello through the gateway\n")
-    port = free_port()
-    with example_http(port):
-        config = {
-            "connectors": {
-                "everything": everything_connector(
-                    echo={"description": "Echo, through the gateway"},
-                    **{"get-sum": {"enabled": False}},
-                ),
-                "files": filesystem_connector(root),
-                "example": {"transport": "http", "url": f"http://127.0.0.1:{port}/mcp"},
-            },
-            "api_keys": [API_KEY],
-        }
-        with gateway(config, request.param, tmp) as url:
-            yield Setup(url, root, f"http://127.0.0.1:{port}/mcp")
-
-
-@pytest.fixture
-def gateway_url(setup: Setup) -> str:
-    return setup.url
 
 
 def _text(result: dict[str, Any]) -> str:
