@@ -112,3 +112,16 @@ async def test_wrong_or_missing_key_is_401(gateway_url: str) -> None:
             async with open_http_client(gateway_url, headers=headers, mode="modern") as client:
                 await client.list_tools()
         assert info.value.data["status"] == 401
+
+
+@pytest.mark.parametrize("mode", ["modern", "legacy"])
+async def test_progress_is_passed_on(setup: Setup, mode: str) -> None:
+    progress: list[tuple[float, float | None]] = []
+    async with open_http_client(setup.url, headers=AUTH, mode=mode) as client:
+        done = await client.call_tool(
+            "everything.trigger-long-running-operation",
+            {"duration": 0.3, "steps": 3},
+            on_progress=lambda p, total, message: progress.append((p, total)),
+        )
+    assert "Steps: 3" in _text(done)
+    assert progress == [(1, 3), (2, 3), (3, 3)]

@@ -7,11 +7,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from ..._errors import InvalidParams, MethodNotFound, MissingRequiredClientCapability
+from ..._errors import (
+    InvalidParams,
+    LocalProtocolError,
+    MethodNotFound,
+    MissingRequiredClientCapability,
+)
 from ..._modern import CacheHints, missing_input_capabilities
 from ..._registry import ToolResult
 from ..._versions import META_SERVER_INFO
 from ...gateway import Catalog
+from .._driver import ProgressCallback
 from .._server import Context, Server
 from ._upstream import ConnectorUnavailable, Upstream
 
@@ -75,7 +81,7 @@ class GatewayServer(Server):
     async def _call(self, ctx: Context, connector: str, params: dict[str, Any]) -> dict[str, Any]:
         upstream = self.upstreams[connector]
         try:
-            result = await upstream.call(params)
+            result = await upstream.call(params, on_progress=_progress_relay(ctx))
         except ConnectorUnavailable as exc:
             reason = f": {exc.args[1]}" if len(exc.args) > 1 else ""
             return ToolResult.text(
@@ -84,6 +90,23 @@ class GatewayServer(Server):
                 is_error=True,
             ).to_result()
         return _downstream(ctx, result)
+
+
+def _progress_relay(ctx: Context) -> ProgressCallback | None:
+    """Pass the upstream's progress on to a client that asked for progress."""
+    if ctx.progress_token is None:
+        return None
+    schedule_flush = getattr(getattr(ctx, "host", None), "_schedule_flush", None)
+
+    def relay(progress: float, total: float | None, message: str | None) -> None:
+        try:
+            sent = ctx.session.send_progress(ctx.request_id, progress, total, message)
+        except LocalProtocolError:
+            return  # an upstream whose progress did not increase: not passed on
+        if sent and schedule_flush is not None:
+            schedule_flush()
+
+    return relay
 
 
 def _downstream(ctx: Context, result: dict[str, Any]) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from ...gateway import (
 from .._backend import Backend, Signal, TimedOut
 from .._client import ClientAPI, ClientHandlers
 from .._client_options import SessionOptions
+from .._driver import ProgressCallback
 
 __all__ = ["ConnectorUnavailable", "Opener", "Upstream", "UpstreamSettings", "relay_refusal"]
 
@@ -238,7 +239,9 @@ class Upstream:
 
     # Calls -----------------------------------------------------------------------
 
-    async def call(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def call(
+        self, params: dict[str, Any], *, on_progress: ProgressCallback | None = None
+    ) -> dict[str, Any]:
         """``tools/call`` upstream with ``params``; :class:`ConnectorUnavailable` when
         it is down.  A session the upstream lost (HTTP 404) is re-initialized and the
         call sent again once: the upstream never saw it."""
@@ -251,7 +254,7 @@ class Upstream:
                 sent = {k: v for k, v in params.items() if k in ("name", "arguments")}
             try:
                 return await client.send_request(
-                    "tools/call", sent, timeout=self.settings.call_timeout
+                    "tools/call", sent, timeout=self.settings.call_timeout, on_progress=on_progress
                 )
             except HTTPStatusError as exc:
                 self._failed(client)
