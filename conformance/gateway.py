@@ -30,15 +30,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from run import (  # noqa: E402  (a script beside run.py, not a package)
+from run import (  # a script beside run.py, not a package
     LABELS,
     REPO,
     Run,
     fixture_server,
+    load_baseline,
     missing_prerequisites,
     run_suite,
     summary_lines,
 )
+
+__all__ = ["GATEWAY_BASELINE", "gateway_in_front_of", "load_baseline", "main"]
 
 GATEWAY_BASELINE = Path(__file__).resolve().with_name("gateway-baseline.yml")
 
