@@ -16,7 +16,9 @@ from ...gateway import (
     GatewayHTTPServer,
     GatewayStore,
     MemoryStore,
+    StatusTrigger,
     catalog_of,
+    move,
     status_report,
 )
 from .._backend import Backend, Signal, TransportBackend
@@ -149,12 +151,16 @@ class Gateway:
     ) -> None:
         """Connect every connector, wait (up to ``startup_wait`` s) until each has
         been tried once, then run ``serve()`` beside them until cancelled."""
-        async with self.backend.open_task_group() as group:
-            for upstream in self.upstreams.values():
-                group.start_soon(upstream.run)
-            async with self.backend.move_on_after(startup_wait):
-                await self._started.wait()
-            group.start_soon(self._send_hints)
-            if serve is not None:
-                await serve()
-                group.cancel()
+        try:
+            async with self.backend.open_task_group() as group:
+                for upstream in self.upstreams.values():
+                    group.start_soon(upstream.run)
+                async with self.backend.move_on_after(startup_wait):
+                    await self._started.wait()
+                group.start_soon(self._send_hints)
+                if serve is not None:
+                    await serve()
+                    group.cancel()
+        finally:
+            for name in self.upstreams:
+                move(self.store, name, StatusTrigger.STOP)

@@ -114,6 +114,7 @@ class Upstream:
         self.name = config.name
         self.client: ClientAPI | None = None
         self._lost: Signal | None = None
+        self._lost_reason: str | None = None
         self._ready_waiters: list[Signal] = []
         #: Whether the first attempt to connect is over (either way).
         self.tried = False
@@ -129,7 +130,7 @@ class Upstream:
             except Exception as exc:  # any failure of the upstream: reconnect later
                 error = _describe(exc)
             else:
-                error = "the connection ended"
+                error = self._lost_reason or "the connection ended"
             self.client = None
             record = move(store, self.name, StatusTrigger.FAILED, error=error)
             # Said once per outage; the retries that fail again are only debug news.
@@ -148,6 +149,7 @@ class Upstream:
             client.session.pass_input_required = True
             tools = await self._list(client)
             self._lost = self.backend.new_signal()
+            self._lost_reason = None
             self.client = client
             move(self.store, self.name, StatusTrigger.LISTED, tools=tools)
             self._tried()
@@ -202,29 +204,30 @@ class Upstream:
                     self._on_change()
         except MCPError as exc:
             if isinstance(exc, _TRANSPORT_FAILURES):
-                self.lost()
+                self.lost(_describe(exc))
             # else: the upstream does not follow list changes; keep-alive still watches it
-        except _TRANSPORT_FAILURES:
-            self.lost()
+        except _TRANSPORT_FAILURES as exc:
+            self.lost(_describe(exc))
 
     async def _keep_alive(self, client: ClientAPI) -> None:
         interval = self.settings.ping_interval
         while True:
             await self.backend.sleep(interval)
             if client.driver.closed:
-                self.lost()
+                self.lost("the connection closed")
                 return
             try:
                 await client.ping(timeout=interval)
-            except _TRANSPORT_FAILURES:
-                self.lost()
+            except _TRANSPORT_FAILURES as exc:
+                self.lost(f"ping failed: {_describe(exc)}")
                 return
             except MCPError:
                 pass  # answered, if with an error: it is alive
 
-    def lost(self) -> None:
+    def lost(self, reason: str | None = None) -> None:
         """The connection failed (seen by a call or the keep-alive): reconnect."""
         if self._lost is not None:
+            self._lost_reason = self._lost_reason or reason
             self._lost.set()
 
     async def wait_ready(self, timeout: float) -> ClientAPI | None:
@@ -257,20 +260,20 @@ class Upstream:
                     "tools/call", sent, timeout=self.settings.call_timeout, on_progress=on_progress
                 )
             except HTTPStatusError as exc:
-                self._failed(client)
+                self._failed(client, exc)
                 status = exc.data.get("status") if isinstance(exc.data, dict) else None
                 if status != 404 or attempt:
                     raise ConnectorUnavailable(self.name, _describe(exc)) from exc
                 client = await self.wait_ready(self.settings.reconnect_wait)
             except _TRANSPORT_FAILURES as exc:
-                self._failed(client)
+                self._failed(client, exc)
                 raise ConnectorUnavailable(self.name, _describe(exc)) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _failed(self, client: ClientAPI) -> None:
+    def _failed(self, client: ClientAPI, exc: BaseException) -> None:
         if self.client is client:
             self.client = None
-            self.lost()
+            self.lost(_describe(exc))
 
 
 def _describe(exc: BaseException) -> str:
