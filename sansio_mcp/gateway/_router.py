@@ -15,12 +15,7 @@ from .. import _json
 from .._errors import ErrorCode
 from .._http import HTTPRequest
 from .._server_session import ServerSession
-from .._streamable_http import (
-    MODERN_HEAD_GRACE,
-    Exchange,
-    StreamableHTTPServer,
-    _json_error,
-)
+from .._streamable_http import Exchange, StreamableHTTPServer, _json_error
 from .._versions import HANDSHAKE_REVISIONS
 
 __all__ = ["GatewayHTTPServer", "LEGACY_DEFAULT_VERSION"]
@@ -113,13 +108,8 @@ class GatewayHTTPServer(StreamableHTTPServer):
         session.receive_message(message)
         request_id = message["id"]
         early = session.routed_messages_to_send()
-        exchange = self._stream_exchange(session)
+        exchange = self._request_exchange(session, request_id)
         self._handshake_era.add(exchange)
-        exchange._awaiting.add(request_id)
-        exchange.head_pending = True
-        exchange.head_grace = MODERN_HEAD_GRACE
-        self._modern_exchange[id(session)] = exchange
-        exchange._on_close = lambda ex: self._close_modern(session, ex, request_id)
         for out, _ in early:
             self._deliver(exchange, out, None)
         return exchange
