@@ -250,3 +250,11 @@ def test_hosts_beyond_loopback_only_when_allowed() -> None:
     assert _post(closed, body, origin="http://evil.example").status == 403
     opened = _router({**CONFIG, "api_keys": [], "allowed_hosts": ["gateway.example"]})
     assert _post(opened, body, host="gateway.example").status != 403
+
+
+def test_an_answer_nobody_waits_for_is_404() -> None:
+    router = _router({**CONFIG, "api_keys": []})
+    answer = {"jsonrpc": "2.0", "id": "gateway-99", "result": {"action": "cancel"}}
+    refused = _post(router, answer, **{"mcp-protocol-version": "2025-06-18"})
+    assert refused.status == 404
+    assert "no request is waiting" in json.loads(refused.take())["error"]["message"]

@@ -95,6 +95,18 @@ async def test_mrtr_passes_through(gateway_url: str) -> None:
         }
 
 
+async def test_handshake_client_is_asked_by_server_requests(gateway_url: str) -> None:
+    handlers = ClientHandlers(elicitation=_answer)
+    async with open_http_client(
+        gateway_url, headers=AUTH, mode="legacy", handlers=handlers
+    ) as client:
+        survey = await client.call_tool("example.survey", {"questions": SURVEY})
+        assert survey["structuredContent"] == {
+            "answers": {q: f"gw: {q}" for q in SURVEY},
+            "completed": True,
+        }
+
+
 @pytest.mark.parametrize("mode", ["modern", "legacy"])
 async def test_missing_capability_is_32021(gateway_url: str, mode: str) -> None:
     async with open_http_client(gateway_url, headers=AUTH, mode=mode) as client:

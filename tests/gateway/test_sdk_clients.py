@@ -56,6 +56,31 @@ def test_python_sdk_handshake_client(setup: Setup) -> None:
     anyio.run(body, backend="asyncio")
 
 
+def test_python_sdk_handshake_client_answers_by_server_requests(setup: Setup) -> None:
+    """A handshake-era client with an elicitation callback: the upstream's MRTR rounds
+    reach it as elicitation/create requests on its POST's stream, no session needed."""
+    elicited: list[str] = []
+
+    async def elicitation(context: Any, params: sdk.ElicitRequestParams) -> sdk.ElicitResult:
+        elicited.append(params.message)
+        return sdk.ElicitResult(action="accept", content={"answer": f"old: {params.message}"})
+
+    async def body() -> None:
+        async with create_mcp_http_client(headers=AUTH) as http:
+            async with streamable_http_client(setup.url, http_client=http) as (read, write):
+                async with ClientSession(read, write, elicitation_callback=elicitation) as session:
+                    await session.initialize()
+                    questions = ["one?", "two?"]
+                    survey = await session.call_tool("example.survey", {"questions": questions})
+                    assert survey.structured_content == {
+                        "answers": {q: f"old: {q}" for q in questions},
+                        "completed": True,
+                    }
+                    assert elicited == questions
+
+    anyio.run(body, backend="asyncio")
+
+
 def test_python_sdk_modern_client(setup: Setup) -> None:
     elicited: list[str] = []
 
@@ -105,10 +130,5 @@ def test_typescript_sdk_client(setup: Setup, mode: str) -> None:
     assert {f"example.{t}" for t in EXAMPLE_TOOLS} <= set(report["tools"])
     assert report["add"]["structuredContent"] == {"sum": 5}
     assert report["unknown"]["error"]["code"] == -32602
-    if mode == "modern":
-        assert report["elicit"]["structuredContent"] == {
-            "action": "accept",
-            "answer": "ts: colour?",
-        }
-    else:
-        assert report["elicit"]["error"]["code"] == -32021
+    # Both eras get the question: by MRTR, or by a server-to-client request.
+    assert report["elicit"]["structuredContent"] == {"action": "accept", "answer": "ts: colour?"}

@@ -8,8 +8,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ..._errors import (
+    ErrorCode,
     InvalidParams,
     LocalProtocolError,
+    MCPError,
     MethodNotFound,
     MissingRequiredClientCapability,
 )
@@ -29,6 +31,9 @@ META_MISSING_CONNECTORS = "sansio-mcp/missingConnectors"
 GATEWAY_CACHE_HINTS = CacheHints(ttl_ms={"server/discover": 0}, scope="private")
 #: What the gateway passes upstream of a tools/call's params (MRTR included).
 _CALL_KEYS = ("name", "arguments", "inputResponses", "requestState")
+_REFUSALS = (ErrorCode.METHOD_NOT_FOUND, ErrorCode.INVALID_REQUEST)
+#: Rounds of input a handshake-era client is asked for in one call, at most.
+MAX_INPUT_ROUNDS = 10
 
 
 class GatewayServer(Server):
@@ -80,8 +85,20 @@ class GatewayServer(Server):
 
     async def _call(self, ctx: Context, connector: str, params: dict[str, Any]) -> dict[str, Any]:
         upstream = self.upstreams[connector]
+        relay = _progress_relay(ctx)
         try:
-            result = await upstream.call(params, on_progress=_progress_relay(ctx))
+            result = await upstream.call(params, on_progress=relay)
+            for _ in range(MAX_INPUT_ROUNDS):
+                if ctx.stateless or result.get("resultType") != "input_required":
+                    break
+                # A handshake-era client answers by server-to-client requests, and the
+                # gateway retries upstream with the answers (MRTR on the client's behalf).
+                answers = await _ask(ctx, result.get("inputRequests"))
+                params = {**params, "inputResponses": answers}
+                params.pop("requestState", None)
+                if "requestState" in result:
+                    params["requestState"] = result["requestState"]
+                result = await upstream.call(params, on_progress=relay)
         except ConnectorUnavailable as exc:
             reason = f": {exc.args[1]}" if len(exc.args) > 1 else ""
             return ToolResult.text(
@@ -90,6 +107,27 @@ class GatewayServer(Server):
                 is_error=True,
             ).to_result()
         return _downstream(ctx, result)
+
+
+async def _ask(ctx: Context, requests: Any) -> dict[str, Any]:
+    """Put an upstream's input requests to a handshake-era client, one by one; -32021
+    naming what it lacks when it cannot answer (it refuses the method, or its revision
+    has no such request)."""
+    if not isinstance(requests, dict) or not requests:
+        raise MCPError(ErrorCode.INVALID_REQUEST, "the upstream's input_required asks nothing")
+    try:
+        return await ctx.request_many(requests)
+    except (MCPError, LocalProtocolError) as exc:
+        # A client without the capability answers -32601 (or, as the Python SDK does,
+        # -32600); any other error is its own, passed on.
+        if isinstance(exc, MCPError) and exc.code not in _REFUSALS:
+            raise
+        missing = missing_input_capabilities(requests, {})
+        raise MissingRequiredClientCapability(
+            message="the upstream needs input this client cannot give "
+            f"({', '.join(sorted(missing))}): {exc}",
+            data={"requiredCapabilities": missing},
+        ) from None
 
 
 def _progress_relay(ctx: Context) -> ProgressCallback | None:
@@ -125,16 +163,9 @@ def _downstream(ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
     if ctx.stateless:
         return out  # an input_required is checked against the client's capabilities by its session
     if out.get("resultType") == "input_required":
-        requests = out.get("inputRequests")
-        missing = missing_input_capabilities(
-            requests if isinstance(requests, dict) else {}, ctx.client_capabilities
-        )
-        raise MissingRequiredClientCapability(
-            message="the upstream needs input this gateway cannot ask a handshake-era client "
-            f"for ({', '.join(sorted(missing)) or 'input'}): it keeps no session to send "
-            "server-to-client requests on; use a 2026-07-28 client that declares "
-            "the capability",
-            data={"requiredCapabilities": missing},
+        raise MCPError(
+            ErrorCode.INTERNAL_ERROR,
+            f"the upstream still needed input after {MAX_INPUT_ROUNDS} rounds",
         )
     for key in ("resultType", "ttlMs", "cacheScope"):
         out.pop(key, None)
