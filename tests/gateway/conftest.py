@@ -95,11 +95,12 @@ class Process:
 
 
 @contextmanager
-def example_http(port: int) -> Iterator[Process]:
-    """Our example server over Streamable HTTP on ``port`` (both eras at /mcp)."""
-    server = Process([*CLI, "example-server", "--transport", "http", "--port", str(port)])
+def example_http(port: int, transport: str = "http") -> Iterator[Process]:
+    """Our example server on ``port``: Streamable HTTP (both eras at /mcp), or the
+    legacy HTTP+SSE (``sse``, at /sse) or WebSocket (``ws``, at /mcp) transport."""
+    server = Process([*CLI, "example-server", "--transport", transport, "--port", str(port)])
     try:
-        server.wait_for(r"example server: http://")
+        server.wait_for(r"example server: (http|ws)://")
         yield server
     finally:
         server.stop()

@@ -21,6 +21,7 @@ from ..._http_headers import x_mcp_header_problems
 from ...gateway import (
     Backoff,
     ConnectorConfig,
+    ConnectorStatus,
     ConnectorTools,
     GatewayStore,
     StatusTrigger,
@@ -249,6 +250,9 @@ class Upstream:
         it is down.  A session the upstream lost (HTTP 404) is re-initialized and the
         call sent again once: the upstream never saw it."""
         client = self.client
+        if client is None and self.store.record(self.name).status is not ConnectorStatus.BACKOFF:
+            # Lost a moment ago, or connecting: the new connection is worth a short wait.
+            client = await self.wait_ready(self.settings.reconnect_wait)
         for attempt in range(2):
             if client is None:
                 raise ConnectorUnavailable(self.name)
@@ -259,7 +263,7 @@ class Upstream:
                 return await client.send_request(
                     "tools/call", sent, timeout=self.settings.call_timeout, on_progress=on_progress
                 )
-            except HTTPStatusError as exc:
+            except (HTTPStatusError, ConnectionClosedError) as exc:
                 self._failed(client, exc)
                 status = exc.data.get("status") if isinstance(exc.data, dict) else None
                 if status != 404 or attempt:
