@@ -137,3 +137,40 @@ async def test_progress_is_passed_on(setup: Setup, mode: str) -> None:
         )
     assert "Steps: 3" in _text(done)
     assert progress == [(1, 3), (2, 3), (3, 3)]
+
+
+def test_http_rules_at_the_door(setup: Setup) -> None:
+    """Mcp-* headers checked against the body, Host checked, no GET stream, no session."""
+    import httpx
+
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "example.add", "arguments": {"a": 1, "b": 2}, "_meta": meta},
+    }
+    headers = {
+        **AUTH,
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+    }
+    with httpx.Client(timeout=10) as http:
+        good = http.post(setup.url, json=body, headers={**headers, "mcp-name": "example.add"})
+        assert good.status_code == 200 and good.json()["result"]["structuredContent"] == {"sum": 3}
+        assert "mcp-session-id" not in good.headers
+        bad = http.post(setup.url, json=body, headers={**headers, "mcp-name": "example.echo"})
+        assert bad.status_code == 400 and bad.json()["error"]["code"] == -32020
+        foreign = http.post(
+            setup.url,
+            json=body,
+            headers={**headers, "mcp-name": "example.add", "host": "evil.test"},
+        )
+        assert foreign.status_code == 403
+        assert (
+            http.get(setup.url, headers={**AUTH, "accept": "text/event-stream"}).status_code == 405
+        )
