@@ -21,6 +21,7 @@ from typing import Any
 
 import attrs
 import pytest
+from interop.conftest import no_leaked_children  # noqa: F401 (autouse: no test leaves a child)
 
 REPO = Path(__file__).resolve().parents[2]
 NPM = REPO / "node_modules" / "@modelcontextprotocol"

@@ -258,3 +258,51 @@ def test_an_answer_nobody_waits_for_is_404() -> None:
     refused = _post(router, answer, **{"mcp-protocol-version": "2025-06-18"})
     assert refused.status == 404
     assert "no request is waiting" in json.loads(refused.take())["error"]["message"]
+
+
+@given(
+    st.dictionaries(
+        names,
+        st.tuples(
+            st.lists(tool_names, max_size=6, unique=True),
+            st.dictionaries(tool_names, st.booleans(), max_size=4),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_every_listed_name_resolves_to_its_upstream_tool(
+    connectors: dict[str, tuple[list[str], dict[str, bool]]],
+) -> None:
+    config = parse_config(
+        {
+            "connectors": {
+                name: {
+                    "transport": "ws",
+                    "url": "ws://127.0.0.1:1/mcp",
+                    "tools": {t: {"enabled": on} for t, on in flags.items()},
+                }
+                for name, (_, flags) in connectors.items()
+            }
+        }
+    )
+    store = MemoryStore(list(connectors))
+    for name, (tools, _) in connectors.items():
+        move(
+            store,
+            name,
+            StatusTrigger.LISTED,
+            tools=ConnectorTools(tuple({"name": t} for t in tools)),
+        )
+    catalog = catalog_of(store, config)
+    listed = [t["name"] for t in catalog.tools()]
+    expected = [
+        f"{name}.{t}"
+        for name, (tools, flags) in connectors.items()
+        for t in tools
+        if flags.get(t, True)
+    ]
+    assert listed == expected
+    for qualified in listed:
+        connector, tool = catalog.resolve(qualified)
+        assert f"{connector}.{tool}" == qualified
