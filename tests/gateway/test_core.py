@@ -306,3 +306,38 @@ def test_every_listed_name_resolves_to_its_upstream_tool(
     for qualified in listed:
         connector, tool = catalog.resolve(qualified)
         assert f"{connector}.{tool}" == qualified
+
+
+def test_the_command_refuses_a_bad_config(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    from .conftest import CLI, REPO
+
+    path = tmp_path / "gateway.json"
+    for text, named in [
+        ('{"connectors": {"a.b": {"transport": "stdio", "cmd": ["x"]}}}', "'a.b'"),
+        ('{"connectors": {"f": {"transport": "http"}}}', "connectors.f.url"),
+        ("{not json", "not JSON"),
+    ]:
+        path.write_text(text)
+        done = subprocess.run(
+            [*CLI, "gateway", "--config", str(path), "--port", "0"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+        )
+        assert done.returncode == 2, done.stderr
+        assert named in done.stderr and str(path) in done.stderr
+    missing = tmp_path / "nowhere.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "sansio_mcp_cli", "gateway", "--config", str(missing)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 2 and "No such file" in done.stderr
