@@ -27,6 +27,22 @@ AUTH = {"authorization": f"Bearer {API_KEY}"}
 TS_CLIENT = Path(__file__).with_name("ts_client.mjs")
 
 
+class Elicitation:
+    """The SDK client's elicitation callback: answers ``{prefix}{question}``, and
+    records each question."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.asked: list[str] = []
+
+    async def __call__(self, context: Any, params: sdk.ElicitRequestParams) -> sdk.ElicitResult:
+        self.asked.append(params.message)
+        return sdk.ElicitResult(action="accept", content={"answer": self.prefix + params.message})
+
+    def survey_answer(self, questions: list[str]) -> dict[str, Any]:
+        return {"answers": {q: self.prefix + q for q in questions}, "completed": True}
+
+
 def _text(result: Any) -> str:
     return "".join(getattr(c, "text", "") for c in result.content)
 
@@ -59,11 +75,7 @@ def test_python_sdk_handshake_client(setup: Setup) -> None:
 def test_python_sdk_handshake_client_answers_by_server_requests(setup: Setup) -> None:
     """A handshake-era client with an elicitation callback: the upstream's MRTR rounds
     reach it as elicitation/create requests on its POST's stream, no session needed."""
-    elicited: list[str] = []
-
-    async def elicitation(context: Any, params: sdk.ElicitRequestParams) -> sdk.ElicitResult:
-        elicited.append(params.message)
-        return sdk.ElicitResult(action="accept", content={"answer": f"old: {params.message}"})
+    elicitation = Elicitation("old: ")
 
     async def body() -> None:
         async with create_mcp_http_client(headers=AUTH) as http:
@@ -72,21 +84,14 @@ def test_python_sdk_handshake_client_answers_by_server_requests(setup: Setup) ->
                     await session.initialize()
                     questions = ["one?", "two?"]
                     survey = await session.call_tool("example.survey", {"questions": questions})
-                    assert survey.structured_content == {
-                        "answers": {q: f"old: {q}" for q in questions},
-                        "completed": True,
-                    }
-                    assert elicited == questions
+                    assert survey.structured_content == elicitation.survey_answer(questions)
+                    assert elicitation.asked == questions
 
     anyio.run(body, backend="asyncio")
 
 
 def test_python_sdk_modern_client(setup: Setup) -> None:
-    elicited: list[str] = []
-
-    async def elicitation(context: Any, params: sdk.ElicitRequestParams) -> sdk.ElicitResult:
-        elicited.append(params.message)
-        return sdk.ElicitResult(action="accept", content={"answer": f"sdk: {params.message}"})
+    elicitation = Elicitation("sdk: ")
 
     async def body() -> None:
         async with create_mcp_http_client(headers=AUTH) as http:
@@ -101,11 +106,8 @@ def test_python_sdk_modern_client(setup: Setup) -> None:
                 assert added.structured_content == {"sum": 5}
                 questions = ["one?", "two?"]
                 survey = await client.call_tool("example.survey", {"questions": questions})
-                assert survey.structured_content == {
-                    "answers": {q: f"sdk: {q}" for q in questions},
-                    "completed": True,
-                }
-                assert elicited == questions
+                assert survey.structured_content == elicitation.survey_answer(questions)
+                assert elicitation.asked == questions
                 async with client.listen(tools_list_changed=True) as subscription:
                     assert subscription.honored.tools_list_changed is True
 
