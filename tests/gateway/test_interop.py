@@ -174,3 +174,24 @@ def test_http_rules_at_the_door(setup: Setup) -> None:
         assert (
             http.get(setup.url, headers={**AUTH, "accept": "text/event-stream"}).status_code == 405
         )
+
+
+async def _everything_form(params: dict[str, Any]) -> dict[str, Any]:
+    return {"action": "accept", "content": {"name": "Ada", "color": "red", "email": "a@b.c"}}
+
+
+async def test_a_handshake_upstream_asks_a_handshake_client(setup: Setup) -> None:
+    """server-everything (a handshake-era upstream) sends elicitation/create mid-call:
+    relayed to the client of the one call in flight, if that client can be asked."""
+    handlers = ClientHandlers(elicitation=_everything_form)
+    async with open_http_client(
+        setup.url, headers=AUTH, mode="legacy", handlers=handlers
+    ) as client:
+        done = await client.call_tool("everything.trigger-elicitation-request", {})
+        assert "Ada" in _text(done) and not done.get("isError")
+    async with open_http_client(
+        setup.url, headers=AUTH, mode="modern", handlers=handlers
+    ) as client:
+        refused = await client.call_tool("everything.trigger-elicitation-request", {})
+        assert refused["isError"] is True
+        assert "cannot relay elicitation/create" in _text(refused)

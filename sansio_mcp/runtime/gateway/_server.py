@@ -5,6 +5,7 @@ proxied), and the capabilities it declares say so."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from typing import Any
 
 from ..._errors import (
@@ -85,9 +86,13 @@ class GatewayServer(Server):
 
     async def _call(self, ctx: Context, connector: str, params: dict[str, Any]) -> dict[str, Any]:
         upstream = self.upstreams[connector]
-        relay = _progress_relay(ctx)
+        call = partial(
+            upstream.call,
+            on_progress=_progress_relay(ctx),
+            ask=None if ctx.stateless else ctx.request,
+        )
         try:
-            result = await upstream.call(params, on_progress=relay)
+            result = await call(params)
             for _ in range(MAX_INPUT_ROUNDS):
                 if ctx.stateless or result.get("resultType") != "input_required":
                     break
@@ -98,7 +103,7 @@ class GatewayServer(Server):
                 params.pop("requestState", None)
                 if "requestState" in result:
                     params["requestState"] = result["requestState"]
-                result = await upstream.call(params, on_progress=relay)
+                result = await call(params)
         except ConnectorUnavailable as exc:
             reason = f": {exc.args[1]}" if len(exc.args) > 1 else ""
             return ToolResult.text(

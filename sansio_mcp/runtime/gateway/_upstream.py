@@ -4,8 +4,9 @@ reconnected with backoff when it fails; tool calls go through it."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
+from functools import partial
 from typing import Any
 
 import attrs
@@ -33,7 +34,7 @@ from .._client import ClientAPI, ClientHandlers
 from .._client_options import SessionOptions
 from .._driver import ProgressCallback
 
-__all__ = ["ConnectorUnavailable", "Opener", "Upstream", "UpstreamSettings", "relay_refusal"]
+__all__ = ["Ask", "ConnectorUnavailable", "Opener", "Upstream", "UpstreamSettings"]
 
 logger = logging.getLogger("sansio_mcp.gateway")
 
@@ -48,30 +49,9 @@ class ConnectorUnavailable(Exception):
     """The connector has no live upstream connection (down, or reconnecting)."""
 
 
-def relay_refusal(method: str) -> Callable[..., Any]:
-    """A handler for a server-to-client request a handshake-era upstream sends:
-    the gateway keeps no state to carry it to its own client, so it is refused
-    (a 2026-07-28 upstream asks by MRTR, which is passed through)."""
-
-    def refuse(*args: Any) -> Any:
-        raise MCPError(
-            ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
-            f"the gateway cannot relay {method} from a handshake-era upstream to its client",
-        )
-
-    return refuse
-
-
-def _upstream_handlers() -> ClientHandlers:
-    # Every input capability is declared so that a 2026-07-28 upstream asks (by
-    # MRTR) rather than refuses; the gateway's own session then checks what its
-    # client declared, and answers -32021 when that falls short.
-    return ClientHandlers(
-        sampling=relay_refusal("sampling/createMessage"),
-        elicitation=relay_refusal("elicitation/create"),
-        elicitation_modes=("form", "url"),
-        roots=relay_refusal("roots/list"),
-    )
+#: How a call's own client is asked something (a handshake-era client: by a
+#: server-to-client request): ``ask(method, params) -> result``.
+Ask = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 @attrs.frozen
@@ -117,6 +97,8 @@ class Upstream:
         self._lost: Signal | None = None
         self._lost_reason: str | None = None
         self._ready_waiters: list[Signal] = []
+        # The calls in flight, each with how its client can be asked (None: it cannot).
+        self._in_flight: dict[object, Ask | None] = {}
         #: Whether the first attempt to connect is over (either way).
         self.tried = False
 
@@ -144,7 +126,7 @@ class Upstream:
 
     async def _connect_once(self) -> None:
         options = SessionOptions(
-            handlers=_upstream_handlers(), client_info=dict(self.settings.client_info)
+            handlers=self._handlers(), client_info=dict(self.settings.client_info)
         )
         async with self.opener(self.config, **options) as client:
             client.session.pass_input_required = True
@@ -163,6 +145,38 @@ class Upstream:
                 group.start_soon(self._keep_alive, client)
                 await self._lost.wait()
                 group.cancel()
+
+    def _handlers(self) -> ClientHandlers:
+        # Every input capability is declared so that a 2026-07-28 upstream asks (by
+        # MRTR, passed through) rather than refuses; the gateway's own session then
+        # checks what its client declared.  A handshake-era upstream asks by a request
+        # of its own, relayed to the client of the call it must belong to.
+        async def roots() -> list[dict[str, Any]]:
+            return list((await self._relay("roots/list", {})).get("roots") or [])
+
+        return ClientHandlers(
+            sampling=partial(self._relay, "sampling/createMessage"),
+            elicitation=partial(self._relay, "elicitation/create"),
+            elicitation_modes=("form", "url"),
+            roots=roots,
+        )
+
+    async def _relay(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A handshake-era upstream's request, put to the client of the one call in
+        flight: nothing on the wire says which call a request belongs to, so with
+        none, or several, in flight it is refused."""
+        asks = list(self._in_flight.values())
+        if len(asks) != 1 or asks[0] is None:
+            why = (
+                "its client asks by MRTR, which cannot carry a request made mid-call"
+                if len(asks) == 1
+                else f"{len(asks)} calls are in flight and nothing says which one it is for"
+            )
+            raise MCPError(
+                ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                f"the gateway cannot relay {method} from this upstream to a client: {why}",
+            )
+        return await asks[0](method, params)
 
     def _tried(self) -> None:
         if not self.tried:
@@ -244,11 +258,26 @@ class Upstream:
     # Calls -----------------------------------------------------------------------
 
     async def call(
-        self, params: dict[str, Any], *, on_progress: ProgressCallback | None = None
+        self,
+        params: dict[str, Any],
+        *,
+        on_progress: ProgressCallback | None = None,
+        ask: Ask | None = None,
     ) -> dict[str, Any]:
         """``tools/call`` upstream with ``params``; :class:`ConnectorUnavailable` when
         it is down.  A session the upstream lost (HTTP 404) is re-initialized and the
-        call sent again once: the upstream never saw it."""
+        call sent again once: the upstream never saw it.  ``ask`` puts what a
+        handshake-era upstream asks mid-call to the call's client."""
+        token = object()
+        self._in_flight[token] = ask
+        try:
+            return await self._call(params, on_progress)
+        finally:
+            del self._in_flight[token]
+
+    async def _call(
+        self, params: dict[str, Any], on_progress: ProgressCallback | None
+    ) -> dict[str, Any]:
         client = self.client
         if client is None and self.store.record(self.name).status is not ConnectorStatus.BACKOFF:
             # Lost a moment ago, or connecting: the new connection is worth a short wait.
