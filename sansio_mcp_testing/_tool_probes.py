@@ -204,6 +204,8 @@ class ToolProbes(Probe):
                 report_death=False,
             )
 
+        what = f"tools/call {name}"
+
         def body(arguments: Any) -> None:
             if run.stopped:
                 return
@@ -212,7 +214,7 @@ class ToolProbes(Probe):
             try:
                 kind, value, transcript = trio.from_thread.run(call, arguments, trio_token=token)
             except ServerGone as gone:
-                raise run.crashed(*self._crash(gone, arguments, token)) from None
+                raise run.crashed(*self._crash(what, gone, arguments, token)) from None
             if kind == "unanswered":
                 run.timed_out = arguments
                 run.stopped = True
@@ -251,7 +253,7 @@ class ToolProbes(Probe):
             how = outcome.details.pop("how", None)
             found = self.findings.violate(
                 "survival" if how is not None else prop,
-                f"tool {name!r}: {outcome.message}",
+                outcome.message if how is not None else f"tool {name!r}: {outcome.message}",
                 outcome.transcript,
                 revision=self.conn.revision,
                 tool=name,
@@ -276,7 +278,7 @@ class ToolProbes(Probe):
             await self._still_answering()
 
     def _crash(
-        self, gone: ServerGone, arguments: Any, token: trio.lowlevel.TrioToken
+        self, what: str, gone: ServerGone, arguments: Any, token: trio.lowlevel.TrioToken
     ) -> tuple[PropertyFailure, bool]:
         """A call that killed the server, as a failure; and whether the server was
         restarted for more examples.  Runs in Hypothesis's thread."""
@@ -290,7 +292,7 @@ class ToolProbes(Probe):
         stderr = list(dead.stderr_tail)
         how = describe_exit(status, stderr) if dead.process is not None else "connection closed"
         failure = PropertyFailure(
-            "the server died during a call",
+            f"the server died during {what}",
             gone.transcript or [],
             {"arguments": arguments, "how": how, "exit_status": status, "stderr": stderr},
         )
@@ -387,8 +389,10 @@ def _content_problem(result: Any, revision: str, schema_dir: str | None) -> str 
     for index, block in enumerate(content):
         kind = block.get("type") if isinstance(block, dict) else None
         if isinstance(kind, str) and kind not in schema.content_types:
-            known = ", ".join(sorted(schema.content_types))
-            return f"content block {index} has type {kind!r}, not a content type ({known})"
+            return (
+                f"content block {index} has type {kind!r}, not a content type of the "
+                "negotiated revision"
+            )
     return None
 
 

@@ -252,7 +252,22 @@ class Checker:
                 # A failure of our own client (an answer it could not take, say): the
                 # property stops, the run goes on.
                 self.findings.skip(f"{name}: the rest", f"stopped: {exc}", line.revision)
+            if not await self._answering(line.conn) and not await self._revive(line, name):
+                return False
         return line.conn.alive or await self._revive(line, "the end of the run")
+
+    async def _answering(self, conn: Connection) -> bool:
+        """Whether the server still answers a ping (one that fell silent during a
+        property, already reported there, is restarted for the next)."""
+        if not conn.alive:
+            return False
+        try:
+            await conn.client.ping(timeout=self.options.timeout)
+        except RequestTimeout:
+            return False
+        except MCPError as exc:
+            return not isinstance(exc, ConnectionClosedError)
+        return True
 
     async def _revive(self, line: Lifeline, before: str) -> bool:
         try:

@@ -27,7 +27,7 @@ DEFECTS = {
     "internal-error": 'tool "echo" answers invalid arguments with -32603',
     "unknown-method-ok": "unknown methods get an empty result instead of -32601",
     "answers-notifications": "every notification gets a response (id null)",
-    "wrong-version": 'the answer to resources/read says jsonrpc "1.0"',
+    "wrong-version": 'the error answering params that are no object says jsonrpc "1.0"',
     "stray-id": "every tools/list answer is followed by a response with id 9999",
 }
 
@@ -174,7 +174,9 @@ def handle(message: object) -> None:
             return error(request_id if id_ok else None, -32600, "invalid request")
         return None
     if "params" in message and not isinstance(message["params"], dict):
-        return error(request_id, -32602, "params must be an object")
+        version = "1.0" if "wrong-version" in MODES else "2.0"
+        failure = {"code": -32602, "message": "params must be an object"}
+        return send({"jsonrpc": version, "id": request_id, "error": failure})
     if "id" not in message:
         if "answers-notifications" in MODES:
             result(None, {})
@@ -209,14 +211,7 @@ def handle(message: object) -> None:
         uri = params.get("uri")
         if uri != "file:///notes.txt":
             return error(request_id, -32002, "resource not found")
-        version = "1.0" if "wrong-version" in MODES else "2.0"
-        return send(
-            {
-                "jsonrpc": version,
-                "id": request_id,
-                "result": {"contents": [{"uri": uri, "text": "notes"}]},
-            }
-        )
+        return result(request_id, {"contents": [{"uri": uri, "text": "notes"}]})
     if "unknown-method-ok" in MODES:
         return result(request_id, {})
     return error(request_id, -32601, f"no such method {method}")
