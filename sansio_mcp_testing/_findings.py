@@ -7,6 +7,7 @@ The checker, its probes and the stateful property all record into one
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,9 @@ __all__ = ["Findings", "PropertyFailure"]
 #: Distinct schema violations reported at most (a server that gets one message type
 #: wrong usually gets it wrong every time).
 _MAX_SCHEMA_VIOLATIONS = 25
+
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
 class PropertyFailure(Exception):
@@ -147,7 +151,9 @@ class Findings:
         """A message failed its schema (the recorder's callback)."""
         if "schema" not in self.enabled:
             return
-        key = f"{problem.revision}|{problem.problems[0][:120]}"
+        # Numbers vary from message to message (ids, generated values): the same
+        # breach with another number is the same finding.
+        key = f"{problem.revision}|" + _NUMBER.sub("N", problem.problems[0][:120])
         if key in self._schema_seen:
             return
         self._schema_seen.add(key)
