@@ -10,6 +10,11 @@ import json
 import sys
 import time
 
+try:
+    from .broken_server import error, result, send, text
+except ImportError:  # run as a script
+    from broken_server import error, result, send, text  # type: ignore[no-redef]
+
 #: Every mode, with the defect it plants (the checker's tests assert on each).
 DEFECTS = {
     "no-server-info": "the initialize result lacks serverInfo",
@@ -87,23 +92,6 @@ if "bad-uri" in MODES:
 TEMPLATES = [{"uriTemplate": "file:///{path}", "name": "files"}]
 if "bad-template" in MODES:
     TEMPLATES.append({"uriTemplate": "file:///{path", "name": "unclosed"})
-
-
-def send(obj: object) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
-
-
-def result(request_id: object, value: object) -> None:
-    send({"jsonrpc": "2.0", "id": request_id, "result": value})
-
-
-def error(request_id: object, code: int, message: str) -> None:
-    send({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}})
-
-
-def text(value: str, is_error: bool = False) -> dict:
-    return {"content": [{"type": "text", "text": value}], "isError": is_error}
 
 
 def call_tool(request_id: object, params: dict) -> None:
