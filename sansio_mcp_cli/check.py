@@ -212,8 +212,10 @@ class _Progress:
     def status(self, revision: str, surface: str, done: int, planned: int) -> None:
         if not self.tty:
             return
-        counted = f"{done}/{planned}" if done <= planned else f"{planned}/{planned}, shrinking"
-        sys.stderr.write(f"\r\x1b[K[{revision}] {surface[:70]}: {counted} examples")
+        counted = f"{min(done, planned)}/{planned} examples" + (
+            ", shrinking" if done > planned else ""
+        )
+        sys.stderr.write(f"\r\x1b[K[{revision}] {surface[:70]}: {counted}")
         sys.stderr.flush()
 
     def __call__(self, text: str) -> None:

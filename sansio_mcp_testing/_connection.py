@@ -271,6 +271,9 @@ class Lifeline:
         self.restarts = 0
         #: Schema checks made on the connections closed so far.
         self.schema_checks = 0
+        #: How the latest closed stdio server ended: its exit status, or None when it
+        #: was still running (the checker stopped it).
+        self.exit_status: int | None = None
 
     @property
     def conn(self) -> Connection:
@@ -309,6 +312,7 @@ class Lifeline:
         self._stop.set()
         await self._closed.wait()
         self.schema_checks += self._conn.recorder.schema_checks
+        self.exit_status = self.connector.last_exit_status
         self._conn = None
 
     async def restart(self, *, counted: bool = True) -> Connection:

@@ -288,9 +288,14 @@ class ToolProbes(Probe):
             restarted = True
         except ServerGone:
             restarted = False
-        status = dead.process.returncode if dead.process is not None else None
+        status = self.line.exit_status
         stderr = list(dead.stderr_tail)
-        how = describe_exit(status, stderr) if dead.process is not None else "connection closed"
+        if dead.process is None:
+            how = "the connection closed"
+        elif status is None:
+            how = "it closed its output but kept running, until the checker stopped it"
+        else:
+            how = describe_exit(status, stderr)
         failure = PropertyFailure(
             f"the server died during {what}",
             gone.transcript or [],

@@ -7,6 +7,7 @@ template, one prompt)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -28,6 +29,7 @@ DEFECTS = {
     "unknown-content": 'tool "film" answers with a content block of type "video"',
     "structured-mismatch": 'tool "table" returns structuredContent that breaks its outputSchema',
     "crash-on-call": 'tool "explode" exits (status 7) when n > 100',
+    "close-output": 'tool "hangup" closes its output when bye is true, and keeps running',
     "stall": 'tool "stall" never answers when wait is true, and the server stops reading',
     "internal-error": 'tool "echo" answers invalid arguments with -32603',
     "unknown-method-ok": "unknown methods get an empty result instead of -32601",
@@ -71,6 +73,17 @@ if "crash-on-call" in MODES:
                 "type": "object",
                 "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 1000}},
                 "required": ["n"],
+            },
+        }
+    )
+if "close-output" in MODES:
+    TOOLS.append(
+        {
+            "name": "hangup",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"bye": {"type": "boolean"}},
+                "required": ["bye"],
             },
         }
     )
@@ -118,6 +131,13 @@ def call_tool(request_id: object, params: dict) -> None:
         if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= 1000:
             return result(request_id, text("n must be an integer 0..1000", is_error=True))
         return result(request_id, text(str(n)))
+    if name == "hangup":
+        if args.get("bye") is True:
+            os.close(1)  # the output, not only the Python object over it
+            time.sleep(3600)
+        if not isinstance(args.get("bye"), bool):
+            return result(request_id, text("bye must be a boolean", is_error=True))
+        return result(request_id, text("still here"))
     if name == "stall":
         if args.get("wait") is True:
             time.sleep(3600)  # never answers, reads nothing more

@@ -32,6 +32,7 @@ EXPECTED: dict[str, tuple[str, str, str | None]] = {
     "unknown-content": ("valid-arguments", "has type 'video', not a content type", "film"),
     "structured-mismatch": ("valid-arguments", "structuredContent does not match", "table"),
     "crash-on-call": ("survival", "the server died during tools/call explode", "explode"),
+    "close-output": ("survival", "died during tools/call hangup (it closed its output", "hangup"),
     "stall": ("responsive", "tools/call stall: no answer within 1.0s", "stall"),
     "internal-error": ("invalid-arguments", "got error -32603 (internal error)", "echo"),
     "unknown-method-ok": ("unknown-method", "an unknown method got a result", None),
