@@ -12,9 +12,9 @@ import sys
 import time
 
 try:
-    from .broken_server import error, result, send, text
+    from .broken_server import ECHO, error, result, send, text
 except ImportError:  # run as a script
-    from broken_server import error, result, send, text  # type: ignore[no-redef]
+    from broken_server import ECHO, error, result, send, text  # type: ignore[no-redef]
 
 #: Every mode, with the defect it plants (the checker's tests assert on each).
 DEFECTS = {
@@ -42,15 +42,13 @@ MODES = set(sys.argv[1].split(",")) if len(sys.argv) > 1 else set()
 if "many" in MODES:
     MODES = set(DEFECTS)
 
-ECHO = {
-    "name": "echo",
-    "description": "echoes its text",
-    "inputSchema": {
-        "type": "object",
-        "properties": {"text": {"type": "string", "maxLength": 20}},
-        "required": ["text"],
-    },
-}
+
+def tool(name: str, **properties: dict) -> dict:
+    """A tool whose arguments are ``properties``, all required."""
+    schema = {"type": "object", "properties": properties, "required": list(properties)}
+    return {"name": name, "inputSchema": schema}
+
+
 TOOLS: list[dict] = [ECHO]
 if "duplicate-tools" in MODES:
     TOOLS.append(dict(ECHO, description="the same name again"))
@@ -66,38 +64,11 @@ if "array-output-schema" in MODES or "structured-mismatch" in MODES:
 if "unknown-content" in MODES:
     TOOLS.append({"name": "film", "inputSchema": {"type": "object"}})
 if "crash-on-call" in MODES:
-    TOOLS.append(
-        {
-            "name": "explode",
-            "inputSchema": {
-                "type": "object",
-                "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 1000}},
-                "required": ["n"],
-            },
-        }
-    )
+    TOOLS.append(tool("explode", n={"type": "integer", "minimum": 0, "maximum": 1000}))
 if "close-output" in MODES:
-    TOOLS.append(
-        {
-            "name": "hangup",
-            "inputSchema": {
-                "type": "object",
-                "properties": {"bye": {"type": "boolean"}},
-                "required": ["bye"],
-            },
-        }
-    )
+    TOOLS.append(tool("hangup", bye={"type": "boolean"}))
 if "stall" in MODES:
-    TOOLS.append(
-        {
-            "name": "stall",
-            "inputSchema": {
-                "type": "object",
-                "properties": {"wait": {"type": "boolean"}},
-                "required": ["wait"],
-            },
-        }
-    )
+    TOOLS.append(tool("stall", wait={"type": "boolean"}))
 
 RESOURCES = [{"uri": "file:///notes.txt", "name": "notes"}]
 if "bad-uri" in MODES:
