@@ -182,8 +182,10 @@ class Report:
     def to_markdown(self, only: list[Violation] | None = None) -> str:
         name = self.server_info.get("name", "?")
         version = self.server_info.get("version", "?")
+        if not self.server_info and self.revisions_checked:
+            name, version = "(no serverInfo)", ""  # a lenient handshake went on without it
         out = [
-            f"# MCP server check: {name} {version}",
+            f"# MCP server check: {name} {version}".rstrip(),
             "",
             f"- target: `{self.target}`",
             f"- revisions checked: {', '.join(self.revisions_checked) or 'none'}",
