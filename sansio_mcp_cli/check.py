@@ -91,6 +91,21 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         help="re-send finding N of a JSON report to a fresh server (the command after --, "
         "or the report's target) and print what it answers",
     )
+    from .oauth import add_oauth_arguments
+
+    add_oauth_arguments(check)
+
+
+def _auth(args: argparse.Namespace, target: list[str] | str) -> Any:
+    """The OAuth provider of ``--oauth`` / ``--bearer`` for a URL (the check runs on Trio)."""
+    if not isinstance(target, str):
+        return None
+    from trio_adapters import BACKEND
+
+    from .oauth import oauth_provider
+
+    args.url = target
+    return oauth_provider(args, BACKEND)
 
 
 def run(args: argparse.Namespace, command: list[str]) -> int:
@@ -135,6 +150,7 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
         properties=args.properties,
         progress=progress,
         status=progress.status if progress is not None else None,
+        auth=_auth(args, target),
     )
     try:
         report = run_check(target, options)

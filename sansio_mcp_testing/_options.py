@@ -5,6 +5,7 @@ connections, so that none of them imports another for these)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -71,3 +72,5 @@ class CheckOptions:
     progress: Callable[[str], None] | None = None
     #: Called as examples run: (revision, surface, examples done, examples planned).
     status: Callable[[str, str, int, int], None] | None = None
+    #: An :class:`~sansio_mcp.runtime.OAuthProvider` for a protected HTTP server.
+    auth: Any = None
