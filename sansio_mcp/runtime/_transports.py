@@ -110,6 +110,17 @@ class TransportTable:
         if transport == "stdio":
             await self.servers.stdio(server)
             return
-        listener: Listener = getattr(self.servers, transport)
+        await self.serve_network(getattr(self.servers, transport), server, host, port, on_bound)
+
+    async def serve_network(
+        self,
+        listener: Listener,
+        server: Server,
+        host: str,
+        port: int,
+        on_bound: Callable[[int], None] | None,
+    ) -> None:
+        """Run ``listener`` (this adapter's ``serve_*``, or a partial of its
+        ``serve_router``) until cancelled, telling ``on_bound`` its port once bound."""
         report = {self.servers.reports_bound_by: _BoundPort(on_bound)}
         await listener(server, host=host, port=port, **report)
