@@ -169,6 +169,9 @@ def _parser() -> argparse.ArgumentParser:
     from .bridge import add_bridge_parser
 
     add_bridge_parser(sub, common)
+    from .a2a_bridge import add_parser as add_a2a_bridge_parser
+
+    add_a2a_bridge_parser(sub, common)
     from .check import add_parser as add_check_parser
 
     add_check_parser(sub, common)
@@ -268,6 +271,10 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
             from .bridge import run_command
 
             return run_command(args, backend)
+        if args.command == "a2a-bridge":
+            from .a2a_bridge import run as run_a2a_bridge
+
+            return run_a2a_bridge(args, backend)
         if args.command in ("check", "fuzz"):
             from .check import run as run_check
 
