@@ -137,6 +137,10 @@ class FixtureExecutor(AgentExecutor):
         await event_queue.enqueue_event(new)
         updater = TaskUpdater(event_queue, new.id, new.context_id)
         await handler(updater, rest)
+        if command == "vanish":
+            forget = asyncio.ensure_future(self._forget(new.id, context))
+            self._background.add(forget)
+            forget.add_done_callback(self._background.discard)
 
     def _commands(self) -> dict[str, Callable[[TaskUpdater, str], Any]]:
         return {
@@ -256,13 +260,10 @@ class FixtureExecutor(AgentExecutor):
 
     async def _vanish(self, updater: TaskUpdater, rest: str) -> None:
         await updater.start_work(self._say(updater, "about to vanish"))
-        forget = asyncio.ensure_future(self._forget(updater.task_id))
-        self._background.add(forget)
-        forget.add_done_callback(self._background.discard)
 
-    async def _forget(self, task_id: str) -> None:
+    async def _forget(self, task_id: str, context: RequestContext) -> None:
         await asyncio.sleep(0.3)
-        await self.store.delete(task_id)
+        await self.store.delete(task_id, context.call_context)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         task = context.current_task

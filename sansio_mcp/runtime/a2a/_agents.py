@@ -160,8 +160,9 @@ class AgentLink:
     async def send_message(
         self, text: str, *, context_id: str | None, task_id: str | None
     ) -> tuple[str, dict[str, Any]]:
-        """Send ``text`` (blocking: the agent answers at a terminal or interrupted
-        state, or when it stops); ``("message" | "task", value)``."""
+        """Send ``text``; ``("message" | "task", value)``.  The agent answers as soon as
+        it has a task (``returnImmediately``): the bridge follows it with GetTask, so
+        that its own time limit, not the agent's, bounds the wait."""
         from a2a.types import Message, Part, Role, SendMessageConfiguration, SendMessageRequest
 
         message = Message(
@@ -172,7 +173,7 @@ class AgentLink:
             task_id=task_id or "",
         )
         request = SendMessageRequest(
-            message=message, configuration=SendMessageConfiguration(return_immediately=False)
+            message=message, configuration=SendMessageConfiguration(return_immediately=True)
         )
         response = await self._call("send_message", request)
         if response.HasField("task"):

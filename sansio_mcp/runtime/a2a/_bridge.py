@@ -96,7 +96,7 @@ class A2ABridge:
         *,
         clock: Callable[[], float] | None = None,
         new_token: Callable[[], str] | None = None,
-        poll_interval: float = 0.2,
+        poll_interval: float = 0.05,
         max_wait: float = 300.0,
     ) -> None:
         self.config = config
@@ -444,7 +444,7 @@ class A2ABridge:
                     "follow the task with a2a_get_task",
                 )
             await self.backend.sleep(delay)
-            delay = min(delay * 2, 2.0)
+            delay = min(delay * 2, 1.0)
             task = await link.get_task(task.get("id", ""))
         return task, ()
 
