@@ -105,5 +105,8 @@ class HandleTable(Generic[T]):
     def describe_retention(self) -> str:
         """How long handles are kept, in words (tool descriptions use it)."""
         minutes = self.ttl / 60
-        amount = f"{minutes:g} minutes" if minutes >= 1 else f"{self.ttl:g} seconds"
+        if minutes >= 1:
+            amount = f"{minutes:g} minute{'' if minutes == 1 else 's'}"
+        else:
+            amount = f"{self.ttl:g} second{'' if self.ttl == 1 else 's'}"
         return f"handles are kept in memory for {amount} after their last use"
