@@ -13,10 +13,10 @@ import pytest
 
 pytest.importorskip("a2a")
 
-from sansio_mcp.a2a import BridgeConfig, parse_config  # noqa: E402
-from sansio_mcp.runtime import TransportBackend  # noqa: E402
-from sansio_mcp.runtime.a2a import A2ABridge  # noqa: E402
-from sansio_mcp_cli.main import backend_named  # noqa: E402
+from sansio_mcp.a2a import BridgeConfig, parse_config
+from sansio_mcp.runtime import TransportBackend
+from sansio_mcp.runtime.a2a import A2ABridge
+from sansio_mcp_cli.main import backend_named
 
 BACKENDS = ("trio", "asyncio")
 AGENT_MODULE = "sansio_mcp_testing.a2a_agent"

@@ -148,7 +148,6 @@ def test_every_state_and_error(backend: TransportBackend, agent_url: str, era: s
             assert failed["structuredContent"]["a2aErrorCode"] == code
             assert str(code) in text_of(failed)[0]
 
-
     run(backend, agent_url, era, body, max_wait=0.5, poll_interval=0.05)
 
 

@@ -30,8 +30,18 @@ def bridge_command(config: dict[str, Any], tmp_path: Path, backend: str) -> Iter
     path = tmp_path / "agents.json"
     path.write_text(json.dumps(config))
     process = subprocess.Popen(
-        [sys.executable, "-m", "sansio_mcp_cli", "a2a-bridge", "--config", str(path)]
-        + ["--port", "0", "--backend", backend],
+        [
+            sys.executable,
+            "-m",
+            "sansio_mcp_cli",
+            "a2a-bridge",
+            "--config",
+            str(path),
+            "--port",
+            "0",
+            "--backend",
+            backend,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -101,7 +111,10 @@ def test_sdk_client(agent_url: str, tmp_path: Path, backend: str, mode: str) -> 
                 assert envelope["a2aState"] == "TASK_STATE_COMPLETED"
                 two = await client.call_tool("a2a_send_message", {"text": "ask2: pair"})
                 assert sdk_text(two)[-1] == "pair: a1, a2"
-                assert asked == ["What value should I use for pair?", "And a second value for pair?"]
+                assert asked == [
+                    "What value should I use for pair?",
+                    "And a second value for pair?",
+                ]
                 error = await client.call_tool("a2a_send_message", {"text": "error:-32005"})
                 assert error.is_error is True
                 assert (error.structured_content or {})["a2aErrorCode"] == -32005

@@ -21,9 +21,7 @@ class Clock:
         return self.now
 
 
-def call(
-    backend: TransportBackend, config: Any, body: Any, **options: Any
-) -> Any:
+def call(backend: TransportBackend, config: Any, body: Any, **options: Any) -> Any:
     async def main() -> Any:
         async def use(url: str, bridge: A2ABridge) -> Any:
             async with backend.fail_after(60):
