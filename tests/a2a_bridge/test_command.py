@@ -22,6 +22,8 @@ from .conftest import BACKENDS
 
 BUDGET = 60
 
+pytestmark = pytest.mark.interop
+
 
 @contextmanager
 def bridge_command(config: dict[str, Any], tmp_path: Path, backend: str) -> Iterator[str]:

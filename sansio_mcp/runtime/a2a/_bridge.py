@@ -130,7 +130,6 @@ class A2ABridge:
             instructions="A2A v1.0 agents, reached through four tools: "
             + ", ".join(aliases)
             + ". Start with a2a_discover to read an agent's card.",
-            logging=False,
         )
         retention = self.tasks.describe_retention()
         one = len(aliases) == 1
