@@ -29,7 +29,7 @@ import trio
 # Run from a checkout without installing: make the project importable.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sansio_mcp import ToolResult
+from sansio_mcp import ErrorCode, MCPError, ToolResult
 from sansio_mcp.runtime import Context, Server
 from trio_adapters.http_server import serve_http
 
@@ -485,6 +485,85 @@ def build_server() -> Server:
             return "No supported capabilities declared"
         answers = await ctx.request_many(requests)
         return f"capabilities-ok: received {','.join(answers)}"
+
+    # Tools: the tasks extension (SEP-2663) ---------------------------------------------
+
+    @server.tool(
+        input_schema={
+            "type": "object",
+            "properties": {"name": {"type": "string"}},
+            "required": ["name"],
+        }
+    )
+    def greet(name: str) -> str:
+        """Sync-only: greets at once, never as a task."""
+        return f"Hello, {name}!"
+
+    @server.tool(
+        task="optional",
+        input_schema={
+            "type": "object",
+            "properties": {"seconds": {"type": "number"}, "label": {"type": "string"}},
+            "required": ["seconds"],
+        },
+    )
+    async def slow_compute(ctx: Context, seconds: float, label: str = "") -> str:
+        """Task-capable: sleeps ``seconds``, then answers."""
+        await ctx.sleep(seconds)
+        return f"Computed {label or 'result'} after {seconds} s"
+
+    @server.tool(task="required", input_schema=NO_ARGUMENTS)
+    async def failing_job(ctx: Context) -> str:
+        """Task-required: fails as a tool (isError) after about a second."""
+        await ctx.sleep(1.0)
+        raise RuntimeError("the job failed")
+
+    @server.tool(task="optional", input_schema=NO_ARGUMENTS)
+    async def protocol_error_job(ctx: Context) -> str:
+        """Task-capable: ends in a protocol error (the task fails)."""
+        await ctx.sleep(0.1)
+        raise MCPError(ErrorCode.INTERNAL_ERROR, "the job broke down")
+
+    @server.tool(
+        task="optional",
+        input_schema={
+            "type": "object",
+            "properties": {"filename": {"type": "string"}},
+            "required": ["filename"],
+        },
+    )
+    async def confirm_delete(ctx: Context, filename: str) -> str:
+        """Task-capable: asks for a confirmation inside the task, then answers."""
+        await ctx.become_task()
+        result = await ctx.elicit(
+            f"Delete {filename}?",
+            {"type": "object", "properties": {"confirm": {"type": "boolean"}}},
+            key="confirm",
+        )
+        confirmed = (result.get("content") or {}).get("confirm") is True
+        return f"{filename}: {'deleted' if confirmed else 'kept'}"
+
+    @server.tool(task="optional", input_schema=NO_ARGUMENTS)
+    async def multi_input(ctx: Context) -> str:
+        """Task-capable: asks two things at once inside the task."""
+        await ctx.become_task()
+        answers = await ctx.request_many(
+            {
+                key: {
+                    "method": "elicitation/create",
+                    "params": {"message": f"{key}?", "requestedSchema": _string_schema("name")},
+                }
+                for key in ("first", "second")
+            }
+        )
+        return ", ".join(_field(answers[key], "name") for key in ("first", "second"))
+
+    @server.tool(task="required", input_schema=NO_ARGUMENTS)
+    async def test_tool_with_task(ctx: Context) -> str:
+        """MRTR, then a task: the name is gathered before the task exists."""
+        result = await ctx.elicit("What is your name?", _string_schema("name"), key="user_name")
+        await ctx.sleep(0.2)
+        return f"Hello, {_field(result, 'name')}!"
 
     # Resources ---------------------------------------------------------------------------
 
