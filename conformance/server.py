@@ -4,6 +4,7 @@ built on sansio-mcp and served over Streamable HTTP at ``/mcp``.
 
     python conformance/server.py --port 8123
     python conformance/server.py --port 0      # prints the chosen port
+    python conformance/server.py --backend asyncio
 
 One server answers both eras on the same endpoint: the handshake revisions
 (``initialize``, ``Mcp-Session-Id``) and the stateless 2026-07-28 revision
@@ -24,14 +25,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import trio
-
 # Run from a checkout without installing: make the project importable.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sansio_mcp import ErrorCode, MCPError, ToolResult
 from sansio_mcp.runtime import Context, Server
-from trio_adapters.http_server import serve_http
+from sansio_mcp.runtime._backend import TransportBackend
 
 __all__ = ["build_server", "main"]
 
@@ -672,22 +671,28 @@ def build_server() -> Server:
     return server
 
 
-async def _serve(host: str, port: int) -> None:
-    server = build_server()
-    async with trio.open_nursery() as nursery:
-        bound = await nursery.start(functools.partial(serve_http, server, host=host, port=port))
-        print(f"conformance server listening on http://{host}:{bound}/mcp", flush=True)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1", help="loopback address to bind")
     parser.add_argument(
         "--port", type=int, default=0, help="port (0: pick a free one and print it)"
     )
+    parser.add_argument(
+        "--backend", choices=("trio", "asyncio"), default="trio", help="event loop to serve on"
+    )
     args = parser.parse_args(argv)
+    backend: TransportBackend
+    if args.backend == "asyncio":
+        from asyncio_adapters import BACKEND as backend
+    else:
+        from trio_adapters import BACKEND as backend
+
+    def bound(port: int) -> None:
+        print(f"conformance server listening on http://{args.host}:{port}/mcp", flush=True)
+
+    serve = functools.partial(backend.serve, on_bound=bound)
     try:
-        trio.run(_serve, args.host, args.port)
+        backend.run(serve, build_server(), "http", args.host, args.port)
     except KeyboardInterrupt:
         pass
 
