@@ -186,16 +186,16 @@ class TaskRecord:
         if not requests:
             raise ValueError("ask for at least one input")
         keys: dict[str, str] = {}
-        for key, request in requests.items():
+        for key in requests:
             wire, n = key, 1
-            while wire in self.used_keys:
+            while wire in self.used_keys or wire in keys:
                 n += 1
                 wire = f"{key}-{n}"
-            self.used_keys.add(wire)
             keys[wire] = key
-            self.pending[wire] = request
-        self.answers = {}
         self.apply(TaskTrigger.ASKED, now)
+        self.used_keys.update(keys)
+        self.pending = {wire: requests[key] for wire, key in keys.items()}
+        self.answers = {}
         return keys
 
     def answer(self, responses: Mapping[str, Any], now: float) -> dict[str, Any]:
@@ -218,16 +218,16 @@ class TaskRecord:
         """The tool returned ``result`` (tool errors included); False if already over."""
         if self.terminal:
             return False
-        self.result = result
         self.apply(TaskTrigger.RETURNED, now)
+        self.result = result
         return True
 
     def fail(self, error: MCPError, now: float) -> bool:
         """The tool raised a protocol error; False if already over."""
         if self.terminal:
             return False
-        self.error = error.to_dict()
         self.apply(TaskTrigger.RAISED, now)
+        self.error = error.to_dict()
         return True
 
     def cancel(self, now: float) -> bool:
