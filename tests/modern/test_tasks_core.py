@@ -147,9 +147,7 @@ def test_updates_ignore_unknown_and_answered_keys_and_wait_for_every_key() -> No
 
 
 @pytest.mark.parametrize("status", list(TaskStatus))
-def test_wire_shapes_validate_against_the_extension_schema(
-    ext: Schema, status: TaskStatus
-) -> None:
+def test_wire_shapes_validate_against_the_extension_schema(ext: Schema, status: TaskStatus) -> None:
     record = _record(status)
     ext.validate("CreateTaskResult", _record(TaskStatus.WORKING).create_result())
     ext.validate("GetTaskResult", record.get_result())
@@ -222,7 +220,9 @@ def test_runs_as_task(support: str | None, declared: bool, modern: bool) -> None
             runs_as_task(support, caps, modern=modern)
         assert caught.value.data == {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
         return
-    assert runs_as_task(support, caps, modern=modern) is (support is not None and declared and modern)
+    assert runs_as_task(support, caps, modern=modern) is (
+        support is not None and declared and modern
+    )
 
 
 # The session's gates -------------------------------------------------------------------

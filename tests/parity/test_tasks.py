@@ -189,9 +189,7 @@ def test_without_the_extension_the_call_is_answered_at_once(port: int) -> None:
     assert plain["resultType"] == "complete" and "taskId" not in plain
     refused = post(port, "tools/call", {"name": "gather_then_work", "arguments": {}}, caps={})
     assert refused["error"]["code"] == -32021
-    assert refused["error"]["data"]["requiredCapabilities"] == {
-        "extensions": {TASKS_EXTENSION: {}}
-    }
+    assert refused["error"]["data"]["requiredCapabilities"] == {"extensions": {TASKS_EXTENSION: {}}}
 
 
 def test_input_inside_a_task_goes_through_tasks_update(port: int, ext: Schema) -> None:
