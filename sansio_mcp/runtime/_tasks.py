@@ -145,6 +145,9 @@ class TaskRunner:
         ttl_ms: int | None = 300_000,
         poll_interval_ms: int | None = 500,
     ) -> None:
+        if ttl_ms is not None and poll_interval_ms is not None and poll_interval_ms > ttl_ms:
+            # A client polling this slowly could find a finished task already forgotten.
+            raise ValueError("poll_interval_ms must not exceed ttl_ms")
         self.store: TaskStore = store if store is not None else TaskTable()
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms

@@ -17,10 +17,12 @@ from sansio_mcp import ErrorCode, MCPError
 from sansio_mcp._http_headers import request_headers
 from sansio_mcp._tasks import TASKS_EXTENSION
 from sansio_mcp._versions import META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION
-from sansio_mcp.runtime import Context, Server
+from sansio_mcp.runtime import ClientAPI, Context, Server
+from sansio_mcp.runtime._client import ClientHandlers
+from sansio_mcp.runtime._task_client import TaskCancelled, ToolTask
 from sansio_mcp_testing.schemas import OfficialSchema, find_schema, missing_schema_message
 
-from .harness import BACKEND_NAMES, POST_HEADERS, serving
+from .harness import BACKEND_NAMES, BACKENDS, POST_HEADERS, run, serving, url_for
 
 MODERN = "2026-07-28"
 TASKS = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
@@ -161,7 +163,9 @@ def probe() -> Probe:
 
 @pytest.fixture
 def port(backend: str, probe: Probe) -> Iterator[int]:
-    with serving(backend, "http", task_server(probe, task_ttl_ms=400)) as bound:
+    with serving(
+        backend, "http", task_server(probe, task_ttl_ms=400, task_poll_interval_ms=100)
+    ) as bound:
         yield bound
 
 
@@ -298,3 +302,71 @@ def test_status_changes_reach_a_listen_stream(port: int) -> None:
     pushed = next(m for m in seen if m.get("method") == "notifications/tasks")["params"]
     assert pushed["taskId"] == task_id and pushed["status"] == "completed"
     assert pushed["result"]["content"][0]["text"] == "waited 0.3"
+
+
+# The client API ------------------------------------------------------------------------
+
+
+def _client_run(backend: str, port: int, body: Callable[..., Any], **handlers: Any) -> Any:
+    async def main() -> Any:
+        api = BACKENDS[backend]
+        async with api.connect(
+            [], url_for("http", port), "http", mode="modern", handlers=ClientHandlers(**handlers)
+        ) as client:
+            return await body(client)
+
+    return run(backend, main)
+
+
+def _elicit_name(params: dict[str, Any]) -> dict[str, Any]:
+    return {"action": "accept", "content": {"name": f"<{params['message']}>"}}
+
+
+def test_call_tool_follows_a_task_and_answers_its_input(backend: str, port: int) -> None:
+    statuses: list[str] = []
+
+    async def body(client: ClientAPI) -> dict[str, Any]:
+        return await client.call_tool(
+            "ask_two", {}, on_status=lambda t: statuses.append(t["status"])
+        )
+
+    outcome = _client_run(backend, port, body, elicitation=_elicit_name, tasks=True)
+    assert outcome["content"][0]["text"] == "<first> <second> <once more>"
+    assert statuses[0] == "working" and statuses[-1] == "completed"
+    assert "input_required" in statuses
+
+
+def test_task_handle_polls_and_cancels(backend: str, port: int, probe: Probe) -> None:
+    async def body(client: ClientAPI) -> tuple[str, str, str]:
+        handle = await client.call_tool("wait", {"seconds": 30}, task=True)
+        assert isinstance(handle, ToolTask) and handle.poll_interval == 0.1
+        first = (await handle.refresh())["status"]
+        await handle.cancel()
+        with pytest.raises(TaskCancelled):
+            await handle.result()
+        quick = await client.call_tool("wait", {"seconds": 0.05}, task=True)
+        text = (await quick.result())["content"][0]["text"]
+        return first, handle.status, text
+
+    first, final, text = _client_run(backend, port, body, tasks=True)
+    assert (first, final, text) == ("working", "cancelled", "waited 0.05")
+    assert probe.cancelled.wait(5)
+
+
+def test_task_failures_raise_and_required_tools_need_the_extension(backend: str, port: int) -> None:
+    async def with_tasks(client: ClientAPI) -> None:
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("broken", {})
+        assert caught.value.code == -32603 and caught.value.message == "broken on purpose"
+
+    _client_run(backend, port, with_tasks, tasks=True)
+
+    async def without(client: ClientAPI) -> dict[str, Any]:
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("gather_then_work", {})
+        assert caught.value.code == -32021
+        handle = await client.call_tool("wait", {"seconds": 0}, task=True)
+        assert handle.done and handle.task_id == ""  # answered at once: no task
+        return await handle.result()
+
+    assert _client_run(backend, port, without)["content"][0]["text"] == "waited 0"
