@@ -23,8 +23,8 @@ from .._jsonrpc import RequestId
 from .._modern import listen_filter
 from .._params import LOG_LEVELS
 from .._tasks import TASKS_EXTENSION
-from ._backend import Backend
 from ._driver import Driver, ProgressCallback, SubscriptionSink
+from ._primitives import Sleeper
 from ._task_client import StatusCallback, ToolTask
 
 __all__ = [
@@ -156,7 +156,9 @@ class ClientHost(Protocol):
     """What a client runs on: a session host (:class:`~sansio_mcp.runtime._host.HostBase`)."""
 
     driver: Driver
-    backend: Backend
+
+    @property
+    def backend(self) -> Sleeper: ...
 
     async def request(
         self,

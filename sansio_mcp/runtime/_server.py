@@ -47,8 +47,8 @@ from .._schema import (
 from .._server_session import ServerSession
 from .._tasks import TASK_METHODS, TASK_SUPPORT, TASKS_EXTENSION, runs_as_task
 from .._versions import ALL_REVISIONS, MRTR_METHODS
-from ._backend import Cancellable, Signal
 from ._driver import respond_with_failure, respond_with_result
+from ._primitives import Cancellable, Signal
 from ._tasks import RunningTask, TaskRunner, TaskStore
 
 __all__ = ["Context", "Server", "answer_request"]

@@ -23,7 +23,7 @@ from .._errors import InternalError, InvalidParams, MCPError, failure_text
 from .._modern import missing_capability_error, missing_input_capabilities
 from .._registry import HandlerCall, SessionHub
 from .._tasks import TaskRecord, TaskStatus, TaskTable
-from ._backend import Cancellable, Signal
+from ._primitives import Cancellable, Signal
 
 __all__ = ["TaskContext", "TaskStore", "TaskRunner", "RunningTask"]
 
