@@ -5,13 +5,14 @@
     python conformance/run.py --out DIR       # keep results in DIR
     python conformance/run.py --side server --run 2026-07-28
     python conformance/run.py --markdown table.md
+    python conformance/run.py --side server --scenario tasks-lifecycle --backend asyncio
 
 Server side: starts ``conformance/server.py`` on a free loopback
 port and runs ``conformance server`` against it for the 2025-11-25 and
 2026-07-28 requirement sets and the ``all`` suite.  Client side: runs
 ``conformance client`` with ``conformance/client.py`` for the same
 three selections.  Every run uses the expected-failures baseline
-``conformance/baseline.yml`` (authorization and the tasks extension only).
+``conformance/baseline.yml`` (authorization only).
 
 The suite is ``@modelcontextprotocol/conformance@0.2.0-alpha.12`` from
 ``node_modules`` (``npm ci``), run with the Node 22 of ``node_modules/.bin/node``.
@@ -59,16 +60,21 @@ class Run:
 
     side: str  # "server" | "client"
     label: str  # "2025-11-25" | "2026-07-28" | "all"
+    #: One scenario only (of the ``all`` suite), instead of the whole selection.
+    scenario: str | None = None
 
     @property
     def selection(self) -> list[str]:
+        if self.scenario is not None:
+            return ["--scenario", self.scenario]
         if self.label == "all":
             return ["--suite", "all"]
         return ["--requirements", self.label]
 
     @property
     def name(self) -> str:
-        return f"{self.side}-{self.label}"
+        suffix = f"-{self.scenario.replace('/', '_')}" if self.scenario else ""
+        return f"{self.side}-{self.label}{suffix}"
 
 
 #: The selections: the two requirement sets, and every scenario of the suite.
@@ -181,11 +187,21 @@ def missing_prerequisites() -> str | None:
 
 
 @contextmanager
-def fixture_server(log_path: Path) -> Iterator[str]:
-    """Run the conformance fixture server on a free loopback port; yields its URL."""
+def fixture_server(log_path: Path, backend: str = "trio") -> Iterator[str]:
+    """Run the conformance fixture server on a free loopback port, on ``backend``
+    (trio or asyncio); yields its URL."""
     log = log_path.open("w", encoding="utf-8")
     process = subprocess.Popen(
-        [sys.executable, str(SERVER_SCRIPT), "--host", "127.0.0.1", "--port", "0"],
+        [
+            sys.executable,
+            str(SERVER_SCRIPT),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--backend",
+            backend,
+        ],
         stdout=subprocess.PIPE,
         stderr=log,
         text=True,
@@ -351,13 +367,14 @@ def collect_results(
 
 
 def run_all(
-    runs: Sequence[Run], out_root: Path, *, baseline_path: Path = BASELINE
+    runs: Sequence[Run], out_root: Path, *, baseline_path: Path = BASELINE, backend: str = "trio"
 ) -> list[RunResult]:
-    """Run ``runs``, starting (and stopping) the fixture server for the server side."""
+    """Run ``runs``, starting (and stopping) the fixture server (on ``backend``)
+    for the server side."""
     results: list[RunResult] = []
     server_runs = [r for r in runs if r.side == "server"]
     if server_runs:
-        with fixture_server(out_root / "fixture-server.log") as url:
+        with fixture_server(out_root / "fixture-server.log", backend) as url:
             for run in server_runs:
                 results.append(
                     run_suite(run, out_root, server_url=url, baseline_path=baseline_path)
@@ -440,6 +457,17 @@ def main(argv: list[str] | None = None) -> int:
         choices=LABELS,
         help="selection to run (repeatable; default: all three)",
     )
+    parser.add_argument(
+        "--scenario",
+        action="append",
+        help="run only this scenario (repeatable; one suite invocation each, label 'all')",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("trio", "asyncio"),
+        default="trio",
+        help="event loop of the fixture server (server side)",
+    )
     parser.add_argument("--baseline", type=Path, default=BASELINE)
     parser.add_argument("--markdown", type=Path, help="also write the result table here")
     parser.add_argument("--json", type=Path, help="also write a JSON summary here")
@@ -451,9 +479,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     labels = args.run or list(LABELS)
     runs = [r for r in RUNS if args.side in (r.side, "both") and r.label in labels]
+    if args.scenario:
+        sides = ("server", "client") if args.side == "both" else (args.side,)
+        runs = [Run(side, "all", name) for side in sides for name in args.scenario]
     out_root = args.out or Path(tempfile.mkdtemp(prefix="mcp-conformance-"))
     out_root.mkdir(parents=True, exist_ok=True)
-    results = run_all(runs, out_root, baseline_path=args.baseline)
+    results = run_all(runs, out_root, baseline_path=args.baseline, backend=args.backend)
 
     table = markdown_table(results)
     (out_root / "results.md").write_text(table, encoding="utf-8")

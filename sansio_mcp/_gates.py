@@ -11,6 +11,7 @@ from typing import Any
 from ._errors import ErrorCode, LocalProtocolError, MCPError, RemoteProtocolError
 from ._params import check_params
 from ._state import Role
+from ._tasks import TASK_METHODS, declares_tasks
 from ._versions import (
     CLIENT_NOTIFICATION_GATES,
     CLIENT_REQUEST_GATES,
@@ -18,6 +19,7 @@ from ._versions import (
     REVISIONS,
     SERVER_NOTIFICATION_GATES,
     SERVER_REQUEST_GATES,
+    Era,
     Revision,
 )
 
@@ -175,13 +177,19 @@ class RoleGates:
             raise LocalProtocolError(
                 f"cannot send {method!r} before the session is initialized (only ping is allowed)"
             )
-        if method not in self.own_requests(revision):
+        # The tasks extension's requests, to a stateless server that offers it.
+        extension = (
+            method in TASK_METHODS
+            and revision.era is Era.MODERN
+            and declares_tasks(peer_capabilities)
+        )
+        if not extension and method not in self.own_requests(revision):
             if experimental:
                 return
             raise LocalProtocolError(
                 f"{method!r} is not a {self.role.value} request in revision {revision.name}"
             )
-        gate = self.outgoing_request_gates.get(method)
+        gate = None if extension else self.outgoing_request_gates.get(method)
         if gate and (method != "completion/complete" or revision.completion_gated):
             if not has_capability(peer_capabilities, gate):
                 raise LocalProtocolError(

@@ -10,6 +10,7 @@ from typing import Any
 from ._errors import ErrorCode, MCPError, MissingRequiredClientCapability
 from ._events import RequestMeta
 from ._params import LOG_LEVELS
+from ._tasks import declares_tasks
 from ._versions import (
     CACHEABLE_METHODS,
     INPUT_REQUEST_CAPABILITIES,
@@ -202,6 +203,9 @@ def honoured_filter(requested: dict[str, Any], capabilities: dict[str, Any]) -> 
     ):
         if requested.get(flag) is True and (capabilities.get(kind) or {}).get("listChanged"):
             honoured[flag] = True
+    task_ids = requested.get("taskIds")
+    if isinstance(task_ids, list) and declares_tasks(capabilities):
+        honoured["taskIds"] = [t for t in task_ids if isinstance(t, str)]
     uris = requested.get("resourceSubscriptions")
     if isinstance(uris, list) and uris and (capabilities.get("resources") or {}).get("subscribe"):
         honoured["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)]
