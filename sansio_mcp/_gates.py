@@ -11,7 +11,7 @@ from typing import Any
 from ._errors import ErrorCode, LocalProtocolError, MCPError, RemoteProtocolError
 from ._params import check_params
 from ._state import Role
-from ._tasks import TASK_METHODS, declares_tasks
+from ._tasks import TASK_METHODS, declares_tasks, tasks_capability_error
 from ._versions import (
     CLIENT_NOTIFICATION_GATES,
     CLIENT_REQUEST_GATES,
@@ -137,6 +137,12 @@ class RoleGates:
             if method == "initialize" and self.role is Role.CLIENT:
                 raise MCPError(ErrorCode.METHOD_NOT_FOUND, "clients do not serve initialize")
             return
+        if self.role is Role.SERVER and method in TASK_METHODS and declares_tasks(capabilities):
+            # A server offering the tasks extension: its tasks/* exist only for 2026-07-28
+            # requests, whose _meta can declare it; a handshake session cannot.
+            raise tasks_capability_error(
+                f"{method} belongs to the tasks extension, served on 2026-07-28 requests only"
+            )
         if method not in self.peer_requests(revision):
             raise MCPError(ErrorCode.METHOD_NOT_FOUND, f"method not found: {method!r}")
         gate = self.incoming_request_gates.get(method)

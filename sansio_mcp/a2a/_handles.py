@@ -63,6 +63,10 @@ class HandleTable(Generic[T]):
     def __len__(self) -> int:
         return len(self._values)
 
+    def live(self) -> list[T]:
+        """The values with a handle, in the order their handles were made."""
+        return [value for value, _ in self._values.values()]
+
     def mint(self, value: T, now: float) -> str:
         """The handle of ``value`` (a new one, or its live one, whose TTL restarts)."""
         self.sweep(now)

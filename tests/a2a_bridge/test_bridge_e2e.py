@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from sansio_mcp import MCPError
 from sansio_mcp.a2a import META_KEY
 from sansio_mcp.runtime import ClientAPI, ClientHandlers, TransportBackend
 from sansio_mcp.runtime.a2a import A2ABridge
@@ -266,13 +265,3 @@ def test_input_required_by_handle(backend: TransportBackend, agent_url: str, era
             assert wrong["structuredContent"]["error"] == "unknown_handle"
 
     run(backend, agent_url, era, body, max_wait=0.5, poll_interval=0.05)
-
-
-@pytest.mark.parametrize("era", ERAS)
-def test_tasks_methods_refused(backend: TransportBackend, agent_url: str, era: str) -> None:
-    async def body(client: ClientAPI, bridge: A2ABridge) -> None:
-        with pytest.raises(MCPError) as caught:
-            await client.request("tasks/get", {"taskId": "tk_x"})
-        assert caught.value.code == -32021
-
-    run(backend, agent_url, era, body)

@@ -75,7 +75,7 @@ def test_agent_killed_mid_task(backend: TransportBackend) -> None:
                 group.start_soon(kill_soon)
                 result = await client.call_tool("a2a_send_message", {"text": "slow: 8000"})
             assert result["isError"] is True
-            assert result["structuredContent"]["error"] == "agent_unreachable"
+            assert result["structuredContent"]["error"] == "agent_unreachable", result
             assert "'fixture'" in result["content"][0]["text"]
             # Nothing listens there now: refused at once, the same kind of failure.
             again = await client.call_tool("a2a_discover", {})

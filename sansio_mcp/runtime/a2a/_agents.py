@@ -8,6 +8,7 @@ translation of :mod:`sansio_mcp.a2a`.
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -136,33 +137,31 @@ class AgentLink:
         assert self._rpc is not None
         return self._rpc
 
+    def _failure(self, exc: Exception) -> Exception:
+        """What an a2a-sdk client exception means here."""
+        from a2a.utils.errors import JSON_RPC_ERROR_CODE_MAP, A2AError
+
+        # The SDK's client errors are A2AErrors too: a transport failure is told first.
+        if isinstance(exc.__cause__, httpx.TransportError):
+            return AgentUnreachable(f"agent {self.alias!r} could not be reached: {exc.__cause__}")
+        code = JSON_RPC_ERROR_CODE_MAP.get(type(exc)) if isinstance(exc, A2AError) else None
+        if code is not None and -32009 <= code <= -32001:
+            return A2ACallError(code, getattr(exc, "message", str(exc)))
+        if code is not None:
+            return AgentFailure(f"agent {self.alias!r} answered error {code}: {exc}")
+        return AgentFailure(f"agent {self.alias!r}: {exc}")
+
     async def _call(self, method: str, request: Any) -> Any:
         from a2a.client.errors import A2AClientError
-        from a2a.utils.errors import JSON_RPC_ERROR_CODE_MAP, A2AError
+        from a2a.utils.errors import A2AError
 
         rpc = await self._client()
         try:
             return await getattr(rpc, method)(request)
-        except A2AError as exc:
-            code = JSON_RPC_ERROR_CODE_MAP.get(type(exc))
-            if code is not None and -32009 <= code <= -32001:
-                raise A2ACallError(code, exc.message) from None
-            raise AgentFailure(
-                f"agent {self.alias!r} answered error {code}: {exc.message}"
-            ) from None
-        except A2AClientError as exc:
-            if isinstance(exc.__cause__, httpx.TransportError):
-                raise AgentUnreachable(
-                    f"agent {self.alias!r} could not be reached: {exc.__cause__}"
-                ) from None
-            raise AgentFailure(f"agent {self.alias!r}: {exc}") from None
+        except (A2AError, A2AClientError) as exc:
+            raise self._failure(exc) from None
 
-    async def send_message(
-        self, text: str, *, context_id: str | None, task_id: str | None
-    ) -> tuple[str, dict[str, Any]]:
-        """Send ``text``; ``("message" | "task", value)``.  The agent answers as soon as
-        it has a task (``returnImmediately``): the bridge follows it with GetTask, so
-        that its own time limit, not the agent's, bounds the wait."""
+    def _request(self, text: str, context_id: str | None, task_id: str | None) -> Any:
         from a2a.types import Message, Part, Role, SendMessageConfiguration, SendMessageRequest
 
         message = Message(
@@ -172,10 +171,56 @@ class AgentLink:
             context_id=context_id or "",
             task_id=task_id or "",
         )
-        request = SendMessageRequest(
+        return SendMessageRequest(
             message=message, configuration=SendMessageConfiguration(return_immediately=True)
         )
-        response = await self._call("send_message", request)
+
+    async def stream_message(
+        self, text: str, *, context_id: str | None, task_id: str | None
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """Send ``text`` with SendStreamingMessage: ``("message", value)``, or the task
+        as it stands after each event, ``("task", value)``, until the agent ends the
+        stream (at a terminal or interrupted state)."""
+        from a2a.client.errors import A2AClientError
+        from a2a.utils.errors import A2AError
+
+        rpc = await self._client()
+        task: dict[str, Any] | None = None
+        events = rpc.send_message_streaming(self._request(text, context_id, task_id))
+        try:
+            async for event in events:
+                update = _to_dict(event)
+                if "message" in update:
+                    yield "message", update["message"]
+                    return
+                if "task" in update:
+                    task = update["task"]
+                    yield "task", task
+                    continue
+                if task is None:
+                    # An answer on a task that exists streams its updates only: start
+                    # from the task as it stands.
+                    changed = update.get("statusUpdate") or update.get("artifactUpdate") or {}
+                    task = await self.get_task(changed.get("taskId") or task_id or "")
+                if "statusUpdate" in update:
+                    task["status"] = update["statusUpdate"].get("status", {})
+                elif "artifactUpdate" in update:
+                    _merge_artifact(task, update["artifactUpdate"])
+                else:
+                    continue
+                yield "task", task
+        except (A2AError, A2AClientError) as exc:
+            raise self._failure(exc) from None
+        finally:
+            await events.aclose()
+
+    async def send_message(
+        self, text: str, *, context_id: str | None, task_id: str | None
+    ) -> tuple[str, dict[str, Any]]:
+        """Send ``text``; ``("message" | "task", value)``.  The agent answers as soon as
+        it has a task (``returnImmediately``): the bridge follows it with GetTask, so
+        that its own time limit, not the agent's, bounds the wait."""
+        response = await self._call("send_message", self._request(text, context_id, task_id))
         if response.HasField("task"):
             return "task", _to_dict(response.task)
         if response.HasField("message"):
@@ -196,3 +241,19 @@ class AgentLink:
         from a2a.types import CancelTaskRequest
 
         return _to_dict(await self._call("cancel_task", CancelTaskRequest(id=task_id)))
+
+
+def _merge_artifact(task: dict[str, Any], update: dict[str, Any]) -> None:
+    """Apply a TaskArtifactUpdateEvent: a new artifact, a replaced one, or (``append``)
+    more parts for one already there."""
+    artifact = update.get("artifact") or {}
+    artifacts: list[dict[str, Any]] = task.setdefault("artifacts", [])
+    for known in artifacts:
+        if known.get("artifactId") == artifact.get("artifactId"):
+            if update.get("append"):
+                known.setdefault("parts", []).extend(artifact.get("parts", []))
+            else:
+                known.clear()
+                known.update(artifact)
+            return
+    artifacts.append(artifact)

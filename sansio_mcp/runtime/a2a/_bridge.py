@@ -8,18 +8,25 @@ elicitation: a real request on a handshake session, an MRTR ``input_required``
 round on a stateless one (whose input key, ``a2a-answer:<taskHandle>:<round>``,
 tells the re-run handler which task the answer is for).  Other clients get the
 envelope with ``status: "input_required"`` and the ``taskHandle`` to answer with.
+
+A 2026-07-28 call that declared the tasks extension runs as an MCP task instead
+(:meth:`A2ABridge._run_task`): the agent followed by streaming or GetTask, its states
+in the task's ``statusMessage``, its questions as the task's input requests.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import attrs
 import httpx
 
-from ..._errors import MissingRequiredClientCapability
+from ..._errors import InternalError
+from ..._tasks import TASKS_EXTENSION, declares_tasks
 from ...a2a import (
     META_KEY,
     BridgeConfig,
@@ -36,12 +43,11 @@ from ...a2a import (
 )
 from .._backend import Backend
 from .._server import Context, Server
-from ._agents import A2ACallError, AgentFailure, AgentLink
+from ._agents import A2ACallError, AgentFailure, AgentLink, AgentUnreachable
 from ._transport import BackendTransport
 
 __all__ = ["TASKS_EXTENSION", "A2ABridge", "ContextRef", "TaskRef"]
 
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 _ANSWER_KEY = re.compile(r"a2a-answer:(?P<handle>[^:]+):(?P<round>[0-9]{1,6})")
 _ANSWER_SCHEMA_FIELD = "answer"
 
@@ -65,20 +71,6 @@ class _Refused(Exception):
     def __init__(self, result: dict[str, Any]) -> None:
         super().__init__(result["content"][0]["text"])
         self.result = result
-
-
-class _BridgeServer(Server):
-    """A :class:`Server` that answers the tasks extension's methods with -32021: the
-    bridge does not serve the extension (yet), on either route."""
-
-    def begin(self, ctx: Context) -> dict[str, Any] | Awaitable[dict[str, Any]]:
-        if ctx.method.startswith("tasks/"):
-            raise MissingRequiredClientCapability(
-                message=f"{ctx.method} belongs to the tasks extension, which this bridge "
-                "does not serve; call the tools without it",
-                data={"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
-            )
-        return super().begin(ctx)
 
 
 class A2ABridge:
@@ -123,7 +115,7 @@ class A2ABridge:
 
     def _build_server(self) -> Server:
         aliases = sorted(self.links)
-        server = _BridgeServer(
+        server = Server(
             "sansio-mcp-a2a-bridge",
             "0.1.0",
             title="A2A agents as MCP tools",
@@ -179,6 +171,7 @@ class A2ABridge:
                 ["text"],
             ),
             annotations={"openWorldHint": True},
+            task="optional",
         )
         async def a2a_send_message(
             ctx: Context,
@@ -356,6 +349,10 @@ class A2ABridge:
                     )
                 )
             context_id = found.context_id
+        if ctx.stateless and declares_tasks(ctx.client_capabilities):
+            await ctx.become_task()  # the client gets its CreateTaskResult now
+        if ctx.task is not None:
+            return await self._run_task(ctx, link, text, context_id, task_id)
         rounds = 0
         resumed = self._resumed(ctx)
         if resumed is not None:
@@ -379,23 +376,7 @@ class A2ABridge:
             rounds += 1
             result = self._task_result(link, task, notes=notes)
             handle = result["structuredContent"]["taskHandle"]
-            question = message_text((task.get("status") or {}).get("message"))
-            reply = await ctx.elicit(
-                question or "The agent needs more input.",
-                {
-                    "type": "object",
-                    "properties": {
-                        _ANSWER_SCHEMA_FIELD: {
-                            "type": "string",
-                            "title": "Answer",
-                            "description": question or "your answer to the agent",
-                        }
-                    },
-                    "required": [_ANSWER_SCHEMA_FIELD],
-                },
-                key=f"a2a-answer:{handle}:{rounds}",
-            )
-            answer = _accepted(reply)
+            answer = await self._ask(ctx, task, f"a2a-answer:{handle}:{rounds}")
             ref = TaskRef(link.alias, task.get("id", ""), task.get("contextId", ""))
             if answer is None:
                 return await self._declined(link, ref)
@@ -430,22 +411,125 @@ class A2ABridge:
         return self._task_result(link, task, notes=(note,))
 
     async def _follow(
-        self, link: AgentLink, task: dict[str, Any]
+        self,
+        link: AgentLink,
+        task: dict[str, Any],
+        *,
+        limit: float | None = None,
+        on_update: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
     ) -> tuple[dict[str, Any], tuple[str, ...]]:
         """``task`` once it is terminal or interrupted (polled with GetTask), or as it
-        stands after ``max_wait`` seconds."""
-        deadline = self.backend.clock() + self.max_wait
+        stands after ``limit`` seconds (``max_wait`` by default); ``on_update`` sees
+        each state read."""
+        limit = self.max_wait if limit is None else limit
+        deadline = self.backend.clock() + limit
         delay = self.poll_interval
         while state_mapping((task.get("status") or {}).get("state")).active:
+            if on_update is not None:
+                await on_update(task)
             if self.backend.clock() >= deadline:
                 return task, (
-                    f"the agent was still at it after {self.max_wait:g} s; "
+                    f"the agent was still at it after {limit:g} s; "
                     "follow the task with a2a_get_task",
                 )
             await self.backend.sleep(delay)
             delay = min(delay * 2, 1.0)
             task = await link.get_task(task.get("id", ""))
         return task, ()
+
+    # The tasks extension ----------------------------------------------------------
+
+    async def _run_task(
+        self,
+        ctx: Context,
+        link: AgentLink,
+        text: str,
+        context_id: str | None,
+        task_id: str | None,
+    ) -> dict[str, Any]:
+        """``a2a_send_message`` running as an MCP task (the client declared the tasks
+        extension; its ``CreateTaskResult`` is out).  The agent is followed with
+        SendStreamingMessage when its card declares streaming, else with GetTask; its
+        states become the task's ``statusMessage``, INPUT_REQUIRED parks the task on a
+        form elicitation (``tasks/update`` answers it), and the final envelope is the
+        task's result.  ``tasks/cancel`` cancels the A2A task too; an agent that can no
+        longer be reached fails the task, the A2A code in ``error.data``."""
+        progress = _StatusReporter(ctx)
+        rounds = 0
+        try:
+            while True:
+                kind, value = await self._first_answer(link, text, context_id, task_id, progress)
+                if kind == "message":
+                    return message_result(
+                        value, context_handle=self._context_handle(link, value.get("contextId"))
+                    )
+                try:
+                    task, _ = await self._follow(link, value, limit=math.inf, on_update=progress)
+                except (AgentUnreachable, A2ACallError) as exc:
+                    raise _lost(link, exc) from None
+                state = state_mapping((task.get("status") or {}).get("state"))
+                if state.a2a_state != "TASK_STATE_INPUT_REQUIRED" or (
+                    "elicitation" not in ctx.client_capabilities
+                ):
+                    return self._task_result(link, task)
+                rounds += 1
+                handle = self._task_result(link, task)["structuredContent"]["taskHandle"]
+                answer = await self._ask(ctx, task, f"a2a-answer:{handle}:{rounds}")
+                task_id, context_id = task.get("id", ""), task.get("contextId", "")
+                if answer is None:
+                    return await self._declined(link, TaskRef(link.alias, task_id, context_id))
+                text = answer
+        except BaseException as exc:
+            if not isinstance(exc, Exception) and progress.task_id:
+                # Cancelled (tasks/cancel): the agent's task goes too, from a task of its
+                # own, as this one may not wait any more.
+                ctx.start_background(partial(_cancel_quietly, link, progress.task_id))
+            raise
+
+    async def _first_answer(
+        self,
+        link: AgentLink,
+        text: str,
+        context_id: str | None,
+        task_id: str | None,
+        progress: _StatusReporter,
+    ) -> tuple[str, dict[str, Any]]:
+        """The agent's answer to ``text``: a message, or its task once the stream ended
+        (streaming agents) or as first returned (the others: GetTask follows)."""
+        if not link.streaming:
+            return await link.send_message(text, context_id=context_id, task_id=task_id)
+        last: tuple[str, dict[str, Any]] | None = None
+        async for kind, value in link.stream_message(text, context_id=context_id, task_id=task_id):
+            last = kind, value
+            if kind == "task":
+                await progress(value)
+        if last is None:
+            raise AgentFailure(f"agent {link.alias!r} ended its stream without an answer")
+        if last[0] == "task":
+            # The stream showed the way; the task as the agent keeps it is the result.
+            return "task", await link.get_task(last[1].get("id", ""))
+        return last
+
+    async def _ask(self, ctx: Context, task: dict[str, Any], key: str) -> str | None:
+        """The user's answer to the agent's question (a form with one string field),
+        or None when they declined."""
+        question = message_text((task.get("status") or {}).get("message"))
+        reply = await ctx.elicit(
+            question or "The agent needs more input.",
+            {
+                "type": "object",
+                "properties": {
+                    _ANSWER_SCHEMA_FIELD: {
+                        "type": "string",
+                        "title": "Answer",
+                        "description": question or "your answer to the agent",
+                    }
+                },
+                "required": [_ANSWER_SCHEMA_FIELD],
+            },
+            key=key,
+        )
+        return _accepted(reply)
 
 
 def _accepted(reply: Any) -> str | None:
@@ -457,3 +541,44 @@ def _accepted(reply: Any) -> str | None:
         return None
     answer = content.get(_ANSWER_SCHEMA_FIELD)
     return answer if isinstance(answer, str) else None
+
+
+class _StatusReporter:
+    """Turns the agent's task states into the MCP task's ``statusMessage`` (each
+    change once)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+        self._last: str | None = None
+        #: The A2A task followed (known from its first state on).
+        self.task_id = ""
+
+    async def __call__(self, task: dict[str, Any]) -> None:
+        self.task_id = task.get("id", "") or self.task_id
+        status = task.get("status") or {}
+        row = state_mapping(status.get("state"))
+        said = message_text(status.get("message"))
+        if row.a2a_state == "TASK_STATE_SUBMITTED":
+            line = "submitted: the agent accepted the task and has not started it"
+        else:
+            line = row.status
+        if said:
+            line += f": {said}"
+        if line != self._last:
+            self._last = line
+            await self._ctx.report_progress(0, None, line)
+
+
+def _lost(link: AgentLink, exc: AgentUnreachable | A2ACallError) -> InternalError:
+    """The MCP task's error when its A2A task can no longer be followed."""
+    data: dict[str, Any] = {"agent": link.alias}
+    if isinstance(exc, A2ACallError):
+        data["a2aErrorCode"] = exc.code
+    return InternalError(message=f"the agent's task can no longer be followed: {exc}", data=data)
+
+
+async def _cancel_quietly(link: AgentLink, task_id: str) -> None:
+    try:
+        await link.cancel_task(task_id)
+    except (AgentFailure, A2ACallError):
+        pass  # gone already, or past cancelling: nothing is left to stop
