@@ -189,3 +189,22 @@ def test_tasks_methods_on_each_route(backend: TransportBackend, agent_url: str) 
         assert answer["error"]["code"] == -32021, answer
 
     run(backend, agent_url, body)
+
+
+@pytest.mark.parametrize("mode", ["streaming", "polling"])
+def test_agent_killed_mid_task(backend: TransportBackend, mode: str) -> None:
+    """The agent dies while its task runs: the MCP task fails, naming the agent."""
+    with running_agent(*(() if mode == "streaming" else ("--no-streaming",))) as (url, process):
+
+        async def body(client: ClientAPI, bridge: A2ABridge, bridge_url: str) -> None:
+            task = await client.call_tool("a2a_send_message", {"text": "slow: 8000"}, task=True)
+            while not (await task.refresh()).get("statusMessage"):
+                await client.sleep(0.05)
+            process.kill()
+            final = await task.wait()
+            assert final["status"] == "failed"
+            assert final["error"]["code"] == -32603
+            assert final["error"]["data"] == {"agent": "fixture"}
+            assert "can no longer be followed" in final["error"]["message"]
+
+        run(backend, url, body)

@@ -458,7 +458,14 @@ class A2ABridge:
         rounds = 0
         try:
             while True:
-                kind, value = await self._first_answer(link, text, context_id, task_id, progress)
+                try:
+                    kind, value = await self._first_answer(
+                        link, text, context_id, task_id, progress
+                    )
+                except (AgentUnreachable, A2ACallError) as exc:
+                    if not progress.task_id:
+                        raise  # no A2A task yet: a tool error, as without the extension
+                    raise _lost(link, exc) from None
                 if kind == "message":
                     return message_result(
                         value, context_handle=self._context_handle(link, value.get("contextId"))
@@ -499,10 +506,18 @@ class A2ABridge:
         if not link.streaming:
             return await link.send_message(text, context_id=context_id, task_id=task_id)
         last: tuple[str, dict[str, Any]] | None = None
-        async for kind, value in link.stream_message(text, context_id=context_id, task_id=task_id):
-            last = kind, value
-            if kind == "task":
-                await progress(value)
+        try:
+            async for kind, value in link.stream_message(
+                text, context_id=context_id, task_id=task_id
+            ):
+                last = kind, value
+                if kind == "task":
+                    await progress(value)
+        except AgentUnreachable:
+            if last is None or last[0] != "task":
+                raise
+            # The stream broke off (or stayed silent past the read limit): GetTask goes
+            # on from here, and fails in turn if the agent is really gone.
         if last is None:
             raise AgentFailure(f"agent {link.alias!r} ended its stream without an answer")
         if last[0] == "task":
