@@ -119,9 +119,9 @@ class A2ABridge:
             "sansio-mcp-a2a-bridge",
             "0.1.0",
             title="A2A agents as MCP tools",
-            instructions="A2A v1.0 agents, reached through four tools: "
-            + ", ".join(aliases)
-            + ". Start with a2a_discover to read an agent's card.",
+            instructions=f"A2A v1.0 agents ({', '.join(aliases)}) as four tools: a2a_discover "
+            "reads an agent's card, a2a_send_message talks to it, a2a_get_task and "
+            "a2a_cancel_task follow and stop its tasks.",
         )
         retention = self.tasks.describe_retention()
         one = len(aliases) == 1
