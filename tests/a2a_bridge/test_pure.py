@@ -218,3 +218,15 @@ def test_task_result_notes_what_it_drops_and_single_data() -> None:
     ]
     assert "a part was left out" in envelope["note"]
     assert [c["text"] for c in result["content"]] == ['{"k":1}', "hi"]
+
+
+def test_state_table_in_the_docs_is_current() -> None:
+    from pathlib import Path
+
+    from sansio_mcp_cli.docs_tables import A2A_BEGIN, A2A_END, render_a2a_states
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "a2a-bridge.md").read_text()
+    start, stop = page.index(A2A_BEGIN), page.index(A2A_END) + len(A2A_END)
+    assert page[start:stop] == render_a2a_states(), (
+        "docs/a2a-bridge.md is stale: paste `python -m sansio_mcp_cli.docs_tables` into it"
+    )
