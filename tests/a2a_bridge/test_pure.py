@@ -230,3 +230,42 @@ def test_state_table_in_the_docs_is_current() -> None:
     assert page[start:stop] == render_a2a_states(), (
         "docs/a2a-bridge.md is stale: paste `python -m sansio_mcp_cli.docs_tables` into it"
     )
+
+
+PARTS = st.one_of(
+    st.builds(lambda t: {"text": t}, st.text(max_size=5)),
+    st.builds(lambda d: {"data": d}, JSON),
+    st.builds(lambda u: {"url": "https://x/" + u}, st.text("abc", min_size=1, max_size=3)),
+    st.builds(lambda b: {"raw": base64.b64encode(b).decode()}, st.binary(max_size=8)),
+    st.just({"kind": "text", "text": "v0.3"}),
+)
+
+
+@given(
+    st.lists(st.lists(PARTS, min_size=1, max_size=4), max_size=3),
+    st.sampled_from(sorted(STATES)),
+)
+def test_task_envelope_properties(artifact_parts: list[list[dict[str, Any]]], state: str) -> None:
+    """Whatever the artifacts: one block per valid part (or a summary when none), a note
+    exactly when something was lost, ``data`` exactly when one data part exists, and the
+    state's row decides ``isError`` and ``status``."""
+    artifacts = [
+        {"artifactId": f"a{i}", "name": f"n{i}", "parts": parts}
+        for i, parts in enumerate(artifact_parts)
+    ]
+    task = {"id": "t", "contextId": "c", "status": {"state": state}, "artifacts": artifacts}
+    result = task_result(task, context_handle=None, task_handle="tk_x")
+    envelope = result["structuredContent"]
+    parts = [p for a in artifacts for p in a["parts"]]
+    valid = [p for p in parts if "kind" not in p]
+    data = [p["data"] for p in valid if "data" in p]
+    assert len(result["content"]) == (len(valid) or 1)
+    assert ("data" in envelope) == (len(data) == 1)
+    if len(data) == 1:
+        assert json.loads(json.dumps(envelope["data"])) == data[0]
+    row = STATES[state]
+    assert result["isError"] is row.is_error
+    assert envelope["status"] == row.status
+    lossy = row.note is not None or len(valid) < len(parts)
+    assert ("note" in envelope) == lossy
+    assert "contextHandle" not in envelope and envelope["taskHandle"] == "tk_x"
