@@ -332,7 +332,7 @@ def test_call_tool_follows_a_task_and_answers_its_input(backend: str, port: int)
 
     outcome = _client_run(backend, port, body, elicitation=_elicit_name, tasks=True)
     assert outcome["content"][0]["text"] == "<first> <second> <once more>"
-    assert statuses[0] == "working" and statuses[-1] == "completed"
+    assert statuses[-1] == "completed"
     assert "input_required" in statuses
 
 
@@ -370,3 +370,20 @@ def test_task_failures_raise_and_required_tools_need_the_extension(backend: str,
         return await handle.result()
 
     assert _client_run(backend, port, without)["content"][0]["text"] == "waited 0"
+
+
+def test_listen_follows_a_task(backend: str, port: int) -> None:
+    async def body(client: ClientAPI) -> list[dict[str, Any]]:
+        handle = await client.call_tool("wait", {"seconds": 0.2}, task=True)
+        pushed: list[dict[str, Any]] = []
+        async with client.listen(task_ids=[handle.task_id]) as subscription:
+            assert subscription.acknowledged_filter == {"taskIds": [handle.task_id]}
+            async for method, params in subscription:
+                assert method == "notifications/tasks"
+                pushed.append(params)
+                if params["status"] == "completed":
+                    break
+        return pushed
+
+    pushed = _client_run(backend, port, body, tasks=True)
+    assert pushed[-1]["result"]["content"][0]["text"] == "waited 0.2"
