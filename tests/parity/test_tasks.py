@@ -100,32 +100,28 @@ def task_server(probe: Probe, **options: Any) -> Server:
     return server
 
 
+def _message(method: str, params: dict[str, Any], caps: dict[str, Any] | None) -> dict[str, Any]:
+    meta = {
+        META_PROTOCOL_VERSION: MODERN,
+        META_CLIENT_CAPABILITIES: TASKS if caps is None else caps,
+        META_CLIENT_INFO: {"name": "tasks-test", "version": "1"},
+    }
+    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
+
+
+def _send(conn: http.client.HTTPConnection, message: dict[str, Any]) -> http.client.HTTPResponse:
+    headers = {**POST_HEADERS, **request_headers(message)}
+    conn.request("POST", "/mcp", body=json.dumps(message).encode(), headers=headers)
+    return conn.getresponse()
+
+
 def post(
     port: int, method: str, params: dict[str, Any], caps: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """One 2026-07-28 request; the JSON-RPC response."""
-    message = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": method,
-        "params": {
-            **params,
-            "_meta": {
-                META_PROTOCOL_VERSION: MODERN,
-                META_CLIENT_CAPABILITIES: TASKS if caps is None else caps,
-                META_CLIENT_INFO: {"name": "tasks-test", "version": "1"},
-            },
-        },
-    }
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
-        conn.request(
-            "POST",
-            "/mcp",
-            body=json.dumps(message).encode(),
-            headers={**POST_HEADERS, **request_headers(message)},
-        )
-        response = conn.getresponse()
+        response = _send(conn, _message(method, params, caps))
         body = response.read().decode()
     finally:
         conn.close()
@@ -266,28 +262,10 @@ def test_input_before_the_task_is_gathered_by_mrtr(port: int) -> None:
 
 def test_status_changes_reach_a_listen_stream(port: int) -> None:
     task_id = result(port, "tools/call", {"name": "wait", "arguments": {"seconds": 0.3}})["taskId"]
-    message = {
-        "jsonrpc": "2.0",
-        "id": 9,
-        "method": "subscriptions/listen",
-        "params": {
-            "notifications": {"taskIds": [task_id]},
-            "_meta": {
-                META_PROTOCOL_VERSION: MODERN,
-                META_CLIENT_CAPABILITIES: TASKS,
-                META_CLIENT_INFO: {"name": "tasks-test", "version": "1"},
-            },
-        },
-    }
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
-        conn.request(
-            "POST",
-            "/mcp",
-            body=json.dumps(message).encode(),
-            headers={**POST_HEADERS, **request_headers(message)},
-        )
-        response = conn.getresponse()
+        listen = {"notifications": {"taskIds": [task_id]}}
+        response = _send(conn, _message("subscriptions/listen", listen, None))
         seen: list[dict[str, Any]] = []
         while not any(m.get("method") == "notifications/tasks" for m in seen):
             line = response.fp.readline().decode()
