@@ -14,12 +14,17 @@ So:
   results; the SDK validated every exchange on the way (and, over HTTP, sent the
   ``Mcp-Name`` header our server checks).
 
+The TypeScript SDK v2 client (``@modelcontextprotocol/client`` 2.4) has no tasks client
+and refuses a ``resultType: "task"`` answer; ``ts_tasks_client.mjs`` checks what it can
+meet: plain results, -32021, and -32602 for an unknown task id on ``tasks/get``.
+
 The SDK is asyncio/anyio based and pytest-trio's trio_mode claims every ``async def``
 test, so the tests are plain functions calling ``anyio.run``.
 """
 
 from __future__ import annotations
 
+import json
 import select
 import subprocess
 import sys
@@ -222,3 +227,36 @@ def test_sdk_client_with_a_tasks_extension(wire: str, request: pytest.FixtureReq
             assert "input_required" in tasks.seen and tasks.asked == ["input-1"]
 
     run_sdk(body)
+
+
+# The TypeScript SDK v2 client --------------------------------------------------------
+
+TS_CLIENT = Path(__file__).resolve().parent / "ts_tasks_client.mjs"
+NODE = REPO / "node_modules" / ".bin" / "node"
+
+
+def test_ts_sdk_client(http_url: str) -> None:
+    """The TS SDK v2 client (no tasks-extension client of its own) against the tasks
+    server: plain results without the extension, -32021 for a task-required tool and for
+    an undeclared tasks/get, -32602 for an unknown task (its Mcp-Name header accepted),
+    and its own refusal of a CreateTaskResult when it declares the extension."""
+    if (
+        not NODE.exists()
+        or not (REPO / "node_modules" / "@modelcontextprotocol" / "client").exists()
+    ):
+        pytest.skip("run `npm ci` for the TypeScript SDK client")
+    done = subprocess.run(
+        [str(NODE), str(TS_CLIENT), http_url],
+        capture_output=True,
+        text=True,
+        timeout=BUDGET,
+        cwd=str(REPO),
+    )
+    assert done.returncode == 0, done.stderr
+    steps = {line["step"]: line for line in map(json.loads, done.stdout.splitlines())}
+    assert steps["version"]["ok"] == MODERN
+    assert steps["long_job"]["ok"] == "long job done: 2 steps in 0.1 s"
+    assert steps["approve_job"]["code"] == -32021
+    assert steps["tasks/get undeclared"]["code"] == -32021
+    assert steps["tasks/get unknown"]["code"] == -32602
+    assert steps["long_job as task"]["code"] == "UNSUPPORTED_RESULT_TYPE"
