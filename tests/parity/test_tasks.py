@@ -365,3 +365,23 @@ def test_listen_follows_a_task(backend: str, port: int) -> None:
 
     pushed = _client_run(backend, port, body, tasks=True)
     assert pushed[-1]["result"]["content"][0]["text"] == "waited 0.2"
+
+
+def test_cancelled_and_stopped_tasks_leave_nothing_running(backend: str, probe: Probe) -> None:
+    server = task_server(probe, task_ttl_ms=60_000, task_poll_interval_ms=100)
+    with serving(backend, "http", server) as bound:
+        cancelled = result(bound, "tools/call", {"name": "wait", "arguments": {"seconds": 30}})
+        result(bound, "tasks/cancel", {"taskId": cancelled["taskId"]})
+        assert probe.cancelled.wait(5)
+        probe.cancelled.clear()
+        deadline = time.monotonic() + 5
+        while server.tasks.running and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.tasks.running == 0
+        orphan = result(bound, "tools/call", {"name": "wait", "arguments": {"seconds": 30}})
+        assert server.tasks.running == 1
+    # The server stopped under a running task: the task failed (so it can expire).
+    assert probe.cancelled.is_set() and server.tasks.running == 0
+    record = server.tasks.store.get(orphan["taskId"], time.time())
+    assert record.status.value == "failed" and record.error is not None
+    assert server.tasks.store.get(cancelled["taskId"], time.time()).status.value == "cancelled"
