@@ -314,6 +314,14 @@ def test_call_tool_follows_a_task_and_answers_its_input(backend: str, port: int)
     assert "input_required" in statuses
 
 
+def test_call_tool_answers_mrtr_rounds_then_follows_the_task(backend: str, port: int) -> None:
+    async def body(client: ClientAPI) -> dict[str, Any]:
+        return await client.call_tool("gather_then_work", {})
+
+    outcome = _client_run(backend, port, body, elicitation=_elicit_name, tasks=True)
+    assert outcome["content"][0]["text"] == "hello <name?>"
+
+
 def test_task_handle_polls_and_cancels(backend: str, port: int, probe: Probe) -> None:
     async def body(client: ClientAPI) -> tuple[str, str, str]:
         handle = await client.call_tool("wait", {"seconds": 30}, task=True)
