@@ -11,7 +11,7 @@ from typing import Any
 from ._errors import ErrorCode, LocalProtocolError, MCPError, RemoteProtocolError
 from ._params import check_params
 from ._state import Role
-from ._tasks import TASK_METHODS, declares_tasks, tasks_capability_error
+from ._tasks import TASK_METHODS, TASK_NOTIFICATION, declares_tasks, tasks_capability_error
 from ._versions import (
     CLIENT_NOTIFICATION_GATES,
     CLIENT_REQUEST_GATES,
@@ -224,7 +224,19 @@ class RoleGates:
     ) -> None:
         """Raise LocalProtocolError when we may not send ``method`` (checked
         against our own advertisement)."""
-        if revision is not None and method not in self.own_notifications(revision):
+        # The tasks extension's push, from a stateless server that offers the extension.
+        extension = (
+            method == TASK_NOTIFICATION
+            and self.role is Role.SERVER
+            and revision is not None
+            and revision.era is Era.MODERN
+            and declares_tasks(capabilities)
+        )
+        if (
+            revision is not None
+            and not extension
+            and method not in self.own_notifications(revision)
+        ):
             raise LocalProtocolError(
                 f"{method!r} is not a {self.role.value} notification in revision {revision.name}"
             )

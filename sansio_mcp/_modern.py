@@ -213,7 +213,12 @@ def honoured_filter(requested: dict[str, Any], capabilities: dict[str, Any]) -> 
 
 
 def listen_filter(
-    *, tools: bool, prompts: bool, resources: bool, uris: Sequence[str]
+    *,
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+    uris: Sequence[str],
+    task_ids: Sequence[str] = (),
 ) -> dict[str, Any]:
     """A ``subscriptions/listen`` filter (only the parts asked for)."""
     found: dict[str, Any] = {
@@ -227,4 +232,6 @@ def listen_filter(
     }
     if uris:
         found["resourceSubscriptions"] = list(uris)
+    if task_ids:
+        found["taskIds"] = list(task_ids)  # the tasks extension
     return found

@@ -89,23 +89,22 @@ class SessionHub:
                 del self._members[key]
         return list(self._members.values())
 
-    def resource_updated(self, uri: str) -> int:
-        """Tell every subscriber of ``uri``; returns how many sessions were told."""
+    def _tell(self, send: Callable[[ServerSession], bool]) -> int:
+        """``send`` on every live session; flush those it sent on; returns how many."""
         told = 0
         for session, on_output in self._live():
-            if session.send_resource_updated(uri):
+            if send(session):
                 on_output()
                 told += 1
         return told
 
+    def resource_updated(self, uri: str) -> int:
+        """Tell every subscriber of ``uri``; returns how many sessions were told."""
+        return self._tell(lambda session: session.send_resource_updated(uri))
+
     def task_status(self, detailed_task: dict[str, Any]) -> int:
         """Push a task's new state to the subscriptions listening for it."""
-        told = 0
-        for session, on_output in self._live():
-            if session.send_task_status(detailed_task):
-                on_output()
-                told += 1
-        return told
+        return self._tell(lambda session: session.send_task_status(detailed_task))
 
     def list_changed(self, kind: str) -> int:
         """Tell every session that follows ``kind`` (tools, prompts, resources)."""

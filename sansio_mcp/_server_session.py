@@ -32,7 +32,7 @@ from ._params import LOG_LEVELS, check_params
 from ._requests import IncomingRequest, progress_token_of
 from ._session import Session
 from ._state import Role, SessionState
-from ._tasks import TASK_METHODS, declares_tasks, tasks_capability_error
+from ._tasks import TASK_METHODS, TASK_NOTIFICATION, declares_tasks, tasks_capability_error
 from ._versions import (
     ALL_REVISIONS,
     CLIENT_REQUEST_GATES,
@@ -428,7 +428,7 @@ class ServerSession(Session):
         listen for its task id."""
         task_id = detailed_task["taskId"]
         return self._notify_listeners(
-            "notifications/tasks",
+            TASK_NOTIFICATION,
             detailed_task,
             lambda f: task_id in (f.get("taskIds") or ()),
         )

@@ -24,6 +24,7 @@ from ._errors import InvalidParams, LocalProtocolError, MCPError, MissingRequire
 __all__ = [
     "TASKS_EXTENSION",
     "TASK_METHODS",
+    "TASK_NOTIFICATION",
     "TASK_SUPPORT",
     "TERMINAL_STATUSES",
     "TASK_TRANSITIONS",
@@ -42,6 +43,8 @@ __all__ = [
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 #: The requests the extension adds (``tasks/result`` and ``tasks/list`` are gone in v2).
 TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
+#: Its status push, on ``subscriptions/listen`` streams that name the task.
+TASK_NOTIFICATION = "notifications/tasks"
 #: How a tool may run: ``optional`` (a task when the client declared the
 #: extension, else at once) or ``required`` (only as a task).
 TASK_SUPPORT = frozenset({"optional", "required"})

@@ -183,8 +183,6 @@ _R_2026_07_28 = Revision(
             "notifications/prompts/list_changed",
             "notifications/tools/list_changed",
             "notifications/subscriptions/acknowledged",
-            # The tasks extension's status push, on listen streams that asked for it.
-            "notifications/tasks",
         }
     ),
     client_capabilities=frozenset(

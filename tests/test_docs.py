@@ -15,8 +15,11 @@ from sansio_mcp_cli.docs_tables import (
     END,
     LINK_BEGIN,
     LINK_END,
+    TASK_BEGIN,
+    TASK_END,
     render_link_table,
     render_state_tables,
+    render_task_table,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,8 +68,12 @@ def test_readme_server_answers_the_command_it_names(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("begin", "end", "render"),
-    [(BEGIN, END, render_state_tables), (LINK_BEGIN, LINK_END, render_link_table)],
-    ids=["session-lifecycle", "bridge-links"],
+    [
+        (BEGIN, END, render_state_tables),
+        (TASK_BEGIN, TASK_END, render_task_table),
+        (LINK_BEGIN, LINK_END, render_link_table),
+    ],
+    ids=["session-lifecycle", "task-statuses", "bridge-links"],
 )
 def test_state_tables_in_architecture_page_are_current(
     begin: str, end: str, render: Callable[[], str]

@@ -453,6 +453,7 @@ class ClientAPI:
         prompts_list_changed: bool = False,
         resources_list_changed: bool = False,
         resource_uris: Sequence[str] = (),
+        task_ids: Sequence[str] = (),
         buffer: int = 1000,
     ) -> AsyncIterator[Subscription]:
         """Follow list changes and resource updates as an async iterator.
@@ -461,7 +462,8 @@ class ClientAPI:
         ``notifications/cancelled`` on exit; on a handshake session it
         subscribes to ``resource_uris`` and follows the session's
         notifications.  Iterate the yielded :class:`Subscription` for
-        ``(method, params)`` pairs.
+        ``(method, params)`` pairs.  ``task_ids`` (2026-07-28, tasks extension)
+        asks for ``notifications/tasks`` about those tasks.
         """
         uris = list(resource_uris)
         wanted = listen_filter(
@@ -469,6 +471,7 @@ class ClientAPI:
             prompts=prompts_list_changed,
             resources=resources_list_changed,
             uris=uris,
+            task_ids=task_ids if self.session.is_modern else (),
         )
         subscription = self.new_subscription(buffer)
         driver = self.driver

@@ -126,6 +126,9 @@ class ToolTask:
         ``on_status`` sees every status (or status message) change."""
         seen: tuple[Any, ...] | None = None
         while True:
+            if self.status == "input_required" and "inputRequests" not in self.last:
+                await self.refresh()  # a bare Task (the CreateTaskResult) names no requests
+                continue
             key = (self.status, self.last.get("statusMessage"), tuple(self.input_requests))
             if key != seen:
                 seen = key

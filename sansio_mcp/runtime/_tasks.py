@@ -188,24 +188,23 @@ class TaskRunner:
             first.set()
 
         async def body() -> None:
-            error: Exception | None
+            error: Exception | None = None
             try:
                 value = call.handler(**call.kwargs)
                 if inspect.isawaitable(value):
                     value = await _FirstWait(value, created)
             except Exception as exc:
                 value, error = None, exc
-            else:
-                error = None
+            except BaseException:  # cancelled: tasks/cancel, or its connection or server ended
+                self._stopped(ctx, outcome.get("task"))
+                raise
             running: RunningTask | None = outcome.get("task")
             if running is None:
                 outcome.update(value=value, error=error)
                 first.set()
                 return
-            try:
-                self._settle(ctx, running, call, value, error, settle_error)
-            finally:
-                self._running.pop(running.record.task_id, None)
+            self._running.pop(running.record.task_id, None)
+            self._settle(ctx, running, call, value, error, settle_error)
 
         handle = ctx.start_background(body)
         try:
@@ -240,6 +239,16 @@ class TaskRunner:
             changed = record.complete(result, now)
         if changed:
             self._announce(ctx, record)
+
+    def _stopped(self, ctx: TaskContext, running: RunningTask | None) -> None:
+        """The tool was cancelled.  A task still open was not stopped by ``tasks/cancel``
+        but by its connection or server ending: it fails (and can then expire)."""
+        if running is None:
+            return
+        self._running.pop(running.record.task_id, None)
+        error = InternalError(message="the task was stopped: its server or connection ended")
+        if running.record.fail(error, running.now()):
+            self._announce(ctx, running.record)
 
     def _announce(self, ctx: TaskContext, record: TaskRecord) -> None:
         if ctx.hub is not None:

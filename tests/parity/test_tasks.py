@@ -100,32 +100,28 @@ def task_server(probe: Probe, **options: Any) -> Server:
     return server
 
 
+def _message(method: str, params: dict[str, Any], caps: dict[str, Any] | None) -> dict[str, Any]:
+    meta = {
+        META_PROTOCOL_VERSION: MODERN,
+        META_CLIENT_CAPABILITIES: TASKS if caps is None else caps,
+        META_CLIENT_INFO: {"name": "tasks-test", "version": "1"},
+    }
+    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
+
+
+def _send(conn: http.client.HTTPConnection, message: dict[str, Any]) -> http.client.HTTPResponse:
+    headers = {**POST_HEADERS, **request_headers(message)}
+    conn.request("POST", "/mcp", body=json.dumps(message).encode(), headers=headers)
+    return conn.getresponse()
+
+
 def post(
     port: int, method: str, params: dict[str, Any], caps: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """One 2026-07-28 request; the JSON-RPC response."""
-    message = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": method,
-        "params": {
-            **params,
-            "_meta": {
-                META_PROTOCOL_VERSION: MODERN,
-                META_CLIENT_CAPABILITIES: TASKS if caps is None else caps,
-                META_CLIENT_INFO: {"name": "tasks-test", "version": "1"},
-            },
-        },
-    }
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
-        conn.request(
-            "POST",
-            "/mcp",
-            body=json.dumps(message).encode(),
-            headers={**POST_HEADERS, **request_headers(message)},
-        )
-        response = conn.getresponse()
+        response = _send(conn, _message(method, params, caps))
         body = response.read().decode()
     finally:
         conn.close()
@@ -266,28 +262,10 @@ def test_input_before_the_task_is_gathered_by_mrtr(port: int) -> None:
 
 def test_status_changes_reach_a_listen_stream(port: int) -> None:
     task_id = result(port, "tools/call", {"name": "wait", "arguments": {"seconds": 0.3}})["taskId"]
-    message = {
-        "jsonrpc": "2.0",
-        "id": 9,
-        "method": "subscriptions/listen",
-        "params": {
-            "notifications": {"taskIds": [task_id]},
-            "_meta": {
-                META_PROTOCOL_VERSION: MODERN,
-                META_CLIENT_CAPABILITIES: TASKS,
-                META_CLIENT_INFO: {"name": "tasks-test", "version": "1"},
-            },
-        },
-    }
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
-        conn.request(
-            "POST",
-            "/mcp",
-            body=json.dumps(message).encode(),
-            headers={**POST_HEADERS, **request_headers(message)},
-        )
-        response = conn.getresponse()
+        listen = {"notifications": {"taskIds": [task_id]}}
+        response = _send(conn, _message("subscriptions/listen", listen, None))
         seen: list[dict[str, Any]] = []
         while not any(m.get("method") == "notifications/tasks" for m in seen):
             line = response.fp.readline().decode()
@@ -332,8 +310,16 @@ def test_call_tool_follows_a_task_and_answers_its_input(backend: str, port: int)
 
     outcome = _client_run(backend, port, body, elicitation=_elicit_name, tasks=True)
     assert outcome["content"][0]["text"] == "<first> <second> <once more>"
-    assert statuses[0] == "working" and statuses[-1] == "completed"
+    assert statuses[-1] == "completed"
     assert "input_required" in statuses
+
+
+def test_call_tool_answers_mrtr_rounds_then_follows_the_task(backend: str, port: int) -> None:
+    async def body(client: ClientAPI) -> dict[str, Any]:
+        return await client.call_tool("gather_then_work", {})
+
+    outcome = _client_run(backend, port, body, elicitation=_elicit_name, tasks=True)
+    assert outcome["content"][0]["text"] == "hello <name?>"
 
 
 def test_task_handle_polls_and_cancels(backend: str, port: int, probe: Probe) -> None:
@@ -370,3 +356,40 @@ def test_task_failures_raise_and_required_tools_need_the_extension(backend: str,
         return await handle.result()
 
     assert _client_run(backend, port, without)["content"][0]["text"] == "waited 0"
+
+
+def test_listen_follows_a_task(backend: str, port: int) -> None:
+    async def body(client: ClientAPI) -> list[dict[str, Any]]:
+        handle = await client.call_tool("wait", {"seconds": 0.2}, task=True)
+        pushed: list[dict[str, Any]] = []
+        async with client.listen(task_ids=[handle.task_id]) as subscription:
+            assert subscription.acknowledged_filter == {"taskIds": [handle.task_id]}
+            async for method, params in subscription:
+                assert method == "notifications/tasks"
+                pushed.append(params)
+                if params["status"] == "completed":
+                    break
+        return pushed
+
+    pushed = _client_run(backend, port, body, tasks=True)
+    assert pushed[-1]["result"]["content"][0]["text"] == "waited 0.2"
+
+
+def test_cancelled_and_stopped_tasks_leave_nothing_running(backend: str, probe: Probe) -> None:
+    server = task_server(probe, task_ttl_ms=60_000, task_poll_interval_ms=100)
+    with serving(backend, "http", server) as bound:
+        cancelled = result(bound, "tools/call", {"name": "wait", "arguments": {"seconds": 30}})
+        result(bound, "tasks/cancel", {"taskId": cancelled["taskId"]})
+        assert probe.cancelled.wait(5)
+        probe.cancelled.clear()
+        deadline = time.monotonic() + 5
+        while server.tasks.running and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.tasks.running == 0
+        orphan = result(bound, "tools/call", {"name": "wait", "arguments": {"seconds": 30}})
+        assert server.tasks.running == 1
+    # The server stopped under a running task: the task failed (so it can expire).
+    assert probe.cancelled.is_set() and server.tasks.running == 0
+    record = server.tasks.store.get(orphan["taskId"], time.time())
+    assert record.status.value == "failed" and record.error is not None
+    assert server.tasks.store.get(cancelled["taskId"], time.time()).status.value == "cancelled"
