@@ -122,6 +122,8 @@ class A2ABridge:
             instructions=f"A2A v1.0 agents ({', '.join(aliases)}) as four tools: a2a_discover "
             "reads an agent's card, a2a_send_message talks to it, a2a_get_task and "
             "a2a_cancel_task follow and stop its tasks.",
+            # An answer may come back as long as the task's handle lives.
+            state_ttl=self.tasks.ttl,
         )
         retention = self.tasks.describe_retention()
         one = len(aliases) == 1
