@@ -105,3 +105,25 @@ def test_bad_cards(backend: TransportBackend, agent_url: str) -> None:
         assert "404" in missing["content"][0]["text"]
 
     call(backend, broken, body)
+
+
+def test_kept_connections_and_an_agent_restarted(backend: TransportBackend) -> None:
+    """Calls to an agent reuse one kept-alive connection; when the agent restarts on the
+    same port, the stale connection is dropped and the call goes out afresh."""
+    with running_agent() as (url, process):
+        port = url.rsplit(":", 1)[1].strip("/")
+
+        async def body(client: ClientAPI, bridge: A2ABridge) -> None:
+            pool = bridge.http._transport.pool  # type: ignore[attr-defined]  # noqa: SLF001
+            for _ in range(3):
+                done = await client.call_tool("a2a_send_message", {"text": "echo: hi"})
+                assert done["isError"] is False
+            assert len(pool) == 1  # one connection, kept between calls
+            process.kill()
+            process.wait()
+            with running_agent("--port", port):
+                again = await client.call_tool("a2a_send_message", {"text": "echo: back"})
+                assert again["isError"] is False, again
+                assert again["content"][0]["text"] == "back"
+
+        call(backend, config_for(url), body)
