@@ -114,7 +114,7 @@ def test_kept_connections_and_an_agent_restarted(backend: TransportBackend) -> N
         port = url.rsplit(":", 1)[1].strip("/")
 
         async def body(client: ClientAPI, bridge: A2ABridge) -> None:
-            pool = bridge.http._transport.pool  # type: ignore[attr-defined]  # noqa: SLF001
+            pool = bridge.transport.pool
             for _ in range(3):
                 done = await client.call_tool("a2a_send_message", {"text": "echo: hi"})
                 assert done["isError"] is False

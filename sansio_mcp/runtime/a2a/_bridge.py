@@ -100,8 +100,10 @@ class A2ABridge:
         token: dict[str, Any] = {"new_token": new_token} if new_token else {}
         self.tasks: HandleTable[TaskRef] = HandleTable("tk_", ttl, **token)
         self.contexts: HandleTable[ContextRef] = HandleTable("cx_", ttl, **token)
+        #: How the agents are reached (its ``pool`` keeps their connections).
+        self.transport = BackendTransport(backend)
         self.http = httpx.AsyncClient(
-            transport=BackendTransport(backend),
+            transport=self.transport,
             headers={"A2A-Version": "1.0"},
             timeout=httpx.Timeout(30.0, read=max_wait + 30.0),
         )
