@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import socket
 import ssl
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -131,6 +132,9 @@ class AsyncioBackend:
 
     def clock(self) -> float:
         return asyncio.get_running_loop().time()
+
+    def wall_clock(self) -> float:
+        return time.time()
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)

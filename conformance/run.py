@@ -5,14 +5,15 @@
     python conformance/run.py --out DIR       # keep results in DIR
     python conformance/run.py --side server --run 2026-07-28
     python conformance/run.py --markdown table.md
-    python conformance/run.py --side server --scenario tasks-lifecycle --backend asyncio
+    python conformance/run.py --side server --scenario tasks-lifecycle --server-backend asyncio
 
 Server side: starts ``conformance/server.py`` on a free loopback
 port and runs ``conformance server`` against it for the 2025-11-25 and
 2026-07-28 requirement sets and the ``all`` suite.  Client side: runs
 ``conformance client`` with ``conformance/client.py`` for the same
 three selections.  Every run uses the expected-failures baseline
-``conformance/baseline.yml`` (authorization only).
+``conformance/baseline.yml`` (empty: every scenario passes).  ``--client-backend
+asyncio`` runs the client on asyncio, ``--server-backend asyncio`` the fixture server.
 
 The suite is ``@modelcontextprotocol/conformance@0.2.0-alpha.12`` from
 ``node_modules`` (``npm ci``), run with the Node 22 of ``node_modules/.bin/node``.
@@ -60,6 +61,8 @@ class Run:
 
     side: str  # "server" | "client"
     label: str  # "2025-11-25" | "2026-07-28" | "all"
+    #: The backend the client runs on ("trio" or "asyncio"; see fixture_server for the server's).
+    backend: str = "trio"
     #: One scenario only (of the ``all`` suite), instead of the whole selection.
     scenario: str | None = None
 
@@ -73,7 +76,9 @@ class Run:
 
     @property
     def name(self) -> str:
-        suffix = f"-{self.scenario.replace('/', '_')}" if self.scenario else ""
+        suffix = "" if self.backend == "trio" else f"-{self.backend}"
+        if self.scenario:
+            suffix += f"-{self.scenario.replace('/', '_')}"
         return f"{self.side}-{self.label}{suffix}"
 
 
@@ -273,6 +278,7 @@ def run_suite(
     command += [*run.selection, "--expected-failures", str(baseline_path), "-o", str(out_dir)]
     env = dict(os.environ)
     env.pop("MCP_CONFORMANCE_LOG", None)
+    env["SANSIO_MCP_CONFORMANCE_BACKEND"] = run.backend
     started = time.monotonic()
     with (out_dir / "cli-stdout.txt").open("w", encoding="utf-8") as stdout_file:
         completed = subprocess.run(
@@ -463,10 +469,16 @@ def main(argv: list[str] | None = None) -> int:
         help="run only this scenario (repeatable; one suite invocation each, label 'all')",
     )
     parser.add_argument(
-        "--backend",
+        "--server-backend",
         choices=("trio", "asyncio"),
         default="trio",
-        help="event loop of the fixture server (server side)",
+        help="the backend conformance/server.py serves on (default: trio)",
+    )
+    parser.add_argument(
+        "--client-backend",
+        choices=("trio", "asyncio"),
+        default="trio",
+        help="the backend conformance/client.py runs on (default: trio)",
     )
     parser.add_argument("--baseline", type=Path, default=BASELINE)
     parser.add_argument("--markdown", type=Path, help="also write the result table here")
@@ -478,13 +490,21 @@ def main(argv: list[str] | None = None) -> int:
         print(problem, file=sys.stderr)
         return 2
     labels = args.run or list(LABELS)
-    runs = [r for r in RUNS if args.side in (r.side, "both") and r.label in labels]
+    runs = [
+        Run(r.side, r.label, args.client_backend if r.side == "client" else "trio")
+        for r in RUNS
+        if args.side in (r.side, "both") and r.label in labels
+    ]
     if args.scenario:
         sides = ("server", "client") if args.side == "both" else (args.side,)
-        runs = [Run(side, "all", name) for side in sides for name in args.scenario]
+        runs = [
+            Run(side, "all", args.client_backend if side == "client" else "trio", name)
+            for side in sides
+            for name in args.scenario
+        ]
     out_root = args.out or Path(tempfile.mkdtemp(prefix="mcp-conformance-"))
     out_root.mkdir(parents=True, exist_ok=True)
-    results = run_all(runs, out_root, baseline_path=args.baseline, backend=args.backend)
+    results = run_all(runs, out_root, baseline_path=args.baseline, backend=args.server_backend)
 
     table = markdown_table(results)
     (out_root / "results.md").write_text(table, encoding="utf-8")

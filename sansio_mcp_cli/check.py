@@ -84,6 +84,21 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         help="write the report; the format follows the extension (.json, .md, .html)",
     )
     check.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    from .oauth import add_oauth_arguments
+
+    add_oauth_arguments(check)
+
+
+def _auth(args: argparse.Namespace, target: list[str] | str) -> Any:
+    """The OAuth provider of ``--oauth`` / ``--bearer`` for a URL (the check runs on Trio)."""
+    if not isinstance(target, str):
+        return None
+    from trio_adapters import BACKEND
+
+    from .oauth import oauth_provider
+
+    args.url = target
+    return oauth_provider(args, BACKEND)
 
 
 def run(args: argparse.Namespace, command: list[str]) -> int:
@@ -125,6 +140,7 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
         env=env,
         properties=args.properties,
         progress=progress,
+        auth=_auth(args, target),
     )
     try:
         report = run_check(target, options)

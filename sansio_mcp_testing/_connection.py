@@ -205,7 +205,14 @@ class Connector:
 
         assert self.url is not None
         transport = StreamableHTTPClient(Endpoint.parse(self.url), session)
-        host = _HTTPClientHost(session, transport, handlers, max_body=16 << 20, ssl_context=None)
+        host = _HTTPClientHost(
+            session,
+            transport,
+            handlers,
+            max_body=16 << 20,
+            ssl_context=None,
+            auth=self.options.auth,
+        )
         async with trio.open_nursery() as nursery:
             host.attach(nursery)
             try:

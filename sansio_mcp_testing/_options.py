@@ -5,6 +5,7 @@ connections, so that none of them imports another for these)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -65,3 +66,5 @@ class CheckOptions:
     stateful_steps: int = 10
     #: Called with a line of progress (for a terminal).
     progress: Callable[[str], None] | None = None
+    #: An :class:`~sansio_mcp.runtime.OAuthProvider` for a protected HTTP server.
+    auth: Any = None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import ssl
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -111,6 +112,9 @@ class TrioBackend:
 
     def clock(self) -> float:
         return trio.current_time()
+
+    def wall_clock(self) -> float:
+        return time.time()
 
     async def sleep(self, seconds: float) -> None:
         await trio.sleep(seconds)

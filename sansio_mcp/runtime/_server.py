@@ -47,6 +47,7 @@ from .._schema import (
 from .._server_session import ServerSession
 from .._tasks import TASK_METHODS, TASK_SUPPORT, TASKS_EXTENSION, runs_as_task
 from .._versions import ALL_REVISIONS, MRTR_METHODS
+from ..auth import ResourceServer
 from ._driver import respond_with_failure, respond_with_result
 from ._primitives import Cancellable, Signal
 from ._tasks import RunningTask, TaskRunner, TaskStore
@@ -315,6 +316,7 @@ class Server:
         state_key: bytes | None = None,
         state_ttl: float = 600.0,
         cache_hints: CacheHints | None = None,
+        auth: ResourceServer | None = None,
         task_store: TaskStore | None = None,
         task_ttl_ms: int | None = 300_000,
         task_poll_interval_ms: int | None = 500,
@@ -323,6 +325,8 @@ class Server:
             raise ValueError("page_size must be positive")
         self.name = name
         self.version = version
+        #: Bearer-token protection over HTTP (its verifier, scopes, metadata), or None.
+        self.auth = auth
         self.title = title
         self.instructions = instructions
         self.page_size = page_size
