@@ -192,6 +192,9 @@ def _parser() -> argparse.ArgumentParser:
     from .a2a_bridge import add_parser as add_a2a_bridge_parser
 
     add_a2a_bridge_parser(sub, common)
+    from .gateway import add_parser as add_gateway_parser
+
+    add_gateway_parser(sub, common)
     from .check import add_parser as add_check_parser
 
     add_check_parser(sub, common)
@@ -299,6 +302,10 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
             from .a2a_bridge import run as run_a2a_bridge
 
             return run_a2a_bridge(args, backend)
+        if args.command == "gateway":
+            from .gateway import run as run_gateway
+
+            return run_gateway(args, backend)
         if args.command in ("check", "fuzz"):
             from .check import run as run_check
 
