@@ -60,6 +60,10 @@ class ClientSession(Session):
 
     role = Role.CLIENT
     _gates = CLIENT_GATES
+    #: Whether an ``input_required`` result ends its request as a result (the caller
+    #: answers it, as a gateway passing MRTR through does) instead of an
+    #: :class:`InputRequired` round answered by this client.
+    pass_input_required = False
 
     def __init__(
         self,
@@ -234,12 +238,12 @@ class ClientSession(Session):
                     return
             if result is not None:
                 result_type = result.get("resultType", "complete")
-                if result_type == "input_required":
+                if result_type == "input_required" and not self.pass_input_required:
                     self._on_input_required(pending, result)
                     return
                 if result_type == "task" and not self._may_be_task(pending):
                     result_type = "task, which the request did not declare"
-                if result_type not in ("complete", "task"):
+                if result_type not in ("complete", "input_required", "task"):
                     result, error = (
                         None,
                         MCPError(

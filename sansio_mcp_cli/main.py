@@ -189,6 +189,9 @@ def _parser() -> argparse.ArgumentParser:
     from .bridge import add_bridge_parser
 
     add_bridge_parser(sub, common)
+    from .gateway import add_parser as add_gateway_parser
+
+    add_gateway_parser(sub, common)
     from .check import add_parser as add_check_parser
 
     add_check_parser(sub, common)
@@ -292,6 +295,10 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
             from .bridge import run_command
 
             return run_command(args, backend)
+        if args.command == "gateway":
+            from .gateway import run as run_gateway
+
+            return run_gateway(args, backend)
         if args.command in ("check", "fuzz"):
             from .check import run as run_check
 
