@@ -243,8 +243,7 @@ class ClientSession(Session):
                     return
                 if result_type == "task" and not self._may_be_task(pending):
                     result_type = "task, which the request did not declare"
-                # input_required gets here only when passed through (pass_input_required).
-                if result_type not in ("complete", "task", "input_required"):
+                if result_type not in ("complete", "input_required", "task"):
                     result, error = (
                         None,
                         MCPError(

@@ -25,7 +25,6 @@ test, so the tests are plain functions calling ``anyio.run``.
 from __future__ import annotations
 
 import json
-import select
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -50,14 +49,13 @@ from pydantic import ConfigDict, Field, TypeAdapter
 
 from sansio_mcp._tasks import TASKS_EXTENSION
 
-from .conftest import REPO
+from .conftest import REPO, http_server
 
 pytestmark = [pytest.mark.interop]
 
 MODERN = "2026-07-28"
 BUDGET = 30
 SERVER = [sys.executable, str(REPO / "examples" / "tasks_server.py"), "--serve"]
-HTTP_SERVER = Path(__file__).resolve().parent / "run_http_server.py"
 
 
 # A tasks client on the SDK's extension interface -------------------------------------
@@ -162,28 +160,8 @@ def run_sdk(body: Any) -> None:
 @pytest.fixture
 def http_url() -> Iterator[str]:
     """``examples/tasks_server.py``'s server over Streamable HTTP, in a child process."""
-    process = subprocess.Popen(
-        [sys.executable, str(HTTP_SERVER), str(REPO / "examples" / "tasks_server.py")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        cwd=str(REPO),
-    )
-    try:
-        assert process.stdout is not None
-        ready, _, _ = select.select([process.stdout], [], [], 15)
-        assert ready, "the HTTP server did not report its port in time"
-        line = process.stdout.readline().decode()
-        assert line.startswith("PORT "), line
-        yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
-    finally:
-        assert process.stdin is not None and process.stdout is not None
-        process.stdin.close()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        process.stdout.close()
+    with http_server(str(REPO / "examples" / "tasks_server.py")) as url:
+        yield url
 
 
 def _targets(http_url: str | None) -> Any:
