@@ -269,3 +269,33 @@ def test_task_envelope_properties(artifact_parts: list[list[dict[str, Any]]], st
     lossy = row.note is not None or len(valid) < len(parts)
     assert ("note" in envelope) == lossy
     assert "contextHandle" not in envelope and envelope["taskHandle"] == "tk_x"
+
+
+@pytest.mark.parametrize("offered", [True, False])
+def test_handshake_session_refuses_tasks_methods(offered: bool) -> None:
+    """A server offering the tasks extension answers its tasks/* on a handshake session
+    (where no request can declare it) with -32021 naming it; a server without it, -32601."""
+    from sansio_mcp import ServerSession
+    from sansio_mcp._tasks import TASKS_EXTENSION
+
+    capabilities: dict[str, Any] = {"tools": {}}
+    if offered:
+        capabilities["extensions"] = {TASKS_EXTENSION: {}}
+    server = ServerSession(capabilities=capabilities, server_info={"name": "s", "version": "1"})
+
+    def send(message: dict[str, Any]) -> list[Any]:
+        server.receive_data(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+        data = server.data_to_send()
+        return [json.loads(line) for line in data.splitlines()]
+
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c"}}
+    send({"id": 1, "method": "initialize", "params": init})
+    send({"method": "notifications/initialized"})
+    for number, method in enumerate(("tasks/get", "tasks/update", "tasks/cancel"), start=2):
+        (answer,) = send({"id": number, "method": method, "params": {"taskId": "t"}})
+        if offered:
+            assert answer["error"]["code"] == -32021
+            required = answer["error"]["data"]["requiredCapabilities"]
+            assert required == {"extensions": {TASKS_EXTENSION: {}}}
+        else:
+            assert answer["error"]["code"] == -32601
