@@ -4,6 +4,7 @@ resource metadata is served, and a request without a good enough token is answer
 
 from __future__ import annotations
 
+from inspect import isawaitable
 from typing import Any, Protocol
 
 import attrs
@@ -11,9 +12,10 @@ import attrs
 from .._http_messages import HTTPRequest
 from .._server_session import ServerSession
 from .._streamable_http import Exchange
-from ._server import AccessToken, ResourceServer
+from ._discovery import origin_of
+from ._server import AccessToken, AuthRefusal, ResourceServer
 
-__all__ = ["ProtectedRouter"]
+__all__ = ["Credentials", "ProtectedRouter"]
 
 
 class _Router(Protocol):
@@ -24,13 +26,25 @@ class _Router(Protocol):
     def owns(self, session: ServerSession) -> bool: ...
 
 
+@attrs.frozen
+class Credentials:
+    """The token a request presents: ``scheme`` is ``"bearer"`` or ``"dpop"``."""
+
+    scheme: str
+    token: str
+
+
 class ProtectedRouter:
     """``router`` behind ``resource_server``'s verifier.
 
-    The verifier must answer at once (an :class:`AccessToken` or None); the time it
-    judges expiry by comes in through :meth:`set_time` (wall-clock seconds).  A
+    :meth:`handle` asks the verifier at once; the runtime's HTTP service instead reads
+    :meth:`credentials`, awaits the verifier (which may be ``async`` or need HTTP calls
+    made) and hands the result to :meth:`handle_verified`.  The time expiry and DPoP
+    proofs are judged by comes in through :meth:`set_time` (wall-clock seconds).  A
     resource server whose ``resource`` is empty takes it from each request: its
-    ``Host`` and ``endpoint`` (what a server on an ephemeral port needs).
+    ``Host`` and ``endpoint`` (what a server on an ephemeral port needs).  A request let
+    through leaves its :class:`AccessToken` on its session as ``session.auth``, where
+    the handlers it starts find it (``ctx.auth``).
     """
 
     def __init__(
@@ -56,20 +70,75 @@ class ProtectedRouter:
         host = request.headers.get("host", "localhost")
         return attrs.evolve(rs, resource=f"http://{host}{self.endpoint}")
 
-    def handle(self, request: HTTPRequest) -> Exchange:
-        rs = self._resource_server(request)
+    def credentials(self, request: HTTPRequest) -> Credentials | None:
+        """The token ``request`` presents, when it needs verifying (not for the
+        metadata document)."""
+        rs = self.resource_server
+        if self._is_metadata(rs if rs.resource else self._resource_server(request), request):
+            return None
+        presented = rs.presented_token(request.headers.get("authorization"))
+        return None if presented is None else Credentials(*presented)
+
+    @staticmethod
+    def _is_metadata(rs: ResourceServer, request: HTTPRequest) -> bool:
         path = request.target.split("?", 1)[0]
-        if path == rs.metadata_path and request.method in ("GET", "HEAD"):
+        return path == rs.metadata_path and request.method in ("GET", "HEAD")
+
+    def handle(self, request: HTTPRequest) -> Exchange:
+        credentials = self.credentials(request)
+        token: Any = None
+        if credentials is not None:
+            token = self.resource_server.verifier.verify(credentials.token, self.now)
+            if isawaitable(token):
+                close = getattr(token, "close", None)
+                if close is not None:
+                    close()  # never awaited: say so here rather than as a warning later
+                raise TypeError(
+                    "this verifier is async: serve the router with the runtime's HTTP "
+                    "service (serve_http, serve_sse, MCPApp), which awaits it"
+                )
+        return self.handle_verified(request, credentials, token)
+
+    def handle_verified(
+        self, request: HTTPRequest, credentials: Credentials | None, token: Any
+    ) -> Exchange:
+        """Answer ``request``, whose ``credentials`` the verifier judged ``token``."""
+        rs = self._resource_server(request)
+        if self._is_metadata(rs, request):
             headers = {"content-type": "application/json", "cache-control": "max-age=300"}
             return Exchange(200, headers, rs.metadata_document())
-        presented = rs.bearer_token(request.headers.get("authorization"))
-        token: Any = rs.verifier.verify(presented, self.now) if presented else None
         if token is not None and not isinstance(token, AccessToken):
             raise TypeError("a ProtectedRouter's verifier must return an AccessToken or None")
-        refusal = rs.judge(token, presented is not None, self.now)
+        refusal = rs.judge(token, credentials is not None, self.now)
+        if refusal is None and token is not None and credentials is not None:
+            refusal = self._dpop_refusal(rs, request, credentials, token)
         if refusal is not None:
             return Exchange(refusal.status, dict(refusal.headers), refusal.body)
-        return self.router.handle(request)
+        exchange = self.router.handle(request)
+        if exchange.session is not None:
+            exchange.session.auth = token
+        return exchange
+
+    def _dpop_refusal(
+        self, rs: ResourceServer, request: HTTPRequest, credentials: Credentials, token: AccessToken
+    ) -> AuthRefusal | None:
+        """A DPoP-bound token must come as ``DPoP`` with a good proof; an unbound one
+        as ``Bearer`` (RFC 9449 §7.1-7.2)."""
+        if token.jkt is None:
+            if credentials.scheme == "dpop":
+                return rs.dpop_refusal("the access token is not DPoP-bound")
+            return None
+        if credentials.scheme != "dpop":
+            return rs.dpop_refusal("a DPoP-bound token must be sent with the DPoP scheme")
+        error = rs.dpop.check(
+            request.headers.get("dpop"),
+            method=request.method,
+            url=origin_of(rs.resource) + request.target,
+            access_token=credentials.token,
+            jkt=token.jkt,
+            now=self.now,
+        )
+        return None if error is None else rs.dpop_refusal(error)
 
     def flush(self, session: ServerSession) -> None:
         self.router.flush(session)

@@ -47,7 +47,7 @@ from .._schema import (
 from .._server_session import ServerSession
 from .._tasks import TASK_METHODS, TASK_SUPPORT, TASKS_EXTENSION, runs_as_task
 from .._versions import ALL_REVISIONS, MRTR_METHODS
-from ..auth import ResourceServer
+from ..auth import AccessToken, ResourceServer
 from ._driver import respond_with_failure, respond_with_result
 from ._primitives import Cancellable, Signal
 from ._tasks import RunningTask, TaskRunner, TaskStore
@@ -92,6 +92,9 @@ class Context:
         self.hub: SessionHub | None = None
         #: The task this handler runs as (tasks extension), once it is one.
         self.task: RunningTask | None = None
+        #: The verified access token of the HTTP request this came in (subject, scopes,
+        #: client, claims, expiry), or None when the server is not protected.
+        self.auth: AccessToken | None = getattr(session, "auth", None)
 
     @classmethod
     def for_request(cls, event: RequestReceived, session: ServerSession, *, now: float) -> Self:

@@ -1,0 +1,145 @@
+"""The resource server's check of a DPoP proof (RFC 9449 §4.3, §7): the proof a client
+sends with a DPoP-bound token is signed by the key the token is bound to (``cnf.jkt``),
+for this request (``htm``, ``htu``), recently (``iat``), for this token (``ath``), and
+only once (``jti``).  PyJWT checks the signature; the time comes in as a number."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from ._crypto import _jwt, jwk_thumbprint
+from ._pkce import b64url
+
+__all__ = ["DEFAULT_DPOP_ALGORITHMS", "DPoPChecker", "normalize_htu"]
+
+#: The asymmetric algorithms a proof may be signed with (never ``none`` or HMAC).
+DEFAULT_DPOP_ALGORITHMS: tuple[str, ...] = ("ES256", "ES384", "RS256", "PS256", "EdDSA")
+_PRIVATE_MEMBERS = frozenset({"d", "p", "q", "dp", "dq", "qi", "oth", "k"})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def normalize_htu(url: str) -> str:
+    """``url`` as RFC 9449 §4.3 compares it: no query or fragment, lowercase scheme and
+    host, no default port (RFC 3986 §6.2.2-6.2.3)."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if ":" in host:
+        host = f"[{host}]"
+    port = parts.port
+    netloc = host if port is None or port == _DEFAULT_PORTS.get(scheme) else f"{host}:{port}"
+    return urlunsplit((scheme, netloc, parts.path or "/", "", ""))
+
+
+class DPoPChecker:
+    """Checks DPoP proofs and remembers their ``jti`` values.
+
+    ``iat_window``: how far (seconds) a proof's ``iat`` may be from now, either way;
+    ``replay_window``: how long a ``jti`` is remembered (at least ``2 * iat_window``,
+    so that a proof is refused as replayed for as long as its ``iat`` is acceptable).
+    """
+
+    def __init__(
+        self,
+        algorithms: Sequence[str] = DEFAULT_DPOP_ALGORITHMS,
+        *,
+        iat_window: float = 60.0,
+        replay_window: float | None = None,
+        max_remembered: int = 100_000,
+    ) -> None:
+        if iat_window <= 0:
+            raise ValueError("iat_window must be positive")
+        self.algorithms = tuple(algorithms)
+        self.iat_window = iat_window
+        self.replay_window = max(replay_window or 0.0, 2 * iat_window)
+        self.max_remembered = max_remembered
+        self._seen: dict[str, float] = {}
+
+    def check(
+        self,
+        proof: str | None,
+        *,
+        method: str,
+        url: str,
+        access_token: str,
+        jkt: str,
+        now: float,
+    ) -> str | None:
+        """None when ``proof`` is good for this request, else why not (for the
+        ``error_description`` of an ``invalid_dpop_proof`` answer)."""
+        if not proof:
+            return "a DPoP proof is required with a DPoP-bound token"
+        if "," in proof:
+            return "exactly one DPoP proof is allowed"
+        jwt = _jwt()
+        try:
+            header = jwt.get_unverified_header(proof)
+        except jwt.InvalidTokenError:
+            return "the DPoP proof is not a JWT"
+        if header.get("typ") != "dpop+jwt":
+            return "the DPoP proof's typ is not dpop+jwt"
+        alg = header.get("alg")
+        if alg not in self.algorithms:
+            return f"the DPoP proof's algorithm {alg!r} is not accepted"
+        jwk = header.get("jwk")
+        if not isinstance(jwk, dict) or _PRIVATE_MEMBERS & jwk.keys():
+            return "the DPoP proof's jwk header is missing or holds a private key"
+        try:
+            key = jwt.PyJWK(jwk, alg)
+            claims: dict[str, Any] = jwt.decode(
+                proof,
+                key.key,
+                algorithms=[alg],
+                # Time is checked below against the ``now`` passed in.
+                options={"verify_exp": False, "verify_nbf": False, "verify_iat": False},
+            )
+            thumbprint = jwk_thumbprint(jwk)
+        except Exception:  # PyJWT and cryptography raise many kinds for a bad key
+            return "the DPoP proof's signature or key is not valid"
+        return self._claims_error(claims, thumbprint, method, url, access_token, jkt, now)
+
+    def _claims_error(
+        self,
+        claims: dict[str, Any],
+        thumbprint: str,
+        method: str,
+        url: str,
+        access_token: str,
+        jkt: str,
+        now: float,
+    ) -> str | None:
+        jti = claims.get("jti")
+        iat = claims.get("iat")
+        if not isinstance(jti, str) or not jti:
+            return "the DPoP proof has no jti"
+        if claims.get("htm") != method.upper():
+            return "the DPoP proof's htm is not this request's method"
+        htu = claims.get("htu")
+        if not isinstance(htu, str) or normalize_htu(htu) != normalize_htu(url):
+            return "the DPoP proof's htu is not this request's URL"
+        if isinstance(iat, bool) or not isinstance(iat, (int, float)):
+            return "the DPoP proof has no iat"
+        if abs(now - iat) > self.iat_window:
+            return "the DPoP proof's iat is outside the accepted window"
+        expected_ath = b64url(hashlib.sha256(access_token.encode("utf-8")).digest())
+        if claims.get("ath") != expected_ath:
+            return "the DPoP proof's ath does not match the access token"
+        if thumbprint != jkt:
+            return "the DPoP proof's key is not the key the token is bound to"
+        return self._remember(jti, now)
+
+    def _remember(self, jti: str, now: float) -> str | None:
+        seen = self._seen
+        if seen.get(jti, -1.0) > now:
+            return "the DPoP proof was used before"
+        if len(seen) >= self.max_remembered:
+            for old in [j for j, until in seen.items() if until <= now]:
+                del seen[old]
+            if len(seen) >= self.max_remembered:
+                # Full of live entries: refuse rather than forget one (no replay window).
+                return "too many recent DPoP proofs; try again later"
+        seen[jti] = now + self.replay_window
+        return None
