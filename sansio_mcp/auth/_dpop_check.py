@@ -64,12 +64,13 @@ class DPoPChecker:
         *,
         method: str,
         url: str,
-        access_token: str,
-        jkt: str,
+        access_token: str | None,
+        jkt: str | None,
         now: float,
     ) -> str | None:
         """None when ``proof`` is good for this request, else why not (for the
-        ``error_description`` of an ``invalid_dpop_proof`` answer)."""
+        ``error_description`` of an ``invalid_dpop_proof`` answer).  At a token
+        endpoint ``access_token`` and ``jkt`` are None: no ``ath``, no binding yet."""
         if not proof:
             return "a DPoP proof is required with a DPoP-bound token"
         if "," in proof:
@@ -107,8 +108,8 @@ class DPoPChecker:
         thumbprint: str,
         method: str,
         url: str,
-        access_token: str,
-        jkt: str,
+        access_token: str | None,
+        jkt: str | None,
         now: float,
     ) -> str | None:
         jti = claims.get("jti")
@@ -124,10 +125,11 @@ class DPoPChecker:
             return "the DPoP proof has no iat"
         if abs(now - iat) > self.iat_window:
             return "the DPoP proof's iat is outside the accepted window"
-        expected_ath = b64url(hashlib.sha256(access_token.encode("utf-8")).digest())
-        if claims.get("ath") != expected_ath:
-            return "the DPoP proof's ath does not match the access token"
-        if thumbprint != jkt:
+        if access_token is not None:
+            expected_ath = b64url(hashlib.sha256(access_token.encode("utf-8")).digest())
+            if claims.get("ath") != expected_ath:
+                return "the DPoP proof's ath does not match the access token"
+        if jkt is not None and thumbprint != jkt:
             return "the DPoP proof's key is not the key the token is bound to"
         return self._remember(jti, now)
 
