@@ -63,18 +63,20 @@ async def whoami(client: Any) -> Any:
 
 @asynccontextmanager
 async def _jwt_world(
-    backend: Backend, *, dpop: bool
+    backend: Backend, *, dpop: bool, sse: bool = False
 ) -> AsyncIterator[tuple[TestAuthorizationServer, str]]:
-    """The test authorization server issuing JWTs and the whoami server verifying them
-    with keys from its ``jwks_uri``; yields the authorization server and the MCP URL."""
+    """The test authorization server issuing JWTs and the whoami server (Streamable HTTP,
+    or legacy SSE) verifying them with keys from its ``jwks_uri``; yields the
+    authorization server and the MCP URL."""
     authority = TestAuthorizationServer(scopes_supported=["mcp"], jwt=True, dpop=dpop)
     async with backend.serve_router(authority) as as_port:
         authority.issuer = f"http://127.0.0.1:{as_port}"
         verifier = JWTVerifier(authority.issuer, "", jwks_uri=f"{authority.issuer}/jwks")
         server = whoami_server()
         server.auth = ResourceServer("", [authority.issuer], verifier, required_scopes=["mcp"])
-        async with backend.serve_http(server) as port:
-            url = f"http://127.0.0.1:{port}/mcp"
+        serve = backend.serve_sse if sse else backend.serve_http
+        async with serve(server) as port:
+            url = f"http://127.0.0.1:{port}/{'sse' if sse else 'mcp'}"
             verifier.audience = url  # the resource, known once the port is
             yield authority, url
 
@@ -95,6 +97,16 @@ def test_jwt_tokens_are_verified_with_fetched_keys_and_handlers_see_them(
             # The keys were fetched once, through our HTTP client, and then cached.
             assert steps.count("jwks") == 1, steps
             assert steps.count("token") == 1, steps
+
+    backend.run(main)
+
+
+def test_legacy_sse_handlers_see_the_token_too(backend: Backend) -> None:
+    async def main() -> None:
+        async with _jwt_world(backend, dpop=False, sse=True) as (authority, url):
+            async with backend.sse.open_sse_client(url, auth=OAuthProvider()) as client:
+                me = await whoami(client)
+            assert me["iss"] == authority.issuer and "mcp" in me["scopes"]
 
     backend.run(main)
 

@@ -203,6 +203,7 @@ def test_a_good_proof_passes_once_and_is_then_a_replay() -> None:
     [
         (lambda: proof(method="GET"), "htm"),
         (lambda: proof(url="https://mcp.example/other"), "htu"),
+        (lambda: proof(url="https://mcp.example:port/mcp"), "htu"),
         (lambda: proof(access_token="other"), "ath"),
         (lambda: proof(key=OTHER_KEY), "bound to"),
         (lambda: proof(now=NOW - 3600), "iat"),
@@ -210,7 +211,7 @@ def test_a_good_proof_passes_once_and_is_then_a_replay() -> None:
         (lambda: "garbage", "not a JWT"),
         (lambda: proof() + "," + proof("j2"), "exactly one"),
     ],
-    ids=["htm", "htu", "ath", "jkt", "iat", "missing", "garbage", "two"],
+    ids=["htm", "htu", "htu-port", "ath", "jkt", "iat", "missing", "garbage", "two"],
 )
 def test_a_proof_for_another_request_token_key_or_time_is_refused(made: Any, needle: str) -> None:
     error = check(DPoPChecker(), made())
