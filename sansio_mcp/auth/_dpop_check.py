@@ -6,6 +6,7 @@ only once (``jti``).  PyJWT checks the signature; the time comes in as a number.
 from __future__ import annotations
 
 import hashlib
+import hmac
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -13,7 +14,11 @@ from urllib.parse import urlsplit, urlunsplit
 from ._crypto import _jwt, jwk_thumbprint
 from ._pkce import b64url
 
-__all__ = ["DEFAULT_DPOP_ALGORITHMS", "DPoPChecker", "normalize_htu"]
+__all__ = ["DEFAULT_DPOP_ALGORITHMS", "NONCE_REQUIRED", "DPoPChecker", "normalize_htu"]
+
+#: What :meth:`DPoPChecker.check` says of a proof without the server's current nonce:
+#: the answer is then ``use_dpop_nonce`` with a ``DPoP-Nonce`` header (RFC 9449 §9).
+NONCE_REQUIRED = "the DPoP proof lacks the resource server's current nonce"
 
 #: The asymmetric algorithms a proof may be signed with (never ``none`` or HMAC).
 DEFAULT_DPOP_ALGORITHMS: tuple[str, ...] = ("ES256", "ES384", "RS256", "PS256", "EdDSA")
@@ -47,6 +52,9 @@ class DPoPChecker:
     ``iat_window``: how far (seconds) a proof's ``iat`` may be from now, either way;
     ``replay_window``: how long a ``jti`` is remembered (at least ``2 * iat_window``,
     so that a proof is refused as replayed for as long as its ``iat`` is acceptable).
+    ``nonce_secret`` (random bytes the application supplies) makes the server require
+    its own nonces (RFC 9449 §9): each is good for one ``nonce_lifetime`` period and the
+    next, and is derived from the secret and the time, so nothing is stored.
     """
 
     def __init__(
@@ -56,14 +64,39 @@ class DPoPChecker:
         iat_window: float = 60.0,
         replay_window: float | None = None,
         max_remembered: int = 100_000,
+        nonce_secret: bytes | None = None,
+        nonce_lifetime: float = 300.0,
     ) -> None:
-        if iat_window <= 0:
-            raise ValueError("iat_window must be positive")
+        if iat_window <= 0 or nonce_lifetime <= 0:
+            raise ValueError("iat_window and nonce_lifetime must be positive")
+        if nonce_secret is not None and len(nonce_secret) < 16:
+            raise ValueError("nonce_secret needs at least 16 random bytes")
+        self.nonce_secret = nonce_secret
+        self.nonce_lifetime = nonce_lifetime
         self.algorithms = tuple(algorithms)
         self.iat_window = iat_window
         self.replay_window = max(replay_window or 0.0, 2 * iat_window)
         self.max_remembered = max_remembered
         self._seen: dict[str, float] = {}
+
+    def _nonce(self, period: int) -> str:
+        assert self.nonce_secret is not None
+        mac = hmac.new(self.nonce_secret, str(period).encode("ascii"), hashlib.sha256)
+        return f"{period}.{b64url(mac.digest()[:16])}"
+
+    def current_nonce(self, now: float) -> str | None:
+        """The nonce proofs should carry now (None: nonces are not required)."""
+        if self.nonce_secret is None:
+            return None
+        return self._nonce(int(now // self.nonce_lifetime))
+
+    def _nonce_ok(self, nonce: Any, now: float) -> bool:
+        if self.nonce_secret is None:
+            return True
+        if not isinstance(nonce, str):
+            return False
+        period = int(now // self.nonce_lifetime)
+        return any(hmac.compare_digest(nonce, self._nonce(p)) for p in (period, period - 1))
 
     def check(
         self,
@@ -125,6 +158,8 @@ class DPoPChecker:
                 return "the DPoP proof's ath does not match the access token"
         if jkt is not None and thumbprint != jkt:
             return "the DPoP proof's key is not the key the token is bound to"
+        if not self._nonce_ok(claims.get("nonce"), now):
+            return NONCE_REQUIRED
         return self._remember(jti, now)
 
     def _remember(self, jti: str, now: float) -> str | None:

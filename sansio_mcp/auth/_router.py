@@ -117,6 +117,9 @@ class ProtectedRouter:
         exchange = self.router.handle(request)
         if exchange.session is not None:
             exchange.session.auth = token
+        nonce = rs.dpop.current_nonce(self.now) if token is not None and token.jkt else None
+        if nonce is not None:
+            exchange.headers["dpop-nonce"] = nonce  # the next one, before this one lapses
         return exchange
 
     def _dpop_refusal(
@@ -126,10 +129,10 @@ class ProtectedRouter:
         as ``Bearer`` (RFC 9449 §7.1-7.2)."""
         if token.jkt is None:
             if credentials.scheme == "dpop":
-                return rs.dpop_refusal("the access token is not DPoP-bound")
+                return rs.dpop_refusal("the access token is not DPoP-bound", self.now)
             return None
         if credentials.scheme != "dpop":
-            return rs.dpop_refusal("a DPoP-bound token must be sent with the DPoP scheme")
+            return rs.dpop_refusal("a DPoP-bound token must be sent with the DPoP scheme", self.now)
         error = rs.dpop.check(
             request.headers.get("dpop"),
             method=request.method,
@@ -138,7 +141,7 @@ class ProtectedRouter:
             jkt=token.jkt,
             now=self.now,
         )
-        return None if error is None else rs.dpop_refusal(error)
+        return None if error is None else rs.dpop_refusal(error, self.now)
 
     def flush(self, session: ServerSession) -> None:
         self.router.flush(session)

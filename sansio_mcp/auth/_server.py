@@ -13,7 +13,7 @@ import attrs
 from .. import _json
 from ._challenge import format_challenge
 from ._discovery import origin_of
-from ._dpop_check import DPoPChecker
+from ._dpop_check import NONCE_REQUIRED, DPoPChecker
 
 __all__ = [
     "AccessToken",
@@ -153,19 +153,25 @@ class ResourceServer:
             _json.dumps(body).encode("utf-8"),
         )
 
-    def dpop_refusal(self, description: str) -> AuthRefusal:
-        """The 401 for a DPoP-bound token without a good proof (RFC 9449 §7.1)."""
-        refusal = self.refusal(401, "invalid_dpop_proof", description, self.required_scopes)
+    def dpop_refusal(self, description: str, now: float) -> AuthRefusal:
+        """The 401 for a DPoP-bound token without a good proof (RFC 9449 §7.1), or
+        without the server's current nonce (``use_dpop_nonce``, §9)."""
+        error = "use_dpop_nonce" if description == NONCE_REQUIRED else "invalid_dpop_proof"
+        refusal = self.refusal(401, error, description, self.required_scopes)
         challenge = format_challenge(
             "DPoP",
             {
-                "error": "invalid_dpop_proof",
+                "error": error,
                 "error_description": description,
                 "algs": " ".join(self.dpop.algorithms),
                 "resource_metadata": self.metadata_url,
             },
         )
-        return attrs.evolve(refusal, headers={**refusal.headers, "www-authenticate": challenge})
+        headers = {**refusal.headers, "www-authenticate": challenge}
+        nonce = self.dpop.current_nonce(now)
+        if nonce is not None:
+            headers["dpop-nonce"] = nonce
+        return attrs.evolve(refusal, headers=headers)
 
     def judge(self, token: AccessToken | None, presented: bool, now: float) -> AuthRefusal | None:
         """None when the request may pass, else its 401 or 403 answer (RFC 6750 §3.1)."""

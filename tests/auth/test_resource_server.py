@@ -17,6 +17,7 @@ from sansio_mcp._http_messages import HTTPRequest
 from sansio_mcp._streamable_http import Exchange
 from sansio_mcp.auth import (
     AccessToken,
+    DPoPChecker,
     HTTPCall,
     JWTVerifier,
     ResourceServer,
@@ -25,6 +26,7 @@ from sansio_mcp.auth import (
     dpop_proof,
     parse_challenges,
 )
+from sansio_mcp.auth._dpop_check import NONCE_REQUIRED
 from sansio_mcp.runtime import Context, OAuthProvider, Server
 from sansio_mcp.runtime._oauth import fetch
 from sansio_mcp_testing.oauth_server import TestAuthorizationServer
@@ -63,7 +65,7 @@ async def whoami(client: Any) -> Any:
 
 @asynccontextmanager
 async def _jwt_world(
-    backend: Backend, *, dpop: bool, sse: bool = False
+    backend: Backend, *, dpop: bool, sse: bool = False, checker: DPoPChecker | None = None
 ) -> AsyncIterator[tuple[TestAuthorizationServer, str]]:
     """The test authorization server issuing JWTs and the whoami server (Streamable HTTP,
     or legacy SSE) verifying them with keys from its ``jwks_uri``; yields the
@@ -73,7 +75,13 @@ async def _jwt_world(
         authority.issuer = f"http://127.0.0.1:{as_port}"
         verifier = JWTVerifier(authority.issuer, "", jwks_uri=f"{authority.issuer}/jwks")
         server = whoami_server()
-        server.auth = ResourceServer("", [authority.issuer], verifier, required_scopes=["mcp"])
+        server.auth = ResourceServer(
+            "",
+            [authority.issuer],
+            verifier,
+            required_scopes=["mcp"],
+            dpop=checker or DPoPChecker(),
+        )
         serve = backend.serve_sse if sse else backend.serve_http
         async with serve(server) as port:
             url = f"http://127.0.0.1:{port}/{'sse' if sse else 'mcp'}"
@@ -107,6 +115,35 @@ def test_legacy_sse_handlers_see_the_token_too(backend: Backend) -> None:
             async with backend.sse.open_sse_client(url, auth=OAuthProvider()) as client:
                 me = await whoami(client)
             assert me["iss"] == authority.issuer and "mcp" in me["scopes"]
+
+    backend.run(main)
+
+
+class RecordingChecker(DPoPChecker):
+    """A DPoP checker that keeps what it said of each proof."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.said: list[str | None] = []
+
+    def check(self, proof: str | None, **request: Any) -> str | None:
+        said = super().check(proof, **request)
+        self.said.append(said)
+        return said
+
+
+def test_our_client_follows_the_resource_servers_dpop_nonces(backend: Backend) -> None:
+    async def main() -> None:
+        checker = RecordingChecker(nonce_secret=b"resource-server-nonces")
+        async with _jwt_world(backend, dpop=True, checker=checker) as (_, url):
+            async with backend.open_http_client(url, auth=OAuthProvider()) as client:
+                me = await whoami(client)
+                assert me["jkt"] is not None
+                await whoami(client)
+        # The first proof had no nonce; the client took the one the 401 gave and every
+        # proof after it passed.
+        assert checker.said[0] == NONCE_REQUIRED
+        assert len(checker.said) >= 3 and checker.said[1:] == [None] * (len(checker.said) - 1)
 
     backend.run(main)
 

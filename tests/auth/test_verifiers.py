@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import attrs
 import jwt
 import pytest
 from hypothesis import given, settings
@@ -28,7 +29,7 @@ from sansio_mcp.auth import (
     dpop_proof,
     parse_challenges,
 )
-from sansio_mcp.auth._dpop_check import normalize_htu
+from sansio_mcp.auth._dpop_check import NONCE_REQUIRED, normalize_htu
 from sansio_mcp.auth._pkce import b64url
 
 ISSUER = "https://as.example"
@@ -260,6 +261,24 @@ def test_the_replay_cache_is_bounded() -> None:
     assert check(checker, fresh, now=later) is None
 
 
+def test_server_nonces_are_required_when_configured_and_good_for_two_periods() -> None:
+    checker = DPoPChecker(nonce_secret=b"n" * 32, nonce_lifetime=100)
+    assert check(checker, proof("a")) == NONCE_REQUIRED
+    nonce = checker.current_nonce(NOW)
+    assert nonce is not None and check(checker, proof("b", nonce=nonce)) is None
+    assert check(checker, proof("c", nonce="1.forged")) == NONCE_REQUIRED
+    later = NOW + 100
+    assert check(checker, proof("d", nonce=nonce, now=later), now=later) is None
+    much_later = NOW + 200
+    stale = proof("e", nonce=nonce, now=much_later)
+    assert check(checker, stale, now=much_later) == NONCE_REQUIRED
+    other = DPoPChecker(nonce_secret=b"o" * 32, nonce_lifetime=100)
+    assert other.current_nonce(NOW) != nonce
+    assert DPoPChecker().current_nonce(NOW) is None
+    with pytest.raises(ValueError):
+        DPoPChecker(nonce_secret=b"short")
+
+
 # The protected router's DPoP rules --------------------------------------------------------
 
 
@@ -304,6 +323,19 @@ def test_a_bound_token_passes_only_as_dpop_with_a_good_proof() -> None:
         (challenge,) = parse_challenges(refused.headers["www-authenticate"])
         assert challenge.scheme == "dpop" and challenge.error == "invalid_dpop_proof"
         assert challenge.params["algs"].split()[0] == "ES256"
+
+
+def test_a_nonce_requiring_router_answers_use_dpop_nonce_with_the_nonce() -> None:
+    router = _router(AccessToken("tok", frozenset({"mcp"}), jkt=KEY.thumbprint))
+    rs = attrs.evolve(router.resource_server, dpop=DPoPChecker(nonce_secret=b"s" * 32))
+    router.resource_server = rs
+    refused = router.handle(_request("DPoP tok", proof("n1")))
+    assert refused.status == 401
+    (challenge,) = parse_challenges(refused.headers["www-authenticate"])
+    assert challenge.scheme == "dpop" and challenge.error == "use_dpop_nonce"
+    nonce = refused.headers["dpop-nonce"]
+    passed = router.handle(_request("DPoP tok", proof("n2", nonce=nonce)))
+    assert passed.status == 200 and passed.headers["dpop-nonce"] == nonce
 
 
 def test_an_unbound_token_sent_as_dpop_is_refused_and_as_bearer_passes() -> None:
