@@ -96,7 +96,10 @@ class DPoPChecker:
         if not isinstance(nonce, str):
             return False
         period = int(now // self.nonce_lifetime)
-        return any(hmac.compare_digest(nonce, self._nonce(p)) for p in (period, period - 1))
+        given = nonce.encode("utf-8", "replace")  # compare_digest takes ASCII str only
+        return any(
+            hmac.compare_digest(given, self._nonce(p).encode("ascii")) for p in (period, period - 1)
+        )
 
     def check(
         self,

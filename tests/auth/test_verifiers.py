@@ -267,6 +267,7 @@ def test_server_nonces_are_required_when_configured_and_good_for_two_periods() -
     nonce = checker.current_nonce(NOW)
     assert nonce is not None and check(checker, proof("b", nonce=nonce)) is None
     assert check(checker, proof("c", nonce="1.forged")) == NONCE_REQUIRED
+    assert check(checker, proof("c2", nonce="ñ\udcff")) == NONCE_REQUIRED
     later = NOW + 100
     assert check(checker, proof("d", nonce=nonce, now=later), now=later) is None
     much_later = NOW + 200
@@ -356,3 +357,41 @@ def test_a_sync_router_refuses_an_async_verifier_precisely() -> None:
         _request("Bearer tok"), Credentials("bearer", "tok"), AccessToken("tok")
     )
     assert verified.status == 200
+
+
+# Bad input: a precise refusal, never an exception ------------------------------------------
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+def _segment(value: Any) -> str:
+    return b64url(_json.dumps(value).encode())
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    header=st.dictionaries(st.sampled_from(["typ", "alg", "jwk", "kid"]), _json_values),
+    payload=_json_values,
+    signature=st.text(max_size=10),
+    garbage=st.text(max_size=30),
+)
+def test_malformed_tokens_and_proofs_are_refused_without_raising(
+    header: dict[str, Any], payload: Any, signature: str, garbage: str
+) -> None:
+    forged = f"{_segment(header)}.{_segment(payload)}.{signature}"
+    verifier = JWTVerifier(ISSUER, AUDIENCE, jwks=jwks((KEY, "k1")))
+    checker = DPoPChecker(nonce_secret=b"x" * 16)
+    for token in (forged, garbage):
+        assert verifier.verify(token, NOW) is None
+        assert isinstance(check(checker, token), str)
+    # A well-signed proof whose header and claims are arbitrary is refused too.
+    real_header = {"typ": "dpop+jwt", "jwk": header.get("jwk", KEY.public_jwk)}
+    claims_ = payload if isinstance(payload, dict) else {"x": payload}
+    signed = jwt.encode(claims_, KEY.private_key, algorithm="ES256", headers=real_header)
+    assert isinstance(check(checker, signed), str)
