@@ -44,7 +44,9 @@ class ProtectedRouter:
     resource server whose ``resource`` is empty takes it from each request: its
     ``Host`` and ``endpoint`` (what a server on an ephemeral port needs).  A request let
     through leaves its :class:`AccessToken` on its session as ``session.auth``, where
-    the handlers it starts find it (``ctx.auth``).
+    the handlers it starts find it (``ctx.auth``).  A session is bound to the subject
+    and client that opened it: another's token naming it gets 404, as for an unknown
+    session (a router with ``session_for(request)`` says which session a request names).
     """
 
     def __init__(
@@ -112,6 +114,9 @@ class ProtectedRouter:
         refusal = rs.judge(token, credentials is not None, self.now)
         if refusal is None and token is not None and credentials is not None:
             refusal = self._dpop_refusal(rs, request, credentials, token)
+        if refusal is None and token is not None and not self._same_principal(request, token):
+            # Another user's session (a leaked id): to this caller it does not exist.
+            refusal = AuthRefusal(404, {"content-type": "text/plain"}, b"unknown session")
         if refusal is not None:
             return Exchange(refusal.status, dict(refusal.headers), refusal.body)
         exchange = self.router.handle(request)
@@ -121,6 +126,16 @@ class ProtectedRouter:
         if nonce is not None:
             exchange.headers["dpop-nonce"] = nonce  # the next one, before this one lapses
         return exchange
+
+    def _same_principal(self, request: HTTPRequest, token: AccessToken) -> bool:
+        """Whether the session ``request`` names (if any) was started with a token of the
+        same subject and client: a session is bound to whoever opened it."""
+        session_for = getattr(self.router, "session_for", None)
+        session = session_for(request) if session_for is not None else None
+        bound = getattr(session, "auth", None)
+        if not isinstance(bound, AccessToken):
+            return True
+        return (bound.subject, bound.client_id) == (token.subject, token.client_id)
 
     def _dpop_refusal(
         self, rs: ResourceServer, request: HTTPRequest, credentials: Credentials, token: AccessToken

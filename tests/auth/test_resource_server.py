@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import parse_qsl
 
 from sansio_mcp import _json
@@ -306,3 +306,45 @@ def test_the_asgi_app_awaits_verifiers_and_sets_ctx_auth() -> None:
             assert (await fetch(BACKEND, call)).status == 401
 
         asyncio.run(main())
+
+
+# A session is bound to whoever opened it ----------------------------------------------------
+
+
+class People:
+    """Tokens of two people (two tokens for alice: a refreshed one)."""
+
+    tokens: ClassVar[dict[str, AccessToken]] = {
+        "alice-1": AccessToken("alice-1", frozenset({"mcp"}), "app", subject="alice"),
+        "alice-2": AccessToken("alice-2", frozenset({"mcp"}), "app", subject="alice"),
+        "bob-1": AccessToken("bob-1", frozenset({"mcp"}), "app", subject="bob"),
+    }
+
+    def verify(self, token: str, now: float) -> AccessToken | None:
+        return self.tokens.get(token)
+
+
+def test_a_session_answers_only_tokens_of_the_subject_that_opened_it(backend: Backend) -> None:
+    server = whoami_server()
+    server.auth = ResourceServer("", ["http://as.example"], People(), required_scopes=["mcp"])
+
+    async def main() -> None:
+        async with backend.serve_http(server) as port:
+            url = f"http://127.0.0.1:{port}/mcp"
+
+            async def post(token: str, body: bytes, session: str | None = None) -> Any:
+                headers = {**POST_HEADERS, "authorization": f"Bearer {token}"}
+                if session is not None:
+                    headers["mcp-session-id"] = session
+                return await fetch(backend.backend, HTTPCall("POST", url, headers, body))
+
+            opened = await post("alice-1", INITIALIZE)
+            assert opened.status == 200
+            session = opened.headers["mcp-session-id"]
+            ping = _json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}).encode()
+            stolen = await post("bob-1", ping, session)
+            assert stolen.status == 404
+            refreshed = await post("alice-2", ping, session)
+            assert refreshed.status == 200 and b'"result"' in refreshed.body
+
+    backend.run(main)
