@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from inspect import isawaitable
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -137,6 +138,15 @@ class ProtectedRouter:
             return True
         return (bound.subject, bound.client_id) == (token.subject, token.client_id)
 
+    def _request_url(self, rs: ResourceServer, request: HTTPRequest) -> str:
+        """The URL the client sent ``request`` to, for a proof's ``htu``: the resource's
+        origin and the prefix it is mounted under (an ASGI app's ``root_path``, which
+        ``request.target`` lacks) before the target."""
+        path = urlsplit(rs.resource).path.rstrip("/")
+        mounted = path.endswith(self.endpoint) and self.endpoint != "/"
+        prefix = path[: len(path) - len(self.endpoint)] if mounted else ""
+        return origin_of(rs.resource) + prefix + request.target
+
     def _dpop_refusal(
         self, rs: ResourceServer, request: HTTPRequest, credentials: Credentials, token: AccessToken
     ) -> AuthRefusal | None:
@@ -151,7 +161,7 @@ class ProtectedRouter:
         error = rs.dpop.check(
             request.headers.get("dpop"),
             method=request.method,
-            url=origin_of(rs.resource) + request.target,
+            url=self._request_url(rs, request),
             access_token=credentials.token,
             jkt=token.jkt,
             now=self.now,

@@ -326,6 +326,15 @@ def test_a_bound_token_passes_only_as_dpop_with_a_good_proof() -> None:
         assert challenge.params["algs"].split()[0] == "ES256"
 
 
+def test_proofs_are_for_the_url_the_client_used_under_a_mount_prefix() -> None:
+    mounted = "https://mcp.example/tools/mcp"
+    router = _router(AccessToken("tok", frozenset({"mcp"}), jkt=KEY.thumbprint))
+    router.resource_server = attrs.evolve(router.resource_server, resource=mounted)
+    # An ASGI app mounted at /tools sees the target without its root_path.
+    assert router.handle(_request("DPoP tok", proof("m1", url=mounted))).status == 200
+    assert router.handle(_request("DPoP tok", proof("m2", url=URL))).status == 401
+
+
 def test_a_nonce_requiring_router_answers_use_dpop_nonce_with_the_nonce() -> None:
     router = _router(AccessToken("tok", frozenset({"mcp"}), jkt=KEY.thumbprint))
     rs = attrs.evolve(router.resource_server, dpop=DPoPChecker(nonce_secret=b"s" * 32))
