@@ -348,3 +348,91 @@ def test_a_session_answers_only_tokens_of_the_subject_that_opened_it(backend: Ba
             assert refreshed.status == 200 and b'"result"' in refreshed.body
 
     backend.run(main)
+
+
+# The key set: fetched once for a burst, and a dead key server is not a crash ---------------
+
+
+class KeyServer:
+    """Serves a JWK set at ``/jwks`` (or garbage), counting the fetches."""
+
+    def __init__(self, key: Any, *, garbage: bool = False) -> None:
+        jwk = {**key.public_jwk, "kid": "k1", "use": "sig"}
+        self.body = b"\x00not json" if garbage else _json.dumps({"keys": [jwk]}).encode()
+        self.fetches = 0
+
+    def handle(self, request: HTTPRequest) -> Exchange:
+        self.fetches += 1
+        return Exchange(200, {"content-type": "application/json"}, self.body)
+
+    def flush(self, session: Any) -> None:
+        return None
+
+    def owns(self, session: Any) -> bool:
+        return False
+
+
+def _signed(key: Any, issuer: str, audience: str, now: float) -> str:
+    import jwt
+
+    claims = {"iss": issuer, "aud": audience, "sub": "carol", "scope": "mcp", "exp": now + 600}
+    return str(jwt.encode(claims, key.private_key, algorithm="ES256", headers={"kid": "k1"}))
+
+
+def test_a_burst_of_requests_fetches_the_key_set_once(backend: Backend) -> None:
+    from sansio_mcp.auth import DPoPKey
+
+    async def main() -> None:
+        key = DPoPKey()
+        keys = KeyServer(key)
+        async with backend.serve_router(keys) as key_port:
+            issuer = f"http://127.0.0.1:{key_port}"
+            verifier = JWTVerifier(issuer, "", jwks_uri=f"{issuer}/jwks")
+            server = whoami_server()
+            server.auth = ResourceServer("", [issuer], verifier, required_scopes=["mcp"])
+            async with backend.serve_http(server) as port:
+                url = f"http://127.0.0.1:{port}/mcp"
+                verifier.audience = url
+                token = _signed(key, issuer, url, backend.backend.wall_clock())
+                headers = {**POST_HEADERS, "authorization": f"Bearer {token}"}
+                statuses: list[int] = []
+
+                async def one() -> None:
+                    reply = await fetch(backend.backend, HTTPCall("POST", url, headers, INITIALIZE))
+                    statuses.append(reply.status)
+
+                async with backend.backend.open_task_group() as group:
+                    for _ in range(8):
+                        group.start_soon(one)
+        assert statuses == [200] * 8
+        assert keys.fetches == 1
+
+    backend.run(main)
+
+
+def test_an_unreachable_or_broken_key_server_refuses_the_token_cleanly(backend: Backend) -> None:
+    from sansio_mcp.auth import DPoPKey
+    from tests.transports.helpers import free_port
+
+    async def main() -> None:
+        key = DPoPKey()
+        broken = KeyServer(key, garbage=True)
+        async with backend.serve_router(broken) as broken_port:
+            for issuer in (f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{broken_port}"):
+                verifier = JWTVerifier(issuer, "", jwks_uri=f"{issuer}/jwks")
+                server = whoami_server()
+                server.auth = ResourceServer("", [issuer], verifier, required_scopes=["mcp"])
+                async with backend.serve_http(server) as port:
+                    url = f"http://127.0.0.1:{port}/mcp"
+                    verifier.audience = url
+                    token = _signed(key, issuer, url, backend.backend.wall_clock())
+                    headers = {**POST_HEADERS, "authorization": f"Bearer {token}"}
+                    call = HTTPCall("POST", url, headers, INITIALIZE)
+                    for _ in range(2):  # and the server still answers afterwards
+                        refused = await fetch(backend.backend, call)
+                        assert refused.status == 401
+                        challenge = parse_challenges(refused.headers["www-authenticate"])[0]
+                        assert challenge.error == "invalid_token"
+        assert broken.fetches == 1  # not again within refetch_interval
+
+    backend.run(main)
