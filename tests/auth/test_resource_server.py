@@ -18,6 +18,7 @@ from sansio_mcp._streamable_http import Exchange
 from sansio_mcp.auth import (
     AccessToken,
     DPoPChecker,
+    DPoPKey,
     HTTPCall,
     JWTVerifier,
     ResourceServer,
@@ -31,7 +32,7 @@ from sansio_mcp.runtime import Context, OAuthProvider, Server
 from sansio_mcp.runtime._oauth import fetch
 from sansio_mcp_testing.oauth_server import TestAuthorizationServer
 from tests.auth.test_http import INITIALIZE, Backend
-from tests.transports.helpers import POST_HEADERS
+from tests.transports.helpers import POST_HEADERS, free_port
 
 
 def whoami_server(name: str = "protected") -> Server:
@@ -372,34 +373,34 @@ class KeyServer:
         return False
 
 
-def _signed(key: Any, issuer: str, audience: str, now: float) -> str:
+@asynccontextmanager
+async def _keyed_server(backend: Backend, key: Any, issuer: str) -> AsyncIterator[HTTPCall]:
+    """The whoami server checking JWTs against the keys at ``issuer``/jwks; yields an
+    initialize POST carrying a token signed with ``key``."""
     import jwt
 
-    claims = {"iss": issuer, "aud": audience, "sub": "carol", "scope": "mcp", "exp": now + 600}
-    return str(jwt.encode(claims, key.private_key, algorithm="ES256", headers={"kid": "k1"}))
+    verifier = JWTVerifier(issuer, "", jwks_uri=f"{issuer}/jwks")
+    server = whoami_server()
+    server.auth = ResourceServer("", [issuer], verifier, required_scopes=["mcp"])
+    async with backend.serve_http(server) as port:
+        url = verifier.audience = f"http://127.0.0.1:{port}/mcp"
+        exp = backend.backend.wall_clock() + 600
+        claims = {"iss": issuer, "aud": url, "sub": "carol", "scope": "mcp", "exp": exp}
+        token = jwt.encode(claims, key.private_key, algorithm="ES256", headers={"kid": "k1"})
+        headers = {**POST_HEADERS, "authorization": f"Bearer {token}"}
+        yield HTTPCall("POST", url, headers, INITIALIZE)
 
 
 def test_a_burst_of_requests_fetches_the_key_set_once(backend: Backend) -> None:
-    from sansio_mcp.auth import DPoPKey
-
     async def main() -> None:
         key = DPoPKey()
         keys = KeyServer(key)
+        statuses: list[int] = []
         async with backend.serve_router(keys) as key_port:
-            issuer = f"http://127.0.0.1:{key_port}"
-            verifier = JWTVerifier(issuer, "", jwks_uri=f"{issuer}/jwks")
-            server = whoami_server()
-            server.auth = ResourceServer("", [issuer], verifier, required_scopes=["mcp"])
-            async with backend.serve_http(server) as port:
-                url = f"http://127.0.0.1:{port}/mcp"
-                verifier.audience = url
-                token = _signed(key, issuer, url, backend.backend.wall_clock())
-                headers = {**POST_HEADERS, "authorization": f"Bearer {token}"}
-                statuses: list[int] = []
+            async with _keyed_server(backend, key, f"http://127.0.0.1:{key_port}") as call:
 
                 async def one() -> None:
-                    reply = await fetch(backend.backend, HTTPCall("POST", url, headers, INITIALIZE))
-                    statuses.append(reply.status)
+                    statuses.append((await fetch(backend.backend, call)).status)
 
                 async with backend.backend.open_task_group() as group:
                     for _ in range(8):
@@ -411,23 +412,12 @@ def test_a_burst_of_requests_fetches_the_key_set_once(backend: Backend) -> None:
 
 
 def test_an_unreachable_or_broken_key_server_refuses_the_token_cleanly(backend: Backend) -> None:
-    from sansio_mcp.auth import DPoPKey
-    from tests.transports.helpers import free_port
-
     async def main() -> None:
         key = DPoPKey()
         broken = KeyServer(key, garbage=True)
         async with backend.serve_router(broken) as broken_port:
             for issuer in (f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{broken_port}"):
-                verifier = JWTVerifier(issuer, "", jwks_uri=f"{issuer}/jwks")
-                server = whoami_server()
-                server.auth = ResourceServer("", [issuer], verifier, required_scopes=["mcp"])
-                async with backend.serve_http(server) as port:
-                    url = f"http://127.0.0.1:{port}/mcp"
-                    verifier.audience = url
-                    token = _signed(key, issuer, url, backend.backend.wall_clock())
-                    headers = {**POST_HEADERS, "authorization": f"Bearer {token}"}
-                    call = HTTPCall("POST", url, headers, INITIALIZE)
+                async with _keyed_server(backend, key, issuer) as call:
                     for _ in range(2):  # and the server still answers afterwards
                         refused = await fetch(backend.backend, call)
                         assert refused.status == 401
