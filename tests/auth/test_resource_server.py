@@ -426,3 +426,52 @@ def test_an_unreachable_or_broken_key_server_refuses_the_token_cleanly(backend: 
         assert broken.fetches == 1  # not again within refetch_interval
 
     backend.run(main)
+
+
+# The example server from the command line, checking JWTs ----------------------------------
+
+
+def test_cli_example_server_checks_jwts_against_a_jwks_uri() -> None:
+    import os
+    import subprocess
+    import sys
+
+    import trio
+
+    from tests.transports.helpers import serving_in_thread
+    from trio_adapters.http_client import open_http_client
+    from trio_adapters.http_server import serve_router
+
+    authority = TestAuthorizationServer(scopes_supported=["mcp"], jwt=True)
+    with serving_in_thread(serve_router, Server("as"), router=authority) as as_port:
+        authority.issuer = f"http://127.0.0.1:{as_port}"
+        port = free_port()
+        url = f"http://127.0.0.1:{port}/mcp"
+        command = [sys.executable, "-m", "sansio_mcp_cli", "example-server"]
+        options = ["--transport", "http", "--port", str(port), "--auth-issuer", authority.issuer]
+        jwt_options = ["--auth-jwks-uri", f"{authority.issuer}/jwks", "--auth-resource", url]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        bad = subprocess.run(
+            [*command, *options, "--auth-jwks-uri", "http://x/jwks"],
+            capture_output=True, text=True, env=env, timeout=60,
+        )  # fmt: skip
+        assert bad.returncode == 1 and "--auth-resource" in bad.stderr
+        server = subprocess.Popen(
+            [*command, *options, *jwt_options], stderr=subprocess.PIPE, text=True, env=env
+        )
+        try:
+            assert server.stderr is not None
+            assert url in server.stderr.readline()
+
+            async def main() -> str:
+                with trio.fail_after(30):
+                    async with open_http_client(url, auth=OAuthProvider()) as client:
+                        result = await client.call_tool("echo", {"message": "jwt"})
+                        return str(result["content"][0]["text"])
+
+            assert trio.run(main) == "jwt"
+        finally:
+            server.terminate()
+            server.wait(10)
+    steps = [step for step, _ in authority.log]
+    assert steps.count("jwks") == 1 and steps.count("token") == 1
