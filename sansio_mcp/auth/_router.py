@@ -77,7 +77,7 @@ class ProtectedRouter:
         """The token ``request`` presents, when it needs verifying (not for the
         metadata document)."""
         rs = self.resource_server
-        if self._is_metadata(rs if rs.resource else self._resource_server(request), request):
+        if self._is_metadata(self._resource_server(request), request):
             return None
         presented = rs.presented_token(request.headers.get("authorization"))
         return None if presented is None else Credentials(*presented)
