@@ -53,6 +53,8 @@ def test_task_lifecycle(backend: TransportBackend, task_agent: str) -> None:
     asked: list[str] = []
 
     def elicitation(params: dict[str, Any]) -> dict[str, Any]:
+        if "nope" in params["message"]:
+            return {"action": "decline"}
         asked.append(params["message"])
         return {"action": "accept", "content": {"answer": f"v{len(asked)}"}}
 
@@ -79,8 +81,25 @@ def test_task_lifecycle(backend: TransportBackend, task_agent: str) -> None:
         rejected = await client.call_tool("a2a_send_message", {"text": "reject"})
         assert rejected["isError"] is True
         assert rejected["structuredContent"]["a2aState"] == "TASK_STATE_REJECTED"
-        message = await client.call_tool("a2a_send_message", {"text": "echo: direct"})
+        # No A2A task, no MCP task: a direct Message, or an A2A error, is a plain result.
+        direct = await client.call_tool("a2a_send_message", {"text": "echo: direct"}, task=True)
+        assert direct.done and direct.task_id == ""
+        message = await direct.result()
         assert message["structuredContent"]["kind"] == "message"
+        assert message["content"][0]["text"] == "direct"
+        refused = await client.call_tool("a2a_send_message", {"text": "error:-32004"}, task=True)
+        assert refused.done and refused.task_id == ""
+        assert (await refused.result())["structuredContent"]["a2aErrorCode"] == -32004
+
+        # CANCELED without tasks/cancel (the agent gave up; the user declined its question):
+        # the MCP task ends cancelled, the taskHandle and the why in its statusMessage.
+        for text, why in (("giveup", "I gave up on this task"), ("ask: nope", "declined")):
+            ended = await (
+                await client.call_tool("a2a_send_message", {"text": text}, task=True)
+            ).wait()
+            assert ended["status"] == "cancelled", ended
+            assert why in ended["statusMessage"] and "taskHandle tk_" in ended["statusMessage"]
+            assert "result" not in ended
 
         # tasks/cancel: the MCP task is cancelled, and so is the agent's.
         before = await backend.to_thread(agent_states, task_agent, "slow: 8000")
