@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from sansio_mcp import ConnectionClosedError, MCPError, ProtocolError
 from sansio_mcp._refusals import does_not_speak
 from sansio_mcp._versions import ALL_REVISIONS, MODERN_REVISIONS
-from sansio_mcp.auth import ResourceServer, StaticTokenVerifier
+from sansio_mcp.auth import JWTVerifier, ResourceServer, StaticTokenVerifier
 from sansio_mcp.runtime import ClientAPI, TimedOut, TransportBackend
 from sansio_mcp.runtime.example_server import build_server
 
@@ -112,6 +112,18 @@ def _parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="an authorization server to name in the protected resource metadata",
     )
+    server.add_argument(
+        "--auth-jwks-uri",
+        metavar="URL",
+        help="protect the http/sse server with JWT access tokens of the (one) --auth-issuer, "
+        "checked against the keys at this URL; needs --auth-resource",
+    )
+    server.add_argument(
+        "--auth-resource",
+        metavar="URL",
+        help="the server's public URL (e.g. https://mcp.example.com/mcp): the resource in "
+        "its metadata and the audience JWTs must name (default: from each request's Host)",
+    )
 
     version_help = (
         "protocol revision: 'auto' (default: probe server/discover, fall back to the "
@@ -189,6 +201,9 @@ def _parser() -> argparse.ArgumentParser:
     from .bridge import add_bridge_parser
 
     add_bridge_parser(sub, common)
+    from .a2a_bridge import add_parser as add_a2a_bridge_parser
+
+    add_a2a_bridge_parser(sub, common)
     from .gateway import add_parser as add_gateway_parser
 
     add_gateway_parser(sub, common)
@@ -266,6 +281,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+def _resource_server(args: argparse.Namespace) -> ResourceServer | None:
+    """The example server's protection: ``--auth-token`` and ``--auth-jwks-uri``."""
+    resource = args.auth_resource or ""
+    if args.auth_jwks_uri:
+        if len(args.auth_issuer) != 1 or not resource:
+            raise SystemExit(
+                "sansio-mcp: --auth-jwks-uri needs exactly one --auth-issuer and --auth-resource"
+            )
+        if args.auth_token:
+            raise SystemExit("sansio-mcp: give --auth-token or --auth-jwks-uri, not both")
+        verifier = JWTVerifier(args.auth_issuer[0], resource, jwks_uri=args.auth_jwks_uri)
+        return ResourceServer(resource, args.auth_issuer, verifier)
+    if args.auth_token:
+        tokens = StaticTokenVerifier(dict.fromkeys(args.auth_token, ()))
+        return ResourceServer(resource, args.auth_issuer, tokens)
+    return None
+
+
 def _run(args: argparse.Namespace, command: list[str]) -> int:
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
@@ -280,10 +313,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     try:
         if args.command == "example-server":
             server = build_server(page_size=args.page_size)
-            if args.auth_token:
-                server.auth = ResourceServer(
-                    "", args.auth_issuer, StaticTokenVerifier(dict.fromkeys(args.auth_token, ()))
-                )
+            server.auth = _resource_server(args)
             serve = partial(backend.serve, on_bound=_announcer(args.transport, args.host))
             backend.run(backend.until_stopped, serve, server, args.transport, args.host, args.port)
             return 0
@@ -295,6 +325,10 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
             from .bridge import run_command
 
             return run_command(args, backend)
+        if args.command == "a2a-bridge":
+            from .a2a_bridge import run as run_a2a_bridge
+
+            return run_a2a_bridge(args, backend)
         if args.command == "gateway":
             from .gateway import run as run_gateway
 
@@ -407,6 +441,18 @@ async def _run_inspect(
     return 0
 
 
+def _show_task_status(task_id: str, task: dict[str, Any]) -> None:
+    """One stderr line per status change of a task ``sansio-mcp call`` follows."""
+    if not task_id:
+        return  # answered at once: there was no task
+    line = f"sansio-mcp call: task {task_id}: {task['status']}"
+    if task.get("statusMessage"):
+        line += f" ({task['statusMessage']})"
+    if task.get("inputRequests"):
+        line += f"; asks {', '.join(sorted(task['inputRequests']))}"
+    print(line, file=sys.stderr, flush=True)
+
+
 async def _run_call(backend: TransportBackend, command: list[str], args: argparse.Namespace) -> int:
     try:
         arguments = json.loads(args.args)
@@ -423,9 +469,11 @@ async def _run_call(backend: TransportBackend, command: list[str], args: argpars
         return 2
 
     async def call(client: ClientAPI) -> dict[str, Any]:
-        return await client.call_tool(args.tool, arguments, timeout=args.timeout)
+        # A tool the server runs as a task is followed to its end, its status on stderr.
+        handle = await client.call_tool(args.tool, arguments, timeout=args.timeout, task=True)
+        return await handle.result(on_status=partial(_show_task_status, handle.task_id))
 
-    result = await _connected(backend, command, args, call, handlers=answers.handlers())
+    result = await _connected(backend, command, args, call, handlers=answers.handlers(tasks=True))
     _dump(result)
     return 1 if result.get("isError") else 0
 
