@@ -83,6 +83,12 @@ class TransportTable:
     clients: ClassVar[ClientOpeners]
     servers: ClassVar[Listeners]
 
+    @property
+    def listeners(self) -> dict[str, Listener]:
+        """The network listeners by transport name: ``http``, ``sse``, ``ws``."""
+        servers = self.servers
+        return {"http": servers.http, "sse": servers.sse, "ws": servers.ws}
+
     def connect(
         self, command: Sequence[str], url: str | None, transport: str | None, **options: Any
     ) -> AbstractAsyncContextManager[ClientAPI]:
