@@ -101,9 +101,13 @@ class AsyncioSessionHost(HostBase):
     runs_timer = True
 
     def attach(self, group: asyncio.TaskGroup) -> None:
-        """Run handler tasks (and the timer) in ``group``."""
+        """Run handler tasks (and the timer, once there is a deadline) in ``group``."""
         self._group = group
-        if self.runs_timer:
+        if self.session.next_deadline() is not None:
+            self._start_timer()
+
+    def _start_timer(self) -> None:
+        if self.runs_timer and self._timer_task is None and self._group is not None:
             self._timer_task = self.start(self.run_timer())
 
     def start(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:

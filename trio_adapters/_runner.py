@@ -57,6 +57,7 @@ class TrioSessionHost(HostBase):
         self._timer_scope = trio.CancelScope()
         self._flush_wanted = trio.Event()
         self._flush_scope = trio.CancelScope()
+        self._timer_started = False
         self.driver.on_output = self._schedule_flush
 
     #: The event-loop primitives the runtime's loops on this host await.
@@ -81,13 +82,22 @@ class TrioSessionHost(HostBase):
     #: Whether this host enforces its session's deadlines (False where the session
     #: belongs to something that does, as the bridge host does for its servers').
     runs_timer = True
+    #: Whether queued output waits for the flusher task (False where a subclass
+    #: sends it at once, as an HTTP server's host routes it to exchanges).
+    flushes_in_task = True
 
     def attach(self, nursery: trio.Nursery) -> None:
-        """Run handler tasks (and the timer) in ``nursery``."""
+        """Run handler tasks (and the timer, once there is a deadline) in ``nursery``."""
         self._nursery = nursery
-        if self.runs_timer:
-            nursery.start_soon(self._timer_loop)
-        nursery.start_soon(self._flush_loop)
+        if self.session.next_deadline() is not None:
+            self._start_timer()
+        if self.flushes_in_task:
+            nursery.start_soon(self._flush_loop)
+
+    def _start_timer(self) -> None:
+        if self.runs_timer and not self._timer_started and self._nursery is not None:
+            self._timer_started = True
+            self._nursery.start_soon(self._timer_loop)
 
     def spawn_task(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
         """Run ``fn(*args)`` in a task of the host's nursery."""

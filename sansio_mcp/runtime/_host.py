@@ -157,8 +157,16 @@ class HostBase:
         raise NotImplementedError
 
     def rearm_timer(self) -> None:
-        """A deadline was added: the timer must look again."""
+        """A deadline was added: the timer must look again (started if it is not
+        running: most hosts of a stateless HTTP request never need one)."""
+        self._start_timer()
         self._timer_changed.set()
+
+    def _start_timer(self) -> None:
+        """Run :meth:`run_timer` in a task of the host's own, if it is not running
+        yet and the host is attached (then ``attach`` starts it if a deadline is
+        already set); a no-op where the timer is someone else's."""
+        raise NotImplementedError
 
     async def run_timer(self) -> None:
         """Enforce the session's deadlines until cancelled: sleep until the earliest
