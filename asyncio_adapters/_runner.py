@@ -101,9 +101,9 @@ class AsyncioSessionHost(HostBase):
     runs_timer = True
 
     def attach(self, group: asyncio.TaskGroup) -> None:
-        """Run handler tasks (and the timer, once there is a deadline) in ``group``."""
+        """Run handler tasks (and the timer) in ``group``."""
         self._group = group
-        if self.session.next_deadline() is not None:
+        if not self.timer_on_demand or self.session.next_deadline() is not None:
             self._start_timer()
 
     def _start_timer(self) -> None:

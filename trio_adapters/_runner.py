@@ -87,9 +87,9 @@ class TrioSessionHost(HostBase):
     flushes_in_task = True
 
     def attach(self, nursery: trio.Nursery) -> None:
-        """Run handler tasks (and the timer, once there is a deadline) in ``nursery``."""
+        """Run handler tasks (and the timer) in ``nursery``."""
         self._nursery = nursery
-        if self.session.next_deadline() is not None:
+        if not self.timer_on_demand or self.session.next_deadline() is not None:
             self._start_timer()
         if self.flushes_in_task:
             nursery.start_soon(self._flush_loop)

@@ -156,9 +156,12 @@ class HostBase:
         """Run ``step`` to completion even while being cancelled."""
         raise NotImplementedError
 
+    #: Whether ``attach`` leaves the timer task to the first deadline (True where most
+    #: hosts never have one, as an HTTP server's host of a stateless request).
+    timer_on_demand = False
+
     def rearm_timer(self) -> None:
-        """A deadline was added: the timer must look again (started if it is not
-        running: most hosts of a stateless HTTP request never need one)."""
+        """A deadline was added: the timer must look again (started if it is not running)."""
         self._start_timer()
         self._timer_changed.set()
 

@@ -301,6 +301,8 @@ class RoutedOutput:
     once rather than in a task.  The host sets ``router``."""
 
     router: Router
+    # A stateless request's host spawns no timer task unless it gets a deadline.
+    timer_on_demand = True
 
     if TYPE_CHECKING:
         session: ServerSession | Any
