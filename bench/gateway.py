@@ -76,16 +76,18 @@ def row8(results: Results, c: Counts, rnd: int, log: Any) -> None:
         try:
             upstreams = {
                 "ex": stack.enter_context(
-                    http_server(example_server_command("trio", "--transport", "http", "--port", "0"))
+                    http_server(
+                        example_server_command("trio", "--transport", "http", "--port", "0")
+                    )
                 )
             }
             if everything is not None:
-                upstreams["ev"] = stack.enter_context(
-                    http_server(everything[0], env=everything[1])
-                )
+                upstreams["ev"] = stack.enter_context(http_server(everything[0], env=everything[1]))
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
             config = folder / "gateway.json"
-            connectors = {name: {"transport": "http", "url": url} for name, url in upstreams.items()}
+            connectors = {
+                name: {"transport": "http", "url": url} for name, url in upstreams.items()
+            }
             config.write_text(json.dumps({"connectors": connectors}))
             gateways = {
                 backend: stack.enter_context(http_server(gateway_command(config, backend)))
