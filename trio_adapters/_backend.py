@@ -99,6 +99,29 @@ class TCPStream:
                 self._socket.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
 
 
+class _TimeLimit(contextlib.AbstractAsyncContextManager[None]):
+    """``async with`` a Trio cancel scope that ends the block after ``seconds``
+    (quietly, or with :class:`TimedOut` when ``fail``).  A class, not an
+    ``asynccontextmanager``: an HTTP request goes through several, and a
+    generator's frames cost more than the scope."""
+
+    __slots__ = ("_fail", "_scope", "_seconds")
+
+    def __init__(self, seconds: float, *, fail: bool) -> None:
+        self._scope = trio.move_on_after(seconds)
+        self._seconds = seconds
+        self._fail = fail
+
+    async def __aenter__(self) -> None:
+        self._scope.__enter__()
+
+    async def __aexit__(self, *exc_info: Any) -> bool:
+        handled = bool(self._scope.__exit__(*exc_info))
+        if self._fail and self._scope.cancelled_caught:
+            raise TimedOut(f"timed out after {self._seconds:g} s") from None
+        return handled
+
+
 class TrioBackend:
     """The runtime's :class:`~sansio_mcp.runtime.Backend` on Trio."""
 
@@ -119,18 +142,11 @@ class TrioBackend:
     async def sleep(self, seconds: float) -> None:
         await trio.sleep(seconds)
 
-    @asynccontextmanager
-    async def fail_after(self, seconds: float) -> AsyncIterator[None]:
-        try:
-            with trio.fail_after(seconds):
-                yield
-        except trio.TooSlowError:
-            raise TimedOut(f"timed out after {seconds:g} s") from None
+    def fail_after(self, seconds: float) -> contextlib.AbstractAsyncContextManager[None]:
+        return _TimeLimit(seconds, fail=True)
 
-    @asynccontextmanager
-    async def move_on_after(self, seconds: float) -> AsyncIterator[None]:
-        with trio.move_on_after(seconds):
-            yield
+    def move_on_after(self, seconds: float) -> contextlib.AbstractAsyncContextManager[None]:
+        return _TimeLimit(seconds, fail=False)
 
     @asynccontextmanager
     async def open_task_group(self) -> AsyncIterator[TaskGroup]:
