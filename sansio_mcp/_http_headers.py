@@ -50,11 +50,7 @@ def encode_header_value(value: str | int | bool) -> str:
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
-    safe = (
-        not _UNSAFE.search(value)
-        and value == value.strip(" \t")
-        and not _SENTINEL.match(value)
-    )
+    safe = not _UNSAFE.search(value) and value == value.strip(" \t") and not _SENTINEL.match(value)
     if safe:
         return value
     return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
