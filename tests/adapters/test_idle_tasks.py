@@ -44,3 +44,19 @@ async def test_an_http_request_spawns_no_idle_host_tasks(nursery: Any, mode: str
         with pytest.raises(RequestTimeout):
             await client.call_tool("slow", {"seconds": 5.0, "steps": 1}, timeout=0.2)
     nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("first", [0.3, 30.0])
+async def test_a_time_limit_holds_whichever_limit_the_timer_sleeps_to(
+    nursery: Any, first: float
+) -> None:
+    """A call's limit later than the one the timer already sleeps to does not wake it
+    (it looks again at that one); an earlier limit does.  Either way the call ends on time."""
+    port = await nursery.start(partial(serve_http, build_server()))
+    async with open_http_client(f"http://127.0.0.1:{port}/mcp", mode="modern") as client:
+        await client.call_tool("slow", {"seconds": 0.0, "steps": 1}, timeout=first)
+        start = trio.current_time()
+        with trio.fail_after(5), pytest.raises(RequestTimeout):
+            await client.call_tool("slow", {"seconds": 10.0, "steps": 1}, timeout=0.6)
+        assert 0.5 <= trio.current_time() - start < 3.0
+    nursery.cancel_scope.cancel()
