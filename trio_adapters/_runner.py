@@ -4,11 +4,8 @@ one byte stream pair: stdio, TCP, memory)."""
 
 from __future__ import annotations
 
-import errno
-import functools
 import logging
 import os
-import stat
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -19,7 +16,7 @@ from sansio_mcp.runtime._backend import Backend, Cancellable, Signal
 from sansio_mcp.runtime._driver import InputHandler, NotificationHandler, RequestHandler
 from sansio_mcp.runtime._host import HostBase
 
-from ._backend import PRIMITIVES, OneWaiterSignal
+from ._backend import PRIMITIVES, OneWaiterSignal, as_pipe, fileno_of, is_fifo, reader
 
 __all__ = ["ByteStream", "PipeOutput", "TrioRunner", "TrioSessionHost", "reader"]
 
@@ -175,7 +172,7 @@ class PipeOutput:
 
     def _init_output(self, send_stream: trio.abc.SendStream) -> None:
         self._send_stream = send_stream
-        self._send_pipe = _pipe(send_stream)
+        self._send_pipe = as_pipe(send_stream)
         self._sending = False
         self._backlog = b""
         self._all_sent = trio.Event()
@@ -195,7 +192,7 @@ class PipeOutput:
         pipe = self._send_pipe
         if pipe is not None:
             try:
-                sent = os.write(_fileno(pipe), data)
+                sent = os.write(fileno_of(pipe), data)
             except BlockingIOError:
                 sent = 0
             except (OSError, trio.ClosedResourceError):
@@ -282,7 +279,7 @@ class TrioRunner(PipeOutput, TrioSessionHost):
         """Read and dispatch until the peer closes its side."""
         async with trio.open_nursery() as nursery:
             self.attach(nursery)
-            if _is_fifo(self._send_pipe):
+            if is_fifo(self._send_pipe):
                 nursery.start_soon(self._watch_output)
             task_status.started()
             try:
@@ -312,7 +309,7 @@ class TrioRunner(PipeOutput, TrioSessionHost):
         # A pipe's write end reports an error (it turns "readable") once its reader
         # closes it: the peer is gone even while nothing is being written.
         try:
-            await trio.lowlevel.wait_readable(_fileno(self._send_pipe))
+            await trio.lowlevel.wait_readable(fileno_of(self._send_pipe))
         except (trio.ClosedResourceError, OSError):
             return  # we closed it
         self._peer_gone(0)
@@ -397,69 +394,3 @@ class ByteStream(PipeOutput):
             received(data)
             if not data:
                 return
-
-
-_FdStream: Any = getattr(trio.lowlevel, "FdStream", None)  # Unix only
-
-
-def _pipe(stream: object) -> Any:
-    """``stream`` if it is a pipe we may read and write directly, else None."""
-    return stream if _FdStream is not None and isinstance(stream, _FdStream) else None
-
-
-def _is_fifo(pipe: Any) -> bool:
-    """Whether ``pipe`` (or None) is the write end of a pipe (not a tty or a file)."""
-    if pipe is None:
-        return False
-    try:
-        return stat.S_ISFIFO(os.fstat(_fileno(pipe)).st_mode)
-    except (OSError, trio.ClosedResourceError):
-        return False
-
-
-def _fileno(pipe: Any) -> int:
-    fd: int = pipe.fileno()
-    if fd < 0:  # closed: the number may already belong to another file
-        raise trio.ClosedResourceError("the pipe is closed")
-    return fd
-
-
-def reader(stream: trio.abc.ReceiveStream) -> Callable[[], Awaitable[bytes | bytearray]]:
-    """How to read ``stream``: ``await read()`` gives its next bytes (``b""`` at
-    its end).
-
-    A pipe is read directly: FdStream.receive_some yields to the scheduler and
-    tries a read that fails before every wait, which in a sequential
-    request/response exchange is two wasted steps per message.
-    """
-    pipe = _pipe(stream)
-    if pipe is None:
-        return functools.partial(stream.receive_some, _READ_SIZE)
-    return _PipeReader(pipe).read
-
-
-class _PipeReader:
-    __slots__ = ("_pipe", "_wait_first")
-
-    def __init__(self, pipe: Any) -> None:
-        self._pipe = pipe
-        #: The last read did not fill the buffer: the pipe is most likely empty.
-        self._wait_first = False
-
-    async def read(self) -> bytes:
-        """The next bytes from a non-blocking pipe (``b""`` at its end)."""
-        pipe = self._pipe
-        if self._wait_first:
-            await trio.lowlevel.wait_readable(_fileno(pipe))
-        while True:
-            try:
-                data = os.read(_fileno(pipe), _READ_SIZE)
-            except BlockingIOError:
-                await trio.lowlevel.wait_readable(_fileno(pipe))
-            except OSError as exc:
-                if exc.errno == errno.EBADF:
-                    raise trio.ClosedResourceError("the pipe is closed") from None
-                raise trio.BrokenResourceError from exc
-            else:
-                self._wait_first = len(data) < _READ_SIZE
-                return data
