@@ -82,6 +82,8 @@ class _TaskGroup:
         self._owner = owner
         self._tasks: set[asyncio.Task[Any]] = set()
         self.cancelled = False
+        #: ``cancel`` cancelled the owner task: that cancellation ends the block.
+        self.owner_cancelled = False
 
     def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
         async def call() -> None:
@@ -95,7 +97,8 @@ class _TaskGroup:
         self.cancelled = True
         for task in list(self._tasks):
             task.cancel()
-        if self._owner is not None:
+        if self._owner is not None and not self.owner_cancelled:
+            self.owner_cancelled = True
             self._owner.cancel()
 
 
@@ -170,9 +173,13 @@ class AsyncioBackend:
         try:
             async with group._group:
                 yield group
+            if group.owner_cancelled:
+                # Nothing awaited since cancel(): take the cancellation here, or it
+                # would hit the caller's next await.
+                await asyncio.sleep(0)
         except asyncio.CancelledError:
             # Our own cancel() ends the block quietly, like a cancelled nursery.
-            if not group.cancelled or owner is None or owner.uncancel() > 0:
+            if not group.owner_cancelled or owner is None or owner.uncancel() > 0:
                 raise
         finally:
             group._owner = None  # a cancel() from now on must not hit the task

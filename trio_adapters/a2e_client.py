@@ -12,35 +12,28 @@ or :func:`open_a2e_streams`.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import trio
 
-from sansio_mcp._stdio import safe_environment
 from sansio_mcp._websocket import WebSocketAddress
 from sansio_mcp.a2e import (
-    A2EFramer,
     A2EMessage,
     A2EWebSocket,
     BridgeConfig,
     BridgeHost,
     decode_text,
     encode,
-    encode_line,
 )
-from sansio_mcp.runtime._backend import Signal
-from sansio_mcp.runtime.a2e import A2EClientBase, A2ERequestError, AgentInbox
-from sansio_mcp.runtime.a2e._client import bridge_invocation
+from sansio_mcp.runtime.a2e import A2EClientBase, A2ERequestError
+from sansio_mcp.runtime.a2e._connect import open_a2e_bridge, open_a2e_pipes, running
+from sansio_mcp.runtime.a2e._connect import open_a2e_direct as open_a2e_direct_on
 from sansio_mcp.runtime.a2e._runner import direct_bridge
 
-from ._backend import OneWaiterSignal
-from ._process import PIPE, drain_stderr, stop_process
-from ._runner import ByteStream
-from ._util import unwrap_single_exception
+from ._backend import PRIMITIVES, PipeStream
 from .websocket import open_ws_stream
 
 __all__ = [
@@ -67,78 +60,25 @@ class A2EClient(A2EClientBase):
         clock: Callable[[], float] = time.time,
         **options: Any,
     ) -> None:
-        super().__init__(send, clock=clock, **options)
-        self._nursery: trio.Nursery | None = None
-        self._watchdog_wake = trio.Event()
+        super().__init__(send, backend=PRIMITIVES, clock=clock, **options)
 
-    def attach(self, nursery: trio.Nursery) -> None:
-        """Run the client's tasks (handlers, its watchdog) in ``nursery``."""
-        self._nursery = nursery
-        nursery.start_soon(self._watchdog)
 
-    def new_signal(self) -> Signal:
-        return OneWaiterSignal()
-
-    def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
-        assert self._nursery is not None, "the client is not open"
-        self._nursery.start_soon(fn)
-
-    def monotonic(self) -> float:
-        return trio.current_time()
-
-    def wake_watchdog(self) -> None:
-        self._watchdog_wake.set()
-
-    async def _watchdog(self) -> None:
-        while True:
-            with trio.move_on_after(self.watchdog_delay()):
-                await self._watchdog_wake.wait()
-                self._watchdog_wake = trio.Event()
-                continue
-            self.watchdog_fired()
+def _maker(options: dict[str, Any]) -> Callable[..., A2EClient]:
+    return lambda send: A2EClient(send, **options)
 
 
 # Opening a client ---------------------------------------------------------------------------------
 
 
-@asynccontextmanager
-async def open_a2e_streams(
+def open_a2e_streams(
     send_stream: trio.abc.SendStream, receive_stream: trio.abc.ReceiveStream, **options: Any
-) -> AsyncIterator[A2EClient]:
+) -> AbstractAsyncContextManager[A2EClient]:
     """An :class:`A2EClient` over an NDJSON byte stream pair."""
-    stream = ByteStream(send_stream, receive_stream)
-
-    async def send(message: A2EMessage) -> None:
-        if stream.broken:
-            raise trio.BrokenResourceError("the bridge stopped reading")
-        stream.write(encode_line(message))
-
-    client = A2EClient(send, **options)
-    framer = A2EFramer()
-
-    def received(data: bytes | bytearray) -> None:
-        for item in framer.feed(data):
-            client.feed(item)
-
-    async def read() -> None:
-        try:
-            await stream.read_into(received)
-        finally:
-            client.close()
-
-    with unwrap_single_exception():
-        async with trio.open_nursery() as nursery:
-            client.attach(nursery)
-            nursery.start_soon(stream.run)
-            nursery.start_soon(read)
-            try:
-                yield client
-            finally:
-                nursery.cancel_scope.cancel()
+    stream = PipeStream(send_stream, receive_stream)
+    return open_a2e_pipes(_maker(options), stream, stream)
 
 
-@asynccontextmanager
-async def open_a2e_stdio(
+def open_a2e_stdio(
     command: Sequence[str] | None = None,
     *,
     config: Mapping[str, Any] | None = None,
@@ -147,35 +87,13 @@ async def open_a2e_stdio(
     cwd: str | None = None,
     shutdown_grace: float = 5.0,
     **options: Any,
-) -> AsyncIterator[A2EClient]:
+) -> AbstractAsyncContextManager[A2EClient]:
     """Start the bridge (``sansio-mcp bridge``, or ``command``) and talk A2E to it
     over its stdin/stdout.  ``config`` is written to a temporary file and given
     as ``--config``; ``bridge_args`` are more options (``--backend asyncio``)."""
-    command, config_path = bridge_invocation(command, config, bridge_args)
-    child_env = safe_environment(os.environ, env)
-    process = await trio.lowlevel.open_process(
-        list(command),
-        stdin=PIPE,
-        stdout=PIPE,
-        stderr=PIPE,
-        env=child_env,
-        cwd=cwd,
-        start_new_session=os.name != "nt",
+    return open_a2e_bridge(
+        PRIMITIVES, _maker(options), command, config, bridge_args, env, cwd, shutdown_grace
     )
-    try:
-        assert process.stdin and process.stdout and process.stderr
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(drain_stderr, process.stderr, "a2e-bridge")
-            try:
-                async with open_a2e_streams(process.stdin, process.stdout, **options) as client:
-                    yield client
-            finally:
-                await stop_process(process, grace=shutdown_grace)
-    finally:
-        if process.returncode is None:
-            await stop_process(process, grace=0)
-        if config_path is not None:
-            os.unlink(config_path)
 
 
 @asynccontextmanager
@@ -220,26 +138,20 @@ async def open_a2e_ws(url: str, **options: Any) -> AsyncIterator[A2EClient]:
             finished.set()
             client.close()
 
-    async with stream:
-        with unwrap_single_exception():
-            async with trio.open_nursery() as nursery:
-                client.attach(nursery)
-                nursery.start_soon(read)
+    async with stream, running(client) as group:
+        group.start_soon(read)
+        await flush()
+        with trio.fail_after(10):
+            await opened.wait()
+        if not framing.open:
+            raise ConnectionError(f"the bridge refused the WebSocket (HTTP {framing.refused})")
+        try:
+            yield client
+        finally:
+            framing.close(1000, "agent done")
+            with trio.CancelScope(shield=True), trio.move_on_after(2):
                 await flush()
-                with trio.fail_after(10):
-                    await opened.wait()
-                if not framing.open:
-                    raise ConnectionError(
-                        f"the bridge refused the WebSocket (HTTP {framing.refused})"
-                    )
-                try:
-                    yield client
-                finally:
-                    framing.close(1000, "agent done")
-                    with trio.CancelScope(shield=True), trio.move_on_after(2):
-                        await flush()
-                        await finished.wait()  # the bridge's close reply
-                    nursery.cancel_scope.cancel()
+                await finished.wait()  # the bridge's close reply
 
 
 @asynccontextmanager
@@ -270,18 +182,5 @@ async def open_a2e_direct(
         host,
         clock,
     )
-    client = A2EClient(bridge.agent_send, clock=clock, **options)
-    client.hand_over_call = bridge.agent_tool_call
-    inbox = AgentInbox(client)
-    with unwrap_single_exception():
-        async with trio.open_nursery() as nursery:
-            client.attach(nursery)
-            await nursery.start(bridge.run)
-            nursery.start_soon(inbox.run)
-            bridge.connect_agent(inbox.deliver, inbox.answer)
-            try:
-                yield client
-            finally:
-                bridge.disconnect_agent()
-                client.close()
-                nursery.cancel_scope.cancel()
+    async with open_a2e_direct_on(_maker({"clock": clock, **options}), bridge) as client:
+        yield client

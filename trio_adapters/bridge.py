@@ -13,7 +13,6 @@ by :func:`trio_adapters.a2e_client.open_a2e_direct`).
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -21,8 +20,6 @@ from typing import Any
 import trio
 
 from sansio_mcp._client_session import ClientSession
-from sansio_mcp._stdio import safe_environment
-from sansio_mcp._streamable_http_client import StreamableHTTPClient
 from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
 from sansio_mcp.a2e import (
     A2EMessage,
@@ -37,7 +34,7 @@ from sansio_mcp.runtime._client import ClientHandlers
 from sansio_mcp.runtime.a2e._driver import BridgeDriver, refuse_requests
 from sansio_mcp.runtime.a2e._runner import BridgeRunner, Connection, WebSocketAgents
 
-from ._process import PIPE, drain_stderr, stop_process
+from ._backend import PRIMITIVES
 from ._runner import ByteStream, TrioRunner
 from .http_client import _HTTPClientHost
 from .sse import _SSEClientHost
@@ -97,35 +94,105 @@ class _StreamRunner(TrioRunner):
             await self.flush()
 
 
-class _HTTPHost(_HTTPClientHost):
-    # The bridge host enforces the session's deadlines; the host's own attach still
-    # runs its flusher and closes its kept-alive connections when it ends.
-    runs_timer = False
+def _link_host(
+    cls: type[_HTTPClientHost], runner: BridgeRunner, action: ConnectServer
+) -> _HTTPClientHost:
+    """An HTTP (or legacy SSE) client host on ``action``'s session, every event to the
+    bridge host; that host enforces the session's deadlines, so it runs no timer of
+    its own (its attach still runs its flusher and closes its kept-alive connections
+    when it ends)."""
+    host = cls(
+        action.session,
+        runner.http_transport(action),
+        ClientHandlers(),
+        max_body=16 * 1024 * 1024,
+        ssl_context=None,
+    )
+    host.runs_timer = False
+    host.driver = runner.server_driver(action)
+    return host
 
-    def __init__(
-        self, session: ClientSession, transport: StreamableHTTPClient, driver: BridgeDriver
+
+class _Links:
+    """The bridge's server links on Trio: the library's own Trio hosts move the bytes."""
+
+    async def stdio(
+        self, runner: BridgeRunner, action: ConnectServer, connection: Connection, process: Any
     ) -> None:
-        super().__init__(
-            session, transport, ClientHandlers(), max_body=16 * 1024 * 1024, ssl_context=None
+        pipes = process.process
+        link = _StreamRunner(
+            action.session, pipes.stdin, pipes.stdout, runner.server_driver(action)
         )
-        self.driver = driver
+        async with trio.open_nursery() as nursery:
+            connection.flush_now = link.write_now
+            await nursery.start(link.run)
+            runner.connection_opened(action.connection)
+            await link.wait_closed()
+            nursery.cancel_scope.cancel()
 
+    async def http(
+        self, runner: BridgeRunner, action: ConnectServer, connection: Connection
+    ) -> str:
+        host = _link_host(_HTTPClientHost, runner, action)
+        async with trio.open_nursery() as nursery:
+            host.attach(nursery)
+            connection.flush_now = host._schedule_flush
+            runner.connection_opened(action.connection)
+            try:
+                await trio.sleep_forever()
+            finally:
+                with trio.CancelScope(shield=True):
+                    await host.end_session()
+                nursery.cancel_scope.cancel()
+        return "closed"  # pragma: no cover - sleep_forever only ends by cancellation
 
-class _SSEHost(_SSEClientHost):
-    # The bridge host enforces the session's deadlines; the host's own attach still
-    # runs its flusher and closes its kept-alive connections when it ends.
-    runs_timer = False
+    async def sse(self, runner: BridgeRunner, action: ConnectServer, connection: Connection) -> str:
+        config = action.config
+        host = _link_host(_SSEClientHost, runner, action)
+        assert isinstance(host, _SSEClientHost)
+        ended = trio.Event()
+        async with trio.open_nursery() as nursery:
+            host.attach(nursery)
+            connection.flush_now = host._schedule_flush
 
-    def __init__(
-        self, session: ClientSession, transport: StreamableHTTPClient, driver: BridgeDriver
-    ) -> None:
-        super().__init__(
-            session, transport, ClientHandlers(), max_body=16 * 1024 * 1024, ssl_context=None
+            async def stream(ready: trio.Event) -> None:
+                try:
+                    await host.run_stream(config.url, ready)
+                finally:
+                    ended.set()
+
+            ready = trio.Event()
+            nursery.start_soon(stream, ready)
+            with trio.fail_after(min(config.timeout, runner.host.connect_timeout)):
+                await ready.wait()
+            runner.connection_opened(action.connection)
+            await ended.wait()
+            nursery.cancel_scope.cancel()
+        return "the SSE stream ended"
+
+    async def ws(self, runner: BridgeRunner, action: ConnectServer, connection: Connection) -> str:
+        stream = await open_ws_stream(WebSocketAddress.parse(action.config.url))
+        framing = WebSocketFraming.client_to(
+            action.session, action.config.url, action.config.http_headers
         )
-        self.driver = driver
-
-
-# The bridge ---------------------------------------------------------------------------------------
+        link = _StreamRunner(
+            action.session, stream, stream, runner.server_driver(action), framing=framing
+        )
+        async with stream:
+            async with trio.open_nursery() as nursery:
+                connection.flush_now = link.write_now
+                await nursery.start(link.run)
+                await link.flush_all()  # the opening handshake
+                runner.connection_opened(action.connection)
+                try:
+                    await link.wait_closed()
+                finally:
+                    framing.close(1000, "the bridge is done with this server")
+                    with trio.CancelScope(shield=True):
+                        await link.flush_all(timeout=1)
+                    nursery.cancel_scope.cancel()
+        reason = framing.close_reason
+        return f"the WebSocket closed ({reason[0]} {reason[1]})" if reason else "closed"
 
 
 class TrioBridge(BridgeRunner):
@@ -147,158 +214,15 @@ class TrioBridge(BridgeRunner):
         clock: Callable[[], float] = time.time,
         shutdown_grace: float = 2.0,
     ) -> None:
-        super().__init__(host, clock=clock)
-        self.shutdown_grace = shutdown_grace
-        self._nursery: trio.Nursery | None = None
-        self._timer_wake = trio.Event()
-        self.stopped = trio.Event()
+        super().__init__(
+            host, backend=PRIMITIVES, links=_Links(), clock=clock, shutdown_grace=shutdown_grace
+        )
 
-    # Running ---------------------------------------------------------------------------
-
-    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        """Execute the host's actions until cancelled; then stop every server."""
-        try:
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                self.running = True
-                nursery.start_soon(self._timer_loop)
-                self.poke()
-                task_status.started()
-                await trio.sleep_forever()
-        finally:
-            self.running = False
-            # The connection tasks were cancelled with the nursery (each stopped its server).
-            self.shutdown()
-            self.stopped.set()
-
-    def wake_timer(self) -> None:
-        self._timer_wake.set()
-
-    async def _timer_loop(self) -> None:
-        while True:
-            with trio.move_on_after(self.timer_delay()):
-                await self._timer_wake.wait()
-                self._timer_wake = trio.Event()
-                continue
-            self.timer_fired()
-
-    # Servers ---------------------------------------------------------------------------
-
-    def open_connection(self, action: ConnectServer) -> Connection:
-        assert self._nursery is not None
-        scope = trio.CancelScope()
-        connection = Connection(scope.cancel)
-        self._nursery.start_soon(self._connection, action, connection, scope)
-        return connection
-
-    async def _connection(
-        self, action: ConnectServer, connection: Connection, scope: trio.CancelScope
+    async def run(  # type: ignore[override]
+        self, *, task_status: Any = trio.TASK_STATUS_IGNORED
     ) -> None:
-        with scope:  # the host's DisconnectServer cancels it
-            await self.serve_connection(action, connection)
-
-    async def _run_stdio(self, action: ConnectServer, connection: Connection) -> str:
-        config = action.config
-        env = safe_environment(os.environ, {k: str(v) for k, v in config.env.items()})
-        process = await trio.lowlevel.open_process(
-            list(config.cmd),
-            stdin=PIPE,
-            stdout=PIPE,
-            stderr=PIPE,
-            env=env,
-            cwd=config.cwd or None,
-            start_new_session=os.name != "nt",
-        )
-        try:
-            assert process.stdin and process.stdout and process.stderr
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(
-                    drain_stderr,
-                    process.stderr,
-                    f"{action.server_id}:{os.path.basename(config.cmd[0])}",
-                )
-                runner = _StreamRunner(
-                    action.session,
-                    process.stdin,
-                    process.stdout,
-                    self.server_driver(action),
-                )
-                connection.flush_now = runner.write_now
-                await nursery.start(runner.run)
-                self.connection_opened(action.connection)
-                await runner.wait_closed()
-                nursery.cancel_scope.cancel()
-        finally:
-            await stop_process(process, grace=self.shutdown_grace)
-            connection.reason = f"the server process exited (code {process.returncode})"
-        return connection.reason
-
-    async def _run_http(self, action: ConnectServer, connection: Connection) -> str:
-        transport = self.http_transport(action)
-        host = _HTTPHost(action.session, transport, self.server_driver(action))
-        async with trio.open_nursery() as nursery:
-            host.attach(nursery)
-            connection.flush_now = host._schedule_flush
-            self.connection_opened(action.connection)
-            try:
-                await trio.sleep_forever()
-            finally:
-                with trio.CancelScope(shield=True):
-                    await host.end_session()
-                nursery.cancel_scope.cancel()
-        return "closed"  # pragma: no cover - sleep_forever only ends by cancellation
-
-    async def _run_sse(self, action: ConnectServer, connection: Connection) -> str:
-        config = action.config
-        transport = self.http_transport(action)
-        host = _SSEHost(action.session, transport, self.server_driver(action))
-        ended = trio.Event()
-        async with trio.open_nursery() as nursery:
-            host.attach(nursery)
-            connection.flush_now = host._schedule_flush
-
-            async def stream(ready: trio.Event) -> None:
-                try:
-                    await host.run_stream(config.url, ready)
-                finally:
-                    ended.set()
-
-            ready = trio.Event()
-            nursery.start_soon(stream, ready)
-            with trio.fail_after(min(config.timeout, self.host.connect_timeout)):
-                await ready.wait()
-            self.connection_opened(action.connection)
-            await ended.wait()
-            nursery.cancel_scope.cancel()
-        return "the SSE stream ended"
-
-    async def _run_ws(self, action: ConnectServer, connection: Connection) -> str:
-        stream = await open_ws_stream(WebSocketAddress.parse(action.config.url))
-        framing = WebSocketFraming.client_to(
-            action.session, action.config.url, action.config.http_headers
-        )
-        runner = _StreamRunner(
-            action.session,
-            stream,
-            stream,
-            self.server_driver(action),
-            framing=framing,
-        )
-        async with stream:
-            async with trio.open_nursery() as nursery:
-                connection.flush_now = runner.write_now
-                await nursery.start(runner.run)
-                await runner.flush_all()  # the opening handshake
-                self.connection_opened(action.connection)
-                try:
-                    await runner.wait_closed()
-                finally:
-                    framing.close(1000, "the bridge is done with this server")
-                    with trio.CancelScope(shield=True):
-                        await runner.flush_all(timeout=1)
-                    nursery.cancel_scope.cancel()
-        reason = framing.close_reason
-        return f"the WebSocket closed ({reason[0]} {reason[1]})" if reason else "closed"
+        """Execute the host's actions until cancelled; then stop every server."""
+        await super().run(ready=task_status.started)
 
 
 # The agent side ----------------------------------------------------------------------------------

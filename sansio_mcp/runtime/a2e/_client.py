@@ -2,13 +2,13 @@
 ``req_id``, pushes and tool events to callbacks, the bridge's own requests
 (sampling, roots, elicitation) to handlers, and the typed conveniences.
 
-Like :class:`~sansio_mcp.runtime._host.HostBase` it does no I/O: a backend subclass
-supplies a one-shot signal, a way to run a task, a monotonic clock and a
-watchdog timer (:meth:`A2EClientBase.new_signal`, :meth:`~A2EClientBase.spawn`,
-:meth:`~A2EClientBase.monotonic`, :meth:`~A2EClientBase.wake_watchdog`), and
-the transport supplies ``send``.  Time limits are deadlines the one watchdog
-enforces, not a cancel scope per request (a Trio cancel scope costs more than
-the rest of a bridged call's bookkeeping).
+Like :class:`~sansio_mcp.runtime._host.HostBase` it does no I/O: its
+:class:`~sansio_mcp.runtime.Backend` gives it signals, the clock and one
+:class:`~sansio_mcp.runtime.Timer` (the watchdog), the task group given to
+:meth:`A2EClientBase.attach` runs its tasks, and the transport supplies
+``send``.  Time limits are deadlines the one watchdog enforces, not a cancel
+scope per request (a Trio cancel scope costs more than the rest of a bridged
+call's bookkeeping).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ from ...a2e._messages import (
     ToolListResponse,
     new_message_id,
 )
-from .._backend import Signal
+from .._backend import Backend, Signal, TaskGroup, Timer
 
 __all__ = ["A2EClientBase", "A2ERequestError", "AgentInbox", "Handler", "bridge_invocation"]
 
@@ -174,6 +174,7 @@ class A2EClientBase:
         self,
         send: Callable[[A2EMessage], Awaitable[None]],
         *,
+        backend: Backend,
         clock: Callable[[], float],
         on_sample: Handler | None = None,
         on_roots: Handler | None = None,
@@ -184,6 +185,9 @@ class A2EClientBase:
         history: int = 1000,
     ) -> None:
         self._send_raw = send
+        self.backend = backend
+        self._group: TaskGroup | None = None
+        self._watchdog: Timer | None = None
         #: How many pushes and tool events :attr:`pushes` and :attr:`events` keep.
         self.history = history
         # Pushes dropped from the front of self.pushes (wait_for_push counts from 0).
@@ -214,23 +218,42 @@ class A2EClientBase:
         #: Inputs the client could not decode (a misbehaving bridge).
         self.undecodable: list[DecodeError] = []
 
-    # Backend primitives ------------------------------------------------------------
+    # Tasks and the watchdog -------------------------------------------------------
+
+    def attach(self, group: TaskGroup) -> None:
+        """Run the client's tasks (handlers, async callbacks, the watchdog) in ``group``."""
+        self._group = group
+        self._watchdog = self.backend.start_timer(group, self._watchdog_due)
+        self.wake_watchdog()
+
+    def stop(self) -> None:
+        """The connection is over: every wait fails, and the watchdog stops (the
+        owner of the group cancels the client's tasks)."""
+        self.close()
+        if self._watchdog is not None:
+            self._watchdog.cancel()
 
     def new_signal(self) -> Signal:
-        raise NotImplementedError
+        return self.backend.new_signal()
 
     def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
         """Run ``fn()`` concurrently, in the client's task group."""
-        raise NotImplementedError
+        assert self._group is not None, "the client is not open"
+        self._group.start_soon(fn)
 
     def monotonic(self) -> float:
         """The event loop's clock (seconds), for time limits."""
-        raise NotImplementedError
+        return self.backend.clock()
 
     def wake_watchdog(self) -> None:
         """A time limit earlier than the one the watchdog waits for was set: it must
         look again (:meth:`watchdog_delay`, then :meth:`watchdog_fired` when it is due)."""
-        raise NotImplementedError
+        if self._watchdog is not None:
+            self._watchdog.set(self.watchdog_delay())
+
+    def _watchdog_due(self) -> None:
+        self.watchdog_fired()
+        self.wake_watchdog()
 
     # Time limits --------------------------------------------------------------------
 

@@ -1,0 +1,124 @@
+"""Opening an A2E client, backend-neutral: over a pipe pair (NDJSON), to a bridge
+child process, or to a bridge in this process.  Each adapter's ``open_a2e_*``
+names its backend and its client class and calls these."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+from ..._stdio import safe_environment
+from ..._util import unwrap_single_exception
+from ...a2e._codec import A2EFramer, encode_line
+from ...a2e._messages import A2EMessage
+from .._backend import Backend, ByteStream, TaskGroup
+from .._process import drain_stderr, stop_process
+from ._client import A2EClientBase, AgentInbox, bridge_invocation
+from ._runner import BridgeRunner
+
+__all__ = ["MakeClient", "open_a2e_bridge", "open_a2e_direct", "open_a2e_pipes", "running"]
+
+C = TypeVar("C", bound=A2EClientBase)
+#: Makes the client, given how it sends a message.
+MakeClient = Callable[[Callable[[A2EMessage], Awaitable[None]]], C]
+
+
+@asynccontextmanager
+async def running(client: A2EClientBase) -> AsyncIterator[TaskGroup]:
+    """The client's task group; on the way out its waits fail and its tasks are
+    cancelled (a lone failure among them comes out unwrapped, as from a Trio nursery)."""
+    with unwrap_single_exception():
+        async with client.backend.open_task_group() as group:
+            client.attach(group)
+            try:
+                yield group
+            finally:
+                client.stop()
+                group.cancel()
+
+
+@asynccontextmanager
+async def open_a2e_pipes(
+    make_client: MakeClient[C], send: ByteStream, receive: ByteStream
+) -> AsyncIterator[C]:
+    """A client speaking NDJSON: messages out on ``send``, in from ``receive``.
+    Once the bridge stops reading, sending raises :class:`ConnectionError`."""
+
+    async def send_message(message: A2EMessage) -> None:
+        try:
+            await send.send_all(encode_line(message))
+        except OSError as exc:
+            raise ConnectionError("the bridge stopped reading") from exc
+
+    client = make_client(send_message)
+    framer = A2EFramer()
+
+    async def read() -> None:
+        try:
+            while True:
+                data = await receive.receive_some(65536)
+                for item in framer.feed(data):
+                    client.feed(item)
+                if not data:
+                    return
+        finally:
+            client.close()
+
+    async with running(client) as group:
+        group.start_soon(read)
+        yield client
+
+
+@asynccontextmanager
+async def open_a2e_bridge(
+    backend: Backend,
+    make_client: MakeClient[C],
+    command: Sequence[str] | None,
+    config: Mapping[str, Any] | None,
+    bridge_args: Sequence[str],
+    env: Mapping[str, str] | None,
+    cwd: str | None,
+    shutdown_grace: float,
+) -> AsyncIterator[C]:
+    """Start the bridge (``sansio-mcp bridge``, or ``command``) and talk A2E to it
+    over its stdin/stdout; on the way out it is stopped (stdin closed, then
+    SIGTERM, then SIGKILL after ``shutdown_grace``)."""
+    command, config_path = bridge_invocation(command, config, bridge_args)
+    try:
+        process = await backend.open_process(
+            command, env=safe_environment(os.environ, env), cwd=cwd
+        )
+        try:
+            async with open_a2e_pipes(make_client, process.stdin, process.stdout) as client:
+                client.spawn(lambda: drain_stderr(process.stderr, "a2e-bridge"))
+                try:
+                    yield client
+                finally:
+                    await stop_process(backend, process, grace=shutdown_grace)
+        finally:
+            if process.returncode is None:
+                await stop_process(backend, process, grace=0)
+    finally:
+        if config_path is not None:
+            os.unlink(config_path)
+
+
+@asynccontextmanager
+async def open_a2e_direct(make_client: MakeClient[C], bridge: BridgeRunner) -> AsyncIterator[C]:
+    """``bridge`` running in this task's event loop and a client talking to it
+    directly: messages pass as objects (no encoding, no pipe), a tool call as its
+    fields.  On the way out the agent leaves and the bridge stops its servers."""
+    client = make_client(bridge.agent_send)
+    client.hand_over_call = bridge.agent_tool_call
+    inbox = AgentInbox(client)
+    async with running(client) as group:
+        group.start_soon(bridge.run)
+        group.start_soon(inbox.run)
+        await bridge.started.wait()
+        bridge.connect_agent(inbox.deliver, inbox.answer)
+        try:
+            yield client
+        finally:
+            bridge.disconnect_agent()
