@@ -167,13 +167,15 @@ class BridgeRunner:
                 self.started.set()
                 if ready is not None:
                     ready()
-                await backend.sleep(math.inf)
+                try:
+                    await backend.sleep(math.inf)
+                finally:
+                    # Nothing new starts while the connection tasks stop their servers.
+                    self.running = False
+                    self._timer.cancel()
         finally:
-            # The connection tasks were cancelled with the group (each stopped its server).
             self.running = False
             self._group = None
-            if self._timer is not None:
-                self._timer.cancel()
             self.shutdown()
             self.stopped.set()
 
