@@ -13,12 +13,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
-from sansio_mcp.runtime import ByteStream, Signal, TaskGroup, TimedOut
+from sansio_mcp.runtime import Signal, TaskGroup, TimedOut
+from sansio_mcp.runtime._process import ChildProcess
 
 __all__ = [
     "PRIMITIVES",
     "AsyncioBackend",
-    "AsyncioProcess",
     "Child",
     "OneWaiterSignal",
     "OutputPipeProtocol",
@@ -205,8 +205,16 @@ class AsyncioBackend:
 
     async def open_process(
         self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None
-    ) -> AsyncioProcess:
-        return AsyncioProcess(await start_child(argv, env=env, cwd=cwd))
+    ) -> ChildProcess:
+        child = await start_child(argv, env=env, cwd=cwd)
+        process = child.process
+        return ChildProcess(
+            process,
+            PipeStream(child.writer),
+            PipeStream(connect=child.connect_output),
+            PipeStream(reader=process.stderr),
+            native=child,
+        )
 
 
 async def shielded(step: Callable[[], Awaitable[T]]) -> T:
@@ -311,11 +319,13 @@ class PipeStream:
         writer: asyncio.StreamWriter | None = None,
         reader: asyncio.StreamReader | None = None,
         connect: Callable[[Callable[[], asyncio.BaseProtocol]], Any] | None = None,
+        transport: asyncio.BaseTransport | None = None,
     ) -> None:
         self._writer = writer
         self._reader = reader
         self._connect = connect
-        self._transport: asyncio.BaseTransport | None = None
+        #: What closing the pipe closes (besides ``writer``).
+        self._transport = transport
 
     async def send_all(self, data: bytes) -> None:
         writer = self._writer
@@ -344,31 +354,6 @@ class PipeStream:
 
     def ack_now(self) -> None:
         pass
-
-
-class AsyncioProcess:
-    """A :class:`Child` as the runtime's :class:`~sansio_mcp.runtime.Process`
-    (``child`` is there for a runner that takes its output through a protocol)."""
-
-    def __init__(self, child: Child) -> None:
-        process = child.process
-        assert process.stderr is not None
-        self.child = child
-        self.process = process
-        self.pid = process.pid
-        self.stdin: ByteStream = PipeStream(child.writer)
-        self.stdout: ByteStream = PipeStream(connect=child.connect_output)
-        self.stderr: ByteStream = PipeStream(reader=process.stderr)
-
-    @property
-    def returncode(self) -> int | None:
-        return self.process.returncode
-
-    async def wait(self) -> int:
-        return await self.process.wait()
-
-    def send_signal(self, sig: int) -> None:
-        self.process.send_signal(sig)
 
 
 class _Timer:

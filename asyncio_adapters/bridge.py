@@ -102,7 +102,7 @@ class _Links:
     ) -> None:
         # The server's output is handed to its session by a protocol, as it arrives
         # (no reader task to wake for every message), as the stdio client's is.
-        child = process.child
+        child = process.native
         link = _StreamRunner(action.session, None, child.writer, runner.server_driver(action))
         run = asyncio.ensure_future(link.run(connect_input=child.connect_output))
         try:

@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 
 import trio
 
-from sansio_mcp.runtime import ByteStream, Signal, TaskGroup, TimedOut
+from sansio_mcp.runtime import Signal, TaskGroup, TimedOut
+from sansio_mcp.runtime._process import ChildProcess
 
 __all__ = [
     "PRIMITIVES",
@@ -26,7 +27,7 @@ __all__ = [
     "PipeStream",
     "TCPStream",
     "TrioBackend",
-    "TrioProcess",
+    "child_process",
     "reader",
 ]
 
@@ -176,7 +177,7 @@ class TrioBackend:
 
     async def open_process(
         self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None
-    ) -> TrioProcess:
+    ) -> ChildProcess:
         process = await trio.lowlevel.open_process(
             list(argv),
             stdin=subprocess.PIPE,
@@ -186,7 +187,7 @@ class TrioBackend:
             cwd=cwd,
             start_new_session=os.name != "nt",
         )
-        return TrioProcess(process)
+        return child_process(process)
 
 
 # Pipes, processes and timers ------------------------------------------------------------
@@ -305,27 +306,15 @@ class PipeStream:
         pass
 
 
-class TrioProcess:
-    """A :class:`trio.Process` as the runtime's :class:`~sansio_mcp.runtime.Process`
-    (``process`` is the Trio one, whose pipes a :class:`TrioRunner` may use)."""
-
-    def __init__(self, process: trio.Process) -> None:
-        assert process.stdin and process.stdout and process.stderr
-        self.process = process
-        self.pid = process.pid
-        self.stdin: ByteStream = PipeStream(process.stdin)
-        self.stdout: ByteStream = PipeStream(None, process.stdout)
-        self.stderr: ByteStream = PipeStream(None, process.stderr)
-
-    @property
-    def returncode(self) -> int | None:
-        return self.process.returncode
-
-    async def wait(self) -> int:
-        return await self.process.wait()
-
-    def send_signal(self, sig: int) -> None:
-        self.process.send_signal(sig)
+def child_process(process: trio.Process) -> ChildProcess:
+    """``process`` (started with its three pipes) as the runtime's :class:`Process`."""
+    assert process.stdin and process.stdout and process.stderr
+    return ChildProcess(
+        process,
+        PipeStream(process.stdin),
+        PipeStream(None, process.stdout),
+        PipeStream(None, process.stderr),
+    )
 
 
 class _Timer:

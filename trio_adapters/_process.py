@@ -11,7 +11,7 @@ import trio
 
 from sansio_mcp.runtime import _process
 
-from ._backend import PRIMITIVES, PipeStream, TrioProcess
+from ._backend import PRIMITIVES, PipeStream, child_process
 
 __all__ = ["PIPE", "drain_stderr", "stop_process"]
 
@@ -27,4 +27,4 @@ async def drain_stderr(stream: trio.abc.ReceiveStream, name: str) -> None:
 
 async def stop_process(process: trio.Process, *, grace: float = 2.0) -> None:
     """Close stdin, wait, then SIGTERM, wait, then SIGKILL (the spec's shutdown order)."""
-    await _process.stop_process(PRIMITIVES, TrioProcess(process), grace=grace)
+    await _process.stop_process(PRIMITIVES, child_process(process), grace=grace)

@@ -119,7 +119,7 @@ class _Links:
     async def stdio(
         self, runner: BridgeRunner, action: ConnectServer, connection: Connection, process: Any
     ) -> None:
-        pipes = process.process
+        pipes = process.native
         link = _StreamRunner(
             action.session, pipes.stdin, pipes.stdout, runner.server_driver(action)
         )

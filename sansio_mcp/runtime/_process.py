@@ -9,16 +9,51 @@ import logging
 import os
 import signal
 import sys
+from typing import Any
 
 from .._stdio import StderrLines
 from ._backend import Backend, ByteStream, Process
 
-__all__ = ["drain_stderr", "signal_group", "stop_process"]
+__all__ = ["ChildProcess", "drain_stderr", "signal_group", "stop_process"]
 
 logger = logging.getLogger("sansio_mcp.stdio")
 
 #: The last word: SIGKILL, where there is one.
 _KILL = signal.SIGTERM if sys.platform == "win32" else signal.SIGKILL
+
+
+class ChildProcess:
+    """A :class:`~sansio_mcp.runtime.Process` over an event loop's own process
+    object (``process``: a :class:`trio.Process` or an asyncio one, which answer
+    the same calls) and its pipes; ``native`` is what the adapter's own session
+    hosts take of it (the process itself unless told otherwise)."""
+
+    def __init__(
+        self,
+        process: Any,
+        stdin: ByteStream,
+        stdout: ByteStream,
+        stderr: ByteStream,
+        native: Any = None,
+    ) -> None:
+        self.process = process
+        self.pid: int = process.pid
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+        self.native = process if native is None else native
+
+    @property
+    def returncode(self) -> int | None:
+        code: int | None = self.process.returncode
+        return code
+
+    async def wait(self) -> int:
+        code: int = await self.process.wait()
+        return code
+
+    def send_signal(self, sig: int) -> None:
+        self.process.send_signal(sig)
 
 
 async def drain_stderr(stream: ByteStream, name: str, log: logging.Logger = logger) -> None:
