@@ -216,6 +216,18 @@ class AsyncioBackend:
             native=child,
         )
 
+    async def open_stdio(self) -> PipeStream:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=2**24)
+        read, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(os.dup(0), "rb", buffering=0)
+        )
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, os.fdopen(os.dup(1), "wb", buffering=0)
+        )
+        writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+        return PipeStream(writer, reader, transport=read)
+
 
 async def shielded(step: Callable[[], Awaitable[T]]) -> T:
     """Run ``step`` to completion even if the caller is being cancelled."""
@@ -327,13 +339,22 @@ class PipeStream:
         #: What closing the pipe closes (besides ``writer``).
         self._transport = transport
 
-    async def send_all(self, data: bytes) -> None:
+    def send_nowait(self, data: bytes) -> int:
         writer = self._writer
         assert writer is not None, "a pipe to receive from"
         if writer.is_closing():
             raise BrokenPipeError("the pipe is closed")
+        if writer.transport.get_write_buffer_size() > _READ_SIZE:
+            return 0  # the peer is not keeping up: let the sender wait for it
         writer.write(data)
-        await writer.drain()
+        return len(data)
+
+    async def send_all(self, data: bytes) -> None:
+        if not self.send_nowait(data):
+            assert self._writer is not None
+            self._writer.write(data)
+        assert self._writer is not None
+        await self._writer.drain()
 
     async def receive_some(self, max_bytes: int = 65536) -> bytes:
         if self._reader is None:

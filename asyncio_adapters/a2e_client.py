@@ -2,8 +2,8 @@
 :class:`~sansio_mcp.a2e.A2EClientBase` as on Trio (and so the same calls).
 
 Open one with :func:`open_a2e_direct` (the bridge in this process and event
-loop, no encoding) or :func:`open_a2e_stdio` (``sansio-mcp bridge`` as a child
-process, NDJSON on its stdin/stdout).
+loop, no encoding), :func:`open_a2e_stdio` (``sansio-mcp bridge`` as a child
+process, NDJSON on its stdin/stdout) or :func:`open_a2e_ws`.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from typing import Any
 
 from sansio_mcp.a2e import A2EMessage, BridgeConfig, BridgeHost
 from sansio_mcp.runtime.a2e import A2EClientBase, A2ERequestError
-from sansio_mcp.runtime.a2e._connect import open_a2e_bridge
+from sansio_mcp.runtime.a2e._connect import open_a2e_bridge, open_a2e_websocket
 from sansio_mcp.runtime.a2e._connect import open_a2e_direct as open_a2e_direct_on
 from sansio_mcp.runtime.a2e._runner import direct_bridge
 
 from ._backend import PRIMITIVES
 
-__all__ = ["A2EClient", "A2ERequestError", "open_a2e_direct", "open_a2e_stdio"]
+__all__ = ["A2EClient", "A2ERequestError", "open_a2e_direct", "open_a2e_stdio", "open_a2e_ws"]
 
 
 class A2EClient(A2EClientBase):
@@ -86,3 +86,8 @@ def open_a2e_stdio(
     return open_a2e_bridge(
         PRIMITIVES, _maker(options), command, config, bridge_args, env, cwd, shutdown_grace
     )
+
+
+def open_a2e_ws(url: str, **options: Any) -> AbstractAsyncContextManager[A2EClient]:
+    """An :class:`A2EClient` over WebSocket (``ws://host:port/a2e``)."""
+    return open_a2e_websocket(PRIMITIVES, _maker(options), url)

@@ -21,18 +21,15 @@ from typing import Any
 from sansio_mcp._client_session import ClientSession
 from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
 from sansio_mcp.a2e import (
-    A2EMessage,
-    A2EWebSocket,
     BridgeHost,
     ConnectServer,
-    encode,
-    encode_line,
 )
 from sansio_mcp.runtime._client import ClientHandlers
+from sansio_mcp.runtime.a2e._agents import WebSocketAgents, serve_agent_pipes
 from sansio_mcp.runtime.a2e._driver import BridgeDriver, refuse_requests
-from sansio_mcp.runtime.a2e._runner import BridgeRunner, Connection, WebSocketAgents
+from sansio_mcp.runtime.a2e._runner import BridgeRunner, Connection
 
-from ._backend import PRIMITIVES, read_in_small_chunks
+from ._backend import PRIMITIVES, PipeStream, TCPStream, read_in_small_chunks
 from ._runner import AsyncioRunner, shielded
 from .http_client import _HTTPClientHost
 from .sse import _SSEClientHost
@@ -202,31 +199,8 @@ async def serve_agent_stream(
     bridge: AsyncioBridge, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
 ) -> None:
     """Serve one agent over an NDJSON stream (stdio) until its input ends."""
-    host = bridge.host
-
-    def send(message: A2EMessage) -> None:
-        if not writer.is_closing():
-            writer.write(encode_line(message))
-
-    host.agent_connected(bridge.now())
-    bridge.attach_agent(send)
-    try:
-        while True:
-            try:
-                data = await reader.read(_READ_SIZE)
-            except (ConnectionError, OSError):
-                data = b""
-            host.receive_agent_data(data, bridge.now())
-            bridge.poke()
-            if not data:
-                break
-            if writer.transport.get_write_buffer_size() > _READ_SIZE:
-                with contextlib.suppress(ConnectionError, OSError):
-                    await writer.drain()
-        with contextlib.suppress(TimeoutError, ConnectionError, OSError):
-            await asyncio.wait_for(writer.drain(), 1.0)
-    finally:
-        bridge.attach_agent(None)
+    stream = PipeStream(writer, reader)
+    await serve_agent_pipes(bridge, stream, stream)
 
 
 async def serve_agent_ws(
@@ -240,43 +214,13 @@ async def serve_agent_ws(
     started: asyncio.Future[int] | None = None,
 ) -> None:
     """Serve agents over WebSocket, one at a time (HTTP 409 for a second). Runs until cancelled."""
-    agents = WebSocketAgents(bridge)
+    agents = WebSocketAgents(
+        bridge, path=path, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
+    )
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         read_in_small_chunks(writer.transport)
-        framing = A2EWebSocket(
-            client=False, path=path, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
-        )
-
-        def write_now() -> None:
-            data = framing.data_to_send()
-            if data and not writer.is_closing():
-                writer.write(data)
-
-        async def flush() -> None:
-            write_now()
-            if not writer.is_closing():
-                await writer.drain()
-
-        def send(message: A2EMessage) -> None:
-            framing.send_text(encode(message))
-            write_now()
-
-        agent = agents.connection(framing, send)
-        try:
-            while not framing.closed:
-                data = await reader.read(_READ_SIZE)
-                agent.received(data)
-                await flush()
-                if not data:
-                    break
-        except (ConnectionError, OSError):
-            pass
-        finally:
-            agent.release()
-            with contextlib.suppress(Exception):
-                await flush()
-            writer.close()
+        await agents.serve(TCPStream(reader, writer))
 
     server = await asyncio.start_server(connection, host, port)
     if started is not None:

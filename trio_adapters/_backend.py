@@ -189,6 +189,10 @@ class TrioBackend:
         )
         return child_process(process)
 
+    async def open_stdio(self) -> PipeStream:
+        # Duplicates: closing the stream leaves fds 0 and 1 to the process.
+        return PipeStream(trio.lowlevel.FdStream(os.dup(1)), trio.lowlevel.FdStream(os.dup(0)))
+
 
 # Pipes, processes and timers ------------------------------------------------------------
 
@@ -274,19 +278,24 @@ class PipeStream:
         self._read = reader(receive) if receive is not None else None
         self._lock = trio.Lock()
 
+    def send_nowait(self, data: bytes) -> int:
+        if self._pipe is None or self._lock.locked():
+            return 0
+        try:
+            return os.write(fileno_of(self._pipe), data)
+        except BlockingIOError:
+            return 0
+        except trio.ClosedResourceError as exc:
+            raise BrokenPipeError("the pipe is closed") from exc
+
     async def send_all(self, data: bytes) -> None:
         assert self.send_stream is not None, "a stream to receive from"
+        sent = self.send_nowait(data)
+        if sent == len(data):
+            return
         try:
-            if self._pipe is not None and not self._lock.locked():
-                try:
-                    sent = os.write(fileno_of(self._pipe), data)
-                except BlockingIOError:
-                    sent = 0
-                if sent == len(data):
-                    return
-                data = data[sent:]
             async with self._lock:
-                await self.send_stream.send_all(data)
+                await self.send_stream.send_all(data[sent:])
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             raise BrokenPipeError(str(exc) or "the stream is closed") from exc
 

@@ -19,22 +19,17 @@ from typing import Any
 
 import trio
 
-from sansio_mcp._websocket import WebSocketAddress
 from sansio_mcp.a2e import (
     A2EMessage,
-    A2EWebSocket,
     BridgeConfig,
     BridgeHost,
-    decode_text,
-    encode,
 )
 from sansio_mcp.runtime.a2e import A2EClientBase, A2ERequestError
-from sansio_mcp.runtime.a2e._connect import open_a2e_bridge, open_a2e_pipes, running
+from sansio_mcp.runtime.a2e._connect import open_a2e_bridge, open_a2e_pipes, open_a2e_websocket
 from sansio_mcp.runtime.a2e._connect import open_a2e_direct as open_a2e_direct_on
 from sansio_mcp.runtime.a2e._runner import direct_bridge
 
 from ._backend import PRIMITIVES, PipeStream
-from .websocket import open_ws_stream
 
 __all__ = [
     "A2EClient",
@@ -96,62 +91,9 @@ def open_a2e_stdio(
     )
 
 
-@asynccontextmanager
-async def open_a2e_ws(url: str, **options: Any) -> AsyncIterator[A2EClient]:
+def open_a2e_ws(url: str, **options: Any) -> AbstractAsyncContextManager[A2EClient]:
     """An :class:`A2EClient` over WebSocket (``ws://host:port/a2e``)."""
-    address = WebSocketAddress.parse(url)
-    stream = await open_ws_stream(address)
-    framing = A2EWebSocket(client=True, host=address.netloc, target=address.target)
-    lock = trio.Lock()
-    opened = trio.Event()
-
-    async def flush() -> None:
-        async with lock:
-            data = framing.data_to_send()
-            if data:
-                await stream.send_all(data)
-
-    async def send(message: A2EMessage) -> None:
-        framing.send_text(encode(message))
-        await flush()
-
-    client = A2EClient(send, **options)
-
-    finished = trio.Event()
-
-    async def read() -> None:
-        try:
-            while not framing.closed:
-                try:
-                    data = await stream.receive_some(65536)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    data = b""
-                for text in framing.receive_data(data):
-                    client.feed(decode_text(text))
-                if framing.open or framing.closed:
-                    opened.set()
-                await flush()
-                if not data:
-                    break
-        finally:
-            opened.set()
-            finished.set()
-            client.close()
-
-    async with stream, running(client) as group:
-        group.start_soon(read)
-        await flush()
-        with trio.fail_after(10):
-            await opened.wait()
-        if not framing.open:
-            raise ConnectionError(f"the bridge refused the WebSocket (HTTP {framing.refused})")
-        try:
-            yield client
-        finally:
-            framing.close(1000, "agent done")
-            with trio.CancelScope(shield=True), trio.move_on_after(2):
-                await flush()
-                await finished.wait()  # the bridge's close reply
+    return open_a2e_websocket(PRIMITIVES, _maker(options), url)
 
 
 @asynccontextmanager

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import trio
@@ -22,20 +22,17 @@ import trio
 from sansio_mcp._client_session import ClientSession
 from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
 from sansio_mcp.a2e import (
-    A2EMessage,
-    A2EWebSocket,
     BridgeHost,
     ConnectServer,
-    encode,
-    encode_line,
 )
 from sansio_mcp.runtime import TimedOut
 from sansio_mcp.runtime._client import ClientHandlers
+from sansio_mcp.runtime.a2e._agents import WebSocketAgents, serve_agent_pipes
 from sansio_mcp.runtime.a2e._driver import BridgeDriver, refuse_requests
-from sansio_mcp.runtime.a2e._runner import BridgeRunner, Connection, WebSocketAgents
+from sansio_mcp.runtime.a2e._runner import BridgeRunner, Connection
 
-from ._backend import PRIMITIVES
-from ._runner import ByteStream, TrioRunner
+from ._backend import PRIMITIVES, PipeStream, TCPStream
+from ._runner import TrioRunner
 from .http_client import _HTTPClientHost
 from .sse import _SSEClientHost
 from .websocket import open_ws_stream
@@ -46,23 +43,6 @@ logger = logging.getLogger("trio_adapters.bridge")
 
 _READ_SIZE = 65536
 _GONE = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
-
-
-class _Flusher:
-    """Runs an async ``flush`` in one long-lived task whenever woken."""
-
-    def __init__(self, flush: Callable[[], Awaitable[None]]) -> None:
-        self._flush = flush
-        self._wanted = trio.Event()
-
-    def wake(self) -> None:
-        self._wanted.set()
-
-    async def run(self) -> None:
-        while True:
-            await self._wanted.wait()
-            self._wanted = trio.Event()
-            await self._flush()
 
 
 # Wiring the library's Trio hosts to the bridge ----------------------------------------------
@@ -234,28 +214,8 @@ async def serve_agent_stream(
     receive_stream: trio.abc.ReceiveStream,
 ) -> None:
     """Serve one agent over an NDJSON byte stream (stdio) until its input ends."""
-    host = bridge.host
-    stream = ByteStream(
-        send_stream, receive_stream, lambda: logger.debug("the agent stopped reading")
-    )
-
-    def send(message: A2EMessage) -> None:
-        stream.write(encode_line(message))
-
-    def received(data: bytes | bytearray) -> None:
-        host.receive_agent_data(data, bridge.now())
-        bridge.poke()
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(stream.run)
-        host.agent_connected(bridge.now())
-        bridge.attach_agent(send)
-        try:
-            await stream.read_into(received)
-            await stream.drained(timeout=1.0)
-        finally:
-            bridge.attach_agent(None)
-            nursery.cancel_scope.cancel()
+    stream = PipeStream(send_stream, receive_stream)
+    await serve_agent_pipes(bridge, stream, stream)
 
 
 async def serve_agent_ws(
@@ -270,49 +230,12 @@ async def serve_agent_ws(
 ) -> None:
     """Serve agents over WebSocket at ``ws://host:port/path``, one at a time
     (a second concurrent agent is refused with HTTP 409).  Runs until cancelled."""
-    agents = WebSocketAgents(bridge)
+    agents = WebSocketAgents(
+        bridge, path=path, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
+    )
 
-    async def connection(stream: trio.abc.Stream) -> None:
-        framing = A2EWebSocket(
-            client=False, path=path, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
-        )
-        lock = trio.Lock()
-
-        async def flush() -> None:
-            async with lock:
-                data = framing.data_to_send()
-                if data:
-                    try:
-                        await stream.send_all(data)
-                    except _GONE:
-                        logger.debug("the agent is gone: dropped %d bytes", len(data))
-
-        flusher = _Flusher(flush)
-
-        def send(message: A2EMessage) -> None:
-            framing.send_text(encode(message))
-            flusher.wake()
-
-        agent = agents.connection(framing, send)
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(flusher.run)
-                try:
-                    while not framing.closed:
-                        data = await stream.receive_some(_READ_SIZE)
-                        agent.received(data)
-                        await flush()
-                        if not data:
-                            break
-                except _GONE:
-                    pass
-                finally:
-                    nursery.cancel_scope.cancel()
-        finally:
-            agent.release()
-            with trio.CancelScope(shield=True), trio.move_on_after(1):
-                await flush()
-                await stream.aclose()
+    async def connection(stream: trio.SocketStream) -> None:
+        await agents.serve(TCPStream(stream, stream.socket))
 
     listeners = await trio.open_tcp_listeners(port, host=host)
     task_status.started(listeners[0].socket.getsockname()[1])

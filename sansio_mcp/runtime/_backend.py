@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
     from ._client import ClientAPI
@@ -19,6 +19,7 @@ __all__ = [
     "Backend",
     "ByteStream",
     "Cancellable",
+    "Pipe",
     "Process",
     "Signal",
     "TaskGroup",
@@ -99,6 +100,17 @@ class Timer(Protocol):
 
     def cancel(self) -> None:
         """Never call it again (idempotent)."""
+        ...
+
+
+@runtime_checkable
+class Pipe(ByteStream, Protocol):
+    """A :class:`ByteStream` that can also send without waiting (a pipe, an asyncio
+    transport): :class:`~sansio_mcp.runtime._sender.Sender` writes through it at once."""
+
+    def send_nowait(self, data: bytes) -> int:
+        """Send what goes at once, without waiting; how many bytes went (0 while
+        another send is under way).  A broken stream raises :class:`OSError`."""
         ...
 
 
@@ -193,6 +205,11 @@ class Backend(Protocol):
         """Start ``argv`` (a new session: its own process group) with ``env`` as its
         whole environment, in ``cwd``; :class:`FileNotFoundError` if there is no such
         program."""
+        ...
+
+    async def open_stdio(self) -> Pipe:
+        """This process's own stdin (to receive from) and stdout (to send on), as
+        one stream; closing it leaves the process's own descriptors open."""
         ...
 
 

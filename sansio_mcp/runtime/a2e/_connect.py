@@ -11,14 +11,23 @@ from typing import Any, TypeVar
 
 from ..._stdio import safe_environment
 from ..._util import unwrap_single_exception
-from ...a2e._codec import A2EFramer, encode_line
+from ..._websocket import WebSocketAddress
+from ...a2e._codec import A2EFramer, A2EWebSocket, decode_text, encode, encode_line
 from ...a2e._messages import A2EMessage
-from .._backend import Backend, ByteStream, TaskGroup
+from .._backend import Backend, ByteStream, TaskGroup, TimedOut
 from .._process import drain_stderr, stop_process
+from .._sender import Sender
 from ._client import A2EClientBase, AgentInbox, bridge_invocation
 from ._runner import BridgeRunner
 
-__all__ = ["MakeClient", "open_a2e_bridge", "open_a2e_direct", "open_a2e_pipes", "running"]
+__all__ = [
+    "MakeClient",
+    "open_a2e_bridge",
+    "open_a2e_direct",
+    "open_a2e_pipes",
+    "open_a2e_websocket",
+    "running",
+]
 
 C = TypeVar("C", bound=A2EClientBase)
 #: Makes the client, given how it sends a message.
@@ -103,6 +112,81 @@ async def open_a2e_bridge(
     finally:
         if config_path is not None:
             os.unlink(config_path)
+
+
+@asynccontextmanager
+async def open_a2e_websocket(
+    backend: Backend, make_client: MakeClient[C], url: str, *, open_timeout: float = 10.0
+) -> AsyncIterator[C]:
+    """A client over WebSocket (``ws://host:port/a2e``, or ``wss://``): one message
+    per text frame.  A bridge that refuses the connection (HTTP 409: it has an
+    agent) raises :class:`ConnectionError`; on the way out the closing handshake
+    is given two seconds."""
+    address = WebSocketAddress.parse(url)
+    stream = await backend.open_tcp_stream(address.hostname, address.port, tls=address.tls)
+    framing = A2EWebSocket(client=True, host=address.netloc, target=address.target)
+    sender = Sender(backend, stream)
+    opened, finished = backend.new_signal(), backend.new_signal()
+
+    def flush() -> None:
+        data = framing.data_to_send()
+        if data:
+            sender.write(data)
+
+    async def send(message: A2EMessage) -> None:
+        if sender.broken:
+            raise ConnectionError("the bridge closed the connection")
+        framing.send_text(encode(message))
+        flush()
+
+    client = make_client(send)
+
+    async def read() -> None:
+        try:
+            while not framing.closed:
+                try:
+                    data = await stream.receive_some(65536)
+                except OSError:
+                    data = b""
+                for text in framing.receive_data(data):
+                    client.feed(decode_text(text))
+                if framing.open or framing.closed:
+                    opened.set()
+                flush()
+                if not data:
+                    break
+        finally:
+            opened.set()
+            finished.set()
+            client.close()
+
+    async def goodbye() -> None:
+        async with backend.move_on_after(2):
+            await sender.flushed()
+            await finished.wait()  # the bridge's close reply
+
+    try:
+        async with running(client) as group:
+            group.start_soon(sender.run)
+            group.start_soon(read)
+            flush()
+            try:
+                async with backend.fail_after(open_timeout):
+                    await opened.wait()
+            except TimedOut:
+                raise client.timeout_error(
+                    f"the bridge did not open the WebSocket within {open_timeout:g} s"
+                ) from None
+            if not framing.open:
+                raise ConnectionError(f"the bridge refused the WebSocket (HTTP {framing.refused})")
+            try:
+                yield client
+            finally:
+                framing.close(1000, "agent done")
+                flush()
+                await backend.shielded(goodbye)
+    finally:
+        await stream.aclose()
 
 
 @asynccontextmanager

@@ -29,7 +29,6 @@ import attrs
 from ..._stdio import safe_environment
 from ..._streamable_http_client import Endpoint, StreamableHTTPClient
 from ...a2e._actions import ConnectServer, DisconnectServer, FlushServer, ToolAnswer
-from ...a2e._codec import A2EWebSocket
 from ...a2e._config import BridgeConfig, parse_config
 from ...a2e._host import BridgeHost
 from ...a2e._messages import A2EMessage
@@ -46,7 +45,6 @@ __all__ = [
     "BridgeRunner",
     "Connection",
     "TransportRunner",
-    "WebSocketAgents",
     "describe_failure",
     "direct_bridge",
 ]
@@ -402,50 +400,3 @@ def direct_bridge(
     for server in settings.servers:
         runner.host.register(server, clock())
     return runner
-
-
-class WebSocketAgents:
-    """Agents over WebSocket, one at a time: the first whose opening handshake
-    succeeds is attached; one that connects meanwhile is refused with HTTP 409.
-    One per listener; :meth:`connection` per accepted socket."""
-
-    def __init__(self, runner: BridgeRunner) -> None:
-        self.runner = runner
-        self.busy = False
-
-    def connection(self, framing: A2EWebSocket, sink: AgentSink) -> _WebSocketAgent:
-        if self.busy:
-            framing.refuse_with = 409
-        return _WebSocketAgent(self, framing, sink)
-
-
-class _WebSocketAgent:
-    def __init__(self, agents: WebSocketAgents, framing: A2EWebSocket, sink: AgentSink) -> None:
-        self._agents = agents
-        self._framing = framing
-        self._sink = sink
-        self._mine = False
-
-    def received(self, data: bytes | bytearray) -> None:
-        """Bytes from the socket (``b""`` at its end): messages go to the host."""
-        agents, framing, runner = self._agents, self._framing, self._agents.runner
-        texts = framing.receive_data(data)
-        if framing.open and not self._mine and framing.refused is None and not agents.busy:
-            agents.busy = self._mine = True
-            runner.host.agent_connected(runner.now())
-            runner.attach_agent(self._sink)
-        for text in texts:
-            runner.host.receive_agent_text(text, runner.now())
-        runner.poke()
-        if framing.closed:
-            self.release()
-
-    def release(self) -> None:
-        """This agent is gone (called before the close reply goes out, so the next
-        agent may connect at once)."""
-        if self._mine:
-            self._agents.busy = self._mine = False
-            runner = self._agents.runner
-            runner.attach_agent(None)
-            runner.host.agent_disconnected(runner.now())
-            runner.poke()
