@@ -15,13 +15,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from sansio_mcp._client_session import ClientSession
 from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
 from sansio_mcp.a2e import (
-    BridgeHost,
     ConnectServer,
 )
 from sansio_mcp.runtime._client import ClientHandlers
@@ -180,16 +179,9 @@ class AsyncioBridge(BridgeRunner):
 
     log = logger
 
-    def __init__(
-        self,
-        host: BridgeHost,
-        *,
-        clock: Callable[[], float] = time.time,
-        shutdown_grace: float = 2.0,
-    ) -> None:
-        super().__init__(
-            host, backend=PRIMITIVES, links=_Links(), clock=clock, shutdown_grace=shutdown_grace
-        )
+    backend = PRIMITIVES
+    links = _Links()
+    clock = staticmethod(time.time)
 
 
 # The agent side ----------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from sansio_mcp.runtime._host import HostBase
 
 from ._backend import PRIMITIVES, OneWaiterSignal, as_pipe, fileno_of, is_fifo, reader
 
-__all__ = ["ByteStream", "PipeOutput", "TrioRunner", "TrioSessionHost", "reader"]
+__all__ = ["PipeOutput", "TrioRunner", "TrioSessionHost", "reader"]
 
 logger = logging.getLogger("trio_adapters")
 
@@ -152,7 +152,8 @@ class PipeOutput:
     delaying every message by a pass.  What the pipe does not take at once waits
     in a backlog for the flusher; :meth:`flush` waits until it has gone out.
 
-    Shared by :class:`TrioRunner` and :class:`ByteStream`.  The class using it sets
+    Used by :class:`TrioRunner` (the runtime's :class:`Sender` is the same rule for
+    a stream with no session).  The class using it sets
     the attributes below; its flusher task waits for ``_flush_wanted`` and then
     awaits :meth:`_send_queued`; :meth:`_peer_gone` says what a peer that stopped
     reading means to it.
@@ -326,71 +327,3 @@ class TrioRunner(PipeOutput, TrioSessionHost):
 
     async def wait_closed(self) -> None:
         await self._closed.wait()
-
-
-class ByteStream(PipeOutput):
-    """A byte stream pair with no session behind it (the A2E bridge's agent side,
-    an A2E client's stdio): output leaves by the one-sender rule and input is read
-    as a :class:`TrioRunner` sends and reads its own.
-
-    :meth:`write` sends at once what the pipe takes, :meth:`run` (a task) sends
-    the rest, and :meth:`read_into` hands every chunk read to a callback.  Once
-    the peer stops reading, ``broken`` is set, ``on_broken`` called, and output
-    dropped.
-    """
-
-    def __init__(
-        self,
-        send_stream: trio.abc.SendStream,
-        receive_stream: trio.abc.ReceiveStream,
-        on_broken: Callable[[], None] = lambda: None,
-    ) -> None:
-        self._init_output(send_stream)
-        self._receive_stream = receive_stream
-        self._flush_wanted = trio.Event()
-        self._queued: list[bytes] = []
-        self.framing = self
-        self.broken = False
-        self._on_broken = on_broken
-
-    def data_to_send(self) -> bytes:
-        queued = self._queued
-        data = queued[0] if len(queued) == 1 else b"".join(queued)
-        queued.clear()
-        return data
-
-    def write(self, data: bytes) -> None:
-        if not self.broken:
-            self._queued.append(data)
-            self._send_soon()
-
-    async def run(self) -> None:
-        """Send what the pipe did not take at once, until cancelled."""
-        while True:
-            await self._flush_wanted.wait()
-            self._flush_wanted = trio.Event()
-            await self._send_queued()
-
-    async def drained(self, *, timeout: float) -> None:
-        """Wait (at most ``timeout``) until everything written has been sent."""
-        with trio.move_on_after(timeout):
-            await self.flush()
-
-    def _peer_gone(self, dropped: int) -> None:
-        logger.debug("peer gone; dropped %d bytes", dropped)
-        self.broken = True
-        self._queued.clear()
-        self._on_broken()
-
-    async def read_into(self, received: Callable[[bytes | bytearray], None]) -> None:
-        """Read until the end of input, handing each chunk to ``received``
-        (``b""`` last)."""
-        read = reader(self._receive_stream)
-        while True:
-            try:
-                data = await read()
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                data = b""
-            received(data)
-            if not data:
-                return

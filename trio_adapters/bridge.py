@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import trio
@@ -22,7 +22,6 @@ import trio
 from sansio_mcp._client_session import ClientSession
 from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
 from sansio_mcp.a2e import (
-    BridgeHost,
     ConnectServer,
 )
 from sansio_mcp.runtime import TimedOut
@@ -187,16 +186,9 @@ class TrioBridge(BridgeRunner):
     log = logger
     timeout_errors = (TimedOut, trio.TooSlowError)
 
-    def __init__(
-        self,
-        host: BridgeHost,
-        *,
-        clock: Callable[[], float] = time.time,
-        shutdown_grace: float = 2.0,
-    ) -> None:
-        super().__init__(
-            host, backend=PRIMITIVES, links=_Links(), clock=clock, shutdown_grace=shutdown_grace
-        )
+    backend = PRIMITIVES
+    links = _Links()
+    clock = staticmethod(time.time)
 
     async def run(  # type: ignore[override]
         self, *, task_status: Any = trio.TASK_STATUS_IGNORED

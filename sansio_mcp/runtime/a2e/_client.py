@@ -169,13 +169,18 @@ class A2EClientBase:
 
     #: What a wait raises when its time limit passes (the backend's own error).
     timeout_error: type[Exception] = TimeoutError
+    #: The event-loop primitives (an adapter's client class names its own).
+    backend: Backend
+    #: Stamps ``ts`` (seconds since the epoch; an adapter's client class names
+    #: ``time.time``).
+    clock: Callable[[], float]
 
     def __init__(
         self,
         send: Callable[[A2EMessage], Awaitable[None]],
         *,
-        backend: Backend,
-        clock: Callable[[], float],
+        backend: Backend | None = None,
+        clock: Callable[[], float] | None = None,
         on_sample: Handler | None = None,
         on_roots: Handler | None = None,
         on_elicit: Handler | None = None,
@@ -185,7 +190,8 @@ class A2EClientBase:
         history: int = 1000,
     ) -> None:
         self._send_raw = send
-        self.backend = backend
+        if backend is not None:
+            self.backend = backend
         self._group: TaskGroup | None = None
         self._watchdog: Timer | None = None
         #: How many pushes and tool events :attr:`pushes` and :attr:`events` keep.
@@ -201,8 +207,8 @@ class A2EClientBase:
         self.on_push = on_push
         self.on_event = on_event
         self.on_message = on_message
-        #: Stamps ``ts`` (seconds since the epoch).
-        self.clock = clock
+        if clock is not None:
+            self.clock = clock
         self._waiters: dict[str, _Pending] = {}
         self._push_waiters: list[_Pending] = []
         #: A heap of (monotonic deadline, order, wait) for every wait with a time

@@ -6,21 +6,24 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Generic, TypeVar
 
 from ..._stdio import safe_environment
 from ..._util import unwrap_single_exception
 from ..._websocket import WebSocketAddress
 from ...a2e._codec import A2EFramer, A2EWebSocket, decode_text, encode, encode_line
+from ...a2e._config import BridgeConfig
+from ...a2e._host import BridgeHost
 from ...a2e._messages import A2EMessage
 from .._backend import Backend, ByteStream, TaskGroup, TimedOut
 from .._process import drain_stderr, stop_process
 from .._sender import Sender
 from ._client import A2EClientBase, AgentInbox, bridge_invocation
-from ._runner import BridgeRunner
+from ._runner import BridgeRunner, direct_bridge
 
 __all__ = [
+    "A2EOpeners",
     "MakeClient",
     "open_a2e_bridge",
     "open_a2e_direct",
@@ -206,3 +209,71 @@ async def open_a2e_direct(make_client: MakeClient[C], bridge: BridgeRunner) -> A
             yield client
         finally:
             bridge.disconnect_agent()
+
+
+class A2EOpeners(Generic[C]):
+    """A backend's ``open_a2e_*`` functions (its modules name them
+    ``open_a2e_stdio = openers.stdio`` and so on), for its ``client`` class and its
+    ``bridge`` class (called as ``bridge(host, clock=..., shutdown_grace=...)``)."""
+
+    def __init__(self, client: type[C], bridge: Callable[..., BridgeRunner]) -> None:
+        self._client = client
+        self._bridge = bridge
+
+    def _maker(self, options: dict[str, Any]) -> MakeClient[C]:
+        return lambda send: self._client(send, **options)
+
+    def stdio(
+        self,
+        command: Sequence[str] | None = None,
+        *,
+        config: Mapping[str, Any] | None = None,
+        bridge_args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        shutdown_grace: float = 5.0,
+        **options: Any,
+    ) -> AbstractAsyncContextManager[C]:
+        """Start the bridge (``sansio-mcp bridge``, or ``command``) and talk A2E to it
+        over its stdin/stdout.  ``config`` is written to a temporary file and given
+        as ``--config``; ``bridge_args`` are more options (``--backend asyncio``).
+        ``options`` go to the client (``on_sample``, ``clock``, ...)."""
+        backend = self._client.backend
+        return open_a2e_bridge(
+            backend, self._maker(options), command, config, bridge_args, env, cwd, shutdown_grace
+        )
+
+    def ws(self, url: str, **options: Any) -> AbstractAsyncContextManager[C]:
+        """A client over WebSocket (``ws://host:port/a2e``)."""
+        return open_a2e_websocket(self._client.backend, self._maker(options), url)
+
+    @asynccontextmanager
+    async def direct(
+        self,
+        config: Mapping[str, Any] | BridgeConfig | None = None,
+        *,
+        host: BridgeHost | None = None,
+        shutdown_grace: float = 2.0,
+        clock: Callable[[], float] | None = None,
+        **options: Any,
+    ) -> AsyncIterator[C]:
+        """The bridge in this process and this event loop, and a client talking to it
+        directly: messages pass as objects (no encoding, no pipe).
+
+        ``clock`` stamps both sides' messages (seconds since the epoch; by default
+        the bridge class's).  ``config`` is what ``sansio-mcp bridge --config`` reads (``servers``,
+        ``roots``, ``elicitation``, ``ping_interval``; a dict or a
+        :class:`~sansio_mcp.a2e.BridgeConfig`); or give a ready ``host``.  Every
+        message is checked as the codec would check it and copied on the way in,
+        and the bridge keeps nothing of what it hands out, so neither side ever
+        sees the other change a message.  On exit the servers are stopped
+        (stdin closed, then SIGTERM, then SIGKILL after ``shutdown_grace``).
+        """
+        bridge = direct_bridge(
+            lambda host: self._bridge(host, clock=clock, shutdown_grace=shutdown_grace),
+            config,
+            host,
+        )
+        maker = self._maker({"clock": bridge.clock, **options})
+        async with open_a2e_direct(maker, bridge) as client:
+            yield client

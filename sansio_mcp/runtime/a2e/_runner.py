@@ -120,20 +120,30 @@ class BridgeRunner:
     log = logger
     #: What the event loop raises when connecting took too long (Trio adds its own).
     timeout_errors: tuple[type[BaseException], ...] = (TimedOut, TimeoutError)
+    #: The event-loop primitives and the links' byte movers (an adapter's bridge
+    #: class names its own).
+    backend: Backend
+    links: BridgeLinks
+    #: Gives the host its ``now`` (an adapter's bridge class names ``time.time``).
+    clock: Callable[[], float]
 
     def __init__(
         self,
         host: BridgeHost,
         *,
-        backend: Backend,
-        links: BridgeLinks,
-        clock: Callable[[], float],
+        clock: Callable[[], float] | None = None,
         shutdown_grace: float = 2.0,
+        backend: Backend | None = None,
+        links: BridgeLinks | None = None,
     ) -> None:
         self.host = host
-        self.backend = backend
-        self.links = links
-        self.clock = clock
+        if backend is not None:
+            self.backend = backend
+        if links is not None:
+            self.links = links
+        if clock is not None:
+            self.clock = clock
+        backend = self.backend
         #: How long a server process gets after its stdin closes, then after SIGTERM.
         self.shutdown_grace = shutdown_grace
         #: Set while :meth:`run` runs (it can open connections).
@@ -391,12 +401,11 @@ def direct_bridge(
     make: Callable[[BridgeHost], R],
     config: Mapping[str, Any] | BridgeConfig | None,
     host: BridgeHost | None,
-    clock: Callable[[], float],
 ) -> R:
     """The runner of an in-process bridge: ``host``, or one made from ``config``
     (what ``sansio-mcp bridge --config`` reads), with the config's servers registered."""
     settings = config if isinstance(config, BridgeConfig) else parse_config(config or {})
     runner = make(host or settings.new_host())
     for server in settings.servers:
-        runner.host.register(server, clock())
+        runner.host.register(server, runner.clock())
     return runner
