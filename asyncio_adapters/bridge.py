@@ -23,7 +23,6 @@ from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
 from sansio_mcp.a2e import (
     ConnectServer,
 )
-from sansio_mcp.runtime._client import ClientHandlers
 from sansio_mcp.runtime.a2e._agents import WebSocketAgents, serve_agent_pipes
 from sansio_mcp.runtime.a2e._driver import BridgeDriver, refuse_requests
 from sansio_mcp.runtime.a2e._runner import BridgeRunner, Connection
@@ -56,24 +55,6 @@ class _StreamRunner(AsyncioRunner):
     ) -> None:
         super().__init__(session, reader, writer, handle_request=refuse_requests, framing=framing)
         self.driver = driver
-
-
-def _link_host(
-    cls: type[_HTTPClientHost], runner: BridgeRunner, action: ConnectServer
-) -> _HTTPClientHost:
-    """An HTTP (or legacy SSE) client host on ``action``'s session, every event to the
-    bridge host; that host enforces the session's deadlines, so it runs no timer of
-    its own (its attach still closes its kept-alive connections when it ends)."""
-    host = cls(
-        action.session,
-        runner.http_transport(action),
-        ClientHandlers(),
-        max_body=16 * 1024 * 1024,
-        ssl_context=None,
-    )
-    host.runs_timer = False
-    host.driver = runner.server_driver(action)
-    return host
 
 
 async def _serve_link(
@@ -110,7 +91,7 @@ class _Links:
     async def http(
         self, runner: BridgeRunner, action: ConnectServer, connection: Connection
     ) -> str:
-        host = _link_host(_HTTPClientHost, runner, action)
+        host = runner.link_host(_HTTPClientHost, action)
         async with asyncio.TaskGroup() as group:
             host.attach(group)
             connection.flush_now = lambda: host.start(host.flush())
@@ -124,8 +105,7 @@ class _Links:
 
     async def sse(self, runner: BridgeRunner, action: ConnectServer, connection: Connection) -> str:
         config = action.config
-        host = _link_host(_SSEClientHost, runner, action)
-        assert isinstance(host, _SSEClientHost)
+        host = runner.link_host(_SSEClientHost, action)
         async with asyncio.TaskGroup() as group:
             host.attach(group)
             connection.flush_now = lambda: host.start(host.flush())

@@ -25,7 +25,6 @@ from sansio_mcp.a2e import (
     ConnectServer,
 )
 from sansio_mcp.runtime import TimedOut
-from sansio_mcp.runtime._client import ClientHandlers
 from sansio_mcp.runtime.a2e._agents import WebSocketAgents, serve_agent_pipes
 from sansio_mcp.runtime.a2e._driver import BridgeDriver, refuse_requests
 from sansio_mcp.runtime.a2e._runner import BridgeRunner, Connection
@@ -73,25 +72,6 @@ class _StreamRunner(TrioRunner):
             await self.flush()
 
 
-def _link_host(
-    cls: type[_HTTPClientHost], runner: BridgeRunner, action: ConnectServer
-) -> _HTTPClientHost:
-    """An HTTP (or legacy SSE) client host on ``action``'s session, every event to the
-    bridge host; that host enforces the session's deadlines, so it runs no timer of
-    its own (its attach still runs its flusher and closes its kept-alive connections
-    when it ends)."""
-    host = cls(
-        action.session,
-        runner.http_transport(action),
-        ClientHandlers(),
-        max_body=16 * 1024 * 1024,
-        ssl_context=None,
-    )
-    host.runs_timer = False
-    host.driver = runner.server_driver(action)
-    return host
-
-
 class _Links:
     """The bridge's server links on Trio: the library's own Trio hosts move the bytes."""
 
@@ -112,7 +92,7 @@ class _Links:
     async def http(
         self, runner: BridgeRunner, action: ConnectServer, connection: Connection
     ) -> str:
-        host = _link_host(_HTTPClientHost, runner, action)
+        host = runner.link_host(_HTTPClientHost, action)
         async with trio.open_nursery() as nursery:
             host.attach(nursery)
             connection.flush_now = host._schedule_flush
@@ -127,8 +107,7 @@ class _Links:
 
     async def sse(self, runner: BridgeRunner, action: ConnectServer, connection: Connection) -> str:
         config = action.config
-        host = _link_host(_SSEClientHost, runner, action)
-        assert isinstance(host, _SSEClientHost)
+        host = runner.link_host(_SSEClientHost, action)
         ended = trio.Event()
         async with trio.open_nursery() as nursery:
             host.attach(nursery)

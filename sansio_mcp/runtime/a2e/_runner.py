@@ -33,10 +33,13 @@ from ...a2e._config import BridgeConfig, parse_config
 from ...a2e._host import BridgeHost
 from ...a2e._messages import A2EMessage
 from .._backend import Backend, Process, Signal, TaskGroup, TimedOut, Timer
+from .._client import ClientHandlers
+from .._driver import Driver
 from .._process import drain_stderr, stop_process
 from ._driver import BridgeDriver
 
 R = TypeVar("R", bound="BridgeRunner")
+H = TypeVar("H", bound="LinkHost")
 
 __all__ = [
     "AgentSink",
@@ -80,6 +83,13 @@ class Connection:
         self.cancelled = True
         if self.scope is not None:
             self.scope.cancel()
+
+
+class LinkHost(Protocol):
+    """What :meth:`BridgeRunner.link_host` sets on an adapter's HTTP client host."""
+
+    runs_timer: bool
+    driver: Driver
 
 
 class BridgeLinks(Protocol):
@@ -279,6 +289,22 @@ class BridgeRunner:
         return StreamableHTTPClient(
             Endpoint.parse(config.url), action.session, headers=config.http_headers
         )
+
+    def link_host(self, cls: Callable[..., H], action: ConnectServer) -> H:
+        """An adapter's HTTP (or legacy SSE) client host of class ``cls`` on ``action``'s
+        session, every event to the bridge host; that host enforces the session's
+        deadlines, so the client host runs no timer of its own (its attach still
+        closes its kept-alive connections when it ends)."""
+        host = cls(
+            action.session,
+            self.http_transport(action),
+            ClientHandlers(),
+            max_body=16 * 1024 * 1024,
+            ssl_context=None,
+        )
+        host.runs_timer = False
+        host.driver = self.server_driver(action)
+        return host
 
     def transport_runner(self, transport: str) -> TransportRunner:
         """What connects to a server over ``transport`` (stdio, http, sse, ws)."""
