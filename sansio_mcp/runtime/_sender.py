@@ -30,7 +30,7 @@ class Sender:
         self.pending = 0
         self._sending = False
         self._wanted = backend.new_signal()
-        self._idle: Signal | None = None
+        self._idle: list[Signal] = []
         self.broken = False
         self._on_broken = on_broken
 
@@ -69,14 +69,16 @@ class Sender:
                         self._break(len(data))
             finally:
                 self._sending = False
-                if self._idle is not None:
-                    self._idle.set()
+                idle, self._idle = self._idle, []
+                for signal in idle:
+                    signal.set()
 
     async def flushed(self) -> None:
-        """Wait until everything written has been sent (or dropped); one task at a time."""
+        """Wait until everything written has been sent (or dropped)."""
         while (self._queued or self._sending) and not self.broken:
-            self._idle = self._backend.new_signal()
-            await self._idle.wait()
+            signal = self._backend.new_signal()
+            self._idle.append(signal)
+            await signal.wait()
 
     async def drained(self, timeout: float) -> None:
         """:meth:`flushed`, for at most ``timeout`` seconds."""

@@ -56,15 +56,20 @@ async def open_a2e_pipes(
     make_client: MakeClient[C], send: ByteStream, receive: ByteStream
 ) -> AsyncIterator[C]:
     """A client speaking NDJSON: messages out on ``send``, in from ``receive``.
-    Once the bridge stops reading, sending raises :class:`ConnectionError`."""
+    A message is written whole or not at all (what the pipe does not take at once
+    goes from the client's sender task), so cancelling a request never leaves half
+    a line; a request waits while much is left unsent.  Once the bridge stops
+    reading, sending raises :class:`ConnectionError`."""
 
     async def send_message(message: A2EMessage) -> None:
-        try:
-            await send.send_all(encode_line(message))
-        except OSError as exc:
-            raise ConnectionError("the bridge stopped reading") from exc
+        if sender.broken:
+            raise ConnectionError("the bridge stopped reading")
+        sender.write(encode_line(message))
+        if sender.pending > 65536:
+            await sender.flushed()
 
     client = make_client(send_message)
+    sender = Sender(client.backend, send)
     framer = A2EFramer()
 
     async def read() -> None:
@@ -79,6 +84,7 @@ async def open_a2e_pipes(
             client.close()
 
     async with running(client) as group:
+        group.start_soon(sender.run)
         group.start_soon(read)
         yield client
 
