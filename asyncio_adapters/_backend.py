@@ -230,13 +230,21 @@ class AsyncioBackend:
 
 
 async def shielded(step: Callable[[], Awaitable[T]]) -> T:
-    """Run ``step`` to completion even if the caller is being cancelled."""
+    """Run ``step`` to completion even if the caller is cancelled meanwhile (however
+    often: a task group cancels its tasks again as it ends); the cancellation is
+    raised after it."""
     task = asyncio.ensure_future(step())
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await task
-        raise
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError as exc:
+            if task.cancelled():
+                raise
+            cancelled = exc
+    if cancelled is not None:
+        raise cancelled
+    return task.result()
 
 
 # Pipes, processes and timers ------------------------------------------------------------

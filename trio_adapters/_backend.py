@@ -168,6 +168,7 @@ class TrioBackend:
     async def shielded(self, step: Callable[[], Awaitable[T]]) -> T:
         with trio.CancelScope(shield=True):
             result = await step()
+        await trio.lowlevel.checkpoint_if_cancelled()  # as on asyncio: at once, after it
         return result
 
     def start_timer(self, group: TaskGroup, fn: Callable[[], None]) -> _Timer:
