@@ -214,9 +214,7 @@ async def test_trio_handler_awaits_stay_checkpoints_over_a_pipe() -> None:
     assert "finished" not in seen and seen["cancelled at"] < 100, seen
 
 
-async def test_a_sender_on_a_trio_pipe_writes_in_order_and_notices_a_gone_reader() -> (
-    None
-):
+async def test_a_sender_on_a_trio_pipe_writes_in_order_and_notices_a_gone_reader() -> None:
     """A Sender (bytes queued by synchronous code: the bridge's agent side) writes
     what a pipe takes at once and sends the rest from its task, in order, however
     much piles up; once the reader is gone it is broken, says so once, and drops
