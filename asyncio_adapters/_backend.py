@@ -9,6 +9,7 @@ import math
 import os
 import socket
 import ssl
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -148,6 +149,9 @@ class AsyncioBackend:
 
     def clock(self) -> float:
         return asyncio.get_running_loop().time()
+
+    def wall_clock(self) -> float:
+        return time.time()
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)

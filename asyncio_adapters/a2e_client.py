@@ -10,7 +10,6 @@ process, NDJSON on its stdin/stdout) or :func:`open_a2e_ws`.  Its tasks
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from sansio_mcp.a2e import BridgeHost
@@ -28,7 +27,6 @@ class A2EClient(A2EClientBase):
     answer in time raises :class:`TimeoutError`."""
 
     backend = PRIMITIVES
-    clock = staticmethod(time.time)
 
 
 def _make_bridge(host: BridgeHost, **options: Any) -> BridgeRunner:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -161,7 +160,6 @@ class AsyncioBridge(BridgeRunner):
 
     backend = PRIMITIVES
     links = _Links()
-    clock = staticmethod(time.time)
 
 
 # The agent side ----------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
 from sansio_mcp.runtime._client import ClientHandlers
 from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
 from sansio_mcp.runtime._http_client import HTTPClientHost
+from sansio_mcp.runtime._oauth import OAuthProvider
 
 from ._runner import AsyncioSessionHost, shielded
 from .client import Client, run_client
@@ -32,9 +33,10 @@ class _HTTPClientHost(HTTPClientHost, AsyncioSessionHost):
         *,
         max_body: int,
         ssl_context: ssl.SSLContext | None,
+        auth: OAuthProvider | None = None,
     ) -> None:
         AsyncioSessionHost.__init__(self, session, **handlers.host_callbacks())
-        self.setup_http(transport, max_body=max_body, ssl_context=ssl_context)
+        self.setup_http(transport, max_body=max_body, ssl_context=ssl_context, auth=auth)
 
     def attach(self, group: asyncio.TaskGroup) -> None:
         super().attach(group)
@@ -54,7 +56,9 @@ async def open_http_client(
     config = ClientOptions.of(options)
     handlers, session = config.handlers, config.new_session()
     transport = StreamableHTTPClient(Endpoint.parse(url), session, headers=headers)
-    host = _HTTPClientHost(session, transport, handlers, max_body=max_body, ssl_context=ssl_context)
+    host = _HTTPClientHost(
+        session, transport, handlers, max_body=max_body, ssl_context=ssl_context, auth=config.auth
+    )
     async with run_client(host, session, handlers, config.initialize_timeout) as client:
         yield client
         await shielded(host.end_session)

@@ -66,7 +66,9 @@ async def open_sse_client(
     config = config.handshake_only()
     handlers, session = config.handlers, config.new_session()
     transport = StreamableHTTPClient(Endpoint.parse(url), session)
-    host = _SSEClientHost(session, transport, handlers, max_body=max_body, ssl_context=None)
+    host = _SSEClientHost(
+        session, transport, handlers, max_body=max_body, ssl_context=None, auth=config.auth
+    )
     ready = asyncio.Event()
 
     async def stream() -> None:

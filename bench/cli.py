@@ -39,10 +39,11 @@ from ._proc import (
     run_worker,
     sdk_server_command,
 )
+from .gateway import ROW8_MODES, ROW8_TITLE, row8
 from .worker import MESSAGE
 
 DEFAULT_JSON = REPO / "bench" / "results" / "latest.json"
-ROW_IDS = (1, 2, 3, 4, 5, 6, 7)
+ROW_IDS = (1, 2, 3, 4, 5, 6, 7, 8)
 ROW_TITLES = {
     1: "stdio round trips: sequential tools/call echo -> server-everything",
     2: "stdio servers: raw NDJSON client -> server, sequential tools/call echo",
@@ -51,6 +52,7 @@ ROW_TITLES = {
     5: "concurrency: many clients in flight, 2026-07-28 tools/call echo over HTTP",
     6: "import time (fresh interpreter) and memory per idle session",
     7: "bridge: A2E tool/call through the bridge vs a direct MCP call",
+    8: ROW8_TITLE,
 }
 
 
@@ -472,6 +474,7 @@ ROWS: dict[int, Callable[[Results, Counts, int], None]] = {
     5: row5,
     6: row6,
     7: row7,
+    8: partial(row8, log=_log),
 }
 
 
@@ -484,6 +487,7 @@ METRICS = {
     4: ("calls_per_s", "calls/s"),
     5: ("calls_per_s", "calls/s"),
     7: ("calls_per_s", "calls/s"),
+    8: ("calls_per_s", "calls/s"),
 }
 
 
@@ -671,6 +675,25 @@ def targets(results: Results, selected: list[int]) -> list[Target]:
                     judged=False,
                 )
             )
+    if 8 in rows:
+        for mode in ROW8_MODES:
+            for backend in ("trio", "asyncio"):
+                out.append(
+                    Target(
+                        f"8-{mode}-gateway-{backend}",
+                        f"row 8 {mode}: the gateway ({backend}) adds <= 25% to a call "
+                        "(time per call through it / direct)",
+                        paired_ratio(
+                            results,
+                            8,
+                            f"{mode}:gateway-{backend}",
+                            f"{mode}:direct",
+                            "us_per_call",
+                        ),
+                        1.25,
+                        higher_is_better=False,
+                    )
+                )
     return out
 
 
@@ -694,10 +717,10 @@ def _row_lines(results: Results, row: int) -> list[str]:
     variants = results.rows.get(row, {})
     labels = results.labels.get(row, {})
     width = max([len(label) for label in labels.values()] + [30])
-    if row in (1, 2, 3, 4, 5, 7):
+    if row in (1, 2, 3, 4, 5, 7, 8):
         key, unit = METRICS[row]
         baseline = {1: "sdk", 2: "sdk", 3: "sdk", 5: "sdk", 7: "direct"}.get(row)
-        vs = "vs dir." if row == 7 else "vs SDK"
+        vs = "vs dir." if row in (7, 8) else "vs SDK"
         head = f"  {'variant':{width}}  {unit:>10}  {'us/call':>9}  {vs:>7}"
         if row == 5:
             head = f"  {'variant':{width}}  {unit:>10}  {'errors':>7}  {'p50 ms':>8}  {'vs SDK':>7}"
@@ -709,6 +732,8 @@ def _row_lines(results: Results, row: int) -> list[str]:
             base = baseline
             if row == 4:
                 base = _http_variant(variant.split(":")[0], "sdk", "sdk")
+            if row == 8:
+                base = f"{variant.split(':')[0]}:direct"
             ratio = paired_ratio(results, row, variant, base, key) if base else None
             ratio_s = f"{ratio:6.2f}x" if ratio is not None else "      -"
             errs = [str(v.get("error"))[:60] for v in variants[variant] if "error" in v]
@@ -768,6 +793,8 @@ def render(results: Results, c: Counts, selected: list[int], found: list[Target]
         f"memory: tracemalloc over {c.sessions} sessions",
         7: f"{c.bridge_calls} calls after {c.stdio_warmup} warm-up; the server on stdio, "
         "handshake revision",
+        8: f"{c.http_calls} calls after {c.http_warmup} warm-up; ratios: time per call "
+        "through the gateway / direct",
     }
     for row in selected:
         out.append(f"row {row}. {ROW_TITLES[row]}" + (f" ({counts[row]})" if counts[row] else ""))
@@ -813,7 +840,7 @@ def _parse_rows(text: str | None) -> list[int]:
             rows.add(int(part))
     bad = rows - set(ROW_IDS)
     if bad:
-        raise SystemExit(f"unknown rows: {sorted(bad)} (rows are 1-7)")
+        raise SystemExit(f"unknown rows: {sorted(bad)} (rows are 1-{max(ROW_IDS)})")
     return sorted(rows)
 
 

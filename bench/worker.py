@@ -237,9 +237,10 @@ def http(args: dict[str, Any]) -> dict[str, Any]:
 
             async def one(job: dict[str, Any] = job) -> dict[str, Any]:
                 async with open_http_client(job["url"], mode=job["mode"]) as client:
+                    tool = job.get("tool", "echo")  # a gateway names it {connector}.echo
 
                     async def call() -> str:
-                        result = await client.call_tool("echo", arguments)
+                        result = await client.call_tool(tool, arguments)
                         return str(result["content"][0]["text"])
 
                     return await timed_calls(call, MESSAGE, n, warmup, deadline)

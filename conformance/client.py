@@ -10,9 +10,12 @@ scenario, ``MCP_CONFORMANCE_PROTOCOL_VERSION`` the revision to speak (a
 handshake revision, or 2026-07-28 for the stateless one) and
 ``MCP_CONFORMANCE_CONTEXT`` (JSON) carries scenario data such as the tool
 calls to make.  Exit status 0 means the client did what the scenario asks;
-the suite then judges the traffic it saw.
+the suite then judges the traffic it saw.  ``SANSIO_MCP_CONFORMANCE_BACKEND=asyncio``
+runs the client on asyncio instead of Trio.
 
-Authorization (OAuth) scenarios are out of scope: the client exits 2 for them.
+The ``auth/*`` scenarios run the same calls with an :class:`OAuthProvider` built from
+the scenario's context (:func:`oauth_provider`); the suite's mock authorization server
+approves at once and redirects, so the provider follows that redirect itself (headless).
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ __all__ = ["SCENARIOS", "main"]
 
 logger = logging.getLogger("conformance-client")
 
+#: The environment variable naming the backend to run on: trio (the default) or asyncio.
+BACKEND_VARIABLE = "SANSIO_MCP_CONFORMANCE_BACKEND"
 CLIENT_INFO = {"name": "sansio-mcp-conformance-client", "version": "1.0.0"}
 TIMEOUT = 25.0  # the suite gives a client 30 s
 
@@ -224,23 +229,78 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
+#: The Client ID Metadata Document URL the suite expects (auth/basic-cimd).
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+
+
+def oauth_provider(scenario: str, context: dict[str, Any]) -> Any:
+    """The provider an ``auth/*`` scenario calls for: the grant and the credentials
+    come from the scenario's context (pre-registered clients, keys, assertions)."""
+    from sansio_mcp.auth import ClientInfo, Grant, OAuthConfig
+    from sansio_mcp.runtime import OAuthProvider
+
+    client_id = context.get("client_id")
+    secret = context.get("client_secret")
+    options: dict[str, Any] = {
+        "client_name": CLIENT_INFO["name"],
+        "redirect_uri": "http://127.0.0.1:3000/callback",
+        "client_metadata_url": CLIENT_METADATA_URL,
+    }
+    if scenario.startswith("auth/client-credentials"):
+        options["grant"] = Grant.CLIENT_CREDENTIALS
+        if context.get("private_key_pem"):
+            options["private_key"] = context["private_key_pem"]
+            options["signing_algorithm"] = context.get("signing_algorithm") or "ES256"
+    elif "idp_id_token" in context:
+        options["grant"] = Grant.TOKEN_EXCHANGE
+        options["id_token"] = context["idp_id_token"]
+        options["idp_token_endpoint"] = context.get("idp_token_endpoint")
+        options["idp_client_id"] = context.get("idp_client_id")
+    elif "valid_jwt" in context:
+        options["grant"] = Grant.JWT_BEARER
+        options["assertion"] = context["valid_jwt"]
+        client_id = client_id or CLIENT_INFO["name"]
+    if client_id:
+        options["client"] = ClientInfo(client_id, secret, issuer=context.get("issuer"))
+    return OAuthProvider(OAuthConfig(**options))
+
+
 async def run(url: str, scenario: str, version: str | None, context: dict[str, Any]) -> None:
     import trio
 
     from trio_adapters.http_client import open_http_client
 
-    answers = Answers()
     with trio.fail_after(TIMEOUT):
-        # A handshake revision means initialize and a session; 2026-07-28 is stateless.
-        async with open_http_client(
-            url,
-            handlers=answers.handlers(),
-            client_info=CLIENT_INFO,
-            protocol_version=version,
-            initialize_timeout=TIMEOUT,
-        ) as client:
-            logger.info("connected: %s %s", client.protocol_version, client.server_info)
-            await SCENARIOS[scenario](client, context)
+        await _play(open_http_client, url, scenario, version, context)
+
+
+async def run_asyncio(
+    url: str, scenario: str, version: str | None, context: dict[str, Any]
+) -> None:
+    import asyncio
+
+    from asyncio_adapters.http_client import open_http_client
+
+    async with asyncio.timeout(TIMEOUT):
+        await _play(open_http_client, url, scenario, version, context)
+
+
+async def _play(
+    open_http_client: Any, url: str, scenario: str, version: str | None, context: dict[str, Any]
+) -> None:
+    answers = Answers()
+    auth = oauth_provider(scenario, context) if scenario.startswith("auth/") else None
+    # A handshake revision means initialize and a session; 2026-07-28 is stateless.
+    async with open_http_client(
+        url,
+        handlers=answers.handlers(),
+        client_info=CLIENT_INFO,
+        protocol_version=version,
+        initialize_timeout=TIMEOUT,
+        auth=auth,
+    ) as client:
+        logger.info("connected: %s %s", client.protocol_version, client.server_info)
+        await SCENARIOS[scenario](client, context)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -257,15 +317,22 @@ def main(argv: list[str] | None = None) -> int:
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION") or None
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    if scenario.startswith("auth/"):
+        SCENARIOS.setdefault(scenario, list_and_call_first)
     if scenario not in SCENARIOS:
         print(f"scenario {scenario!r} is not supported by this client", file=sys.stderr)
         return 2
-    import trio
-
     from sansio_mcp import MCPError
 
     try:
-        trio.run(run, url, scenario, version, context)
+        if os.environ.get(BACKEND_VARIABLE) == "asyncio":
+            import asyncio
+
+            asyncio.run(run_asyncio(url, scenario, version, context))
+        else:
+            import trio
+
+            trio.run(run, url, scenario, version, context)
     except MCPError as exc:
         print(f"{scenario}: MCP error {exc.code}: {exc.message}", file=sys.stderr)
         return 1

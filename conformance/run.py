@@ -11,7 +11,8 @@ port and runs ``conformance server`` against it for the 2025-11-25 and
 2026-07-28 requirement sets and the ``all`` suite.  Client side: runs
 ``conformance client`` with ``conformance/client.py`` for the same
 three selections.  Every run uses the expected-failures baseline
-``conformance/baseline.yml`` (authorization and the tasks extension only).
+``conformance/baseline.yml`` (the tasks extension only).  ``--client-backend
+asyncio`` runs the client on asyncio.
 
 The suite is ``@modelcontextprotocol/conformance@0.2.0-alpha.12`` from
 ``node_modules`` (``npm ci``), run with the Node 22 of ``node_modules/.bin/node``.
@@ -59,6 +60,8 @@ class Run:
 
     side: str  # "server" | "client"
     label: str  # "2025-11-25" | "2026-07-28" | "all"
+    #: The backend the client runs on ("trio" or "asyncio"; the server is always Trio).
+    backend: str = "trio"
 
     @property
     def selection(self) -> list[str]:
@@ -68,7 +71,8 @@ class Run:
 
     @property
     def name(self) -> str:
-        return f"{self.side}-{self.label}"
+        suffix = "" if self.backend == "trio" else f"-{self.backend}"
+        return f"{self.side}-{self.label}{suffix}"
 
 
 #: The selections: the two requirement sets, and every scenario of the suite.
@@ -257,6 +261,7 @@ def run_suite(
     command += [*run.selection, "--expected-failures", str(baseline_path), "-o", str(out_dir)]
     env = dict(os.environ)
     env.pop("MCP_CONFORMANCE_LOG", None)
+    env["SANSIO_MCP_CONFORMANCE_BACKEND"] = run.backend
     started = time.monotonic()
     with (out_dir / "cli-stdout.txt").open("w", encoding="utf-8") as stdout_file:
         completed = subprocess.run(
@@ -440,6 +445,12 @@ def main(argv: list[str] | None = None) -> int:
         choices=LABELS,
         help="selection to run (repeatable; default: all three)",
     )
+    parser.add_argument(
+        "--client-backend",
+        choices=("trio", "asyncio"),
+        default="trio",
+        help="the backend conformance/client.py runs on (default: trio)",
+    )
     parser.add_argument("--baseline", type=Path, default=BASELINE)
     parser.add_argument("--markdown", type=Path, help="also write the result table here")
     parser.add_argument("--json", type=Path, help="also write a JSON summary here")
@@ -450,7 +461,11 @@ def main(argv: list[str] | None = None) -> int:
         print(problem, file=sys.stderr)
         return 2
     labels = args.run or list(LABELS)
-    runs = [r for r in RUNS if args.side in (r.side, "both") and r.label in labels]
+    runs = [
+        Run(r.side, r.label, args.client_backend if r.side == "client" else "trio")
+        for r in RUNS
+        if args.side in (r.side, "both") and r.label in labels
+    ]
     out_root = args.out or Path(tempfile.mkdtemp(prefix="mcp-conformance-"))
     out_root.mkdir(parents=True, exist_ok=True)
     results = run_all(runs, out_root, baseline_path=args.baseline)

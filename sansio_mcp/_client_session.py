@@ -59,6 +59,10 @@ class ClientSession(Session):
 
     role = Role.CLIENT
     _gates = CLIENT_GATES
+    #: Whether an ``input_required`` result ends its request as a result (the caller
+    #: answers it, as a gateway passing MRTR through does) instead of an
+    #: :class:`InputRequired` round answered by this client.
+    pass_input_required = False
 
     def __init__(
         self,
@@ -233,10 +237,10 @@ class ClientSession(Session):
                     return
             if result is not None:
                 result_type = result.get("resultType", "complete")
-                if result_type == "input_required":
+                if result_type == "input_required" and not self.pass_input_required:
                     self._on_input_required(pending, result)
                     return
-                if result_type != "complete":
+                if result_type not in ("complete", "input_required"):
                     result, error = (
                         None,
                         MCPError(

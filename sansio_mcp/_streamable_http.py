@@ -391,14 +391,20 @@ class StreamableHTTPServer:
             return Exchange(
                 status, {"content-type": "application/json"}, _json.dumps(response).encode()
             )
+        exchange = self._request_exchange(session, request_id)
+        for obj, _ in early:
+            self._deliver(exchange, obj, None)
+        return exchange
+
+    def _request_exchange(self, session: ServerSession, request_id: RequestId) -> Exchange:
+        """The exchange of a request served on a session of its own: it waits for the
+        request's answer, and closing it cancels the request."""
         exchange = self._stream_exchange(session)
         exchange._awaiting.add(request_id)
         exchange.head_pending = True
         exchange.head_grace = MODERN_HEAD_GRACE
         self._modern_exchange[id(session)] = exchange
         exchange._on_close = lambda ex: self._close_modern(session, ex, request_id)
-        for obj, _ in early:
-            self._deliver(exchange, obj, None)
         return exchange
 
     def _input_schema(self, message: dict[str, Any]) -> Any:

@@ -77,6 +77,10 @@ class Endpoint:
         """What a kept-alive connection is good for: scheme, host and port."""
         return f"{self.scheme}://{self.host_header}"
 
+    @property
+    def url(self) -> str:
+        return self.origin + self.target
+
 
 class ResponseReader:
     """Reads one HTTP response (JSON or SSE) into JSON-RPC messages."""
@@ -142,6 +146,9 @@ class StreamableHTTPClient:
         #: ``x-mcp-header`` annotations), for the ``Mcp-Param-*`` headers of their calls.
         self.tool_schemas: dict[str, Any] = {}
         self._tools_list_ids: set[Any] = set()
+        #: Whether 401 and 403 answers wait for the client's authorization to judge
+        #: them (:meth:`ResponseHandler.release`) instead of failing their request.
+        self.holds_auth_failures = False
 
     def post_headers(self, message: dict[str, Any]) -> dict[str, str]:
         headers = {
@@ -264,7 +271,16 @@ class StreamableHTTPClient:
             )
         else:
             error = HTTPStatusError(message=f"HTTP {status}: {detail}".strip(), data=data)
-        self.session.fail_request(message["id"], error)
+        self.fail_with(message, error)
+
+    def fail_with(self, message: Any, error: MCPError) -> None:
+        """Fail the request a POST carried with ``error`` (if it is still waiting)."""
+        if not (
+            isinstance(message, dict) and "method" in message and is_request_id(message.get("id"))
+        ):
+            return
+        if message["id"] in self._wire_ids():
+            self.session.fail_request(message["id"], error)
 
     def _wire_ids(self) -> frozenset[RequestId]:
         return self.session._requests.wire_ids()
@@ -288,6 +304,9 @@ class ResponseHandler:
         self.reader: ResponseReader | None = None
         #: The last SSE event id this response carried.
         self.last_event_id: str | None = None
+        #: A 401 or 403 waiting for the client's authorization (see :meth:`release`).
+        self.held = False
+        self._held_body = bytearray()
 
     @property
     def status(self) -> int:
@@ -323,6 +342,7 @@ class ResponseHandler:
 
     def on_head(self, head: HTTPResponseHead) -> None:
         self.head = head
+        self.held = self.transport.holds_auth_failures and head.status in (401, 403)
         if self.message is not None:
             self.transport.on_head(self.message, head)
         self.reader = ResponseReader(head, max_body=self.max_body)
@@ -330,6 +350,10 @@ class ResponseHandler:
     def on_body(self, chunk: bytes) -> bool:
         """Feed body bytes; True when messages reached the session."""
         assert self.reader is not None
+        if self.held:
+            if len(self._held_body) < self.max_body:
+                self._held_body += chunk
+            return False
         if self.message is None and self.status != 200:
             return False
         messages = self.reader.feed(chunk)
@@ -350,6 +374,8 @@ class ResponseHandler:
         head, reader = self.head, self.reader
         if head is None or reader is None:
             self.on_failure("the server closed the connection without answering")
+            return
+        if self.held:
             return
         if self.message is None:
             return
@@ -376,6 +402,21 @@ class ResponseHandler:
             self.transport.deliver(messages)
         elif head.status >= 300:
             self.transport.fail(self.message, head.status, reader.body_text)
+
+    def release(self, error: MCPError | None) -> None:
+        """Authorization judged a held 401/403: fail its request with ``error``, or
+        (None) let the answer mean what it says."""
+        if not self.held:
+            return
+        self.held = False
+        if error is not None:
+            if self.message is not None:
+                self.transport.fail_with(self.message, error)
+            return
+        body, self._held_body = bytes(self._held_body), bytearray()
+        if body:
+            self.on_body(body)
+        self.on_end()
 
     def on_failure(self, detail: str) -> None:
         """The connection failed (no usable response)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from typing import Any
@@ -84,12 +85,35 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         help="write the report; the format follows the extension (.json, .md, .html)",
     )
     check.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    check.add_argument(
+        "--replay",
+        metavar="REPORT.json#N",
+        help="re-send finding N of a JSON report to a fresh server (the command after --, "
+        "or the report's target) and print what it answers",
+    )
+    from .oauth import add_oauth_arguments
+
+    add_oauth_arguments(check)
+
+
+def _auth(args: argparse.Namespace, target: list[str] | str) -> Any:
+    """The OAuth provider of ``--oauth`` / ``--bearer`` for a URL (the check runs on Trio)."""
+    if not isinstance(target, str):
+        return None
+    from trio_adapters import BACKEND
+
+    from .oauth import oauth_provider
+
+    args.url = target
+    return oauth_provider(args, BACKEND)
 
 
 def run(args: argparse.Namespace, command: list[str]) -> int:
     """Run the check; 0 when no error-level violation was found, 1 otherwise, 2 on misuse."""
     from sansio_mcp_testing.checker import CheckOptions, run_check
 
+    if args.replay:
+        return _replay(args.replay, command, args.timeout)
     target: list[str] | str
     if args.url:
         target = args.url
@@ -125,6 +149,8 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
         env=env,
         properties=args.properties,
         progress=progress,
+        status=progress.status if progress is not None else None,
+        auth=_auth(args, target),
     )
     try:
         report = run_check(target, options)
@@ -138,6 +164,8 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
     if args.report:
         suffix = args.report.rsplit(".", 1)[-1].lower()
         outputs[{"markdown": "md", "htm": "html"}.get(suffix, suffix)] = args.report
+    if outputs.get("json"):
+        report.json_path = outputs["json"]
     renderers = {"json": report.to_json, "md": report.to_markdown, "html": report.to_html}
     for kind, path in outputs.items():
         if path:
@@ -150,16 +178,61 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
     for skip in report.skipped:
         if skip.what == "schema":  # checking less than asked must never be silent
             print(f"sansio-mcp check: warning: {skip.reason}", file=sys.stderr)
+    if report.violations:
+        print("\n".join(report.summary_table()), file=sys.stderr)
     print(report.summary_line(), file=sys.stderr)
     return 0 if report.ok else 1
 
 
+def _replay(spec: str, command: list[str], timeout: float) -> int:
+    """``--replay REPORT.json#N``: 0 when replayed, 2 when it cannot be."""
+    import shlex
+
+    import trio
+
+    from sansio_mcp_testing.replay import ReplayError, finding_lines, replay
+
+    try:
+        lines, finding = finding_lines(spec)
+    except ReplayError as exc:
+        print(f"sansio-mcp check: {exc}", file=sys.stderr)
+        return 2
+    if not command:
+        with open(spec.rpartition("#")[0], encoding="utf-8") as f:
+            target = json.load(f).get("target", "")
+        if target.startswith(("http://", "https://")) or not target:
+            print("sansio-mcp check: give the server command after --", file=sys.stderr)
+            return 2
+        command = shlex.split(target)
+    print(
+        f"replaying finding {spec.rpartition('#')[2]} [{finding.get('severity')}] "
+        f"{finding.get('property')}: {finding.get('message')}",
+        file=sys.stderr,
+    )
+    try:
+        trio.run(lambda: replay(command, lines, timeout=timeout))
+    except OSError as exc:
+        print(f"sansio-mcp check: cannot start the server: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 class _Progress:
-    """One status line on a terminal (plain lines otherwise)."""
+    """One status line on a terminal, rewritten in place (revision, surface, examples
+    done of planned); elsewhere (a log) only the steps and findings, a line each."""
 
     def __init__(self) -> None:
         self.tty = sys.stderr.isatty()
         self.steps = 0
+
+    def status(self, revision: str, surface: str, done: int, planned: int) -> None:
+        if not self.tty:
+            return
+        counted = f"{min(done, planned)}/{planned} examples" + (
+            ", shrinking" if done > planned else ""
+        )
+        sys.stderr.write(f"\r\x1b[K[{revision}] {surface[:70]}: {counted}")
+        sys.stderr.flush()
 
     def __call__(self, text: str) -> None:
         self.steps += 1

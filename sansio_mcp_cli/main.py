@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from sansio_mcp import ConnectionClosedError, MCPError, ProtocolError
 from sansio_mcp._refusals import does_not_speak
 from sansio_mcp._versions import ALL_REVISIONS, MODERN_REVISIONS
+from sansio_mcp.auth import ResourceServer, StaticTokenVerifier
 from sansio_mcp.runtime import ClientAPI, TimedOut, TransportBackend
 from sansio_mcp.runtime.example_server import build_server
 
@@ -96,6 +97,21 @@ def _parser() -> argparse.ArgumentParser:
     server.add_argument(
         "--port", type=int, default=8000, help="port to listen on (0: any free port)"
     )
+    server.add_argument(
+        "--auth-token",
+        action="append",
+        default=[],
+        metavar="TOKEN",
+        help="protect the http/sse server: accept this bearer token (repeatable); "
+        "others get 401 with the protected resource metadata's URL",
+    )
+    server.add_argument(
+        "--auth-issuer",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="an authorization server to name in the protected resource metadata",
+    )
 
     version_help = (
         "protocol revision: 'auto' (default: probe server/discover, fall back to the "
@@ -158,6 +174,10 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument(
         "--root", action="append", default=[], metavar="URI", help="a root to offer (repeatable)"
     )
+    from .oauth import add_oauth_arguments
+
+    add_oauth_arguments(inspect)
+    add_oauth_arguments(call)
 
     demo = sub.add_parser(
         "demo",
@@ -169,6 +189,9 @@ def _parser() -> argparse.ArgumentParser:
     from .bridge import add_bridge_parser
 
     add_bridge_parser(sub, common)
+    from .gateway import add_parser as add_gateway_parser
+
+    add_gateway_parser(sub, common)
     from .check import add_parser as add_check_parser
 
     add_check_parser(sub, common)
@@ -257,6 +280,10 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     try:
         if args.command == "example-server":
             server = build_server(page_size=args.page_size)
+            if args.auth_token:
+                server.auth = ResourceServer(
+                    "", args.auth_issuer, StaticTokenVerifier(dict.fromkeys(args.auth_token, ()))
+                )
             serve = partial(backend.serve, on_bound=_announcer(args.transport, args.host))
             backend.run(backend.until_stopped, serve, server, args.transport, args.host, args.port)
             return 0
@@ -268,6 +295,10 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
             from .bridge import run_command
 
             return run_command(args, backend)
+        if args.command == "gateway":
+            from .gateway import run as run_gateway
+
+            return run_gateway(args, backend)
         if args.command in ("check", "fuzz"):
             from .check import run as run_check
 
@@ -319,6 +350,10 @@ def _connect(
     options["initialize_timeout"] = args.timeout
     if args.max_message_size is not None:
         options["max_message_size"] = args.max_message_size
+    if args.url and not args.url.startswith(("ws://", "wss://")):
+        from .oauth import oauth_provider
+
+        options["auth"] = args.auth = getattr(args, "auth", None) or oauth_provider(args, backend)
     return backend.connect(command, args.url, getattr(args, "transport", None), **options)
 
 

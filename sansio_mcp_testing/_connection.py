@@ -25,11 +25,27 @@ from ._options import CheckOptions
 from ._recorder import LockedSendStream, Recorder, RecordingClientSession, SchemaProblem
 from .report import Violation
 
-__all__ = ["Connection", "Connector", "ServerGone", "absolute_command", "describe_exit"]
+__all__ = [
+    "Connection",
+    "Connector",
+    "Lifeline",
+    "ServerGone",
+    "absolute_command",
+    "describe_exit",
+]
+
+#: Times a server is restarted at one revision at the most (one that dies on
+#: everything must not make the run endless).
+MAX_RESTARTS = 12
 
 
 class ServerGone(Exception):
-    """The server died (already reported): the rest of this connection's checks stop."""
+    """The server died (already reported, unless ``transcript`` is given: the input
+    that preceded the death, for the caller to report): this connection's checks stop."""
+
+    def __init__(self, transcript: list[str] | None = None) -> None:
+        super().__init__("the server is gone")
+        self.transcript = transcript
 
 
 @attrs.define
@@ -95,6 +111,7 @@ class Connector:
         schema_dir: str | None,
         on_schema_problem: Callable[[SchemaProblem], None],
         say: Callable[[str], None] = lambda text: None,
+        on_wire_problem: Callable[[SchemaProblem], None] | None = None,
     ) -> None:
         self.command = command
         self.url = url
@@ -102,6 +119,7 @@ class Connector:
         self.workdir = workdir
         self.schema_dir = schema_dir
         self.on_schema_problem = on_schema_problem
+        self.on_wire_problem = on_wire_problem
         #: Progress lines (a death is announced once its exit status is known).
         self.say = say
         #: The last stderr lines of the latest stdio server (to say why it was not reached).
@@ -113,7 +131,12 @@ class Connector:
     @asynccontextmanager
     async def connect(self, revision: str) -> AsyncIterator[Connection]:
         era = REVISIONS[revision].era
-        recorder = Recorder(revision, schema_dir=self.schema_dir, on_problem=self.on_schema_problem)
+        recorder = Recorder(
+            revision,
+            schema_dir=self.schema_dir,
+            on_problem=self.on_schema_problem,
+            on_wire_problem=self.on_wire_problem,
+        )
         handlers = canned_handlers(self.workdir)
         session = RecordingClientSession(
             capabilities=handlers.capabilities(),
@@ -205,7 +228,14 @@ class Connector:
 
         assert self.url is not None
         transport = StreamableHTTPClient(Endpoint.parse(self.url), session)
-        host = _HTTPClientHost(session, transport, handlers, max_body=16 << 20, ssl_context=None)
+        host = _HTTPClientHost(
+            session,
+            transport,
+            handlers,
+            max_body=16 << 20,
+            ssl_context=None,
+            auth=self.options.auth,
+        )
         async with trio.open_nursery() as nursery:
             host.attach(nursery)
             try:
@@ -231,6 +261,83 @@ class Connector:
         conn = Connection(client, session, host, recorder, revision)
         conn.setup_end = recorder.setup_end = recorder.seq
         return conn
+
+
+class Lifeline:
+    """The connection at one revision, kept open by a task of its own so that any task
+    can replace it: when the server dies or falls silent, it is restarted (a stdio
+    server) or reconnected (a URL), and the remaining checks go on."""
+
+    def __init__(self, connector: Connector, revision: str, nursery: trio.Nursery) -> None:
+        self.connector = connector
+        self.revision = revision
+        self._nursery = nursery
+        self._conn: Connection | None = None
+        self._stop = trio.Event()
+        self._closed = trio.Event()
+        self.restarts = 0
+        #: Schema checks made on the connections closed so far.
+        self.schema_checks = 0
+        #: How the latest closed stdio server ended: its exit status, or None when it
+        #: was still running (the checker stopped it).
+        self.exit_status: int | None = None
+
+    @property
+    def conn(self) -> Connection:
+        assert self._conn is not None, "open() first"
+        return self._conn
+
+    async def open(self) -> Connection:
+        """Connect (raises what the handshake raised)."""
+        self._stop, self._closed = trio.Event(), trio.Event()
+        conn: Connection = await self._nursery.start(self._keep, self._stop, self._closed)
+        self._conn = conn
+        return conn
+
+    async def _keep(
+        self,
+        stop: trio.Event,
+        closed: trio.Event,
+        task_status: trio.TaskStatus[Connection] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        started = False
+        try:
+            async with self.connector.connect(self.revision) as conn:
+                task_status.started(conn)
+                started = True
+                await stop.wait()
+        except Exception:
+            if not started:
+                raise
+            # Closing a connection whose server is already gone: nothing left to report.
+        finally:
+            closed.set()
+
+    async def close(self) -> None:
+        if self._conn is None:
+            return
+        self._stop.set()
+        await self._closed.wait()
+        self.schema_checks += self._conn.recorder.schema_checks
+        self.exit_status = self.connector.last_exit_status
+        self._conn = None
+
+    async def restart(self, *, counted: bool = True) -> Connection:
+        """A fresh connection (the old one closed first); raises ServerGone when the
+        server cannot be reached again or was restarted too often (``counted``: the
+        restarts a crash's shrinking needs are bounded by that run instead)."""
+        old = self._conn
+        await self.close()
+        if counted and self.restarts >= MAX_RESTARTS:
+            self._conn = old
+            raise ServerGone()
+        self.restarts += counted
+        self.connector.say(f"[{self.revision}] restarting the server")
+        try:
+            return await self.open()
+        except Exception:
+            self._conn = old
+            raise ServerGone() from None
 
 
 def absolute_command(command: list[str]) -> list[str]:

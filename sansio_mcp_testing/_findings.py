@@ -7,6 +7,7 @@ The checker, its probes and the stateful property all record into one
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,9 @@ __all__ = ["Findings", "PropertyFailure"]
 #: Distinct schema violations reported at most (a server that gets one message type
 #: wrong usually gets it wrong every time).
 _MAX_SCHEMA_VIOLATIONS = 25
+
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
 class PropertyFailure(Exception):
@@ -45,22 +49,37 @@ class Findings:
         seed: int,
         enabled: Collection[str],
         progress: Callable[[str], None] | None = None,
+        status: Callable[[str, str, int, int], None] | None = None,
     ) -> None:
         self.report = report
         self.seed = seed
         #: The properties that still run (a property skipped as a whole leaves it).
         self.enabled = set(enabled)
         self._progress = progress
+        self._status = status
+        #: Where the run is: (revision, surface).
+        self.where = ("", "")
         self._schema_seen: set[str] = set()
+        self._wire_seen: set[str] = set()
         for name, description in PROPERTIES.items():
-            status = "passed" if name in self.enabled else "skipped"
-            report.properties[name] = PropertyResult(name, description, status)
+            verdict = "passed" if name in self.enabled else "skipped"
+            report.properties[name] = PropertyResult(name, description, verdict)
             if name not in self.enabled:
                 report.properties[name].reason = "not selected"
 
     def say(self, text: str) -> None:
         if self._progress is not None:
             self._progress(text)
+
+    def step(self, revision: str, surface: str) -> None:
+        """The run moves on to ``surface`` (a property, a tool) at ``revision``."""
+        self.where = (revision, surface)
+        self.say(f"[{revision}] {surface}")
+
+    def tick(self, surface: str, done: int, planned: int) -> None:
+        """``done`` of ``planned`` examples of ``surface`` have run."""
+        if self._status is not None:
+            self._status(self.where[0], surface, done, planned)
 
     def count(self, name: str, n: int = 1) -> None:
         self.report.properties[name].checks += n
@@ -132,7 +151,9 @@ class Findings:
         """A message failed its schema (the recorder's callback)."""
         if "schema" not in self.enabled:
             return
-        key = f"{problem.revision}|{problem.problems[0][:120]}"
+        # Numbers vary from message to message (ids, generated values): the same
+        # breach with another number is the same finding.
+        key = f"{problem.revision}|" + _NUMBER.sub("N", problem.problems[0][:120])
         if key in self._schema_seen:
             return
         self._schema_seen.add(key)
@@ -141,6 +162,21 @@ class Findings:
         # A problem can quote the whole offending message: the transcript has it already.
         message = "; ".join(p if len(p) <= 300 else p[:300] + " …" for p in problem.problems)
         self.violate("schema", message, problem.transcript(), revision=problem.revision)
+
+    def wire_problem(self, problem: SchemaProblem) -> None:
+        """The server broke JSON-RPC 2.0 itself (the recorder's callback)."""
+        if "wire" not in self.enabled:
+            return
+        for text in problem.problems:
+            # One finding per kind of breach: the id or version varies from message
+            # to message, the defect does not.
+            kind = text.split(" with ")[0] + (" id" if "matches no request" in text else "")
+            key = f"wire|{problem.revision}|{kind}"
+            if key in self._wire_seen:
+                continue
+            self._wire_seen.add(key)
+            self.count("wire")
+            self.violate("wire", text, problem.transcript(), revision=problem.revision)
 
     def finish(self) -> None:
         """A property that checked nothing is skipped, not passed, with the reason

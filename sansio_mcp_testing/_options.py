@@ -5,6 +5,7 @@ connections, so that none of them imports another for these)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -23,10 +24,14 @@ PROPERTIES: dict[str, str] = {
     "malformed-jsonrpc": "malformed JSON-RPC gets the right error code and the server keeps "
     "serving",
     "unknown-method": "an unknown method gets -32601",
-    "pagination": "list cursors are stable, never loop, and a bogus cursor gets -32602",
+    "pagination": "list cursors are stable, never loop, lists end, and a bogus cursor gets -32602",
+    "listings": "every listed tool, prompt, resource and template, item by item: names and "
+    "URIs unique, resource URIs and URI templates well formed",
     "stateful": "random interleavings of lists, reads, prompts, safe tool calls, pings and "
     "cancellations on one session: every request answered or cleanly cancelled, every "
     "message schema-valid, lists stable between list_changed notifications",
+    "wire": 'the server speaks JSON-RPC 2.0: jsonrpc "2.0" on every message, responses '
+    "only to requests and with their ids, notifications never answered",
     "responsive": "every request is answered within the timeout",
     "survival": "the server survives the whole run",
 }
@@ -65,3 +70,7 @@ class CheckOptions:
     stateful_steps: int = 10
     #: Called with a line of progress (for a terminal).
     progress: Callable[[str], None] | None = None
+    #: Called as examples run: (revision, surface, examples done, examples planned).
+    status: Callable[[str, str, int, int], None] | None = None
+    #: An :class:`~sansio_mcp.runtime.OAuthProvider` for a protected HTTP server.
+    auth: Any = None

@@ -6,27 +6,78 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
 from sansio_mcp import ConnectionClosedError, MCPError, RequestTimeout
 from sansio_mcp._errors import ErrorCode
 
-from ._connection import Connection, ServerGone
+from ._connection import Connection, Lifeline, ServerGone
 from ._findings import Findings
 from ._options import CheckOptions
 
-__all__ = ["MAX_PAGES", "Probe"]
+__all__ = ["MAX_PAGES", "Probe", "Walk"]
 
 #: Pages of one list walked at the most (a server that never ends a list is a finding,
 #: not a hang).
-MAX_PAGES = 200
+MAX_PAGES = 100
+
+
+@attrs.define
+class Walk:
+    """One walk through the pages of a list."""
+
+    #: (the cursor asked with, the page's items) in order; None: the first page.
+    pages: list[tuple[str | None, list[Any]]] = attrs.field(factory=list)
+    #: Why the walk stopped before the end: a repeated cursor, no end (None: it ended,
+    #: or a request failed, which is reported where it happened).
+    problem: str | None = None
+    #: The recorder line the walk began at (for its transcript).
+    start: int = 0
+
+    @property
+    def items(self) -> list[Any]:
+        return [item for _, items in self.pages for item in items]
 
 
 class Probe:
     """The checks of one area over one connection."""
 
-    def __init__(self, findings: Findings, options: CheckOptions, conn: Connection) -> None:
+    def __init__(self, findings: Findings, options: CheckOptions, line: Lifeline) -> None:
         self.findings = findings
         self.options = options
-        self.conn = conn
+        self.line = line
+
+    @property
+    def conn(self) -> Connection:
+        """The current connection (a restart replaces it)."""
+        return self.line.conn
+
+    async def walk(self, method: str, key: str) -> Walk:
+        """Every page of list ``method`` (items under ``key``), until the end, a cursor
+        seen before, :data:`MAX_PAGES`, or a failed request.  Raises ServerGone."""
+        walk = Walk(start=self.conn.recorder.seq)
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            params = {"cursor": cursor} if cursor is not None else None
+            kind, value, _ = await self.request(method, params, method)
+            if kind != "result" or not isinstance(value, dict):
+                return walk
+            items = value.get(key)
+            walk.pages.append((cursor, list(items) if isinstance(items, list) else []))
+            next_cursor = value.get("nextCursor")
+            if not isinstance(next_cursor, str):
+                return walk  # the end (a nextCursor of another type: the schema's finding)
+            if next_cursor in seen:
+                walk.problem = f"{method} returned cursor {next_cursor!r} twice (a pagination loop)"
+                return walk
+            if len(walk.pages) >= MAX_PAGES:
+                walk.problem = (
+                    f"{method} did not end after {MAX_PAGES} pages (the walk stopped there)"
+                )
+                return walk
+            seen.add(next_cursor)
+            cursor = next_cursor
 
     def violate(self, name: str, message: str, transcript: list[str], **details: Any) -> None:
         """A violation of property ``name`` on this connection (at its revision)."""
@@ -37,11 +88,17 @@ class Probe:
         self.findings.skip(what, reason, self.conn.revision)
 
     async def request(
-        self, method: str, params: dict[str, Any] | None, what: str
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        what: str,
+        *,
+        report_death: bool = True,
     ) -> tuple[str, Any, list[str]]:
         """("result", result) | ("error", MCPError) | ("unanswered", None): no usable
         answer (none in time, or one over the size limit), already reported; with the
-        transcript.  Raises ServerGone."""
+        transcript.  Raises ServerGone (with the transcript, unreported, when
+        ``report_death`` is false)."""
         conn = self.conn
         start = conn.recorder.seq
         try:
@@ -52,6 +109,8 @@ class Probe:
         except RequestTimeout:
             return "unanswered", None, self._unanswered(method, params, what, start)
         except ConnectionClosedError:
+            if not report_death:
+                raise ServerGone(conn.transcript(start)) from None
             self.findings.server_gone(conn, what, start)
             raise ServerGone() from None
         except MCPError as error:

@@ -5,6 +5,7 @@ tools)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import trio
@@ -13,7 +14,8 @@ from sansio_mcp import ConnectionClosedError, MCPError, RequestTimeout
 from sansio_mcp._versions import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, REVISIONS, Era
 
 from ._connection import ServerGone
-from ._probe import MAX_PAGES, Probe
+from ._probe import Probe
+from ._uris import uri_problem, uri_template_problem
 
 __all__ = ["ProtocolProbes"]
 
@@ -53,38 +55,15 @@ class ProtocolProbes(Probe):
                 )
 
     async def _walk_pages(self, method: str, key: str) -> None:
-        first_walk: list[tuple[str | None, Any]] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        start = self.conn.recorder.seq
-        for _ in range(MAX_PAGES):
-            params = {"cursor": cursor} if cursor is not None else None
-            kind, value, transcript = await self.request(method, params, method)
-            if kind != "result":
-                return
-            self.findings.count("pagination")
-            first_walk.append((cursor, _page_items(value, key)))
-            next_cursor = value.get("nextCursor")
-            if next_cursor is None:
-                break
-            if not isinstance(next_cursor, str):
-                return  # the schema property reports it
-            if next_cursor in seen:
-                self.violate(
-                    "pagination",
-                    f"{method} returned cursor {next_cursor!r} twice (a pagination loop)",
-                    self.conn.transcript(start),
-                )
-                return
-            seen.add(next_cursor)
-            cursor = next_cursor
-        else:
-            self.violate(
-                "pagination",
-                f"{method} did not end after {MAX_PAGES} pages",
-                [],
-            )
+        walk = await self.walk(method, key)
+        self.findings.count("pagination", len(walk.pages))
+        if walk.problem is not None:
+            transcript = self.conn.transcript(walk.start)
+            if len(transcript) > 40:  # a hundred pages: the handshake and the last few
+                transcript = [*self.conn.setup, "…", *transcript[-6:]]
+            self.violate("pagination", walk.problem, transcript)
             return
+        first_walk = [(cursor, json.dumps(items, sort_keys=True)) for cursor, items in walk.pages]
         # Stability: every cursor, asked again, gives the same page.
         for cursor, items in first_walk:
             params = {"cursor": cursor} if cursor is not None else None
@@ -106,6 +85,38 @@ class ProtocolProbes(Probe):
                     cursor=cursor,
                 )
                 return
+
+    async def listings(self) -> None:
+        """Every item of every list: its key unique, its URI well formed."""
+        caps = self.conn.client.server_capabilities
+        for method, key, capability, ident, check in _LISTINGS:
+            if capability not in caps:
+                continue
+            walk = await self.walk(method, key)
+            transcript = self.conn.transcript(walk.start)
+            if len(transcript) > 40:
+                transcript = [*self.conn.setup, "…", *transcript[-6:]]
+            seen: set[str] = set()
+            for item in walk.items:
+                value = item.get(ident) if isinstance(item, dict) else None
+                if not isinstance(value, str):
+                    continue  # the schema property reports it
+                self.findings.count("listings")
+                if value in seen:
+                    self.violate(
+                        "listings",
+                        f"{method} lists {ident} {value!r} more than once",
+                        transcript,
+                        severity="error" if ident == "name" else "warning",
+                    )
+                seen.add(value)
+                problem = check(value) if check is not None else None
+                if problem is not None:
+                    self.violate(
+                        "listings",
+                        f"{method}: {ident} {value!r} is malformed: {problem}",
+                        transcript,
+                    )
 
     async def unknown_method(self) -> None:
         params: dict[str, Any] = {}
@@ -150,6 +161,58 @@ class ProtocolProbes(Probe):
                 f"an unknown method got error {outcome[1].code}, not -32601",
                 transcript,
             )
+
+    async def wire(self) -> None:
+        """Notifications are never answered (the recorder checks every other message of
+        the server's as it arrives)."""
+        if self.conn.raw is None:
+            self.skip("wire", "raw notifications are only sent over stdio")
+            return
+        notifications: list[dict[str, Any]] = [
+            {"jsonrpc": "2.0", "method": "notifications/sansio-mcp-check/probe", "params": {}},
+            {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
+        ]
+        for notification in notifications:
+            start = self.conn.recorder.seq
+            await self._send_raw(
+                json.dumps(notification), f"a notification ({notification['method']})"
+            )
+            try:
+                await self.conn.client.ping(timeout=self.options.timeout)
+            except RequestTimeout:
+                pass  # the server fell silent: responsive reports it at the end
+            except ConnectionClosedError:
+                self.findings.server_gone(self.conn, "a notification", start)
+                raise ServerGone() from None
+            except MCPError:
+                pass
+            self.findings.count("wire")
+            answers = [
+                line
+                for line in self.conn.recorder.lines[start:]
+                if line.direction == "<"
+                and isinstance(line.obj, dict)
+                and "method" not in line.obj
+                and line.obj.get("id") is None
+            ]
+            if answers:
+                self.violate(
+                    "wire",
+                    f"the notification {notification['method']} got an answer (a notification "
+                    "is never answered)",
+                    self.conn.transcript(start, answers[0].seq + 1),
+                )
+
+    async def _send_raw(self, text: str, what: str) -> None:
+        """Write ``text`` as one line, past the session (raises ServerGone)."""
+        assert self.conn.raw is not None
+        start = self.conn.recorder.seq
+        self.conn.recorder.sent_bytes(text.encode("utf-8"))
+        try:
+            await self.conn.raw.send_all(text.encode("utf-8") + b"\n")
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.findings.server_gone(self.conn, what, start)
+            raise ServerGone() from None
 
     async def malformed_jsonrpc(self) -> None:
         if self.conn.raw is None:
@@ -202,12 +265,7 @@ class ProtocolProbes(Probe):
         ]
         for what, text, probe_id, codes in probes:
             start = self.conn.recorder.seq
-            self.conn.recorder.sent_bytes(text.encode("utf-8"))
-            try:
-                await self.conn.raw.send_all(text.encode("utf-8") + b"\n")
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                self.findings.server_gone(self.conn, f"malformed input ({what})", start)
-                raise ServerGone() from None
+            await self._send_raw(text, f"malformed input ({what})")
 
             def answers(line: Any, probe_id: Any = probe_id) -> bool:
                 obj = line.obj
@@ -256,9 +314,26 @@ class ProtocolProbes(Probe):
                 return
 
 
+#: The lists walked item by item: (method, items key, capability, the key that
+#: identifies an item, the syntax check of that key).
+_LISTINGS: list[tuple[str, str, str, str, Callable[[str], str | None] | None]] = [
+    ("tools/list", "tools", "tools", "name", None),
+    ("prompts/list", "prompts", "prompts", "name", None),
+    ("resources/list", "resources", "resources", "uri", uri_problem),
+    (
+        "resources/templates/list",
+        "resourceTemplates",
+        "resources",
+        "uriTemplate",
+        uri_template_problem,
+    ),
+]
+
+
 def _codes(codes: set[int]) -> str:
     return " or ".join(str(c) for c in sorted(codes))
 
 
 def _page_items(result: dict[str, Any], key: str) -> str:
-    return json.dumps(result.get(key), sort_keys=True)
+    items = result.get(key)
+    return json.dumps(items if isinstance(items, list) else [], sort_keys=True)

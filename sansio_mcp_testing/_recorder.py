@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 import trio
 
-from sansio_mcp import ClientSession
+from sansio_mcp import ClientSession, MCPError
 from sansio_mcp._json import DEFAULT_MAX_MESSAGE_SIZE
 from sansio_mcp._versions import REVISIONS
 
@@ -100,6 +100,7 @@ class Recorder:
         *,
         schema_dir: str | None = None,
         on_problem: Callable[[SchemaProblem], None] | None = None,
+        on_wire_problem: Callable[[SchemaProblem], None] | None = None,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     ) -> None:
         self.revision = revision
@@ -108,6 +109,8 @@ class Recorder:
         self.schema_dir = schema_dir
         self.lines: list[Line] = []
         self.on_problem = on_problem
+        #: Called with a JSON-RPC breach (a wrong version, a response to no request).
+        self.on_wire_problem = on_wire_problem
         self._requests: dict[Any, Line] = {}
         #: Our requests not answered yet, by id.
         self._open: dict[str, Line] = {}
@@ -221,6 +224,7 @@ class Recorder:
                         self._open.pop(_key(params.get("requestId")), None)
         else:
             self._check(line)
+            self._check_wire(line)
             for message in _messages(line.obj):
                 if "method" not in message and "id" in message:
                     self._open.pop(_key(message["id"]), None)
@@ -297,6 +301,29 @@ class Recorder:
                 SchemaProblem(line, request, schema.revision, problems, self._setup_before(line))
             )
 
+    def _check_wire(self, line: Line) -> None:
+        if self.on_wire_problem is None:
+            return
+        problems = []
+        for message in _messages(line.obj):
+            version = message.get("jsonrpc")
+            if version != "2.0":
+                problems.append(
+                    f'a message with jsonrpc {json.dumps(version)} (JSON-RPC 2.0 requires "2.0")'
+                )
+            response = "method" not in message and ("result" in message or "error" in message)
+            answered = message.get("id")
+            if response and answered is not None and self.request_line(answered) is None:
+                problems.append(
+                    f"a response with id {json.dumps(answered)}, which matches no request "
+                    "the client sent"
+                )
+        if problems:
+            request = self._latest_open()
+            self.on_wire_problem(
+                SchemaProblem(line, request, self.revision, problems, self._setup_before(line))
+            )
+
     def _latest_open(self) -> Line | None:
         return max(self._open.values(), key=lambda line: line.seq, default=None)
 
@@ -313,6 +340,15 @@ def _messages(obj: Any) -> Iterable[dict[str, Any]]:
     return []
 
 
+def _with_defaults(result: dict[str, Any], **defaults: Any) -> dict[str, Any]:
+    """``result`` with each of ``defaults`` put in where its value is not an object."""
+    fixed = dict(result)
+    for key, value in defaults.items():
+        if not isinstance(fixed.get(key), dict):
+            fixed[key] = value
+    return fixed
+
+
 def _key(request_id: Any) -> str:
     return json.dumps(request_id)
 
@@ -324,6 +360,18 @@ class RecordingClientSession(ClientSession):
 
     def attach(self, recorder: Recorder) -> None:
         self.recorder = recorder
+
+    # Lenient handshakes: a checker goes on with what the server sent wherever it can
+    # be understood (the schema property reports what is missing); only a result
+    # without a protocol version stops the revision.
+
+    def _accept_initialize_result(self, result: dict[str, Any]) -> MCPError | None:
+        return super()._accept_initialize_result(
+            _with_defaults(result, capabilities={}, serverInfo={})
+        )
+
+    def _accept_discover_result(self, result: dict[str, Any]) -> MCPError | None:
+        return super()._accept_discover_result(_with_defaults(result, capabilities={}))
 
     def receive_data(self, data: bytes | bytearray) -> None:
         self.recorder.received_bytes(bytes(data))

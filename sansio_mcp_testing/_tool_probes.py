@@ -10,12 +10,13 @@ from typing import Any
 
 import trio
 
-from sansio_mcp import MCPError
+from sansio_mcp import MCPError, RequestTimeout
 
-from ._connection import Connection, ServerGone
+from ._connection import Lifeline, ServerGone, describe_exit
 from ._findings import Findings, PropertyFailure
 from ._options import CheckOptions
-from ._probe import MAX_PAGES, Probe
+from ._probe import Probe
+from .schemas import load_schema
 
 __all__ = ["ToolProbes"]
 
@@ -26,29 +27,15 @@ _PROBE_TOOL = "sansio-mcp-check-no-such-tool"
 class ToolProbes(Probe):
     """The tool properties over one connection."""
 
-    def __init__(self, findings: Findings, options: CheckOptions, conn: Connection) -> None:
-        super().__init__(findings, options, conn)
+    def __init__(self, findings: Findings, options: CheckOptions, line: Lifeline) -> None:
+        super().__init__(findings, options, line)
         self._tools_cache: list[dict[str, Any]] | None = None
 
     async def _list_tools(self) -> list[dict[str, Any]]:
         if "tools" not in self.conn.client.server_capabilities:
             return []
-        kind, value, _ = await self.request("tools/list", None, "tools/list")
-        if kind != "result":
-            return []
-        tools: list[dict[str, Any]] = list(value.get("tools") or [])
-        cursor = value.get("nextCursor")
-        pages = 1
-        seen: set[str] = set()
-        while isinstance(cursor, str) and cursor not in seen and pages < MAX_PAGES:
-            seen.add(cursor)
-            kind, value, _ = await self.request("tools/list", {"cursor": cursor}, "tools/list")
-            if kind != "result":
-                break
-            tools.extend(value.get("tools") or [])
-            cursor = value.get("nextCursor")
-            pages += 1
-        return [t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
+        walk = await self.walk("tools/list", "tools")
+        return [t for t in walk.items if isinstance(t, dict) and isinstance(t.get("name"), str)]
 
     def allowed(self, tools: list[dict[str, Any]], *, record: bool = True) -> list[dict[str, Any]]:
         """The tools the safety settings let the checker call (the others are recorded
@@ -86,33 +73,41 @@ class ToolProbes(Probe):
         return self._tools_cache
 
     async def tool_schemas(self) -> None:
-        import jsonschema
-
+        revision = self.conn.revision
         for tool in await self.listed():
             for key in ("inputSchema", "outputSchema"):
                 schema = tool.get(key)
                 if schema is None:
                     continue
                 self.findings.count("tool-schemas")
-                problem = _schema_problem(schema, jsonschema)
-                if (
-                    problem is None
-                    and key == "inputSchema"
-                    and not (isinstance(schema, dict) and schema.get("type") == "object")
-                ):
-                    problem = 'an inputSchema must have "type": "object"'
+                problem = schema_problem(schema, revision)
+                if problem is None and _must_be_object(key, revision) and not _is_object(schema):
+                    problem = f'an {key} must have "type": "object" at its root'
                 if problem is not None:
                     self.violate(
                         "tool-schemas",
-                        f"{key} of tool {tool['name']!r} is not a valid JSON Schema: {problem}",
+                        f"{key} of tool {tool['name']!r} is not a valid JSON Schema object "
+                        f"schema: {problem}",
                         [json.dumps({key: schema})[:2000]],
                         tool=tool["name"],
                     )
 
+    def _callable(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The tools whose inputSchema arguments can be made for (the others are
+        skipped: tool-schemas reports them)."""
+        found = []
+        for tool in tools:
+            schema = tool.get("inputSchema")
+            if schema is None or (_is_object(schema) and schema_problem(schema, None) is None):
+                found.append(tool)
+            else:
+                self.skip(f"tool {tool['name']}", "its inputSchema is unusable (see tool-schemas)")
+        return found
+
     async def valid_arguments(self) -> None:
         from .strategies import from_schema
 
-        tools = self.allowed(await self.listed())
+        tools = self._callable(self.allowed(await self.listed()))
         for tool in tools:
             converted = from_schema(tool.get("inputSchema") or {"type": "object"})
             if converted.unsupported:
@@ -133,13 +128,15 @@ class ToolProbes(Probe):
                 f"({value.message!r}): tool failures must be isError results"
             )
         if kind == "result":
-            return _structured_problem(tool, value)
+            return _content_problem(value, self.conn.revision, self.options.schema_dir) or (
+                _structured_problem(tool, value)
+            )
         return None
 
     async def invalid_arguments(self) -> None:
         from .strategies import from_schema
 
-        tools = self.allowed(await self.listed())
+        tools = self._callable(self.allowed(await self.listed()))
         if tools or "tools" in self.conn.client.server_capabilities:
             kind, value, transcript = await self.request(
                 "tools/call", {"name": _PROBE_TOOL, "arguments": {}}, "call an unknown tool"
@@ -174,7 +171,11 @@ class ToolProbes(Probe):
             assert isinstance(value, MCPError)
             if value.code == -32602:
                 return None
-            return f"invalid arguments got error {value.code} ({value.message!r}), not -32602"
+            what = " (internal error)" if value.code == -32603 else ""
+            return (
+                f"invalid arguments got error {value.code}{what} ({value.message!r}), "
+                "not -32602 or an isError result"
+            )
         return None
 
     async def _hypothesis(
@@ -184,36 +185,44 @@ class ToolProbes(Probe):
         prop: str,
         judge: Callable[[dict[str, Any], str, Any], str | None],
     ) -> None:
-        """Run one property over generated arguments, shrinking a failure to a minimal call."""
+        """Run one property over generated arguments, shrinking a failure to a minimal
+        call.  A call that kills the server is a failure too: the server is restarted
+        for each further example, so the crash shrinks like any other failure."""
         from hypothesis import HealthCheck, Phase, given, settings
         from hypothesis import seed as hypothesis_seed
         from hypothesis.errors import FailedHealthCheck, Unsatisfiable
 
         name = tool["name"]
         token = trio.lowlevel.current_trio_token()
-        gone: list[bool] = []
-        timed_out: list[Any] = []
+        run = _Run(self.options.examples)
 
         async def call(arguments: Any) -> tuple[str, Any, list[str]]:
             return await self.request(
-                "tools/call", {"name": name, "arguments": arguments}, f"tools/call {name}"
+                "tools/call",
+                {"name": name, "arguments": arguments},
+                f"tools/call {name}",
+                report_death=False,
             )
 
+        what = f"tools/call {name}"
+
         def body(arguments: Any) -> None:
-            if gone or timed_out:
+            if run.stopped:
                 return
+            run.done += 1
+            self.findings.tick(f"{prop} {name}", run.done, run.planned)
             try:
                 kind, value, transcript = trio.from_thread.run(call, arguments, trio_token=token)
-            except ServerGone:
-                gone.append(True)
-                return
+            except ServerGone as gone:
+                raise run.crashed(*self._crash(what, gone, arguments, token)) from None
             if kind == "unanswered":
-                timed_out.append(arguments)
+                run.timed_out = arguments
+                run.stopped = True
                 return
             self.findings.count(prop)
             problem = judge(tool, kind, value)
             if problem is not None:
-                raise PropertyFailure(problem, transcript, {"arguments": arguments})
+                raise run.failed(PropertyFailure(problem, transcript, {"arguments": arguments}))
 
         test = settings(
             max_examples=max(1, self.options.examples),
@@ -225,41 +234,139 @@ class ToolProbes(Probe):
             suppress_health_check=list(HealthCheck),
         )(hypothesis_seed(self.findings.seed)(given(strategy)(body)))  # type: ignore[no-untyped-call]
 
-        def run() -> PropertyFailure | str | None:
+        def run_test() -> PropertyFailure | str | None:
             try:
                 test()
             except PropertyFailure as failure:
                 return failure
             except (Unsatisfiable, FailedHealthCheck) as exc:
                 return f"could not generate arguments: {str(exc).splitlines()[0]}"
-            return None
+            except Exception:
+                # Hypothesis calls a failure that did not recur flaky (a crash whose
+                # restart budget ran out, say): the smallest failure seen stands.
+                if run.failure is None:
+                    raise
+            return run.failure
 
-        outcome = await trio.to_thread.run_sync(run)
-        if gone:
+        outcome = await trio.to_thread.run_sync(run_test)
+        if isinstance(outcome, PropertyFailure):
+            how = outcome.details.pop("how", None)
+            found = self.findings.violate(
+                "survival" if how is not None else prop,
+                outcome.message if how is not None else f"tool {name!r}: {outcome.message}",
+                outcome.transcript,
+                revision=self.conn.revision,
+                tool=name,
+                announce=how is None,
+                **outcome.details,
+            )
+            if how is not None and found.message == found.key:
+                found.message += f" ({how})"  # the exit differs from run to run
+                self.findings.say(f"  ! survival: {found.message}")
+        elif isinstance(outcome, str):
+            self.skip(f"tool {name}: {prop}", outcome)
+        if run.gone:
             raise ServerGone()
-        if timed_out:
+        if not self.conn.alive:
+            await self.line.restart()
+        if run.timed_out is not None:
             self.skip(
                 f"tool {name}: rest of {prop}",
                 "stopped after a call got no answer (see responsive; arguments "
-                f"{json.dumps(timed_out[0])[:200]})",
+                f"{json.dumps(run.timed_out)[:200]})",
             )
-        if isinstance(outcome, PropertyFailure):
-            self.violate(
-                prop,
-                f"tool {name!r}: {outcome.message}",
-                outcome.transcript,
-                tool=name,
-                **outcome.details,
-            )
-        elif isinstance(outcome, str):
-            self.skip(f"tool {name}: {prop}", outcome)
+            await self._still_answering()
+
+    def _crash(
+        self, what: str, gone: ServerGone, arguments: Any, token: trio.lowlevel.TrioToken
+    ) -> tuple[PropertyFailure, bool]:
+        """A call that killed the server, as a failure; and whether the server was
+        restarted for more examples.  Runs in Hypothesis's thread."""
+        dead = self.conn
+        try:
+            trio.from_thread.run(lambda: self.line.restart(counted=False), trio_token=token)
+            restarted = True
+        except ServerGone:
+            restarted = False
+        status = self.line.exit_status
+        stderr = list(dead.stderr_tail)
+        if dead.process is None:
+            how = "the connection closed"
+        elif status is None:
+            how = "it closed its output but kept running, until the checker stopped it"
+        else:
+            how = describe_exit(status, stderr)
+        failure = PropertyFailure(
+            f"the server died during {what}",
+            gone.transcript or [],
+            {"arguments": arguments, "how": how, "exit_status": status, "stderr": stderr},
+        )
+        return failure, restarted
+
+    async def _still_answering(self) -> None:
+        """After a call got no answer: a server that no longer answers a ping is
+        restarted (the remaining checks go on)."""
+        try:
+            await self.conn.client.ping(timeout=self.options.timeout)
+        except RequestTimeout:
+            await self.line.restart()
+        except MCPError:
+            if not self.conn.alive:
+                await self.line.restart()
 
 
-def _schema_problem(schema: Any, jsonschema: Any) -> str | None:
+class _Run:
+    """The state of one Hypothesis run over a tool."""
+
+    #: Restarts of a server killed by a call, per run (each shrink step may need one).
+    MAX_CRASH_RESTARTS = 20
+
+    def __init__(self, planned: int) -> None:
+        self.planned = max(1, planned)
+        self.done = 0
+        self.stopped = False
+        self.timed_out: Any = None
+        self.failure: PropertyFailure | None = None
+        self.crash_restarts = 0
+        #: The server died and could not be restarted.
+        self.gone = False
+
+    def failed(self, failure: PropertyFailure) -> PropertyFailure:
+        """Hypothesis only tries smaller examples once one failed: the latest failure
+        is the smallest."""
+        self.failure = failure
+        return failure
+
+    def crashed(self, failure: PropertyFailure, restarted: bool) -> PropertyFailure:
+        self.crash_restarts += 1
+        if not restarted:
+            self.gone = True
+        if not restarted or self.crash_restarts > self.MAX_CRASH_RESTARTS:
+            self.stopped = True  # no more calls: the smallest crash so far stands
+        return self.failed(failure)
+
+
+#: The first revision whose tool schemas default to JSON Schema 2020-12 (before it,
+#: no dialect was named; the schemas of those revisions are draft-07 themselves).
+_DIALECT_2020_12_FROM = "2025-11-25"
+#: The first revision whose outputSchema may be any schema (not only an object one).
+_ANY_OUTPUT_SCHEMA_FROM = "2026-07-28"
+
+
+def schema_problem(schema: Any, revision: str | None) -> str | None:
+    """Why ``schema`` is no valid JSON Schema in ``revision``'s default dialect (its
+    ``$schema`` wins), or None."""
+    import jsonschema
+
     if not isinstance(schema, dict):
         return "not an object"
+    default = (
+        jsonschema.Draft7Validator
+        if revision is not None and revision < _DIALECT_2020_12_FROM
+        else jsonschema.Draft202012Validator
+    )
     try:
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        cls = jsonschema.validators.validator_for(schema, default=default)
         cls.check_schema(schema)
         cls(schema).is_valid({})  # resolves local references lazily; surfaces bad $refs early
     except jsonschema.exceptions.SchemaError as exc:
@@ -267,6 +374,30 @@ def _schema_problem(schema: Any, jsonschema: Any) -> str | None:
         return f"at {where}: {exc.message[:200]}"
     except Exception as exc:
         return f"{type(exc).__name__}: {str(exc)[:200]}"
+    return None
+
+
+def _must_be_object(key: str, revision: str) -> bool:
+    return key == "inputSchema" or revision < _ANY_OUTPUT_SCHEMA_FROM
+
+
+def _is_object(schema: Any) -> bool:
+    return isinstance(schema, dict) and schema.get("type") == "object"
+
+
+def _content_problem(result: Any, revision: str, schema_dir: str | None) -> str | None:
+    """A content block of a type the revision does not know (clients cannot show it)."""
+    schema = load_schema(revision, schema_dir)
+    content = result.get("content") if isinstance(result, dict) else None
+    if schema is None or not isinstance(content, list):
+        return None
+    for index, block in enumerate(content):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if isinstance(kind, str) and kind not in schema.content_types:
+            return (
+                f"content block {index} has type {kind!r}, not a content type of the "
+                "negotiated revision"
+            )
     return None
 
 

@@ -32,7 +32,14 @@ from sansio_mcp import (
 from sansio_mcp._refusals import does_not_speak
 from sansio_mcp._versions import ALL_REVISIONS, REVISIONS, Era
 
-from ._connection import Connection, Connector, ServerGone, absolute_command, describe_exit
+from ._connection import (
+    Connection,
+    Connector,
+    Lifeline,
+    ServerGone,
+    absolute_command,
+    describe_exit,
+)
 from ._findings import Findings
 from ._options import PROPERTIES, CheckOptions
 from ._protocol_probes import ProtocolProbes
@@ -74,7 +81,11 @@ class Checker:
             },
         )
         self.findings = Findings(
-            self.report, seed=self.seed, enabled=wanted, progress=options.progress
+            self.report,
+            seed=self.seed,
+            enabled=wanted,
+            progress=options.progress,
+            status=options.status,
         )
         self.workdir = ""
         self.schema_dir = options.schema_dir
@@ -95,6 +106,7 @@ class Checker:
             workdir=self.workdir,
             schema_dir=self.schema_dir,
             on_schema_problem=self.findings.schema_problem,
+            on_wire_problem=self.findings.wire_problem,
             say=self.findings.say,
         )
         try:
@@ -140,29 +152,38 @@ class Checker:
     async def _run_revision(self, connector: Connector, revision: str) -> None:
         findings = self.findings
         findings.say(f"[{revision}] connecting")
-        try:
-            async with connector.connect(revision) as conn:
-                negotiated = conn.session.protocol_version
-                findings.count("initialize")
-                if negotiated != revision:
-                    findings.skip(
-                        f"revision {revision}",
-                        f"not claimed: the server answered initialize with {negotiated}",
-                        revision,
-                    )
-                    findings.count("schema", conn.recorder.schema_checks)
-                    return
-                self.report.revisions_checked.append(revision)
-                if not self.report.server_info:
-                    self.report.server_info = dict(conn.client.server_info)
-                findings.say(f"[{revision}] initialized ({conn.client.server_info.get('name')})")
-                await self._run_properties(conn)
-                findings.count("schema", conn.recorder.schema_checks)
-                await self._check_survival(conn, "the end of the run")
-        except (MCPError, ProtocolError, OSError) as exc:
-            self._not_claimed(revision, exc, connector)
-        except ServerGone:
-            pass
+        async with trio.open_nursery() as nursery:
+            line = Lifeline(connector, revision, nursery)
+            try:
+                conn = await line.open()
+            except (MCPError, ProtocolError, OSError) as exc:
+                self._not_claimed(revision, exc, connector)
+                return
+            except ServerGone:
+                return
+            try:
+                await self._run_connected(line, conn)
+            finally:
+                await line.close()
+                findings.count("schema", line.schema_checks)
+
+    async def _run_connected(self, line: Lifeline, conn: Connection) -> None:
+        findings, revision = self.findings, line.revision
+        negotiated = conn.session.protocol_version
+        findings.count("initialize")
+        if negotiated != revision:
+            findings.skip(
+                f"revision {revision}",
+                f"not claimed: the server answered initialize with {negotiated}",
+                revision,
+            )
+            return
+        self.report.revisions_checked.append(revision)
+        if not self.report.server_info:
+            self.report.server_info = dict(conn.client.server_info)
+        findings.say(f"[{revision}] initialized ({conn.client.server_info.get('name')})")
+        if await self._run_properties(line):
+            await self._check_survival(line.conn, "the end of the run")
 
     def _not_claimed(self, revision: str, exc: BaseException, connector: Connector) -> None:
         era = REVISIONS[revision].era
@@ -201,28 +222,65 @@ class Checker:
                 if skip.what == f"revision {revision}":
                     skip.reason = "not claimed: " + does_not_speak(revision, method, error, spoken)
 
-    async def _run_properties(self, conn: Connection) -> None:
-        tools = ToolProbes(self.findings, self.options, conn)
-        protocol = ProtocolProbes(self.findings, self.options, conn)
+    async def _run_properties(self, line: Lifeline) -> bool:
+        """Run the selected properties; a server that dies or falls silent is restarted
+        and the next property goes on.  False: it could not be brought back."""
+        tools = ToolProbes(self.findings, self.options, line)
+        protocol = ProtocolProbes(self.findings, self.options, line)
         steps: list[tuple[str, Callable[[], Awaitable[None]]]] = [
             ("tool-schemas", tools.tool_schemas),
+            ("listings", protocol.listings),
             ("valid-arguments", tools.valid_arguments),
             ("invalid-arguments", tools.invalid_arguments),
             ("pagination", protocol.pagination),
             ("stateful", lambda: self._stateful(tools)),
             ("unknown-method", protocol.unknown_method),
+            ("wire", protocol.wire),
             ("malformed-jsonrpc", protocol.malformed_jsonrpc),
         ]
         for name, step in steps:
             if name not in self.findings.enabled:
                 continue
-            if not conn.alive:
-                return
-            self.findings.say(f"[{conn.revision}] {name}")
+            if not line.conn.alive and not await self._revive(line, name):
+                return False
+            self.findings.step(line.revision, name)
             try:
                 await step()
             except ServerGone:
-                return
+                continue  # reported; revived before the next step
+            except (MCPError, ProtocolError) as exc:
+                # A failure of our own client (an answer it could not take, say): the
+                # property stops, the run goes on.
+                self.findings.skip(f"{name}: the rest", f"stopped: {exc}", line.revision)
+            if not await self._answering(line.conn) and not await self._revive(line, name):
+                return False
+        return line.conn.alive or await self._revive(line, "the end of the run")
+
+    async def _answering(self, conn: Connection) -> bool:
+        """Whether the server still answers a ping (one that fell silent during a
+        property, already reported there, is restarted for the next)."""
+        if not conn.alive:
+            return False
+        try:
+            await conn.client.ping(timeout=self.options.timeout)
+        except RequestTimeout:
+            return False
+        except MCPError as exc:
+            return not isinstance(exc, ConnectionClosedError)
+        return True
+
+    async def _revive(self, line: Lifeline, before: str) -> bool:
+        try:
+            await line.restart()
+        except ServerGone:
+            self.findings.skip(
+                f"revision {line.revision}: from {before} on",
+                "the server could not be restarted "
+                + (f"(restarted {line.restarts} times already)" if line.restarts else ""),
+                line.revision,
+            )
+            return False
+        return True
 
     async def _stateful(self, tools: ToolProbes) -> None:
         # The same safety settings as the other properties (skips already reported

@@ -32,22 +32,26 @@ class Violation:
     transcript: list[str]
     details: dict[str, Any] = attrs.field(factory=dict)
     revisions: list[str] = attrs.field(factory=list)
+    #: The message as first found (a death's message grows its exit status later,
+    #: and the same death at another revision is still the same finding).
+    key: str = attrs.field(default="", eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if not self.revisions and self.revision is not None:
             self.revisions = [self.revision]
+        self.key = self.key or self.message
 
     def same_finding(self, other: Violation) -> bool:
         """The same finding, perhaps at another revision."""
-        return (self.property, self.message, self.tool, self.severity) == (
+        return (self.property, self.key, self.tool, self.severity) == (
             other.property,
-            other.message,
+            other.key,
             other.tool,
             other.severity,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+        return attrs.asdict(self, filter=lambda field, _: field.name != "key")
 
     def replay_lines(self) -> list[str]:
         """The lines to send a fresh server to reproduce this (``>`` lines)."""
@@ -83,6 +87,8 @@ class Report:
     tools: dict[str, list[str]] = attrs.field(factory=dict)
     duration: float = 0.0
     workdir: str = ""
+    #: Where the JSON report was written (the replay commands name it).
+    json_path: str = ""
 
     # Verdicts -------------------------------------------------------------------------
 
@@ -126,10 +132,25 @@ class Report:
                 "skipped": len(self.skipped),
             },
             "properties": {name: attrs.asdict(p) for name, p in self.properties.items()},
-            "violations": [v.to_dict() for v in self.violations],
+            "findings_by_kind": self._counts(),
+            "violations": [
+                {
+                    "number": i,
+                    **v.to_dict(),
+                    "replay": self.replay_command(i, self.json_path or "REPORT.json"),
+                }
+                for i, v in enumerate(self.violations, 1)
+            ],
             "skipped": [attrs.asdict(s) for s in self.skipped],
             "tools": self.tools,
         }
+
+    def _counts(self) -> dict[str, dict[str, int]]:
+        counts: dict[str, dict[str, int]] = {}
+        for v in self.violations:
+            row = counts.setdefault(v.property, {})
+            row[v.severity] = row.get(v.severity, 0) + 1
+        return counts
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
@@ -143,11 +164,28 @@ class Report:
             f"{len(self.skipped)} skipped, seed {self.seed}, {self.duration:.1f}s"
         )
 
+    def summary_table(self) -> list[str]:
+        """Findings by kind (property) and severity, as Markdown table lines."""
+        counts = self._counts()
+        lines = ["| kind | errors | warnings |", "| --- | ---: | ---: |"]
+        for name in self.properties:  # in the order the properties run
+            if name in counts:
+                row = counts[name]
+                lines.append(f"| {name} | {row.get('error', 0)} | {row.get('warning', 0)} |")
+        lines.append(f"| **total** | {len(self.errors)} | {len(self.warnings)} |")
+        return lines
+
+    def replay_command(self, index: int, report_path: str = "REPORT.json") -> str:
+        """The command that replays finding ``index`` (1-based, as numbered)."""
+        return f"sansio-mcp check --replay {report_path}#{index} -- {self.target}"
+
     def to_markdown(self, only: list[Violation] | None = None) -> str:
         name = self.server_info.get("name", "?")
         version = self.server_info.get("version", "?")
+        if not self.server_info and self.revisions_checked:
+            name, version = "(no serverInfo)", ""  # a lenient handshake went on without it
         out = [
-            f"# MCP server check: {name} {version}",
+            f"# MCP server check: {name} {version}".rstrip(),
             "",
             f"- target: `{self.target}`",
             f"- revisions checked: {', '.join(self.revisions_checked) or 'none'}",
@@ -163,6 +201,8 @@ class Report:
             count = len(self.by_property(p.name))
             note = p.reason or (f"{count} violation(s)" if count else "")
             out.append(f"| {p.name} | {p.status} | {p.checks} | {note} |")
+        if self.violations:
+            out += ["", "## Findings by kind", "", *self.summary_table()]
         violations = self.violations if only is None else only
         out += ["", f"## Violations ({len(violations)})", ""]
         if not violations:
@@ -187,6 +227,9 @@ class Report:
                 out += [f"Minimal arguments: `{json.dumps(v.details['arguments'])[:500]}`", ""]
             if extra.get("stderr"):
                 out += ["Server stderr (last lines):", "", "```", *extra["stderr"], "```", ""]
+            if v.replay_lines() and self.json_path:
+                number = self.violations.index(v) + 1
+                out += [f"Replay: `{self.replay_command(number, self.json_path)}`", ""]
         if only is None:
             out += ["## Skipped", ""]
             if not self.skipped:

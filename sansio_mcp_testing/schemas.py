@@ -174,6 +174,22 @@ class OfficialSchema:
                 break
         return found
 
+    @functools.cached_property
+    def content_types(self) -> frozenset[str]:
+        """The ``type`` of every content block a tool result may hold."""
+        items = self.defs["CallToolResult"]["properties"]["content"]["items"]
+        found: set[str] = set()
+        pending = [items]
+        while pending:
+            node = pending.pop()
+            if "$ref" in node:
+                pending.append(self.defs[node["$ref"].rsplit("/", 1)[-1]])
+            pending.extend(node.get("anyOf", []) + node.get("oneOf", []))
+            const = node.get("properties", {}).get("type", {}).get("const")
+            if isinstance(const, str):
+                found.add(const)
+        return frozenset(found)
+
     def is_valid(self, name: str, instance: Any) -> bool:
         return bool(self.validator(name).is_valid(instance))
 

@@ -35,13 +35,13 @@ def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     table = proc.stdout
-    for row in range(1, 8):
+    for row in range(1, 9):
         assert f"row {row}." in table, f"row {row} missing from the table:\n{table}"
     assert "targets" in table
 
     document = json.loads(out.read_text())
     assert document["meta"]["quick"] is True
-    assert set(document["rows"]) == {str(row) for row in range(1, 8)}
+    assert set(document["rows"]) == {str(row) for row in range(1, 9)}
     bridge = document["rows"]["7"]
     if bridge["variants"]:  # the A2E bridge exists: both sides of the comparison ran
         assert set(bridge["variants"]) == {"direct", "bridged:inprocess", "bridged:stdio"}
@@ -59,6 +59,11 @@ def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
             for pair in ("trio->trio", "asyncio->asyncio", "sdk->sdk")
         },
         "5": {"trio", "asyncio", "sdk"},
+        "8": {
+            f"{mode}:{path}"
+            for mode in ("modern", "legacy")
+            for path in ("direct", "gateway-trio", "gateway-asyncio")
+        },
         "6": {
             "import:sansio_mcp",
             "import:mcp",
@@ -82,7 +87,7 @@ def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
             assert isinstance(got[name]["median"], (int, float)), (row, name, got[name])
 
     ids = {target["id"] for target in document["targets"]}
-    assert {"3-codec", "6-import", "7-bridge"} <= ids
+    assert {"3-codec", "6-import", "7-bridge", "8-modern-gateway-trio"} <= ids
     for target in document["targets"]:
         assert target["status"] in {"PASS", "MISS", "ERROR", "INFO"}
 

@@ -11,10 +11,13 @@ from pathlib import Path
 import pytest
 
 from sansio_mcp_cli.docs_tables import (
+    AUTH_BEGIN,
+    AUTH_END,
     BEGIN,
     END,
     LINK_BEGIN,
     LINK_END,
+    render_auth_table,
     render_link_table,
     render_state_tables,
 )
@@ -28,6 +31,7 @@ def _blocks(name: str) -> list[str]:
 
 
 GUIDE_BLOCKS = _blocks("docs/guide.md")
+AUTH_BLOCKS = _blocks("docs/authorization.md")
 
 
 @pytest.mark.parametrize("code", GUIDE_BLOCKS, ids=[f"guide-{i}" for i in range(len(GUIDE_BLOCKS))])
@@ -36,6 +40,15 @@ def test_guide_example_runs(code: str) -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("code", AUTH_BLOCKS, ids=[f"auth-{i}" for i in range(len(AUTH_BLOCKS))])
+def test_authorization_example_runs(code: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "steps: ['metadata', 'register', 'authorize', 'token']" in done.stdout
 
 
 def test_readme_core_example_runs() -> None:
@@ -65,8 +78,12 @@ def test_readme_server_answers_the_command_it_names(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("begin", "end", "render"),
-    [(BEGIN, END, render_state_tables), (LINK_BEGIN, LINK_END, render_link_table)],
-    ids=["session-lifecycle", "bridge-links"],
+    [
+        (BEGIN, END, render_state_tables),
+        (LINK_BEGIN, LINK_END, render_link_table),
+        (AUTH_BEGIN, AUTH_END, render_auth_table),
+    ],
+    ids=["session-lifecycle", "bridge-links", "auth-flow"],
 )
 def test_state_tables_in_architecture_page_are_current(
     begin: str, end: str, render: Callable[[], str]

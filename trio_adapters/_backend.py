@@ -12,6 +12,7 @@ import socket
 import ssl
 import stat
 import subprocess
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -128,6 +129,9 @@ class TrioBackend:
 
     def clock(self) -> float:
         return trio.current_time()
+
+    def wall_clock(self) -> float:
+        return time.time()
 
     async def sleep(self, seconds: float) -> None:
         await trio.sleep(seconds)

@@ -25,6 +25,10 @@ logger = logging.getLogger("trio_adapters")
 _READ_SIZE = 65536
 
 
+#: Seconds a shielded step (cleanup while being cancelled) may take at the most.
+SHIELDED_GRACE = 2.0
+
+
 class TrioSessionHost(HostBase):
     """What every Trio transport needs around a session: concurrent handler
     tasks (cancellable one by one), awaitable requests, and the timer.
@@ -64,7 +68,9 @@ class TrioSessionHost(HostBase):
         return trio.current_time()
 
     async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
-        with trio.CancelScope(shield=True):
+        # Bounded: a step that waits for this host's own tasks (a flush waits for the
+        # flusher) would wait forever once the cancellation has ended them too.
+        with trio.CancelScope(shield=True), trio.move_on_after(SHIELDED_GRACE):
             await step()
 
     # Tasks --------------------------------------------------------------------------

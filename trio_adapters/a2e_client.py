@@ -13,7 +13,6 @@ or :func:`open_a2e_streams`.
 
 from __future__ import annotations
 
-import time
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -42,7 +41,6 @@ class A2EClient(A2EClientBase):
 
     backend = PRIMITIVES
     timeout_error = trio.TooSlowError
-    clock = staticmethod(time.time)
 
 
 def _bridge(host: BridgeHost, **options: Any) -> BridgeRunner:

@@ -13,7 +13,6 @@ by :func:`trio_adapters.a2e_client.open_a2e_direct`).
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -167,7 +166,6 @@ class TrioBridge(BridgeRunner):
 
     backend = PRIMITIVES
     links = _Links()
-    clock = staticmethod(time.time)
 
     async def run(  # type: ignore[override]
         self, *, task_status: Any = trio.TASK_STATUS_IGNORED

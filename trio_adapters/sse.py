@@ -77,7 +77,9 @@ async def open_sse_client(
     config = config.handshake_only()
     handlers, session = config.handlers, config.new_session()
     transport = StreamableHTTPClient(Endpoint.parse(url), session)
-    host = _SSEClientHost(session, transport, handlers, max_body=max_body, ssl_context=None)
+    host = _SSEClientHost(
+        session, transport, handlers, max_body=max_body, ssl_context=None, auth=config.auth
+    )
     with unwrap_single_exception():
         async with trio.open_nursery() as nursery:
             host.attach(nursery)

@@ -12,6 +12,7 @@ from ._backend import Backend, ByteStream, Signal, TaskGroup, TimedOut, Transpor
 from ._client import ClientAPI, ClientHandlers, Subscription
 from ._driver import Driver, ProgressCallback
 from ._http_service import ServerLimits
+from ._oauth import FileTokenStore, MemoryTokenStore, OAuthProvider, TokenStore
 from ._server import Context, Server, answer_request
 
 __all__ = [
@@ -21,6 +22,9 @@ __all__ = [
     "ClientHandlers",
     "Context",
     "Driver",
+    "FileTokenStore",
+    "MemoryTokenStore",
+    "OAuthProvider",
     "ProgressCallback",
     "Server",
     "ServerLimits",
@@ -28,6 +32,7 @@ __all__ = [
     "Subscription",
     "TaskGroup",
     "TimedOut",
+    "TokenStore",
     "TransportBackend",
     "answer_request",
 ]

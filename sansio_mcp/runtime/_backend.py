@@ -160,6 +160,10 @@ class Backend(Protocol):
         """The event loop's monotonic clock, in seconds."""
         ...
 
+    def wall_clock(self) -> float:
+        """Seconds since the epoch (what JWTs and token lifetimes are dated on)."""
+        ...
+
     async def sleep(self, seconds: float) -> None:
         """Sleep for ``seconds`` (``math.inf``: until cancelled)."""
         ...

@@ -17,6 +17,7 @@ from .._client_session import ClientSession
 from .._json import DEFAULT_MAX_MESSAGE_SIZE
 from .._versions import ALL_REVISIONS
 from ._client import ClientHandlers, new_client_session
+from ._oauth import OAuthProvider
 
 __all__ = ["ClientOptions", "SessionOptions"]
 
@@ -32,6 +33,7 @@ class SessionOptions(TypedDict, total=False):
     initialize_timeout: float | None
     max_input_rounds: int
     max_message_size: int
+    auth: OAuthProvider | None
 
 
 @attrs.frozen
@@ -44,6 +46,8 @@ class ClientOptions:
     answers ``input_required`` before failing with ``InputRoundsExceeded``.
     ``max_message_size`` is the largest message (bytes) the client reads: an answer over
     it fails its request at once with an error naming its size and the limit.
+    ``auth`` (an :class:`~sansio_mcp.runtime.OAuthProvider`) authorizes an HTTP
+    client's requests (Streamable HTTP, legacy SSE); other transports ignore it.
     """
 
     handlers: ClientHandlers = attrs.field(factory=ClientHandlers)
@@ -54,6 +58,7 @@ class ClientOptions:
     initialize_timeout: float | None = 30.0
     max_input_rounds: int = 10
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    auth: OAuthProvider | None = None
 
     @classmethod
     def of(cls, options: SessionOptions, **defaults: Any) -> ClientOptions:
@@ -91,4 +96,5 @@ class ClientOptions:
             initialize_timeout=self.initialize_timeout,
             max_input_rounds=self.max_input_rounds,
             max_message_size=self.max_message_size,
+            auth=self.auth,
         )

@@ -17,6 +17,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .. import _json
+from .._errors import MCPError
 from .._http import HTTPClientConnection, HTTPResponseHead
 from .._http_pool import ConnectionPool
 from .._legacy_sse import LegacySSEStream
@@ -32,10 +33,14 @@ from .._streamable_http_client import (
 )
 from ._backend import Backend, ByteStream, Cancellable, Signal
 from ._driver import Driver
+from ._oauth import OAuthProvider
 
 __all__ = ["HTTPClientHost", "LegacySSEClientHost"]
 
 _READ_SIZE = 65536
+#: How many times one request is sent at most while authorization goes on
+#: (a DPoP nonce, a flow, a step-up, another nonce...).
+_AUTH_ROUNDS = 6
 
 
 class HTTPClientHost:
@@ -64,10 +69,20 @@ class HTTPClientHost:
     # Set up -------------------------------------------------------------------------
 
     def setup_http(
-        self, transport: StreamableHTTPClient, *, max_body: int, ssl_context: Any
+        self,
+        transport: StreamableHTTPClient,
+        *,
+        max_body: int,
+        ssl_context: Any,
+        auth: OAuthProvider | None = None,
     ) -> None:
-        """``ssl_context`` (an :class:`ssl.SSLContext` or None) is for ``https`` URLs."""
+        """``ssl_context`` (an :class:`ssl.SSLContext` or None) is for ``https`` URLs;
+        ``auth`` authorizes the requests (OAuth 2.1)."""
         self.transport = transport
+        self.auth = auth
+        if auth is not None:
+            auth.bind(self.backend, transport.endpoint.url, ssl_context)
+            transport.holds_auth_failures = True
         self.max_body = max_body
         self.ssl_context = ssl_context
         self.pool: ConnectionPool[ByteStream] = ConnectionPool()
@@ -131,10 +146,29 @@ class HTTPClientHost:
         turn_ends_at_head: bool = False,
     ) -> ResponseHandler:
         """One HTTP request; what the answer means goes through a core :class:`ResponseHandler`.
-        With a ``ticket`` (:class:`SendOrder`) it is sent only after those queued before it."""
-        response = ResponseHandler(self.transport, message, max_body=self.max_body)
-        trip = RoundTrip(self.pool, self.transport.endpoint, response, method, headers, body)
-        await self._round_trip(trip, ticket, turn_ends_at_head=turn_ends_at_head)
+        With a ``ticket`` (:class:`SendOrder`) it is sent only after those queued before it.
+        With ``auth``, the request carries its token, and a 401/403 runs the
+        authorization the provider decides on before the request is sent again."""
+        for round_ in range(_AUTH_ROUNDS):
+            sent, generation = headers, 0
+            if self.auth is not None:
+                extra, generation = await self.auth.headers(method, self.transport.endpoint.url)
+                sent = {**headers, **extra}
+            response = ResponseHandler(self.transport, message, max_body=self.max_body)
+            trip = RoundTrip(self.pool, self.transport.endpoint, response, method, sent, body)
+            await self._round_trip(trip, ticket, turn_ends_at_head=turn_ends_at_head)
+            ticket = None
+            if self.auth is not None and response.head is not None:
+                verdict = await self.auth.after_response(
+                    response.status,
+                    dict(response.head.headers),
+                    generation,
+                    "authorization" in sent,
+                )
+                if verdict is True and response.held and round_ < _AUTH_ROUNDS - 1:
+                    continue
+                response.release(verdict if isinstance(verdict, MCPError) else None)
+            break
         self._after_input()
         return response
 
@@ -265,14 +299,30 @@ class LegacySSEClientHost(HTTPClientHost):
         ``endpoint_ready`` is set once it is known, or the stream ended without it."""
         source = Endpoint.parse(url)
         legacy = LegacySSEStream(url, self.transport)
+        for round_ in range(_AUTH_ROUNDS):
+            if not await self._read_stream(source, legacy, endpoint_ready, round_):
+                break
+        # An error above leaves as itself (it ends the client); an ended stream ends the session.
+        self.session.close()
+        self.driver.process_events()
+        endpoint_ready.set()  # (the opener sees the session closed: no endpoint came)
+
+    async def _read_stream(
+        self, source: Endpoint, legacy: LegacySSEStream, endpoint_ready: Signal, round_: int
+    ) -> bool:
+        """One GET of the stream, read to its end; True when authorization asks for
+        another (the server refused the token, and a flow got a new one)."""
+        headers, generation = legacy.request_headers(), 0
+        if self.auth is not None:
+            extra, generation = await self.auth.headers("GET", source.url)
+            headers = {**headers, **extra}
         # A failure to connect leaves as itself (the opener sees it, not a closed session).
         stream = await self.backend.open_tcp_stream(
             source.host, source.port, tls=source.scheme == "https", ssl_context=self.ssl_context
         )
         try:
             conn = HTTPClientConnection(source.host_header)
-            request = conn.send_request("GET", source.target, legacy.request_headers())
-            await stream.send_all(request)
+            await stream.send_all(conn.send_request("GET", source.target, headers))
             while True:
                 event = conn.next_event()
                 if event is NEED_DATA:
@@ -281,6 +331,17 @@ class LegacySSEClientHost(HTTPClientHost):
                     if not data:
                         break
                 elif isinstance(event, HTTPResponseHead):
+                    if self.auth is not None and event.status in (401, 403):
+                        verdict = await self.auth.after_response(
+                            event.status,
+                            dict(event.headers),
+                            generation,
+                            "authorization" in headers,
+                        )
+                        if verdict is True and round_ < _AUTH_ROUNDS - 1:
+                            return True
+                        if isinstance(verdict, MCPError):
+                            raise verdict  # the opener fails with why, not "stream ended"
                     legacy.on_head(event)
                 elif isinstance(event, bytes):
                     if legacy.on_body(event):
@@ -291,7 +352,4 @@ class LegacySSEClientHost(HTTPClientHost):
                     break
         finally:
             await stream.aclose()
-        # An error above leaves as itself (it ends the client); an ended stream ends the session.
-        self.session.close()
-        self.driver.process_events()
-        endpoint_ready.set()  # (the opener sees the session closed: no endpoint came)
+        return False

@@ -14,6 +14,7 @@ from .._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnectio
 from .._legacy_sse import LegacySSEServer
 from .._server_session import ServerSession
 from .._streamable_http import Exchange, StreamableHTTPServer
+from ..auth import ProtectedRouter
 from ._backend import Backend, TimedOut
 from ._driver import Driver
 from ._server import Server
@@ -180,12 +181,18 @@ class Router(Protocol):
     def owns(self, session: ServerSession) -> bool: ...
 
 
-def route(router: Router, request: HTTPRequest, now: float) -> Exchange:
+def route(
+    router: Router, request: HTTPRequest, now: float, wall_clock: float | None = None
+) -> Exchange:
     """``router``'s exchange for ``request``, after it has seen the time (a router with
-    ``expire_idle``, as :class:`StreamableHTTPServer`, ends its idle sessions then)."""
+    ``expire_idle``, as :class:`StreamableHTTPServer`, ends its idle sessions then; a
+    :class:`~sansio_mcp.auth.ProtectedRouter` judges token expiry by ``wall_clock``)."""
     expire_idle = getattr(router, "expire_idle", None)
     if expire_idle is not None:
         expire_idle(now)
+    set_time = getattr(router, "set_time", None)
+    if set_time is not None and wall_clock is not None:
+        set_time(wall_clock)
     return router.handle(request)
 
 
@@ -200,6 +207,7 @@ class SessionHost(Protocol):
 
 
 H = TypeVar("H", bound=SessionHost)
+R = TypeVar("R", bound=Router)
 
 
 class SessionHosts(Generic[H]):
@@ -273,7 +281,7 @@ async def serve_requests(
         if isinstance(request, HTTPError):
             await send_all(conn.send_error_response(request.status, request.reason))
             return
-        exchange = route(hosts.router, request, backend.clock())
+        exchange = route(hosts.router, request, backend.clock(), backend.wall_clock())
         hosts.begin(exchange)
         try:
             if not await answer(exchange):
@@ -312,9 +320,10 @@ def streamable_http_router(
     allowed_hosts: Iterable[str] | None,
     allowed_origins: Iterable[str] | None,
     json_response: bool,
-) -> StreamableHTTPServer:
-    """The Streamable HTTP machine for ``server`` (``serve_http`` on every backend)."""
-    return StreamableHTTPServer(
+) -> StreamableHTTPServer | ProtectedRouter:
+    """The Streamable HTTP machine for ``server`` (``serve_http`` on every backend),
+    behind ``server.auth`` when the server is protected."""
+    machine = StreamableHTTPServer(
         server.create_session,
         endpoint=endpoint,
         allowed_hosts=allowed_hosts,
@@ -324,6 +333,14 @@ def streamable_http_router(
             tool.input_schema if (tool := server.tools.get(name)) else None
         ),
     )
+    return _protected(server, machine, endpoint)
+
+
+def _protected(server: Server, router: R, endpoint: str) -> R | ProtectedRouter:
+    """``router`` behind the server's bearer-token check, if it has one."""
+    if server.auth is None:
+        return router
+    return ProtectedRouter(router, server.auth, endpoint=endpoint)
 
 
 def legacy_sse_router(
@@ -333,12 +350,14 @@ def legacy_sse_router(
     message_path: str,
     allowed_hosts: Iterable[str] | None,
     allowed_origins: Iterable[str] | None,
-) -> LegacySSEServer:
-    """The legacy HTTP+SSE machine for ``server`` (``serve_sse`` on every backend)."""
-    return LegacySSEServer(
+) -> LegacySSEServer | ProtectedRouter:
+    """The legacy HTTP+SSE machine for ``server`` (``serve_sse`` on every backend),
+    behind ``server.auth`` when the server is protected."""
+    machine = LegacySSEServer(
         server.create_session,
         sse_path=sse_path,
         message_path=message_path,
         allowed_hosts=allowed_hosts,
         allowed_origins=allowed_origins,
     )
+    return _protected(server, machine, sse_path)

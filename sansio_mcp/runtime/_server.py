@@ -46,6 +46,7 @@ from .._schema import (
 )
 from .._server_session import ServerSession
 from .._versions import ALL_REVISIONS, MRTR_METHODS
+from ..auth import ResourceServer
 from ._driver import respond_with_failure, respond_with_result
 
 __all__ = ["Context", "Server", "answer_request"]
@@ -284,11 +285,14 @@ class Server:
         state_key: bytes | None = None,
         state_ttl: float = 600.0,
         cache_hints: CacheHints | None = None,
+        auth: ResourceServer | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be positive")
         self.name = name
         self.version = version
+        #: Bearer-token protection over HTTP (its verifier, scopes, metadata), or None.
+        self.auth = auth
         self.title = title
         self.instructions = instructions
         self.page_size = page_size

@@ -11,6 +11,7 @@ from collections import Counter
 
 import pytest
 
+from sansio_mcp._versions import ALL_REVISIONS
 from sansio_mcp_testing.checker import CheckOptions, check_server
 from sansio_mcp_testing.report import Report
 
@@ -102,14 +103,16 @@ async def test_example_server_is_clean(schema_dir: str) -> None:
             timeout=3.0,
             seed=7,
             schema_dir=schema_dir,
-            protocol_versions=["2024-11-05", "2025-11-25", "2026-07-28"],
             deny=["slow"],  # sleeps as long as asked: a legitimate tool, not a defect
         ),
     )
-    assert report.revisions_checked == ["2026-07-28", "2025-11-25", "2024-11-05"]
+    # every revision the library knows, the new properties included
+    assert report.revisions_checked == sorted(ALL_REVISIONS, reverse=True)
+    for prop in ("listings", "wire"):
+        assert report.properties[prop].status == "passed", report.to_markdown()
     assert report.violations == [], report.to_markdown()
     assert report.properties["valid-arguments"].checks > 20
-    assert report.properties["malformed-jsonrpc"].checks == 21
+    assert report.properties["malformed-jsonrpc"].checks == 7 * len(ALL_REVISIONS)
 
 
 #: What the checker finds in server-everything (see docs/testing-servers.md).

@@ -64,8 +64,9 @@ def test_option_makes_a_test_per_property(tmp_path: Path, schema_dir: str) -> No
         env_schema=schema_dir,
     )
     out = done.stdout
-    # 11 properties: the broken server fails all but initialize and tool-schemas
-    assert _counts(out) == {"passed": 3, "failed": 9}, out[-3000:] + done.stderr[-2000:]
+    # 13 properties: the broken server fails all but initialize, tool-schemas, listings
+    # and wire
+    assert _counts(out) == {"passed": 5, "failed": 9}, out[-3000:] + done.stderr[-2000:]
     assert "mcp-check::valid-arguments" in out and "division by zero" in out
     assert "mcp-check::stateful" in out
     assert REPO.is_dir()

@@ -139,7 +139,11 @@ async def test_a_server_dying_mid_run_is_explained(schema_dir: str) -> None:
             progress=progress.append,
         ),
     )
-    [death] = report.by_property("survival")
+    # Found by valid-arguments (its smallest call), then again by the stateful run on
+    # the restarted server: the run goes on after a crash.
+    death, again = report.by_property("survival")
+    assert death.tool == "crash" and death.details["arguments"] == {}
+    assert "died during the stateful run" in again.message
     assert "died during tools/call crash" in death.message
     # The exit status and the last stderr lines, in the message itself (not only -v).
     assert "exit status 7; its stderr ended: " in death.message

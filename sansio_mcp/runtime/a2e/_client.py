@@ -171,9 +171,6 @@ class A2EClientBase:
     timeout_error: type[Exception] = TimeoutError
     #: The event-loop primitives (an adapter's client class names its own).
     backend: Backend
-    #: Stamps ``ts`` (seconds since the epoch; an adapter's client class names
-    #: ``time.time``).
-    clock: Callable[[], float]
 
     def __init__(
         self,
@@ -207,8 +204,8 @@ class A2EClientBase:
         self.on_push = on_push
         self.on_event = on_event
         self.on_message = on_message
-        if clock is not None:
-            self.clock = clock
+        #: Stamps ``ts`` (seconds since the epoch): the backend's wall clock unless told.
+        self.clock = clock if clock is not None else self.backend.wall_clock
         self._waiters: dict[str, _Pending] = {}
         self._push_waiters: list[_Pending] = []
         #: A heap of (monotonic deadline, order, wait) for every wait with a time

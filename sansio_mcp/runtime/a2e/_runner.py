@@ -134,8 +134,6 @@ class BridgeRunner:
     #: class names its own).
     backend: Backend
     links: BridgeLinks
-    #: Gives the host its ``now`` (an adapter's bridge class names ``time.time``).
-    clock: Callable[[], float]
 
     def __init__(
         self,
@@ -151,9 +149,9 @@ class BridgeRunner:
             self.backend = backend
         if links is not None:
             self.links = links
-        if clock is not None:
-            self.clock = clock
         backend = self.backend
+        #: Gives the host its ``now``: the backend's wall clock unless told.
+        self.clock = clock if clock is not None else backend.wall_clock
         #: How long a server process gets after its stdin closes, then after SIGTERM.
         self.shutdown_grace = shutdown_grace
         #: Set while :meth:`run` runs (it can open connections).

@@ -1,0 +1,62 @@
+"""OAuth 2.1 authorization for MCP over HTTP, sans I/O.
+
+The client side is :class:`OAuthClient`, a machine that says which HTTP request to
+make next and consumes the answers; the server side is :class:`ResourceServer`, which
+judges a request's token and writes the 401/403 answer.  JWTs (client assertions,
+DPoP proofs) are signed with PyJWT, imported only when one is needed.
+"""
+
+from ._challenge import Challenge, format_challenge, parse_challenges
+from ._client import TRANSITIONS, Decision, FlowState, OAuthClient
+from ._crypto import DPoPKey, client_assertion, dpop_proof, jwk_thumbprint
+from ._discovery import as_metadata_urls, prm_urls, resource_allowed
+from ._pkce import code_challenge, random_string
+from ._router import ProtectedRouter
+from ._server import AccessToken, AuthRefusal, ResourceServer, StaticTokenVerifier, TokenVerifier
+from ._types import (
+    AuthorizationError,
+    AuthorizationFailed,
+    Authorized,
+    ClientInfo,
+    Grant,
+    HTTPCall,
+    HTTPReply,
+    OAuthConfig,
+    OpenBrowser,
+    TokenSet,
+)
+
+__all__ = [
+    "AccessToken",
+    "AuthRefusal",
+    "AuthorizationError",
+    "AuthorizationFailed",
+    "Authorized",
+    "Challenge",
+    "ClientInfo",
+    "DPoPKey",
+    "Decision",
+    "FlowState",
+    "Grant",
+    "HTTPCall",
+    "HTTPReply",
+    "OAuthClient",
+    "OAuthConfig",
+    "OpenBrowser",
+    "ProtectedRouter",
+    "ResourceServer",
+    "StaticTokenVerifier",
+    "TRANSITIONS",
+    "TokenSet",
+    "TokenVerifier",
+    "as_metadata_urls",
+    "client_assertion",
+    "code_challenge",
+    "dpop_proof",
+    "format_challenge",
+    "jwk_thumbprint",
+    "parse_challenges",
+    "prm_urls",
+    "random_string",
+    "resource_allowed",
+]

@@ -1,0 +1,85 @@
+"""Where metadata lives and whether it may be trusted: protected resource metadata
+(RFC 9728), authorization server metadata (RFC 8414, OpenID Connect Discovery), and the
+2025-03-26 fallbacks."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+__all__ = [
+    "as_metadata_urls",
+    "canonical_resource",
+    "fallback_endpoints",
+    "origin_of",
+    "prm_urls",
+    "resource_allowed",
+]
+
+
+def origin_of(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+
+
+def canonical_resource(url: str) -> str:
+    """The server's URL as a resource indicator (RFC 8707 §2): no fragment, and a
+    lowercase scheme and host."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path, parts.query, ""))
+
+
+def prm_urls(server_url: str, from_challenge: str | None) -> list[str]:
+    """Where to look for the protected resource metadata, in order: the challenge's
+    ``resource_metadata``, else the path-aware well-known URI, then the root one."""
+    if from_challenge:
+        return [from_challenge]
+    parts = urlsplit(server_url)
+    origin = origin_of(server_url)
+    path = parts.path.rstrip("/")
+    urls = [f"{origin}/.well-known/oauth-protected-resource{path}"] if path else []
+    urls.append(f"{origin}/.well-known/oauth-protected-resource")
+    return urls
+
+
+def as_metadata_urls(issuer: str) -> list[str]:
+    """Where an issuer's metadata may live, in the order the MCP spec gives (RFC 8414
+    §3.1 path insertion, OpenID Discovery with path insertion, then path appending).
+    An issuer with a path is never looked up at the root."""
+    parts = urlsplit(issuer)
+    origin = origin_of(issuer)
+    path = parts.path.rstrip("/")
+    if not path:
+        return [
+            f"{origin}/.well-known/oauth-authorization-server",
+            f"{origin}/.well-known/openid-configuration",
+        ]
+    return [
+        f"{origin}/.well-known/oauth-authorization-server{path}",
+        f"{origin}/.well-known/openid-configuration{path}",
+        f"{origin}{path}/.well-known/openid-configuration",
+    ]
+
+
+def fallback_endpoints(server_url: str) -> dict[str, Any]:
+    """The 2025-03-26 default endpoints at the server's origin, for a server with no
+    metadata at all."""
+    origin = origin_of(server_url)
+    return {
+        "issuer": origin,
+        "authorization_endpoint": f"{origin}/authorize",
+        "token_endpoint": f"{origin}/token",
+        "registration_endpoint": f"{origin}/register",
+    }
+
+
+def resource_allowed(server_url: str, resource: str) -> bool:
+    """Whether protected resource metadata naming ``resource`` may speak for
+    ``server_url`` (RFC 9728 §3.3): same scheme, host and port, and the server's path
+    inside the resource's."""
+    server, claimed = urlsplit(canonical_resource(server_url)), urlsplit(resource)
+    if (server.scheme, server.netloc) != (claimed.scheme.lower(), claimed.netloc.lower()):
+        return False
+    prefix = claimed.path.rstrip("/")
+    path = server.path.rstrip("/")
+    return path == prefix or path.startswith(prefix + "/")

@@ -1,0 +1,148 @@
+"""The resource server's side (RFC 6750, RFC 9728): is a request's bearer token good
+enough, the 401/403 answer with its ``WWW-Authenticate`` when it is not, and the
+protected resource metadata document."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+import attrs
+
+from .. import _json
+from ._challenge import format_challenge
+from ._discovery import origin_of
+
+__all__ = [
+    "AccessToken",
+    "AuthRefusal",
+    "ResourceServer",
+    "StaticTokenVerifier",
+    "TokenVerifier",
+]
+
+
+@attrs.frozen
+class AccessToken:
+    """What a verifier learned from a valid token."""
+
+    token: str
+    scopes: frozenset[str] = frozenset()
+    client_id: str | None = None
+    subject: str | None = None
+    expires_at: float | None = None
+
+
+class TokenVerifier(Protocol):
+    """Checks a token: an :class:`AccessToken`, or None when it is not valid (unknown,
+    expired, for another audience).  May return an awaitable of that (introspection)."""
+
+    def verify(self, token: str, now: float) -> Any: ...
+
+
+class StaticTokenVerifier:
+    """A fixed set of tokens, each with its scopes (for tests and simple deployments)."""
+
+    def __init__(self, tokens: Mapping[str, Collection[str]]) -> None:
+        self.tokens = {token: frozenset(scopes) for token, scopes in tokens.items()}
+
+    def verify(self, token: str, now: float) -> AccessToken | None:
+        scopes = self.tokens.get(token)
+        return None if scopes is None else AccessToken(token, scopes)
+
+
+@attrs.frozen
+class AuthRefusal:
+    """The answer to a request that may not pass: status, headers, JSON body."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+
+
+@attrs.frozen
+class ResourceServer:
+    """An MCP endpoint protected by bearer tokens.
+
+    ``resource`` is the endpoint's canonical URL; ``authorization_servers`` the issuers
+    whose tokens the verifier accepts; ``required_scopes`` what every request needs.
+    """
+
+    resource: str
+    authorization_servers: Sequence[str]
+    verifier: TokenVerifier
+    required_scopes: Sequence[str] = ()
+    scopes_supported: Sequence[str] | None = None
+    resource_name: str | None = None
+
+    @property
+    def metadata_path(self) -> str:
+        """Where the metadata is served: the path-aware well-known URI (RFC 9728 §3.1)."""
+        path = urlsplit(self.resource).path.rstrip("/")
+        return "/.well-known/oauth-protected-resource" + path
+
+    @property
+    def metadata_url(self) -> str:
+        return origin_of(self.resource) + self.metadata_path
+
+    def metadata_document(self) -> bytes:
+        document: dict[str, Any] = {
+            "resource": self.resource,
+            "authorization_servers": list(self.authorization_servers),
+            "bearer_methods_supported": ["header"],
+        }
+        if self.scopes_supported is not None:
+            document["scopes_supported"] = list(self.scopes_supported)
+        if self.resource_name is not None:
+            document["resource_name"] = self.resource_name
+        return _json.dumps(document).encode("utf-8")
+
+    def bearer_token(self, authorization: str | None) -> str | None:
+        """The token of an ``Authorization: Bearer`` header, or None."""
+        if not authorization:
+            return None
+        scheme, _, token = authorization.strip().partition(" ")
+        token = token.strip()
+        return token if scheme.lower() == "bearer" and token else None
+
+    def refusal(
+        self,
+        status: int,
+        error: str | None,
+        description: str | None,
+        scope: Sequence[str] = (),
+    ) -> AuthRefusal:
+        params = {
+            "error": error,
+            "error_description": description,
+            "scope": " ".join(scope) or None,
+            "resource_metadata": self.metadata_url,
+        }
+        body = {
+            "error": error or "unauthorized",
+            "error_description": description or "an access token is required",
+        }
+        return AuthRefusal(
+            status,
+            {
+                "www-authenticate": format_challenge("Bearer", params),
+                "content-type": "application/json",
+                "cache-control": "no-store",
+            },
+            _json.dumps(body).encode("utf-8"),
+        )
+
+    def judge(self, token: AccessToken | None, presented: bool, now: float) -> AuthRefusal | None:
+        """None when the request may pass, else its 401 or 403 answer (RFC 6750 §3.1)."""
+        required = list(self.required_scopes)
+        if not presented:
+            return self.refusal(401, None, None, required)
+        if token is None or (token.expires_at is not None and now >= token.expires_at):
+            return self.refusal(401, "invalid_token", "the access token is not valid", required)
+        missing = [s for s in required if s not in token.scopes]
+        if missing:
+            return self.refusal(
+                403, "insufficient_scope", "the token lacks a required scope", required
+            )
+        return None

@@ -1,0 +1,64 @@
+"""The aggregating gateway's pure part: configuration, the catalog (names,
+overrides, pagination, freshness), connector status and the store, and the
+sessionless HTTP machine.  The async part is :mod:`sansio_mcp.runtime.gateway`."""
+
+from ._catalog import (
+    DEFAULT_TTL_MS,
+    Catalog,
+    ConnectorTools,
+    apply_overrides,
+    list_freshness,
+    qualified_name,
+    split_tool_name,
+)
+from ._config import (
+    CONNECTOR_NAME,
+    TRANSPORTS,
+    ConfigError,
+    ConnectorConfig,
+    GatewayConfig,
+    ToolOverride,
+    parse_config,
+)
+from ._router import GatewayHTTPServer
+from ._status import (
+    CONNECTOR_TRANSITIONS,
+    Backoff,
+    ConnectorStatus,
+    IllegalConnectorTransition,
+    StatusTrigger,
+    backoff_delay,
+    next_status,
+)
+from ._store import ConnectorRecord, GatewayStore, MemoryStore, catalog_of, move, status_report
+
+__all__ = [
+    "CONNECTOR_NAME",
+    "CONNECTOR_TRANSITIONS",
+    "DEFAULT_TTL_MS",
+    "TRANSPORTS",
+    "Backoff",
+    "Catalog",
+    "ConfigError",
+    "ConnectorConfig",
+    "ConnectorRecord",
+    "ConnectorStatus",
+    "ConnectorTools",
+    "GatewayConfig",
+    "GatewayHTTPServer",
+    "GatewayStore",
+    "IllegalConnectorTransition",
+    "MemoryStore",
+    "StatusTrigger",
+    "ToolOverride",
+    "apply_overrides",
+    "backoff_delay",
+    "catalog_of",
+    "list_freshness",
+    "move",
+    "next_status",
+    "parse_config",
+    "qualified_name",
+    "split_tool_name",
+    "status_report",
+]

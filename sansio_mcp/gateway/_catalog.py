@@ -1,0 +1,140 @@
+"""The aggregated catalog: connector tools renamed ``{connector}.{tool}``, the
+overrides applied, split back on a call, and the freshness of a listing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from .._errors import InvalidParams
+from ._config import CONNECTOR_NAME, ToolOverride
+
+__all__ = [
+    "DEFAULT_TTL_MS",
+    "Catalog",
+    "ConnectorTools",
+    "apply_overrides",
+    "list_freshness",
+    "qualified_name",
+    "split_tool_name",
+]
+
+#: The ``ttlMs`` of an aggregated listing when no upstream gave one.
+DEFAULT_TTL_MS = 30_000
+
+
+def qualified_name(connector: str, tool: str) -> str:
+    return f"{connector}.{tool}"
+
+
+def split_tool_name(name: str) -> tuple[str, str]:
+    """``(connector, tool)`` of a gateway tool name, split on the first dot;
+    -32602 naming the name when it has no dot or an invalid connector part."""
+    connector, dot, tool = name.partition(".")
+    if not dot or not tool or not CONNECTOR_NAME.match(connector):
+        raise InvalidParams(
+            message=f"unknown tool {name!r}: gateway tools are named {{connector}}.{{tool}}",
+            data={"name": name},
+        )
+    return connector, tool
+
+
+def apply_overrides(
+    connector: str, tools: Iterable[Mapping[str, Any]], overrides: Mapping[str, ToolOverride]
+) -> list[dict[str, Any]]:
+    """A connector's tools as the gateway lists them: disabled ones left out, a
+    replaced description put in, the name qualified; schemas untouched."""
+    listed: list[dict[str, Any]] = []
+    for tool in tools:
+        name = tool.get("name")
+        if not isinstance(name, str):
+            continue  # not a tool: nothing could call it by name
+        override = overrides.get(name)
+        if override is not None and not override.enabled:
+            continue
+        entry = dict(tool)
+        entry["name"] = qualified_name(connector, name)
+        if override is not None and override.description is not None:
+            entry["description"] = override.description
+        listed.append(entry)
+    return listed
+
+
+@attrs.frozen
+class ConnectorTools:
+    """One connector's tools as last listed (upstream names), with the ``ttlMs``
+    its upstream gave (None: it gave none)."""
+
+    tools: tuple[Mapping[str, Any], ...]
+    ttl_ms: int | None = None
+
+    def find(self, name: str) -> Mapping[str, Any] | None:
+        return next((t for t in self.tools if t.get("name") == name), None)
+
+
+def list_freshness(
+    ttls: Iterable[int | None], missing: Sequence[str], default_ttl_ms: int = DEFAULT_TTL_MS
+) -> int:
+    """``ttlMs`` of an aggregated listing: 0 while any connector is missing, else
+    the shortest its upstreams gave (``default_ttl_ms`` standing in for none)."""
+    if missing:
+        return 0
+    given = [max(0, t) for t in ttls if t is not None]
+    return min([*given, default_ttl_ms]) if given else default_ttl_ms
+
+
+@attrs.frozen
+class Catalog:
+    """What the gateway lists: each reachable connector's tools, in config order,
+    and the connectors whose tools are missing (down, or not yet listed)."""
+
+    connectors: Mapping[str, ConnectorTools]
+    order: tuple[str, ...]
+    overrides: Mapping[str, Mapping[str, ToolOverride]]
+    default_ttl_ms: int = DEFAULT_TTL_MS
+
+    @property
+    def missing(self) -> list[str]:
+        return [name for name in self.order if name not in self.connectors]
+
+    def tools(self) -> list[dict[str, Any]]:
+        """Every listed tool, qualified, overrides applied."""
+        listed: list[dict[str, Any]] = []
+        for name in self.order:
+            entry = self.connectors.get(name)
+            if entry is not None:
+                listed.extend(apply_overrides(name, entry.tools, self.overrides.get(name, {})))
+        return listed
+
+    def ttl_ms(self) -> int:
+        return list_freshness(
+            (c.ttl_ms for c in self.connectors.values()), self.missing, self.default_ttl_ms
+        )
+
+    def resolve(self, name: str) -> tuple[str, str]:
+        """``(connector, upstream tool)`` for a gateway tool name; -32602 naming
+        the unknown connector or tool, or the disabled tool."""
+        connector, tool = split_tool_name(name)
+        if connector not in self.order:
+            raise InvalidParams(
+                message=f"unknown connector {connector!r} in tool name {name!r}",
+                data={"name": name, "connector": connector},
+            )
+        override = self.overrides.get(connector, {}).get(tool)
+        entry = self.connectors.get(connector)
+        known = entry is None or entry.find(tool) is not None
+        if (override is not None and not override.enabled) or not known:
+            raise InvalidParams(
+                message=f"unknown tool {tool!r} on connector {connector!r}",
+                data={"name": name, "connector": connector, "tool": tool},
+            )
+        return connector, tool
+
+    def input_schema(self, name: str) -> Any:
+        """The upstream inputSchema of a gateway tool name (None: unknown)."""
+        connector, _, tool = name.partition(".")
+        entry = self.connectors.get(connector)
+        found = entry.find(tool) if entry is not None else None
+        return found.get("inputSchema") if found is not None else None

@@ -1,0 +1,16 @@
+"""The aggregating gateway's async part (see :mod:`sansio_mcp.gateway` for the pure one)."""
+
+from ._gateway import Gateway, transport_opener
+from ._server import META_MISSING_CONNECTORS, GatewayServer
+from ._upstream import ConnectorUnavailable, Opener, Upstream, UpstreamSettings
+
+__all__ = [
+    "META_MISSING_CONNECTORS",
+    "ConnectorUnavailable",
+    "Gateway",
+    "GatewayServer",
+    "Opener",
+    "Upstream",
+    "UpstreamSettings",
+    "transport_opener",
+]

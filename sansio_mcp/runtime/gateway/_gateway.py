@@ -1,0 +1,166 @@
+"""The gateway: its connectors' upstreams, the catalog they make, the
+:class:`GatewayServer` that serves it, and the hints that tell listening
+clients the list changed."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..._streamable_http import LOOPBACK_HOSTS
+from ...gateway import (
+    DEFAULT_TTL_MS,
+    Catalog,
+    ConnectorConfig,
+    GatewayConfig,
+    GatewayHTTPServer,
+    GatewayStore,
+    MemoryStore,
+    StatusTrigger,
+    catalog_of,
+    move,
+    status_report,
+)
+from .._backend import Backend, Signal, TransportBackend
+from ._server import GatewayServer
+from ._upstream import Opener, Upstream, UpstreamSettings
+
+__all__ = ["Gateway", "transport_opener"]
+
+
+def transport_opener(backend: TransportBackend) -> Opener:
+    """Open a connector's upstream with ``backend``'s transports."""
+
+    def opener(connector: ConnectorConfig, **options: Any) -> Any:
+        if connector.transport == "stdio":
+            return backend.connect(
+                list(connector.cmd),
+                None,
+                None,
+                env=dict(connector.env) or None,
+                cwd=connector.cwd or None,
+                **options,
+            )
+        if connector.transport == "http":
+            return backend.connect(
+                [], connector.url, "http", headers=dict(connector.headers) or None, **options
+            )
+        return backend.connect([], connector.url, connector.transport, **options)
+
+    return opener
+
+
+class Gateway:
+    """Many MCP servers behind one Streamable HTTP endpoint.
+
+    :meth:`run` keeps every connector connected (reconnecting with ``backoff``)
+    and the hints flowing; serve :attr:`server` with :meth:`router` on any
+    backend's ``serve_router``.  ``store`` holds connector status and tools
+    (in memory by default); ``settings`` say how upstreams are kept.
+    """
+
+    def __init__(
+        self,
+        config: GatewayConfig,
+        backend: Backend,
+        opener: Opener,
+        *,
+        store: GatewayStore | None = None,
+        name: str = "sansio-mcp-gateway",
+        version: str = "0.1.0",
+        page_size: int = 100,
+        default_ttl_ms: int = DEFAULT_TTL_MS,
+        settings: UpstreamSettings | None = None,
+        hint_interval: float = 0.25,
+    ) -> None:
+        self.config = config
+        self.backend = backend
+        self.store: GatewayStore = store or MemoryStore([c.name for c in config.connectors])
+        self.default_ttl_ms = default_ttl_ms
+        settings = settings or UpstreamSettings(client_info={"name": name, "version": version})
+        #: Seconds between two list-changed hints: a burst within them is one hint.
+        self.hint_interval = hint_interval
+        self.upstreams = {
+            c.name: Upstream(
+                c,
+                backend,
+                self.store,
+                opener,
+                settings,
+                on_change=self.tools_changed,
+                on_tried=self.first_attempt_over,
+            )
+            for c in config.connectors
+        }
+        self.server = GatewayServer(
+            self.catalog, self.upstreams, name=name, version=version, page_size=page_size
+        )
+        self._hint_pending = False
+        self._hint_wake: Signal | None = None
+        self._started: Signal = backend.new_signal()
+        #: How many hints went out (each to every listening client).
+        self.hints_sent = 0
+
+    def catalog(self) -> Catalog:
+        return catalog_of(self.store, self.config, self.default_ttl_ms)
+
+    def status(self) -> dict[str, Any]:
+        """Each connector's status, as JSON."""
+        return status_report(self.store, self.config)
+
+    def router(self, *, endpoint: str = "/mcp", **options: Any) -> GatewayHTTPServer:
+        """The HTTP machine serving :attr:`server`: the config's API keys, Host and
+        Origin limited to loopback and the config's ``allowed_hosts``."""
+        allowed = (*LOOPBACK_HOSTS, *self.config.allowed_hosts)
+        return GatewayHTTPServer(
+            self.server.create_session,
+            api_keys=self.config.api_keys,
+            endpoint=endpoint,
+            allowed_hosts=allowed,
+            tool_input_schema=lambda name: self.catalog().input_schema(name),
+            **options,
+        )
+
+    # Hints -------------------------------------------------------------------------
+
+    def tools_changed(self) -> None:
+        """The listed tools may have changed: a hint goes to listening clients soon."""
+        self._hint_pending = True
+        if self._hint_wake is not None:
+            self._hint_wake.set()
+
+    async def _send_hints(self) -> None:
+        while True:
+            if not self._hint_pending:
+                self._hint_wake = self.backend.new_signal()
+                await self._hint_wake.wait()
+            self._hint_pending = False
+            self.server.hub.list_changed("tools")
+            self.hints_sent += 1
+            # Changes until then coalesce into the next hint: one per interval at most.
+            await self.backend.sleep(self.hint_interval)
+
+    # Running -----------------------------------------------------------------------
+
+    def first_attempt_over(self) -> None:
+        if all(u.tried for u in self.upstreams.values()):
+            self._started.set()
+
+    async def run(
+        self, serve: Callable[[], Awaitable[None]] | None = None, *, startup_wait: float = 15.0
+    ) -> None:
+        """Connect every connector, wait (up to ``startup_wait`` s) until each has
+        been tried once, then run ``serve()`` beside them until cancelled."""
+        try:
+            async with self.backend.open_task_group() as group:
+                for upstream in self.upstreams.values():
+                    group.start_soon(upstream.run)
+                async with self.backend.move_on_after(startup_wait):
+                    await self._started.wait()
+                group.start_soon(self._send_hints)
+                if serve is not None:
+                    await serve()
+                    group.cancel()
+        finally:
+            for name in self.upstreams:
+                move(self.store, name, StatusTrigger.STOP)

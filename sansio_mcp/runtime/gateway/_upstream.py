@@ -1,0 +1,315 @@
+"""One connector's upstream connection: connected, listed, watched, and
+reconnected with backoff when it fails; tool calls go through it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from functools import partial
+from typing import Any
+
+import attrs
+
+from ..._errors import (
+    ConnectionClosedError,
+    ErrorCode,
+    HTTPStatusError,
+    MCPError,
+    RequestTimeout,
+)
+from ..._http_headers import x_mcp_header_problems
+from ...gateway import (
+    Backoff,
+    ConnectorConfig,
+    ConnectorStatus,
+    ConnectorTools,
+    GatewayStore,
+    StatusTrigger,
+    backoff_delay,
+    move,
+)
+from .._backend import Backend, Signal, TimedOut
+from .._client import ClientAPI, ClientHandlers
+from .._client_options import SessionOptions
+from .._driver import ProgressCallback
+
+__all__ = ["Ask", "ConnectorUnavailable", "Opener", "Upstream", "UpstreamSettings"]
+
+logger = logging.getLogger("sansio_mcp.gateway")
+
+#: ``opener(connector, **options)``: a client of the connector's upstream.
+Opener = Callable[..., AbstractAsyncContextManager[ClientAPI]]
+
+#: Failures that say the connection, not the request, went wrong.
+_TRANSPORT_FAILURES = (ConnectionClosedError, HTTPStatusError, RequestTimeout, OSError, TimedOut)
+
+
+class ConnectorUnavailable(Exception):
+    """The connector has no live upstream connection (down, or reconnecting)."""
+
+
+#: How a call's own client is asked something (a handshake-era client: by a
+#: server-to-client request): ``ask(method, params) -> result``.
+Ask = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+@attrs.frozen
+class UpstreamSettings:
+    """How every connector's upstream is kept: the reconnect ``backoff``, a ping
+    every ``ping_interval`` s, ``call_timeout`` per tools/call, and how long a call
+    whose upstream lost its session waits for the new one (``reconnect_wait``)."""
+
+    backoff: Backoff = attrs.field(factory=Backoff)
+    ping_interval: float = 10.0
+    call_timeout: float | None = 300.0
+    reconnect_wait: float = 5.0
+    client_info: dict[str, Any] = attrs.field(
+        factory=lambda: {"name": "sansio-mcp-gateway", "version": "0.1.0"}
+    )
+
+
+class Upstream:
+    """The live connection of one connector (None while down).  ``on_change`` is
+    told when its tools may have changed, ``on_tried`` when its first attempt to
+    connect is over."""
+
+    def __init__(
+        self,
+        config: ConnectorConfig,
+        backend: Backend,
+        store: GatewayStore,
+        opener: Opener,
+        settings: UpstreamSettings,
+        *,
+        on_change: Callable[[], None],
+        on_tried: Callable[[], None],
+    ) -> None:
+        self.config = config
+        self.backend = backend
+        self.store = store
+        self.opener = opener
+        self.settings = settings
+        self._on_change = on_change
+        self._on_tried = on_tried
+        self.name = config.name
+        self.client: ClientAPI | None = None
+        self._lost: Signal | None = None
+        self._lost_reason: str | None = None
+        self._ready_waiters: list[Signal] = []
+        # The calls in flight, each with how its client can be asked (None: it cannot).
+        self._in_flight: dict[object, Ask | None] = {}
+        #: Whether the first attempt to connect is over (either way).
+        self.tried = False
+
+    # The connection loop ---------------------------------------------------------
+
+    async def run(self) -> None:
+        """Connect, list, watch; on failure wait out the backoff and again, until cancelled."""
+        backend, store = self.backend, self.store
+        while True:
+            try:
+                await self._connect_once()
+            except Exception as exc:  # any failure of the upstream: reconnect later
+                error = _describe(exc)
+            else:
+                error = self._lost_reason or "the connection ended"
+            self.client = None
+            record = move(store, self.name, StatusTrigger.FAILED, error=error)
+            # Said once per outage; the retries that fail again are only debug news.
+            level = logging.WARNING if record.attempts == 1 else logging.DEBUG
+            logger.log(level, "connector %s is down (%s); reconnecting", self.name, error)
+            self._tried()
+            self._on_change()
+            await backend.sleep(backoff_delay(record.attempts - 1, self.settings.backoff))
+            move(store, self.name, StatusTrigger.RETRY)
+
+    async def _connect_once(self) -> None:
+        options = SessionOptions(
+            handlers=self._handlers(), client_info=dict(self.settings.client_info)
+        )
+        async with self.opener(self.config, **options) as client:
+            client.session.pass_input_required = True
+            tools = await self._list(client)
+            self._lost = self.backend.new_signal()
+            self._lost_reason = None
+            self.client = client
+            move(self.store, self.name, StatusTrigger.LISTED, tools=tools)
+            self._tried()
+            for waiter in self._ready_waiters:
+                waiter.set()
+            self._ready_waiters.clear()
+            self._on_change()
+            async with self.backend.open_task_group() as group:
+                group.start_soon(self._follow_changes, client)
+                group.start_soon(self._keep_alive, client)
+                await self._lost.wait()
+                group.cancel()
+
+    def _handlers(self) -> ClientHandlers:
+        # Every input capability is declared so that a 2026-07-28 upstream asks (by
+        # MRTR, passed through) rather than refuses; the gateway's own session then
+        # checks what its client declared.  A handshake-era upstream asks by a request
+        # of its own, relayed to the client of the call it must belong to.
+        async def roots() -> list[dict[str, Any]]:
+            return list((await self._relay("roots/list", {})).get("roots") or [])
+
+        return ClientHandlers(
+            sampling=partial(self._relay, "sampling/createMessage"),
+            elicitation=partial(self._relay, "elicitation/create"),
+            elicitation_modes=("form", "url"),
+            roots=roots,
+        )
+
+    async def _relay(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A handshake-era upstream's request, put to the client of the one call in
+        flight: nothing on the wire says which call a request belongs to, so with
+        none, or several, in flight it is refused."""
+        asks = list(self._in_flight.values())
+        if len(asks) != 1 or asks[0] is None:
+            why = (
+                "its client asks by MRTR, which cannot carry a request made mid-call"
+                if len(asks) == 1
+                else f"{len(asks)} calls are in flight and nothing says which one it is for"
+            )
+            raise MCPError(
+                ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                f"the gateway cannot relay {method} from this upstream to a client: {why}",
+            )
+        return await asks[0](method, params)
+
+    def _tried(self) -> None:
+        if not self.tried:
+            self.tried = True
+            self._on_tried()
+
+    async def _list(self, client: ClientAPI) -> ConnectorTools:
+        """Every tool of the upstream (all pages, fresh), with the shortest ``ttlMs``."""
+        if "tools" not in client.server_capabilities:
+            return ConnectorTools(())
+        tools: list[dict[str, Any]] = []
+        ttls: list[int] = []
+        cursor: str | None = None
+        for _ in range(1000):  # an upstream cycling its cursors cannot hold us forever
+            params = {"cursor": cursor} if cursor is not None else None
+            result = await client.request("tools/list", params, fresh=True)
+            page = result.get("tools")
+            if not isinstance(page, list):
+                raise MCPError(ErrorCode.INVALID_PARAMS, "the upstream's tools/list has no tools")
+            tools.extend(t for t in page if isinstance(t, dict))
+            if isinstance(result.get("ttlMs"), int):
+                ttls.append(result["ttlMs"])
+            cursor = result.get("nextCursor")
+            if not isinstance(cursor, str):
+                break
+        if client.session.is_modern:
+            # Tools a client must not use (SEP-2243) are not offered to ours either.
+            tools = [t for t in tools if not x_mcp_header_problems(t.get("inputSchema"))]
+        return ConnectorTools(tuple(tools), min(ttls) if ttls else None)
+
+    async def _follow_changes(self, client: ClientAPI) -> None:
+        caps = client.server_capabilities.get("tools")
+        if not isinstance(caps, dict) or not caps.get("listChanged"):
+            return
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _method, _params in subscription:
+                    tools = await self._list(client)
+                    move(self.store, self.name, StatusTrigger.LIST_CHANGED, tools=tools)
+                    self._on_change()
+        except MCPError as exc:
+            if isinstance(exc, _TRANSPORT_FAILURES):
+                self.lost(_describe(exc))
+            # else: the upstream does not follow list changes; keep-alive still watches it
+        except _TRANSPORT_FAILURES as exc:
+            self.lost(_describe(exc))
+
+    async def _keep_alive(self, client: ClientAPI) -> None:
+        interval = self.settings.ping_interval
+        while True:
+            await self.backend.sleep(interval)
+            if client.driver.closed:
+                self.lost("the connection closed")
+                return
+            try:
+                await client.ping(timeout=interval)
+            except _TRANSPORT_FAILURES as exc:
+                self.lost(f"ping failed: {_describe(exc)}")
+                return
+            except MCPError:
+                pass  # answered, if with an error: it is alive
+
+    def lost(self, reason: str | None = None) -> None:
+        """The connection failed (seen by a call or the keep-alive): reconnect."""
+        if self._lost is not None:
+            self._lost_reason = self._lost_reason or reason
+            self._lost.set()
+
+    async def wait_ready(self, timeout: float) -> ClientAPI | None:
+        """The live client, waiting up to ``timeout`` seconds for a reconnection."""
+        if self.client is not None:
+            return self.client
+        signal = self.backend.new_signal()
+        self._ready_waiters.append(signal)
+        async with self.backend.move_on_after(timeout):
+            await signal.wait()
+        return self.client
+
+    # Calls -----------------------------------------------------------------------
+
+    async def call(
+        self,
+        params: dict[str, Any],
+        *,
+        on_progress: ProgressCallback | None = None,
+        ask: Ask | None = None,
+    ) -> dict[str, Any]:
+        """``tools/call`` upstream with ``params``; :class:`ConnectorUnavailable` when
+        it is down.  A session the upstream lost (HTTP 404) is re-initialized and the
+        call sent again once: the upstream never saw it.  ``ask`` puts what a
+        handshake-era upstream asks mid-call to the call's client."""
+        token = object()
+        self._in_flight[token] = ask
+        try:
+            return await self._call(params, on_progress)
+        finally:
+            del self._in_flight[token]
+
+    async def _call(
+        self, params: dict[str, Any], on_progress: ProgressCallback | None
+    ) -> dict[str, Any]:
+        client = self.client
+        if client is None and self.store.record(self.name).status is not ConnectorStatus.BACKOFF:
+            # Lost a moment ago, or connecting: the new connection is worth a short wait.
+            client = await self.wait_ready(self.settings.reconnect_wait)
+        for attempt in range(2):
+            if client is None:
+                raise ConnectorUnavailable(self.name)
+            sent = params
+            if not client.session.is_modern:
+                sent = {k: v for k, v in params.items() if k in ("name", "arguments")}
+            try:
+                return await client.send_request(
+                    "tools/call", sent, timeout=self.settings.call_timeout, on_progress=on_progress
+                )
+            except (HTTPStatusError, ConnectionClosedError) as exc:
+                self._failed(client, exc)
+                status = exc.data.get("status") if isinstance(exc.data, dict) else None
+                if status != 404 or attempt:
+                    raise ConnectorUnavailable(self.name, _describe(exc)) from exc
+                client = await self.wait_ready(self.settings.reconnect_wait)
+            except _TRANSPORT_FAILURES as exc:
+                self._failed(client, exc)
+                raise ConnectorUnavailable(self.name, _describe(exc)) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _failed(self, client: ClientAPI, exc: BaseException) -> None:
+        if self.client is client:
+            self.client = None
+            self.lost(_describe(exc))
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        return _describe(exc.exceptions[0])
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,84 @@
+"""``sansio-mcp gateway --config gateway.json``: many MCP servers behind one
+Streamable HTTP endpoint at ``/mcp`` (see docs/gateway.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from functools import partial
+from pathlib import Path
+from typing import Any, cast
+
+from sansio_mcp.gateway import ConfigError, GatewayConfig, parse_config
+from sansio_mcp.runtime import TransportBackend
+from sansio_mcp.runtime._transports import Listener, TransportTable
+from sansio_mcp.runtime.gateway import Gateway, transport_opener
+
+__all__ = ["add_parser", "load_config_file", "router_listener", "run"]
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """The ``gateway`` subcommand's options (called by the main parser)."""
+    gateway = sub.add_parser(
+        "gateway",
+        parents=[common],
+        help="serve the tools of many MCP servers at one Streamable HTTP endpoint (/mcp)",
+    )
+    gateway.add_argument("--config", required=True, help="the gateway.json file")
+    gateway.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    gateway.add_argument("--port", type=int, default=8931, help="port (0: any free port)")
+
+
+def load_config_file(path: str) -> GatewayConfig:
+    """The config in ``path``; ConfigError naming the file and the problem."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: {exc.strerror or exc}") from None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not JSON ({exc})") from None
+    try:
+        return parse_config(obj)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+def router_listener(backend_name: str, gateway: Gateway) -> Listener:
+    """The backend's ``serve_router`` bound to the gateway's HTTP machine."""
+    if backend_name == "asyncio":
+        from asyncio_adapters.http_server import serve_router as asyncio_serve_router
+
+        return partial(asyncio_serve_router, router=gateway.router())
+    from trio_adapters.http_server import serve_router as trio_serve_router
+
+    return partial(trio_serve_router, router=gateway.router())
+
+
+def run(args: argparse.Namespace, backend: TransportBackend) -> int:
+    try:
+        config = load_config_file(args.config)
+    except ConfigError as exc:
+        print(f"sansio-mcp gateway: {exc}", file=sys.stderr)
+        return 2
+    gateway = Gateway(config, backend, transport_opener(backend))
+    table = cast(TransportTable, backend)
+    host = args.host
+
+    def announce(port: int) -> None:
+        shown = f"[{host}]" if ":" in host else host
+        print(f"sansio-mcp gateway: http://{shown}:{port}/mcp", file=sys.stderr, flush=True)
+        print(f"connectors: {json.dumps(gateway.status())}", file=sys.stderr, flush=True)
+
+    serve = partial(
+        table.serve_network,
+        router_listener(backend.name, gateway),
+        gateway.server,
+        host,
+        args.port,
+        announce,
+    )
+    backend.run(backend.until_stopped, gateway.run, serve)
+    return 0

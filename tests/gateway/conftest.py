@@ -1,0 +1,173 @@
+"""Real upstreams and a real gateway process for the gateway tests: the
+``sansio-mcp gateway`` command on either backend, server-everything and
+server-filesystem over stdio, our example server over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from interop.conftest import no_leaked_children  # noqa: F401 (autouse: no test leaves a child)
+
+REPO = Path(__file__).resolve().parents[2]
+NPM = REPO / "node_modules" / "@modelcontextprotocol"
+EVERYTHING = NPM / "server-everything" / "dist" / "index.js"
+FILESYSTEM = NPM / "server-filesystem" / "dist" / "index.js"
+CLI = [sys.executable, "-m", "sansio_mcp_cli"]
+BACKENDS = ("trio", "asyncio")
+API_KEY = "test-key-1"
+#: The example server's tools (the bundled server, at either transport).
+EXAMPLE_TOOLS = {
+    "echo", "add", "slow", "sample", "elicit", "list_roots", "survey", "fail", "increment",
+}  # fmt: skip
+
+
+def node() -> str:
+    found = shutil.which("node")
+    if found is None or not EVERYTHING.is_file() or not FILESYSTEM.is_file():
+        pytest.skip("node or the npm interop peers are missing (run `npm ci`)")
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Process:
+    """A child whose stderr is drained (and kept) by a thread, so it never blocks."""
+
+    def __init__(self, argv: list[str], *, cwd: Path = REPO) -> None:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        self.proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+
+    def _drain(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip("\n"))
+
+    def wait_for(self, pattern: str, timeout: float = 30.0) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in list(self.lines):
+                found = re.search(pattern, line)
+                if found:
+                    return found
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise AssertionError(f"no {pattern!r} from {self.proc.args}: {self.lines[-20:]}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._reader.join(5)
+
+
+@contextmanager
+def example_http(port: int, transport: str = "http") -> Iterator[Process]:
+    """Our example server on ``port``: Streamable HTTP (both eras at /mcp), or the
+    legacy HTTP+SSE (``sse``, at /sse) or WebSocket (``ws``, at /mcp) transport."""
+    server = Process([*CLI, "example-server", "--transport", transport, "--port", str(port)])
+    try:
+        server.wait_for(r"example server: (http|ws)://")
+        yield server
+    finally:
+        server.stop()
+
+
+@contextmanager
+def gateway(config: dict[str, Any], backend: str, tmp_path: Path) -> Iterator[str]:
+    """``sansio-mcp gateway`` on ``backend`` with ``config``; yields its URL."""
+    path = tmp_path / f"gateway-{backend}.json"
+    path.write_text(json.dumps(config))
+    process = Process([*CLI, "gateway", "--config", str(path), "--port", "0", "--backend", backend])
+    try:
+        found = process.wait_for(r"sansio-mcp gateway: (http://\S+)", timeout=60)
+        yield found.group(1)
+    finally:
+        process.stop()
+        assert process.proc.returncode == 0, process.lines[-20:]
+
+
+def everything_connector(**tools: Any) -> dict[str, Any]:
+    return {"transport": "stdio", "cmd": [node(), str(EVERYTHING), "stdio"], "tools": tools}
+
+
+def filesystem_connector(root: Path) -> dict[str, Any]:
+    return {"transport": "stdio", "cmd": [node(), str(FILESYSTEM), str(root)]}
+
+
+def example_stdio_connector() -> dict[str, Any]:
+    return {"transport": "stdio", "cmd": [*CLI, "example-server"], "env": {"PYTHONPATH": str(REPO)}}
+
+
+@attrs.frozen
+class Setup:
+    url: str
+    files_root: Path
+    example_url: str
+
+
+@pytest.fixture(scope="package", params=BACKENDS)
+def setup(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Setup]:
+    """One gateway per backend: server-everything (echo described anew, get-sum
+    disabled), server-filesystem on a directory with one file, the example server
+    over HTTP."""
+    tmp = tmp_path_factory.mktemp(f"gw-{request.param}")
+    root = tmp / "files"
+    root.mkdir()
+    (root / "hello.txt").write_text("hello through the gateway\n")
+    port = free_port()
+    with example_http(port):
+        config = {
+            "connectors": {
+                "everything": everything_connector(
+                    echo={"description": "Echo, through the gateway"},
+                    **{"get-sum": {"enabled": False}},
+                ),
+                "files": filesystem_connector(root),
+                "example": {"transport": "http", "url": f"http://127.0.0.1:{port}/mcp"},
+            },
+            "api_keys": [API_KEY],
+        }
+        with gateway(config, request.param, tmp) as url:
+            yield Setup(url, root, f"http://127.0.0.1:{port}/mcp")
+
+
+@pytest.fixture
+def gateway_url(setup: Setup) -> str:
+    return setup.url

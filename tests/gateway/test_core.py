@@ -1,0 +1,343 @@
+"""The gateway's pure part: config, names, overrides, freshness, the status
+table, the store and the sessionless HTTP machine (no I/O)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sansio_mcp import InvalidParams
+from sansio_mcp._http import HTTPRequest
+from sansio_mcp.gateway import (
+    CONNECTOR_TRANSITIONS,
+    Backoff,
+    ConfigError,
+    ConnectorStatus,
+    ConnectorTools,
+    GatewayHTTPServer,
+    IllegalConnectorTransition,
+    MemoryStore,
+    StatusTrigger,
+    ToolOverride,
+    apply_overrides,
+    backoff_delay,
+    catalog_of,
+    list_freshness,
+    move,
+    next_status,
+    parse_config,
+    split_tool_name,
+)
+from sansio_mcp.runtime.gateway import Gateway
+
+names = st.from_regex(r"\A[a-zA-Z0-9_-]{1,48}\Z")
+tool_names = st.text(min_size=1, max_size=30).filter(lambda t: "\x00" not in t)
+
+CONFIG: dict[str, Any] = {
+    "connectors": {
+        "github": {
+            "transport": "stdio",
+            "cmd": ["node", "server.js"],
+            "env": {"TOKEN": "x"},
+            "cwd": "",
+            "tools": {
+                "read_file": {"enabled": True, "description": "Read a file"},
+                "write_file": {"enabled": False},
+            },
+        },
+        "files": {"transport": "http", "url": "http://127.0.0.1:9000/mcp", "headers": {}},
+    },
+    "api_keys": ["k1"],
+    "allowed_hosts": [],
+}
+
+
+def test_the_issue_config_parses() -> None:
+    config = parse_config(CONFIG)
+    assert [c.name for c in config.connectors] == ["github", "files"]
+    github = config.connectors[0]
+    assert github.cmd == ("node", "server.js") and github.env == {"TOKEN": "x"}
+    assert github.tools["write_file"] == ToolOverride(enabled=False)
+    assert github.tools["read_file"].description == "Read a file"
+    assert config.connectors[1].url == "http://127.0.0.1:9000/mcp"
+    assert config.api_keys == ("k1",)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda c: c["connectors"].update({"a.b": {"transport": "ws", "url": "ws://h/"}}), "a.b"),
+        (lambda c: c["connectors"].update({"x" * 49: {"transport": "ws", "url": "ws://h"}}), "x"),
+        (lambda c: c["connectors"]["files"].update(transport="grpc"), "transport"),
+        (lambda c: c["connectors"]["files"].update(url="ftp://x"), "connectors.files.url"),
+        (lambda c: c["connectors"]["files"].update(cmd=["x"]), "unknown key(s) for http: cmd"),
+        (lambda c: c["connectors"]["github"].update(cmd=[]), "connectors.github.cmd"),
+        (lambda c: c["connectors"]["github"]["tools"].update(t={"enabled": "no"}), "enabled"),
+        (lambda c: c["connectors"]["github"]["tools"].update(t={"x": 1}), "unknown key(s) x"),
+        (lambda c: c.update(api_keys="k"), "api_keys"),
+        (lambda c: c.update(api_keys=[""]), "empty key"),
+        (lambda c: c.update(connectors={}), "at least one"),
+        (lambda c: c.update(extra=1), "unknown key(s) extra"),
+    ],
+)
+def test_bad_configs_name_the_problem(mutate: Any, message: str) -> None:
+    config = json.loads(json.dumps(CONFIG))
+    mutate(config)
+    with pytest.raises(ConfigError, match=None) as info:
+        parse_config(config)
+    assert message in str(info.value)
+
+
+@given(names, tool_names)
+def test_names_split_on_the_first_dot(connector: str, tool: str) -> None:
+    assert split_tool_name(f"{connector}.{tool}") == (connector, tool)
+
+
+@given(st.text(max_size=60))
+def test_split_never_crashes(name: str) -> None:
+    try:
+        connector, tool = split_tool_name(name)
+    except InvalidParams as exc:
+        assert repr(name) in exc.message
+    else:
+        assert f"{connector}.{tool}" == name and "." not in connector
+
+
+def test_overrides_disable_and_describe_and_keep_schemas() -> None:
+    schema = {"type": "object", "properties": {"p": {"type": "string"}}, "x-extra": [1]}
+    tools = [
+        {"name": "read_file", "description": "old", "inputSchema": schema, "outputSchema": schema},
+        {"name": "write_file", "inputSchema": schema},
+        {"name": "other", "inputSchema": schema},
+    ]
+    overrides = parse_config(CONFIG).connectors[0].tools
+    listed = apply_overrides("github", tools, overrides)
+    assert [t["name"] for t in listed] == ["github.read_file", "github.other"]
+    assert listed[0]["description"] == "Read a file"
+    assert listed[0]["inputSchema"] is schema and listed[0]["outputSchema"] is schema
+    assert tools[0]["name"] == "read_file"  # the upstream's listing is not changed
+
+
+@given(st.lists(st.one_of(st.none(), st.integers(-5, 10**6)), max_size=6), st.integers(0, 10**6))
+def test_freshness_is_the_shortest_ttl(ttls: list[int | None], default: int) -> None:
+    assert list_freshness(ttls, ["down"], default) == 0
+    got = list_freshness(ttls, [], default)
+    given_ttls = [max(0, t) for t in ttls if t is not None]
+    assert got == min([*given_ttls, default]) if given_ttls else got == default
+    assert all(got <= t for t in given_ttls)
+
+
+def test_status_table_allows_only_its_moves() -> None:
+    status = ConnectorStatus.CONNECTING
+    for trigger in (StatusTrigger.LISTED, StatusTrigger.LIST_CHANGED, StatusTrigger.FAILED):
+        status = next_status(status, trigger)
+    assert status is ConnectorStatus.BACKOFF
+    assert next_status(status, StatusTrigger.RETRY) is ConnectorStatus.CONNECTING
+    for status in ConnectorStatus:
+        for trigger in StatusTrigger:
+            if (status, trigger) not in CONNECTOR_TRANSITIONS:
+                with pytest.raises(IllegalConnectorTransition):
+                    next_status(status, trigger)
+
+
+@given(st.integers(0, 200))
+def test_backoff_grows_to_its_cap(attempt: int) -> None:
+    backoff = Backoff(base=0.5, cap=20.0)
+    assert backoff_delay(attempt, backoff) <= 20.0
+    assert backoff_delay(attempt + 1, backoff) >= backoff_delay(attempt, backoff)
+    assert backoff_delay(0, backoff) == 0.5
+
+
+def test_store_catalog_and_version() -> None:
+    config = parse_config(CONFIG)
+    store = MemoryStore(["github", "files"])
+    catalog = catalog_of(store, config)
+    assert catalog.missing == ["github", "files"] and catalog.tools() == []
+    v0 = store.version
+    tools = ConnectorTools(({"name": "read_file"}, {"name": "write_file"}), ttl_ms=5_000)
+    move(store, "github", StatusTrigger.LISTED, tools=tools)
+    assert store.version > v0
+    catalog = catalog_of(store, config)
+    assert [t["name"] for t in catalog.tools()] == ["github.read_file"]
+    assert catalog.missing == ["files"] and catalog.ttl_ms() == 0
+    move(store, "files", StatusTrigger.LISTED, tools=ConnectorTools(({"name": "read_file"},)))
+    catalog = catalog_of(store, config)
+    assert [t["name"] for t in catalog.tools()] == ["github.read_file", "files.read_file"]
+    assert catalog.ttl_ms() == 5_000
+    assert catalog.resolve("files.read_file") == ("files", "read_file")
+    for bad, named in [
+        ("nope.read_file", "unknown connector 'nope'"),
+        ("github.write_file", "unknown tool 'write_file'"),
+        ("github.missing", "unknown tool 'missing'"),
+        ("noprefix", "'noprefix'"),
+    ]:
+        with pytest.raises(InvalidParams) as info:
+            catalog.resolve(bad)
+        assert named in info.value.message
+    record = move(store, "files", StatusTrigger.FAILED, error="boom")
+    assert record.attempts == 1 and record.error == "boom" and record.tools is None
+    assert catalog_of(store, config).missing == ["files"]
+
+
+# The HTTP machine -----------------------------------------------------------------------
+
+HEADERS = {
+    "host": "127.0.0.1:8931",
+    "content-type": "application/json",
+    "accept": "application/json, text/event-stream",
+}
+
+
+def _post(router: GatewayHTTPServer, body: Any, **headers: str) -> Any:
+    request = HTTPRequest("POST", "/mcp", {**HEADERS, **headers}, json.dumps(body).encode())
+    return router.handle(request)
+
+
+class _Offline:
+    """An opener never used: these tests run no upstream."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("no upstream in these tests")
+
+
+def _router(config: dict[str, Any]) -> GatewayHTTPServer:
+    from trio_adapters import BACKEND
+
+    return Gateway(parse_config(config), BACKEND, _Offline()).router()
+
+
+def test_api_keys_are_required() -> None:
+    router = _router(CONFIG)
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    for headers in ({}, {"authorization": "Bearer wrong"}, {"authorization": "Basic k1"}):
+        refused = _post(router, body, **headers)
+        assert refused.status == 401 and refused.headers["www-authenticate"] == "Bearer"
+    assert _post(router, body, authorization="Bearer k1").status != 401
+
+
+def test_legacy_initialize_makes_no_session() -> None:
+    router = _router({**CONFIG, "api_keys": []})
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    answer = _post(router, init)
+    assert answer.status == 200 and "mcp-session-id" not in answer.headers
+    result = json.loads(answer.take())["result"]
+    assert result["capabilities"] == {"tools": {"listChanged": True}}
+    assert router.session_ids == frozenset()
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert _post(router, note, **{"mcp-protocol-version": "2025-06-18"}).status == 202
+    # GET and DELETE have no session to serve.
+    get = HTTPRequest("GET", "/mcp", {**HEADERS, "accept": "text/event-stream"})
+    assert router.handle(get).status == 405
+
+
+def test_hosts_beyond_loopback_only_when_allowed() -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    closed = _router({**CONFIG, "api_keys": []})
+    assert _post(closed, body, host="gateway.example").status == 403
+    assert _post(closed, body, origin="http://evil.example").status == 403
+    opened = _router({**CONFIG, "api_keys": [], "allowed_hosts": ["gateway.example"]})
+    assert _post(opened, body, host="gateway.example").status != 403
+
+
+def test_an_answer_nobody_waits_for_is_404() -> None:
+    router = _router({**CONFIG, "api_keys": []})
+    answer = {"jsonrpc": "2.0", "id": "gateway-99", "result": {"action": "cancel"}}
+    refused = _post(router, answer, **{"mcp-protocol-version": "2025-06-18"})
+    assert refused.status == 404
+    assert "no request is waiting" in json.loads(refused.take())["error"]["message"]
+
+
+@given(
+    st.dictionaries(
+        names,
+        st.tuples(
+            st.lists(tool_names, max_size=6, unique=True),
+            st.dictionaries(tool_names, st.booleans(), max_size=4),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_every_listed_name_resolves_to_its_upstream_tool(
+    connectors: dict[str, tuple[list[str], dict[str, bool]]],
+) -> None:
+    config = parse_config(
+        {
+            "connectors": {
+                name: {
+                    "transport": "ws",
+                    "url": "ws://127.0.0.1:1/mcp",
+                    "tools": {t: {"enabled": on} for t, on in flags.items()},
+                }
+                for name, (_, flags) in connectors.items()
+            }
+        }
+    )
+    store = MemoryStore(list(connectors))
+    for name, (tools, _) in connectors.items():
+        move(
+            store,
+            name,
+            StatusTrigger.LISTED,
+            tools=ConnectorTools(tuple({"name": t} for t in tools)),
+        )
+    catalog = catalog_of(store, config)
+    listed = [t["name"] for t in catalog.tools()]
+    expected = [
+        f"{name}.{t}"
+        for name, (tools, flags) in connectors.items()
+        for t in tools
+        if flags.get(t, True)
+    ]
+    assert listed == expected
+    for qualified in listed:
+        connector, tool = catalog.resolve(qualified)
+        assert f"{connector}.{tool}" == qualified
+
+
+def test_the_command_refuses_a_bad_config(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    from .conftest import CLI, REPO
+
+    path = tmp_path / "gateway.json"
+    for text, named in [
+        ('{"connectors": {"a.b": {"transport": "stdio", "cmd": ["x"]}}}', "'a.b'"),
+        ('{"connectors": {"f": {"transport": "http"}}}', "connectors.f.url"),
+        ("{not json", "not JSON"),
+    ]:
+        path.write_text(text)
+        done = subprocess.run(
+            [*CLI, "gateway", "--config", str(path), "--port", "0"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+        )
+        assert done.returncode == 2, done.stderr
+        assert named in done.stderr and str(path) in done.stderr
+    missing = tmp_path / "nowhere.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "sansio_mcp_cli", "gateway", "--config", str(missing)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 2 and "No such file" in done.stderr

@@ -1,0 +1,81 @@
+"""An in-process gateway on Trio in front of the example server over HTTP: list-changed
+hints are bounded (a burst of changes reaches a listening client as one or two hints,
+not one per change), and the aggregated list is paginated."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import trio
+
+from sansio_mcp import InvalidParams
+from sansio_mcp.gateway import parse_config
+from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp.runtime.gateway import Gateway, transport_opener
+from trio_adapters import BACKEND
+from trio_adapters.http_client import open_http_client
+from trio_adapters.http_server import serve_http, serve_router
+
+from .conftest import EXAMPLE_TOOLS
+
+
+async def _ready(gateway: Gateway) -> None:
+    with trio.fail_after(10):
+        while gateway.status()["ex"]["status"] != "ready":
+            await trio.sleep(0.02)
+
+
+async def test_a_burst_of_changes_is_one_hint(nursery: Any) -> None:
+    upstream = await nursery.start(serve_http, build_server())
+    config = parse_config(
+        {"connectors": {"ex": {"transport": "http", "url": f"http://127.0.0.1:{upstream}/mcp"}}}
+    )
+    gateway = Gateway(config, BACKEND, transport_opener(BACKEND), hint_interval=0.3)
+    nursery.start_soon(gateway.run)
+    await _ready(gateway)
+    port = await nursery.start(partial(serve_router, gateway.server, router=gateway.router()))
+    async with open_http_client(f"http://127.0.0.1:{port}/mcp", mode="modern") as client:
+        async with client.listen(tools_list_changed=True) as hints:
+            await trio.sleep(0.4)  # past the interval of the hint the upstream's start gave
+            for _ in range(100):
+                gateway.tools_changed()
+            got = []
+            with trio.move_on_after(1.0):
+                async for method, _params in hints:
+                    got.append(method)
+    assert got and set(got) == {"notifications/tools/list_changed"}
+    assert len(got) <= 2, got  # 100 changes: the first hint at once, the rest in one more
+    nursery.cancel_scope.cancel()
+
+
+async def test_the_aggregated_list_is_paginated(nursery: Any) -> None:
+    upstream = await nursery.start(serve_http, build_server())
+    url = f"http://127.0.0.1:{upstream}/mcp"
+    config = parse_config(
+        {
+            "connectors": {
+                "ex": {"transport": "http", "url": url},
+                "ex2": {"transport": "http", "url": url},
+            }
+        }
+    )
+    gateway = Gateway(config, BACKEND, transport_opener(BACKEND), page_size=4)
+    nursery.start_soon(gateway.run)
+    await _ready(gateway)
+    port = await nursery.start(partial(serve_router, gateway.server, router=gateway.router()))
+    for mode in ("modern", "legacy"):
+        async with open_http_client(f"http://127.0.0.1:{port}/mcp", mode=mode) as client:
+            first = await client.send_request("tools/list")
+            assert len(first["tools"]) == 4 and "nextCursor" in first
+            every = [t["name"] for t in await client.list_tools()]
+            assert every == [f"{c}.{name}" for c in ("ex", "ex2") for name in build_server().tools]
+            assert {n.split(".", 1)[1] for n in every} == EXAMPLE_TOOLS
+            with trio.fail_after(5):
+                try:
+                    await client.send_request("tools/list", {"cursor": "not-a-cursor"})
+                except InvalidParams as exc:
+                    assert "cursor" in exc.message
+                else:
+                    raise AssertionError("a bad cursor was accepted")
+    nursery.cancel_scope.cancel()

@@ -1,0 +1,197 @@
+"""The gateway (``sansio-mcp gateway``, each backend) in front of real upstreams:
+server-everything and server-filesystem over stdio, our example server over
+HTTP; our own client at both eras as the gateway's client."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+
+from sansio_mcp import InvalidParams, MissingRequiredClientCapability
+from sansio_mcp.runtime.gateway import META_MISSING_CONNECTORS
+from trio_adapters import ClientHandlers
+from trio_adapters.http_client import open_http_client
+
+from .conftest import API_KEY, EXAMPLE_TOOLS, Setup
+
+pytestmark = pytest.mark.interop
+AUTH = {"authorization": f"Bearer {API_KEY}"}
+SURVEY = ["favourite colour?", "favourite number?"]
+
+
+def _text(result: dict[str, Any]) -> str:
+    return "".join(c.get("text", "") for c in result.get("content", []))
+
+
+async def _answer(params: dict[str, Any]) -> dict[str, Any]:
+    return {"action": "accept", "content": {"answer": f"gw: {params['message']}"}}
+
+
+@pytest.mark.parametrize("mode", ["modern", "legacy"])
+async def test_aggregated_listing_and_calls(setup: Setup, mode: str) -> None:
+    async with open_http_client(setup.url, headers=AUTH, mode=mode) as client:
+        assert client.server_capabilities == {"tools": {"listChanged": True}}
+        tools = {t["name"]: t for t in await client.list_tools()}
+        example = {n.split(".", 1)[1] for n in tools if n.startswith("example.")}
+        assert example == EXAMPLE_TOOLS
+        assert "everything.echo" in tools and "everything.get-sum" not in tools
+        assert tools["everything.echo"]["description"] == "Echo, through the gateway"
+        assert {"files.read_text_file", "files.list_directory"} <= set(tools)
+        # Same tool name on two connectors: both listed, each routed to its own.
+        echoed = await client.call_tool("everything.echo", {"message": "hi"})
+        assert _text(echoed) == "Echo: hi"
+        echoed = await client.call_tool("example.echo", {"message": "hi"})
+        assert _text(echoed) == "hi"
+        added = await client.call_tool("example.add", {"a": 20, "b": 22})
+        assert added["structuredContent"] == {"sum": 42}
+        listing = await client.call_tool("files.list_directory", {"path": str(setup.files_root)})
+        assert "hello.txt" in _text(listing)
+        read = await client.call_tool(
+            "files.read_text_file", {"path": str(setup.files_root / "hello.txt")}
+        )
+        assert _text(read) == "hello through the gateway\n"
+        for name, named in [
+            ("nowhere.echo", "unknown connector 'nowhere'"),
+            ("example.nope", "unknown tool 'nope'"),
+            ("everything.get-sum", "unknown tool 'get-sum'"),
+        ]:
+            with pytest.raises(InvalidParams, match=named):
+                await client.call_tool(name, {})
+
+
+@pytest.mark.parametrize("mode", ["modern", "legacy"])
+async def test_schemas_are_the_upstreams_own(setup: Setup, mode: str) -> None:
+    async with open_http_client(setup.url, headers=AUTH, mode=mode) as client:
+        through = {t["name"]: t for t in await client.list_tools()}
+    async with open_http_client(setup.example_url, mode=mode) as direct:
+        upstream = await direct.list_tools()
+    for tool in upstream:
+        mine = through[f"example.{tool['name']}"]
+        assert mine == {**tool, "name": f"example.{tool['name']}"}
+
+
+async def test_modern_listing_freshness(gateway_url: str) -> None:
+    async with open_http_client(gateway_url, headers=AUTH, mode="modern") as client:
+        result = await client.send_request("tools/list")
+        assert result["cacheScope"] == "private" and result["ttlMs"] > 0
+        assert META_MISSING_CONNECTORS not in result.get("_meta", {})
+        discovered = await client.send_request("server/discover")
+        assert discovered["ttlMs"] == 0 and discovered["cacheScope"] == "private"
+
+
+async def test_mrtr_passes_through(gateway_url: str) -> None:
+    handlers = ClientHandlers(elicitation=_answer)
+    async with open_http_client(
+        gateway_url, headers=AUTH, mode="modern", handlers=handlers
+    ) as client:
+        asked = await client.call_tool("example.elicit", {"question": "colour?"})
+        assert asked["structuredContent"] == {"action": "accept", "answer": "gw: colour?"}
+        survey = await client.call_tool("example.survey", {"questions": SURVEY})
+        assert survey["structuredContent"] == {
+            "answers": {q: f"gw: {q}" for q in SURVEY},
+            "completed": True,
+        }
+
+
+async def test_handshake_client_is_asked_by_server_requests(gateway_url: str) -> None:
+    handlers = ClientHandlers(elicitation=_answer)
+    async with open_http_client(
+        gateway_url, headers=AUTH, mode="legacy", handlers=handlers
+    ) as client:
+        survey = await client.call_tool("example.survey", {"questions": SURVEY})
+        assert survey["structuredContent"] == {
+            "answers": {q: f"gw: {q}" for q in SURVEY},
+            "completed": True,
+        }
+
+
+@pytest.mark.parametrize("mode", ["modern", "legacy"])
+async def test_missing_capability_is_32021(gateway_url: str, mode: str) -> None:
+    async with open_http_client(gateway_url, headers=AUTH, mode=mode) as client:
+        with pytest.raises(MissingRequiredClientCapability) as info:
+            await client.call_tool("example.elicit", {"question": "colour?"})
+        assert info.value.data == {"requiredCapabilities": {"elicitation": {}}}
+        assert "elicitation" in info.value.message
+
+
+async def test_wrong_or_missing_key_is_401(gateway_url: str) -> None:
+    from sansio_mcp import HTTPStatusError
+
+    for headers in ({}, {"authorization": "Bearer nope"}):
+        with trio.fail_after(10), pytest.raises(HTTPStatusError) as info:
+            async with open_http_client(gateway_url, headers=headers, mode="modern") as client:
+                await client.list_tools()
+        assert info.value.data["status"] == 401
+
+
+@pytest.mark.parametrize("mode", ["modern", "legacy"])
+async def test_progress_is_passed_on(setup: Setup, mode: str) -> None:
+    progress: list[tuple[float, float | None]] = []
+    async with open_http_client(setup.url, headers=AUTH, mode=mode) as client:
+        done = await client.call_tool(
+            "everything.trigger-long-running-operation",
+            {"duration": 0.3, "steps": 3},
+            on_progress=lambda p, total, message: progress.append((p, total)),
+        )
+    assert "Steps: 3" in _text(done)
+    assert progress == [(1, 3), (2, 3), (3, 3)]
+
+
+def test_http_rules_at_the_door(setup: Setup) -> None:
+    """Mcp-* headers checked against the body, Host checked, no GET stream, no session."""
+    import httpx
+
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "example.add", "arguments": {"a": 1, "b": 2}, "_meta": meta},
+    }
+    headers = {
+        **AUTH,
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+    }
+    with httpx.Client(timeout=10) as http:
+        good = http.post(setup.url, json=body, headers={**headers, "mcp-name": "example.add"})
+        assert good.status_code == 200 and good.json()["result"]["structuredContent"] == {"sum": 3}
+        assert "mcp-session-id" not in good.headers
+        bad = http.post(setup.url, json=body, headers={**headers, "mcp-name": "example.echo"})
+        assert bad.status_code == 400 and bad.json()["error"]["code"] == -32020
+        foreign = http.post(
+            setup.url,
+            json=body,
+            headers={**headers, "mcp-name": "example.add", "host": "evil.test"},
+        )
+        assert foreign.status_code == 403
+        assert (
+            http.get(setup.url, headers={**AUTH, "accept": "text/event-stream"}).status_code == 405
+        )
+
+
+async def _everything_form(params: dict[str, Any]) -> dict[str, Any]:
+    return {"action": "accept", "content": {"name": "Ada", "color": "red", "email": "a@b.c"}}
+
+
+async def test_a_handshake_upstream_asks_a_handshake_client(setup: Setup) -> None:
+    """server-everything (a handshake-era upstream) sends elicitation/create mid-call:
+    relayed to the client of the one call in flight, if that client can be asked."""
+    handlers = ClientHandlers(elicitation=_everything_form)
+    async with open_http_client(
+        setup.url, headers=AUTH, mode="legacy", handlers=handlers
+    ) as client:
+        done = await client.call_tool("everything.trigger-elicitation-request", {})
+        assert "Ada" in _text(done) and not done.get("isError")
+    async with open_http_client(
+        setup.url, headers=AUTH, mode="modern", handlers=handlers
+    ) as client:
+        refused = await client.call_tool("everything.trigger-elicitation-request", {})
+        assert refused["isError"] is True
+        assert "cannot relay elicitation/create" in _text(refused)
