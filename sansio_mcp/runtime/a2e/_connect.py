@@ -267,9 +267,10 @@ class A2EOpeners(Generic[C]):
         directly: messages pass as objects (no encoding, no pipe).
 
         ``clock`` stamps both sides' messages (seconds since the epoch; by default
-        the backend's wall clock).  ``config`` is what ``sansio-mcp bridge --config`` reads (``servers``,
-        ``roots``, ``elicitation``, ``ping_interval``; a dict or a
-        :class:`~sansio_mcp.a2e.BridgeConfig`); or give a ready ``host``.  Every
+        the backend's wall clock).  ``config`` is what ``sansio-mcp bridge
+        --config`` reads (``servers``, ``roots``, ``elicitation``,
+        ``ping_interval``; a dict or a :class:`~sansio_mcp.a2e.BridgeConfig`); or
+        give a ready ``host``.  Every
         message is checked as the codec would check it and copied on the way in,
         and the bridge keeps nothing of what it hands out, so neither side ever
         sees the other change a message.  On exit the servers are stopped
