@@ -7,11 +7,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Protocol
+from typing import Any, Protocol, Unpack
 
 from sansio_mcp import Session
 from sansio_mcp.runtime._backend import Backend, Cancellable, Signal
-from sansio_mcp.runtime._driver import InputHandler, NotificationHandler, RequestHandler
+from sansio_mcp.runtime._driver import (
+    HostHandlers,
+    InputHandler,
+    NotificationHandler,
+    RequestHandler,
+)
 from sansio_mcp.runtime._host import HostBase
 
 from ._backend import (
@@ -165,17 +170,10 @@ class AsyncioRunner(AsyncioSessionHost):
         reader: asyncio.StreamReader | None,
         writer: asyncio.StreamWriter,
         *,
-        handle_request: RequestHandler,
-        handle_notification: NotificationHandler | None = None,
-        answer_input: InputHandler | None = None,
         framing: Framing | None = None,
+        **handlers: Unpack[HostHandlers],
     ) -> None:
-        super().__init__(
-            session,
-            handle_request=handle_request,
-            handle_notification=handle_notification,
-            answer_input=answer_input,
-        )
+        super().__init__(session, **handlers)
         self._reader = reader
         self._writer = writer
         read_in_small_chunks(writer.transport)  # a socket reads and writes on one transport

@@ -7,13 +7,18 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, Unpack
 
 import trio
 
 from sansio_mcp import Session
 from sansio_mcp.runtime._backend import Backend, Cancellable, Signal
-from sansio_mcp.runtime._driver import InputHandler, NotificationHandler, RequestHandler
+from sansio_mcp.runtime._driver import (
+    HostHandlers,
+    InputHandler,
+    NotificationHandler,
+    RequestHandler,
+)
 from sansio_mcp.runtime._host import HostBase
 
 from ._backend import PRIMITIVES, OneWaiterSignal, as_pipe, fileno_of, is_fifo, reader
@@ -265,17 +270,10 @@ class TrioRunner(PipeOutput, TrioSessionHost):
         send_stream: trio.abc.SendStream,
         receive_stream: trio.abc.ReceiveStream,
         *,
-        handle_request: RequestHandler,
-        handle_notification: NotificationHandler | None = None,
-        answer_input: InputHandler | None = None,
         framing: Framing | None = None,
+        **handlers: Unpack[HostHandlers],
     ) -> None:
-        super().__init__(
-            session,
-            handle_request=handle_request,
-            handle_notification=handle_notification,
-            answer_input=answer_input,
-        )
+        super().__init__(session, **handlers)
         self._init_output(send_stream)
         self._receive_stream = receive_stream
         #: Bytes <-> messages: the session itself (NDJSON) unless told otherwise.
