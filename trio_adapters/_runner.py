@@ -5,7 +5,6 @@ one byte stream pair: stdio, TCP, memory)."""
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, Unpack
 
@@ -20,8 +19,9 @@ from sansio_mcp.runtime._driver import (
     RequestHandler,
 )
 from sansio_mcp.runtime._host import HostBase
+from sansio_mcp.runtime._sender import Sender
 
-from ._backend import PRIMITIVES, OneWaiterSignal, as_pipe, fileno_of, is_fifo, reader
+from ._backend import PRIMITIVES, OneWaiterSignal, PipeStream, as_pipe, fileno_of, is_fifo, reader
 
 __all__ = ["PipeOutput", "TrioRunner", "TrioSessionHost", "reader"]
 
@@ -156,66 +156,31 @@ class Framing(Output, Protocol):
 
 
 class PipeOutput:
-    """Output by the one-sender rule: only the flusher task waits to send, so a
-    task that is cancelled (a handler, a request that timed out) never leaves half
-    a message on the wire.  Uncontended output to a pipe is written at once,
-    without yielding: FdStream.send_all would first give the scheduler a turn,
-    delaying every message by a pass.  What the pipe does not take at once waits
-    in a backlog for the flusher; :meth:`flush` waits until it has gone out.
-
-    Used by :class:`TrioRunner` (the runtime's :class:`Sender` is the same rule for
-    a stream with no session).  The class using it sets
-    the attributes below; its flusher task waits for ``_flush_wanted`` and then
-    awaits :meth:`_send_queued`; :meth:`_peer_gone` says what a peer that stopped
-    reading means to it.
-    """
+    """Output by the one-sender rule of the runtime's :class:`Sender`: only the host's
+    flusher task waits to send, so a task that is cancelled (a handler, a request
+    that timed out) never leaves half a message on the wire.  Uncontended output to
+    a pipe is written at once, without yielding (FdStream.send_all would first give
+    the scheduler a turn, delaying every message by a pass); what the pipe does not
+    take at once the flusher sends, and :meth:`flush` waits until it has gone out.
+    Once the peer stops reading, :meth:`_peer_gone` says what that means."""
 
     framing: Output
-    _send_stream: trio.abc.SendStream
-    #: ``_send_stream`` if it is a pipe (see :func:`_pipe`), else None.
-    _send_pipe: Any
-    #: The flusher is sending.
-    _sending: bool
-    #: Bytes a pipe did not take at once, waiting for the flusher.
-    _backlog: bytes
-    _flush_wanted: trio.Event
-    #: Set whenever nothing is waiting to be sent.
-    _all_sent: trio.Event
+    _flush_scope: trio.CancelScope
 
     def _init_output(self, send_stream: trio.abc.SendStream) -> None:
-        self._send_stream = send_stream
+        #: ``send_stream`` if it is a pipe (see :func:`as_pipe`), else None.
         self._send_pipe = as_pipe(send_stream)
-        self._sending = False
-        self._backlog = b""
-        self._all_sent = trio.Event()
-        self._all_sent.set()
+        self._sender = Sender(PRIMITIVES, PipeStream(send_stream), self._peer_gone)
 
     def _schedule_flush(self) -> None:
         self._send_soon()
 
     def _send_soon(self) -> None:
-        """Send what is queued without waiting: now if the pipe takes it all,
-        otherwise the flusher task sends the rest."""
-        if self._sending or self._backlog:
-            return  # the flusher takes this too before it stops
+        """Send what is queued without waiting: now what the pipe takes, the rest
+        from the flusher task."""
         data = self.framing.data_to_send()
-        if not data:
-            return
-        pipe = self._send_pipe
-        if pipe is not None:
-            try:
-                sent = os.write(fileno_of(pipe), data)
-            except BlockingIOError:
-                sent = 0
-            except (OSError, trio.ClosedResourceError):
-                self._peer_gone(len(data))
-                return
-            if sent == len(data):
-                return
-            data = data[sent:]
-        self._backlog = data
-        self._all_sent = trio.Event()
-        self._flush_wanted.set()
+        if data:
+            self._sender.write(data)
 
     def send_now(self) -> bool:
         self._send_soon()
@@ -225,34 +190,13 @@ class PipeOutput:
         """Send what the session queued, and wait until all output has gone out
         (cancelling the wait loses nothing: the flusher goes on sending)."""
         self._send_soon()
-        if self._backlog or self._sending:
-            await self._all_sent.wait()
+        await self._sender.flushed()
 
-    async def _send_queued(self) -> None:
-        """The flusher's part: send until nothing is queued."""
-        self._sending = True
-        if self._all_sent.is_set():
-            self._all_sent = trio.Event()
-        try:
-            while True:
-                data = self._backlog + self.framing.data_to_send()
-                self._backlog = b""
-                if not data:
-                    return
-                try:
-                    await self._send_stream.send_all(data)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    self._peer_gone(len(data))
-                    return
-        finally:
-            self._sending = False
-            if not self._backlog:
-                self._all_sent.set()
+    async def _flush_loop(self) -> None:
+        with self._flush_scope:
+            await self._sender.run()
 
-    async def _flush_step(self) -> None:
-        await self._send_queued()
-
-    def _peer_gone(self, dropped: int) -> None:
+    def _peer_gone(self) -> None:
         raise NotImplementedError
 
 
@@ -317,15 +261,14 @@ class TrioRunner(PipeOutput, TrioSessionHost):
             await trio.lowlevel.wait_readable(fileno_of(self._send_pipe))
         except (trio.ClosedResourceError, OSError):
             return  # we closed it
-        self._peer_gone(0)
+        self._peer_gone()
 
     def _finish(self) -> None:
         self.session.close()
         self.driver.process_events()
         self._closed.set()
 
-    def _peer_gone(self, dropped: int) -> None:
-        logger.debug("peer gone; dropped %d bytes", dropped)
+    def _peer_gone(self) -> None:
         self.session.close()
         self.driver.process_events()
 
