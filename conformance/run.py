@@ -5,14 +5,15 @@
     python conformance/run.py --out DIR       # keep results in DIR
     python conformance/run.py --side server --run 2026-07-28
     python conformance/run.py --markdown table.md
+    python conformance/run.py --side server --scenario tasks-lifecycle --server-backend asyncio
 
 Server side: starts ``conformance/server.py`` on a free loopback
 port and runs ``conformance server`` against it for the 2025-11-25 and
 2026-07-28 requirement sets and the ``all`` suite.  Client side: runs
 ``conformance client`` with ``conformance/client.py`` for the same
 three selections.  Every run uses the expected-failures baseline
-``conformance/baseline.yml`` (the tasks extension only).  ``--client-backend
-asyncio`` runs the client on asyncio.
+``conformance/baseline.yml`` (empty: every scenario passes).  ``--client-backend
+asyncio`` runs the client on asyncio, ``--server-backend asyncio`` the fixture server.
 
 The suite is ``@modelcontextprotocol/conformance@0.2.0-alpha.12`` from
 ``node_modules`` (``npm ci``), run with the Node 22 of ``node_modules/.bin/node``.
@@ -60,11 +61,15 @@ class Run:
 
     side: str  # "server" | "client"
     label: str  # "2025-11-25" | "2026-07-28" | "all"
-    #: The backend the client runs on ("trio" or "asyncio"; the server is always Trio).
+    #: The backend the client runs on ("trio" or "asyncio"; see fixture_server for the server's).
     backend: str = "trio"
+    #: One scenario only (of the ``all`` suite), instead of the whole selection.
+    scenario: str | None = None
 
     @property
     def selection(self) -> list[str]:
+        if self.scenario is not None:
+            return ["--scenario", self.scenario]
         if self.label == "all":
             return ["--suite", "all"]
         return ["--requirements", self.label]
@@ -72,6 +77,8 @@ class Run:
     @property
     def name(self) -> str:
         suffix = "" if self.backend == "trio" else f"-{self.backend}"
+        if self.scenario:
+            suffix += f"-{self.scenario.replace('/', '_')}"
         return f"{self.side}-{self.label}{suffix}"
 
 
@@ -185,11 +192,21 @@ def missing_prerequisites() -> str | None:
 
 
 @contextmanager
-def fixture_server(log_path: Path) -> Iterator[str]:
-    """Run the conformance fixture server on a free loopback port; yields its URL."""
+def fixture_server(log_path: Path, backend: str = "trio") -> Iterator[str]:
+    """Run the conformance fixture server on a free loopback port, on ``backend``
+    (trio or asyncio); yields its URL."""
     log = log_path.open("w", encoding="utf-8")
     process = subprocess.Popen(
-        [sys.executable, str(SERVER_SCRIPT), "--host", "127.0.0.1", "--port", "0"],
+        [
+            sys.executable,
+            str(SERVER_SCRIPT),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--backend",
+            backend,
+        ],
         stdout=subprocess.PIPE,
         stderr=log,
         text=True,
@@ -356,13 +373,14 @@ def collect_results(
 
 
 def run_all(
-    runs: Sequence[Run], out_root: Path, *, baseline_path: Path = BASELINE
+    runs: Sequence[Run], out_root: Path, *, baseline_path: Path = BASELINE, backend: str = "trio"
 ) -> list[RunResult]:
-    """Run ``runs``, starting (and stopping) the fixture server for the server side."""
+    """Run ``runs``, starting (and stopping) the fixture server (on ``backend``)
+    for the server side."""
     results: list[RunResult] = []
     server_runs = [r for r in runs if r.side == "server"]
     if server_runs:
-        with fixture_server(out_root / "fixture-server.log") as url:
+        with fixture_server(out_root / "fixture-server.log", backend) as url:
             for run in server_runs:
                 results.append(
                     run_suite(run, out_root, server_url=url, baseline_path=baseline_path)
@@ -446,6 +464,17 @@ def main(argv: list[str] | None = None) -> int:
         help="selection to run (repeatable; default: all three)",
     )
     parser.add_argument(
+        "--scenario",
+        action="append",
+        help="run only this scenario (repeatable; one suite invocation each, label 'all')",
+    )
+    parser.add_argument(
+        "--server-backend",
+        choices=("trio", "asyncio"),
+        default="trio",
+        help="the backend conformance/server.py serves on (default: trio)",
+    )
+    parser.add_argument(
         "--client-backend",
         choices=("trio", "asyncio"),
         default="trio",
@@ -466,9 +495,16 @@ def main(argv: list[str] | None = None) -> int:
         for r in RUNS
         if args.side in (r.side, "both") and r.label in labels
     ]
+    if args.scenario:
+        sides = ("server", "client") if args.side == "both" else (args.side,)
+        runs = [
+            Run(side, "all", args.client_backend if side == "client" else "trio", name)
+            for side in sides
+            for name in args.scenario
+        ]
     out_root = args.out or Path(tempfile.mkdtemp(prefix="mcp-conformance-"))
     out_root.mkdir(parents=True, exist_ok=True)
-    results = run_all(runs, out_root, baseline_path=args.baseline)
+    results = run_all(runs, out_root, baseline_path=args.baseline, backend=args.server_backend)
 
     table = markdown_table(results)
     (out_root / "results.md").write_text(table, encoding="utf-8")

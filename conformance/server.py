@@ -4,6 +4,7 @@ built on sansio-mcp and served over Streamable HTTP at ``/mcp``.
 
     python conformance/server.py --port 8123
     python conformance/server.py --port 0      # prints the chosen port
+    python conformance/server.py --backend asyncio
 
 One server answers both eras on the same endpoint: the handshake revisions
 (``initialize``, ``Mcp-Session-Id``) and the stateless 2026-07-28 revision
@@ -24,14 +25,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import trio
-
 # Run from a checkout without installing: make the project importable.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sansio_mcp import ToolResult
+from sansio_mcp import ErrorCode, MCPError, ToolResult
 from sansio_mcp.runtime import Context, Server
-from trio_adapters.http_server import serve_http
+from sansio_mcp.runtime._backend import TransportBackend
 
 __all__ = ["build_server", "main"]
 
@@ -486,6 +485,85 @@ def build_server() -> Server:
         answers = await ctx.request_many(requests)
         return f"capabilities-ok: received {','.join(answers)}"
 
+    # Tools: the tasks extension (SEP-2663) ---------------------------------------------
+
+    @server.tool(
+        input_schema={
+            "type": "object",
+            "properties": {"name": {"type": "string"}},
+            "required": ["name"],
+        }
+    )
+    def greet(name: str) -> str:
+        """Sync-only: greets at once, never as a task."""
+        return f"Hello, {name}!"
+
+    @server.tool(
+        task="optional",
+        input_schema={
+            "type": "object",
+            "properties": {"seconds": {"type": "number"}, "label": {"type": "string"}},
+            "required": ["seconds"],
+        },
+    )
+    async def slow_compute(ctx: Context, seconds: float, label: str = "") -> str:
+        """Task-capable: sleeps ``seconds``, then answers."""
+        await ctx.sleep(seconds)
+        return f"Computed {label or 'result'} after {seconds} s"
+
+    @server.tool(task="required", input_schema=NO_ARGUMENTS)
+    async def failing_job(ctx: Context) -> str:
+        """Task-required: fails as a tool (isError) after about a second."""
+        await ctx.sleep(1.0)
+        raise RuntimeError("the job failed")
+
+    @server.tool(task="optional", input_schema=NO_ARGUMENTS)
+    async def protocol_error_job(ctx: Context) -> str:
+        """Task-capable: ends in a protocol error (the task fails)."""
+        await ctx.sleep(0.1)
+        raise MCPError(ErrorCode.INTERNAL_ERROR, "the job broke down")
+
+    @server.tool(
+        task="optional",
+        input_schema={
+            "type": "object",
+            "properties": {"filename": {"type": "string"}},
+            "required": ["filename"],
+        },
+    )
+    async def confirm_delete(ctx: Context, filename: str) -> str:
+        """Task-capable: asks for a confirmation inside the task, then answers."""
+        await ctx.become_task()
+        result = await ctx.elicit(
+            f"Delete {filename}?",
+            {"type": "object", "properties": {"confirm": {"type": "boolean"}}},
+            key="confirm",
+        )
+        confirmed = (result.get("content") or {}).get("confirm") is True
+        return f"{filename}: {'deleted' if confirmed else 'kept'}"
+
+    @server.tool(task="optional", input_schema=NO_ARGUMENTS)
+    async def multi_input(ctx: Context) -> str:
+        """Task-capable: asks two things at once inside the task."""
+        await ctx.become_task()
+        answers = await ctx.request_many(
+            {
+                key: {
+                    "method": "elicitation/create",
+                    "params": {"message": f"{key}?", "requestedSchema": _string_schema("name")},
+                }
+                for key in ("first", "second")
+            }
+        )
+        return ", ".join(_field(answers[key], "name") for key in ("first", "second"))
+
+    @server.tool(task="required", input_schema=NO_ARGUMENTS)
+    async def test_tool_with_task(ctx: Context) -> str:
+        """MRTR, then a task: the name is gathered before the task exists."""
+        result = await ctx.elicit("What is your name?", _string_schema("name"), key="user_name")
+        await ctx.sleep(0.2)
+        return f"Hello, {_field(result, 'name')}!"
+
     # Resources ---------------------------------------------------------------------------
 
     @server.resource(
@@ -593,22 +671,28 @@ def build_server() -> Server:
     return server
 
 
-async def _serve(host: str, port: int) -> None:
-    server = build_server()
-    async with trio.open_nursery() as nursery:
-        bound = await nursery.start(functools.partial(serve_http, server, host=host, port=port))
-        print(f"conformance server listening on http://{host}:{bound}/mcp", flush=True)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1", help="loopback address to bind")
     parser.add_argument(
         "--port", type=int, default=0, help="port (0: pick a free one and print it)"
     )
+    parser.add_argument(
+        "--backend", choices=("trio", "asyncio"), default="trio", help="event loop to serve on"
+    )
     args = parser.parse_args(argv)
+    backend: TransportBackend
+    if args.backend == "asyncio":
+        from asyncio_adapters import BACKEND as backend
+    else:
+        from trio_adapters import BACKEND as backend
+
+    def bound(port: int) -> None:
+        print(f"conformance server listening on http://{args.host}:{port}/mcp", flush=True)
+
+    serve = functools.partial(backend.serve, on_bound=bound)
     try:
-        trio.run(_serve, args.host, args.port)
+        backend.run(serve, build_server(), "http", args.host, args.port)
     except KeyboardInterrupt:
         pass
 

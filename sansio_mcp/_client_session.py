@@ -33,6 +33,7 @@ from ._params import LOG_LEVELS, check_params
 from ._requests import IdMemory, OutgoingRequest
 from ._session import Session
 from ._state import Role, SessionState, Trigger
+from ._tasks import declares_tasks
 from ._versions import (
     ALL_REVISIONS,
     META_SERVER_INFO,
@@ -240,7 +241,9 @@ class ClientSession(Session):
                 if result_type == "input_required" and not self.pass_input_required:
                     self._on_input_required(pending, result)
                     return
-                if result_type not in ("complete", "input_required"):
+                if result_type == "task" and not self._may_be_task(pending):
+                    result_type = "task, which the request did not declare"
+                if result_type not in ("complete", "input_required", "task"):
                     result, error = (
                         None,
                         MCPError(
@@ -408,6 +411,12 @@ class ClientSession(Session):
             token=pending.progress_token,
             extra=extra,
         )
+
+    def _may_be_task(self, pending: OutgoingRequest) -> bool:
+        """A ``CreateTaskResult`` may only answer a ``tools/call`` that declared the tasks
+        extension (the caller follows the task: runtime ``ToolTask``)."""
+        # Every modern request carries this session's capabilities in its _meta.
+        return pending.method == "tools/call" and declares_tasks(self.capabilities)
 
     # MRTR ---------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from typing import Any
 from ._errors import ErrorCode, LocalProtocolError, MCPError, RemoteProtocolError
 from ._params import check_params
 from ._state import Role
+from ._tasks import TASK_METHODS, TASK_NOTIFICATION, declares_tasks, tasks_capability_error
 from ._versions import (
     CLIENT_NOTIFICATION_GATES,
     CLIENT_REQUEST_GATES,
@@ -18,6 +19,7 @@ from ._versions import (
     REVISIONS,
     SERVER_NOTIFICATION_GATES,
     SERVER_REQUEST_GATES,
+    Era,
     Revision,
 )
 
@@ -135,6 +137,12 @@ class RoleGates:
             if method == "initialize" and self.role is Role.CLIENT:
                 raise MCPError(ErrorCode.METHOD_NOT_FOUND, "clients do not serve initialize")
             return
+        if self.role is Role.SERVER and method in TASK_METHODS and declares_tasks(capabilities):
+            # A server offering the tasks extension: its tasks/* exist only for 2026-07-28
+            # requests, whose _meta can declare it; a handshake session cannot.
+            raise tasks_capability_error(
+                f"{method} belongs to the tasks extension, served on 2026-07-28 requests only"
+            )
         if method not in self.peer_requests(revision):
             raise MCPError(ErrorCode.METHOD_NOT_FOUND, f"method not found: {method!r}")
         gate = self.incoming_request_gates.get(method)
@@ -175,13 +183,19 @@ class RoleGates:
             raise LocalProtocolError(
                 f"cannot send {method!r} before the session is initialized (only ping is allowed)"
             )
-        if method not in self.own_requests(revision):
+        # The tasks extension's requests, to a stateless server that offers it.
+        extension = (
+            method in TASK_METHODS
+            and revision.era is Era.MODERN
+            and declares_tasks(peer_capabilities)
+        )
+        if not extension and method not in self.own_requests(revision):
             if experimental:
                 return
             raise LocalProtocolError(
                 f"{method!r} is not a {self.role.value} request in revision {revision.name}"
             )
-        gate = self.outgoing_request_gates.get(method)
+        gate = None if extension else self.outgoing_request_gates.get(method)
         if gate and (method != "completion/complete" or revision.completion_gated):
             if not has_capability(peer_capabilities, gate):
                 raise LocalProtocolError(
@@ -210,7 +224,19 @@ class RoleGates:
     ) -> None:
         """Raise LocalProtocolError when we may not send ``method`` (checked
         against our own advertisement)."""
-        if revision is not None and method not in self.own_notifications(revision):
+        # The tasks extension's push, from a stateless server that offers the extension.
+        extension = (
+            method == TASK_NOTIFICATION
+            and self.role is Role.SERVER
+            and revision is not None
+            and revision.era is Era.MODERN
+            and declares_tasks(capabilities)
+        )
+        if (
+            revision is not None
+            and not extension
+            and method not in self.own_notifications(revision)
+        ):
             raise LocalProtocolError(
                 f"{method!r} is not a {self.role.value} notification in revision {revision.name}"
             )

@@ -28,7 +28,15 @@ __all__ = [
 
 _SENTINEL = re.compile(r"\A=\?base64\?(.*)\?=\Z", re.DOTALL)
 _TCHAR = re.compile(r"\A[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
-_NAMED_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_NAMED_METHODS = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    # The tasks extension names the task (SEP-2663).
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 _MAX_SAFE_INTEGER = 2**53 - 1
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from ._errors import ErrorCode, MCPError, MissingRequiredClientCapability
 from ._events import RequestMeta
 from ._params import LOG_LEVELS
+from ._tasks import declares_tasks
 from ._versions import (
     CACHEABLE_METHODS,
     INPUT_REQUEST_CAPABILITIES,
@@ -202,6 +203,9 @@ def honoured_filter(requested: dict[str, Any], capabilities: dict[str, Any]) -> 
     ):
         if requested.get(flag) is True and (capabilities.get(kind) or {}).get("listChanged"):
             honoured[flag] = True
+    task_ids = requested.get("taskIds")
+    if isinstance(task_ids, list) and declares_tasks(capabilities):
+        honoured["taskIds"] = [t for t in task_ids if isinstance(t, str)]
     uris = requested.get("resourceSubscriptions")
     if isinstance(uris, list) and uris and (capabilities.get("resources") or {}).get("subscribe"):
         honoured["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)]
@@ -209,7 +213,12 @@ def honoured_filter(requested: dict[str, Any], capabilities: dict[str, Any]) -> 
 
 
 def listen_filter(
-    *, tools: bool, prompts: bool, resources: bool, uris: Sequence[str]
+    *,
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+    uris: Sequence[str],
+    task_ids: Sequence[str] = (),
 ) -> dict[str, Any]:
     """A ``subscriptions/listen`` filter (only the parts asked for)."""
     found: dict[str, Any] = {
@@ -223,4 +232,6 @@ def listen_filter(
     }
     if uris:
         found["resourceSubscriptions"] = list(uris)
+    if task_ids:
+        found["taskIds"] = list(task_ids)  # the tasks extension
     return found

@@ -90,6 +90,12 @@ _SPECS: Mapping[str, tuple[tuple[str, str, Check, bool], ...]] = {
         ("arguments", "an object of strings", _str_map, False),
     ),
     "tools/call": (("name", "a string", _str, True), ("arguments", "an object", _obj, False)),
+    "tasks/get": (("taskId", "a string", _str, True),),
+    "tasks/cancel": (("taskId", "a string", _str, True),),
+    "tasks/update": (
+        ("taskId", "a string", _str, True),
+        ("inputResponses", "an object", _obj, True),
+    ),
     "logging/setLevel": (("level", "one of " + ", ".join(LOG_LEVELS), _level, True),),
     "completion/complete": (
         ("ref", "a ref/prompt or ref/resource reference", _ref, True),

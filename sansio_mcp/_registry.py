@@ -89,14 +89,22 @@ class SessionHub:
                 del self._members[key]
         return list(self._members.values())
 
-    def resource_updated(self, uri: str) -> int:
-        """Tell every subscriber of ``uri``; returns how many sessions were told."""
+    def _tell(self, send: Callable[[ServerSession], bool]) -> int:
+        """``send`` on every live session; flush those it sent on; returns how many."""
         told = 0
         for session, on_output in self._live():
-            if session.send_resource_updated(uri):
+            if send(session):
                 on_output()
                 told += 1
         return told
+
+    def resource_updated(self, uri: str) -> int:
+        """Tell every subscriber of ``uri``; returns how many sessions were told."""
+        return self._tell(lambda session: session.send_resource_updated(uri))
+
+    def task_status(self, detailed_task: dict[str, Any]) -> int:
+        """Push a task's new state to the subscriptions listening for it."""
+        return self._tell(lambda session: session.send_task_status(detailed_task))
 
     def list_changed(self, kind: str) -> int:
         """Tell every session that follows ``kind`` (tools, prompts, resources)."""
@@ -138,6 +146,8 @@ class Tool:
     output_schema: dict[str, Any] | None = None
     annotations: dict[str, Any] | None = None
     context_param: str | None = None
+    #: ``"optional"`` or ``"required"`` when the tool may run as a task (tasks extension).
+    task_support: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "inputSchema": self.input_schema}
@@ -240,6 +250,8 @@ class HandlerCall:
     finish: Callable[[Any], dict[str, Any]]
     #: A failing tool is reported as an ``isError`` result, not as an error.
     tool: bool = False
+    #: Run in the background as a task (tasks extension), answered with a CreateTaskResult.
+    task: bool = False
 
 
 def completion_result(found: Iterable[Any]) -> dict[str, Any]:

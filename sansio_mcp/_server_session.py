@@ -32,6 +32,7 @@ from ._params import LOG_LEVELS, check_params
 from ._requests import IncomingRequest, progress_token_of
 from ._session import Session
 from ._state import Role, SessionState
+from ._tasks import TASK_METHODS, TASK_NOTIFICATION, declares_tasks, tasks_capability_error
 from ._versions import (
     ALL_REVISIONS,
     CLIENT_REQUEST_GATES,
@@ -155,9 +156,13 @@ class ServerSession(Session):
                     },
                 )
             revision = REVISIONS[meta.protocol_version]
-            if method not in revision.client_requests:
+            extension = method in TASK_METHODS and self.offers_tasks
+            if extension and not declares_tasks(meta.client_capabilities):
+                raise tasks_capability_error(f"{method} belongs to the tasks extension")
+            if not extension and method not in revision.client_requests:
                 raise MCPError(ErrorCode.METHOD_NOT_FOUND, f"method not found: {method!r}")
-            gate = CLIENT_REQUEST_GATES.get(method)
+            # The extension's tasks/* are not the 2025-11-25 ones its capability gates.
+            gate = None if extension else CLIENT_REQUEST_GATES.get(method)
             if gate and not has_capability(self.capabilities, gate):
                 raise MCPError(
                     ErrorCode.METHOD_NOT_FOUND,
@@ -166,13 +171,8 @@ class ServerSession(Session):
             problem = check_params(method, params)
             if problem:
                 raise MCPError(ErrorCode.INVALID_PARAMS, problem)
-            if method == "subscriptions/listen" and not isinstance(
-                params.get("notifications"), dict
-            ):
-                raise MCPError(
-                    ErrorCode.INVALID_PARAMS,
-                    "subscriptions/listen: 'notifications' must be an object",
-                )
+            if method == "subscriptions/listen":
+                self._check_listen(params, meta.client_capabilities)
         except MCPError as error:
             self._refuse(request.id, error)
             return
@@ -188,6 +188,28 @@ class ServerSession(Session):
         token = progress_token_of(params)
         self._requests.incoming[request.id] = IncomingRequest(method, params, token, meta=meta)
         self._events.append(RequestReceived(request.id, method, params, token, meta))
+
+    @property
+    def offers_tasks(self) -> bool:
+        """Whether this server advertises the tasks extension."""
+        return declares_tasks(self.capabilities)
+
+    def _check_listen(self, params: dict[str, Any], client_capabilities: dict[str, Any]) -> None:
+        notifications = params.get("notifications")
+        if not isinstance(notifications, dict):
+            raise MCPError(
+                ErrorCode.INVALID_PARAMS, "subscriptions/listen: 'notifications' must be an object"
+            )
+        task_ids = notifications.get("taskIds")
+        if task_ids is None:
+            return
+        if not isinstance(task_ids, list) or not all(isinstance(t, str) for t in task_ids):
+            raise MCPError(
+                ErrorCode.INVALID_PARAMS,
+                "subscriptions/listen: 'notifications.taskIds' must be an array of strings",
+            )
+        if not declares_tasks(client_capabilities):
+            raise tasks_capability_error("taskIds belong to the tasks extension")
 
     def _modern_capabilities(self, revision: Revision) -> dict[str, Any]:
         return trim_capabilities(self._effective_capabilities(), revision.server_capabilities)
@@ -400,6 +422,16 @@ class ServerSession(Session):
             self.send_notification("notifications/resources/updated", {"uri": uri})
             sent = True
         return sent
+
+    def send_task_status(self, detailed_task: dict[str, Any]) -> bool:
+        """Send ``notifications/tasks`` (a DetailedTask) to the subscriptions that
+        listen for its task id."""
+        task_id = detailed_task["taskId"]
+        return self._notify_listeners(
+            TASK_NOTIFICATION,
+            detailed_task,
+            lambda f: task_id in (f.get("taskIds") or ()),
+        )
 
     def send_list_changed(self, kind: str) -> bool:
         """Send ``notifications/{kind}/list_changed`` (tools, prompts or resources)

@@ -60,9 +60,9 @@ class Answers:
             contents.append(content)
         return cls(contents, sample, roots, interactive=sys.stdin.isatty(), backend=backend)
 
-    def handlers(self) -> ClientHandlers:
+    def handlers(self, *, tasks: bool = False) -> ClientHandlers:
         return ClientHandlers(
-            sampling=self.sampling, elicitation=self.elicitation, roots=self.roots
+            sampling=self.sampling, elicitation=self.elicitation, roots=self.roots, tasks=tasks
         )
 
     def roots(self) -> list[dict[str, Any]]:

@@ -189,6 +189,9 @@ def _parser() -> argparse.ArgumentParser:
     from .bridge import add_bridge_parser
 
     add_bridge_parser(sub, common)
+    from .a2a_bridge import add_parser as add_a2a_bridge_parser
+
+    add_a2a_bridge_parser(sub, common)
     from .gateway import add_parser as add_gateway_parser
 
     add_gateway_parser(sub, common)
@@ -295,6 +298,10 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
             from .bridge import run_command
 
             return run_command(args, backend)
+        if args.command == "a2a-bridge":
+            from .a2a_bridge import run as run_a2a_bridge
+
+            return run_a2a_bridge(args, backend)
         if args.command == "gateway":
             from .gateway import run as run_gateway
 
@@ -407,6 +414,18 @@ async def _run_inspect(
     return 0
 
 
+def _show_task_status(task_id: str, task: dict[str, Any]) -> None:
+    """One stderr line per status change of a task ``sansio-mcp call`` follows."""
+    if not task_id:
+        return  # answered at once: there was no task
+    line = f"sansio-mcp call: task {task_id}: {task['status']}"
+    if task.get("statusMessage"):
+        line += f" ({task['statusMessage']})"
+    if task.get("inputRequests"):
+        line += f"; asks {', '.join(sorted(task['inputRequests']))}"
+    print(line, file=sys.stderr, flush=True)
+
+
 async def _run_call(backend: TransportBackend, command: list[str], args: argparse.Namespace) -> int:
     try:
         arguments = json.loads(args.args)
@@ -423,9 +442,11 @@ async def _run_call(backend: TransportBackend, command: list[str], args: argpars
         return 2
 
     async def call(client: ClientAPI) -> dict[str, Any]:
-        return await client.call_tool(args.tool, arguments, timeout=args.timeout)
+        # A tool the server runs as a task is followed to its end, its status on stderr.
+        handle = await client.call_tool(args.tool, arguments, timeout=args.timeout, task=True)
+        return await handle.result(on_status=partial(_show_task_status, handle.task_id))
 
-    result = await _connected(backend, command, args, call, handlers=answers.handlers())
+    result = await _connected(backend, command, args, call, handlers=answers.handlers(tasks=True))
     _dump(result)
     return 1 if result.get("isError") else 0
 

@@ -17,9 +17,12 @@ from sansio_mcp_cli.docs_tables import (
     END,
     LINK_BEGIN,
     LINK_END,
+    TASK_BEGIN,
+    TASK_END,
     render_auth_table,
     render_link_table,
     render_state_tables,
+    render_task_table,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,10 +83,11 @@ def test_readme_server_answers_the_command_it_names(tmp_path: Path) -> None:
     ("begin", "end", "render"),
     [
         (BEGIN, END, render_state_tables),
+        (TASK_BEGIN, TASK_END, render_task_table),
         (LINK_BEGIN, LINK_END, render_link_table),
         (AUTH_BEGIN, AUTH_END, render_auth_table),
     ],
-    ids=["session-lifecycle", "bridge-links", "auth-flow"],
+    ids=["session-lifecycle", "task-statuses", "bridge-links", "auth-flow"],
 )
 def test_state_tables_in_architecture_page_are_current(
     begin: str, end: str, render: Callable[[], str]

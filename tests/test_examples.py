@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 from pathlib import Path
@@ -61,3 +62,58 @@ def test_trio_nursery_with_cancellation() -> None:
         "server: the client closed; serve returned",
         "nursery closed",
     ]
+
+
+def test_tasks_server_demo() -> None:
+    assert _run("tasks_server.py") == [
+        "long job done: 3 steps in 0.3 s | last status: completed",
+        "approve_job is a task: True",
+        "deploy: done",
+        "without the extension: long job done: 1 steps in 0 s",
+        "approve_job without the extension: -32021",
+    ]
+
+
+def test_tasks_server_on_the_command_line() -> None:
+    """``sansio-mcp call`` follows a task, its status changes on stderr; on a handshake
+    revision a task-required tool is -32021."""
+    server = [sys.executable, str(ROOT / "examples" / "tasks_server.py"), "--serve"]
+    call = [sys.executable, "-m", "sansio_mcp_cli", "call"]
+    done = subprocess.run(
+        [
+            *call,
+            "approve_job",
+            "--args",
+            '{"job": "x"}',
+            "--elicit",
+            '{"approve": true}',
+            "--",
+            *server,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"text": "x: done"' in done.stdout
+    statuses = [line.split(": ")[2] for line in done.stderr.splitlines()]
+    asked = [s for s in statuses if s.startswith("input_required")]
+    assert asked and all(s.startswith("input_required; asks ") for s in asked)
+    assert statuses[-1] == "completed"
+    assert all(a != b for a, b in itertools.pairwise(statuses))  # changes only
+    legacy = subprocess.run(
+        [
+            *call,
+            "approve_job",
+            "--protocol-version",
+            "2025-11-25",
+            "--args",
+            '{"job": "x"}',
+            "--",
+            *server,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert legacy.returncode == 1 and "(code -32021)" in legacy.stderr

@@ -11,6 +11,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
+from ._primitives import Cancellable, Signal
+
 if TYPE_CHECKING:
     from ._client import ClientAPI
     from ._server import Server
@@ -35,15 +37,6 @@ class TimedOut(Exception):
     """A block run under :meth:`Backend.fail_after` took longer than allowed."""
 
 
-class Signal(Protocol):
-    """A one-shot event for one waiting task: ``set`` wakes its ``wait`` (or lets
-    a later ``wait`` return at once).  Each request has its own."""
-
-    def set(self) -> None: ...
-
-    async def wait(self) -> Any: ...
-
-
 class ByteStream(Protocol):
     """A bidirectional byte stream (a TCP connection)."""
 
@@ -64,12 +57,6 @@ class ByteStream(Protocol):
         kept-alive connection Linux delays ACKs, and a server that holds its next
         write until the last one is ACKed (Nagle) would stall each answer 40 ms."""
         ...
-
-
-class Cancellable(Protocol):
-    """A task (or its cancel scope) that can be cancelled."""
-
-    def cancel(self) -> Any: ...
 
 
 class TaskGroup(Protocol):

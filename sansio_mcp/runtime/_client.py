@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, overload
 
 import attrs
 
@@ -22,7 +22,10 @@ from .._json import DEFAULT_MAX_MESSAGE_SIZE
 from .._jsonrpc import RequestId
 from .._modern import listen_filter
 from .._params import LOG_LEVELS
+from .._tasks import TASKS_EXTENSION
 from ._driver import Driver, ProgressCallback, SubscriptionSink
+from ._primitives import Sleeper
+from ._task_client import StatusCallback, ToolTask
 
 __all__ = [
     "ClientAPI",
@@ -62,9 +65,14 @@ class ClientHandlers:
     roots: RootsProvider | None = None
     roots_list_changed: bool = True
     on_notification: NotificationHandler | None = None
+    #: Declare the tasks extension (2026-07-28): task-capable tools may then answer
+    #: with a task, which :meth:`ClientAPI.call_tool` follows.
+    tasks: bool = False
 
     def capabilities(self) -> dict[str, Any]:
         caps: dict[str, Any] = {}
+        if self.tasks:
+            caps["extensions"] = {TASKS_EXTENSION: {}}
         if self.sampling is not None:
             caps["sampling"] = {}
         if self.elicitation is not None:
@@ -148,6 +156,9 @@ class ClientHost(Protocol):
     """What a client runs on: a session host (:class:`~sansio_mcp.runtime._host.HostBase`)."""
 
     driver: Driver
+
+    @property
+    def backend(self) -> Sleeper: ...
 
     async def request(
         self,
@@ -311,6 +322,7 @@ class ClientAPI:
             return tools
         return [t for t in tools if not x_mcp_header_problems(t.get("inputSchema"))]
 
+    @overload
     async def call_tool(
         self,
         name: str,
@@ -318,12 +330,57 @@ class ClientAPI:
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
-        """Call a tool; returns the CallToolResult (check ``isError``)."""
+        task: Literal[False] = False,
+        on_status: StatusCallback | None = None,
+    ) -> dict[str, Any]: ...
+
+    @overload
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        task: Literal[True],
+        on_status: StatusCallback | None = None,
+    ) -> ToolTask: ...
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        task: bool = False,
+        on_status: StatusCallback | None = None,
+    ) -> dict[str, Any] | ToolTask:
+        """Call a tool; returns the CallToolResult (check ``isError``).
+
+        When the server runs the call as a task (the client declared the tasks
+        extension: ``ClientHandlers(tasks=True)``), the task is followed to its
+        result (``on_status`` sees its changes); with ``task=True`` its
+        :class:`ToolTask` handle is returned instead (a finished one if the
+        server answered at once).
+        """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        return await self.request("tools/call", params, timeout=timeout, on_progress=on_progress)
+        result = await self.request("tools/call", params, timeout=timeout, on_progress=on_progress)
+        if task:
+            return ToolTask(self, result)
+        if result.get("resultType") == "task":
+            return await ToolTask(self, result).result(on_status=on_status)
+        return result
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep on the host's backend (polling pace)."""
+        await self._host.backend.sleep(seconds)
+
+    async def answer_input(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Answer an input request (a task's, an MRTR round's) with the handlers."""
+        return await self.handlers.answer(method, params)
 
     async def list_resources(self) -> list[dict[str, Any]]:
         return await self._all_pages("resources/list", "resources")
@@ -396,6 +453,7 @@ class ClientAPI:
         prompts_list_changed: bool = False,
         resources_list_changed: bool = False,
         resource_uris: Sequence[str] = (),
+        task_ids: Sequence[str] = (),
         buffer: int = 1000,
     ) -> AsyncIterator[Subscription]:
         """Follow list changes and resource updates as an async iterator.
@@ -404,7 +462,8 @@ class ClientAPI:
         ``notifications/cancelled`` on exit; on a handshake session it
         subscribes to ``resource_uris`` and follows the session's
         notifications.  Iterate the yielded :class:`Subscription` for
-        ``(method, params)`` pairs.
+        ``(method, params)`` pairs.  ``task_ids`` (2026-07-28, tasks extension)
+        asks for ``notifications/tasks`` about those tasks.
         """
         uris = list(resource_uris)
         wanted = listen_filter(
@@ -412,6 +471,7 @@ class ClientAPI:
             prompts=prompts_list_changed,
             resources=resources_list_changed,
             uris=uris,
+            task_ids=task_ids if self.session.is_modern else (),
         )
         subscription = self.new_subscription(buffer)
         driver = self.driver

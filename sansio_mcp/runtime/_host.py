@@ -301,6 +301,15 @@ class HostContext(Context):
     async def sleep(self, seconds: float) -> None:
         await self.host.backend.sleep(seconds)
 
+    def clock(self) -> float:
+        return self.host.backend.clock()
+
+    def new_signal(self) -> Signal:
+        return self.host.new_signal()
+
+    def start_background(self, fn: Callable[[], Awaitable[Any]]) -> Cancellable:
+        return self.host.start_cancellable(fn)
+
 
 async def start_client(
     host: HostBase,

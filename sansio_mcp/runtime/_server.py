@@ -8,10 +8,11 @@ which an adapter (Trio, asyncio) implements by subclassing :class:`Context`.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import secrets
 import typing
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, Self, TypeVar
 
 from .._errors import ErrorCode, InvalidParams, MCPError, MethodNotFound, failure_text
@@ -45,9 +46,12 @@ from .._schema import (
     validate_arguments,
 )
 from .._server_session import ServerSession
+from .._tasks import TASK_METHODS, TASK_SUPPORT, TASKS_EXTENSION, runs_as_task
 from .._versions import ALL_REVISIONS, MRTR_METHODS
 from ..auth import ResourceServer
 from ._driver import respond_with_failure, respond_with_result
+from ._primitives import Cancellable, Signal
+from ._tasks import RunningTask, TaskRunner, TaskStart, TaskStore
 
 __all__ = ["Context", "Server", "answer_request"]
 
@@ -87,6 +91,10 @@ class Context:
         self._inputs_asked = 0
         #: The server's live sessions (set by :meth:`Server.handle`).
         self.hub: SessionHub | None = None
+        #: The task this handler runs as (tasks extension), once it is one.
+        self.task: RunningTask | None = None
+        #: When a task-capable call's task is to be created (set by the runner).
+        self.task_start: TaskStart | None = None
 
     @classmethod
     def for_request(cls, event: RequestReceived, session: ServerSession, *, now: float) -> Self:
@@ -148,6 +156,8 @@ class Context:
         answer is asked for in one ``input_required`` round; on a handshake
         session the requests are sent one after another.
         """
+        if self.task is not None:
+            return await self.task.ask(requests)
         if self.meta is None:
             return {
                 key: await self.send_request(request["method"], request.get("params"))
@@ -180,20 +190,62 @@ class Context:
     async def sleep(self, seconds: float) -> None:
         raise NotImplementedError(f"{type(self).__name__} cannot sleep")
 
+    async def become_task(self) -> None:
+        """In a call that runs as a task, create the task now: the client gets its
+        ``CreateTaskResult``, and input asked for from here on parks the task
+        (``tasks/update``) instead of going back in MRTR rounds.  The task is
+        otherwise created at the handler's first real wait.  Elsewhere a no-op."""
+        if self.task is None:
+            if self.task_start is not None:
+                self.task_start.now()
+            await self.sleep(0)
+
+    @contextlib.contextmanager
+    def defer_task(self) -> Iterator[None]:
+        """Waits inside this block do not create the call's task: the ``tools/call``
+        stays open until the handler returns (a plain result) or calls
+        :meth:`become_task` (for a tool that learns only by waiting whether its work
+        is long).  Elsewhere a no-op."""
+        start = self.task_start
+        if start is None or start.done:
+            yield
+            return
+        start.held += 1
+        try:
+            yield
+        finally:
+            start.held -= 1
+
+    def clock(self) -> float:
+        """The backend's monotonic clock, in seconds."""
+        raise NotImplementedError(f"{type(self).__name__} has no clock")
+
+    def new_signal(self) -> Signal:
+        raise NotImplementedError(f"{type(self).__name__} cannot make a signal")
+
+    def start_background(self, fn: Callable[[], Awaitable[Any]]) -> Cancellable:
+        """Run ``fn()`` in a task that outlives this request (a task's tool)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot run tasks")
+
     # Conveniences ---------------------------------------------------------------
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
-        """Report progress if the client asked for it (a no-op otherwise)."""
+        """Report progress if the client asked for it (a no-op otherwise).  In a
+        task, ``message`` becomes the task's ``statusMessage`` instead."""
+        if self.task is not None:
+            self.task.report(message)
+            return
         if self.session.send_progress(self.request_id, progress, total, message):
             await self.flush()
 
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
-        """Send a log message, unless logging is off or below the client's level."""
-        if "logging" in self.session.capabilities and self.session.send_log_message(
-            level, data, logger, request_id=self.request_id
-        ):
+        """Send a log message, unless logging is off or below the client's level
+        (or this is a task: tasks have no log notifications)."""
+        if self.task is not None or "logging" not in self.session.capabilities:
+            return
+        if self.session.send_log_message(level, data, logger, request_id=self.request_id):
             await self.flush()
 
     async def resource_updated(self, uri: str) -> None:
@@ -286,6 +338,9 @@ class Server:
         state_ttl: float = 600.0,
         cache_hints: CacheHints | None = None,
         auth: ResourceServer | None = None,
+        task_store: TaskStore | None = None,
+        task_ttl_ms: int | None = 300_000,
+        task_poll_interval_ms: int | None = 500,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be positive")
@@ -308,6 +363,10 @@ class Server:
         self.resources: dict[str, Resource] = {}
         self.templates: dict[str, ResourceTemplate] = {}
         self.prompts: dict[str, Prompt] = {}
+        #: Tools running as tasks, and the ``tasks/*`` answers (tasks extension).
+        self.tasks = TaskRunner(
+            task_store, ttl_ms=task_ttl_ms, poll_interval_ms=task_poll_interval_ms
+        )
 
     # Registration ---------------------------------------------------------------
 
@@ -320,8 +379,16 @@ class Server:
         input_schema: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | None = None,
         annotations: dict[str, Any] | None = None,
+        task: str | None = None,
     ) -> Callable[[F], F]:
-        """Register a function as a tool; its signature gives the input schema."""
+        """Register a function as a tool; its signature gives the input schema.
+
+        ``task="optional"`` runs it as a task (tasks extension) for a request
+        that declared the extension, and at once for any other; ``"required"``
+        runs it only as a task (-32021 to a request without the extension).
+        """
+        if task is not None and task not in TASK_SUPPORT:
+            raise ValueError(f"task must be one of {sorted(TASK_SUPPORT)} or None")
 
         def register(func: F) -> F:
             context_param = _context_param(func)
@@ -335,6 +402,7 @@ class Server:
                 output_schema=output_schema,
                 annotations=annotations,
                 context_param=context_param,
+                task_support=task,
             )
             self.tools[tool.name] = tool
             return func
@@ -438,6 +506,8 @@ class Server:
             caps["prompts"] = {"listChanged": True}
         if self.logging:
             caps["logging"] = {}
+        if any(t.task_support for t in self.tools.values()):
+            caps["extensions"] = {TASKS_EXTENSION: {}}
         if any(t.completers for t in self.templates.values()) or any(
             p.completers for p in self.prompts.values()
         ):
@@ -487,6 +557,8 @@ class Server:
         call = self._plan(ctx)
         if isinstance(call, dict):
             return call
+        if call.task:
+            return self.tasks.start(ctx, call, lambda exc: self._failed(ctx, call, exc, binding))
         try:
             value = call.handler(**call.kwargs)
         except Exception as exc:
@@ -559,6 +631,8 @@ class Server:
             return self._plan_prompt(ctx)
         if method == "completion/complete":
             return self._plan_completion(params)
+        if method in TASK_METHODS:
+            return self.tasks.handle(ctx, method)
         raise MethodNotFound(message=f"method not found: {method!r}")
 
     def _page(
@@ -594,7 +668,8 @@ class Server:
         kwargs = dict(arguments)
         if tool.context_param:
             kwargs[tool.context_param] = ctx
-        return HandlerCall(tool.handler, kwargs, tool_result, tool=True)
+        task = runs_as_task(tool.task_support, ctx.client_capabilities, modern=ctx.stateless)
+        return HandlerCall(tool.handler, kwargs, tool_result, tool=True, task=task)
 
     def _find_resource(self, uri: str) -> tuple[Handler, dict[str, str], str | None]:
         resource = self.resources.get(uri)

@@ -3,9 +3,10 @@ against sansio-mcp: the fixture server (conformance/server.py) and the
 client (conformance/client.py), for the 2025-11-25 and 2026-07-28
 requirement sets and the suite's ``all`` selection.
 
-Any failure outside conformance/baseline.yml (the tasks extension only) fails a
-test, and so does a baseline entry that passes.  The runner is
-conformance/run.py; each test is one suite invocation (20-40 s on 2 busy cores).
+The baseline (conformance/baseline.yml) is empty: any failure fails a test, and so
+would a baseline entry that passes.  The tasks extension's scenarios also run one by one
+against the fixture on each backend.  The runner is conformance/run.py; each test is one
+suite invocation (20-40 s on 2 busy cores).
 """
 
 from __future__ import annotations
@@ -99,12 +100,29 @@ def test_client_auth_scenarios_on_asyncio(suite_ready: None, results_dir: Path) 
     assert not problems, f"results in {result.out_dir}:\n  " + "\n  ".join(problems)
 
 
-def test_baseline_is_only_the_tasks_extension() -> None:
+def test_baseline_is_empty() -> None:
+    """Authorization (issue 19) and the tasks extension (issue 18) are implemented: every
+    scenario must pass, so the baseline lists none (a reason would be required)."""
     baseline = runner.load_baseline()
-    assert baseline["server"]
-    # Authorization is implemented: every client auth/* scenario must pass (issue 19).
-    assert not [name for name in baseline["client"] if name.startswith("auth/")]
-    for side, entries in baseline.items():
-        for name, reason in entries.items():
-            assert name.startswith("tasks-"), f"{side} baseline entry {name}"
-            assert reason and reason != "in the baseline", f"{name} has no reason"
+    assert baseline == {"server": {}, "client": {}}
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+def test_tasks_extension_scenarios(
+    suite_ready: None, tmp_path_factory: pytest.TempPathFactory, backend: str
+) -> None:
+    """Every tasks-* scenario of the suite, one invocation each, against the fixture
+    served on ``backend``: each passes (the suite itself skips the notifications one)."""
+    names = sorted(n for n in runner.extension_scenarios("server") if n.startswith("tasks-"))
+    assert len(names) >= 9, names
+    out = tmp_path_factory.mktemp(f"tasks-{backend}")
+    outcomes: dict[str, str] = {}
+    with runner.fixture_server(out / "fixture-server.log", backend) as url:
+        for name in names:
+            result = runner.run_suite(
+                runner.Run("server", "all", scenario=name), out, server_url=url
+            )
+            _check(result, "server", "all")
+            outcomes.update({s.scenario: s.outcome for s in result.scenarios})
+    passed = {n for n, outcome in outcomes.items() if outcome == "pass"}
+    assert set(names) - passed <= {"tasks-status-notifications"}, outcomes

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -37,6 +41,37 @@ def everything_command() -> list[str]:
     if node is None:
         pytest.skip("node is not on PATH; the server-everything interop tests need Node 20+")
     return [node, str(EVERYTHING_ENTRY), "stdio"]
+
+
+@contextmanager
+def http_server(*script: str) -> Iterator[str]:
+    """``run_http_server.py`` (the example server, or ``script``'s ``build_server()``)
+    in a child process; yields its /mcp URL and stops it by closing its stdin."""
+    process = subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve().parent / "run_http_server.py"), *script],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd=str(REPO),
+    )
+    try:
+        assert process.stdout is not None
+        ready, _, _ = select.select([process.stdout], [], [], 15)
+        assert ready, "the HTTP server did not report its port in time"
+        line = process.stdout.readline().decode()
+        assert line.startswith("PORT "), f"unexpected first line from the HTTP server: {line!r}"
+        yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()  # the script's signal to stop
+        try:
+            code = process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            pytest.fail("the HTTP server did not stop when its stdin was closed")
+        assert process.stdout is not None
+        process.stdout.close()
+    assert code == 0
 
 
 # Child-process leak check ------------------------------------------------------------

@@ -36,7 +36,6 @@ a child process).
 from __future__ import annotations
 
 import json
-import select
 import shutil
 import subprocess
 import sys
@@ -57,7 +56,7 @@ from sansio_mcp import HANDSHAKE_REVISIONS, MissingRequiredClientCapability
 from sansio_mcp._errors import InputRoundsExceeded
 from trio_adapters import Client, ClientHandlers, open_stdio_client
 
-from .conftest import EXAMPLE_SERVER, REPO
+from .conftest import EXAMPLE_SERVER, REPO, http_server
 
 pytestmark = [
     pytest.mark.interop,
@@ -69,7 +68,6 @@ pytestmark = [
 HERE = Path(__file__).resolve().parent
 SDK_MRTR_SERVER = [sys.executable, str(HERE / "sdk_mrtr_server.py")]
 TS_MODERN_SERVER = HERE / "ts_modern_server.mjs"
-HTTP_SERVER_SCRIPT = HERE / "run_http_server.py"
 
 #: Seconds for one whole test, start-up and shutdown included.
 BUDGET = 30
@@ -288,31 +286,8 @@ def test_sdk_client_stdio(mode: str, tmp_path: Path) -> None:
 @pytest.fixture
 def http_url() -> Iterator[str]:
     """``serve_http(build_server())`` in a child process; its /mcp URL."""
-    process = subprocess.Popen(
-        [sys.executable, str(HTTP_SERVER_SCRIPT)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        cwd=str(REPO),
-    )
-    try:
-        assert process.stdout is not None
-        ready, _, _ = select.select([process.stdout], [], [], 15)
-        assert ready, "the HTTP server did not report its port in time"
-        line = process.stdout.readline().decode()
-        assert line.startswith("PORT "), f"unexpected first line from the HTTP server: {line!r}"
-        yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
-    finally:
-        assert process.stdin is not None
-        process.stdin.close()  # the script's signal to stop
-        try:
-            code = process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-            pytest.fail("the HTTP server did not stop when its stdin was closed")
-        assert process.stdout is not None
-        process.stdout.close()
-    assert code == 0
+    with http_server() as url:
+        yield url
 
 
 @pytest.mark.parametrize("mode", [MODERN, "auto", "legacy"])

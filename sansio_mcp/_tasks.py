@@ -1,0 +1,345 @@
+"""The tasks extension (``io.modelcontextprotocol/tasks``, SEP-2663), pure.
+
+A ``tools/call`` the server chooses to run in the background answers with a
+``CreateTaskResult``; the client then polls ``tasks/get``, answers the
+task's input requests with ``tasks/update`` and may ``tasks/cancel`` it.
+This module holds what does not wait: the status machine (a transition
+table), one task's record and its wire shapes, the in-memory table of tasks
+with their expiry, and the per-request decision whether a call becomes a
+task.  Time enters as seconds since the epoch.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+
+from ._errors import InvalidParams, LocalProtocolError, MCPError, MissingRequiredClientCapability
+
+__all__ = [
+    "TASKS_EXTENSION",
+    "TASK_METHODS",
+    "TASK_NOTIFICATION",
+    "TASK_SUPPORT",
+    "TERMINAL_STATUSES",
+    "TASK_TRANSITIONS",
+    "IllegalTaskTransition",
+    "TaskStatus",
+    "TaskTrigger",
+    "TaskRecord",
+    "TaskTable",
+    "declares_tasks",
+    "runs_as_task",
+    "tasks_capability_error",
+    "iso_time",
+]
+
+#: The extension's identifier, under ``capabilities.extensions``.
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+#: The requests the extension adds (``tasks/result`` and ``tasks/list`` are gone in v2).
+TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
+#: Its status push, on ``subscriptions/listen`` streams that name the task.
+TASK_NOTIFICATION = "notifications/tasks"
+#: How a tool may run: ``optional`` (a task when the client declared the
+#: extension, else at once) or ``required`` (only as a task).
+TASK_SUPPORT = frozenset({"optional", "required"})
+
+
+class TaskStatus(enum.Enum):
+    WORKING = "working"
+    INPUT_REQUIRED = "input_required"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class TaskTrigger(enum.Enum):
+    """What happens to a task (the inputs of the status machine)."""
+
+    ASKED = "the tool asks for input"
+    ANSWERED = "every pending input is answered"
+    RETURNED = "the tool returns a result"
+    RAISED = "the tool raises a protocol error"
+    CANCELLED = "tasks/cancel"
+    TOOL_CANCELLED = "the tool ends its task as cancelled"
+
+
+TERMINAL_STATUSES = frozenset({TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELLED})
+
+_S, _T = TaskStatus, TaskTrigger
+#: ``(status, trigger) -> next status``; a pair not listed is illegal.  Terminal
+#: statuses have no moves.  A tool error (``isError``) is RETURNED, so ``completed``;
+#: ``failed`` is only for protocol errors (SEP-2663).
+TASK_TRANSITIONS: Mapping[tuple[TaskStatus, TaskTrigger], TaskStatus] = {
+    (_S.WORKING, _T.ASKED): _S.INPUT_REQUIRED,
+    (_S.WORKING, _T.RETURNED): _S.COMPLETED,
+    (_S.WORKING, _T.RAISED): _S.FAILED,
+    (_S.WORKING, _T.CANCELLED): _S.CANCELLED,
+    (_S.INPUT_REQUIRED, _T.ANSWERED): _S.WORKING,
+    (_S.INPUT_REQUIRED, _T.CANCELLED): _S.CANCELLED,
+    # The tool stopped waiting on its own (it was cancelled by other means or crashed).
+    (_S.INPUT_REQUIRED, _T.RAISED): _S.FAILED,
+    # The work was called off from elsewhere (the tool's own peer, say): the tool says so.
+    (_S.WORKING, _T.TOOL_CANCELLED): _S.CANCELLED,
+    (_S.INPUT_REQUIRED, _T.TOOL_CANCELLED): _S.CANCELLED,
+}
+
+
+class IllegalTaskTransition(LocalProtocolError):
+    """A move the status machine does not allow; nothing changed."""
+
+
+def iso_time(seconds: float) -> str:
+    """``seconds`` since the epoch as an ISO 8601 UTC timestamp (milliseconds)."""
+    moment = datetime.fromtimestamp(seconds, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def declares_tasks(client_capabilities: Mapping[str, Any] | None) -> bool:
+    """Whether a request's client capabilities declare the extension."""
+    extensions = (client_capabilities or {}).get("extensions")
+    return isinstance(extensions, dict) and isinstance(extensions.get(TASKS_EXTENSION), dict)
+
+
+def tasks_capability_error(why: str) -> MissingRequiredClientCapability:
+    """-32021 naming the extension as the capability the request lacked."""
+    return MissingRequiredClientCapability(
+        message=f"{why}: declare the {TASKS_EXTENSION} extension in the request's capabilities",
+        data={"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+    )
+
+
+def runs_as_task(
+    support: str | None, client_capabilities: Mapping[str, Any] | None, *, modern: bool
+) -> bool:
+    """Whether this ``tools/call`` becomes a task: the tool may run as one and the
+    request declared the extension (only a 2026-07-28 request can).  A tool that
+    must run as a task, called without the extension, is -32021."""
+    if support is None:
+        return False
+    if modern and declares_tasks(client_capabilities):
+        return True
+    if support == "required":
+        raise tasks_capability_error("this tool only runs as a task")
+    return False
+
+
+@attrs.define
+class TaskRecord:
+    """One task: its status, pending input requests, outcome and timestamps.
+
+    Every change goes through :meth:`apply` (the table); the helpers below name
+    the changes a running tool makes.  Input request keys are unique over the
+    task's life: a key the tool reuses gets a suffix on the wire.
+    """
+
+    task_id: str
+    created_at: float
+    ttl_ms: int | None
+    poll_interval_ms: int | None = None
+    status: TaskStatus = TaskStatus.WORKING
+    last_updated_at: float = 0.0
+    status_message: str | None = None
+    #: wire key -> input request, still unanswered.
+    pending: dict[str, dict[str, Any]] = attrs.Factory(dict)
+    #: wire key -> answer, gathered for the current ask.
+    answers: dict[str, Any] = attrs.Factory(dict)
+    used_keys: set[str] = attrs.Factory(set)
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    #: When the task became terminal (its retention starts then).
+    ended_at: float | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.ttl_ms is not None and (isinstance(self.ttl_ms, bool) or self.ttl_ms < 0):
+            raise ValueError("ttl_ms must be a non-negative integer or None")
+        self.last_updated_at = max(self.last_updated_at, self.created_at)
+
+    @classmethod
+    def new(
+        cls, now: float, *, ttl_ms: int | None, poll_interval_ms: int | None = None
+    ) -> TaskRecord:
+        """A fresh ``working`` task with a random id."""
+        return cls(str(uuid.uuid4()), now, ttl_ms, poll_interval_ms, last_updated_at=now)
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    def apply(self, trigger: TaskTrigger, now: float) -> TaskStatus:
+        """Move by ``trigger``; :class:`IllegalTaskTransition` if the table has no such move."""
+        target = TASK_TRANSITIONS.get((self.status, trigger))
+        if target is None:
+            raise IllegalTaskTransition(
+                f"task {self.task_id}: {trigger.value!r} is not allowed when {self.status.value}"
+            )
+        self.status = target
+        self.last_updated_at = max(now, self.last_updated_at)
+        if target in TERMINAL_STATUSES:
+            self.ended_at = self.last_updated_at
+            self.pending.clear()
+        return target
+
+    # What the running tool does ---------------------------------------------------------
+
+    def ask(self, requests: Mapping[str, dict[str, Any]], now: float) -> dict[str, str]:
+        """Park the task on ``requests`` (tool key -> input request); returns wire key ->
+        tool key, each wire key new over the task's life."""
+        if not requests:
+            raise ValueError("ask for at least one input")
+        keys: dict[str, str] = {}
+        for key in requests:
+            wire, n = key, 1
+            while wire in self.used_keys or wire in keys:
+                n += 1
+                wire = f"{key}-{n}"
+            keys[wire] = key
+        self.apply(TaskTrigger.ASKED, now)
+        self.used_keys.update(keys)
+        self.pending = {wire: requests[key] for wire, key in keys.items()}
+        self.answers = {}
+        return keys
+
+    def answer(self, responses: Mapping[str, Any], now: float) -> dict[str, Any]:
+        """Take the answers to pending keys (unknown or answered keys are ignored, as
+        the extension says); returns what was taken.  The task goes back to
+        ``working`` once nothing is pending."""
+        if self.status is not TaskStatus.INPUT_REQUIRED:
+            return {}
+        taken = {k: v for k, v in responses.items() if k in self.pending}
+        for key, value in taken.items():
+            del self.pending[key]
+            self.answers[key] = value
+        if taken:
+            self.last_updated_at = max(now, self.last_updated_at)
+        if not self.pending:
+            self.apply(TaskTrigger.ANSWERED, now)
+        return taken
+
+    def complete(self, result: dict[str, Any], now: float) -> bool:
+        """The tool returned ``result`` (tool errors included); False if already over."""
+        if self.terminal:
+            return False
+        self.apply(TaskTrigger.RETURNED, now)
+        self.result = result
+        return True
+
+    def fail(self, error: MCPError, now: float) -> bool:
+        """The tool raised a protocol error; False if already over."""
+        if self.terminal:
+            return False
+        self.apply(TaskTrigger.RAISED, now)
+        self.error = error.to_dict()
+        return True
+
+    def cancel(self, now: float) -> bool:
+        """``tasks/cancel``: True if this cancelled it, False if it was over already
+        (cancelling is idempotent on the wire)."""
+        if self.terminal:
+            return False
+        self.apply(TaskTrigger.CANCELLED, now)
+        return True
+
+    def cancelled_by_tool(self, message: str | None, now: float) -> bool:
+        """The tool ends its task as ``cancelled`` (``message``, if any, becomes the
+        ``statusMessage``); False if it was over already."""
+        if self.terminal:
+            return False
+        self.apply(TaskTrigger.TOOL_CANCELLED, now)
+        if message:
+            self.status_message = message
+        return True
+
+    def set_message(self, message: str | None, now: float) -> None:
+        self.status_message = message
+        self.last_updated_at = max(now, self.last_updated_at)
+
+    # Expiry -----------------------------------------------------------------------------
+
+    def expires_at(self) -> float | None:
+        """When the task is forgotten: ``ttlMs`` after it ended (never before it
+        ends, so a result is always kept for at least ``ttlMs``), or None."""
+        if self.ended_at is None or self.ttl_ms is None:
+            return None
+        return self.ended_at + self.ttl_ms / 1000
+
+    # Wire shapes ------------------------------------------------------------------------
+
+    def task(self) -> dict[str, Any]:
+        """The ``Task`` object (no result, error or input requests)."""
+        task: dict[str, Any] = {
+            "taskId": self.task_id,
+            "status": self.status.value,
+            "createdAt": iso_time(self.created_at),
+            "lastUpdatedAt": iso_time(self.last_updated_at),
+            "ttlMs": self.ttl_ms,
+        }
+        if self.status_message is not None:
+            task["statusMessage"] = self.status_message
+        if self.poll_interval_ms is not None:
+            task["pollIntervalMs"] = self.poll_interval_ms
+        return task
+
+    def detailed(self) -> dict[str, Any]:
+        """The ``DetailedTask`` variant of the current status."""
+        detailed = self.task()
+        if self.status is TaskStatus.INPUT_REQUIRED:
+            detailed["inputRequests"] = dict(self.pending)
+        elif self.status is TaskStatus.COMPLETED and self.result is not None:
+            detailed["result"] = self.result
+        elif self.status is TaskStatus.FAILED and self.error is not None:
+            detailed["error"] = self.error
+        return detailed
+
+    def create_result(self) -> dict[str, Any]:
+        """The ``CreateTaskResult`` answering the ``tools/call``."""
+        return {"resultType": "task", **self.task()}
+
+    def get_result(self) -> dict[str, Any]:
+        """The ``GetTaskResult`` answering ``tasks/get``."""
+        return {"resultType": "complete", **self.detailed()}
+
+
+class TaskTable:
+    """The in-memory task store: records by id, forgotten ``ttlMs`` after they end.
+
+    ``get`` treats an expired task as unknown (-32602), as the extension says.
+    """
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, TaskRecord] = {}
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def __iter__(self) -> Iterator[TaskRecord]:
+        return iter(list(self._tasks.values()))
+
+    def add(self, record: TaskRecord) -> None:
+        if record.task_id in self._tasks:
+            raise LocalProtocolError(f"task {record.task_id!r} exists already")
+        self._tasks[record.task_id] = record
+
+    def get(self, task_id: str, now: float) -> TaskRecord:
+        """The live task ``task_id``; :class:`InvalidParams` (-32602) if unknown or expired."""
+        self.forget_expired(now)
+        record = self._tasks.get(task_id)
+        if record is None:
+            raise InvalidParams(message=f"unknown or expired task: {task_id!r}")
+        return record
+
+    def forget_expired(self, now: float) -> list[str]:
+        """Drop every task whose retention is over; returns their ids."""
+        gone = [
+            task_id
+            for task_id, record in self._tasks.items()
+            if (expiry := record.expires_at()) is not None and now >= expiry
+        ]
+        for task_id in gone:
+            del self._tasks[task_id]
+        return gone

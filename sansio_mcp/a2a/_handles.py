@@ -1,0 +1,116 @@
+"""Opaque handles for A2A task and context ids: the bridge's table, never the ids.
+
+A handle lives for ``ttl`` seconds after its last use (``mint`` or ``resolve``
+restarts the clock); time comes in as ``now``.  Minting the same value again gives
+the same handle, so a live conversation keeps its handles.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+
+__all__ = ["ExpiredHandle", "HandleError", "HandleTable", "UnknownHandle"]
+
+T = TypeVar("T", bound=Hashable)
+
+
+class HandleError(LookupError):
+    """A handle the table cannot resolve."""
+
+    def __init__(self, handle: str, message: str) -> None:
+        super().__init__(message)
+        self.handle = handle
+
+
+class UnknownHandle(HandleError):
+    pass
+
+
+class ExpiredHandle(HandleError):
+    pass
+
+
+def _token() -> str:
+    return secrets.token_urlsafe(16)
+
+
+class HandleTable(Generic[T]):
+    """Handles (``prefix`` + random text) for values of type ``T``."""
+
+    def __init__(
+        self,
+        prefix: str,
+        ttl: float,
+        *,
+        new_token: Callable[[], str] = _token,
+        remember_expired: int = 4096,
+    ) -> None:
+        if ttl <= 0:
+            raise ValueError("ttl must be positive")
+        self.prefix = prefix
+        self.ttl = ttl
+        self._new_token = new_token
+        self._remember_expired = remember_expired
+        self._values: dict[str, tuple[T, float]] = {}
+        self._handles: dict[T, str] = {}
+        # Expired handles seen last, so that an expired handle is told apart from a
+        # made-up one; bounded, as a client may hold handles for ever.
+        self._expired: OrderedDict[str, None] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def live(self) -> list[T]:
+        """The values with a handle, in the order their handles were made."""
+        return [value for value, _ in self._values.values()]
+
+    def mint(self, value: T, now: float) -> str:
+        """The handle of ``value`` (a new one, or its live one, whose TTL restarts)."""
+        self.sweep(now)
+        handle = self._handles.get(value)
+        if handle is None:
+            handle = self.prefix + self._new_token()
+            while handle in self._values:
+                handle = self.prefix + self._new_token()
+            self._handles[value] = handle
+        self._values[handle] = (value, now + self.ttl)
+        return handle
+
+    def resolve(self, handle: str, now: float) -> T:
+        """The value of a live ``handle`` (its TTL restarts), else
+        :class:`ExpiredHandle` or :class:`UnknownHandle`."""
+        self.sweep(now)
+        entry = self._values.get(handle)
+        if entry is None:
+            if handle in self._expired:
+                raise ExpiredHandle(
+                    handle,
+                    f"the handle {handle!r} has expired ({self.describe_retention()})",
+                )
+            raise UnknownHandle(handle, f"unknown handle {handle!r}")
+        value = entry[0]
+        self._values[handle] = (value, now + self.ttl)
+        return value
+
+    def sweep(self, now: float) -> int:
+        """Forget the handles whose time is up; how many went."""
+        gone = [h for h, (_, until) in self._values.items() if until <= now]
+        for handle in gone:
+            value, _ = self._values.pop(handle)
+            self._handles.pop(value, None)
+            self._expired[handle] = None
+        while len(self._expired) > self._remember_expired:
+            self._expired.popitem(last=False)
+        return len(gone)
+
+    def describe_retention(self) -> str:
+        """How long handles are kept, in words (tool descriptions use it)."""
+        minutes = self.ttl / 60
+        if minutes >= 1:
+            amount = f"{minutes:g} minute{'' if minutes == 1 else 's'}"
+        else:
+            amount = f"{self.ttl:g} second{'' if self.ttl == 1 else 's'}"
+        return f"handles are kept in memory for {amount} after their last use"

@@ -1,0 +1,322 @@
+"""Running tools as tasks (the tasks extension), backend-neutral.
+
+:class:`TaskRunner` is what a :class:`~sansio_mcp.runtime.Server` uses: it
+starts a task-capable tool in the background, records its status in a
+:class:`TaskStore` (the core's in-memory :class:`~sansio_mcp._tasks.TaskTable`
+by default), parks it on ``input_required`` when the tool asks for input,
+and answers ``tasks/get``, ``tasks/update`` and ``tasks/cancel``.
+
+Input asked for before the tool first really waits is gathered by MRTR,
+synchronously, as for any tool: the task is created at the tool's first
+real wait (so a tool that asks, then works, answers ``input_required``
+rounds first and a ``CreateTaskResult`` once it has what it asked for).
+A tool that finishes without ever waiting is answered at once.  A tool that
+must wait before it knows whether it has long work ahead (a peer that may answer
+at once or start a job) waits inside ``ctx.defer_task()`` and calls
+``ctx.become_task()`` once it knows; raising :class:`CancelTask` ends its task
+as ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Generator, Mapping
+from typing import Any, Protocol
+
+from .._errors import InternalError, InvalidParams, MCPError, failure_text
+from .._modern import missing_capability_error, missing_input_capabilities
+from .._registry import HandlerCall, SessionHub
+from .._tasks import TaskRecord, TaskStatus, TaskTable
+from ._primitives import Cancellable, Signal
+
+__all__ = ["CancelTask", "TaskContext", "TaskStart", "TaskStore", "TaskRunner", "RunningTask"]
+
+
+class CancelTask(Exception):
+    """Raised by a task's tool to end its task as ``cancelled`` (the work was called
+    off elsewhere, not by ``tasks/cancel``); the message becomes the task's
+    ``statusMessage``.  In a call that is no task it is a tool error, as any other
+    exception."""
+
+
+class TaskStart:
+    """When a task-capable call's task is created: at its tool's first real wait
+    outside ``held`` stretches (:meth:`Context.defer_task`), or at :meth:`now`
+    (:meth:`Context.become_task`)."""
+
+    def __init__(self, create: Callable[[], None]) -> None:
+        self._create = create
+        #: How many ``defer_task`` blocks the tool is in.
+        self.held = 0
+        self.done = False
+
+    def now(self) -> None:
+        if not self.done:
+            self.done = True
+            self._create()
+
+    def at_wait(self) -> None:
+        if not self.held:
+            self.now()
+
+
+class TaskStore(Protocol):
+    """Where task records live.  :class:`~sansio_mcp._tasks.TaskTable` (in memory)
+    is the default; a store shared by replicas implements the same three calls."""
+
+    def add(self, record: TaskRecord) -> None: ...
+
+    def get(self, task_id: str, now: float) -> TaskRecord:
+        """The live task; :class:`InvalidParams` (-32602) if unknown or expired."""
+        ...
+
+    def forget_expired(self, now: float) -> list[str]: ...
+
+
+class TaskContext(Protocol):
+    """What the runner needs of a handler's context (a :class:`Context` has it)."""
+
+    now: float
+    params: dict[str, Any]
+    hub: SessionHub | None
+    task: RunningTask | None
+    task_start: TaskStart | None
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]: ...
+
+    def clock(self) -> float: ...
+
+    def new_signal(self) -> Signal: ...
+
+    def start_background(self, fn: Callable[[], Awaitable[Any]]) -> Cancellable: ...
+
+
+class _FirstWait:
+    """Await ``coroutine``, telling ``start`` each time it really waits (yields to
+    the event loop) until the task exists.  Backend-neutral: what it yields goes to
+    the loop untouched."""
+
+    def __init__(self, awaitable: Awaitable[Any], start: TaskStart) -> None:
+        self._awaitable = awaitable
+        self._start = start
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        inner = self._awaitable.__await__()
+        try:
+            value = inner.send(None)
+        except StopIteration as stop:
+            return stop.value
+        while True:
+            if not self._start.done:
+                self._start.at_wait()
+            try:
+                sent = yield value
+            except GeneratorExit:
+                inner.close()
+                raise
+            except BaseException as exc:  # cancellation too: the tool sees it
+                try:
+                    value = inner.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
+            else:
+                try:
+                    value = inner.send(sent)
+                except StopIteration as stop:
+                    return stop.value
+
+
+class RunningTask:
+    """A task whose tool runs in this process: its record, its wake-up signal and
+    the handle that cancels it."""
+
+    def __init__(
+        self, record: TaskRecord, ctx: TaskContext, now: Callable[[], float], announce: Any
+    ) -> None:
+        self.record = record
+        self._ctx = ctx
+        self.now = now
+        self._announce: Callable[[TaskRecord], None] = announce
+        self._wake: Signal | None = None
+        self.handle: Cancellable | None = None
+
+    async def ask(self, requests: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Park the task on ``requests`` until ``tasks/update`` answered them all."""
+        missing = missing_input_capabilities(dict(requests), self._ctx.client_capabilities)
+        if missing:
+            raise missing_capability_error(missing)
+        keys = self.record.ask(requests, self.now())
+        self._announce(self.record)
+        while self.record.status is TaskStatus.INPUT_REQUIRED:
+            self._wake = self._ctx.new_signal()
+            await self._wake.wait()
+        answers = self.record.answers
+        return {key: answers[wire] for wire, key in keys.items()}
+
+    def report(self, message: str | None) -> None:
+        """A progress message becomes the task's ``statusMessage``."""
+        if message is not None and not self.record.terminal:
+            self.record.set_message(message, self.now())
+            self._announce(self.record)
+
+    def wake(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+
+class TaskRunner:
+    """Starts tools as tasks and answers the ``tasks/*`` requests.
+
+    ``ttl_ms`` is how long a finished task's outcome is kept (None: until the
+    process ends); ``poll_interval_ms`` is the polling pace suggested to clients.
+    """
+
+    def __init__(
+        self,
+        store: TaskStore | None = None,
+        *,
+        ttl_ms: int | None = 300_000,
+        poll_interval_ms: int | None = 500,
+    ) -> None:
+        if ttl_ms is not None and poll_interval_ms is not None and poll_interval_ms > ttl_ms:
+            # A client polling this slowly could find a finished task already forgotten.
+            raise ValueError("poll_interval_ms must not exceed ttl_ms")
+        self.store: TaskStore = store if store is not None else TaskTable()
+        self.ttl_ms = ttl_ms
+        self.poll_interval_ms = poll_interval_ms
+        self._running: dict[str, RunningTask] = {}
+
+    @property
+    def running(self) -> int:
+        """How many tools run as tasks in this process now."""
+        return len(self._running)
+
+    async def start(
+        self,
+        ctx: TaskContext,
+        call: HandlerCall,
+        settle_error: Callable[[Exception], dict[str, Any]],
+    ) -> dict[str, Any]:
+        """Run ``call`` as a task; the ``tools/call`` answer: ``CreateTaskResult``
+        once the tool first waits, else its own outcome (``settle_error`` turns an
+        exception into a result or raises it, as for a plain call)."""
+        clock0, wall0 = ctx.clock(), ctx.now
+        self.store.forget_expired(wall0)
+        first = ctx.new_signal()
+        outcome: dict[str, Any] = {}
+
+        def now() -> float:
+            return wall0 + ctx.clock() - clock0
+
+        def created() -> None:
+            record = TaskRecord.new(
+                now(), ttl_ms=self.ttl_ms, poll_interval_ms=self.poll_interval_ms
+            )
+            self.store.add(record)
+            running = RunningTask(record, ctx, now, lambda r: self._announce(ctx, r))
+            running.handle = handle
+            self._running[record.task_id] = running
+            ctx.task = running
+            outcome["task"] = running
+            first.set()
+
+        start = ctx.task_start = TaskStart(created)
+
+        async def body() -> None:
+            error: Exception | None = None
+            try:
+                value = call.handler(**call.kwargs)
+                if inspect.isawaitable(value):
+                    value = await _FirstWait(value, start)
+            except Exception as exc:
+                value, error = None, exc
+            except BaseException:  # cancelled: tasks/cancel, or its connection or server ended
+                self._stopped(ctx, outcome.get("task"))
+                raise
+            running: RunningTask | None = outcome.get("task")
+            if running is None:
+                outcome.update(value=value, error=error)
+                first.set()
+                return
+            self._running.pop(running.record.task_id, None)
+            self._settle(ctx, running, call, value, error, settle_error)
+
+        handle = ctx.start_background(body)
+        try:
+            await first.wait()
+        except BaseException:
+            if "task" not in outcome:
+                handle.cancel()  # the client gave up before any task existed
+            raise
+        if "task" in outcome:
+            return outcome["task"].record.create_result()  # type: ignore[no-any-return]
+        if outcome["error"] is not None:
+            return settle_error(outcome["error"])
+        return call.finish(outcome["value"])
+
+    def _settle(
+        self,
+        ctx: TaskContext,
+        running: RunningTask,
+        call: HandlerCall,
+        value: Any,
+        error: Exception | None,
+        settle_error: Callable[[Exception], dict[str, Any]],
+    ) -> None:
+        record, now = running.record, running.now()
+        if isinstance(error, CancelTask):
+            if record.cancelled_by_tool(str(error) or None, now):
+                self._announce(ctx, record)
+            return
+        try:
+            result = call.finish(value) if error is None else settle_error(error)
+        except MCPError as exc:
+            changed = record.fail(exc, now)
+        except Exception as exc:
+            changed = record.fail(InternalError(message=failure_text(exc)), now)
+        else:
+            changed = record.complete(result, now)
+        if changed:
+            self._announce(ctx, record)
+
+    def _stopped(self, ctx: TaskContext, running: RunningTask | None) -> None:
+        """The tool was cancelled.  A task still open was not stopped by ``tasks/cancel``
+        but by its connection or server ending: it fails (and can then expire)."""
+        if running is None:
+            return
+        self._running.pop(running.record.task_id, None)
+        error = InternalError(message="the task was stopped: its server or connection ended")
+        if running.record.fail(error, running.now()):
+            self._announce(ctx, running.record)
+
+    def _announce(self, ctx: TaskContext, record: TaskRecord) -> None:
+        if ctx.hub is not None:
+            ctx.hub.task_status(record.detailed())
+
+    # tasks/get, tasks/update, tasks/cancel ---------------------------------------------
+
+    def handle(self, ctx: TaskContext, method: str) -> dict[str, Any]:
+        """The result of a ``tasks/*`` request (the core checked its shape)."""
+        record = self.store.get(ctx.params["taskId"], ctx.now)
+        running = self._running.get(record.task_id)
+        if method == "tasks/get":
+            return record.get_result()
+        if method == "tasks/update":
+            responses: dict[str, Any] = ctx.params["inputResponses"]
+            for key in record.pending.keys() & responses.keys():
+                if not isinstance(responses[key], dict):
+                    raise InvalidParams(message=f"inputResponses[{key!r}] must be an object")
+            was = record.status
+            record.answer(responses, ctx.now)
+            if record.status is not was:
+                if running is not None:
+                    running.wake()
+                self._announce(ctx, record)
+            return {}
+        # tasks/cancel: cooperative, and idempotent on a task that is over.
+        if record.cancel(ctx.now):
+            if running is not None and running.handle is not None:
+                running.handle.cancel()
+            self._announce(ctx, record)
+        return {}

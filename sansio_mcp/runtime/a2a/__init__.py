@@ -1,0 +1,21 @@
+"""The async half of the A2A-to-MCP bridge: the agents reached with the a2a-sdk's
+JSON-RPC client over the backend's own TCP (:class:`BackendTransport`), and the MCP
+:class:`~sansio_mcp.runtime.Server` with the four tools (:class:`A2ABridge`).
+Needs the ``a2a`` extra (``pip install 'sansio-mcp[a2a]'``); the pure half is
+:mod:`sansio_mcp.a2a`."""
+
+from ._agents import A2ACallError, AgentFailure, AgentLink, AgentUnreachable
+from ._bridge import TASKS_EXTENSION, A2ABridge, ContextRef, TaskRef
+from ._transport import BackendTransport
+
+__all__ = [
+    "TASKS_EXTENSION",
+    "A2ABridge",
+    "A2ACallError",
+    "AgentFailure",
+    "AgentLink",
+    "AgentUnreachable",
+    "BackendTransport",
+    "ContextRef",
+    "TaskRef",
+]

@@ -1,0 +1,623 @@
+"""The A2A-to-MCP bridge: four MCP tools (``a2a_discover``, ``a2a_send_message``,
+``a2a_get_task``, ``a2a_cancel_task``) on a :class:`Server`, backed by the configured
+A2A v1.0 agents.  Backend-neutral: the agents are reached through the backend's TCP
+(:class:`~.BackendTransport`), waits use its ``sleep``.
+
+An INPUT_REQUIRED task becomes a form elicitation for clients that declared
+elicitation: a real request on a handshake session, an MRTR ``input_required``
+round on a stateless one (whose input key, ``a2a-answer:<taskHandle>:<round>``,
+tells the re-run handler which task the answer is for).  Other clients get the
+envelope with ``status: "input_required"`` and the ``taskHandle`` to answer with.
+
+A 2026-07-28 call that declared the tasks extension runs as an MCP task instead
+(:meth:`A2ABridge._run_task`): the agent followed by streaming or GetTask, its states
+in the task's ``statusMessage``, its questions as the task's input requests.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any
+
+import attrs
+import httpx
+
+from ..._errors import InternalError
+from ..._tasks import TASKS_EXTENSION, declares_tasks
+from ...a2a import (
+    META_KEY,
+    BridgeConfig,
+    ExpiredHandle,
+    HandleError,
+    HandleTable,
+    UnknownTaskState,
+    a2a_error_result,
+    bridge_failure,
+    message_result,
+    message_text,
+    state_mapping,
+    task_result,
+)
+from .._backend import Backend
+from .._server import Context, Server
+from .._tasks import CancelTask
+from ._agents import A2ACallError, AgentFailure, AgentLink, AgentUnreachable
+from ._transport import BackendTransport
+
+__all__ = ["TASKS_EXTENSION", "A2ABridge", "ContextRef", "TaskRef"]
+
+_ANSWER_KEY = re.compile(r"a2a-answer:(?P<handle>[^:]+):(?P<round>[0-9]{1,6})")
+_ANSWER_SCHEMA_FIELD = "answer"
+
+
+@attrs.frozen
+class TaskRef:
+    agent: str
+    task_id: str
+    context_id: str
+
+
+@attrs.frozen
+class ContextRef:
+    agent: str
+    context_id: str
+
+
+class _Refused(Exception):
+    """A tool call the bridge answers with a tool error before asking any agent."""
+
+    def __init__(self, result: dict[str, Any]) -> None:
+        super().__init__(result["content"][0]["text"])
+        self.result = result
+
+
+class A2ABridge:
+    """The bridge's state (agents, handles) and its MCP :attr:`server`.
+
+    ``clock`` dates the handles (seconds; the backend's clock by default: tests
+    inject one); ``max_wait`` bounds how long ``a2a_send_message`` follows a task
+    that is still working before it returns the envelope as it stands.
+    """
+
+    def __init__(
+        self,
+        config: BridgeConfig,
+        backend: Backend,
+        *,
+        clock: Callable[[], float] | None = None,
+        new_token: Callable[[], str] | None = None,
+        poll_interval: float = 0.05,
+        max_wait: float = 300.0,
+    ) -> None:
+        self.config = config
+        self.backend = backend
+        self.clock = clock or backend.clock
+        self.poll_interval = poll_interval
+        self.max_wait = max_wait
+        ttl = config.handle_ttl_ms / 1000
+        token: dict[str, Any] = {"new_token": new_token} if new_token else {}
+        self.tasks: HandleTable[TaskRef] = HandleTable("tk_", ttl, **token)
+        self.contexts: HandleTable[ContextRef] = HandleTable("cx_", ttl, **token)
+        #: How the agents are reached (its ``pool`` keeps their connections).
+        self.transport = BackendTransport(backend)
+        self.http = httpx.AsyncClient(
+            transport=self.transport,
+            headers={"A2A-Version": "1.0"},
+            timeout=httpx.Timeout(30.0, read=max_wait + 30.0),
+        )
+        self.links = {agent.alias: AgentLink(agent, self.http) for agent in config.agents}
+        self.server = self._build_server()
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    # Tools ----------------------------------------------------------------------
+
+    def _build_server(self) -> Server:
+        aliases = sorted(self.links)
+        server = Server(
+            "sansio-mcp-a2a-bridge",
+            "0.1.0",
+            title="A2A agents as MCP tools",
+            instructions=f"A2A v1.0 agents ({', '.join(aliases)}) as four tools: a2a_discover "
+            "reads an agent's card, a2a_send_message talks to it, a2a_get_task and "
+            "a2a_cancel_task follow and stop its tasks.",
+            # An answer may come back as long as the task's handle lives.
+            state_ttl=self.tasks.ttl,
+        )
+        retention = self.tasks.describe_retention()
+        one = len(aliases) == 1
+        agent_schema: dict[str, Any] = {
+            "type": "string",
+            "enum": aliases,
+            "description": "the agent's alias"
+            + (f" (optional: only {aliases[0]!r} is configured)" if one else ""),
+        }
+
+        def schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+            return {
+                "type": "object",
+                "properties": {"agent": agent_schema, **properties},
+                "required": (required if one else ["agent", *required]),
+                "additionalProperties": False,
+            }
+
+        task_handle = {
+            "type": "string",
+            "description": f"a taskHandle from an earlier result; {retention}",
+        }
+
+        @server.tool(
+            "a2a_discover",
+            description="Read an A2A agent's card: who it is, its skills, what it accepts.",
+            input_schema=schema({}, []),
+            annotations={"readOnlyHint": True, "openWorldHint": True},
+        )
+        async def a2a_discover(agent: str | None = None) -> dict[str, Any]:
+            return await self._guard(agent, self._discover)
+
+        @server.tool(
+            "a2a_send_message",
+            description="Send a text message to an A2A agent and return its reply (a message, "
+            "or a task with its state and artifacts). Pass contextHandle to continue a "
+            "conversation, taskHandle to answer a task that waits for input. " + retention + ".",
+            input_schema=schema(
+                {
+                    "text": {"type": "string", "description": "the message"},
+                    "contextHandle": {
+                        "type": "string",
+                        "description": "continue this conversation",
+                    },
+                    "taskHandle": task_handle,
+                },
+                ["text"],
+            ),
+            annotations={"openWorldHint": True},
+            task="optional",
+        )
+        async def a2a_send_message(
+            ctx: Context,
+            text: str,
+            agent: str | None = None,
+            contextHandle: str | None = None,
+            taskHandle: str | None = None,
+        ) -> dict[str, Any]:
+            async def send(link: AgentLink) -> dict[str, Any]:
+                return await self._send(ctx, link, text, contextHandle, taskHandle)
+
+            return await self._guard(agent, send)
+
+        @server.tool(
+            "a2a_get_task",
+            description="Read a task of an A2A agent: its state, artifacts and history.",
+            input_schema=schema(
+                {
+                    "taskHandle": task_handle,
+                    "historyLength": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "description": "at most this many history messages",
+                    },
+                },
+                ["taskHandle"],
+            ),
+            annotations={"readOnlyHint": True, "openWorldHint": True},
+        )
+        async def a2a_get_task(
+            taskHandle: str,
+            agent: str | None = None,
+            historyLength: int | None = None,
+        ) -> dict[str, Any]:
+            async def get(link: AgentLink) -> dict[str, Any]:
+                ref = self._task(taskHandle, link.alias)
+                task = await link.get_task(ref.task_id, historyLength)
+                return self._task_result(link, task, with_history=True)
+
+            return await self._guard(agent, get)
+
+        @server.tool(
+            "a2a_cancel_task",
+            description="Ask an A2A agent to cancel a task; returns the task as it then stands.",
+            input_schema=schema({"taskHandle": task_handle}, ["taskHandle"]),
+            annotations={"destructiveHint": True, "openWorldHint": True},
+        )
+        async def a2a_cancel_task(taskHandle: str, agent: str | None = None) -> dict[str, Any]:
+            async def cancel(link: AgentLink) -> dict[str, Any]:
+                ref = self._task(taskHandle, link.alias)
+                return self._task_result(link, await link.cancel_task(ref.task_id))
+
+            return await self._guard(agent, cancel)
+
+        return server
+
+    # Plumbing -------------------------------------------------------------------
+
+    def _link(self, agent: str | None) -> AgentLink:
+        if agent is None:
+            if len(self.links) == 1:
+                return next(iter(self.links.values()))
+            raise _Refused(
+                bridge_failure(
+                    "say which agent: one of " + ", ".join(sorted(self.links)),
+                    error="unknown_agent",
+                )
+            )
+        link = self.links.get(agent)
+        if link is None:
+            raise _Refused(
+                bridge_failure(
+                    f"no agent {agent!r} is configured; the agents are "
+                    + ", ".join(sorted(self.links)),
+                    error="unknown_agent",
+                )
+            )
+        return link
+
+    async def _guard(
+        self, agent: str | None, work: Callable[[AgentLink], Awaitable[dict[str, Any]]]
+    ) -> dict[str, Any]:
+        """``work``'s result, or the tool error its failure means."""
+        try:
+            link = self._link(agent)
+            return await work(link)
+        except _Refused as refused:
+            return refused.result
+        except A2ACallError as exc:
+            return a2a_error_result(exc.code, exc.message, agent=link.alias)
+        except AgentFailure as exc:
+            return bridge_failure(str(exc), error=exc.kind, agent=link.alias)
+        except HandleError as exc:
+            kind = "expired_handle" if isinstance(exc, ExpiredHandle) else "unknown_handle"
+            return bridge_failure(str(exc), error=kind)
+        except UnknownTaskState as exc:
+            return bridge_failure(
+                f"agent {link.alias!r}: {exc}", error="invalid_agent_response", agent=link.alias
+            )
+
+    def _task(self, handle: str, alias: str) -> TaskRef:
+        ref = self.tasks.resolve(handle, self.clock())
+        if ref.agent != alias:
+            raise _Refused(
+                bridge_failure(
+                    f"the task handle {handle!r} belongs to agent {ref.agent!r}, not {alias!r}",
+                    error="wrong_agent",
+                )
+            )
+        return ref
+
+    def _context_handle(self, link: AgentLink, context_id: str | None) -> str | None:
+        if not context_id:
+            return None
+        return self.contexts.mint(ContextRef(link.alias, context_id), self.clock())
+
+    def _task_result(
+        self,
+        link: AgentLink,
+        task: dict[str, Any],
+        *,
+        with_history: bool = False,
+        notes: tuple[str, ...] = (),
+    ) -> dict[str, Any]:
+        context_id = task.get("contextId", "")
+        handle = self.tasks.mint(TaskRef(link.alias, task.get("id", ""), context_id), self.clock())
+        return task_result(
+            task,
+            context_handle=self._context_handle(link, context_id),
+            task_handle=handle,
+            with_history=with_history,
+            notes=notes,
+        )
+
+    async def _discover(self, link: AgentLink) -> dict[str, Any]:
+        card = await link.fetch_card()
+        skills = ", ".join(s.get("name") or s.get("id", "?") for s in card.get("skills", ()))
+        caps = card.get("capabilities") or {}
+        summary = (
+            f"{card.get('name')} (version {card.get('version')}): {card.get('description')}\n"
+            f"skills: {skills or 'none'}\n"
+            f"streaming: {'yes' if caps.get('streaming') else 'no'}; input: "
+            f"{', '.join(card.get('defaultInputModes', ()))}; output: "
+            f"{', '.join(card.get('defaultOutputModes', ()))}"
+        )
+        return {
+            "content": [{"type": "text", "text": summary}],
+            "structuredContent": card,
+            "isError": False,
+            "_meta": {META_KEY: {"cardUrl": link.config.card_location}},
+        }
+
+    # Sending ----------------------------------------------------------------------
+
+    async def _send(
+        self,
+        ctx: Context,
+        link: AgentLink,
+        text: str,
+        context_handle: str | None,
+        task_handle: str | None,
+    ) -> dict[str, Any]:
+        context_id = task_id = None
+        if task_handle is not None:
+            ref = self._task(task_handle, link.alias)
+            task_id, context_id = ref.task_id, ref.context_id
+        elif context_handle is not None:
+            found = self.contexts.resolve(context_handle, self.clock())
+            if found.agent != link.alias:
+                raise _Refused(
+                    bridge_failure(
+                        f"the context handle {context_handle!r} belongs to agent "
+                        f"{found.agent!r}, not {link.alias!r}",
+                        error="wrong_agent",
+                    )
+                )
+            context_id = found.context_id
+        if ctx.stateless and declares_tasks(ctx.client_capabilities):
+            return await self._run_task(ctx, link, text, context_id, task_id)
+        rounds = 0
+        resumed = self._resumed(ctx)
+        if resumed is not None:
+            handle, rounds, answer = resumed
+            ref = self._task(handle, link.alias)
+            task_id, context_id = ref.task_id, ref.context_id
+            if answer is None:
+                return await self._declined(link, ref)
+            text = answer
+        kind, value = await link.send_message(text, context_id=context_id, task_id=task_id)
+        while True:
+            if kind == "message":
+                return message_result(
+                    value, context_handle=self._context_handle(link, value.get("contextId"))
+                )
+            task, notes = await self._follow(link, value)
+            state = state_mapping((task.get("status") or {}).get("state"))
+            wants_input = state.a2a_state == "TASK_STATE_INPUT_REQUIRED"
+            if not wants_input or "elicitation" not in ctx.client_capabilities:
+                return self._task_result(link, task, notes=notes)
+            rounds += 1
+            result = self._task_result(link, task, notes=notes)
+            handle = result["structuredContent"]["taskHandle"]
+            answer = await self._ask(ctx, task, f"a2a-answer:{handle}:{rounds}")
+            ref = TaskRef(link.alias, task.get("id", ""), task.get("contextId", ""))
+            if answer is None:
+                return await self._declined(link, ref)
+            kind, value = await link.send_message(
+                answer, context_id=ref.context_id, task_id=ref.task_id
+            )
+
+    def _resumed(self, ctx: Context) -> tuple[str, int, str | None] | None:
+        """On a stateless retry, the answer it brings: (taskHandle, round, the text,
+        or None when the user declined)."""
+        responses = ctx.params.get("inputResponses") if ctx.stateless else None
+        if not isinstance(responses, dict):
+            return None
+        found = [
+            (int(m["round"]), m["handle"], value)
+            for key, value in responses.items()
+            if (m := _ANSWER_KEY.fullmatch(key)) is not None
+        ]
+        if not found:
+            return None
+        rounds, handle, value = max(found, key=lambda item: item[0])
+        return handle, rounds, _accepted(value)
+
+    async def _declined(self, link: AgentLink, ref: TaskRef) -> dict[str, Any]:
+        """The user declined the agent's question: the bridge cancels the task."""
+        note = "the user declined to answer; the bridge cancelled the A2A task"
+        try:
+            task = await link.cancel_task(ref.task_id)
+        except A2ACallError as exc:
+            task = await link.get_task(ref.task_id)
+            note += f" (the agent refused: A2A error {exc.code}, {exc.message})"
+        return self._task_result(link, task, notes=(note,))
+
+    async def _follow(
+        self,
+        link: AgentLink,
+        task: dict[str, Any],
+        *,
+        limit: float | None = None,
+        on_update: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+    ) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """``task`` once it is terminal or interrupted (polled with GetTask), or as it
+        stands after ``limit`` seconds (``max_wait`` by default); ``on_update`` sees
+        each state read."""
+        limit = self.max_wait if limit is None else limit
+        deadline = self.backend.clock() + limit
+        delay = self.poll_interval
+        while state_mapping((task.get("status") or {}).get("state")).active:
+            if on_update is not None:
+                await on_update(task)
+            if self.backend.clock() >= deadline:
+                return task, (
+                    f"the agent was still at it after {limit:g} s; "
+                    "follow the task with a2a_get_task",
+                )
+            await self.backend.sleep(delay)
+            delay = min(delay * 2, 1.0)
+            task = await link.get_task(task.get("id", ""))
+        return task, ()
+
+    # The tasks extension ----------------------------------------------------------
+
+    async def _run_task(
+        self,
+        ctx: Context,
+        link: AgentLink,
+        text: str,
+        context_id: str | None,
+        task_id: str | None,
+    ) -> dict[str, Any]:
+        """``a2a_send_message`` as an MCP task (the client declared the tasks extension).
+        The MCP task is created when the agent reports a task (a direct Message is a
+        plain result, no task).  The agent is followed with SendStreamingMessage when
+        its card declares streaming, else with GetTask; its states become the task's
+        ``statusMessage``, INPUT_REQUIRED parks the task on a form elicitation
+        (``tasks/update`` answers it), and the final envelope is the task's result; an
+        A2A task that ends CANCELED (by the agent, ``a2a_cancel_task`` or a declined
+        question) ends the MCP task ``cancelled``.  ``tasks/cancel`` cancels the A2A
+        task too; an agent that can no longer be reached fails the task, the A2A code
+        in ``error.data``."""
+        progress = _StatusReporter(ctx)
+        rounds = 0
+        try:
+            while True:
+                try:
+                    with ctx.defer_task():  # until the agent shows a task
+                        kind, value = await self._first_answer(
+                            link, text, context_id, task_id, progress
+                        )
+                        if kind == "task":
+                            await progress(value)  # the CreateTaskResult goes out
+                except (AgentUnreachable, A2ACallError) as exc:
+                    if not progress.task_id:
+                        raise  # no A2A task yet: a tool error, as without the extension
+                    raise _lost(link, exc) from None
+                if kind == "message":
+                    return message_result(
+                        value, context_handle=self._context_handle(link, value.get("contextId"))
+                    )
+                try:
+                    task, _ = await self._follow(link, value, limit=math.inf, on_update=progress)
+                except (AgentUnreachable, A2ACallError) as exc:
+                    raise _lost(link, exc) from None
+                state = state_mapping((task.get("status") or {}).get("state"))
+                if state.a2a_state != "TASK_STATE_INPUT_REQUIRED" or (
+                    "elicitation" not in ctx.client_capabilities
+                ):
+                    return self._task_outcome(link, self._task_result(link, task))
+                rounds += 1
+                handle = self._task_result(link, task)["structuredContent"]["taskHandle"]
+                answer = await self._ask(ctx, task, f"a2a-answer:{handle}:{rounds}")
+                task_id, context_id = task.get("id", ""), task.get("contextId", "")
+                if answer is None:
+                    ref = TaskRef(link.alias, task_id, context_id)
+                    return self._task_outcome(link, await self._declined(link, ref))
+                text = answer
+        except BaseException as exc:
+            if not isinstance(exc, Exception) and progress.task_id:
+                # Cancelled (tasks/cancel): the agent's task goes too, from a task of its
+                # own, as this one may not wait any more.
+                ctx.start_background(partial(_cancel_quietly, link, progress.task_id))
+            raise
+
+    @staticmethod
+    def _task_outcome(link: AgentLink, result: dict[str, Any]) -> dict[str, Any]:
+        """The MCP task's result, or :class:`CancelTask` (the task ends ``cancelled``,
+        the handle and what was said in its ``statusMessage``) for a CANCELED task."""
+        envelope = result["structuredContent"]
+        if envelope.get("a2aState") != "TASK_STATE_CANCELED":
+            return result
+        said = [block["text"] for block in result["content"] if block.get("type") == "text"]
+        note = [envelope["note"]] if envelope.get("note") else []
+        head = f"agent {link.alias!r} cancelled the task (taskHandle {envelope['taskHandle']})"
+        raise CancelTask("; ".join([head, *said[:1], *note]))
+
+    async def _first_answer(
+        self,
+        link: AgentLink,
+        text: str,
+        context_id: str | None,
+        task_id: str | None,
+        progress: _StatusReporter,
+    ) -> tuple[str, dict[str, Any]]:
+        """The agent's answer to ``text``: a message, or its task once the stream ended
+        (streaming agents) or as first returned (the others: GetTask follows)."""
+        if not link.streaming:
+            return await link.send_message(text, context_id=context_id, task_id=task_id)
+        last: tuple[str, dict[str, Any]] | None = None
+        try:
+            async for kind, value in link.stream_message(
+                text, context_id=context_id, task_id=task_id
+            ):
+                last = kind, value
+                if kind == "task":
+                    await progress(value)
+        except AgentUnreachable:
+            if last is None or last[0] != "task":
+                raise
+            # The stream broke off (or stayed silent past the read limit): GetTask goes
+            # on from here, and fails in turn if the agent is really gone.
+        if last is None:
+            raise AgentFailure(f"agent {link.alias!r} ended its stream without an answer")
+        if last[0] == "task":
+            # The stream showed the way; the task as the agent keeps it is the result.
+            return "task", await link.get_task(last[1].get("id", ""))
+        return last
+
+    async def _ask(self, ctx: Context, task: dict[str, Any], key: str) -> str | None:
+        """The user's answer to the agent's question (a form with one string field),
+        or None when they declined."""
+        question = message_text((task.get("status") or {}).get("message"))
+        reply = await ctx.elicit(
+            question or "The agent needs more input.",
+            {
+                "type": "object",
+                "properties": {
+                    _ANSWER_SCHEMA_FIELD: {
+                        "type": "string",
+                        "title": "Answer",
+                        "description": question or "your answer to the agent",
+                    }
+                },
+                "required": [_ANSWER_SCHEMA_FIELD],
+            },
+            key=key,
+        )
+        return _accepted(reply)
+
+
+def _accepted(reply: Any) -> str | None:
+    """The answer of an ElicitResult, or None unless it was accepted with one."""
+    if not isinstance(reply, dict) or reply.get("action") != "accept":
+        return None
+    content = reply.get("content")
+    if not isinstance(content, dict):
+        return None
+    answer = content.get(_ANSWER_SCHEMA_FIELD)
+    return answer if isinstance(answer, str) else None
+
+
+class _StatusReporter:
+    """Turns the agent's task states into the MCP task's ``statusMessage`` (each
+    change once)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+        self._last: str | None = None
+        #: The A2A task followed (known from its first state on).
+        self.task_id = ""
+
+    async def __call__(self, task: dict[str, Any]) -> None:
+        if self._ctx.task is None:
+            await self._ctx.become_task()  # the agent made a task: so does the bridge
+        self.task_id = task.get("id", "") or self.task_id
+        status = task.get("status") or {}
+        row = state_mapping(status.get("state"))
+        said = message_text(status.get("message"))
+        if row.a2a_state == "TASK_STATE_SUBMITTED":
+            line = "submitted: the agent accepted the task and has not started it"
+        else:
+            line = row.status
+        if said:
+            line += f": {said}"
+        if line != self._last:
+            self._last = line
+            await self._ctx.report_progress(0, None, line)
+
+
+def _lost(link: AgentLink, exc: AgentUnreachable | A2ACallError) -> InternalError:
+    """The MCP task's error when its A2A task can no longer be followed."""
+    data: dict[str, Any] = {"agent": link.alias}
+    if isinstance(exc, A2ACallError):
+        data["a2aErrorCode"] = exc.code
+    return InternalError(message=f"the agent's task can no longer be followed: {exc}", data=data)
+
+
+async def _cancel_quietly(link: AgentLink, task_id: str) -> None:
+    try:
+        await link.cancel_task(task_id)
+    except (AgentFailure, A2ACallError):
+        pass  # gone already, or past cancelling: nothing is left to stop

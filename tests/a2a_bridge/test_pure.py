@@ -1,0 +1,301 @@
+"""The bridge's pure half: config validation, the handle table (time passed in), the
+state table, and the translation of parts and tasks.  No I/O."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sansio_mcp.a2a import (
+    META_KEY,
+    STATES,
+    ConfigError,
+    ExpiredHandle,
+    HandleTable,
+    PartError,
+    UnknownHandle,
+    UnknownTaskState,
+    load_config,
+    parse_config,
+    part_to_content,
+    state_mapping,
+    task_result,
+)
+
+# Config ------------------------------------------------------------------------------
+
+
+def test_config_defaults_and_card_location() -> None:
+    config = parse_config(
+        {
+            "agents": {
+                "hello": {"url": "http://localhost:9999/"},
+                "planner": {"cardUrl": "https://planner.example.org/card.json"},
+            }
+        }
+    )
+    assert (config.port, config.allowed_hosts, config.handle_ttl_ms) == (8931, (), 900_000)
+    hello, planner = config.agents
+    assert hello.card_location == "http://localhost:9999/.well-known/agent-card.json"
+    assert planner.card_location == "https://planner.example.org/card.json"
+    assert config.agent("planner") is planner and config.agent("nobody") is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        ([], "must be a JSON object"),
+        ({}, "agents must be a non-empty object"),
+        ({"agents": {}}, "agents must be a non-empty object"),
+        ({"agents": {"a": {}}, "extra": 1}, "unknown config key(s) 'extra'"),
+        ({"agents": {"a": {}}}, "agents.a needs exactly one of 'url' and 'cardUrl'"),
+        ({"agents": {"a": {"url": "http://x", "cardUrl": "http://y"}}}, "exactly one"),
+        ({"agents": {"a": {"url": "x"}}}, "agents.a.url must be an http:// or https:// URL"),
+        ({"agents": {"a": {"url": "http:///p"}}}, "agents.a.url has no host"),
+        ({"agents": {"a": {"url": "http://x", "token": 1}}}, "unknown key(s) 'token'"),
+        ({"agents": {"a b": {"url": "http://x"}}}, "agent alias 'a b'"),
+        ({"agents": {"a": {"url": "http://x"}}, "port": 70000}, "port must be an integer"),
+        ({"agents": {"a": {"url": "http://x"}}, "port": True}, "port must be an integer"),
+        ({"agents": {"a": {"url": "http://x"}}, "handleTtlMs": 0}, "handleTtlMs must be"),
+        ({"agents": {"a": {"url": "http://x"}}, "allowedHosts": "x"}, "allowedHosts must be"),
+    ],
+)
+def test_config_problems(raw: Any, problem: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(raw)
+    assert problem in str(caught.value)
+
+
+def test_config_not_json() -> None:
+    with pytest.raises(ConfigError, match="not JSON"):
+        load_config(b"{agents")
+
+
+# Handles -----------------------------------------------------------------------------
+
+
+def test_handles_are_idempotent_and_restart_on_use() -> None:
+    counter = iter(range(100))
+    table: HandleTable[str] = HandleTable("tk_", 10.0, new_token=lambda: str(next(counter)))
+    first = table.mint("task-1", now=0.0)
+    assert first == "tk_0" and table.mint("task-1", now=5.0) == first
+    assert table.resolve(first, now=14.9) == "task-1"  # 5 + 10 > 14.9
+    assert table.resolve(first, now=24.8) == "task-1"  # restarted at 14.9
+    with pytest.raises(ExpiredHandle, match="kept in memory for 10 seconds"):
+        table.resolve(first, now=34.8)
+    with pytest.raises(UnknownHandle):
+        table.resolve("tk_other", now=0.0)
+    assert table.mint("task-1", now=40.0) != first  # a fresh handle after expiry
+
+
+@given(st.lists(st.tuples(st.sampled_from("abc"), st.floats(0, 30)), max_size=30))
+def test_handle_lives_exactly_ttl_after_last_use(uses: list[tuple[str, float]]) -> None:
+    """Whatever the uses, a handle resolves iff less than ``ttl`` passed since its value
+    was last minted or resolved."""
+    table: HandleTable[str] = HandleTable("h_", 10.0)
+    now = 0.0
+    last: dict[str, float] = {}
+    handles: dict[str, str] = {}
+    for value, step in uses:
+        now += step
+        if value in handles:
+            if now < last[value] + 10.0:
+                assert table.resolve(handles[value], now) == value
+            else:
+                with pytest.raises(ExpiredHandle):
+                    table.resolve(handles[value], now)
+                handles[value] = table.mint(value, now)
+        else:
+            handles[value] = table.mint(value, now)
+        last[value] = now
+        assert len(set(handles.values())) == len(handles)
+
+
+# States ------------------------------------------------------------------------------
+
+
+def test_state_table_covers_a2a() -> None:
+    from a2a.types import TaskState
+
+    assert set(STATES) == set(TaskState.keys())
+    assert state_mapping(None).a2a_state == "TASK_STATE_UNSPECIFIED"
+    errors = {name for name, row in STATES.items() if row.is_error}
+    assert errors == {
+        "TASK_STATE_FAILED",
+        "TASK_STATE_REJECTED",
+        "TASK_STATE_AUTH_REQUIRED",
+        "TASK_STATE_UNSPECIFIED",
+    }
+    assert STATES["TASK_STATE_CANCELED"].status == "cancelled"
+    assert STATES["TASK_STATE_AUTH_REQUIRED"].task_status == "completed"  # never input_required
+    with pytest.raises(UnknownTaskState):
+        state_mapping("TASK_STATE_PAUSED")
+
+
+# Parts -------------------------------------------------------------------------------
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**50), 2**50) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@given(JSON)
+def test_data_part_carries_its_json(value: Any) -> None:
+    block = part_to_content({"data": value}, {"artifactId": "a1"})
+    assert block["type"] == "text"
+    assert json.loads(block["text"]) == value
+    assert block["_meta"][META_KEY] == {"partKind": "data", "artifactId": "a1"}
+
+
+def test_data_numbers_lose_their_double() -> None:
+    block = part_to_content({"data": {"n": 42.0, "x": 0.5, "l": [1.0]}})
+    assert json.loads(block["text"]) == {"n": 42, "x": 0.5, "l": [1]}
+    assert '"n":42,' in block["text"]
+
+
+@given(st.binary(max_size=64), st.sampled_from(["image/png", "audio/wav", "application/pdf", ""]))
+def test_raw_parts(data: bytes, media_type: str) -> None:
+    part: dict[str, Any] = {"raw": base64.b64encode(data).decode()}
+    if media_type:
+        part["mediaType"] = media_type
+    block = part_to_content(part)
+    if media_type.startswith(("image/", "audio/")):
+        assert block["type"] == media_type.split("/")[0]
+        assert base64.b64decode(block["data"]) == data
+        assert block["mimeType"] == media_type
+    else:
+        resource = block["resource"]
+        assert resource["uri"].startswith("a2a://part/")
+        assert base64.b64decode(resource["blob"]) == data
+        assert resource["mimeType"] == (media_type or "application/octet-stream")
+
+
+def test_url_and_bad_parts() -> None:
+    link = part_to_content({"url": "https://x/r.pdf", "filename": "r.pdf", "mediaType": "a/b"})
+    assert link == {
+        "type": "resource_link",
+        "uri": "https://x/r.pdf",
+        "name": "r.pdf",
+        "mimeType": "a/b",
+        "_meta": {META_KEY: {"partKind": "url", "filename": "r.pdf", "mediaType": "a/b"}},
+    }
+    for bad, problem in [
+        ({"kind": "text", "text": "v0.3"}, "v0.3"),
+        ({"text": "a", "url": "b"}, "exactly one"),
+        ({}, "exactly one"),
+        ({"raw": "not base64!"}, "not valid base64"),
+        ({"url": ""}, "non-empty"),
+    ]:
+        with pytest.raises(PartError, match=problem):
+            part_to_content(bad)
+
+
+def test_task_result_notes_what_it_drops_and_single_data() -> None:
+    task = {
+        "id": "t",
+        "contextId": "c",
+        "status": {"state": "TASK_STATE_COMPLETED"},
+        "artifacts": [
+            {"artifactId": "a", "name": "one", "parts": [{"data": {"k": 1.0}}, {"kind": "x"}]},
+            {"artifactId": "b", "name": "two", "parts": [{"text": "hi"}]},
+        ],
+    }
+    result = task_result(task, context_handle="cx_1", task_handle="tk_1")
+    envelope = result["structuredContent"]
+    assert envelope["data"] == {"k": 1}
+    assert envelope["artifacts"] == [
+        {"artifactId": "a", "name": "one"},
+        {"artifactId": "b", "name": "two"},
+    ]
+    assert "a part was left out" in envelope["note"]
+    assert [c["text"] for c in result["content"]] == ['{"k":1}', "hi"]
+
+
+def test_state_table_in_the_docs_is_current() -> None:
+    from pathlib import Path
+
+    from sansio_mcp_cli.docs_tables import A2A_BEGIN, A2A_END, render_a2a_states
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "a2a-bridge.md").read_text()
+    start, stop = page.index(A2A_BEGIN), page.index(A2A_END) + len(A2A_END)
+    assert page[start:stop] == render_a2a_states(), (
+        "docs/a2a-bridge.md is stale: paste `python -m sansio_mcp_cli.docs_tables` into it"
+    )
+
+
+PARTS = st.one_of(
+    st.builds(lambda t: {"text": t}, st.text(max_size=5)),
+    st.builds(lambda d: {"data": d}, JSON),
+    st.builds(lambda u: {"url": "https://x/" + u}, st.text("abc", min_size=1, max_size=3)),
+    st.builds(lambda b: {"raw": base64.b64encode(b).decode()}, st.binary(max_size=8)),
+    st.just({"kind": "text", "text": "v0.3"}),
+)
+
+
+@given(
+    st.lists(st.lists(PARTS, min_size=1, max_size=4), max_size=3),
+    st.sampled_from(sorted(STATES)),
+)
+def test_task_envelope_properties(artifact_parts: list[list[dict[str, Any]]], state: str) -> None:
+    """Whatever the artifacts: one block per valid part (or a summary when none), a note
+    exactly when something was lost, ``data`` exactly when one data part exists, and the
+    state's row decides ``isError`` and ``status``."""
+    artifacts = [
+        {"artifactId": f"a{i}", "name": f"n{i}", "parts": parts}
+        for i, parts in enumerate(artifact_parts)
+    ]
+    task = {"id": "t", "contextId": "c", "status": {"state": state}, "artifacts": artifacts}
+    result = task_result(task, context_handle=None, task_handle="tk_x")
+    envelope = result["structuredContent"]
+    parts = [p for a in artifacts for p in a["parts"]]
+    valid = [p for p in parts if "kind" not in p]
+    data = [p["data"] for p in valid if "data" in p]
+    assert len(result["content"]) == (len(valid) or 1)
+    assert ("data" in envelope) == (len(data) == 1)
+    if len(data) == 1:
+        assert json.loads(json.dumps(envelope["data"])) == data[0]
+    row = STATES[state]
+    assert result["isError"] is row.is_error
+    assert envelope["status"] == row.status
+    lossy = row.note is not None or len(valid) < len(parts)
+    assert ("note" in envelope) == lossy
+    assert "contextHandle" not in envelope and envelope["taskHandle"] == "tk_x"
+
+
+@pytest.mark.parametrize("offered", [True, False])
+def test_handshake_session_refuses_tasks_methods(offered: bool) -> None:
+    """A server offering the tasks extension answers its tasks/* on a handshake session
+    (where no request can declare it) with -32021 naming it; a server without it, -32601."""
+    from sansio_mcp import ServerSession
+    from sansio_mcp._tasks import TASKS_EXTENSION
+
+    capabilities: dict[str, Any] = {"tools": {}}
+    if offered:
+        capabilities["extensions"] = {TASKS_EXTENSION: {}}
+    server = ServerSession(capabilities=capabilities, server_info={"name": "s", "version": "1"})
+
+    def send(message: dict[str, Any]) -> list[Any]:
+        server.receive_data(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+        data = server.data_to_send()
+        return [json.loads(line) for line in data.splitlines()]
+
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c"}}
+    send({"id": 1, "method": "initialize", "params": init})
+    send({"method": "notifications/initialized"})
+    for number, method in enumerate(("tasks/get", "tasks/update", "tasks/cancel"), start=2):
+        (answer,) = send({"id": number, "method": method, "params": {"taskId": "t"}})
+        if offered:
+            assert answer["error"]["code"] == -32021
+            required = answer["error"]["data"]["requiredCapabilities"]
+            assert required == {"extensions": {TASKS_EXTENSION: {}}}
+        else:
+            assert answer["error"]["code"] == -32601
