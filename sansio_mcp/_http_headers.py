@@ -53,7 +53,10 @@ def encode_header_value(value: str | int | bool) -> str:
     safe = not _UNSAFE.search(value) and value == value.strip(" \t") and not _SENTINEL.match(value)
     if safe:
         return value
-    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+    # A lone surrogate (from a "\\ud800" escape in JSON) has no UTF-8 form; its
+    # surrogatepass bytes keep this total, and a peer's strict decode refuses them.
+    data = value.encode("utf-8", "surrogatepass")
+    return "=?base64?" + base64.b64encode(data).decode("ascii") + "?="
 
 
 def decode_header_value(text: str) -> str:
@@ -191,7 +194,7 @@ def validate_request_headers(
         try:
             value = decode_header_value(raw)
         except ValueError:
-            return HeaderMismatch(message=f"the {name} header is not valid base64")
+            return HeaderMismatch(message=f"the {name} header is not base64 of UTF-8 text")
         body_value: Any
         if name == "MCP-Protocol-Version":
             body_value = params["_meta"][META_PROTOCOL_VERSION]

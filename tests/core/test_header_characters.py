@@ -16,7 +16,7 @@ from sansio_mcp._http_headers import (
 from sansio_mcp._versions import META_PROTOCOL_VERSION
 
 #: Text rich in the characters the rules are about (lone surrogates left out: UTF-8
-#: cannot carry them, and encode_header_value raises UnicodeEncodeError on them).
+#: cannot carry them; their own tests are below).
 TEXT = st.text(
     st.one_of(
         st.sampled_from("\t\n\r\x00\x1f\x7f\x80 ~=?"),
@@ -59,3 +59,38 @@ def test_a_control_character_in_a_header_is_refused(raw: str) -> None:
     assert refused is control
     if raw == "t":
         assert mismatch is None
+
+
+#: Text that holds at least one lone surrogate, as a JSON "\\ud800" escape yields.
+WITH_SURROGATE = st.tuples(TEXT, st.characters(categories=("Cs",)), TEXT).map("".join)
+
+
+@given(WITH_SURROGATE)
+def test_a_lone_surrogate_is_encoded_without_error_and_never_decodes_as_text(
+    value: str,
+) -> None:
+    sent = encode_header_value(value)
+    assert sent.startswith("=?base64?") and sent.isascii()
+    try:
+        decode_header_value(sent)
+    except ValueError:
+        return
+    raise AssertionError("a lone surrogate decoded as UTF-8 text")
+
+
+@given(WITH_SURROGATE)
+def test_a_body_name_with_a_lone_surrogate_is_a_header_mismatch_not_a_crash(name: str) -> None:
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": name, "_meta": {META_PROTOCOL_VERSION: "2026-07-28"}},
+    }
+    for mcp_name in (encode_header_value(name), "t", "=?base64?dA==?="):
+        headers = {
+            "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Method": "tools/call",
+            "Mcp-Name": mcp_name,
+        }
+        mismatch = validate_request_headers(headers, message)
+        assert mismatch is not None and "Mcp-Name" in mismatch.message

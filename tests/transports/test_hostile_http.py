@@ -161,6 +161,23 @@ async def test_malformed_request(data: bytes, expected: list[int], half_close: b
             await still_serving(port)
 
 
+async def test_a_lone_surrogate_in_a_mirrored_name_is_a_400_not_a_crash() -> None:
+    """A JSON "\\ud800" escape in a tool name has no UTF-8 form, so no Mcp-Name header
+    can mirror it: the request is refused (-32020 header mismatch) and the server
+    goes on serving (it used to die of a UnicodeEncodeError)."""
+    message = modern_request("tools/call", {"name": "echo\ud800", "arguments": {}})
+    body = json.dumps(message).encode()  # ensure_ascii: the name travels as "\\ud800"
+    assert b"echo\\ud800" in body
+    data = head(length=len(body)).replace(b"Mcp-Method: tools/list", b"Mcp-Method: tools/call")
+    data = data.replace(b"\r\n\r\n", b"\r\nMcp-Name: =?base64?ZWNobw==?=\r\n\r\n") + body
+    with trio.fail_after(BUDGET):
+        async with serving(serve_http, build_server(), max_body=MAX_BODY) as port:
+            received = await raw_exchange(port, data)
+            assert statuses(received) == [400], received[:300]
+            assert b"-32020" in received and b"Mcp-Name" in received
+            await still_serving(port)
+
+
 async def test_pipelined_requests_are_answered_in_order() -> None:
     """Several requests in one write: each is answered, in order, on the connection,
     including after a streaming (SSE) response."""
