@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Unpack
 
-from sansio_mcp.runtime._backend import ByteStream
+from sansio_mcp.runtime._backend import Connection
 from sansio_mcp.runtime._http_service import HTTPService, RoutedOutput, Router, ServerLimits
 from sansio_mcp.runtime._serve_options import (
     HTTPServeOptions,
@@ -58,7 +58,7 @@ async def serve_router(
 
 
 def _over_tcp_stream(
-    handler: Callable[[ByteStream], Awaitable[None]],
+    handler: Callable[[Connection], Awaitable[None]],
 ) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
     return lambda reader, writer: handler(TCPStream(reader, writer))
 

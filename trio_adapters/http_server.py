@@ -9,7 +9,7 @@ from typing import Any, Unpack
 
 import trio
 
-from sansio_mcp.runtime._backend import ByteStream
+from sansio_mcp.runtime._backend import Connection
 from sansio_mcp.runtime._http_service import HTTPService, RoutedOutput, Router, ServerLimits
 from sansio_mcp.runtime._serve_options import (
     HTTPServeOptions,
@@ -31,9 +31,11 @@ OnBound = Callable[[int], Any] | None
 class _HTTPSessionHost(RoutedOutput, TrioSessionHost):
     """A session served over HTTP: its output is routed to exchanges."""
 
+    flushes_in_task = False  # routed at once: a flusher task would never be woken
+
 
 def _over_tcp_stream(
-    handler: Callable[[ByteStream], Awaitable[None]],
+    handler: Callable[[Connection], Awaitable[None]],
 ) -> Callable[[trio.SocketStream], Awaitable[None]]:
     return lambda stream: handler(TCPStream(stream, stream.socket))
 

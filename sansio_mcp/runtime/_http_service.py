@@ -4,7 +4,7 @@ dropped, how long and how many connections a peer may hold
 (:class:`ServerLimits`, :func:`read_request`, :class:`ConnectionGate`), and
 how an answer is written and streamed while the client-gone watch runs
 (:func:`answer_exchange`, :class:`HTTPService`).  The adapters only accept
-connections (a :class:`ByteStream` each) or, for ASGI, move messages."""
+connections (a :class:`Connection` each) or, for ASGI, move messages."""
 
 from __future__ import annotations
 
@@ -21,10 +21,12 @@ from .._server_session import ServerSession
 from .._streamable_http import Exchange, StreamableHTTPServer
 from ..auth import ProtectedRouter
 from ._auth import Verdict, verify_request
-from ._backend import Backend, ByteStream, TimedOut
+from ._backend import Backend, Connection, TimedOut
 from ._driver import Driver
 from ._host import serving
 from ._server import Context, Server
+
+_log = logging.getLogger("sansio_mcp.http")
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -43,8 +45,6 @@ __all__ = [
     "serve_requests",
     "streamable_http_router",
 ]
-
-logger = logging.getLogger("sansio_mcp.http")
 
 _READ_SIZE = 65536
 
@@ -304,7 +304,13 @@ async def serve_requests(
             await send_all(conn.send_error_response(request.status, request.reason))
             return
         verdict = await verify_request(hosts.router, request, backend)
-        exchange = route(hosts.router, request, backend.clock(), backend.wall_clock(), verdict)
+        try:
+            exchange = route(hosts.router, request, backend.clock(), backend.wall_clock(), verdict)
+        except Exception:
+            # A bug met by one request must not take the whole server down with it.
+            _log.exception("internal error routing %s %s", request.method, request.target)
+            await send_all(conn.send_error_response(500, "internal server error"))
+            return
         hosts.begin(exchange)
         try:
             if not await answer(exchange):
@@ -324,6 +330,8 @@ class RoutedOutput:
     once rather than in a task.  :meth:`serving` makes one."""
 
     router: Router
+    # A stateless request's host spawns no timer task unless it gets a deadline.
+    timer_on_demand = True
 
     @classmethod
     def serving(
@@ -502,7 +510,7 @@ class _ConnectionWriter:
 
     __slots__ = ("_conn", "_stream")
 
-    def __init__(self, stream: ByteStream, conn: HTTPServerConnection) -> None:
+    def __init__(self, stream: Connection, conn: HTTPServerConnection) -> None:
         self._stream = stream
         self._conn = conn
 
@@ -541,7 +549,7 @@ class HTTPService(Generic[H]):
         self.gate = ConnectionGate(limits)
         self.hosts = SessionHosts(server, router, make_host)
 
-    async def connection(self, stream: ByteStream) -> None:
+    async def connection(self, stream: Connection) -> None:
         """Serve one connection (a 503 beyond ``max_connections``)."""
         receive = partial(stream.receive_some, _READ_SIZE)
         if not self.gate.enter():
@@ -567,12 +575,12 @@ class HTTPService(Generic[H]):
             pass  # the client went away (alone, or from inside the answer's task group)
         except* Exception:
             # One broken connection must never take the server (and every other client) down.
-            logger.exception("error while serving an HTTP connection; closing it")
+            _log.exception("error while serving an HTTP connection; closing it")
         finally:
             self.gate.leave()
 
     async def _answer(
-        self, stream: ByteStream, conn: HTTPServerConnection, exchange: Exchange
+        self, stream: Connection, conn: HTTPServerConnection, exchange: Exchange
     ) -> bool:
         async def until_gone() -> None:
             try:
