@@ -185,6 +185,8 @@ class TaskRunner:
             self._running[record.task_id] = running
             ctx.task = running
             outcome["task"] = running
+            # A task starts working; the tool may ask for input before this answer is sent.
+            outcome["created"] = record.create_result()
             first.set()
 
         async def body() -> None:
@@ -214,7 +216,7 @@ class TaskRunner:
                 handle.cancel()  # the client gave up before any task existed
             raise
         if "task" in outcome:
-            return outcome["task"].record.create_result()  # type: ignore[no-any-return]
+            return outcome["created"]  # type: ignore[no-any-return]
         if outcome["error"] is not None:
             return settle_error(outcome["error"])
         return call.finish(outcome["value"])
