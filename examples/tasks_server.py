@@ -29,7 +29,7 @@ from sansio_mcp.runtime.example_server import add_task_tools
 def build_server() -> Server:
     server = Server("tasks-example", "1.0.0", task_poll_interval_ms=100)
     # The bundled example server's two task tools, with longer jobs allowed.
-    add_task_tools(server, max_seconds=30)
+    add_task_tools(server, max_seconds=600)
     return server
 
 

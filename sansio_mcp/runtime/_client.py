@@ -17,12 +17,13 @@ from .._cache import ResultCache
 from .._client_session import ClientSession
 from .._errors import ErrorCode, LocalProtocolError, MCPError, RemoteProtocolError
 from .._events import RequestReceived
+from .._gates import has_capability
 from .._http_headers import x_mcp_header_problems
 from .._json import DEFAULT_MAX_MESSAGE_SIZE
 from .._jsonrpc import RequestId
 from .._modern import listen_filter
 from .._params import LOG_LEVELS
-from .._tasks import TASKS_EXTENSION
+from .._tasks import LEGACY_TASKS_REVISION, TASKS_EXTENSION
 from ._driver import Driver, ProgressCallback, SubscriptionSink
 from ._primitives import Sleeper
 from ._task_client import StatusCallback, ToolTask
@@ -362,17 +363,27 @@ class ClientAPI:
         extension: ``ClientHandlers(tasks=True)``), the task is followed to its
         result (``on_status`` sees its changes); with ``task=True`` its
         :class:`ToolTask` handle is returned instead (a finished one if the
-        server answered at once).
+        server answered at once).  On 2025-11-25, ``task=True`` asks a server that
+        offers tool tasks for one (``params.task``).
         """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
+        if task and self._legacy_tool_tasks:
+            params["task"] = {}
         result = await self.request("tools/call", params, timeout=timeout, on_progress=on_progress)
         if task:
             return ToolTask(self, result)
         if result.get("resultType") == "task":
             return await ToolTask(self, result).result(on_status=on_status)
         return result
+
+    @property
+    def _legacy_tool_tasks(self) -> bool:
+        """Whether this is a 2025-11-25 session with a server that runs tool calls as tasks."""
+        return self.protocol_version == LEGACY_TASKS_REVISION and has_capability(
+            self.server_capabilities, ("tasks", "requests", "tools", "call")
+        )
 
     async def sleep(self, seconds: float) -> None:
         """Sleep on the host's backend (polling pace)."""
