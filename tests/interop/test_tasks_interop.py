@@ -247,3 +247,38 @@ def test_ts_sdk_client(http_url: str) -> None:
     assert steps["tasks/get undeclared"]["code"] == -32021
     assert steps["tasks/get unknown"]["code"] == -32602
     assert steps["long_job as task"]["code"] == "UNSUPPORTED_RESULT_TYPE"
+
+
+# The TypeScript SDK v1 client: 2025-11-25's own tasks -----------------------------------
+
+TS_LEGACY_CLIENT = Path(__file__).resolve().parent / "ts_legacy_tasks_client.mjs"
+
+
+def test_ts_sdk_v1_client_runs_2025_11_25_tasks(http_url: str) -> None:
+    """The TS SDK v1 (1.32, ``client.experimental.tasks``) against the tasks server on
+    2025-11-25: it reads the tasks capability and each tool's taskSupport, streams a
+    task-capable and a task-required tool as tasks (the latter's elicitation answered on
+    the way), cancels, gets and lists tasks, and gets -32602 for an unknown one."""
+    if not NODE.exists() or not (REPO / "node_modules" / "@modelcontextprotocol" / "sdk").exists():
+        pytest.skip("run `npm ci` for the TypeScript SDK v1 client")
+    done = subprocess.run(
+        [str(NODE), str(TS_LEGACY_CLIENT), http_url],
+        capture_output=True,
+        text=True,
+        timeout=BUDGET,
+        cwd=str(REPO),
+    )
+    assert done.returncode == 0, done.stderr
+    steps = {line["step"]: line for line in map(json.loads, done.stdout.splitlines())}
+    assert steps["version"]["ok"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+    assert steps["tools"]["ok"] == {"long_job": "optional", "approve_job": "required"}
+    for name, text_ in (
+        ("long_job stream", "long job done: 3 steps in 0.3 s"),
+        ("approve_job stream", "deploy: done"),
+    ):
+        seen = steps[name]["ok"]
+        assert seen[0] == ["created", "working"] and seen[-1] == ["result", text_], seen
+        assert ["status", "completed"] in seen
+    assert steps["cancel"]["ok"] == "cancelled" and steps["get"]["ok"] == "cancelled"
+    assert sorted(steps["list"]["ok"]) == ["cancelled", "completed", "completed"]
+    assert steps["get unknown"]["code"] == -32602
