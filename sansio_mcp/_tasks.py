@@ -298,17 +298,20 @@ class TaskRecord:
 
     def task(self) -> dict[str, Any]:
         """The ``Task`` object (no result, error or input requests)."""
+        return self._task_object("ttlMs", "pollIntervalMs")
+
+    def _task_object(self, ttl_key: str, poll_key: str) -> dict[str, Any]:
         task: dict[str, Any] = {
             "taskId": self.task_id,
             "status": self.status.value,
             "createdAt": iso_time(self.created_at),
             "lastUpdatedAt": iso_time(self.last_updated_at),
-            "ttlMs": self.ttl_ms,
+            ttl_key: self.ttl_ms,
         }
         if self.status_message is not None:
             task["statusMessage"] = self.status_message
         if self.poll_interval_ms is not None:
-            task["pollIntervalMs"] = self.poll_interval_ms
+            task[poll_key] = self.poll_interval_ms
         return task
 
     def detailed(self) -> dict[str, Any]:
@@ -332,18 +335,7 @@ class TaskRecord:
 
     def legacy_task(self) -> dict[str, Any]:
         """The 2025-11-25 ``Task`` (``ttl`` and ``pollInterval``; no outcome inline)."""
-        task: dict[str, Any] = {
-            "taskId": self.task_id,
-            "status": self.status.value,
-            "createdAt": iso_time(self.created_at),
-            "lastUpdatedAt": iso_time(self.last_updated_at),
-            "ttl": self.ttl_ms,
-        }
-        if self.status_message is not None:
-            task["statusMessage"] = self.status_message
-        if self.poll_interval_ms is not None:
-            task["pollInterval"] = self.poll_interval_ms
-        return task
+        return self._task_object("ttl", "pollInterval")
 
     def legacy_payload(self) -> dict[str, Any]:
         """What ``tasks/result`` answers once the task is over: the tool's result,

@@ -222,6 +222,19 @@ TS_CLIENT = Path(__file__).resolve().parent / "ts_tasks_client.mjs"
 NODE = REPO / "node_modules" / ".bin" / "node"
 
 
+def _node_steps(script: Path, url: str) -> dict[str, dict[str, Any]]:
+    """Run a TypeScript SDK client script against ``url``; its steps by name."""
+    done = subprocess.run(
+        [str(NODE), str(script), url],
+        capture_output=True,
+        text=True,
+        timeout=BUDGET,
+        cwd=str(REPO),
+    )
+    assert done.returncode == 0, done.stderr
+    return {line["step"]: line for line in map(json.loads, done.stdout.splitlines())}
+
+
 def test_ts_sdk_client(http_url: str) -> None:
     """The TS SDK v2 client (no tasks-extension client of its own) against the tasks
     server: plain results without the extension, -32021 for a task-required tool and for
@@ -232,15 +245,7 @@ def test_ts_sdk_client(http_url: str) -> None:
         or not (REPO / "node_modules" / "@modelcontextprotocol" / "client").exists()
     ):
         pytest.skip("run `npm ci` for the TypeScript SDK client")
-    done = subprocess.run(
-        [str(NODE), str(TS_CLIENT), http_url],
-        capture_output=True,
-        text=True,
-        timeout=BUDGET,
-        cwd=str(REPO),
-    )
-    assert done.returncode == 0, done.stderr
-    steps = {line["step"]: line for line in map(json.loads, done.stdout.splitlines())}
+    steps = _node_steps(TS_CLIENT, http_url)
     assert steps["version"]["ok"] == MODERN
     assert steps["long_job"]["ok"] == "long job done: 2 steps in 0.1 s"
     assert steps["approve_job"]["code"] == -32021
@@ -261,15 +266,7 @@ def test_ts_sdk_v1_client_runs_2025_11_25_tasks(http_url: str) -> None:
     the way), cancels, gets and lists tasks, and gets -32602 for an unknown one."""
     if not NODE.exists() or not (REPO / "node_modules" / "@modelcontextprotocol" / "sdk").exists():
         pytest.skip("run `npm ci` for the TypeScript SDK v1 client")
-    done = subprocess.run(
-        [str(NODE), str(TS_LEGACY_CLIENT), http_url],
-        capture_output=True,
-        text=True,
-        timeout=BUDGET,
-        cwd=str(REPO),
-    )
-    assert done.returncode == 0, done.stderr
-    steps = {line["step"]: line for line in map(json.loads, done.stdout.splitlines())}
+    steps = _node_steps(TS_LEGACY_CLIENT, http_url)
     assert steps["version"]["ok"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
     assert steps["tools"]["ok"] == {"long_job": "optional", "approve_job": "required"}
     for name, text_ in (
