@@ -23,9 +23,11 @@ from typing import Any
 from sansio_mcp import ServerSession
 from sansio_mcp._http import HTTPRequest, header_dict
 from sansio_mcp._streamable_http import Exchange
+from sansio_mcp.runtime._auth import verify_request
 from sansio_mcp.runtime._http_service import SessionHosts, route, streamable_http_router
 from sansio_mcp.runtime._server import Server
 
+from ._backend import PRIMITIVES
 from .http_server import _HTTPSessionHost
 
 __all__ = ["MCPApp"]
@@ -121,7 +123,8 @@ class MCPApp:
         if request is None:
             await _plain(send, 413, b"request body too large")
             return
-        exchange = route(self.router, request, asyncio.get_running_loop().time())
+        verdict = await verify_request(self.router, request, PRIMITIVES)
+        exchange = route(self.router, request, PRIMITIVES.clock(), PRIMITIVES.wall_clock(), verdict)
         self.hosts.begin(exchange)
         try:
             await self._respond(exchange, receive, send)

@@ -106,6 +106,11 @@ class LegacySSEServer:
         exchange._on_close = closed
         return exchange
 
+    def session_for(self, request: HTTPRequest) -> ServerSession | None:
+        """The live session a message POST names (``?session_id=``), if any."""
+        entry = self._streams.get((parse_qs(request.query).get("session_id") or [""])[0])
+        return entry[0] if entry is not None else None
+
     def _post(self, request: HTTPRequest) -> Exchange:
         session_id = (parse_qs(request.query).get("session_id") or [""])[0]
         entry = self._streams.get(session_id)

@@ -94,6 +94,9 @@ class ServerSession(Session):
         self.log_level: str | None = None
         #: Resource URIs the client subscribed to.
         self.subscriptions: set[str] = set()
+        #: The verified access token (``sansio_mcp.auth.AccessToken``) of the HTTP
+        #: request that brought the session its latest input; None when unprotected.
+        self.auth: Any = None
         self._legacy_versions = [
             v for v in self.supported_versions if REVISIONS[v].era is Era.LEGACY
         ]

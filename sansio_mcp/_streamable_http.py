@@ -719,6 +719,11 @@ class StreamableHTTPServer:
     def session_ids(self) -> frozenset[str]:
         return frozenset(self._legacy)
 
+    def session_for(self, request: HTTPRequest) -> ServerSession | None:
+        """The live session ``request`` names (``Mcp-Session-Id``), if any."""
+        state = self._legacy.get(request.headers.get("mcp-session-id") or "")
+        return state.session if state is not None else None
+
     def owns(self, session: ServerSession) -> bool:
         """Whether ``session`` is a live handshake session (not one request's own)."""
         return id(session) in self._by_session

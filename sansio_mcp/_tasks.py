@@ -88,6 +88,7 @@ class TaskTrigger(enum.Enum):
     RETURNED = "the tool returns a result"
     RAISED = "the tool raises a protocol error"
     CANCELLED = "tasks/cancel"
+    TOOL_CANCELLED = "the tool ends its task as cancelled"
 
 
 TERMINAL_STATUSES = frozenset({TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELLED})
@@ -105,6 +106,9 @@ TASK_TRANSITIONS: Mapping[tuple[TaskStatus, TaskTrigger], TaskStatus] = {
     (_S.INPUT_REQUIRED, _T.CANCELLED): _S.CANCELLED,
     # The tool stopped waiting on its own (it was cancelled by other means or crashed).
     (_S.INPUT_REQUIRED, _T.RAISED): _S.FAILED,
+    # The work was called off from elsewhere (the tool's own peer, say): the tool says so.
+    (_S.WORKING, _T.TOOL_CANCELLED): _S.CANCELLED,
+    (_S.INPUT_REQUIRED, _T.TOOL_CANCELLED): _S.CANCELLED,
 }
 
 
@@ -279,6 +283,16 @@ class TaskRecord:
         if self.terminal:
             return False
         self.apply(TaskTrigger.CANCELLED, now)
+        return True
+
+    def cancelled_by_tool(self, message: str | None, now: float) -> bool:
+        """The tool ends its task as ``cancelled`` (``message``, if any, becomes the
+        ``statusMessage``); False if it was over already."""
+        if self.terminal:
+            return False
+        self.apply(TaskTrigger.TOOL_CANCELLED, now)
+        if message:
+            self.status_message = message
         return True
 
     def set_message(self, message: str | None, now: float) -> None:

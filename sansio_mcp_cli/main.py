@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from sansio_mcp import ConnectionClosedError, MCPError, ProtocolError
 from sansio_mcp._refusals import does_not_speak
 from sansio_mcp._versions import ALL_REVISIONS, MODERN_REVISIONS
-from sansio_mcp.auth import ResourceServer, StaticTokenVerifier
+from sansio_mcp.auth import JWTVerifier, ResourceServer, StaticTokenVerifier
 from sansio_mcp.runtime import ClientAPI, TimedOut, TransportBackend
 from sansio_mcp.runtime.example_server import build_server
 
@@ -111,6 +111,18 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         metavar="URL",
         help="an authorization server to name in the protected resource metadata",
+    )
+    server.add_argument(
+        "--auth-jwks-uri",
+        metavar="URL",
+        help="protect the http/sse server with JWT access tokens of the (one) --auth-issuer, "
+        "checked against the keys at this URL; needs --auth-resource",
+    )
+    server.add_argument(
+        "--auth-resource",
+        metavar="URL",
+        help="the server's public URL (e.g. https://mcp.example.com/mcp): the resource in "
+        "its metadata and the audience JWTs must name (default: from each request's Host)",
     )
 
     version_help = (
@@ -269,6 +281,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+def _resource_server(args: argparse.Namespace) -> ResourceServer | None:
+    """The example server's protection: ``--auth-token`` and ``--auth-jwks-uri``."""
+    resource = args.auth_resource or ""
+    if args.auth_jwks_uri:
+        if len(args.auth_issuer) != 1 or not resource:
+            raise SystemExit(
+                "sansio-mcp: --auth-jwks-uri needs exactly one --auth-issuer and --auth-resource"
+            )
+        if args.auth_token:
+            raise SystemExit("sansio-mcp: give --auth-token or --auth-jwks-uri, not both")
+        verifier = JWTVerifier(args.auth_issuer[0], resource, jwks_uri=args.auth_jwks_uri)
+        return ResourceServer(resource, args.auth_issuer, verifier)
+    if args.auth_token:
+        tokens = StaticTokenVerifier(dict.fromkeys(args.auth_token, ()))
+        return ResourceServer(resource, args.auth_issuer, tokens)
+    return None
+
+
 def _run(args: argparse.Namespace, command: list[str]) -> int:
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
@@ -283,10 +313,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     try:
         if args.command == "example-server":
             server = build_server(page_size=args.page_size)
-            if args.auth_token:
-                server.auth = ResourceServer(
-                    "", args.auth_issuer, StaticTokenVerifier(dict.fromkeys(args.auth_token, ()))
-                )
+            server.auth = _resource_server(args)
             serve = partial(backend.serve, on_bound=_announcer(args.transport, args.host))
             backend.run(backend.until_stopped, serve, server, args.transport, args.host, args.port)
             return 0

@@ -13,6 +13,7 @@ the first word of the message's text, case-insensitive, before an optional colon
 * ``slow:<ms>``: WORKING for ``<ms>`` milliseconds (10 s at most), honouring cancellation;
   then COMPLETED.
 * ``submitted``, ``working``: the task is left SUBMITTED or WORKING (the agent returns).
+* ``giveup``: WORKING for 0.2 s, then the agent cancels the task itself (CANCELED).
 * ``reject``, ``fail``, ``auth``: REJECTED, FAILED, AUTH_REQUIRED with fixed texts (the auth
   text carries a URL).
 * ``unspecified``: a task whose status carries no state.
@@ -64,8 +65,8 @@ from a2a.utils import errors as a2a_errors
 __all__ = ["HELP", "PNG_1X1", "WAV_SILENCE", "build_app", "build_card", "main"]
 
 HELP = (
-    "Commands: echo:<t>, task:<t>, ask:<q>, ask2:<q>, slow:<ms>, submitted, working, reject, "
-    "fail, auth, unspecified, data, file, image, audio, blob, parts, vanish, error:<code>"
+    "Commands: echo:<t>, task:<t>, ask:<q>, ask2:<q>, slow:<ms>, submitted, working, giveup, "
+    "reject, fail, auth, unspecified, data, file, image, audio, blob, parts, vanish, error:<code>"
 )
 PNG_1X1 = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -150,6 +151,7 @@ class FixtureExecutor(AgentExecutor):
             "slow": self._slow,
             "submitted": self._submitted,
             "working": self._working,
+            "giveup": self._giveup,
             "reject": self._reject,
             "fail": self._fail,
             "auth": self._auth,
@@ -214,6 +216,11 @@ class FixtureExecutor(AgentExecutor):
 
     async def _working(self, updater: TaskUpdater, rest: str) -> None:
         await updater.start_work(self._say(updater, "still working"))
+
+    async def _giveup(self, updater: TaskUpdater, rest: str) -> None:
+        await updater.start_work(self._say(updater, "trying"))
+        await asyncio.sleep(0.2)
+        await updater.cancel(self._say(updater, "I gave up on this task"))
 
     async def _reject(self, updater: TaskUpdater, rest: str) -> None:
         await updater.reject(self._say(updater, "I will not do that."))

@@ -3,7 +3,9 @@
 (RFC 7591), an authorization endpoint that approves at once and redirects with
 ``code``, ``state`` and ``iss``, and a token endpoint (authorization code with PKCE
 S256, refresh tokens, client credentials).  The tokens it issues are what its
-:attr:`TestAuthorizationServer.verifier` accepts, so a protected server can share it."""
+:attr:`TestAuthorizationServer.verifier` accepts, so a protected server can share it.
+With ``jwt=True`` they are signed JWTs (RFC 9068) whose keys it serves at ``/jwks``;
+with ``dpop=True`` it binds them to the client's DPoP key (RFC 9449 §5)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from sansio_mcp import _json
 from sansio_mcp._http_messages import HTTPRequest
 from sansio_mcp._server_session import ServerSession
 from sansio_mcp._streamable_http import Exchange
-from sansio_mcp.auth import AccessToken, code_challenge
+from sansio_mcp.auth import AccessToken, DPoPChecker, DPoPKey, code_challenge, jwk_thumbprint
 
 __all__ = ["TestAuthorizationServer"]
 
@@ -47,8 +49,13 @@ class TestAuthorizationServer:
         scopes_supported: list[str] | None = None,
         lifetime: float = 3600.0,
         refresh: bool = True,
+        jwt: bool = False,
+        dpop: bool = False,
     ) -> None:
         self.issuer = issuer
+        #: The key JWT access tokens are signed with (ES256), when ``jwt``.
+        self.signing_key = DPoPKey() if jwt else None
+        self.dpop = DPoPChecker() if dpop else None
         self.scopes_supported = scopes_supported
         self.lifetime = lifetime
         self.refresh = refresh
@@ -93,7 +100,14 @@ class TestAuthorizationServer:
             return self._register(request)
         if path == "/token" and request.method == "POST":
             form = dict(parse_qsl(request.body.decode("utf-8", "replace")))
-            return self._token(form, request.headers.get("authorization"))
+            jkt, refusal = self._dpop_binding(request)
+            if refusal is not None:
+                return refusal
+            return self._token(form, request.headers.get("authorization"), jkt)
+        if path == "/jwks" and request.method == "GET" and self.signing_key is not None:
+            self.log.append(("jwks", {}))
+            jwk = {**self.signing_key.public_jwk, "kid": "k1", "use": "sig", "alg": "ES256"}
+            return _json_answer(200, {"keys": [jwk]})
         return _error("not_found", f"nothing at {path}", 404)
 
     def metadata(self) -> dict[str, Any]:
@@ -110,7 +124,31 @@ class TestAuthorizationServer:
         }
         if self.scopes_supported is not None:
             metadata["scopes_supported"] = self.scopes_supported
+        if self.signing_key is not None:
+            metadata["jwks_uri"] = f"{self.issuer}/jwks"
+        if self.dpop is not None:
+            metadata["dpop_signing_alg_values_supported"] = list(self.dpop.algorithms)
         return metadata
+
+    def _dpop_binding(self, request: HTTPRequest) -> tuple[str | None, Exchange | None]:
+        """The thumbprint a token request's DPoP proof binds its tokens to (None: no
+        proof), or the refusal of a bad proof (RFC 9449 §5)."""
+        proof = request.headers.get("dpop")
+        if self.dpop is None or proof is None:
+            return None, None
+        error = self.dpop.check(
+            proof,
+            method="POST",
+            url=f"{self.issuer}/token",
+            access_token=None,
+            jkt=None,
+            now=self.now,
+        )
+        if error is not None:
+            return None, _error("invalid_dpop_proof", error)
+        import jwt
+
+        return jwk_thumbprint(jwt.get_unverified_header(proof)["jwk"]), None
 
     def _register(self, request: HTTPRequest) -> Exchange:
         try:
@@ -150,7 +188,9 @@ class TestAuthorizationServer:
         public = form.get("client_id", "")
         return public if public in self.clients and self.clients[public] is None else None
 
-    def _token(self, form: dict[str, str], authorization: str | None) -> Exchange:
+    def _token(
+        self, form: dict[str, str], authorization: str | None, jkt: str | None = None
+    ) -> Exchange:
         self.log.append(("token", form))
         client_id = self._client_of(form, authorization)
         if client_id is None:
@@ -164,25 +204,63 @@ class TestAuthorizationServer:
                 return _error("invalid_grant", "the code_verifier does not match")
             if form.get("redirect_uri") != request.get("redirect_uri"):
                 return _error("invalid_grant", "redirect_uri differs")
-            return self._issue(client_id, request.get("scope", ""), refresh=self.refresh)
+            resource = request.get("resource") or form.get("resource")
+            return self._issue(
+                client_id, request.get("scope", ""), refresh=self.refresh, jkt=jkt, aud=resource
+            )
         if grant == "refresh_token":
             owner, granted = self._refresh.pop(form.get("refresh_token", ""), (None, ""))
             if owner != client_id:
                 return _error("invalid_grant", "unknown refresh token")
             # RFC 6749 §6: an omitted scope is the scope granted before.
-            return self._issue(client_id, form.get("scope") or granted, refresh=True)
+            scope = form.get("scope") or granted
+            return self._issue(client_id, scope, refresh=True, jkt=jkt, aud=form.get("resource"))
         if grant == "client_credentials":
-            return self._issue(client_id, form.get("scope", ""), refresh=False)
+            scope = form.get("scope", "")
+            return self._issue(client_id, scope, refresh=False, jkt=jkt, aud=form.get("resource"))
         return _error("unsupported_grant_type", f"grant {grant!r} is not supported")
 
-    def _issue(self, client_id: str, scope: str, *, refresh: bool) -> Exchange:
-        token = f"access-{next(self._serial)}"
+    def _issue(
+        self,
+        client_id: str,
+        scope: str,
+        *,
+        refresh: bool,
+        jkt: str | None = None,
+        aud: str | None = None,
+    ) -> Exchange:
+        serial = next(self._serial)
+        claims: dict[str, Any] = {
+            "iss": self.issuer,
+            "sub": f"user-{client_id}",
+            "aud": aud or self.issuer,
+            "client_id": client_id,
+            "scope": scope,
+            "iat": int(self.now),
+            "exp": int(self.now + self.lifetime),
+            "jti": f"at-{serial}",
+        }
+        if jkt is not None:
+            claims["cnf"] = {"jkt": jkt}
+        token = f"access-{serial}"
+        if self.signing_key is not None:
+            import jwt
+
+            key = self.signing_key
+            headers = {"kid": "k1", "typ": "at+jwt"}
+            token = jwt.encode(claims, key.private_key, algorithm=key.algorithm, headers=headers)
         self.tokens[token] = AccessToken(
-            token, frozenset(scope.split()), client_id, expires_at=self.now + self.lifetime
+            token,
+            frozenset(scope.split()),
+            client_id,
+            subject=claims["sub"],
+            expires_at=self.now + self.lifetime,
+            claims=claims,
+            jkt=jkt,
         )
         answer: dict[str, Any] = {
             "access_token": token,
-            "token_type": "Bearer",
+            "token_type": "DPoP" if jkt is not None else "Bearer",
             "expires_in": int(self.lifetime),
         }
         if scope:

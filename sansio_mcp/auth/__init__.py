@@ -10,8 +10,10 @@ from ._challenge import Challenge, format_challenge, parse_challenges
 from ._client import TRANSITIONS, Decision, FlowState, OAuthClient
 from ._crypto import DPoPKey, client_assertion, dpop_proof, jwk_thumbprint
 from ._discovery import as_metadata_urls, prm_urls, resource_allowed
+from ._dpop_check import DPoPChecker
+from ._jwt_verifier import JWTVerifier, access_token_from_claims
 from ._pkce import code_challenge, random_string
-from ._router import ProtectedRouter
+from ._router import Credentials, ProtectedRouter
 from ._server import AccessToken, AuthRefusal, ResourceServer, StaticTokenVerifier, TokenVerifier
 from ._types import (
     AuthorizationError,
@@ -34,12 +36,15 @@ __all__ = [
     "Authorized",
     "Challenge",
     "ClientInfo",
+    "Credentials",
+    "DPoPChecker",
     "DPoPKey",
     "Decision",
     "FlowState",
     "Grant",
     "HTTPCall",
     "HTTPReply",
+    "JWTVerifier",
     "OAuthClient",
     "OAuthConfig",
     "OpenBrowser",
@@ -49,6 +54,7 @@ __all__ = [
     "TRANSITIONS",
     "TokenSet",
     "TokenVerifier",
+    "access_token_from_claims",
     "as_metadata_urls",
     "client_assertion",
     "code_challenge",

@@ -4,16 +4,19 @@ resource metadata is served, and a request without a good enough token is answer
 
 from __future__ import annotations
 
+from inspect import isawaitable
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import attrs
 
 from .._http_messages import HTTPRequest
 from .._server_session import ServerSession
 from .._streamable_http import Exchange
-from ._server import AccessToken, ResourceServer
+from ._discovery import origin_of
+from ._server import AccessToken, AuthRefusal, ResourceServer
 
-__all__ = ["ProtectedRouter"]
+__all__ = ["Credentials", "ProtectedRouter"]
 
 
 class _Router(Protocol):
@@ -24,13 +27,27 @@ class _Router(Protocol):
     def owns(self, session: ServerSession) -> bool: ...
 
 
+@attrs.frozen
+class Credentials:
+    """The token a request presents: ``scheme`` is ``"bearer"`` or ``"dpop"``."""
+
+    scheme: str
+    token: str
+
+
 class ProtectedRouter:
     """``router`` behind ``resource_server``'s verifier.
 
-    The verifier must answer at once (an :class:`AccessToken` or None); the time it
-    judges expiry by comes in through :meth:`set_time` (wall-clock seconds).  A
+    :meth:`handle` asks the verifier at once; the runtime's HTTP service instead reads
+    :meth:`credentials`, awaits the verifier (which may be ``async`` or need HTTP calls
+    made) and hands the result to :meth:`handle_verified`.  The time expiry and DPoP
+    proofs are judged by comes in through :meth:`set_time` (wall-clock seconds).  A
     resource server whose ``resource`` is empty takes it from each request: its
-    ``Host`` and ``endpoint`` (what a server on an ephemeral port needs).
+    ``Host`` and ``endpoint`` (what a server on an ephemeral port needs).  A request let
+    through leaves its :class:`AccessToken` on its session as ``session.auth``, where
+    the handlers it starts find it (``ctx.auth``).  A session is bound to the subject
+    and client that opened it: another's token naming it gets 404, as for an unknown
+    session (a router with ``session_for(request)`` says which session a request names).
     """
 
     def __init__(
@@ -56,20 +73,100 @@ class ProtectedRouter:
         host = request.headers.get("host", "localhost")
         return attrs.evolve(rs, resource=f"http://{host}{self.endpoint}")
 
-    def handle(self, request: HTTPRequest) -> Exchange:
-        rs = self._resource_server(request)
+    def credentials(self, request: HTTPRequest) -> Credentials | None:
+        """The token ``request`` presents, when it needs verifying (not for the
+        metadata document)."""
+        rs = self.resource_server
+        if self._is_metadata(self._resource_server(request), request):
+            return None
+        presented = rs.presented_token(request.headers.get("authorization"))
+        return None if presented is None else Credentials(*presented)
+
+    @staticmethod
+    def _is_metadata(rs: ResourceServer, request: HTTPRequest) -> bool:
         path = request.target.split("?", 1)[0]
-        if path == rs.metadata_path and request.method in ("GET", "HEAD"):
+        return path == rs.metadata_path and request.method in ("GET", "HEAD")
+
+    def handle(self, request: HTTPRequest) -> Exchange:
+        credentials = self.credentials(request)
+        token: Any = None
+        if credentials is not None:
+            token = self.resource_server.verifier.verify(credentials.token, self.now)
+            if isawaitable(token):
+                close = getattr(token, "close", None)
+                if close is not None:
+                    close()  # never awaited: say so here rather than as a warning later
+                raise TypeError(
+                    "this verifier is async: serve the router with the runtime's HTTP "
+                    "service (serve_http, serve_sse, MCPApp), which awaits it"
+                )
+        return self.handle_verified(request, credentials, token)
+
+    def handle_verified(
+        self, request: HTTPRequest, credentials: Credentials | None, token: Any
+    ) -> Exchange:
+        """Answer ``request``, whose ``credentials`` the verifier judged ``token``."""
+        rs = self._resource_server(request)
+        if self._is_metadata(rs, request):
             headers = {"content-type": "application/json", "cache-control": "max-age=300"}
             return Exchange(200, headers, rs.metadata_document())
-        presented = rs.bearer_token(request.headers.get("authorization"))
-        token: Any = rs.verifier.verify(presented, self.now) if presented else None
         if token is not None and not isinstance(token, AccessToken):
             raise TypeError("a ProtectedRouter's verifier must return an AccessToken or None")
-        refusal = rs.judge(token, presented is not None, self.now)
+        refusal = rs.judge(token, credentials is not None, self.now)
+        if refusal is None and token is not None and credentials is not None:
+            refusal = self._dpop_refusal(rs, request, credentials, token)
+        if refusal is None and token is not None and not self._same_principal(request, token):
+            # Another user's session (a leaked id): to this caller it does not exist.
+            refusal = AuthRefusal(404, {"content-type": "text/plain"}, b"unknown session")
         if refusal is not None:
             return Exchange(refusal.status, dict(refusal.headers), refusal.body)
-        return self.router.handle(request)
+        exchange = self.router.handle(request)
+        if exchange.session is not None:
+            exchange.session.auth = token
+        nonce = rs.dpop.current_nonce(self.now) if token is not None and token.jkt else None
+        if nonce is not None:
+            exchange.headers["dpop-nonce"] = nonce  # the next one, before this one lapses
+        return exchange
+
+    def _same_principal(self, request: HTTPRequest, token: AccessToken) -> bool:
+        """Whether the session ``request`` names (if any) was started with a token of the
+        same subject and client: a session is bound to whoever opened it."""
+        session_for = getattr(self.router, "session_for", None)
+        session = session_for(request) if session_for is not None else None
+        bound = getattr(session, "auth", None)
+        if not isinstance(bound, AccessToken):
+            return True
+        return (bound.subject, bound.client_id) == (token.subject, token.client_id)
+
+    def _request_url(self, rs: ResourceServer, request: HTTPRequest) -> str:
+        """The URL the client sent ``request`` to, for a proof's ``htu``: the resource's
+        origin and the prefix it is mounted under (an ASGI app's ``root_path``, which
+        ``request.target`` lacks) before the target."""
+        path = urlsplit(rs.resource).path.rstrip("/")
+        mounted = path.endswith(self.endpoint) and self.endpoint != "/"
+        prefix = path[: len(path) - len(self.endpoint)] if mounted else ""
+        return origin_of(rs.resource) + prefix + request.target
+
+    def _dpop_refusal(
+        self, rs: ResourceServer, request: HTTPRequest, credentials: Credentials, token: AccessToken
+    ) -> AuthRefusal | None:
+        """A DPoP-bound token must come as ``DPoP`` with a good proof; an unbound one
+        as ``Bearer`` (RFC 9449 §7.1-7.2)."""
+        if token.jkt is None:
+            if credentials.scheme == "dpop":
+                return rs.dpop_refusal("the access token is not DPoP-bound", self.now)
+            return None
+        if credentials.scheme != "dpop":
+            return rs.dpop_refusal("a DPoP-bound token must be sent with the DPoP scheme", self.now)
+        error = rs.dpop.check(
+            request.headers.get("dpop"),
+            method=request.method,
+            url=self._request_url(rs, request),
+            access_token=credentials.token,
+            jkt=token.jkt,
+            now=self.now,
+        )
+        return None if error is None else rs.dpop_refusal(error, self.now)
 
     def flush(self, session: ServerSession) -> None:
         self.router.flush(session)

@@ -13,6 +13,7 @@ import attrs
 from .. import _json
 from ._challenge import format_challenge
 from ._discovery import origin_of
+from ._dpop_check import NONCE_REQUIRED, DPoPChecker
 
 __all__ = [
     "AccessToken",
@@ -25,18 +26,28 @@ __all__ = [
 
 @attrs.frozen
 class AccessToken:
-    """What a verifier learned from a valid token."""
+    """What a verifier learned from a valid token; a handler sees it as ``ctx.auth``.
+
+    ``claims`` are the token's claims (a JWT's payload, an introspection answer);
+    ``jkt`` is the thumbprint of the key a DPoP-bound token is bound to (``cnf.jkt``,
+    RFC 9449 §6): the request must then carry a DPoP proof signed with that key.
+    """
 
     token: str
     scopes: frozenset[str] = frozenset()
     client_id: str | None = None
     subject: str | None = None
     expires_at: float | None = None
+    claims: Mapping[str, Any] = attrs.field(factory=dict, eq=False, hash=False, repr=False)
+    jkt: str | None = None
 
 
 class TokenVerifier(Protocol):
     """Checks a token: an :class:`AccessToken`, or None when it is not valid (unknown,
-    expired, for another audience).  May return an awaitable of that (introspection)."""
+    expired, for another audience).  ``verify`` may be ``async`` (the HTTP service
+    awaits it).  A verifier that needs HTTP calls made for it (a JWK set to fetch)
+    may also have ``next_call(token, now) -> HTTPCall | None`` and
+    ``receive_reply(reply | None, now)``: the service makes those calls first."""
 
     def verify(self, token: str, now: float) -> Any: ...
 
@@ -75,6 +86,9 @@ class ResourceServer:
     required_scopes: Sequence[str] = ()
     scopes_supported: Sequence[str] | None = None
     resource_name: str | None = None
+    #: Checks the DPoP proofs of DPoP-bound tokens (RFC 9449); its replay cache lives
+    #: as long as the resource server.
+    dpop: DPoPChecker = attrs.field(factory=DPoPChecker)
 
     @property
     def metadata_path(self) -> str:
@@ -100,11 +114,17 @@ class ResourceServer:
 
     def bearer_token(self, authorization: str | None) -> str | None:
         """The token of an ``Authorization: Bearer`` header, or None."""
+        presented = self.presented_token(authorization)
+        return presented[1] if presented is not None and presented[0] == "bearer" else None
+
+    def presented_token(self, authorization: str | None) -> tuple[str, str] | None:
+        """``(scheme, token)`` of an ``Authorization: Bearer`` or ``DPoP`` header (the
+        scheme lowercased), or None."""
         if not authorization:
             return None
         scheme, _, token = authorization.strip().partition(" ")
-        token = token.strip()
-        return token if scheme.lower() == "bearer" and token else None
+        token, scheme = token.strip(), scheme.lower()
+        return (scheme, token) if scheme in ("bearer", "dpop") and token else None
 
     def refusal(
         self,
@@ -132,6 +152,26 @@ class ResourceServer:
             },
             _json.dumps(body).encode("utf-8"),
         )
+
+    def dpop_refusal(self, description: str, now: float) -> AuthRefusal:
+        """The 401 for a DPoP-bound token without a good proof (RFC 9449 §7.1), or
+        without the server's current nonce (``use_dpop_nonce``, §9)."""
+        error = "use_dpop_nonce" if description == NONCE_REQUIRED else "invalid_dpop_proof"
+        refusal = self.refusal(401, error, description, self.required_scopes)
+        challenge = format_challenge(
+            "DPoP",
+            {
+                "error": error,
+                "error_description": description,
+                "algs": " ".join(self.dpop.algorithms),
+                "resource_metadata": self.metadata_url,
+            },
+        )
+        headers = {**refusal.headers, "www-authenticate": challenge}
+        nonce = self.dpop.current_nonce(now)
+        if nonce is not None:
+            headers["dpop-nonce"] = nonce
+        return attrs.evolve(refusal, headers=headers)
 
     def judge(self, token: AccessToken | None, presented: bool, now: float) -> AuthRefusal | None:
         """None when the request may pass, else its 401 or 403 answer (RFC 6750 §3.1)."""

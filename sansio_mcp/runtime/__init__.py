@@ -14,10 +14,12 @@ from ._driver import Driver, ProgressCallback
 from ._http_service import ServerLimits
 from ._oauth import FileTokenStore, MemoryTokenStore, OAuthProvider, TokenStore
 from ._server import Context, Server, answer_request
+from ._tasks import CancelTask
 
 __all__ = [
     "Backend",
     "ByteStream",
+    "CancelTask",
     "ClientAPI",
     "ClientHandlers",
     "Context",

@@ -15,6 +15,7 @@ from .._legacy_sse import LegacySSEServer
 from .._server_session import ServerSession
 from .._streamable_http import Exchange, StreamableHTTPServer
 from ..auth import ProtectedRouter
+from ._auth import Verdict, verify_request
 from ._backend import Backend, TimedOut
 from ._driver import Driver
 from ._server import Server
@@ -182,17 +183,24 @@ class Router(Protocol):
 
 
 def route(
-    router: Router, request: HTTPRequest, now: float, wall_clock: float | None = None
+    router: Router,
+    request: HTTPRequest,
+    now: float,
+    wall_clock: float | None = None,
+    verdict: Verdict | None = None,
 ) -> Exchange:
     """``router``'s exchange for ``request``, after it has seen the time (a router with
     ``expire_idle``, as :class:`StreamableHTTPServer`, ends its idle sessions then; a
-    :class:`~sansio_mcp.auth.ProtectedRouter` judges token expiry by ``wall_clock``)."""
+    :class:`~sansio_mcp.auth.ProtectedRouter` judges token expiry by ``wall_clock``,
+    and takes the ``verdict`` :func:`verify_request` awaited for it)."""
     expire_idle = getattr(router, "expire_idle", None)
     if expire_idle is not None:
         expire_idle(now)
     set_time = getattr(router, "set_time", None)
     if set_time is not None and wall_clock is not None:
         set_time(wall_clock)
+    if verdict is not None and isinstance(router, ProtectedRouter):
+        return router.handle_verified(request, *verdict)
     return router.handle(request)
 
 
@@ -281,7 +289,8 @@ async def serve_requests(
         if isinstance(request, HTTPError):
             await send_all(conn.send_error_response(request.status, request.reason))
             return
-        exchange = route(hosts.router, request, backend.clock(), backend.wall_clock())
+        verdict = await verify_request(hosts.router, request, backend)
+        exchange = route(hosts.router, request, backend.clock(), backend.wall_clock(), verdict)
         hosts.begin(exchange)
         try:
             if not await answer(exchange):

@@ -8,10 +8,11 @@ which an adapter (Trio, asyncio) implements by subclassing :class:`Context`.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import secrets
 import typing
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, Self, TypeVar
 
 from .._errors import ErrorCode, InvalidParams, MCPError, MethodNotFound, failure_text
@@ -55,10 +56,10 @@ from .._tasks import (
     runs_as_task,
 )
 from .._versions import ALL_REVISIONS, MRTR_METHODS
-from ..auth import ResourceServer
+from ..auth import AccessToken, ResourceServer
 from ._driver import respond_with_failure, respond_with_result
 from ._primitives import Cancellable, Signal
-from ._tasks import RunningTask, TaskRunner, TaskStore
+from ._tasks import RunningTask, TaskRunner, TaskStart, TaskStore
 
 __all__ = ["Context", "Server", "answer_request"]
 
@@ -100,6 +101,11 @@ class Context:
         self.hub: SessionHub | None = None
         #: The task this handler runs as (tasks extension), once it is one.
         self.task: RunningTask | None = None
+        #: When a task-capable call's task is to be created (set by the runner).
+        self.task_start: TaskStart | None = None
+        #: The verified access token of the HTTP request this came in (subject, scopes,
+        #: client, claims, expiry), or None when the server is not protected.
+        self.auth: AccessToken | None = getattr(session, "auth", None)
 
     @classmethod
     def for_request(cls, event: RequestReceived, session: ServerSession, *, now: float) -> Self:
@@ -201,7 +207,25 @@ class Context:
         (``tasks/update``) instead of going back in MRTR rounds.  The task is
         otherwise created at the handler's first real wait.  Elsewhere a no-op."""
         if self.task is None:
+            if self.task_start is not None:
+                self.task_start.now()
             await self.sleep(0)
+
+    @contextlib.contextmanager
+    def defer_task(self) -> Iterator[None]:
+        """Waits inside this block do not create the call's task: the ``tools/call``
+        stays open until the handler returns (a plain result) or calls
+        :meth:`become_task` (for a tool that learns only by waiting whether its work
+        is long).  Elsewhere a no-op."""
+        start = self.task_start
+        if start is None or start.done:
+            yield
+            return
+        start.held += 1
+        try:
+            yield
+        finally:
+            start.held -= 1
 
     def clock(self) -> float:
         """The backend's monotonic clock, in seconds."""

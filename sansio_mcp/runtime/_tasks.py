@@ -10,7 +10,11 @@ Input asked for before the tool first really waits is gathered by MRTR,
 synchronously, as for any tool: the task is created at the tool's first
 real wait (so a tool that asks, then works, answers ``input_required``
 rounds first and a ``CreateTaskResult`` once it has what it asked for).
-A tool that finishes without ever waiting is answered at once.
+A tool that finishes without ever waiting is answered at once.  A tool that
+must wait before it knows whether it has long work ahead (a peer that may answer
+at once or start a job) waits inside ``ctx.defer_task()`` and calls
+``ctx.become_task()`` once it knows; raising :class:`CancelTask` ends its task
+as ``cancelled``.
 
 On a 2025-11-25 session (the core's experimental tasks) a ``tools/call`` with
 ``params.task`` is a task from the start; input the tool asks for goes to the
@@ -30,7 +34,35 @@ from .._registry import HandlerCall, SessionHub
 from .._tasks import RELATED_TASK, TaskRecord, TaskStatus, TaskTable
 from ._primitives import Cancellable, Signal
 
-__all__ = ["TaskContext", "TaskStore", "TaskRunner", "RunningTask"]
+__all__ = ["CancelTask", "TaskContext", "TaskStart", "TaskStore", "TaskRunner", "RunningTask"]
+
+
+class CancelTask(Exception):
+    """Raised by a task's tool to end its task as ``cancelled`` (the work was called
+    off elsewhere, not by ``tasks/cancel``); the message becomes the task's
+    ``statusMessage``.  In a call that is no task it is a tool error, as any other
+    exception."""
+
+
+class TaskStart:
+    """When a task-capable call's task is created: at its tool's first real wait
+    outside ``held`` stretches (:meth:`Context.defer_task`), or at :meth:`now`
+    (:meth:`Context.become_task`)."""
+
+    def __init__(self, create: Callable[[], None]) -> None:
+        self._create = create
+        #: How many ``defer_task`` blocks the tool is in.
+        self.held = 0
+        self.done = False
+
+    def now(self) -> None:
+        if not self.done:
+            self.done = True
+            self._create()
+
+    def at_wait(self) -> None:
+        if not self.held:
+            self.now()
 
 
 class TaskStore(Protocol):
@@ -53,6 +85,7 @@ class TaskContext(Protocol):
     params: dict[str, Any]
     hub: SessionHub | None
     task: RunningTask | None
+    task_start: TaskStart | None
 
     @property
     def client_capabilities(self) -> dict[str, Any]: ...
@@ -75,13 +108,13 @@ class TaskContext(Protocol):
 
 
 class _FirstWait:
-    """Await ``coroutine``, calling ``on_wait()`` the first time it really waits
-    (yields to the event loop).  Backend-neutral: what it yields goes to the loop
-    untouched."""
+    """Await ``coroutine``, telling ``start`` each time it really waits (yields to
+    the event loop) until the task exists.  Backend-neutral: what it yields goes to
+    the loop untouched."""
 
-    def __init__(self, awaitable: Awaitable[Any], on_wait: Callable[[], None]) -> None:
+    def __init__(self, awaitable: Awaitable[Any], start: TaskStart) -> None:
         self._awaitable = awaitable
-        self._on_wait = on_wait
+        self._start = start
 
     def __await__(self) -> Generator[Any, Any, Any]:
         inner = self._awaitable.__await__()
@@ -89,8 +122,9 @@ class _FirstWait:
             value = inner.send(None)
         except StopIteration as stop:
             return stop.value
-        self._on_wait()
         while True:
+            if not self._start.done:
+                self._start.at_wait()
             try:
                 sent = yield value
             except GeneratorExit:
@@ -241,14 +275,16 @@ class TaskRunner:
             )
             first.set()
 
+        start = ctx.task_start = TaskStart(created)
+
         async def body() -> None:
             error: Exception | None = None
             try:
                 if legacy:
-                    created()
+                    start.now()  # no MRTR on a handshake session: the task exists at once
                 value = call.handler(**call.kwargs)
                 if inspect.isawaitable(value):
-                    value = await (value if legacy else _FirstWait(value, created))
+                    value = await _FirstWait(value, start)
             except Exception as exc:
                 value, error = None, exc
             except BaseException:  # cancelled: tasks/cancel, or its connection or server ended
@@ -292,6 +328,10 @@ class TaskRunner:
         settle_error: Callable[[Exception], dict[str, Any]],
     ) -> None:
         record, now = running.record, running.now()
+        if isinstance(error, CancelTask):
+            if record.cancelled_by_tool(str(error) or None, now):
+                self._announce(ctx, record)
+            return
         try:
             result = call.finish(value) if error is None else settle_error(error)
         except MCPError as exc:

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from sansio_mcp.runtime import ClientAPI, ClientHandlers, TransportBackend
-from sansio_mcp.runtime.a2a import TASKS_EXTENSION, A2ABridge
+from sansio_mcp.runtime.a2a import TASKS_EXTENSION, A2ABridge, TaskRef
 
 from .conftest import config_for, running_agent, serving
 
@@ -25,15 +25,20 @@ def task_agent(request: pytest.FixtureRequest) -> Iterator[str]:
         yield url
 
 
-def agent_states(agent_url: str, first_text: str) -> list[str]:
-    """The states of the agent's tasks that began with ``first_text`` (ListTasks)."""
+def agent_tasks(agent_url: str, first_text: str) -> list[dict[str, Any]]:
+    """The agent's tasks that began with ``first_text`` (ListTasks)."""
     request = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}
     answer = httpx.post(agent_url, json=request, headers={"A2A-Version": "1.0"}, timeout=10)
     return [
-        task["status"]["state"]
+        task
         for task in answer.json()["result"]["tasks"]
         if task["history"][0]["parts"][0].get("text") == first_text
     ]
+
+
+def agent_states(agent_url: str, first_text: str) -> list[str]:
+    """The states of the agent's tasks that began with ``first_text``."""
+    return [task["status"]["state"] for task in agent_tasks(agent_url, first_text)]
 
 
 def run(backend: TransportBackend, agent_url: str, body: Any, **handlers: Any) -> Any:
@@ -53,6 +58,8 @@ def test_task_lifecycle(backend: TransportBackend, task_agent: str) -> None:
     asked: list[str] = []
 
     def elicitation(params: dict[str, Any]) -> dict[str, Any]:
+        if "nope" in params["message"]:
+            return {"action": "decline"}
         asked.append(params["message"])
         return {"action": "accept", "content": {"answer": f"v{len(asked)}"}}
 
@@ -79,8 +86,25 @@ def test_task_lifecycle(backend: TransportBackend, task_agent: str) -> None:
         rejected = await client.call_tool("a2a_send_message", {"text": "reject"})
         assert rejected["isError"] is True
         assert rejected["structuredContent"]["a2aState"] == "TASK_STATE_REJECTED"
-        message = await client.call_tool("a2a_send_message", {"text": "echo: direct"})
+        # No A2A task, no MCP task: a direct Message, or an A2A error, is a plain result.
+        direct = await client.call_tool("a2a_send_message", {"text": "echo: direct"}, task=True)
+        assert direct.done and direct.task_id == ""
+        message = await direct.result()
         assert message["structuredContent"]["kind"] == "message"
+        assert message["content"][0]["text"] == "direct"
+        refused = await client.call_tool("a2a_send_message", {"text": "error:-32004"}, task=True)
+        assert refused.done and refused.task_id == ""
+        assert (await refused.result())["structuredContent"]["a2aErrorCode"] == -32004
+
+        # CANCELED without tasks/cancel (the agent gave up; the user declined its question):
+        # the MCP task ends cancelled, the taskHandle and the why in its statusMessage.
+        for text, why in (("giveup", "I gave up on this task"), ("ask: nope", "declined")):
+            ended = await (
+                await client.call_tool("a2a_send_message", {"text": text}, task=True)
+            ).wait()
+            assert ended["status"] == "cancelled", ended
+            assert why in ended["statusMessage"] and "taskHandle tk_" in ended["statusMessage"]
+            assert "result" not in ended
 
         # tasks/cancel: the MCP task is cancelled, and so is the agent's.
         before = await backend.to_thread(agent_states, task_agent, "slow: 8000")
@@ -98,6 +122,31 @@ def test_task_lifecycle(backend: TransportBackend, task_agent: str) -> None:
             pytest.fail(f"the agent's task was not cancelled: {states}")
 
     run(backend, task_agent, body, elicitation=elicitation)
+
+
+def test_a2a_cancel_task_ends_a_running_task_cancelled(
+    backend: TransportBackend, task_agent: str
+) -> None:
+    """a2a_cancel_task, from another call, on the A2A task an MCP task follows: the MCP
+    task ends cancelled (not completed), naming the task's handle."""
+
+    async def body(client: ClientAPI, bridge: A2ABridge, url: str) -> None:
+        text = "slow: 7000"
+        before = {t["id"] for t in await backend.to_thread(agent_tasks, task_agent, text)}
+        long = await client.call_tool("a2a_send_message", {"text": text}, task=True)
+        while not (await long.refresh()).get("statusMessage"):
+            await client.sleep(0.05)
+        tasks = await backend.to_thread(agent_tasks, task_agent, text)
+        (new,) = [t for t in tasks if t["id"] not in before]
+        # The bridge gives the same live handle to the same task.
+        handle = bridge.tasks.mint(TaskRef("fixture", new["id"], new["contextId"]), bridge.clock())
+        stopped = await client.call_tool("a2a_cancel_task", {"taskHandle": handle})
+        assert stopped["structuredContent"]["a2aState"] == "TASK_STATE_CANCELED"
+        final = await long.wait()
+        assert final["status"] == "cancelled", final
+        assert f"taskHandle {handle}" in final["statusMessage"]
+
+    run(backend, task_agent, body)
 
 
 def test_lost_task_fails(backend: TransportBackend, task_agent: str) -> None:

@@ -103,11 +103,6 @@ class Backend:
         return self.serving(lambda **kw: self.sse.serve_sse(server, port=0, **kw))
 
 
-@pytest.fixture(params=["trio", "asyncio"])
-def backend(request: pytest.FixtureRequest) -> Backend:
-    return Backend(request.param)
-
-
 @asynccontextmanager
 async def _protected_world(
     backend: Backend, *, sse: bool = False, scopes: tuple[str, ...] = ("mcp",)

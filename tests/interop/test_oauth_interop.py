@@ -26,7 +26,7 @@ from mcp.shared.auth import (
     OAuthToken,
 )
 
-from sansio_mcp.auth import ResourceServer
+from sansio_mcp.auth import JWTVerifier, ResourceServer
 from sansio_mcp.runtime import Server
 from sansio_mcp.runtime.example_server import build_server
 from sansio_mcp_testing.oauth_server import TestAuthorizationServer
@@ -97,23 +97,30 @@ async def _sdk_session(url: str) -> tuple[str, str]:
     return result.content[0].text, storage.tokens.access_token
 
 
-def test_sdk_oauth_client_against_our_protected_server() -> None:
-    authority = TestAuthorizationServer(scopes_supported=["mcp"])
+@pytest.mark.parametrize("jwt", [False, True], ids=["opaque", "jwt"])
+def test_sdk_oauth_client_against_our_protected_server(jwt: bool) -> None:
+    """With ``jwt``, our server checks the SDK's JWT access tokens with ``JWTVerifier``
+    (keys fetched from the authorization server's ``jwks_uri``, ``aud`` the resource)."""
+    authority = TestAuthorizationServer(scopes_supported=["mcp"], jwt=jwt)
     with serving_in_thread(serve_router, Server("as"), router=authority) as as_port:
         authority.issuer = f"http://127.0.0.1:{as_port}"
         server = build_server()
+        jwts = JWTVerifier(authority.issuer, "", jwks_uri=f"{authority.issuer}/jwks")
         server.auth = ResourceServer(
-            "", [authority.issuer], authority.verifier, required_scopes=["mcp"],
-            scopes_supported=["mcp"],
+            "", [authority.issuer], jwts if jwt else authority.verifier,
+            required_scopes=["mcp"], scopes_supported=["mcp"],
         )  # fmt: skip
         with serving_in_thread(serve_http, server) as port:
             url = f"http://127.0.0.1:{port}/mcp"
+            jwts.audience = url
             text, token = anyio.run(_sdk_session, url, backend="asyncio")
     assert text == "from the SDK"
     assert token in authority.tokens
     steps = [name for name, _ in authority.log]
-    assert steps[-3:] == ["register", "authorize", "token"]
-    authorize = dict(authority.log[-2][1])
+    assert steps.count("jwks") == (1 if jwt else 0)
+    flow = [step for step in steps if step != "jwks"]
+    assert flow[-3:] == ["register", "authorize", "token"]
+    authorize = dict(authority.log[steps.index("authorize")][1])
     assert authorize["resource"] == url and authorize["code_challenge_method"] == "S256"
     assert authorize["scope"] == "mcp"
 

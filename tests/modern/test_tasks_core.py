@@ -91,7 +91,9 @@ def test_terminal_statuses_have_no_moves_and_everything_starts_working() -> None
 
 @given(
     st.lists(
-        st.sampled_from(["complete", "fail", "cancel", "ask", "answer"]), min_size=1, max_size=12
+        st.sampled_from(["complete", "fail", "cancel", "tool_cancel", "ask", "answer"]),
+        min_size=1,
+        max_size=12,
     )
 )
 def test_once_terminal_a_task_never_changes(steps: list[str]) -> None:
@@ -107,6 +109,8 @@ def test_once_terminal_a_task_never_changes(steps: list[str]) -> None:
                 record.fail(MCPError(-32603, "x"), now)
             elif step == "cancel":
                 record.cancel(now)
+            elif step == "tool_cancel":
+                record.cancelled_by_tool("called off", now)
             elif step == "ask":
                 record.ask({"k": ELICIT_REQUEST}, now)
             elif step == "answer":
@@ -117,6 +121,19 @@ def test_once_terminal_a_task_never_changes(steps: list[str]) -> None:
             if seen_terminal is None:
                 seen_terminal = record.detailed()
             assert record.detailed() == seen_terminal
+
+
+@pytest.mark.parametrize("asked", [False, True])
+def test_the_tool_may_end_its_task_as_cancelled(asked: bool) -> None:
+    record = TaskRecord.new(NOW, ttl_ms=1000)
+    if asked:
+        record.ask({"k": ELICIT_REQUEST}, NOW)
+    assert record.cancelled_by_tool("the peer called it off", NOW + 1)
+    assert record.status is TaskStatus.CANCELLED and not record.pending
+    assert record.detailed()["statusMessage"] == "the peer called it off"
+    assert record.ended_at == NOW + 1
+    assert not record.cancelled_by_tool("again", NOW + 2) and not record.cancel(NOW + 2)
+    assert record.status_message == "the peer called it off"
 
 
 # Records and the wire ------------------------------------------------------------------

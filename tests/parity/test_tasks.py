@@ -17,7 +17,7 @@ from sansio_mcp import ErrorCode, MCPError
 from sansio_mcp._http_headers import request_headers
 from sansio_mcp._tasks import TASKS_EXTENSION
 from sansio_mcp._versions import META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION
-from sansio_mcp.runtime import ClientAPI, Context, Server
+from sansio_mcp.runtime import CancelTask, ClientAPI, Context, Server
 from sansio_mcp.runtime._client import ClientHandlers
 from sansio_mcp.runtime._task_client import TaskCancelled, ToolTask
 from sansio_mcp_testing.schemas import OfficialSchema, find_schema, missing_schema_message
@@ -96,6 +96,23 @@ def task_server(probe: Probe, **options: Any) -> Server:
     async def tool_error(ctx: Context) -> str:
         await ctx.sleep(0.01)
         raise RuntimeError("a tool error")
+
+    @server.tool(task="optional")
+    async def deferred(ctx: Context, mode: str) -> str:
+        with ctx.defer_task():
+            await ctx.sleep(0.1)  # a real wait that creates no task
+            if mode == "task":
+                await ctx.become_task()
+                await ctx.sleep(0.05)
+            elif mode == "plain":
+                return "answered after a wait, as no task"
+        await ctx.sleep(0.05)  # outside the block, the first wait creates it
+        return f"{mode}: done as a task"
+
+    @server.tool(task="optional")
+    async def called_off(ctx: Context) -> str:
+        await ctx.sleep(0.05)
+        raise CancelTask("the peer called it off")
 
     return server
 
@@ -282,6 +299,33 @@ def test_status_changes_reach_a_listen_stream(port: int) -> None:
     assert pushed["result"]["content"][0]["text"] == "waited 0.3"
 
 
+def test_a_deferred_wait_creates_no_task(port: int, ext: Schema) -> None:
+    began = time.monotonic()
+    plain = result(port, "tools/call", {"name": "deferred", "arguments": {"mode": "plain"}})
+    assert time.monotonic() - began >= 0.1  # the call waited for the handler's answer
+    assert plain["resultType"] == "complete" and "taskId" not in plain
+    assert plain["content"][0]["text"] == "answered after a wait, as no task"
+    for mode in ("task", "after"):
+        began = time.monotonic()
+        created = result(port, "tools/call", {"name": "deferred", "arguments": {"mode": mode}})
+        assert time.monotonic() - began >= 0.1
+        ext.validate("CreateTaskResult", {k: v for k, v in created.items() if k != "_meta"})
+        assert created["resultType"] == "task"
+        done = poll(port, created["taskId"], lambda t: t["status"] == "completed")
+        assert done["result"]["content"][0]["text"] == f"{mode}: done as a task"
+
+
+def test_a_tool_may_end_its_task_as_cancelled(port: int, ext: Schema) -> None:
+    task_id = result(port, "tools/call", {"name": "called_off", "arguments": {}})["taskId"]
+    ended = poll(port, task_id, lambda t: t["status"] != "working")
+    ext.validate("GetTaskResult", ended)
+    assert ended["status"] == "cancelled" and ended["statusMessage"] == "the peer called it off"
+    assert "result" not in ended and "error" not in ended
+    # no task: an ordinary tool error
+    plain = result(port, "tools/call", {"name": "called_off", "arguments": {}}, caps={})
+    assert plain["isError"] is True and "the peer called it off" in plain["content"][0]["text"]
+
+
 # The client API ------------------------------------------------------------------------
 
 
@@ -358,6 +402,12 @@ def test_task_failures_raise_and_required_tools_need_the_extension(backend: str,
         return await handle.result()
 
     assert _client_run(backend, port, without)["content"][0]["text"] == "waited 0"
+
+    async def called_off(client: ClientAPI) -> None:
+        with pytest.raises(TaskCancelled):
+            await client.call_tool("called_off", {})
+
+    _client_run(backend, port, called_off, tasks=True)
 
 
 def test_listen_follows_a_task(backend: str, port: int) -> None:

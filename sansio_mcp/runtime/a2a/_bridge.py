@@ -43,6 +43,7 @@ from ...a2a import (
 )
 from .._backend import Backend
 from .._server import Context, Server
+from .._tasks import CancelTask
 from ._agents import A2ACallError, AgentFailure, AgentLink, AgentUnreachable
 from ._transport import BackendTransport
 
@@ -354,8 +355,6 @@ class A2ABridge:
                 )
             context_id = found.context_id
         if ctx.stateless and declares_tasks(ctx.client_capabilities):
-            await ctx.become_task()  # the client gets its CreateTaskResult now
-        if ctx.task is not None:
             return await self._run_task(ctx, link, text, context_id, task_id)
         rounds = 0
         resumed = self._resumed(ctx)
@@ -451,21 +450,27 @@ class A2ABridge:
         context_id: str | None,
         task_id: str | None,
     ) -> dict[str, Any]:
-        """``a2a_send_message`` running as an MCP task (the client declared the tasks
-        extension; its ``CreateTaskResult`` is out).  The agent is followed with
-        SendStreamingMessage when its card declares streaming, else with GetTask; its
-        states become the task's ``statusMessage``, INPUT_REQUIRED parks the task on a
-        form elicitation (``tasks/update`` answers it), and the final envelope is the
-        task's result.  ``tasks/cancel`` cancels the A2A task too; an agent that can no
-        longer be reached fails the task, the A2A code in ``error.data``."""
+        """``a2a_send_message`` as an MCP task (the client declared the tasks extension).
+        The MCP task is created when the agent reports a task (a direct Message is a
+        plain result, no task).  The agent is followed with SendStreamingMessage when
+        its card declares streaming, else with GetTask; its states become the task's
+        ``statusMessage``, INPUT_REQUIRED parks the task on a form elicitation
+        (``tasks/update`` answers it), and the final envelope is the task's result; an
+        A2A task that ends CANCELED (by the agent, ``a2a_cancel_task`` or a declined
+        question) ends the MCP task ``cancelled``.  ``tasks/cancel`` cancels the A2A
+        task too; an agent that can no longer be reached fails the task, the A2A code
+        in ``error.data``."""
         progress = _StatusReporter(ctx)
         rounds = 0
         try:
             while True:
                 try:
-                    kind, value = await self._first_answer(
-                        link, text, context_id, task_id, progress
-                    )
+                    with ctx.defer_task():  # until the agent shows a task
+                        kind, value = await self._first_answer(
+                            link, text, context_id, task_id, progress
+                        )
+                        if kind == "task":
+                            await progress(value)  # the CreateTaskResult goes out
                 except (AgentUnreachable, A2ACallError) as exc:
                     if not progress.task_id:
                         raise  # no A2A task yet: a tool error, as without the extension
@@ -482,13 +487,14 @@ class A2ABridge:
                 if state.a2a_state != "TASK_STATE_INPUT_REQUIRED" or (
                     "elicitation" not in ctx.client_capabilities
                 ):
-                    return self._task_result(link, task)
+                    return self._task_outcome(link, self._task_result(link, task))
                 rounds += 1
                 handle = self._task_result(link, task)["structuredContent"]["taskHandle"]
                 answer = await self._ask(ctx, task, f"a2a-answer:{handle}:{rounds}")
                 task_id, context_id = task.get("id", ""), task.get("contextId", "")
                 if answer is None:
-                    return await self._declined(link, TaskRef(link.alias, task_id, context_id))
+                    ref = TaskRef(link.alias, task_id, context_id)
+                    return self._task_outcome(link, await self._declined(link, ref))
                 text = answer
         except BaseException as exc:
             if not isinstance(exc, Exception) and progress.task_id:
@@ -496,6 +502,18 @@ class A2ABridge:
                 # own, as this one may not wait any more.
                 ctx.start_background(partial(_cancel_quietly, link, progress.task_id))
             raise
+
+    @staticmethod
+    def _task_outcome(link: AgentLink, result: dict[str, Any]) -> dict[str, Any]:
+        """The MCP task's result, or :class:`CancelTask` (the task ends ``cancelled``,
+        the handle and what was said in its ``statusMessage``) for a CANCELED task."""
+        envelope = result["structuredContent"]
+        if envelope.get("a2aState") != "TASK_STATE_CANCELED":
+            return result
+        said = [block["text"] for block in result["content"] if block.get("type") == "text"]
+        note = [envelope["note"]] if envelope.get("note") else []
+        head = f"agent {link.alias!r} cancelled the task (taskHandle {envelope['taskHandle']})"
+        raise CancelTask("; ".join([head, *said[:1], *note]))
 
     async def _first_answer(
         self,
@@ -573,6 +591,8 @@ class _StatusReporter:
         self.task_id = ""
 
     async def __call__(self, task: dict[str, Any]) -> None:
+        if self._ctx.task is None:
+            await self._ctx.become_task()  # the agent made a task: so does the bridge
         self.task_id = task.get("id", "") or self.task_id
         status = task.get("status") or {}
         row = state_mapping(status.get("state"))

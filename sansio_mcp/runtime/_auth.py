@@ -1,0 +1,89 @@
+"""Verifying a protected HTTP request's token, written once for every backend: the
+verifier may be ``async`` (token introspection) or ask for HTTP calls (a JWK set to
+fetch), which are made here with the library's HTTP client on the backend."""
+
+from __future__ import annotations
+
+from inspect import isawaitable
+from typing import Any
+
+from .._errors import ProtocolError
+from .._http import HTTPRequest
+from ..auth import AccessToken, HTTPReply, ProtectedRouter, TokenVerifier
+from ..auth._router import Credentials
+from ._backend import Backend
+from ._oauth import CALL_TIMEOUT, fetch
+from ._primitives import Signal
+
+__all__ = ["Verdict", "verify_request", "verify_token"]
+
+#: HTTP calls one verification may make (a key set fetched, fetched again).
+MAX_VERIFIER_CALLS = 2
+
+
+async def verify_token(
+    verifier: TokenVerifier, token: str, now: float, backend: Backend, *, ssl_context: Any = None
+) -> AccessToken | None:
+    """``verifier``'s judgement of ``token``: the HTTP calls it asks for are made
+    first (a failed one is reported to it as None), then ``verify`` is awaited if it
+    is ``async``.  While one request makes a verifier's call, the others wait for its
+    answer rather than make the same call (a burst at startup fetches keys once)."""
+    if getattr(verifier, "next_call", None) is not None:
+        await _make_calls(verifier, token, now, backend, ssl_context)
+    result = verifier.verify(token, now)
+    if isawaitable(result):
+        result = await result
+    return result  # type: ignore[no-any-return]
+
+
+#: The requests waiting for a verifier's call in flight, by ``id`` of the verifier
+#: (an entry lives only while its call does, so the id cannot be reused meanwhile).
+_in_flight: dict[int, list[Signal]] = {}
+
+
+async def _make_calls(
+    verifier: Any, token: str, now: float, backend: Backend, ssl_context: Any
+) -> None:
+    made = 0
+    while made < MAX_VERIFIER_CALLS:
+        call = verifier.next_call(token, now)
+        if call is None:
+            return
+        waiting = _in_flight.get(id(verifier))
+        if waiting is not None:
+            signal = backend.new_signal()
+            waiting.append(signal)
+            await signal.wait()
+            made += 1  # the call was made, for us too
+            continue
+        _in_flight[id(verifier)] = waiting = []
+        try:
+            reply: HTTPReply | None = None
+            try:
+                async with backend.move_on_after(CALL_TIMEOUT):
+                    reply = await fetch(backend, call, ssl_context=ssl_context)
+            except (OSError, ValueError, ProtocolError):  # unreachable, or not HTTP
+                reply = None
+            verifier.receive_reply(reply, now)
+        finally:
+            del _in_flight[id(verifier)]
+            for signal in waiting:
+                signal.set()
+        made += 1
+
+
+#: A protected request's presented credentials and the verifier's judgement of them.
+Verdict = tuple[Credentials | None, AccessToken | None]
+
+
+async def verify_request(router: object, request: HTTPRequest, backend: Backend) -> Verdict | None:
+    """The verdict on ``request``'s token when ``router`` is protected (None when it is
+    not), for ``route``: awaited here so that the router itself stays synchronous."""
+    if not isinstance(router, ProtectedRouter):
+        return None
+    credentials = router.credentials(request)
+    if credentials is None:
+        return (None, None)
+    verifier = router.resource_server.verifier
+    token = await verify_token(verifier, credentials.token, backend.wall_clock(), backend)
+    return (credentials, token)
