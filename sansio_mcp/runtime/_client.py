@@ -180,6 +180,11 @@ class ClientHost(Protocol):
     def new_subscription(self, buffer: int) -> Subscription: ...
 
 
+def _task_support(tool: dict[str, Any]) -> Any:
+    execution = tool.get("execution")
+    return execution.get("taskSupport") if isinstance(execution, dict) else None
+
+
 class ClientAPI:
     """Typed MCP calls on a session host (:class:`ClientHost`): requests, flushing,
     shielding, the clock and subscriptions are the host's.
@@ -198,6 +203,8 @@ class ClientAPI:
         self.session = session
         self.driver = driver = host.driver
         self.handlers = handlers
+        #: 2025-11-25 tools whose ``execution.taskSupport`` is ``required`` (from list_tools).
+        self._task_only_tools: set[Any] = set()
         if session.is_modern:
             self.cache = ResultCache()
         driver.observe_notification = self.notification_seen
@@ -320,6 +327,8 @@ class ClientAPI:
         """
         tools = await self._all_pages("tools/list", "tools")
         if not self.session.is_modern:
+            # 2025-11-25: remember which tools run only as tasks (call_tool asks for one).
+            self._task_only_tools = {t.get("name") for t in tools if _task_support(t) == "required"}
             return tools
         return [t for t in tools if not x_mcp_header_problems(t.get("inputSchema"))]
 
@@ -369,12 +378,13 @@ class ClientAPI:
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        if task and self._legacy_tool_tasks:
+        legacy_task = self._legacy_tool_tasks and (task or name in self._task_only_tools)
+        if legacy_task:
             params["task"] = {}
         result = await self.request("tools/call", params, timeout=timeout, on_progress=on_progress)
         if task:
             return ToolTask(self, result)
-        if result.get("resultType") == "task":
+        if result.get("resultType") == "task" or legacy_task:
             return await ToolTask(self, result).result(on_status=on_status)
         return result
 

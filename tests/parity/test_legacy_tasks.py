@@ -241,6 +241,11 @@ def test_client_follows_a_2025_11_25_task(backend: str) -> None:
         with pytest.raises(MCPError) as refused:
             await client.call_tool("approve_job", {"job": "ship"})  # no task asked for
         assert refused.value.code == -32601
+        # once listed, a task-only tool is called as a task and followed to its result
+        await client.list_tools()
+        followed = await client.call_tool("approve_job", {"job": "again"})
+        assert followed["content"][0]["text"] == "again: done"
+        assert followed["_meta"][RELATED_TASK]["taskId"]
         return (
             done["content"][0]["text"],
             (await approved.result())["content"][0]["text"],
