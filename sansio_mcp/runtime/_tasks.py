@@ -357,8 +357,13 @@ class TaskRunner:
         if record.terminal:
             for waiter in self._waiters.pop(record.task_id, []):
                 waiter.set()
-        if ctx.hub is not None and ctx.stateless:
+        if ctx.hub is None:
+            return
+        if ctx.stateless:
             ctx.hub.task_status(record.detailed())
+        else:  # 2025-11-25: the optional status push, to the task's own session
+            task = record.legacy_task()
+            ctx.hub.tell(ctx.session, lambda session: session.send_legacy_task_status(task))
 
     def _forget_owners(self, now: float) -> None:
         """Forget expired tasks, and the owners of the tasks the store forgot."""

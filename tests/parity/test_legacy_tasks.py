@@ -125,6 +125,14 @@ def test_the_wire_follows_the_2025_11_25_schema(schema: OfficialSchema) -> None:
         valid(schema, "CallToolResult", payload)
         assert payload["content"][0]["text"] == "long job done: 2 steps in 0.2 s"
         assert payload["_meta"][RELATED_TASK] == {"taskId": task["taskId"]}
+        # The optional status push: each change, as a Task, ending completed.
+        pushed = await wire.wait_for(
+            lambda m: (
+                m.get("method") == "notifications/tasks/status"
+                and m["params"]["status"] == "completed"
+            )
+        )
+        assert valid(schema, "TaskStatusNotification", pushed)["params"]["taskId"] == task["taskId"]
         listed = valid(schema, "ListTasksResult", (await wire.call("tasks/list", {}))["result"])
         (only,) = listed["tasks"]
         assert only["taskId"] == task["taskId"] and only["status"] == "completed"
