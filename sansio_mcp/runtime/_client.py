@@ -203,8 +203,9 @@ class ClientAPI:
         self.session = session
         self.driver = driver = host.driver
         self.handlers = handlers
-        #: 2025-11-25 tools whose ``execution.taskSupport`` is ``required`` (from list_tools).
-        self._task_only_tools: set[Any] = set()
+        #: 2025-11-25 tools that may run as tasks: name -> ``execution.taskSupport``
+        #: (from list_tools; None until it ran).
+        self._task_tools: dict[Any, str] | None = None
         if session.is_modern:
             self.cache = ResultCache()
         driver.observe_notification = self.notification_seen
@@ -327,8 +328,12 @@ class ClientAPI:
         """
         tools = await self._all_pages("tools/list", "tools")
         if not self.session.is_modern:
-            # 2025-11-25: remember which tools run only as tasks (call_tool asks for one).
-            self._task_only_tools = {t.get("name") for t in tools if _task_support(t) == "required"}
+            # 2025-11-25: remember which tools may run as tasks (call_tool asks for one).
+            self._task_tools = {
+                t.get("name"): support
+                for t in tools
+                if (support := _task_support(t)) in ("optional", "required")
+            }
             return tools
         return [t for t in tools if not x_mcp_header_problems(t.get("inputSchema"))]
 
@@ -373,12 +378,20 @@ class ClientAPI:
         result (``on_status`` sees its changes); with ``task=True`` its
         :class:`ToolTask` handle is returned instead (a finished one if the
         server answered at once).  On 2025-11-25, ``task=True`` asks a server that
-        offers tool tasks for one (``params.task``).
+        offers tool tasks for one (``params.task``) if the tool's
+        ``execution.taskSupport`` allows it (the listing is fetched once to know), as
+        does a plain call of a tool :meth:`list_tools` saw as task-only (the task is
+        followed to its result).
         """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        legacy_task = self._legacy_tool_tasks and (task or name in self._task_only_tools)
+        legacy_task = False
+        if self._legacy_tool_tasks:
+            if task and self._task_tools is None:
+                await self.list_tools()  # which tools may run as tasks (the spec's check)
+            support = (self._task_tools or {}).get(name)
+            legacy_task = support == "required" or (task and support == "optional")
         if legacy_task:
             params["task"] = {}
         result = await self.request("tools/call", params, timeout=timeout, on_progress=on_progress)

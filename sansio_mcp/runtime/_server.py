@@ -657,7 +657,7 @@ class Server:
 
     def _tool_listing(self, ctx: Context) -> list[dict[str, Any]]:
         tools = [t.to_dict() for t in self.tools.values()]
-        if _legacy_tasks(ctx):
+        if _legacy_tasks(ctx) and "tasks" in self.capabilities:
             for tool, listed in zip(self.tools.values(), tools, strict=True):
                 listed["execution"] = {"taskSupport": tool.task_support or "forbidden"}
         return tools

@@ -238,6 +238,14 @@ def test_client_follows_a_2025_11_25_task(backend: str) -> None:
             return await body(client)
 
     async def body(client: ClientAPI) -> tuple[str, str, str]:
+        # Before the client knows the tools' taskSupport, a plain call asks for no task.
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("approve_job", {"job": "ship"})
+        assert refused.value.code == -32601
+        # task=True fetches the listing first (the revision says to check taskSupport):
+        # a tool that may not run as a task is called plainly.
+        echoed = await client.call_tool("echo", {"message": "hi"}, task=True)
+        assert echoed.task_id == "" and (await echoed.result())["content"][0]["text"] == "hi"
         handle = await client.call_tool("long_job", {"seconds": 0.2, "steps": 2}, task=True)
         assert isinstance(handle, ToolTask) and handle.legacy and handle.task_id
         done = await handle.result(on_status=lambda t: statuses.append(t["status"]))
@@ -246,11 +254,7 @@ def test_client_follows_a_2025_11_25_task(backend: str) -> None:
         await slow.cancel()
         with pytest.raises(TaskCancelled):
             await slow.result()
-        with pytest.raises(MCPError) as refused:
-            await client.call_tool("approve_job", {"job": "ship"})  # no task asked for
-        assert refused.value.code == -32601
         # once listed, a task-only tool is called as a task and followed to its result
-        await client.list_tools()
         followed = await client.call_tool("approve_job", {"job": "again"})
         assert followed["content"][0]["text"] == "again: done"
         assert followed["_meta"][RELATED_TASK]["taskId"]
