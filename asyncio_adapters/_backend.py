@@ -5,16 +5,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
+import os
 import socket
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from sansio_mcp.runtime import Signal, TaskGroup, TimedOut
+from sansio_mcp.runtime._process import ChildProcess
 
-__all__ = ["PRIMITIVES", "OneWaiterSignal", "read_in_small_chunks", "AsyncioBackend", "TCPStream"]
+__all__ = [
+    "PRIMITIVES",
+    "AsyncioBackend",
+    "Child",
+    "OneWaiterSignal",
+    "OutputPipeProtocol",
+    "PipeStream",
+    "TCPStream",
+    "read_in_small_chunks",
+    "shielded",
+    "start_child",
+]
 
 T = TypeVar("T")
 
@@ -69,6 +83,8 @@ class _TaskGroup:
         self._owner = owner
         self._tasks: set[asyncio.Task[Any]] = set()
         self.cancelled = False
+        #: ``cancel`` cancelled the owner task: that cancellation ends the block.
+        self.owner_cancelled = False
 
     def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
         async def call() -> None:
@@ -82,7 +98,8 @@ class _TaskGroup:
         self.cancelled = True
         for task in list(self._tasks):
             task.cancel()
-        if self._owner is not None:
+        if self._owner is not None and not self.owner_cancelled:
+            self.owner_cancelled = True
             self._owner.cancel()
 
 
@@ -160,10 +177,16 @@ class AsyncioBackend:
         try:
             async with group._group:
                 yield group
+            if group.owner_cancelled:
+                # Nothing awaited since cancel(): take the cancellation here, or it
+                # would hit the caller's next await.
+                await asyncio.sleep(0)
         except asyncio.CancelledError:
             # Our own cancel() ends the block quietly, like a cancelled nursery.
-            if not group.cancelled or owner is None or owner.uncancel() > 0:
+            if not group.owner_cancelled or owner is None or owner.uncancel() > 0:
                 raise
+        finally:
+            group._owner = None  # a cancel() from now on must not hit the task
 
     async def to_thread(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.to_thread(fn, *args)
@@ -175,6 +198,220 @@ class AsyncioBackend:
         reader, writer = await asyncio.open_connection(host, port, ssl=context)
         read_in_small_chunks(writer.transport)
         return TCPStream(reader, writer)
+
+    # Processes, pipes and timers ----------------------------------------------------
+
+    async def shielded(self, step: Callable[[], Awaitable[T]]) -> T:
+        return await shielded(step)
+
+    def start_timer(self, group: TaskGroup, fn: Callable[[], None]) -> _Timer:
+        return _Timer(fn)
+
+    async def open_process(
+        self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None
+    ) -> ChildProcess:
+        child = await start_child(argv, env=env, cwd=cwd)
+        process = child.process
+        return ChildProcess(
+            process,
+            PipeStream(child.writer),
+            PipeStream(connect=child.connect_output),
+            PipeStream(reader=process.stderr),
+            native=child,
+        )
+
+    async def open_stdio(self) -> PipeStream:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=2**24)
+        read, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(os.dup(0), "rb", buffering=0)
+        )
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, os.fdopen(os.dup(1), "wb", buffering=0)
+        )
+        writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+        return PipeStream(writer, reader, transport=read)
+
+
+async def shielded(step: Callable[[], Awaitable[T]]) -> T:
+    """Run ``step`` to completion even if the caller is cancelled meanwhile (however
+    often: a task group cancels its tasks again as it ends); the cancellation is
+    raised after it."""
+    task = asyncio.ensure_future(step())
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError as exc:
+            if task.cancelled():
+                raise
+            cancelled = exc
+    if cancelled is not None:
+        raise cancelled
+    return task.result()
+
+
+# Pipes, processes and timers ------------------------------------------------------------
+
+
+class OutputPipeProtocol(asyncio.streams.FlowControlMixin):
+    """The protocol for a write pipe (``loop.connect_write_pipe``) that tells its
+    runner when the pipe closes: its reader went away, even while nothing was
+    being written (asyncio watches the pipe for that)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        super().__init__(loop)
+        self.on_lost: Callable[[], None] = lambda: None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        self.on_lost()
+
+
+class Child:
+    """A child process on pipes of our own rather than the subprocess streams: its
+    output is handed to a protocol as it arrives (:meth:`connect_output`), with no
+    reader task to wake for every message; ``writer`` is its input."""
+
+    def __init__(
+        self,
+        process: asyncio.subprocess.Process,
+        writer: asyncio.StreamWriter,
+        stdin: asyncio.WriteTransport,
+        output: Any,
+    ) -> None:
+        self.process = process
+        self.writer = writer
+        #: The child's input: give it to :func:`stop_process` (``stdin=``).
+        self.stdin = stdin
+        self._output = output
+
+    async def connect_output(
+        self, protocol: Callable[[], asyncio.BaseProtocol]
+    ) -> tuple[asyncio.BaseTransport, Any]:
+        """Connect the child's output to the protocol ``protocol()`` makes (an
+        :class:`~asyncio_adapters._runner.AsyncioRunner` connector)."""
+        return await asyncio.get_running_loop().connect_read_pipe(protocol, self._output)
+
+
+async def start_child(
+    command: Sequence[str], *, env: Mapping[str, str], cwd: str | os.PathLike[str] | None
+) -> Child:
+    """Start ``command`` (in a process group of its own) with its stdin and stdout
+    on pipes of ours and its stderr on ``process.stderr`` (drain it)."""
+    loop = asyncio.get_running_loop()
+    child_stdin, to_child = os.pipe()
+    from_child, child_stdout = os.pipe()
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *command,
+            stdin=child_stdin,
+            stdout=child_stdout,
+            stderr=asyncio.subprocess.PIPE,
+            env=dict(env),
+            cwd=cwd,
+            start_new_session=os.name != "nt",
+        )
+    except BaseException:
+        os.close(to_child)
+        os.close(from_child)
+        raise
+    finally:
+        os.close(child_stdin)
+        os.close(child_stdout)
+    output = os.fdopen(from_child, "rb", buffering=0)
+    try:
+        transport, protocol = await loop.connect_write_pipe(
+            OutputPipeProtocol, os.fdopen(to_child, "wb", buffering=0)
+        )
+    except BaseException:
+        output.close()
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        raise
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    return Child(process, writer, transport, output)
+
+
+class PipeStream:
+    """One direction of a pipe as a :class:`~sansio_mcp.runtime.ByteStream`: a
+    writer to send on, or a reader to receive from (made by ``connect`` on the
+    first read, for a pipe whose reading may instead go to a protocol)."""
+
+    def __init__(
+        self,
+        writer: asyncio.StreamWriter | None = None,
+        reader: asyncio.StreamReader | None = None,
+        connect: Callable[[Callable[[], asyncio.BaseProtocol]], Any] | None = None,
+        transport: asyncio.BaseTransport | None = None,
+    ) -> None:
+        self._writer = writer
+        self._reader = reader
+        self._connect = connect
+        #: What closing the pipe closes (besides ``writer``).
+        self._transport = transport
+
+    def send_nowait(self, data: bytes) -> int:
+        writer = self._writer
+        assert writer is not None, "a pipe to receive from"
+        if writer.is_closing():
+            raise BrokenPipeError("the pipe is closed")
+        if writer.transport.get_write_buffer_size() > _READ_SIZE:
+            return 0  # the peer is not keeping up: let the sender wait for it
+        writer.write(data)
+        return len(data)
+
+    async def send_all(self, data: bytes) -> None:
+        if not self.send_nowait(data):
+            assert self._writer is not None
+            self._writer.write(data)
+        assert self._writer is not None
+        await self._writer.drain()
+
+    async def receive_some(self, max_bytes: int = 65536) -> bytes:
+        if self._reader is None:
+            assert self._connect is not None, "a pipe to send on"
+            reader = asyncio.StreamReader(limit=2**24)
+            self._transport, _ = await self._connect(lambda: asyncio.StreamReaderProtocol(reader))
+            self._reader = reader
+        try:
+            return await self._reader.read(max_bytes)
+        except (ConnectionError, OSError):
+            return b""
+
+    async def aclose(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        if self._transport is not None:
+            self._transport.close()
+
+    def ack_now(self) -> None:
+        pass
+
+
+class _Timer:
+    """A loop callback (no task) that :meth:`set` moves."""
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self._fn = fn
+        self._loop = asyncio.get_running_loop()
+        self._handle: asyncio.TimerHandle | None = None
+        self._cancelled = False
+
+    def set(self, delay: float) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        if delay != math.inf and not self._cancelled:
+            self._handle = self._loop.call_later(delay, self._due)
+
+    def _due(self) -> None:
+        self._handle = None
+        self._fn()
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        self.set(math.inf)
 
 
 #: The primitives alone (what the runtime's loops in this adapter await).

@@ -7,14 +7,25 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Protocol
+from typing import Any, Protocol, Unpack
 
 from sansio_mcp import Session
 from sansio_mcp.runtime._backend import Backend, Cancellable, Signal
-from sansio_mcp.runtime._driver import InputHandler, NotificationHandler, RequestHandler
+from sansio_mcp.runtime._driver import (
+    HostHandlers,
+    InputHandler,
+    NotificationHandler,
+    RequestHandler,
+)
 from sansio_mcp.runtime._host import HostBase
 
-from ._backend import PRIMITIVES, OneWaiterSignal, read_in_small_chunks
+from ._backend import (
+    PRIMITIVES,
+    OneWaiterSignal,
+    OutputPipeProtocol,
+    read_in_small_chunks,
+    shielded,
+)
 
 __all__ = [
     "AsyncioRunner",
@@ -29,30 +40,6 @@ __all__ = [
 logger = logging.getLogger("asyncio_adapters")
 
 _READ_SIZE = 65536
-
-
-class OutputPipeProtocol(asyncio.streams.FlowControlMixin):
-    """The protocol for a write pipe (``loop.connect_write_pipe``) that tells its
-    runner when the pipe closes: its reader went away, even while nothing was
-    being written (asyncio watches the pipe for that)."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
-        super().__init__(loop)
-        self.on_lost: Callable[[], None] = lambda: None
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        super().connection_lost(exc)
-        self.on_lost()
-
-
-async def shielded(step: Callable[[], Awaitable[None]]) -> None:
-    """Run ``step`` to completion even if the caller is being cancelled."""
-    task = asyncio.ensure_future(step())
-    try:
-        await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await task
-        raise
 
 
 class AsyncioSessionHost(HostBase):
@@ -103,7 +90,11 @@ class AsyncioSessionHost(HostBase):
     def attach(self, group: asyncio.TaskGroup) -> None:
         """Run handler tasks (and the timer) in ``group``."""
         self._group = group
-        if self.runs_timer:
+        if not self.timer_on_demand or self.session.next_deadline() is not None:
+            self._start_timer()
+
+    def _start_timer(self) -> None:
+        if self.runs_timer and self._timer_task is None and self._group is not None:
             self._timer_task = self.start(self.run_timer())
 
     def start(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
@@ -183,17 +174,10 @@ class AsyncioRunner(AsyncioSessionHost):
         reader: asyncio.StreamReader | None,
         writer: asyncio.StreamWriter,
         *,
-        handle_request: RequestHandler,
-        handle_notification: NotificationHandler | None = None,
-        answer_input: InputHandler | None = None,
         framing: Framing | None = None,
+        **handlers: Unpack[HostHandlers],
     ) -> None:
-        super().__init__(
-            session,
-            handle_request=handle_request,
-            handle_notification=handle_notification,
-            answer_input=answer_input,
-        )
+        super().__init__(session, **handlers)
         self._reader = reader
         self._writer = writer
         read_in_small_chunks(writer.transport)  # a socket reads and writes on one transport

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -48,6 +49,18 @@ def everything_command() -> list[str] | None:
     if exe is None or not EVERYTHING.is_file():
         return None
     return [exe, str(EVERYTHING), "stdio"]
+
+
+def everything_http_command() -> tuple[list[str], dict[str, str]] | None:
+    """server-everything over Streamable HTTP on a free loopback port (its command
+    and the environment that names the port), or None when node or it is missing."""
+    command = everything_command()
+    if command is None:
+        return None
+    with socket.socket() as sock:  # it takes no port 0: a free one, closed just before
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return [*command[:-1], "streamableHttp"], {"PORT": str(port)}
 
 
 def example_server_command(backend: str, *extra: str) -> list[str]:
@@ -124,19 +137,22 @@ def stop(process: subprocess.Popen[Any], grace: float = 5.0, *, polite: bool = T
         process.wait()
 
 
-_URL = re.compile(rb"(?:PORT (\d+))|(?:http://127\.0\.0\.1:(\d+)/)")
+_URL = re.compile(rb"(?:(?:PORT|listening on port) (\d+))|(?:http://127\.0\.0\.1:(\d+)/)")
 
 
 @contextmanager
-def http_server(command: Sequence[str], *, timeout: float = 30.0) -> Iterator[str]:
-    """Start an HTTP server that announces its port (``PORT n`` or its URL) and
-    yield ``http://127.0.0.1:n/mcp``.  Its output goes to a temporary file, so
-    it can never block on a full pipe."""
+def http_server(
+    command: Sequence[str], *, timeout: float = 30.0, env: dict[str, str] | None = None
+) -> Iterator[str]:
+    """Start an HTTP server (``env`` added to its environment) that announces its
+    port (``PORT n``, ``listening on port n`` or its URL) and yield
+    ``http://127.0.0.1:n/mcp``.  Its output goes to a temporary file, so it can
+    never block on a full pipe."""
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(
             list(command),
             cwd=REPO,
-            env=child_env(),
+            env={**child_env(), **(env or {})},
             stdin=subprocess.PIPE,
             stdout=log,
             stderr=subprocess.STDOUT,

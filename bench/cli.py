@@ -39,7 +39,7 @@ from ._proc import (
     run_worker,
     sdk_server_command,
 )
-from .gateway import ROW8_MODES, ROW8_TITLE, row8
+from .gateway import ROW8_GROUPS, ROW8_TITLE, row8
 from .worker import MESSAGE
 
 DEFAULT_JSON = REPO / "bench" / "results" / "latest.json"
@@ -676,18 +676,18 @@ def targets(results: Results, selected: list[int]) -> list[Target]:
                 )
             )
     if 8 in rows:
-        for mode in ROW8_MODES:
+        for group in ROW8_GROUPS:
             for backend in ("trio", "asyncio"):
                 out.append(
                     Target(
-                        f"8-{mode}-gateway-{backend}",
-                        f"row 8 {mode}: the gateway ({backend}) adds <= 25% to a call "
+                        f"8-{group}-gateway-{backend}",
+                        f"row 8 {group}: the gateway ({backend}) adds <= 25% to a call "
                         "(time per call through it / direct)",
                         paired_ratio(
                             results,
                             8,
-                            f"{mode}:gateway-{backend}",
-                            f"{mode}:direct",
+                            f"{group}:gateway-{backend}",
+                            f"{group}:direct",
                             "us_per_call",
                         ),
                         1.25,

@@ -1,6 +1,10 @@
 """Row 8: a tools/call through the gateway (``sansio-mcp gateway``) against the
 same call made directly to its upstream, both over Streamable HTTP on loopback,
-in the same worker, one after the other (issue 20: the gateway adds <= 25%)."""
+in the same worker, interleaved (issue 20: the gateway adds <= 25%).
+
+Two upstreams: our example server (its echo costs next to nothing, so the
+gateway's own work shows at its largest), and server-everything in its
+Streamable HTTP mode, a real server that is not ours."""
 
 from __future__ import annotations
 
@@ -10,27 +14,49 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._proc import PY, WorkerError, example_server_command, http_server, run_worker
+from ._proc import (
+    PY,
+    WorkerError,
+    everything_http_command,
+    example_server_command,
+    http_server,
+    run_worker,
+)
+from .worker import MESSAGE
 
 if TYPE_CHECKING:
     from .cli import Counts, Results
 
-__all__ = ["ROW8_MODES", "ROW8_TITLE", "row8", "row8_variants"]
+__all__ = ["ROW8_GROUPS", "ROW8_MODES", "ROW8_TITLE", "row8", "row8_variants"]
 
 ROW8_TITLE = "gateway: tools/call echo through the gateway vs direct (Streamable HTTP)"
 ROW8_MODES = ("modern", "legacy")
-#: The gateway's backends measured; the upstream and the client are ours on Trio.
+#: Each group is a direct variant and one per gateway backend; the first two call
+#: our example server (the client in that mode), ``everything`` server-everything
+#: (a handshake-era server: the client is legacy).
+ROW8_GROUPS = (*ROW8_MODES, "everything")
+#: The gateway's backends measured; the client is ours on Trio.
 ROW8_GATEWAYS = ("trio", "asyncio")
+#: group -> (client mode, connector, what the echo of the worker's message answers).
+_GROUPS = {
+    "modern": ("modern", "ex", None),
+    "legacy": ("legacy", "ex", None),
+    "everything": ("legacy", "ev", "Echo: {message}"),
+}
+_UPSTREAM_LABELS = {"ex": "example server", "ev": "server-everything"}
+EVERYTHING_MISSING = "everything variants skipped: node or server-everything missing (npm ci)"
 
 
 def row8_variants() -> dict[str, str]:
     """Variant -> label, for the table."""
     out: dict[str, str] = {}
-    for mode in ROW8_MODES:
-        out[f"{mode}:direct"] = f"{mode:6} Trio client -> example server (direct)"
+    for group in ROW8_GROUPS:
+        mode, connector, _ = _GROUPS[group]
+        upstream = _UPSTREAM_LABELS[connector]
+        out[f"{group}:direct"] = f"{mode:6} Trio client -> {upstream} (direct)"
         for backend in ROW8_GATEWAYS:
-            out[f"{mode}:gateway-{backend}"] = (
-                f"{mode:6} Trio client -> gateway ({backend}) -> example server"
+            out[f"{group}:gateway-{backend}"] = (
+                f"{mode:6} Trio client -> gateway ({backend}) -> {upstream}"
             )
     return out
 
@@ -42,33 +68,50 @@ def gateway_command(config: Path, backend: str) -> list[str]:
 
 def row8(results: Results, c: Counts, rnd: int, log: Any) -> None:
     labels = row8_variants()
+    everything = everything_http_command()
+    groups = [g for g in ROW8_GROUPS if everything is not None or _GROUPS[g][1] != "ev"]
+    if everything is None:
+        results.note(8, EVERYTHING_MISSING)
     with ExitStack() as stack:
         try:
-            upstream = stack.enter_context(
-                http_server(example_server_command("trio", "--transport", "http", "--port", "0"))
-            )
+            upstreams = {
+                "ex": stack.enter_context(
+                    http_server(
+                        example_server_command("trio", "--transport", "http", "--port", "0")
+                    )
+                )
+            }
+            if everything is not None:
+                upstreams["ev"] = stack.enter_context(http_server(everything[0], env=everything[1]))
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
             config = folder / "gateway.json"
-            config.write_text(
-                json.dumps({"connectors": {"ex": {"transport": "http", "url": upstream}}})
-            )
+            connectors = {
+                name: {"transport": "http", "url": url} for name, url in upstreams.items()
+            }
+            config.write_text(json.dumps({"connectors": connectors}))
             gateways = {
                 backend: stack.enter_context(http_server(gateway_command(config, backend)))
                 for backend in ROW8_GATEWAYS
             }
         except WorkerError as exc:
-            for variant, label in labels.items():
-                results.add(8, variant, label, {"error": str(exc)})
+            for group in groups:
+                for variant, label in labels.items():
+                    if variant.startswith(f"{group}:"):
+                        results.add(8, variant, label, {"error": str(exc)})
             return
         jobs: list[dict[str, Any]] = []
-        for mode in ROW8_MODES:
+        for group in groups:
+            mode, connector, answer = _GROUPS[group]
+            expect = {"expect": answer.format(message=MESSAGE)} if answer else {}
             # Direct and through the gateway alternate, their order turned each round.
-            order = [("direct", upstream, "echo")] + [
-                (f"gateway-{b}", url, "ex.echo") for b, url in gateways.items()
+            order = [("direct", upstreams[connector], "echo")] + [
+                (f"gateway-{b}", url, f"{connector}.echo") for b, url in gateways.items()
             ]
             shift = rnd % len(order)
             for name, url, tool in order[shift:] + order[:shift]:
-                jobs.append({"url": url, "mode": mode, "tool": tool, "variant": f"{mode}:{name}"})
+                jobs.append(
+                    {"url": url, "mode": mode, "tool": tool, "variant": f"{group}:{name}", **expect}
+                )
         args = {
             "impl": "trio",
             "jobs": jobs,
@@ -82,7 +125,7 @@ def row8(results: Results, c: Counts, rnd: int, log: Any) -> None:
             done = [{**job, "error": str(exc)} for job in jobs]
         for job in done:
             variant = job.pop("variant")
-            for key in ("url", "mode", "tool"):
+            for key in ("url", "mode", "tool", "expect"):
                 job.pop(key, None)
             results.add(8, variant, labels[variant], job)
             log(f"    row 8 {labels[variant]}: {job.get('error') or job.get('calls_per_s')}")

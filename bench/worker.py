@@ -243,7 +243,9 @@ def http(args: dict[str, Any]) -> dict[str, Any]:
                         result = await client.call_tool(tool, arguments)
                         return str(result["content"][0]["text"])
 
-                    return await timed_calls(call, MESSAGE, n, warmup, deadline)
+                    # server-everything's echo answers "Echo: <message>".
+                    expect = job.get("expect", MESSAGE)
+                    return await timed_calls(call, expect, n, warmup, deadline)
 
             record(job, partial(run, one))
         return {"jobs": results}

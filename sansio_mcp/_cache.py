@@ -50,6 +50,8 @@ class ResultCache:
         self, method: str, params: dict[str, Any] | None, *, now: float, context: str = ""
     ) -> dict[str, Any] | None:
         """A fresh cached result, or None."""
+        if method not in CACHEABLE_METHODS:
+            return None  # never kept (see put): no key worth making
         entry = self._entries.get(self.key(method, params))
         if entry is None:
             return None

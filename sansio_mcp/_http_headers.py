@@ -28,6 +28,10 @@ __all__ = [
 
 _SENTINEL = re.compile(r"\A=\?base64\?(.*)\?=\Z", re.DOTALL)
 _TCHAR = re.compile(r"\A[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+#: A character a header value cannot carry as it is (tab and visible ASCII can).
+_UNSAFE = re.compile(r"[^\t\x20-\x7e]")
+#: Control characters a header value must not hold (tab is allowed).
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _NAMED_METHODS = {
     "tools/call": "name",
     "prompts/get": "name",
@@ -46,14 +50,13 @@ def encode_header_value(value: str | int | bool) -> str:
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
-    safe = (
-        all(c == "\t" or 0x20 <= ord(c) <= 0x7E for c in value)
-        and value == value.strip(" \t")
-        and not _SENTINEL.match(value)
-    )
+    safe = not _UNSAFE.search(value) and value == value.strip(" \t") and not _SENTINEL.match(value)
     if safe:
         return value
-    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+    # A lone surrogate (from a "\\ud800" escape in JSON) has no UTF-8 form; its
+    # surrogatepass bytes keep this total, and a peer's strict decode refuses them.
+    data = value.encode("utf-8", "surrogatepass")
+    return "=?base64?" + base64.b64encode(data).decode("ascii") + "?="
 
 
 def decode_header_value(text: str) -> str:
@@ -90,7 +93,9 @@ def x_mcp_header_problems(input_schema: Any) -> list[str]:
         for name, sub in (schema.get("properties") or {}).items():
             visit(sub, f"{path}.{name}", reachable)
         for key in ("items", "not", "if", "then", "else", "additionalProperties"):
-            visit(schema.get(key), f"{path}/{key}", False)
+            sub = schema.get(key)
+            if isinstance(sub, dict):  # most keys are absent: no call, no path built
+                visit(sub, f"{path}/{key}", False)
         for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
             for i, sub in enumerate(schema.get(key) or ()):
                 visit(sub, f"{path}/{key}/{i}", False)
@@ -130,6 +135,11 @@ def _lookup(arguments: Any, path: tuple[str, ...]) -> Any:
 
 def request_headers(message: Mapping[str, Any], *, input_schema: Any = None) -> dict[str, str]:
     """The mirrored headers a client sends with ``message`` (a request or notification)."""
+    return _mirrored(message, header_params(input_schema) if input_schema is not None else {})
+
+
+def _mirrored(message: Mapping[str, Any], found: Mapping[tuple[str, ...], str]) -> dict[str, str]:
+    """:func:`request_headers` with the tool's header params (``found``) at hand."""
     params = message.get("params") or {}
     headers: dict[str, str] = {}
     meta = params.get("_meta") if isinstance(params, dict) else None
@@ -141,9 +151,9 @@ def request_headers(message: Mapping[str, Any], *, input_schema: Any = None) -> 
         field = _NAMED_METHODS.get(method)
         if field and isinstance(params.get(field), str):
             headers["Mcp-Name"] = encode_header_value(params[field])
-        if method == "tools/call" and input_schema is not None:
+        if method == "tools/call" and found:
             arguments = params.get("arguments") or {}
-            for path, header in header_params(input_schema).items():
+            for path, header in found.items():
                 value = _lookup(arguments, path)
                 if isinstance(value, (str, int, bool)):
                     headers[f"Mcp-Param-{header}"] = encode_header_value(value)
@@ -170,20 +180,21 @@ def validate_request_headers(
     has them ignored: clients leave such a tool out, so nobody can honour them."""
     if input_schema is not None and x_mcp_header_problems(input_schema):
         input_schema = None
+    found = header_params(input_schema) if input_schema is not None else {}
     lowered = {k.lower(): v for k, v in headers.items()}
-    expected = request_headers(message, input_schema=input_schema)
+    expected = _mirrored(message, found)
     params = message.get("params") or {}
     for name in expected:
         key = name.lower()
         if key not in lowered:
             return HeaderMismatch(message=f"the {name} header is required")
         raw = lowered[key]
-        if any((ord(c) < 0x20 and c != "\t") or ord(c) == 0x7F for c in raw):
+        if _CONTROL.search(raw):
             return HeaderMismatch(message=f"the {name} header contains invalid characters")
         try:
             value = decode_header_value(raw)
         except ValueError:
-            return HeaderMismatch(message=f"the {name} header is not valid base64")
+            return HeaderMismatch(message=f"the {name} header is not base64 of UTF-8 text")
         body_value: Any
         if name == "MCP-Protocol-Version":
             body_value = params["_meta"][META_PROTOCOL_VERSION]
@@ -193,12 +204,12 @@ def validate_request_headers(
             body_value = params.get(_NAMED_METHODS[str(message.get("method"))])
         else:
             header = name[len("Mcp-Param-") :]
-            path = next(p for p, h in header_params(input_schema).items() if h == header)
+            path = next(p for p, h in found.items() if h == header)
             body_value = _lookup(params.get("arguments") or {}, path)
         if not _same(value, body_value):
             return HeaderMismatch(message=f"the {name} header does not match the request body")
-    if message.get("method") == "tools/call" and input_schema is not None:
-        for header in header_params(input_schema).values():
+    if message.get("method") == "tools/call" and found:
+        for header in found.values():
             name = f"Mcp-Param-{header}"
             if name.lower() in lowered and name not in expected:
                 return HeaderMismatch(message=f"the {name} header has no value in the body")

@@ -10,7 +10,6 @@ optional ``"elicitation": true`` and ``"ping_interval": seconds``.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,8 @@ import trio
 
 from sansio_mcp.a2e import BridgeConfig, BridgeHost, load_config
 from sansio_mcp.runtime._transports import stop_signals
+from sansio_mcp.runtime.a2e._agents import serve_agent_pipes
+from sansio_mcp.runtime.a2e._runner import BridgeRunner
 from trio_adapters._transports import stop_on_signal as trio_stop_on_signal
 
 __all__ = ["BridgeConfig", "add_bridge_parser", "load_config", "run_bridge", "run_command"]
@@ -37,7 +38,7 @@ def parse_listen(listen: str) -> tuple[str, int, str] | None:
 
 async def run_bridge(config: BridgeConfig, listen: str, elicitation: bool = False) -> int:
     """Run the bridge until the agent's stdin ends (stdio) or until interrupted (ws)."""
-    from trio_adapters.bridge import TrioBridge, serve_agent_stream
+    from trio_adapters.bridge import TrioBridge
 
     address = parse_listen(listen)
     host = _host(config, elicitation)
@@ -48,10 +49,7 @@ async def run_bridge(config: BridgeConfig, listen: str, elicitation: bool = Fals
         await nursery.start(trio_stop_on_signal, nursery.cancel_scope)
         await nursery.start(bridge.run)
         if address is None:
-            stdin = trio.lowlevel.FdStream(os.dup(0))
-            stdout = trio.lowlevel.FdStream(os.dup(1))
-            async with stdin, stdout:
-                await serve_agent_stream(bridge, stdout, stdin)
+            await _serve_stdio_agent(bridge)
         else:
             name, port, path = address
             bound = await nursery.start(_serve_ws, bridge, name, port, path)
@@ -68,6 +66,15 @@ async def _serve_ws(
     from trio_adapters.bridge import serve_agent_ws
 
     await serve_agent_ws(bridge, host=name, port=port, path=path, task_status=task_status)
+
+
+async def _serve_stdio_agent(bridge: BridgeRunner) -> None:
+    """The agent on this process's stdin and stdout (NDJSON), until its input ends."""
+    stream = await bridge.backend.open_stdio()
+    try:
+        await serve_agent_pipes(bridge, stream, stream)
+    finally:
+        await stream.aclose()
 
 
 def add_bridge_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -130,7 +137,7 @@ async def run_bridge_asyncio(config: BridgeConfig, listen: str, elicitation: boo
     """:func:`run_bridge` on asyncio (``--backend asyncio``)."""
     import asyncio
 
-    from asyncio_adapters.bridge import AsyncioBridge, serve_agent_stream, serve_agent_ws
+    from asyncio_adapters.bridge import AsyncioBridge, serve_agent_ws
 
     address = parse_listen(listen)
     bridge = AsyncioBridge(_host(config, elicitation))
@@ -146,13 +153,7 @@ async def run_bridge_asyncio(config: BridgeConfig, listen: str, elicitation: boo
     try:
         await bridge.started.wait()
         if address is None:
-            reader = asyncio.StreamReader(limit=2**24)
-            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-            transport, protocol = await loop.connect_write_pipe(
-                asyncio.streams.FlowControlMixin, sys.stdout
-            )
-            writer = asyncio.StreamWriter(transport, protocol, reader, loop)
-            await serve_agent_stream(bridge, reader, writer)
+            await _serve_stdio_agent(bridge)
         else:
             name, port, path = address
             started: asyncio.Future[int] = loop.create_future()

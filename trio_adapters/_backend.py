@@ -4,18 +4,35 @@ Trio, plus this adapter's transports (what ``--backend trio`` runs on)."""
 from __future__ import annotations
 
 import contextlib
+import errno
+import functools
+import math
+import os
 import socket
 import ssl
+import stat
+import subprocess
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import trio
 
 from sansio_mcp.runtime import Signal, TaskGroup, TimedOut
+from sansio_mcp.runtime._process import ChildProcess
 
-__all__ = ["PRIMITIVES", "OneWaiterSignal", "TCPStream", "TrioBackend"]
+__all__ = [
+    "PRIMITIVES",
+    "OneWaiterSignal",
+    "PipeStream",
+    "TCPStream",
+    "TrioBackend",
+    "child_process",
+    "reader",
+]
+
+_READ_SIZE = 65536
 
 T = TypeVar("T")
 
@@ -99,6 +116,29 @@ class TCPStream:
                 self._socket.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
 
 
+class _TimeLimit(contextlib.AbstractAsyncContextManager[None]):
+    """``async with`` a Trio cancel scope that ends the block after ``seconds``
+    (quietly, or with :class:`TimedOut` when ``fail``).  A class, not an
+    ``asynccontextmanager``: an HTTP request goes through several, and a
+    generator's frames cost more than the scope."""
+
+    __slots__ = ("_fail", "_scope", "_seconds")
+
+    def __init__(self, seconds: float, *, fail: bool) -> None:
+        self._scope = trio.move_on_after(seconds)
+        self._seconds = seconds
+        self._fail = fail
+
+    async def __aenter__(self) -> None:
+        self._scope.__enter__()
+
+    async def __aexit__(self, *exc_info: Any) -> bool:
+        handled = bool(self._scope.__exit__(*exc_info))
+        if self._fail and self._scope.cancelled_caught:
+            raise TimedOut(f"timed out after {self._seconds:g} s") from None
+        return handled
+
+
 class TrioBackend:
     """The runtime's :class:`~sansio_mcp.runtime.Backend` on Trio."""
 
@@ -119,18 +159,11 @@ class TrioBackend:
     async def sleep(self, seconds: float) -> None:
         await trio.sleep(seconds)
 
-    @asynccontextmanager
-    async def fail_after(self, seconds: float) -> AsyncIterator[None]:
-        try:
-            with trio.fail_after(seconds):
-                yield
-        except trio.TooSlowError:
-            raise TimedOut(f"timed out after {seconds:g} s") from None
+    def fail_after(self, seconds: float) -> contextlib.AbstractAsyncContextManager[None]:
+        return _TimeLimit(seconds, fail=True)
 
-    @asynccontextmanager
-    async def move_on_after(self, seconds: float) -> AsyncIterator[None]:
-        with trio.move_on_after(seconds):
-            yield
+    def move_on_after(self, seconds: float) -> contextlib.AbstractAsyncContextManager[None]:
+        return _TimeLimit(seconds, fail=False)
 
     @asynccontextmanager
     async def open_task_group(self) -> AsyncIterator[TaskGroup]:
@@ -149,6 +182,198 @@ class TrioBackend:
             context = ssl_context or ssl.create_default_context()
             stream = trio.SSLStream(tcp, context, server_hostname=host)
         return TCPStream(stream, tcp.socket)
+
+    # Processes, pipes and timers ----------------------------------------------------
+
+    async def shielded(self, step: Callable[[], Awaitable[T]]) -> T:
+        with trio.CancelScope(shield=True):
+            result = await step()
+        await trio.lowlevel.checkpoint_if_cancelled()  # as on asyncio: at once, after it
+        return result
+
+    def start_timer(self, group: TaskGroup, fn: Callable[[], None]) -> _Timer:
+        timer = _Timer(fn)
+        group.start_soon(timer.run)
+        return timer
+
+    async def open_process(
+        self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None
+    ) -> ChildProcess:
+        process = await trio.lowlevel.open_process(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            cwd=cwd,
+            start_new_session=os.name != "nt",
+        )
+        return child_process(process)
+
+    async def open_stdio(self) -> PipeStream:
+        # Duplicates: closing the stream leaves fds 0 and 1 to the process.
+        return PipeStream(trio.lowlevel.FdStream(os.dup(1)), trio.lowlevel.FdStream(os.dup(0)))
+
+
+# Pipes, processes and timers ------------------------------------------------------------
+
+_FdStream: Any = getattr(trio.lowlevel, "FdStream", None)  # Unix only
+
+
+def as_pipe(stream: object) -> Any:
+    """``stream`` if it is a pipe we may read and write directly, else None."""
+    return stream if _FdStream is not None and isinstance(stream, _FdStream) else None
+
+
+def is_fifo(pipe: Any) -> bool:
+    """Whether ``pipe`` (or None) is the write end of a pipe (not a tty or a file)."""
+    if pipe is None:
+        return False
+    try:
+        return stat.S_ISFIFO(os.fstat(fileno_of(pipe)).st_mode)
+    except (OSError, trio.ClosedResourceError):
+        return False
+
+
+def fileno_of(pipe: Any) -> int:
+    fd: int = pipe.fileno()
+    if fd < 0:  # closed: the number may already belong to another file
+        raise trio.ClosedResourceError("the pipe is closed")
+    return fd
+
+
+def reader(stream: trio.abc.ReceiveStream) -> Callable[[], Awaitable[bytes | bytearray]]:
+    """How to read ``stream``: ``await read()`` gives its next bytes (``b""`` at
+    its end).
+
+    A pipe is read directly: FdStream.receive_some yields to the scheduler and
+    tries a read that fails before every wait, which in a sequential
+    request/response exchange is two wasted steps per message.
+    """
+    pipe = as_pipe(stream)
+    if pipe is None:
+        return functools.partial(stream.receive_some, _READ_SIZE)
+    return _PipeReader(pipe).read
+
+
+class _PipeReader:
+    __slots__ = ("_pipe", "_wait_first")
+
+    def __init__(self, pipe: Any) -> None:
+        self._pipe = pipe
+        #: The last read did not fill the buffer: the pipe is most likely empty.
+        self._wait_first = False
+
+    async def read(self) -> bytes:
+        """The next bytes from a non-blocking pipe (``b""`` at its end)."""
+        pipe = self._pipe
+        if self._wait_first:
+            await trio.lowlevel.wait_readable(fileno_of(pipe))
+        while True:
+            try:
+                data = os.read(fileno_of(pipe), _READ_SIZE)
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(fileno_of(pipe))
+            except OSError as exc:
+                if exc.errno == errno.EBADF:
+                    raise trio.ClosedResourceError("the pipe is closed") from None
+                raise trio.BrokenResourceError from exc
+            else:
+                self._wait_first = len(data) < _READ_SIZE
+                return data
+
+
+class PipeStream:
+    """A Trio stream (a pipe, a memory stream) as a :class:`~sansio_mcp.runtime.ByteStream`
+    that any number of tasks may send on.  A pipe is written at once, without
+    yielding, when nobody else is sending and it takes it all, and read as
+    :func:`reader` reads; a broken or closed stream reads ``b""`` and fails to
+    send with an :class:`OSError`."""
+
+    def __init__(
+        self, send: trio.abc.SendStream | None, receive: trio.abc.ReceiveStream | None = None
+    ) -> None:
+        self.send_stream = send
+        self.receive_stream = receive
+        self._pipe = as_pipe(send)
+        self._read = reader(receive) if receive is not None else None
+        self._lock = trio.Lock()
+
+    def send_nowait(self, data: bytes) -> int:
+        if self._pipe is None or self._lock.locked():
+            return 0
+        try:
+            return os.write(fileno_of(self._pipe), data)
+        except BlockingIOError:
+            return 0
+        except trio.ClosedResourceError as exc:
+            raise BrokenPipeError("the pipe is closed") from exc
+
+    async def send_all(self, data: bytes) -> None:
+        assert self.send_stream is not None, "a stream to receive from"
+        sent = self.send_nowait(data)
+        if sent == len(data):
+            return
+        try:
+            async with self._lock:
+                await self.send_stream.send_all(data[sent:])
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise BrokenPipeError(str(exc) or "the stream is closed") from exc
+
+    async def receive_some(self, max_bytes: int = 65536) -> bytes:
+        assert self._read is not None, "a stream to send on"
+        try:
+            return bytes(await self._read())
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return b""
+
+    async def aclose(self) -> None:
+        for stream in (self.send_stream, self.receive_stream):
+            if stream is not None:
+                await trio.aclose_forcefully(stream)
+
+    def ack_now(self) -> None:
+        pass
+
+
+def child_process(process: trio.Process) -> ChildProcess:
+    """``process`` (started with its three pipes) as the runtime's :class:`Process`."""
+    assert process.stdin and process.stdout and process.stderr
+    return ChildProcess(
+        process,
+        PipeStream(process.stdin),
+        PipeStream(None, process.stdout),
+        PipeStream(None, process.stderr),
+    )
+
+
+class _Timer:
+    """A task that sleeps in a cancel scope whose deadline :meth:`set` moves (no
+    wake-up and no new scope when the earliest deadline changes)."""
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self._fn = fn
+        self._deadline = math.inf
+        self._scope: trio.CancelScope | None = None
+        self._stopped = trio.CancelScope()
+
+    def set(self, delay: float) -> None:
+        self._deadline = trio.current_time() + delay
+        if self._scope is not None:
+            self._scope.deadline = self._deadline
+
+    def cancel(self) -> None:
+        self._stopped.cancel()
+
+    async def run(self) -> None:
+        with self._stopped:
+            while True:
+                with trio.CancelScope(deadline=self._deadline) as self._scope:
+                    await trio.sleep_forever()
+                self._scope = None
+                if trio.current_time() >= self._deadline:
+                    self._deadline = math.inf
+                    self._fn()
 
 
 #: The primitives alone (what the runtime's loops in this adapter await).

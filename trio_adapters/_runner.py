@@ -4,24 +4,26 @@ one byte stream pair: stdio, TCP, memory)."""
 
 from __future__ import annotations
 
-import errno
-import functools
 import logging
-import os
-import stat
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, Unpack
 
 import trio
 
 from sansio_mcp import Session
 from sansio_mcp.runtime._backend import Backend, Cancellable, Signal
-from sansio_mcp.runtime._driver import InputHandler, NotificationHandler, RequestHandler
+from sansio_mcp.runtime._driver import (
+    HostHandlers,
+    InputHandler,
+    NotificationHandler,
+    RequestHandler,
+)
 from sansio_mcp.runtime._host import HostBase
+from sansio_mcp.runtime._sender import Sender
 
-from ._backend import PRIMITIVES, OneWaiterSignal
+from ._backend import PRIMITIVES, OneWaiterSignal, PipeStream, as_pipe, fileno_of, is_fifo, reader
 
-__all__ = ["ByteStream", "PipeOutput", "TrioRunner", "TrioSessionHost", "reader"]
+__all__ = ["PipeOutput", "TrioRunner", "TrioSessionHost", "reader"]
 
 logger = logging.getLogger("trio_adapters")
 
@@ -57,6 +59,7 @@ class TrioSessionHost(HostBase):
         self._timer_scope = trio.CancelScope()
         self._flush_wanted = trio.Event()
         self._flush_scope = trio.CancelScope()
+        self._timer_started = False
         self.driver.on_output = self._schedule_flush
 
     #: The event-loop primitives the runtime's loops on this host await.
@@ -81,13 +84,22 @@ class TrioSessionHost(HostBase):
     #: Whether this host enforces its session's deadlines (False where the session
     #: belongs to something that does, as the bridge host does for its servers').
     runs_timer = True
+    #: Whether queued output waits for the flusher task (False where a subclass
+    #: sends it at once, as an HTTP server's host routes it to exchanges).
+    flushes_in_task = True
 
     def attach(self, nursery: trio.Nursery) -> None:
         """Run handler tasks (and the timer) in ``nursery``."""
         self._nursery = nursery
-        if self.runs_timer:
-            nursery.start_soon(self._timer_loop)
-        nursery.start_soon(self._flush_loop)
+        if not self.timer_on_demand or self.session.next_deadline() is not None:
+            self._start_timer()
+        if self.flushes_in_task:
+            nursery.start_soon(self._flush_loop)
+
+    def _start_timer(self) -> None:
+        if self.runs_timer and not self._timer_started and self._nursery is not None:
+            self._timer_started = True
+            self._nursery.start_soon(self._timer_loop)
 
     def spawn_task(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
         """Run ``fn(*args)`` in a task of the host's nursery."""
@@ -154,65 +166,31 @@ class Framing(Output, Protocol):
 
 
 class PipeOutput:
-    """Output by the one-sender rule: only the flusher task waits to send, so a
-    task that is cancelled (a handler, a request that timed out) never leaves half
-    a message on the wire.  Uncontended output to a pipe is written at once,
-    without yielding: FdStream.send_all would first give the scheduler a turn,
-    delaying every message by a pass.  What the pipe does not take at once waits
-    in a backlog for the flusher; :meth:`flush` waits until it has gone out.
-
-    Shared by :class:`TrioRunner` and :class:`ByteStream`.  The class using it sets
-    the attributes below; its flusher task waits for ``_flush_wanted`` and then
-    awaits :meth:`_send_queued`; :meth:`_peer_gone` says what a peer that stopped
-    reading means to it.
-    """
+    """Output by the one-sender rule of the runtime's :class:`Sender`: only the host's
+    flusher task waits to send, so a task that is cancelled (a handler, a request
+    that timed out) never leaves half a message on the wire.  Uncontended output to
+    a pipe is written at once, without yielding (FdStream.send_all would first give
+    the scheduler a turn, delaying every message by a pass); what the pipe does not
+    take at once the flusher sends, and :meth:`flush` waits until it has gone out.
+    Once the peer stops reading, :meth:`_peer_gone` says what that means."""
 
     framing: Output
-    _send_stream: trio.abc.SendStream
-    #: ``_send_stream`` if it is a pipe (see :func:`_pipe`), else None.
-    _send_pipe: Any
-    #: The flusher is sending.
-    _sending: bool
-    #: Bytes a pipe did not take at once, waiting for the flusher.
-    _backlog: bytes
-    _flush_wanted: trio.Event
-    #: Set whenever nothing is waiting to be sent.
-    _all_sent: trio.Event
+    _flush_scope: trio.CancelScope
 
     def _init_output(self, send_stream: trio.abc.SendStream) -> None:
-        self._send_stream = send_stream
-        self._send_pipe = _pipe(send_stream)
-        self._sending = False
-        self._backlog = b""
-        self._all_sent = trio.Event()
-        self._all_sent.set()
+        #: ``send_stream`` if it is a pipe (see :func:`as_pipe`), else None.
+        self._send_pipe = as_pipe(send_stream)
+        self._sender = Sender(PRIMITIVES, PipeStream(send_stream), self._peer_gone)
 
     def _schedule_flush(self) -> None:
         self._send_soon()
 
     def _send_soon(self) -> None:
-        """Send what is queued without waiting: now if the pipe takes it all,
-        otherwise the flusher task sends the rest."""
-        if self._sending or self._backlog:
-            return  # the flusher takes this too before it stops
+        """Send what is queued without waiting: now what the pipe takes, the rest
+        from the flusher task."""
         data = self.framing.data_to_send()
-        if not data:
-            return
-        pipe = self._send_pipe
-        if pipe is not None:
-            try:
-                sent = os.write(_fileno(pipe), data)
-            except BlockingIOError:
-                sent = 0
-            except (OSError, trio.ClosedResourceError):
-                self._peer_gone(len(data))
-                return
-            if sent == len(data):
-                return
-            data = data[sent:]
-        self._backlog = data
-        self._all_sent = trio.Event()
-        self._flush_wanted.set()
+        if data:
+            self._sender.write(data)
 
     def send_now(self) -> bool:
         self._send_soon()
@@ -222,34 +200,13 @@ class PipeOutput:
         """Send what the session queued, and wait until all output has gone out
         (cancelling the wait loses nothing: the flusher goes on sending)."""
         self._send_soon()
-        if self._backlog or self._sending:
-            await self._all_sent.wait()
+        await self._sender.flushed()
 
-    async def _send_queued(self) -> None:
-        """The flusher's part: send until nothing is queued."""
-        self._sending = True
-        if self._all_sent.is_set():
-            self._all_sent = trio.Event()
-        try:
-            while True:
-                data = self._backlog + self.framing.data_to_send()
-                self._backlog = b""
-                if not data:
-                    return
-                try:
-                    await self._send_stream.send_all(data)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    self._peer_gone(len(data))
-                    return
-        finally:
-            self._sending = False
-            if not self._backlog:
-                self._all_sent.set()
+    async def _flush_loop(self) -> None:
+        with self._flush_scope:
+            await self._sender.run()
 
-    async def _flush_step(self) -> None:
-        await self._send_queued()
-
-    def _peer_gone(self, dropped: int) -> None:
+    def _peer_gone(self) -> None:
         raise NotImplementedError
 
 
@@ -267,17 +224,10 @@ class TrioRunner(PipeOutput, TrioSessionHost):
         send_stream: trio.abc.SendStream,
         receive_stream: trio.abc.ReceiveStream,
         *,
-        handle_request: RequestHandler,
-        handle_notification: NotificationHandler | None = None,
-        answer_input: InputHandler | None = None,
         framing: Framing | None = None,
+        **handlers: Unpack[HostHandlers],
     ) -> None:
-        super().__init__(
-            session,
-            handle_request=handle_request,
-            handle_notification=handle_notification,
-            answer_input=answer_input,
-        )
+        super().__init__(session, **handlers)
         self._init_output(send_stream)
         self._receive_stream = receive_stream
         #: Bytes <-> messages: the session itself (NDJSON) unless told otherwise.
@@ -288,7 +238,7 @@ class TrioRunner(PipeOutput, TrioSessionHost):
         """Read and dispatch until the peer closes its side."""
         async with trio.open_nursery() as nursery:
             self.attach(nursery)
-            if _is_fifo(self._send_pipe):
+            if is_fifo(self._send_pipe):
                 nursery.start_soon(self._watch_output)
             task_status.started()
             try:
@@ -318,154 +268,19 @@ class TrioRunner(PipeOutput, TrioSessionHost):
         # A pipe's write end reports an error (it turns "readable") once its reader
         # closes it: the peer is gone even while nothing is being written.
         try:
-            await trio.lowlevel.wait_readable(_fileno(self._send_pipe))
+            await trio.lowlevel.wait_readable(fileno_of(self._send_pipe))
         except (trio.ClosedResourceError, OSError):
             return  # we closed it
-        self._peer_gone(0)
+        self._peer_gone()
 
     def _finish(self) -> None:
         self.session.close()
         self.driver.process_events()
         self._closed.set()
 
-    def _peer_gone(self, dropped: int) -> None:
-        logger.debug("peer gone; dropped %d bytes", dropped)
+    def _peer_gone(self) -> None:
         self.session.close()
         self.driver.process_events()
 
     async def wait_closed(self) -> None:
         await self._closed.wait()
-
-
-class ByteStream(PipeOutput):
-    """A byte stream pair with no session behind it (the A2E bridge's agent side,
-    an A2E client's stdio): output leaves by the one-sender rule and input is read
-    as a :class:`TrioRunner` sends and reads its own.
-
-    :meth:`write` sends at once what the pipe takes, :meth:`run` (a task) sends
-    the rest, and :meth:`read_into` hands every chunk read to a callback.  Once
-    the peer stops reading, ``broken`` is set, ``on_broken`` called, and output
-    dropped.
-    """
-
-    def __init__(
-        self,
-        send_stream: trio.abc.SendStream,
-        receive_stream: trio.abc.ReceiveStream,
-        on_broken: Callable[[], None] = lambda: None,
-    ) -> None:
-        self._init_output(send_stream)
-        self._receive_stream = receive_stream
-        self._flush_wanted = trio.Event()
-        self._queued: list[bytes] = []
-        self.framing = self
-        self.broken = False
-        self._on_broken = on_broken
-
-    def data_to_send(self) -> bytes:
-        queued = self._queued
-        data = queued[0] if len(queued) == 1 else b"".join(queued)
-        queued.clear()
-        return data
-
-    def write(self, data: bytes) -> None:
-        if not self.broken:
-            self._queued.append(data)
-            self._send_soon()
-
-    async def run(self) -> None:
-        """Send what the pipe did not take at once, until cancelled."""
-        while True:
-            await self._flush_wanted.wait()
-            self._flush_wanted = trio.Event()
-            await self._send_queued()
-
-    async def drained(self, *, timeout: float) -> None:
-        """Wait (at most ``timeout``) until everything written has been sent."""
-        with trio.move_on_after(timeout):
-            await self.flush()
-
-    def _peer_gone(self, dropped: int) -> None:
-        logger.debug("peer gone; dropped %d bytes", dropped)
-        self.broken = True
-        self._queued.clear()
-        self._on_broken()
-
-    async def read_into(self, received: Callable[[bytes | bytearray], None]) -> None:
-        """Read until the end of input, handing each chunk to ``received``
-        (``b""`` last)."""
-        read = reader(self._receive_stream)
-        while True:
-            try:
-                data = await read()
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                data = b""
-            received(data)
-            if not data:
-                return
-
-
-_FdStream: Any = getattr(trio.lowlevel, "FdStream", None)  # Unix only
-
-
-def _pipe(stream: object) -> Any:
-    """``stream`` if it is a pipe we may read and write directly, else None."""
-    return stream if _FdStream is not None and isinstance(stream, _FdStream) else None
-
-
-def _is_fifo(pipe: Any) -> bool:
-    """Whether ``pipe`` (or None) is the write end of a pipe (not a tty or a file)."""
-    if pipe is None:
-        return False
-    try:
-        return stat.S_ISFIFO(os.fstat(_fileno(pipe)).st_mode)
-    except (OSError, trio.ClosedResourceError):
-        return False
-
-
-def _fileno(pipe: Any) -> int:
-    fd: int = pipe.fileno()
-    if fd < 0:  # closed: the number may already belong to another file
-        raise trio.ClosedResourceError("the pipe is closed")
-    return fd
-
-
-def reader(stream: trio.abc.ReceiveStream) -> Callable[[], Awaitable[bytes | bytearray]]:
-    """How to read ``stream``: ``await read()`` gives its next bytes (``b""`` at
-    its end).
-
-    A pipe is read directly: FdStream.receive_some yields to the scheduler and
-    tries a read that fails before every wait, which in a sequential
-    request/response exchange is two wasted steps per message.
-    """
-    pipe = _pipe(stream)
-    if pipe is None:
-        return functools.partial(stream.receive_some, _READ_SIZE)
-    return _PipeReader(pipe).read
-
-
-class _PipeReader:
-    __slots__ = ("_pipe", "_wait_first")
-
-    def __init__(self, pipe: Any) -> None:
-        self._pipe = pipe
-        #: The last read did not fill the buffer: the pipe is most likely empty.
-        self._wait_first = False
-
-    async def read(self) -> bytes:
-        """The next bytes from a non-blocking pipe (``b""`` at its end)."""
-        pipe = self._pipe
-        if self._wait_first:
-            await trio.lowlevel.wait_readable(_fileno(pipe))
-        while True:
-            try:
-                data = os.read(_fileno(pipe), _READ_SIZE)
-            except BlockingIOError:
-                await trio.lowlevel.wait_readable(_fileno(pipe))
-            except OSError as exc:
-                if exc.errno == errno.EBADF:
-                    raise trio.ClosedResourceError("the pipe is closed") from None
-                raise trio.BrokenResourceError from exc
-            else:
-                self._wait_first = len(data) < _READ_SIZE
-                return data

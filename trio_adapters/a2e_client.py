@@ -4,44 +4,26 @@
 ``req_id``; what the bridge sends on its own (``mcp/server/push``,
 ``tool/event``) goes to callbacks, and what it asks (``mcp/sample/req``,
 ``mcp/root/list/req``, ``x-mcp/elicit/req``) to handlers whose return value
-is sent back (the logic is :class:`~sansio_mcp.a2e.A2EClientBase`'s).  Open
-one with :func:`open_a2e_direct` (the bridge in this process, no encoding),
+is sent back (the logic is :class:`~sansio_mcp.runtime.a2e.A2EClientBase`'s,
+opening one :mod:`sansio_mcp.runtime.a2e._connect`'s).  Open one with
+:func:`open_a2e_direct` (the bridge in this process, no encoding),
 :func:`open_a2e_stdio` (the bridge as a child process), :func:`open_a2e_ws`
 or :func:`open_a2e_streams`.
 """
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import trio
 
-from sansio_mcp._stdio import safe_environment
-from sansio_mcp._websocket import WebSocketAddress
-from sansio_mcp.a2e import (
-    A2EFramer,
-    A2EMessage,
-    A2EWebSocket,
-    BridgeConfig,
-    BridgeHost,
-    decode_text,
-    encode,
-    encode_line,
-)
-from sansio_mcp.runtime._backend import Signal
-from sansio_mcp.runtime.a2e import A2EClientBase, A2ERequestError, AgentInbox
-from sansio_mcp.runtime.a2e._client import bridge_invocation
-from sansio_mcp.runtime.a2e._runner import direct_bridge
+from sansio_mcp.a2e import BridgeHost
+from sansio_mcp.runtime.a2e import A2EClientBase, A2ERequestError
+from sansio_mcp.runtime.a2e._connect import A2EOpeners, open_a2e_pipes
+from sansio_mcp.runtime.a2e._runner import BridgeRunner
 
-from ._backend import OneWaiterSignal
-from ._process import PIPE, drain_stderr, stop_process
-from ._runner import ByteStream
-from ._util import unwrap_single_exception
-from .websocket import open_ws_stream
+from ._backend import PRIMITIVES, PipeStream
 
 __all__ = [
     "A2EClient",
@@ -54,234 +36,28 @@ __all__ = [
 
 
 class A2EClient(A2EClientBase):
-    """One agent's side of an A2E connection, on Trio (see
-    :class:`~sansio_mcp.a2e.A2EClientBase`).  A request that gets no answer in
-    time raises :class:`trio.TooSlowError`."""
+    """One agent's side of an A2E connection, on Trio.  A request that gets no
+    answer in time raises :class:`trio.TooSlowError`."""
 
+    backend = PRIMITIVES
     timeout_error = trio.TooSlowError
 
-    def __init__(
-        self,
-        send: Callable[[A2EMessage], Awaitable[None]],
-        *,
-        clock: Callable[[], float] = time.time,
-        **options: Any,
-    ) -> None:
-        super().__init__(send, clock=clock, **options)
-        self._nursery: trio.Nursery | None = None
-        self._watchdog_wake = trio.Event()
 
-    def attach(self, nursery: trio.Nursery) -> None:
-        """Run the client's tasks (handlers, its watchdog) in ``nursery``."""
-        self._nursery = nursery
-        nursery.start_soon(self._watchdog)
+def _bridge(host: BridgeHost, **options: Any) -> BridgeRunner:
+    from .bridge import TrioBridge  # the bridge's transports load only when used
 
-    def new_signal(self) -> Signal:
-        return OneWaiterSignal()
-
-    def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
-        assert self._nursery is not None, "the client is not open"
-        self._nursery.start_soon(fn)
-
-    def monotonic(self) -> float:
-        return trio.current_time()
-
-    def wake_watchdog(self) -> None:
-        self._watchdog_wake.set()
-
-    async def _watchdog(self) -> None:
-        while True:
-            with trio.move_on_after(self.watchdog_delay()):
-                await self._watchdog_wake.wait()
-                self._watchdog_wake = trio.Event()
-                continue
-            self.watchdog_fired()
+    return TrioBridge(host, **options)
 
 
-# Opening a client ---------------------------------------------------------------------------------
+_OPENERS = A2EOpeners(A2EClient, _bridge)
+open_a2e_stdio = _OPENERS.stdio
+open_a2e_ws = _OPENERS.ws
+open_a2e_direct = _OPENERS.direct
 
 
-@asynccontextmanager
-async def open_a2e_streams(
+def open_a2e_streams(
     send_stream: trio.abc.SendStream, receive_stream: trio.abc.ReceiveStream, **options: Any
-) -> AsyncIterator[A2EClient]:
+) -> AbstractAsyncContextManager[A2EClient]:
     """An :class:`A2EClient` over an NDJSON byte stream pair."""
-    stream = ByteStream(send_stream, receive_stream)
-
-    async def send(message: A2EMessage) -> None:
-        if stream.broken:
-            raise trio.BrokenResourceError("the bridge stopped reading")
-        stream.write(encode_line(message))
-
-    client = A2EClient(send, **options)
-    framer = A2EFramer()
-
-    def received(data: bytes | bytearray) -> None:
-        for item in framer.feed(data):
-            client.feed(item)
-
-    async def read() -> None:
-        try:
-            await stream.read_into(received)
-        finally:
-            client.close()
-
-    with unwrap_single_exception():
-        async with trio.open_nursery() as nursery:
-            client.attach(nursery)
-            nursery.start_soon(stream.run)
-            nursery.start_soon(read)
-            try:
-                yield client
-            finally:
-                nursery.cancel_scope.cancel()
-
-
-@asynccontextmanager
-async def open_a2e_stdio(
-    command: Sequence[str] | None = None,
-    *,
-    config: Mapping[str, Any] | None = None,
-    bridge_args: Sequence[str] = (),
-    env: Mapping[str, str] | None = None,
-    cwd: str | None = None,
-    shutdown_grace: float = 5.0,
-    **options: Any,
-) -> AsyncIterator[A2EClient]:
-    """Start the bridge (``sansio-mcp bridge``, or ``command``) and talk A2E to it
-    over its stdin/stdout.  ``config`` is written to a temporary file and given
-    as ``--config``; ``bridge_args`` are more options (``--backend asyncio``)."""
-    command, config_path = bridge_invocation(command, config, bridge_args)
-    child_env = safe_environment(os.environ, env)
-    process = await trio.lowlevel.open_process(
-        list(command),
-        stdin=PIPE,
-        stdout=PIPE,
-        stderr=PIPE,
-        env=child_env,
-        cwd=cwd,
-        start_new_session=os.name != "nt",
-    )
-    try:
-        assert process.stdin and process.stdout and process.stderr
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(drain_stderr, process.stderr, "a2e-bridge")
-            try:
-                async with open_a2e_streams(process.stdin, process.stdout, **options) as client:
-                    yield client
-            finally:
-                await stop_process(process, grace=shutdown_grace)
-    finally:
-        if process.returncode is None:
-            await stop_process(process, grace=0)
-        if config_path is not None:
-            os.unlink(config_path)
-
-
-@asynccontextmanager
-async def open_a2e_ws(url: str, **options: Any) -> AsyncIterator[A2EClient]:
-    """An :class:`A2EClient` over WebSocket (``ws://host:port/a2e``)."""
-    address = WebSocketAddress.parse(url)
-    stream = await open_ws_stream(address)
-    framing = A2EWebSocket(client=True, host=address.netloc, target=address.target)
-    lock = trio.Lock()
-    opened = trio.Event()
-
-    async def flush() -> None:
-        async with lock:
-            data = framing.data_to_send()
-            if data:
-                await stream.send_all(data)
-
-    async def send(message: A2EMessage) -> None:
-        framing.send_text(encode(message))
-        await flush()
-
-    client = A2EClient(send, **options)
-
-    finished = trio.Event()
-
-    async def read() -> None:
-        try:
-            while not framing.closed:
-                try:
-                    data = await stream.receive_some(65536)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    data = b""
-                for text in framing.receive_data(data):
-                    client.feed(decode_text(text))
-                if framing.open or framing.closed:
-                    opened.set()
-                await flush()
-                if not data:
-                    break
-        finally:
-            opened.set()
-            finished.set()
-            client.close()
-
-    async with stream:
-        with unwrap_single_exception():
-            async with trio.open_nursery() as nursery:
-                client.attach(nursery)
-                nursery.start_soon(read)
-                await flush()
-                with trio.fail_after(10):
-                    await opened.wait()
-                if not framing.open:
-                    raise ConnectionError(
-                        f"the bridge refused the WebSocket (HTTP {framing.refused})"
-                    )
-                try:
-                    yield client
-                finally:
-                    framing.close(1000, "agent done")
-                    with trio.CancelScope(shield=True), trio.move_on_after(2):
-                        await flush()
-                        await finished.wait()  # the bridge's close reply
-                    nursery.cancel_scope.cancel()
-
-
-@asynccontextmanager
-async def open_a2e_direct(
-    config: Mapping[str, Any] | BridgeConfig | None = None,
-    *,
-    host: BridgeHost | None = None,
-    shutdown_grace: float = 2.0,
-    clock: Callable[[], float] = time.time,
-    **options: Any,
-) -> AsyncIterator[A2EClient]:
-    """The bridge in this process and this event loop, and an :class:`A2EClient`
-    talking to it directly: messages pass as objects (no encoding, no pipe).
-
-    ``config`` is what ``sansio-mcp bridge --config`` reads (``servers``,
-    ``roots``, ``elicitation``, ``ping_interval``; a dict or a
-    :class:`~sansio_mcp.a2e.BridgeConfig`); or give a ready ``host``.  Every
-    message is checked as the codec would check it and copied on the way in,
-    and the bridge keeps nothing of what it hands out, so neither side ever
-    sees the other change a message.  On exit the servers are stopped
-    (stdin closed, then SIGTERM, then SIGKILL after ``shutdown_grace``).
-    """
-    from .bridge import TrioBridge
-
-    bridge = direct_bridge(
-        lambda host: TrioBridge(host, clock=clock, shutdown_grace=shutdown_grace),
-        config,
-        host,
-        clock,
-    )
-    client = A2EClient(bridge.agent_send, clock=clock, **options)
-    client.hand_over_call = bridge.agent_tool_call
-    inbox = AgentInbox(client)
-    with unwrap_single_exception():
-        async with trio.open_nursery() as nursery:
-            client.attach(nursery)
-            await nursery.start(bridge.run)
-            nursery.start_soon(inbox.run)
-            bridge.connect_agent(inbox.deliver, inbox.answer)
-            try:
-                yield client
-            finally:
-                bridge.disconnect_agent()
-                client.close()
-                nursery.cancel_scope.cancel()
+    stream = PipeStream(send_stream, receive_stream)
+    return open_a2e_pipes(lambda send: A2EClient(send, **options), stream, stream)

@@ -13,32 +13,23 @@ by :func:`trio_adapters.a2e_client.open_a2e_direct`).
 from __future__ import annotations
 
 import logging
-import os
-import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import trio
 
 from sansio_mcp._client_session import ClientSession
-from sansio_mcp._stdio import safe_environment
-from sansio_mcp._streamable_http_client import StreamableHTTPClient
 from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
 from sansio_mcp.a2e import (
-    A2EMessage,
-    A2EWebSocket,
-    BridgeHost,
     ConnectServer,
-    encode,
-    encode_line,
 )
 from sansio_mcp.runtime import TimedOut
-from sansio_mcp.runtime._client import ClientHandlers
+from sansio_mcp.runtime.a2e._agents import WebSocketAgents, serve_agent_pipes
 from sansio_mcp.runtime.a2e._driver import BridgeDriver, refuse_requests
-from sansio_mcp.runtime.a2e._runner import BridgeRunner, Connection, WebSocketAgents
+from sansio_mcp.runtime.a2e._runner import BridgeRunner, Connection
 
-from ._process import PIPE, drain_stderr, stop_process
-from ._runner import ByteStream, TrioRunner
+from ._backend import PRIMITIVES, PipeStream, TCPStream
+from ._runner import TrioRunner
 from .http_client import _HTTPClientHost
 from .sse import _SSEClientHost
 from .websocket import open_ws_stream
@@ -49,23 +40,6 @@ logger = logging.getLogger("trio_adapters.bridge")
 
 _READ_SIZE = 65536
 _GONE = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
-
-
-class _Flusher:
-    """Runs an async ``flush`` in one long-lived task whenever woken."""
-
-    def __init__(self, flush: Callable[[], Awaitable[None]]) -> None:
-        self._flush = flush
-        self._wanted = trio.Event()
-
-    def wake(self) -> None:
-        self._wanted.set()
-
-    async def run(self) -> None:
-        while True:
-            await self._wanted.wait()
-            self._wanted = trio.Event()
-            await self._flush()
 
 
 # Wiring the library's Trio hosts to the bridge ----------------------------------------------
@@ -97,35 +71,85 @@ class _StreamRunner(TrioRunner):
             await self.flush()
 
 
-class _HTTPHost(_HTTPClientHost):
-    # The bridge host enforces the session's deadlines; the host's own attach still
-    # runs its flusher and closes its kept-alive connections when it ends.
-    runs_timer = False
+class _Links:
+    """The bridge's server links on Trio: the library's own Trio hosts move the bytes."""
 
-    def __init__(
-        self, session: ClientSession, transport: StreamableHTTPClient, driver: BridgeDriver
+    async def stdio(
+        self, runner: BridgeRunner, action: ConnectServer, connection: Connection, process: Any
     ) -> None:
-        super().__init__(
-            session, transport, ClientHandlers(), max_body=16 * 1024 * 1024, ssl_context=None
+        pipes = process.native
+        link = _StreamRunner(
+            action.session, pipes.stdin, pipes.stdout, runner.server_driver(action)
         )
-        self.driver = driver
+        async with trio.open_nursery() as nursery:
+            connection.flush_now = link.write_now
+            await nursery.start(link.run)
+            runner.connection_opened(action.connection)
+            await link.wait_closed()
+            nursery.cancel_scope.cancel()
 
+    async def http(
+        self, runner: BridgeRunner, action: ConnectServer, connection: Connection
+    ) -> str:
+        host = runner.link_host(_HTTPClientHost, action)
+        async with trio.open_nursery() as nursery:
+            host.attach(nursery)
+            connection.flush_now = host._schedule_flush
+            runner.connection_opened(action.connection)
+            try:
+                await trio.sleep_forever()
+            finally:
+                with trio.CancelScope(shield=True):
+                    await host.end_session()
+                nursery.cancel_scope.cancel()
+        return "closed"  # pragma: no cover - sleep_forever only ends by cancellation
 
-class _SSEHost(_SSEClientHost):
-    # The bridge host enforces the session's deadlines; the host's own attach still
-    # runs its flusher and closes its kept-alive connections when it ends.
-    runs_timer = False
+    async def sse(self, runner: BridgeRunner, action: ConnectServer, connection: Connection) -> str:
+        config = action.config
+        host = runner.link_host(_SSEClientHost, action)
+        ended = trio.Event()
+        async with trio.open_nursery() as nursery:
+            host.attach(nursery)
+            connection.flush_now = host._schedule_flush
 
-    def __init__(
-        self, session: ClientSession, transport: StreamableHTTPClient, driver: BridgeDriver
-    ) -> None:
-        super().__init__(
-            session, transport, ClientHandlers(), max_body=16 * 1024 * 1024, ssl_context=None
+            async def stream(ready: trio.Event) -> None:
+                try:
+                    await host.run_stream(config.url, ready)
+                finally:
+                    ended.set()
+
+            ready = trio.Event()
+            nursery.start_soon(stream, ready)
+            with trio.fail_after(min(config.timeout, runner.host.connect_timeout)):
+                await ready.wait()
+            runner.connection_opened(action.connection)
+            await ended.wait()
+            nursery.cancel_scope.cancel()
+        return "the SSE stream ended"
+
+    async def ws(self, runner: BridgeRunner, action: ConnectServer, connection: Connection) -> str:
+        stream = await open_ws_stream(WebSocketAddress.parse(action.config.url))
+        framing = WebSocketFraming.client_to(
+            action.session, action.config.url, action.config.http_headers
         )
-        self.driver = driver
-
-
-# The bridge ---------------------------------------------------------------------------------------
+        link = _StreamRunner(
+            action.session, stream, stream, runner.server_driver(action), framing=framing
+        )
+        async with stream:
+            async with trio.open_nursery() as nursery:
+                connection.flush_now = link.write_now
+                await nursery.start(link.run)
+                await link.flush_all()  # the opening handshake
+                runner.connection_opened(action.connection)
+                try:
+                    await link.wait_closed()
+                finally:
+                    framing.close(1000, "the bridge is done with this server")
+                    with trio.CancelScope(shield=True):
+                        await link.flush_all(timeout=1)
+                    nursery.cancel_scope.cancel()
+        reason = framing.close_reason
+        return f"the WebSocket closed ({reason[0]} {reason[1]})" if reason else "closed"
 
 
 class TrioBridge(BridgeRunner):
@@ -140,165 +164,14 @@ class TrioBridge(BridgeRunner):
     log = logger
     timeout_errors = (TimedOut, trio.TooSlowError)
 
-    def __init__(
-        self,
-        host: BridgeHost,
-        *,
-        clock: Callable[[], float] = time.time,
-        shutdown_grace: float = 2.0,
+    backend = PRIMITIVES
+    links = _Links()
+
+    async def run(  # type: ignore[override]
+        self, *, task_status: Any = trio.TASK_STATUS_IGNORED
     ) -> None:
-        super().__init__(host, clock=clock)
-        self.shutdown_grace = shutdown_grace
-        self._nursery: trio.Nursery | None = None
-        self._timer_wake = trio.Event()
-        self.stopped = trio.Event()
-
-    # Running ---------------------------------------------------------------------------
-
-    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Execute the host's actions until cancelled; then stop every server."""
-        try:
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                self.running = True
-                nursery.start_soon(self._timer_loop)
-                self.poke()
-                task_status.started()
-                await trio.sleep_forever()
-        finally:
-            self.running = False
-            # The connection tasks were cancelled with the nursery (each stopped its server).
-            self.shutdown()
-            self.stopped.set()
-
-    def wake_timer(self) -> None:
-        self._timer_wake.set()
-
-    async def _timer_loop(self) -> None:
-        while True:
-            with trio.move_on_after(self.timer_delay()):
-                await self._timer_wake.wait()
-                self._timer_wake = trio.Event()
-                continue
-            self.timer_fired()
-
-    # Servers ---------------------------------------------------------------------------
-
-    def open_connection(self, action: ConnectServer) -> Connection:
-        assert self._nursery is not None
-        scope = trio.CancelScope()
-        connection = Connection(scope.cancel)
-        self._nursery.start_soon(self._connection, action, connection, scope)
-        return connection
-
-    async def _connection(
-        self, action: ConnectServer, connection: Connection, scope: trio.CancelScope
-    ) -> None:
-        with scope:  # the host's DisconnectServer cancels it
-            await self.serve_connection(action, connection)
-
-    async def _run_stdio(self, action: ConnectServer, connection: Connection) -> str:
-        config = action.config
-        env = safe_environment(os.environ, {k: str(v) for k, v in config.env.items()})
-        process = await trio.lowlevel.open_process(
-            list(config.cmd),
-            stdin=PIPE,
-            stdout=PIPE,
-            stderr=PIPE,
-            env=env,
-            cwd=config.cwd or None,
-            start_new_session=os.name != "nt",
-        )
-        try:
-            assert process.stdin and process.stdout and process.stderr
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(
-                    drain_stderr,
-                    process.stderr,
-                    f"{action.server_id}:{os.path.basename(config.cmd[0])}",
-                )
-                runner = _StreamRunner(
-                    action.session,
-                    process.stdin,
-                    process.stdout,
-                    self.server_driver(action),
-                )
-                connection.flush_now = runner.write_now
-                await nursery.start(runner.run)
-                self.connection_opened(action.connection)
-                await runner.wait_closed()
-                nursery.cancel_scope.cancel()
-        finally:
-            await stop_process(process, grace=self.shutdown_grace)
-            connection.reason = f"the server process exited (code {process.returncode})"
-        return connection.reason
-
-    async def _run_http(self, action: ConnectServer, connection: Connection) -> str:
-        transport = self.http_transport(action)
-        host = _HTTPHost(action.session, transport, self.server_driver(action))
-        async with trio.open_nursery() as nursery:
-            host.attach(nursery)
-            connection.flush_now = host._schedule_flush
-            self.connection_opened(action.connection)
-            try:
-                await trio.sleep_forever()
-            finally:
-                with trio.CancelScope(shield=True):
-                    await host.end_session()
-                nursery.cancel_scope.cancel()
-        return "closed"  # pragma: no cover - sleep_forever only ends by cancellation
-
-    async def _run_sse(self, action: ConnectServer, connection: Connection) -> str:
-        config = action.config
-        transport = self.http_transport(action)
-        host = _SSEHost(action.session, transport, self.server_driver(action))
-        ended = trio.Event()
-        async with trio.open_nursery() as nursery:
-            host.attach(nursery)
-            connection.flush_now = host._schedule_flush
-
-            async def stream(ready: trio.Event) -> None:
-                try:
-                    await host.run_stream(config.url, ready)
-                finally:
-                    ended.set()
-
-            ready = trio.Event()
-            nursery.start_soon(stream, ready)
-            with trio.fail_after(min(config.timeout, self.host.connect_timeout)):
-                await ready.wait()
-            self.connection_opened(action.connection)
-            await ended.wait()
-            nursery.cancel_scope.cancel()
-        return "the SSE stream ended"
-
-    async def _run_ws(self, action: ConnectServer, connection: Connection) -> str:
-        stream = await open_ws_stream(WebSocketAddress.parse(action.config.url))
-        framing = WebSocketFraming.client_to(
-            action.session, action.config.url, action.config.http_headers
-        )
-        runner = _StreamRunner(
-            action.session,
-            stream,
-            stream,
-            self.server_driver(action),
-            framing=framing,
-        )
-        async with stream:
-            async with trio.open_nursery() as nursery:
-                connection.flush_now = runner.write_now
-                await nursery.start(runner.run)
-                await runner.flush_all()  # the opening handshake
-                self.connection_opened(action.connection)
-                try:
-                    await runner.wait_closed()
-                finally:
-                    framing.close(1000, "the bridge is done with this server")
-                    with trio.CancelScope(shield=True):
-                        await runner.flush_all(timeout=1)
-                    nursery.cancel_scope.cancel()
-        reason = framing.close_reason
-        return f"the WebSocket closed ({reason[0]} {reason[1]})" if reason else "closed"
+        await super().run(ready=task_status.started)
 
 
 # The agent side ----------------------------------------------------------------------------------
@@ -310,28 +183,8 @@ async def serve_agent_stream(
     receive_stream: trio.abc.ReceiveStream,
 ) -> None:
     """Serve one agent over an NDJSON byte stream (stdio) until its input ends."""
-    host = bridge.host
-    stream = ByteStream(
-        send_stream, receive_stream, lambda: logger.debug("the agent stopped reading")
-    )
-
-    def send(message: A2EMessage) -> None:
-        stream.write(encode_line(message))
-
-    def received(data: bytes | bytearray) -> None:
-        host.receive_agent_data(data, bridge.now())
-        bridge.poke()
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(stream.run)
-        host.agent_connected(bridge.now())
-        bridge.attach_agent(send)
-        try:
-            await stream.read_into(received)
-            await stream.drained(timeout=1.0)
-        finally:
-            bridge.attach_agent(None)
-            nursery.cancel_scope.cancel()
+    stream = PipeStream(send_stream, receive_stream)
+    await serve_agent_pipes(bridge, stream, stream)
 
 
 async def serve_agent_ws(
@@ -346,49 +199,12 @@ async def serve_agent_ws(
 ) -> None:
     """Serve agents over WebSocket at ``ws://host:port/path``, one at a time
     (a second concurrent agent is refused with HTTP 409).  Runs until cancelled."""
-    agents = WebSocketAgents(bridge)
+    agents = WebSocketAgents(
+        bridge, path=path, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
+    )
 
-    async def connection(stream: trio.abc.Stream) -> None:
-        framing = A2EWebSocket(
-            client=False, path=path, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
-        )
-        lock = trio.Lock()
-
-        async def flush() -> None:
-            async with lock:
-                data = framing.data_to_send()
-                if data:
-                    try:
-                        await stream.send_all(data)
-                    except _GONE:
-                        logger.debug("the agent is gone: dropped %d bytes", len(data))
-
-        flusher = _Flusher(flush)
-
-        def send(message: A2EMessage) -> None:
-            framing.send_text(encode(message))
-            flusher.wake()
-
-        agent = agents.connection(framing, send)
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(flusher.run)
-                try:
-                    while not framing.closed:
-                        data = await stream.receive_some(_READ_SIZE)
-                        agent.received(data)
-                        await flush()
-                        if not data:
-                            break
-                except _GONE:
-                    pass
-                finally:
-                    nursery.cancel_scope.cancel()
-        finally:
-            agent.release()
-            with trio.CancelScope(shield=True), trio.move_on_after(1):
-                await flush()
-                await stream.aclose()
+    async def connection(stream: trio.SocketStream) -> None:
+        await agents.serve(TCPStream(stream, stream.socket))
 
     listeners = await trio.open_tcp_listeners(port, host=host)
     task_status.started(listeners[0].socket.getsockname()[1])

@@ -39,6 +39,8 @@ _READ_SIZE = 65536
 class _HTTPSessionHost(RoutedOutput, TrioSessionHost):
     """A session served over HTTP: its output is routed to exchanges."""
 
+    flushes_in_task = False  # routed at once: a flusher task would never be woken
+
     def __init__(self, router: Router, session: ServerSession, server: Server) -> None:
         def handle_request(event: RequestReceived) -> dict[str, Any] | Awaitable[dict[str, Any]]:
             return server.begin(TrioContext(self, event))

@@ -7,9 +7,9 @@ implement them.  Nothing here imports an event loop.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from ._primitives import Cancellable, Signal
 
@@ -21,9 +21,12 @@ __all__ = [
     "Backend",
     "ByteStream",
     "Cancellable",
+    "Pipe",
+    "Process",
     "Signal",
     "TaskGroup",
     "TimedOut",
+    "Timer",
     "TransportBackend",
 ]
 
@@ -69,9 +72,65 @@ class TaskGroup(Protocol):
         ...
 
 
+# Processes, pipes and timers (what the bridge runner, the A2E client and the stdio
+# transport need of a backend) ------------------------------------------------------
+
+
+class Timer(Protocol):
+    """Calls one function (without arguments, in no task of its own) when its
+    time comes: one time limit that moves, as a host's earliest deadline does."""
+
+    def set(self, delay: float) -> None:
+        """Call the function ``delay`` seconds from now instead of when it was due
+        (``math.inf``: not at all until set again)."""
+        ...
+
+    def cancel(self) -> None:
+        """Never call it again (idempotent)."""
+        ...
+
+
+@runtime_checkable
+class Pipe(ByteStream, Protocol):
+    """A :class:`ByteStream` that can also send without waiting (a pipe, an asyncio
+    transport): :class:`~sansio_mcp.runtime._sender.Sender` writes through it at once."""
+
+    def send_nowait(self, data: bytes) -> int:
+        """Send what goes at once, without waiting; how many bytes went (0 while
+        another send is under way).  A broken stream raises :class:`OSError`."""
+        ...
+
+
+class Process(Protocol):
+    """A child process in a process group of its own, its stdin, stdout and
+    stderr on pipes (``stdin`` only sends, the other two only receive; a pipe
+    whose peer is gone reads ``b""`` or fails to send with an :class:`OSError`)."""
+
+    pid: int
+    stdin: ByteStream
+    stdout: ByteStream
+    stderr: ByteStream
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit code once the process has ended (a negative signal number)."""
+        ...
+
+    async def wait(self) -> int:
+        """Wait for the process to end; its exit code."""
+        ...
+
+    def send_signal(self, sig: int) -> None:
+        """Send ``sig`` to the process alone."""
+        ...
+
+
+# -----------------------------------------------------------------------------------
+
+
 class Backend(Protocol):
     """The event-loop primitives: tasks, time limits, sleeping, signals, the
-    clock, threads and TCP connections."""
+    clock, threads, TCP connections, processes and timers."""
 
     #: ``"trio"`` or ``"asyncio"``: what ``--backend`` calls it.
     name: str
@@ -93,7 +152,7 @@ class Backend(Protocol):
         ...
 
     async def sleep(self, seconds: float) -> None:
-        """Sleep for ``seconds``."""
+        """Sleep for ``seconds`` (``math.inf``: until cancelled)."""
         ...
 
     def fail_after(self, seconds: float) -> AbstractAsyncContextManager[None]:
@@ -117,6 +176,31 @@ class Backend(Protocol):
     ) -> ByteStream:
         """A TCP connection to ``host:port``; with ``tls``, wrapped in TLS with
         ``ssl_context`` (an :class:`ssl.SSLContext`; None for the default one)."""
+        ...
+
+    # Processes, pipes and timers ----------------------------------------------------
+
+    async def shielded(self, step: Callable[[], Awaitable[T]]) -> T:
+        """Run ``step()`` to its end even if the caller is cancelled meanwhile (the
+        cancellation takes effect after it)."""
+        ...
+
+    def start_timer(self, group: TaskGroup, fn: Callable[[], None]) -> Timer:
+        """A :class:`Timer` calling ``fn``, unset; it lives as long as ``group``
+        (where the backend needs a task for it)."""
+        ...
+
+    async def open_process(
+        self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None
+    ) -> Process:
+        """Start ``argv`` (a new session: its own process group) with ``env`` as its
+        whole environment, in ``cwd``; :class:`FileNotFoundError` if there is no such
+        program."""
+        ...
+
+    async def open_stdio(self) -> Pipe:
+        """This process's own stdin (to receive from) and stdout (to send on), as
+        one stream; closing it leaves the process's own descriptors open."""
         ...
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from .._client_session import ClientSession
 from .._errors import ErrorCode, LocalProtocolError, MCPError, failure_text
@@ -33,6 +33,7 @@ from .._session import Session
 
 __all__ = [
     "Driver",
+    "HostHandlers",
     "InputHandler",
     "NotificationHandler",
     "ProgressCallback",
@@ -50,6 +51,16 @@ logger = logging.getLogger("sansio_mcp")
 RequestHandler = Callable[[RequestReceived], Awaitable[dict[str, Any]] | dict[str, Any]]
 NotificationHandler = Callable[[str, dict[str, Any]], Awaitable[None]]
 InputHandler = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+class HostHandlers(TypedDict, total=False):
+    """A session host's handlers, as keywords (what a runner passes on to its host)."""
+
+    handle_request: Required[RequestHandler]
+    handle_notification: NotificationHandler | None
+    answer_input: InputHandler | None
+
+
 #: Told of a request's progress: ``(progress, total, message)``.
 ProgressCallback = Callable[[float, float | None, str | None], Any]
 SinkFilter = Callable[[str, dict[str, Any]], bool]

@@ -10,6 +10,7 @@ subclass's primitives.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -113,6 +114,8 @@ class HostBase:
         )
         # Set when a deadline was added; the timer makes a fresh one each time round.
         self._timer_changed: Signal = self.new_signal()
+        # When the timer next wakes by itself (inf: only when told).
+        self._timer_wakes_at = math.inf
 
     @property
     def reading_waits_for_output(self) -> bool:
@@ -156,9 +159,23 @@ class HostBase:
         """Run ``step`` to completion even while being cancelled."""
         raise NotImplementedError
 
-    def rearm_timer(self) -> None:
-        """A deadline was added: the timer must look again."""
-        self._timer_changed.set()
+    #: Whether ``attach`` leaves the timer task to the first deadline (True where most
+    #: hosts never have one, as an HTTP server's host of a stateless request).
+    timer_on_demand = False
+
+    def rearm_timer(self, deadline: float | None = None) -> None:
+        """A deadline was added: the timer must look again (started if it is not
+        running), unless it wakes by ``deadline`` anyway (a call's time limit later
+        than one already armed: the timer sees it when it wakes, at no cost now)."""
+        self._start_timer()
+        if deadline is None or deadline < self._timer_wakes_at:
+            self._timer_changed.set()
+
+    def _start_timer(self) -> None:
+        """Run :meth:`run_timer` in a task of the host's own, if it is not running
+        yet and the host is attached (then ``attach`` starts it if a deadline is
+        already set); a no-op where the timer is someone else's."""
+        raise NotImplementedError
 
     async def run_timer(self) -> None:
         """Enforce the session's deadlines until cancelled: sleep until the earliest
@@ -170,6 +187,7 @@ class HostBase:
             # this read sets it, so none is missed.
             changed = self._timer_changed = self.new_signal()
             deadline = self.session.next_deadline()
+            self._timer_wakes_at = math.inf if deadline is None else deadline
             if deadline is None:
                 await changed.wait()
                 continue
@@ -204,15 +222,17 @@ class HostBase:
             raise ConnectionClosedError(message="the connection is closed")
         done = self.new_signal()
         waiter = Waiter(done.set, on_progress)
+        now = self.now()
         request_id = self.driver.start_request(
             method,
             params,
             waiter,
-            now=self.now(),
+            now=now,
             timeout=timeout,
             related_request=related_request,
         )
-        return await self._await(request_id, waiter, done, timeout is not None)
+        deadline = None if timeout is None else now + timeout
+        return await self._await(request_id, waiter, done, timeout is not None, deadline)
 
     async def wait_for(self, request_id: RequestId, *, timed: bool = False) -> dict[str, Any]:
         """Wait for a request queued directly on the session."""
@@ -222,10 +242,15 @@ class HostBase:
         return await self._await(request_id, waiter, done, timed)
 
     async def _await(
-        self, request_id: RequestId, waiter: Waiter, done: Signal, timed: bool
+        self,
+        request_id: RequestId,
+        waiter: Waiter,
+        done: Signal,
+        timed: bool,
+        deadline: float | None = None,
     ) -> dict[str, Any]:
         if timed:
-            self.rearm_timer()
+            self.rearm_timer(deadline)
         # A request never waits for its own output to go out: a peer that stops
         # reading must not keep a time limit or a cancellation from taking effect.
         try:

@@ -6,6 +6,7 @@ Trio and asyncio HTTP servers share it."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
@@ -19,6 +20,8 @@ from ._auth import Verdict, verify_request
 from ._backend import Backend, TimedOut
 from ._driver import Driver
 from ._server import Server
+
+_log = logging.getLogger("sansio_mcp.http")
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -290,7 +293,13 @@ async def serve_requests(
             await send_all(conn.send_error_response(request.status, request.reason))
             return
         verdict = await verify_request(hosts.router, request, backend)
-        exchange = route(hosts.router, request, backend.clock(), backend.wall_clock(), verdict)
+        try:
+            exchange = route(hosts.router, request, backend.clock(), backend.wall_clock(), verdict)
+        except Exception:
+            # A bug met by one request must not take the whole server down with it.
+            _log.exception("internal error routing %s %s", request.method, request.target)
+            await send_all(conn.send_error_response(500, "internal server error"))
+            return
         hosts.begin(exchange)
         try:
             if not await answer(exchange):
@@ -310,6 +319,8 @@ class RoutedOutput:
     once rather than in a task.  The host sets ``router``."""
 
     router: Router
+    # A stateless request's host spawns no timer task unless it gets a deadline.
+    timer_on_demand = True
 
     if TYPE_CHECKING:
         session: ServerSession | Any

@@ -571,28 +571,28 @@ class Server:
         ``input_required``.
         """
         ctx.hub = self.hub
-        binding = self._recall_answers(ctx)
+        may_ask = self._recall_answers(ctx)
         call = self._plan(ctx)
         if isinstance(call, dict):
             return call
         if call.task:
-            return self.tasks.start(ctx, call, lambda exc: self._failed(ctx, call, exc, binding))
+            return self.tasks.start(ctx, call, lambda exc: self._failed(ctx, call, exc, may_ask))
         try:
             value = call.handler(**call.kwargs)
         except Exception as exc:
-            return self._failed(ctx, call, exc, binding)
+            return self._failed(ctx, call, exc, may_ask)
         if inspect.isawaitable(value):
-            return self._settle(ctx, call, value, binding)
+            return self._settle(ctx, call, value, may_ask)
         return call.finish(value)
 
-    def _recall_answers(self, ctx: Context) -> str | None:
-        """Put the input gathered so far on ``ctx``; the request's binding if it is
-        a stateless request that may ask for more, else None."""
+    def _recall_answers(self, ctx: Context) -> bool:
+        """Put the input gathered so far on ``ctx``; whether it is a stateless
+        request that may ask for more."""
         if ctx.meta is None or ctx.method not in MRTR_METHODS:
-            return None
-        binding = request_binding(ctx.method, ctx.params)
+            return False
         answers: dict[str, Any] = {}
         if "requestState" in ctx.params:
+            binding = request_binding(ctx.method, ctx.params)
             sealed = self.sealer.unseal(ctx.params["requestState"], now=ctx.now, binding=binding)
             if isinstance(sealed, dict):
                 answers.update(sealed)
@@ -600,22 +600,24 @@ class Server:
         if isinstance(responses, dict):
             answers.update(responses)
         ctx._answers = answers
-        return binding
+        return True
 
     async def _settle(
-        self, ctx: Context, call: HandlerCall, pending: Awaitable[Any], binding: str | None
+        self, ctx: Context, call: HandlerCall, pending: Awaitable[Any], may_ask: bool
     ) -> dict[str, Any]:
         try:
             value = await pending
         except Exception as exc:
-            return self._failed(ctx, call, exc, binding)
+            return self._failed(ctx, call, exc, may_ask)
         return call.finish(value)
 
     def _failed(
-        self, ctx: Context, call: HandlerCall, exc: Exception, binding: str | None
+        self, ctx: Context, call: HandlerCall, exc: Exception, may_ask: bool
     ) -> dict[str, Any]:
         """The result when a handler raised ``exc`` (or raise it on)."""
-        if isinstance(exc, NeedInput) and binding is not None:
+        if isinstance(exc, NeedInput) and may_ask:
+            # The binding is worked out only now: most requests never ask.
+            binding = request_binding(ctx.method, ctx.params)
             return {
                 "resultType": "input_required",
                 "inputRequests": exc.requests,

@@ -15,10 +15,11 @@ import trio
 from asyncio_adapters import open_stdio_client as asyncio_stdio_client
 from asyncio_adapters.server import _serve as asyncio_serve
 from sansio_mcp.runtime import Context, Server
+from sansio_mcp.runtime._sender import Sender
 from trio_adapters import open_client as trio_open_client
 from trio_adapters import open_stdio_client as trio_stdio_client
 from trio_adapters import serve as trio_serve
-from trio_adapters._runner import ByteStream
+from trio_adapters._backend import PRIMITIVES, PipeStream
 
 SERVER = [sys.executable, "-m", "sansio_mcp_cli", "example-server"]
 CALLS = 200
@@ -213,39 +214,48 @@ async def test_trio_handler_awaits_stay_checkpoints_over_a_pipe() -> None:
     assert "finished" not in seen and seen["cancelled at"] < 100, seen
 
 
-async def test_trio_byte_stream_writes_in_order_and_notices_a_peer_that_stops_reading() -> None:
-    """A ByteStream (a stream with no session: the bridge's agent side) writes what
-    a pipe takes at once and sends the rest from its task, in order, however much
-    piles up; once the reader is gone it is broken, says so once, and drops output."""
+async def test_a_sender_on_a_trio_pipe_writes_in_order_and_notices_a_gone_reader() -> None:
+    """A Sender (bytes queued by synchronous code: the bridge's agent side) writes
+    what a pipe takes at once and sends the rest from its task, in order, however
+    much piles up; once the reader is gone it is broken, says so once, and drops
+    output.  The pipe stream reads what arrives, and its end as b""."""
     out_r, out_w = os.pipe()
     in_r, in_w = os.pipe()
     broken: list[bool] = []
     send, receive = trio.lowlevel.FdStream(out_w), trio.lowlevel.FdStream(in_r)
-    stream = ByteStream(send, receive, lambda: broken.append(True))
+    stream = PipeStream(send, receive)
+    sender = Sender(PRIMITIVES, stream, lambda: broken.append(True))
     chunks = [bytes([65 + i % 26]) * 50_000 for i in range(40)]  # 2 MB: far more than a pipe holds
-    got: list[bytes | bytearray] = []
+    got: list[bytes] = []
+
+    async def read_all() -> None:
+        while data := await stream.receive_some():
+            got.append(data)
+        got.append(b"")
+
     with trio.fail_after(20):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(stream.run)
-            nursery.start_soon(stream.read_into, got.append)
+            nursery.start_soon(sender.run)
+            nursery.start_soon(read_all)
             for chunk in chunks:
-                stream.write(chunk)  # never waits
-            assert stream._backlog  # the pipe did not take it all: the task sends the rest
+                sender.write(chunk)  # never waits
+            assert sender.pending  # the pipe did not take it all: the task sends the rest
             received = bytearray()
             reader_fd = trio.lowlevel.FdStream(out_r)
             while len(received) < sum(map(len, chunks)):
                 received += await reader_fd.receive_some(1 << 16)
             assert bytes(received) == b"".join(chunks)
-            await stream.drained(timeout=5)
+            await sender.drained(5)
+            assert not sender.pending
             os.write(in_w, b"input")
             os.close(in_w)
             while not got or got[-1]:
                 await trio.sleep(0.01)
             assert b"".join(got) == b"input"
             await reader_fd.aclose()
-            stream.write(b"x" * 100_000)  # the reader is gone
-            assert stream.broken and broken == [True]
-            stream.write(b"more")  # dropped without a word
+            sender.write(b"x" * 100_000)  # the reader is gone
+            assert sender.broken and broken == [True]
+            sender.write(b"more")  # dropped without a word
             assert broken == [True]
             nursery.cancel_scope.cancel()
         await send.aclose()

@@ -19,7 +19,7 @@ from sansio_mcp._legacy_sse import LegacySSEServer
 from sansio_mcp._ndjson import NEED_DATA
 from sansio_mcp._streamable_http import Exchange, StreamableHTTPServer
 from sansio_mcp.runtime.example_server import build_server
-from trio_adapters.http_server import serve_http
+from trio_adapters.http_server import serve_http, serve_router
 
 from .helpers import (
     INITIALIZED,
@@ -159,6 +159,53 @@ async def test_malformed_request(data: bytes, expected: list[int], half_close: b
             if expected and expected[-1] >= 400:
                 assert b"connection: close" in received.lower()
             await still_serving(port)
+
+
+async def test_a_lone_surrogate_in_a_mirrored_name_is_a_400_not_a_crash() -> None:
+    """A JSON "\\ud800" escape in a tool name has no UTF-8 form, so no Mcp-Name header
+    can mirror it: the request is refused (-32020 header mismatch) and the server
+    goes on serving (it used to die of a UnicodeEncodeError)."""
+    message = modern_request("tools/call", {"name": "echo\ud800", "arguments": {}})
+    body = json.dumps(message).encode()  # ensure_ascii: the name travels as "\\ud800"
+    assert b"echo\\ud800" in body
+    data = head(length=len(body)).replace(b"Mcp-Method: tools/list", b"Mcp-Method: tools/call")
+    data = data.replace(b"\r\n\r\n", b"\r\nMcp-Name: =?base64?ZWNobw==?=\r\n\r\n") + body
+    with trio.fail_after(BUDGET):
+        async with serving(serve_http, build_server(), max_body=MAX_BODY) as port:
+            received = await raw_exchange(port, data)
+            assert statuses(received) == [400], received[:300]
+            assert b"-32020" in received and b"Mcp-Name" in received
+            await still_serving(port)
+
+
+class _FaultyRouter:
+    """A real router with a fault planted on one path, standing for a bug a request
+    might meet inside the transport machine."""
+
+    def __init__(self, inner: StreamableHTTPServer) -> None:
+        self.inner = inner
+
+    def handle(self, request: HTTPRequest, now: float | None = None) -> Exchange:
+        if request.path == "/boom":
+            raise RuntimeError("planted fault")
+        return self.inner.handle(request, now)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+
+async def test_a_fault_in_one_request_is_a_500_and_the_server_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = build_server()
+    router = _FaultyRouter(StreamableHTTPServer(server.create_session))
+    data = GOOD.replace(b"POST /mcp ", b"POST /boom ", 1)
+    with trio.fail_after(BUDGET):
+        async with serving(serve_router, server, router=router) as port:
+            received = await raw_exchange(port, data)
+            assert statuses(received) == [500], received[:300]
+            await still_serving(port)
+    assert any("planted fault" in str(r.exc_info) for r in caplog.records if r.exc_info)
 
 
 async def test_pipelined_requests_are_answered_in_order() -> None:

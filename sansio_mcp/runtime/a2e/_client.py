@@ -2,13 +2,13 @@
 ``req_id``, pushes and tool events to callbacks, the bridge's own requests
 (sampling, roots, elicitation) to handlers, and the typed conveniences.
 
-Like :class:`~sansio_mcp.runtime._host.HostBase` it does no I/O: a backend subclass
-supplies a one-shot signal, a way to run a task, a monotonic clock and a
-watchdog timer (:meth:`A2EClientBase.new_signal`, :meth:`~A2EClientBase.spawn`,
-:meth:`~A2EClientBase.monotonic`, :meth:`~A2EClientBase.wake_watchdog`), and
-the transport supplies ``send``.  Time limits are deadlines the one watchdog
-enforces, not a cancel scope per request (a Trio cancel scope costs more than
-the rest of a bridged call's bookkeeping).
+Like :class:`~sansio_mcp.runtime._host.HostBase` it does no I/O: its
+:class:`~sansio_mcp.runtime.Backend` gives it signals, the clock and one
+:class:`~sansio_mcp.runtime.Timer` (the watchdog), the task group given to
+:meth:`A2EClientBase.attach` runs its tasks, and the transport supplies
+``send``.  Time limits are deadlines the one watchdog enforces, not a cancel
+scope per request (a Trio cancel scope costs more than the rest of a bridged
+call's bookkeeping).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ from ...a2e._messages import (
     ToolListResponse,
     new_message_id,
 )
-from .._backend import Signal
+from .._backend import Backend, Signal, TaskGroup, Timer
 
 __all__ = ["A2EClientBase", "A2ERequestError", "AgentInbox", "Handler", "bridge_invocation"]
 
@@ -169,12 +169,15 @@ class A2EClientBase:
 
     #: What a wait raises when its time limit passes (the backend's own error).
     timeout_error: type[Exception] = TimeoutError
+    #: The event-loop primitives (an adapter's client class names its own).
+    backend: Backend
 
     def __init__(
         self,
         send: Callable[[A2EMessage], Awaitable[None]],
         *,
-        clock: Callable[[], float],
+        backend: Backend | None = None,
+        clock: Callable[[], float] | None = None,
         on_sample: Handler | None = None,
         on_roots: Handler | None = None,
         on_elicit: Handler | None = None,
@@ -184,6 +187,10 @@ class A2EClientBase:
         history: int = 1000,
     ) -> None:
         self._send_raw = send
+        if backend is not None:
+            self.backend = backend
+        self._group: TaskGroup | None = None
+        self._watchdog: Timer | None = None
         #: How many pushes and tool events :attr:`pushes` and :attr:`events` keep.
         self.history = history
         # Pushes dropped from the front of self.pushes (wait_for_push counts from 0).
@@ -197,8 +204,8 @@ class A2EClientBase:
         self.on_push = on_push
         self.on_event = on_event
         self.on_message = on_message
-        #: Stamps ``ts`` (seconds since the epoch).
-        self.clock = clock
+        #: Stamps ``ts`` (seconds since the epoch): the backend's wall clock unless told.
+        self.clock = clock if clock is not None else self.backend.wall_clock
         self._waiters: dict[str, _Pending] = {}
         self._push_waiters: list[_Pending] = []
         #: A heap of (monotonic deadline, order, wait) for every wait with a time
@@ -214,23 +221,42 @@ class A2EClientBase:
         #: Inputs the client could not decode (a misbehaving bridge).
         self.undecodable: list[DecodeError] = []
 
-    # Backend primitives ------------------------------------------------------------
+    # Tasks and the watchdog -------------------------------------------------------
+
+    def attach(self, group: TaskGroup) -> None:
+        """Run the client's tasks (handlers, async callbacks, the watchdog) in ``group``."""
+        self._group = group
+        self._watchdog = self.backend.start_timer(group, self._watchdog_due)
+        self.wake_watchdog()
+
+    def stop(self) -> None:
+        """The connection is over: every wait fails, and the watchdog stops (the
+        owner of the group cancels the client's tasks)."""
+        self.close()
+        if self._watchdog is not None:
+            self._watchdog.cancel()
 
     def new_signal(self) -> Signal:
-        raise NotImplementedError
+        return self.backend.new_signal()
 
     def spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
         """Run ``fn()`` concurrently, in the client's task group."""
-        raise NotImplementedError
+        assert self._group is not None, "the client is not open"
+        self._group.start_soon(fn)
 
     def monotonic(self) -> float:
         """The event loop's clock (seconds), for time limits."""
-        raise NotImplementedError
+        return self.backend.clock()
 
     def wake_watchdog(self) -> None:
         """A time limit earlier than the one the watchdog waits for was set: it must
         look again (:meth:`watchdog_delay`, then :meth:`watchdog_fired` when it is due)."""
-        raise NotImplementedError
+        if self._watchdog is not None:
+            self._watchdog.set(self.watchdog_delay())
+
+    def _watchdog_due(self) -> None:
+        self.watchdog_fired()
+        self.wake_watchdog()
 
     # Time limits --------------------------------------------------------------------
 

@@ -1,47 +1,53 @@
-"""What every bridge runner does with the host's actions, backend-neutral.
+"""The bridge runner, backend-neutral: it feeds a :class:`~sansio_mcp.a2e.BridgeHost`
+and carries out what it queues.
 
-A runner (Trio, asyncio) feeds the :class:`~sansio_mcp.a2e.BridgeHost` and
-carries out what it queues.  :class:`BridgeRunner` is the part that does not
-depend on the event loop: actions are executed synchronously, in the task
-that fed the host (no hop through an action task), server output is written
-through each connection's ``flush_now`` (which sends what it can at once and
-leaves the rest to that connection's writer), messages for the agent go to
-one synchronous sink (and a tool call's ToolResult straight to an in-process
-agent's ``answer`` when it takes it), and the timer is woken only when the host
-arms a deadline earlier than the one it waits for (:meth:`BridgeHost.deadline_added`).
-A subclass supplies :meth:`open_connection` and :meth:`wake_timer`, runs
-the timer with :meth:`timer_delay` / :meth:`timer_fired`, and moves each
-transport's bytes in ``_run_stdio``, ``_run_http``, ``_run_sse`` and ``_run_ws``,
-which :meth:`serve_connection` picks and whose failures it words.
+Actions are executed synchronously, in the task that fed the host (no hop
+through an action task); server output is written through each connection's
+``flush_now`` (which sends what it can at once and leaves the rest to that
+connection's writer); messages for the agent go to one synchronous sink (and a
+tool call's ToolResult straight to an in-process agent's ``answer`` when it
+takes it); the host's deadlines are one :class:`~sansio_mcp.runtime.Timer`, set
+again only when the host arms a deadline earlier than the one it waits for
+(:meth:`BridgeHost.deadline_added`).  The runner owns the policy: its task
+group, a task per server connection (cancelled by the host's
+:class:`DisconnectServer`), a server process's start, stderr and shutdown
+order, and the shutdown of the whole.  Its :class:`~sansio_mcp.runtime.Backend`
+gives it the primitives, and a :class:`BridgeLinks` of the adapter moves each
+link's bytes with the adapter's own session hosts.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import attrs
 
+from ..._stdio import safe_environment
 from ..._streamable_http_client import Endpoint, StreamableHTTPClient
 from ...a2e._actions import ConnectServer, DisconnectServer, FlushServer, ToolAnswer
-from ...a2e._codec import A2EWebSocket
 from ...a2e._config import BridgeConfig, parse_config
 from ...a2e._host import BridgeHost
 from ...a2e._messages import A2EMessage
-from .._backend import TimedOut
+from .._backend import Backend, Process, Signal, TaskGroup, TimedOut, Timer
+from .._client import ClientHandlers
+from .._driver import Driver
+from .._process import drain_stderr, stop_process
 from ._driver import BridgeDriver
 
 R = TypeVar("R", bound="BridgeRunner")
+H = TypeVar("H", bound="LinkHost")
 
 __all__ = [
     "AgentSink",
     "AnswerSink",
+    "BridgeLinks",
     "BridgeRunner",
     "Connection",
     "TransportRunner",
-    "WebSocketAgents",
     "describe_failure",
     "direct_bridge",
 ]
@@ -62,56 +68,146 @@ AnswerSink = Callable[[str, dict[str, Any]], bool]
 class Connection:
     """One server connection as a runner tracks it."""
 
-    #: Tear the transport down (cancel its task).
-    cancel: Callable[[], None]
     #: Send what the session queued, without waiting (set once the transport is up;
     #: what it returns is ignored).
     flush_now: Callable[[], object] | None = None
     #: Why the transport ended, once known (a process's exit code, say).
     reason: str = ""
+    #: Torn down (or to be, as soon as its task starts).
+    cancelled: bool = False
+    #: The scope of the connection's task, once it runs.
+    scope: TaskGroup | None = None
+
+    def cancel(self) -> None:
+        """Tear the transport down (cancel its task)."""
+        self.cancelled = True
+        if self.scope is not None:
+            self.scope.cancel()
+
+
+class LinkHost(Protocol):
+    """What :meth:`BridgeRunner.link_host` sets on an adapter's HTTP client host."""
+
+    runs_timer: bool
+    driver: Driver
+
+
+class BridgeLinks(Protocol):
+    """How an adapter moves a server link's bytes, with its own session hosts
+    (each one's driver is :meth:`BridgeRunner.server_driver`).  Each runs until the
+    link ends, sets ``connection.flush_now`` and calls
+    :meth:`BridgeRunner.connection_opened` once the session can be written to,
+    and returns why the link ended; cancellation tears it down."""
+
+    async def stdio(
+        self, runner: BridgeRunner, action: ConnectServer, connection: Connection, process: Process
+    ) -> None:
+        """The session over ``process``'s stdin and stdout (the runner started the
+        process, drains its stderr and stops it)."""
+        ...
+
+    async def http(
+        self, runner: BridgeRunner, action: ConnectServer, connection: Connection
+    ) -> str:
+        """Streamable HTTP."""
+        ...
+
+    async def sse(self, runner: BridgeRunner, action: ConnectServer, connection: Connection) -> str:
+        """Legacy HTTP+SSE."""
+        ...
+
+    async def ws(self, runner: BridgeRunner, action: ConnectServer, connection: Connection) -> str:
+        """WebSocket."""
+        ...
 
 
 class BridgeRunner:
-    """Executes a :class:`BridgeHost`'s actions; ``clock`` gives its ``now``
-    (seconds since the epoch: it also stamps ``ts``)."""
+    """Executes a :class:`BridgeHost`'s actions on ``backend``, the links' bytes moved
+    by ``links``; ``clock`` gives the host its ``now`` (seconds since the epoch: it
+    also stamps ``ts``).  :meth:`run` it, then attach an agent."""
 
     #: Where a connection's failure is logged (a subclass names its own module).
     log = logger
     #: What the event loop raises when connecting took too long (Trio adds its own).
     timeout_errors: tuple[type[BaseException], ...] = (TimedOut, TimeoutError)
+    #: The event-loop primitives and the links' byte movers (an adapter's bridge
+    #: class names its own).
+    backend: Backend
+    links: BridgeLinks
 
-    def __init__(self, host: BridgeHost, *, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        host: BridgeHost,
+        *,
+        clock: Callable[[], float] | None = None,
+        shutdown_grace: float = 2.0,
+        backend: Backend | None = None,
+        links: BridgeLinks | None = None,
+    ) -> None:
         self.host = host
-        self.clock = clock
-        #: Set by the subclass once it can open connections (its task group exists).
+        if backend is not None:
+            self.backend = backend
+        if links is not None:
+            self.links = links
+        backend = self.backend
+        #: Gives the host its ``now``: the backend's wall clock unless told.
+        self.clock = clock if clock is not None else backend.wall_clock
+        #: How long a server process gets after its stdin closes, then after SIGTERM.
+        self.shutdown_grace = shutdown_grace
+        #: Set while :meth:`run` runs (it can open connections).
         self.running = False
+        #: Set once :meth:`run` runs, and once it has stopped every server.
+        self.started: Signal = backend.new_signal()
+        self.stopped: Signal = backend.new_signal()
+        self._group: TaskGroup | None = None
+        self._timer: Timer | None = None
         self._connections: dict[int, Connection] = {}
         self._agent: AgentSink | None = None
         self._answer: AnswerSink | None = None
         self._armed = math.inf
         self._executing = False
 
-    # Primitives --------------------------------------------------------------------
+    # Running -------------------------------------------------------------------------
+
+    async def run(self, *, ready: Callable[[], object] | None = None) -> None:
+        """Execute the host's actions until cancelled (``ready()`` once running);
+        then stop every server."""
+        backend = self.backend
+        try:
+            async with backend.open_task_group() as group:
+                self._group = group
+                self._timer = backend.start_timer(group, self._timer_due)
+                self.running = True
+                self.poke()
+                self.wake_timer()
+                self.started.set()
+                if ready is not None:
+                    ready()
+                try:
+                    await backend.sleep(math.inf)
+                finally:
+                    # Nothing new starts while the connection tasks stop their servers.
+                    self.running = False
+                    self._timer.cancel()
+        finally:
+            self.running = False
+            self._group = None
+            self.shutdown()
+            self.stopped.set()
 
     def open_connection(self, action: ConnectServer) -> Connection:
         """Start the task that connects to a server and serves its transport."""
-        raise NotImplementedError
+        assert self._group is not None
+        connection = Connection()
+        self._group.start_soon(self._connection, action, connection)
+        return connection
 
-    def wake_timer(self) -> None:
-        """The earliest deadline moved earlier: the timer task must look again."""
-        raise NotImplementedError
-
-    async def _run_stdio(self, action: ConnectServer, connection: Connection) -> str:
-        raise NotImplementedError
-
-    async def _run_http(self, action: ConnectServer, connection: Connection) -> str:
-        raise NotImplementedError
-
-    async def _run_sse(self, action: ConnectServer, connection: Connection) -> str:
-        raise NotImplementedError
-
-    async def _run_ws(self, action: ConnectServer, connection: Connection) -> str:
-        raise NotImplementedError
+    async def _connection(self, action: ConnectServer, connection: Connection) -> None:
+        async with self.backend.open_task_group() as scope:
+            connection.scope = scope
+            if connection.cancelled:  # torn down before its task began
+                scope.cancel()
+            await self.serve_connection(action, connection)
 
     # Executing actions ---------------------------------------------------------------
 
@@ -160,17 +256,22 @@ class BridgeRunner:
 
     # The timer -------------------------------------------------------------------------
 
+    def wake_timer(self) -> None:
+        """The earliest deadline moved: set the timer to it."""
+        if self._timer is not None:
+            self._timer.set(self.timer_delay())
+
     def timer_delay(self) -> float:
-        """Seconds until the host's next deadline (``math.inf``: none); the timer
-        task sleeps that long unless woken."""
+        """Seconds until the host's next deadline (``math.inf``: none)."""
         self.host.deadline_added()  # all included below
         deadline = self.host.next_deadline()
         self._armed = math.inf if deadline is None else deadline
         return max(0.0, self._armed - self.clock())
 
-    def timer_fired(self) -> None:
+    def _timer_due(self) -> None:
         self.host.handle_timer(self.clock())
         self.poke()
+        self.wake_timer()
 
     # Server connections -----------------------------------------------------------------
 
@@ -187,15 +288,52 @@ class BridgeRunner:
             Endpoint.parse(config.url), action.session, headers=config.http_headers
         )
 
+    def link_host(self, cls: Callable[..., H], action: ConnectServer) -> H:
+        """An adapter's HTTP (or legacy SSE) client host of class ``cls`` on ``action``'s
+        session, every event to the bridge host; that host enforces the session's
+        deadlines, so the client host runs no timer of its own (its attach still
+        closes its kept-alive connections when it ends)."""
+        host = cls(
+            action.session,
+            self.http_transport(action),
+            ClientHandlers(),
+            max_body=16 * 1024 * 1024,
+            ssl_context=None,
+        )
+        host.runs_timer = False
+        host.driver = self.server_driver(action)
+        return host
+
     def transport_runner(self, transport: str) -> TransportRunner:
         """What connects to a server over ``transport`` (stdio, http, sse, ws)."""
-        runners: dict[str, TransportRunner] = {
-            "stdio": self._run_stdio,
-            "http": self._run_http,
-            "sse": self._run_sse,
-            "ws": self._run_ws,
+        links = self.links
+        if transport == "stdio":
+            return self._run_stdio
+        runners: dict[str, Callable[..., Awaitable[str]]] = {
+            "http": links.http,
+            "sse": links.sse,
+            "ws": links.ws,
         }
-        return runners[transport]
+        run = runners[transport]
+        return lambda action, connection: run(self, action, connection)
+
+    async def _run_stdio(self, action: ConnectServer, connection: Connection) -> str:
+        """Start the server's process, serve its session over its pipes (the links'
+        part) while logging its stderr, and stop it (stdin closed, then SIGTERM,
+        then SIGKILL after :attr:`shutdown_grace`) however the link ended."""
+        config, backend = action.config, self.backend
+        env = safe_environment(os.environ, {k: str(v) for k, v in config.env.items()})
+        process = await backend.open_process(config.cmd, env=env, cwd=config.cwd or None)
+        try:
+            async with backend.open_task_group() as group:
+                name = f"{action.server_id}:{os.path.basename(config.cmd[0])}"
+                group.start_soon(drain_stderr, process.stderr, name)
+                await self.links.stdio(self, action, connection, process)
+                group.cancel()
+        finally:
+            await stop_process(backend, process, grace=self.shutdown_grace)
+            connection.reason = f"the server process exited (code {process.returncode})"
+        return connection.reason
 
     async def serve_connection(self, action: ConnectServer, connection: Connection) -> None:
         """The body of a connection task: connect over the server's transport and
@@ -261,7 +399,7 @@ class BridgeRunner:
         self.poke()
 
     def shutdown(self) -> None:
-        """Disconnect every server; the backend then waits for the connection tasks."""
+        """Disconnect every server (their tasks, if any are left, are cancelled)."""
         self.host.close(self.clock())
         for action in self.host.drain():
             if isinstance(action, DisconnectServer):
@@ -287,59 +425,11 @@ def direct_bridge(
     make: Callable[[BridgeHost], R],
     config: Mapping[str, Any] | BridgeConfig | None,
     host: BridgeHost | None,
-    clock: Callable[[], float],
 ) -> R:
     """The runner of an in-process bridge: ``host``, or one made from ``config``
     (what ``sansio-mcp bridge --config`` reads), with the config's servers registered."""
     settings = config if isinstance(config, BridgeConfig) else parse_config(config or {})
     runner = make(host or settings.new_host())
     for server in settings.servers:
-        runner.host.register(server, clock())
+        runner.host.register(server, runner.clock())
     return runner
-
-
-class WebSocketAgents:
-    """Agents over WebSocket, one at a time: the first whose opening handshake
-    succeeds is attached; one that connects meanwhile is refused with HTTP 409.
-    One per listener; :meth:`connection` per accepted socket."""
-
-    def __init__(self, runner: BridgeRunner) -> None:
-        self.runner = runner
-        self.busy = False
-
-    def connection(self, framing: A2EWebSocket, sink: AgentSink) -> _WebSocketAgent:
-        if self.busy:
-            framing.refuse_with = 409
-        return _WebSocketAgent(self, framing, sink)
-
-
-class _WebSocketAgent:
-    def __init__(self, agents: WebSocketAgents, framing: A2EWebSocket, sink: AgentSink) -> None:
-        self._agents = agents
-        self._framing = framing
-        self._sink = sink
-        self._mine = False
-
-    def received(self, data: bytes | bytearray) -> None:
-        """Bytes from the socket (``b""`` at its end): messages go to the host."""
-        agents, framing, runner = self._agents, self._framing, self._agents.runner
-        texts = framing.receive_data(data)
-        if framing.open and not self._mine and framing.refused is None and not agents.busy:
-            agents.busy = self._mine = True
-            runner.host.agent_connected(runner.now())
-            runner.attach_agent(self._sink)
-        for text in texts:
-            runner.host.receive_agent_text(text, runner.now())
-        runner.poke()
-        if framing.closed:
-            self.release()
-
-    def release(self) -> None:
-        """This agent is gone (called before the close reply goes out, so the next
-        agent may connect at once)."""
-        if self._mine:
-            self._agents.busy = self._mine = False
-            runner = self._agents.runner
-            runner.attach_agent(None)
-            runner.host.agent_disconnected(runner.now())
-            runner.poke()
