@@ -22,33 +22,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sansio_mcp import MCPError
-from sansio_mcp.runtime import Context, Server
+from sansio_mcp.runtime import Server
+from sansio_mcp.runtime.example_server import add_task_tools
 
 
 def build_server() -> Server:
     server = Server("tasks-example", "1.0.0", task_poll_interval_ms=100)
-
-    @server.tool(task="optional")
-    async def long_job(ctx: Context, seconds: float = 2.0, steps: int = 4) -> str:
-        """A job in ``steps`` steps: a task for clients that declare the extension."""
-        steps = max(1, steps)
-        for step in range(steps):
-            await ctx.report_progress(step, steps, f"step {step + 1} of {steps}")
-            await ctx.sleep(seconds / steps)
-        return f"long job done: {steps} steps in {seconds:g} s"
-
-    @server.tool(task="required")
-    async def approve_job(ctx: Context, job: str) -> str:
-        """Only runs as a task; asks for approval inside it, then runs ``job``."""
-        await ctx.become_task()
-        answer = await ctx.elicit(
-            f"Run {job}?", {"type": "object", "properties": {"approve": {"type": "boolean"}}}
-        )
-        if (answer.get("content") or {}).get("approve") is not True:
-            return f"{job}: not approved"
-        await ctx.sleep(0.1)
-        return f"{job}: done"
-
+    # The bundled example server's two task tools, with longer jobs allowed.
+    add_task_tools(server, max_seconds=600)
     return server
 
 

@@ -139,10 +139,17 @@ class RoleGates:
             return
         if self.role is Role.SERVER and method in TASK_METHODS and declares_tasks(capabilities):
             # A server offering the tasks extension: its tasks/* exist only for 2026-07-28
-            # requests, whose _meta can declare it; a handshake session cannot.
-            raise tasks_capability_error(
-                f"{method} belongs to the tasks extension, served on 2026-07-28 requests only"
+            # requests, whose _meta can declare it; a handshake session cannot (unless
+            # the method is also 2025-11-25's own, with the core's tasks capability).
+            legacy = (
+                revision is not None
+                and method in revision.client_requests
+                and has_capability(capabilities, ("tasks",))
             )
+            if not legacy:
+                raise tasks_capability_error(
+                    f"{method} belongs to the tasks extension, served on 2026-07-28 requests only"
+                )
         if method not in self.peer_requests(revision):
             raise MCPError(ErrorCode.METHOD_NOT_FOUND, f"method not found: {method!r}")
         gate = self.incoming_request_gates.get(method)

@@ -89,8 +89,14 @@ _SPECS: Mapping[str, tuple[tuple[str, str, Check, bool], ...]] = {
         ("name", "a string", _str, True),
         ("arguments", "an object of strings", _str_map, False),
     ),
-    "tools/call": (("name", "a string", _str, True), ("arguments", "an object", _obj, False)),
+    "tools/call": (
+        ("name", "a string", _str, True),
+        ("arguments", "an object", _obj, False),
+        ("task", "an object", _obj, False),
+    ),
     "tasks/get": (("taskId", "a string", _str, True),),
+    "tasks/result": (("taskId", "a string", _str, True),),
+    "tasks/list": (("cursor", "a string", _str, False),),
     "tasks/cancel": (("taskId", "a string", _str, True),),
     "tasks/update": (
         ("taskId", "a string", _str, True),

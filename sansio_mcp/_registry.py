@@ -102,6 +102,14 @@ class SessionHub:
         """Tell every subscriber of ``uri``; returns how many sessions were told."""
         return self._tell(lambda session: session.send_resource_updated(uri))
 
+    def tell(self, session: ServerSession, send: Callable[[ServerSession], bool]) -> bool:
+        """``send`` on one member session (flushed if it sent); False if it is gone."""
+        member = self._members.get(id(session))
+        if member is None or session.state is SessionState.CLOSED or not send(session):
+            return False
+        member[1]()
+        return True
+
     def task_status(self, detailed_task: dict[str, Any]) -> int:
         """Push a task's new state to the subscriptions listening for it."""
         return self._tell(lambda session: session.send_task_status(detailed_task))

@@ -166,6 +166,30 @@ def validate_arguments(schema: dict[str, Any], arguments: dict[str, Any]) -> str
     return None
 
 
+def _range_problem(schema: dict[str, Any], value: float) -> str | None:
+    """The schema's numeric bounds (``minimum``, ``maximum`` and their exclusive forms)."""
+    for key, words in _BOUNDS.items():
+        bound = schema.get(key)
+        if isinstance(bound, (int, float)) and not isinstance(bound, bool):
+            if not _BOUND_HOLDS[key](value, bound):
+                return f"must be {words} {bound}"
+    return None
+
+
+_BOUNDS = {
+    "minimum": "at least",
+    "maximum": "at most",
+    "exclusiveMinimum": "more than",
+    "exclusiveMaximum": "less than",
+}
+_BOUND_HOLDS: dict[str, Callable[[float, float], bool]] = {
+    "minimum": lambda v, b: v >= b,
+    "maximum": lambda v, b: v <= b,
+    "exclusiveMinimum": lambda v, b: v > b,
+    "exclusiveMaximum": lambda v, b: v < b,
+}
+
+
 def _check_value(schema: dict[str, Any], value: Any) -> str | None:
     if "enum" in schema and value not in schema["enum"]:
         return f"must be one of {schema['enum']}"
@@ -179,6 +203,10 @@ def _check_value(schema: dict[str, Any], value: Any) -> str | None:
     kinds = expected if isinstance(expected, list) else [expected]
     if not any(_TYPE_CHECKS.get(k, lambda v: True)(value) for k in kinds):
         return f"must be of type {' or '.join(kinds)}"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        problem = _range_problem(schema, value)
+        if problem:
+            return problem
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
         for item in value:
             problem = _check_value(schema["items"], item)

@@ -436,6 +436,15 @@ class ServerSession(Session):
             lambda f: task_id in (f.get("taskIds") or ()),
         )
 
+    def send_legacy_task_status(self, task: dict[str, Any]) -> bool:
+        """Send 2025-11-25's ``notifications/tasks/status`` (a Task) on this handshake
+        session, if its revision has it."""
+        revision = self.revision if self.state is SessionState.READY else None
+        if revision is None or "notifications/tasks/status" not in revision.server_notifications:
+            return False
+        self.send_notification("notifications/tasks/status", task)
+        return True
+
     def send_list_changed(self, kind: str) -> bool:
         """Send ``notifications/{kind}/list_changed`` (tools, prompts or resources)
         on the handshake session and to the subscriptions that asked for it."""

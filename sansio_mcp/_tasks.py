@@ -19,10 +19,19 @@ from typing import Any
 
 import attrs
 
-from ._errors import InvalidParams, LocalProtocolError, MCPError, MissingRequiredClientCapability
+from ._errors import (
+    InvalidParams,
+    LocalProtocolError,
+    MCPError,
+    MethodNotFound,
+    MissingRequiredClientCapability,
+)
 
 __all__ = [
     "TASKS_EXTENSION",
+    "LEGACY_TASKS_REVISION",
+    "LEGACY_TASKS_CAPABILITY",
+    "RELATED_TASK",
     "TASK_METHODS",
     "TASK_NOTIFICATION",
     "TASK_SUPPORT",
@@ -35,6 +44,7 @@ __all__ = [
     "TaskTable",
     "declares_tasks",
     "runs_as_task",
+    "runs_as_legacy_task",
     "tasks_capability_error",
     "iso_time",
 ]
@@ -48,6 +58,18 @@ TASK_NOTIFICATION = "notifications/tasks"
 #: How a tool may run: ``optional`` (a task when the client declared the
 #: extension, else at once) or ``required`` (only as a task).
 TASK_SUPPORT = frozenset({"optional", "required"})
+
+#: The handshake revision whose core has (experimental) tasks: ``params.task`` on
+#: ``tools/call``, ``tasks/get|result|list|cancel``, the ``tasks`` capability.
+LEGACY_TASKS_REVISION = "2025-11-25"
+#: What a server offering task-capable tools advertises there.
+LEGACY_TASKS_CAPABILITY: Mapping[str, Any] = {
+    "list": {},
+    "cancel": {},
+    "requests": {"tools": {"call": {}}},
+}
+#: ``_meta`` key tying a message to its task (2025-11-25).
+RELATED_TASK = "io.modelcontextprotocol/related-task"
 
 
 class TaskStatus(enum.Enum):
@@ -127,6 +149,24 @@ def runs_as_task(
     if support == "required":
         raise tasks_capability_error("this tool only runs as a task")
     return False
+
+
+def runs_as_legacy_task(support: str | None, task_param: Any) -> bool:
+    """Whether a 2025-11-25 ``tools/call`` runs as a task: it asked with ``params.task``.
+    The tool's ``execution.taskSupport`` must allow it, and a tool that requires it
+    must be asked so: -32601 otherwise (the revision's tool-level negotiation)."""
+    if task_param is None:
+        if support == "required":
+            raise MethodNotFound(message="this tool only runs as a task: call it with params.task")
+        return False
+    if not isinstance(task_param, dict):
+        raise InvalidParams(message="tools/call: 'task' must be an object")
+    ttl = task_param.get("ttl")
+    if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0):
+        raise InvalidParams(message="tools/call: 'task.ttl' must be a non-negative integer")
+    if support is None:
+        raise MethodNotFound(message="this tool does not run as a task (taskSupport forbidden)")
+    return True
 
 
 @attrs.define
@@ -272,17 +312,20 @@ class TaskRecord:
 
     def task(self) -> dict[str, Any]:
         """The ``Task`` object (no result, error or input requests)."""
+        return self._task_object("ttlMs", "pollIntervalMs")
+
+    def _task_object(self, ttl_key: str, poll_key: str) -> dict[str, Any]:
         task: dict[str, Any] = {
             "taskId": self.task_id,
             "status": self.status.value,
             "createdAt": iso_time(self.created_at),
             "lastUpdatedAt": iso_time(self.last_updated_at),
-            "ttlMs": self.ttl_ms,
+            ttl_key: self.ttl_ms,
         }
         if self.status_message is not None:
             task["statusMessage"] = self.status_message
         if self.poll_interval_ms is not None:
-            task["pollIntervalMs"] = self.poll_interval_ms
+            task[poll_key] = self.poll_interval_ms
         return task
 
     def detailed(self) -> dict[str, Any]:
@@ -303,6 +346,20 @@ class TaskRecord:
     def get_result(self) -> dict[str, Any]:
         """The ``GetTaskResult`` answering ``tasks/get``."""
         return {"resultType": "complete", **self.detailed()}
+
+    def legacy_task(self) -> dict[str, Any]:
+        """The 2025-11-25 ``Task`` (``ttl`` and ``pollInterval``; no outcome inline)."""
+        return self._task_object("ttl", "pollInterval")
+
+    def legacy_payload(self) -> dict[str, Any]:
+        """What ``tasks/result`` answers once the task is over: the tool's result,
+        tied to the task; :class:`MCPError` for a failed or cancelled task."""
+        if self.status is TaskStatus.COMPLETED and self.result is not None:
+            meta = {**(self.result.get("_meta") or {}), RELATED_TASK: {"taskId": self.task_id}}
+            return {**self.result, "_meta": meta}
+        if self.status is TaskStatus.FAILED and self.error is not None:
+            raise MCPError.from_dict(self.error)
+        raise InvalidParams(message=f"task {self.task_id} is {self.status.value}: it has no result")
 
 
 class TaskTable:

@@ -11,6 +11,7 @@ from typing import Any
 import trio
 
 from sansio_mcp import MCPError, RequestTimeout
+from sansio_mcp._tasks import TASKS_EXTENSION
 
 from ._connection import Lifeline, ServerGone, describe_exit
 from ._findings import Findings, PropertyFailure
@@ -22,6 +23,17 @@ __all__ = ["ToolProbes"]
 
 #: A tool name no server has: calling it must be rejected like invalid arguments.
 _PROBE_TOOL = "sansio-mcp-check-no-such-tool"
+#: Why a tool that only runs as a task is not called: the checker does not declare
+#: the tasks extension (nor sends 2025-11-25's ``params.task``).
+_TASK_ONLY = "it only runs as a task (the tasks extension), which the checker does not ask for"
+
+
+def _task_only_refusal(error: MCPError) -> bool:
+    """-32021 naming the tasks extension: the tool only runs as a task."""
+    data = error.data if isinstance(error.data, dict) else {}
+    required = data.get("requiredCapabilities")
+    extensions = required.get("extensions") if isinstance(required, dict) else None
+    return error.code == -32021 and isinstance(extensions, dict) and TASKS_EXTENSION in extensions
 
 
 class ToolProbes(Probe):
@@ -98,7 +110,10 @@ class ToolProbes(Probe):
         found = []
         for tool in tools:
             schema = tool.get("inputSchema")
-            if schema is None or (_is_object(schema) and schema_problem(schema, None) is None):
+            execution = tool.get("execution")
+            if isinstance(execution, dict) and execution.get("taskSupport") == "required":
+                self.skip(f"tool {tool['name']}", _TASK_ONLY)  # 2025-11-25 says so up front
+            elif schema is None or (_is_object(schema) and schema_problem(schema, None) is None):
                 found.append(tool)
             else:
                 self.skip(f"tool {tool['name']}", "its inputSchema is unusable (see tool-schemas)")
@@ -219,6 +234,9 @@ class ToolProbes(Probe):
                 run.timed_out = arguments
                 run.stopped = True
                 return
+            if kind == "error" and _task_only_refusal(value):
+                run.task_only = run.stopped = True
+                return
             self.findings.count(prop)
             problem = judge(tool, kind, value)
             if problem is not None:
@@ -265,6 +283,8 @@ class ToolProbes(Probe):
                 self.findings.say(f"  ! survival: {found.message}")
         elif isinstance(outcome, str):
             self.skip(f"tool {name}: {prop}", outcome)
+        if run.task_only:
+            self.skip(f"tool {name}", _TASK_ONLY)
         if run.gone:
             raise ServerGone()
         if not self.conn.alive:
@@ -326,6 +346,8 @@ class _Run:
         self.done = 0
         self.stopped = False
         self.timed_out: Any = None
+        #: The tool answered that it only runs as a task.
+        self.task_only = False
         self.failure: PropertyFailure | None = None
         self.crash_restarts = 0
         #: The server died and could not be restarted.

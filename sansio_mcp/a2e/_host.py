@@ -84,7 +84,7 @@ from ._messages import (
 from ._models import A2EErrorCode, MCPRoot, MCPServerConfig, MCPServerInfo
 from ._registry import Registry
 from ._resources_prompts import ResourcesAndPrompts
-from ._tool_calls import ToolCalls
+from ._tool_calls import ToolCalls, cancel_task
 from ._translate import roots_problem
 
 __all__ = ["BRIDGE_INFO", "BridgeHost"]
@@ -488,7 +488,11 @@ class BridgeHost:
                         link.session.cancel(request_id, "the agent disconnected")
                     except LocalProtocolError:
                         link.session.forget(request_id)
-            if mine:
+            # Tasks run for its calls are cancelled too (tasks/result's own cancel does not).
+            tasks = [task_id for conn, task_id in self._state.followed_tasks if conn == link.conn]
+            for task_id in tasks:
+                cancel_task(self._state, link, task_id)
+            if mine or tasks:
                 self._state.touch(link)
 
     def _on_handshake(self, request: HandshakeRequest) -> None:
@@ -577,6 +581,14 @@ class BridgeHost:
                 params["message"] = event.message
             self._state.push(link, "notifications/progress", params)
         elif isinstance(event, NotificationReceived):
+            followed = (
+                self._state.followed_tasks.get((link.conn, str(event.params.get("taskId"))))
+                if event.method == "notifications/tasks/status"
+                else None
+            )
+            if followed is not None:
+                followed.status(event.params)  # a tool call's task: a tool/event
+                return
             self._state.push(link, event.method, copy_json(event.params))
             self._catalog.list_changed(link, event.method)
         elif isinstance(event, RequestReceived):

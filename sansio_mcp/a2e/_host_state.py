@@ -241,6 +241,8 @@ class HostState:
         self.dirty: set[int] = set()
         #: What servers asked of the agent, by the id of the message that asked.
         self.waits: dict[str, AgentWait] = {}
+        #: Tool calls running as 2025-11-25 tasks upstream, by (connection, task id).
+        self.followed_tasks: dict[tuple[int, str], Any] = {}
         self.earliest_added: float | None = None
         self.agent_closed = False
         self.internal_errors: list[str] = []

@@ -18,12 +18,13 @@ from .._cache import ResultCache
 from .._client_session import ClientSession
 from .._errors import ErrorCode, LocalProtocolError, MCPError, RemoteProtocolError
 from .._events import RequestReceived
+from .._gates import has_capability
 from .._http_headers import x_mcp_header_problems
 from .._json import DEFAULT_MAX_MESSAGE_SIZE
 from .._jsonrpc import RequestId
 from .._modern import listen_filter
 from .._params import LOG_LEVELS
-from .._tasks import TASKS_EXTENSION
+from .._tasks import LEGACY_TASKS_REVISION, TASKS_EXTENSION
 from ._driver import Driver, ProgressCallback, SubscriptionSink
 from ._primitives import Sleeper
 from ._task_client import StatusCallback, ToolTask
@@ -210,6 +211,11 @@ class ClientHost(Protocol):
     def new_subscription(self, buffer: int) -> Subscription: ...
 
 
+def _task_support(tool: dict[str, Any]) -> Any:
+    execution = tool.get("execution")
+    return execution.get("taskSupport") if isinstance(execution, dict) else None
+
+
 class ClientAPI:
     """Typed MCP calls on a session host (:class:`ClientHost`): requests, flushing,
     shielding, the clock and subscriptions are the host's.
@@ -228,6 +234,9 @@ class ClientAPI:
         self.session = session
         self.driver = driver = host.driver
         self.handlers = handlers
+        #: 2025-11-25 tools that may run as tasks: name -> ``execution.taskSupport``
+        #: (from list_tools; None until it ran).
+        self._task_tools: dict[Any, str] | None = None
         if session.is_modern:
             self.cache = ResultCache()
         driver.observe_notification = self.notification_seen
@@ -350,6 +359,12 @@ class ClientAPI:
         """
         tools = await self._all_pages("tools/list", "tools")
         if not self.session.is_modern:
+            # 2025-11-25: remember which tools may run as tasks (call_tool asks for one).
+            self._task_tools = {
+                t.get("name"): support
+                for t in tools
+                if (support := _task_support(t)) in ("optional", "required")
+            }
             return tools
         return [t for t in tools if not x_mcp_header_problems(t.get("inputSchema"))]
 
@@ -393,17 +408,36 @@ class ClientAPI:
         extension: ``ClientHandlers(tasks=True)``), the task is followed to its
         result (``on_status`` sees its changes); with ``task=True`` its
         :class:`ToolTask` handle is returned instead (a finished one if the
-        server answered at once).
+        server answered at once).  On 2025-11-25, ``task=True`` asks a server that
+        offers tool tasks for one (``params.task``) if the tool's
+        ``execution.taskSupport`` allows it (the listing is fetched once to know), as
+        does a plain call of a tool :meth:`list_tools` saw as task-only (the task is
+        followed to its result).
         """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
+        legacy_task = False
+        if self._legacy_tool_tasks:
+            if task and self._task_tools is None:
+                await self.list_tools()  # which tools may run as tasks (the spec's check)
+            support = (self._task_tools or {}).get(name)
+            legacy_task = support == "required" or (task and support == "optional")
+        if legacy_task:
+            params["task"] = {}
         result = await self.request("tools/call", params, timeout=timeout, on_progress=on_progress)
         if task:
             return ToolTask(self, result)
-        if result.get("resultType") == "task":
+        if result.get("resultType") == "task" or legacy_task:
             return await ToolTask(self, result).result(on_status=on_status)
         return result
+
+    @property
+    def _legacy_tool_tasks(self) -> bool:
+        """Whether this is a 2025-11-25 session with a server that runs tool calls as tasks."""
+        return self.protocol_version == LEGACY_TASKS_REVISION and has_capability(
+            self.server_capabilities, ("tasks", "requests", "tools", "call")
+        )
 
     async def sleep(self, seconds: float) -> None:
         """Sleep on the host's backend (polling pace)."""

@@ -46,7 +46,15 @@ from .._schema import (
     validate_arguments,
 )
 from .._server_session import ServerSession
-from .._tasks import TASK_METHODS, TASK_SUPPORT, TASKS_EXTENSION, runs_as_task
+from .._tasks import (
+    LEGACY_TASKS_CAPABILITY,
+    LEGACY_TASKS_REVISION,
+    TASK_METHODS,
+    TASK_SUPPORT,
+    TASKS_EXTENSION,
+    runs_as_legacy_task,
+    runs_as_task,
+)
 from .._versions import ALL_REVISIONS, MRTR_METHODS
 from ..auth import AccessToken, ResourceServer
 from ._driver import respond_with_failure, respond_with_result
@@ -307,6 +315,11 @@ class Context:
         return roots if isinstance(roots, list) else []
 
 
+def _legacy_tasks(ctx: Context) -> bool:
+    """Whether ``ctx`` is a request of a 2025-11-25 session (the core's own tasks)."""
+    return not ctx.stateless and ctx.protocol_version == LEGACY_TASKS_REVISION
+
+
 def _context_param(func: Handler) -> str | None:
     """The parameter that receives the :class:`Context`, if any."""
     try:
@@ -511,6 +524,8 @@ class Server:
             caps["logging"] = {}
         if any(t.task_support for t in self.tools.values()):
             caps["extensions"] = {TASKS_EXTENSION: {}}
+            # 2025-11-25's own tasks (trimmed away on every other revision).
+            caps["tasks"] = dict(LEGACY_TASKS_CAPABILITY)
         if any(t.completers for t in self.templates.values()) or any(
             p.completers for p in self.prompts.values()
         ):
@@ -617,7 +632,7 @@ class Server:
         """The result of a request that calls no handler, or the call it comes down to."""
         method, params = ctx.method, ctx.params
         if method == "tools/list":
-            return self._page(params, "tools", [t.to_dict() for t in self.tools.values()])
+            return self._page(params, "tools", self._tool_listing(ctx))
         if method == "tools/call":
             return self._plan_tool_call(ctx)
         if method == "resources/list":
@@ -636,9 +651,26 @@ class Server:
             return self._plan_prompt(ctx)
         if method == "completion/complete":
             return self._plan_completion(params)
+        if _legacy_tasks(ctx) and method.startswith("tasks/"):
+            return self._plan_legacy_task(ctx)
         if method in TASK_METHODS:
             return self.tasks.handle(ctx, method)
         raise MethodNotFound(message=f"method not found: {method!r}")
+
+    def _tool_listing(self, ctx: Context) -> list[dict[str, Any]]:
+        tools = [t.to_dict() for t in self.tools.values()]
+        if _legacy_tasks(ctx) and "tasks" in self.capabilities:
+            for tool, listed in zip(self.tools.values(), tools, strict=True):
+                listed["execution"] = {"taskSupport": tool.task_support or "forbidden"}
+        return tools
+
+    def _plan_legacy_task(self, ctx: Context) -> dict[str, Any] | HandlerCall:
+        """2025-11-25's ``tasks/get``, ``tasks/result``, ``tasks/list``, ``tasks/cancel``."""
+        if ctx.method == "tasks/list":
+            return self._page(ctx.params, "tasks", self.tasks.listing(ctx))
+        if ctx.method == "tasks/result":
+            return HandlerCall(self.tasks.payload, {"ctx": ctx}, lambda value: value)
+        return self.tasks.handle_legacy(ctx, ctx.method)
 
     def _page(
         self, params: dict[str, Any], key: str, items: list[dict[str, Any]]
@@ -673,7 +705,10 @@ class Server:
         kwargs = dict(arguments)
         if tool.context_param:
             kwargs[tool.context_param] = ctx
-        task = runs_as_task(tool.task_support, ctx.client_capabilities, modern=ctx.stateless)
+        if _legacy_tasks(ctx):
+            task = runs_as_legacy_task(tool.task_support, ctx.params.get("task"))
+        else:
+            task = runs_as_task(tool.task_support, ctx.client_capabilities, modern=ctx.stateless)
         return HandlerCall(tool.handler, kwargs, tool_result, tool=True, task=task)
 
     def _find_resource(self, uri: str) -> tuple[Handler, dict[str, str], str | None]:

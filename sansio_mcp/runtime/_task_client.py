@@ -3,8 +3,10 @@ tool call the server runs as a task.
 
 It polls ``tasks/get`` at the server's ``pollIntervalMs``, answers the
 task's input requests with the client's handlers (``tasks/update``, each
-key once), and can be cancelled.  Backend-neutral: it awaits only its
-client's requests and sleep.
+key once), and can be cancelled.  A 2025-11-25 task (the core's own, answered
+``{"task": Task}``) is polled the same way; its input requests come as ordinary
+server requests the handlers answer, and its outcome is fetched with
+``tasks/result``.  Backend-neutral: it awaits only its client's requests and sleep.
 """
 
 from __future__ import annotations
@@ -64,8 +66,12 @@ class ToolTask:
     def __init__(self, peer: _TaskPeer, created: dict[str, Any]) -> None:
         self._peer = peer
         self._answered: set[str] = set()
+        #: A 2025-11-25 task: ``CreateTaskResult`` ``{"task": Task}``, outcome by ``tasks/result``.
+        self.legacy = "resultType" not in created and isinstance(created.get("task"), dict)
         if created.get("resultType", "complete") == "task":
             self.last = _task_fields(created)
+        elif self.legacy:
+            self.last = _task_fields(created["task"])
         else:  # answered without a task
             self.last = {"taskId": "", "status": "completed", "result": created}
 
@@ -85,7 +91,7 @@ class ToolTask:
     @property
     def poll_interval(self) -> float:
         """Seconds between polls: the server's ``pollIntervalMs``, else a default."""
-        interval = self.last.get("pollIntervalMs")
+        interval = self.last.get("pollInterval" if self.legacy else "pollIntervalMs")
         if isinstance(interval, int) and not isinstance(interval, bool) and interval > 0:
             return interval / 1000
         return DEFAULT_POLL_INTERVAL
@@ -126,7 +132,11 @@ class ToolTask:
         ``on_status`` sees every status (or status message) change."""
         seen: tuple[Any, ...] | None = None
         while True:
-            if self.status == "input_required" and "inputRequests" not in self.last:
+            if (
+                not self.legacy
+                and self.status == "input_required"
+                and "inputRequests" not in self.last
+            ):
                 await self.refresh()  # a bare Task (the CreateTaskResult) names no requests
                 continue
             key = (self.status, self.last.get("statusMessage"), tuple(self.input_requests))
@@ -156,6 +166,9 @@ class ToolTask:
         """Wait for the end; the ``CallToolResult`` of a completed task.  A failed
         task raises its error (:class:`MCPError`), a cancelled one :class:`TaskCancelled`."""
         final = await self.wait(on_status=on_status, answer_inputs=answer_inputs)
+        if self.legacy and final["status"] in ("completed", "failed"):
+            # The payload (or the task's error, raised) is fetched, never inline.
+            return await self._peer.send_request("tasks/result", {"taskId": self.task_id})
         if final["status"] == "completed" and isinstance(final.get("result"), dict):
             return dict(final["result"])
         error = final.get("error")

@@ -15,6 +15,11 @@ must wait before it knows whether it has long work ahead (a peer that may answer
 at once or start a job) waits inside ``ctx.defer_task()`` and calls
 ``ctx.become_task()`` once it knows; raising :class:`CancelTask` ends its task
 as ``cancelled``.
+
+On a 2025-11-25 session (the core's experimental tasks) a ``tools/call`` with
+``params.task`` is a task from the start; input the tool asks for goes to the
+client as ordinary requests tied to the task (``input_required`` meanwhile),
+and ``tasks/result`` waits for the outcome.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from typing import Any, Protocol
 from .._errors import InternalError, InvalidParams, MCPError, failure_text
 from .._modern import missing_capability_error, missing_input_capabilities
 from .._registry import HandlerCall, SessionHub
-from .._tasks import TaskRecord, TaskStatus, TaskTable
+from .._tasks import RELATED_TASK, TaskRecord, TaskStatus, TaskTable
 from ._primitives import Cancellable, Signal
 
 __all__ = ["CancelTask", "TaskContext", "TaskStart", "TaskStore", "TaskRunner", "RunningTask"]
@@ -85,9 +90,19 @@ class TaskContext(Protocol):
     @property
     def client_capabilities(self) -> dict[str, Any]: ...
 
+    @property
+    def stateless(self) -> bool: ...
+
+    @property
+    def session(self) -> Any: ...
+
     def clock(self) -> float: ...
 
     def new_signal(self) -> Signal: ...
+
+    async def send_request(
+        self, method: str, params: dict[str, Any] | None = None
+    ) -> dict[str, Any]: ...
 
     def start_background(self, fn: Callable[[], Awaitable[Any]]) -> Cancellable: ...
 
@@ -142,7 +157,10 @@ class RunningTask:
         self.handle: Cancellable | None = None
 
     async def ask(self, requests: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        """Park the task on ``requests`` until ``tasks/update`` answered them all."""
+        """Park the task on ``requests`` until ``tasks/update`` answered them all (on
+        2025-11-25: ask the client directly, ``input_required`` until it answered)."""
+        if not self._ctx.stateless:
+            return await self._ask_directly(requests)
         missing = missing_input_capabilities(dict(requests), self._ctx.client_capabilities)
         if missing:
             raise missing_capability_error(missing)
@@ -153,6 +171,30 @@ class RunningTask:
             await self._wake.wait()
         answers = self.record.answers
         return {key: answers[wire] for wire, key in keys.items()}
+
+    async def _ask_directly(
+        self, requests: Mapping[str, dict[str, Any]]
+    ) -> dict[str, dict[str, Any]]:
+        keys = self.record.ask(requests, self.now())
+        self._announce(self.record)
+        answers: dict[str, dict[str, Any]] = {}
+        try:
+            for key, request in requests.items():
+                params = dict(request.get("params") or {})
+                params["_meta"] = {**params.get("_meta", {}), RELATED_TASK: self._related}
+                answers[key] = await self._ctx.send_request(request["method"], params)
+        finally:
+            if self.record.status is TaskStatus.INPUT_REQUIRED:
+                # Back to working, answered or not: the tool goes on (or raises) either way.
+                self.record.answer(
+                    {wire: answers.get(key, {}) for wire, key in keys.items()}, self.now()
+                )
+                self._announce(self.record)
+        return answers
+
+    @property
+    def _related(self) -> dict[str, str]:
+        return {"taskId": self.record.task_id}
 
     def report(self, message: str | None) -> None:
         """A progress message becomes the task's ``statusMessage``."""
@@ -186,6 +228,10 @@ class TaskRunner:
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
         self._running: dict[str, RunningTask] = {}
+        #: 2025-11-25 tasks belong to the session that made them: task id -> its id().
+        self._owners: dict[str, int] = {}
+        #: ``tasks/result`` requests waiting for a task to end.
+        self._waiters: dict[str, list[Signal]] = {}
 
     @property
     def running(self) -> int:
@@ -200,25 +246,33 @@ class TaskRunner:
     ) -> dict[str, Any]:
         """Run ``call`` as a task; the ``tools/call`` answer: ``CreateTaskResult``
         once the tool first waits, else its own outcome (``settle_error`` turns an
-        exception into a result or raises it, as for a plain call)."""
+        exception into a result or raises it, as for a plain call).  On a 2025-11-25
+        session the task exists at once, and the answer is ``{"task": Task}``."""
         clock0, wall0 = ctx.clock(), ctx.now
-        self.store.forget_expired(wall0)
+        self._forget_owners(wall0)
         first = ctx.new_signal()
         outcome: dict[str, Any] = {}
+        legacy = not ctx.stateless
 
         def now() -> float:
             return wall0 + ctx.clock() - clock0
 
         def created() -> None:
             record = TaskRecord.new(
-                now(), ttl_ms=self.ttl_ms, poll_interval_ms=self.poll_interval_ms
+                now(), ttl_ms=self._ttl_for(ctx, legacy), poll_interval_ms=self.poll_interval_ms
             )
             self.store.add(record)
             running = RunningTask(record, ctx, now, lambda r: self._announce(ctx, r))
             running.handle = handle
             self._running[record.task_id] = running
+            if legacy:
+                self._owners[record.task_id] = id(ctx.session)
             ctx.task = running
             outcome["task"] = running
+            # A task starts working; the tool may ask for input before this answer is sent.
+            outcome["created"] = (
+                {"task": record.legacy_task()} if legacy else record.create_result()
+            )
             first.set()
 
         start = ctx.task_start = TaskStart(created)
@@ -226,6 +280,8 @@ class TaskRunner:
         async def body() -> None:
             error: Exception | None = None
             try:
+                if legacy:
+                    start.now()  # no MRTR on a handshake session: the task exists at once
                 value = call.handler(**call.kwargs)
                 if inspect.isawaitable(value):
                     value = await _FirstWait(value, start)
@@ -250,10 +306,17 @@ class TaskRunner:
                 handle.cancel()  # the client gave up before any task existed
             raise
         if "task" in outcome:
-            return outcome["task"].record.create_result()  # type: ignore[no-any-return]
+            return outcome["created"]  # type: ignore[no-any-return]
         if outcome["error"] is not None:
             return settle_error(outcome["error"])
         return call.finish(outcome["value"])
+
+    def _ttl_for(self, ctx: TaskContext, legacy: bool) -> int | None:
+        """The retention: ours, or a 2025-11-25 requestor's shorter ``task.ttl``."""
+        asked = (ctx.params.get("task") or {}).get("ttl") if legacy else None
+        if isinstance(asked, int) and (self.ttl_ms is None or asked < self.ttl_ms):
+            return asked
+        return self.ttl_ms
 
     def _settle(
         self,
@@ -291,8 +354,69 @@ class TaskRunner:
             self._announce(ctx, running.record)
 
     def _announce(self, ctx: TaskContext, record: TaskRecord) -> None:
-        if ctx.hub is not None:
+        if record.terminal:
+            for waiter in self._waiters.pop(record.task_id, []):
+                waiter.set()
+        if ctx.hub is None:
+            return
+        if ctx.stateless:
             ctx.hub.task_status(record.detailed())
+        else:  # 2025-11-25: the optional status push, to the task's own session
+            task = record.legacy_task()
+            ctx.hub.tell(ctx.session, lambda session: session.send_legacy_task_status(task))
+
+    def _forget_owners(self, now: float) -> None:
+        """Forget expired tasks, and the owners of the tasks the store forgot."""
+        self.store.forget_expired(now)
+        for task_id in [t for t in self._owners if t not in self._running]:
+            try:
+                self.store.get(task_id, now)
+            except InvalidParams:
+                del self._owners[task_id]
+
+    # 2025-11-25: tasks/get, tasks/result, tasks/list, tasks/cancel ---------------------
+
+    def _owned(self, ctx: TaskContext, task_id: str) -> TaskRecord:
+        """The live task of this session; -32602 if unknown, expired or another's."""
+        record = self.store.get(task_id, ctx.now)
+        if self._owners.get(task_id) != id(ctx.session):
+            raise InvalidParams(message=f"unknown or expired task: {task_id!r}")
+        return record
+
+    def handle_legacy(self, ctx: TaskContext, method: str) -> dict[str, Any]:
+        """``tasks/get`` or ``tasks/cancel`` on a 2025-11-25 session: the ``Task``."""
+        record = self._owned(ctx, ctx.params["taskId"])
+        if method == "tasks/cancel":
+            if not record.cancel(ctx.now):
+                raise InvalidParams(
+                    message=f"task {record.task_id} is already {record.status.value}"
+                )
+            running = self._running.get(record.task_id)
+            if running is not None and running.handle is not None:
+                running.handle.cancel()
+            self._announce(ctx, record)
+        return record.legacy_task()
+
+    async def payload(self, ctx: TaskContext) -> dict[str, Any]:
+        """``tasks/result``: wait for the task to end; its result (or error)."""
+        record = self._owned(ctx, ctx.params["taskId"])
+        while not record.terminal:
+            signal = ctx.new_signal()
+            self._waiters.setdefault(record.task_id, []).append(signal)
+            await signal.wait()
+        return record.legacy_payload()
+
+    def listing(self, ctx: TaskContext) -> list[dict[str, Any]]:
+        """``tasks/list``: this session's live tasks, oldest first."""
+        self._forget_owners(ctx.now)
+        mine = {t for t, owner in self._owners.items() if owner == id(ctx.session)}
+        found = []
+        for task_id in mine:
+            try:
+                found.append(self.store.get(task_id, ctx.now))
+            except InvalidParams:
+                continue
+        return [r.legacy_task() for r in sorted(found, key=lambda r: (r.created_at, r.task_id))]
 
     # tasks/get, tasks/update, tasks/cancel ---------------------------------------------
 

@@ -2,10 +2,11 @@
 
 Tool names are part of the documented interface: ``echo``, ``add``,
 ``slow``, ``sample``, ``elicit``, ``list_roots``, ``survey``, ``fail`` (plus
-``increment``, which bumps the subscribable counter resource).  ``sample``,
-``elicit``, ``list_roots`` and ``survey`` work in both eras with the same
-code: server-to-client requests on a handshake session, MRTR rounds on a
-stateless request.
+``increment``, which bumps the subscribable counter resource), and two tools
+of the tasks extension: ``long_job`` may run as a task, ``approve_job`` only
+runs as one.  ``sample``, ``elicit``, ``list_roots`` and ``survey`` work in
+both eras with the same code: server-to-client requests on a handshake
+session, MRTR rounds on a stateless request.
 """
 
 from __future__ import annotations
@@ -15,15 +16,73 @@ from typing import Any
 from .._registry import ToolResult
 from ._server import Context, Server
 
-__all__ = ["COUNTER_URI", "build_server"]
+__all__ = ["COUNTER_URI", "LONG_JOB_MAX_SECONDS", "TOOL_NAMES", "add_task_tools", "build_server"]
 
 COUNTER_URI = "example://counter"
+#: The tools :func:`build_server` offers (a documented interface).
+TOOL_NAMES = frozenset(
+    {
+        "echo",
+        "add",
+        "slow",
+        "sample",
+        "elicit",
+        "list_roots",
+        "survey",
+        "fail",
+        "increment",
+        "long_job",
+        "approve_job",
+    }
+)
 _PNG_1X1 = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
     "1f15c4890000000d49444154789c6360f8cf00000301010018dd8db00000000049454e44ae426082"
 )
 _COLOURS = ("red", "green", "blue", "cyan", "magenta", "yellow", "black", "white")
 _LANGUAGES = ("python", "rust", "go", "typescript", "haskell", "ocaml")
+#: How long the bundled ``long_job`` may take, so a checker calling it with
+#: generated arguments stays quick.
+LONG_JOB_MAX_SECONDS = 1.0
+
+
+def add_task_tools(server: Server, *, max_seconds: float = LONG_JOB_MAX_SECONDS) -> None:
+    """Register ``long_job`` (may run as a task, at most ``max_seconds`` long) and
+    ``approve_job`` (only as a task)."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "seconds": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": max_seconds,
+                "default": max_seconds,
+            },
+            "steps": {"type": "integer", "minimum": 1, "maximum": 20, "default": 4},
+        },
+    }
+
+    @server.tool(task="optional", input_schema=schema)
+    async def long_job(ctx: Context, seconds: float = max_seconds, steps: int = 4) -> str:
+        """A job in ``steps`` steps: a task for clients that declare the extension."""
+        seconds = min(max(0.0, seconds), max_seconds)
+        steps = max(1, steps)
+        for step in range(steps):
+            await ctx.report_progress(step, steps, f"step {step + 1} of {steps}")
+            await ctx.sleep(seconds / steps)
+        return f"long job done: {steps} steps in {seconds:g} s"
+
+    @server.tool(task="required")
+    async def approve_job(ctx: Context, job: str) -> str:
+        """Only runs as a task; asks for approval inside it, then runs ``job``."""
+        await ctx.become_task()
+        answer = await ctx.elicit(
+            f"Run {job}?", {"type": "object", "properties": {"approve": {"type": "boolean"}}}
+        )
+        if (answer.get("content") or {}).get("approve") is not True:
+            return f"{job}: not approved"
+        await ctx.sleep(0.1)
+        return f"{job}: done"
 
 
 def build_server(*, page_size: int = 100) -> Server:
@@ -141,6 +200,8 @@ def build_server(*, page_size: int = 100) -> Server:
         await ctx.log("info", {"counter": counter["value"]}, logger="example")
         await ctx.resource_updated(COUNTER_URI)
         return str(counter["value"])
+
+    add_task_tools(server)
 
     @server.resource("example://readme", name="readme", mime_type="text/markdown")
     def readme() -> str:

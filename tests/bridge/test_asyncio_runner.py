@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from sansio_mcp.a2e import MCPSamplingRequest
-from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp.runtime.example_server import TOOL_NAMES, build_server
 from trio_adapters.a2e_client import open_a2e_stdio, open_a2e_ws
 
 from .conftest import EXAMPLE, established_connections, wait_for_status
@@ -41,7 +41,7 @@ async def test_example_server_through_the_asyncio_bridge(era: str) -> None:
             info = await agent.register(
                 {"server_id": "ex", "cmd": [*EXAMPLE, "--page-size", "2"], "protocol_version": era}
             )
-            assert info["status"] == "ready" and info["tools_count"] == 9
+            assert info["status"] == "ready" and info["tools_count"] == len(TOOL_NAMES)
             assert (info["mcp_version"] == "2026-07-28") == (era == "modern")
             added = await agent.call_tool("ex__add", {"a": 1, "b": 2})
             assert added["data"]["structuredContent"] == {"sum": 3}

@@ -59,6 +59,7 @@ from sansio_mcp.a2e import (
 from sansio_mcp.a2e._fields import wire_fields
 from sansio_mcp.runtime.a2e import A2EClientBase, A2ERequestError
 from sansio_mcp.runtime.a2e._client import own_arguments
+from sansio_mcp.runtime.example_server import TOOL_NAMES
 from sansio_mcp_testing.strategies import a2e_messages, json_values
 from tests.parity.conftest import no_leaks  # noqa: F401 - the fixture, used below
 from tests.parity.harness import run
@@ -572,7 +573,7 @@ async def _example_server(backend: str) -> None:
     }
     async with _open(backend, config=config, on_sample=sample, on_roots=roots) as agent:
         info = await _wait_for_status(backend, agent, "ex", "ready")
-        assert info["tools_count"] == 9 and info["mcp_version"] == "2025-11-25"
+        assert info["tools_count"] == len(TOOL_NAMES) and info["mcp_version"] == "2025-11-25"
         assert _text(await agent.call_tool("ex__echo", {"message": "hi ☃"})) == "hi ☃"
         sampled = await agent.call_tool("ex__sample", {"prompt": "6 x 7?"})
         assert _text(sampled) == "the agent's answer to: 6 x 7?"
@@ -750,7 +751,7 @@ def test_configured_servers_and_a_typed_config(backend: str) -> None:
         config = parse_config({"servers": [{"server_id": "c", "cmd": EXAMPLE}], "roots": []})
         async with _open(backend, config=config) as agent:
             info = await _wait_for_status(backend, agent, "c", "ready")
-            assert info["tools_count"] == 9
+            assert info["tools_count"] == len(TOOL_NAMES)
             # Configured roots (even none) answer servers at once: the agent is not asked.
             assert _text(await agent.call_tool("c__list_roots")) == "(no roots)"
 

@@ -22,7 +22,7 @@ from sansio_mcp.a2e import (
     MCPRootsListRequest,
     MCPSamplingRequest,
 )
-from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp.runtime.example_server import TOOL_NAMES, build_server
 from trio_adapters.a2e_client import A2ERequestError, open_a2e_stdio, open_a2e_ws
 
 from .conftest import EXAMPLE, established_connections, running_bridge, wait_for_status
@@ -77,7 +77,7 @@ async def test_every_message_type_against_the_example_server(era: str) -> None:
             assert info["status"] == "ready" and info["mcp_version"] == era
             assert info["server_name"] == "sansio-mcp-example"
             assert (info["tools_count"], info["resources_count"], info["prompts_count"]) == (
-                9,
+                len(TOOL_NAMES),
                 3,
                 2,
             )
@@ -85,7 +85,7 @@ async def test_every_message_type_against_the_example_server(era: str) -> None:
             assert [s["server_id"] for s in servers] == ["ex"]
 
             tools = await agent.list_tools()
-            assert len(tools) == 9 and all(t["source"] == "mcp" for t in tools)
+            assert len(tools) == len(TOOL_NAMES) and all(t["source"] == "mcp" for t in tools)
             add = next(t for t in tools if t["name"] == "ex__add")
             assert add["input_schema"]["required"] == ["a", "b"]
 
@@ -218,7 +218,7 @@ async def test_network_transports(transport: str, era: str) -> None:
                         "protocol_version": era,
                     }
                 )
-                assert info["status"] == "ready" and info["tools_count"] == 9
+                assert info["status"] == "ready" and info["tools_count"] == len(TOOL_NAMES)
                 assert info["transport"] == transport
                 assert (info["mcp_version"] == "2026-07-28") == (era == "modern")
                 added = await agent.call_tool("net__add", {"a": 1, "b": 2})

@@ -23,6 +23,8 @@ import attrs
 import pytest
 from interop.conftest import no_leaked_children  # noqa: F401 (autouse: no test leaves a child)
 
+from sansio_mcp.runtime.example_server import TOOL_NAMES
+
 REPO = Path(__file__).resolve().parents[2]
 NPM = REPO / "node_modules" / "@modelcontextprotocol"
 EVERYTHING = NPM / "server-everything" / "dist" / "index.js"
@@ -31,9 +33,7 @@ CLI = [sys.executable, "-m", "sansio_mcp_cli"]
 BACKENDS = ("trio", "asyncio")
 API_KEY = "test-key-1"
 #: The example server's tools (the bundled server, at either transport).
-EXAMPLE_TOOLS = {
-    "echo", "add", "slow", "sample", "elicit", "list_roots", "survey", "fail", "increment",
-}  # fmt: skip
+EXAMPLE_TOOLS = set(TOOL_NAMES)
 
 
 def node() -> str:

@@ -35,6 +35,7 @@ from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp import types as sdk
 
 from sansio_mcp import MethodNotFound, MissingRequiredClientCapability
+from sansio_mcp.runtime.example_server import TOOL_NAMES
 from trio_adapters import ClientHandlers, open_stdio_client
 
 from .conftest import EXAMPLE_SERVER, REPO, REVISIONS, SDK_SERVER
@@ -49,17 +50,7 @@ pytestmark = [
 #: Seconds for one whole test, start-up and shutdown included.
 BUDGET = 30
 PAGE_SIZE = 3
-EXAMPLE_TOOLS = {
-    "echo",
-    "add",
-    "slow",
-    "sample",
-    "elicit",
-    "list_roots",
-    "survey",
-    "fail",
-    "increment",
-}
+EXAMPLE_TOOLS = set(TOOL_NAMES)
 SURVEY_ANSWERS = {"favourite colour?": "teal", "favourite number?": "7"}
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -54,6 +54,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from sansio_mcp import HANDSHAKE_REVISIONS, MissingRequiredClientCapability
 from sansio_mcp._errors import InputRoundsExceeded
+from sansio_mcp.runtime.example_server import TOOL_NAMES
 from trio_adapters import Client, ClientHandlers, open_stdio_client
 
 from .conftest import EXAMPLE_SERVER, REPO, http_server
@@ -73,17 +74,7 @@ TS_MODERN_SERVER = HERE / "ts_modern_server.mjs"
 BUDGET = 30
 MODERN = "2026-07-28"
 NEWEST_HANDSHAKE = "2025-11-25"
-EXAMPLE_TOOLS = {
-    "echo",
-    "add",
-    "slow",
-    "sample",
-    "elicit",
-    "list_roots",
-    "survey",
-    "fail",
-    "increment",
-}
+EXAMPLE_TOOLS = set(TOOL_NAMES)
 QUESTIONS = ["favourite colour?", "favourite number?", "favourite season?"]
 ANSWERS = {"favourite colour?": "teal", "favourite number?": "7", "favourite season?": "autumn"}
 ROOT = {"uri": "file:///work/interop-project", "name": "project"}

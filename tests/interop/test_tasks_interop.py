@@ -179,10 +179,19 @@ def test_sdk_client_without_the_extension(mode: str) -> None:
             assert text(quick) == "long job done: 2 steps in 0.1 s"
             with pytest.raises(SDKError) as caught:
                 await client.call_tool("approve_job", {"job": "deploy"})
-            assert caught.value.error.code == -32021
-            assert caught.value.error.data == {
-                "requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}
-            }
+            if mode == MODERN:
+                assert caught.value.error.code == -32021
+                assert caught.value.error.data == {
+                    "requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}
+                }
+            else:
+                # 2025-11-25 has its own tasks: a task-required tool called without
+                # params.task is -32601 (its tool-level negotiation), and the SDK
+                # reads the tools' execution.taskSupport.
+                assert caught.value.error.code == -32601
+                listed = {t.name: t for t in (await client.list_tools()).tools}
+                execution = listed["approve_job"].execution
+                assert execution is not None and execution.task_support == "required"
 
     run_sdk(body)
 
@@ -213,6 +222,19 @@ TS_CLIENT = Path(__file__).resolve().parent / "ts_tasks_client.mjs"
 NODE = REPO / "node_modules" / ".bin" / "node"
 
 
+def _node_steps(script: Path, url: str) -> dict[str, dict[str, Any]]:
+    """Run a TypeScript SDK client script against ``url``; its steps by name."""
+    done = subprocess.run(
+        [str(NODE), str(script), url],
+        capture_output=True,
+        text=True,
+        timeout=BUDGET,
+        cwd=str(REPO),
+    )
+    assert done.returncode == 0, done.stderr
+    return {line["step"]: line for line in map(json.loads, done.stdout.splitlines())}
+
+
 def test_ts_sdk_client(http_url: str) -> None:
     """The TS SDK v2 client (no tasks-extension client of its own) against the tasks
     server: plain results without the extension, -32021 for a task-required tool and for
@@ -223,18 +245,38 @@ def test_ts_sdk_client(http_url: str) -> None:
         or not (REPO / "node_modules" / "@modelcontextprotocol" / "client").exists()
     ):
         pytest.skip("run `npm ci` for the TypeScript SDK client")
-    done = subprocess.run(
-        [str(NODE), str(TS_CLIENT), http_url],
-        capture_output=True,
-        text=True,
-        timeout=BUDGET,
-        cwd=str(REPO),
-    )
-    assert done.returncode == 0, done.stderr
-    steps = {line["step"]: line for line in map(json.loads, done.stdout.splitlines())}
+    steps = _node_steps(TS_CLIENT, http_url)
     assert steps["version"]["ok"] == MODERN
     assert steps["long_job"]["ok"] == "long job done: 2 steps in 0.1 s"
     assert steps["approve_job"]["code"] == -32021
     assert steps["tasks/get undeclared"]["code"] == -32021
     assert steps["tasks/get unknown"]["code"] == -32602
     assert steps["long_job as task"]["code"] == "UNSUPPORTED_RESULT_TYPE"
+
+
+# The TypeScript SDK v1 client: 2025-11-25's own tasks -----------------------------------
+
+TS_LEGACY_CLIENT = Path(__file__).resolve().parent / "ts_legacy_tasks_client.mjs"
+
+
+def test_ts_sdk_v1_client_runs_2025_11_25_tasks(http_url: str) -> None:
+    """The TS SDK v1 (1.32, ``client.experimental.tasks``) against the tasks server on
+    2025-11-25: it reads the tasks capability and each tool's taskSupport, streams a
+    task-capable and a task-required tool as tasks (the latter's elicitation answered on
+    the way), cancels, gets and lists tasks, and gets -32602 for an unknown one."""
+    if not NODE.exists() or not (REPO / "node_modules" / "@modelcontextprotocol" / "sdk").exists():
+        pytest.skip("run `npm ci` for the TypeScript SDK v1 client")
+    steps = _node_steps(TS_LEGACY_CLIENT, http_url)
+    assert steps["version"]["ok"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+    assert steps["tools"]["ok"] == {"long_job": "optional", "approve_job": "required"}
+    for name, text_ in (
+        ("long_job stream", "long job done: 3 steps in 0.3 s"),
+        ("approve_job stream", "deploy: done"),
+    ):
+        seen = steps[name]["ok"]
+        # created working, then the statuses its polls happened to see, then the result
+        assert seen[0] == ["created", "working"] and seen[-1] == ["result", text_], seen
+        assert all(kind == "status" for kind, *_ in seen[1:-1]), seen
+    assert steps["cancel"]["ok"] == "cancelled" and steps["get"]["ok"] == "cancelled"
+    assert sorted(steps["list"]["ok"]) == ["cancelled", "completed", "completed"]
+    assert steps["get unknown"]["code"] == -32602

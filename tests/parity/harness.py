@@ -35,7 +35,7 @@ import asyncio_adapters
 import trio_adapters
 from sansio_mcp.runtime import Context, Server, TransportBackend
 from sansio_mcp.runtime._client import ClientHandlers
-from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp.runtime.example_server import TOOL_NAMES, build_server
 
 __all__ = [
     "BACKENDS",
@@ -76,17 +76,7 @@ BUDGET = 30.0
 #: How long finishing tasks may take to go away before they count as leaked.
 _TASK_GRACE = 1.0
 
-EXAMPLE_TOOLS = {
-    "echo",
-    "add",
-    "slow",
-    "sample",
-    "elicit",
-    "list_roots",
-    "survey",
-    "fail",
-    "increment",
-}
+EXAMPLE_TOOLS = set(TOOL_NAMES)
 ROOT = {"uri": "file:///work/parity-project", "name": "parity-project"}
 COUNTER_URI = "example://counter"
 

@@ -13,7 +13,14 @@ from sansio_mcp_testing.schemas import find_schema_dir
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 BROKEN_SERVER = [sys.executable, str(HERE / "broken_server.py")]
-EXAMPLE_SERVER = [sys.executable, "-m", "sansio_mcp_cli", "example-server"]
+#: The example server of this checkout (a stdio child gets a minimal environment,
+#: so without the path it would run whichever copy the interpreter has installed).
+EXAMPLE_SERVER = [
+    sys.executable,
+    "-c",
+    f"import sys; sys.path.insert(0, {str(REPO)!r}); from sansio_mcp_cli.main import main; "
+    "sys.exit(main(['example-server']))",
+]
 EVERYTHING = REPO / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist"
 
 

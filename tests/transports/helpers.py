@@ -30,21 +30,12 @@ from sansio_mcp._versions import (
     META_PROTOCOL_VERSION,
 )
 from sansio_mcp.runtime import Context, Server
+from sansio_mcp.runtime.example_server import TOOL_NAMES
 from trio_adapters import ClientHandlers
 
 MODERN = "2026-07-28"
 NEWEST_HANDSHAKE = "2025-11-25"
-EXAMPLE_TOOLS = {
-    "echo",
-    "add",
-    "slow",
-    "sample",
-    "elicit",
-    "list_roots",
-    "survey",
-    "fail",
-    "increment",
-}
+EXAMPLE_TOOLS = set(TOOL_NAMES)
 ROOT = {"uri": "file:///work/transport-tests", "name": "transport-tests"}
 COUNTER_URI = "example://counter"
 
