@@ -33,9 +33,10 @@ from ._params import LOG_LEVELS, check_params
 from ._requests import IdMemory, OutgoingRequest
 from ._session import Session
 from ._state import Role, SessionState, Trigger
-from ._tasks import declares_tasks
+from ._tasks import declares_tasks, request_declares_tasks
 from ._versions import (
     ALL_REVISIONS,
+    META_CLIENT_CAPABILITIES,
     META_SERVER_INFO,
     META_SUBSCRIPTION_ID,
     REVISIONS,
@@ -173,6 +174,15 @@ class ClientSession(Session):
         capabilities = trim_capabilities(self.capabilities, revision.client_capabilities)
         if "roots" in capabilities:
             capabilities["roots"] = {}  # listChanged is gone in this revision
+        # A request may declare more than the session does (the tasks extension for
+        # one tools/call): what its own _meta declares joins the session's.
+        own = existing.get(META_CLIENT_CAPABILITIES) if isinstance(existing, dict) else None
+        if isinstance(own, dict):
+            for name, value in own.items():
+                known = capabilities.get(name)
+                if isinstance(known, dict) and isinstance(value, dict):
+                    value = {**known, **value}
+                capabilities[name] = value
         return build_request_meta(
             existing,
             version=self.modern_version,
@@ -416,7 +426,9 @@ class ClientSession(Session):
         """A ``CreateTaskResult`` may only answer a ``tools/call`` that declared the tasks
         extension (the caller follows the task: runtime ``ToolTask``)."""
         # Every modern request carries this session's capabilities in its _meta.
-        return pending.method == "tools/call" and declares_tasks(self.capabilities)
+        return pending.method == "tools/call" and (
+            declares_tasks(self.capabilities) or request_declares_tasks(pending.params)
+        )
 
     # MRTR ---------------------------------------------------------------------------
 

@@ -20,12 +20,14 @@ from typing import Any
 import attrs
 
 from ._errors import (
+    ErrorCode,
     InvalidParams,
     LocalProtocolError,
     MCPError,
     MethodNotFound,
     MissingRequiredClientCapability,
 )
+from ._versions import META_CLIENT_CAPABILITIES
 
 __all__ = [
     "TASKS_EXTENSION",
@@ -43,6 +45,11 @@ __all__ = [
     "TaskRecord",
     "TaskTable",
     "declares_tasks",
+    "declaring_tasks",
+    "request_declares_tasks",
+    "wants_tasks_declared",
+    "poll_seconds",
+    "DEFAULT_POLL_INTERVAL",
     "runs_as_task",
     "runs_as_legacy_task",
     "tasks_capability_error",
@@ -53,6 +60,8 @@ __all__ = [
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 #: The requests the extension adds (``tasks/result`` and ``tasks/list`` are gone in v2).
 TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
+#: Polling pace when the server suggests none (seconds).
+DEFAULT_POLL_INTERVAL = 0.5
 #: Its status push, on ``subscriptions/listen`` streams that name the task.
 TASK_NOTIFICATION = "notifications/tasks"
 #: How a tool may run: ``optional`` (a task when the client declared the
@@ -126,6 +135,41 @@ def declares_tasks(client_capabilities: Mapping[str, Any] | None) -> bool:
     """Whether a request's client capabilities declare the extension."""
     extensions = (client_capabilities or {}).get("extensions")
     return isinstance(extensions, dict) and isinstance(extensions.get(TASKS_EXTENSION), dict)
+
+
+def declaring_tasks(params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``params`` declaring the extension for this one 2026-07-28 request (a client
+    session adds its own capabilities to what a request's ``_meta`` declares)."""
+    params = dict(params or {})
+    meta = dict(params.get("_meta") or {})
+    meta[META_CLIENT_CAPABILITIES] = {"extensions": {TASKS_EXTENSION: {}}}
+    params["_meta"] = meta
+    return params
+
+
+def request_declares_tasks(params: Mapping[str, Any] | None) -> bool:
+    """Whether a request's own ``_meta`` declares the extension (see :func:`declaring_tasks`)."""
+    meta = (params or {}).get("_meta")
+    declared = meta.get(META_CLIENT_CAPABILITIES) if isinstance(meta, dict) else None
+    return isinstance(declared, dict) and declares_tasks(declared)
+
+
+def wants_tasks_declared(error: MCPError) -> bool:
+    """Whether an error is the -32021 of :func:`tasks_capability_error` (a task-only tool
+    called without the extension: the same call, declaring it, may run)."""
+    if error.code != ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY:
+        return False
+    required = error.data.get("requiredCapabilities") if isinstance(error.data, dict) else None
+    return isinstance(required, dict) and declares_tasks(required)
+
+
+def poll_seconds(task: Mapping[str, Any], *, legacy: bool = False) -> float:
+    """Seconds until a task is polled again: the server's ``pollIntervalMs``
+    (2025-11-25: ``pollInterval``), else :data:`DEFAULT_POLL_INTERVAL`."""
+    interval = task.get("pollInterval" if legacy else "pollIntervalMs")
+    if isinstance(interval, int) and not isinstance(interval, bool) and interval > 0:
+        return interval / 1000
+    return DEFAULT_POLL_INTERVAL
 
 
 def tasks_capability_error(why: str) -> MissingRequiredClientCapability:

@@ -66,9 +66,9 @@ class AgentAsks:
                 session.respond_error(request_id, error)
                 state.touch(link)
 
-        self._ask(link, event.method, copy_json(event.params), str(request_id), deliver, fail)
+        self.ask(link, event.method, copy_json(event.params), str(request_id), deliver, fail)
 
-    def _ask(
+    def ask(
         self,
         link: ServerLink,
         method: str,
@@ -166,7 +166,7 @@ class AgentAsks:
                 responses[key] = result
                 finish()
 
-            self._ask(
+            self.ask(
                 link,
                 method,
                 copy_json(params) if isinstance(params, dict) else {},

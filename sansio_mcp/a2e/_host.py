@@ -185,8 +185,8 @@ class BridgeHost:
         )
         self._catalog = Catalog(state, synced=self._lifecycle.synced)
         self._registry = Registry(state, self._lifecycle)
-        self._tool_calls = ToolCalls(state)
         self._asks = AgentAsks(state, pump=self._pump)
+        self._tool_calls = ToolCalls(state, self._asks.ask)
         self._framer = A2EFramer()
         self._handlers = self._handler_table()
 
@@ -348,6 +348,7 @@ class BridgeHost:
             s.reconnect_at for s in state.servers.values() if s.reconnect_at is not None
         )
         deadlines.extend(w.deadline for w in state.waits.values())
+        deadlines.extend(state.task_polls.values())
         return min(deadlines) if deadlines else None
 
     def deadline_added(self) -> float | None:
@@ -377,6 +378,7 @@ class BridgeHost:
                 lifecycle.ping_if_due(link, now)
             lifecycle.reconnect_due(now)
             self._asks.expire(now)
+            self._tool_calls.poll_due(now)
         finally:
             state.finish()
 

@@ -241,8 +241,10 @@ class HostState:
         self.dirty: set[int] = set()
         #: What servers asked of the agent, by the id of the message that asked.
         self.waits: dict[str, AgentWait] = {}
-        #: Tool calls running as 2025-11-25 tasks upstream, by (connection, task id).
+        #: Tool calls running as tasks upstream, by (connection, task id).
         self.followed_tasks: dict[tuple[int, str], Any] = {}
+        #: When each followed 2026-07-28 task is polled next (same keys).
+        self.task_polls: dict[tuple[int, str], float] = {}
         self.earliest_added: float | None = None
         self.agent_closed = False
         self.internal_errors: list[str] = []

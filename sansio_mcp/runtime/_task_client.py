@@ -15,14 +15,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from .._errors import MCPError, RemoteProtocolError
-from .._tasks import TERMINAL_STATUSES, TaskStatus
+from .._tasks import TERMINAL_STATUSES, TaskStatus, poll_seconds
 
 __all__ = ["TaskCancelled", "ToolTask", "StatusCallback"]
 
 #: Called with each new DetailedTask a :class:`ToolTask` sees (status changes).
 StatusCallback = Callable[[dict[str, Any]], Any]
-#: Polling pace when the server suggests none.
-DEFAULT_POLL_INTERVAL = 0.5
 _TERMINAL = frozenset(s.value for s in TERMINAL_STATUSES)
 
 
@@ -91,10 +89,7 @@ class ToolTask:
     @property
     def poll_interval(self) -> float:
         """Seconds between polls: the server's ``pollIntervalMs``, else a default."""
-        interval = self.last.get("pollInterval" if self.legacy else "pollIntervalMs")
-        if isinstance(interval, int) and not isinstance(interval, bool) and interval > 0:
-            return interval / 1000
-        return DEFAULT_POLL_INTERVAL
+        return poll_seconds(self.last, legacy=self.legacy)
 
     @property
     def input_requests(self) -> dict[str, Any]:
