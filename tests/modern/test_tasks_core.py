@@ -12,7 +12,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sansio_mcp import MCPError, RequestReceived, ServerSession
+from sansio_mcp import (
+    MCPError,
+    RequestFailed,
+    RequestReceived,
+    ResponseReceived,
+    ServerSession,
+)
 from sansio_mcp._errors import InvalidParams, MissingRequiredClientCapability
 from sansio_mcp._http_headers import request_headers, validate_request_headers
 from sansio_mcp._tasks import (
@@ -24,11 +30,26 @@ from sansio_mcp._tasks import (
     TaskStatus,
     TaskTable,
     TaskTrigger,
+    declares_tasks,
+    declaring_tasks,
     iso_time,
+    request_declares_tasks,
     runs_as_task,
 )
+from sansio_mcp._versions import META_CLIENT_CAPABILITIES
 
-from .helpers import ELICIT_REQUEST, SERVER_CAPS, Schema, drain, meta, raw_request
+from .helpers import (
+    CLIENT_CAPS,
+    ELICIT_REQUEST,
+    SERVER_CAPS,
+    Link,
+    Schema,
+    discovered,
+    drain,
+    meta,
+    modern_client,
+    raw_request,
+)
 
 TASKS_CAPS = {"extensions": {TASKS_EXTENSION: {}}}
 NOW = 1_790_000_000.0
@@ -335,3 +356,29 @@ def test_mcp_name_is_the_task_id_on_http() -> None:
     assert validate_request_headers(headers, message) is None
     wrong = validate_request_headers({**headers, "Mcp-Name": "other"}, message)
     assert wrong is not None and wrong.code == -32020
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_one_request_may_declare_the_extension_its_session_does_not(declared: bool) -> None:
+    link = discovered(Link(modern_client(), _server()))
+    params: dict[str, Any] = {"name": "job", "arguments": {}}
+    sent = link.client.send_request("tools/call", declaring_tasks(params) if declared else params)
+    (event,) = link.c2s()
+    assert isinstance(event, RequestReceived)
+    wire_caps = event.params["_meta"][META_CLIENT_CAPABILITIES]
+    # the session's own capabilities are all still declared, the extension only if asked
+    assert {k: v for k, v in wire_caps.items() if k != "extensions"} == {
+        k: v for k, v in CLIENT_CAPS.items() if k != "roots"
+    } | {"roots": {}}
+    assert declares_tasks(wire_caps) is declared
+    assert request_declares_tasks(declaring_tasks(params)) and not request_declares_tasks(params)
+    created = {"resultType": "task", "taskId": "t1", "status": "working", "ttlMs": 1000}
+    created |= {"createdAt": iso_time(NOW), "lastUpdatedAt": iso_time(NOW)}
+    link.server.respond(event.request_id, created)
+    (answer,) = link.s2c()
+    # a task answers only a request that declared the extension
+    if declared:
+        assert isinstance(answer, ResponseReceived) and answer.request_id == sent
+        assert answer.result["taskId"] == "t1"
+    else:
+        assert isinstance(answer, RequestFailed) and "did not declare" in answer.error.message
