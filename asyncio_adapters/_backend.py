@@ -94,6 +94,19 @@ class _TaskGroup:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def start_cancellable(
+        self, fn: Callable[[], Awaitable[Any]], on_done: Callable[[], None] | None = None
+    ) -> asyncio.Task[Any]:
+        async def call() -> None:
+            await fn()
+
+        task = self._group.create_task(call())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        if on_done is not None:
+            task.add_done_callback(lambda _: on_done())
+        return task
+
     def cancel(self) -> None:
         self.cancelled = True
         for task in list(self._tasks):

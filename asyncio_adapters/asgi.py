@@ -24,6 +24,7 @@ from sansio_mcp import ServerSession
 from sansio_mcp._http import HTTPRequest, header_dict
 from sansio_mcp._streamable_http import Exchange
 from sansio_mcp.runtime._auth import verify_request
+from sansio_mcp.runtime._backend import TaskGroup
 from sansio_mcp.runtime._http_service import (
     SessionHosts,
     answer_exchange,
@@ -72,7 +73,7 @@ class MCPApp:
             allowed_origins=allowed_origins,
             json_response=json_response,
         )
-        self._group: asyncio.TaskGroup | None = None
+        self._group: TaskGroup | None = None
         self._group_task: asyncio.Task[None] | None = None
         self._group_ready = asyncio.Event()
 
@@ -92,7 +93,7 @@ class MCPApp:
         await self._group_ready.wait()
 
     async def _run_group(self) -> None:
-        async with asyncio.TaskGroup() as group:
+        async with PRIMITIVES.open_task_group() as group:
             self._group = group
             self._group_ready.set()
             await asyncio.Event().wait()  # until aclose() cancels us

@@ -24,6 +24,7 @@ from sansio_mcp.a2e import (
 )
 from sansio_mcp.runtime.a2e._agents import WebSocketAgents, serve_agent_pipes
 from sansio_mcp.runtime.a2e._driver import BridgeDriver, refuse_requests
+from sansio_mcp.runtime.a2e._links import HTTPLinks
 from sansio_mcp.runtime.a2e._runner import BridgeRunner, Connection
 
 from ._backend import PRIMITIVES, PipeStream, TCPStream, read_in_small_chunks
@@ -63,15 +64,18 @@ async def _serve_link(
     link: _StreamRunner,
     run: asyncio.Task[Any],
 ) -> None:
-    connection.flush_now = link._schedule_flush
+    connection.flush_now = link.transport_output.schedule
     await link.started.wait()
     await link.flush()  # a WebSocket's opening handshake
     runner.connection_opened(action.connection)
     await run
 
 
-class _Links:
+class _Links(HTTPLinks):
     """The bridge's server links on asyncio: the library's own asyncio hosts move the bytes."""
+
+    http_host = _HTTPClientHost
+    sse_host = _SSEClientHost
 
     async def stdio(
         self, runner: BridgeRunner, action: ConnectServer, connection: Connection, process: Any
@@ -86,44 +90,6 @@ class _Links:
         finally:
             run.cancel()
             await asyncio.wait([run])  # the session closed; the runner stops the process
-
-    async def http(
-        self, runner: BridgeRunner, action: ConnectServer, connection: Connection
-    ) -> str:
-        host = runner.link_host(_HTTPClientHost, action)
-        async with asyncio.TaskGroup() as group:
-            host.attach(group)
-            connection.flush_now = lambda: host.start(host.flush())
-            runner.connection_opened(action.connection)
-            try:
-                await asyncio.Event().wait()
-            finally:
-                await shielded(host.end_session)
-                host.stop()
-        return "closed"  # pragma: no cover - only cancellation ends it
-
-    async def sse(self, runner: BridgeRunner, action: ConnectServer, connection: Connection) -> str:
-        config = action.config
-        host = runner.link_host(_SSEClientHost, action)
-        async with asyncio.TaskGroup() as group:
-            host.attach(group)
-            connection.flush_now = lambda: host.start(host.flush())
-            ready = asyncio.Event()
-            stream = host.start(host.run_stream(config.url, ready))
-            try:
-                async with asyncio.timeout(min(config.timeout, runner.host.connect_timeout)):
-                    await asyncio.wait(
-                        [stream, asyncio.ensure_future(ready.wait())],
-                        return_when=asyncio.FIRST_COMPLETED,
-                    )
-                if stream.done():
-                    stream.result()  # raises what ended it
-                    return "the SSE stream ended"
-                runner.connection_opened(action.connection)
-                await stream
-            finally:
-                host.stop()
-        return "the SSE stream ended"
 
     async def ws(self, runner: BridgeRunner, action: ConnectServer, connection: Connection) -> str:
         address = WebSocketAddress.parse(action.config.url)

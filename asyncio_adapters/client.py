@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from typing import Any, Unpack
@@ -19,11 +19,12 @@ from sansio_mcp.runtime._client_options import (
     StdioChild,
     StdioOptions,
 )
+from sansio_mcp.runtime._host import hosted
 from sansio_mcp.runtime._host import start_client as core_start_client
 from sansio_mcp.runtime._open_client import run_client
 
 from ._process import drain_stderr, start_child, stop_process
-from ._runner import AsyncioRunner, AsyncioSessionHost, Framing, shielded
+from ._runner import AsyncioRunner, Framing, shielded
 
 __all__ = [
     "Client",
@@ -45,23 +46,7 @@ class Client(ClientAPI):
 start_client = partial(core_start_client, client_class=Client)
 
 
-@asynccontextmanager
-async def hosted(
-    host: AsyncioSessionHost, run: Callable[[], Coroutine[Any, Any, None]] | None = None
-) -> AsyncIterator[None]:
-    """The block in which ``host``'s tasks run (and ``run``, its reader, if given):
-    a task group, its tasks cancelled on leaving."""
-    async with asyncio.TaskGroup() as group:
-        host.attach(group)
-        if run is not None:
-            host.start(run())
-        try:
-            yield
-        finally:
-            host.stop()
-
-
-def running(runner: AsyncioRunner) -> AbstractAsyncContextManager[None]:
+def running(runner: AsyncioRunner) -> AbstractAsyncContextManager[Any]:
     """The block in which ``runner`` reads its stream and runs its tasks."""
     return hosted(runner, runner._read_loop)
 

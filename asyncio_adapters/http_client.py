@@ -3,31 +3,34 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Unpack
 
+from sansio_mcp.runtime._backend import Backend
 from sansio_mcp.runtime._client_options import HTTPClientOptions
-from sansio_mcp.runtime._http_client import HTTPClientHost, LegacySSEClientHost
-from sansio_mcp.runtime._open_client import open_http
+from sansio_mcp.runtime._open_client import (
+    HTTPClientSessionHost,
+    SSEClientSessionHost,
+    open_http,
+)
 
-from ._runner import AsyncioSessionHost
+from ._backend import PRIMITIVES
 from .client import Client, hosted
 
 __all__ = ["open_http_client"]
 
 
-class _HTTPClientHost(HTTPClientHost, AsyncioSessionHost):
-    """The runtime's Streamable HTTP client loops on an asyncio session host."""
+class _HTTPClientHost(HTTPClientSessionHost):
+    """The runtime's Streamable HTTP client host on asyncio."""
 
-    def attach(self, group: asyncio.TaskGroup) -> None:
-        super().attach(group)
-        self.spawn_task(self.hold_connections)
+    backend: Backend = PRIMITIVES
 
 
-class _SSEClientHost(LegacySSEClientHost, _HTTPClientHost):
-    """The runtime's legacy HTTP+SSE client on this backend's HTTP client host."""
+class _SSEClientHost(SSEClientSessionHost):
+    """The runtime's legacy HTTP+SSE client host on asyncio."""
+
+    backend: Backend = PRIMITIVES
 
 
 @asynccontextmanager

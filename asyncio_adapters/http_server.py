@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Unpack
 
-from sansio_mcp.runtime._backend import Connection
+from sansio_mcp.runtime._backend import Connection, TaskGroup
 from sansio_mcp.runtime._http_service import HTTPService, RoutedOutput, Router, ServerLimits
 from sansio_mcp.runtime._serve_options import (
     HTTPServeOptions,
@@ -50,7 +50,7 @@ async def serve_router(
     """Serve any HTTP transport machine over TCP under ``limits`` until cancelled;
     ``started`` (if given) receives the bound port."""
     at = Listening.of(options)
-    async with asyncio.TaskGroup() as group:
+    async with PRIMITIVES.open_task_group() as group:
         make_host = partial(_HTTPSessionHost.attached, group, router, server, AsyncioContext)
         service = HTTPService(server, router, make_host, PRIMITIVES, at.max_body, at.limits)
         connection = _over_tcp_stream(service.connection)
@@ -64,7 +64,7 @@ def _over_tcp_stream(
 
 
 async def serve_tcp(
-    group: asyncio.TaskGroup,
+    group: TaskGroup,
     connection: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
     host: str,
     port: int,
@@ -90,7 +90,7 @@ async def serve_tcp(
 
     def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         read_in_small_chunks(writer.transport)
-        group.create_task(guarded(reader, writer))
+        group.start_soon(guarded, reader, writer)
 
     listener = await asyncio.start_server(accept, host, port)
     try:

@@ -18,6 +18,7 @@ from sansio_mcp.runtime._serve_options import WebSocketServeOptions
 from sansio_mcp.runtime._server import Server
 from sansio_mcp.runtime._ws_service import WebSocketServing, open_websocket
 
+from ._backend import PRIMITIVES
 from ._runner import AsyncioRunner
 from .client import Client, close_writer, running
 from .http_server import reporter, serve_tcp
@@ -47,7 +48,7 @@ async def serve_ws(
 
         await service.connection(make_runner, abort)
 
-    async with asyncio.TaskGroup() as group:
+    async with PRIMITIVES.open_task_group() as group:
         await serve_tcp(group, connection, at.host, at.port, reporter(started))
 
 

@@ -16,8 +16,10 @@ import trio
 from sansio_mcp._stdio import StderrLines, safe_environment
 from sansio_mcp._versions import ALL_REVISIONS, REVISIONS, Era
 from sansio_mcp.runtime._client import ClientHandlers
+from sansio_mcp.runtime._host import HostBase
+from trio_adapters._backend import NurseryGroup
 from trio_adapters._process import PIPE, stop_process
-from trio_adapters._runner import TrioRunner, TrioSessionHost
+from trio_adapters._runner import TrioRunner
 from trio_adapters._util import unwrap_single_exception
 from trio_adapters.client import Client, start_client
 
@@ -52,7 +54,7 @@ class ServerGone(Exception):
 class Connection:
     client: Client
     session: RecordingClientSession
-    host: TrioSessionHost
+    host: HostBase
     recorder: Recorder
     revision: str
     raw: LockedSendStream | None = None
@@ -237,7 +239,7 @@ class Connector:
             auth=self.options.auth,
         )
         async with trio.open_nursery() as nursery:
-            host.attach(nursery)
+            host.attach(NurseryGroup(nursery))
             try:
                 yield await self._start(host, session, handlers, recorder, revision)
                 with trio.CancelScope(shield=True):
@@ -249,7 +251,7 @@ class Connector:
 
     async def _start(
         self,
-        host: TrioSessionHost,
+        host: HostBase,
         session: RecordingClientSession,
         handlers: ClientHandlers,
         recorder: Recorder,

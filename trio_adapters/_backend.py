@@ -24,6 +24,7 @@ from sansio_mcp.runtime._process import ChildProcess
 
 __all__ = [
     "PRIMITIVES",
+    "NurseryGroup",
     "OneWaiterSignal",
     "PipeStream",
     "TCPStream",
@@ -69,7 +70,7 @@ class OneWaiterSignal:
         return trio.lowlevel.Abort.SUCCEEDED
 
 
-class _Nursery:
+class NurseryGroup:
     """A nursery as a :class:`~sansio_mcp.runtime.TaskGroup`."""
 
     def __init__(self, nursery: trio.Nursery) -> None:
@@ -77,6 +78,22 @@ class _Nursery:
 
     def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
         self._nursery.start_soon(fn, *args)
+
+    def start_cancellable(
+        self, fn: Callable[[], Awaitable[Any]], on_done: Callable[[], None] | None = None
+    ) -> trio.CancelScope:
+        scope = trio.CancelScope()
+
+        async def run() -> None:
+            try:
+                with scope:
+                    await fn()
+            finally:
+                if on_done is not None:
+                    on_done()
+
+        self._nursery.start_soon(run)
+        return scope
 
     def cancel(self) -> None:
         self._nursery.cancel_scope.cancel()
@@ -177,7 +194,7 @@ class TrioBackend:
     @asynccontextmanager
     async def open_task_group(self) -> AsyncIterator[TaskGroup]:
         async with trio.open_nursery() as nursery:
-            yield _Nursery(nursery)
+            yield NurseryGroup(nursery)
 
     async def to_thread(self, fn: Callable[..., T], *args: Any) -> T:
         return await trio.to_thread.run_sync(fn, *args)

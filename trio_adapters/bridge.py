@@ -26,6 +26,7 @@ from sansio_mcp.a2e import (
 from sansio_mcp.runtime import TimedOut
 from sansio_mcp.runtime.a2e._agents import WebSocketAgents, serve_agent_pipes
 from sansio_mcp.runtime.a2e._driver import BridgeDriver, refuse_requests
+from sansio_mcp.runtime.a2e._links import HTTPLinks
 from sansio_mcp.runtime.a2e._runner import BridgeRunner, Connection
 
 from ._backend import PRIMITIVES, PipeStream, TCPStream
@@ -62,17 +63,17 @@ class _StreamRunner(TrioRunner):
         super().__init__(session, send, receive, handle_request=refuse_requests, framing=framing)
         self.driver = driver
 
-    #: Send what the session queued, without waiting (the flusher sends what is left).
-    write_now = TrioRunner._send_soon
-
     async def flush_all(self, *, timeout: float = 10.0) -> None:
         """Send what is queued and wait (at most ``timeout``) until it has gone out."""
         with trio.move_on_after(timeout):
             await self.flush()
 
 
-class _Links:
+class _Links(HTTPLinks):
     """The bridge's server links on Trio: the library's own Trio hosts move the bytes."""
+
+    http_host = _HTTPClientHost
+    sse_host = _SSEClientHost
 
     async def stdio(
         self, runner: BridgeRunner, action: ConnectServer, connection: Connection, process: Any
@@ -82,50 +83,11 @@ class _Links:
             action.session, pipes.stdin, pipes.stdout, runner.server_driver(action)
         )
         async with trio.open_nursery() as nursery:
-            connection.flush_now = link.write_now
+            connection.flush_now = link.pipe_output.schedule
             await nursery.start(link.run)
             runner.connection_opened(action.connection)
             await link.wait_closed()
             nursery.cancel_scope.cancel()
-
-    async def http(
-        self, runner: BridgeRunner, action: ConnectServer, connection: Connection
-    ) -> str:
-        host = runner.link_host(_HTTPClientHost, action)
-        async with trio.open_nursery() as nursery:
-            host.attach(nursery)
-            connection.flush_now = host._schedule_flush
-            runner.connection_opened(action.connection)
-            try:
-                await trio.sleep_forever()
-            finally:
-                with trio.CancelScope(shield=True):
-                    await host.end_session()
-                nursery.cancel_scope.cancel()
-        return "closed"  # pragma: no cover - sleep_forever only ends by cancellation
-
-    async def sse(self, runner: BridgeRunner, action: ConnectServer, connection: Connection) -> str:
-        config = action.config
-        host = runner.link_host(_SSEClientHost, action)
-        ended = trio.Event()
-        async with trio.open_nursery() as nursery:
-            host.attach(nursery)
-            connection.flush_now = host._schedule_flush
-
-            async def stream(ready: trio.Event) -> None:
-                try:
-                    await host.run_stream(config.url, ready)
-                finally:
-                    ended.set()
-
-            ready = trio.Event()
-            nursery.start_soon(stream, ready)
-            with trio.fail_after(min(config.timeout, runner.host.connect_timeout)):
-                await ready.wait()
-            runner.connection_opened(action.connection)
-            await ended.wait()
-            nursery.cancel_scope.cancel()
-        return "the SSE stream ended"
 
     async def ws(self, runner: BridgeRunner, action: ConnectServer, connection: Connection) -> str:
         stream = await open_ws_stream(WebSocketAddress.parse(action.config.url))
@@ -137,7 +99,7 @@ class _Links:
         )
         async with stream:
             async with trio.open_nursery() as nursery:
-                connection.flush_now = link.write_now
+                connection.flush_now = link.pipe_output.schedule
                 await nursery.start(link.run)
                 await link.flush_all()  # the opening handshake
                 runner.connection_opened(action.connection)

@@ -18,11 +18,12 @@ from sansio_mcp.runtime._client_options import (
     StdioChild,
     StdioOptions,
 )
+from sansio_mcp.runtime._host import hosted
 from sansio_mcp.runtime._host import start_client as core_start_client
 from sansio_mcp.runtime._open_client import run_client
 
 from ._process import PIPE, drain_stderr, stop_process
-from ._runner import TrioRunner, TrioSessionHost
+from ._runner import TrioRunner
 from ._util import unwrap_single_exception
 
 __all__ = ["Client", "ClientHandlers", "hosted", "open_client", "open_stdio_client", "running"]
@@ -35,17 +36,6 @@ class Client(ClientAPI):
 #: ``await start_client(host, session, handlers, initialize_timeout)``: run the
 #: session's start (handshake or discover) and wrap it in a :class:`Client`.
 start_client = partial(core_start_client, client_class=Client)
-
-
-@asynccontextmanager
-async def hosted(host: TrioSessionHost) -> AsyncIterator[None]:
-    """The block in which ``host``'s tasks run: a nursery, cancelled on leaving."""
-    async with trio.open_nursery() as nursery:
-        host.attach(nursery)
-        try:
-            yield
-        finally:
-            nursery.cancel_scope.cancel()
 
 
 @asynccontextmanager

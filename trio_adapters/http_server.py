@@ -19,7 +19,7 @@ from sansio_mcp.runtime._serve_options import (
 )
 from sansio_mcp.runtime._server import Server
 
-from ._backend import PRIMITIVES, TCPStream
+from ._backend import PRIMITIVES, NurseryGroup, TCPStream
 from ._runner import TrioSessionHost
 from .server import TrioContext
 
@@ -30,8 +30,6 @@ OnBound = Callable[[int], Any] | None
 
 class _HTTPSessionHost(RoutedOutput, TrioSessionHost):
     """A session served over HTTP: its output is routed to exchanges."""
-
-    flushes_in_task = False  # routed at once: a flusher task would never be woken
 
 
 def _over_tcp_stream(
@@ -87,7 +85,8 @@ async def serve_router(
     """Serve any HTTP transport machine over TCP under ``limits``; reports the bound port."""
     at = Listening.of(options)
     async with trio.open_nursery() as nursery:
-        make_host = partial(_HTTPSessionHost.attached, nursery, router, server, TrioContext)
+        group = NurseryGroup(nursery)
+        make_host = partial(_HTTPSessionHost.attached, group, router, server, TrioContext)
         service = HTTPService(server, router, make_host, PRIMITIVES, at.max_body, at.limits)
         connection = _over_tcp_stream(service.connection)
         await serve_tcp(connection, at.host, at.port, task_status.started, nursery)

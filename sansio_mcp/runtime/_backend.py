@@ -77,6 +77,14 @@ class TaskGroup(Protocol):
         """Run ``fn(*args)`` in a new task of the group."""
         ...
 
+    def start_cancellable(
+        self, fn: Callable[[], Awaitable[Any]], on_done: Callable[[], None] | None = None
+    ) -> Cancellable:
+        """Run ``fn()`` in a new task of the group that ``cancel()`` on the result
+        ends quietly (the rest of the group goes on); ``on_done()`` once it has
+        ended, however (even cancelled before it began)."""
+        ...
+
     def cancel(self) -> None:
         """Cancel every task of the group (and the body of its ``async with``)."""
         ...

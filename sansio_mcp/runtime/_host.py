@@ -1,18 +1,19 @@
-"""The backend-neutral half of a session host, and the client built on it.
+"""The session host, written once for every backend, and the client built on it.
 
-A host wraps a session and its :class:`Driver`; what differs between Trio
-and asyncio (a one-shot signal, the clock, shielding from cancellation,
-how output is flushed, how tasks are spawned) is supplied by a subclass.
-The request/await logic, including cancelling on the wire when the caller
-gives up, is written once, here.  Nothing here does I/O: it only awaits the
-subclass's primitives.
+A host wraps a session and its :class:`Driver`: it runs the handler tasks, the
+timer and the flusher in the :class:`TaskGroup` it is attached to, and awaits
+requests.  Signals, the clock, shielding and tasks come from its :attr:`backend`;
+how queued output leaves is an :class:`Output` given to it (a pipe's sender, a
+transport, HTTP exchanges).  Nothing here does I/O: it only awaits the backend's
+primitives.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, Protocol, TypeVar
 
 from .._client_session import ClientSession
 from .._errors import ConnectionClosedError
@@ -21,7 +22,7 @@ from .._jsonrpc import RequestId
 from .._server_session import ServerSession
 from .._session import Session
 from .._state import Role
-from ._backend import Backend, Cancellable, Signal
+from ._backend import Backend, Cancellable, Signal, TaskGroup
 from ._client import ClientAPI, ClientHandlers, ProgressCallback, Subscription
 from ._driver import Driver, InputHandler, NotificationHandler, RequestHandler, Waiter
 from ._server import Context, Server
@@ -29,34 +30,67 @@ from ._server import Context, Server
 C = TypeVar("C", bound=ClientAPI)
 
 __all__ = [
+    "SHIELDED_GRACE",
     "HostBase",
     "HostContext",
+    "Output",
     "Signal",
+    "hosted",
     "serving",
     "start_client",
 ]
 
 H = TypeVar("H")
 
+#: Seconds a shielded step (cleanup while being cancelled) may take at the most.
+SHIELDED_GRACE = 2.0
+
+
+class Output(Protocol):
+    """How a host's queued output leaves."""
+
+    @property
+    def flusher(self) -> Callable[[], Awaitable[None]] | None:
+        """The one long-lived task that sends what could not go at once (None: no
+        such task; output goes at once, or from tasks of its own)."""
+
+    def schedule(self) -> None:
+        """The session queued output: send it now or soon (never waiting)."""
+
+    def send_now(self) -> bool:
+        """Send what is queued without waiting, if this output can; True when it
+        will all go out without anyone awaiting :meth:`flush`."""
+        ...
+
+    async def flush(self) -> None:
+        """Send what is queued, and wait until it has gone out."""
+
 
 class HostBase:
-    """Requests, waiting and handler tasks over a session: signals, the clock and
-    shielding come from its :attr:`backend`; the adapter's host class says how
-    tasks run (:meth:`spawn_task`, :meth:`start_cancellable`) and output leaves
-    (:meth:`flush`), and runs :meth:`run_timer` in a task it can cancel."""
+    """Requests, waiting, handler tasks, the timer and the flusher over a session:
+    the tasks run in the :class:`TaskGroup` given to :meth:`attach`; signals, the
+    clock and shielding come from :attr:`backend`; output leaves by ``output``."""
 
-    #: The event-loop primitives (set by each backend's host class).
+    #: The event-loop primitives (each adapter's host class names its own).
     backend: Backend
+    #: Whether this host enforces its session's deadlines (False where the session
+    #: belongs to something that does, as the bridge host does for its servers').
+    runs_timer = True
+    #: Whether ``attach`` leaves the timer task to the first deadline (True where most
+    #: hosts never have one, as an HTTP server's host of a stateless request).
+    timer_on_demand = False
 
     def __init__(
         self,
         session: Session,
         *,
         handle_request: RequestHandler,
-        handle_notification: NotificationHandler | None,
-        answer_input: InputHandler | None,
+        handle_notification: NotificationHandler | None = None,
+        answer_input: InputHandler | None = None,
+        output: Output,
     ) -> None:
         self.session = session
+        self.output = output
         # The handler tasks of the peer's requests, by request id (cancelled one by one).
         self._handlers: dict[RequestId, Cancellable] = {}
         self.driver = Driver(
@@ -67,6 +101,10 @@ class HostBase:
             cancel=self._cancel_handler,
             answer_input=answer_input,
         )
+        self.driver.on_output = output.schedule
+        self._group: TaskGroup | None = None
+        self._timer: Cancellable | None = None
+        self._flusher: Cancellable | None = None
         # Set when a deadline was added; the timer makes a fresh one each time round.
         self._timer_changed: Signal = self.new_signal()
         # When the timer next wakes by itself (inf: only when told).
@@ -82,6 +120,39 @@ class HostBase:
         """
         return self.session.role is Role.SERVER
 
+    # Tasks ----------------------------------------------------------------------------
+
+    def attach(self, group: TaskGroup) -> None:
+        """Run handler tasks, the timer and the flusher in ``group``."""
+        self._group = group
+        if not self.timer_on_demand or self.session.next_deadline() is not None:
+            self._start_timer()
+        flusher = self.output.flusher
+        if flusher is not None:
+            self._flusher = group.start_cancellable(flusher)
+
+    def spawn_task(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Run ``fn(*args)`` in a task of the host's group."""
+        assert self._group is not None, "attach() the host to a task group first"
+        self._group.start_soon(fn, *args)
+
+    def start_cancellable(
+        self, fn: Callable[[], Awaitable[Any]], on_done: Callable[[], None] | None = None
+    ) -> Cancellable:
+        """Run ``fn()`` in a task of the host's group that ``cancel()`` ends;
+        ``on_done()`` once it has ended, however (even cancelled before it began)."""
+        assert self._group is not None, "attach() the host to a task group first"
+        return self._group.start_cancellable(fn, on_done)
+
+    def cancel_all_handlers(self) -> None:
+        """The host is done (its HTTP exchange is over): cancel its handlers, its
+        timer and its flusher (otherwise every finished stateless request would
+        leave those tasks parked)."""
+        self.cancel_handlers()
+        for task in (self._timer, self._flusher):
+            if task is not None:
+                task.cancel()
+
     # Primitives ---------------------------------------------------------------------
 
     def new_signal(self) -> Signal:
@@ -90,33 +161,33 @@ class HostBase:
     def now(self) -> float:
         return self.backend.clock()
 
-    def spawn_task(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
-        """Run ``fn(*args)`` in a task of the host's group."""
-        raise NotImplementedError
-
-    def start_cancellable(
-        self, fn: Callable[[], Awaitable[Any]], on_done: Callable[[], None] | None = None
-    ) -> Cancellable:
-        """Run ``fn()`` in a task of the host's group that ``cancel()`` ends;
-        ``on_done()`` once it has ended, however (even cancelled before it began)."""
-        raise NotImplementedError
+    def _schedule_flush(self) -> None:
+        """Send what the session queued, now or soon (what the hub calls)."""
+        self.output.schedule()
 
     async def flush(self) -> None:
-        """Send what the session has queued."""
-        raise NotImplementedError
+        """Send what the session has queued, and wait until it has gone out."""
+        await self.output.flush()
 
     def send_now(self) -> bool:
         """Send what the session has queued without waiting, if this host can;
         True when it will all go out without anyone awaiting :meth:`flush`."""
-        return False
+        return self.output.send_now()
 
     async def shielded(self, step: Callable[[], Awaitable[None]]) -> None:
-        """Run ``step`` to completion even while being cancelled."""
-        await self.backend.shielded(step)
+        """Run ``step`` to completion even while being cancelled, for at most
+        :data:`SHIELDED_GRACE` seconds: a step that waits for this host's own tasks
+        (a flush waits for the flusher) would wait forever once the cancellation
+        has ended them too."""
+        backend = self.backend
 
-    #: Whether ``attach`` leaves the timer task to the first deadline (True where most
-    #: hosts never have one, as an HTTP server's host of a stateless request).
-    timer_on_demand = False
+        async def bounded() -> None:
+            async with backend.move_on_after(SHIELDED_GRACE):
+                await step()
+
+        await backend.shielded(bounded)
+
+    # The timer ------------------------------------------------------------------------
 
     def rearm_timer(self, deadline: float | None = None) -> None:
         """A deadline was added: the timer must look again (started if it is not
@@ -127,10 +198,11 @@ class HostBase:
             self._timer_changed.set()
 
     def _start_timer(self) -> None:
-        """Run :meth:`run_timer` in a task of the host's own, if it is not running
+        """Run :meth:`run_timer` in a task of the host's group, if it is not running
         yet and the host is attached (then ``attach`` starts it if a deadline is
         already set); a no-op where the timer is someone else's."""
-        raise NotImplementedError
+        if self.runs_timer and self._timer is None and self._group is not None:
+            self._timer = self._group.start_cancellable(self.run_timer)
 
     async def run_timer(self) -> None:
         """Enforce the session's deadlines until cancelled: sleep until the earliest
@@ -230,15 +302,17 @@ class HostBase:
     def _spawn_handler(
         self, request_id: RequestId | None, fn: Callable[[], Awaitable[None]]
     ) -> None:
+        group = self._group
+        assert group is not None, "attach() the host to a task group first"
         if request_id is None:
-            self.spawn_task(fn)
+            group.start_soon(fn)
             return
 
         def forget() -> None:
             if self._handlers.get(request_id) is handle:
                 del self._handlers[request_id]
 
-        handle = self.start_cancellable(fn, forget)
+        handle = group.start_cancellable(fn, forget)
         self._handlers[request_id] = handle
 
     def _cancel_handler(self, request_id: RequestId) -> None:
@@ -302,6 +376,22 @@ async def start_client(
     request_id = session.start(now=host.now(), timeout=initialize_timeout)
     await host.wait_for(request_id, timed=initialize_timeout is not None)
     return client_class(host, session, handlers)
+
+
+@asynccontextmanager
+async def hosted(
+    host: HostBase, run: Callable[[], Awaitable[Any]] | None = None
+) -> AsyncIterator[TaskGroup]:
+    """The block in which ``host``'s tasks run (and ``run``, its reader, if given):
+    a task group of its backend, its tasks cancelled on leaving."""
+    async with host.backend.open_task_group() as group:
+        host.attach(group)
+        if run is not None:
+            group.start_soon(run)
+        try:
+            yield group
+        finally:
+            group.cancel()
 
 
 def serving(

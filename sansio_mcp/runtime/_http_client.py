@@ -46,8 +46,8 @@ _AUTH_ROUNDS = 6
 
 
 class HTTPClientHost:
-    """Mixed into a backend's session host (before it, so that sending starts
-    tasks instead of writing): the host supplies :attr:`backend`,
+    """Mixed into the session host (before it): it is the host's output (sending
+    starts tasks instead of writing); the host supplies :attr:`backend`,
     :meth:`spawn_task` and :meth:`start_cancellable`; its ``attach`` also spawns
     :meth:`hold_connections`."""
 
@@ -80,8 +80,11 @@ class HTTPClientHost:
         ssl_context: Any,
         auth: OAuthProvider | None = None,
     ) -> None:
-        # The session host's constructor (next in the MRO), with the handlers' callbacks.
-        super().__init__(session, **handlers.host_callbacks())  # type: ignore[call-arg]
+        # The session host's constructor (next in the MRO), with the handlers' callbacks,
+        # this being its output.
+        super().__init__(  # type: ignore[call-arg]
+            session, output=self, **handlers.host_callbacks()
+        )
         self.setup_http(transport, max_body=max_body, ssl_context=ssl_context, auth=auth)
 
     def setup_http(
@@ -117,9 +120,15 @@ class HTTPClientHost:
 
     # Sending ------------------------------------------------------------------------
 
-    def _schedule_flush(self) -> None:
-        # Sending only starts tasks, so it needs no flusher task of its own.
+    #: Sending only starts tasks, so it needs no flusher task of its own.
+    flusher = None
+
+    def schedule(self) -> None:
         self._send_queued()
+
+    def send_now(self) -> bool:
+        self._send_queued()
+        return True
 
     async def flush(self) -> None:
         self._send_queued()

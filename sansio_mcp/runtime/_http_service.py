@@ -332,6 +332,12 @@ class RoutedOutput:
     router: Router
     # A stateless request's host spawns no timer task unless it gets a deadline.
     timer_on_demand = True
+    #: Routed at once: there is nothing for a flusher task to send.
+    flusher = None
+
+    def __init__(self, session: ServerSession, **handlers: Any) -> None:
+        # The session host's constructor (next in the MRO), this being its output.
+        super().__init__(session, output=self, **handlers)  # type: ignore[call-arg]
 
     @classmethod
     def serving(
@@ -368,12 +374,16 @@ class RoutedOutput:
         def attach(self, group: Any) -> None:
             """The session host's (after this class in the MRO)."""
 
-    def _schedule_flush(self) -> None:
+    def schedule(self) -> None:
         assert isinstance(self.session, ServerSession)
         self.router.flush(self.session)
 
+    def send_now(self) -> bool:
+        self.schedule()
+        return True
+
     async def flush(self) -> None:
-        self._schedule_flush()
+        self.schedule()
 
 
 def streamable_http_router(

@@ -14,16 +14,29 @@ from .._client_session import ClientSession
 from .._errors import ConnectionClosedError
 from .._streamable_http_client import Endpoint, StreamableHTTPClient
 from .._util import unwrap_single_exception
-from ._backend import Signal
+from ._backend import Signal, TaskGroup
 from ._client import ClientAPI
 from ._client_options import ClientOptions, HTTPClientOptions, SSEClientOptions
 from ._host import HostBase, start_client
 from ._http_client import HTTPClientHost, LegacySSEClientHost
 
-__all__ = ["open_http", "run_client"]
+__all__ = ["HTTPClientSessionHost", "SSEClientSessionHost", "open_http", "run_client"]
 
 C = TypeVar("C", bound=ClientAPI)
 H = TypeVar("H", bound=HTTPClientHost)
+
+
+class HTTPClientSessionHost(HTTPClientHost, HostBase):
+    """The Streamable HTTP client's session host (each adapter's subclass names
+    its backend); attached, it also holds the kept-alive connections."""
+
+    def attach(self, group: TaskGroup) -> None:
+        super().attach(group)
+        self.spawn_task(self.hold_connections)
+
+
+class SSEClientSessionHost(LegacySSEClientHost, HTTPClientSessionHost):
+    """The legacy HTTP+SSE client's session host."""
 
 
 @asynccontextmanager
