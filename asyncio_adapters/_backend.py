@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import math
 import os
 import socket
@@ -15,6 +16,7 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from sansio_mcp.runtime import Signal, TaskGroup, TimedOut
+from sansio_mcp.runtime._backend import Connection
 from sansio_mcp.runtime._process import ChildProcess
 
 __all__ = [
@@ -26,11 +28,14 @@ __all__ = [
     "PipeStream",
     "TCPStream",
     "read_in_small_chunks",
+    "serve_tcp",
     "shielded",
     "start_child",
 ]
 
 T = TypeVar("T")
+
+logger = logging.getLogger("asyncio_adapters.http")
 
 
 _READ_SIZE = 65536
@@ -218,6 +223,20 @@ class AsyncioBackend:
         read_in_small_chunks(writer.transport)
         return TCPStream(reader, writer)
 
+    async def serve_tcp(
+        self,
+        handler: Callable[[Connection], Awaitable[None]],
+        host: str,
+        port: int,
+        *,
+        on_bound: Callable[[int], object] | None = None,
+    ) -> None:
+        def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Awaitable[None]:
+            return handler(TCPStream(reader, writer))
+
+        async with self.open_task_group() as group:
+            await serve_tcp(group, accepted, host, port, on_bound)
+
     # Processes, pipes and timers ----------------------------------------------------
 
     async def shielded(self, step: Callable[[], Awaitable[T]]) -> T:
@@ -250,6 +269,44 @@ class AsyncioBackend:
         )
         writer = asyncio.StreamWriter(transport, protocol, reader, loop)
         return PipeStream(writer, reader, transport=read)
+
+
+async def serve_tcp(
+    group: TaskGroup,
+    connection: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+    host: str,
+    port: int,
+    on_bound: Callable[[int], object] | None,
+) -> None:
+    """Accept TCP connections until cancelled, each handled by a task in ``group``
+    and then closed, so cancelling the server cancels every connection too
+    (``asyncio.start_server`` alone leaves them running, unlike Trio's
+    ``serve_tcp``).  The listener is closed without ``wait_closed``, which on newer
+    Pythons waits for the connections the group has yet to cancel.  ``on_bound``
+    (if given) gets the bound port."""
+
+    async def guarded(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await connection(reader, writer)
+        except Exception:
+            # One broken connection must never take the server (the group) down.
+            logger.exception("error while serving a connection; closing it")
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError, OSError):
+                await writer.wait_closed()
+
+    def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        read_in_small_chunks(writer.transport)
+        group.start_soon(guarded, reader, writer)
+
+    listener = await asyncio.start_server(accept, host, port)
+    try:
+        if on_bound is not None:
+            on_bound(listener.sockets[0].getsockname()[1])
+        await asyncio.get_running_loop().create_future()  # until cancelled
+    finally:
+        listener.close()
 
 
 async def shielded(step: Callable[[], Awaitable[T]]) -> T:

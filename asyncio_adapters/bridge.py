@@ -22,21 +22,21 @@ from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
 from sansio_mcp.a2e import (
     ConnectServer,
 )
-from sansio_mcp.runtime.a2e._agents import WebSocketAgents, serve_agent_pipes
+from sansio_mcp.runtime import _listeners
+from sansio_mcp.runtime.a2e._agents import serve_agent_pipes
 from sansio_mcp.runtime.a2e._driver import BridgeDriver, refuse_requests
 from sansio_mcp.runtime.a2e._links import HTTPLinks
 from sansio_mcp.runtime.a2e._runner import BridgeRunner, Connection
 
-from ._backend import PRIMITIVES, PipeStream, TCPStream, read_in_small_chunks
+from ._backend import PRIMITIVES, PipeStream
 from ._runner import AsyncioRunner, shielded
 from .http_client import _HTTPClientHost
+from .http_server import reporter
 from .sse import _SSEClientHost
 
 __all__ = ["AsyncioBridge", "serve_agent_stream", "serve_agent_ws"]
 
 logger = logging.getLogger("asyncio_adapters.bridge")
-
-_READ_SIZE = 65536
 
 
 class _StreamRunner(AsyncioRunner):
@@ -149,17 +149,14 @@ async def serve_agent_ws(
     allowed_origins: Iterable[str] | None = None,
     started: asyncio.Future[int] | None = None,
 ) -> None:
-    """Serve agents over WebSocket, one at a time (HTTP 409 for a second). Runs until cancelled."""
-    agents = WebSocketAgents(
-        bridge, path=path, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
+    """Serve agents over WebSocket, one at a time (HTTP 409 for a second). Runs until cancelled;
+    ``started`` (if given) receives the bound port."""
+    await _listeners.serve_agent_ws(
+        bridge,
+        host=host,
+        port=port,
+        path=path,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+        on_bound=reporter(started),
     )
-
-    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        read_in_small_chunks(writer.transport)
-        await agents.serve(TCPStream(reader, writer))
-
-    server = await asyncio.start_server(connection, host, port)
-    if started is not None:
-        started.set_result(server.sockets[0].getsockname()[1])
-    async with server:
-        await server.serve_forever()

@@ -18,10 +18,10 @@ from sansio_mcp.runtime._serve_options import WebSocketServeOptions
 from sansio_mcp.runtime._server import Server
 from sansio_mcp.runtime._ws_service import WebSocketServing, open_websocket
 
-from ._backend import PRIMITIVES
+from ._backend import PRIMITIVES, serve_tcp
 from ._runner import AsyncioRunner
 from .client import Client, close_writer, running
-from .http_server import reporter, serve_tcp
+from .http_server import reporter
 from .server import AsyncioContext
 
 __all__ = ["open_ws_client", "serve_ws"]

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import trio
 
 from sansio_mcp.runtime import Signal, TaskGroup, TimedOut
+from sansio_mcp.runtime._backend import Connection
 from sansio_mcp.runtime._process import ChildProcess
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "TrioBackend",
     "child_process",
     "reader",
+    "serve_tcp",
 ]
 
 _READ_SIZE = 65536
@@ -209,6 +211,19 @@ class TrioBackend:
             stream = trio.SSLStream(tcp, context, server_hostname=host)
         return TCPStream(stream, tcp.socket)
 
+    async def serve_tcp(
+        self,
+        handler: Callable[[Connection], Awaitable[None]],
+        host: str,
+        port: int,
+        *,
+        on_bound: Callable[[int], object] | None = None,
+    ) -> None:
+        def accepted(stream: trio.SocketStream) -> Awaitable[None]:
+            return handler(TCPStream(stream, stream.socket))
+
+        await serve_tcp(accepted, host, port, on_bound)
+
     # Processes, pipes and timers ----------------------------------------------------
 
     async def shielded(self, step: Callable[[], Awaitable[T]]) -> T:
@@ -239,6 +254,27 @@ class TrioBackend:
     async def open_stdio(self) -> PipeStream:
         # Duplicates: closing the stream leaves fds 0 and 1 to the process.
         return PipeStream(trio.lowlevel.FdStream(os.dup(1)), trio.lowlevel.FdStream(os.dup(0)))
+
+
+async def serve_tcp(
+    handler: Callable[[trio.SocketStream], Awaitable[None]],
+    host: str,
+    port: int,
+    on_bound: Callable[[int], object] | None,
+) -> None:
+    """Accept TCP connections until cancelled, each handled by ``handler`` and then
+    closed; ``on_bound`` (if given) gets the bound port."""
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    if on_bound is not None:
+        on_bound(listeners[0].socket.getsockname()[1])
+
+    async def connection(stream: trio.SocketStream) -> None:
+        try:
+            await handler(stream)
+        finally:
+            await trio.aclose_forcefully(stream)
+
+    await trio.serve_listeners(connection, listeners)
 
 
 # Pipes, processes and timers ------------------------------------------------------------

@@ -23,13 +23,13 @@ from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
 from sansio_mcp.a2e import (
     ConnectServer,
 )
-from sansio_mcp.runtime import TimedOut
-from sansio_mcp.runtime.a2e._agents import WebSocketAgents, serve_agent_pipes
+from sansio_mcp.runtime import TimedOut, _listeners
+from sansio_mcp.runtime.a2e._agents import serve_agent_pipes
 from sansio_mcp.runtime.a2e._driver import BridgeDriver, refuse_requests
 from sansio_mcp.runtime.a2e._links import HTTPLinks
 from sansio_mcp.runtime.a2e._runner import BridgeRunner, Connection
 
-from ._backend import PRIMITIVES, PipeStream, TCPStream
+from ._backend import PRIMITIVES, PipeStream
 from ._runner import TrioRunner
 from .http_client import _HTTPClientHost
 from .sse import _SSEClientHost
@@ -39,8 +39,6 @@ __all__ = ["TrioBridge", "serve_agent_stream", "serve_agent_ws"]
 
 logger = logging.getLogger("trio_adapters.bridge")
 
-_READ_SIZE = 65536
-_GONE = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
 
 # Wiring the library's Trio hosts to the bridge ----------------------------------------------
@@ -160,14 +158,14 @@ async def serve_agent_ws(
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve agents over WebSocket at ``ws://host:port/path``, one at a time
-    (a second concurrent agent is refused with HTTP 409).  Runs until cancelled."""
-    agents = WebSocketAgents(
-        bridge, path=path, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
+    (a second concurrent agent is refused with HTTP 409).  Runs until cancelled;
+    ``task_status.started`` reports the bound port."""
+    await _listeners.serve_agent_ws(
+        bridge,
+        host=host,
+        port=port,
+        path=path,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+        on_bound=task_status.started,
     )
-
-    async def connection(stream: trio.SocketStream) -> None:
-        await agents.serve(TCPStream(stream, stream.socket))
-
-    listeners = await trio.open_tcp_listeners(port, host=host)
-    task_status.started(listeners[0].socket.getsockname()[1])
-    await trio.serve_listeners(connection, listeners)

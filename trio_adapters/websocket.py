@@ -19,9 +19,9 @@ from sansio_mcp.runtime._serve_options import WebSocketServeOptions
 from sansio_mcp.runtime._server import Server
 from sansio_mcp.runtime._ws_service import WebSocketServing, open_websocket
 
+from ._backend import serve_tcp
 from ._runner import TrioRunner
 from .client import Client, running
-from .http_server import serve_tcp
 from .server import TrioContext
 
 __all__ = ["open_ws_client", "serve_ws"]

@@ -196,6 +196,19 @@ class Backend(Protocol):
         ``ssl_context`` (an :class:`ssl.SSLContext`; None for the default one)."""
         ...
 
+    async def serve_tcp(
+        self,
+        handler: Callable[[Connection], Awaitable[None]],
+        host: str,
+        port: int,
+        *,
+        on_bound: Callable[[int], object] | None = None,
+    ) -> None:
+        """Accept TCP connections on ``host:port`` until cancelled, each handled by
+        ``handler`` in a task of its own and then closed; ``on_bound`` gets the
+        bound port (``port=0``: any free one)."""
+        ...
+
     # Processes, pipes and timers ----------------------------------------------------
 
     async def shielded(self, step: Callable[[], Awaitable[T]]) -> T:

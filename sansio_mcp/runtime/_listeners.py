@@ -1,0 +1,61 @@
+"""The network listeners' bodies, written once: an HTTP router served over the
+backend's TCP listener (:func:`serve_router`), and the bridge's agents over
+WebSocket (:func:`serve_agent_ws`).  Each adapter's public ``serve_*`` names its
+host and context classes and reports the bound port its own way."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import Any
+
+from .._server_session import ServerSession
+from ._backend import Backend
+from ._http_service import HTTPService, RoutedOutput, Router
+from ._serve_options import Listening, RouterOptions
+from ._server import Server
+from .a2e._agents import WebSocketAgents
+from .a2e._runner import BridgeRunner
+
+__all__ = ["serve_agent_ws", "serve_router"]
+
+OnBound = Callable[[int], object] | None
+
+
+async def serve_router(
+    server: Server,
+    router: Router,
+    backend: Backend,
+    host_class: type[RoutedOutput],
+    context: Callable[..., Any],
+    options: RouterOptions,
+    on_bound: OnBound,
+) -> None:
+    """Serve ``router`` (any HTTP transport machine) over TCP under the options'
+    ``limits`` until cancelled; each session is driven by a ``host_class`` host whose
+    handlers see ``context(host, event)``; ``on_bound`` gets the bound port."""
+    at = Listening.of(options)
+    async with backend.open_task_group() as group:
+        make_host: Callable[[ServerSession], Any] = partial(
+            host_class.attached, group, router, server, context
+        )
+        service = HTTPService(server, router, make_host, backend, at.max_body, at.limits)
+        await backend.serve_tcp(service.connection, at.host, at.port, on_bound=on_bound)
+
+
+async def serve_agent_ws(
+    bridge: BridgeRunner,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    path: str = "/a2e",
+    allowed_hosts: Iterable[str] | None = None,
+    allowed_origins: Iterable[str] | None = None,
+    on_bound: OnBound = None,
+) -> None:
+    """Serve agents of ``bridge`` over WebSocket at ``ws://host:port/path``, one at a
+    time (a second concurrent agent is refused with HTTP 409), until cancelled."""
+    agents = WebSocketAgents(
+        bridge, path=path, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
+    )
+    await bridge.backend.serve_tcp(agents.serve, host, port, on_bound=on_bound)
