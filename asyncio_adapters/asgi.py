@@ -16,21 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, MutableMapping
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
 from sansio_mcp import ServerSession
-from sansio_mcp._http import HTTPRequest, header_dict
-from sansio_mcp._streamable_http import Exchange
-from sansio_mcp.runtime._auth import verify_request
+from sansio_mcp.runtime._asgi import ASGIService, Receive, Scope, Send, serve_lifespan
 from sansio_mcp.runtime._backend import TaskGroup
-from sansio_mcp.runtime._http_service import (
-    SessionHosts,
-    answer_exchange,
-    route,
-    streamable_http_router,
-)
+from sansio_mcp.runtime._http_service import SessionHosts, streamable_http_router
 from sansio_mcp.runtime._server import Server
 
 from ._backend import PRIMITIVES
@@ -38,11 +31,6 @@ from .http_server import _HTTPSessionHost
 from .server import AsyncioContext
 
 __all__ = ["MCPApp"]
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 
 class MCPApp:
@@ -84,6 +72,7 @@ class MCPApp:
             )
 
         self.hosts = SessionHosts(server, self.router, make_host)
+        self._service = ASGIService(self.router, self.hosts, PRIMITIVES, max_body)
 
     # Lifetime -------------------------------------------------------------------
 
@@ -121,103 +110,7 @@ class MCPApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await self._asgi_lifespan(receive, send)
-            return
-        if scope["type"] != "http":
-            return
-        await self._ensure_group()
-        request = await self._request(scope, receive)
-        if request is None:
-            await _plain(send, 413, b"request body too large")
-            return
-        verdict = await verify_request(self.router, request, PRIMITIVES)
-        exchange = route(self.router, request, PRIMITIVES.clock(), PRIMITIVES.wall_clock(), verdict)
-        self.hosts.begin(exchange)
-        try:
-            await self._respond(exchange, receive, send)
-        finally:
-            self.hosts.finish(exchange)
-
-    async def _asgi_lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await self._ensure_group()
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await self.aclose()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
-
-    async def _request(self, scope: Scope, receive: Receive) -> HTTPRequest | None:
-        body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                break
-            body += message.get("body", b"")
-            if len(body) > self.max_body:
-                return None
-            if not message.get("more_body", False):
-                break
-        path = scope.get("path", "/")
-        root = scope.get("root_path", "")
-        if root and path.startswith(root):
-            path = path[len(root) :] or "/"
-        query = scope.get("query_string", b"").decode("latin-1")
-        headers = header_dict(scope.get("headers", []))
-        if "host" not in headers and scope.get("server"):
-            host, port = scope["server"]
-            headers["host"] = f"{host}:{port}"
-        return HTTPRequest(
-            method=scope["method"],
-            target=path + (f"?{query}" if query else ""),
-            headers=headers,
-            body=bytes(body),
-        )
-
-    async def _respond(self, exchange: Exchange, receive: Receive, send: Send) -> None:
-        async def until_gone() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-
-        await answer_exchange(exchange, _ASGIWriter(send), until_gone, self.hosts, PRIMITIVES)
-
-
-class _ASGIWriter:
-    """A :class:`~sansio_mcp.runtime._http_service.ResponseWriter` of ASGI messages."""
-
-    def __init__(self, send: Send) -> None:
-        self._send = send
-
-    async def whole(self, status: int, headers: Mapping[str, str], body: bytes) -> None:
-        length = (b"content-length", str(len(body)).encode())
-        await self._send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [*_encode(headers), length],
-            }
-        )
-        await self._send({"type": "http.response.body", "body": body, "more_body": False})
-
-    async def head(self, status: int, headers: Mapping[str, str]) -> None:
-        await self._send(
-            {"type": "http.response.start", "status": status, "headers": _encode(headers)}
-        )
-
-    async def body(self, chunk: bytes) -> None:
-        await self._send({"type": "http.response.body", "body": chunk, "more_body": True})
-
-    async def end(self) -> None:
-        await self._send({"type": "http.response.body", "body": b"", "more_body": False})
-
-
-def _encode(headers: Any) -> list[tuple[bytes, bytes]]:
-    return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in dict(headers).items()]
-
-
-async def _plain(send: Send, status: int, body: bytes) -> None:
-    headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
+            await serve_lifespan(receive, send, self._ensure_group, self.aclose)
+        elif scope["type"] == "http":
+            await self._ensure_group()
+            await self._service.http(scope, receive, send)
