@@ -14,8 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable
-from typing import Any
+from typing import Any, Unpack
 
 from sansio_mcp._client_session import ClientSession
 from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
@@ -23,6 +22,7 @@ from sansio_mcp.a2e import (
     ConnectServer,
 )
 from sansio_mcp.runtime import _listeners
+from sansio_mcp.runtime._serve_options import AgentServeOptions
 from sansio_mcp.runtime.a2e._agents import serve_agent_pipes
 from sansio_mcp.runtime.a2e._driver import BridgeDriver, refuse_requests
 from sansio_mcp.runtime.a2e._links import HTTPLinks
@@ -142,21 +142,10 @@ async def serve_agent_stream(
 async def serve_agent_ws(
     bridge: AsyncioBridge,
     *,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    path: str = "/a2e",
-    allowed_hosts: Iterable[str] | None = None,
-    allowed_origins: Iterable[str] | None = None,
     started: asyncio.Future[int] | None = None,
+    **options: Unpack[AgentServeOptions],
 ) -> None:
-    """Serve agents over WebSocket, one at a time (HTTP 409 for a second). Runs until cancelled;
-    ``started`` (if given) receives the bound port."""
-    await _listeners.serve_agent_ws(
-        bridge,
-        host=host,
-        port=port,
-        path=path,
-        allowed_hosts=allowed_hosts,
-        allowed_origins=allowed_origins,
-        on_bound=reporter(started),
-    )
+    """Serve agents over WebSocket at ``ws://host:port/path`` (by default
+    ``127.0.0.1``, any free port, ``/a2e``), one at a time (a second concurrent agent
+    is refused with HTTP 409), until cancelled; ``started`` (if given) gets the port."""
+    await _listeners.serve_agent_ws(bridge, reporter(started), **options)

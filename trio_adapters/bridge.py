@@ -13,8 +13,7 @@ by :func:`trio_adapters.a2e_client.open_a2e_direct`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
-from typing import Any
+from typing import Any, Unpack
 
 import trio
 
@@ -24,6 +23,7 @@ from sansio_mcp.a2e import (
     ConnectServer,
 )
 from sansio_mcp.runtime import TimedOut, _listeners
+from sansio_mcp.runtime._serve_options import AgentServeOptions
 from sansio_mcp.runtime.a2e._agents import serve_agent_pipes
 from sansio_mcp.runtime.a2e._driver import BridgeDriver, refuse_requests
 from sansio_mcp.runtime.a2e._links import HTTPLinks
@@ -38,7 +38,6 @@ from .websocket import open_ws_stream
 __all__ = ["TrioBridge", "serve_agent_stream", "serve_agent_ws"]
 
 logger = logging.getLogger("trio_adapters.bridge")
-
 
 
 # Wiring the library's Trio hosts to the bridge ----------------------------------------------
@@ -150,22 +149,10 @@ async def serve_agent_stream(
 async def serve_agent_ws(
     bridge: TrioBridge,
     *,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    path: str = "/a2e",
-    allowed_hosts: Iterable[str] | None = None,
-    allowed_origins: Iterable[str] | None = None,
     task_status: Any = trio.TASK_STATUS_IGNORED,
+    **options: Unpack[AgentServeOptions],
 ) -> None:
-    """Serve agents over WebSocket at ``ws://host:port/path``, one at a time
-    (a second concurrent agent is refused with HTTP 409).  Runs until cancelled;
-    ``task_status.started`` reports the bound port."""
-    await _listeners.serve_agent_ws(
-        bridge,
-        host=host,
-        port=port,
-        path=path,
-        allowed_hosts=allowed_hosts,
-        allowed_origins=allowed_origins,
-        on_bound=task_status.started,
-    )
+    """Serve agents over WebSocket at ``ws://host:port/path`` (by default
+    ``127.0.0.1``, any free port, ``/a2e``), one at a time (a second concurrent agent
+    is refused with HTTP 409), until cancelled; ``task_status.started`` gets the port."""
+    await _listeners.serve_agent_ws(bridge, task_status.started, **options)

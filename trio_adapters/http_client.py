@@ -1,44 +1,16 @@
-"""The Trio MCP client over Streamable HTTP: ``open_http_client(url)``."""
+"""The Trio MCP client over Streamable HTTP: ``open_http_client(url)`` (the
+runtime's :class:`~sansio_mcp.runtime._open_client.HTTPOpeners` on this backend)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Unpack
-
-from sansio_mcp.runtime._backend import Backend
-from sansio_mcp.runtime._client_options import HTTPClientOptions
-from sansio_mcp.runtime._open_client import (
-    HTTPClientSessionHost,
-    SSEClientSessionHost,
-    open_http,
-)
+from sansio_mcp.runtime._open_client import HTTPOpeners
 
 from ._backend import PRIMITIVES
-from .client import Client, hosted
+from .client import Client
 
 __all__ = ["open_http_client"]
 
-
-class _HTTPClientHost(HTTPClientSessionHost):
-    """The runtime's Streamable HTTP client host on Trio."""
-
-    backend: Backend = PRIMITIVES
-
-
-class _SSEClientHost(SSEClientSessionHost):
-    """The runtime's legacy HTTP+SSE client host on Trio."""
-
-    backend: Backend = PRIMITIVES
-
-
-@asynccontextmanager
-async def open_http_client(url: str, **options: Unpack[HTTPClientOptions]) -> AsyncIterator[Client]:
-    """Connect to a Streamable HTTP endpoint and yield a :class:`Client`.
-
-    HTTP failures become typed errors of the request that met them:
-    :class:`sansio_mcp.HTTPStatusError` (with ``data.status``), or
-    :class:`sansio_mcp.ConnectionClosedError` when the server ended the session.
-    """
-    async with open_http(url, options, _HTTPClientHost, hosted, Client) as client:
-        yield client
+OPENERS = HTTPOpeners(PRIMITIVES, Client)
+open_http_client = OPENERS.http
+_HTTPClientHost = OPENERS.http_host
+_SSEClientHost = OPENERS.sse_host

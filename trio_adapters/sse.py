@@ -4,18 +4,14 @@ clients and servers that still speak it."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any, Unpack
 
 import trio
 
-from sansio_mcp.runtime._client_options import SSEClientOptions
-from sansio_mcp.runtime._open_client import open_http
 from sansio_mcp.runtime._serve_options import SSEServeOptions, sse_router
 from sansio_mcp.runtime._server import Server
 
-from .client import Client, hosted
+from .http_client import OPENERS
 from .http_client import _SSEClientHost as _SSEClientHost  # the bridge's links use it
 from .http_server import serve_router
 
@@ -34,8 +30,4 @@ async def serve_sse(
     await serve_router(server, router, task_status=task_status, **listening)
 
 
-@asynccontextmanager
-async def open_sse_client(url: str, **options: Unpack[SSEClientOptions]) -> AsyncIterator[Client]:
-    """Connect to a legacy HTTP+SSE server (``url`` is its SSE endpoint)."""
-    async with open_http(url, options, _SSEClientHost, hosted, Client, legacy_sse=True) as client:
-        yield client
+open_sse_client = OPENERS.sse

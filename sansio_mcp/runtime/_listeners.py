@@ -5,14 +5,14 @@ host and context classes and reports the bound port its own way."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, Unpack
 
 from .._server_session import ServerSession
 from ._backend import Backend
 from ._http_service import HTTPService, RoutedOutput, Router
-from ._serve_options import Listening, RouterOptions
+from ._serve_options import AgentServeOptions, Listening, RouterOptions
 from ._server import Server
 from .a2e._agents import WebSocketAgents
 from .a2e._runner import BridgeRunner
@@ -44,18 +44,16 @@ async def serve_router(
 
 
 async def serve_agent_ws(
-    bridge: BridgeRunner,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    path: str = "/a2e",
-    allowed_hosts: Iterable[str] | None = None,
-    allowed_origins: Iterable[str] | None = None,
-    on_bound: OnBound = None,
+    bridge: BridgeRunner, on_bound: OnBound, **options: Unpack[AgentServeOptions]
 ) -> None:
-    """Serve agents of ``bridge`` over WebSocket at ``ws://host:port/path``, one at a
-    time (a second concurrent agent is refused with HTTP 409), until cancelled."""
+    """Serve agents of ``bridge`` over WebSocket at ``ws://host:port/path`` (by
+    default ``127.0.0.1``, any free port, ``/a2e``), one at a time (a second
+    concurrent agent is refused with HTTP 409), until cancelled."""
     agents = WebSocketAgents(
-        bridge, path=path, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
+        bridge,
+        path=options.get("path", "/a2e"),
+        allowed_hosts=options.get("allowed_hosts"),
+        allowed_origins=options.get("allowed_origins"),
     )
+    host, port = options.get("host", "127.0.0.1"), options.get("port", 0)
     await bridge.backend.serve_tcp(agents.serve, host, port, on_bound=on_bound)

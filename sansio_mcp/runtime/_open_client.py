@@ -8,19 +8,25 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar, Unpack
 
 from .._client_session import ClientSession
 from .._errors import ConnectionClosedError
 from .._streamable_http_client import Endpoint, StreamableHTTPClient
 from .._util import unwrap_single_exception
-from ._backend import Signal, TaskGroup
+from ._backend import Backend, Signal, TaskGroup
 from ._client import ClientAPI
 from ._client_options import ClientOptions, HTTPClientOptions, SSEClientOptions
-from ._host import HostBase, start_client
+from ._host import HostBase, hosted, start_client
 from ._http_client import HTTPClientHost, LegacySSEClientHost
 
-__all__ = ["HTTPClientSessionHost", "SSEClientSessionHost", "open_http", "run_client"]
+__all__ = [
+    "HTTPClientSessionHost",
+    "HTTPOpeners",
+    "SSEClientSessionHost",
+    "open_http",
+    "run_client",
+]
 
 C = TypeVar("C", bound=ClientAPI)
 H = TypeVar("H", bound=HTTPClientHost)
@@ -133,3 +139,36 @@ async def open_http(
 
     async with run_client(host, session, config, client_class, reading, ready=ready) as client:
         yield client
+
+
+class HTTPOpeners(Generic[C]):
+    """A backend's ``open_http_client`` and ``open_sse_client`` (its modules name
+    them ``open_http_client = openers.http`` and so on) for its ``client`` class,
+    and its HTTP client host classes (:attr:`http_host`, :attr:`sse_host`)."""
+
+    def __init__(self, backend: Backend, client: type[C]) -> None:
+        class HTTPHost(HTTPClientSessionHost):
+            """The Streamable HTTP client's session host on this backend."""
+
+        class SSEHost(SSEClientSessionHost):
+            """The legacy HTTP+SSE client's session host on this backend."""
+
+        HTTPHost.backend = SSEHost.backend = backend
+        self.http_host: type[HTTPClientSessionHost] = HTTPHost
+        self.sse_host: type[SSEClientSessionHost] = SSEHost
+        self._client = client
+
+    def http(
+        self, url: str, **options: Unpack[HTTPClientOptions]
+    ) -> AbstractAsyncContextManager[C]:
+        """Connect to a Streamable HTTP endpoint and yield a started client.
+
+        HTTP failures become typed errors of the request that met them:
+        :class:`sansio_mcp.HTTPStatusError` (with ``data.status``), or
+        :class:`sansio_mcp.ConnectionClosedError` when the server ended the session.
+        """
+        return open_http(url, options, self.http_host, hosted, self._client)
+
+    def sse(self, url: str, **options: Unpack[SSEClientOptions]) -> AbstractAsyncContextManager[C]:
+        """Connect to a legacy HTTP+SSE server (``url`` is its SSE endpoint)."""
+        return open_http(url, options, self.sse_host, hosted, self._client, legacy_sse=True)
