@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from typing import Any, Unpack
 
 from sansio_mcp import ClientSession
+from sansio_mcp.runtime import _process
 from sansio_mcp.runtime._client import ClientAPI, ClientHandlers
 from sansio_mcp.runtime._client_options import (
     ClientOptions,
@@ -23,8 +26,8 @@ from sansio_mcp.runtime._host import hosted
 from sansio_mcp.runtime._host import start_client as core_start_client
 from sansio_mcp.runtime._open_client import run_client
 
-from ._process import drain_stderr, start_child, stop_process
-from ._runner import AsyncioRunner, Framing, shielded
+from ._backend import PRIMITIVES
+from ._runner import AsyncioRunner, Framing
 
 __all__ = [
     "Client",
@@ -35,6 +38,9 @@ __all__ = [
     "running",
     "start_client",
 ]
+
+
+logger = logging.getLogger("asyncio_adapters.stdio")
 
 
 class Client(ClientAPI):
@@ -97,20 +103,18 @@ async def open_stdio_client(
     """:func:`trio_adapters.open_stdio_client` on asyncio: the child's output is
     handed to the session as it arrives, with no reader task."""
     child = StdioChild.of(command, options)
-    started = await start_child(child.command, env=child.env, cwd=child.cwd)
-    process = started.process
-    assert process.stderr
-    drainer = asyncio.create_task(drain_stderr(process.stderr, child.name))
+    cwd = None if child.cwd is None else os.fspath(child.cwd)
+    process = await PRIMITIVES.open_process(child.command, env=child.env, cwd=cwd)
+    pipes = process.native
+    drainer = asyncio.create_task(_process.drain_stderr(process.stderr, child.name, logger))
     try:
         config = child.client
         session = config.new_session()
-        runner = AsyncioRunner(session, None, started.writer, **config.handlers.host_callbacks())
-        pumping = partial(hosted, runner, partial(runner.pump, started.connect_output))
+        runner = AsyncioRunner(session, None, pipes.writer, **config.handlers.host_callbacks())
+        pumping = partial(hosted, runner, partial(runner.pump, pipes.connect_output))
         async with run_client(runner, session, config, Client, pumping) as client:
             yield client
     finally:
-        await shielded(
-            lambda: stop_process(process, grace=child.shutdown_grace, stdin=started.stdin)
-        )
+        await _process.stop_process(PRIMITIVES, process, grace=child.shutdown_grace)
         with contextlib.suppress(asyncio.CancelledError):
             await drainer
