@@ -94,7 +94,7 @@ class NurseryGroup:
                 if on_done is not None:
                     on_done()
 
-        self._nursery.start_soon(run)
+        self._nursery.start_soon(run, name=fn)  # named for what it runs, not the wrapper
         return scope
 
     def cancel(self) -> None:
