@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from sansio_mcp.runtime import Signal, TaskGroup, TimedOut
-from sansio_mcp.runtime._backend import Connection
+from sansio_mcp.runtime._backend import ConnectionHandler, OnBound
 from sansio_mcp.runtime._process import ChildProcess
 
 __all__ = [
@@ -224,12 +224,7 @@ class AsyncioBackend:
         return TCPStream(reader, writer)
 
     async def serve_tcp(
-        self,
-        handler: Callable[[Connection], Awaitable[None]],
-        host: str,
-        port: int,
-        *,
-        on_bound: Callable[[int], object] | None = None,
+        self, handler: ConnectionHandler, host: str, port: int, *, on_bound: OnBound = None
     ) -> None:
         def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Awaitable[None]:
             return handler(TCPStream(reader, writer))
@@ -276,7 +271,7 @@ async def serve_tcp(
     connection: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
     host: str,
     port: int,
-    on_bound: Callable[[int], object] | None,
+    on_bound: OnBound,
 ) -> None:
     """Accept TCP connections until cancelled, each handled by a task in ``group``
     and then closed, so cancelling the server cancels every connection too

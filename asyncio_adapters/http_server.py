@@ -4,10 +4,10 @@ listener and the service are the runtime's (:func:`serve_router`, :class:`HTTPSe
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any, Unpack
+from typing import Unpack
 
 from sansio_mcp.runtime import _listeners
+from sansio_mcp.runtime._backend import OnBound
 from sansio_mcp.runtime._http_service import RoutedOutput, Router, ServerLimits
 from sansio_mcp.runtime._serve_options import HTTPServeOptions, RouterOptions, http_router
 from sansio_mcp.runtime._server import Server
@@ -17,8 +17,6 @@ from ._runner import AsyncioSessionHost
 from .server import AsyncioContext
 
 __all__ = ["ServerLimits", "serve_http", "serve_router", "serve_tcp"]
-
-OnBound = Callable[[int], Any] | None
 
 
 class _HTTPSessionHost(RoutedOutput, AsyncioSessionHost):

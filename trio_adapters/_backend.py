@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import trio
 
 from sansio_mcp.runtime import Signal, TaskGroup, TimedOut
-from sansio_mcp.runtime._backend import Connection
+from sansio_mcp.runtime._backend import ConnectionHandler, OnBound
 from sansio_mcp.runtime._process import ChildProcess
 
 __all__ = [
@@ -212,12 +212,7 @@ class TrioBackend:
         return TCPStream(stream, tcp.socket)
 
     async def serve_tcp(
-        self,
-        handler: Callable[[Connection], Awaitable[None]],
-        host: str,
-        port: int,
-        *,
-        on_bound: Callable[[int], object] | None = None,
+        self, handler: ConnectionHandler, host: str, port: int, *, on_bound: OnBound = None
     ) -> None:
         def accepted(stream: trio.SocketStream) -> Awaitable[None]:
             return handler(TCPStream(stream, stream.socket))
@@ -260,7 +255,7 @@ async def serve_tcp(
     handler: Callable[[trio.SocketStream], Awaitable[None]],
     host: str,
     port: int,
-    on_bound: Callable[[int], object] | None,
+    on_bound: OnBound,
 ) -> None:
     """Accept TCP connections until cancelled, each handled by ``handler`` and then
     closed; ``on_bound`` (if given) gets the bound port."""

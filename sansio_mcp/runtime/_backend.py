@@ -22,6 +22,8 @@ __all__ = [
     "ByteStream",
     "Cancellable",
     "Connection",
+    "ConnectionHandler",
+    "OnBound",
     "Pipe",
     "Process",
     "Signal",
@@ -67,6 +69,12 @@ class Connection(ByteStream, Protocol):
     async def send_eof(self) -> None:
         """End our side of the connection, still reading the peer's (TCP half-close)."""
         ...
+
+
+#: Serves one accepted connection (:meth:`Backend.serve_tcp` closes it afterwards).
+ConnectionHandler = Callable[[Connection], Awaitable[None]]
+#: Gets the port a listener bound (None: nobody asks).
+OnBound = Callable[[int], object] | None
 
 
 class TaskGroup(Protocol):
@@ -197,12 +205,7 @@ class Backend(Protocol):
         ...
 
     async def serve_tcp(
-        self,
-        handler: Callable[[Connection], Awaitable[None]],
-        host: str,
-        port: int,
-        *,
-        on_bound: Callable[[int], object] | None = None,
+        self, handler: ConnectionHandler, host: str, port: int, *, on_bound: OnBound = None
     ) -> None:
         """Accept TCP connections on ``host:port`` until cancelled, each handled by
         ``handler`` in a task of its own and then closed; ``on_bound`` gets the

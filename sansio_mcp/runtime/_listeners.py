@@ -10,7 +10,7 @@ from functools import partial
 from typing import Any, Unpack
 
 from .._server_session import ServerSession
-from ._backend import Backend
+from ._backend import Backend, OnBound
 from ._http_service import HTTPService, RoutedOutput, Router
 from ._serve_options import AgentServeOptions, Listening, RouterOptions
 from ._server import Server
@@ -18,8 +18,6 @@ from .a2e._agents import WebSocketAgents
 from .a2e._runner import BridgeRunner
 
 __all__ = ["serve_agent_ws", "serve_router"]
-
-OnBound = Callable[[int], object] | None
 
 
 async def serve_router(
