@@ -227,8 +227,8 @@ class HostBase:
             self.session.handle_timer(self.now())
             self.driver.process_events()
             # Never waiting for output: a peer that stops reading must not stop the clock.
-            if not self.send_now():
-                await self.flush()
+            if not self.output.send_now():
+                await self.output.flush()
 
     def new_subscription(self, buffer: int) -> Subscription:
         return Subscription(buffer, self.new_signal)
@@ -281,21 +281,21 @@ class HostBase:
         # A request never waits for its own output to go out: a peer that stops
         # reading must not keep a time limit or a cancellation from taking effect.
         try:
-            if not self.send_now():
-                await self.flush()
+            if not self.output.send_now():
+                await self.output.flush()
             await done.wait()
         except BaseException:
             if not waiter.done:
                 # The caller gave up (cancelled): cancel on the wire too.
                 self.driver.abandon(request_id)
-                if not self.send_now():
-                    await self.shielded(self.flush)
+                if not self.output.send_now():
+                    await self.shielded(self.output.flush)
             raise
         return waiter.outcome()
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         self.session.send_notification(method, params)
-        await self.flush()
+        await self.output.flush()
 
     # Handler tasks --------------------------------------------------------------------
 
