@@ -566,3 +566,232 @@ def test_a_connection_is_not_reused_once_closed_or_ended() -> None:
         client.receive_data(b"")  # the server closed the idle connection
         assert isinstance(client.next_event(), ConnectionEnded)
         assert not client.can_reuse
+
+
+# Chunked responses (what Node/Express servers send) --------------------------------------
+
+
+_extensions = st.sampled_from([b"", b"", b";a=b", b";x", b" ", b"\t ", b';q="a b"', b"; y=1 \t"])
+_trailers = st.sampled_from(
+    [
+        b"",
+        b"",
+        b"X-T: 1\r\n",
+        b"X-T: 1\r\nY: two words \r\n",
+        b"X: a\r\n b\r\n",
+        b"X: 1\n",
+        b"X: ctl\x01\r\n",
+        b"Content-Length: 5\r\n",
+        b"Content-Length: 5\r\nContent-Length: 05\r\n",
+        b"Content-Length: x\r\n",
+        b"Transfer-Encoding: gzip\r\n",
+        b"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+        b" starts folded\r\n",
+        b"Bad Name: 1\r\n",
+        b"X: bare\rcr\r\n",
+    ]
+)
+
+
+@st.composite
+def _chunked_responses(draw: st.DrawFn) -> bytes:
+    """Chunked responses, well formed (sizes in either case, with leading zeros,
+    extensions, trailers) but for what the trailer section may hold."""
+    lines = [b"HTTP/1.1 " + draw(st.sampled_from([b"200 OK", b"202 Accepted", b"404 "])) + b"\r\n"]
+    for _ in range(draw(st.integers(0, 2))):
+        lines.append(draw(_clean_names) + b": " + draw(_clean_values) + b"\r\n")
+    coding = draw(st.sampled_from([b"chunked", b"chunked", b"Chunked", b"CHUNKED"]))
+    lines.insert(draw(st.integers(1, len(lines))), b"Transfer-Encoding: " + coding + b"\r\n")
+    body = []
+    for data in draw(st.lists(st.binary(min_size=1, max_size=40), max_size=4)):
+        size = b"0" * draw(st.integers(0, 2)) + b"%x" % len(data)
+        size = size.upper() if draw(st.booleans()) else size
+        body.append(size + draw(_extensions) + b"\r\n" + data + b"\r\n")
+    last = b"0" * draw(st.integers(1, 3)) + draw(_extensions) + b"\r\n"
+    end = draw(st.sampled_from([b"\r\n", b"\r\n", b"\n"]))
+    return b"".join(lines) + b"\r\n" + b"".join(body) + last + draw(_trailers) + end
+
+
+@st.composite
+def _damaged(draw: st.DrawFn, stream: bytes) -> bytes:
+    """``stream`` cut short, or with bytes replaced or inserted somewhere."""
+    at = draw(st.integers(0, len(stream)))
+    how = draw(st.sampled_from(["cut", "replace", "insert"]))
+    if how == "cut":
+        return stream[:at]
+    junk = draw(st.sampled_from([b"x", b"\r", b"\n", b"\r\n", b"g", b";", b" ", b"0", b"\x00"]))
+    return stream[:at] + junk + stream[at + (len(junk) if how == "replace" else 0) :]
+
+
+def _byte_by_byte(stream: bytes) -> list[bytes]:
+    return [stream[i : i + 1] for i in range(len(stream))]
+
+
+@_DIFFERENTIAL
+@given(
+    responses=st.lists(_chunked_responses(), min_size=1, max_size=2).map(b"".join),
+    damage=st.booleans(),
+    data=st.data(),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=6),
+    one_byte=st.booleans(),
+    eof=st.booleans(),
+)
+@example(
+    responses=b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5;" + b"x" * 3000 + b"\r\n",
+    damage=False,
+    data=None,
+    cuts=[1000],
+    one_byte=False,
+    eof=False,
+)
+@example(
+    responses=b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n0\r\nX: " + b"a" * 3000,
+    damage=False,
+    data=None,
+    cuts=[],
+    one_byte=False,
+    eof=True,
+)
+def test_chunked_responses_match_h11(
+    responses: bytes,
+    damage: bool,
+    data: st.DataObject | None,
+    cuts: list[int],
+    one_byte: bool,
+    eof: bool,
+) -> None:
+    """Same status, headers, body bytes, end (or error, at the same point) and reuse
+    as h11, however the bytes arrive; well formed, the connection stays fast."""
+    stream = data.draw(_damaged(responses)) if damage and data is not None else responses
+    chunks = _byte_by_byte(stream) if one_byte else split_at(stream, cuts)
+    conn = HTTPClientConnection("127.0.0.1:8000", max_headers=MAX_HEADERS)
+    fast = _drive_client(conn, chunks, eof, 2)
+    assert fast == _drive_client(_h11_client(), chunks, eof, 2)
+    if not damage and not eof:  # (an end where a head is due goes to h11, chunked or not)
+        assert conn._h11 is None
+
+
+# A notification's 202 and a tools/call answer from server-everything (Express), verbatim
+# but for the session id and the date.
+_EXPRESS_202 = (
+    b"HTTP/1.1 202 Accepted\r\nX-Powered-By: Express\r\nmcp-session-id: 9c32\r\n"
+    b"Date: Tue, 01 Dec 2026 22:00:00 GMT\r\nConnection: keep-alive\r\n"
+    b"Keep-Alive: timeout=5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+)
+_EVENT = b'event: message\nid: c922\ndata: {"result":{"content":[]},"jsonrpc":"2.0","id":2}\n\n'
+_EXPRESS_200 = (
+    b"HTTP/1.1 200 OK\r\nX-Powered-By: Express\r\ncontent-type: text/event-stream\r\n"
+    b"cache-control: no-cache\r\nmcp-session-id: 9c32\r\nDate: Tue, 01 Dec 2026 22:00:00 GMT\r\n"
+    b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(_EVENT), _EVENT)
+)
+_BROKEN_CHUNKED = [
+    b"zz\r\n",  # a size that is not hex
+    b"-5\r\n",
+    b"5\r\nhelloXX",  # no CRLF after the data
+    b"5\r\nhello\rX",
+    b"5\r\nhello\n\r\n",
+    b"1" * 21 + b"\r\n",  # more digits than h11 takes
+    b"5;" + b"x" * 3000,  # a size line over the limit, still incomplete
+    b"0\r\nX: " + b"a" * 3000,  # a trailer section over the limit, still incomplete
+    b"0\r\n continuation\r\n\r\n",
+    b"0\r\nBad Name: 1\r\n\r\n",
+    b"0\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+    b"0\r\nTransfer-Encoding: gzip\r\n\r\n",
+]
+
+
+@pytest.mark.parametrize("response", [_EXPRESS_202, _EXPRESS_200])
+def test_a_real_chunked_response_split_anywhere_matches_h11(response: bytes) -> None:
+    """Every single split point, and byte by byte: same events as h11, and the
+    connection stays on the fast path and is reused."""
+    splits = [[response[:at], response[at:]] for at in range(len(response) + 1)]
+    for chunks in [*splits, _byte_by_byte(response)]:
+        chunks = [c for c in chunks if c]
+        conn = HTTPClientConnection("127.0.0.1:8000", max_headers=MAX_HEADERS)
+        fast = _drive_client(conn, chunks, False, 1)
+        assert fast == _drive_client(_h11_client(), chunks, False, 1)
+        assert fast[-1] == ("reuse", True) and conn._h11 is None
+
+
+@pytest.mark.parametrize("body", _BROKEN_CHUNKED)
+@pytest.mark.parametrize("split", ["whole", "byte by byte"])
+def test_a_broken_chunked_body_fails_as_in_h11(body: bytes, split: str) -> None:
+    """A 502 with h11's own message, at the same point, and the connection is not
+    reused; the fast path does not hand such a body to h11."""
+    stream = _EXPRESS_200.split(b"\r\n\r\n")[0] + b"\r\n\r\n" + body
+    chunks = [stream] if split == "whole" else _byte_by_byte(stream)
+    conn = HTTPClientConnection("127.0.0.1:8000", max_headers=MAX_HEADERS)
+    fast = _drive_client(conn, chunks, True, 2)
+    assert fast == _drive_client(_h11_client(), chunks, True, 2)
+    error = fast[-3]
+    assert isinstance(error, HTTPError) and error.status == 502, fast
+    assert error.reason.startswith("malformed HTTP response: ")
+    assert fast[-1] == ("reuse", False) and conn._h11 is None
+    assert conn.next_event() == HTTPError(
+        502, "malformed HTTP response: Can't receive data when peer state is ERROR"
+    )
+
+
+def test_a_chunked_stream_is_delivered_chunk_by_chunk() -> None:
+    """A GET stream that stays open: each chunk's data comes out as it arrives (a
+    chunk cut in two, in two pieces), not at the end."""
+    conn = HTTPClientConnection("x")
+    conn.send_request("GET", "/mcp", {"accept": "text/event-stream"})
+    conn.receive_data(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n")
+    assert conn.next_event() is NEED_DATA
+    conn.receive_data(b"Transfer-Encoding: chunked\r\n\r\n")
+    assert isinstance(conn.next_event(), HTTPResponseHead)
+    assert conn.next_event() is NEED_DATA
+    for n in range(20):
+        event = b"event: message\ndata: %d\n\n" % n
+        conn.receive_data(b"%x\r\n%s" % (len(event), event[:5]))
+        assert conn.next_event() == event[:5]
+        assert conn.next_event() is NEED_DATA
+        conn.receive_data(event[5:] + b"\r\n")
+        assert conn.next_event() == event[5:]
+        assert conn.next_event() is NEED_DATA
+    conn.receive_data(b"0\r\n\r\n")
+    assert conn.next_event() is None
+    assert conn.start_next() and conn._h11 is None
+
+
+def test_chunked_responses_keep_the_connection_alive() -> None:
+    """The exchanges of an Express session: each answer chunked, the connection reused
+    on the fast path throughout, until an answer says Connection: close."""
+    conn = HTTPClientConnection("x")
+    close = _EXPRESS_200.replace(b"Transfer-Encoding", b"Connection: close\r\nTransfer-Encoding")
+    for response, reusable in [
+        (_EXPRESS_200, True),
+        (_EXPRESS_202, True),
+        (_EXPRESS_200, True),
+        (close, False),
+    ]:
+        conn.send_request("POST", "/mcp", {"accept": "application/json"}, b"{}")
+        conn.receive_data(response)
+        events = [conn.next_event() for _ in range(2 if response == _EXPRESS_202 else 3)]
+        assert isinstance(events[0], HTTPResponseHead) and events[-1] is None
+        assert b"".join(e for e in events if isinstance(e, bytes)) == (
+            b"" if response == _EXPRESS_202 else _EVENT
+        )
+        assert conn.start_next() is reusable and conn._h11 is None
+
+
+def test_only_plain_chunked_framing_stays_fast() -> None:
+    """Another coding, two Transfer-Encoding headers, or one with a Content-Length:
+    h11 takes over (and decides); a request's chunked body is h11's too."""
+    for extra in [
+        b"Transfer-Encoding: gzip, chunked\r\n",
+        b"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+        b"Transfer-Encoding: chunked\r\nContent-Length: 3\r\n",
+    ]:
+        conn = HTTPClientConnection("x")
+        conn.send_request("GET", "/mcp", {})
+        conn.receive_data(b"HTTP/1.1 200 OK\r\n" + extra + b"\r\n3\r\nabc\r\n0\r\n\r\n")
+        conn.next_event()
+        assert conn._h11 is not None
+    server = HTTPServerConnection()
+    server.receive_data(b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+    server.receive_data(b"2\r\n{}\r\n0\r\n\r\n")
+    request = server.next_request()
+    assert isinstance(request, HTTPRequest) and request.body == b"{}"
+    assert server._h11 is not None
