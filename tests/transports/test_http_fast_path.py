@@ -11,10 +11,12 @@ the same.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import h11
 import pytest
+import trio
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +28,7 @@ from sansio_mcp._http import (
     HTTPResponseHead,
     HTTPServerConnection,
 )
+from sansio_mcp._http_pool import ConnectionPool
 from sansio_mcp._ndjson import NEED_DATA
 
 from .helpers import split_at
@@ -455,6 +458,9 @@ def test_client_side_matches_h11(stream: bytes, cuts: list[int], eof: bool) -> N
         {"x-trailing": "space "},
         {"transfer-encoding": "chunked"},
         {"expect": "100-continue"},
+        {"x-control": "a\x01b"},  # (h11 allows control characters but NUL)
+        {"x-nul": "a\x00b"},
+        {"content-length": "07"},  # the same length, other digits: conflicting to h11
     ],
 )
 def test_requests_are_written_as_h11_writes_them(headers: dict[str, str]) -> None:
@@ -795,3 +801,40 @@ def test_only_plain_chunked_framing_stays_fast() -> None:
     request = server.next_request()
     assert isinstance(request, HTTPRequest) and request.body == b"{}"
     assert server._h11 is not None
+
+
+@pytest.mark.interop
+async def test_a_session_with_server_everything_stays_on_the_fast_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """server-everything (TS SDK, Express) answers every POST after initialize with a
+    chunked body: no connection of the session is handed to h11, and the calls share
+    a kept-alive connection."""
+    from trio_adapters.http_client import open_http_client
+
+    from .helpers import texts
+    from .test_http_interop import BUDGET, server_everything
+
+    handed_over: list[HTTPClientConnection] = []
+    fall_back = HTTPClientConnection._fall_back
+    opened: list[object] = []
+    pool_opened = ConnectionPool.opened
+
+    def recording_fall_back(conn: HTTPClientConnection) -> None:
+        handed_over.append(conn)
+        fall_back(conn)
+
+    def recording_opened(pool: ConnectionPool[Any], *args: Any) -> Any:
+        opened.append(args)
+        return pool_opened(pool, *args)
+
+    monkeypatch.setattr(HTTPClientConnection, "_fall_back", recording_fall_back)
+    monkeypatch.setattr(ConnectionPool, "opened", recording_opened)
+    with server_everything("streamableHttp", tmp_path) as port, trio.fail_after(BUDGET):
+        async with open_http_client(f"http://127.0.0.1:{port}/mcp", mode="legacy") as client:
+            assert "echo" in {t["name"] for t in await client.list_tools()}
+            for n in range(100):
+                echoed = await client.call_tool("echo", {"message": f"hi {n}"})
+                assert texts(echoed) == f"Echo: hi {n}"
+    assert handed_over == []
+    assert 1 <= len(opened) <= 3  # one for the calls (and any stream), not one a call
