@@ -11,6 +11,7 @@ the same.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -838,3 +839,22 @@ async def test_a_session_with_server_everything_stays_on_the_fast_path(
                 assert texts(echoed) == f"Echo: hi {n}"
     assert handed_over == []
     assert 1 <= len(opened) <= 3  # one for the calls (and any stream), not one a call
+
+
+def test_a_chunk_size_line_costs_linear_time() -> None:
+    """h11's pattern for a size line backtracks quadratically ("5;", blanks, a bare
+    LF: seconds for 60,000 tabs); the fast path's, the same language, does not.  A
+    short one is refused as h11 refuses it."""
+    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    short = head + b"5;" + b"\t" * 500 + b"\n\r\n"
+    assert _drive_client(HTTPClientConnection("127.0.0.1:8000"), [short], False, 1) == (
+        _drive_client(_h11_client(), [short], False, 1)
+    )
+    conn = HTTPClientConnection("x")
+    conn.send_request("GET", "/mcp", {})
+    conn.receive_data(head + b"5;" + b"\t" * 60_000 + b"\n\r\n")
+    assert isinstance(conn.next_event(), HTTPResponseHead)
+    started = time.process_time()
+    error = conn.next_event()
+    assert isinstance(error, HTTPError) and "illegal chunk header" in error.reason
+    assert time.process_time() - started < 0.5  # (h11's pattern: 5 s or more here)
