@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 import h11
+from h11 import _readers as _h11_readers
 
 from ._http_messages import (
     ClientEvent,
@@ -50,7 +51,14 @@ _FIELD_VALUE = re.compile(_H11_VALUE)
 _H11_FIELD = re.compile(rb"(" + _TCHAR + rb"+):[ \t]*(" + _H11_VALUE + rb")[ \t]*")
 _FOLD = re.compile(rb"[ \t]+")
 _BLANK_LINE = re.compile(rb"\n\r?\n")
-_CHUNK_HEADER = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;[^\n]*|[ \t]*)\r\n")
+_CHUNK_HEADER = re.compile(rb"(?P<chunk_size>[0-9A-Fa-f]{1,20})(?:;[^\n]*|[ \t]*)\r\n")
+# h11 itself reads chunked bodies for everything off the fast path (a server's chunked
+# requests among them: any client could make the server spend seconds of CPU on one
+# line).  Its chunked reader looks its pattern up at each call, and only the
+# ``chunk_size`` group: it is given this one, if it still has the quadratic one.
+_H11_CHUNK_HEADER = rb"(?P<chunk_size>([0-9A-Fa-f]){1,20})(?P<chunk_ext>;.*)?[ \t]*\r\n"
+if _h11_readers.chunk_header_re.pattern == _H11_CHUNK_HEADER:
+    _h11_readers.chunk_header_re = _CHUNK_HEADER
 _DIGITS = re.compile(rb"[0-9]{1,20}")
 _TARGET = re.compile(rb"[!-~]+")
 # Methods whose exchanges h11 frames specially (no body, tunnels): never fast.

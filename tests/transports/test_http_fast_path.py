@@ -858,3 +858,24 @@ def test_a_chunk_size_line_costs_linear_time() -> None:
     error = conn.next_event()
     assert isinstance(error, HTTPError) and "illegal chunk header" in error.reason
     assert time.process_time() - started < 0.5  # (h11's pattern: 5 s or more here)
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_h11_reads_a_chunk_size_line_in_linear_time_too(fast_path: bool) -> None:
+    """A server's chunked requests are h11's: a client must not make it spend seconds
+    on one line (h11 is given the fast path's pattern for it)."""
+    conn = HTTPServerConnection(fast_path=fast_path)
+    conn.receive_data(b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+    conn.receive_data(b"5;" + b"\t" * 60_000 + b"\n\r\n")
+    started = time.process_time()
+    error = conn.next_request()
+    assert time.process_time() - started < 0.5
+    assert isinstance(error, HTTPError) and error.status == 400
+    assert error.reason.startswith("illegal chunk header: bytearray(b'5;\\t")
+    conn = HTTPServerConnection(fast_path=fast_path)
+    conn.receive_data(
+        b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"5;x=y \r\nhello\r\n0\r\n\r\n"
+    )
+    request = conn.next_request()
+    assert isinstance(request, HTTPRequest) and request.body == b"hello"
