@@ -2,9 +2,9 @@
 
 h11 costs tens of microseconds per message (its event and state machinery), which
 was the largest cost of a kept-alive MCP round trip.  The common messages (HTTP/1.1,
-plain header lines, a Content-Length body; on the client side a chunked body too,
-as Node/Express servers send every response) are parsed and written here with a
-few regular expressions instead.  The first message outside that strict subset hands
+plain header lines, a Content-Length or chunked body: Node/Express servers send
+every response chunked) are parsed and written here with a few regular
+expressions instead.  The first message outside that strict subset hands
 the connection to h11 for good (:meth:`FastPath.hand_over`, the bytes so far
 replayed into it), so anything unusual still gets h11's exact behaviour and errors;
 inside the subset the results and the bytes written are h11's
@@ -176,10 +176,14 @@ class _Out:
                 self.length, digits = int(value), value
             elif lowered == b"transfer-encoding":
                 if self.chunked:
-                    raise h11.LocalProtocolError("multiple Transfer-Encoding headers")
+                    raise h11.LocalProtocolError(
+                        "multiple Transfer-Encoding headers", error_status_hint=501
+                    )
                 value = value.lower()
                 if value != b"chunked":
-                    raise h11.LocalProtocolError("Only Transfer-Encoding: chunked is supported")
+                    raise h11.LocalProtocolError(
+                        "Only Transfer-Encoding: chunked is supported", error_status_hint=501
+                    )
                 self.chunked = True
             elif lowered == b"connection":
                 self.connection |= _tokens(value)
@@ -234,8 +238,24 @@ class _Chunked:
         self.trailer = False  # the last chunk came: the trailer section is next
         self.searched = 0  # how much of the buffer was searched for a line end before
 
-    def read(self, buf: bytearray) -> bytes | type[NEED_DATA] | None:
-        """Body bytes, None at the end, or NEED_DATA; h11.LocalProtocolError if malformed."""
+    def read(self, buf: bytearray, eof: bool, limit: int) -> bytes | type[NEED_DATA] | None:
+        """Body bytes, None at the end, or NEED_DATA; h11.LocalProtocolError (with h11's
+        message and status hint) if malformed, cut short by the end of the connection
+        (``eof``), or waiting for a size line or trailer section over ``limit`` bytes."""
+        got = self._step(buf)
+        if got is NEED_DATA:
+            if eof and not buf:
+                raise h11.LocalProtocolError(
+                    "peer closed connection without sending complete message body "
+                    "(incomplete chunked read)"
+                )
+            if len(buf) > limit:
+                raise h11.LocalProtocolError("Receive buffer too long", error_status_hint=431)
+            if eof:
+                raise h11.LocalProtocolError("peer unexpectedly closed connection")
+        return got
+
+    def _step(self, buf: bytearray) -> bytes | type[NEED_DATA] | None:
         if self.trailer:
             return self._read_trailer(buf)
         if self.discard:
@@ -341,6 +361,10 @@ class FastServer(FastPath):
         # A request whose head was parsed while its body is still arriving: the
         # method, the target, the head, where the body starts, and its length.
         self._pending: tuple[bytes, bytes, _Head, int, int] | None = None
+        # A request with a chunked body, its head parsed: the method, the target, the
+        # head, the body's reader and the body so far.
+        self._chunked: tuple[bytes, bytes, _Head, _Chunked, bytearray] | None = None
+        self._broken = False  # a request was malformed: nothing more is read (h11's ERROR)
 
     @property
     def can_reuse(self) -> bool:
@@ -352,6 +376,10 @@ class FastServer(FastPath):
         buf = self.buf
         if self._got_request:  # the next request waits for start_next, as in h11
             return self._connection_ended() if self.eof and not buf else NEED_DATA
+        if self._broken:
+            return HTTPError(400, "Can't receive data when peer state is ERROR")
+        if self._chunked is not None:
+            return self._chunked_request()
         if self._pending is None:
             end = self._find_head_end()
             if end is None:
@@ -366,8 +394,16 @@ class FastServer(FastPath):
             if line is None or line.group(1) in _SPECIAL_METHODS:
                 return FALLBACK
             head = _parse_fields(buf, line.end(), end + 2)
-            if head is None or head.special or head.chunked or head.hosts != 1:
+            if head is None or head.special or head.hosts != 1:
                 return FALLBACK
+            if head.chunked:
+                if head.length is not None:
+                    return FALLBACK  # both framings: h11 decides
+                method, target = line.group(1, 2)
+                del buf[: end + 4]
+                self._keep_alive = not head.close  # (for an error answered mid-body too)
+                self._chunked = (method, target, head, _Chunked(), bytearray())
+                return self._chunked_request()
             length = head.length or 0
             if length > self.max_body:
                 self._keep_alive = not head.close
@@ -392,6 +428,35 @@ class FastServer(FastPath):
         self._got_request = True
         self._keep_alive = not head.close
         return request
+
+    def _chunked_request(self) -> ServerEvent:
+        """The request once its chunked body is read whole, or h11's error (the body's
+        limit is checked at each piece, as the h11 path does)."""
+        assert self._chunked is not None
+        method, target, head, reader, body = self._chunked
+        while True:
+            try:
+                piece = reader.read(self.buf, self.eof, self.max_headers)
+            except h11.LocalProtocolError as exc:
+                self._chunked, self._broken = None, True
+                status = exc.error_status_hint
+                return HTTPError(status if status >= 400 else 400, str(exc))
+            if piece is None:
+                break
+            if not isinstance(piece, bytes):
+                return NEED_DATA
+            body += piece
+            if len(body) > self.max_body:
+                return HTTPError(413, f"request body over {self.max_body} bytes")
+        self._chunked = None
+        self._got_request = True
+        self._keep_alive = not head.close
+        return HTTPRequest(
+            method=method.decode("ascii"),
+            target=target.decode("latin-1"),
+            headers=head.headers,
+            body=bytes(body),
+        )
 
     def send_head(self, status: int, headers: list[tuple[bytes, bytes]]) -> bytes:
         try:
@@ -569,27 +634,14 @@ class FastClient(FastPath):
         return HTTPResponseHead(status, head.headers)
 
     def _next_chunked(self) -> ClientEvent:
-        """The next piece of a chunked body, with h11's errors where h11 gives them
-        (its connection's checks on the buffer and the end of the connection
-        included)."""
+        """The next piece of a chunked body, with h11's errors where h11 gives them."""
         assert self._chunked is not None
-        buf = self.buf
         try:
-            event = self._chunked.read(buf)
+            event = self._chunked.read(self.buf, self.eof, self.max_headers)
         except h11.LocalProtocolError as exc:
             return self._fail(str(exc))
         if event is None:
             self._state, self._chunked = "done", None
-        elif event is NEED_DATA:
-            if self.eof and not buf:
-                return self._fail(
-                    "peer closed connection without sending complete message body "
-                    "(incomplete chunked read)"
-                )
-            if len(buf) > self.max_headers:  # a size line or trailer section too long
-                return self._fail("Receive buffer too long")
-            if self.eof:
-                return self._fail("peer unexpectedly closed connection")
         return event
 
     def start_next(self) -> None:

@@ -601,10 +601,12 @@ _trailers = st.sampled_from(
 
 
 @st.composite
-def _chunked_responses(draw: st.DrawFn) -> bytes:
-    """Chunked responses, well formed (sizes in either case, with leading zeros,
+def _chunked_messages(draw: st.DrawFn, first_lines: list[bytes]) -> bytes:
+    """Chunked messages, well formed (sizes in either case, with leading zeros,
     extensions, trailers) but for what the trailer section may hold."""
-    lines = [b"HTTP/1.1 " + draw(st.sampled_from([b"200 OK", b"202 Accepted", b"404 "])) + b"\r\n"]
+    lines = [draw(st.sampled_from(first_lines))]
+    if lines[0].startswith(b"POST"):
+        lines.append(b"Host: 127.0.0.1:8000\r\n")
     for _ in range(draw(st.integers(0, 2))):
         lines.append(draw(_clean_names) + b": " + draw(_clean_values) + b"\r\n")
     coding = draw(st.sampled_from([b"chunked", b"chunked", b"Chunked", b"CHUNKED"]))
@@ -617,6 +619,12 @@ def _chunked_responses(draw: st.DrawFn) -> bytes:
     last = b"0" * draw(st.integers(1, 3)) + draw(_extensions) + b"\r\n"
     end = draw(st.sampled_from([b"\r\n", b"\r\n", b"\n"]))
     return b"".join(lines) + b"\r\n" + b"".join(body) + last + draw(_trailers) + end
+
+
+_chunked_responses = _chunked_messages(
+    [b"HTTP/1.1 200 OK\r\n", b"HTTP/1.1 202 Accepted\r\n", b"HTTP/1.1 404 \r\n"]
+)
+_chunked_requests = _chunked_messages([b"POST /mcp HTTP/1.1\r\n", b"POST /mcp?x=1 HTTP/1.1\r\n"])
 
 
 @st.composite
@@ -636,7 +644,7 @@ def _byte_by_byte(stream: bytes) -> list[bytes]:
 
 @_DIFFERENTIAL
 @given(
-    responses=st.lists(_chunked_responses(), min_size=1, max_size=2).map(b"".join),
+    responses=st.lists(_chunked_responses, min_size=1, max_size=2).map(b"".join),
     damage=st.booleans(),
     data=st.data(),
     cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=6),
@@ -785,7 +793,7 @@ def test_chunked_responses_keep_the_connection_alive() -> None:
 
 def test_only_plain_chunked_framing_stays_fast() -> None:
     """Another coding, two Transfer-Encoding headers, or one with a Content-Length:
-    h11 takes over (and decides); a request's chunked body is h11's too."""
+    h11 takes over (and decides), on either side."""
     for extra in [
         b"Transfer-Encoding: gzip, chunked\r\n",
         b"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
@@ -796,12 +804,19 @@ def test_only_plain_chunked_framing_stays_fast() -> None:
         conn.receive_data(b"HTTP/1.1 200 OK\r\n" + extra + b"\r\n3\r\nabc\r\n0\r\n\r\n")
         conn.next_event()
         assert conn._h11 is not None
+        server = HTTPServerConnection()
+        server.receive_data(
+            b"POST /mcp HTTP/1.1\r\nHost: x\r\n" + extra + b"\r\n2\r\n{}\r\n0\r\n\r\n"
+        )
+        server.next_request()
+        assert server._h11 is not None
     server = HTTPServerConnection()
     server.receive_data(b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+    assert server.next_request() is NEED_DATA
     server.receive_data(b"2\r\n{}\r\n0\r\n\r\n")
     request = server.next_request()
     assert isinstance(request, HTTPRequest) and request.body == b"{}"
-    assert server._h11 is not None
+    assert server._h11 is None
 
 
 @pytest.mark.interop
@@ -862,8 +877,9 @@ def test_a_chunk_size_line_costs_linear_time() -> None:
 
 @pytest.mark.parametrize("fast_path", [True, False])
 def test_h11_reads_a_chunk_size_line_in_linear_time_too(fast_path: bool) -> None:
-    """A server's chunked requests are h11's: a client must not make it spend seconds
-    on one line (h11 is given the fast path's pattern for it)."""
+    """A client must not make a server spend seconds on one line, on the fast path or
+    on h11 (after a hand-over, or with the fast path off: h11 is given the fast path's
+    pattern for it)."""
     conn = HTTPServerConnection(fast_path=fast_path)
     conn.receive_data(b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
     conn.receive_data(b"5;" + b"\t" * 60_000 + b"\n\r\n")
@@ -879,3 +895,54 @@ def test_h11_reads_a_chunk_size_line_in_linear_time_too(fast_path: bool) -> None
     )
     request = conn.next_request()
     assert isinstance(request, HTTPRequest) and request.body == b"hello"
+
+
+@_DIFFERENTIAL
+@given(
+    requests=st.lists(_chunked_requests, min_size=1, max_size=2).map(b"".join),
+    damage=st.booleans(),
+    data=st.data(),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=6),
+    one_byte=st.booleans(),
+    answers=st.lists(_answers, min_size=1, max_size=2),
+    eof=st.booleans(),
+)
+@example(
+    requests=b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    + (b"bb8\r\n" + b"a" * 3000 + b"\r\n") * 2
+    + b"0\r\n\r\n",
+    damage=False,
+    data=None,
+    cuts=[100, 2000, 3100, 5000],
+    one_byte=False,
+    answers=["json"],
+    eof=False,
+)
+@example(
+    requests=b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5;" + b"x" * 3000,
+    damage=False,
+    data=None,
+    cuts=[1000],
+    one_byte=False,
+    answers=["json"],
+    eof=False,
+)
+def test_chunked_requests_match_h11(
+    requests: bytes,
+    damage: bool,
+    data: st.DataObject | None,
+    cuts: list[int],
+    one_byte: bool,
+    answers: list[str],
+    eof: bool,
+) -> None:
+    """The server side: same requests (or errors, with h11's status and message, at
+    the same point; a body over the limit a 413 at the piece that crosses it), same
+    responses and reuse as h11; well formed, the connection stays fast."""
+    stream = data.draw(_damaged(requests)) if damage and data is not None else requests
+    chunks = _byte_by_byte(stream) if one_byte else split_at(stream, cuts)
+    conn = HTTPServerConnection(max_body=MAX_BODY, max_headers=MAX_HEADERS)
+    fast = _drive_server(conn, chunks, answers, eof)
+    assert fast == _drive_server(_h11_server(), chunks, answers, eof)
+    if not damage:
+        assert conn._h11 is None
