@@ -642,47 +642,36 @@ def _byte_by_byte(stream: bytes) -> list[bytes]:
     return [stream[i : i + 1] for i in range(len(stream))]
 
 
+@st.composite
+def _arrivals(draw: st.DrawFn, messages: st.SearchStrategy[bytes]) -> tuple[list[bytes], bool]:
+    """How one or two ``messages`` arrive, whole or damaged (and whether they were):
+    cut anywhere, or byte by byte."""
+    stream = draw(st.lists(messages, min_size=1, max_size=2).map(b"".join))
+    damaged = draw(st.booleans())
+    if damaged:
+        stream = draw(_damaged(stream))
+    if draw(st.booleans()):
+        return _byte_by_byte(stream), damaged
+    return split_at(stream, draw(st.lists(st.integers(0, 400), max_size=6))), damaged
+
+
+_CHUNKED_HEAD = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+
+
 @_DIFFERENTIAL
-@given(
-    responses=st.lists(_chunked_responses, min_size=1, max_size=2).map(b"".join),
-    damage=st.booleans(),
-    data=st.data(),
-    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=6),
-    one_byte=st.booleans(),
-    eof=st.booleans(),
-)
+@given(arrival=_arrivals(_chunked_responses), eof=st.booleans())
 @example(
-    responses=b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5;" + b"x" * 3000 + b"\r\n",
-    damage=False,
-    data=None,
-    cuts=[1000],
-    one_byte=False,
-    eof=False,
+    arrival=(split_at(_CHUNKED_HEAD + b"5;" + b"x" * 3000 + b"\r\n", [1000]), False), eof=False
 )
-@example(
-    responses=b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n0\r\nX: " + b"a" * 3000,
-    damage=False,
-    data=None,
-    cuts=[],
-    one_byte=False,
-    eof=True,
-)
-def test_chunked_responses_match_h11(
-    responses: bytes,
-    damage: bool,
-    data: st.DataObject | None,
-    cuts: list[int],
-    one_byte: bool,
-    eof: bool,
-) -> None:
+@example(arrival=([_CHUNKED_HEAD + b"0\r\nX: " + b"a" * 3000], False), eof=True)
+def test_chunked_responses_match_h11(arrival: tuple[list[bytes], bool], eof: bool) -> None:
     """Same status, headers, body bytes, end (or error, at the same point) and reuse
     as h11, however the bytes arrive; well formed, the connection stays fast."""
-    stream = data.draw(_damaged(responses)) if damage and data is not None else responses
-    chunks = _byte_by_byte(stream) if one_byte else split_at(stream, cuts)
+    chunks, damaged = arrival
     conn = HTTPClientConnection("127.0.0.1:8000", max_headers=MAX_HEADERS)
     fast = _drive_client(conn, chunks, eof, 2)
     assert fast == _drive_client(_h11_client(), chunks, eof, 2)
-    if not damage and not eof:  # (an end where a head is due goes to h11, chunked or not)
+    if not damaged and not eof:  # (an end where a head is due goes to h11, chunked or not)
         assert conn._h11 is None
 
 
@@ -897,52 +886,40 @@ def test_h11_reads_a_chunk_size_line_in_linear_time_too(fast_path: bool) -> None
     assert isinstance(request, HTTPRequest) and request.body == b"hello"
 
 
+_CHUNKED_POST = b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
 @_DIFFERENTIAL
 @given(
-    requests=st.lists(_chunked_requests, min_size=1, max_size=2).map(b"".join),
-    damage=st.booleans(),
-    data=st.data(),
-    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=6),
-    one_byte=st.booleans(),
+    arrival=_arrivals(_chunked_requests),
     answers=st.lists(_answers, min_size=1, max_size=2),
     eof=st.booleans(),
 )
 @example(
-    requests=b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-    + (b"bb8\r\n" + b"a" * 3000 + b"\r\n") * 2
-    + b"0\r\n\r\n",
-    damage=False,
-    data=None,
-    cuts=[100, 2000, 3100, 5000],
-    one_byte=False,
+    arrival=(
+        split_at(
+            _CHUNKED_POST + (b"bb8\r\n" + b"a" * 3000 + b"\r\n") * 2 + b"0\r\n\r\n",
+            [100, 2000, 3100, 5000],
+        ),
+        False,
+    ),
     answers=["json"],
     eof=False,
 )
 @example(
-    requests=b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5;" + b"x" * 3000,
-    damage=False,
-    data=None,
-    cuts=[1000],
-    one_byte=False,
+    arrival=(split_at(_CHUNKED_POST + b"5;" + b"x" * 3000, [1000]), False),
     answers=["json"],
     eof=False,
 )
 def test_chunked_requests_match_h11(
-    requests: bytes,
-    damage: bool,
-    data: st.DataObject | None,
-    cuts: list[int],
-    one_byte: bool,
-    answers: list[str],
-    eof: bool,
+    arrival: tuple[list[bytes], bool], answers: list[str], eof: bool
 ) -> None:
     """The server side: same requests (or errors, with h11's status and message, at
     the same point; a body over the limit a 413 at the piece that crosses it), same
     responses and reuse as h11; well formed, the connection stays fast."""
-    stream = data.draw(_damaged(requests)) if damage and data is not None else requests
-    chunks = _byte_by_byte(stream) if one_byte else split_at(stream, cuts)
+    chunks, damaged = arrival
     conn = HTTPServerConnection(max_body=MAX_BODY, max_headers=MAX_HEADERS)
     fast = _drive_server(conn, chunks, answers, eof)
     assert fast == _drive_server(_h11_server(), chunks, answers, eof)
-    if not damage:
+    if not damaged:
         assert conn._h11 is None
