@@ -374,10 +374,10 @@ class FastServer(FastPath):
 
     def next_request(self) -> ServerEvent | Fallback:
         buf = self.buf
-        if self._got_request:  # the next request waits for start_next, as in h11
-            return self._connection_ended() if self.eof and not buf else NEED_DATA
         if self._broken:
             return HTTPError(400, "Can't receive data when peer state is ERROR")
+        if self._got_request:  # the next request waits for start_next, as in h11
+            return self._connection_ended() if self.eof and not buf else NEED_DATA
         if self._chunked is not None:
             return self._chunked_request()
         if self._pending is None:
