@@ -923,3 +923,16 @@ def test_chunked_requests_match_h11(
     assert fast == _drive_server(_h11_server(), chunks, answers, eof)
     if not damaged:
         assert conn._h11 is None
+
+
+def test_a_broken_chunked_request_ends_the_reading() -> None:
+    """Once a chunked request is refused as malformed nothing more is read from the
+    connection, on the fast path as in h11 (its ERROR state), the answer sent or not."""
+    for conn in (HTTPServerConnection(), _h11_server()):
+        conn.receive_data(_CHUNKED_POST + b"zz\r\n")
+        error = conn.next_request()
+        assert isinstance(error, HTTPError) and error.status == 400
+        assert conn.send_error_response(error.status, error.reason).startswith(b"HTTP/1.1 400")
+        conn.receive_data(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        assert conn.next_request() == HTTPError(400, "Can't receive data when peer state is ERROR")
+        assert not conn.start_next()
