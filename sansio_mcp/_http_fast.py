@@ -2,8 +2,9 @@
 
 h11 costs tens of microseconds per message (its event and state machinery), which
 was the largest cost of a kept-alive MCP round trip.  The common messages (HTTP/1.1,
-plain header lines, a Content-Length body) are parsed and written here with a few
-regular expressions instead.  The first message outside that strict subset hands
+plain header lines, a Content-Length or chunked body: Node/Express servers send
+every response chunked) are parsed and written here with a few regular
+expressions instead.  The first message outside that strict subset hands
 the connection to h11 for good (:meth:`FastPath.hand_over`, the bytes so far
 replayed into it), so anything unusual still gets h11's exact behaviour and errors;
 inside the subset the results and the bytes written are h11's
@@ -18,6 +19,7 @@ from __future__ import annotations
 import re
 
 import h11
+from h11 import _readers as _h11_readers
 
 from ._http_messages import (
     ClientEvent,
@@ -38,12 +40,30 @@ _HEADER_LINE = re.compile(rb"(" + _TCHAR + rb"+):[ \t]*((?:" + _VALUE + rb")?)[ 
 _REQUEST_LINE = re.compile(rb"(" + _TCHAR + rb"+) ([!-~]+) HTTP/1\.1\r\n")
 _STATUS_LINE = re.compile(rb"HTTP/1\.1 ([0-9]{3})(?: [ \t!-~\x80-\xff]*)?\r\n")
 _NAME = re.compile(_TCHAR + rb"+")
-_FIELD_VALUE = re.compile(rb"(?:" + _VALUE + rb")?")
+# h11's grammar for a field value (it allows control characters, not NUL or whitespace).
+_H11_VCHAR = rb"[^\x00\s]"
+_H11_VALUE = rb"(?:" + _H11_VCHAR + rb"+(?:[ \t]+" + _H11_VCHAR + rb"+)*)?"
+_FIELD_VALUE = re.compile(_H11_VALUE)
+# h11's grammars for a line of a trailer section and a chunk's size line.  The latter
+# is h11's ``[0-9A-Fa-f]{1,20}(;.*)?[ \t]*\r\n`` written so that it cannot backtrack
+# quadratically (h11's spends seconds on "5;", 60,000 tabs and a bare LF); the same
+# language, as ``.*`` already takes the trailing blanks.
+_H11_FIELD = re.compile(rb"(" + _TCHAR + rb"+):[ \t]*(" + _H11_VALUE + rb")[ \t]*")
+_FOLD = re.compile(rb"[ \t]+")
+_BLANK_LINE = re.compile(rb"\n\r?\n")
+_CHUNK_HEADER = re.compile(rb"(?P<chunk_size>[0-9A-Fa-f]{1,20})(?:;[^\n]*|[ \t]*)\r\n")
+# h11 itself reads chunked bodies for everything off the fast path (a server's chunked
+# requests among them: any client could make the server spend seconds of CPU on one
+# line).  Its chunked reader looks its pattern up at each call, and only the
+# ``chunk_size`` group: it is given this one, if it still has the quadratic one.
+_H11_CHUNK_HEADER = rb"(?P<chunk_size>([0-9A-Fa-f]){1,20})(?P<chunk_ext>;.*)?[ \t]*\r\n"
+if _h11_readers.chunk_header_re.pattern == _H11_CHUNK_HEADER:
+    _h11_readers.chunk_header_re = _CHUNK_HEADER
 _DIGITS = re.compile(rb"[0-9]{1,20}")
 _TARGET = re.compile(rb"[!-~]+")
 # Methods whose exchanges h11 frames specially (no body, tunnels): never fast.
 _SPECIAL_METHODS = {b"HEAD", b"CONNECT"}
-# Request headers whose handling only h11 does: chunked bodies, 100-continue, upgrades.
+# Headers whose handling only h11 does: other transfer codings, 100-continue, upgrades.
 _H11_ONLY = {b"transfer-encoding", b"expect", b"upgrade"}
 
 
@@ -57,11 +77,12 @@ FALLBACK = Fallback()
 class _Head:
     """A message head parsed by the fast path."""
 
-    __slots__ = ("close", "headers", "hosts", "length", "special")
+    __slots__ = ("chunked", "close", "headers", "hosts", "length", "special")
 
     def __init__(self) -> None:
         self.headers: dict[str, str] = {}
         self.length: int | None = None  # Content-Length, if given once and plainly
+        self.chunked = False  # Transfer-Encoding: chunked, given once
         self.close = False  # Connection: close
         self.special = False  # something only h11 handles (or a second Content-Length)
         self.hosts = 0
@@ -79,7 +100,9 @@ def _parse_fields(buf: bytearray, pos: int, stop: int) -> _Head | None:
         pos = match.end()
         raw_name, raw_value = match.group(1, 2)
         lowered = raw_name.lower()
-        if lowered in _H11_ONLY:
+        if lowered == b"transfer-encoding" and not head.chunked and raw_value.lower() == b"chunked":
+            head.chunked, raw_value = True, b"chunked"  # (h11 lower-cases it too)
+        elif lowered in _H11_ONLY:
             head.special = True
         elif lowered == b"content-length":
             if head.length is not None or not _DIGITS.fullmatch(raw_value):
@@ -128,6 +151,7 @@ class _Out:
     def __init__(self, headers: list[tuple[bytes, bytes]]) -> None:
         self.headers: list[tuple[bytes, bytes]] = []
         self.length: int | None = None
+        digits = b""  # h11 compares a repeated Content-Length by its digits
         self.chunked = False
         self.connection: set[bytes] = set()
         self.hosts = 0
@@ -146,16 +170,20 @@ class _Out:
                 if not _DIGITS.fullmatch(value):
                     raise h11.LocalProtocolError("bad Content-Length")
                 if self.length is not None:
-                    if self.length != int(value):
+                    if digits != value:
                         raise h11.LocalProtocolError("conflicting Content-Length headers")
                     continue  # a repeat of the same length is dropped
-                self.length = int(value)
+                self.length, digits = int(value), value
             elif lowered == b"transfer-encoding":
                 if self.chunked:
-                    raise h11.LocalProtocolError("multiple Transfer-Encoding headers")
+                    raise h11.LocalProtocolError(
+                        "multiple Transfer-Encoding headers", error_status_hint=501
+                    )
                 value = value.lower()
                 if value != b"chunked":
-                    raise h11.LocalProtocolError("Only Transfer-Encoding: chunked is supported")
+                    raise h11.LocalProtocolError(
+                        "Only Transfer-Encoding: chunked is supported", error_status_hint=501
+                    )
                 self.chunked = True
             elif lowered == b"connection":
                 self.connection |= _tokens(value)
@@ -171,6 +199,116 @@ class _Out:
 
 def _write_head(first_line: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
     return first_line + b"".join(b"%s: %s\r\n" % pair for pair in headers) + b"\r\n"
+
+
+def _check_trailers(section: bytes) -> None:
+    """Refuse a trailer section (ending in its blank line) as h11 does: its lines
+    folded, each matched, then Content-Length and Transfer-Encoding checked.  The
+    messages name the lines as h11 does (as bytearrays)."""
+    lines = bytearray(section).split(b"\n")[:-2]
+    folded: list[bytearray] = []
+    for line in lines:
+        if line.endswith(b"\r"):
+            del line[-1]
+        fold = _FOLD.match(line)
+        if fold is None:
+            folded.append(line)
+        elif not folded:
+            raise h11.LocalProtocolError("continuation line at start of headers")
+        else:
+            folded[-1] += b" " + line[fold.end() :]
+    fields = []
+    for line in folded:
+        match = _H11_FIELD.fullmatch(line)
+        if match is None:
+            raise h11.LocalProtocolError(f"illegal header line: {line!r}")
+        fields.append((match[1], match[2]))
+    _Out(fields)
+
+
+class _Chunked:
+    """A chunked body being read: h11's ``ChunkedReader`` step for step (each call
+    takes the bytes h11's would), so errors come at the same points as h11's."""
+
+    __slots__ = ("discard", "left", "searched", "trailer")
+
+    def __init__(self) -> None:
+        self.left = 0  # bytes of the current chunk still to come
+        self.discard = b""  # what must follow a chunk's data (its CRLF, or the rest of it)
+        self.trailer = False  # the last chunk came: the trailer section is next
+        self.searched = 0  # how much of the buffer was searched for a line end before
+
+    def read(self, buf: bytearray, eof: bool, limit: int) -> bytes | type[NEED_DATA] | None:
+        """Body bytes, None at the end, or NEED_DATA; h11.LocalProtocolError (with h11's
+        message and status hint) if malformed, cut short by the end of the connection
+        (``eof``), or waiting for a size line or trailer section over ``limit`` bytes."""
+        got = self._step(buf)
+        if got is NEED_DATA:
+            if eof and not buf:
+                raise h11.LocalProtocolError(
+                    "peer closed connection without sending complete message body "
+                    "(incomplete chunked read)"
+                )
+            if len(buf) > limit:
+                raise h11.LocalProtocolError("Receive buffer too long", error_status_hint=431)
+            if eof:
+                raise h11.LocalProtocolError("peer unexpectedly closed connection")
+        return got
+
+    def _step(self, buf: bytearray) -> bytes | type[NEED_DATA] | None:
+        if self.trailer:
+            return self._read_trailer(buf)
+        if self.discard:
+            if not buf:
+                return NEED_DATA
+            got = bytes(buf[: len(self.discard)])
+            del buf[: len(got)]
+            if got != self.discard[: len(got)]:
+                raise h11.LocalProtocolError(
+                    f"malformed chunk footer: {bytearray(got)!r} (expected {self.discard!r})"
+                )
+            self.discard = self.discard[len(got) :]
+            if self.discard:
+                return NEED_DATA
+        if not self.left:
+            end = buf.find(b"\r\n", max(0, self.searched - 1))
+            if end < 0:
+                self.searched = len(buf)
+                return NEED_DATA
+            self.searched = 0
+            header = _CHUNK_HEADER.fullmatch(buf, 0, end + 2)
+            if header is None:
+                raise h11.LocalProtocolError(f"illegal chunk header: {buf[: end + 2]!r}")
+            self.left = int(header[1], 16)
+            del buf[: end + 2]
+            if not self.left:
+                self.trailer = True
+                return self._read_trailer(buf)
+        if not buf:
+            return NEED_DATA
+        if len(buf) <= self.left:
+            data = bytes(buf)
+            buf.clear()
+        else:
+            data = bytes(buf[: self.left])
+            del buf[: self.left]
+        self.left -= len(data)
+        if not self.left:
+            self.discard = b"\r\n"
+        return data
+
+    def _read_trailer(self, buf: bytearray) -> type[NEED_DATA] | None:
+        if buf[:1] == b"\n" or buf[:2] == b"\r\n":  # no trailer (h11 takes a bare LF too)
+            del buf[: buf.index(b"\n") + 1]
+            return None
+        blank = _BLANK_LINE.search(buf, self.searched)
+        if blank is None:
+            self.searched = max(0, len(buf) - 2)
+            return NEED_DATA
+        section = bytes(buf[: blank.end()])
+        del buf[: blank.end()]
+        _check_trailers(section)  # (read, checked and dropped, as our h11 path drops them)
+        return None
 
 
 class FastPath:
@@ -223,6 +361,10 @@ class FastServer(FastPath):
         # A request whose head was parsed while its body is still arriving: the
         # method, the target, the head, where the body starts, and its length.
         self._pending: tuple[bytes, bytes, _Head, int, int] | None = None
+        # A request with a chunked body, its head parsed: the method, the target, the
+        # head, the body's reader and the body so far.
+        self._chunked: tuple[bytes, bytes, _Head, _Chunked, bytearray] | None = None
+        self._broken = False  # a request was malformed: nothing more is read (h11's ERROR)
 
     @property
     def can_reuse(self) -> bool:
@@ -232,8 +374,12 @@ class FastServer(FastPath):
 
     def next_request(self) -> ServerEvent | Fallback:
         buf = self.buf
+        if self._broken:
+            return HTTPError(400, "Can't receive data when peer state is ERROR")
         if self._got_request:  # the next request waits for start_next, as in h11
             return self._connection_ended() if self.eof and not buf else NEED_DATA
+        if self._chunked is not None:
+            return self._chunked_request()
         if self._pending is None:
             end = self._find_head_end()
             if end is None:
@@ -250,6 +396,14 @@ class FastServer(FastPath):
             head = _parse_fields(buf, line.end(), end + 2)
             if head is None or head.special or head.hosts != 1:
                 return FALLBACK
+            if head.chunked:
+                if head.length is not None:
+                    return FALLBACK  # both framings: h11 decides
+                method, target = line.group(1, 2)
+                del buf[: end + 4]
+                self._keep_alive = not head.close  # (for an error answered mid-body too)
+                self._chunked = (method, target, head, _Chunked(), bytearray())
+                return self._chunked_request()
             length = head.length or 0
             if length > self.max_body:
                 self._keep_alive = not head.close
@@ -274,6 +428,35 @@ class FastServer(FastPath):
         self._got_request = True
         self._keep_alive = not head.close
         return request
+
+    def _chunked_request(self) -> ServerEvent:
+        """The request once its chunked body is read whole, or h11's error (the body's
+        limit is checked at each piece, as the h11 path does)."""
+        assert self._chunked is not None
+        method, target, head, reader, body = self._chunked
+        while True:
+            try:
+                piece = reader.read(self.buf, self.eof, self.max_headers)
+            except h11.LocalProtocolError as exc:
+                self._chunked, self._broken = None, True
+                status = exc.error_status_hint
+                return HTTPError(status if status >= 400 else 400, str(exc))
+            if piece is None:
+                break
+            if not isinstance(piece, bytes):
+                return NEED_DATA
+            body += piece
+            if len(body) > self.max_body:
+                return HTTPError(413, f"request body over {self.max_body} bytes")
+        self._chunked = None
+        self._got_request = True
+        self._keep_alive = not head.close
+        return HTTPRequest(
+            method=method.decode("ascii"),
+            target=target.decode("latin-1"),
+            headers=head.headers,
+            body=bytes(body),
+        )
 
     def send_head(self, status: int, headers: list[tuple[bytes, bytes]]) -> bytes:
         try:
@@ -352,8 +535,10 @@ class FastClient(FastPath):
         super().__init__(max_headers)
         self._sent: tuple[bytes, bytes, list[tuple[bytes, bytes]], bytes | None] | None = None
         self._keep_alive = True
-        self._state = "idle"  # "idle", "head" (awaiting it), "body", "done"
+        # "idle", "head" (awaiting it), "body" (Content-Length), "chunked", "done", "error"
+        self._state = "idle"
         self._remaining = self._length = 0
+        self._chunked: _Chunked | None = None
 
     @property
     def in_flight(self) -> tuple[bytes, bytes, list[tuple[bytes, bytes]], bytes | None] | None:
@@ -384,8 +569,15 @@ class FastClient(FastPath):
         self._keep_alive = b"close" not in out.connection
         return _write_head(b"%s %s HTTP/1.1\r\n" % (method, target), out.headers) + (body or b"")
 
+    def _fail(self, reason: str) -> HTTPError:
+        """The response is malformed: the connection is done for (h11's ERROR state)."""
+        self._state = "error"
+        return HTTPError(502, f"malformed HTTP response: {reason}")
+
     def next_event(self) -> ClientEvent | Fallback:
         buf = self.buf
+        if self._state == "chunked":
+            return self._next_chunked()
         if self._state == "body":
             if self._remaining == 0:
                 self._state = "done"
@@ -393,17 +585,19 @@ class FastClient(FastPath):
             if not buf:
                 if self.eof:
                     received = self._length - self._remaining
-                    return HTTPError(
-                        502,
-                        "malformed HTTP response: peer closed connection without sending "
-                        f"complete message body (received {received} bytes, "
-                        f"expected {self._length})",
+                    return self._fail(
+                        "peer closed connection without sending complete message body "
+                        f"(received {received} bytes, expected {self._length})"
                     )
                 return NEED_DATA
             chunk = bytes(buf[: self._remaining])
             del buf[: len(chunk)]
             self._remaining -= len(chunk)
             return chunk
+        if self._state == "error":
+            return HTTPError(
+                502, "malformed HTTP response: Can't receive data when peer state is ERROR"
+            )
         if self._state != "head":
             if self.eof and not buf:
                 return self._connection_ended()
@@ -421,16 +615,34 @@ class FastClient(FastPath):
         head = _parse_fields(buf, line.end(), end + 2)
         if head is None or head.special or status < 200:
             return FALLBACK
+        state, length = "body", 0
         if status in (204, 304):
-            length = 0
+            pass  # no body, whatever the head says (as in h11)
+        elif head.chunked:
+            if head.length is not None:
+                return FALLBACK  # both framings: h11 decides
+            state = "chunked"
         elif head.length is None:
-            return FALLBACK  # chunked, or delimited by the connection's end: h11's job
+            return FALLBACK  # delimited by the connection's end: h11's job
         else:
             length = head.length
         del buf[: end + 4]
         self._keep_alive = self._keep_alive and not head.close
-        self._state, self._remaining, self._length = "body", length, length
+        self._state, self._remaining, self._length = state, length, length
+        if state == "chunked":
+            self._chunked = _Chunked()
         return HTTPResponseHead(status, head.headers)
+
+    def _next_chunked(self) -> ClientEvent:
+        """The next piece of a chunked body, with h11's errors where h11 gives them."""
+        assert self._chunked is not None
+        try:
+            event = self._chunked.read(self.buf, self.eof, self.max_headers)
+        except h11.LocalProtocolError as exc:
+            return self._fail(str(exc))
+        if event is None:
+            self._state, self._chunked = "done", None
+        return event
 
     def start_next(self) -> None:
         self._state = "idle"

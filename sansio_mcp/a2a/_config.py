@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from .. import _json
+from .._config import ConfigError, reject_unknown_keys
 from .._errors import RemoteProtocolError
 
 __all__ = [
@@ -37,10 +38,6 @@ AGENT_CARD_PATH = "/.well-known/agent-card.json"
 _TOP_KEYS = frozenset({"agents", "port", "allowedHosts", "handleTtlMs"})
 _AGENT_KEYS = frozenset({"url", "cardUrl"})
 _ALIAS = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-
-
-class ConfigError(ValueError):
-    """The configuration is not valid; the message names the key and the problem."""
 
 
 @attrs.frozen
@@ -98,9 +95,7 @@ def _agent(alias: Any, raw: Any) -> AgentConfig:
     where = f"agents.{alias}"
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where} must be an object with 'url' or 'cardUrl'")
-    unknown = sorted(set(raw) - _AGENT_KEYS)
-    if unknown:
-        raise ConfigError(f"{where} has unknown key(s) {', '.join(map(repr, unknown))}")
+    reject_unknown_keys(raw, _AGENT_KEYS, where)
     if ("url" in raw) == ("cardUrl" in raw):
         raise ConfigError(f"{where} needs exactly one of 'url' and 'cardUrl'")
     if "url" in raw:
@@ -119,9 +114,7 @@ def parse_config(raw: Any) -> BridgeConfig:
     """A config from its JSON value."""
     if not isinstance(raw, Mapping):
         raise ConfigError("the config must be a JSON object")
-    unknown = sorted(set(raw) - _TOP_KEYS)
-    if unknown:
-        raise ConfigError(f"unknown config key(s) {', '.join(map(repr, unknown))}")
+    reject_unknown_keys(raw, _TOP_KEYS)
     agents = raw.get("agents")
     if not isinstance(agents, Mapping) or not agents:
         raise ConfigError("agents must be a non-empty object of alias: {url | cardUrl}")

@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from .._config import reject_unknown_keys
 from ._fields import FieldProblem, copy_json
 from ._host import BridgeHost
 from ._models import MCPRoot, MCPServerConfig
@@ -62,9 +63,7 @@ def parse_config(raw: Any, *, base: str | os.PathLike[str] | None = None) -> Bri
         raw = copy_json(dict(raw))
     except (TypeError, ValueError) as exc:
         raise ValueError(f"the config is not JSON: {exc}") from None
-    unknown = set(raw) - _KEYS
-    if unknown:
-        raise ValueError(f"unknown config keys: {', '.join(sorted(unknown))}")
+    reject_unknown_keys(raw, _KEYS)
     servers_raw = raw.get("servers", [])
     if not isinstance(servers_raw, list):
         raise ValueError("'servers' must be an array of server configs")

@@ -8,6 +8,8 @@ from typing import Any
 
 import attrs
 
+from .._config import ConfigError, reject_unknown_keys
+
 __all__ = [
     "CONNECTOR_NAME",
     "TRANSPORTS",
@@ -29,10 +31,6 @@ _CONNECTOR_KEYS = {
     "ws": {"transport", "url", "tools"},
 }
 _TOP_KEYS = {"connectors", "api_keys", "allowed_hosts"}
-
-
-class ConfigError(ValueError):
-    """The configuration is malformed; the message names the key at fault."""
 
 
 @attrs.frozen
@@ -85,9 +83,7 @@ def _string_map(value: Any, where: str) -> dict[str, str]:
 def _override(value: Any, where: str) -> ToolOverride:
     if not isinstance(value, dict):
         raise ConfigError(f"{where} must be an object")
-    unknown = sorted(set(value) - {"enabled", "description"})
-    if unknown:
-        raise ConfigError(f"{where} has unknown key(s) {', '.join(unknown)}")
+    reject_unknown_keys(value, ("enabled", "description"), where)
     enabled = value.get("enabled", True)
     description = value.get("description")
     if not isinstance(enabled, bool):
@@ -106,9 +102,7 @@ def _connector(name: Any, value: Any) -> ConnectorConfig:
     transport = value.get("transport")
     if transport not in TRANSPORTS:
         raise ConfigError(f"{where}.transport must be one of {', '.join(TRANSPORTS)}")
-    unknown = sorted(set(value) - _CONNECTOR_KEYS[transport])
-    if unknown:
-        raise ConfigError(f"{where} has unknown key(s) for {transport}: {', '.join(unknown)}")
+    reject_unknown_keys(value, _CONNECTOR_KEYS[transport], where, context=transport)
     tools_value = value.get("tools", {})
     if not isinstance(tools_value, dict):
         raise ConfigError(f"{where}.tools must be an object")
@@ -135,9 +129,7 @@ def parse_config(obj: Any) -> GatewayConfig:
     :class:`ConfigError` naming the first problem."""
     if not isinstance(obj, dict):
         raise ConfigError("the configuration must be a JSON object")
-    unknown = sorted(set(obj) - _TOP_KEYS)
-    if unknown:
-        raise ConfigError(f"unknown key(s) {', '.join(unknown)}")
+    reject_unknown_keys(obj, _TOP_KEYS)
     connectors = obj.get("connectors")
     if not isinstance(connectors, dict) or not connectors:
         raise ConfigError("connectors must be an object naming at least one connector")

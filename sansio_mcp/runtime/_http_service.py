@@ -174,6 +174,9 @@ async def read_request(
         if first is None:
             return ConnectionEnded()
         conn.receive_data(first)
+        event = conn.next_request()
+        if isinstance(event, (HTTPRequest, HTTPError, ConnectionEnded)):
+            return event  # whole in one read, as most are: no time limit to set up
     try:
         async with backend.fail_after(limits.request_timeout):
             while True:

@@ -390,7 +390,7 @@ async def test_cli_rejects_bad_configs(tmp_path: Path) -> None:
         ('{"servers": [{"server_id": "a__b", "cmd": ["x"]}]}', "__"),
         ('{"servers": {}}', "array"),
         ('{"roots": [{"uri": 5}]}', "uri"),
-        ('{"surprise": 1}', "unknown config keys"),
+        ('{"surprise": 1}', "unknown key(s): 'surprise'"),
     ):
         config.write_text(text, encoding="utf-8")
         done = await trio.run_process(

@@ -74,14 +74,14 @@ def test_the_issue_config_parses() -> None:
         (lambda c: c["connectors"].update({"x" * 49: {"transport": "ws", "url": "ws://h"}}), "x"),
         (lambda c: c["connectors"]["files"].update(transport="grpc"), "transport"),
         (lambda c: c["connectors"]["files"].update(url="ftp://x"), "connectors.files.url"),
-        (lambda c: c["connectors"]["files"].update(cmd=["x"]), "unknown key(s) for http: cmd"),
+        (lambda c: c["connectors"]["files"].update(cmd=["x"]), "unknown key(s) for http: 'cmd'"),
         (lambda c: c["connectors"]["github"].update(cmd=[]), "connectors.github.cmd"),
         (lambda c: c["connectors"]["github"]["tools"].update(t={"enabled": "no"}), "enabled"),
-        (lambda c: c["connectors"]["github"]["tools"].update(t={"x": 1}), "unknown key(s) x"),
+        (lambda c: c["connectors"]["github"]["tools"].update(t={"x": 1}), "unknown key(s): 'x'"),
         (lambda c: c.update(api_keys="k"), "api_keys"),
         (lambda c: c.update(api_keys=[""]), "empty key"),
         (lambda c: c.update(connectors={}), "at least one"),
-        (lambda c: c.update(extra=1), "unknown key(s) extra"),
+        (lambda c: c.update(extra=1), "unknown key(s): 'extra'"),
     ],
 )
 def test_bad_configs_name_the_problem(mutate: Any, message: str) -> None:

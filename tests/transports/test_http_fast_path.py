@@ -11,10 +11,13 @@ the same.
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
 from typing import Any
 
 import h11
 import pytest
+import trio
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +29,7 @@ from sansio_mcp._http import (
     HTTPResponseHead,
     HTTPServerConnection,
 )
+from sansio_mcp._http_pool import ConnectionPool
 from sansio_mcp._ndjson import NEED_DATA
 
 from .helpers import split_at
@@ -455,6 +459,9 @@ def test_client_side_matches_h11(stream: bytes, cuts: list[int], eof: bool) -> N
         {"x-trailing": "space "},
         {"transfer-encoding": "chunked"},
         {"expect": "100-continue"},
+        {"x-control": "a\x01b"},  # (h11 allows control characters but NUL)
+        {"x-nul": "a\x00b"},
+        {"content-length": "07"},  # the same length, other digits: conflicting to h11
     ],
 )
 def test_requests_are_written_as_h11_writes_them(headers: dict[str, str]) -> None:
@@ -566,3 +573,366 @@ def test_a_connection_is_not_reused_once_closed_or_ended() -> None:
         client.receive_data(b"")  # the server closed the idle connection
         assert isinstance(client.next_event(), ConnectionEnded)
         assert not client.can_reuse
+
+
+# Chunked responses (what Node/Express servers send) --------------------------------------
+
+
+_extensions = st.sampled_from([b"", b"", b";a=b", b";x", b" ", b"\t ", b';q="a b"', b"; y=1 \t"])
+_trailers = st.sampled_from(
+    [
+        b"",
+        b"",
+        b"X-T: 1\r\n",
+        b"X-T: 1\r\nY: two words \r\n",
+        b"X: a\r\n b\r\n",
+        b"X: 1\n",
+        b"X: ctl\x01\r\n",
+        b"Content-Length: 5\r\n",
+        b"Content-Length: 5\r\nContent-Length: 05\r\n",
+        b"Content-Length: x\r\n",
+        b"Transfer-Encoding: gzip\r\n",
+        b"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+        b" starts folded\r\n",
+        b"Bad Name: 1\r\n",
+        b"X: bare\rcr\r\n",
+    ]
+)
+
+
+@st.composite
+def _chunked_messages(draw: st.DrawFn, first_lines: list[bytes]) -> bytes:
+    """Chunked messages, well formed (sizes in either case, with leading zeros,
+    extensions, trailers) but for what the trailer section may hold."""
+    lines = [draw(st.sampled_from(first_lines))]
+    if lines[0].startswith(b"POST"):
+        lines.append(b"Host: 127.0.0.1:8000\r\n")
+    for _ in range(draw(st.integers(0, 2))):
+        lines.append(draw(_clean_names) + b": " + draw(_clean_values) + b"\r\n")
+    coding = draw(st.sampled_from([b"chunked", b"chunked", b"Chunked", b"CHUNKED"]))
+    lines.insert(draw(st.integers(1, len(lines))), b"Transfer-Encoding: " + coding + b"\r\n")
+    body = []
+    for data in draw(st.lists(st.binary(min_size=1, max_size=40), max_size=4)):
+        size = b"0" * draw(st.integers(0, 2)) + b"%x" % len(data)
+        size = size.upper() if draw(st.booleans()) else size
+        body.append(size + draw(_extensions) + b"\r\n" + data + b"\r\n")
+    last = b"0" * draw(st.integers(1, 3)) + draw(_extensions) + b"\r\n"
+    end = draw(st.sampled_from([b"\r\n", b"\r\n", b"\n"]))
+    return b"".join(lines) + b"\r\n" + b"".join(body) + last + draw(_trailers) + end
+
+
+_chunked_responses = _chunked_messages(
+    [b"HTTP/1.1 200 OK\r\n", b"HTTP/1.1 202 Accepted\r\n", b"HTTP/1.1 404 \r\n"]
+)
+_chunked_requests = _chunked_messages([b"POST /mcp HTTP/1.1\r\n", b"POST /mcp?x=1 HTTP/1.1\r\n"])
+
+
+@st.composite
+def _damaged(draw: st.DrawFn, stream: bytes) -> bytes:
+    """``stream`` cut short, or with bytes replaced or inserted somewhere."""
+    at = draw(st.integers(0, len(stream)))
+    how = draw(st.sampled_from(["cut", "replace", "insert"]))
+    if how == "cut":
+        return stream[:at]
+    junk = draw(st.sampled_from([b"x", b"\r", b"\n", b"\r\n", b"g", b";", b" ", b"0", b"\x00"]))
+    return stream[:at] + junk + stream[at + (len(junk) if how == "replace" else 0) :]
+
+
+def _byte_by_byte(stream: bytes) -> list[bytes]:
+    return [stream[i : i + 1] for i in range(len(stream))]
+
+
+@st.composite
+def _arrivals(draw: st.DrawFn, messages: st.SearchStrategy[bytes]) -> tuple[list[bytes], bool]:
+    """How one or two ``messages`` arrive, whole or damaged (and whether they were):
+    cut anywhere, or byte by byte."""
+    stream = draw(st.lists(messages, min_size=1, max_size=2).map(b"".join))
+    damaged = draw(st.booleans())
+    if damaged:
+        stream = draw(_damaged(stream))
+    if draw(st.booleans()):
+        return _byte_by_byte(stream), damaged
+    return split_at(stream, draw(st.lists(st.integers(0, 400), max_size=6))), damaged
+
+
+_CHUNKED_HEAD = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+
+
+@_DIFFERENTIAL
+@given(arrival=_arrivals(_chunked_responses), eof=st.booleans())
+@example(
+    arrival=(split_at(_CHUNKED_HEAD + b"5;" + b"x" * 3000 + b"\r\n", [1000]), False), eof=False
+)
+@example(arrival=([_CHUNKED_HEAD + b"0\r\nX: " + b"a" * 3000], False), eof=True)
+def test_chunked_responses_match_h11(arrival: tuple[list[bytes], bool], eof: bool) -> None:
+    """Same status, headers, body bytes, end (or error, at the same point) and reuse
+    as h11, however the bytes arrive; well formed, the connection stays fast."""
+    chunks, damaged = arrival
+    conn = HTTPClientConnection("127.0.0.1:8000", max_headers=MAX_HEADERS)
+    fast = _drive_client(conn, chunks, eof, 2)
+    assert fast == _drive_client(_h11_client(), chunks, eof, 2)
+    if not damaged and not eof:  # (an end where a head is due goes to h11, chunked or not)
+        assert conn._h11 is None
+
+
+# A notification's 202 and a tools/call answer from server-everything (Express), verbatim
+# but for the session id and the date.
+_EXPRESS_202 = (
+    b"HTTP/1.1 202 Accepted\r\nX-Powered-By: Express\r\nmcp-session-id: 9c32\r\n"
+    b"Date: Tue, 01 Dec 2026 22:00:00 GMT\r\nConnection: keep-alive\r\n"
+    b"Keep-Alive: timeout=5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+)
+_EVENT = b'event: message\nid: c922\ndata: {"result":{"content":[]},"jsonrpc":"2.0","id":2}\n\n'
+_EXPRESS_200 = (
+    b"HTTP/1.1 200 OK\r\nX-Powered-By: Express\r\ncontent-type: text/event-stream\r\n"
+    b"cache-control: no-cache\r\nmcp-session-id: 9c32\r\nDate: Tue, 01 Dec 2026 22:00:00 GMT\r\n"
+    b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(_EVENT), _EVENT)
+)
+_BROKEN_CHUNKED = [
+    b"zz\r\n",  # a size that is not hex
+    b"-5\r\n",
+    b"5\r\nhelloXX",  # no CRLF after the data
+    b"5\r\nhello\rX",
+    b"5\r\nhello\n\r\n",
+    b"1" * 21 + b"\r\n",  # more digits than h11 takes
+    b"5;" + b"x" * 3000,  # a size line over the limit, still incomplete
+    b"0\r\nX: " + b"a" * 3000,  # a trailer section over the limit, still incomplete
+    b"0\r\n continuation\r\n\r\n",
+    b"0\r\nBad Name: 1\r\n\r\n",
+    b"0\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+    b"0\r\nTransfer-Encoding: gzip\r\n\r\n",
+]
+
+
+@pytest.mark.parametrize("response", [_EXPRESS_202, _EXPRESS_200])
+def test_a_real_chunked_response_split_anywhere_matches_h11(response: bytes) -> None:
+    """Every single split point, and byte by byte: same events as h11, and the
+    connection stays on the fast path and is reused."""
+    splits = [[response[:at], response[at:]] for at in range(len(response) + 1)]
+    for chunks in [*splits, _byte_by_byte(response)]:
+        chunks = [c for c in chunks if c]
+        conn = HTTPClientConnection("127.0.0.1:8000", max_headers=MAX_HEADERS)
+        fast = _drive_client(conn, chunks, False, 1)
+        assert fast == _drive_client(_h11_client(), chunks, False, 1)
+        assert fast[-1] == ("reuse", True) and conn._h11 is None
+
+
+@pytest.mark.parametrize("body", _BROKEN_CHUNKED)
+@pytest.mark.parametrize("split", ["whole", "byte by byte"])
+def test_a_broken_chunked_body_fails_as_in_h11(body: bytes, split: str) -> None:
+    """A 502 with h11's own message, at the same point, and the connection is not
+    reused; the fast path does not hand such a body to h11."""
+    stream = _EXPRESS_200.split(b"\r\n\r\n")[0] + b"\r\n\r\n" + body
+    chunks = [stream] if split == "whole" else _byte_by_byte(stream)
+    conn = HTTPClientConnection("127.0.0.1:8000", max_headers=MAX_HEADERS)
+    fast = _drive_client(conn, chunks, True, 2)
+    assert fast == _drive_client(_h11_client(), chunks, True, 2)
+    error = fast[-3]
+    assert isinstance(error, HTTPError) and error.status == 502, fast
+    assert error.reason.startswith("malformed HTTP response: ")
+    assert fast[-1] == ("reuse", False) and conn._h11 is None
+    assert conn.next_event() == HTTPError(
+        502, "malformed HTTP response: Can't receive data when peer state is ERROR"
+    )
+
+
+def test_a_chunked_stream_is_delivered_chunk_by_chunk() -> None:
+    """A GET stream that stays open: each chunk's data comes out as it arrives (a
+    chunk cut in two, in two pieces), not at the end."""
+    conn = HTTPClientConnection("x")
+    conn.send_request("GET", "/mcp", {"accept": "text/event-stream"})
+    conn.receive_data(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n")
+    assert conn.next_event() is NEED_DATA
+    conn.receive_data(b"Transfer-Encoding: chunked\r\n\r\n")
+    assert isinstance(conn.next_event(), HTTPResponseHead)
+    assert conn.next_event() is NEED_DATA
+    for n in range(20):
+        event = b"event: message\ndata: %d\n\n" % n
+        conn.receive_data(b"%x\r\n%s" % (len(event), event[:5]))
+        assert conn.next_event() == event[:5]
+        assert conn.next_event() is NEED_DATA
+        conn.receive_data(event[5:] + b"\r\n")
+        assert conn.next_event() == event[5:]
+        assert conn.next_event() is NEED_DATA
+    conn.receive_data(b"0\r\n\r\n")
+    assert conn.next_event() is None
+    assert conn.start_next() and conn._h11 is None
+
+
+def test_chunked_responses_keep_the_connection_alive() -> None:
+    """The exchanges of an Express session: each answer chunked, the connection reused
+    on the fast path throughout, until an answer says Connection: close."""
+    conn = HTTPClientConnection("x")
+    close = _EXPRESS_200.replace(b"Transfer-Encoding", b"Connection: close\r\nTransfer-Encoding")
+    for response, reusable in [
+        (_EXPRESS_200, True),
+        (_EXPRESS_202, True),
+        (_EXPRESS_200, True),
+        (close, False),
+    ]:
+        conn.send_request("POST", "/mcp", {"accept": "application/json"}, b"{}")
+        conn.receive_data(response)
+        events = [conn.next_event() for _ in range(2 if response == _EXPRESS_202 else 3)]
+        assert isinstance(events[0], HTTPResponseHead) and events[-1] is None
+        assert b"".join(e for e in events if isinstance(e, bytes)) == (
+            b"" if response == _EXPRESS_202 else _EVENT
+        )
+        assert conn.start_next() is reusable and conn._h11 is None
+
+
+def test_only_plain_chunked_framing_stays_fast() -> None:
+    """Another coding, two Transfer-Encoding headers, or one with a Content-Length:
+    h11 takes over (and decides), on either side."""
+    for extra in [
+        b"Transfer-Encoding: gzip, chunked\r\n",
+        b"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+        b"Transfer-Encoding: chunked\r\nContent-Length: 3\r\n",
+    ]:
+        conn = HTTPClientConnection("x")
+        conn.send_request("GET", "/mcp", {})
+        conn.receive_data(b"HTTP/1.1 200 OK\r\n" + extra + b"\r\n3\r\nabc\r\n0\r\n\r\n")
+        conn.next_event()
+        assert conn._h11 is not None
+        server = HTTPServerConnection()
+        server.receive_data(
+            b"POST /mcp HTTP/1.1\r\nHost: x\r\n" + extra + b"\r\n2\r\n{}\r\n0\r\n\r\n"
+        )
+        server.next_request()
+        assert server._h11 is not None
+    server = HTTPServerConnection()
+    server.receive_data(b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+    assert server.next_request() is NEED_DATA
+    server.receive_data(b"2\r\n{}\r\n0\r\n\r\n")
+    request = server.next_request()
+    assert isinstance(request, HTTPRequest) and request.body == b"{}"
+    assert server._h11 is None
+
+
+@pytest.mark.interop
+async def test_a_session_with_server_everything_stays_on_the_fast_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """server-everything (TS SDK, Express) answers every POST after initialize with a
+    chunked body: no connection of the session is handed to h11, and the calls share
+    a kept-alive connection."""
+    from trio_adapters.http_client import open_http_client
+
+    from .helpers import texts
+    from .test_http_interop import BUDGET, server_everything
+
+    handed_over: list[HTTPClientConnection] = []
+    fall_back = HTTPClientConnection._fall_back
+    opened: list[object] = []
+    pool_opened = ConnectionPool.opened
+
+    def recording_fall_back(conn: HTTPClientConnection) -> None:
+        handed_over.append(conn)
+        fall_back(conn)
+
+    def recording_opened(pool: ConnectionPool[Any], *args: Any) -> Any:
+        opened.append(args)
+        return pool_opened(pool, *args)
+
+    monkeypatch.setattr(HTTPClientConnection, "_fall_back", recording_fall_back)
+    monkeypatch.setattr(ConnectionPool, "opened", recording_opened)
+    with server_everything("streamableHttp", tmp_path) as port, trio.fail_after(BUDGET):
+        async with open_http_client(f"http://127.0.0.1:{port}/mcp", mode="legacy") as client:
+            assert "echo" in {t["name"] for t in await client.list_tools()}
+            for n in range(100):
+                echoed = await client.call_tool("echo", {"message": f"hi {n}"})
+                assert texts(echoed) == f"Echo: hi {n}"
+    assert handed_over == []
+    assert 1 <= len(opened) <= 3  # one for the calls (and any stream), not one a call
+
+
+def test_a_chunk_size_line_costs_linear_time() -> None:
+    """h11's pattern for a size line backtracks quadratically ("5;", blanks, a bare
+    LF: seconds for 60,000 tabs); the fast path's, the same language, does not.  A
+    short one is refused as h11 refuses it."""
+    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    short = head + b"5;" + b"\t" * 500 + b"\n\r\n"
+    assert _drive_client(HTTPClientConnection("127.0.0.1:8000"), [short], False, 1) == (
+        _drive_client(_h11_client(), [short], False, 1)
+    )
+    conn = HTTPClientConnection("x")
+    conn.send_request("GET", "/mcp", {})
+    conn.receive_data(head + b"5;" + b"\t" * 60_000 + b"\n\r\n")
+    assert isinstance(conn.next_event(), HTTPResponseHead)
+    started = time.process_time()
+    error = conn.next_event()
+    assert isinstance(error, HTTPError) and "illegal chunk header" in error.reason
+    assert time.process_time() - started < 0.5  # (h11's pattern: 5 s or more here)
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_h11_reads_a_chunk_size_line_in_linear_time_too(fast_path: bool) -> None:
+    """A client must not make a server spend seconds on one line, on the fast path or
+    on h11 (after a hand-over, or with the fast path off: h11 is given the fast path's
+    pattern for it)."""
+    conn = HTTPServerConnection(fast_path=fast_path)
+    conn.receive_data(b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+    conn.receive_data(b"5;" + b"\t" * 60_000 + b"\n\r\n")
+    started = time.process_time()
+    error = conn.next_request()
+    assert time.process_time() - started < 0.5
+    assert isinstance(error, HTTPError) and error.status == 400
+    assert error.reason.startswith("illegal chunk header: bytearray(b'5;\\t")
+    conn = HTTPServerConnection(fast_path=fast_path)
+    conn.receive_data(
+        b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"5;x=y \r\nhello\r\n0\r\n\r\n"
+    )
+    request = conn.next_request()
+    assert isinstance(request, HTTPRequest) and request.body == b"hello"
+
+
+_CHUNKED_POST = b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+@_DIFFERENTIAL
+@given(
+    arrival=_arrivals(_chunked_requests),
+    answers=st.lists(_answers, min_size=1, max_size=2),
+    eof=st.booleans(),
+)
+@example(
+    arrival=(
+        split_at(
+            _CHUNKED_POST + (b"bb8\r\n" + b"a" * 3000 + b"\r\n") * 2 + b"0\r\n\r\n",
+            [100, 2000, 3100, 5000],
+        ),
+        False,
+    ),
+    answers=["json"],
+    eof=False,
+)
+@example(
+    arrival=(split_at(_CHUNKED_POST + b"5;" + b"x" * 3000, [1000]), False),
+    answers=["json"],
+    eof=False,
+)
+def test_chunked_requests_match_h11(
+    arrival: tuple[list[bytes], bool], answers: list[str], eof: bool
+) -> None:
+    """The server side: same requests (or errors, with h11's status and message, at
+    the same point; a body over the limit a 413 at the piece that crosses it), same
+    responses and reuse as h11; well formed, the connection stays fast."""
+    chunks, damaged = arrival
+    conn = HTTPServerConnection(max_body=MAX_BODY, max_headers=MAX_HEADERS)
+    fast = _drive_server(conn, chunks, answers, eof)
+    assert fast == _drive_server(_h11_server(), chunks, answers, eof)
+    if not damaged:
+        assert conn._h11 is None
+
+
+def test_a_broken_chunked_request_ends_the_reading() -> None:
+    """Once a chunked request is refused as malformed nothing more is read from the
+    connection, on the fast path as in h11 (its ERROR state), the answer sent or not."""
+    for conn in (HTTPServerConnection(), _h11_server()):
+        conn.receive_data(_CHUNKED_POST + b"zz\r\n")
+        error = conn.next_request()
+        assert isinstance(error, HTTPError) and error.status == 400
+        assert conn.send_error_response(error.status, error.reason).startswith(b"HTTP/1.1 400")
+        conn.receive_data(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        assert conn.next_request() == HTTPError(400, "Can't receive data when peer state is ERROR")
+        assert not conn.start_next()
