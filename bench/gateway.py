@@ -25,7 +25,7 @@ from ._proc import (
 from .worker import MESSAGE
 
 if TYPE_CHECKING:
-    from .cli import Counts, Results
+    from ._model import Counts, Results
 
 __all__ = ["ROW8_GROUPS", "ROW8_MODES", "ROW8_TITLE", "row8", "row8_variants"]
 
