@@ -108,22 +108,25 @@ class TCPStream:
     """A Trio TCP (or TLS) stream as a :class:`~sansio_mcp.runtime.ByteStream`;
     a broken connection is an :class:`OSError`, as on asyncio."""
 
-    __slots__ = ("_fd", "_sending", "_socket", "_stream")
+    __slots__ = ("_direct", "_sending", "_socket", "_stream")
 
     def __init__(self, stream: trio.abc.Stream, sock: trio.socket.SocketType) -> None:
         self._stream = stream
         self._socket = sock
         #: The socket written directly when it takes the bytes at once (plain TCP only).
-        self._fd = sock.fileno() if isinstance(stream, trio.SocketStream) else -1
+        self._direct = isinstance(stream, trio.SocketStream)
         self._sending = False
 
     async def send_all(self, data: bytes) -> None:
         # What the socket takes at once is written without a turn of the scheduler
         # (Trio's send_all always yields after a send, a pass per message); only a
         # send that must wait for room goes through the stream.
-        if self._fd >= 0 and not self._sending:
+        # The descriptor is read each time: once the socket is closed it is -1, never
+        # a number the process may since have given to another connection.
+        fd = self._socket.fileno() if self._direct and not self._sending else -1
+        if fd >= 0:
             try:
-                sent = os.write(self._fd, data)
+                sent = os.write(fd, data)
             except BlockingIOError:
                 sent = 0
             except OSError as exc:

@@ -1,0 +1,78 @@
+"""Trio's TCP stream writes what the socket takes at once itself (no scheduler pass):
+the bytes must still all arrive, in order, whatever the socket's room, and a closed
+stream must never write to a descriptor number the process has since reused."""
+
+from __future__ import annotations
+
+import trio
+
+from trio_adapters._backend import TCPStream
+
+
+async def _connected_pair() -> tuple[trio.SocketStream, trio.SocketStream]:
+    listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+    port = listener.socket.getsockname()[1]
+    client = await trio.open_tcp_stream("127.0.0.1", port)
+    server = await listener.accept()
+    await listener.aclose()
+    return client, server
+
+
+async def test_large_writes_arrive_whole_and_in_order() -> None:
+    client, server = await _connected_pair()
+    stream = TCPStream(client, client.socket)
+    # Far more than a loopback socket's buffer: each write is partial at first, the
+    # rest waits for room through Trio's stream.
+    pieces = [bytes([n]) * 3_000_000 for n in range(1, 4)]
+    received = bytearray()
+
+    async def read_all() -> None:
+        while len(received) < sum(map(len, pieces)):
+            received.extend(await server.receive_some(1 << 20))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(read_all)
+        for piece in pieces:
+            await stream.send_all(piece)
+    assert bytes(received) == b"".join(pieces)
+    await stream.aclose()
+    await server.aclose()
+
+
+async def test_a_small_write_does_not_yield_to_the_scheduler() -> None:
+    client, server = await _connected_pair()
+    stream = TCPStream(client, client.socket)
+    ran = []
+
+    async def other() -> None:
+        ran.append("other")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(other)
+        await stream.send_all(b"hello")  # written at once: the other task has not run
+        assert ran == []
+    assert ran == ["other"]
+    assert await server.receive_some(100) == b"hello"
+    await stream.aclose()
+    await server.aclose()
+
+
+async def test_a_closed_stream_never_writes_to_a_reused_descriptor() -> None:
+    client, server = await _connected_pair()
+    stream = TCPStream(client, client.socket)
+    await stream.aclose()
+    # The next connection very likely gets the number the closed one freed.
+    other_client, other_server = await _connected_pair()
+    raised = None
+    try:
+        await stream.send_all(b"not for you")
+    except (trio.ClosedResourceError, OSError) as exc:
+        raised = exc
+    assert raised is not None
+    await other_client.send_all(b"ping")
+    assert await other_server.receive_some(100) == b"ping"  # and nothing else
+    with trio.move_on_after(0.2):
+        extra = await other_client.receive_some(100)
+        raise AssertionError(f"the reused descriptor received {extra!r}")
+    for s in (server, other_client, other_server):
+        await s.aclose()
