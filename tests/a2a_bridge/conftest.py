@@ -16,7 +16,6 @@ pytest.importorskip("a2a")
 from sansio_mcp.a2a import BridgeConfig, parse_config
 from sansio_mcp.runtime import TransportBackend
 from sansio_mcp.runtime.a2a import A2ABridge
-from sansio_mcp_cli.main import backend_named
 
 BACKENDS = ("trio", "asyncio")
 AGENT_MODULE = "sansio_mcp_testing.a2a_agent"
@@ -54,7 +53,13 @@ def agent_url() -> Iterator[str]:
 
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> TransportBackend:
-    return backend_named(request.param)
+    if request.param == "asyncio":
+        from asyncio_adapters import BACKEND as asyncio_backend
+
+        return asyncio_backend
+    from trio_adapters import BACKEND as trio_backend
+
+    return trio_backend
 
 
 def config_for(url: str, **extra: Any) -> BridgeConfig:
