@@ -7,12 +7,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, Unpack
+from typing import Any, Unpack
 
 from sansio_mcp import Session
 from sansio_mcp.runtime._backend import Backend
 from sansio_mcp.runtime._driver import HostHandlers
-from sansio_mcp.runtime._host import HostBase
+from sansio_mcp.runtime._host import Framing, HostBase
 
 from ._backend import (
     PRIMITIVES,
@@ -47,14 +47,6 @@ class AsyncioSessionHost(HostBase):
 Connector = Callable[
     [Callable[[], asyncio.BaseProtocol]], Awaitable[tuple[asyncio.BaseTransport, Any]]
 ]
-
-
-class Framing(Protocol):
-    """Turns bytes into session input and session output into bytes."""
-
-    def receive_data(self, data: bytes | bytearray) -> None: ...
-
-    def data_to_send(self) -> bytes: ...
 
 
 class TransportOutput:

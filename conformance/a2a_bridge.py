@@ -20,7 +20,6 @@ import json
 import re
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,10 +31,10 @@ from run import (  # noqa: E402
     REPO,
     Run,
     _stop,
-    markdown_table,
     missing_prerequisites,
+    report,
+    results_folder,
     run_suite,
-    summary_lines,
 )
 
 BASELINE = HERE / "a2a-bridge-baseline.yml"
@@ -90,21 +89,13 @@ def main(argv: list[str] | None = None) -> int:
     if problem is not None:
         print(problem, file=sys.stderr)
         return 2
-    out_root = args.out or Path(tempfile.mkdtemp(prefix="a2a-bridge-conformance-"))
-    out_root.mkdir(parents=True, exist_ok=True)
+    out_root = results_folder(args.out, "a2a-bridge-conformance-")
     with bridge(out_root, args.backend) as url:
         results = [
             run_suite(Run("server", label), out_root, server_url=url, baseline_path=args.baseline)
             for label in args.run or LABELS
         ]
-    table = markdown_table(results)
-    (out_root / "results.md").write_text(table, encoding="utf-8")
-    if args.markdown:
-        args.markdown.write_text(table, encoding="utf-8")
-    for line in summary_lines(results):
-        print(line)
-    print(f"results: {out_root}")
-    return 0 if all(r.ok for r in results) else 1
+    return report(results, out_root, args.markdown)
 
 
 if __name__ == "__main__":

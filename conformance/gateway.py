@@ -21,7 +21,6 @@ import json
 import re
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -37,8 +36,9 @@ from run import (  # a script beside run.py, not a package
     fixture_server,
     load_baseline,
     missing_prerequisites,
+    report,
+    results_folder,
     run_suite,
-    summary_lines,
 )
 
 __all__ = ["GATEWAY_BASELINE", "gateway_in_front_of", "load_baseline", "main"]
@@ -99,8 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     if problem is not None:
         print(problem, file=sys.stderr)
         return 2
-    out_root = args.out or Path(tempfile.mkdtemp(prefix="mcp-gateway-conformance-"))
-    out_root.mkdir(parents=True, exist_ok=True)
+    out_root = results_folder(args.out, "mcp-gateway-conformance-")
     results = []
     with fixture_server(out_root / "fixture-server.log") as upstream:
         with gateway_in_front_of(upstream, args.backend, out_root) as url:
@@ -111,9 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                         run, out_root / args.backend, server_url=url, baseline_path=args.baseline
                     )
                 )
-    print("\n".join(summary_lines(results)))
-    print(f"results in {out_root}")
-    return 0 if all(r.ok for r in results) else 1
+    return report(results, out_root)
 
 
 if __name__ == "__main__":

@@ -453,6 +453,26 @@ def summary_lines(results: Sequence[RunResult]) -> list[str]:
     return lines
 
 
+def results_folder(out: Path | None, prefix: str) -> Path:
+    """``out``, or a new temporary folder named after ``prefix``; created either way."""
+    folder = out or Path(tempfile.mkdtemp(prefix=prefix))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def report(results: Sequence[RunResult], out_root: Path, markdown: Path | None = None) -> int:
+    """Write ``results.md`` (and ``markdown``, if given), print the summary; the exit
+    code: 0 when every run is ok."""
+    table = markdown_table(results)
+    (out_root / "results.md").write_text(table, encoding="utf-8")
+    if markdown:
+        markdown.write_text(table, encoding="utf-8")
+    for line in summary_lines(results):
+        print(line)
+    print(f"results: {out_root}")
+    return 0 if all(r.ok for r in results) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--out", type=Path, help="results directory (default: a new temp dir)")
@@ -502,14 +522,8 @@ def main(argv: list[str] | None = None) -> int:
             for side in sides
             for name in args.scenario
         ]
-    out_root = args.out or Path(tempfile.mkdtemp(prefix="mcp-conformance-"))
-    out_root.mkdir(parents=True, exist_ok=True)
+    out_root = results_folder(args.out, "mcp-conformance-")
     results = run_all(runs, out_root, baseline_path=args.baseline, backend=args.server_backend)
-
-    table = markdown_table(results)
-    (out_root / "results.md").write_text(table, encoding="utf-8")
-    if args.markdown:
-        args.markdown.write_text(table, encoding="utf-8")
     summary = {
         result.run.name: {
             "ok": result.ok,
@@ -531,10 +545,7 @@ def main(argv: list[str] | None = None) -> int:
     (out_root / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    for line in summary_lines(results):
-        print(line)
-    print(f"results: {out_root}")
-    return 0 if all(r.ok for r in results) else 1
+    return report(results, out_root, args.markdown)
 
 
 if __name__ == "__main__":

@@ -75,25 +75,20 @@ def test_tasks_server_demo() -> None:
 
 
 def test_tasks_server_on_the_command_line() -> None:
-    """``sansio-mcp call`` follows a task, its status changes on stderr; on a handshake
-    revision a task-required tool is -32021."""
+    """``sansio-mcp call`` follows a task, its status changes on stderr, on 2026-07-28
+    and in 2025-11-25's own task form."""
     server = [sys.executable, str(ROOT / "examples" / "tasks_server.py"), "--serve"]
-    call = [sys.executable, "-m", "sansio_mcp_cli", "call"]
-    done = subprocess.run(
-        [
-            *call,
-            "approve_job",
-            "--args",
-            '{"job": "x"}',
-            "--elicit",
-            '{"approve": true}',
-            "--",
-            *server,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+
+    def approve(*options: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "sansio_mcp_cli", "call", "approve_job", *options,
+             "--args", '{"job": "x"}', "--elicit", '{"approve": true}', "--", *server],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )  # fmt: skip
+
+    done = approve()
     assert done.returncode == 0, done.stderr
     assert '"text": "x: done"' in done.stdout
     statuses = [line.split(": ")[2] for line in done.stderr.splitlines()]
@@ -101,23 +96,7 @@ def test_tasks_server_on_the_command_line() -> None:
     assert asked and all(s.startswith("input_required; asks ") for s in asked)
     assert statuses[-1] == "completed"
     assert all(a != b for a, b in itertools.pairwise(statuses))  # changes only
-    legacy = subprocess.run(
-        [
-            *call,
-            "approve_job",
-            "--protocol-version",
-            "2025-11-25",
-            "--args",
-            '{"job": "x"}',
-            "--elicit",
-            '{"approve": true}',
-            "--",
-            *server,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    legacy = approve("--protocol-version", "2025-11-25")
     # 2025-11-25 has tasks of its own (params.task, tasks/get, tasks/result): followed too
     assert legacy.returncode == 0, legacy.stderr
     assert '"text": "x: done"' in legacy.stdout and "related-task" in legacy.stdout

@@ -5,14 +5,14 @@ stream pair: stdio, TCP, memory)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, Unpack
+from typing import Any, Unpack
 
 import trio
 
 from sansio_mcp import Session
 from sansio_mcp.runtime._backend import Backend
 from sansio_mcp.runtime._driver import HostHandlers
-from sansio_mcp.runtime._host import HostBase
+from sansio_mcp.runtime._host import Framing, HostBase
 from sansio_mcp.runtime._sender import Sender
 
 from ._backend import PRIMITIVES, NurseryGroup, PipeStream, as_pipe, fileno_of, is_fifo, reader
@@ -24,14 +24,6 @@ class TrioSessionHost(HostBase):
     """The runtime's session host on Trio (``attach`` it to a :class:`NurseryGroup`)."""
 
     backend: Backend = PRIMITIVES
-
-
-class Framing(Protocol):
-    """Turns bytes into session input and session output into bytes."""
-
-    def receive_data(self, data: bytes | bytearray) -> None: ...
-
-    def data_to_send(self) -> bytes: ...
 
 
 class PipeOutput:

@@ -31,6 +31,7 @@ C = TypeVar("C", bound=ClientAPI)
 
 __all__ = [
     "SHIELDED_GRACE",
+    "Framing",
     "HostBase",
     "HostContext",
     "Output",
@@ -44,6 +45,15 @@ H = TypeVar("H")
 
 #: Seconds a shielded step (cleanup while being cancelled) may take at the most.
 SHIELDED_GRACE = 2.0
+
+
+class Framing(Protocol):
+    """Turns a stream's bytes into session input and session output into bytes
+    (the session itself for NDJSON; a WebSocket or other framing otherwise)."""
+
+    def receive_data(self, data: bytes | bytearray) -> None: ...
+
+    def data_to_send(self) -> bytes: ...
 
 
 class Output(Protocol):
