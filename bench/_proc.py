@@ -27,6 +27,7 @@ EVERYTHING = (
     REPO / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 )
 SDK_ECHO = REPO / "bench" / "servers" / "sdk_echo.py"
+RELAY = REPO / "bench" / "servers" / "relay.py"
 
 
 def child_env() -> dict[str, str]:

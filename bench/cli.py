@@ -610,6 +610,17 @@ def targets(results: Results, selected: list[int]) -> list[Target]:
             )
     if 8 in rows:
         for group in ROW8_GROUPS:
+            out.append(
+                Target(
+                    f"8-{group}-relay",
+                    f"row 8 {group}, information (not judged): a transparent TCP relay "
+                    "(plain Python, parsing nothing) / direct: the least any hop adds here",
+                    paired_ratio(results, 8, f"{group}:relay", f"{group}:direct", "us_per_call"),
+                    1.25,
+                    higher_is_better=False,
+                    judged=False,
+                )
+            )
             for backend in ("trio", "asyncio"):
                 out.append(
                     Target(

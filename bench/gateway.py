@@ -4,7 +4,11 @@ in the same worker, interleaved (issue 20: the gateway adds <= 25%).
 
 Two upstreams: our example server (its echo costs next to nothing, so the
 gateway's own work shows at its largest), and server-everything in its
-Streamable HTTP mode, a real server that is not ours."""
+Streamable HTTP mode, a real server that is not ours.
+
+Beside them, for reference, the same call through a transparent TCP relay
+(``bench/servers/relay.py``: plain Python, parsing nothing): the least any
+process between client and server adds on this machine."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._proc import (
     PY,
+    RELAY,
     WorkerError,
     everything_http_command,
     example_server_command,
@@ -54,11 +59,17 @@ def row8_variants() -> dict[str, str]:
         mode, connector, _ = _GROUPS[group]
         upstream = _UPSTREAM_LABELS[connector]
         out[f"{group}:direct"] = f"{mode:6} Trio client -> {upstream} (direct)"
+        out[f"{group}:relay"] = f"{mode:6} Trio client -> TCP relay -> {upstream}"
         for backend in ROW8_GATEWAYS:
             out[f"{group}:gateway-{backend}"] = (
                 f"{mode:6} Trio client -> gateway ({backend}) -> {upstream}"
             )
     return out
+
+
+def relay_command(url: str) -> list[str]:
+    port = url.split(":")[2].split("/")[0]
+    return [PY, str(RELAY), port]
 
 
 def gateway_command(config: Path, backend: str) -> list[str]:
@@ -89,6 +100,10 @@ def row8(results: Results, c: Counts, rnd: int, log: Any) -> None:
                 name: {"transport": "http", "url": url} for name, url in upstreams.items()
             }
             config.write_text(json.dumps({"connectors": connectors}))
+            relays = {
+                name: stack.enter_context(http_server(relay_command(url)))
+                for name, url in upstreams.items()
+            }
             gateways = {
                 backend: stack.enter_context(http_server(gateway_command(config, backend)))
                 for backend in ROW8_GATEWAYS
@@ -104,9 +119,10 @@ def row8(results: Results, c: Counts, rnd: int, log: Any) -> None:
             mode, connector, answer = _GROUPS[group]
             expect = {"expect": answer.format(message=MESSAGE)} if answer else {}
             # Direct and through the gateway alternate, their order turned each round.
-            order = [("direct", upstreams[connector], "echo")] + [
-                (f"gateway-{b}", url, f"{connector}.echo") for b, url in gateways.items()
-            ]
+            order = [
+                ("direct", upstreams[connector], "echo"),
+                ("relay", relays[connector], "echo"),
+            ] + [(f"gateway-{b}", url, f"{connector}.echo") for b, url in gateways.items()]
             shift = rnd % len(order)
             for name, url, tool in order[shift:] + order[:shift]:
                 jobs.append(

@@ -62,7 +62,7 @@ def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
         "8": {
             f"{mode}:{path}"
             for mode in ("modern", "legacy")
-            for path in ("direct", "gateway-trio", "gateway-asyncio")
+            for path in ("direct", "relay", "gateway-trio", "gateway-asyncio")
         },
         "6": {
             "import:sansio_mcp",
@@ -87,7 +87,7 @@ def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
             assert isinstance(got[name]["median"], (int, float)), (row, name, got[name])
 
     ids = {target["id"] for target in document["targets"]}
-    assert {"3-codec", "6-import", "7-bridge", "8-modern-gateway-trio"} <= ids
+    assert {"3-codec", "6-import", "7-bridge", "8-modern-gateway-trio", "8-modern-relay"} <= ids
     for target in document["targets"]:
         assert target["status"] in {"PASS", "MISS", "ERROR", "INFO"}
 
