@@ -89,13 +89,17 @@ def test_client_side(suite_ready: None, results_dir: Path, label: str) -> None:
 
 
 def test_client_auth_scenarios_on_asyncio(suite_ready: None, results_dir: Path) -> None:
-    """Every ``auth/*`` client scenario with the client on asyncio (the Trio runs above
-    cover the rest; ``sse-retry`` races the asyncio client's GET stream under load)."""
+    """Every ``auth/*`` client scenario with the client on asyncio, and ``sse-retry``
+    (a stream resumed after the server's ``retry`` delay, with ``Last-Event-ID``),
+    which exercises the asyncio client's own GET and timer paths; the Trio runs above
+    cover the rest."""
     result = runner.run_suite(runner.Run("client", "all", "asyncio"), results_dir)
     auth = [s for s in result.scenarios if s.scenario.startswith("auth/")]
     assert len(auth) == 33, [s.scenario for s in auth]
+    checked = [*auth, *(s for s in result.scenarios if s.scenario == "sse-retry")]
+    assert len(checked) == 34, [s.scenario for s in result.scenarios]
     problems = [
-        f"{s.scenario}: {s.outcome} ({'; '.join(s.failures[:3])})" for s in auth if not s.ok
+        f"{s.scenario}: {s.outcome} ({'; '.join(s.failures[:3])})" for s in checked if not s.ok
     ]
     assert not problems, f"results in {result.out_dir}:\n  " + "\n  ".join(problems)
 
