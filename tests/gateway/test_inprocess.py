@@ -10,14 +10,14 @@ from typing import Any
 import trio
 
 from sansio_mcp import InvalidParams
-from sansio_mcp.gateway import parse_config
+from sansio_mcp.gateway import Backoff, parse_config
 from sansio_mcp.runtime.example_server import build_server
-from sansio_mcp.runtime.gateway import Gateway, transport_opener
+from sansio_mcp.runtime.gateway import Gateway, UpstreamSettings, transport_opener
 from trio_adapters import BACKEND
 from trio_adapters.http_client import open_http_client
 from trio_adapters.http_server import serve_http, serve_router
 
-from .conftest import EXAMPLE_TOOLS
+from .conftest import EXAMPLE_TOOLS, free_port
 
 
 async def _ready(gateway: Gateway) -> None:
@@ -78,4 +78,30 @@ async def test_the_aggregated_list_is_paginated(nursery: Any) -> None:
                     assert "cursor" in exc.message
                 else:
                     raise AssertionError("a bad cursor was accepted")
+    nursery.cancel_scope.cancel()
+
+
+async def test_a_connector_that_stays_down_gives_no_hints(nursery: Any) -> None:
+    # Each failed reconnect leaves the catalog as it was: listeners hear nothing of it.
+    upstream = await nursery.start(serve_http, build_server())
+    dead = free_port()
+    config = parse_config(
+        {
+            "connectors": {
+                "ex": {"transport": "http", "url": f"http://127.0.0.1:{upstream}/mcp"},
+                "dead": {"transport": "http", "url": f"http://127.0.0.1:{dead}/mcp"},
+            }
+        }
+    )
+    settings = UpstreamSettings(backoff=Backoff(base=0.01, cap=0.02))
+    gateway = Gateway(
+        config, BACKEND, transport_opener(BACKEND), settings=settings, hint_interval=0.01
+    )
+    nursery.start_soon(gateway.run)
+    await _ready(gateway)
+    await trio.sleep(0.1)  # the hint that "ex" came gone out
+    before = gateway.hints_sent, gateway.store.record("dead").attempts
+    await trio.sleep(0.5)
+    assert gateway.store.record("dead").attempts >= before[1] + 5  # it kept trying
+    assert gateway.hints_sent == before[0]
     nursery.cancel_scope.cancel()

@@ -115,12 +115,14 @@ class Upstream:
             else:
                 error = self._lost_reason or "the connection ended"
             self.client = None
+            listed = store.record(self.name).status is ConnectorStatus.READY
             record = move(store, self.name, StatusTrigger.FAILED, error=error)
             # Said once per outage; the retries that fail again are only debug news.
             level = logging.WARNING if record.attempts == 1 else logging.DEBUG
             logger.log(level, "connector %s is down (%s); reconnecting", self.name, error)
             self._tried()
-            self._on_change()
+            if listed:  # its tools left the catalog; a failed retry changes nothing
+                self._on_change()
             await backend.sleep(backoff_delay(record.attempts - 1, self.settings.backoff))
             move(store, self.name, StatusTrigger.RETRY)
 
