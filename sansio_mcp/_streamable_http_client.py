@@ -402,6 +402,11 @@ class ResponseHandler:
             self.transport.deliver(messages)
         elif head.status >= 300:
             self.transport.fail(self.message, head.status, reader.body_text)
+            return
+        if reader.is_sse and self.transport.session.is_modern:
+            # A 2026-07-28 stream is not resumed: one that ended unanswered lost its
+            # request (the server went away), which fails rather than waits forever.
+            self.transport.fail(self.message, head.status, "the stream ended before the answer")
 
     def release(self, error: MCPError | None) -> None:
         """Authorization judged a held 401/403: fail its request with ``error``, or

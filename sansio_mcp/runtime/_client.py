@@ -158,9 +158,13 @@ class Subscription(SubscriptionSink):
         self._acknowledged = new_signal()
         self.acknowledged_filter: dict[str, Any] = {}
         self.dropped = 0
+        self._was_acknowledged = False
+        self._ended = False
+        self._error: MCPError | None = None
 
     def acknowledged(self, notifications: dict[str, Any]) -> None:
         self.acknowledged_filter = notifications
+        self._was_acknowledged = True
         self._acknowledged.set()
 
     def deliver(self, method: str, params: dict[str, Any]) -> None:
@@ -171,14 +175,27 @@ class Subscription(SubscriptionSink):
         self._items.append((method, params))
         self._ready.set()
 
+    def ended(self, error: MCPError | None) -> None:
+        self._ended, self._error = True, error
+        self._ready.set()
+        self._acknowledged.set()
+
     async def wait_acknowledged(self) -> None:
         await self._acknowledged.wait()
+        if self._error is not None and not self._was_acknowledged:
+            raise self._error  # refused, or failed before it began
 
     def __aiter__(self) -> Subscription:
         return self
 
     async def __anext__(self) -> tuple[str, dict[str, Any]]:
+        """The next notification; once the subscription ended and what came is
+        read, its error (the stream broke, the connection closed), or the end."""
         while not self._items:
+            if self._ended:
+                if self._error is not None:
+                    raise self._error
+                raise StopAsyncIteration
             await self._ready.wait()
             self._ready = self._new_signal()
         return self._items.popleft()

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Required, TypedDict
 
 from .._client_session import ClientSession
-from .._errors import ErrorCode, LocalProtocolError, MCPError, failure_text
+from .._errors import ConnectionClosedError, ErrorCode, LocalProtocolError, MCPError, failure_text
 from .._events import (
     CancelRequested,
     ConnectionClosed,
@@ -74,6 +74,10 @@ class SubscriptionSink:
 
     def deliver(self, method: str, params: dict[str, Any]) -> None:
         """One notification of the subscription."""
+
+    def ended(self, error: MCPError | None) -> None:
+        """No more will come: the server finished the subscription (``None``), or
+        it failed (its stream broke, the connection closed)."""
 
 
 class Waiter:
@@ -140,6 +144,8 @@ class Driver:
         self.initialized: SessionInitialized | None = None
         #: Called after a handler queued output, so the adapter flushes it.
         self.on_output: Callable[[], None] = lambda: None
+        #: Called once the connection closed (a client keeping a peer alive hooks in here).
+        self.on_closed: Callable[[], None] = lambda: None
         #: Sees every notification first (the client's cache invalidation hooks in here).
         self.observe_notification: Callable[[str, dict[str, Any]], None] = lambda m, p: None
 
@@ -189,10 +195,12 @@ class Driver:
                 waiter = self._waiters.pop(event.request_id, None)
                 if waiter is not None:
                     waiter.resolve(event.result)
+                self._end_subscription(event.request_id, None)
             elif isinstance(event, RequestFailed):
                 waiter = self._waiters.pop(event.request_id, None)
                 if waiter is not None:
                     waiter.fail(event.error)
+                self._end_subscription(event.request_id, event.error)
             elif isinstance(event, ProgressReceived):
                 progress_waiter = self._waiters.get(event.request_id)
                 if progress_waiter is not None and progress_waiter.on_progress is not None:
@@ -225,6 +233,17 @@ class Driver:
                 logger.warning("protocol violation by the peer: %s", event.error.message)
             elif isinstance(event, ConnectionClosed):
                 self.closed = True
+                closed = ConnectionClosedError(message="the connection closed")
+                for request_id in list(self.subscriptions):
+                    self._end_subscription(request_id, closed)
+                for _, session_sink in self.session_sinks:
+                    session_sink.ended(closed)
+                self.on_closed()
+
+    def _end_subscription(self, request_id: RequestId, error: MCPError | None) -> None:
+        sink = self.subscriptions.pop(request_id, None)
+        if sink is not None:
+            sink.ended(error)
 
     def _input_factory(self, event: InputRequired) -> Callable[[], Awaitable[None]]:
         async def gather() -> None:

@@ -4,6 +4,7 @@ not one per change), and the aggregated list is paginated."""
 
 from __future__ import annotations
 
+import sys
 from functools import partial
 from typing import Any
 
@@ -17,7 +18,7 @@ from trio_adapters import BACKEND
 from trio_adapters.http_client import open_http_client
 from trio_adapters.http_server import serve_http, serve_router
 
-from .conftest import EXAMPLE_TOOLS, free_port
+from .conftest import EXAMPLE_TOOLS, REPO, free_port
 
 
 async def _ready(gateway: Gateway) -> None:
@@ -104,4 +105,51 @@ async def test_a_connector_that_stays_down_gives_no_hints(nursery: Any) -> None:
     await trio.sleep(0.5)
     assert gateway.store.record("dead").attempts >= before[1] + 5  # it kept trying
     assert gateway.hints_sent == before[0]
+    nursery.cancel_scope.cancel()
+
+
+async def _leaves_ready(gateway: Gateway, name: str, within: float) -> dict[str, Any]:
+    with trio.fail_after(within):
+        while gateway.status()[name]["status"] == "ready":
+            await trio.sleep(0.02)
+    return gateway.status()[name]
+
+
+async def test_a_stdio_upstream_that_exits_is_missed_at_once(nursery: Any) -> None:
+    # The child exits after 3 s; with pings a minute apart, only its end of the
+    # pipe can tell the gateway, and the listing must say so at once.
+    cmd = ["timeout", "3", sys.executable, "-m", "sansio_mcp_cli", "example-server"]
+    config = parse_config(
+        {"connectors": {"ex": {"transport": "stdio", "cmd": cmd, "env": {"PYTHONPATH": str(REPO)}}}}
+    )
+    settings = UpstreamSettings(ping_interval=60.0, backoff=Backoff(base=30.0))
+    gateway = Gateway(config, BACKEND, transport_opener(BACKEND), settings=settings)
+    nursery.start_soon(gateway.run)
+    await _ready(gateway)
+    status = await _leaves_ready(gateway, "ex", within=6)
+    assert "closed" in status["error"]
+    assert gateway.catalog().missing == ["ex"] and gateway.catalog().ttl_ms() == 0
+    nursery.cancel_scope.cancel()
+
+
+async def test_an_http_upstream_that_stops_is_missed_at_once(nursery: Any) -> None:
+    # Its subscriptions/listen stream breaks when it stops: the gateway checks at once.
+    upstream_scope = trio.CancelScope()
+
+    async def serve_upstream(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        with upstream_scope:
+            await serve_http(build_server(), task_status=task_status)
+
+    upstream = await nursery.start(serve_upstream)
+    url = f"http://127.0.0.1:{upstream}/mcp"
+    config = parse_config({"connectors": {"ex": {"transport": "http", "url": url}}})
+    settings = UpstreamSettings(ping_interval=60.0, backoff=Backoff(base=30.0))
+    gateway = Gateway(config, BACKEND, transport_opener(BACKEND), settings=settings)
+    nursery.start_soon(gateway.run)
+    await _ready(gateway)
+    await trio.sleep(0.2)  # its listen stream open
+    upstream_scope.cancel()
+    status = await _leaves_ready(gateway, "ex", within=3)
+    assert "ping failed" in status["error"]
+    assert gateway.catalog().missing == ["ex"]
     nursery.cancel_scope.cancel()

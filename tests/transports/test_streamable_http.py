@@ -856,3 +856,21 @@ async def test_auto_falls_back_when_discover_is_refused_without_an_id() -> None:
                 async with open_http_client(url(port), mode="modern", initialize_timeout=3) as c:
                     await c.call_tool("add", {"a": 1, "b": 1})
             assert refused.value.data["status"] == 400
+
+
+async def test_a_listen_stream_that_breaks_ends_the_subscription(nursery: Any) -> None:
+    # A 2026-07-28 stream is never resumed: when the server goes away, the
+    # subscription says so (and a request on it fails) instead of waiting forever.
+    scope = trio.CancelScope()
+
+    async def serve(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        with scope:
+            await serve_http(build_server(), task_status=task_status)
+
+    port = await nursery.start(serve)
+    async with open_http_client(f"http://127.0.0.1:{port}/mcp", mode="modern") as client:
+        async with client.listen(tools_list_changed=True) as subscription:
+            scope.cancel()
+            with trio.fail_after(5), pytest.raises(MCPError, match="stream ended"):
+                async for _ in subscription:
+                    pass

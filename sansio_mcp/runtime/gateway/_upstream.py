@@ -41,6 +41,8 @@ logger = logging.getLogger("sansio_mcp.gateway")
 #: ``opener(connector, **options)``: a client of the connector's upstream.
 Opener = Callable[..., AbstractAsyncContextManager[ClientAPI]]
 
+#: Seconds before listening again to an upstream alive but whose stream ended.
+RELISTEN_PAUSE = 1.0
 #: Failures that say the connection, not the request, went wrong.
 _TRANSPORT_FAILURES = (ConnectionClosedError, HTTPStatusError, RequestTimeout, OSError, TimedOut)
 
@@ -136,6 +138,11 @@ class Upstream:
             self._lost = self.backend.new_signal()
             self._lost_reason = None
             self.client = client
+            # A peer that goes away (a stdio child exiting, a socket closing) is
+            # seen at once, not at the next ping.
+            client.driver.on_closed = partial(self.lost, "the connection closed")
+            if client.driver.closed:
+                self.lost("the connection closed")
             move(self.store, self.name, StatusTrigger.LISTED, tools=tools)
             self._tried()
             for waiter in self._ready_waiters:
@@ -213,18 +220,23 @@ class Upstream:
         caps = client.server_capabilities.get("tools")
         if not isinstance(caps, dict) or not caps.get("listChanged"):
             return
-        try:
-            async with client.listen(tools_list_changed=True) as subscription:
-                async for _method, _params in subscription:
-                    tools = await self._list(client)
-                    move(self.store, self.name, StatusTrigger.LIST_CHANGED, tools=tools)
-                    self._on_change()
-        except MCPError as exc:
-            if isinstance(exc, _TRANSPORT_FAILURES):
-                self.lost(_describe(exc))
-            # else: the upstream does not follow list changes; keep-alive still watches it
-        except _TRANSPORT_FAILURES as exc:
-            self.lost(_describe(exc))
+        while True:
+            try:
+                async with client.listen(tools_list_changed=True) as subscription:
+                    async for _method, _params in subscription:
+                        tools = await self._list(client)
+                        move(self.store, self.name, StatusTrigger.LIST_CHANGED, tools=tools)
+                        self._on_change()
+            except MCPError as exc:
+                if not isinstance(exc, _TRANSPORT_FAILURES):
+                    return  # it does not follow list changes; keep-alive still watches it
+            except _TRANSPORT_FAILURES:
+                pass
+            # The stream ended or broke: most often the upstream went away (an HTTP
+            # upstream has no other standing connection to tell us so).
+            if not await self._alive(client):
+                return
+            await self.backend.sleep(RELISTEN_PAUSE)
 
     async def _keep_alive(self, client: ClientAPI) -> None:
         interval = self.settings.ping_interval
@@ -233,13 +245,19 @@ class Upstream:
             if client.driver.closed:
                 self.lost("the connection closed")
                 return
-            try:
-                await client.ping(timeout=interval)
-            except _TRANSPORT_FAILURES as exc:
-                self.lost(f"ping failed: {_describe(exc)}")
+            if not await self._alive(client):
                 return
-            except MCPError:
-                pass  # answered, if with an error: it is alive
+
+    async def _alive(self, client: ClientAPI) -> bool:
+        """Ping the upstream; False, the connection marked lost, if it does not answer."""
+        try:
+            await client.ping(timeout=self.settings.ping_interval)
+        except _TRANSPORT_FAILURES as exc:
+            self.lost(f"ping failed: {_describe(exc)}")
+            return False
+        except MCPError:
+            pass  # answered, if with an error: it is alive
+        return True
 
     def lost(self, reason: str | None = None) -> None:
         """The connection failed (seen by a call or the keep-alive): reconnect."""
