@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .. import _json
-from .._errors import ErrorCode
+from .._errors import ErrorCode, RemoteProtocolError
 from .._http import HTTPRequest
-from .._jsonrpc import RequestId
+from .._jsonrpc import RequestId, parse_message
 from .._server_session import ServerSession
 from .._streamable_http import Exchange, StreamableHTTPServer, _json_error, _LegacySession
 from .._versions import HANDSHAKE_REVISIONS
@@ -72,8 +72,9 @@ class GatewayHTTPServer(StreamableHTTPServer):
             )
             refusal.headers["www-authenticate"] = "Bearer"
             return refusal
-        if request.method in ("GET", "DELETE") and request.path == self.endpoint:
-            # No sessions: nothing to stream to or end (405, as a stateless server says).
+        if request.method != "POST" and request.path == self.endpoint:
+            # No sessions: nothing to stream to or end (405, as a stateless server says),
+            # and no other method either: Allow names POST alone.
             refusal = _json_error(
                 405, None, ErrorCode.INVALID_REQUEST, "this gateway keeps no sessions; POST only"
             )
@@ -123,7 +124,12 @@ class GatewayHTTPServer(StreamableHTTPServer):
         if "method" not in message and "id" in message:
             return self._answer_to_question(message)
         if "id" not in message:
-            # notifications/initialized, a cancellation: nothing waits for them here.
+            # notifications/initialized, a cancellation: nothing waits for them here;
+            # but what is no notification at all (``{}``) is refused, not accepted.
+            try:
+                parse_message(message)
+            except RemoteProtocolError as exc:
+                return _json_error(400, None, ErrorCode.INVALID_REQUEST, exc.message)
             return Exchange(202, {})
         session = self.session_factory()
         _replay_handshake(session, version)

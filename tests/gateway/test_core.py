@@ -341,3 +341,30 @@ def test_the_command_refuses_a_bad_config(tmp_path: Any) -> None:
         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
     )
     assert done.returncode == 2 and "No such file" in done.stderr
+
+
+def test_only_post_is_allowed_at_the_endpoint() -> None:
+    router = _router({**CONFIG, "api_keys": []})
+    for method in ("GET", "DELETE", "PUT", "PATCH", "OPTIONS", "HEAD"):
+        refused = router.handle(HTTPRequest(method, "/mcp", HEADERS))
+        assert refused.status == 405 and refused.headers["allow"] == "POST", method
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"jsonrpc": "2.0"},
+        {"jsonrpc": "2.0", "method": 5},
+        {"jsonrpc": "2.0", "result": {}},
+        {"jsonrpc": "1.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": []},
+    ],
+)
+def test_what_is_no_message_is_refused_not_accepted(body: dict[str, Any]) -> None:
+    router = _router({**CONFIG, "api_keys": []})
+    refused = _post(router, body, **{"mcp-protocol-version": "2025-06-18"})
+    assert refused.status == 400, body
+    assert json.loads(refused.take())["error"]["code"] == -32600
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert _post(router, note, **{"mcp-protocol-version": "2025-06-18"}).status == 202
