@@ -14,6 +14,8 @@ from sansio_mcp._streamable_http import LOOPBACK_HOSTS
 from sansio_mcp.a2a import BridgeConfig, ConfigError, load_config
 from sansio_mcp.runtime import TransportBackend
 
+from ._args import port_number
+
 __all__ = ["add_parser", "client_block", "run"]
 
 ENDPOINT = "/mcp"
@@ -29,7 +31,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument(
         "--port",
-        type=int,
+        type=port_number,
         default=None,
         help="port to listen on (default: the config's port, else 8931; 0: any free port)",
     )

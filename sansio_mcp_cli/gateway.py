@@ -15,6 +15,8 @@ from sansio_mcp.runtime import TransportBackend
 from sansio_mcp.runtime._transports import Listener, TransportTable
 from sansio_mcp.runtime.gateway import Gateway, transport_opener
 
+from ._args import port_number
+
 __all__ = ["add_parser", "load_config_file", "router_listener", "run"]
 
 
@@ -27,7 +29,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     gateway.add_argument("--config", required=True, help="the gateway.json file")
     gateway.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    gateway.add_argument("--port", type=int, default=8931, help="port (0: any free port)")
+    gateway.add_argument("--port", type=port_number, default=8931, help="port (0: any free port)")
 
 
 def load_config_file(path: str) -> GatewayConfig:

@@ -18,6 +18,7 @@ from sansio_mcp.auth import JWTVerifier, ResourceServer, StaticTokenVerifier
 from sansio_mcp.runtime import ClientAPI, TimedOut, TransportBackend
 from sansio_mcp.runtime.example_server import build_server
 
+from ._args import port_number
 from .answers import Answers
 
 __all__ = ["main"]
@@ -95,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="address to listen on (network transports)"
     )
     server.add_argument(
-        "--port", type=int, default=8000, help="port to listen on (0: any free port)"
+        "--port", type=port_number, default=8000, help="port to listen on (0: any free port)"
     )
     server.add_argument(
         "--auth-token",
@@ -355,7 +356,14 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
         # Ctrl-C inside a nursery (a network server) arrives wrapped in a group.
         if group.split(KeyboardInterrupt)[1] is None:
             return 130
-        raise
+        failure = _only_os_error(group)
+        if failure is None:
+            raise
+        # A server that cannot listen (the port taken, the host unknown): say so plainly.
+        port = getattr(args, "port", None)
+        where = f"cannot listen on {args.host}:{port}: " if port is not None else ""
+        print(f"sansio-mcp {args.command}: {where}{_describe(failure)}", file=sys.stderr)
+        return 1
     except (MCPError, ProtocolError, OSError, TimedOut, RevisionRefused) as exc:
         print(f"sansio-mcp {args.command}: {_describe(exc)}", file=sys.stderr)
         return 1
@@ -364,6 +372,17 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
 
 def _describe(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
+
+
+def _only_os_error(group: BaseExceptionGroup[BaseException]) -> OSError | None:
+    """The first OSError of a group holding nothing else (None: it holds more)."""
+    matched, rest = group.split(OSError)
+    if matched is None or rest is not None:
+        return None
+    leaf: BaseException = matched
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    return leaf if isinstance(leaf, OSError) else None
 
 
 def _version_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -368,3 +368,35 @@ def test_what_is_no_message_is_refused_not_accepted(body: dict[str, Any]) -> Non
     assert json.loads(refused.take())["error"]["code"] == -32600
     note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
     assert _post(router, note, **{"mcp-protocol-version": "2025-06-18"}).status == 202
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+def test_the_command_says_why_it_cannot_listen(tmp_path: Any, backend: str) -> None:
+    import socket
+    import subprocess
+
+    from .conftest import CLI, REPO
+
+    path = tmp_path / "gateway.json"
+    path.write_text('{"connectors": {"a": {"transport": "http", "url": "http://127.0.0.1:1/"}}}')
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*CLI, "gateway", "--config", str(path), "--backend", backend, *args],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+        )
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run("--port", str(port))
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert f"cannot listen on 127.0.0.1:{port}:" in done.stderr
+    # A port past 65535 is refused, not wrapped around onto another one.
+    done = run("--port", str(65536 + 8931))
+    assert done.returncode == 2 and "is not a port" in done.stderr
