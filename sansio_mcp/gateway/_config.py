@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -31,6 +32,9 @@ _CONNECTOR_KEYS = {
     "ws": {"transport", "url", "tools"},
 }
 _TOP_KEYS = {"connectors", "api_keys", "allowed_hosts"}
+_TOKEN = re.compile(r"\A[\x21-\x7e]+\Z")
+_HEADER_NAME = re.compile(r"\A[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
+_BAD_HEADER_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 @attrs.frozen
@@ -120,8 +124,24 @@ def _connector(name: Any, value: Any) -> ConnectorConfig:
     schemes = ("ws://", "wss://") if transport == "ws" else ("http://", "https://")
     if not isinstance(url, str) or not url.startswith(schemes):
         raise ConfigError(f"{where}.url must be a {' or '.join(s[:-3] for s in schemes)} URL")
+    _check_url(url, f"{where}.url")
     headers = _string_map(value.get("headers", {}), f"{where}.headers")
+    for header, text in headers.items():
+        if not _HEADER_NAME.match(header) or _BAD_HEADER_VALUE.search(text):
+            raise ConfigError(f"{where}.headers: {header!r} is not a valid HTTP header line")
     return ConnectorConfig(name, transport, url=url, headers=headers, tools=tools)
+
+
+def _check_url(url: str, where: str) -> None:
+    """A URL the gateway can connect to: it names a host, and a port if any in range
+    (else every attempt would fail at run time, the same way)."""
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 - raises for a port that is not one
+    except ValueError:
+        raise ConfigError(f"{where} has an invalid port: {url!r}") from None
+    if not parts.hostname:
+        raise ConfigError(f"{where} names no host: {url!r}")
 
 
 def parse_config(obj: Any) -> GatewayConfig:
@@ -136,6 +156,9 @@ def parse_config(obj: Any) -> GatewayConfig:
     api_keys = _strings(obj.get("api_keys", []), "api_keys")
     if any(not key for key in api_keys):
         raise ConfigError("api_keys must not contain an empty key")
+    if any(not _TOKEN.match(key) for key in api_keys):
+        # A key no Authorization header could carry would lock every client out.
+        raise ConfigError("api_keys must be visible ASCII without spaces (Bearer tokens)")
     return GatewayConfig(
         tuple(_connector(name, value) for name, value in connectors.items()),
         api_keys=api_keys,

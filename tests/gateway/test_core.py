@@ -82,6 +82,14 @@ def test_the_issue_config_parses() -> None:
         (lambda c: c.update(api_keys=[""]), "empty key"),
         (lambda c: c.update(connectors={}), "at least one"),
         (lambda c: c.update(extra=1), "unknown key(s): 'extra'"),
+        (lambda c: c.update(api_keys=["two words"]), "visible ASCII"),
+        (lambda c: c.update(api_keys=["clé"]), "visible ASCII"),
+        (lambda c: c["connectors"]["files"].update(url="http://"), "names no host"),
+        (lambda c: c["connectors"]["files"].update(url="http://:9/mcp"), "names no host"),
+        (lambda c: c["connectors"]["files"].update(url="http://h:99999/"), "invalid port"),
+        (lambda c: c["connectors"]["files"].update(url="http://h:x/"), "invalid port"),
+        (lambda c: c["connectors"]["files"].update(headers={"A": "b\r\nC: d"}), "'A'"),
+        (lambda c: c["connectors"]["files"].update(headers={"A B": "c"}), "'A B'"),
     ],
 )
 def test_bad_configs_name_the_problem(mutate: Any, message: str) -> None:
