@@ -299,12 +299,11 @@ class RequestTracker:
             if r.deadline is not None and r.deadline <= now
         ]
 
-    def close(self) -> None:
-        """Forget every open request (the peer's too); ours fail."""
+    def close(self, reason: str | None = None) -> None:
+        """Forget every open request (the peer's too); ours fail (saying ``reason``)."""
+        message = reason or "the connection closed before a response"
         for request in (*self._outgoing.values(), *self._paused.values()):
-            self.fail(
-                request, ConnectionClosedError(message="the connection closed before a response")
-            )
+            self.fail(request, ConnectionClosedError(message=message))
         self._outgoing.clear()
         self._wire_of.clear()
         self._paused.clear()

@@ -57,7 +57,12 @@ from ._requests import (
 from ._state import Role, SessionState, Trigger, next_state, trigger_for
 from ._versions import HANDSHAKE_REVISIONS, LATEST_MODERN_REVISION, REVISIONS, Revision
 
-__all__ = ["Session"]
+__all__ = ["MAX_BAD_LINES", "Session"]
+
+#: Lines in a row that are not JSON-RPC after which an NDJSON (stdio) peer is given
+#: up on: a program writing its logs, or anything else, to stdout is no MCP peer, and
+#: answering each of its lines for ever would keep us from all other work.
+MAX_BAD_LINES = 200
 
 
 class Session:
@@ -87,6 +92,10 @@ class Session:
         self.info: dict[str, Any] = dict(info or {})
         self.max_message_size = max_message_size
         self.max_depth = max_depth
+        self.max_bad_lines = MAX_BAD_LINES
+        self._bad_lines = 0
+        #: Why the session closed, when it closed itself (see :meth:`close`).
+        self.close_reason: str | None = None
         self.state = SessionState.IDLE
         #: The negotiated revision, once known.
         self.revision: Revision | None = None
@@ -117,6 +126,8 @@ class Session:
         new = next_state(self.role, self.state, trigger)
         if new is None:
             message = f"{trigger.value} is not allowed in state {self.state.name}"
+            if self.close_reason is not None:
+                message += f": {self.close_reason}"
             if local:
                 raise LocalProtocolError(message)
             raise RemoteProtocolError(message, code=ErrorCode.INVALID_REQUEST)
@@ -130,19 +141,34 @@ class Session:
     def receive_data(self, data: bytes | bytearray) -> None:
         """Feed bytes of an NDJSON stream (stdio); ``b""`` means end of input."""
         for line in self._framer.lines(data):
+            if self.state is SessionState.CLOSED:
+                break  # given up on (see _bad_line): the rest is not read
             if isinstance(line, RemoteProtocolError):
                 self._violation(line)
                 self._requests.fail_malformed(line)  # an oversized answer ends its request
+                self._bad_line()
                 continue
             try:
                 obj = _json.loads(line, max_depth=self.max_depth)
             except RemoteProtocolError as exc:
                 exc.answer = True
                 self._violation(exc)
+                self._bad_line()
                 continue
+            self._bad_lines = 0
             self.receive_message(obj)
         if self._framer.eof:
             self.close()
+
+    def _bad_line(self) -> None:
+        self._bad_lines += 1
+        if self._bad_lines >= self.max_bad_lines and self.state is not SessionState.CLOSED:
+            reason = (
+                f"the peer wrote {self._bad_lines} lines in a row that are not JSON-RPC "
+                "(is it an MCP server?); the connection is given up"
+            )
+            self._events.append(ProtocolViolation(RemoteProtocolError(reason)))
+            self.close(reason)
 
     def receive_message(self, obj: Any) -> None:
         """Feed one decoded JSON-RPC message (or a batch, as a list)."""
@@ -597,12 +623,14 @@ class Session:
             self._requests.fail(pending, RequestTimeout(message=f"{pending.method} timed out"))
         return [p.origin for p in expired]
 
-    def close(self) -> None:
-        """End the session: every pending request fails with ConnectionClosedError."""
+    def close(self, reason: str | None = None) -> None:
+        """End the session: every pending request fails with ConnectionClosedError
+        (saying ``reason``, when given)."""
         if self.state is SessionState.CLOSED:
             return
         self._transition(Trigger.CLOSE, local=True)
-        self._requests.close()
+        self.close_reason = reason
+        self._requests.close(reason)
         self._events.append(ConnectionClosed())
 
     # ----------------------------------------------------------------- output

@@ -849,3 +849,28 @@ def test_an_oversized_answer_fails_its_request_at_once() -> None:
         assert f"{len(answer)} bytes" in failed.error.message
         assert "1000-byte limit" in failed.error.message
         assert request_id not in client.pending_requests
+
+
+@pytest.mark.parametrize("garbage", [b"y\n", b"[INFO] server started\n", b"{oops\n"])
+def test_a_peer_writing_nothing_but_garbage_is_given_up_on(garbage: bytes) -> None:
+    # Answering each bad line for ever would keep us busy for ever (``yes`` as a
+    # "server"); a few stray lines (a banner on stdout) are survived.
+    from sansio_mcp import ClientSession, ConnectionClosed, ConnectionClosedError, RequestFailed
+    from sansio_mcp._session import MAX_BAD_LINES
+
+    client, server = make_pair()
+    request_id = client.send_request("ping", None, now=0.0)
+    note = line({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    client.receive_data(garbage * (MAX_BAD_LINES - 1) + note)
+    assert client.state is SessionState.READY  # a valid message in between: survived
+    drain(client)
+    client.receive_data(garbage * (MAX_BAD_LINES + 50))
+    events = drain(client)
+    assert client.state is SessionState.CLOSED and isinstance(events[-1], ConnectionClosed)
+    # Given up at the limit: what came after is not read.
+    assert len([e for e in events if isinstance(e, ProtocolViolation)]) == MAX_BAD_LINES + 1
+    [failed] = [e for e in events if isinstance(e, RequestFailed)]
+    assert failed.request_id == request_id and isinstance(failed.error, ConnectionClosedError)
+    assert "not JSON-RPC" in failed.error.message
+    assert isinstance(client, ClientSession)
+    del server

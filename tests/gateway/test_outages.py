@@ -71,3 +71,27 @@ async def test_upstream_killed_and_restarted(backend: str, tmp_path: Path) -> No
                     assert again["structuredContent"] == {"sum": 4}
     finally:
         upstream.__exit__(None, None, None)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_an_upstream_writing_garbage_does_not_starve_the_gateway(
+    backend: str, tmp_path: Path
+) -> None:
+    # `yes` floods its stdout with lines that are not JSON: answering each for ever
+    # kept the gateway from starting, serving and stopping.  It is given up on (and
+    # retried with backoff) while the other connector serves.
+    config = {
+        "connectors": {
+            "junk": {"transport": "stdio", "cmd": ["yes"]},
+            "steady": example_stdio_connector(),
+        }
+    }
+    with trio.fail_after(60), run_gateway(config, backend, tmp_path) as url:
+        async with open_http_client(url, mode="modern") as client:
+            listed = await client.send_request("tools/list")
+            assert listed["_meta"][META_MISSING_CONNECTORS] == ["junk"]
+            assert _names(listed) == {f"steady.{t}" for t in EXAMPLE_TOOLS}
+            steady = await client.call_tool("steady.add", {"a": 1, "b": 2})
+            assert steady["structuredContent"] == {"sum": 3}
+            down = await client.call_tool("junk.anything", {})
+            assert down["isError"] is True and "not JSON-RPC" in down["content"][0]["text"]

@@ -304,7 +304,9 @@ class Upstream:
             client = await self.wait_ready(self.settings.reconnect_wait)
         for attempt in range(2):
             if client is None:
-                raise ConnectorUnavailable(self.name)
+                # Why it is down, as last seen: the caller can tell a typo from an outage.
+                error = self.store.record(self.name).error
+                raise ConnectorUnavailable(self.name, *([error] if error else []))
             sent = params
             if not client.session.is_modern:
                 sent = {k: v for k, v in params.items() if k in ("name", "arguments")}
