@@ -39,13 +39,25 @@ def load_config_file(path: str) -> GatewayConfig:
     except OSError as exc:
         raise ConfigError(f"{path}: {exc.strerror or exc}") from None
     try:
-        obj = json.loads(text)
+        obj = json.loads(text, object_pairs_hook=_no_repeated_keys)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not JSON ({exc})") from None
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     try:
         return parse_config(obj)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+
+
+def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # JSON would keep the last of two connectors (or settings) of one name, silently.
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ConfigError(f"{key!r} is given twice in one object")
+        seen[key] = value
+    return seen
 
 
 def router_listener(backend_name: str, gateway: Gateway) -> Listener:

@@ -327,6 +327,11 @@ def test_the_command_refuses_a_bad_config(tmp_path: Any) -> None:
         ('{"connectors": {"a.b": {"transport": "stdio", "cmd": ["x"]}}}', "'a.b'"),
         ('{"connectors": {"f": {"transport": "http"}}}', "connectors.f.url"),
         ("{not json", "not JSON"),
+        (
+            '{"connectors": {"a": {"transport": "stdio", "cmd": ["x"]},'
+            ' "a": {"transport": "stdio", "cmd": ["y"]}}}',
+            "'a' is given twice",
+        ),
     ]:
         path.write_text(text)
         done = subprocess.run(

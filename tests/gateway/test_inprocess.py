@@ -8,6 +8,7 @@ import sys
 from functools import partial
 from typing import Any
 
+import pytest
 import trio
 
 from sansio_mcp import InvalidParams
@@ -152,4 +153,21 @@ async def test_an_http_upstream_that_stops_is_missed_at_once(nursery: Any) -> No
     status = await _leaves_ready(gateway, "ex", within=3)
     assert "ping failed" in status["error"]
     assert gateway.catalog().missing == ["ex"]
+    nursery.cancel_scope.cancel()
+
+
+async def test_an_override_of_a_tool_the_upstream_lacks_is_warned_of(
+    nursery: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    upstream = await nursery.start(serve_http, build_server())
+    url = f"http://127.0.0.1:{upstream}/mcp"
+    tools = {"ech": {"enabled": False}, "add": {"description": "Sum"}}
+    config = parse_config({"connectors": {"ex": {"transport": "http", "url": url, "tools": tools}}})
+    gateway = Gateway(config, BACKEND, transport_opener(BACKEND))
+    nursery.start_soon(gateway.run)
+    await _ready(gateway)
+    warned = [r.getMessage() for r in caplog.records if r.name == "sansio_mcp.gateway"]
+    assert any("no tool named 'ech'" in m for m in warned), warned
+    assert not any("'add'" in m for m in warned)
+    assert "ex.echo" in {t["name"] for t in gateway.catalog().tools()}  # the typo left it on
     nursery.cancel_scope.cancel()

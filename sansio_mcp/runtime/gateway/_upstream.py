@@ -135,6 +135,7 @@ class Upstream:
         async with self.opener(self.config, **options) as client:
             client.session.pass_input_required = True
             tools = await self._list(client)
+            self._warn_of_unknown_overrides(tools)
             self._lost = self.backend.new_signal()
             self._lost_reason = None
             self.client = client
@@ -186,6 +187,18 @@ class Upstream:
                 f"the gateway cannot relay {method} from this upstream to a client: {why}",
             )
         return await asks[0](method, params)
+
+    def _warn_of_unknown_overrides(self, tools: ConnectorTools) -> None:
+        # A typo ("wirte_file": {"enabled": false}) would leave the tool it meant on.
+        listed = {t.get("name") for t in tools.tools}
+        unknown = sorted(name for name in self.config.tools if name not in listed)
+        if unknown:
+            logger.warning(
+                "connector %s lists no tool named %s, which its config's tools name "
+                "(a typo? the override does nothing)",
+                self.name,
+                ", ".join(map(repr, unknown)),
+            )
 
     def _tried(self) -> None:
         if not self.tried:
