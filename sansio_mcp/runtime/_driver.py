@@ -146,6 +146,9 @@ class Driver:
         self.on_output: Callable[[], None] = lambda: None
         #: Called once the connection closed (a client keeping a peer alive hooks in here).
         self.on_closed: Callable[[], None] = lambda: None
+        #: Called when the transport lost a stream it holds to the peer, which may be
+        #: gone (an HTTP session's GET stream ended): whoever keeps it alive checks now.
+        self.on_trouble: Callable[[], None] = lambda: None
         #: Sees every notification first (the client's cache invalidation hooks in here).
         self.observe_notification: Callable[[str, dict[str, Any]], None] = lambda m, p: None
 

@@ -285,6 +285,8 @@ class HTTPClientHost:
                 )
                 first = None
                 self._order.done(ticket)
+                if not self.driver.closed:
+                    self.driver.on_trouble()  # the server may be gone: nothing else says so
                 failures = self.transport.after_get_stream(response.status, failures)
                 if failures is not None:
                     await self.backend.sleep(self.transport.retry_delay)

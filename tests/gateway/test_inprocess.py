@@ -4,6 +4,8 @@ not one per change), and the aggregated list is paginated."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from functools import partial
 from typing import Any
@@ -19,7 +21,7 @@ from trio_adapters import BACKEND
 from trio_adapters.http_client import open_http_client
 from trio_adapters.http_server import serve_http, serve_router
 
-from .conftest import EXAMPLE_TOOLS, REPO, free_port
+from .conftest import EVERYTHING, EXAMPLE_TOOLS, REPO, free_port, node
 
 
 async def _ready(gateway: Gateway) -> None:
@@ -170,4 +172,34 @@ async def test_an_override_of_a_tool_the_upstream_lacks_is_warned_of(
     assert any("no tool named 'ech'" in m for m in warned), warned
     assert not any("'add'" in m for m in warned)
     assert "ex.echo" in {t["name"] for t in gateway.catalog().tools()}  # the typo left it on
+    nursery.cancel_scope.cancel()
+
+
+async def test_a_handshake_http_upstream_that_stops_is_missed_soon(nursery: Any) -> None:
+    # server-everything speaks a handshake revision over Streamable HTTP: its session's
+    # GET stream ending is the one sign it went away, and the gateway checks at once.
+    port = free_port()
+    env = {**os.environ, "PORT": str(port)}
+    server = subprocess.Popen(
+        [node(), str(EVERYTHING), "streamableHttp"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        config = parse_config({"connectors": {"ev": {"transport": "http", "url": url}}})
+        settings = UpstreamSettings(ping_interval=60.0, backoff=Backoff(base=0.2, cap=30.0))
+        gateway = Gateway(config, BACKEND, transport_opener(BACKEND), settings=settings)
+        nursery.start_soon(gateway.run)
+        with trio.fail_after(30):
+            while gateway.status()["ev"]["status"] != "ready":
+                await trio.sleep(0.05)
+        await trio.sleep(0.5)  # its GET stream open
+        server.kill()
+        status = await _leaves_ready(gateway, "ev", within=5)
+        assert "ping failed" in status["error"], status
+    finally:
+        server.kill()
+        server.wait()
     nursery.cancel_scope.cancel()

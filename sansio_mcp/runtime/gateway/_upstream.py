@@ -254,7 +254,11 @@ class Upstream:
     async def _keep_alive(self, client: ClientAPI) -> None:
         interval = self.settings.ping_interval
         while True:
-            await self.backend.sleep(interval)
+            # A ping every interval, or at once when the transport lost a stream.
+            trouble = self.backend.new_signal()
+            client.driver.on_trouble = trouble.set
+            async with self.backend.move_on_after(interval):
+                await trouble.wait()
             if client.driver.closed:
                 self.lost("the connection closed")
                 return
