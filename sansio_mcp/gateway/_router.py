@@ -12,7 +12,7 @@ routed back to the session that asked by that id."""
 from __future__ import annotations
 
 import hmac
-import itertools
+import secrets
 import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -54,13 +54,15 @@ class GatewayHTTPServer(StreamableHTTPServer):
     ) -> None:
         super().__init__(session_factory, **options)
         self.api_keys = tuple(key.encode("utf-8") for key in api_keys)
-        # The answers to handshake-era requests: an error goes with HTTP 200 there
-        # (400 for -32021 is the 2026-07-28 rule, and older clients take it for a
-        # transport failure).
-        self._handshake_era: weakref.WeakSet[Exchange] = weakref.WeakSet()
-        # Our id of each question put to a handshake-era client -> who asked, and its id.
-        self._questions: dict[str, tuple[weakref.ref[ServerSession], RequestId]] = {}
-        self._question_ids = (f"gateway-{n}" for n in itertools.count(1))
+        # The answers to handshake-era requests, each with its Authorization header:
+        # an error goes with HTTP 200 there (400 for -32021 is the 2026-07-28 rule, and
+        # older clients take it for a transport failure).
+        self._handshake_era: weakref.WeakKeyDictionary[Exchange, str] = weakref.WeakKeyDictionary()
+        # Our id of each question put to a handshake-era client -> the session that
+        # asked, its id, and the Authorization its client asked with.  The id is
+        # unguessable and the answer must come with the same Authorization: no other
+        # client can answer (approve a job, say) in its place.
+        self._questions: dict[str, tuple[weakref.ref[ServerSession], RequestId, str]] = {}
 
     def handle(self, request: HTTPRequest, now: float | None = None) -> Exchange:
         refusal = self._check_security(request)
@@ -122,7 +124,7 @@ class GatewayHTTPServer(StreamableHTTPServer):
             )
         message = messages[0]
         if "method" not in message and "id" in message:
-            return self._answer_to_question(message)
+            return self._answer_to_question(message, request.headers.get("authorization", ""))
         if "id" not in message:
             # notifications/initialized, a cancellation: nothing waits for them here;
             # but what is no notification at all (``{}``) is refused, not accepted.
@@ -137,26 +139,34 @@ class GatewayHTTPServer(StreamableHTTPServer):
         request_id = message["id"]
         early = session.routed_messages_to_send()
         exchange = self._request_exchange(session, request_id)
-        self._handshake_era.add(exchange)
+        self._handshake_era[exchange] = request.headers.get("authorization", "")
         for out, _ in early:
             self._deliver(exchange, out, None)
         return exchange
 
-    def _answer_to_question(self, message: dict[str, Any]) -> Exchange:
+    def _answer_to_question(self, message: dict[str, Any], authorization: str) -> Exchange:
         """A client's answer to a question its request's session put to it."""
-        asked = self._questions.pop(str(message.get("id")), None)
+        key = str(message.get("id"))
+        asked = self._questions.get(key)
         session = asked[0]() if asked is not None else None
-        if asked is None or session is None or id(session) not in self._modern_exchange:
+        if (
+            asked is None
+            or session is None
+            or id(session) not in self._modern_exchange
+            or not hmac.compare_digest(authorization.encode(), asked[2].encode())
+        ):
             return _json_error(
                 404, None, ErrorCode.INVALID_REQUEST, "no request is waiting for this answer"
             )
+        del self._questions[key]
         session.receive_message({**message, "id": asked[1]})
         # Carrying the session lets the service drive it: the waiting handler goes on.
         return Exchange(202, {}, session=session)
 
     def _deliver(self, exchange: Exchange, obj: Any, state: _LegacySession | None) -> None:
+        authorization = self._handshake_era.get(exchange)
         if (
-            exchange in self._handshake_era
+            authorization is not None
             and isinstance(obj, dict)
             and "method" in obj
             and "id" in obj
@@ -166,8 +176,8 @@ class GatewayHTTPServer(StreamableHTTPServer):
                 self._questions = {
                     key: asked for key, asked in self._questions.items() if asked[0]() is not None
                 }
-            ours = next(self._question_ids)
-            self._questions[ours] = (weakref.ref(exchange.session), obj["id"])
+            ours = f"gateway-{secrets.token_hex(16)}"
+            self._questions[ours] = (weakref.ref(exchange.session), obj["id"], authorization)
             obj = {**obj, "id": ours}
         super()._deliver(exchange, obj, state)
 

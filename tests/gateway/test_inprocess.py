@@ -4,6 +4,7 @@ not one per change), and the aggregated list is paginated."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -202,4 +203,59 @@ async def test_a_handshake_http_upstream_that_stops_is_missed_soon(nursery: Any)
     finally:
         server.kill()
         server.wait()
+    nursery.cancel_scope.cancel()
+
+
+async def test_only_the_asker_can_answer_a_question(nursery: Any) -> None:
+    # A handshake-era client is asked (elicitation) on its POST's stream, under an id
+    # of the gateway's: another client, with another key, can neither guess that id
+    # nor answer in its place.
+    import httpx
+
+    upstream = await nursery.start(serve_http, build_server())
+    url = f"http://127.0.0.1:{upstream}/mcp"
+    config = parse_config(
+        {"connectors": {"ex": {"transport": "http", "url": url}}, "api_keys": ["alice", "bob"]}
+    )
+    gateway = Gateway(config, BACKEND, transport_opener(BACKEND))
+    nursery.start_soon(gateway.run)
+    await _ready(gateway)
+    port = await nursery.start(partial(serve_router, gateway.server, router=gateway.router()))
+    endpoint = f"http://127.0.0.1:{port}/mcp"
+    base = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-06-18",
+    }
+    alice, bob = {**base, "authorization": "Bearer alice"}, {**base, "authorization": "Bearer bob"}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "ex.elicit", "arguments": {"question": "Approve?"}},
+    }
+    ids, outcome = [], []
+    async with httpx.AsyncClient(timeout=10) as http:
+        for _ in range(2):
+            async with http.stream("POST", endpoint, json=call, headers=alice) as stream:
+                async for line in stream.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    message = json.loads(line[5:])
+                    if message.get("method") == "elicitation/create":
+                        ids.append(message["id"])
+                        answer = {"jsonrpc": "2.0", "id": message["id"]}
+                        accept = {"action": "accept", "content": {"answer": "yes"}}
+                        forged = await http.post(
+                            endpoint, json={**answer, "result": accept}, headers=bob
+                        )
+                        assert forged.status_code == 404
+                        decline = {**answer, "result": {"action": "decline"}}
+                        own = await http.post(endpoint, json=decline, headers=alice)
+                        assert own.status_code == 202
+                    elif message.get("id") == 1:
+                        outcome.append(message["result"]["structuredContent"])
+    assert outcome == [{"action": "decline"}] * 2  # alice's answers, not bob's
+    first, second = ids
+    assert len(first) >= 32 and first[:-8] != second[:-8]  # no counter to guess the next by
     nursery.cancel_scope.cancel()
