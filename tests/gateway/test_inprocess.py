@@ -259,3 +259,33 @@ async def test_only_the_asker_can_answer_a_question(nursery: Any) -> None:
     first, second = ids
     assert len(first) >= 32 and first[:-8] != second[:-8]  # no counter to guess the next by
     nursery.cancel_scope.cancel()
+
+
+#: A stdio "server" that completes the handshake, then never answers tools/list.
+MUTE_SERVER = """
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("method") == "initialize":
+        result = {"protocolVersion": msg["params"]["protocolVersion"],
+                  "capabilities": {"tools": {}}, "serverInfo": {"name": "mute", "version": "1"}}
+        print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+    elif msg.get("method") == "server/discover":
+        error = {"code": -32601, "message": "no such method"}
+        print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "error": error}), flush=True)
+"""
+
+
+async def test_an_upstream_that_never_lists_is_retried(nursery: Any) -> None:
+    config = parse_config(
+        {"connectors": {"mute": {"transport": "stdio", "cmd": [sys.executable, "-c", MUTE_SERVER]}}}
+    )
+    settings = UpstreamSettings(list_timeout=0.5, backoff=Backoff(base=30.0))
+    gateway = Gateway(config, BACKEND, transport_opener(BACKEND), settings=settings)
+    nursery.start_soon(gateway.run)
+    with trio.fail_after(10):
+        while gateway.status()["mute"]["status"] == "connecting":
+            await trio.sleep(0.05)
+    status = gateway.status()["mute"]
+    assert status["status"] == "backoff" and "tools/list" in status["error"], status
+    nursery.cancel_scope.cancel()

@@ -59,12 +59,15 @@ Ask = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 @attrs.frozen
 class UpstreamSettings:
     """How every connector's upstream is kept: the reconnect ``backoff``, a ping
-    every ``ping_interval`` s, ``call_timeout`` per tools/call, and how long a call
-    whose upstream lost its session waits for the new one (``reconnect_wait``)."""
+    every ``ping_interval`` s, ``call_timeout`` per tools/call, ``list_timeout`` per
+    page of its tools/list (an upstream that never lists is retried, not waited on
+    for ever), and how long a call whose upstream lost its session waits for the new
+    one (``reconnect_wait``)."""
 
     backoff: Backoff = attrs.field(factory=Backoff)
     ping_interval: float = 10.0
     call_timeout: float | None = 300.0
+    list_timeout: float = 30.0
     reconnect_wait: float = 5.0
     client_info: dict[str, Any] = attrs.field(
         factory=lambda: {"name": "sansio-mcp-gateway", "version": "0.1.0"}
@@ -214,7 +217,9 @@ class Upstream:
         cursor: str | None = None
         for _ in range(1000):  # an upstream cycling its cursors cannot hold us forever
             params = {"cursor": cursor} if cursor is not None else None
-            result = await client.request("tools/list", params, fresh=True)
+            result = await client.request(
+                "tools/list", params, fresh=True, timeout=self.settings.list_timeout
+            )
             page = result.get("tools")
             if not isinstance(page, list):
                 raise MCPError(ErrorCode.INVALID_PARAMS, "the upstream's tools/list has no tools")
