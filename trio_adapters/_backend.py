@@ -348,6 +348,10 @@ class _PipeReader:
         pipe = self._pipe
         if self._wait_first:
             await trio.lowlevel.wait_readable(fileno_of(pipe))
+        else:
+            # More is likely waiting, but a peer that keeps the pipe full must not
+            # keep every other task (timers, cancellation, signals) from running.
+            await trio.lowlevel.checkpoint()
         while True:
             try:
                 data = os.read(fileno_of(pipe), _READ_SIZE)

@@ -4,8 +4,10 @@ pipe, and how a server holds back when its client does not read."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
+import select
 import selectors
 import sys
 from typing import Any
@@ -19,7 +21,7 @@ from sansio_mcp.runtime._sender import Sender
 from trio_adapters import open_client as trio_open_client
 from trio_adapters import open_stdio_client as trio_stdio_client
 from trio_adapters import serve as trio_serve
-from trio_adapters._backend import PRIMITIVES, PipeStream
+from trio_adapters._backend import PRIMITIVES, PipeStream, reader
 
 SERVER = [sys.executable, "-m", "sansio_mcp_cli", "example-server"]
 CALLS = 200
@@ -260,6 +262,45 @@ async def test_a_sender_on_a_trio_pipe_writes_in_order_and_notices_a_gone_reader
             nursery.cancel_scope.cancel()
         await send.aclose()
         await receive.aclose()
+
+
+async def test_a_trio_pipe_that_stays_full_does_not_starve_other_tasks() -> None:
+    """A peer that writes faster than we read keeps the pipe full, so every read
+    returns at once; the reader still lets other tasks run (here a sleeper that
+    must wake while the flood is still coming), or a flooding server would keep
+    its client from timers, cancellation and signals until it stopped."""
+    read_fd, write_fd = os.pipe()
+    if hasattr(fcntl, "F_SETPIPE_SZ"):  # Linux: room for many reads' worth
+        fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 1 << 20)
+    total = 64 << 20
+    received = 0
+    woke_at: list[int] = []
+
+    def flood() -> None:
+        block = b"x" * (1 << 16)
+        with open(write_fd, "wb", buffering=0) as pipe:
+            for _ in range(total // len(block)):
+                pipe.write(block)
+
+    async def read_all() -> None:
+        nonlocal received
+        read = reader(trio.lowlevel.FdStream(read_fd))
+        while data := await read():
+            received += len(data)
+
+    async def sleeper() -> None:
+        await trio.sleep(0.01)
+        woke_at.append(received)
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.to_thread.run_sync, flood)
+            while not select.select([read_fd], [], [], 0)[0]:
+                await trio.sleep(0.001)  # the flood has begun: the pipe is full from here
+            nursery.start_soon(sleeper)
+            await read_all()
+    assert received == total
+    assert woke_at and woke_at[0] < total, "the sleeper woke only once the flood ended"
 
 
 def test_asyncio_transports_read_in_small_chunks() -> None:
