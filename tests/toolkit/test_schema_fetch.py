@@ -192,6 +192,8 @@ def test_check_says_when_a_schema_is_missing(
             "2025-06-18",
             "--report",
             str(report),
+            "--deny",
+            "slow",  # sleeps as long as asked: 10 s per revision when it draws a large one
             "--",
             *CLI,
             "example-server",
