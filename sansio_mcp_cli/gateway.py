@@ -10,6 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
+from sansio_mcp._config import load_json
 from sansio_mcp.gateway import ConfigError, GatewayConfig, parse_config
 from sansio_mcp.runtime import TransportBackend
 from sansio_mcp.runtime._transports import Listener, TransportTable
@@ -35,29 +36,13 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 def load_config_file(path: str) -> GatewayConfig:
     """The config in ``path``; ConfigError naming the file and the problem."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_bytes()
     except OSError as exc:
         raise ConfigError(f"{path}: {exc.strerror or exc}") from None
     try:
-        obj = json.loads(text, object_pairs_hook=_no_repeated_keys)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not JSON ({exc})") from None
+        return parse_config(load_json(text))
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
-    try:
-        return parse_config(obj)
-    except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-
-
-def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # JSON would keep the last of two connectors (or settings) of one name, silently.
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise ConfigError(f"{key!r} is given twice in one object")
-        seen[key] = value
-    return seen
 
 
 def router_listener(backend_name: str, gateway: Gateway) -> Listener:

@@ -15,9 +15,7 @@ from typing import Any
 
 import attrs
 
-from .. import _json
-from .._config import ConfigError, reject_unknown_keys
-from .._errors import RemoteProtocolError
+from .._config import ConfigError, check_url, load_json, reject_unknown_keys
 
 __all__ = [
     "AGENT_CARD_PATH",
@@ -70,19 +68,13 @@ class BridgeConfig:
 
 def load_config(text: str | bytes) -> BridgeConfig:
     """A config from a file's text."""
-    try:
-        raw = _json.loads(text)
-    except RemoteProtocolError as exc:
-        raise ConfigError(f"the config is not JSON: {exc}") from None
-    return parse_config(raw)
+    return parse_config(load_json(text))
 
 
 def _http_url(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value.startswith(("http://", "https://")):
         raise ConfigError(f"{where} must be an http:// or https:// URL, not {value!r}")
-    rest = value.split("://", 1)[1]
-    if not rest or rest.startswith("/"):
-        raise ConfigError(f"{where} has no host: {value!r}")
+    check_url(value, where)
     return value
 
 

@@ -7,14 +7,13 @@ of an in-process bridge): servers registered at start, the roots, and options.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
-from .._config import reject_unknown_keys
+from .._config import load_json, reject_unknown_keys
 from ._fields import FieldProblem, copy_json
 from ._host import BridgeHost
 from ._models import MCPRoot, MCPServerConfig
@@ -46,11 +45,7 @@ class BridgeConfig:
 
 def load_config(text: str, *, base: str | os.PathLike[str] | None = None) -> BridgeConfig:
     """Parse a config file's text; ValueError says what is wrong."""
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"the config is not JSON: {exc}") from None
-    return parse_config(raw, base=base)
+    return parse_config(load_json(text), base=base)
 
 
 def parse_config(raw: Any, *, base: str | os.PathLike[str] | None = None) -> BridgeConfig:

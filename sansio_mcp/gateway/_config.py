@@ -5,11 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 import attrs
 
-from .._config import ConfigError, reject_unknown_keys
+from .._config import ConfigError, check_url, reject_unknown_keys
 
 __all__ = [
     "CONNECTOR_NAME",
@@ -124,24 +123,12 @@ def _connector(name: Any, value: Any) -> ConnectorConfig:
     schemes = ("ws://", "wss://") if transport == "ws" else ("http://", "https://")
     if not isinstance(url, str) or not url.startswith(schemes):
         raise ConfigError(f"{where}.url must be a {' or '.join(s[:-3] for s in schemes)} URL")
-    _check_url(url, f"{where}.url")
+    check_url(url, f"{where}.url")
     headers = _string_map(value.get("headers", {}), f"{where}.headers")
     for header, text in headers.items():
         if not _HEADER_NAME.match(header) or _BAD_HEADER_VALUE.search(text):
             raise ConfigError(f"{where}.headers: {header!r} is not a valid HTTP header line")
     return ConnectorConfig(name, transport, url=url, headers=headers, tools=tools)
-
-
-def _check_url(url: str, where: str) -> None:
-    """A URL the gateway can connect to: it names a host, and a port if any in range
-    (else every attempt would fail at run time, the same way)."""
-    parts = urlsplit(url)
-    try:
-        parts.port  # noqa: B018 - raises for a port that is not one
-    except ValueError:
-        raise ConfigError(f"{where} has an invalid port: {url!r}") from None
-    if not parts.hostname:
-        raise ConfigError(f"{where} names no host: {url!r}")
 
 
 def parse_config(obj: Any) -> GatewayConfig:
