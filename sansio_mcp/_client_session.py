@@ -156,6 +156,17 @@ class ClientSession(Session):
             "clientInfo": trim_info(self.info, revision),
         }
 
+    @property
+    def declared_capabilities(self) -> dict[str, Any]:
+        """The capabilities this client declares to its server: its own, trimmed to
+        what the revision in use defines."""
+        if self.is_modern:
+            name = self.modern_version
+        else:
+            name = self.revision.name if self.revision is not None else self.requested_version
+        revision = REVISIONS[name]
+        return trim_capabilities(self.capabilities, revision.client_capabilities, revision)
+
     def discover(self, *, now: float | None = None, timeout: float | None = None) -> RequestId:
         """Queue ``server/discover`` at our modern version (the stateless era's start)."""
         request_id = self._send_request(

@@ -74,6 +74,35 @@ def trim_info(info: dict[str, Any], revision: Revision) -> dict[str, Any]:
     return {k: v for k, v in info.items() if k in revision.implementation_fields}
 
 
+def _check_elicitation(
+    params: dict[str, Any], revision: Revision, peer_capabilities: dict[str, Any] | None
+) -> None:
+    """Raise LocalProtocolError for an elicitation the client cannot take: a mode its
+    revision lacks or it did not declare (none declared means form), or a form field
+    its revision cannot show."""
+    mode = params.get("mode", "form")
+    if mode not in revision.elicitation_modes:
+        raise LocalProtocolError(
+            f"cannot send elicitation/create in {mode!r} mode: revision {revision.name} "
+            "does not have it"
+        )
+    elicitation = (peer_capabilities or {}).get("elicitation") or {}
+    declared = {k for k in ("form", "url") if k in elicitation} or {"form"}
+    if mode not in declared:
+        raise LocalProtocolError(
+            f"cannot send elicitation/create in {mode!r} mode: the client did not declare it"
+        )
+    schema = params.get("requestedSchema")
+    fields = schema.get("properties") if isinstance(schema, dict) else None
+    if mode == "form" and not revision.multi_select_elicitation and isinstance(fields, dict):
+        for name, field in fields.items():
+            if isinstance(field, dict) and field.get("type") == "array":
+                raise LocalProtocolError(
+                    f"cannot send elicitation/create: field {name!r} is a multi-select, "
+                    f"which revision {revision.name} cannot ask for"
+                )
+
+
 class RoleGates:
     """The methods one role sends and serves, and the capability each needs."""
 
@@ -209,15 +238,8 @@ class RoleGates:
                     f"cannot send {method!r}: the peer did not advertise capability "
                     f"{'.'.join(gate)}"
                 )
-        if method == "elicitation/create" and revision.name >= "2025-11-25":
-            mode = params.get("mode", "form")
-            elicitation = (peer_capabilities or {}).get("elicitation") or {}
-            declared = {k for k in ("form", "url") if k in elicitation} or {"form"}
-            if mode not in declared:
-                raise LocalProtocolError(
-                    f"cannot send elicitation/create in {mode!r} mode: "
-                    "the client did not declare it"
-                )
+        if method == "elicitation/create":
+            _check_elicitation(params, revision, peer_capabilities)
         problem = check_params(method, params)
         if problem:
             raise LocalProtocolError(problem)

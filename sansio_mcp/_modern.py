@@ -31,6 +31,7 @@ __all__ = [
     "build_request_meta",
     "shape_result",
     "missing_input_capabilities",
+    "lacking_capabilities",
     "honoured_filter",
     "listen_filter",
     "modern_versions",
@@ -169,6 +170,26 @@ def missing_input_capabilities(
         elif capability == "sampling" and params.get("tools") and "tools" not in declared:
             missing.setdefault("sampling", {})["tools"] = {}
     return missing
+
+
+def lacking_capabilities(required: Any, declared: dict[str, Any]) -> dict[str, Any]:
+    """The part of ``required`` (a ClientCapabilities object, as -32021's data names
+    it) that ``declared`` lacks; elicitation declared without modes means form."""
+    lacking: dict[str, Any] = {}
+    if not isinstance(required, dict):
+        return lacking
+    for name, wanted in required.items():
+        have = declared.get(name)
+        if not isinstance(have, dict):
+            lacking[name] = wanted
+            continue
+        if name == "elicitation" and not have.keys() & {"form", "url"}:
+            have = {**have, "form": {}}
+        if isinstance(wanted, dict):
+            missing = {k: v for k, v in wanted.items() if k not in have}
+            if missing:
+                lacking[name] = missing
+    return lacking
 
 
 def check_input_required(method: str, result: dict[str, Any]) -> None:

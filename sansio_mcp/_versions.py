@@ -58,6 +58,12 @@ class Revision:
     server_capabilities: frozenset[str]
     implementation_fields: frozenset[str]
     completion_gated: bool
+    #: The content block types its messages may carry.
+    content_types: frozenset[str]
+    #: The modes a server may elicit in (none: no elicitation at all).
+    elicitation_modes: frozenset[str]
+    #: Whether a form may ask for several choices (an array field: a multi-select).
+    multi_select_elicitation: bool
 
     def __str__(self) -> str:
         return self.name
@@ -107,6 +113,9 @@ _TASK_REQUESTS = frozenset({"tasks/get", "tasks/result", "tasks/cancel", "tasks/
 _BASE_CLIENT_CAPS = frozenset({"experimental", "roots", "sampling"})
 _BASE_SERVER_CAPS = frozenset({"experimental", "logging", "prompts", "resources", "tools"})
 _IMPL_2024 = frozenset({"name", "version"})
+_CONTENT_2024 = frozenset({"text", "image", "resource"})
+_ALL_CONTENT = _CONTENT_2024 | {"audio", "resource_link"}
+_ALL_ELICITATION_MODES = frozenset({"form", "url"})
 
 _R_2024_11_05 = Revision(
     name="2024-11-05",
@@ -121,6 +130,9 @@ _R_2024_11_05 = Revision(
     server_capabilities=_BASE_SERVER_CAPS,
     implementation_fields=_IMPL_2024,
     completion_gated=False,
+    content_types=_CONTENT_2024,
+    elicitation_modes=frozenset(),
+    multi_select_elicitation=False,
 )
 _R_2025_03_26 = attrs.evolve(
     _R_2024_11_05,
@@ -128,6 +140,7 @@ _R_2025_03_26 = attrs.evolve(
     batching=True,
     server_capabilities=_BASE_SERVER_CAPS | {"completions"},
     completion_gated=True,
+    content_types=_CONTENT_2024 | {"audio"},
 )
 _R_2025_06_18 = attrs.evolve(
     _R_2025_03_26,
@@ -136,6 +149,8 @@ _R_2025_06_18 = attrs.evolve(
     server_requests=_BASE_SERVER_REQUESTS | {"elicitation/create"},
     client_capabilities=_BASE_CLIENT_CAPS | {"elicitation"},
     implementation_fields=_IMPL_2024 | {"title"},
+    content_types=_ALL_CONTENT,
+    elicitation_modes=frozenset({"form"}),
 )
 _R_2025_11_25 = attrs.evolve(
     _R_2025_06_18,
@@ -149,6 +164,8 @@ _R_2025_11_25 = attrs.evolve(
     client_capabilities=_R_2025_06_18.client_capabilities | {"tasks"},
     server_capabilities=_R_2025_06_18.server_capabilities | {"tasks"},
     implementation_fields=_IMPL_2024 | {"title", "description", "icons", "websiteUrl"},
+    elicitation_modes=_ALL_ELICITATION_MODES,
+    multi_select_elicitation=True,
 )
 
 _R_2026_07_28 = Revision(
@@ -193,6 +210,9 @@ _R_2026_07_28 = Revision(
     ),
     implementation_fields=_IMPL_2024 | {"title", "description", "icons", "websiteUrl"},
     completion_gated=True,
+    content_types=_ALL_CONTENT,
+    elicitation_modes=_ALL_ELICITATION_MODES,
+    multi_select_elicitation=True,
 )
 
 REVISIONS: Mapping[str, Revision] = {

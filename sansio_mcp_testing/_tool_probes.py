@@ -10,7 +10,8 @@ from typing import Any
 
 import trio
 
-from sansio_mcp import MCPError, RequestTimeout
+from sansio_mcp import ErrorCode, MCPError, RequestTimeout
+from sansio_mcp._modern import lacking_capabilities
 from sansio_mcp._tasks import TASKS_EXTENSION
 
 from ._connection import Lifeline, ServerGone, describe_exit
@@ -25,6 +26,8 @@ __all__ = ["ToolProbes"]
 _PROBE_TOOL = "sansio-mcp-check-no-such-tool"
 #: Why a tool that only runs as a task is not called: the checker does not declare
 #: the tasks extension (nor sends 2025-11-25's ``params.task``).
+#: The one revision with -32042 (URL elicitation required): 2026-07-28 may not emit it.
+_URL_ELICITATION_ERROR = "2025-11-25"
 _TASK_ONLY = "it only runs as a task (the tasks extension), which the checker does not ask for"
 
 
@@ -34,6 +37,25 @@ def _task_only_refusal(error: MCPError) -> bool:
     required = data.get("requiredCapabilities")
     extensions = required.get("extensions") if isinstance(required, dict) else None
     return error.code == -32021 and isinstance(extensions, dict) and TASKS_EXTENSION in extensions
+
+
+def _capability_refusal(error: MCPError, revision: str, declared: dict[str, Any]) -> str | None:
+    """Why ``error`` rightly refused a call: it needs a client capability the checker
+    did not declare (-32021 naming it, or 2025-11-25's -32042 for URL elicitation).
+    None: it is no such refusal."""
+    data = error.data if isinstance(error.data, dict) else {}
+    if error.code == ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY:
+        lacking = lacking_capabilities(data.get("requiredCapabilities"), declared)
+    elif error.code == ErrorCode.URL_ELICITATION_REQUIRED and revision == _URL_ELICITATION_ERROR:
+        lacking = lacking_capabilities({"elicitation": {"url": {}}}, declared)
+    else:
+        return None
+    if not lacking:
+        return None
+    return (
+        f"it needs client capability {json.dumps(lacking)}, which the checker does not "
+        f"declare at {revision}"
+    )
 
 
 class ToolProbes(Probe):
@@ -220,6 +242,7 @@ class ToolProbes(Probe):
             )
 
         what = f"tools/call {name}"
+        declared = self.conn.session.declared_capabilities
 
         def body(arguments: Any) -> None:
             if run.stopped:
@@ -237,6 +260,11 @@ class ToolProbes(Probe):
             if kind == "error" and _task_only_refusal(value):
                 run.task_only = run.stopped = True
                 return
+            if kind == "error" and run.refused is None:
+                run.refused = _capability_refusal(value, self.conn.revision, declared)
+                if run.refused is not None:
+                    run.stopped = True
+                    return
             self.findings.count(prop)
             problem = judge(tool, kind, value)
             if problem is not None:
@@ -285,6 +313,8 @@ class ToolProbes(Probe):
             self.skip(f"tool {name}: {prop}", outcome)
         if run.task_only:
             self.skip(f"tool {name}", _TASK_ONLY)
+        if run.refused is not None:
+            self.skip(f"tool {name}: {prop}", run.refused)
         if run.gone:
             raise ServerGone()
         if not self.conn.alive:
@@ -348,6 +378,8 @@ class _Run:
         self.timed_out: Any = None
         #: The tool answered that it only runs as a task.
         self.task_only = False
+        #: Why the tool refused for a capability the checker lacks (None: it did not).
+        self.refused: str | None = None
         self.failure: PropertyFailure | None = None
         self.crash_restarts = 0
         #: The server died and could not be restarted.

@@ -1,6 +1,7 @@
 """The aggregating gateway's pure part: configuration, the catalog (names,
-overrides, pagination, freshness), connector status and the store, and the
-sessionless HTTP machine.  The async part is :mod:`sansio_mcp.runtime.gateway`."""
+overrides, pagination, freshness), connector status and the store, what an
+upstream sends fitted to its client's revision, and the sessionless HTTP
+machine.  The async part is :mod:`sansio_mcp.runtime.gateway`."""
 
 from ._catalog import (
     DEFAULT_TTL_MS,
@@ -20,6 +21,7 @@ from ._config import (
     ToolOverride,
     parse_config,
 )
+from ._fit import fit_input_request, fit_tool_result
 from ._router import GatewayHTTPServer
 from ._status import (
     CONNECTOR_TRANSITIONS,
@@ -54,6 +56,8 @@ __all__ = [
     "apply_overrides",
     "backoff_delay",
     "catalog_of",
+    "fit_input_request",
+    "fit_tool_result",
     "list_freshness",
     "move",
     "next_status",

@@ -4,6 +4,7 @@ proxied), and the capabilities it declares say so."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any
@@ -18,8 +19,13 @@ from ..._errors import (
 )
 from ..._modern import CacheHints, missing_input_capabilities
 from ..._registry import ToolResult
-from ..._versions import META_SERVER_INFO
-from ...gateway import Catalog
+from ..._versions import (
+    INPUT_REQUEST_CAPABILITIES,
+    LATEST_HANDSHAKE_REVISION,
+    META_SERVER_INFO,
+    get_revision,
+)
+from ...gateway import Catalog, fit_input_request, fit_tool_result
 from .._driver import ProgressCallback
 from .._server import Context, Server
 from ._upstream import ConnectorUnavailable, Upstream
@@ -33,6 +39,8 @@ GATEWAY_CACHE_HINTS = CacheHints(ttl_ms={"server/discover": 0}, scope="private")
 #: What the gateway passes upstream of a tools/call's params (MRTR included).
 _CALL_KEYS = ("name", "arguments", "inputResponses", "requestState")
 _REFUSALS = (ErrorCode.METHOD_NOT_FOUND, ErrorCode.INVALID_REQUEST)
+#: Every input capability in its plain form (elicitation: form mode only).
+_PLAIN_CAPABILITIES: dict[str, Any] = {c: {} for c in INPUT_REQUEST_CAPABILITIES.values()}
 #: Rounds of input a handshake-era client is asked for in one call, at most.
 MAX_INPUT_ROUNDS = 10
 
@@ -86,10 +94,12 @@ class GatewayServer(Server):
 
     async def _call(self, ctx: Context, connector: str, params: dict[str, Any]) -> dict[str, Any]:
         upstream = self.upstreams[connector]
+        # What a handshake-era upstream asked mid-call that this client could not be asked.
+        refused: list[MCPError] = []
         call = partial(
             upstream.call,
             on_progress=_progress_relay(ctx),
-            ask=None if ctx.stateless else ctx.request,
+            ask=None if ctx.stateless else partial(_relay, ctx, refused),
         )
         try:
             result = await call(params)
@@ -111,6 +121,14 @@ class GatewayServer(Server):
                 "try again shortly",
                 is_error=True,
             ).to_result()
+        except MCPError as exc:
+            if refused:
+                raise refused[0] from None  # what the client lacks, not how the upstream failed
+            if exc.code != ErrorCode.URL_ELICITATION_REQUIRED:
+                raise
+            result = _url_elicitation(ctx, exc)
+        if refused and result.get("isError") is True:
+            raise refused[0]
         return _downstream(ctx, result)
 
 
@@ -120,19 +138,81 @@ async def _ask(ctx: Context, requests: Any) -> dict[str, Any]:
     has no such request)."""
     if not isinstance(requests, dict) or not requests:
         raise MCPError(ErrorCode.INVALID_REQUEST, "the upstream's input_required asks nothing")
+    revision = get_revision(ctx.protocol_version or LATEST_HANDSHAKE_REVISION)
+    fitted = {
+        key: {**r, "params": fit_input_request(r["method"], r.get("params") or {}, revision)}
+        if isinstance(r, dict) and isinstance(r.get("method"), str)
+        else r
+        for key, r in requests.items()
+    }
     try:
-        return await ctx.request_many(requests)
+        return await ctx.request_many(fitted)
     except (MCPError, LocalProtocolError) as exc:
-        # A client without the capability answers -32601 (or, as the Python SDK does,
-        # -32600); any other error is its own, passed on.
-        if isinstance(exc, MCPError) and exc.code not in _REFUSALS:
-            raise
-        missing = missing_input_capabilities(requests, {})
-        raise MissingRequiredClientCapability(
-            message="the upstream needs input this client cannot give "
-            f"({', '.join(sorted(missing))}): {exc}",
-            data={"requiredCapabilities": missing},
-        ) from None
+        raise _lacking(ctx, fitted, exc) from None
+
+
+async def _relay(
+    ctx: Context, refused: list[MCPError], method: str, params: dict[str, Any]
+) -> dict[str, Any]:
+    """A handshake-era upstream's mid-call request, fitted to the client's revision
+    and put to it.  What the client cannot be asked is refused to the upstream with
+    -32021, and kept in ``refused`` for the call's client to be told."""
+    revision = get_revision(ctx.protocol_version or LATEST_HANDSHAKE_REVISION)
+    params = fit_input_request(method, params, revision)
+    try:
+        return await ctx.request(method, params)
+    except (MCPError, LocalProtocolError) as exc:
+        error = _lacking(ctx, {"relayed": {"method": method, "params": params}}, exc)
+        refused.append(error)
+        raise error from None
+
+
+def _lacking(
+    ctx: Context, requests: dict[str, Any], exc: MCPError | LocalProtocolError
+) -> MCPError:
+    """-32021 naming what the client lacks for ``requests``, when ``exc`` says it
+    cannot answer them; the client's own error otherwise."""
+    # A handshake-era client's declaration is not kept (no session): what the requests
+    # need beyond each capability's plain form (URL mode, sampling with tools) is what
+    # it lacks, else the capability itself.
+    beyond_plain = missing_input_capabilities(requests, _PLAIN_CAPABILITIES)
+    # A client without the capability answers -32601 (or, as the Python SDK does,
+    # -32600); one without the mode -32602; a request its session may not send fails
+    # locally.  Any other error is the client's own, passed on.
+    if isinstance(exc, MCPError) and exc.code not in _REFUSALS:
+        if not (exc.code == ErrorCode.INVALID_PARAMS and beyond_plain):
+            return exc
+    missing = beyond_plain or missing_input_capabilities(requests, {})
+    return MissingRequiredClientCapability(
+        message=f"the upstream needs input this client cannot give ({json.dumps(missing)}): {exc}",
+        data={"requiredCapabilities": missing},
+    )
+
+
+def _url_elicitation(ctx: Context, exc: MCPError) -> dict[str, Any]:
+    """An upstream's -32042 (URL elicitation required, 2025-11-25 only) as the
+    client can take it: an ``input_required`` asking the same URLs on 2026-07-28
+    (which may not emit -32042; its session checks the client declared URL mode),
+    the error itself for a 2025-11-25 client that declared URL mode, else -32021."""
+    data = exc.data if isinstance(exc.data, dict) else {}
+    asked = [e for e in data.get("elicitations") or [] if isinstance(e, dict)]
+    if ctx.stateless and asked:
+        requests = {
+            f"url-{n}": {
+                "method": "elicitation/create",
+                "params": {k: v for k, v in e.items() if k != "elicitationId"},
+            }
+            for n, e in enumerate(asked, 1)
+        }
+        return {"resultType": "input_required", "inputRequests": requests}
+    revision = get_revision(ctx.protocol_version or LATEST_HANDSHAKE_REVISION)
+    declared = (ctx.client_capabilities.get("elicitation") or {}).get("url") is not None
+    if not ctx.stateless and "url" in revision.elicitation_modes and declared:
+        raise exc
+    raise MissingRequiredClientCapability(
+        message=f"the upstream needs URL elicitation, which this client cannot do: {exc.message}",
+        data={"requiredCapabilities": {"elicitation": {"url": {}}}, "elicitations": asked},
+    )
 
 
 def _progress_relay(ctx: Context) -> ProgressCallback | None:
@@ -167,6 +247,7 @@ def _downstream(ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
             del out["_meta"]
     if ctx.stateless:
         return out  # an input_required is checked against the client's capabilities by its session
+    out = fit_tool_result(out, get_revision(ctx.protocol_version or LATEST_HANDSHAKE_REVISION))
     if out.get("resultType") == "input_required":
         raise MCPError(
             ErrorCode.INTERNAL_ERROR,
