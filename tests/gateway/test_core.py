@@ -413,3 +413,18 @@ def test_the_command_says_why_it_cannot_listen(tmp_path: Any, backend: str) -> N
     # A port past 65535 is refused, not wrapped around onto another one.
     done = run("--port", str(65536 + 8931))
     assert done.returncode == 2 and "is not a port" in done.stderr
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-06-18", "2025-11-25", None])
+@pytest.mark.parametrize("method", ["subscriptions/listen", "server/discover"])
+def test_modern_only_methods_are_not_found_for_a_handshake_client(
+    version: str | None, method: str
+) -> None:
+    # Its revision has no such method: -32601 with HTTP 200, as its other errors go.
+    router = _router({**CONFIG, "api_keys": []})
+    params = {"notifications": {"toolsListChanged": True}} if method != "server/discover" else {}
+    headers = {"mcp-protocol-version": version} if version else {}
+    answer = _post(router, {"jsonrpc": "2.0", "id": 3, "method": method, "params": params}, **headers)
+    assert answer.status == 200
+    error = json.loads(answer.take())["error"]
+    assert error["code"] == -32601 and method in error["message"], error
