@@ -1,9 +1,11 @@
 """Cancellation names the sender's own requests; giving up on a request never
 raises; a handler result the session refuses still gets the request answered;
-the methods of 2026-07-28 alone do not exist inside a handshake session."""
+the methods of 2026-07-28 alone do not exist inside a handshake session; a
+refused request is logged at DEBUG, what needs an operator at WARNING."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -174,3 +176,46 @@ def test_modern_only_methods_keep_their_meaning_with_modern_meta_or_no_session(
     fresh.receive_message(request(2, method, {k: v for k, v in params.items() if k != "_meta"}))
     [refused] = fresh.messages_to_send()
     assert refused["error"]["code"] == -32602 and "_meta" in refused["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        request(1, "resources/list"),  # a capability the server did not advertise
+        request(2, "prompts/get", {"name": "p"}),
+        request(3, "no/such/method"),
+        request(4, "tools/call", {"name": 5}),  # invalid params
+        request(5, "subscriptions/listen", LISTEN),  # not in the session's revision
+    ],
+)
+def test_a_refused_request_is_logged_quietly(
+    message: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    # Answered with an error, the client's mistake is its own: no operator is needed.
+    server = ready_server("2025-06-18", capabilities={"tools": {}})
+    driver = _driver(server)
+    caplog.set_level(logging.DEBUG, logger="sansio_mcp")
+    server.receive_message(message)
+    driver.process_events()
+    [answer] = server.messages_to_send()
+    assert answer["id"] == message["id"] and "error" in answer
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    assert [r for r in caplog.records if r.levelno == logging.DEBUG and "refused" in r.message]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"this is no JSON\n",  # unparseable: the peer is broken
+        line({"jsonrpc": "2.0", "result": {}, "id": 99}),  # an answer to nothing we asked
+        line(notification("notifications/message", {"level": "info", "data": "x"})),
+    ],
+)
+def test_what_is_no_answered_request_still_warns(
+    data: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = ready_server("2025-06-18", capabilities={"tools": {}})
+    driver = _driver(server)
+    server.receive_data(data)
+    driver.process_events()
+    assert [r for r in caplog.records if r.levelno == logging.WARNING], data

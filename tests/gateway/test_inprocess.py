@@ -5,6 +5,7 @@ not one per change), and the aggregated list is paginated."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -288,4 +289,40 @@ async def test_an_upstream_that_never_lists_is_retried(nursery: Any) -> None:
             await trio.sleep(0.05)
     status = gateway.status()["mute"]
     assert status["status"] == "backoff" and "tools/list" in status["error"], status
+    nursery.cancel_scope.cancel()
+
+
+async def test_refused_probes_are_not_warnings(
+    nursery: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Clients probe resources and prompts; the gateway answers -32601 and the client
+    # learns: nothing there for an operator, so nothing at WARNING.
+    import httpx
+
+    upstream = await nursery.start(serve_http, build_server())
+    url = f"http://127.0.0.1:{upstream}/mcp"
+    config = parse_config({"connectors": {"ex": {"transport": "http", "url": url}}})
+    gateway = Gateway(config, BACKEND, transport_opener(BACKEND))
+    nursery.start_soon(gateway.run)
+    await _ready(gateway)
+    port = await nursery.start(partial(serve_router, gateway.server, router=gateway.router()))
+    base = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    caplog.set_level("DEBUG", logger="sansio_mcp")
+    async with httpx.AsyncClient(timeout=10) as http:
+        for method in ("resources/list", "prompts/list", "completion/complete"):
+            modern = {"mcp-protocol-version": "2026-07-28", "mcp-method": method}
+            body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {"_meta": meta}}
+            got = await http.post(f"http://127.0.0.1:{port}/mcp", json=body, headers=base | modern)
+            assert got.json()["error"]["code"] == -32601
+            legacy = {"mcp-protocol-version": "2025-06-18"}
+            body = {"jsonrpc": "2.0", "id": 2, "method": method, "params": {}}
+            got = await http.post(f"http://127.0.0.1:{port}/mcp", json=body, headers=base | legacy)
+            assert got.json()["error"]["code"] == -32601
+    loud = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert not [m for m in loud if "protocol violation" in m], loud
+    assert any("refused a request" in r.getMessage() for r in caplog.records)
     nursery.cancel_scope.cancel()
