@@ -75,7 +75,11 @@ async def test_the_aggregated_list_is_paginated(nursery: Any) -> None:
             first = await client.send_request("tools/list")
             assert len(first["tools"]) == 4 and "nextCursor" in first
             every = [t["name"] for t in await client.list_tools()]
-            assert every == [f"{c}.{name}" for c in ("ex", "ex2") for name in build_server().tools]
+            # Sorted by connector, then tool: a cursor names where its page ended.
+            expected = [
+                f"{c}.{name}" for c in ("ex", "ex2") for name in sorted(build_server().tools)
+            ]
+            assert every == expected
             assert {n.split(".", 1)[1] for n in every} == EXAMPLE_TOOLS
             with trio.fail_after(5):
                 try:
@@ -84,6 +88,48 @@ async def test_the_aggregated_list_is_paginated(nursery: Any) -> None:
                     assert "cursor" in exc.message
                 else:
                     raise AssertionError("a bad cursor was accepted")
+    nursery.cancel_scope.cancel()
+
+
+async def test_a_connector_going_down_between_pages_skips_no_other_tool(nursery: Any) -> None:
+    # Page 1 gives four of "a"'s tools; "a" goes down; the pages after still give every
+    # tool of "b" (an offset cursor would have skipped b's first four).
+    scope = trio.CancelScope()
+
+    async def serve_a(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        with scope:
+            await serve_http(build_server(), task_status=task_status)
+
+    a, b = await nursery.start(serve_a), await nursery.start(serve_http, build_server())
+    config = parse_config(
+        {
+            "connectors": {
+                "a": {"transport": "http", "url": f"http://127.0.0.1:{a}/mcp"},
+                "b": {"transport": "http", "url": f"http://127.0.0.1:{b}/mcp"},
+            }
+        }
+    )
+    settings = UpstreamSettings(ping_interval=60.0, backoff=Backoff(base=30.0))
+    gateway = Gateway(config, BACKEND, transport_opener(BACKEND), settings=settings, page_size=4)
+    nursery.start_soon(gateway.run)
+    with trio.fail_after(10):
+        while any(s["status"] != "ready" for s in gateway.status().values()):
+            await trio.sleep(0.02)
+    await trio.sleep(0.2)  # a's listen stream open: its end tells the gateway at once
+    port = await nursery.start(partial(serve_router, gateway.server, router=gateway.router()))
+    async with open_http_client(f"http://127.0.0.1:{port}/mcp", mode="modern") as client:
+        first = await client.send_request("tools/list")
+        names = [t["name"] for t in first["tools"]]
+        assert len(names) == 4 and all(n.startswith("a.") for n in names)
+        scope.cancel()
+        await _leaves_ready(gateway, "a", within=5)
+        cursor = first["nextCursor"]
+        while cursor is not None:
+            page = await client.send_request("tools/list", {"cursor": cursor})
+            names += [t["name"] for t in page["tools"]]
+            cursor = page.get("nextCursor")
+    assert len(names) == len(set(names))
+    assert {f"b.{n}" for n in EXAMPLE_TOOLS} <= set(names), names
     nursery.cancel_scope.cancel()
 
 

@@ -75,7 +75,10 @@ class GatewayServer(Server):
 
     def _list(self, ctx: Context) -> dict[str, Any]:
         catalog = self.catalog()
-        result = self._page(ctx.params, "tools", catalog.tools())
+        tools, cursor = catalog.page(ctx.params.get("cursor"), self.page_size)
+        result: dict[str, Any] = {"tools": tools}
+        if cursor is not None:
+            result["nextCursor"] = cursor
         missing = catalog.missing
         if missing:
             result["_meta"] = {META_MISSING_CONNECTORS: missing}
