@@ -16,7 +16,7 @@ from ..._errors import (
     MethodNotFound,
     MissingRequiredClientCapability,
 )
-from ..._modern import CacheHints, missing_input_capabilities
+from ..._modern import CacheHints, end_to_end_meta, missing_input_capabilities
 from ..._registry import ToolResult
 from ..._versions import META_SERVER_INFO
 from ...gateway import Catalog
@@ -70,6 +70,9 @@ class GatewayServer(Server):
             connector, tool = self.catalog().resolve(name)
             params = {k: ctx.params[k] for k in _CALL_KEYS if k in ctx.params}
             params["name"] = tool
+            meta = end_to_end_meta(ctx.params.get("_meta"))
+            if meta:
+                params["_meta"] = meta  # the upstream hop adds its own protocol keys
             return self._call(ctx, connector, params)
         raise MethodNotFound(message=f"method not found: {ctx.method!r} (the gateway serves tools)")
 
