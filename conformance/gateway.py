@@ -11,8 +11,8 @@ baseline ``conformance/gateway-baseline.yml``: the scenarios that call the
 suite's own fixture tools, resources or prompts by name cannot apply to a
 gateway (its tools are ``fixture.<name>``; it proxies neither resources nor
 prompts), and the fixture's tasks-extension tools are disabled in the gateway's
-config (:data:`TASKS_FIXTURE_TOOLS`).  Exit status 0 when every other scenario passed and no baseline
-entry passed; 1 otherwise; 2 when the suite is not installed.
+config (:data:`TASKS_FIXTURE_TOOLS`).  Exit status 0 when every other scenario
+passed and no baseline entry passed; 1 otherwise; 2 when the suite is not installed.
 """
 
 from __future__ import annotations

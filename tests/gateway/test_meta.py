@@ -1,10 +1,12 @@
 """The client's own ``_meta`` reaches the upstream through the gateway's tools/call,
 and the keys each hop sets for itself do not: a fixture upstream built on this
-library (over HTTP, at either era) says what ``_meta`` it received."""
+library (``meta_echo_server.py``, at either era, over HTTP in process and over
+stdio behind the command on each backend) says what ``_meta`` it received."""
 
 from __future__ import annotations
 
 import json
+import sys
 from functools import partial
 from typing import Any
 
@@ -20,10 +22,12 @@ from sansio_mcp._versions import (
     META_PROTOCOL_VERSION,
 )
 from sansio_mcp.gateway import parse_config
-from sansio_mcp.runtime import Context, Server
 from sansio_mcp.runtime.gateway import Gateway, transport_opener
 from trio_adapters import BACKEND
 from trio_adapters.http_server import serve_http, serve_router
+
+from .conftest import BACKENDS, REPO, gateway
+from .meta_echo_server import meta_echo_server
 
 #: The client's own keys: each must reach the upstream unchanged.
 OWN = {
@@ -42,18 +46,6 @@ HOP = {
     "dev.mcp/future": 1,
     "progressToken": "the-clients-token",
 }
-
-
-def meta_echo_server(*versions: str) -> Server:
-    """A server whose one tool answers with the ``_meta`` its request carried."""
-    server = Server("meta-echo", **({"supported_versions": versions} if versions else {}))
-
-    @server.tool()
-    def meta(ctx: Context) -> str:
-        """The request's _meta as received, as JSON."""
-        return json.dumps(ctx.params.get("_meta") or {})
-
-    return server
 
 
 @pytest.mark.parametrize(
@@ -78,13 +70,13 @@ def test_end_to_end_meta_keeps_the_clients_own_keys_only() -> None:
     assert end_to_end_meta(None) == {} and end_to_end_meta(["x"]) == {}
 
 
-async def _call(port: int, era: str) -> dict[str, Any]:
+async def _call(url: str, era: str, tool: str = "up.meta") -> dict[str, Any]:
     headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
     if era == "modern":
         headers |= {
             "mcp-protocol-version": "2026-07-28",
             "mcp-method": "tools/call",
-            "mcp-name": "up.meta",
+            "mcp-name": tool,
         }
         meta = {**OWN, **HOP}
     else:
@@ -94,12 +86,10 @@ async def _call(port: int, era: str) -> dict[str, Any]:
         "jsonrpc": "2.0",
         "id": 1,
         "method": "tools/call",
-        "params": {"name": "up.meta", "arguments": {}, "_meta": meta},
+        "params": {"name": tool, "arguments": {}, "_meta": meta},
     }
     async with httpx.AsyncClient(timeout=10) as http:
-        async with http.stream(
-            "POST", f"http://127.0.0.1:{port}/mcp", json=body, headers=headers
-        ) as got:
+        async with http.stream("POST", url, json=body, headers=headers) as got:
             if got.headers["content-type"].startswith("application/json"):
                 answer = json.loads(await got.aread())
             else:
@@ -129,7 +119,12 @@ async def test_the_clients_own_meta_reaches_the_upstream(
         while gateway.status()["up"]["status"] != "ready":
             await trio.sleep(0.02)
     port = await nursery.start(partial(serve_router, gateway.server, router=gateway.router()))
-    received = await _call(port, client_era)
+    received = await _call(f"http://127.0.0.1:{port}/mcp", client_era)
+    _check(received, upstream_era)
+    nursery.cancel_scope.cancel()
+
+
+def _check(received: dict[str, Any], upstream_era: str) -> None:
     assert {k: received.get(k) for k in OWN} == OWN, received
     # Nothing of the client's hop went through: the gateway's own hop set what it needs.
     assert received.get("progressToken") != "the-clients-token"
@@ -140,4 +135,20 @@ async def test_the_clients_own_meta_reaches_the_upstream(
         assert received.get(META_LOG_LEVEL) != "debug"
     else:
         assert not [k for k in received if is_reserved_meta_key(k)], received
-    nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_the_command_passes_the_clients_meta_on(backend: str, tmp_path: Any) -> None:
+    fixture = [sys.executable, str(REPO / "tests" / "gateway" / "meta_echo_server.py")]
+    env = {"PYTHONPATH": str(REPO)}
+    config = {
+        "connectors": {
+            "modern": {"transport": "stdio", "cmd": fixture, "env": env},
+            "handshake": {"transport": "stdio", "cmd": [*fixture, "2025-06-18"], "env": env},
+        }
+    }
+    with gateway(config, backend, tmp_path) as url:
+        for client_era in ("modern", "legacy"):
+            for upstream_era in ("modern", "handshake"):
+                received = await _call(url, client_era, f"{upstream_era}.meta")
+                _check(received, upstream_era)
