@@ -102,13 +102,15 @@ class NurseryGroup:
 
 
 _QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
+#: Direct writes a stream makes in a row before one yields to the scheduler anyway.
+DIRECT_WRITES_PER_YIELD = 32
 
 
 class TCPStream:
     """A Trio TCP (or TLS) stream as a :class:`~sansio_mcp.runtime.ByteStream`;
     a broken connection is an :class:`OSError`, as on asyncio."""
 
-    __slots__ = ("_direct", "_sending", "_socket", "_stream")
+    __slots__ = ("_direct", "_direct_run", "_sending", "_socket", "_stream")
 
     def __init__(self, stream: trio.abc.Stream, sock: trio.socket.SocketType) -> None:
         self._stream = stream
@@ -116,15 +118,19 @@ class TCPStream:
         #: The socket written directly when it takes the bytes at once (plain TCP only).
         self._direct = isinstance(stream, trio.SocketStream)
         self._sending = False
+        self._direct_run = 0
 
     async def send_all(self, data: bytes) -> None:
         # What the socket takes at once is written without a turn of the scheduler
         # (Trio's send_all always yields after a send, a pass per message); only a
-        # send that must wait for room goes through the stream.
+        # send that must wait for room goes through the stream.  A cancelled task is
+        # still stopped here, and every DIRECT_WRITES_PER_YIELD-th direct write yields,
+        # so a loop that only sends cannot keep the other tasks from running.
         # The descriptor is read each time: once the socket is closed it is -1, never
         # a number the process may since have given to another connection.
         fd = self._socket.fileno() if self._direct and not self._sending else -1
         if fd >= 0:
+            await trio.lowlevel.checkpoint_if_cancelled()
             try:
                 sent = os.write(fd, data)
             except BlockingIOError:
@@ -132,8 +138,13 @@ class TCPStream:
             except OSError as exc:
                 raise OSError(str(exc)) from exc
             if sent == len(data):
+                self._direct_run += 1
+                if self._direct_run >= DIRECT_WRITES_PER_YIELD:
+                    self._direct_run = 0
+                    await trio.lowlevel.cancel_shielded_checkpoint()
                 return
             data = data[sent:]
+        self._direct_run = 0
         self._sending = True
         try:
             await self._stream.send_all(data)

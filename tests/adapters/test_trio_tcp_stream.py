@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import trio
 
-from trio_adapters._backend import TCPStream
+from trio_adapters._backend import DIRECT_WRITES_PER_YIELD, TCPStream
 
 
 async def _connected_pair() -> tuple[trio.SocketStream, trio.SocketStream]:
@@ -76,3 +76,43 @@ async def test_a_closed_stream_never_writes_to_a_reused_descriptor() -> None:
         raise AssertionError(f"the reused descriptor received {extra!r}")
     for s in (server, other_client, other_server):
         await s.aclose()
+
+
+async def test_a_loop_that_only_sends_still_lets_other_tasks_run() -> None:
+    client, server = await _connected_pair()
+    stream = TCPStream(client, client.socket)
+    turns = 0
+
+    async def other() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await trio.sleep(0)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(other)
+        await trio.sleep(0)
+        before = turns
+        for _ in range(DIRECT_WRITES_PER_YIELD * 4):
+            await stream.send_all(b"x")  # each taken at once by the socket
+        assert turns - before >= 3  # the other task ran while the loop sent
+        nursery.cancel_scope.cancel()
+    received = b""
+    while len(received) < DIRECT_WRITES_PER_YIELD * 4:
+        received += await server.receive_some(1 << 16)
+    assert received == b"x" * (DIRECT_WRITES_PER_YIELD * 4)
+    await stream.aclose()
+    await server.aclose()
+
+
+async def test_a_cancelled_task_does_not_send() -> None:
+    client, server = await _connected_pair()
+    stream = TCPStream(client, client.socket)
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await stream.send_all(b"too late")
+        raise AssertionError("send_all went on in a cancelled scope")
+    await stream.send_all(b"on time")
+    assert await server.receive_some(100) == b"on time"
+    await stream.aclose()
+    await server.aclose()
