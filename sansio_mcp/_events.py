@@ -134,9 +134,15 @@ class SessionInitialized:
 @attrs.frozen
 class ProtocolViolation:
     """The peer sent something invalid. Where it could be answered, the
-    error response is already queued; the session goes on."""
+    error response is already queued; the session goes on.
+
+    ``refused`` says the offending message was a well-formed request the session
+    would not serve (an unknown method, a capability not advertised, bad params,
+    the wrong state) and answered with an error: the peer was told, so the mistake
+    is its own, not one for whoever runs this side."""
 
     error: RemoteProtocolError = attrs.field(eq=False)
+    refused: bool = False
 
 
 @attrs.frozen

@@ -29,6 +29,8 @@ __all__ = [
     "is_modern_request",
     "parse_request_meta",
     "build_request_meta",
+    "end_to_end_meta",
+    "is_reserved_meta_key",
     "shape_result",
     "missing_input_capabilities",
     "lacking_capabilities",
@@ -105,6 +107,34 @@ def parse_request_meta(params: dict[str, Any]) -> RequestMeta:
             ErrorCode.INVALID_PARAMS, f"params._meta[{META_LOG_LEVEL!r}] is not a log level"
         )
     return RequestMeta(version, capabilities, info, level)
+
+
+#: The one unprefixed request ``_meta`` key each hop sets for itself: progress is
+#: reported to whoever asked for it, under that asker's token.
+_HOP_META_KEYS = frozenset({"progressToken"})
+
+
+def is_reserved_meta_key(key: str) -> bool:
+    """Whether a ``_meta`` key has a prefix MCP reserves: its second label is
+    ``modelcontextprotocol`` or ``mcp`` (``io.modelcontextprotocol/…``, ``dev.mcp/…``)."""
+    prefix, slash, _ = key.partition("/")
+    labels = prefix.lower().split(".") if slash else []
+    return len(labels) >= 2 and labels[1] in ("modelcontextprotocol", "mcp")
+
+
+def end_to_end_meta(meta: Any) -> dict[str, Any]:
+    """What of a request's ``_meta`` an intermediary passes on to the next hop:
+    the client's own keys (custom ones, the W3C trace context ``traceparent``,
+    ``tracestate``, ``baggage``), not those each hop sets for itself
+    (``progressToken`` and every key with a reserved prefix: protocol version,
+    client capabilities and info, log level, related task, …)."""
+    if not isinstance(meta, dict):
+        return {}
+    return {
+        key: value
+        for key, value in meta.items()
+        if key not in _HOP_META_KEYS and not is_reserved_meta_key(key)
+    }
 
 
 def build_request_meta(

@@ -7,13 +7,13 @@ from __future__ import annotations
 import base64
 import binascii
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
 
 from . import _json
-from ._errors import InvalidParams, LocalProtocolError
+from ._errors import InvalidParams, LocalProtocolError, RemoteProtocolError
 from ._server_session import ServerSession
 from ._state import SessionState
 from ._uritemplate import UriTemplate
@@ -30,8 +30,10 @@ __all__ = [
     "ToolResult",
     "completion_result",
     "decode_cursor",
+    "decode_state_cursor",
     "describe",
     "encode_cursor",
+    "encode_state_cursor",
     "input_request",
     "put_present",
     "resource_contents",
@@ -293,6 +295,26 @@ def resource_contents(uri: str, value: Any, mime_type: str | None) -> list[dict[
     else:
         content["text"] = value if isinstance(value, str) else _json.dumps(value)
     return [content]
+
+
+def encode_state_cursor(tag: str, state: Sequence[Any]) -> str:
+    """An opaque cursor holding a small JSON state: URL-safe base64 of ``[tag, *state]``
+    (the tag tells one kind of cursor from another)."""
+    raw = _json.dumps([tag, *state]).encode("utf-8")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def decode_state_cursor(tag: str, cursor: Any) -> list[Any] | None:
+    """The state of a cursor :func:`encode_state_cursor` made with ``tag``, or None."""
+    if not isinstance(cursor, str):
+        return None
+    try:
+        value = _json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (ValueError, binascii.Error, RemoteProtocolError):
+        return None
+    if not isinstance(value, list) or not value or value[0] != tag:
+        return None
+    return list(value[1:])
 
 
 def encode_cursor(offset: int) -> str:

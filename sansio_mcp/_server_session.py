@@ -48,6 +48,9 @@ from ._versions import (
 __all__ = ["ServerSession", "DEFAULT_SERVER_INFO"]
 
 DEFAULT_SERVER_INFO: dict[str, Any] = {"name": "sansio-mcp-server", "version": "0.1.0"}
+#: Methods no handshake revision has: outside a handshake session they are
+#: taken as 2026-07-28 requests even when their ``_meta`` is missing.
+_MODERN_ONLY_METHODS = frozenset({"server/discover", "subscriptions/listen"})
 
 
 @attrs.define
@@ -107,9 +110,12 @@ class ServerSession(Session):
 
     def _on_request(self, request: JSONRPCRequest) -> None:
         params = request.params or {}
+        # Inside a handshake session a request without modern _meta is of that
+        # session's revision, which has no server/discover or subscriptions/listen
+        # (-32601); outside one they are 2026-07-28 requests missing _meta (-32602).
         if self._modern_versions and (
             is_modern_request(params)
-            or request.method in ("server/discover", "subscriptions/listen")
+            or (self.revision is None and request.method in _MODERN_ONLY_METHODS)
         ):
             self._on_modern_request(request, params)
             return

@@ -657,7 +657,8 @@ class Session:
             ProtocolViolation(
                 RemoteProtocolError(
                     error.message, code=error.code, request_id=request_id, data=error.data
-                )
+                ),
+                refused=True,
             )
         )
         return self._error_obj(request_id, error)

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import _json
+from .._registry import decode_state_cursor, encode_state_cursor
 from ._fields import finite_float
 from ._messages import MCPSamplingRequest, MCPSamplingResponse
 from ._models import (
@@ -388,20 +389,14 @@ def roots_problem(roots: Sequence[MCPRoot]) -> str | None:
 
 # Cursors -----------------------------------------------------------------------------
 
+_CURSOR_TAG = "a2e-mcp-1"
+
 
 def encode_cursor(state: Sequence[Any]) -> str:
     """An opaque cursor (URL-safe base64 of a small JSON array)."""
-    raw = _json.dumps(["a2e-mcp-1", *state]).encode("utf-8")
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+    return encode_state_cursor(_CURSOR_TAG, state)
 
 
 def decode_cursor(cursor: str) -> list[Any] | None:
     """The state of a cursor made by :func:`encode_cursor`, or None if it is not one."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        value = _json.loads(raw)
-    except (ValueError, binascii.Error, Exception):
-        return None
-    if not isinstance(value, list) or not value or value[0] != "a2e-mcp-1":
-        return None
-    return list(value[1:])
+    return decode_state_cursor(_CURSOR_TAG, cursor)

@@ -1,14 +1,17 @@
 """The aggregated catalog: connector tools renamed ``{connector}.{tool}``, the
-overrides applied, split back on a call, and the freshness of a listing."""
+overrides applied, split back on a call, listed in pages, and the freshness of
+a listing."""
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from .._errors import InvalidParams
+from .._registry import decode_state_cursor, encode_state_cursor
 from ._config import CONNECTOR_NAME, ToolOverride
 
 __all__ = [
@@ -23,10 +26,31 @@ __all__ = [
 
 #: The ``ttlMs`` of an aggregated listing when no upstream gave one.
 DEFAULT_TTL_MS = 30_000
+#: Tells a gateway cursor from any other (and from a later format of its own).
+_CURSOR_TAG = "gateway-1"
 
 
 def qualified_name(connector: str, tool: str) -> str:
     return f"{connector}.{tool}"
+
+
+def listing_position(name: str) -> tuple[str, str]:
+    """Where a listed (qualified) tool name sorts: by connector, then tool."""
+    connector, _, tool = name.partition(".")
+    return connector, tool
+
+
+def encode_position(position: tuple[str, str]) -> str:
+    """The opaque cursor of a page that ended at ``position``."""
+    return encode_state_cursor(_CURSOR_TAG, position)
+
+
+def decode_position(cursor: Any) -> tuple[str, str]:
+    """The position a cursor names; -32602 for anything no gateway made."""
+    state = decode_state_cursor(_CURSOR_TAG, cursor)
+    if state is None or len(state) != 2 or not all(isinstance(part, str) for part in state):
+        raise InvalidParams(message=f"invalid cursor: {cursor!r}")
+    return state[0], state[1]
 
 
 def split_tool_name(name: str) -> tuple[str, str]:
@@ -87,8 +111,8 @@ def list_freshness(
 
 @attrs.frozen
 class Catalog:
-    """What the gateway lists: each reachable connector's tools, in config order,
-    and the connectors whose tools are missing (down, or not yet listed)."""
+    """What the gateway lists: each reachable connector's tools, and the
+    connectors (in config order) whose tools are missing (down, or not yet listed)."""
 
     connectors: Mapping[str, ConnectorTools]
     order: tuple[str, ...]
@@ -100,13 +124,32 @@ class Catalog:
         return [name for name in self.order if name not in self.connectors]
 
     def tools(self) -> list[dict[str, Any]]:
-        """Every listed tool, qualified, overrides applied."""
-        listed: list[dict[str, Any]] = []
+        """Every listed tool, qualified, overrides applied, sorted by connector then
+        tool (a name an upstream lists twice, once: a call could reach only one)."""
+        listed: dict[tuple[str, str], dict[str, Any]] = {}
         for name in self.order:
             entry = self.connectors.get(name)
             if entry is not None:
-                listed.extend(apply_overrides(name, entry.tools, self.overrides.get(name, {})))
-        return listed
+                for tool in apply_overrides(name, entry.tools, self.overrides.get(name, {})):
+                    listed.setdefault(listing_position(tool["name"]), tool)
+        return [listed[position] for position in sorted(listed)]
+
+    def page(self, cursor: Any, size: int) -> tuple[list[dict[str, Any]], str | None]:
+        """The tools after ``cursor`` (from the start when None), at most ``size``,
+        and the cursor of the next page (None: this is the last).
+
+        A cursor names the last tool its page gave, not an offset: a tool that
+        comes or goes between two pages (a connector up or down, an upstream's list
+        changed) moves no other, so a walk never repeats a tool and never misses
+        one present all along; and it needs no state kept between pages."""
+        tools = self.tools()
+        start = 0
+        if cursor is not None:
+            after = decode_position(cursor)
+            start = bisect.bisect_right(tools, after, key=lambda t: listing_position(t["name"]))
+        items = tools[start : start + size]
+        more = start + size < len(tools)
+        return items, encode_position(listing_position(items[-1]["name"])) if more else None
 
     def ttl_ms(self) -> int:
         return list_freshness(

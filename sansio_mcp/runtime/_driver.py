@@ -233,7 +233,12 @@ class Driver:
             elif isinstance(event, SessionInitialized):
                 self.initialized = event
             elif isinstance(event, ProtocolViolation):
-                logger.warning("protocol violation by the peer: %s", event.error.message)
+                # A request refused with an error answer is the peer's own mistake, and
+                # it was told; what could not be answered may need an operator.
+                if event.refused:
+                    logger.debug("refused a request of the peer: %s", event.error.message)
+                else:
+                    logger.warning("protocol violation by the peer: %s", event.error.message)
             elif isinstance(event, ConnectionClosed):
                 self.closed = True
                 closed = ConnectionClosedError(message="the connection closed")

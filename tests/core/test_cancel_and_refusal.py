@@ -1,14 +1,27 @@
 """Cancellation names the sender's own requests; giving up on a request never
-raises; a handler result the session refuses still gets the request answered."""
+raises; a handler result the session refuses still gets the request answered;
+the methods of 2026-07-28 alone do not exist inside a handshake session; a
+refused request is logged at DEBUG, what needs an operator at WARNING."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
-from helpers import drain, make_pair, notification, pump
+from helpers import (
+    ALL_SERVER_CAPS,
+    drain,
+    initialize_params,
+    line,
+    make_pair,
+    notification,
+    pump,
+    ready_server,
+    request,
+)
 
-from sansio_mcp import ClientSession, RequestFailed, ServerSession
+from sansio_mcp import HANDSHAKE_REVISIONS, ClientSession, RequestFailed, ServerSession
 from sansio_mcp._events import CancelRequested, ResponseReceived
 from sansio_mcp._versions import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 from sansio_mcp.runtime._driver import Driver, Waiter
@@ -123,3 +136,86 @@ def test_a_notification_of_no_mcp_revision_still_arrives() -> None:
     client, _ = make_pair()
     client.receive_message(notification("notifications/x-vendor/thing", {"a": 1}))
     assert [type(e) for e in drain(client)] == [NotificationReceived]
+
+
+MODERN_ONLY = ("server/discover", "subscriptions/listen")
+LISTEN = {"notifications": {"toolsListChanged": True}}
+
+
+@pytest.mark.parametrize("version", HANDSHAKE_REVISIONS)
+@pytest.mark.parametrize("method", MODERN_ONLY)
+def test_modern_only_methods_are_not_found_inside_a_handshake_session(
+    version: str, method: str
+) -> None:
+    # No handshake revision has them: -32601 (not "params._meta is required"), both
+    # once the session is ready and while it waits for notifications/initialized.
+    ready = ready_server(version)
+    starting = ServerSession(capabilities=ALL_SERVER_CAPS)
+    starting.receive_data(line(request("init", "initialize", initialize_params(version))))
+    starting.messages_to_send()
+    for server in (ready, starting):
+        server.receive_message(request(7, method, LISTEN if method != "server/discover" else None))
+        [answer] = server.messages_to_send()
+        assert answer["id"] == 7 and answer["error"]["code"] == -32601, answer
+        assert method in answer["error"]["message"]
+
+
+@pytest.mark.parametrize("method", MODERN_ONLY)
+def test_modern_only_methods_keep_their_meaning_with_modern_meta_or_no_session(
+    method: str,
+) -> None:
+    meta = {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}
+    params = {"_meta": meta, **(LISTEN if method != "server/discover" else {})}
+    # A request carrying modern _meta is served statelessly, inside a session or not.
+    server = ready_server("2025-06-18")
+    server.receive_message(request(1, method, params))
+    [answer] = server.messages_to_send()
+    assert "result" in answer or answer.get("method") == "notifications/subscriptions/acknowledged"
+    # Before any initialize, one without _meta is a 2026-07-28 request missing it.
+    fresh = ServerSession(capabilities=ALL_SERVER_CAPS)
+    fresh.receive_message(request(2, method, {k: v for k, v in params.items() if k != "_meta"}))
+    [refused] = fresh.messages_to_send()
+    assert refused["error"]["code"] == -32602 and "_meta" in refused["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        request(1, "resources/list"),  # a capability the server did not advertise
+        request(2, "prompts/get", {"name": "p"}),
+        request(3, "no/such/method"),
+        request(4, "tools/call", {"name": 5}),  # invalid params
+        request(5, "subscriptions/listen", LISTEN),  # not in the session's revision
+    ],
+)
+def test_a_refused_request_is_logged_quietly(
+    message: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    # Answered with an error, the client's mistake is its own: no operator is needed.
+    server = ready_server("2025-06-18", capabilities={"tools": {}})
+    driver = _driver(server)
+    caplog.set_level(logging.DEBUG, logger="sansio_mcp")
+    server.receive_message(message)
+    driver.process_events()
+    [answer] = server.messages_to_send()
+    assert answer["id"] == message["id"] and "error" in answer
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    assert [r for r in caplog.records if r.levelno == logging.DEBUG and "refused" in r.message]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"this is no JSON\n",  # unparseable: the peer is broken
+        line({"jsonrpc": "2.0", "result": {}, "id": 99}),  # an answer to nothing we asked
+        line(notification("notifications/message", {"level": "info", "data": "x"})),
+    ],
+)
+def test_what_is_no_answered_request_still_warns(
+    data: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = ready_server("2025-06-18", capabilities={"tools": {}})
+    driver = _driver(server)
+    server.receive_data(data)
+    driver.process_events()
+    assert [r for r in caplog.records if r.levelno == logging.WARNING], data

@@ -12,9 +12,11 @@ from hypothesis import strategies as st
 
 from sansio_mcp import InvalidParams
 from sansio_mcp._http import HTTPRequest
+from sansio_mcp._registry import decode_state_cursor, encode_cursor, encode_state_cursor
 from sansio_mcp.gateway import (
     CONNECTOR_TRANSITIONS,
     Backoff,
+    Catalog,
     ConfigError,
     ConnectorStatus,
     ConnectorTools,
@@ -174,7 +176,8 @@ def test_store_catalog_and_version() -> None:
     assert catalog.missing == ["files"] and catalog.ttl_ms() == 0
     move(store, "files", StatusTrigger.LISTED, tools=ConnectorTools(({"name": "read_file"},)))
     catalog = catalog_of(store, config)
-    assert [t["name"] for t in catalog.tools()] == ["github.read_file", "files.read_file"]
+    # Sorted by connector, then tool: the order pages and their cursors follow.
+    assert [t["name"] for t in catalog.tools()] == ["files.read_file", "github.read_file"]
     assert catalog.ttl_ms() == 5_000
     assert catalog.resolve("files.read_file") == ("files", "read_file")
     for bad, named in [
@@ -304,16 +307,107 @@ def test_every_listed_name_resolves_to_its_upstream_tool(
         )
     catalog = catalog_of(store, config)
     listed = [t["name"] for t in catalog.tools()]
-    expected = [
-        f"{name}.{t}"
+    expected = sorted(
+        (name, t)
         for name, (tools, flags) in connectors.items()
         for t in tools
         if flags.get(t, True)
-    ]
-    assert listed == expected
+    )
+    assert listed == [f"{name}.{t}" for name, t in expected]
     for qualified in listed:
         connector, tool = catalog.resolve(qualified)
         assert f"{connector}.{tool}" == qualified
+
+
+# Pages ------------------------------------------------------------------------------------
+
+#: Few letters, so that names collide, prefix one another and sort across connectors
+#: ("a-b" sorts before "a." as a string, after "a" as a connector).
+page_connectors = st.sampled_from(["a", "a-b", "b", "Z", "c_1"])
+page_tools = st.text(alphabet="ab.-_é", min_size=1, max_size=3)
+catalogues = st.dictionaries(
+    page_connectors, st.lists(page_tools, max_size=8, unique=True), max_size=4
+)
+
+
+def _catalog(tools: dict[str, list[str]]) -> Catalog:
+    listed = {c: ConnectorTools(tuple({"name": t} for t in names)) for c, names in tools.items()}
+    return Catalog(listed, ("a", "a-b", "b", "Z", "c_1"), {})
+
+
+@given(st.lists(catalogues, min_size=1, max_size=6), st.integers(1, 5))
+def test_a_walk_through_a_changing_catalogue_never_repeats_nor_skips(
+    reads: list[dict[str, list[str]]], size: int
+) -> None:
+    # Each page is read from the next catalogue (a connector came or went, an
+    # upstream's list changed), the last one staying: no tool is given twice, and
+    # every tool present at every read is given.
+    seen: list[str] = []
+    cursor: str | None = None
+    for page in range(200):
+        tools, cursor = _catalog(reads[min(page, len(reads) - 1)]).page(cursor, size)
+        assert len(tools) <= size
+        seen += [t["name"] for t in tools]
+        if cursor is None:
+            break
+    else:
+        raise AssertionError("the walk did not end")
+    read = [reads[min(p, len(reads) - 1)] for p in range(page + 1)]
+    always = set.intersection(*({f"{c}.{t}" for c, ts in r.items() for t in ts} for r in read))
+    assert len(seen) == len(set(seen)), seen
+    assert always <= set(seen), always - set(seen)
+
+
+@given(catalogues, st.integers(1, 5))
+def test_a_walk_through_a_steady_catalogue_gives_it_all_in_order(
+    tools: dict[str, list[str]], size: int
+) -> None:
+    catalog = _catalog(tools)
+    seen: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        page, cursor = catalog.page(cursor, size)
+        seen += page
+        if cursor is None:
+            break
+        assert len(page) == size and "gateway" not in cursor and "." not in cursor  # opaque
+    assert seen == catalog.tools()
+
+
+@given(
+    st.one_of(
+        st.text(),
+        st.integers(),
+        st.lists(st.text(), max_size=2),
+        st.dictionaries(st.text(max_size=3), st.text(max_size=3), max_size=2),
+        st.lists(st.one_of(st.text(max_size=3), st.integers()), max_size=3).map(
+            lambda state: encode_state_cursor("gateway-1", state)
+        ),
+    )
+)
+def test_a_cursor_no_gateway_made_is_invalid_params(cursor: Any) -> None:
+    catalog = _catalog({"a": ["x", "y"], "b": ["z"]})
+    try:
+        catalog.page(cursor, 1)
+    except InvalidParams as exc:
+        assert "cursor" in exc.message
+    else:  # only a well-formed cursor naming some position
+        assert decode_state_cursor("gateway-1", cursor) is not None
+
+
+@pytest.mark.parametrize(
+    "cursor",
+    [
+        "not-a-cursor",
+        encode_cursor(1),  # an offset cursor, as the gateway gave before
+        encode_state_cursor("a2e-mcp-1", ["a", "x"]),  # another kind of cursor
+        encode_state_cursor("gateway-1", ["a"]),
+        encode_state_cursor("gateway-1", ["a", 1]),
+    ],
+)
+def test_foreign_cursors_are_refused(cursor: str) -> None:
+    with pytest.raises(InvalidParams, match="invalid cursor"):
+        _catalog({"a": ["x"]}).page(cursor, 1)
 
 
 def test_the_command_refuses_a_bad_config(tmp_path: Any) -> None:
@@ -413,3 +507,20 @@ def test_the_command_says_why_it_cannot_listen(tmp_path: Any, backend: str) -> N
     # A port past 65535 is refused, not wrapped around onto another one.
     done = run("--port", str(65536 + 8931))
     assert done.returncode == 2 and "is not a port" in done.stderr
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-06-18", "2025-11-25", None])
+@pytest.mark.parametrize("method", ["subscriptions/listen", "server/discover"])
+def test_modern_only_methods_are_not_found_for_a_handshake_client(
+    version: str | None, method: str
+) -> None:
+    # Its revision has no such method: -32601 with HTTP 200, as its other errors go.
+    router = _router({**CONFIG, "api_keys": []})
+    params = {"notifications": {"toolsListChanged": True}} if method != "server/discover" else {}
+    headers = {"mcp-protocol-version": version} if version else {}
+    answer = _post(
+        router, {"jsonrpc": "2.0", "id": 3, "method": method, "params": params}, **headers
+    )
+    assert answer.status == 200
+    error = json.loads(answer.take())["error"]
+    assert error["code"] == -32601 and method in error["message"], error

@@ -5,6 +5,7 @@ not one per change), and the aggregated list is paginated."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -74,7 +75,11 @@ async def test_the_aggregated_list_is_paginated(nursery: Any) -> None:
             first = await client.send_request("tools/list")
             assert len(first["tools"]) == 4 and "nextCursor" in first
             every = [t["name"] for t in await client.list_tools()]
-            assert every == [f"{c}.{name}" for c in ("ex", "ex2") for name in build_server().tools]
+            # Sorted by connector, then tool: a cursor names where its page ended.
+            expected = [
+                f"{c}.{name}" for c in ("ex", "ex2") for name in sorted(build_server().tools)
+            ]
+            assert every == expected
             assert {n.split(".", 1)[1] for n in every} == EXAMPLE_TOOLS
             with trio.fail_after(5):
                 try:
@@ -83,6 +88,48 @@ async def test_the_aggregated_list_is_paginated(nursery: Any) -> None:
                     assert "cursor" in exc.message
                 else:
                     raise AssertionError("a bad cursor was accepted")
+    nursery.cancel_scope.cancel()
+
+
+async def test_a_connector_going_down_between_pages_skips_no_other_tool(nursery: Any) -> None:
+    # Page 1 gives four of "a"'s tools; "a" goes down; the pages after still give every
+    # tool of "b" (an offset cursor would have skipped b's first four).
+    scope = trio.CancelScope()
+
+    async def serve_a(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        with scope:
+            await serve_http(build_server(), task_status=task_status)
+
+    a, b = await nursery.start(serve_a), await nursery.start(serve_http, build_server())
+    config = parse_config(
+        {
+            "connectors": {
+                "a": {"transport": "http", "url": f"http://127.0.0.1:{a}/mcp"},
+                "b": {"transport": "http", "url": f"http://127.0.0.1:{b}/mcp"},
+            }
+        }
+    )
+    settings = UpstreamSettings(ping_interval=60.0, backoff=Backoff(base=30.0))
+    gateway = Gateway(config, BACKEND, transport_opener(BACKEND), settings=settings, page_size=4)
+    nursery.start_soon(gateway.run)
+    with trio.fail_after(10):
+        while any(s["status"] != "ready" for s in gateway.status().values()):
+            await trio.sleep(0.02)
+    await trio.sleep(0.2)  # a's listen stream open: its end tells the gateway at once
+    port = await nursery.start(partial(serve_router, gateway.server, router=gateway.router()))
+    async with open_http_client(f"http://127.0.0.1:{port}/mcp", mode="modern") as client:
+        first = await client.send_request("tools/list")
+        names = [t["name"] for t in first["tools"]]
+        assert len(names) == 4 and all(n.startswith("a.") for n in names)
+        scope.cancel()
+        await _leaves_ready(gateway, "a", within=5)
+        cursor = first["nextCursor"]
+        while cursor is not None:
+            page = await client.send_request("tools/list", {"cursor": cursor})
+            names += [t["name"] for t in page["tools"]]
+            cursor = page.get("nextCursor")
+    assert len(names) == len(set(names))
+    assert {f"b.{n}" for n in EXAMPLE_TOOLS} <= set(names), names
     nursery.cancel_scope.cancel()
 
 
@@ -288,4 +335,40 @@ async def test_an_upstream_that_never_lists_is_retried(nursery: Any) -> None:
             await trio.sleep(0.05)
     status = gateway.status()["mute"]
     assert status["status"] == "backoff" and "tools/list" in status["error"], status
+    nursery.cancel_scope.cancel()
+
+
+async def test_refused_probes_are_not_warnings(
+    nursery: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Clients probe resources and prompts; the gateway answers -32601 and the client
+    # learns: nothing there for an operator, so nothing at WARNING.
+    import httpx
+
+    upstream = await nursery.start(serve_http, build_server())
+    url = f"http://127.0.0.1:{upstream}/mcp"
+    config = parse_config({"connectors": {"ex": {"transport": "http", "url": url}}})
+    gateway = Gateway(config, BACKEND, transport_opener(BACKEND))
+    nursery.start_soon(gateway.run)
+    await _ready(gateway)
+    port = await nursery.start(partial(serve_router, gateway.server, router=gateway.router()))
+    base = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    caplog.set_level("DEBUG", logger="sansio_mcp")
+    async with httpx.AsyncClient(timeout=10) as http:
+        for method in ("resources/list", "prompts/list", "completion/complete"):
+            modern = {"mcp-protocol-version": "2026-07-28", "mcp-method": method}
+            body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {"_meta": meta}}
+            got = await http.post(f"http://127.0.0.1:{port}/mcp", json=body, headers=base | modern)
+            assert got.json()["error"]["code"] == -32601
+            legacy = {"mcp-protocol-version": "2025-06-18"}
+            body = {"jsonrpc": "2.0", "id": 2, "method": method, "params": {}}
+            got = await http.post(f"http://127.0.0.1:{port}/mcp", json=body, headers=base | legacy)
+            assert got.json()["error"]["code"] == -32601
+    loud = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert not [m for m in loud if "protocol violation" in m], loud
+    assert any("refused a request" in r.getMessage() for r in caplog.records)
     nursery.cancel_scope.cancel()

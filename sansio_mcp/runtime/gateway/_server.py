@@ -17,7 +17,7 @@ from ..._errors import (
     MethodNotFound,
     MissingRequiredClientCapability,
 )
-from ..._modern import CacheHints, missing_input_capabilities
+from ..._modern import CacheHints, end_to_end_meta, missing_input_capabilities
 from ..._registry import ToolResult
 from ..._versions import (
     INPUT_REQUEST_CAPABILITIES,
@@ -78,12 +78,18 @@ class GatewayServer(Server):
             connector, tool = self.catalog().resolve(name)
             params = {k: ctx.params[k] for k in _CALL_KEYS if k in ctx.params}
             params["name"] = tool
+            meta = end_to_end_meta(ctx.params.get("_meta"))
+            if meta:
+                params["_meta"] = meta  # the upstream hop adds its own protocol keys
             return self._call(ctx, connector, params)
         raise MethodNotFound(message=f"method not found: {ctx.method!r} (the gateway serves tools)")
 
     def _list(self, ctx: Context) -> dict[str, Any]:
         catalog = self.catalog()
-        result = self._page(ctx.params, "tools", catalog.tools())
+        tools, cursor = catalog.page(ctx.params.get("cursor"), self.page_size)
+        result: dict[str, Any] = {"tools": tools}
+        if cursor is not None:
+            result["nextCursor"] = cursor
         missing = catalog.missing
         if missing:
             result["_meta"] = {META_MISSING_CONNECTORS: missing}

@@ -331,7 +331,7 @@ class Upstream:
                 raise ConnectorUnavailable(self.name, *([error] if error else []))
             sent = params
             if not client.session.is_modern:
-                sent = {k: v for k, v in params.items() if k in ("name", "arguments")}
+                sent = {k: v for k, v in params.items() if k in ("name", "arguments", "_meta")}
             try:
                 return await client.send_request(
                     "tools/call", sent, timeout=self.settings.call_timeout, on_progress=on_progress
