@@ -4,13 +4,16 @@ HTTP; our own client at both eras as the gateway's client."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 import trio
 
 from sansio_mcp import InvalidParams, MissingRequiredClientCapability
+from sansio_mcp._versions import REVISIONS
 from sansio_mcp.runtime.gateway import META_MISSING_CONNECTORS
+from sansio_mcp_testing.schemas import load_schema, missing_schema_message
 from trio_adapters import ClientHandlers
 from trio_adapters.http_client import open_http_client
 
@@ -197,3 +200,84 @@ async def test_a_handshake_upstream_asks_a_handshake_client(setup: Setup) -> Non
         refused = await client.call_tool("everything.trigger-elicitation-request", {})
         assert refused["isError"] is True
         assert "cannot relay elicitation/create" in _text(refused)
+
+
+async def test_answers_and_questions_fit_the_clients_revision(setup: Setup) -> None:
+    """server-everything speaks 2025-11-25 with the gateway: a 2025-03-26 client gets
+    its resource links as text, a 2025-06-18 client a form its revision can show (the
+    multi-selects it cannot are left out), and -32021 for a URL it cannot open."""
+    async with open_http_client(setup.url, headers=AUTH, protocol_version="2025-03-26") as client:
+        links = await client.call_tool("everything.get-resource-links", {"count": 2})
+    assert {c["type"] for c in links["content"]} <= REVISIONS["2025-03-26"].content_types
+    assert "demo://resource/dynamic/text/2" in _text(links)
+
+    asked: list[dict[str, Any]] = []
+
+    async def answer(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params)
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    handlers = ClientHandlers(elicitation=answer)
+    async with open_http_client(
+        setup.url, headers=AUTH, protocol_version="2025-06-18", handlers=handlers
+    ) as client:
+        done = await client.call_tool("everything.trigger-elicitation-request", {})
+        assert "Ada" in _text(done) and not done.get("isError")
+        with pytest.raises(MissingRequiredClientCapability) as info:
+            await client.call_tool(
+                "everything.trigger-url-elicitation", {"url": "https://example.com/"}
+            )
+    assert info.value.data == {"requiredCapabilities": {"elicitation": {"url": {}}}}
+    schema = load_schema("2025-06-18")
+    assert schema is not None, missing_schema_message("2025-06-18")
+    assert len(asked) == 1
+    form = {"jsonrpc": "2.0", "id": 1, "method": "elicitation/create", "params": asked[0]}
+    assert schema.errors("ElicitRequest", form) == []
+
+
+def test_a_url_elicitation_error_reaches_a_modern_client_as_input_required(
+    setup: Setup,
+) -> None:
+    """2026-07-28 may not emit -32042: the upstream's URL elicitation error becomes
+    the same question by MRTR, or -32021 for a client without URL mode."""
+    import httpx
+
+    def call(elicitation: dict[str, Any], elicitation_id: str) -> dict[str, Any]:
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": elicitation},
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        }
+        name = "everything.trigger-url-elicitation"
+        arguments = {"url": "https://example.com/", "errorPath": True}
+        arguments["elicitationId"] = elicitation_id
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments, "_meta": meta},
+        }
+        headers = {
+            **AUTH,
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": "tools/call",
+            "mcp-name": name,
+        }
+        with httpx.Client(timeout=30) as http:
+            answer = http.post(setup.url, json=body, headers=headers)
+        if answer.headers["content-type"].startswith("text/event-stream"):
+            data = [line[5:] for line in answer.text.splitlines() if line.startswith("data:")]
+            return dict(json.loads(data[-1]))
+        return dict(answer.json())
+
+    # (Another id each time: server-everything takes the same one again as the retry.)
+    asked = call({"url": {}}, "first")["result"]
+    assert asked["resultType"] == "input_required"
+    (question,) = asked["inputRequests"].values()
+    assert question["method"] == "elicitation/create"
+    assert question["params"]["mode"] == "url" and "elicitationId" not in question["params"]
+    assert question["params"]["url"].startswith("https://")
+    refused = call({"form": {}}, "second")["error"]
+    assert refused["code"] == -32021
+    assert refused["data"]["requiredCapabilities"] == {"elicitation": {"url": {}}}

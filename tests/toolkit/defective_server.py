@@ -1,8 +1,9 @@
 """Small deliberately defective MCP servers (stdio NDJSON, 2025-06-18), one
 defect per mode: ``defective_server.py MODE[,MODE...]``, or ``many`` for all of
 them at once.  Written without the library, so the defects are not limited by it.
-Without a mode the server is well behaved (one ``echo`` tool, one resource, one
-template, one prompt)."""
+Without a mode the server is well behaved (an ``echo`` tool, a ``browse`` tool that
+rightly refuses a client without URL elicitation, one resource, one template, one
+prompt)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ DEFECTS = {
     "answers-notifications": "every notification gets a response (id null)",
     "wrong-version": 'the error answering params that are no object says jsonrpc "1.0"',
     "stray-id": "every tools/list answer is followed by a response with id 9999",
+    "false-refusal": 'tool "draw" refuses with -32021 for sampling, which the client declared',
 }
 
 MODES = set(sys.argv[1].split(",")) if len(sys.argv) > 1 else set()
@@ -49,7 +51,9 @@ def tool(name: str, **properties: dict) -> dict:
     return {"name": name, "inputSchema": schema}
 
 
-TOOLS: list[dict] = [ECHO]
+#: Needs URL elicitation, which no 2025-06-18 client has: refused with -32021.
+BROWSE = {"name": "browse", "inputSchema": {"type": "object"}}
+TOOLS: list[dict] = [ECHO, BROWSE]
 if "duplicate-tools" in MODES:
     TOOLS.append(dict(ECHO, description="the same name again"))
 if "string-input-schema" in MODES:
@@ -63,6 +67,8 @@ if "array-output-schema" in MODES or "structured-mismatch" in MODES:
     TOOLS.append({"name": "table", "inputSchema": {"type": "object"}, "outputSchema": output})
 if "unknown-content" in MODES:
     TOOLS.append({"name": "film", "inputSchema": {"type": "object"}})
+if "false-refusal" in MODES:
+    TOOLS.append({"name": "draw", "inputSchema": {"type": "object"}})
 if "crash-on-call" in MODES:
     TOOLS.append(tool("explode", n={"type": "integer", "minimum": 0, "maximum": 1000}))
 if "close-output" in MODES:
@@ -117,6 +123,19 @@ def call_tool(request_id: object, params: dict) -> None:
         return result(request_id, text("done"))
     if name == "spell":
         return result(request_id, text("spelled"))
+    if name in ("browse", "draw"):
+        needed = {"elicitation": {"url": {}}} if name == "browse" else {"sampling": {}}
+        return send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "error": {
+                    "code": -32021,
+                    "message": f"{name} needs {json.dumps(needed)}",
+                    "data": {"requiredCapabilities": needed},
+                },
+            }
+        )
     return error(request_id, -32602, f"unknown tool {name!r}")
 
 

@@ -39,6 +39,7 @@ EXPECTED: dict[str, tuple[str, str, str | None]] = {
     "answers-notifications": ("wire", "got an answer (a notification is never answered)", None),
     "wrong-version": ("wire", 'a message with jsonrpc "1.0"', None),
     "stray-id": ("wire", "a response with id 9999, which matches no request", None),
+    "false-refusal": ("valid-arguments", "got a protocol error -32021", "draw"),
 }
 
 
@@ -86,8 +87,12 @@ def test_every_defect_has_an_expectation() -> None:
 def test_the_well_behaved_mode_is_clean(tmp_path: Path, schema_dir: str) -> None:
     data = check(tmp_path, schema_dir, *DEFECTIVE, revision="2025-06-18")
     assert data["violations"] == [], data["violations"]
-    assert data["properties"]["listings"]["checks"] == 4  # a tool, prompt, resource, template
+    assert data["properties"]["listings"]["checks"] == 5  # two tools, a prompt, resource, template
     assert data["properties"]["wire"]["status"] == "passed"
+    # browse refuses with -32021 for URL elicitation, which 2025-06-18 cannot declare.
+    refused = [s for s in data["skipped"] if s["what"].startswith("tool browse")]
+    assert refused, data["skipped"]
+    assert 'needs client capability {"elicitation": {"url": {}}}' in refused[0]["reason"]
 
 
 @pytest.mark.parametrize("mode", sorted(EXPECTED))

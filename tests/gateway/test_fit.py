@@ -1,0 +1,185 @@
+"""What an upstream sends, fitted to the revision of the gateway's client: the
+revision table that decides it matches the official schemas, what is fitted
+validates against the client's revision, and what cannot be fitted is refused by
+the session rather than sent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sansio_mcp import LocalProtocolError, ServerSession
+from sansio_mcp._versions import ALL_REVISIONS, HANDSHAKE_REVISIONS, REVISIONS
+from sansio_mcp.gateway import fit_input_request, fit_tool_result
+from sansio_mcp_testing.schemas import OfficialSchema, load_schema, missing_schema_message
+
+
+def _schema(revision: str) -> OfficialSchema:
+    schema = load_schema(revision)
+    assert schema is not None, missing_schema_message(revision)
+    return schema
+
+
+def _array_fields(schema: OfficialSchema) -> bool:
+    """Whether the revision's elicitation forms have a field that is an array."""
+    primitive = schema.defs.get("PrimitiveSchemaDefinition")
+    pending, seen = [primitive] if primitive else [], set()
+    while pending:
+        node = pending.pop()
+        if "$ref" in node:
+            name = node["$ref"].rsplit("/", 1)[-1]
+            if name not in seen:
+                seen.add(name)
+                pending.append(schema.defs[name])
+            continue
+        if node.get("properties", {}).get("type", {}).get("const") == "array":
+            return True
+        pending.extend(node.get("anyOf", []) + node.get("oneOf", []))
+    return False
+
+
+@pytest.mark.parametrize("revision", ALL_REVISIONS)
+def test_the_revision_table_matches_the_schema(revision: str) -> None:
+    schema, table = _schema(revision), REVISIONS[revision]
+    assert table.content_types == schema.content_types
+    assert table.multi_select_elicitation == _array_fields(schema)
+    modes: set[str] = set()
+    if "ElicitRequest" in schema.defs:
+        modes.add("form")
+    if "ElicitRequestURLParams" in schema.defs:
+        modes.add("url")
+    assert table.elicitation_modes == modes
+
+
+_DATA = st.binary(min_size=1, max_size=12).map(lambda b: b.hex())
+_BLOCKS = st.one_of(
+    st.builds(lambda t: {"type": "text", "text": t}, st.text(max_size=20)),
+    st.builds(lambda d: {"type": "image", "data": d, "mimeType": "image/png"}, _DATA),
+    st.builds(lambda d: {"type": "audio", "data": d, "mimeType": "audio/wav"}, _DATA),
+    st.builds(
+        lambda n, name, desc: {
+            "type": "resource_link",
+            "uri": f"demo://resource/{n}",
+            "name": name,
+            **({"description": desc} if desc is not None else {}),
+        },
+        st.integers(0, 99),
+        st.text(min_size=1, max_size=10),
+        st.none() | st.text(max_size=10),
+    ),
+    st.builds(
+        lambda t: {"type": "resource", "resource": {"uri": "demo://r", "text": t}},
+        st.text(max_size=10),
+    ),
+)
+
+
+@given(content=st.lists(_BLOCKS, max_size=6), is_error=st.booleans())
+def test_a_fitted_result_is_valid_in_every_revision(
+    content: list[dict[str, Any]], is_error: bool
+) -> None:
+    result = {"content": content, "isError": is_error}
+    for name in HANDSHAKE_REVISIONS:
+        revision, schema = REVISIONS[name], _schema(name)
+        fitted = fit_tool_result(result, revision)
+        assert schema.is_valid("CallToolResult", fitted), (name, fitted)
+        assert len(fitted["content"]) == len(content)
+        for before, after in zip(content, fitted["content"], strict=True):
+            if before["type"] in revision.content_types:
+                assert after == before  # what the client knows passes untouched
+            else:
+                assert after["type"] == "text"
+                if before["type"] == "resource_link":
+                    assert before["uri"] in after["text"]
+    assert fit_tool_result(result, REVISIONS["2025-11-25"]) is result
+
+
+#: An elicitation as server-everything asks it (2025-11-25): a default, a titled
+#: single-select, optional multi-selects, and one required multi-select variant below.
+FORM: dict[str, Any] = {
+    "mode": "form",
+    "message": "Please fill in",
+    "requestedSchema": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "title": "Name", "default": "Ada"},
+            "hero": {
+                "type": "string",
+                "title": "Hero",
+                "oneOf": [{"const": "h1", "title": "Superman"}, {"const": "h2", "title": "Batman"}],
+            },
+            "colour": {"type": "string", "enum": ["red", "blue"]},
+            "instruments": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["Guitar", "Piano"]},
+            },
+        },
+        "required": ["name"],
+    },
+}
+
+
+def _elicitation_is_valid(revision: str, params: dict[str, Any]) -> bool:
+    return _schema(revision).is_valid(
+        "ElicitRequest",
+        {"jsonrpc": "2.0", "id": 1, "method": "elicitation/create", "params": params},
+    )
+
+
+def _session(revision: str, elicitation: dict[str, Any]) -> ServerSession:
+    session = ServerSession(server_info={"name": "s", "version": "1"}, capabilities={})
+    session.receive_message(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": revision,
+                "capabilities": {"elicitation": elicitation},
+                "clientInfo": {"name": "c", "version": "1"},
+            },
+        }
+    )
+    session.receive_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    session.messages_to_send()
+    return session
+
+
+def test_a_form_is_fitted_to_2025_06_18() -> None:
+    assert not _elicitation_is_valid("2025-06-18", FORM)
+    fitted = fit_input_request("elicitation/create", FORM, REVISIONS["2025-06-18"])
+    assert _elicitation_is_valid("2025-06-18", fitted)
+    fields = fitted["requestedSchema"]["properties"]
+    assert "mode" not in fitted and "instruments" not in fields  # optional: left out
+    assert fields["hero"] == {
+        "type": "string",
+        "title": "Hero",
+        "enum": ["h1", "h2"],
+        "enumNames": ["Superman", "Batman"],
+    }
+    assert fields["name"] == FORM["requestedSchema"]["properties"]["name"]
+    _session("2025-06-18", {}).send_request("elicitation/create", fitted)  # the gate agrees
+    # 2025-11-25 takes the form as it is.
+    assert fit_input_request("elicitation/create", FORM, REVISIONS["2025-11-25"]) is FORM
+    assert _elicitation_is_valid("2025-11-25", FORM)
+
+
+def test_what_cannot_be_fitted_is_refused_by_the_session() -> None:
+    required = {
+        **FORM,
+        "requestedSchema": {**FORM["requestedSchema"], "required": ["name", "instruments"]},
+    }
+    fitted = fit_input_request("elicitation/create", required, REVISIONS["2025-06-18"])
+    assert "instruments" in fitted["requestedSchema"]["properties"]  # required: kept
+    with pytest.raises(LocalProtocolError, match="'instruments' is a multi-select"):
+        _session("2025-06-18", {}).send_request("elicitation/create", fitted)
+    url = {"mode": "url", "message": "Open", "url": "https://example.com/", "elicitationId": "e"}
+    assert fit_input_request("elicitation/create", url, REVISIONS["2025-06-18"]) == url
+    with pytest.raises(LocalProtocolError, match="revision 2025-06-18 does not have it"):
+        _session("2025-06-18", {}).send_request("elicitation/create", url)
+    with pytest.raises(LocalProtocolError, match="the client did not declare it"):
+        _session("2025-11-25", {"form": {}}).send_request("elicitation/create", url)
+    _session("2025-11-25", {"url": {}}).send_request("elicitation/create", url)
