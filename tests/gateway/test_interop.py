@@ -281,3 +281,14 @@ def test_a_url_elicitation_error_reaches_a_modern_client_as_input_required(
     refused = call({"form": {}}, "second")["error"]
     assert refused["code"] == -32021
     assert refused["data"]["requiredCapabilities"] == {"elicitation": {"url": {}}}
+
+
+@pytest.mark.parametrize("mode", ["modern", "legacy"])
+async def test_an_upstream_error_names_its_connector(setup: Setup, mode: str) -> None:
+    """The upstream's own error (its code and data untouched) says which connector
+    gave it: the client called ``example.echo``, the upstream knows only ``echo``."""
+    async with open_http_client(setup.url, headers=AUTH, mode=mode) as client:
+        with pytest.raises(InvalidParams) as info:
+            await client.call_tool("example.echo", {})
+    assert info.value.message.startswith("connector 'example': ")
+    assert "'message'" in info.value.message

@@ -131,7 +131,9 @@ class GatewayServer(Server):
             if refused:
                 raise refused[0] from None  # what the client lacks, not how the upstream failed
             if exc.code != ErrorCode.URL_ELICITATION_REQUIRED:
-                raise
+                # The client called connector.tool: say which upstream answered so.
+                message = f"connector {connector!r}: {exc.message}"
+                raise MCPError(exc.code, message, exc.data) from None
             result = _url_elicitation(ctx, exc)
         if refused and result.get("isError") is True:
             raise refused[0]
