@@ -103,6 +103,48 @@ def _check_elicitation(
                 )
 
 
+#: What a sampling message may carry besides text and images (and audio, where the
+#: revision's content has it): the blocks of a tool loop, with sampling tools.
+_SAMPLING_TOOL_BLOCKS = frozenset({"tool_use", "tool_result"})
+
+
+def _check_sampling(
+    params: dict[str, Any], revision: Revision, peer_capabilities: dict[str, Any] | None
+) -> None:
+    """Raise LocalProtocolError for a sampling request the client cannot take: tools
+    its revision lacks or it did not declare (sampling.tools), or message content
+    its revision cannot carry."""
+    if params.get("tools") or params.get("toolChoice"):
+        if not revision.sampling_tools:
+            raise LocalProtocolError(
+                "cannot send sampling/createMessage with tools: revision "
+                f"{revision.name} does not have them"
+            )
+        if not has_capability(peer_capabilities, ("sampling", "tools")):
+            raise LocalProtocolError(
+                "cannot send sampling/createMessage with tools: the client did not "
+                "declare sampling.tools"
+            )
+    allowed = {"text", "image"} | (revision.content_types & {"audio"})
+    if revision.sampling_tools:
+        allowed |= _SAMPLING_TOOL_BLOCKS
+    messages = params.get("messages")
+    for message in messages if isinstance(messages, list) else ():
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list) and not revision.sampling_tools:
+            raise LocalProtocolError(
+                "cannot send sampling/createMessage: a message's content is a list, "
+                f"which revision {revision.name} cannot carry"
+            )
+        for block in content if isinstance(content, list) else [content]:
+            kind = block.get("type") if isinstance(block, dict) else None
+            if isinstance(kind, str) and kind not in allowed:
+                raise LocalProtocolError(
+                    f"cannot send sampling/createMessage: a message has {kind!r} content, "
+                    f"which revision {revision.name} cannot carry"
+                )
+
+
 class RoleGates:
     """The methods one role sends and serves, and the capability each needs."""
 
@@ -240,6 +282,8 @@ class RoleGates:
                 )
         if method == "elicitation/create":
             _check_elicitation(params, revision, peer_capabilities)
+        elif method == "sampling/createMessage":
+            _check_sampling(params, revision, peer_capabilities)
         problem = check_params(method, params)
         if problem:
             raise LocalProtocolError(problem)

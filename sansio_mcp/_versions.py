@@ -64,6 +64,9 @@ class Revision:
     elicitation_modes: frozenset[str]
     #: Whether a form may ask for several choices (an array field: a multi-select).
     multi_select_elicitation: bool
+    #: Whether sampling may offer tools: ``tools``/``toolChoice``, ``tool_use`` and
+    #: ``tool_result`` blocks, and a message content that is a list of blocks.
+    sampling_tools: bool
 
     def __str__(self) -> str:
         return self.name
@@ -133,6 +136,7 @@ _R_2024_11_05 = Revision(
     content_types=_CONTENT_2024,
     elicitation_modes=frozenset(),
     multi_select_elicitation=False,
+    sampling_tools=False,
 )
 _R_2025_03_26 = attrs.evolve(
     _R_2024_11_05,
@@ -166,6 +170,7 @@ _R_2025_11_25 = attrs.evolve(
     implementation_fields=_IMPL_2024 | {"title", "description", "icons", "websiteUrl"},
     elicitation_modes=_ALL_ELICITATION_MODES,
     multi_select_elicitation=True,
+    sampling_tools=True,
 )
 
 _R_2026_07_28 = Revision(
@@ -213,6 +218,7 @@ _R_2026_07_28 = Revision(
     content_types=_ALL_CONTENT,
     elicitation_modes=_ALL_ELICITATION_MODES,
     multi_select_elicitation=True,
+    sampling_tools=True,
 )
 
 REVISIONS: Mapping[str, Revision] = {

@@ -50,8 +50,12 @@ def fit_input_request(method: str, params: dict[str, Any], revision: Revision) -
     Before 2025-11-25 an elicitation form carries no ``mode``, a titled
     single-select (``oneOf`` of ``const`` and ``title``) becomes ``enum`` and
     ``enumNames``, and an optional multi-select is left out (the answer then lacks
-    it, which the upstream allowed).  A required multi-select, or a URL-mode
-    elicitation, is passed as is: the session refuses to send it."""
+    it, which the upstream allowed); a sampling message whose content is a list
+    of blocks becomes one message per block, in order, of the same role.  A
+    required multi-select, a URL-mode elicitation, or sampling with tools or
+    content the revision lacks, is passed as is: the session refuses to send it."""
+    if method == "sampling/createMessage" and not revision.sampling_tools:
+        return _single_block_messages(params)
     if method != "elicitation/create" or revision.multi_select_elicitation:
         return params
     if params.get("mode", "form") != "form":
@@ -70,6 +74,22 @@ def fit_input_request(method: str, params: dict[str, Any], revision: Revision) -
         kept[name] = _titled_as_enum(field)
     fitted["requestedSchema"] = {**schema, "properties": kept}
     return fitted
+
+
+def _single_block_messages(params: dict[str, Any]) -> dict[str, Any]:
+    messages = params.get("messages")
+    if not isinstance(messages, list) or not any(
+        isinstance(m, dict) and isinstance(m.get("content"), list) for m in messages
+    ):
+        return params
+    split: list[Any] = []
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            split.extend({**message, "content": block} for block in content)
+        else:
+            split.append(message)
+    return {**params, "messages": split}
 
 
 def _titled_as_enum(field: Any) -> Any:

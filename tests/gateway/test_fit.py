@@ -52,6 +52,10 @@ def test_the_revision_table_matches_the_schema(revision: str) -> None:
     if "ElicitRequestURLParams" in schema.defs:
         modes.add("url")
     assert table.elicitation_modes == modes
+    sampling = schema.defs.get("CreateMessageRequestParams") or (
+        schema.defs["CreateMessageRequest"]["properties"]["params"]
+    )
+    assert table.sampling_tools == ("tools" in sampling["properties"])
 
 
 _DATA = st.binary(min_size=1, max_size=12).map(lambda b: b.hex())
@@ -129,7 +133,12 @@ def _elicitation_is_valid(revision: str, params: dict[str, Any]) -> bool:
     )
 
 
-def _session(revision: str, elicitation: dict[str, Any]) -> ServerSession:
+def _session(
+    revision: str, elicitation: dict[str, Any], sampling: dict[str, Any] | None = None
+) -> ServerSession:
+    capabilities: dict[str, Any] = {"elicitation": elicitation}
+    if sampling is not None:
+        capabilities["sampling"] = sampling
     session = ServerSession(server_info={"name": "s", "version": "1"}, capabilities={})
     session.receive_message(
         {
@@ -138,7 +147,7 @@ def _session(revision: str, elicitation: dict[str, Any]) -> ServerSession:
             "method": "initialize",
             "params": {
                 "protocolVersion": revision,
-                "capabilities": {"elicitation": elicitation},
+                "capabilities": capabilities,
                 "clientInfo": {"name": "c", "version": "1"},
             },
         }
@@ -183,3 +192,69 @@ def test_what_cannot_be_fitted_is_refused_by_the_session() -> None:
     with pytest.raises(LocalProtocolError, match="the client did not declare it"):
         _session("2025-11-25", {"form": {}}).send_request("elicitation/create", url)
     _session("2025-11-25", {"url": {}}).send_request("elicitation/create", url)
+
+
+_TEXT = {"type": "text", "text": "hi"}
+_AUDIO = {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}
+_IMAGE = {"type": "image", "data": "AAAA", "mimeType": "image/png"}
+
+
+def _sampling_is_valid(revision: str, params: dict[str, Any]) -> bool:
+    return _schema(revision).is_valid(
+        "CreateMessageRequest",
+        {"jsonrpc": "2.0", "id": 1, "method": "sampling/createMessage", "params": params},
+    )
+
+
+@given(
+    blocks=st.lists(
+        st.lists(st.sampled_from([_TEXT, _IMAGE]), max_size=3)
+        | st.sampled_from([_TEXT, _IMAGE]),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_sampling_content_lists_become_one_message_per_block(blocks: list[Any]) -> None:
+    """2025-11-25's list of blocks in one message is, before it, the same blocks as
+    messages of their own, in order, each valid and sent by the session."""
+    params = {
+        "messages": [{"role": "user", "content": b} for b in blocks],
+        "maxTokens": 5,
+    }
+    flat = [b for c in blocks for b in (c if isinstance(c, list) else [c])]
+    for name in HANDSHAKE_REVISIONS:
+        fitted = fit_input_request("sampling/createMessage", params, REVISIONS[name])
+        if REVISIONS[name].sampling_tools:
+            assert fitted is params
+            continue
+        assert [m["content"] for m in fitted["messages"]] == flat
+        assert {m["role"] for m in fitted["messages"]} <= {"user"}
+        assert _sampling_is_valid(name, fitted), (name, fitted)
+        _session(name, {}, {}).send_request("sampling/createMessage", fitted)
+
+
+def test_sampling_the_client_cannot_take_is_refused_by_the_session() -> None:
+    """Tools only go to a 2025-11-25 client that declared sampling.tools (the spec's
+    MUST NOT); audio not to 2024-11-05; tool blocks and lists not before 2025-11-25."""
+    tools = {
+        "messages": [{"role": "user", "content": _TEXT}],
+        "maxTokens": 5,
+        "tools": [{"name": "get_weather", "inputSchema": {"type": "object"}}],
+    }
+    for name in ("2024-11-05", "2025-03-26", "2025-06-18"):
+        fitted = fit_input_request("sampling/createMessage", tools, REVISIONS[name])
+        with pytest.raises(LocalProtocolError, match=f"revision {name} does not have them"):
+            _session(name, {}, {"tools": {}}).send_request("sampling/createMessage", fitted)
+    with pytest.raises(LocalProtocolError, match="did not declare sampling.tools"):
+        _session("2025-11-25", {}, {}).send_request("sampling/createMessage", tools)
+    _session("2025-11-25", {}, {"tools": {}}).send_request("sampling/createMessage", tools)
+    audio = {"messages": [{"role": "user", "content": _AUDIO}], "maxTokens": 5}
+    assert not _sampling_is_valid("2024-11-05", audio) and _sampling_is_valid("2025-03-26", audio)
+    with pytest.raises(LocalProtocolError, match="'audio' content"):
+        _session("2024-11-05", {}, {}).send_request("sampling/createMessage", audio)
+    _session("2025-03-26", {}, {}).send_request("sampling/createMessage", audio)
+    use = {"type": "tool_use", "id": "t1", "name": "get_weather", "input": {}}
+    loop = {"messages": [{"role": "assistant", "content": use}], "maxTokens": 5}
+    with pytest.raises(LocalProtocolError, match="'tool_use' content"):
+        _session("2025-06-18", {}, {}).send_request("sampling/createMessage", loop)
+    _session("2025-11-25", {}, {"tools": {}}).send_request("sampling/createMessage", loop)
