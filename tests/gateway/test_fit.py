@@ -52,8 +52,9 @@ def test_the_revision_table_matches_the_schema(revision: str) -> None:
     if "ElicitRequestURLParams" in schema.defs:
         modes.add("url")
     assert table.elicitation_modes == modes
-    sampling = schema.defs.get("CreateMessageRequestParams") or (
-        schema.defs["CreateMessageRequest"]["properties"]["params"]
+    sampling = (
+        schema.defs.get("CreateMessageRequestParams")
+        or (schema.defs["CreateMessageRequest"]["properties"]["params"])
     )
     assert table.sampling_tools == ("tools" in sampling["properties"])
 
@@ -208,8 +209,7 @@ def _sampling_is_valid(revision: str, params: dict[str, Any]) -> bool:
 
 @given(
     blocks=st.lists(
-        st.lists(st.sampled_from([_TEXT, _IMAGE]), max_size=3)
-        | st.sampled_from([_TEXT, _IMAGE]),
+        st.lists(st.sampled_from([_TEXT, _IMAGE]), max_size=3) | st.sampled_from([_TEXT, _IMAGE]),
         min_size=1,
         max_size=4,
     )
@@ -245,7 +245,7 @@ def test_sampling_the_client_cannot_take_is_refused_by_the_session() -> None:
         fitted = fit_input_request("sampling/createMessage", tools, REVISIONS[name])
         with pytest.raises(LocalProtocolError, match=f"revision {name} does not have them"):
             _session(name, {}, {"tools": {}}).send_request("sampling/createMessage", fitted)
-    with pytest.raises(LocalProtocolError, match="did not declare sampling.tools"):
+    with pytest.raises(LocalProtocolError, match=r"did not declare sampling\.tools"):
         _session("2025-11-25", {}, {}).send_request("sampling/createMessage", tools)
     _session("2025-11-25", {}, {"tools": {}}).send_request("sampling/createMessage", tools)
     audio = {"messages": [{"role": "user", "content": _AUDIO}], "maxTokens": 5}
