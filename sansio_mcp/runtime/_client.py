@@ -55,6 +55,7 @@ class ClientHandlers:
     """How a client answers the server: each handler present advertises its capability.
 
     * ``sampling(params) -> CreateMessageResult``
+      (``sampling_tools``: it may offer the model tools, 2025-11-25 on)
     * ``elicitation(params) -> ElicitResult`` (``elicitation_modes`` says which modes)
     * ``roots``: a list of roots, or a function returning one
     * ``on_notification(method, params)``: every server notification
@@ -62,6 +63,7 @@ class ClientHandlers:
     """
 
     sampling: SamplingHandler | None = None
+    sampling_tools: bool = False
     elicitation: ElicitationHandler | None = None
     elicitation_modes: tuple[str, ...] = ("form",)
     roots: RootsProvider | None = None
@@ -76,7 +78,7 @@ class ClientHandlers:
         if self.tasks:
             caps["extensions"] = {TASKS_EXTENSION: {}}
         if self.sampling is not None:
-            caps["sampling"] = {}
+            caps["sampling"] = {"tools": {}} if self.sampling_tools else {}
         if self.elicitation is not None:
             caps["elicitation"] = {mode: {} for mode in self.elicitation_modes}
         if self.roots is not None:

@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 import trio
 
-from sansio_mcp import InvalidParams
+from sansio_mcp import InvalidParams, MissingRequiredClientCapability
 from sansio_mcp.gateway import Backoff, parse_config
+from sansio_mcp.runtime import Context, Server
 from sansio_mcp.runtime.example_server import build_server
 from sansio_mcp.runtime.gateway import Gateway, UpstreamSettings, transport_opener
-from trio_adapters import BACKEND
+from trio_adapters import BACKEND, ClientHandlers
 from trio_adapters.http_client import open_http_client
 from trio_adapters.http_server import serve_http, serve_router
 
@@ -371,4 +372,55 @@ async def test_refused_probes_are_not_warnings(
     loud = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert not [m for m in loud if "protocol violation" in m], loud
     assert any("refused a request" in r.getMessage() for r in caplog.records)
+    nursery.cancel_scope.cancel()
+
+
+WEATHER = {"name": "get_weather", "inputSchema": {"type": "object"}}
+
+
+async def test_tool_enabled_sampling_reaches_a_client_that_declared_it(nursery: Any) -> None:
+    # The gateway's upstream client declares sampling.tools, so a 2026-07-28 upstream
+    # asks; the gateway's own session passes the question only to a client that
+    # declared sampling.tools too, and tells any other it lacks it.
+    server = Server("sampler")
+
+    @server.tool()
+    async def weather(ctx: Context) -> str:
+        """Ask the client's model, offering it a tool."""
+        result = await ctx.sample("Weather in Paris?", max_tokens=5, tools=[WEATHER])
+        return json.dumps(result.get("content"))
+
+    upstream = await nursery.start(serve_http, server)
+    url = f"http://127.0.0.1:{upstream}/mcp"
+    config = parse_config({"connectors": {"ex": {"transport": "http", "url": url}}})
+    gateway = Gateway(config, BACKEND, transport_opener(BACKEND))
+    nursery.start_soon(gateway.run)
+    await _ready(gateway)
+    port = await nursery.start(partial(serve_router, gateway.server, router=gateway.router()))
+    endpoint = f"http://127.0.0.1:{port}/mcp"
+    asked: list[dict[str, Any]] = []
+
+    async def sample(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params)
+        return {"role": "assistant", "content": {"type": "text", "text": "sunny"}, "model": "m"}
+
+    can = ClientHandlers(sampling=sample, sampling_tools=True)
+    async with open_http_client(endpoint, mode="modern", handlers=can) as client:
+        done = await client.call_tool("ex.weather", {})
+    assert "sunny" in done["content"][0]["text"] and not done.get("isError")
+    assert [a["tools"] for a in asked] == [[WEATHER]]
+    for version, handlers in [
+        ("2026-07-28", ClientHandlers(sampling=sample)),
+        # A handshake client's declaration is not kept: the gateway cannot know it
+        # declared sampling.tools, so it may not offer tools (the spec's MUST NOT).
+        ("2025-11-25", can),
+        ("2025-06-18", can),
+    ]:
+        async with open_http_client(
+            endpoint, protocol_version=version, handlers=handlers
+        ) as client:
+            with pytest.raises(MissingRequiredClientCapability) as info:
+                await client.call_tool("ex.weather", {})
+        assert info.value.data["requiredCapabilities"] == {"sampling": {"tools": {}}}, version
+    assert len(asked) == 1  # none of them was sent the tools
     nursery.cancel_scope.cancel()

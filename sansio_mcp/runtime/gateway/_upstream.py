@@ -169,6 +169,7 @@ class Upstream:
 
         return ClientHandlers(
             sampling=partial(self._relay, "sampling/createMessage"),
+            sampling_tools=True,
             elicitation=partial(self._relay, "elicitation/create"),
             elicitation_modes=("form", "url"),
             roots=roots,
