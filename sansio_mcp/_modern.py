@@ -187,11 +187,15 @@ def missing_input_capabilities(
         capability = INPUT_REQUEST_CAPABILITIES.get(method)
         if capability is None:
             raise ValueError(f"{method!r} cannot be an input request")
+        params = request.get("params")
+        if params is None:
+            params = {}
+        elif not isinstance(params, dict):
+            raise ValueError(f"the params of input request {key!r} must be an object")
         declared = client_capabilities.get(capability)
         if not isinstance(declared, dict):
             missing.setdefault(capability, {})
             continue
-        params = request.get("params") or {}
         if capability == "elicitation":
             mode = params.get("mode", "form")
             modes = {m for m in ("form", "url") if m in declared} or {"form"}

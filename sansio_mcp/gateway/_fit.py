@@ -54,6 +54,8 @@ def fit_input_request(method: str, params: dict[str, Any], revision: Revision) -
     of blocks becomes one message per block, in order, of the same role.  A
     required multi-select, a URL-mode elicitation, or sampling with tools or
     content the revision lacks, is passed as is: the session refuses to send it."""
+    if not isinstance(params, dict):
+        return params  # no request at all: refused before it is fitted
     if method == "sampling/createMessage" and not revision.sampling_tools:
         return _single_block_messages(params)
     if method != "elicitation/create" or revision.multi_select_elicitation:
@@ -65,8 +67,8 @@ def fit_input_request(method: str, params: dict[str, Any], revision: Revision) -
     fields = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(schema, dict) or not isinstance(fields, dict):
         return fitted
-    required = schema.get("required")
-    required = set(required) if isinstance(required, list) else set()
+    listed = schema.get("required")
+    required = {r for r in listed if isinstance(r, str)} if isinstance(listed, list) else set()
     kept: dict[str, Any] = {}
     for name, field in fields.items():
         if isinstance(field, dict) and field.get("type") == "array" and name not in required:

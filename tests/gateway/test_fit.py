@@ -258,3 +258,35 @@ def test_sampling_the_client_cannot_take_is_refused_by_the_session() -> None:
     with pytest.raises(LocalProtocolError, match="'tool_use' content"):
         _session("2025-06-18", {}, {}).send_request("sampling/createMessage", loop)
     _session("2025-11-25", {}, {"tools": {}}).send_request("sampling/createMessage", loop)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+_SHAPED = st.fixed_dictionaries(
+    {},
+    optional={
+        "mode": _JSON | st.sampled_from(["form", "url"]),
+        "requestedSchema": _JSON
+        | st.fixed_dictionaries(
+            {"properties": _JSON | st.dictionaries(st.text(max_size=3), _JSON, max_size=3)},
+            optional={"required": _JSON},
+        ),
+        "messages": _JSON | st.lists(st.fixed_dictionaries({"content": _JSON}), max_size=3),
+    },
+)
+
+
+@given(
+    method=st.sampled_from(["elicitation/create", "sampling/createMessage", "roots/list"]),
+    params=_JSON | _SHAPED,
+)
+def test_fitting_what_an_upstream_sent_never_crashes(method: str, params: Any) -> None:
+    """Whatever an upstream asks with, fitting it gives something (the session then
+    refuses what is invalid) rather than an exception in the gateway."""
+    for name in HANDSHAKE_REVISIONS:
+        fit_input_request(method, params, REVISIONS[name])

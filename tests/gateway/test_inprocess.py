@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import trio
 
-from sansio_mcp import InvalidParams, MissingRequiredClientCapability
+from sansio_mcp import ErrorCode, InvalidParams, MCPError, MissingRequiredClientCapability
 from sansio_mcp.gateway import Backoff, parse_config
 from sansio_mcp.runtime import Context, Server
 from sansio_mcp.runtime.example_server import build_server
@@ -423,4 +423,47 @@ async def test_tool_enabled_sampling_reaches_a_client_that_declared_it(nursery: 
                 await client.call_tool("ex.weather", {})
         assert info.value.data["requiredCapabilities"] == {"sampling": {"tools": {}}}, version
     assert len(asked) == 1  # none of them was sent the tools
+    nursery.cancel_scope.cancel()
+
+
+#: A 2026-07-28 stdio upstream whose one tool asks with params that are no object.
+BAD_ASKER = """
+import json, sys
+meta = {"io.modelcontextprotocol/serverInfo": {"name": "bad-asker", "version": "1"}}
+fresh = {"resultType": "complete", "ttlMs": 0, "cacheScope": "private", "_meta": meta}
+for line in sys.stdin:
+    msg = json.loads(line)
+    method = msg.get("method")
+    if "id" not in msg or method == "subscriptions/listen":
+        continue
+    if method == "server/discover":
+        result = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, **fresh}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "ask", "inputSchema": {"type": "object"}}], **fresh}
+    else:
+        asked = {"a": {"method": "elicitation/create", "params": "oops"}}
+        result = {"resultType": "input_required", "inputRequests": asked, "_meta": meta}
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+"""
+
+
+async def test_an_upstream_asking_with_no_params_object_fails_the_call_not_the_gateway(
+    nursery: Any,
+) -> None:
+    config = parse_config(
+        {"connectors": {"ex": {"transport": "stdio", "cmd": [sys.executable, "-c", BAD_ASKER]}}}
+    )
+    gateway = Gateway(config, BACKEND, transport_opener(BACKEND))
+    nursery.start_soon(gateway.run)
+    await _ready(gateway)
+    port = await nursery.start(partial(serve_router, gateway.server, router=gateway.router()))
+    handlers = ClientHandlers(elicitation=lambda params: {"action": "decline"})
+    # Twice each: the first must not have taken the gateway down (it did, for 2026-07-28).
+    for version in ("2026-07-28", "2025-06-18", "2026-07-28", "2025-11-25"):
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with open_http_client(url, protocol_version=version, handlers=handlers) as client:
+            with trio.fail_after(10), pytest.raises(MCPError) as info:
+                await client.call_tool("ex.ask", {})
+        assert info.value.code == ErrorCode.INTERNAL_ERROR, version
+        assert "params of input request 'a' must be an object" in info.value.message, version
     nursery.cancel_scope.cancel()

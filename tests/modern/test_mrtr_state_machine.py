@@ -26,6 +26,7 @@ import sys
 from typing import Any
 
 import attrs
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import event as note
 from hypothesis import strategies as st
@@ -41,6 +42,7 @@ from sansio_mcp import (
     CancelRequested,
     ClientSession,
     ErrorCode,
+    LocalProtocolError,
     MCPError,
     ProgressReceived,
     ProtocolViolation,
@@ -598,3 +600,19 @@ def test_timeout_spans_all_rounds_and_fires_while_paused() -> None:
     assert failed.request_id == rid
     assert client.data_to_send() == b""  # paused: nothing to cancel on the wire
     assert client.pending_requests == frozenset()
+
+
+@pytest.mark.parametrize("params", ["oops", ["x"], 3])
+def test_an_input_request_whose_params_are_no_object_is_refused_not_a_crash(params: Any) -> None:
+    """A handler's (or, through a gateway, an upstream's) input_required asking with
+    params that are no object cannot be sent: a LocalProtocolError naming it (it
+    was an AttributeError, which took a whole gateway down), and the session goes on."""
+    client, server = _pair()
+    client.send_request("tools/call", {"name": "t"})
+    [received] = _to_server(client, server)
+    bad = {"a": {"method": "elicitation/create", "params": params}}
+    with pytest.raises(LocalProtocolError, match="params of input request 'a' must be an object"):
+        server.respond(received.request_id, {"resultType": "input_required", "inputRequests": bad})
+    server.respond(received.request_id, {"content": [], "isError": False})
+    [event] = _to_client(client, server)
+    assert isinstance(event, ResponseReceived)

@@ -146,6 +146,10 @@ async def _ask(ctx: Context, requests: Any) -> dict[str, Any]:
     has no such request)."""
     if not isinstance(requests, dict) or not requests:
         raise MCPError(ErrorCode.INVALID_REQUEST, "the upstream's input_required asks nothing")
+    try:
+        missing_input_capabilities(requests, {})
+    except ValueError as exc:
+        raise MCPError(ErrorCode.INTERNAL_ERROR, f"the upstream's input_required: {exc}") from None
     revision = get_revision(ctx.protocol_version or LATEST_HANDSHAKE_REVISION)
     fitted = {
         key: {**r, "params": fit_input_request(r["method"], r.get("params") or {}, revision)}
