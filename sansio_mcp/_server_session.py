@@ -243,6 +243,8 @@ class ServerSession(Session):
     ) -> dict[str, Any]:
         if incoming.meta is None:
             return super()._result_message(request_id, incoming, result)
+        if not isinstance(result.get("_meta", {}), dict):
+            raise LocalProtocolError("a result's _meta must be an object")
         if result.get("resultType") == "input_required":
             try:
                 check_input_required(incoming.method, result)

@@ -426,7 +426,8 @@ async def test_tool_enabled_sampling_reaches_a_client_that_declared_it(nursery: 
     nursery.cancel_scope.cancel()
 
 
-#: A 2026-07-28 stdio upstream whose one tool asks with params that are no object.
+#: A 2026-07-28 stdio upstream whose tool ``ask`` asks with params that are no
+#: object, and whose tool ``meta`` answers with a ``_meta`` that is no object.
 BAD_ASKER = """
 import json, sys
 meta = {"io.modelcontextprotocol/serverInfo": {"name": "bad-asker", "version": "1"}}
@@ -439,7 +440,10 @@ for line in sys.stdin:
     if method == "server/discover":
         result = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, **fresh}
     elif method == "tools/list":
-        result = {"tools": [{"name": "ask", "inputSchema": {"type": "object"}}], **fresh}
+        tools = [{"name": n, "inputSchema": {"type": "object"}} for n in ("ask", "meta")]
+        result = {"tools": tools, **fresh}
+    elif msg["params"]["name"] == "meta":
+        result = {"content": [], "resultType": "complete", "_meta": "oops"}
     else:
         asked = {"a": {"method": "elicitation/create", "params": "oops"}}
         result = {"resultType": "input_required", "inputRequests": asked, "_meta": meta}
@@ -447,7 +451,7 @@ for line in sys.stdin:
 """
 
 
-async def test_an_upstream_asking_with_no_params_object_fails_the_call_not_the_gateway(
+async def test_an_upstream_sending_no_object_fails_a_call_not_the_gateway(
     nursery: Any,
 ) -> None:
     config = parse_config(
@@ -466,4 +470,8 @@ async def test_an_upstream_asking_with_no_params_object_fails_the_call_not_the_g
                 await client.call_tool("ex.ask", {})
         assert info.value.code == ErrorCode.INTERNAL_ERROR, version
         assert "params of input request 'a' must be an object" in info.value.message, version
+        async with open_http_client(url, protocol_version=version) as client:
+            with trio.fail_after(10):
+                done = await client.call_tool("ex.meta", {})
+        assert "_meta" not in done or isinstance(done["_meta"], dict), version
     nursery.cancel_scope.cancel()

@@ -616,3 +616,14 @@ def test_an_input_request_whose_params_are_no_object_is_refused_not_a_crash(para
     server.respond(received.request_id, {"content": [], "isError": False})
     [event] = _to_client(client, server)
     assert isinstance(event, ResponseReceived)
+
+
+def test_a_result_whose_meta_is_no_object_is_refused_not_a_crash() -> None:
+    client, server = _pair()
+    client.send_request("tools/call", {"name": "t"})
+    [received] = _to_server(client, server)
+    with pytest.raises(LocalProtocolError, match="_meta must be an object"):
+        server.respond(received.request_id, {"content": [], "_meta": "oops"})
+    server.respond(received.request_id, {"content": [], "_meta": {"k": 1}})
+    [event] = _to_client(client, server)
+    assert isinstance(event, ResponseReceived) and event.result["_meta"]["k"] == 1

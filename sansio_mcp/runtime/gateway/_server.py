@@ -250,13 +250,11 @@ def _downstream(ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
     client the 2026-07-28 fields too, or -32021 if it needs input that client
     cannot give here."""
     out = dict(result)
-    meta = out.get("_meta")
-    if isinstance(meta, dict):
+    meta = out.pop("_meta", None)
+    if isinstance(meta, dict):  # (one that is no object is no valid _meta: left out)
         meta = {k: v for k, v in meta.items() if k != META_SERVER_INFO}
         if meta:
             out["_meta"] = meta
-        else:
-            del out["_meta"]
     if ctx.stateless:
         return out  # an input_required is checked against the client's capabilities by its session
     out = fit_tool_result(out, get_revision(ctx.protocol_version or LATEST_HANDSHAKE_REVISION))
