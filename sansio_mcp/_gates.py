@@ -240,6 +240,15 @@ class RoleGates:
                 )
         if method == "elicitation/create":
             _check_elicitation(params, revision, peer_capabilities)
+        if method == "sampling/createMessage" and "tools" in params:
+            declared = trim_capabilities(
+                peer_capabilities or {}, revision.client_capabilities, revision
+            )
+            if "tools" not in (declared.get("sampling") or {}):
+                raise LocalProtocolError(
+                    "cannot send sampling/createMessage with tools: the client did not "
+                    f"declare sampling.tools (revision {revision.name})"
+                )
         problem = check_params(method, params)
         if problem:
             raise LocalProtocolError(problem)

@@ -183,3 +183,22 @@ def test_what_cannot_be_fitted_is_refused_by_the_session() -> None:
     with pytest.raises(LocalProtocolError, match="the client did not declare it"):
         _session("2025-11-25", {"form": {}}).send_request("elicitation/create", url)
     _session("2025-11-25", {"url": {}}).send_request("elicitation/create", url)
+
+
+def test_sampling_with_tools_needs_the_clients_sampling_tools() -> None:
+    """2025-11-25: a server must not send tool-enabled sampling to a client that did
+    not declare ``sampling.tools``; before 2025-11-25 no client can declare it."""
+    tools = [{"name": "t", "inputSchema": {"type": "object"}}]
+    asked = {"messages": [], "maxTokens": 10, "tools": tools}
+
+    def session(revision: str, sampling: dict[str, Any]) -> ServerSession:
+        made = _session(revision, {})
+        made.peer_capabilities = {"sampling": sampling}
+        return made
+
+    session("2025-11-25", {"tools": {}}).send_request("sampling/createMessage", asked)
+    for revision, sampling in (("2025-11-25", {}), ("2025-06-18", {"tools": {}})):
+        with pytest.raises(LocalProtocolError, match=r"did not declare sampling\.tools"):
+            session(revision, sampling).send_request("sampling/createMessage", asked)
+    plain = {"messages": [], "maxTokens": 10}
+    session("2025-06-18", {}).send_request("sampling/createMessage", plain)
