@@ -112,18 +112,17 @@ def _check_sampling(
     params: dict[str, Any], revision: Revision, peer_capabilities: dict[str, Any] | None
 ) -> None:
     """Raise LocalProtocolError for a sampling request the client cannot take: tools
-    its revision lacks or it did not declare (sampling.tools), or message content
-    its revision cannot carry."""
-    if params.get("tools") or params.get("toolChoice"):
-        if not revision.sampling_tools:
-            raise LocalProtocolError(
-                "cannot send sampling/createMessage with tools: revision "
-                f"{revision.name} does not have them"
-            )
-        if not has_capability(peer_capabilities, ("sampling", "tools")):
+    it did not declare (sampling.tools, which only 2025-11-25 on has; the spec's
+    MUST NOT), or message content its revision cannot carry."""
+    if "tools" in params or "toolChoice" in params:
+        # Before 2025-11-25 no client can declare it: trimmed away.
+        declared = trim_capabilities(
+            peer_capabilities or {}, revision.client_capabilities, revision
+        )
+        if "tools" not in (declared.get("sampling") or {}):
             raise LocalProtocolError(
                 "cannot send sampling/createMessage with tools: the client did not "
-                "declare sampling.tools"
+                f"declare sampling.tools (revision {revision.name})"
             )
     allowed = {"text", "image"} | (revision.content_types & {"audio"})
     if revision.sampling_tools:

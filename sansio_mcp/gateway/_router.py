@@ -34,7 +34,7 @@ LEGACY_DEFAULT_VERSION = "2025-03-26"
 #: answered on another request and is not kept, so the gateway asks, and a client
 #: that cannot answer says so (-32601), which the gateway reports as -32021.
 ASSUMED_CLIENT_CAPABILITIES = {
-    "sampling": {},
+    "sampling": {"tools": {}},
     "elicitation": {"form": {}, "url": {}},
     "roots": {"listChanged": True},
 }

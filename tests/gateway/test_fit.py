@@ -243,7 +243,7 @@ def test_sampling_the_client_cannot_take_is_refused_by_the_session() -> None:
     }
     for name in ("2024-11-05", "2025-03-26", "2025-06-18"):
         fitted = fit_input_request("sampling/createMessage", tools, REVISIONS[name])
-        with pytest.raises(LocalProtocolError, match=f"revision {name} does not have them"):
+        with pytest.raises(LocalProtocolError, match=rf"sampling\.tools \(revision {name}\)"):
             _session(name, {}, {"tools": {}}).send_request("sampling/createMessage", fitted)
     with pytest.raises(LocalProtocolError, match=r"did not declare sampling\.tools"):
         _session("2025-11-25", {}, {}).send_request("sampling/createMessage", tools)
@@ -290,3 +290,22 @@ def test_fitting_what_an_upstream_sent_never_crashes(method: str, params: Any) -
     refuses what is invalid) rather than an exception in the gateway."""
     for name in HANDSHAKE_REVISIONS:
         fit_input_request(method, params, REVISIONS[name])
+
+
+def test_sampling_with_tools_needs_the_clients_sampling_tools() -> None:
+    """2025-11-25: a server must not send tool-enabled sampling to a client that did
+    not declare ``sampling.tools``; before 2025-11-25 no client can declare it."""
+    tools = [{"name": "t", "inputSchema": {"type": "object"}}]
+    asked = {"messages": [], "maxTokens": 10, "tools": tools}
+
+    def session(revision: str, sampling: dict[str, Any]) -> ServerSession:
+        made = _session(revision, {})
+        made.peer_capabilities = {"sampling": sampling}
+        return made
+
+    session("2025-11-25", {"tools": {}}).send_request("sampling/createMessage", asked)
+    for revision, sampling in (("2025-11-25", {}), ("2025-06-18", {"tools": {}})):
+        with pytest.raises(LocalProtocolError, match=r"did not declare sampling\.tools"):
+            session(revision, sampling).send_request("sampling/createMessage", asked)
+    plain = {"messages": [], "maxTokens": 10}
+    session("2025-06-18", {}).send_request("sampling/createMessage", plain)

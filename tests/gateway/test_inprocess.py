@@ -380,8 +380,8 @@ WEATHER = {"name": "get_weather", "inputSchema": {"type": "object"}}
 
 async def test_tool_enabled_sampling_reaches_a_client_that_declared_it(nursery: Any) -> None:
     # The gateway's upstream client declares sampling.tools, so a 2026-07-28 upstream
-    # asks; the gateway's own session passes the question only to a client that
-    # declared sampling.tools too, and tells any other it lacks it.
+    # asks; the gateway passes the question on to a client that can take it, and
+    # tells any other it lacks sampling.tools (before: every client was told so).
     server = Server("sampler")
 
     @server.tool()
@@ -405,16 +405,16 @@ async def test_tool_enabled_sampling_reaches_a_client_that_declared_it(nursery: 
         return {"role": "assistant", "content": {"type": "text", "text": "sunny"}, "model": "m"}
 
     can = ClientHandlers(sampling=sample, sampling_tools=True)
-    async with open_http_client(endpoint, mode="modern", handlers=can) as client:
-        done = await client.call_tool("ex.weather", {})
-    assert "sunny" in done["content"][0]["text"] and not done.get("isError")
-    assert [a["tools"] for a in asked] == [[WEATHER]]
+    for version in ("2026-07-28", "2025-11-25"):
+        # (A handshake client's declaration is not kept: it is taken to have one.)
+        async with open_http_client(endpoint, protocol_version=version, handlers=can) as client:
+            done = await client.call_tool("ex.weather", {})
+        assert "sunny" in done["content"][0]["text"] and not done.get("isError"), version
+    assert [a["tools"] for a in asked] == [[WEATHER]] * 2
     for version, handlers in [
         ("2026-07-28", ClientHandlers(sampling=sample)),
-        # A handshake client's declaration is not kept: the gateway cannot know it
-        # declared sampling.tools, so it may not offer tools (the spec's MUST NOT).
-        ("2025-11-25", can),
-        ("2025-06-18", can),
+        ("2025-11-25", ClientHandlers()),  # it refuses: -32601
+        ("2025-06-18", can),  # no such capability in its revision
     ]:
         async with open_http_client(
             endpoint, protocol_version=version, handlers=handlers
@@ -422,7 +422,7 @@ async def test_tool_enabled_sampling_reaches_a_client_that_declared_it(nursery: 
             with pytest.raises(MissingRequiredClientCapability) as info:
                 await client.call_tool("ex.weather", {})
         assert info.value.data["requiredCapabilities"] == {"sampling": {"tools": {}}}, version
-    assert len(asked) == 1  # none of them was sent the tools
+    assert len(asked) == 2  # none of them was sent the tools
     nursery.cancel_scope.cancel()
 
 
