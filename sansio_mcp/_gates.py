@@ -235,6 +235,16 @@ class RoleGates:
                     ErrorCode.INVALID_PARAMS,
                     f"elicitation mode {params.get('mode')!r} does not exist in {revision.name}",
                 )
+        if method == "sampling/createMessage" and ("tools" in params or "toolChoice" in params):
+            # The server must not offer tools unasked: a client that did not declare
+            # sampling.tools says so rather than let its model see them.
+            if not (revision and revision.sampling_tools) or not has_capability(
+                capabilities, ("sampling", "tools")
+            ):
+                raise MCPError(
+                    ErrorCode.INVALID_PARAMS,
+                    "sampling with tools, which this client did not declare (sampling.tools)",
+                )
         if method == "elicitation/create" and revision and revision.name >= "2025-11-25":
             mode = params.get("mode", "form")
             elicitation = capabilities.get("elicitation") or {}

@@ -219,3 +219,33 @@ def test_what_is_no_answered_request_still_warns(
     server.receive_data(data)
     driver.process_events()
     assert [r for r in caplog.records if r.levelno == logging.WARNING], data
+
+
+@pytest.mark.parametrize(
+    ("version", "sampling", "served"),
+    [
+        ("2025-11-25", {"tools": {}}, True),
+        ("2025-11-25", {}, False),
+        ("2025-06-18", {"tools": {}}, False),  # no such capability in its revision
+    ],
+)
+def test_a_client_refuses_sampling_with_tools_it_did_not_declare(
+    version: str, sampling: dict[str, Any], served: bool
+) -> None:
+    """A server (or a gateway taking a handshake client to have declared it) that
+    offers tools anyway gets -32602, and the client's handler never sees them."""
+    client, _server = make_pair(version, client_caps={"sampling": sampling})
+    params = {
+        "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+        "maxTokens": 5,
+        "tools": [{"name": "t", "inputSchema": {"type": "object"}}],
+    }
+    client.receive_message(request("s-1", "sampling/createMessage", params))
+    events = drain(client)
+    if served:
+        assert [e.method for e in events] == ["sampling/createMessage"]
+        return
+    (answer,) = client.messages_to_send()
+    assert answer["id"] == "s-1" and answer["error"]["code"] == -32602
+    assert "sampling.tools" in answer["error"]["message"]
+    assert not [e for e in events if getattr(e, "method", None) == "sampling/createMessage"]

@@ -414,6 +414,7 @@ async def test_tool_enabled_sampling_reaches_a_client_that_declared_it(nursery: 
     for version, handlers in [
         ("2026-07-28", ClientHandlers(sampling=sample)),
         ("2025-11-25", ClientHandlers()),  # it refuses: -32601
+        ("2025-11-25", ClientHandlers(sampling=sample)),  # it refuses the tools: -32602
         ("2025-06-18", can),  # no such capability in its revision
     ]:
         async with open_http_client(
