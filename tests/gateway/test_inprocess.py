@@ -33,6 +33,15 @@ async def _ready(gateway: Gateway) -> None:
             await trio.sleep(0.02)
 
 
+async def _serve_gateway(nursery: Any, connectors: dict[str, Any]) -> str:
+    """A gateway over ``connectors``, ready; its endpoint URL."""
+    gateway = Gateway(parse_config({"connectors": connectors}), BACKEND, transport_opener(BACKEND))
+    nursery.start_soon(gateway.run)
+    await _ready(gateway)
+    port = await nursery.start(partial(serve_router, gateway.server, router=gateway.router()))
+    return f"http://127.0.0.1:{port}/mcp"
+
+
 async def test_a_burst_of_changes_is_one_hint(nursery: Any) -> None:
     upstream = await nursery.start(serve_http, build_server())
     config = parse_config(
@@ -348,11 +357,7 @@ async def test_refused_probes_are_not_warnings(
 
     upstream = await nursery.start(serve_http, build_server())
     url = f"http://127.0.0.1:{upstream}/mcp"
-    config = parse_config({"connectors": {"ex": {"transport": "http", "url": url}}})
-    gateway = Gateway(config, BACKEND, transport_opener(BACKEND))
-    nursery.start_soon(gateway.run)
-    await _ready(gateway)
-    port = await nursery.start(partial(serve_router, gateway.server, router=gateway.router()))
+    endpoint = await _serve_gateway(nursery, {"ex": {"transport": "http", "url": url}})
     base = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
     meta = {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -363,11 +368,11 @@ async def test_refused_probes_are_not_warnings(
         for method in ("resources/list", "prompts/list", "completion/complete"):
             modern = {"mcp-protocol-version": "2026-07-28", "mcp-method": method}
             body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {"_meta": meta}}
-            got = await http.post(f"http://127.0.0.1:{port}/mcp", json=body, headers=base | modern)
+            got = await http.post(endpoint, json=body, headers=base | modern)
             assert got.json()["error"]["code"] == -32601
             legacy = {"mcp-protocol-version": "2025-06-18"}
             body = {"jsonrpc": "2.0", "id": 2, "method": method, "params": {}}
-            got = await http.post(f"http://127.0.0.1:{port}/mcp", json=body, headers=base | legacy)
+            got = await http.post(endpoint, json=body, headers=base | legacy)
             assert got.json()["error"]["code"] == -32601
     loud = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert not [m for m in loud if "protocol violation" in m], loud
@@ -392,12 +397,7 @@ async def test_tool_enabled_sampling_reaches_a_client_that_declared_it(nursery: 
 
     upstream = await nursery.start(serve_http, server)
     url = f"http://127.0.0.1:{upstream}/mcp"
-    config = parse_config({"connectors": {"ex": {"transport": "http", "url": url}}})
-    gateway = Gateway(config, BACKEND, transport_opener(BACKEND))
-    nursery.start_soon(gateway.run)
-    await _ready(gateway)
-    port = await nursery.start(partial(serve_router, gateway.server, router=gateway.router()))
-    endpoint = f"http://127.0.0.1:{port}/mcp"
+    endpoint = await _serve_gateway(nursery, {"ex": {"transport": "http", "url": url}})
     asked: list[dict[str, Any]] = []
 
     async def sample(params: dict[str, Any]) -> dict[str, Any]:
@@ -455,17 +455,11 @@ for line in sys.stdin:
 async def test_an_upstream_sending_no_object_fails_a_call_not_the_gateway(
     nursery: Any,
 ) -> None:
-    config = parse_config(
-        {"connectors": {"ex": {"transport": "stdio", "cmd": [sys.executable, "-c", BAD_ASKER]}}}
-    )
-    gateway = Gateway(config, BACKEND, transport_opener(BACKEND))
-    nursery.start_soon(gateway.run)
-    await _ready(gateway)
-    port = await nursery.start(partial(serve_router, gateway.server, router=gateway.router()))
+    stdio = {"transport": "stdio", "cmd": [sys.executable, "-c", BAD_ASKER]}
+    url = await _serve_gateway(nursery, {"ex": stdio})
     handlers = ClientHandlers(elicitation=lambda params: {"action": "decline"})
     # Twice each: the first must not have taken the gateway down (it did, for 2026-07-28).
     for version in ("2026-07-28", "2025-06-18", "2026-07-28", "2025-11-25"):
-        url = f"http://127.0.0.1:{port}/mcp"
         async with open_http_client(url, protocol_version=version, handlers=handlers) as client:
             with trio.fail_after(10), pytest.raises(MCPError) as info:
                 await client.call_tool("ex.ask", {})
