@@ -9,7 +9,7 @@ from typing import Any
 
 from ._errors import ErrorCode, MCPError, MissingRequiredClientCapability
 from ._events import RequestMeta
-from ._params import LOG_LEVELS
+from ._params import LOG_LEVELS, check_params
 from ._tasks import declares_tasks
 from ._versions import (
     CACHEABLE_METHODS,
@@ -238,6 +238,15 @@ def check_input_required(method: str, result: dict[str, Any]) -> None:
         raise ValueError("inputRequests must be an object")
     if state is not None and not isinstance(state, str):
         raise ValueError("requestState must be a string")
+    for key, request in (requests or {}).items():
+        if not isinstance(request, dict) or not isinstance(request.get("method"), str):
+            raise ValueError(f"input request {key!r} must be an object with a method")
+        params = request.get("params")
+        if params is not None and not isinstance(params, dict):
+            raise ValueError(f"the params of input request {key!r} must be an object")
+        problem = check_params(request["method"], params or {})
+        if problem:
+            raise ValueError(f"input request {key!r}: {problem}")
 
 
 def missing_capability_error(missing: dict[str, Any]) -> MissingRequiredClientCapability:

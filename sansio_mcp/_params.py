@@ -136,8 +136,11 @@ def _check_elicitation(params: dict[str, Any]) -> str | None:
         if not _str(params.get("url")):
             return "elicitation/create: url mode needs a string 'url'"
     elif mode == "form":
-        if not _obj(params.get("requestedSchema")):
+        schema = params.get("requestedSchema")
+        if not isinstance(schema, dict):
             return "elicitation/create: form mode needs an object 'requestedSchema'"
+        if not isinstance(schema.get("properties"), dict):
+            return "elicitation/create: a form's requestedSchema needs an object 'properties'"
     else:
         return f"elicitation/create: unknown mode {mode!r}"
     return None

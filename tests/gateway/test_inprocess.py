@@ -428,7 +428,8 @@ async def test_tool_enabled_sampling_reaches_a_client_that_declared_it(nursery: 
 
 
 #: A 2026-07-28 stdio upstream whose tool ``ask`` asks with params that are no
-#: object, and whose tool ``meta`` answers with a ``_meta`` that is no object.
+#: object, ``form`` with a form whose properties are no object, and whose tool
+#: ``meta`` answers with a ``_meta`` that is no object.
 BAD_ASKER = """
 import json, sys
 meta = {"io.modelcontextprotocol/serverInfo": {"name": "bad-asker", "version": "1"}}
@@ -441,12 +442,15 @@ for line in sys.stdin:
     if method == "server/discover":
         result = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, **fresh}
     elif method == "tools/list":
-        tools = [{"name": n, "inputSchema": {"type": "object"}} for n in ("ask", "meta")]
+        tools = [{"name": n, "inputSchema": {"type": "object"}} for n in ("ask", "form", "meta")]
         result = {"tools": tools, **fresh}
     elif msg["params"]["name"] == "meta":
         result = {"content": [], "resultType": "complete", "_meta": "oops"}
     else:
-        asked = {"a": {"method": "elicitation/create", "params": "oops"}}
+        params = "oops"
+        if msg["params"]["name"] == "form":
+            params = {"message": "m", "requestedSchema": {"type": "object", "properties": []}}
+        asked = {"a": {"method": "elicitation/create", "params": params}}
         result = {"resultType": "input_required", "inputRequests": asked, "_meta": meta}
     print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
 """
@@ -461,10 +465,16 @@ async def test_an_upstream_sending_no_object_fails_a_call_not_the_gateway(
     # Twice each: the first must not have taken the gateway down (it did, for 2026-07-28).
     for version in ("2026-07-28", "2025-06-18", "2026-07-28", "2025-11-25"):
         async with open_http_client(url, protocol_version=version, handlers=handlers) as client:
-            with trio.fail_after(10), pytest.raises(MCPError) as info:
-                await client.call_tool("ex.ask", {})
-        assert info.value.code == ErrorCode.INTERNAL_ERROR, version
-        assert "params of input request 'a' must be an object" in info.value.message, version
+            for tool, problem in [
+                ("ex.ask", "params of input request 'a' must be an object"),
+                ("ex.form", "requestedSchema needs an object 'properties'"),
+            ]:
+                with trio.fail_after(10), pytest.raises(MCPError) as info:
+                    await client.call_tool(tool, {})
+                # Passed through (2026-07-28), the gateway's session cannot send it; asked
+                # on the client's behalf, the gateway finds the upstream's result invalid.
+                assert info.value.code == ErrorCode.INTERNAL_ERROR, (version, tool)
+                assert problem in info.value.message, (version, tool)
         async with open_http_client(url, protocol_version=version) as client:
             with trio.fail_after(10):
                 done = await client.call_tool("ex.meta", {})

@@ -627,3 +627,25 @@ def test_a_result_whose_meta_is_no_object_is_refused_not_a_crash() -> None:
     server.respond(received.request_id, {"content": [], "_meta": {"k": 1}})
     [event] = _to_client(client, server)
     assert isinstance(event, ResponseReceived) and event.result["_meta"]["k"] == 1
+
+
+def test_an_input_request_invalid_in_itself_is_refused() -> None:
+    """A form whose properties are no object (or a sampling request without
+    messages) asks what no client can answer: not sent, and refused on receipt."""
+    client, server = _pair()
+    rid = client.send_request("tools/call", {"name": "t"})
+    [received] = _to_server(client, server)
+    form = {"message": "m", "requestedSchema": {"type": "object", "properties": []}}
+    for asked, problem in [
+        ({"method": "elicitation/create", "params": form}, "needs an object 'properties'"),
+        ({"method": "sampling/createMessage", "params": {"maxTokens": 5}}, "'messages'"),
+    ]:
+        result = {"resultType": "input_required", "inputRequests": {"a": asked}}
+        with pytest.raises(LocalProtocolError, match=problem):
+            server.respond(received.request_id, result)
+    # A server that sends it anyway: the client fails the request, naming it.
+    line = {"jsonrpc": "2.0", "id": rid, "result": {"resultType": "input_required"}}
+    line["result"]["inputRequests"] = {"a": {"method": "elicitation/create", "params": form}}
+    client.receive_message(line)
+    [event] = drain(client)
+    assert isinstance(event, RequestFailed) and "'properties'" in event.error.message

@@ -18,6 +18,7 @@ from ..._errors import (
     MissingRequiredClientCapability,
 )
 from ..._modern import CacheHints, end_to_end_meta, missing_input_capabilities
+from ..._params import check_params
 from ..._registry import ToolResult
 from ..._versions import (
     INPUT_REQUEST_CAPABILITIES,
@@ -183,7 +184,12 @@ def _lacking(
     ctx: Context, requests: dict[str, Any], exc: MCPError | LocalProtocolError
 ) -> MCPError:
     """-32021 naming what the client lacks for ``requests``, when ``exc`` says it
-    cannot answer them; the client's own error otherwise."""
+    cannot answer them; -32603 when the upstream asked what no client may be asked;
+    the client's own error otherwise."""
+    for request in requests.values():
+        problem = check_params(request["method"], request.get("params") or {})
+        if problem:  # invalid in every revision: no capability would help
+            return MCPError(ErrorCode.INTERNAL_ERROR, f"the upstream asked invalidly: {problem}")
     # A handshake-era client's declaration is not kept (no session): what the requests
     # need beyond each capability's plain form (URL mode, sampling with tools) is what
     # it lacks, else the capability itself.
