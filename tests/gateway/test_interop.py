@@ -119,6 +119,8 @@ async def test_missing_capability_is_32021(gateway_url: str, mode: str) -> None:
             await client.call_tool("example.elicit", {"question": "colour?"})
         assert info.value.data == {"requiredCapabilities": {"elicitation": {}}}
         assert "elicitation" in info.value.message
+        # The gateway's own error, not the upstream's: no connector prefix.
+        assert not info.value.message.startswith("connector ")
 
 
 async def test_wrong_or_missing_key_is_401(gateway_url: str) -> None:

@@ -103,11 +103,20 @@ class GatewayServer(Server):
         upstream = self.upstreams[connector]
         # What a handshake-era upstream asked mid-call that this client could not be asked.
         refused: list[MCPError] = []
-        call = partial(
-            upstream.call,
-            on_progress=_progress_relay(ctx),
-            ask=None if ctx.stateless else partial(_relay, ctx, refused),
-        )
+        ask = None if ctx.stateless else partial(_relay, ctx, refused)
+
+        async def call(sent: dict[str, Any]) -> dict[str, Any]:
+            try:
+                return await upstream.call(sent, on_progress=_progress_relay(ctx), ask=ask)
+            except MCPError as exc:
+                if refused:
+                    raise refused[0] from None  # what the client lacks, not how it failed
+                if exc.code == ErrorCode.URL_ELICITATION_REQUIRED:
+                    return _url_elicitation(ctx, exc)
+                # The client called connector.tool: say which upstream answered so.
+                message = f"connector {connector!r}: {exc.message}"
+                raise MCPError(exc.code, message, exc.data) from None
+
         try:
             result = await call(params)
             for _ in range(MAX_INPUT_ROUNDS):
@@ -128,14 +137,6 @@ class GatewayServer(Server):
                 "try again shortly",
                 is_error=True,
             ).to_result()
-        except MCPError as exc:
-            if refused:
-                raise refused[0] from None  # what the client lacks, not how the upstream failed
-            if exc.code != ErrorCode.URL_ELICITATION_REQUIRED:
-                # The client called connector.tool: say which upstream answered so.
-                message = f"connector {connector!r}: {exc.message}"
-                raise MCPError(exc.code, message, exc.data) from None
-            result = _url_elicitation(ctx, exc)
         if refused and result.get("isError") is True:
             raise refused[0]
         return _downstream(ctx, result)
