@@ -27,6 +27,7 @@ __all__ = [
     "CLIENT_GATES",
     "SERVER_GATES",
     "RoleGates",
+    "declared_elicitation_modes",
     "has_capability",
     "trim_capabilities",
     "trim_info",
@@ -54,6 +55,16 @@ def has_capability(capabilities: dict[str, Any] | None, path: Sequence[str]) -> 
         if node is False:
             return False
     return node is not None and node is not False
+
+
+def declared_elicitation_modes(capabilities: dict[str, Any] | None) -> frozenset[str]:
+    """The elicitation modes ``capabilities`` declare: an ``elicitation`` that names
+    none means form (as 2025-06-18 declared it)."""
+    elicitation = (capabilities or {}).get("elicitation")
+    named = frozenset(
+        m for m in ("form", "url") if isinstance(elicitation, dict) and m in elicitation
+    )
+    return named or frozenset({"form"})
 
 
 def trim_capabilities(
@@ -86,9 +97,7 @@ def _check_elicitation(
             f"cannot send elicitation/create in {mode!r} mode: revision {revision.name} "
             "does not have it"
         )
-    elicitation = (peer_capabilities or {}).get("elicitation") or {}
-    declared = {k for k in ("form", "url") if k in elicitation} or {"form"}
-    if mode not in declared:
+    if mode not in declared_elicitation_modes(peer_capabilities):
         raise LocalProtocolError(
             f"cannot send elicitation/create in {mode!r} mode: the client did not declare it"
         )
@@ -115,11 +124,10 @@ def _check_sampling(
     it did not declare (sampling.tools, which only 2025-11-25 on has; the spec's
     MUST NOT), or message content its revision cannot carry."""
     if "tools" in params or "toolChoice" in params:
-        # Before 2025-11-25 no client can declare it: trimmed away.
-        declared = trim_capabilities(
-            peer_capabilities or {}, revision.client_capabilities, revision
-        )
-        if "tools" not in (declared.get("sampling") or {}):
+        # Before 2025-11-25 no client can declare it.
+        if not revision.sampling_tools or not has_capability(
+            peer_capabilities, ("sampling", "tools")
+        ):
             raise LocalProtocolError(
                 "cannot send sampling/createMessage with tools: the client did not "
                 f"declare sampling.tools (revision {revision.name})"
@@ -229,11 +237,16 @@ class RoleGates:
                     ErrorCode.METHOD_NOT_FOUND,
                     f"method not found: {method!r} (capability {'.'.join(gate)} not advertised)",
                 )
-        if method == "elicitation/create" and revision and revision.name < "2025-11-25":
-            if params.get("mode", "form") != "form":
+        if method == "elicitation/create" and revision is not None:
+            mode = params.get("mode", "form")
+            if mode not in revision.elicitation_modes:
                 raise MCPError(
                     ErrorCode.INVALID_PARAMS,
-                    f"elicitation mode {params.get('mode')!r} does not exist in {revision.name}",
+                    f"elicitation mode {mode!r} does not exist in {revision.name}",
+                )
+            if mode not in declared_elicitation_modes(capabilities):
+                raise MCPError(
+                    ErrorCode.INVALID_PARAMS, f"elicitation mode {mode!r} was not declared"
                 )
         if method == "sampling/createMessage" and ("tools" in params or "toolChoice" in params):
             # The server must not offer tools unasked: a client that did not declare
@@ -244,14 +257,6 @@ class RoleGates:
                 raise MCPError(
                     ErrorCode.INVALID_PARAMS,
                     "sampling with tools, which this client did not declare (sampling.tools)",
-                )
-        if method == "elicitation/create" and revision and revision.name >= "2025-11-25":
-            mode = params.get("mode", "form")
-            elicitation = capabilities.get("elicitation") or {}
-            declared = {k for k in ("form", "url") if k in elicitation} or {"form"}
-            if mode in ("form", "url") and mode not in declared:
-                raise MCPError(
-                    ErrorCode.INVALID_PARAMS, f"elicitation mode {mode!r} was not declared"
                 )
 
     def check_outgoing_request(

@@ -9,6 +9,7 @@ from typing import Any
 
 from ._errors import ErrorCode, MCPError, MissingRequiredClientCapability
 from ._events import RequestMeta
+from ._gates import declared_elicitation_modes
 from ._params import LOG_LEVELS, check_params
 from ._tasks import declares_tasks
 from ._versions import (
@@ -198,8 +199,7 @@ def missing_input_capabilities(
             continue
         if capability == "elicitation":
             mode = params.get("mode", "form")
-            modes = {m for m in ("form", "url") if m in declared} or {"form"}
-            if mode not in modes:
+            if mode not in declared_elicitation_modes(client_capabilities):
                 missing.setdefault("elicitation", {})[mode] = {}
         elif capability == "sampling" and params.get("tools") and "tools" not in declared:
             missing.setdefault("sampling", {})["tools"] = {}
@@ -217,10 +217,11 @@ def lacking_capabilities(required: Any, declared: dict[str, Any]) -> dict[str, A
         if not isinstance(have, dict):
             lacking[name] = wanted
             continue
-        if name == "elicitation" and not have.keys() & {"form", "url"}:
-            have = {**have, "form": {}}
+        keys = set(have)
+        if name == "elicitation":
+            keys |= declared_elicitation_modes(declared)
         if isinstance(wanted, dict):
-            missing = {k: v for k, v in wanted.items() if k not in have}
+            missing = {k: v for k, v in wanted.items() if k not in keys}
             if missing:
                 lacking[name] = missing
     return lacking

@@ -101,16 +101,22 @@ async def test_the_aggregated_list_is_paginated(nursery: Any) -> None:
     nursery.cancel_scope.cancel()
 
 
-async def test_a_connector_going_down_between_pages_skips_no_other_tool(nursery: Any) -> None:
-    # Page 1 gives four of "a"'s tools; "a" goes down; the pages after still give every
-    # tool of "b" (an offset cursor would have skipped b's first four).
+async def _stoppable_upstream(nursery: Any) -> tuple[int, trio.CancelScope]:
+    """Our example server over HTTP in ``nursery``: its port, and the scope that stops it."""
     scope = trio.CancelScope()
 
-    async def serve_a(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    async def serve(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         with scope:
             await serve_http(build_server(), task_status=task_status)
 
-    a, b = await nursery.start(serve_a), await nursery.start(serve_http, build_server())
+    return await nursery.start(serve), scope
+
+
+async def test_a_connector_going_down_between_pages_skips_no_other_tool(nursery: Any) -> None:
+    # Page 1 gives four of "a"'s tools; "a" goes down; the pages after still give every
+    # tool of "b" (an offset cursor would have skipped b's first four).
+    a, scope = await _stoppable_upstream(nursery)
+    b = await nursery.start(serve_http, build_server())
     config = parse_config(
         {
             "connectors": {
@@ -195,13 +201,7 @@ async def test_a_stdio_upstream_that_exits_is_missed_at_once(nursery: Any) -> No
 
 async def test_an_http_upstream_that_stops_is_missed_at_once(nursery: Any) -> None:
     # Its subscriptions/listen stream breaks when it stops: the gateway checks at once.
-    upstream_scope = trio.CancelScope()
-
-    async def serve_upstream(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        with upstream_scope:
-            await serve_http(build_server(), task_status=task_status)
-
-    upstream = await nursery.start(serve_upstream)
+    upstream, upstream_scope = await _stoppable_upstream(nursery)
     url = f"http://127.0.0.1:{upstream}/mcp"
     config = parse_config({"connectors": {"ex": {"transport": "http", "url": url}}})
     settings = UpstreamSettings(ping_interval=60.0, backoff=Backoff(base=30.0))

@@ -17,13 +17,20 @@ from ..._errors import (
     MethodNotFound,
     MissingRequiredClientCapability,
 )
-from ..._modern import CacheHints, end_to_end_meta, missing_input_capabilities
+from ..._gates import declared_elicitation_modes
+from ..._modern import (
+    CacheHints,
+    check_input_required,
+    end_to_end_meta,
+    missing_input_capabilities,
+)
 from ..._params import check_params
 from ..._registry import ToolResult
 from ..._versions import (
     INPUT_REQUEST_CAPABILITIES,
     LATEST_HANDSHAKE_REVISION,
     META_SERVER_INFO,
+    Revision,
     get_revision,
 )
 from ...gateway import Catalog, fit_input_request, fit_tool_result
@@ -124,7 +131,7 @@ class GatewayServer(Server):
                     break
                 # A handshake-era client answers by server-to-client requests, and the
                 # gateway retries upstream with the answers (MRTR on the client's behalf).
-                answers = await _ask(ctx, result.get("inputRequests"))
+                answers = await _ask(ctx, result)
                 params = {**params, "inputResponses": answers}
                 params.pop("requestState", None)
                 if "requestState" in result:
@@ -142,21 +149,20 @@ class GatewayServer(Server):
         return _downstream(ctx, result)
 
 
-async def _ask(ctx: Context, requests: Any) -> dict[str, Any]:
-    """Put an upstream's input requests to a handshake-era client, one by one; -32021
-    naming what it lacks when it cannot answer (it refuses the method, or its revision
-    has no such request)."""
-    if not isinstance(requests, dict) or not requests:
-        raise MCPError(ErrorCode.INVALID_REQUEST, "the upstream's input_required asks nothing")
+async def _ask(ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
+    """Put an upstream's input requests (its ``input_required`` ``result``) to a
+    handshake-era client, one by one; -32021 naming what it lacks when it cannot
+    answer (it refuses the method, or its revision has no such request)."""
     try:
-        missing_input_capabilities(requests, {})
+        check_input_required("tools/call", result)
     except ValueError as exc:
         raise MCPError(ErrorCode.INTERNAL_ERROR, f"the upstream's input_required: {exc}") from None
-    revision = get_revision(ctx.protocol_version or LATEST_HANDSHAKE_REVISION)
+    requests = result.get("inputRequests")
+    if not requests:
+        raise MCPError(ErrorCode.INVALID_REQUEST, "the upstream's input_required asks nothing")
+    revision = _client_revision(ctx)
     fitted = {
         key: {**r, "params": fit_input_request(r["method"], r.get("params") or {}, revision)}
-        if isinstance(r, dict) and isinstance(r.get("method"), str)
-        else r
         for key, r in requests.items()
     }
     try:
@@ -165,14 +171,18 @@ async def _ask(ctx: Context, requests: Any) -> dict[str, Any]:
         raise _lacking(ctx, fitted, exc) from None
 
 
+def _client_revision(ctx: Context) -> Revision:
+    """The revision of the handshake-era client a request came from."""
+    return get_revision(ctx.protocol_version or LATEST_HANDSHAKE_REVISION)
+
+
 async def _relay(
     ctx: Context, refused: list[MCPError], method: str, params: dict[str, Any]
 ) -> dict[str, Any]:
     """A handshake-era upstream's mid-call request, fitted to the client's revision
     and put to it.  What the client cannot be asked is refused to the upstream with
     -32021, and kept in ``refused`` for the call's client to be told."""
-    revision = get_revision(ctx.protocol_version or LATEST_HANDSHAKE_REVISION)
-    params = fit_input_request(method, params, revision)
+    params = fit_input_request(method, params, _client_revision(ctx))
     try:
         return await ctx.request(method, params)
     except (MCPError, LocalProtocolError) as exc:
@@ -224,9 +234,11 @@ def _url_elicitation(ctx: Context, exc: MCPError) -> dict[str, Any]:
             for n, e in enumerate(asked, 1)
         }
         return {"resultType": "input_required", "inputRequests": requests}
-    revision = get_revision(ctx.protocol_version or LATEST_HANDSHAKE_REVISION)
-    declared = (ctx.client_capabilities.get("elicitation") or {}).get("url") is not None
-    if not ctx.stateless and "url" in revision.elicitation_modes and declared:
+    if (
+        not ctx.stateless
+        and "url" in _client_revision(ctx).elicitation_modes
+        and "url" in declared_elicitation_modes(ctx.client_capabilities)
+    ):
         raise exc
     raise MissingRequiredClientCapability(
         message=f"the upstream needs URL elicitation, which this client cannot do: {exc.message}",
@@ -264,7 +276,7 @@ def _downstream(ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
             out["_meta"] = meta
     if ctx.stateless:
         return out  # an input_required is checked against the client's capabilities by its session
-    out = fit_tool_result(out, get_revision(ctx.protocol_version or LATEST_HANDSHAKE_REVISION))
+    out = fit_tool_result(out, _client_revision(ctx))
     if out.get("resultType") == "input_required":
         raise MCPError(
             ErrorCode.INTERNAL_ERROR,
