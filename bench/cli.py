@@ -358,7 +358,7 @@ ROW7_VARIANTS = [
 def row7(results: Results, c: Counts, rnd: int) -> None:
     import importlib.util
 
-    if importlib.util.find_spec("trio_adapters.a2e_client") is None:
+    if importlib.util.find_spec("sansio_mcp_apps.a2e.adapters.trio_client") is None:
         results.note(7, NO_BRIDGE)
         return
     cpus, server = pinned(c.pin, example_server_command("trio"))

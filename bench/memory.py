@@ -42,7 +42,7 @@ def _line(obj: dict[str, Any]) -> bytes:
 
 def _ours(n: int) -> dict[str, Any]:
     from sansio_mcp import NEED_DATA
-    from sansio_mcp.runtime.example_server import build_server
+    from sansio_mcp_apps.example_server import build_server
 
     server = build_server()
     init, inited = _line(INITIALIZE), _line(INITIALIZED)
@@ -72,7 +72,7 @@ def _ours_asyncio(n: int) -> dict[str, Any]:
     import asyncio
 
     from asyncio_adapters._runner import AsyncioRunner
-    from sansio_mcp.runtime.example_server import build_server
+    from sansio_mcp_apps.example_server import build_server
 
     server = build_server()
     init, inited = _line(INITIALIZE), _line(INITIALIZED)

@@ -329,7 +329,7 @@ def bridge(args: dict[str, Any]) -> dict[str, Any]:
 
         return trio.run(direct)
 
-    from trio_adapters.a2e_client import A2EClient, open_a2e_direct, open_a2e_stdio
+    from sansio_mcp_apps.a2e.adapters.trio_client import A2EClient, open_a2e_direct, open_a2e_stdio
 
     async def measure(agent: A2EClient, bridge_pid: int | None) -> dict[str, Any]:
         await agent.register(

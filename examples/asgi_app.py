@@ -14,7 +14,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
 
 from asyncio_adapters.asgi import MCPApp
-from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp_apps.example_server import build_server
 
 
 def build_app() -> Starlette:

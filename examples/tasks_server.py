@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sansio_mcp import MCPError
 from sansio_mcp.runtime import Server
-from sansio_mcp.runtime.example_server import add_task_tools
+from sansio_mcp_apps.example_server import add_task_tools
 
 
 def build_server() -> Server:

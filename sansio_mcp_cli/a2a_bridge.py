@@ -11,8 +11,8 @@ from functools import partial
 from typing import Any
 
 from sansio_mcp._streamable_http import LOOPBACK_HOSTS
-from sansio_mcp.a2a import BridgeConfig, ConfigError, load_config
 from sansio_mcp.runtime import TransportBackend
+from sansio_mcp_apps.a2a import BridgeConfig, ConfigError, load_config
 
 from ._args import port_number
 
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace, backend: TransportBackend) -> int:
         print(f"sansio-mcp a2a-bridge: {args.config}: {exc}", file=sys.stderr)
         return 2
     try:
-        from sansio_mcp.runtime.a2a import A2ABridge
+        from sansio_mcp_apps.a2a.runtime import A2ABridge
     except ModuleNotFoundError as exc:
         print(
             f"sansio-mcp a2a-bridge: this command needs the 'a2a' extra ({exc.name} is not "

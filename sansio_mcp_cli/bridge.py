@@ -17,10 +17,10 @@ from urllib.parse import urlsplit
 
 import trio
 
-from sansio_mcp.a2e import BridgeConfig, BridgeHost, load_config
 from sansio_mcp.runtime._transports import stop_signals
-from sansio_mcp.runtime.a2e._agents import serve_agent_pipes
-from sansio_mcp.runtime.a2e._runner import BridgeRunner
+from sansio_mcp_apps.a2e import BridgeConfig, BridgeHost, load_config
+from sansio_mcp_apps.a2e.runtime._agents import serve_agent_pipes
+from sansio_mcp_apps.a2e.runtime._runner import BridgeRunner
 from trio_adapters._transports import stop_on_signal as trio_stop_on_signal
 
 __all__ = ["BridgeConfig", "add_bridge_parser", "load_config", "run_bridge", "run_command"]
@@ -38,7 +38,7 @@ def parse_listen(listen: str) -> tuple[str, int, str] | None:
 
 async def run_bridge(config: BridgeConfig, listen: str, elicitation: bool = False) -> int:
     """Run the bridge until the agent's stdin ends (stdio) or until interrupted (ws)."""
-    from trio_adapters.bridge import TrioBridge
+    from sansio_mcp_apps.a2e.adapters.trio_bridge import TrioBridge
 
     address = parse_listen(listen)
     host = _host(config, elicitation)
@@ -63,7 +63,7 @@ async def run_bridge(config: BridgeConfig, listen: str, elicitation: bool = Fals
 async def _serve_ws(
     bridge: Any, name: str, port: int, path: str, task_status: Any = trio.TASK_STATUS_IGNORED
 ) -> None:
-    from trio_adapters.bridge import serve_agent_ws
+    from sansio_mcp_apps.a2e.adapters.trio_bridge import serve_agent_ws
 
     await serve_agent_ws(bridge, host=name, port=port, path=path, task_status=task_status)
 
@@ -137,7 +137,7 @@ async def run_bridge_asyncio(config: BridgeConfig, listen: str, elicitation: boo
     """:func:`run_bridge` on asyncio (``--backend asyncio``)."""
     import asyncio
 
-    from asyncio_adapters.bridge import AsyncioBridge, serve_agent_ws
+    from sansio_mcp_apps.a2e.adapters.asyncio_bridge import AsyncioBridge, serve_agent_ws
 
     address = parse_listen(listen)
     bridge = AsyncioBridge(_host(config, elicitation))

@@ -11,7 +11,7 @@ from typing import Any
 
 import trio
 
-from sansio_mcp.a2e import A2EMessage, ElicitRequest, MCPSamplingRequest, to_obj
+from sansio_mcp_apps.a2e import A2EMessage, ElicitRequest, MCPSamplingRequest, to_obj
 
 __all__ = ["run_bridge_demo"]
 
@@ -47,7 +47,7 @@ def _text(result: dict[str, Any]) -> str:
 
 async def run_bridge_demo(backend: str = "trio") -> int:
     """Run the tour; returns the process exit code."""
-    from trio_adapters.a2e_client import A2ERequestError, open_a2e_stdio
+    from sansio_mcp_apps.a2e.adapters.trio_client import A2ERequestError, open_a2e_stdio
 
     refuse = {"on": False}
 

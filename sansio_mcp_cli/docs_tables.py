@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from sansio_mcp import TRANSITIONS, Role, SessionState, Trigger
 from sansio_mcp._tasks import TASK_TRANSITIONS, TERMINAL_STATUSES, TaskStatus, TaskTrigger
-from sansio_mcp.a2a import STATES as A2A_STATES
-from sansio_mcp.a2e._link_states import LINK_TRANSITIONS, SERVER_STATUS, LinkState, LinkTrigger
 from sansio_mcp.auth import TRANSITIONS as AUTH_TRANSITIONS
 from sansio_mcp.auth import FlowState
-from sansio_mcp.gateway import CONNECTOR_TRANSITIONS, ConnectorStatus, StatusTrigger
+from sansio_mcp_apps.a2a import STATES as A2A_STATES
+from sansio_mcp_apps.a2e._link_states import LINK_TRANSITIONS, SERVER_STATUS, LinkState, LinkTrigger
+from sansio_mcp_apps.gateway import CONNECTOR_TRANSITIONS, ConnectorStatus, StatusTrigger
 
 __all__ = [
     "render_a2a_states",
@@ -79,7 +79,7 @@ def render_link_table() -> str:
 
 
 def render_a2a_states() -> str:
-    """The A2A bridge's task states (``sansio_mcp.a2a.STATES``): a row per state."""
+    """The A2A bridge's task states (``sansio_mcp_apps.a2a.STATES``): a row per state."""
     out = [A2A_BEGIN, ""]
     out.append(
         "| A2A `TaskState` | phase | envelope `status` | tool error | tasks extension "

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from sansio_mcp._config import load_json
-from sansio_mcp.gateway import ConfigError, GatewayConfig, parse_config
 from sansio_mcp.runtime import TransportBackend
 from sansio_mcp.runtime._transports import Listener, TransportTable
-from sansio_mcp.runtime.gateway import Gateway, transport_opener
+from sansio_mcp_apps.gateway import ConfigError, GatewayConfig, parse_config
+from sansio_mcp_apps.gateway.runtime import Gateway, transport_opener
 
 from ._args import port_number
 

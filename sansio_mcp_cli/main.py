@@ -16,7 +16,7 @@ from sansio_mcp._refusals import does_not_speak
 from sansio_mcp._versions import ALL_REVISIONS, MODERN_REVISIONS
 from sansio_mcp.auth import JWTVerifier, ResourceServer, StaticTokenVerifier
 from sansio_mcp.runtime import ClientAPI, TimedOut, TransportBackend
-from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp_apps.example_server import build_server
 
 from ._args import port_number
 from .answers import Answers

@@ -14,7 +14,7 @@
   limits), or ``"any"`` of the three breaking ones.
 * :func:`from_schema`: a tool's ``inputSchema`` to a strategy for its
   arguments, reporting what it cannot honour.
-* :func:`a2e_messages`: every A2E message of the MCP bridge (``sansio_mcp.a2e``),
+* :func:`a2e_messages`: every A2E message of the MCP bridge (``sansio_mcp_apps.a2e``),
   valid by construction: each round-trips through the A2E codec.
 
 Hypothesis is an optional dependency: ``pip install 'sansio-mcp[testing]'``.
@@ -863,7 +863,7 @@ def describe_value(value: Any) -> str:
 
 def a2e_message_types() -> list[str]:
     """Every A2E message ``type`` the codec knows (the 21 ``mcp/*`` ones and the rest)."""
-    from sansio_mcp.a2e import MESSAGE_TYPES
+    from sansio_mcp_apps.a2e import MESSAGE_TYPES
 
     return sorted(MESSAGE_TYPES)
 
@@ -895,15 +895,15 @@ def a2e_messages(
     direction: str | None = None,
     extra: bool = True,
 ) -> st.SearchStrategy[Any]:
-    """A2E messages (instances of the ``sansio_mcp.a2e`` message classes), valid by
+    """A2E messages (instances of the ``sansio_mcp_apps.a2e`` message classes), valid by
     construction: ``decode(json.loads(encode(m))) == m`` for each.
 
     ``types``: only these ``type`` values (default: all); ``direction``: only the
     types ``"agent"`` or ``"host"`` may send (types either side sends are always
     in); ``extra``: also unknown keys, which the codec keeps.
     """
-    from sansio_mcp.a2e import A2E_VERSION, MESSAGE_TYPES
-    from sansio_mcp.a2e._fields import kind_of
+    from sansio_mcp_apps.a2e import A2E_VERSION, MESSAGE_TYPES
+    from sansio_mcp_apps.a2e._fields import kind_of
 
     wanted = list(types) if types is not None else sorted(MESSAGE_TYPES)
     unknown = [t for t in wanted if t not in MESSAGE_TYPES]

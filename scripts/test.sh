@@ -38,7 +38,7 @@ fi
 npm ci --no-audit --no-fund --loglevel=error
 
 export PATH="$PWD/$venv/bin:$PATH"
-"$py" -m ruff check sansio_mcp trio_adapters asyncio_adapters sansio_mcp_cli sansio_mcp_testing fuzz tests examples scripts conformance bench
+"$py" -m ruff check sansio_mcp trio_adapters asyncio_adapters sansio_mcp_apps sansio_mcp_cli sansio_mcp_testing fuzz tests examples scripts conformance bench
 "$py" -m mypy
 # pytest exits 5 when it collected nothing: that is a failure here, so it is not masked.
 "$py" -m pytest -q -p no:cacheprovider -rs "$@"

@@ -1,5 +1,9 @@
 """The core stays sans-IO: no I/O or concurrency modules, no clock reads, and
-no ``async def`` or ``await`` outside :mod:`sansio_mcp.runtime` (the async layer)."""
+no ``async def`` or ``await`` outside :mod:`sansio_mcp.runtime` (the async layer).
+
+The applications (:mod:`sansio_mcp_apps`) keep the same split: each one's pure half
+is a state machine, its ``runtime`` subpackage is async without I/O modules, and only
+its ``adapters`` subpackage touches an event loop."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "sansio_mcp"
 RUNTIME = CORE / "runtime"
+APPS = ROOT / "sansio_mcp_apps"
 
 FORBIDDEN_MODULES = frozenset(
     {
@@ -30,6 +35,21 @@ FORBIDDEN_TIME_CALLS = frozenset({"sleep", "time", "monotonic"})
 
 def _core_modules() -> list[Path]:
     return sorted(CORE.rglob("*.py"))
+
+
+def _app_layer(path: Path) -> str:
+    """``adapters`` (an event loop's), ``runtime`` (async) or ``pure``, by the
+    subpackage the application module lies in."""
+    parts = path.relative_to(APPS).parts[:-1]
+    if "adapters" in parts:
+        return "adapters"
+    if "runtime" in parts or path.name == "example_server.py":
+        return "runtime"
+    return "pure"
+
+
+def _app_modules(*layers: str) -> list[Path]:
+    return [p for p in sorted(APPS.rglob("*.py")) if _app_layer(p) in layers]
 
 
 def forbidden_imports(source: str) -> list[str]:
@@ -85,7 +105,8 @@ def clock_calls(source: str) -> list[str]:
 
 
 def _state_machine_modules() -> list[Path]:
-    return [p for p in _core_modules() if RUNTIME not in p.parents]
+    core = [p for p in _core_modules() if RUNTIME not in p.parents]
+    return core + _app_modules("pure")
 
 
 def async_sites(source: str) -> list[str]:
@@ -103,7 +124,16 @@ def test_the_core_exists() -> None:
     assert {"__init__.py", "_session.py", "_jsonrpc.py", "_ndjson.py"} <= modules
 
 
-@pytest.mark.parametrize("path", _core_modules(), ids=lambda p: p.name)
+def test_the_applications_have_their_layers() -> None:
+    names = {p.relative_to(APPS).as_posix() for p in _app_modules("pure")}
+    assert {"a2e/_host.py", "a2a/_envelope.py", "gateway/_router.py"} <= names
+    assert "a2e/runtime/_runner.py" not in names
+    assert {p.name for p in _app_modules("adapters")} >= {"trio_bridge.py", "asyncio_bridge.py"}
+
+
+@pytest.mark.parametrize(
+    "path", _core_modules() + _app_modules("pure", "runtime"), ids=lambda p: p.name
+)
 def test_core_module_is_pure(path: Path) -> None:
     source = path.read_text(encoding="utf-8")
     assert forbidden_imports(source) == [], f"{path.name} imports an I/O or concurrency module"
@@ -207,8 +237,9 @@ def _imported_names(path: Path, module: str) -> set[str]:
 def import_closure(entry: str, root: Path = ROOT) -> dict[str, set[str]]:
     """For each project module reachable from ``entry``, the outside modules it imports.
 
-    This judges the project by its own import statements, followed within the project, and
-    not by what a third-party package (attrs, say) happens to load internally.
+    This judges the project by its own import statements, followed within the project (an
+    application's into the library too), and not by what a third-party package (attrs,
+    say) happens to load internally.
     """
     outside: dict[str, set[str]] = {}
     todo = [entry]
@@ -224,15 +255,17 @@ def import_closure(entry: str, root: Path = ROOT) -> dict[str, set[str]]:
                 # Importing a submodule runs its package's __init__ too.
                 parts = name.split(".")
                 todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
-            elif name.split(".")[0] not in {entry.split(".")[0]}:
+            elif name.split(".")[0] not in {entry.split(".")[0], "sansio_mcp"}:
                 outside[module].add(name.split(".")[0])
     return outside
 
 
-@pytest.mark.parametrize("entry", ["sansio_mcp", "sansio_mcp.a2e"])
+@pytest.mark.parametrize(
+    "entry", ["sansio_mcp", "sansio_mcp_apps.a2e", "sansio_mcp_apps.a2a", "sansio_mcp_apps.gateway"]
+)
 def test_importing_the_core_reaches_no_io_modules(entry: str) -> None:
     closure = import_closure(entry)
-    assert f"{entry.split('.')[0]}._jsonrpc" in closure
+    assert "sansio_mcp._jsonrpc" in closure
     bad = {
         module: sorted(names & FORBIDDEN_MODULES)
         for module, names in closure.items()

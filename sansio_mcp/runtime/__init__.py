@@ -3,9 +3,9 @@
 
 Here live the session hosts, the :class:`Driver`, the declarative
 :class:`Server` and its :class:`Context`, the high-level :class:`ClientAPI`
-and :class:`ClientHandlers`, and the A2E client and bridge runner
-(:mod:`sansio_mcp.runtime.a2e`).  They await only the :class:`Backend`
-primitives (``_backend``) and import no event loop.
+and :class:`ClientHandlers`, and what applications build their own hosts from
+(the backend primitives, the senders, the process helpers).  They await only the
+:class:`Backend` primitives and import no event loop.
 """
 
 from ._backend import Backend, ByteStream, Signal, TaskGroup, TimedOut, TransportBackend

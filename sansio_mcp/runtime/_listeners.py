@@ -1,23 +1,20 @@
-"""The network listeners' bodies, written once: an HTTP router served over the
-backend's TCP listener (:func:`serve_router`), and the bridge's agents over
-WebSocket (:func:`serve_agent_ws`).  Each adapter's public ``serve_*`` names its
-host and context classes and reports the bound port its own way."""
+"""The network listener's body, written once: an HTTP router served over the
+backend's TCP listener (:func:`serve_router`).  Each adapter's public ``serve_*``
+names its host and context classes and reports the bound port its own way."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any, Unpack
+from typing import Any
 
 from .._server_session import ServerSession
 from ._backend import Backend, OnBound
 from ._http_service import HTTPService, RoutedOutput, Router
-from ._serve_options import AgentServeOptions, Listening, RouterOptions
+from ._serve_options import Listening, RouterOptions
 from ._server import Server
-from .a2e._agents import WebSocketAgents
-from .a2e._runner import BridgeRunner
 
-__all__ = ["serve_agent_ws", "serve_router"]
+__all__ = ["serve_router"]
 
 
 async def serve_router(
@@ -39,19 +36,3 @@ async def serve_router(
         )
         service = HTTPService(server, router, make_host, backend, at.max_body, at.limits)
         await backend.serve_tcp(service.connection, at.host, at.port, on_bound=on_bound)
-
-
-async def serve_agent_ws(
-    bridge: BridgeRunner, on_bound: OnBound, **options: Unpack[AgentServeOptions]
-) -> None:
-    """Serve agents of ``bridge`` over WebSocket at ``ws://host:port/path`` (by
-    default ``127.0.0.1``, any free port, ``/a2e``), one at a time (a second
-    concurrent agent is refused with HTTP 409), until cancelled."""
-    agents = WebSocketAgents(
-        bridge,
-        path=options.get("path", "/a2e"),
-        allowed_hosts=options.get("allowed_hosts"),
-        allowed_origins=options.get("allowed_origins"),
-    )
-    host, port = options.get("host", "127.0.0.1"), options.get("port", 0)
-    await bridge.backend.serve_tcp(agents.serve, host, port, on_bound=on_bound)

@@ -18,7 +18,6 @@ from ._http_service import DEFAULT_LIMITS, ServerLimits, legacy_sse_router, stre
 from ._server import Server
 
 __all__ = [
-    "AgentServeOptions",
     "HTTPServeOptions",
     "Listening",
     "ListenOptions",
@@ -75,15 +74,6 @@ class WebSocketServeOptions(ListenOptions, total=False):
     max_message_size: int
     ping_interval: float | None
     handshake_timeout: float | None
-
-
-class AgentServeOptions(ListenOptions, total=False):
-    """The bridge's ``serve_agent_ws`` keywords: the WebSocket ``path`` (``/a2e``)
-    and the DNS-rebinding guard's lists."""
-
-    path: str
-    allowed_hosts: Iterable[str] | None
-    allowed_origins: Iterable[str] | None
 
 
 @attrs.frozen

@@ -1,7 +1,7 @@
 """The pure half of the A2A-to-MCP bridge (``sansio-mcp a2a-bridge``): its
 configuration, the handle table, the task-state table, and the translation of A2A
 parts, tasks and messages into MCP tool results.  No I/O and no A2A SDK here: A2A
-values come in their ProtoJSON form.  The async half is :mod:`sansio_mcp.runtime.a2a`."""
+values come in their ProtoJSON form.  The async half is :mod:`sansio_mcp_apps.a2a.runtime`."""
 
 from ._config import (
     AGENT_CARD_PATH,

@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .. import _json
+from sansio_mcp import _json
 
 __all__ = ["META_KEY", "PART_KINDS", "PartError", "integral", "part_kind", "part_to_content"]
 

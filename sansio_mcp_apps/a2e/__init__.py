@@ -9,7 +9,7 @@
 * :class:`BridgeHost`: A2E to one agent, MCP to many servers, no I/O;
   :class:`BridgeConfig` (its config file).
 * The agent's side (``A2EClientBase``, ``AgentInbox``) and the bridge runner
-  are async: :mod:`sansio_mcp.runtime.a2e`.
+  are async: :mod:`sansio_mcp_apps.a2e.runtime`.
 """
 
 from ._actions import Action, ConnectServer, DisconnectServer, FlushServer, SendToAgent

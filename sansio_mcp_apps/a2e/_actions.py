@@ -1,8 +1,8 @@
 """What the bridge host asks its runner to do, and what it hands to the agent.
 
 The host never does I/O: it queues these, and a runner carries them out (see
-:meth:`~sansio_mcp.a2e.BridgeHost.actions` and
-:meth:`~sansio_mcp.a2e.BridgeHost.drain`).
+:meth:`~sansio_mcp_apps.a2e.BridgeHost.actions` and
+:meth:`~sansio_mcp_apps.a2e.BridgeHost.drain`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from typing import Any
 
 import attrs
 
-from .._client_session import ClientSession
+from sansio_mcp._client_session import ClientSession
+
 from ._messages import A2EMessage
 from ._models import MCPServerConfig
 
@@ -28,7 +29,7 @@ __all__ = [
 
 @attrs.frozen
 class SendToAgent:
-    """Send ``message`` to the agent (encode it with :func:`~sansio_mcp.a2e.encode`)."""
+    """Send ``message`` to the agent (encode it with :func:`~sansio_mcp_apps.a2e.encode`)."""
 
     message: A2EMessage
 

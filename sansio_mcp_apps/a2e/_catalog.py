@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .._errors import ErrorCode, MCPError
-from .._uritemplate import UriTemplate
+from sansio_mcp._errors import ErrorCode, MCPError
+from sansio_mcp._uritemplate import UriTemplate
+
 from ._failures import Failure, Refused
 from ._fields import copy_json
 from ._host_state import HostState, ServerLink, ServerRecord

@@ -15,10 +15,11 @@ from typing import Any
 
 import attrs
 
-from .. import _json
-from .._errors import RemoteProtocolError
-from .._ndjson import NdjsonFramer
-from .._websocket import WebSocketConnection
+from sansio_mcp import _json
+from sansio_mcp._errors import RemoteProtocolError
+from sansio_mcp._ndjson import NdjsonFramer
+from sansio_mcp._websocket import WebSocketConnection
+
 from ._fields import MAX_DEPTH, FieldProblem, check_kind, copy_json, wire_fields
 from ._messages import (
     A2E_VERSION,

@@ -13,7 +13,8 @@ from typing import Any
 
 import attrs
 
-from .._config import load_json, reject_unknown_keys
+from sansio_mcp._config import load_json, reject_unknown_keys
+
 from ._fields import FieldProblem, copy_json
 from ._host import BridgeHost
 from ._models import MCPRoot, MCPServerConfig

@@ -15,13 +15,14 @@ from typing import Any, ClassVar
 
 import attrs
 
-from .._errors import (
+from sansio_mcp._errors import (
     ConnectionClosedError,
     ErrorCode,
     HTTPStatusError,
     MCPError,
     RequestTimeout,
 )
+
 from ._messages import (
     A2EError,
     A2EMessage,

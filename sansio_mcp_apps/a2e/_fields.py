@@ -15,9 +15,9 @@ from typing import Any, ClassVar, TypeVar, cast
 
 import attrs
 
-from .. import _json
-from .._errors import RemoteProtocolError
-from .._json import json_type
+from sansio_mcp import _json
+from sansio_mcp._errors import RemoteProtocolError
+from sansio_mcp._json import json_type
 
 __all__ = [
     "MAX_DEPTH",

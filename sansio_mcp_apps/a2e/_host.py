@@ -25,8 +25,8 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
-from .._errors import ErrorCode, LocalProtocolError
-from .._events import (
+from sansio_mcp._errors import ErrorCode, LocalProtocolError
+from sansio_mcp._events import (
     CancelRequested,
     ConnectionClosed,
     Event,
@@ -38,7 +38,8 @@ from .._events import (
     ResponseReceived,
     SubscriptionAcknowledged,
 )
-from .._ndjson import NEED_DATA
+from sansio_mcp._ndjson import NEED_DATA
+
 from ._actions import (
     Action,
     ConnectServer,
@@ -215,7 +216,7 @@ class BridgeHost:
         """One A2E message handed over in process, as an object or a JSON object.
 
         It is read by the rules of the codec (the same errors as on a byte
-        stream) and copied first (:func:`~sansio_mcp.a2e.adopt`), so the host
+        stream) and copied first (:func:`~sansio_mcp_apps.a2e.adopt`), so the host
         keeps nothing the sender may change later.  In a message object, a value
         that cannot be encoded raises ``TypeError``/``ValueError``, as encoding
         it would; in a JSON object it is answered as ``parse_error``.
@@ -253,7 +254,7 @@ class BridgeHost:
         agent's hot path): handled as that message would be, with the same routing,
         answers and errors, but no message object on the way in.
 
-        The caller vouches for what :func:`~sansio_mcp.a2e.adopt` would otherwise
+        The caller vouches for what :func:`~sansio_mcp_apps.a2e.adopt` would otherwise
         check and copy: ``req_id`` is a fresh, non-empty id, ``tool_name`` a
         ``str``, ``timeout`` an ``int``, and ``arguments`` a dict of JSON values
         within the nesting limit that nobody else holds.  The answer is queued as

@@ -3,7 +3,7 @@ queue for the runner, the clock it was given, and the primitives that act on the
 
 :class:`HostState` is handed to each concern (the link lifecycle, the catalog,
 tool calls, the agent's asks, resources and prompts, the registry); none of
-them knows the public :class:`~sansio_mcp.a2e.BridgeHost` that routes between
+them knows the public :class:`~sansio_mcp_apps.a2e.BridgeHost` that routes between
 them.  It does no I/O and reads no clock: ``now`` is what the runner passed.
 """
 
@@ -16,12 +16,13 @@ from typing import Any
 
 import attrs
 
-from .._client_session import ClientSession
-from .._errors import ConnectionClosedError, ErrorCode, LocalProtocolError, MCPError
-from .._events import ProgressReceived
-from .._jsonrpc import RequestId
-from .._state import SessionState
-from .._uritemplate import UriTemplate
+from sansio_mcp._client_session import ClientSession
+from sansio_mcp._errors import ConnectionClosedError, ErrorCode, LocalProtocolError, MCPError
+from sansio_mcp._events import ProgressReceived
+from sansio_mcp._jsonrpc import RequestId
+from sansio_mcp._state import SessionState
+from sansio_mcp._uritemplate import UriTemplate
+
 from ._actions import FlushServer, Output, ToolAnswer
 from ._failures import Failure, classify, error_message, failed_tool_result, failure_reply
 from ._link_states import (

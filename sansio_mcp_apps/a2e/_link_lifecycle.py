@@ -15,16 +15,17 @@ from typing import Any
 
 import attrs
 
-from .._client_session import ClientSession
-from .._errors import (
+from sansio_mcp._client_session import ClientSession
+from sansio_mcp._errors import (
     ConnectionClosedError,
     HTTPStatusError,
     LocalProtocolError,
     MCPError,
     RequestTimeout,
 )
-from .._state import SessionState
-from .._versions import HANDSHAKE_REVISIONS
+from sansio_mcp._state import SessionState
+from sansio_mcp._versions import HANDSHAKE_REVISIONS
+
 from ._actions import ConnectServer, DisconnectServer
 from ._failures import Failure
 from ._host_state import Call, HostState, ServerLink, ServerRecord

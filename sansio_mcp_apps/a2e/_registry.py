@@ -8,7 +8,8 @@ from typing import Any
 
 import attrs
 
-from .._versions import ALL_REVISIONS, MODERN_REVISIONS
+from sansio_mcp._versions import ALL_REVISIONS, MODERN_REVISIONS
+
 from ._failures import Failure, Refused
 from ._fields import FieldProblem
 from ._host_state import HostState, ServerRecord

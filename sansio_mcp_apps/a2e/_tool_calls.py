@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .._errors import ErrorCode, MCPError, RequestTimeout
-from .._events import ProgressReceived
-from .._gates import has_capability
-from .._tasks import (
+from sansio_mcp._errors import ErrorCode, MCPError, RequestTimeout
+from sansio_mcp._events import ProgressReceived
+from sansio_mcp._gates import has_capability
+from sansio_mcp._tasks import (
     LEGACY_TASKS_REVISION,
     TERMINAL_STATUSES,
     declares_tasks,
@@ -29,6 +29,7 @@ from .._tasks import (
     poll_seconds,
     wants_tasks_declared,
 )
+
 from ._actions import ToolAnswer
 from ._failures import Failure, Refused, failed_tool_result
 from ._host_state import Call, HostState, ServerLink, ServerRecord

@@ -13,8 +13,9 @@ import binascii
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import _json
-from .._registry import decode_state_cursor, encode_state_cursor
+from sansio_mcp import _json
+from sansio_mcp._registry import decode_state_cursor, encode_state_cursor
+
 from ._fields import finite_float
 from ._messages import MCPSamplingRequest, MCPSamplingResponse
 from ._models import (

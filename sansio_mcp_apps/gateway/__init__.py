@@ -1,7 +1,7 @@
 """The aggregating gateway's pure part: configuration, the catalog (names,
 overrides, pagination, freshness), connector status and the store, what an
 upstream sends fitted to its client's revision, and the sessionless HTTP
-machine.  The async part is :mod:`sansio_mcp.runtime.gateway`."""
+machine.  The async part is :mod:`sansio_mcp_apps.gateway.runtime`."""
 
 from ._catalog import (
     DEFAULT_TTL_MS,

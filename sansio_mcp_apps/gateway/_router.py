@@ -17,13 +17,13 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .. import _json
-from .._errors import ErrorCode, RemoteProtocolError
-from .._http import HTTPRequest
-from .._jsonrpc import RequestId, parse_message
-from .._server_session import ServerSession
-from .._streamable_http import Exchange, StreamableHTTPServer, _json_error, _LegacySession
-from .._versions import HANDSHAKE_REVISIONS
+from sansio_mcp import _json
+from sansio_mcp._errors import ErrorCode, RemoteProtocolError
+from sansio_mcp._http import HTTPRequest
+from sansio_mcp._jsonrpc import RequestId, parse_message
+from sansio_mcp._server_session import ServerSession
+from sansio_mcp._streamable_http import Exchange, StreamableHTTPServer, _json_error, _LegacySession
+from sansio_mcp._versions import HANDSHAKE_REVISIONS
 
 __all__ = ["ASSUMED_CLIENT_CAPABILITIES", "GatewayHTTPServer", "LEGACY_DEFAULT_VERSION"]
 

@@ -13,9 +13,9 @@ import pytest
 
 pytest.importorskip("a2a")
 
-from sansio_mcp.a2a import BridgeConfig, parse_config
 from sansio_mcp.runtime import TransportBackend
-from sansio_mcp.runtime.a2a import A2ABridge
+from sansio_mcp_apps.a2a import BridgeConfig, parse_config
+from sansio_mcp_apps.a2a.runtime import A2ABridge
 
 BACKENDS = ("trio", "asyncio")
 AGENT_MODULE = "sansio_mcp_testing.a2a_agent"

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from sansio_mcp.a2a import META_KEY
 from sansio_mcp.runtime import ClientAPI, ClientHandlers, TransportBackend
-from sansio_mcp.runtime.a2a import A2ABridge
+from sansio_mcp_apps.a2a import META_KEY
+from sansio_mcp_apps.a2a.runtime import A2ABridge
 from sansio_mcp_testing.a2a_agent import PNG_1X1, WAV_SILENCE
 
 from .conftest import config_for, serving

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from sansio_mcp.runtime import ClientAPI, TransportBackend
-from sansio_mcp.runtime.a2a import A2ABridge
+from sansio_mcp_apps.a2a.runtime import A2ABridge
 
 from .conftest import config_for, running_agent, serving
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sansio_mcp.a2a import (
+from sansio_mcp_apps.a2a import (
     META_KEY,
     STATES,
     ConfigError,

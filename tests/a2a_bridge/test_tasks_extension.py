@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from sansio_mcp.runtime import ClientAPI, ClientHandlers, TransportBackend
-from sansio_mcp.runtime.a2a import TASKS_EXTENSION, A2ABridge, TaskRef
+from sansio_mcp_apps.a2a.runtime import TASKS_EXTENSION, A2ABridge, TaskRef
 
 from .conftest import config_for, running_agent, serving
 

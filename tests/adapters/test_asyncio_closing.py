@@ -26,7 +26,7 @@ import logging
 
 from asyncio_adapters import serve
 from asyncio_adapters.client import open_client
-from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp_apps.example_server import build_server
 
 logging.basicConfig(level=logging.WARNING)
 

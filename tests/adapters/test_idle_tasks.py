@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from sansio_mcp import RequestTimeout
-from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp_apps.example_server import build_server
 from trio_adapters.http_client import open_http_client
 from trio_adapters.http_server import serve_http
 

@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from sansio_mcp import ConnectionClosedError, InvalidParams
-from sansio_mcp.runtime.example_server import TOOL_NAMES
+from sansio_mcp_apps.example_server import TOOL_NAMES
 from trio_adapters import open_stdio_client
 
 FIXTURE = [sys.executable, str(Path(__file__).with_name("fixture_server.py"))]

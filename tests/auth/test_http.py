@@ -33,7 +33,7 @@ from sansio_mcp.auth import (
 )
 from sansio_mcp.runtime import FileTokenStore, OAuthProvider, Server
 from sansio_mcp.runtime._oauth import fetch
-from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp_apps.example_server import build_server
 from sansio_mcp_cli.oauth import LoopbackRedirect
 from sansio_mcp_testing.oauth_server import TestAuthorizationServer
 from tests.transports.helpers import POST_HEADERS, initialize, serving_in_thread

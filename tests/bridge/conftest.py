@@ -16,9 +16,9 @@ import pytest
 import trio
 import trio.testing
 
-from sansio_mcp.a2e import BridgeHost
-from trio_adapters.a2e_client import A2EClient, open_a2e_streams
-from trio_adapters.bridge import TrioBridge, serve_agent_stream
+from sansio_mcp_apps.a2e import BridgeHost
+from sansio_mcp_apps.a2e.adapters.trio_bridge import TrioBridge, serve_agent_stream
+from sansio_mcp_apps.a2e.adapters.trio_client import A2EClient, open_a2e_streams
 
 REPO = Path(__file__).resolve().parents[2]
 NODE_MODULES = REPO / "node_modules" / "@modelcontextprotocol"

@@ -18,7 +18,7 @@ from referencing import Registry, Resource
 
 from sansio_mcp import NEED_DATA, RequestReceived, ServerSession
 from sansio_mcp._events import CancelRequested, ResponseReceived
-from sansio_mcp.a2e import (
+from sansio_mcp_apps.a2e import (
     A2EMessage,
     BridgeHost,
     ConnectServer,
@@ -297,7 +297,7 @@ class Harness:
         return server
 
     def register(self, server_id: str, key: str, **config: Any) -> A2EMessage:
-        from sansio_mcp.a2e import MCPServerRegisterRequest
+        from sansio_mcp_apps.a2e import MCPServerRegisterRequest
 
         config = {"server_id": server_id, "cmd": [key], **config}
         return self.request(MCPServerRegisterRequest, config=config)

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import trio
 
-from sansio_mcp.a2e import MCPSamplingRequest
-from sansio_mcp.runtime.example_server import TOOL_NAMES, build_server
-from trio_adapters.a2e_client import open_a2e_stdio, open_a2e_ws
+from sansio_mcp_apps.a2e import MCPSamplingRequest
+from sansio_mcp_apps.a2e.adapters.trio_client import open_a2e_stdio, open_a2e_ws
+from sansio_mcp_apps.example_server import TOOL_NAMES, build_server
 
 from .conftest import EXAMPLE, established_connections, wait_for_status
 

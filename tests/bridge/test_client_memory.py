@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import trio
 
-from sansio_mcp.a2e import MCPServerPush, Ping, Pong
-from trio_adapters.a2e_client import open_a2e_direct
+from sansio_mcp_apps.a2e import MCPServerPush, Ping, Pong
+from sansio_mcp_apps.a2e.adapters.trio_client import open_a2e_direct
 
 
 async def test_finished_waits_do_not_pile_up_whatever_their_time_limits() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sansio_mcp.a2e import (
+from sansio_mcp_apps.a2e import (
     MESSAGE_TYPES,
     A2EError,
     A2EErrorCode,

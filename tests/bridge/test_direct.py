@@ -38,7 +38,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sansio_mcp._json import DEFAULT_MAX_DEPTH
-from sansio_mcp.a2e import (
+from sansio_mcp_apps.a2e import (
     MESSAGE_TYPES,
     A2EMessage,
     BridgeConfig,
@@ -56,10 +56,10 @@ from sansio_mcp.a2e import (
     parse_config,
     to_obj,
 )
-from sansio_mcp.a2e._fields import wire_fields
-from sansio_mcp.runtime.a2e import A2EClientBase, A2ERequestError
-from sansio_mcp.runtime.a2e._client import own_arguments
-from sansio_mcp.runtime.example_server import TOOL_NAMES
+from sansio_mcp_apps.a2e._fields import wire_fields
+from sansio_mcp_apps.a2e.runtime import A2EClientBase, A2ERequestError
+from sansio_mcp_apps.a2e.runtime._client import own_arguments
+from sansio_mcp_apps.example_server import TOOL_NAMES
 from sansio_mcp_testing.strategies import a2e_messages, json_values
 from tests.parity.conftest import no_leaks  # noqa: F401 - the fixture, used below
 from tests.parity.harness import run
@@ -103,7 +103,7 @@ def _over_the_wire(message: A2EMessage) -> A2EMessage | DecodeError | type[Excep
         text = encode(message)
     except (TypeError, ValueError) as exc:
         return type(exc)
-    from sansio_mcp.a2e import decode_text
+    from sansio_mcp_apps.a2e import decode_text
 
     return decode_text(text)
 
@@ -225,7 +225,7 @@ def _answers(by_fields: bool, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     timeout, unknown names, a server that is down, a bug in the host), sent as
     ``tool/call/req`` messages or handed over by their fields; and what the server got."""
     from sansio_mcp._errors import MCPError
-    from sansio_mcp.a2e import _tool_calls as _host
+    from sansio_mcp_apps.a2e import _tool_calls as _host
 
     from .helpers import FakeServer, Harness, text, tool
 
@@ -281,7 +281,7 @@ def _answers(by_fields: bool, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 async def test_the_trio_clients_signal_wakes_its_one_waiter_and_survives_cancellation() -> None:
     """The Trio client's own one-shot signal (one per request instead of a trio.Event)."""
-    from trio_adapters.a2e_client import A2EClient
+    from sansio_mcp_apps.a2e.adapters.trio_client import A2EClient
 
     async def send(message: A2EMessage) -> None:
         raise AssertionError("not used")
@@ -326,10 +326,10 @@ def test_a_tool_call_by_its_fields_is_answered_as_the_message_is(
 
 def _open(backend: str, **options: Any) -> AbstractAsyncContextManager[A2EClientBase]:
     if backend == "trio":
-        from trio_adapters.a2e_client import open_a2e_direct
+        from sansio_mcp_apps.a2e.adapters.trio_client import open_a2e_direct
 
         return open_a2e_direct(**options)
-    from asyncio_adapters.a2e_client import open_a2e_direct as open_asyncio
+    from sansio_mcp_apps.a2e.adapters.asyncio_client import open_a2e_direct as open_asyncio
 
     return open_asyncio(**options)
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import trio
 
-from trio_adapters.a2e_client import A2EClient
+from sansio_mcp_apps.a2e.adapters.trio_client import A2EClient
 
 from .conftest import children, open_fds, running_bridge, wait_for_status
 
@@ -106,7 +106,7 @@ async def test_chatty_stderr_does_not_block_the_server(tiny_command: list[str]) 
 async def test_a_command_that_does_not_exist_fails_registration() -> None:
     with trio.fail_after(30):
         async with running_bridge() as (_, agent):
-            from trio_adapters.a2e_client import A2ERequestError
+            from sansio_mcp_apps.a2e.adapters.trio_client import A2ERequestError
 
             with pytest.raises(A2ERequestError) as failure:
                 await agent.register({"server_id": "x", "cmd": ["/no/such/mcp-server"]})

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from sansio_mcp import MCPError
-from sansio_mcp.a2e import (
+from sansio_mcp_apps.a2e import (
     A2EError,
     BridgeHost,
     ConnectServer,

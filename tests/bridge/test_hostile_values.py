@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sansio_mcp.a2e import (
+from sansio_mcp_apps.a2e import (
     DecodeError,
     MCPSamplingRequest,
     MCPSamplingResponse,
@@ -146,7 +146,7 @@ def test_a_result_as_deep_as_mcp_allows_reaches_the_agent_readable() -> None:
     """The A2E envelope adds a level to what a server sent: a result at MCP's own
     nesting limit must still decode on the agent's side."""
     from sansio_mcp import _json
-    from sansio_mcp.a2e import ToolCallResponse, encode
+    from sansio_mcp_apps.a2e import ToolCallResponse, encode
 
     nested: Any = 0
     for _ in range(61):  # the JSON-RPC message around it is then 64 deep: the limit
@@ -167,7 +167,7 @@ def test_a_server_request_the_bridge_fails_on_is_answered_not_left_waiting(
 ) -> None:
     """Whatever goes wrong in the bridge's own code while it handles a server's
     request, the request gets -32603 (else the server would wait for good)."""
-    import sansio_mcp.a2e._agent_asks as host_module
+    import sansio_mcp_apps.a2e._agent_asks as host_module
     from sansio_mcp import MCPError
 
     def broken(*args: Any, **kwargs: Any) -> Any:

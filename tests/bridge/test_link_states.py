@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from sansio_mcp import HTTPStatusError
-from sansio_mcp.a2e import (
+from sansio_mcp_apps.a2e import (
     ConnectServer,
     MCPServerRegisterRequest,
     MCPServerUnregisterRequest,
     _host_state,
 )
-from sansio_mcp.a2e._link_states import (
+from sansio_mcp_apps.a2e._link_states import (
     LINK_TERMINAL_STATES,
     LINK_TRANSITIONS,
     SERVER_STATUS,

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from sansio_mcp.a2e import (
+from sansio_mcp_apps.a2e import (
     MESSAGE_TYPES,
     A2EMessage,
     ElicitRequest,
@@ -44,8 +44,8 @@ from sansio_mcp.a2e import (
     encode,
     to_obj,
 )
-from sansio_mcp.a2e._fields import kind_of
-from sansio_mcp.a2e._translate import sampling_request_from_mcp, sampling_result_from_a2e
+from sansio_mcp_apps.a2e._fields import kind_of
+from sansio_mcp_apps.a2e._translate import sampling_request_from_mcp, sampling_result_from_a2e
 
 from .helpers import FakeServer, Harness, load_schema
 

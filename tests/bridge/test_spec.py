@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import trio
 
-from sansio_mcp.a2e import ToolCallResponse
+from sansio_mcp_apps.a2e import ToolCallResponse
 
 from .conftest import EXAMPLE, TINY
 from .helpers import FakeServer, Harness, tool

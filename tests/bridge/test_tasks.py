@@ -16,11 +16,11 @@ import pytest
 import trio
 import trio.testing
 
-from sansio_mcp.a2e import BridgeHost
 from sansio_mcp.runtime import Server
-from sansio_mcp.runtime.example_server import add_task_tools
-from trio_adapters.a2e_client import open_a2e_streams
-from trio_adapters.bridge import TrioBridge, serve_agent_stream
+from sansio_mcp_apps.a2e import BridgeHost
+from sansio_mcp_apps.a2e.adapters.trio_bridge import TrioBridge, serve_agent_stream
+from sansio_mcp_apps.a2e.adapters.trio_client import open_a2e_streams
+from sansio_mcp_apps.example_server import add_task_tools
 from trio_adapters.http_server import serve_http
 
 from .conftest import running_bridge

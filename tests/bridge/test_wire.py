@@ -9,8 +9,8 @@ from typing import Any
 import attrs
 import pytest
 
-from sansio_mcp import a2e
-from sansio_mcp.a2e import (
+from sansio_mcp_apps import a2e
+from sansio_mcp_apps.a2e import (
     A2EError,
     A2EErrorCode,
     A2EFramer,

@@ -13,7 +13,7 @@ from typing import Any
 
 import trio
 
-from sansio_mcp.a2e import bridge_command
+from sansio_mcp_apps.a2e import bridge_command
 
 Frame = dict[str, Any]
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from sansio_mcp import a2a, a2e
 from sansio_mcp._config import ConfigError, check_url, load_json
-from sansio_mcp.gateway import parse_config as parse_gateway_config
+from sansio_mcp_apps import a2a, a2e
+from sansio_mcp_apps.gateway import parse_config as parse_gateway_config
 
 #: loader, a config giving a key twice, the same config with the second key renamed.
 LOADERS: dict[str, tuple[Callable[[str], Any], str, str]] = {

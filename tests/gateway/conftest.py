@@ -23,7 +23,7 @@ import attrs
 import pytest
 from interop.conftest import no_leaked_children  # noqa: F401 (autouse: no test leaves a child)
 
-from sansio_mcp.runtime.example_server import TOOL_NAMES
+from sansio_mcp_apps.example_server import TOOL_NAMES
 
 REPO = Path(__file__).resolve().parents[2]
 NPM = REPO / "node_modules" / "@modelcontextprotocol"

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from sansio_mcp import InvalidParams
 from sansio_mcp._http import HTTPRequest
 from sansio_mcp._registry import decode_state_cursor, encode_cursor, encode_state_cursor
-from sansio_mcp.gateway import (
+from sansio_mcp_apps.gateway import (
     CONNECTOR_TRANSITIONS,
     Backoff,
     Catalog,
@@ -34,7 +34,7 @@ from sansio_mcp.gateway import (
     parse_config,
     split_tool_name,
 )
-from sansio_mcp.runtime.gateway import Gateway
+from sansio_mcp_apps.gateway.runtime import Gateway
 
 names = st.from_regex(r"\A[a-zA-Z0-9_-]{1,48}\Z")
 tool_names = st.text(min_size=1, max_size=30).filter(lambda t: "\x00" not in t)

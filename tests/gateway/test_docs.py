@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 
-from sansio_mcp.gateway import parse_config
+from sansio_mcp_apps.gateway import parse_config
 from sansio_mcp_cli.docs_tables import CONNECTOR_BEGIN, CONNECTOR_END, render_connector_table
 
 from .conftest import REPO

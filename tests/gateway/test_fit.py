@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from sansio_mcp import LocalProtocolError, ServerSession
 from sansio_mcp._versions import ALL_REVISIONS, HANDSHAKE_REVISIONS, REVISIONS
-from sansio_mcp.gateway import fit_input_request, fit_tool_result
+from sansio_mcp_apps.gateway import fit_input_request, fit_tool_result
 from sansio_mcp_testing.schemas import OfficialSchema, load_schema, missing_schema_message
 
 

@@ -16,10 +16,10 @@ import pytest
 import trio
 
 from sansio_mcp import ErrorCode, InvalidParams, MCPError, MissingRequiredClientCapability
-from sansio_mcp.gateway import Backoff, parse_config
 from sansio_mcp.runtime import Context, Server
-from sansio_mcp.runtime.example_server import build_server
-from sansio_mcp.runtime.gateway import Gateway, UpstreamSettings, transport_opener
+from sansio_mcp_apps.example_server import build_server
+from sansio_mcp_apps.gateway import Backoff, parse_config
+from sansio_mcp_apps.gateway.runtime import Gateway, UpstreamSettings, transport_opener
 from trio_adapters import BACKEND, ClientHandlers
 from trio_adapters.http_client import open_http_client
 from trio_adapters.http_server import serve_http, serve_router
@@ -226,7 +226,7 @@ async def test_an_override_of_a_tool_the_upstream_lacks_is_warned_of(
     gateway = Gateway(config, BACKEND, transport_opener(BACKEND))
     nursery.start_soon(gateway.run)
     await _ready(gateway)
-    warned = [r.getMessage() for r in caplog.records if r.name == "sansio_mcp.gateway"]
+    warned = [r.getMessage() for r in caplog.records if r.name == "sansio_mcp_apps.gateway"]
     assert any("no tool named 'ech'" in m for m in warned), warned
     assert not any("'add'" in m for m in warned)
     assert "ex.echo" in {t["name"] for t in gateway.catalog().tools()}  # the typo left it on

@@ -12,7 +12,7 @@ import trio
 
 from sansio_mcp import InvalidParams, MissingRequiredClientCapability
 from sansio_mcp._versions import REVISIONS
-from sansio_mcp.runtime.gateway import META_MISSING_CONNECTORS
+from sansio_mcp_apps.gateway.runtime import META_MISSING_CONNECTORS
 from sansio_mcp_testing.schemas import load_schema, missing_schema_message
 from trio_adapters import ClientHandlers
 from trio_adapters.http_client import open_http_client

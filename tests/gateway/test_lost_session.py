@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from sansio_mcp._streamable_http import StreamableHTTPServer
-from sansio_mcp.gateway import ConnectorConfig, parse_config
-from sansio_mcp.runtime.example_server import build_server
-from sansio_mcp.runtime.gateway import Gateway
+from sansio_mcp_apps.example_server import build_server
+from sansio_mcp_apps.gateway import ConnectorConfig, parse_config
+from sansio_mcp_apps.gateway.runtime import Gateway
 
 from .conftest import BACKENDS
 
@@ -62,6 +62,6 @@ async def _scenario(backend: Any, adapters: str) -> tuple[int, int]:
 @pytest.mark.parametrize("adapters", [f"{name}_adapters" for name in BACKENDS])
 def test_lost_upstream_session_is_renewed(adapters: str, caplog: pytest.LogCaptureFixture) -> None:
     backend = importlib.import_module(adapters).BACKEND
-    with caplog.at_level(logging.WARNING, logger="sansio_mcp.gateway"):
+    with caplog.at_level(logging.WARNING, logger="sansio_mcp_apps.gateway"):
         assert backend.run(_scenario, backend, adapters) == (2, 4)
     assert "HTTP 404" in caplog.text  # the call met the 404, and the gateway renewed it

@@ -21,8 +21,8 @@ from sansio_mcp._versions import (
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
 )
-from sansio_mcp.gateway import parse_config
-from sansio_mcp.runtime.gateway import Gateway, transport_opener
+from sansio_mcp_apps.gateway import parse_config
+from sansio_mcp_apps.gateway.runtime import Gateway, transport_opener
 from trio_adapters import BACKEND
 from trio_adapters.http_server import serve_http, serve_router
 

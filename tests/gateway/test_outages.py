@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import trio
 
-from sansio_mcp.runtime.gateway import META_MISSING_CONNECTORS
+from sansio_mcp_apps.gateway.runtime import META_MISSING_CONNECTORS
 from trio_adapters.http_client import open_http_client
 
 from .conftest import BACKENDS, EXAMPLE_TOOLS, example_http, example_stdio_connector, free_port

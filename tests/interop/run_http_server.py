@@ -16,7 +16,7 @@ from typing import Any
 
 import trio
 
-from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp_apps.example_server import build_server
 from trio_adapters.http_server import serve_http
 
 

@@ -35,7 +35,7 @@ from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp import types as sdk
 
 from sansio_mcp import MethodNotFound, MissingRequiredClientCapability
-from sansio_mcp.runtime.example_server import TOOL_NAMES
+from sansio_mcp_apps.example_server import TOOL_NAMES
 from trio_adapters import ClientHandlers, open_stdio_client
 
 from .conftest import EXAMPLE_SERVER, REPO, REVISIONS, SDK_SERVER

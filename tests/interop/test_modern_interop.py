@@ -54,7 +54,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from sansio_mcp import HANDSHAKE_REVISIONS, MissingRequiredClientCapability
 from sansio_mcp._errors import InputRoundsExceeded
-from sansio_mcp.runtime.example_server import TOOL_NAMES
+from sansio_mcp_apps.example_server import TOOL_NAMES
 from trio_adapters import Client, ClientHandlers, open_stdio_client
 
 from .conftest import EXAMPLE_SERVER, REPO, http_server

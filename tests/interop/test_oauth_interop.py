@@ -28,7 +28,7 @@ from mcp.shared.auth import (
 
 from sansio_mcp.auth import JWTVerifier, ResourceServer
 from sansio_mcp.runtime import Server
-from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp_apps.example_server import build_server
 from sansio_mcp_testing.oauth_server import TestAuthorizationServer
 from tests.transports.helpers import serving_in_thread
 from trio_adapters.http_server import serve_http, serve_router

@@ -35,7 +35,7 @@ import asyncio_adapters
 import trio_adapters
 from sansio_mcp.runtime import Context, Server, TransportBackend
 from sansio_mcp.runtime._client import ClientHandlers
-from sansio_mcp.runtime.example_server import TOOL_NAMES, build_server
+from sansio_mcp_apps.example_server import TOOL_NAMES, build_server
 
 __all__ = [
     "BACKENDS",

@@ -20,7 +20,7 @@ import time
 import asyncio_adapters
 import trio_adapters
 from sansio_mcp.runtime import Context
-from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp_apps.example_server import build_server
 
 BACKENDS = {"trio": trio_adapters.BACKEND, "asyncio": asyncio_adapters.BACKEND}
 

@@ -19,7 +19,7 @@ from sansio_mcp._tasks import RELATED_TASK
 from sansio_mcp.runtime import ClientAPI
 from sansio_mcp.runtime._client import ClientHandlers
 from sansio_mcp.runtime._task_client import TaskCancelled, ToolTask
-from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp_apps.example_server import build_server
 from sansio_mcp_testing.schemas import OfficialSchema, find_schema, missing_schema_message
 from trio_adapters import serve
 

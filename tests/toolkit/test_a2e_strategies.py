@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sansio_mcp.a2e import (
+from sansio_mcp_apps.a2e import (
     MCP_MESSAGE_TYPES,
     MESSAGE_TYPES,
     A2EFramer,

@@ -170,7 +170,7 @@ async def test_a_server_dying_at_start_is_explained(schema_dir: str) -> None:
 async def test_a_stdio_only_property_over_http_is_skipped_with_its_reason(schema_dir: str) -> None:
     import trio
 
-    from sansio_mcp.runtime.example_server import build_server
+    from sansio_mcp_apps.example_server import build_server
     from trio_adapters.http_server import serve_http
 
     async with trio.open_nursery() as nursery:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from sansio_mcp.runtime import Server
-from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp_apps.example_server import build_server
 
 _GRACE = 3.0
 

@@ -30,7 +30,7 @@ from sansio_mcp._versions import (
     META_PROTOCOL_VERSION,
 )
 from sansio_mcp.runtime import Context, Server
-from sansio_mcp.runtime.example_server import TOOL_NAMES
+from sansio_mcp_apps.example_server import TOOL_NAMES
 from trio_adapters import ClientHandlers
 
 MODERN = "2026-07-28"

@@ -18,7 +18,7 @@ from sansio_mcp._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServer
 from sansio_mcp._legacy_sse import LegacySSEServer
 from sansio_mcp._ndjson import NEED_DATA
 from sansio_mcp._streamable_http import Exchange, StreamableHTTPServer
-from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp_apps.example_server import build_server
 from trio_adapters.http_server import serve_http, serve_router
 
 from .helpers import (

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from sansio_mcp._http import HTTPRequest
 from sansio_mcp._streamable_http import StreamableHTTPServer
-from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp_apps.example_server import build_server
 
 from .helpers import (
     INITIALIZED,

@@ -46,7 +46,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from sansio_mcp._legacy_sse import LegacySSEServer
 from sansio_mcp._streamable_http import StreamableHTTPServer
-from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp_apps.example_server import build_server
 from trio_adapters.http_client import open_http_client
 from trio_adapters.http_server import serve_router
 from trio_adapters.sse import open_sse_client

@@ -19,7 +19,7 @@ from sansio_mcp._sse import SSEParser
 from sansio_mcp._streamable_http import StreamableHTTPServer
 from sansio_mcp._streamable_http_client import ResponseReader
 from sansio_mcp._versions import META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION
-from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp_apps.example_server import build_server
 
 from .helpers import MODERN, open_machine_session, post_request, received_request
 

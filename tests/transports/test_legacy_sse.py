@@ -15,7 +15,7 @@ from sansio_mcp import ConnectionClosedError, MCPError, RemoteProtocolError
 from sansio_mcp._http import HTTPRequest
 from sansio_mcp._legacy_sse import LegacySSEServer
 from sansio_mcp._streamable_http import Exchange
-from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp_apps.example_server import build_server
 from trio_adapters.http_server import serve_router
 from trio_adapters.sse import open_sse_client, serve_sse
 

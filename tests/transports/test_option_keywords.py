@@ -22,7 +22,7 @@ import trio_adapters.http_server
 import trio_adapters.sse
 import trio_adapters.websocket
 from sansio_mcp.runtime._http_service import streamable_http_router
-from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp_apps.example_server import build_server
 
 ADAPTERS = {"trio": trio_adapters, "asyncio": asyncio_adapters}
 

@@ -20,7 +20,7 @@ from sansio_mcp import RequestReceived
 from sansio_mcp._http import HTTPRequest
 from sansio_mcp._sse import SSEParser
 from sansio_mcp._streamable_http import Exchange, StreamableHTTPServer
-from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp_apps.example_server import build_server
 
 from .helpers import open_machine_session, post_request, received_request
 

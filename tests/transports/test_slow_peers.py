@@ -20,7 +20,7 @@ from contextlib import ExitStack, closing, contextmanager
 import pytest
 
 from sansio_mcp.runtime._http_service import ServerLimits
-from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp_apps.example_server import build_server
 from tests.parity.harness import serving
 
 from .helpers import POST_HEADERS, initialize

@@ -21,7 +21,7 @@ import trio
 
 from sansio_mcp import HANDSHAKE_REVISIONS, MCPError
 from sansio_mcp._streamable_http import Exchange, StreamableHTTPServer
-from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp_apps.example_server import build_server
 from trio_adapters.http_client import open_http_client
 from trio_adapters.http_server import serve_http, serve_router
 

@@ -21,7 +21,7 @@ import wsproto.events as ws
 from websockets.exceptions import ConnectionClosedError, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
-from sansio_mcp.runtime.example_server import build_server
+from sansio_mcp_apps.example_server import build_server
 from trio_adapters.websocket import open_ws_client, serve_ws
 
 from .helpers import (
@@ -367,7 +367,7 @@ def _a2e_handshake(*lines: bytes) -> bytes:
 def test_a2e_accepts_its_subprotocol_without_requiring_it(
     lines: tuple[bytes, ...], subprotocol: bytes | None
 ) -> None:
-    from sansio_mcp.a2e import A2EWebSocket
+    from sansio_mcp_apps.a2e import A2EWebSocket
 
     framing = A2EWebSocket(client=False)
     assert framing.receive_data(_a2e_handshake(*lines)) == []
@@ -392,7 +392,7 @@ def test_a2e_accepts_its_subprotocol_without_requiring_it(
 )
 def test_a_broken_a2e_handshake_is_refused_not_raised(raw: bytes, status: int) -> None:
     """(The A2E copy of the machine raised on these before the two became one.)"""
-    from sansio_mcp.a2e import A2EWebSocket
+    from sansio_mcp_apps.a2e import A2EWebSocket
 
     framing = A2EWebSocket(client=False)
     assert framing.receive_data(raw) == []
@@ -408,7 +408,7 @@ def test_a_broken_a2e_handshake_is_refused_not_raised(raw: bytes, status: int) -
     ],
 )
 def test_broken_a2e_frames_are_answered_with_a_close_frame(frame: bytes, code: int) -> None:
-    from sansio_mcp.a2e import A2EWebSocket
+    from sansio_mcp_apps.a2e import A2EWebSocket
 
     framing = A2EWebSocket(client=False)
     framing.receive_data(_a2e_handshake())
@@ -423,7 +423,7 @@ def test_broken_a2e_frames_are_answered_with_a_close_frame(frame: bytes, code: i
 def test_after_our_close_only_the_peer_reply_is_read() -> None:
     """A binary frame closes with 1003; a message behind it in the same read is
     dropped, and the peer's close reply ends the closing handshake."""
-    from sansio_mcp.a2e import A2EWebSocket
+    from sansio_mcp_apps.a2e import A2EWebSocket
 
     peer = wsproto.WSConnection(wsproto.ConnectionType.CLIENT)
     framing = A2EWebSocket(client=False)

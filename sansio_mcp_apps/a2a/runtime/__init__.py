@@ -2,7 +2,7 @@
 JSON-RPC client over the backend's own TCP (:class:`BackendTransport`), and the MCP
 :class:`~sansio_mcp.runtime.Server` with the four tools (:class:`A2ABridge`).
 Needs the ``a2a`` extra (``pip install 'sansio-mcp[a2a]'``); the pure half is
-:mod:`sansio_mcp.a2a`."""
+:mod:`sansio_mcp_apps.a2a`."""
 
 from ._agents import A2ACallError, AgentFailure, AgentLink, AgentUnreachable
 from ._bridge import TASKS_EXTENSION, A2ABridge, ContextRef, TaskRef

@@ -2,7 +2,7 @@
 the JSON-RPC binding.  The a2a-sdk makes and reads the JSON-RPC messages (its
 protobuf types and its ``JsonRpcTransport``); the bytes go through
 :class:`~.BackendTransport`.  Answers come back in ProtoJSON form for the pure
-translation of :mod:`sansio_mcp.a2a`.
+translation of :mod:`sansio_mcp_apps.a2a`.
 """
 
 from __future__ import annotations

@@ -25,8 +25,12 @@ from typing import Any
 import attrs
 import httpx
 
-from ..._errors import InternalError
-from ..._tasks import TASKS_EXTENSION, declares_tasks
+from sansio_mcp._errors import InternalError
+from sansio_mcp._tasks import TASKS_EXTENSION, declares_tasks
+from sansio_mcp.runtime._backend import Backend
+from sansio_mcp.runtime._server import Context, Server
+from sansio_mcp.runtime._tasks import CancelTask
+
 from ...a2a import (
     META_KEY,
     BridgeConfig,
@@ -41,9 +45,6 @@ from ...a2a import (
     state_mapping,
     task_result,
 )
-from .._backend import Backend
-from .._server import Context, Server
-from .._tasks import CancelTask
 from ._agents import A2ACallError, AgentFailure, AgentLink, AgentUnreachable
 from ._transport import BackendTransport
 

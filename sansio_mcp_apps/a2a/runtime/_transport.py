@@ -12,10 +12,10 @@ from typing import Any
 
 import httpx
 
-from ..._http import ConnectionEnded, HTTPClientConnection, HTTPError, HTTPResponseHead
-from ..._http_pool import ConnectionPool, PooledConnection
-from ..._ndjson import NEED_DATA
-from .._backend import Backend, ByteStream, TimedOut
+from sansio_mcp._http import ConnectionEnded, HTTPClientConnection, HTTPError, HTTPResponseHead
+from sansio_mcp._http_pool import ConnectionPool, PooledConnection
+from sansio_mcp._ndjson import NEED_DATA
+from sansio_mcp.runtime._backend import Backend, ByteStream, TimedOut
 
 __all__ = ["BackendTransport"]
 

@@ -1,12 +1,12 @@
-"""The A2E MCP bridge on asyncio: the same :class:`~sansio_mcp.a2e.BridgeHost`
+"""The A2E MCP bridge on asyncio: the same :class:`~sansio_mcp_apps.a2e.BridgeHost`
 as on Trio, with asyncio moving the bytes.
 
 :class:`AsyncioBridge` executes the host's actions (the shared rules are
-:class:`~sansio_mcp.a2e.BridgeRunner`'s) over stdio, Streamable HTTP, legacy
+:class:`~sansio_mcp_apps.a2e.BridgeRunner`'s) over stdio, Streamable HTTP, legacy
 HTTP+SSE and WebSocket (the library's own asyncio hosts);
 :func:`serve_agent_stream` and :func:`serve_agent_ws` attach the agent, and
 :meth:`AsyncioBridge.connect_agent` an agent in this process (used by
-:func:`asyncio_adapters.a2e_client.open_a2e_direct`).
+:func:`sansio_mcp_apps.a2e.adapters.asyncio_client.open_a2e_direct`).
 """
 
 from __future__ import annotations
@@ -16,27 +16,28 @@ import contextlib
 import logging
 from typing import Any, Unpack
 
+from asyncio_adapters._backend import PRIMITIVES, PipeStream
+from asyncio_adapters._runner import AsyncioRunner, shielded
+from asyncio_adapters.http_client import _HTTPClientHost
+from asyncio_adapters.http_server import reporter
+from asyncio_adapters.sse import _SSEClientHost
 from sansio_mcp._client_session import ClientSession
 from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
-from sansio_mcp.a2e import (
+from sansio_mcp_apps.a2e import (
     ConnectServer,
 )
-from sansio_mcp.runtime import _listeners
-from sansio_mcp.runtime._serve_options import AgentServeOptions
-from sansio_mcp.runtime.a2e._agents import serve_agent_pipes
-from sansio_mcp.runtime.a2e._driver import BridgeDriver, refuse_requests
-from sansio_mcp.runtime.a2e._links import HTTPLinks
-from sansio_mcp.runtime.a2e._runner import BridgeRunner, Connection
-
-from ._backend import PRIMITIVES, PipeStream
-from ._runner import AsyncioRunner, shielded
-from .http_client import _HTTPClientHost
-from .http_server import reporter
-from .sse import _SSEClientHost
+from sansio_mcp_apps.a2e.runtime._agents import (
+    AgentServeOptions,
+    serve_agent_pipes,
+)
+from sansio_mcp_apps.a2e.runtime._agents import serve_agent_ws as _serve_agent_ws
+from sansio_mcp_apps.a2e.runtime._driver import BridgeDriver, refuse_requests
+from sansio_mcp_apps.a2e.runtime._links import HTTPLinks
+from sansio_mcp_apps.a2e.runtime._runner import BridgeRunner, Connection
 
 __all__ = ["AsyncioBridge", "serve_agent_stream", "serve_agent_ws"]
 
-logger = logging.getLogger("asyncio_adapters.bridge")
+logger = logging.getLogger("sansio_mcp_apps.a2e.adapters.asyncio_bridge")
 
 
 class _StreamRunner(AsyncioRunner):
@@ -148,4 +149,4 @@ async def serve_agent_ws(
     """Serve agents over WebSocket at ``ws://host:port/path`` (by default
     ``127.0.0.1``, any free port, ``/a2e``), one at a time (a second concurrent agent
     is refused with HTTP 409), until cancelled; ``started`` (if given) gets the port."""
-    await _listeners.serve_agent_ws(bridge, reporter(started), **options)
+    await _serve_agent_ws(bridge, reporter(started), **options)

@@ -1,5 +1,5 @@
 """The A2E client for Python agents, on asyncio: the same
-:class:`~sansio_mcp.runtime.a2e.A2EClientBase` as on Trio (and so the same calls).
+:class:`~sansio_mcp_apps.a2e.runtime.A2EClientBase` as on Trio (and so the same calls).
 
 Open one with :func:`open_a2e_direct` (the bridge in this process and event
 loop, no encoding), :func:`open_a2e_stdio` (``sansio-mcp bridge`` as a child
@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sansio_mcp.a2e import BridgeHost
-from sansio_mcp.runtime.a2e import A2EClientBase, A2ERequestError
-from sansio_mcp.runtime.a2e._connect import A2EOpeners
-from sansio_mcp.runtime.a2e._runner import BridgeRunner
-
-from ._backend import PRIMITIVES
+from asyncio_adapters._backend import PRIMITIVES
+from sansio_mcp_apps.a2e import BridgeHost
+from sansio_mcp_apps.a2e.runtime import A2EClientBase, A2ERequestError
+from sansio_mcp_apps.a2e.runtime._connect import A2EOpeners
+from sansio_mcp_apps.a2e.runtime._runner import BridgeRunner
 
 __all__ = ["A2EClient", "A2ERequestError", "open_a2e_direct", "open_a2e_stdio", "open_a2e_ws"]
 
@@ -30,7 +29,7 @@ class A2EClient(A2EClientBase):
 
 
 def _make_bridge(host: BridgeHost, **options: Any) -> BridgeRunner:
-    from .bridge import AsyncioBridge
+    from sansio_mcp_apps.a2e.adapters.asyncio_bridge import AsyncioBridge
 
     return AsyncioBridge(host, **options)
 

@@ -1,13 +1,13 @@
-"""The A2E MCP bridge on Trio: it moves bytes; :class:`~sansio_mcp.a2e.BridgeHost` decides.
+"""The A2E MCP bridge on Trio: it moves bytes; :class:`~sansio_mcp_apps.a2e.BridgeHost` decides.
 
 :class:`TrioBridge` executes the host's actions (the shared rules are
-:class:`~sansio_mcp.a2e.BridgeRunner`'s): it opens each server's transport
+:class:`~sansio_mcp_apps.a2e.BridgeRunner`'s): it opens each server's transport
 (stdio, Streamable HTTP, legacy HTTP+SSE, WebSocket) with the library's own
 Trio hosts, feeds the host what arrives, sends what it queues, and runs its
 timer.  The agent side is :func:`serve_agent_stream` (NDJSON on a byte
 stream, stdio), :func:`serve_agent_ws` (one message per WebSocket text
 frame), or an agent in this process (:meth:`TrioBridge.connect_agent`, used
-by :func:`trio_adapters.a2e_client.open_a2e_direct`).
+by :func:`sansio_mcp_apps.a2e.adapters.trio_client.open_a2e_direct`).
 """
 
 from __future__ import annotations
@@ -19,25 +19,27 @@ import trio
 
 from sansio_mcp._client_session import ClientSession
 from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
-from sansio_mcp.a2e import (
+from sansio_mcp.runtime import TimedOut
+from sansio_mcp_apps.a2e import (
     ConnectServer,
 )
-from sansio_mcp.runtime import TimedOut, _listeners
-from sansio_mcp.runtime._serve_options import AgentServeOptions
-from sansio_mcp.runtime.a2e._agents import serve_agent_pipes
-from sansio_mcp.runtime.a2e._driver import BridgeDriver, refuse_requests
-from sansio_mcp.runtime.a2e._links import HTTPLinks
-from sansio_mcp.runtime.a2e._runner import BridgeRunner, Connection
-
-from ._backend import PRIMITIVES, PipeStream
-from ._runner import TrioRunner
-from .http_client import _HTTPClientHost
-from .sse import _SSEClientHost
-from .websocket import open_ws_stream
+from sansio_mcp_apps.a2e.runtime._agents import (
+    AgentServeOptions,
+    serve_agent_pipes,
+)
+from sansio_mcp_apps.a2e.runtime._agents import serve_agent_ws as _serve_agent_ws
+from sansio_mcp_apps.a2e.runtime._driver import BridgeDriver, refuse_requests
+from sansio_mcp_apps.a2e.runtime._links import HTTPLinks
+from sansio_mcp_apps.a2e.runtime._runner import BridgeRunner, Connection
+from trio_adapters._backend import PRIMITIVES, PipeStream
+from trio_adapters._runner import TrioRunner
+from trio_adapters.http_client import _HTTPClientHost
+from trio_adapters.sse import _SSEClientHost
+from trio_adapters.websocket import open_ws_stream
 
 __all__ = ["TrioBridge", "serve_agent_stream", "serve_agent_ws"]
 
-logger = logging.getLogger("trio_adapters.bridge")
+logger = logging.getLogger("sansio_mcp_apps.a2e.adapters.trio_bridge")
 
 
 # Wiring the library's Trio hosts to the bridge ----------------------------------------------
@@ -155,4 +157,4 @@ async def serve_agent_ws(
     """Serve agents over WebSocket at ``ws://host:port/path`` (by default
     ``127.0.0.1``, any free port, ``/a2e``), one at a time (a second concurrent agent
     is refused with HTTP 409), until cancelled; ``task_status.started`` gets the port."""
-    await _listeners.serve_agent_ws(bridge, task_status.started, **options)
+    await _serve_agent_ws(bridge, task_status.started, **options)

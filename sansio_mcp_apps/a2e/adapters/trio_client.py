@@ -4,8 +4,8 @@
 ``req_id``; what the bridge sends on its own (``mcp/server/push``,
 ``tool/event``) goes to callbacks, and what it asks (``mcp/sample/req``,
 ``mcp/root/list/req``, ``x-mcp/elicit/req``) to handlers whose return value
-is sent back (the logic is :class:`~sansio_mcp.runtime.a2e.A2EClientBase`'s,
-opening one :mod:`sansio_mcp.runtime.a2e._connect`'s).  Open one with
+is sent back (the logic is :class:`~sansio_mcp_apps.a2e.runtime.A2EClientBase`'s,
+opening one :mod:`sansio_mcp_apps.a2e.runtime._connect`'s).  Open one with
 :func:`open_a2e_direct` (the bridge in this process, no encoding),
 :func:`open_a2e_stdio` (the bridge as a child process), :func:`open_a2e_ws`
 or :func:`open_a2e_streams`.
@@ -18,12 +18,11 @@ from typing import Any
 
 import trio
 
-from sansio_mcp.a2e import BridgeHost
-from sansio_mcp.runtime.a2e import A2EClientBase, A2ERequestError
-from sansio_mcp.runtime.a2e._connect import A2EOpeners, open_a2e_pipes
-from sansio_mcp.runtime.a2e._runner import BridgeRunner
-
-from ._backend import PRIMITIVES, PipeStream
+from sansio_mcp_apps.a2e import BridgeHost
+from sansio_mcp_apps.a2e.runtime import A2EClientBase, A2ERequestError
+from sansio_mcp_apps.a2e.runtime._connect import A2EOpeners, open_a2e_pipes
+from sansio_mcp_apps.a2e.runtime._runner import BridgeRunner
+from trio_adapters._backend import PRIMITIVES, PipeStream
 
 __all__ = [
     "A2EClient",
@@ -44,7 +43,9 @@ class A2EClient(A2EClientBase):
 
 
 def _bridge(host: BridgeHost, **options: Any) -> BridgeRunner:
-    from .bridge import TrioBridge  # the bridge's transports load only when used
+    from sansio_mcp_apps.a2e.adapters.trio_bridge import (
+        TrioBridge,  # the bridge's transports load only when used
+    )
 
     return TrioBridge(host, **options)
 

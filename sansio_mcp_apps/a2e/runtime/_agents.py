@@ -7,18 +7,30 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from typing import Unpack
+
+from sansio_mcp.runtime._backend import ByteStream, OnBound
+from sansio_mcp.runtime._sender import Sender
+from sansio_mcp.runtime._serve_options import ListenOptions
 
 from ...a2e._codec import A2EWebSocket, encode, encode_line
 from ...a2e._messages import A2EMessage
-from .._backend import ByteStream
-from .._sender import Sender
 from ._runner import AgentSink, BridgeRunner
 
-__all__ = ["WebSocketAgents", "serve_agent_pipes"]
+__all__ = ["AgentServeOptions", "WebSocketAgents", "serve_agent_pipes", "serve_agent_ws"]
 
-logger = logging.getLogger("sansio_mcp.a2e")
+logger = logging.getLogger("sansio_mcp_apps.a2e")
 
 _READ_SIZE = 65536
+
+
+class AgentServeOptions(ListenOptions, total=False):
+    """The bridge's ``serve_agent_ws`` keywords: the WebSocket ``path`` (``/a2e``)
+    and the DNS-rebinding guard's lists."""
+
+    path: str
+    allowed_hosts: Iterable[str] | None
+    allowed_origins: Iterable[str] | None
 
 
 async def serve_agent_pipes(bridge: BridgeRunner, send: ByteStream, receive: ByteStream) -> None:
@@ -155,3 +167,19 @@ class _WebSocketAgent:
             runner.attach_agent(None)
             runner.host.agent_disconnected(runner.now())
             runner.poke()
+
+
+async def serve_agent_ws(
+    bridge: BridgeRunner, on_bound: OnBound, **options: Unpack[AgentServeOptions]
+) -> None:
+    """Serve agents of ``bridge`` over WebSocket at ``ws://host:port/path`` (by
+    default ``127.0.0.1``, any free port, ``/a2e``), one at a time (a second
+    concurrent agent is refused with HTTP 409), until cancelled."""
+    agents = WebSocketAgents(
+        bridge,
+        path=options.get("path", "/a2e"),
+        allowed_hosts=options.get("allowed_hosts"),
+        allowed_origins=options.get("allowed_origins"),
+    )
+    host, port = options.get("host", "127.0.0.1"), options.get("port", 0)
+    await bridge.backend.serve_tcp(agents.serve, host, port, on_bound=on_bound)

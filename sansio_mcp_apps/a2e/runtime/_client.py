@@ -26,6 +26,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from sansio_mcp.runtime._backend import Backend, Signal, TaskGroup, Timer
+
 from ...a2e._codec import DecodeError
 from ...a2e._config import bridge_command
 from ...a2e._fields import copy_json
@@ -64,11 +66,10 @@ from ...a2e._messages import (
     ToolListResponse,
     new_message_id,
 )
-from .._backend import Backend, Signal, TaskGroup, Timer
 
 __all__ = ["A2EClientBase", "A2ERequestError", "AgentInbox", "Handler", "bridge_invocation"]
 
-logger = logging.getLogger("sansio_mcp.a2e")
+logger = logging.getLogger("sansio_mcp_apps.a2e")
 
 R = TypeVar("R", bound=A2EMessage)
 T = TypeVar("T")
@@ -127,7 +128,7 @@ class _ToolWait(_Pending):
 
 def own_arguments(arguments: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """A tool call's arguments as a bridge in this process may take them: a copy
-    nobody else holds, exactly what :func:`~sansio_mcp.a2e.adopt` makes of them in
+    nobody else holds, exactly what :func:`~sansio_mcp_apps.a2e.adopt` makes of them in
     a ``tool/call/req``; None when adopting would not take them as they are (a value
     JSON cannot hold, a tuple, a non-string key, too deep): such a call goes as a
     message, and fails or is changed as on the wire."""

@@ -9,16 +9,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Generic, TypeVar
 
-from ..._stdio import safe_environment
-from ..._util import unwrap_single_exception
-from ..._websocket import WebSocketAddress
+from sansio_mcp._stdio import safe_environment
+from sansio_mcp._util import unwrap_single_exception
+from sansio_mcp._websocket import WebSocketAddress
+from sansio_mcp.runtime._backend import Backend, ByteStream, TaskGroup, TimedOut
+from sansio_mcp.runtime._process import drain_stderr, stop_process
+from sansio_mcp.runtime._sender import Sender
+
 from ...a2e._codec import A2EFramer, A2EWebSocket, decode_text, encode, encode_line
 from ...a2e._config import BridgeConfig
 from ...a2e._host import BridgeHost
 from ...a2e._messages import A2EMessage
-from .._backend import Backend, ByteStream, TaskGroup, TimedOut
-from .._process import drain_stderr, stop_process
-from .._sender import Sender
 from ._client import A2EClientBase, AgentInbox, bridge_invocation
 from ._runner import BridgeRunner, direct_bridge
 
@@ -269,7 +270,7 @@ class A2EOpeners(Generic[C]):
         ``clock`` stamps both sides' messages (seconds since the epoch; by default
         the backend's wall clock).  ``config`` is what ``sansio-mcp bridge
         --config`` reads (``servers``, ``roots``, ``elicitation``,
-        ``ping_interval``; a dict or a :class:`~sansio_mcp.a2e.BridgeConfig`); or
+        ``ping_interval``; a dict or a :class:`~sansio_mcp_apps.a2e.BridgeConfig`); or
         give a ready ``host``.  Every
         message is checked as the codec would check it and copied on the way in,
         and the bridge keeps nothing of what it hands out, so neither side ever

@@ -7,11 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..._events import RequestReceived
-from ..._session import Session
-from ..._state import SessionState
+from sansio_mcp._events import RequestReceived
+from sansio_mcp._session import Session
+from sansio_mcp._state import SessionState
+from sansio_mcp.runtime._driver import Driver
+
 from ...a2e._host import BridgeHost
-from .._driver import Driver
 
 __all__ = ["BridgeDriver", "HostFeeder", "refuse_requests"]
 

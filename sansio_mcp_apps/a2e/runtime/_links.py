@@ -8,15 +8,16 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
+from sansio_mcp.runtime._open_client import HTTPClientSessionHost, SSEClientSessionHost
+
 from ...a2e._actions import ConnectServer
-from .._open_client import HTTPClientSessionHost, SSEClientSessionHost
 from ._runner import BridgeRunner, Connection
 
 __all__ = ["HTTPLinks"]
 
 
 class HTTPLinks:
-    """The ``http`` and ``sse`` parts of a :class:`~sansio_mcp.runtime.a2e._runner.BridgeLinks`;
+    """The ``http`` and ``sse`` parts of a :class:`~sansio_mcp_apps.a2e.runtime.BridgeLinks`;
     an adapter's links name its host classes (:attr:`http_host`, :attr:`sse_host`)."""
 
     http_host: ClassVar[type[HTTPClientSessionHost]]

@@ -1,4 +1,4 @@
-"""The bridge runner, backend-neutral: it feeds a :class:`~sansio_mcp.a2e.BridgeHost`
+"""The bridge runner, backend-neutral: it feeds a :class:`~sansio_mcp_apps.a2e.BridgeHost`
 and carries out what it queues.
 
 Actions are executed synchronously, in the task that fed the host (no hop
@@ -26,16 +26,17 @@ from typing import Any, Protocol, TypeVar
 
 import attrs
 
-from ..._stdio import safe_environment
-from ..._streamable_http_client import Endpoint, StreamableHTTPClient
+from sansio_mcp._stdio import safe_environment
+from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
+from sansio_mcp.runtime._backend import Backend, Process, Signal, TaskGroup, TimedOut, Timer
+from sansio_mcp.runtime._client import ClientHandlers
+from sansio_mcp.runtime._driver import Driver
+from sansio_mcp.runtime._process import drain_stderr, stop_process
+
 from ...a2e._actions import ConnectServer, DisconnectServer, FlushServer, ToolAnswer
 from ...a2e._config import BridgeConfig, parse_config
 from ...a2e._host import BridgeHost
 from ...a2e._messages import A2EMessage
-from .._backend import Backend, Process, Signal, TaskGroup, TimedOut, Timer
-from .._client import ClientHandlers
-from .._driver import Driver
-from .._process import drain_stderr, stop_process
 from ._driver import BridgeDriver
 
 R = TypeVar("R", bound="BridgeRunner")
@@ -52,7 +53,7 @@ __all__ = [
     "direct_bridge",
 ]
 
-logger = logging.getLogger("sansio_mcp.a2e")
+logger = logging.getLogger("sansio_mcp_apps.a2e")
 
 #: Where messages for the agent go: encode and write them, or hand them over.
 AgentSink = Callable[[A2EMessage], None]

@@ -1,4 +1,4 @@
-"""The aggregating gateway's async part (see :mod:`sansio_mcp.gateway` for the pure one)."""
+"""The aggregating gateway's async part (see :mod:`sansio_mcp_apps.gateway` for the pure one)."""
 
 from ._gateway import Gateway, transport_opener
 from ._server import META_MISSING_CONNECTORS, GatewayServer

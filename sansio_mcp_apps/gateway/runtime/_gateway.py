@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..._streamable_http import LOOPBACK_HOSTS
+from sansio_mcp._streamable_http import LOOPBACK_HOSTS
+from sansio_mcp.runtime._backend import Backend, Signal, TransportBackend
+
 from ...gateway import (
     DEFAULT_TTL_MS,
     Catalog,
@@ -21,7 +23,6 @@ from ...gateway import (
     move,
     status_report,
 )
-from .._backend import Backend, Signal, TransportBackend
 from ._server import GatewayServer
 from ._upstream import Opener, Upstream, UpstreamSettings
 

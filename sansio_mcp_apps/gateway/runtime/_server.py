@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any
 
-from ..._errors import (
+from sansio_mcp._errors import (
     ErrorCode,
     InvalidParams,
     LocalProtocolError,
@@ -17,25 +17,26 @@ from ..._errors import (
     MethodNotFound,
     MissingRequiredClientCapability,
 )
-from ..._gates import declared_elicitation_modes
-from ..._modern import (
+from sansio_mcp._gates import declared_elicitation_modes
+from sansio_mcp._modern import (
     CacheHints,
     check_input_required,
     end_to_end_meta,
     missing_input_capabilities,
 )
-from ..._params import check_params
-from ..._registry import ToolResult
-from ..._versions import (
+from sansio_mcp._params import check_params
+from sansio_mcp._registry import ToolResult
+from sansio_mcp._versions import (
     INPUT_REQUEST_CAPABILITIES,
     LATEST_HANDSHAKE_REVISION,
     META_SERVER_INFO,
     Revision,
     get_revision,
 )
+from sansio_mcp.runtime._driver import ProgressCallback
+from sansio_mcp.runtime._server import Context, Server
+
 from ...gateway import Catalog, fit_input_request, fit_tool_result
-from .._driver import ProgressCallback
-from .._server import Context, Server
 from ._upstream import ConnectorUnavailable, Upstream
 
 __all__ = ["META_MISSING_CONNECTORS", "GatewayServer"]

@@ -11,14 +11,19 @@ from typing import Any
 
 import attrs
 
-from ..._errors import (
+from sansio_mcp._errors import (
     ConnectionClosedError,
     ErrorCode,
     HTTPStatusError,
     MCPError,
     RequestTimeout,
 )
-from ..._http_headers import x_mcp_header_problems
+from sansio_mcp._http_headers import x_mcp_header_problems
+from sansio_mcp.runtime._backend import Backend, Signal, TimedOut
+from sansio_mcp.runtime._client import ClientAPI, ClientHandlers
+from sansio_mcp.runtime._client_options import SessionOptions
+from sansio_mcp.runtime._driver import ProgressCallback
+
 from ...gateway import (
     Backoff,
     ConnectorConfig,
@@ -29,14 +34,10 @@ from ...gateway import (
     backoff_delay,
     move,
 )
-from .._backend import Backend, Signal, TimedOut
-from .._client import ClientAPI, ClientHandlers
-from .._client_options import SessionOptions
-from .._driver import ProgressCallback
 
 __all__ = ["Ask", "ConnectorUnavailable", "Opener", "Upstream", "UpstreamSettings"]
 
-logger = logging.getLogger("sansio_mcp.gateway")
+logger = logging.getLogger("sansio_mcp_apps.gateway")
 
 #: ``opener(connector, **options)``: a client of the connector's upstream.
 Opener = Callable[..., AbstractAsyncContextManager[ClientAPI]]
