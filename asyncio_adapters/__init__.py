@@ -3,6 +3,7 @@
 
 from sansio_mcp.runtime._client import ClientHandlers
 
+from ._backend import PipeStream
 from ._runner import AsyncioRunner, AsyncioSessionHost
 from ._transports import BACKEND
 from .client import Client, open_client, open_stdio_client
@@ -15,6 +16,7 @@ __all__ = [
     "AsyncioSessionHost",
     "Client",
     "ClientHandlers",
+    "PipeStream",
     "open_client",
     "open_stdio_client",
     "serve",

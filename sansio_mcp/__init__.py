@@ -56,9 +56,13 @@ from ._jsonrpc import (
     message_to_obj,
     parse_message,
 )
-from ._modern import CacheHints
+
+# What applications built on the library (an intermediary, a bridge) read and check as
+# the sessions do; the transports' and the tasks' own public names are in
+# sansio_mcp.http, .websocket, .tasks, .capabilities, .config and .jsontext.
+from ._modern import CacheHints, end_to_end_meta, listen_filter
 from ._ndjson import NEED_DATA, NdjsonFramer
-from ._params import LOG_LEVELS
+from ._params import LOG_LEVELS, check_params
 from ._registry import (
     Prompt,
     PromptArgument,
@@ -67,20 +71,26 @@ from ._registry import (
     SessionHub,
     Tool,
     ToolResult,
+    decode_state_cursor,
+    encode_state_cursor,
     text_content,
 )
 from ._request_state import RequestStateSealer
 from ._server_session import ServerSession
 from ._session import Session
 from ._state import TRANSITIONS, Role, SessionState, Trigger
+from ._stdio import safe_environment
+from ._uritemplate import UriTemplate
 from ._versions import (
     ALL_REVISIONS,
     HANDSHAKE_REVISIONS,
     LATEST_HANDSHAKE_REVISION,
+    META_SERVER_INFO,
     MODERN_REVISIONS,
     REVISIONS,
     Era,
     Revision,
+    get_revision,
 )
 
 __version__ = "0.1.0"
@@ -156,4 +166,13 @@ __all__ = [
     "UnsupportedProtocolVersion",
     "message_to_obj",
     "parse_message",
+    "META_SERVER_INFO",
+    "UriTemplate",
+    "check_params",
+    "decode_state_cursor",
+    "encode_state_cursor",
+    "end_to_end_meta",
+    "get_revision",
+    "listen_filter",
+    "safe_environment",
 ]

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sansio_mcp._registry import ToolResult
-from sansio_mcp.runtime._server import Context, Server
+from sansio_mcp import ToolResult
+from sansio_mcp.runtime import Context, Server
 
 __all__ = ["COUNTER_URI", "LONG_JOB_MAX_SECONDS", "TOOL_NAMES", "add_task_tools", "build_server"]
 

@@ -226,11 +226,11 @@ class Connector:
         revision: str,
     ) -> AsyncIterator[Connection]:
         from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
-        from trio_adapters.http_client import _HTTPClientHost
+        from trio_adapters.http_client import HTTPClientHost
 
         assert self.url is not None
         transport = StreamableHTTPClient(Endpoint.parse(self.url), session)
-        host = _HTTPClientHost(
+        host = HTTPClientHost(
             session,
             transport,
             handlers,

@@ -1,11 +1,13 @@
 """The packages form layers, and a lower layer never imports a higher one:
 
     sansio_mcp  <-  sansio_mcp.runtime  <-  trio_adapters, asyncio_adapters
-                <-  sansio_mcp_cli, sansio_mcp_testing
+                <-  sansio_mcp_apps  <-  sansio_mcp_cli, sansio_mcp_testing
 
 Every import counts: at the top, inside functions, under ``TYPE_CHECKING``,
-relative ones resolved.  The runtime imports no event loop, the two adapters
-do not import each other, and no module imports itself round a circle.
+relative ones resolved.  The runtime (the library's and each application's)
+imports no event loop, the two adapters do not import each other, and no
+module imports itself round a circle.  The applications are built from what
+the library publishes: they import no ``_private`` module or name of it.
 """
 
 from __future__ import annotations
@@ -20,18 +22,28 @@ PACKAGES = (
     "sansio_mcp",
     "trio_adapters",
     "asyncio_adapters",
+    "sansio_mcp_apps",
     "sansio_mcp_cli",
     "sansio_mcp_testing",
 )
+LIBRARY = frozenset({"sansio_mcp", "trio_adapters", "asyncio_adapters"})
 EVENT_LOOPS = frozenset({"trio", "asyncio", "anyio", "sniffio", "trio_websocket", "uvloop"})
 
 
 def layer_of(module: str) -> int:
-    """0 the state machines, 1 the runtime, 2 the adapters, 3 the command and toolkit."""
+    """0 the state machines, 1 the runtime, 2 the adapters, 3 the applications,
+    4 the command and toolkit."""
     if module == "sansio_mcp.runtime" or module.startswith("sansio_mcp.runtime."):
         return 1
     top = module.split(".")[0]
-    return {"sansio_mcp": 0, "trio_adapters": 2, "asyncio_adapters": 2}.get(top, 3)
+    layers = {"sansio_mcp": 0, "trio_adapters": 2, "asyncio_adapters": 2, "sansio_mcp_apps": 3}
+    return layers.get(top, 4)
+
+
+def is_async_layer(module: str) -> bool:
+    """The library's runtime, or an application's ``runtime`` subpackage."""
+    parts = module.split(".")
+    return layer_of(module) == 1 or (parts[0] == "sansio_mcp_apps" and "runtime" in parts)
 
 
 def module_name(path: Path) -> str:
@@ -97,7 +109,7 @@ def test_no_module_imports_a_higher_layer(module: str) -> None:
     assert higher == [], f"{module} (layer {own}) imports {higher}"
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if layer_of(m) == 1))
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if is_async_layer(m)))
 def test_the_runtime_imports_no_event_loop(module: str) -> None:
     _, imported = MODULES[module]
     loops = sorted(name for name in imported if name.split(".")[0] in EVENT_LOOPS)
@@ -108,14 +120,36 @@ def test_the_runtime_imports_no_event_loop(module: str) -> None:
     "adapter, other", [("trio_adapters", "asyncio_adapters"), ("asyncio_adapters", "trio_adapters")]
 )
 def test_the_adapters_do_not_import_each_other(adapter: str, other: str) -> None:
+    prefix = adapter.partition("_")[0] + "_"  # an application's adapter modules: trio_*, asyncio_*
     crossing = sorted(
         f"{module} -> {name}"
         for module, (_, imported) in MODULES.items()
         if module.split(".")[0] == adapter
+        or (module.startswith("sansio_mcp_apps.") and module.rpartition(".")[2].startswith(prefix))
         for name in imported
-        if name.split(".")[0] == other
+        if name.split(".")[0] in {other, other.partition("_")[0]}
     )
     assert crossing == []
+
+
+def private_imports(module: str, imported: set[str]) -> list[str]:
+    """What ``module`` imports from the library that the library keeps private: a
+    module or name of ``sansio_mcp``, its runtime or an adapter with a ``_`` in front."""
+    return sorted(
+        name
+        for name in imported
+        if name.split(".")[0] in LIBRARY
+        and any(part.startswith("_") and part != "__init__" for part in name.split("."))
+    )
+
+
+APPS = sorted(m for m in MODULES if m.split(".")[0] == "sansio_mcp_apps")
+
+
+@pytest.mark.parametrize("module", APPS)
+def test_the_applications_import_only_public_names(module: str) -> None:
+    _, imported = MODULES[module]
+    assert private_imports(module, imported) == [], f"{module} imports private names"
 
 
 def _graph() -> dict[str, set[str]]:
@@ -186,6 +220,22 @@ def test_hidden_imports_count() -> None:
     assert {"trio_adapters", "sansio_mcp_cli.main"} <= found
 
 
+def test_private_imports_are_found() -> None:
+    source = (
+        "from sansio_mcp import _json, Tool\nfrom sansio_mcp._http import HTTPRequest\n"
+        "from trio_adapters.sse import _SSEClientHost\nimport sansio_mcp.runtime._backend\n"
+        "from sansio_mcp.runtime import Server\nfrom . import _own\n"
+    )
+    found = private_imports("sansio_mcp_apps.x", imports_of(source, "sansio_mcp_apps.x"))
+    assert found == [
+        "sansio_mcp._http",
+        "sansio_mcp._http.HTTPRequest",
+        "sansio_mcp._json",
+        "sansio_mcp.runtime._backend",
+        "trio_adapters.sse._SSEClientHost",
+    ]
+
+
 def test_circles_are_found() -> None:
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert circles({"a": {"b"}, "b": set()}) == []
@@ -198,6 +248,9 @@ def test_layers() -> None:
             "sansio_mcp._session",
             "sansio_mcp.runtime._host",
             "trio_adapters.client",
+            "sansio_mcp_apps.gateway.runtime",
             "sansio_mcp_cli.main",
         )
-    ] == [0, 1, 2, 3]
+    ] == [0, 1, 2, 3, 4]
+    assert is_async_layer("sansio_mcp_apps.a2e.runtime._runner")
+    assert not is_async_layer("sansio_mcp_apps.a2e._host")

@@ -2,7 +2,8 @@
 
 from sansio_mcp.runtime._client import ClientHandlers
 
-from ._runner import TrioRunner
+from ._backend import PipeStream
+from ._runner import TrioRunner, TrioSessionHost
 from ._transports import BACKEND
 from .client import Client, open_client, open_stdio_client
 from .server import TrioContext, serve, serve_stdio
@@ -11,8 +12,10 @@ __all__ = [
     "BACKEND",
     "Client",
     "ClientHandlers",
+    "PipeStream",
     "TrioContext",
     "TrioRunner",
+    "TrioSessionHost",
     "open_client",
     "open_stdio_client",
     "serve",

@@ -8,9 +8,10 @@ from sansio_mcp.runtime._open_client import HTTPOpeners
 from ._backend import PRIMITIVES
 from .client import Client
 
-__all__ = ["open_http_client"]
+__all__ = ["HTTPClientHost", "open_http_client"]
 
 OPENERS = HTTPOpeners(PRIMITIVES, Client)
 open_http_client = OPENERS.http
-_HTTPClientHost = OPENERS.http_host
-_SSEClientHost = OPENERS.sse_host
+#: The session host of one Streamable HTTP client connection on this backend (what
+#: ``open_http_client`` drives; an application opening its own links builds one).
+HTTPClientHost = OPENERS.http_host

@@ -12,10 +12,13 @@ from sansio_mcp.runtime._serve_options import SSEServeOptions, sse_router
 from sansio_mcp.runtime._server import Server
 
 from .http_client import OPENERS
-from .http_client import _SSEClientHost as _SSEClientHost  # the bridge's links use it
 from .http_server import serve_router
 
-__all__ = ["open_sse_client", "serve_sse"]
+__all__ = ["SSEClientHost", "open_sse_client", "serve_sse"]
+
+#: The session host of one legacy HTTP+SSE client connection on this backend (what
+#: ``open_sse_client`` drives; an application opening its own links builds one).
+SSEClientHost = OPENERS.sse_host
 
 
 async def serve_sse(

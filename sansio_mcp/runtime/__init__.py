@@ -8,11 +8,27 @@ and :class:`ClientHandlers`, and what applications build their own hosts from
 :class:`Backend` primitives and import no event loop.
 """
 
-from ._backend import Backend, ByteStream, Signal, TaskGroup, TimedOut, TransportBackend
+from .._util import unwrap_single_exception
+from ._backend import (
+    Backend,
+    ByteStream,
+    OnBound,
+    Process,
+    Signal,
+    TaskGroup,
+    TimedOut,
+    Timer,
+    TransportBackend,
+)
 from ._client import ClientAPI, ClientHandlers, Subscription
+from ._client_options import SessionOptions
 from ._driver import Driver, ProgressCallback
 from ._http_service import ServerLimits
 from ._oauth import FileTokenStore, MemoryTokenStore, OAuthProvider, TokenStore
+from ._open_client import HTTPClientSessionHost, SSEClientSessionHost
+from ._process import drain_stderr, stop_process
+from ._sender import Sender
+from ._serve_options import ListenOptions
 from ._server import Context, Server, answer_request
 from ._tasks import CancelTask
 
@@ -37,4 +53,15 @@ __all__ = [
     "TokenStore",
     "TransportBackend",
     "answer_request",
+    "HTTPClientSessionHost",
+    "ListenOptions",
+    "OnBound",
+    "Process",
+    "SSEClientSessionHost",
+    "Sender",
+    "SessionOptions",
+    "Timer",
+    "drain_stderr",
+    "stop_process",
+    "unwrap_single_exception",
 ]

@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from sansio_mcp._config import ConfigError, check_url, load_json, reject_unknown_keys
+from sansio_mcp.config import ConfigError, check_url, load_json, reject_unknown_keys
 
 __all__ = [
     "AGENT_CARD_PATH",

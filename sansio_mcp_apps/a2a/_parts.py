@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from sansio_mcp import _json
+from sansio_mcp import jsontext
 
 __all__ = ["META_KEY", "PART_KINDS", "PartError", "integral", "part_kind", "part_to_content"]
 
@@ -92,7 +92,7 @@ def part_to_content(
             raise PartError("a text part's text must be a string")
         block = {"type": "text", "text": part["text"]}
     elif kind == "data":
-        block = {"type": "text", "text": _json.dumps(integral(part["data"]))}
+        block = {"type": "text", "text": jsontext.dumps(integral(part["data"]))}
     elif kind == "url":
         url = part["url"]
         if not isinstance(url, str) or not url:

@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from sansio_mcp._client_session import ClientSession
+from sansio_mcp import ClientSession
 
 from ._messages import A2EMessage
 from ._models import MCPServerConfig

@@ -8,10 +8,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sansio_mcp._errors import ErrorCode, LocalProtocolError, MCPError, RequestTimeout
-from sansio_mcp._events import InputRequired, RequestReceived
-from sansio_mcp._jsonrpc import RequestId
-from sansio_mcp._state import SessionState
+from sansio_mcp import (
+    ErrorCode,
+    InputRequired,
+    LocalProtocolError,
+    MCPError,
+    RequestId,
+    RequestReceived,
+    RequestTimeout,
+    SessionState,
+)
 
 from ._failures import Failure, Refused, refusal
 from ._fields import FieldProblem, copy_json

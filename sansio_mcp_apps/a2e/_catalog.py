@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sansio_mcp._errors import ErrorCode, MCPError
-from sansio_mcp._uritemplate import UriTemplate
+from sansio_mcp import ErrorCode, MCPError, UriTemplate
 
 from ._failures import Failure, Refused
 from ._fields import copy_json

@@ -15,10 +15,8 @@ from typing import Any
 
 import attrs
 
-from sansio_mcp import _json
-from sansio_mcp._errors import RemoteProtocolError
-from sansio_mcp._ndjson import NdjsonFramer
-from sansio_mcp._websocket import WebSocketConnection
+from sansio_mcp import NdjsonFramer, RemoteProtocolError, jsontext
+from sansio_mcp.websocket import WebSocketConnection
 
 from ._fields import MAX_DEPTH, FieldProblem, check_kind, copy_json, wire_fields
 from ._messages import (
@@ -76,7 +74,7 @@ def to_obj(message: A2EMessage) -> dict[str, Any]:
 
 def encode(message: A2EMessage) -> str:
     """Compact JSON text with no newline."""
-    return _json.dumps(to_obj(message))
+    return jsontext.dumps(to_obj(message))
 
 
 def encode_line(message: A2EMessage) -> bytes:
@@ -87,7 +85,7 @@ def encode_line(message: A2EMessage) -> bytes:
 def decode_text(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> A2EMessage | DecodeError:
     """Decode one JSON text."""
     try:
-        obj = _json.loads(text, max_depth=max_depth)
+        obj = jsontext.loads(text, max_depth=max_depth)
     except RemoteProtocolError as exc:
         return DecodeError(A2EErrorCode.PARSE_ERROR, exc.message)
     return decode(obj)
@@ -226,7 +224,7 @@ def adopt(message: A2EMessage, *, max_depth: int = MAX_DEPTH) -> A2EMessage | De
 class A2EFramer:
     """NDJSON byte stream in, messages (or decode errors) out."""
 
-    def __init__(self, max_message_size: int = _json.DEFAULT_MAX_MESSAGE_SIZE) -> None:
+    def __init__(self, max_message_size: int = jsontext.DEFAULT_MAX_MESSAGE_SIZE) -> None:
         self._framer = NdjsonFramer(max_message_size)
 
     @property

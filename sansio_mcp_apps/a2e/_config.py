@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from sansio_mcp._config import load_json, reject_unknown_keys
+from sansio_mcp.config import load_json, reject_unknown_keys
 
 from ._fields import FieldProblem, copy_json
 from ._host import BridgeHost

@@ -15,13 +15,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from sansio_mcp._errors import (
-    ConnectionClosedError,
-    ErrorCode,
-    HTTPStatusError,
-    MCPError,
-    RequestTimeout,
-)
+from sansio_mcp import ConnectionClosedError, ErrorCode, HTTPStatusError, MCPError, RequestTimeout
 
 from ._messages import (
     A2EError,

@@ -15,9 +15,8 @@ from typing import Any, ClassVar, TypeVar, cast
 
 import attrs
 
-from sansio_mcp import _json
-from sansio_mcp._errors import RemoteProtocolError
-from sansio_mcp._json import json_type
+from sansio_mcp import RemoteProtocolError, jsontext
+from sansio_mcp.jsontext import json_type
 
 __all__ = [
     "MAX_DEPTH",
@@ -94,7 +93,7 @@ _MAX_INT = 2**53
 #: How deep an A2E message may nest: an MCP message's limit plus room for the A2E
 #: envelope around the MCP values it carries, so that whatever a server may send
 #: over MCP the bridge can pass on (a result at MCP's limit sits one level deeper).
-MAX_DEPTH = _json.DEFAULT_MAX_DEPTH + 4
+MAX_DEPTH = jsontext.DEFAULT_MAX_DEPTH + 4
 
 _EXPECTED = {
     "str": "a string",
@@ -214,9 +213,9 @@ def copy_json(value: Any, depth: int = 1, max_depth: int = MAX_DEPTH) -> Any:
             out[key] = item if type(item) in scalars else copy_json(item, depth + 1, max_depth)
         else:
             return out
-    text = _json.dumps(value)
+    text = jsontext.dumps(value)
     try:
-        return _json.loads(text, max_depth=max(0, max_depth - depth + 1))
+        return jsontext.loads(text, max_depth=max(0, max_depth - depth + 1))
     except RemoteProtocolError:
         raise TooDeep(f"message nests deeper than {max_depth} levels") from None
 

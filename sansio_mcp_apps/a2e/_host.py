@@ -25,12 +25,14 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
-from sansio_mcp._errors import ErrorCode, LocalProtocolError
-from sansio_mcp._events import (
+from sansio_mcp import (
+    NEED_DATA,
     CancelRequested,
     ConnectionClosed,
+    ErrorCode,
     Event,
     InputRequired,
+    LocalProtocolError,
     NotificationReceived,
     ProgressReceived,
     RequestFailed,
@@ -38,7 +40,6 @@ from sansio_mcp._events import (
     ResponseReceived,
     SubscriptionAcknowledged,
 )
-from sansio_mcp._ndjson import NEED_DATA
 
 from ._actions import (
     Action,

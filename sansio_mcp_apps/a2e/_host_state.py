@@ -16,12 +16,17 @@ from typing import Any
 
 import attrs
 
-from sansio_mcp._client_session import ClientSession
-from sansio_mcp._errors import ConnectionClosedError, ErrorCode, LocalProtocolError, MCPError
-from sansio_mcp._events import ProgressReceived
-from sansio_mcp._jsonrpc import RequestId
-from sansio_mcp._state import SessionState
-from sansio_mcp._uritemplate import UriTemplate
+from sansio_mcp import (
+    ClientSession,
+    ConnectionClosedError,
+    ErrorCode,
+    LocalProtocolError,
+    MCPError,
+    ProgressReceived,
+    RequestId,
+    SessionState,
+    UriTemplate,
+)
 
 from ._actions import FlushServer, Output, ToolAnswer
 from ._failures import Failure, classify, error_message, failed_tool_result, failure_reply

@@ -15,16 +15,16 @@ from typing import Any
 
 import attrs
 
-from sansio_mcp._client_session import ClientSession
-from sansio_mcp._errors import (
+from sansio_mcp import (
+    HANDSHAKE_REVISIONS,
+    ClientSession,
     ConnectionClosedError,
     HTTPStatusError,
     LocalProtocolError,
     MCPError,
     RequestTimeout,
+    SessionState,
 )
-from sansio_mcp._state import SessionState
-from sansio_mcp._versions import HANDSHAKE_REVISIONS
 
 from ._actions import ConnectServer, DisconnectServer
 from ._failures import Failure

@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from sansio_mcp._versions import ALL_REVISIONS, MODERN_REVISIONS
+from sansio_mcp import ALL_REVISIONS, MODERN_REVISIONS
 
 from ._failures import Failure, Refused
 from ._fields import FieldProblem

@@ -9,9 +9,7 @@ from typing import Any
 
 import attrs
 
-from sansio_mcp._errors import ErrorCode, MCPError
-from sansio_mcp._events import SubscriptionAcknowledged
-from sansio_mcp._modern import listen_filter
+from sansio_mcp import ErrorCode, MCPError, SubscriptionAcknowledged, listen_filter
 
 from ._failures import Failure, Refused
 from ._host_state import HostState, ServerLink, ServerRecord

@@ -18,10 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sansio_mcp._errors import ErrorCode, MCPError, RequestTimeout
-from sansio_mcp._events import ProgressReceived
-from sansio_mcp._gates import has_capability
-from sansio_mcp._tasks import (
+from sansio_mcp import ErrorCode, MCPError, ProgressReceived, RequestTimeout
+from sansio_mcp.capabilities import has_capability
+from sansio_mcp.tasks import (
     LEGACY_TASKS_REVISION,
     TERMINAL_STATUSES,
     declares_tasks,

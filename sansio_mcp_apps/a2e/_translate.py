@@ -13,8 +13,7 @@ import binascii
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sansio_mcp import _json
-from sansio_mcp._registry import decode_state_cursor, encode_state_cursor
+from sansio_mcp import decode_state_cursor, encode_state_cursor, jsontext
 
 from ._fields import finite_float
 from ._messages import MCPSamplingRequest, MCPSamplingResponse
@@ -274,7 +273,7 @@ def prompt_message_from_mcp(message: Mapping[str, Any]) -> MCPPromptMessage:
 def prompt_arguments(arguments: Mapping[str, Any]) -> dict[str, str]:
     """MCP prompt arguments are strings: other JSON values travel as their JSON text."""
     return {
-        str(key): value if isinstance(value, str) else _json.dumps(value)
+        str(key): value if isinstance(value, str) else jsontext.dumps(value)
         for key, value in arguments.items()
     }
 

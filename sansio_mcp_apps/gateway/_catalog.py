@@ -10,8 +10,7 @@ from typing import Any
 
 import attrs
 
-from sansio_mcp._errors import InvalidParams
-from sansio_mcp._registry import decode_state_cursor, encode_state_cursor
+from sansio_mcp import InvalidParams, decode_state_cursor, encode_state_cursor
 
 from ._config import CONNECTOR_NAME, ToolOverride
 

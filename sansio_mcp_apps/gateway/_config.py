@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from sansio_mcp._config import ConfigError, check_url, reject_unknown_keys
+from sansio_mcp.config import ConfigError, check_url, reject_unknown_keys
 
 __all__ = [
     "CONNECTOR_NAME",

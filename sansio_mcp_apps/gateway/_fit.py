@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sansio_mcp._versions import Revision
+from sansio_mcp import Revision
 
 __all__ = ["fit_input_request", "fit_tool_result"]
 

@@ -17,13 +17,18 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from sansio_mcp import _json
-from sansio_mcp._errors import ErrorCode, RemoteProtocolError
-from sansio_mcp._http import HTTPRequest
-from sansio_mcp._jsonrpc import RequestId, parse_message
-from sansio_mcp._server_session import ServerSession
-from sansio_mcp._streamable_http import Exchange, StreamableHTTPServer, _json_error, _LegacySession
-from sansio_mcp._versions import HANDSHAKE_REVISIONS
+from sansio_mcp import (
+    HANDSHAKE_REVISIONS,
+    ErrorCode,
+    RemoteProtocolError,
+    RequestId,
+    ServerSession,
+    jsontext,
+    parse_message,
+)
+from sansio_mcp.http import Exchange, HTTPRequest, StreamableHTTPServer
+from sansio_mcp.http import LegacySession as _LegacySession
+from sansio_mcp.http import json_error as _json_error
 
 __all__ = ["ASSUMED_CLIENT_CAPABILITIES", "GatewayHTTPServer", "LEGACY_DEFAULT_VERSION"]
 
@@ -98,7 +103,7 @@ class GatewayHTTPServer(StreamableHTTPServer):
         out = session.messages_to_send()
         session.close()
         response = out[-1] if out else None
-        body = _json.dumps(response).encode("utf-8") if response is not None else b""
+        body = jsontext.dumps(response).encode("utf-8") if response is not None else b""
         return Exchange(
             400 if response is None else 200, {"content-type": "application/json"}, body
         )

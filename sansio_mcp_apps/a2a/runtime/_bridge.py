@@ -25,11 +25,9 @@ from typing import Any
 import attrs
 import httpx
 
-from sansio_mcp._errors import InternalError
-from sansio_mcp._tasks import TASKS_EXTENSION, declares_tasks
-from sansio_mcp.runtime._backend import Backend
-from sansio_mcp.runtime._server import Context, Server
-from sansio_mcp.runtime._tasks import CancelTask
+from sansio_mcp import InternalError
+from sansio_mcp.runtime import Backend, CancelTask, Context, Server
+from sansio_mcp.tasks import TASKS_EXTENSION, declares_tasks
 
 from ...a2a import (
     META_KEY,

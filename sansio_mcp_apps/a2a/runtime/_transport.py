@@ -12,10 +12,16 @@ from typing import Any
 
 import httpx
 
-from sansio_mcp._http import ConnectionEnded, HTTPClientConnection, HTTPError, HTTPResponseHead
-from sansio_mcp._http_pool import ConnectionPool, PooledConnection
-from sansio_mcp._ndjson import NEED_DATA
-from sansio_mcp.runtime._backend import Backend, ByteStream, TimedOut
+from sansio_mcp import NEED_DATA
+from sansio_mcp.http import (
+    ConnectionEnded,
+    ConnectionPool,
+    HTTPClientConnection,
+    HTTPError,
+    HTTPResponseHead,
+    PooledConnection,
+)
+from sansio_mcp.runtime import Backend, ByteStream, TimedOut
 
 __all__ = ["BackendTransport"]
 

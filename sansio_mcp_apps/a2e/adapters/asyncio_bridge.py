@@ -16,13 +16,11 @@ import contextlib
 import logging
 from typing import Any, Unpack
 
-from asyncio_adapters._backend import PRIMITIVES, PipeStream
-from asyncio_adapters._runner import AsyncioRunner, shielded
-from asyncio_adapters.http_client import _HTTPClientHost
-from asyncio_adapters.http_server import reporter
-from asyncio_adapters.sse import _SSEClientHost
-from sansio_mcp._client_session import ClientSession
-from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
+from asyncio_adapters import BACKEND, AsyncioRunner, PipeStream
+from asyncio_adapters.http_client import HTTPClientHost
+from asyncio_adapters.sse import SSEClientHost
+from sansio_mcp import ClientSession
+from sansio_mcp.websocket import WebSocketAddress, WebSocketFraming
 from sansio_mcp_apps.a2e import (
     ConnectServer,
 )
@@ -75,8 +73,8 @@ async def _serve_link(
 class _Links(HTTPLinks):
     """The bridge's server links on asyncio: the library's own asyncio hosts move the bytes."""
 
-    http_host = _HTTPClientHost
-    sse_host = _SSEClientHost
+    http_host = HTTPClientHost
+    sse_host = SSEClientHost
 
     async def stdio(
         self, runner: BridgeRunner, action: ConnectServer, connection: Connection, process: Any
@@ -110,7 +108,7 @@ class _Links(HTTPLinks):
         finally:
             framing.close(1000, "the bridge is done with this server")
             with contextlib.suppress(Exception):
-                await shielded(link.flush)
+                await BACKEND.shielded(link.flush)
             run.cancel()
             with contextlib.suppress(BaseException):
                 await run
@@ -125,7 +123,7 @@ class AsyncioBridge(BridgeRunner):
 
     log = logger
 
-    backend = PRIMITIVES
+    backend = BACKEND
     links = _Links()
 
 
@@ -149,4 +147,4 @@ async def serve_agent_ws(
     """Serve agents over WebSocket at ``ws://host:port/path`` (by default
     ``127.0.0.1``, any free port, ``/a2e``), one at a time (a second concurrent agent
     is refused with HTTP 409), until cancelled; ``started`` (if given) gets the port."""
-    await _serve_agent_ws(bridge, reporter(started), **options)
+    await _serve_agent_ws(bridge, None if started is None else started.set_result, **options)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from asyncio_adapters._backend import PRIMITIVES
+from asyncio_adapters import BACKEND
 from sansio_mcp_apps.a2e import BridgeHost
 from sansio_mcp_apps.a2e.runtime import A2EClientBase, A2ERequestError
 from sansio_mcp_apps.a2e.runtime._connect import A2EOpeners
@@ -25,7 +25,7 @@ class A2EClient(A2EClientBase):
     """One agent's side of an A2E connection, on asyncio.  A request that gets no
     answer in time raises :class:`TimeoutError`."""
 
-    backend = PRIMITIVES
+    backend = BACKEND
 
 
 def _make_bridge(host: BridgeHost, **options: Any) -> BridgeRunner:

@@ -17,9 +17,9 @@ from typing import Any, Unpack
 
 import trio
 
-from sansio_mcp._client_session import ClientSession
-from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
+from sansio_mcp import ClientSession
 from sansio_mcp.runtime import TimedOut
+from sansio_mcp.websocket import WebSocketAddress, WebSocketFraming
 from sansio_mcp_apps.a2e import (
     ConnectServer,
 )
@@ -31,10 +31,9 @@ from sansio_mcp_apps.a2e.runtime._agents import serve_agent_ws as _serve_agent_w
 from sansio_mcp_apps.a2e.runtime._driver import BridgeDriver, refuse_requests
 from sansio_mcp_apps.a2e.runtime._links import HTTPLinks
 from sansio_mcp_apps.a2e.runtime._runner import BridgeRunner, Connection
-from trio_adapters._backend import PRIMITIVES, PipeStream
-from trio_adapters._runner import TrioRunner
-from trio_adapters.http_client import _HTTPClientHost
-from trio_adapters.sse import _SSEClientHost
+from trio_adapters import BACKEND, PipeStream, TrioRunner
+from trio_adapters.http_client import HTTPClientHost
+from trio_adapters.sse import SSEClientHost
 from trio_adapters.websocket import open_ws_stream
 
 __all__ = ["TrioBridge", "serve_agent_stream", "serve_agent_ws"]
@@ -71,8 +70,8 @@ class _StreamRunner(TrioRunner):
 class _Links(HTTPLinks):
     """The bridge's server links on Trio: the library's own Trio hosts move the bytes."""
 
-    http_host = _HTTPClientHost
-    sse_host = _SSEClientHost
+    http_host = HTTPClientHost
+    sse_host = SSEClientHost
 
     async def stdio(
         self, runner: BridgeRunner, action: ConnectServer, connection: Connection, process: Any
@@ -125,7 +124,7 @@ class TrioBridge(BridgeRunner):
     log = logger
     timeout_errors = (TimedOut, trio.TooSlowError)
 
-    backend = PRIMITIVES
+    backend = BACKEND
     links = _Links()
 
     async def run(  # type: ignore[override]

@@ -22,7 +22,7 @@ from sansio_mcp_apps.a2e import BridgeHost
 from sansio_mcp_apps.a2e.runtime import A2EClientBase, A2ERequestError
 from sansio_mcp_apps.a2e.runtime._connect import A2EOpeners, open_a2e_pipes
 from sansio_mcp_apps.a2e.runtime._runner import BridgeRunner
-from trio_adapters._backend import PRIMITIVES, PipeStream
+from trio_adapters import BACKEND, PipeStream
 
 __all__ = [
     "A2EClient",
@@ -38,7 +38,7 @@ class A2EClient(A2EClientBase):
     """One agent's side of an A2E connection, on Trio.  A request that gets no
     answer in time raises :class:`trio.TooSlowError`."""
 
-    backend = PRIMITIVES
+    backend = BACKEND
     timeout_error = trio.TooSlowError
 
 

@@ -9,9 +9,7 @@ import logging
 from collections.abc import Iterable
 from typing import Unpack
 
-from sansio_mcp.runtime._backend import ByteStream, OnBound
-from sansio_mcp.runtime._sender import Sender
-from sansio_mcp.runtime._serve_options import ListenOptions
+from sansio_mcp.runtime import ByteStream, ListenOptions, OnBound, Sender
 
 from ...a2e._codec import A2EWebSocket, encode, encode_line
 from ...a2e._messages import A2EMessage

@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from sansio_mcp.runtime._backend import Backend, Signal, TaskGroup, Timer
+from sansio_mcp.runtime import Backend, Signal, TaskGroup, Timer
 
 from ...a2e._codec import DecodeError
 from ...a2e._config import bridge_command

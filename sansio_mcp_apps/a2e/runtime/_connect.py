@@ -9,12 +9,18 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Generic, TypeVar
 
-from sansio_mcp._stdio import safe_environment
-from sansio_mcp._util import unwrap_single_exception
-from sansio_mcp._websocket import WebSocketAddress
-from sansio_mcp.runtime._backend import Backend, ByteStream, TaskGroup, TimedOut
-from sansio_mcp.runtime._process import drain_stderr, stop_process
-from sansio_mcp.runtime._sender import Sender
+from sansio_mcp import safe_environment
+from sansio_mcp.runtime import (
+    Backend,
+    ByteStream,
+    Sender,
+    TaskGroup,
+    TimedOut,
+    drain_stderr,
+    stop_process,
+    unwrap_single_exception,
+)
+from sansio_mcp.websocket import WebSocketAddress
 
 from ...a2e._codec import A2EFramer, A2EWebSocket, decode_text, encode, encode_line
 from ...a2e._config import BridgeConfig

@@ -7,10 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from sansio_mcp._events import RequestReceived
-from sansio_mcp._session import Session
-from sansio_mcp._state import SessionState
-from sansio_mcp.runtime._driver import Driver
+from sansio_mcp import RequestReceived, Session, SessionState
+from sansio_mcp.runtime import Driver
 
 from ...a2e._host import BridgeHost
 

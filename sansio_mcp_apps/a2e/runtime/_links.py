@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
-from sansio_mcp.runtime._open_client import HTTPClientSessionHost, SSEClientSessionHost
+from sansio_mcp.runtime import HTTPClientSessionHost, SSEClientSessionHost
 
 from ...a2e._actions import ConnectServer
 from ._runner import BridgeRunner, Connection

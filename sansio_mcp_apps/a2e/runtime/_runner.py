@@ -26,12 +26,20 @@ from typing import Any, Protocol, TypeVar
 
 import attrs
 
-from sansio_mcp._stdio import safe_environment
-from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
-from sansio_mcp.runtime._backend import Backend, Process, Signal, TaskGroup, TimedOut, Timer
-from sansio_mcp.runtime._client import ClientHandlers
-from sansio_mcp.runtime._driver import Driver
-from sansio_mcp.runtime._process import drain_stderr, stop_process
+from sansio_mcp import safe_environment
+from sansio_mcp.http import Endpoint, StreamableHTTPClient
+from sansio_mcp.runtime import (
+    Backend,
+    ClientHandlers,
+    Driver,
+    Process,
+    Signal,
+    TaskGroup,
+    TimedOut,
+    Timer,
+    drain_stderr,
+    stop_process,
+)
 
 from ...a2e._actions import ConnectServer, DisconnectServer, FlushServer, ToolAnswer
 from ...a2e._config import BridgeConfig, parse_config

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from sansio_mcp._streamable_http import LOOPBACK_HOSTS
-from sansio_mcp.runtime._backend import Backend, Signal, TransportBackend
+from sansio_mcp.http import LOOPBACK_HOSTS
+from sansio_mcp.runtime import Backend, Signal, TransportBackend
 
 from ...gateway import (
     DEFAULT_TTL_MS,

@@ -9,32 +9,29 @@ from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any
 
-from sansio_mcp._errors import (
+from sansio_mcp import (
+    LATEST_HANDSHAKE_REVISION,
+    META_SERVER_INFO,
+    CacheHints,
     ErrorCode,
     InvalidParams,
     LocalProtocolError,
     MCPError,
     MethodNotFound,
     MissingRequiredClientCapability,
-)
-from sansio_mcp._gates import declared_elicitation_modes
-from sansio_mcp._modern import (
-    CacheHints,
-    check_input_required,
-    end_to_end_meta,
-    missing_input_capabilities,
-)
-from sansio_mcp._params import check_params
-from sansio_mcp._registry import ToolResult
-from sansio_mcp._versions import (
-    INPUT_REQUEST_CAPABILITIES,
-    LATEST_HANDSHAKE_REVISION,
-    META_SERVER_INFO,
     Revision,
+    ToolResult,
+    check_params,
+    end_to_end_meta,
     get_revision,
 )
-from sansio_mcp.runtime._driver import ProgressCallback
-from sansio_mcp.runtime._server import Context, Server
+from sansio_mcp.capabilities import (
+    INPUT_REQUEST_CAPABILITIES,
+    check_input_required,
+    declared_elicitation_modes,
+    missing_input_capabilities,
+)
+from sansio_mcp.runtime import Context, ProgressCallback, Server
 
 from ...gateway import Catalog, fit_input_request, fit_tool_result
 from ._upstream import ConnectorUnavailable, Upstream

@@ -11,18 +11,17 @@ from typing import Any
 
 import attrs
 
-from sansio_mcp._errors import (
-    ConnectionClosedError,
-    ErrorCode,
-    HTTPStatusError,
-    MCPError,
-    RequestTimeout,
+from sansio_mcp import ConnectionClosedError, ErrorCode, HTTPStatusError, MCPError, RequestTimeout
+from sansio_mcp.http import x_mcp_header_problems
+from sansio_mcp.runtime import (
+    Backend,
+    ClientAPI,
+    ClientHandlers,
+    ProgressCallback,
+    SessionOptions,
+    Signal,
+    TimedOut,
 )
-from sansio_mcp._http_headers import x_mcp_header_problems
-from sansio_mcp.runtime._backend import Backend, Signal, TimedOut
-from sansio_mcp.runtime._client import ClientAPI, ClientHandlers
-from sansio_mcp.runtime._client_options import SessionOptions
-from sansio_mcp.runtime._driver import ProgressCallback
 
 from ...gateway import (
     Backoff,

@@ -1,0 +1,36 @@
+"""The HTTP side of the library, sans-IO: HTTP/1.1 client connections and their pool,
+the request and response heads, the Streamable HTTP server (to subclass: a router
+that answers some requests itself) and client state machines, and the checks of
+``x-mcp-header`` input schemas."""
+
+from ._http import (
+    ConnectionEnded,
+    HTTPClientConnection,
+    HTTPError,
+    HTTPRequest,
+    HTTPResponseHead,
+)
+from ._http_headers import x_mcp_header_problems
+from ._http_pool import ConnectionPool, PooledConnection
+from ._streamable_http import LOOPBACK_HOSTS, Exchange, StreamableHTTPServer
+from ._streamable_http import _json_error as json_error
+from ._streamable_http import _LegacySession as LegacySession
+from ._streamable_http_client import Endpoint, StreamableHTTPClient
+
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "ConnectionEnded",
+    "ConnectionPool",
+    "Endpoint",
+    "Exchange",
+    "HTTPClientConnection",
+    "HTTPError",
+    "HTTPRequest",
+    "HTTPResponseHead",
+    "LegacySession",
+    "PooledConnection",
+    "StreamableHTTPClient",
+    "StreamableHTTPServer",
+    "json_error",
+    "x_mcp_header_problems",
+]

@@ -1,0 +1,25 @@
+"""What a client or an intermediary needs to know of MCP tasks (the extension and
+the 2025-11-25 form): whether a peer declares them, how a request declares them,
+which statuses end a task and how long to wait before polling again."""
+
+from ._tasks import (
+    LEGACY_TASKS_REVISION,
+    TASKS_EXTENSION,
+    TERMINAL_STATUSES,
+    TaskStatus,
+    declares_tasks,
+    declaring_tasks,
+    poll_seconds,
+    wants_tasks_declared,
+)
+
+__all__ = [
+    "LEGACY_TASKS_REVISION",
+    "TASKS_EXTENSION",
+    "TERMINAL_STATUSES",
+    "TaskStatus",
+    "declares_tasks",
+    "declaring_tasks",
+    "poll_seconds",
+    "wants_tasks_declared",
+]
