@@ -92,12 +92,25 @@ MESSAGE_TYPES: dict[str, type[A2EMessage]] = {}
 MCP_MESSAGE_TYPES: list[str] = []
 
 
-# A private generator, seeded from the OS once (and again in a forked child, which
-# would otherwise repeat its parent's ids): uuid4() reads the OS for every id,
-# which showed in the bridge's profile (two ids per tool call).
-_ids = random.Random()
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_ids.seed)
+class _IdSource:
+    """A private generator, seeded from the OS at its first id, and again in a forked
+    child (which would otherwise repeat its parent's ids): uuid4() reads the OS for
+    every id, which showed in the bridge's profile (two ids per tool call).  The fork
+    is noticed by the process id, so importing this module changes no process state."""
+
+    def __init__(self) -> None:
+        self.pid = -1
+        self.random = random.Random(0)
+
+    def getrandbits(self, bits: int) -> int:
+        pid = os.getpid()
+        if pid != self.pid:
+            self.pid = pid
+            self.random.seed()
+        return self.random.getrandbits(bits)
+
+
+_ids = _IdSource()
 _UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
 _UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
 

@@ -26,9 +26,7 @@ from sansio_mcp import (
     jsontext,
     parse_message,
 )
-from sansio_mcp.http import Exchange, HTTPRequest, StreamableHTTPServer
-from sansio_mcp.http import LegacySession as _LegacySession
-from sansio_mcp.http import json_error as _json_error
+from sansio_mcp.http import Exchange, HTTPRequest, LegacySession, StreamableHTTPServer, json_error
 
 __all__ = ["ASSUMED_CLIENT_CAPABILITIES", "GatewayHTTPServer", "LEGACY_DEFAULT_VERSION"]
 
@@ -74,7 +72,7 @@ class GatewayHTTPServer(StreamableHTTPServer):
         if refusal is not None:
             return refusal
         if self.api_keys and not self._authorized(request):
-            refusal = _json_error(
+            refusal = json_error(
                 401, None, ErrorCode.INVALID_REQUEST, "a valid API key is required"
             )
             refusal.headers["www-authenticate"] = "Bearer"
@@ -82,7 +80,7 @@ class GatewayHTTPServer(StreamableHTTPServer):
         if request.method != "POST" and request.path == self.endpoint:
             # No sessions: nothing to stream to or end (405, as a stateless server says),
             # and no other method either: Allow names POST alone.
-            refusal = _json_error(
+            refusal = json_error(
                 405, None, ErrorCode.INVALID_REQUEST, "this gateway keeps no sessions; POST only"
             )
             refusal.headers["allow"] = "POST"
@@ -117,14 +115,14 @@ class GatewayHTTPServer(StreamableHTTPServer):
             return super()._post_legacy(request, obj, messages)
         version = request.headers.get("mcp-protocol-version") or LEGACY_DEFAULT_VERSION
         if version not in self._legacy_versions:
-            return _json_error(
+            return json_error(
                 400,
                 None,
                 ErrorCode.INVALID_REQUEST,
                 f"unsupported MCP-Protocol-Version {version!r}",
             )
         if isinstance(obj, list):
-            return _json_error(
+            return json_error(
                 400, None, ErrorCode.INVALID_REQUEST, "this gateway takes one message per POST"
             )
         message = messages[0]
@@ -136,7 +134,7 @@ class GatewayHTTPServer(StreamableHTTPServer):
             try:
                 parse_message(message)
             except RemoteProtocolError as exc:
-                return _json_error(400, None, ErrorCode.INVALID_REQUEST, exc.message)
+                return json_error(400, None, ErrorCode.INVALID_REQUEST, exc.message)
             return Exchange(202, {})
         session = self.session_factory()
         _replay_handshake(session, version)
@@ -160,7 +158,7 @@ class GatewayHTTPServer(StreamableHTTPServer):
             or id(session) not in self._modern_exchange
             or not hmac.compare_digest(authorization.encode(), asked[2].encode())
         ):
-            return _json_error(
+            return json_error(
                 404, None, ErrorCode.INVALID_REQUEST, "no request is waiting for this answer"
             )
         del self._questions[key]
@@ -168,7 +166,7 @@ class GatewayHTTPServer(StreamableHTTPServer):
         # Carrying the session lets the service drive it: the waiting handler goes on.
         return Exchange(202, {}, session=session)
 
-    def _deliver(self, exchange: Exchange, obj: Any, state: _LegacySession | None) -> None:
+    def _deliver(self, exchange: Exchange, obj: Any, state: LegacySession | None) -> None:
         authorization = self._handshake_era.get(exchange)
         if (
             authorization is not None
