@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import re
 import subprocess
 import sys
@@ -97,3 +98,33 @@ def test_state_tables_in_architecture_page_are_current(
     assert page[start:stop] == render(), (
         "docs/architecture.md is stale: paste `python -m sansio_mcp_cli.docs_tables` into it"
     )
+
+
+def _public_modules() -> list[str]:
+    """Every module of the library and the applications with no ``_`` part, with an ``__all__``."""
+    found = []
+    for top in ("sansio_mcp", "trio_adapters", "asyncio_adapters", "sansio_mcp_apps"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            if not any(part.startswith("_") for part in parts):
+                found.append(".".join(parts))
+    return [m for m in found if hasattr(importlib.import_module(m), "__all__")]
+
+
+API_MODULES = _public_modules()
+
+
+def _api_sections() -> dict[str, str]:
+    text = (ROOT / "docs/api.md").read_text(encoding="utf-8")
+    parts = re.split(r"^### `([\w.]+)`$", text, flags=re.MULTILINE)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+@pytest.mark.parametrize("module", API_MODULES)
+def test_the_api_reference_names_every_exported_name(module: str) -> None:
+    section = _api_sections().get(module)
+    assert section is not None, f"docs/api.md has no section for {module}"
+    exported = importlib.import_module(module).__all__
+    assert [name for name in exported if f"`{name}`" not in section] == []

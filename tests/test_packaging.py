@@ -15,6 +15,7 @@ TOP_PACKAGES = (
     "sansio_mcp",
     "trio_adapters",
     "asyncio_adapters",
+    "sansio_mcp_apps",
     "sansio_mcp_cli",
     "sansio_mcp_testing",
 )
