@@ -10,7 +10,7 @@ import sys
 from functools import partial
 from typing import Any
 
-from sansio_mcp._streamable_http import LOOPBACK_HOSTS
+from sansio_mcp.http import LOOPBACK_HOSTS
 from sansio_mcp.runtime import TransportBackend
 from sansio_mcp_apps.a2a import BridgeConfig, ConfigError, load_config
 

@@ -10,8 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sansio_mcp import MCPError
-from sansio_mcp.runtime import TransportBackend
-from sansio_mcp.runtime._client import ClientHandlers
+from sansio_mcp.runtime import ClientHandlers, TransportBackend
 
 __all__ = ["Answers"]
 

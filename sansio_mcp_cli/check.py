@@ -8,7 +8,7 @@ import logging
 import sys
 from typing import Any
 
-from sansio_mcp._versions import ALL_REVISIONS
+from sansio_mcp import ALL_REVISIONS
 
 __all__ = ["add_parser", "run"]
 

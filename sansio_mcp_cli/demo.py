@@ -8,8 +8,7 @@ import sys
 from typing import Any
 
 from sansio_mcp import MCPError
-from sansio_mcp.runtime import TransportBackend
-from sansio_mcp.runtime._client import ClientHandlers
+from sansio_mcp.runtime import ClientHandlers, TransportBackend
 from sansio_mcp_apps.example_server import COUNTER_URI
 
 __all__ = ["run_demo"]

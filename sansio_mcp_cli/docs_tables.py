@@ -11,9 +11,10 @@ text, so the documentation cannot drift from the code.
 from __future__ import annotations
 
 from sansio_mcp import TRANSITIONS, Role, SessionState, Trigger
-from sansio_mcp._tasks import TASK_TRANSITIONS, TERMINAL_STATUSES, TaskStatus, TaskTrigger
+from sansio_mcp._tasks import TASK_TRANSITIONS, TaskTrigger
 from sansio_mcp.auth import TRANSITIONS as AUTH_TRANSITIONS
 from sansio_mcp.auth import FlowState
+from sansio_mcp.tasks import TERMINAL_STATUSES, TaskStatus
 from sansio_mcp_apps.a2a import STATES as A2A_STATES
 from sansio_mcp_apps.a2e._link_states import LINK_TRANSITIONS, SERVER_STATUS, LinkState, LinkTrigger
 from sansio_mcp_apps.gateway import CONNECTOR_TRANSITIONS, ConnectorStatus, StatusTrigger

@@ -11,9 +11,14 @@ from contextlib import AbstractAsyncContextManager
 from functools import partial
 from typing import Any, TypeVar
 
-from sansio_mcp import ConnectionClosedError, MCPError, ProtocolError
+from sansio_mcp import (
+    ALL_REVISIONS,
+    MODERN_REVISIONS,
+    ConnectionClosedError,
+    MCPError,
+    ProtocolError,
+)
 from sansio_mcp._refusals import does_not_speak
-from sansio_mcp._versions import ALL_REVISIONS, MODERN_REVISIONS
 from sansio_mcp.auth import JWTVerifier, ResourceServer, StaticTokenVerifier
 from sansio_mcp.runtime import ClientAPI, TimedOut, TransportBackend
 from sansio_mcp_apps.example_server import build_server

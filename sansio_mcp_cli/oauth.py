@@ -10,8 +10,8 @@ import sys
 from typing import Any
 from urllib.parse import urlsplit
 
-from sansio_mcp._streamable_http_client import Endpoint
 from sansio_mcp.auth import ClientInfo, OAuthConfig, TokenSet
+from sansio_mcp.http import Endpoint
 from sansio_mcp.runtime import (
     FileTokenStore,
     MemoryTokenStore,
