@@ -19,6 +19,7 @@ from sansio_mcp.runtime import ClientAPI, TimedOut, TransportBackend
 from sansio_mcp.runtime.example_server import build_server
 
 from ._args import port_number
+from ._explain import explain
 from .answers import Answers
 
 __all__ = ["main"]
@@ -64,6 +65,15 @@ def _split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     return argv, []
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sansio-mcp")
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree
+        return "unknown (not installed)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sansio-mcp",
@@ -72,6 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="log protocol details to stderr"
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--backend",
@@ -269,6 +280,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sansio-mcp`` script."""
     options, command = _split_command(sys.argv[1:] if argv is None else argv)
     args = _parse(options)
+    if getattr(args, "bearer", None) and getattr(args, "oauth", False):
+        print(
+            f"sansio-mcp {args.command}: give --bearer (a token sent as it is) or --oauth "
+            "(authorize in a browser), not both",
+            file=sys.stderr,
+        )
+        return 2
     try:
         return _run(args, command)
     except ModuleNotFoundError as exc:
@@ -362,16 +380,13 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
         # A server that cannot listen (the port taken, the host unknown): say so plainly.
         port = getattr(args, "port", None)
         where = f"cannot listen on {args.host}:{port}: " if port is not None else ""
-        print(f"sansio-mcp {args.command}: {where}{_describe(failure)}", file=sys.stderr)
+        print(f"sansio-mcp {args.command}: {where}{explain(failure)}", file=sys.stderr)
         return 1
     except (MCPError, ProtocolError, OSError, TimedOut, RevisionRefused) as exc:
-        print(f"sansio-mcp {args.command}: {_describe(exc)}", file=sys.stderr)
+        said = explain(exc, bearer=bool(getattr(args, "bearer", None)), verbose=args.verbose)
+        print(f"sansio-mcp {args.command}: {said}", file=sys.stderr)
         return 1
     return 2  # pragma: no cover - argparse rejects unknown commands
-
-
-def _describe(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
 
 
 def _only_os_error(group: BaseExceptionGroup[BaseException]) -> OSError | None:
@@ -456,7 +471,10 @@ async def _run_inspect(
     async def inspect(client: ClientAPI) -> dict[str, Any]:
         return await _inspect(client, backend, args.timeout)
 
-    _dump(await _connected(backend, command, args, inspect))
+    # Declared as ``call`` declares them: servers that list some tools only to
+    # clients able to answer their questions show the same tools to both.
+    answers = Answers.from_options([], None, [], backend=backend, command="inspect")
+    _dump(await _connected(backend, command, args, inspect, handlers=answers.handlers(tasks=True)))
     return 0
 
 
