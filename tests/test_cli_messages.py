@@ -145,3 +145,18 @@ def test_an_unknown_tool_is_told_in_words(protected_url: str) -> None:
     assert done.returncode == 1
     assert "no-such-tool" in done.stderr
     assert not INTERNAL_CODE.search(done.stderr), done.stderr
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_program_that_is_not_an_mcp_server_is_one_line(tmp_path: Path, backend: str) -> None:
+    script = tmp_path / "chatty.py"
+    script.write_text(
+        "import time\nfor n in range(300):\n    print(f'hello line {n}', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    done = run("inspect", "--backend", backend, "--", sys.executable, str(script), timeout=30)
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "not JSON-RPC (is it an MCP server?" in lines[0]
+    assert "'hello line 0'" in lines[0]

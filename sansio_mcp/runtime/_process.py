@@ -119,7 +119,7 @@ async def drain_stderr(
 
 def _exit_status(code: int | None) -> str:
     if code is None:
-        return "closed its output but is still running"
+        return "is still running"
     if code < 0:
         try:
             return f"was killed by {signal.Signals(-code).name}"
