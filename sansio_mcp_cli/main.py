@@ -20,6 +20,7 @@ from sansio_mcp.runtime.example_server import build_server
 
 from ._args import port_number
 from ._explain import explain
+from ._progress import ProgressDisplay
 from .answers import Answers
 
 __all__ = ["main"]
@@ -478,10 +479,11 @@ async def _run_inspect(
     return 0
 
 
-def _show_task_status(task_id: str, task: dict[str, Any]) -> None:
+def _show_task_status(progress: ProgressDisplay, task_id: str, task: dict[str, Any]) -> None:
     """One stderr line per status change of a task ``sansio-mcp call`` follows."""
     if not task_id:
         return  # answered at once: there was no task
+    progress.done()
     line = f"sansio-mcp call: task {task_id}: {task['status']}"
     if task.get("statusMessage"):
         line += f" ({task['statusMessage']})"
@@ -505,12 +507,21 @@ async def _run_call(backend: TransportBackend, command: list[str], args: argpars
         print(f"sansio-mcp call: {exc}", file=sys.stderr)
         return 2
 
+    progress = ProgressDisplay("call")
+
     async def call(client: ClientAPI) -> dict[str, Any]:
         # A tool the server runs as a task is followed to its end, its status on stderr.
-        handle = await client.call_tool(args.tool, arguments, timeout=args.timeout, task=True)
-        return await handle.result(on_status=partial(_show_task_status, handle.task_id))
+        handle = await client.call_tool(
+            args.tool, arguments, timeout=args.timeout, task=True, on_progress=progress
+        )
+        return await handle.result(on_status=partial(_show_task_status, progress, handle.task_id))
 
-    result = await _connected(backend, command, args, call, handlers=answers.handlers(tasks=True))
+    try:
+        result = await _connected(
+            backend, command, args, call, handlers=answers.handlers(tasks=True)
+        )
+    finally:
+        progress.done()
     _dump(result)
     return 1 if result.get("isError") else 0
 

@@ -160,3 +160,37 @@ def test_a_program_that_is_not_an_mcp_server_is_one_line(tmp_path: Path, backend
     assert len(lines) == 1, done.stderr
     assert "not JSON-RPC (is it an MCP server?" in lines[0]
     assert "'hello line 0'" in lines[0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_call_shows_progress_as_it_comes(backend: str) -> None:
+    done = run(
+        "call", "slow", "--args", '{"seconds": 0.5}', "--backend", backend,
+        "--", *CLI, "example-server",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if "progress" in line]
+    assert lines == [f"sansio-mcp call: progress {n}/5: step {n} of 5" for n in range(1, 6)]
+
+
+def test_progress_at_a_terminal_is_one_bar_rewritten() -> None:
+    import io
+
+    from sansio_mcp_cli._progress import ProgressDisplay
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = Terminal()
+    progress = ProgressDisplay("call", screen)
+    progress(1, 4, "one")
+    progress(4, 4, "four")
+    progress(7, None, None)
+    progress.done()
+    shown = screen.getvalue()
+    assert shown.count("\n") == 1 and shown.endswith("\n")
+    frames = shown.rstrip("\n").split("\r\x1b[K")[1:]
+    assert frames[0].endswith("25% one") and frames[1].endswith("100% four")
+    assert frames[1].startswith("[" + "#" * 24 + "]")
+    assert frames[2] == "[7]"
