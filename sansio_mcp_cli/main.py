@@ -11,7 +11,7 @@ from contextlib import AbstractAsyncContextManager
 from functools import partial
 from typing import Any, TypeVar
 
-from sansio_mcp import ConnectionClosedError, MCPError, ProtocolError
+from sansio_mcp import ConnectionClosedError, HTTPStatusError, MCPError, ProtocolError
 from sansio_mcp._refusals import does_not_speak
 from sansio_mcp._versions import ALL_REVISIONS, MODERN_REVISIONS
 from sansio_mcp.auth import JWTVerifier, ResourceServer, StaticTokenVerifier
@@ -24,6 +24,8 @@ from ._progress import ProgressDisplay
 from .answers import Answers
 
 __all__ = ["main"]
+
+logger = logging.getLogger("sansio_mcp_cli")
 
 SERVER_TRANSPORTS = ("stdio", "http", "sse", "ws")
 _T = TypeVar("_T")
@@ -162,7 +164,10 @@ def _parser() -> argparse.ArgumentParser:
         "url", nargs="?", help="a server URL (http(s)://, ws://) instead of a command"
     )
     inspect.add_argument(
-        "--transport", choices=("sse",), help="use the legacy HTTP+SSE transport for an http URL"
+        "--transport",
+        choices=("sse",),
+        help="use the legacy HTTP+SSE transport for an http URL (default: Streamable HTTP, "
+        "falling back to HTTP+SSE when the URL answers POST with 404 or 405)",
     )
 
     call = sub.add_parser(
@@ -176,7 +181,10 @@ def _parser() -> argparse.ArgumentParser:
         "url", nargs="?", help="a server URL (http(s)://, ws://) instead of a command"
     )
     call.add_argument(
-        "--transport", choices=("sse",), help="use the legacy HTTP+SSE transport for an http URL"
+        "--transport",
+        choices=("sse",),
+        help="use the legacy HTTP+SSE transport for an http URL (default: Streamable HTTP, "
+        "falling back to HTTP+SSE when the URL answers POST with 404 or 405)",
     )
     call.add_argument("--args", default="{}", help="the tool's arguments as a JSON object")
     call.add_argument("--protocol-version", choices=versions, default="auto", help=version_help)
@@ -454,16 +462,37 @@ async def _connected(
     use: Callable[[ClientAPI], Awaitable[_T]],
     **options: Any,
 ) -> _T:
-    """``use`` a client; a handshake refused at a fixed revision is explained."""
+    """``use`` a client; a handshake refused at a fixed revision is explained, and a
+    URL that answers POST with 404 or 405 is tried again with the 2024-11-05 HTTP+SSE
+    transport (GET, then its ``endpoint`` event), as the transport spec's backwards
+    compatibility section recommends, unless ``--transport`` chose one."""
     connected = False
     try:
         async with _connect(backend, command, args, **options) as client:
             connected = True
             return await use(client)
+    except HTTPStatusError as error:
+        status = error.data.get("status") if isinstance(error.data, dict) else None
+        if connected or not _may_fall_back(args) or status not in (404, 405):
+            raise
+        logger.info(
+            "%s answered POST with HTTP %s: trying the 2024-11-05 HTTP+SSE transport",
+            args.url,
+            status,
+        )
+        args.transport = "sse"
+        return await _connected(backend, command, args, use, **options)
     except MCPError as error:
         if connected or args.protocol_version == "auto" or isinstance(error, ConnectionClosedError):
             raise
         raise await _explain_refusal(backend, command, args, error) from error
+
+
+def _may_fall_back(args: argparse.Namespace) -> bool:
+    """Whether an HTTP URL may be tried on the legacy HTTP+SSE transport."""
+    if not args.url or not args.url.startswith(("http://", "https://")):
+        return False
+    return getattr(args, "transport", None) is None
 
 
 async def _run_inspect(

@@ -194,3 +194,30 @@ def test_progress_at_a_terminal_is_one_bar_rewritten() -> None:
     assert frames[0].endswith("25% one") and frames[1].endswith("100% four")
     assert frames[1].startswith("[" + "#" * 24 + "]")
     assert frames[2] == "[7]"
+
+
+@pytest.fixture(scope="module")
+def legacy_sse_url() -> Iterator[str]:
+    server = subprocess.Popen(
+        [*CLI, "example-server", "--transport", "sse", "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    try:
+        assert server.stderr is not None
+        url = server.stderr.readline().split()[-1]
+        assert url.endswith("/sse"), url
+        yield url
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_url_refusing_post_falls_back_to_legacy_sse(legacy_sse_url: str, backend: str) -> None:
+    done = run("-v", "call", "echo", "--args", '{"message": "old"}', "--backend", backend,
+               legacy_sse_url)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert '"text": "old"' in done.stdout
+    assert "answered POST with HTTP 405: trying the 2024-11-05 HTTP+SSE transport" in done.stderr
