@@ -221,3 +221,25 @@ def test_a_url_refusing_post_falls_back_to_legacy_sse(legacy_sse_url: str, backe
     assert done.returncode == 0, done.stderr
     assert '"text": "old"' in done.stdout
     assert "answered POST with HTTP 405: trying the 2024-11-05 HTTP+SSE transport" in done.stderr
+
+
+def test_schemas_where_needs_no_testing_extra(tmp_path: Path) -> None:
+    """Only validating needs jsonschema: finding the schema files does not."""
+    (tmp_path / "2025-11-25").mkdir()
+    (tmp_path / "2025-11-25" / "schema.json").write_text("{}")
+    without_extra = (
+        "import sys\n"
+        "for name in ('jsonschema', 'referencing', 'hypothesis'):\n"
+        "    sys.modules[name] = None  # as if the testing extra were not installed\n"
+        "from sansio_mcp_cli.main import main\n"
+        "sys.exit(main(['schemas', 'where', '--schema-dir', sys.argv[1]]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", without_extra, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=60,
+    )
+    assert "testing' extra" not in done.stderr, done.stderr
+    assert f"2025-11-25       {tmp_path / '2025-11-25' / 'schema.json'}" in done.stdout
