@@ -209,6 +209,13 @@ class AsyncioBackend:
             # Our own cancel() ends the block quietly, like a cancelled nursery.
             if not group.owner_cancelled or owner is None or owner.uncancel() > 0:
                 raise
+        except BaseException:
+            # The block took our cancel() and then failed with another error: the
+            # cancellation was ours, so it is withdrawn, or the task's next task group
+            # would end in a CancelledError nobody asked for.
+            if group.owner_cancelled and owner is not None:
+                owner.uncancel()
+            raise
         finally:
             group._owner = None  # a cancel() from now on must not hit the task
 

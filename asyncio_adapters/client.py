@@ -101,18 +101,23 @@ async def open_stdio_client(
     command: Sequence[str], **options: Unpack[StdioOptions]
 ) -> AsyncIterator[Client]:
     """:func:`trio_adapters.open_stdio_client` on asyncio: the child's output is
-    handed to the session as it arrives, with no reader task."""
+    handed to the session as it arrives, with no reader task; a crashing server's
+    :class:`~sansio_mcp.ConnectionClosedError` says how it ended."""
     child = StdioChild.of(command, options)
     cwd = None if child.cwd is None else os.fspath(child.cwd)
     process = await PRIMITIVES.open_process(child.command, env=child.env, cwd=cwd)
     pipes = process.native
-    drainer = asyncio.create_task(_process.drain_stderr(process.stderr, child.name, logger))
+    tail = _process.StderrTail(PRIMITIVES.new_signal())
+    drainer = asyncio.create_task(_process.drain_stderr(process.stderr, child.name, logger, tail))
     try:
         config = child.client
         session = config.new_session()
         runner = AsyncioRunner(session, None, pipes.writer, **config.handlers.host_callbacks())
         pumping = partial(hosted, runner, partial(runner.pump, pipes.connect_output))
-        async with run_client(runner, session, config, Client, pumping) as client:
+        async with (
+            _process.explained_exit(PRIMITIVES, process, tail),
+            run_client(runner, session, config, Client, pumping) as client,
+        ):
             yield client
     finally:
         await _process.stop_process(PRIMITIVES, process, grace=child.shutdown_grace)

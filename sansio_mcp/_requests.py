@@ -300,10 +300,12 @@ class RequestTracker:
         ]
 
     def close(self, reason: str | None = None) -> None:
-        """Forget every open request (the peer's too); ours fail (saying ``reason``)."""
+        """Forget every open request (the peer's too); ours fail (saying ``reason``,
+        and with ``data={"gaveUp": True}``: the session ended the connection itself)."""
         message = reason or "the connection closed before a response"
+        data = {"gaveUp": True} if reason else None
         for request in (*self._outgoing.values(), *self._paused.values()):
-            self.fail(request, ConnectionClosedError(message=message))
+            self.fail(request, ConnectionClosedError(message=message, data=data))
         self._outgoing.clear()
         self._wire_of.clear()
         self._paused.clear()

@@ -57,12 +57,16 @@ from ._requests import (
 from ._state import Role, SessionState, Trigger, next_state, trigger_for
 from ._versions import HANDSHAKE_REVISIONS, LATEST_MODERN_REVISION, REVISIONS, Revision
 
-__all__ = ["MAX_BAD_LINES", "Session"]
+__all__ = ["MAX_BAD_LINES", "MAX_BAD_LINES_BEFORE_FIRST", "Session"]
 
 #: Lines in a row that are not JSON-RPC after which an NDJSON (stdio) peer is given
 #: up on: a program writing its logs, or anything else, to stdout is no MCP peer, and
 #: answering each of its lines for ever would keep us from all other work.
 MAX_BAD_LINES = 200
+
+#: The same before the peer's first JSON line: a program that has not yet said one
+#: word of JSON-RPC is given up on sooner, its first lines named in the reason.
+MAX_BAD_LINES_BEFORE_FIRST = 20
 
 
 class Session:
@@ -94,6 +98,10 @@ class Session:
         self.max_depth = max_depth
         self.max_bad_lines = MAX_BAD_LINES
         self._bad_lines = 0
+        #: The first few lines of the current run of bad ones, shortened, for the reason.
+        self._bad_samples: list[str] = []
+        #: Whether the peer has sent one JSON line yet (it speaks JSON at least).
+        self.heard_from_peer = False
         #: Why the session closed, when it closed itself (see :meth:`close`).
         self.close_reason: str | None = None
         self.state = SessionState.IDLE
@@ -146,26 +154,35 @@ class Session:
             if isinstance(line, RemoteProtocolError):
                 self._violation(line)
                 self._requests.fail_malformed(line)  # an oversized answer ends its request
-                self._bad_line()
+                self._bad_line(None)
                 continue
             try:
                 obj = _json.loads(line, max_depth=self.max_depth)
             except RemoteProtocolError as exc:
                 exc.answer = True
                 self._violation(exc)
-                self._bad_line()
+                self._bad_line(line)
                 continue
             self._bad_lines = 0
+            self._bad_samples.clear()
             self.receive_message(obj)
         if self._framer.eof:
             self.close()
 
-    def _bad_line(self) -> None:
+    def _bad_line(self, line: bytes | None) -> None:
         self._bad_lines += 1
-        if self._bad_lines >= self.max_bad_lines and self.state is not SessionState.CLOSED:
+        if line is not None and len(self._bad_samples) < 3:
+            text = line[:80].decode("utf-8", "replace")
+            self._bad_samples.append(text + ("\u2026" if len(line) > 80 else ""))
+        limit = self.max_bad_lines
+        if not self.heard_from_peer:
+            limit = min(limit, MAX_BAD_LINES_BEFORE_FIRST)
+        if self._bad_lines >= limit and self.state is not SessionState.CLOSED:
+            began = ", ".join(repr(sample) for sample in self._bad_samples)
             reason = (
                 f"the peer wrote {self._bad_lines} lines in a row that are not JSON-RPC "
-                "(is it an MCP server?); the connection is given up"
+                f"(is it an MCP server?{f' its output began {began}' if began else ''}); "
+                "the connection is given up"
             )
             self._events.append(ProtocolViolation(RemoteProtocolError(reason)))
             self.close(reason)
@@ -174,6 +191,7 @@ class Session:
         """Feed one decoded JSON-RPC message (or a batch, as a list)."""
         if self.state is SessionState.CLOSED:
             return
+        self.heard_from_peer = True
         if isinstance(obj, list):
             self._receive_batch(obj)
             return

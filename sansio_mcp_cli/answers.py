@@ -1,6 +1,6 @@
-"""How ``sansio-mcp call`` answers a server's questions: from the command
-line (``--elicit``, ``--sample``, ``--root``), else at the terminal, else by
-declining, and saying so."""
+"""How ``sansio-mcp call`` (and ``inspect``) answers a server's questions: from
+the command line (``--elicit``, ``--sample``, ``--root``), else at the terminal,
+else by declining, and saying so."""
 
 from __future__ import annotations
 
@@ -15,10 +15,6 @@ from sansio_mcp.runtime import ClientHandlers, TransportBackend
 __all__ = ["Answers"]
 
 
-def _note(text: str) -> None:
-    print(f"sansio-mcp call: {text}", file=sys.stderr, flush=True)
-
-
 class Answers:
     """The answers one ``call`` may give."""
 
@@ -31,6 +27,7 @@ class Answers:
         interactive: bool,
         backend: TransportBackend,
         ask: Callable[[str], str] = input,
+        command: str = "call",
     ) -> None:
         self._elicitations = list(elicitations)
         self._sample = sample
@@ -38,6 +35,10 @@ class Answers:
         self._interactive = interactive
         self._backend = backend
         self._ask = ask
+        self._command = command
+
+    def _note(self, text: str) -> None:
+        print(f"sansio-mcp {self._command}: {text}", file=sys.stderr, flush=True)
 
     @classmethod
     def from_options(
@@ -47,6 +48,7 @@ class Answers:
         roots: Sequence[str],
         *,
         backend: TransportBackend,
+        command: str = "call",
     ) -> Answers:
         contents = []
         for text in elicit:
@@ -57,7 +59,10 @@ class Answers:
             if not isinstance(content, dict):
                 raise ValueError("--elicit must be a JSON object")
             contents.append(content)
-        return cls(contents, sample, roots, interactive=sys.stdin.isatty(), backend=backend)
+        interactive = sys.stdin.isatty()
+        return cls(
+            contents, sample, roots, interactive=interactive, backend=backend, command=command
+        )
 
     def handlers(self, *, tasks: bool = False) -> ClientHandlers:
         return ClientHandlers(
@@ -72,10 +77,10 @@ class Answers:
         if self._elicitations:
             return {"action": "accept", "content": self._elicitations.pop(0)}
         if params.get("mode") == "url":
-            _note(f"the server asks you to open {params.get('url')} ({message}); declined")
+            self._note(f"the server asks you to open {params.get('url')} ({message}); declined")
             return {"action": "decline"}
         if not self._interactive:
-            _note(f"the server asked {message!r} and no --elicit answer was left: declined")
+            self._note(f"the server asked {message!r} and no --elicit answer was left: declined")
             return {"action": "decline"}
         schema = params.get("requestedSchema") or {}
         print(f"\n{message}", file=sys.stderr)
@@ -96,7 +101,9 @@ class Answers:
             print(f"\nThe server asks the model: {prompt}", file=sys.stderr)
             reply = await self._backend.to_thread(self._ask, "  reply: ") or None
         if reply is None:
-            _note("the server asked for a model completion and no --sample was given: declined")
+            self._note(
+                "the server asked for a model completion and no --sample was given: declined"
+            )
             raise MCPError(-1, "the user declined the sampling request")
         return {
             "role": "assistant",

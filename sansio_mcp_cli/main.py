@@ -15,6 +15,7 @@ from sansio_mcp import (
     ALL_REVISIONS,
     MODERN_REVISIONS,
     ConnectionClosedError,
+    HTTPStatusError,
     MCPError,
     ProtocolError,
 )
@@ -24,9 +25,13 @@ from sansio_mcp.runtime import ClientAPI, TimedOut, TransportBackend
 from sansio_mcp_apps.example_server import build_server
 
 from ._args import port_number
+from ._explain import explain
+from ._progress import ProgressDisplay
 from .answers import Answers
 
 __all__ = ["main"]
+
+logger = logging.getLogger("sansio_mcp_cli")
 
 SERVER_TRANSPORTS = ("stdio", "http", "sse", "ws")
 _T = TypeVar("_T")
@@ -69,6 +74,15 @@ def _split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     return argv, []
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sansio-mcp")
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree
+        return "unknown (not installed)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sansio-mcp",
@@ -77,6 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="log protocol details to stderr"
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--backend",
@@ -155,7 +170,10 @@ def _parser() -> argparse.ArgumentParser:
         "url", nargs="?", help="a server URL (http(s)://, ws://) instead of a command"
     )
     inspect.add_argument(
-        "--transport", choices=("sse",), help="use the legacy HTTP+SSE transport for an http URL"
+        "--transport",
+        choices=("sse",),
+        help="use the legacy HTTP+SSE transport for an http URL (default: Streamable HTTP, "
+        "falling back to HTTP+SSE when the URL answers POST with 404 or 405)",
     )
 
     call = sub.add_parser(
@@ -169,7 +187,10 @@ def _parser() -> argparse.ArgumentParser:
         "url", nargs="?", help="a server URL (http(s)://, ws://) instead of a command"
     )
     call.add_argument(
-        "--transport", choices=("sse",), help="use the legacy HTTP+SSE transport for an http URL"
+        "--transport",
+        choices=("sse",),
+        help="use the legacy HTTP+SSE transport for an http URL (default: Streamable HTTP, "
+        "falling back to HTTP+SSE when the URL answers POST with 404 or 405)",
     )
     call.add_argument("--args", default="{}", help="the tool's arguments as a JSON object")
     call.add_argument("--protocol-version", choices=versions, default="auto", help=version_help)
@@ -274,6 +295,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sansio-mcp`` script."""
     options, command = _split_command(sys.argv[1:] if argv is None else argv)
     args = _parse(options)
+    if getattr(args, "bearer", None) and getattr(args, "oauth", False):
+        print(
+            f"sansio-mcp {args.command}: give --bearer (a token sent as it is) or --oauth "
+            "(authorize in a browser), not both",
+            file=sys.stderr,
+        )
+        return 2
     try:
         return _run(args, command)
     except ModuleNotFoundError as exc:
@@ -367,16 +395,13 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
         # A server that cannot listen (the port taken, the host unknown): say so plainly.
         port = getattr(args, "port", None)
         where = f"cannot listen on {args.host}:{port}: " if port is not None else ""
-        print(f"sansio-mcp {args.command}: {where}{_describe(failure)}", file=sys.stderr)
+        print(f"sansio-mcp {args.command}: {where}{explain(failure)}", file=sys.stderr)
         return 1
     except (MCPError, ProtocolError, OSError, TimedOut, RevisionRefused) as exc:
-        print(f"sansio-mcp {args.command}: {_describe(exc)}", file=sys.stderr)
+        said = explain(exc, bearer=bool(getattr(args, "bearer", None)), verbose=args.verbose)
+        print(f"sansio-mcp {args.command}: {said}", file=sys.stderr)
         return 1
     return 2  # pragma: no cover - argparse rejects unknown commands
-
-
-def _describe(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
 
 
 def _only_os_error(group: BaseExceptionGroup[BaseException]) -> OSError | None:
@@ -443,16 +468,37 @@ async def _connected(
     use: Callable[[ClientAPI], Awaitable[_T]],
     **options: Any,
 ) -> _T:
-    """``use`` a client; a handshake refused at a fixed revision is explained."""
+    """``use`` a client; a handshake refused at a fixed revision is explained, and a
+    URL that answers POST with 404 or 405 is tried again with the 2024-11-05 HTTP+SSE
+    transport (GET, then its ``endpoint`` event), as the transport spec's backwards
+    compatibility section recommends, unless ``--transport`` chose one."""
     connected = False
     try:
         async with _connect(backend, command, args, **options) as client:
             connected = True
             return await use(client)
+    except HTTPStatusError as error:
+        status = error.data.get("status") if isinstance(error.data, dict) else None
+        if connected or not _may_fall_back(args) or status not in (404, 405):
+            raise
+        logger.info(
+            "%s answered POST with HTTP %s: trying the 2024-11-05 HTTP+SSE transport",
+            args.url,
+            status,
+        )
+        args.transport = "sse"
+        return await _connected(backend, command, args, use, **options)
     except MCPError as error:
         if connected or args.protocol_version == "auto" or isinstance(error, ConnectionClosedError):
             raise
         raise await _explain_refusal(backend, command, args, error) from error
+
+
+def _may_fall_back(args: argparse.Namespace) -> bool:
+    """Whether an HTTP URL may be tried on the legacy HTTP+SSE transport."""
+    if not args.url or not args.url.startswith(("http://", "https://")):
+        return False
+    return getattr(args, "transport", None) is None
 
 
 async def _run_inspect(
@@ -461,14 +507,18 @@ async def _run_inspect(
     async def inspect(client: ClientAPI) -> dict[str, Any]:
         return await _inspect(client, backend, args.timeout)
 
-    _dump(await _connected(backend, command, args, inspect))
+    # Declared as ``call`` declares them: servers that list some tools only to
+    # clients able to answer their questions show the same tools to both.
+    answers = Answers.from_options([], None, [], backend=backend, command="inspect")
+    _dump(await _connected(backend, command, args, inspect, handlers=answers.handlers(tasks=True)))
     return 0
 
 
-def _show_task_status(task_id: str, task: dict[str, Any]) -> None:
+def _show_task_status(progress: ProgressDisplay, task_id: str, task: dict[str, Any]) -> None:
     """One stderr line per status change of a task ``sansio-mcp call`` follows."""
     if not task_id:
         return  # answered at once: there was no task
+    progress.done()
     line = f"sansio-mcp call: task {task_id}: {task['status']}"
     if task.get("statusMessage"):
         line += f" ({task['statusMessage']})"
@@ -492,12 +542,21 @@ async def _run_call(backend: TransportBackend, command: list[str], args: argpars
         print(f"sansio-mcp call: {exc}", file=sys.stderr)
         return 2
 
+    progress = ProgressDisplay("call")
+
     async def call(client: ClientAPI) -> dict[str, Any]:
         # A tool the server runs as a task is followed to its end, its status on stderr.
-        handle = await client.call_tool(args.tool, arguments, timeout=args.timeout, task=True)
-        return await handle.result(on_status=partial(_show_task_status, handle.task_id))
+        handle = await client.call_tool(
+            args.tool, arguments, timeout=args.timeout, task=True, on_progress=progress
+        )
+        return await handle.result(on_status=partial(_show_task_status, progress, handle.task_id))
 
-    result = await _connected(backend, command, args, call, handlers=answers.handlers(tasks=True))
+    try:
+        result = await _connected(
+            backend, command, args, call, handlers=answers.handlers(tasks=True)
+        )
+    finally:
+        progress.done()
     _dump(result)
     return 1 if result.get("isError") else 0
 

@@ -51,7 +51,12 @@ def add_oauth_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PORT",
         help="loopback port of the redirect listener (default: any free port)",
     )
-    group.add_argument("--bearer", metavar="TOKEN", help="send this access token (no OAuth flow)")
+    group.add_argument(
+        "--bearer",
+        metavar="TOKEN",
+        help="send this access token as it is; never starts an OAuth flow (a refused token "
+        "is an error; not with --oauth)",
+    )
 
 
 class LoopbackRedirect:
@@ -129,4 +134,4 @@ def oauth_provider(
         answer: Any = await backend.to_thread(listener.wait, timeout)
         return str(answer)
 
-    return OAuthProvider(config, store=store, open_browser=open_browser)
+    return OAuthProvider(config, store=store, open_browser=open_browser, flows=not args.bearer)

@@ -6,7 +6,8 @@ downloads them, pinned and checked, into the user's cache). Each revision's
 given, ``$MCP_SCHEMA_DIR``, the cache (:func:`user_cache_dir`), then
 ``../shared/mcp-schema`` beside the project checkout. :func:`find_schema` says
 where one revision's schema is (or None), :func:`schema_search_path` lists the
-places.
+places.  Finding the files needs nothing beyond the library (``sansio-mcp schemas
+where`` works without the ``testing`` extra); validating needs jsonschema.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
-from referencing import Registry, Resource
+if TYPE_CHECKING:
+    from referencing import Registry
 
 __all__ = [
     "FETCH_COMMAND",
@@ -144,6 +145,10 @@ class OfficialSchema:
         self.defs_key = "$defs" if "$defs" in self.document else "definitions"
         self.defs: dict[str, Any] = self.document[self.defs_key]
         self.uri = f"urn:mcp-schema:{revision}"
+        # Imported here: finding schemas (``schemas where``) must not need the extra.
+        import jsonschema
+        from referencing import Registry, Resource
+
         self.registry: Registry[Any] = Registry().with_resource(
             self.uri, Resource.from_contents(self.document)
         )

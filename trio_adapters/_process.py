@@ -20,9 +20,12 @@ logger = logging.getLogger("trio_adapters.stdio")
 PIPE = subprocess.PIPE
 
 
-async def drain_stderr(stream: trio.abc.ReceiveStream, name: str) -> None:
-    """Read a child's stderr to the end, logging each line, so it can never block."""
-    await _process.drain_stderr(PipeStream(None, stream), name, logger)
+async def drain_stderr(
+    stream: trio.abc.ReceiveStream, name: str, tail: _process.StderrTail | None = None
+) -> None:
+    """Read a child's stderr to the end, logging each line (the last ones kept in
+    ``tail``), so it can never block."""
+    await _process.drain_stderr(PipeStream(None, stream), name, logger, tail)
 
 
 async def stop_process(process: trio.Process, *, grace: float = 2.0) -> None:

@@ -21,7 +21,9 @@ from sansio_mcp.runtime._client_options import (
 from sansio_mcp.runtime._host import hosted
 from sansio_mcp.runtime._host import start_client as core_start_client
 from sansio_mcp.runtime._open_client import run_client
+from sansio_mcp.runtime._process import StderrTail, explained_exit
 
+from ._backend import PRIMITIVES, child_process
 from ._process import PIPE, drain_stderr, stop_process
 from ._runner import TrioRunner
 from ._util import unwrap_single_exception
@@ -75,7 +77,9 @@ async def open_stdio_client(
 ) -> AsyncIterator[Client]:
     """Start ``command`` as an MCP server and connect to it over stdio (see
     :class:`~sansio_mcp.runtime._client_options.StdioChild` for its environment and
-    its end); its stderr is always drained to logging."""
+    its end); its stderr is always drained to logging.  If the connection closes,
+    the :class:`~sansio_mcp.ConnectionClosedError` says how the server ended and
+    the last lines of its stderr."""
     child = StdioChild.of(command, options)
     process = await trio.lowlevel.open_process(
         child.command,
@@ -86,14 +90,18 @@ async def open_stdio_client(
         cwd=child.cwd,
         start_new_session=os.name != "nt",
     )
+    tail = StderrTail(PRIMITIVES.new_signal())
     try:
         assert process.stdin and process.stdout and process.stderr
         with unwrap_single_exception():
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(drain_stderr, process.stderr, child.name)
+                nursery.start_soon(drain_stderr, process.stderr, child.name, tail)
                 try:
                     keywords = child.client.keywords()
-                    async with open_client(process.stdin, process.stdout, **keywords) as client:
+                    async with (
+                        explained_exit(PRIMITIVES, child_process(process), tail),
+                        open_client(process.stdin, process.stdout, **keywords) as client,
+                    ):
                         yield client
                 finally:
                     await stop_process(process, grace=child.shutdown_grace)

@@ -46,6 +46,10 @@ __all__ = [
 
 logger = logging.getLogger("sansio_mcp")
 
+#: Protocol violations one connection logs as warnings; the rest go to debug, so a
+#: peer sending garbage cannot flood the log.
+MAX_VIOLATION_WARNINGS = 10
+
 #: Answers a peer request: with the result itself when it needs no waiting (the
 #: driver then responds at once, without a task), or with an awaitable of it.
 RequestHandler = Callable[[RequestReceived], Awaitable[dict[str, Any]] | dict[str, Any]]
@@ -141,6 +145,7 @@ class Driver:
         #: (``listen`` emulated on the legacy era).
         self.session_sinks: list[tuple[SinkFilter, SubscriptionSink]] = []
         self.closed = False
+        self._warned = 0
         self.initialized: SessionInitialized | None = None
         #: Called after a handler queued output, so the adapter flushes it.
         self.on_output: Callable[[], None] = lambda: None
@@ -233,12 +238,7 @@ class Driver:
             elif isinstance(event, SessionInitialized):
                 self.initialized = event
             elif isinstance(event, ProtocolViolation):
-                # A request refused with an error answer is the peer's own mistake, and
-                # it was told; what could not be answered may need an operator.
-                if event.refused:
-                    logger.debug("refused a request of the peer: %s", event.error.message)
-                else:
-                    logger.warning("protocol violation by the peer: %s", event.error.message)
+                self._log_violation(event)
             elif isinstance(event, ConnectionClosed):
                 self.closed = True
                 closed = ConnectionClosedError(message="the connection closed")
@@ -247,6 +247,22 @@ class Driver:
                 for _, session_sink in self.session_sinks:
                     session_sink.ended(closed)
                 self.on_closed()
+
+    def _log_violation(self, event: ProtocolViolation) -> None:
+        """A request refused with an error answer is the peer's own mistake, and it was
+        told (debug); what could not be answered may need an operator (a warning, the
+        first few per connection). A peer that has not yet sent one JSON line is not yet
+        known to speak MCP: if it never does, the connection's error says so, once."""
+        message = event.error.message
+        if event.refused:
+            logger.debug("refused a request of the peer: %s", message)
+        elif not self.session.heard_from_peer or self._warned >= MAX_VIOLATION_WARNINGS:
+            logger.debug("protocol violation by the peer: %s", message)
+        else:
+            self._warned += 1
+            logger.warning("protocol violation by the peer: %s", message)
+            if self._warned == MAX_VIOLATION_WARNINGS:
+                logger.warning("further protocol violations by this peer are logged at DEBUG")
 
     def _end_subscription(self, request_id: RequestId, error: MCPError | None) -> None:
         sink = self.subscriptions.pop(request_id, None)

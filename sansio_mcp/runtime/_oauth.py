@@ -144,7 +144,10 @@ class OAuthProvider:
     ``open_browser(url)`` sends the user to the authorization URL and returns the URL
     the browser was redirected to (the CLI's loopback listener does this); without one
     the provider follows the authorization server's redirect itself, which only works
-    with servers that approve at once (tests, the conformance suite).
+    with servers that approve at once (tests, the conformance suite).  With
+    ``flows=False`` it only sends the token its store holds: a 401 or 403 fails the
+    request with an :class:`AuthorizationError` (``data["status"]``), and no discovery,
+    registration or browser step is ever started (the CLI's ``--bearer``).
     """
 
     def __init__(
@@ -156,8 +159,10 @@ class OAuthProvider:
         ssl_context: Any = None,
         entropy: Callable[[int], bytes] = os.urandom,
         clock: Callable[[], float] | None = None,
+        flows: bool = True,
     ) -> None:
         self.config = config or OAuthConfig()
+        self.flows = flows
         self._clock = clock
         self.store = store if store is not None else MemoryTokenStore()
         self.open_browser = open_browser
@@ -220,6 +225,10 @@ class OAuthProvider:
         """What the MCP server answered: True to send the request again, None to use the
         answer, an :class:`AuthorizationError` to fail the request with."""
         _, machine = self._require()
+        if status in (401, 403) and not self.flows:
+            return AuthorizationError(
+                message=f"the server refused the token (HTTP {status})", data={"status": status}
+            )
         if status in (401, 403):
             await self._wait_for_flow()
             if generation != self._generation:

@@ -874,3 +874,49 @@ def test_a_peer_writing_nothing_but_garbage_is_given_up_on(garbage: bytes) -> No
     assert "not JSON-RPC" in failed.error.message
     assert isinstance(client, ClientSession)
     del server
+
+
+def test_a_peer_that_never_spoke_json_is_given_up_on_sooner_and_named() -> None:
+    # A program printing its own text is not an MCP server: before its first JSON line,
+    # MAX_BAD_LINES_BEFORE_FIRST lines are enough, and the reason quotes how it began.
+    from sansio_mcp import ClientSession, ConnectionClosed
+    from sansio_mcp._session import MAX_BAD_LINES_BEFORE_FIRST
+
+    client = ClientSession()
+    client.initialize()
+    client.data_to_send()
+    chatter = b"".join(b"hello line %d\n" % n for n in range(MAX_BAD_LINES_BEFORE_FIRST - 1))
+    client.receive_data(chatter)
+    assert client.state is not SessionState.CLOSED
+    client.receive_data(b"x" * 500 + b"\n")
+    events = drain(client)
+    assert client.state is SessionState.CLOSED and isinstance(events[-1], ConnectionClosed)
+    assert client.close_reason is not None
+    assert "'hello line 0', 'hello line 1', 'hello line 2'" in client.close_reason
+    assert not client.heard_from_peer
+
+
+def test_the_driver_logs_a_flood_of_violations_a_few_times(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from sansio_mcp.runtime._driver import MAX_VIOLATION_WARNINGS, Driver
+
+    client, server = make_pair()
+    driver = Driver(
+        client,
+        handle_request=lambda *a: None,  # type: ignore[arg-type,return-value]
+        handle_notification=None,
+        spawn=lambda request_id, fn: None,
+        cancel=lambda request_id: None,
+    )
+    with caplog.at_level("DEBUG", logger="sansio_mcp"):
+        client.receive_data(b"{oops\n" * (MAX_VIOLATION_WARNINGS + 30))
+        driver.process_events()
+    warnings = [r for r in caplog.records if r.levelname == "WARNING"]
+    debug = [
+        r for r in caplog.records if "protocol violation" in r.message and r.levelname == "DEBUG"
+    ]
+    assert len(warnings) == MAX_VIOLATION_WARNINGS + 1  # and one saying the rest go to DEBUG
+    assert "logged at DEBUG" in warnings[-1].message
+    assert len(debug) == 30
+    del server

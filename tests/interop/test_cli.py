@@ -135,3 +135,12 @@ def test_call_answers_elicitation_against_the_sdk_server() -> None:
     result = json.loads(done.stdout)
     assert result["structuredContent"] == {"result": "user said green"}
     assert result["resultType"] == "complete"
+
+
+def test_inspect_declares_what_call_can_answer(everything_command: list[str]) -> None:
+    """server-everything lists its elicitation, sampling and roots tools only to a client
+    that declared those capabilities: ``inspect`` declares them as ``call`` does."""
+    done = run_cli("inspect", "--", *everything_command)
+    assert done.returncode == 0, done.stderr
+    names = {tool["name"] for tool in json.loads(done.stdout)["tools"]}
+    assert {"trigger-elicitation-request", "trigger-sampling-request", "get-roots-list"} <= names
