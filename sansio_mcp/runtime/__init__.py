@@ -8,6 +8,7 @@ and :class:`ClientHandlers`, and the A2E client and bridge runner
 primitives (``_backend``) and import no event loop.
 """
 
+from .._tasks import TaskLimits
 from ._backend import Backend, ByteStream, Signal, TaskGroup, TimedOut, TransportBackend
 from ._client import ClientAPI, ClientHandlers, Subscription
 from ._driver import Driver, ProgressCallback
@@ -33,6 +34,7 @@ __all__ = [
     "Signal",
     "Subscription",
     "TaskGroup",
+    "TaskLimits",
     "TimedOut",
     "TokenStore",
     "TransportBackend",
