@@ -26,7 +26,7 @@ import attrs
 import httpx
 
 from ..._errors import InternalError
-from ..._tasks import TASKS_EXTENSION, declares_tasks
+from ..._tasks import TASKS_EXTENSION, TaskLimits, declares_tasks
 from ...a2a import (
     META_KEY,
     BridgeConfig,
@@ -127,6 +127,9 @@ class A2ABridge:
             "a2a_cancel_task follow and stop its tasks.",
             # An answer may come back as long as the task's handle lives.
             state_ttl=self.tasks.ttl,
+            # A task no client asks about is given up (and its A2A task cancelled) when
+            # its handle would expire: nobody could ask about it any more.
+            task_limits=TaskLimits(unpolled_ttl_ms=self.config.handle_ttl_ms),
         )
         retention = self.tasks.describe_retention()
         one = len(aliases) == 1
