@@ -22,6 +22,12 @@ the first word of the message's text, case-insensitive, before an optional colon
   ``parts``: one artifact with all four part kinds and two data parts.
 * ``vanish``: WORKING, then the task is removed from the store (a later GetTask is -32001).
 * ``error:<code>``: raises the typed A2A error with that code (-32001 to -32009).
+* ``many:<n>``: an artifact of ``<n>`` empty text parts (100,000 at most).
+* ``malformed:<how>``: an answer the SDK would never write, made by hand: ``nan`` (a data
+  part holding NaN), ``deep`` (a data part nested 100,000 deep), ``list`` and ``string``
+  (a ``result`` that is no object).
+* ``reuse``: a COMPLETED task whose id is always ``reused-task`` (an agent that gives two
+  conversations the same task id), made by hand.
 
 Anything else gets a help Message.
 """
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import socket
 import sys
 from collections.abc import Callable
@@ -66,8 +73,11 @@ __all__ = ["HELP", "PNG_1X1", "WAV_SILENCE", "build_app", "build_card", "main"]
 
 HELP = (
     "Commands: echo:<t>, task:<t>, ask:<q>, ask2:<q>, slow:<ms>, submitted, working, giveup, "
-    "reject, fail, auth, unspecified, data, file, image, audio, blob, parts, vanish, error:<code>"
+    "reject, fail, auth, unspecified, data, file, image, audio, blob, parts, vanish, error:<code>, "
+    "many:<n>, malformed:<nan|deep|list|string>, reuse"
 )
+#: The id the ``reuse`` command gives every task it answers with.
+REUSED_TASK_ID = "reused-task"
 PNG_1X1 = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
     "1f15c4890000000d49444154789c6360f8cf00000301010018dd8db00000000049454e44ae426082"
@@ -163,6 +173,7 @@ class FixtureExecutor(AgentExecutor):
             "blob": self._blob,
             "parts": self._parts,
             "vanish": self._vanish,
+            "many": self._many,
         }
 
     def _say(self, updater: TaskUpdater, text: str) -> Message:
@@ -265,6 +276,14 @@ class FixtureExecutor(AgentExecutor):
         await updater.add_artifact(parts, name="mixed")
         await updater.complete()
 
+    async def _many(self, updater: TaskUpdater, rest: str) -> None:
+        try:
+            count = min(100_000, max(0, int(rest or "0")))
+        except ValueError:
+            count = 0
+        await updater.add_artifact([new_text_part("") for _ in range(count)], name="many")
+        await updater.complete()
+
     async def _vanish(self, updater: TaskUpdater, rest: str) -> None:
         await updater.start_work(self._say(updater, "about to vanish"))
 
@@ -311,6 +330,73 @@ def build_card(url: str, *, streaming: bool = True) -> AgentCard:
     )
 
 
+def _by_hand(body: bytes) -> bytes | None:
+    """The hand-made JSON-RPC answer to a ``malformed:<how>`` or ``reuse`` message, or
+    None for any other request (the SDK answers it)."""
+    try:
+        request = json.loads(body)
+        message = request["params"]["message"]
+        command, rest = _command(message["parts"][0]["text"])
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+    if command not in ("malformed", "reuse"):
+        return None
+    context = message.get("contextId") or "reuse-context"
+    task = {
+        "id": REUSED_TASK_ID,
+        "contextId": context,
+        "status": {"state": "TASK_STATE_COMPLETED"},
+        "artifacts": [{"artifactId": "a1", "name": "data", "parts": [{"data": {"ok": 1}}]}],
+    }
+    head = '{"jsonrpc": "2.0", "id": ' + json.dumps(request.get("id")) + ', "result": '
+    if command == "reuse":
+        return (head + json.dumps({"task": task}) + "}").encode()
+    if rest == "nan":
+        return (head + json.dumps({"task": task}).replace('{"ok": 1}', "NaN") + "}").encode()
+    if rest == "deep":
+        depth = 100_000
+        deep = json.dumps({"task": task}).replace('{"ok": 1}', "[" * depth + "]" * depth)
+        return (head + deep + "}").encode()
+    if rest == "list":
+        return (head + "[1, 2]}").encode()
+    return (head + '"not an object"}').encode()
+
+
+class _HandMade:
+    """ASGI middleware: the answers of :func:`_by_hand`, before the SDK sees the request."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks = []
+        while True:
+            event = await receive()
+            chunks.append(event.get("body", b""))
+            if not event.get("more_body"):
+                break
+        body = b"".join(chunks)
+        answer = _by_hand(body)
+        if answer is None:
+            replayed = False
+
+            async def replay() -> Any:
+                nonlocal replayed
+                if replayed:
+                    return await receive()
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            await self.app(scope, replay, send)
+            return
+        headers = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": answer})
+
+
 def build_app(url: str, *, streaming: bool = True) -> Any:
     """The Starlette app of an agent reachable at ``url``."""
     from starlette.applications import Starlette
@@ -319,7 +405,7 @@ def build_app(url: str, *, streaming: bool = True) -> Any:
     card = build_card(url, streaming=streaming)
     handler = DefaultRequestHandler(FixtureExecutor(store), store, card)
     routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")]
-    return Starlette(routes=routes)
+    return _HandMade(Starlette(routes=routes))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -291,3 +291,18 @@ def test_an_abandoned_task_stops_being_followed(backend: TransportBackend, task_
         assert final["error"]["data"]["unpolledTtlMs"] == 500
 
     run(backend, task_agent, body, config={"handleTtlMs": 500})
+
+
+def test_malformed_answers_make_no_task(backend: TransportBackend, task_agent: str) -> None:
+    """With the extension too, a malformed first answer (streamed or not) is the plain
+    agent_failure tool result, and no MCP task is made."""
+
+    async def body(client: ClientAPI, bridge: A2ABridge, url: str) -> None:
+        for text in ("malformed:nan", "malformed:deep", "malformed:list"):
+            answered = await client.call_tool("a2a_send_message", {"text": text}, task=True)
+            assert answered.done and answered.task_id == "", text
+            result = await answered.result()
+            assert result["structuredContent"]["error"] == "agent_failure", result
+            assert "sent a malformed answer" in result["content"][0]["text"]
+
+    run(backend, task_agent, body)
