@@ -539,3 +539,31 @@ def test_a_task_no_client_asks_about_is_given_up(backend: str, probe: Probe) -> 
         assert given_up["status"] == "failed"
         assert given_up["error"]["data"] == {"taskId": orphan["taskId"], "unpolledTtlMs": 400}
         assert server.tasks.running == 0
+
+
+def test_a_2025_11_25_task_waiting_on_its_client_expires(backend: str, probe: Probe) -> None:
+    """On a 2025-11-25 session the input request goes to the client; a client that never
+    answers leaves the task input_required until ``input_ttl_ms``: then it fails and its
+    tool is cancelled."""
+    limits = TaskLimits(input_ttl_ms=300)
+    server = task_server(probe, task_ttl_ms=60_000, task_poll_interval_ms=100, task_limits=limits)
+
+    async def never(params: dict[str, Any]) -> dict[str, Any]:
+        await BACKENDS[backend].sleep(60)
+        return {"action": "decline"}
+
+    async def main(port: int) -> dict[str, Any]:
+        api = BACKENDS[backend]
+        handlers = ClientHandlers(elicitation=never)
+        async with api.connect(
+            [], url_for("http", port), "http", mode="legacy", handlers=handlers
+        ) as client:
+            task = await client.call_tool("ask_two", {}, task=True)
+            while (await task.refresh())["status"] in ("working", "input_required"):
+                await api.sleep(0.05)
+            return task.last
+
+    with serving(backend, "http", server) as bound:
+        final = run(backend, lambda: main(bound))
+    assert final["status"] == "failed", final
+    assert server.tasks.running == 0
