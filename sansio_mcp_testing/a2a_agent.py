@@ -24,8 +24,10 @@ the first word of the message's text, case-insensitive, before an optional colon
 * ``error:<code>``: raises the typed A2A error with that code (-32001 to -32009).
 * ``many:<n>``: an artifact of ``<n>`` empty text parts (100,000 at most).
 * ``malformed:<how>``: an answer the SDK would never write, made by hand: ``nan`` (a data
-  part holding NaN), ``deep`` (a data part nested 100,000 deep), ``list`` and ``string``
-  (a ``result`` that is no object).
+  part holding NaN), ``deep[:<n>]`` (a data part nested ``<n>`` deep, 100,000 by default),
+  ``list`` and ``string`` (a ``result`` that is no object).
+* ``GET /malformed-card/nan`` and ``/malformed-card/deep``: the card with a NaN, or nested
+  past any parser, for a ``cardUrl``.
 * ``reuse``: a COMPLETED task whose id is always ``reused-task`` (an agent that gives two
   conversations the same task id), made by hand.
 
@@ -353,8 +355,8 @@ def _by_hand(body: bytes) -> bytes | None:
         return (head + json.dumps({"task": task}) + "}").encode()
     if rest == "nan":
         return (head + json.dumps({"task": task}).replace('{"ok": 1}', "NaN") + "}").encode()
-    if rest == "deep":
-        depth = 100_000
+    if rest.partition(":")[0] == "deep":
+        depth = int(rest.partition(":")[2] or "100000")
         deep = json.dumps({"task": task}).replace('{"ok": 1}', "[" * depth + "]" * depth)
         return (head + deep + "}").encode()
     if rest == "list":
@@ -365,10 +367,14 @@ def _by_hand(body: bytes) -> bytes | None:
 class _HandMade:
     """ASGI middleware: the answers of :func:`_by_hand`, before the SDK sees the request."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, card: AgentCard) -> None:
         self.app = app
+        self.card = card
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].startswith(_BAD_CARDS):
+            await _send_json(send, _bad_card(self.card, scope["path"][len(_BAD_CARDS) :]))
+            return
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
@@ -392,9 +398,32 @@ class _HandMade:
 
             await self.app(scope, replay, send)
             return
-        headers = [(b"content-type", b"application/json")]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": answer})
+        await _send_json(send, answer)
+
+
+#: ``GET /malformed-card/<how>``: the card, made malformed by hand (``nan``: a NaN in a
+#: skill's extension params; ``deep``: a skill nested 100,000 deep).
+_BAD_CARDS = "/malformed-card/"
+
+
+def _bad_card(card: AgentCard, how: str) -> bytes:
+    from google.protobuf import json_format  # type: ignore[import-untyped]
+
+    text = json.dumps(json_format.MessageToDict(card))
+    if how == "nan":
+        marker = '"capabilities": {'
+        return text.replace(
+            marker, marker + '"extensions": [{"uri": "x", "params": {"n": NaN}}], ', 1
+        ).encode()
+    return text.replace(
+        '"skills": [', '"skills": [' + "[" * 100_000 + "]" * 100_000 + ", ", 1
+    ).encode()
+
+
+async def _send_json(send: Any, body: bytes) -> None:
+    headers = [(b"content-type", b"application/json")]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def build_app(url: str, *, streaming: bool = True) -> Any:
@@ -405,7 +434,7 @@ def build_app(url: str, *, streaming: bool = True) -> Any:
     card = build_card(url, streaming=streaming)
     handler = DefaultRequestHandler(FixtureExecutor(store), store, card)
     routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")]
-    return _HandMade(Starlette(routes=routes))
+    return _HandMade(Starlette(routes=routes), card)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -132,7 +132,8 @@ def test_kept_connections_and_an_agent_restarted(backend: TransportBackend) -> N
 
 MALFORMED = {
     "malformed:nan": "a number JSON cannot carry",
-    "malformed:deep": "nested too deeply",
+    "malformed:deep": "nested too deeply",  # past the JSON parser's depth
+    "malformed:deep:200": "nested too deeply",  # past protobuf's (100)
     "malformed:list": "not an A2A 1.0 answer",
     "malformed:string": "not an A2A 1.0 answer",
 }
@@ -156,6 +157,25 @@ def test_malformed_answers_are_agent_failures(backend: TransportBackend, agent_u
         ] is False
 
     call(backend, config_for(agent_url), body)
+
+
+def test_malformed_cards_are_agent_failures(backend: TransportBackend, agent_url: str) -> None:
+    config = config_for(agent_url)
+    agent = type(config.agents[0])
+    broken = type(config)(
+        agents=tuple(
+            agent(how, card_url=f"{agent_url}malformed-card/{how}") for how in ("nan", "deep")
+        )
+    )
+
+    async def body(client: ClientAPI, bridge: A2ABridge) -> None:
+        for how, why in (("nan", "a number JSON cannot carry"), ("deep", "nested too deeply")):
+            result = await client.call_tool("a2a_discover", {"agent": how})
+            assert result["structuredContent"]["error"] == "agent_failure", result
+            said = result["content"][0]["text"]
+            assert said.startswith(f"agent {how!r} sent a malformed answer") and why in said, said
+
+    call(backend, broken, body)
 
 
 def test_a_reused_task_id_gets_no_second_handle(backend: TransportBackend, agent_url: str) -> None:

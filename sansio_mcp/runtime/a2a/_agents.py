@@ -67,7 +67,7 @@ def _malformed(alias: str, what: str, exc: Exception) -> AgentFailure:
     hold, nesting past Python's recursion limit, a result that is no object), as the
     documented ``agent_failure``: what was wrong in words, not the exception's text."""
     text = str(exc).lower()
-    if isinstance(exc, RecursionError):
+    if isinstance(exc, RecursionError) or "too deep" in text:
         why = "it is nested too deeply"
     elif "nan" in text or "infinity" in text or "inf " in text:
         why = "it holds a number JSON cannot carry (NaN or infinity)"
@@ -102,6 +102,8 @@ class AgentLink:
             )
         try:
             raw = response.json()
+        except RecursionError as exc:
+            raise _malformed(self.alias, f"the card request ({location})", exc) from None
         except ValueError:
             raise AgentFailure(
                 f"agent {self.alias!r}: the card at {location} is not JSON"
@@ -116,10 +118,15 @@ class AgentLink:
         card = AgentCard()
         try:
             json_format.ParseDict(raw, card, ignore_unknown_fields=True)
+            shown = _to_dict(card)
         except json_format.ParseError as exc:
+            if "too deep" in str(exc):
+                raise _malformed(self.alias, f"the card request ({location})", exc) from None
             raise AgentFailure(f"agent {self.alias!r}: the card at {location}: {exc}") from None
+        except Exception as exc:
+            raise _malformed(self.alias, f"the card request ({location})", exc) from None
         self._rpc = self._transport(card)
-        self.card = _to_dict(card)
+        self.card = shown
         return self.card
 
     def _transport(self, card: AgentCard) -> JsonRpcTransport:
