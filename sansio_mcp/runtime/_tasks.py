@@ -298,10 +298,11 @@ class TaskRunner:
         outcome: dict[str, Any] = {}
         legacy = not ctx.stateless
         self._starting[owner] += 1
-        starting = [True]
+        counted = [owner]  # emptied once the call is answered or has become a task
 
         def started() -> None:
-            if starting.pop() if starting else False:
+            if counted:
+                counted.pop()
                 self._starting[owner] -= 1
                 if not self._starting[owner]:
                     del self._starting[owner]
