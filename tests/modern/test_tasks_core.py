@@ -6,6 +6,7 @@ per-request decision, and the gating of tasks/* and listen taskIds."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -38,6 +39,8 @@ from sansio_mcp._tasks import (
     runs_as_task,
 )
 from sansio_mcp._versions import META_CLIENT_CAPABILITIES
+from sansio_mcp.auth import AccessToken
+from sansio_mcp.runtime._tasks import task_owner
 
 from .helpers import (
     CLIENT_CAPS,
@@ -435,3 +438,16 @@ def test_one_request_may_declare_the_extension_its_session_does_not(declared: bo
         assert answer.result["taskId"] == "t1"
     else:
         assert isinstance(answer, RequestFailed) and "did not declare" in answer.error.message
+
+
+def test_the_owner_key_of_a_task() -> None:
+    """The per-owner cap's key (the runner's owner key today): a 2025-11-25 session, else a
+    verified token's subject, else none."""
+    session = object()
+    legacy = SimpleNamespace(stateless=False, session=session, auth=None)
+    assert task_owner(legacy) == ("session", id(session))  # type: ignore[arg-type]
+    token = AccessToken(token="t", subject="alice")
+    signed = SimpleNamespace(stateless=True, session=object(), auth=token)
+    assert task_owner(signed) == ("subject", "alice")  # type: ignore[arg-type]
+    anonymous = SimpleNamespace(stateless=True, session=object(), auth=None)
+    assert task_owner(anonymous) is None  # type: ignore[arg-type]
