@@ -21,6 +21,7 @@ import attrs
 
 from ._errors import (
     ErrorCode,
+    InternalError,
     InvalidParams,
     LocalProtocolError,
     MCPError,
@@ -44,6 +45,10 @@ __all__ = [
     "TaskTrigger",
     "TaskRecord",
     "TaskTable",
+    "TaskLimits",
+    "DEFAULT_MAX_LIVE_TASKS",
+    "DEFAULT_MAX_LIVE_TASKS_PER_OWNER",
+    "DEFAULT_INPUT_TTL_MS",
     "declares_tasks",
     "declaring_tasks",
     "request_declares_tasks",
@@ -238,11 +243,16 @@ class TaskRecord:
     error: dict[str, Any] | None = None
     #: When the task became terminal (its retention starts then).
     ended_at: float | None = None
+    #: When the task last parked on ``input_required`` (None while it is not parked).
+    parked_at: float | None = None
+    #: When a client last asked about the task (its creation, ``tasks/get``, ``tasks/update``).
+    seen_at: float = 0.0
 
     def __attrs_post_init__(self) -> None:
         if self.ttl_ms is not None and (isinstance(self.ttl_ms, bool) or self.ttl_ms < 0):
             raise ValueError("ttl_ms must be a non-negative integer or None")
         self.last_updated_at = max(self.last_updated_at, self.created_at)
+        self.seen_at = max(self.seen_at, self.created_at)
 
     @classmethod
     def new(
@@ -264,6 +274,7 @@ class TaskRecord:
             )
         self.status = target
         self.last_updated_at = max(now, self.last_updated_at)
+        self.parked_at = self.last_updated_at if target is TaskStatus.INPUT_REQUIRED else None
         if target in TERMINAL_STATUSES:
             self.ended_at = self.last_updated_at
             self.pending.clear()
@@ -343,7 +354,34 @@ class TaskRecord:
         self.status_message = message
         self.last_updated_at = max(now, self.last_updated_at)
 
+    def seen(self, now: float) -> None:
+        """A client asked about the task (``tasks/get``, ``tasks/update``)."""
+        self.seen_at = max(now, self.seen_at)
+
     # Expiry -----------------------------------------------------------------------------
+
+    def overdue(self, limits: TaskLimits) -> tuple[float, MCPError] | None:
+        """When the open task is to be given up under ``limits``, and the error it then
+        fails with: parked on input for ``input_ttl_ms``, or asked about by no client
+        for ``unpolled_ttl_ms``; None for a task that is over or has no such bound."""
+        if self.terminal:
+            return None
+        due: list[tuple[float, MCPError]] = []
+        if self.parked_at is not None and limits.input_ttl_ms is not None:
+            error = InternalError(
+                message=f"the task waited for input longer than {limits.input_ttl_ms} ms "
+                "and expired (its input requests were not answered)",
+                data={"taskId": self.task_id, "inputTtlMs": limits.input_ttl_ms},
+            )
+            due.append((self.parked_at + limits.input_ttl_ms / 1000, error))
+        if limits.unpolled_ttl_ms is not None:
+            error = InternalError(
+                message=f"no client asked about the task for {limits.unpolled_ttl_ms} ms: "
+                "it was given up",
+                data={"taskId": self.task_id, "unpolledTtlMs": limits.unpolled_ttl_ms},
+            )
+            due.append((self.seen_at + limits.unpolled_ttl_ms / 1000, error))
+        return min(due, key=lambda item: item[0]) if due else None
 
     def expires_at(self) -> float | None:
         """When the task is forgotten: ``ttlMs`` after it ended (never before it
@@ -404,6 +442,55 @@ class TaskRecord:
         if self.status is TaskStatus.FAILED and self.error is not None:
             raise MCPError.from_dict(self.error)
         raise InvalidParams(message=f"task {self.task_id} is {self.status.value}: it has no result")
+
+
+#: Defaults of :class:`TaskLimits`.
+DEFAULT_MAX_LIVE_TASKS = 1000
+DEFAULT_MAX_LIVE_TASKS_PER_OWNER = 100
+DEFAULT_INPUT_TTL_MS = 3_600_000
+
+
+def _bound(value: int | None, name: str) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{name} must be a positive integer or None")
+
+
+@attrs.frozen
+class TaskLimits:
+    """Bounds on the tasks that have not ended (None: no bound).
+
+    ``max_live`` tasks in the process, ``max_live_per_owner`` for one owner (the
+    principal a task belongs to; a request with none counts only towards
+    ``max_live``); a task parked on input for ``input_ttl_ms`` fails, and so does
+    one no client asked about (``tasks/get``, ``tasks/update``) for
+    ``unpolled_ttl_ms`` (off by default: a client may follow a task by its
+    ``subscriptions/listen`` pushes alone).
+    """
+
+    max_live: int | None = DEFAULT_MAX_LIVE_TASKS
+    max_live_per_owner: int | None = DEFAULT_MAX_LIVE_TASKS_PER_OWNER
+    input_ttl_ms: int | None = DEFAULT_INPUT_TTL_MS
+    unpolled_ttl_ms: int | None = None
+
+    def __attrs_post_init__(self) -> None:
+        for field in attrs.fields(TaskLimits):
+            _bound(getattr(self, field.name), field.name)
+
+    def check_capacity(self, live: int, owned: int | None) -> None:
+        """:class:`InternalError` (-32603, the limit in ``data``) when one more task
+        would pass a cap: ``live`` tasks in the process, ``owned`` of them the
+        caller's (None: the caller has no owner key)."""
+        caps = (
+            ("max_live", self.max_live, live, "this server"),
+            ("max_live_per_owner", self.max_live_per_owner, owned, "this client"),
+        )
+        for name, cap, count, whose in caps:
+            if cap is not None and count is not None and count >= cap:
+                raise InternalError(
+                    message=f"too many tasks: {whose} has {count} that have not ended "
+                    f"(the limit, {name}, is {cap}); try again once one ends",
+                    data={"limit": name, "max": cap},
+                )
 
 
 class TaskTable:

@@ -22,6 +22,14 @@ the first word of the message's text, case-insensitive, before an optional colon
   ``parts``: one artifact with all four part kinds and two data parts.
 * ``vanish``: WORKING, then the task is removed from the store (a later GetTask is -32001).
 * ``error:<code>``: raises the typed A2A error with that code (-32001 to -32009).
+* ``many:<n>``: an artifact of ``<n>`` empty text parts (100,000 at most).
+* ``malformed:<how>``: an answer the SDK would never write, made by hand: ``nan`` (a data
+  part holding NaN), ``deep[:<n>]`` (a data part nested ``<n>`` deep, 100,000 by default),
+  ``list`` and ``string`` (a ``result`` that is no object).
+* ``GET /malformed-card/nan`` and ``/malformed-card/deep``: the card with a NaN, or nested
+  past any parser, for a ``cardUrl``.
+* ``reuse``: a COMPLETED task whose id is always ``reused-task`` (an agent that gives two
+  conversations the same task id), made by hand.
 
 Anything else gets a help Message.
 """
@@ -30,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import socket
 import sys
 from collections.abc import Callable
@@ -66,8 +75,11 @@ __all__ = ["HELP", "PNG_1X1", "WAV_SILENCE", "build_app", "build_card", "main"]
 
 HELP = (
     "Commands: echo:<t>, task:<t>, ask:<q>, ask2:<q>, slow:<ms>, submitted, working, giveup, "
-    "reject, fail, auth, unspecified, data, file, image, audio, blob, parts, vanish, error:<code>"
+    "reject, fail, auth, unspecified, data, file, image, audio, blob, parts, vanish, error:<code>, "
+    "many:<n>, malformed:<nan|deep|list|string>, reuse"
 )
+#: The id the ``reuse`` command gives every task it answers with.
+REUSED_TASK_ID = "reused-task"
 PNG_1X1 = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
     "1f15c4890000000d49444154789c6360f8cf00000301010018dd8db00000000049454e44ae426082"
@@ -163,6 +175,7 @@ class FixtureExecutor(AgentExecutor):
             "blob": self._blob,
             "parts": self._parts,
             "vanish": self._vanish,
+            "many": self._many,
         }
 
     def _say(self, updater: TaskUpdater, text: str) -> Message:
@@ -265,6 +278,14 @@ class FixtureExecutor(AgentExecutor):
         await updater.add_artifact(parts, name="mixed")
         await updater.complete()
 
+    async def _many(self, updater: TaskUpdater, rest: str) -> None:
+        try:
+            count = min(100_000, max(0, int(rest or "0")))
+        except ValueError:
+            count = 0
+        await updater.add_artifact([new_text_part("") for _ in range(count)], name="many")
+        await updater.complete()
+
     async def _vanish(self, updater: TaskUpdater, rest: str) -> None:
         await updater.start_work(self._say(updater, "about to vanish"))
 
@@ -311,6 +332,100 @@ def build_card(url: str, *, streaming: bool = True) -> AgentCard:
     )
 
 
+def _by_hand(body: bytes) -> bytes | None:
+    """The hand-made JSON-RPC answer to a ``malformed:<how>`` or ``reuse`` message, or
+    None for any other request (the SDK answers it)."""
+    try:
+        request = json.loads(body)
+        message = request["params"]["message"]
+        command, rest = _command(message["parts"][0]["text"])
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+    if command not in ("malformed", "reuse"):
+        return None
+    context = message.get("contextId") or "reuse-context"
+    task = {
+        "id": REUSED_TASK_ID,
+        "contextId": context,
+        "status": {"state": "TASK_STATE_COMPLETED"},
+        "artifacts": [{"artifactId": "a1", "name": "data", "parts": [{"data": {"ok": 1}}]}],
+    }
+    head = '{"jsonrpc": "2.0", "id": ' + json.dumps(request.get("id")) + ', "result": '
+    if command == "reuse":
+        return (head + json.dumps({"task": task}) + "}").encode()
+    if rest == "nan":
+        return (head + json.dumps({"task": task}).replace('{"ok": 1}', "NaN") + "}").encode()
+    if rest.partition(":")[0] == "deep":
+        depth = int(rest.partition(":")[2] or "100000")
+        deep = json.dumps({"task": task}).replace('{"ok": 1}', "[" * depth + "]" * depth)
+        return (head + deep + "}").encode()
+    if rest == "list":
+        return (head + "[1, 2]}").encode()
+    return (head + '"not an object"}').encode()
+
+
+class _HandMade:
+    """ASGI middleware: the answers of :func:`_by_hand`, before the SDK sees the request."""
+
+    def __init__(self, app: Any, card: AgentCard) -> None:
+        self.app = app
+        self.card = card
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].startswith(_BAD_CARDS):
+            await _send_json(send, _bad_card(self.card, scope["path"][len(_BAD_CARDS) :]))
+            return
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks = []
+        while True:
+            event = await receive()
+            chunks.append(event.get("body", b""))
+            if not event.get("more_body"):
+                break
+        body = b"".join(chunks)
+        answer = _by_hand(body)
+        if answer is None:
+            replayed = False
+
+            async def replay() -> Any:
+                nonlocal replayed
+                if replayed:
+                    return await receive()
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            await self.app(scope, replay, send)
+            return
+        await _send_json(send, answer)
+
+
+#: ``GET /malformed-card/<how>``: the card, made malformed by hand (``nan``: a NaN in a
+#: skill's extension params; ``deep``: a skill nested 100,000 deep).
+_BAD_CARDS = "/malformed-card/"
+
+
+def _bad_card(card: AgentCard, how: str) -> bytes:
+    from google.protobuf import json_format  # type: ignore[import-untyped]
+
+    text = json.dumps(json_format.MessageToDict(card))
+    if how == "nan":
+        marker = '"capabilities": {'
+        return text.replace(
+            marker, marker + '"extensions": [{"uri": "x", "params": {"n": NaN}}], ', 1
+        ).encode()
+    return text.replace(
+        '"skills": [', '"skills": [' + "[" * 100_000 + "]" * 100_000 + ", ", 1
+    ).encode()
+
+
+async def _send_json(send: Any, body: bytes) -> None:
+    headers = [(b"content-type", b"application/json")]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 def build_app(url: str, *, streaming: bool = True) -> Any:
     """The Starlette app of an agent reachable at ``url``."""
     from starlette.applications import Starlette
@@ -319,7 +434,7 @@ def build_app(url: str, *, streaming: bool = True) -> Any:
     card = build_card(url, streaming=streaming)
     handler = DefaultRequestHandler(FixtureExecutor(store), store, card)
     routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")]
-    return Starlette(routes=routes)
+    return _HandMade(Starlette(routes=routes), card)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,6 +8,7 @@ and :class:`ClientHandlers`, and what applications build their own hosts from
 :class:`Backend` primitives and import no event loop.
 """
 
+from .._tasks import TaskLimits
 from .._util import unwrap_single_exception
 from ._backend import (
     Backend,
@@ -49,6 +50,7 @@ __all__ = [
     "Signal",
     "Subscription",
     "TaskGroup",
+    "TaskLimits",
     "TimedOut",
     "TokenStore",
     "TransportBackend",

@@ -52,6 +52,7 @@ from .._tasks import (
     TASK_METHODS,
     TASK_SUPPORT,
     TASKS_EXTENSION,
+    TaskLimits,
     runs_as_legacy_task,
     runs_as_task,
 )
@@ -357,6 +358,7 @@ class Server:
         task_store: TaskStore | None = None,
         task_ttl_ms: int | None = 300_000,
         task_poll_interval_ms: int | None = 500,
+        task_limits: TaskLimits | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be positive")
@@ -381,7 +383,10 @@ class Server:
         self.prompts: dict[str, Prompt] = {}
         #: Tools running as tasks, and the ``tasks/*`` answers (tasks extension).
         self.tasks = TaskRunner(
-            task_store, ttl_ms=task_ttl_ms, poll_interval_ms=task_poll_interval_ms
+            task_store,
+            ttl_ms=task_ttl_ms,
+            poll_interval_ms=task_poll_interval_ms,
+            limits=task_limits,
         )
 
     # Registration ---------------------------------------------------------------

@@ -25,13 +25,16 @@ and ``tasks/result`` waits for the outcome.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Generator, Mapping
+from collections import Counter
+from collections.abc import Awaitable, Callable, Generator, Hashable, Mapping
 from typing import Any, Protocol
+
+import attrs
 
 from .._errors import InternalError, InvalidParams, MCPError, failure_text
 from .._modern import missing_capability_error, missing_input_capabilities
 from .._registry import HandlerCall, SessionHub
-from .._tasks import RELATED_TASK, TaskRecord, TaskStatus, TaskTable
+from .._tasks import RELATED_TASK, TaskLimits, TaskRecord, TaskStatus, TaskTable
 from ._primitives import Cancellable, Signal
 
 __all__ = ["CancelTask", "TaskContext", "TaskStart", "TaskStore", "TaskRunner", "RunningTask"]
@@ -96,7 +99,12 @@ class TaskContext(Protocol):
     @property
     def session(self) -> Any: ...
 
+    @property
+    def auth(self) -> Any: ...
+
     def clock(self) -> float: ...
+
+    async def sleep(self, seconds: float) -> None: ...
 
     def new_signal(self) -> Signal: ...
 
@@ -155,6 +163,22 @@ class RunningTask:
         self._announce: Callable[[TaskRecord], None] = announce
         self._wake: Signal | None = None
         self.handle: Cancellable | None = None
+        #: Whose task it is (:func:`task_owner`), for the per-owner cap.
+        self.owner: Hashable | None = None
+        #: What gives the task up once it is overdue (see :meth:`TaskRunner._watch`).
+        self.watch: Callable[[], Awaitable[None]] | None = None
+        self._watcher: Cancellable | None = None
+
+    def rearm(self) -> None:
+        """(Re)start the watcher: parking may bring the task's time limit forward."""
+        self.unwatch()
+        if self.watch is not None and not self.record.terminal:
+            self._watcher = self._ctx.start_background(self.watch)
+
+    def unwatch(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            self._watcher = None
 
     async def ask(self, requests: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         """Park the task on ``requests`` until ``tasks/update`` answered them all (on
@@ -165,6 +189,7 @@ class RunningTask:
         if missing:
             raise missing_capability_error(missing)
         keys = self.record.ask(requests, self.now())
+        self.rearm()
         self._announce(self.record)
         while self.record.status is TaskStatus.INPUT_REQUIRED:
             self._wake = self._ctx.new_signal()
@@ -176,6 +201,7 @@ class RunningTask:
         self, requests: Mapping[str, dict[str, Any]]
     ) -> dict[str, dict[str, Any]]:
         keys = self.record.ask(requests, self.now())
+        self.rearm()
         self._announce(self.record)
         answers: dict[str, dict[str, Any]] = {}
         try:
@@ -207,11 +233,23 @@ class RunningTask:
             self._wake.set()
 
 
+def task_owner(ctx: TaskContext) -> Hashable | None:
+    """The key a task's caps count it under: a 2025-11-25 task's session (the owner its
+    ``tasks/*`` requests are checked against), else the verified token's subject, else
+    None (a stateless request without a token: only the process cap applies)."""
+    if not ctx.stateless:
+        return ("session", id(ctx.session))
+    subject = getattr(ctx.auth, "subject", None)
+    return ("subject", subject) if subject else None
+
+
 class TaskRunner:
     """Starts tools as tasks and answers the ``tasks/*`` requests.
 
     ``ttl_ms`` is how long a finished task's outcome is kept (None: until the
-    process ends); ``poll_interval_ms`` is the polling pace suggested to clients.
+    process ends); ``poll_interval_ms`` is the polling pace suggested to clients;
+    ``limits`` caps the tasks that have not ended and how long one may wait
+    (:class:`~sansio_mcp._tasks.TaskLimits`).
     """
 
     def __init__(
@@ -220,6 +258,7 @@ class TaskRunner:
         *,
         ttl_ms: int | None = 300_000,
         poll_interval_ms: int | None = 500,
+        limits: TaskLimits | None = None,
     ) -> None:
         if ttl_ms is not None and poll_interval_ms is not None and poll_interval_ms > ttl_ms:
             # A client polling this slowly could find a finished task already forgotten.
@@ -227,7 +266,10 @@ class TaskRunner:
         self.store: TaskStore = store if store is not None else TaskTable()
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
+        self.limits = limits if limits is not None else TaskLimits()
         self._running: dict[str, RunningTask] = {}
+        #: Task-capable calls not answered yet (each may become a task), by owner.
+        self._starting: Counter[Hashable | None] = Counter()
         #: 2025-11-25 tasks belong to the session that made them: task id -> its id().
         self._owners: dict[str, int] = {}
         #: ``tasks/result`` requests waiting for a task to end.
@@ -250,9 +292,20 @@ class TaskRunner:
         session the task exists at once, and the answer is ``{"task": Task}``."""
         clock0, wall0 = ctx.clock(), ctx.now
         self._forget_owners(wall0)
+        owner = task_owner(ctx)
+        self._check_capacity(owner)
         first = ctx.new_signal()
         outcome: dict[str, Any] = {}
         legacy = not ctx.stateless
+        self._starting[owner] += 1
+        counted = [owner]  # emptied once the call is answered or has become a task
+
+        def started() -> None:
+            if counted:
+                counted.pop()
+                self._starting[owner] -= 1
+                if not self._starting[owner]:
+                    del self._starting[owner]
 
         def now() -> float:
             return wall0 + ctx.clock() - clock0
@@ -264,7 +317,10 @@ class TaskRunner:
             self.store.add(record)
             running = RunningTask(record, ctx, now, lambda r: self._announce(ctx, r))
             running.handle = handle
+            running.owner = owner
+            started()
             self._running[record.task_id] = running
+            self._watch(ctx, running, legacy)
             if legacy:
                 self._owners[record.task_id] = id(ctx.session)
             ctx.task = running
@@ -296,6 +352,7 @@ class TaskRunner:
                 first.set()
                 return
             self._running.pop(running.record.task_id, None)
+            running.unwatch()
             self._settle(ctx, running, call, value, error, settle_error)
 
         handle = ctx.start_background(body)
@@ -305,11 +362,51 @@ class TaskRunner:
             if "task" not in outcome:
                 handle.cancel()  # the client gave up before any task existed
             raise
+        finally:
+            started()
         if "task" in outcome:
             return outcome["created"]  # type: ignore[no-any-return]
         if outcome["error"] is not None:
             return settle_error(outcome["error"])
         return call.finish(outcome["value"])
+
+    def _check_capacity(self, owner: Hashable | None) -> None:
+        """-32603 when one more task would pass a cap of :attr:`limits` (calls that may
+        still become tasks count too)."""
+        live = len(self._running) + self._starting.total()
+        owned = None
+        if owner is not None:
+            owned = self._starting[owner] + sum(
+                1 for r in self._running.values() if r.owner == owner
+            )
+        self.limits.check_capacity(live, owned)
+
+    def _watch(self, ctx: TaskContext, running: RunningTask, legacy: bool) -> None:
+        """Give the task up once it is overdue (parked on input too long, or, when
+        :attr:`limits` says so, asked about by no client too long): it fails with
+        the error saying why and its tool is cancelled.  One watcher per task,
+        started again (:attr:`RunningTask.rearm`) when it parks, as parking may
+        bring its time forward; a 2025-11-25 task lives with its session instead
+        of being polled, so only the input bound applies to it."""
+        limits = attrs.evolve(self.limits, unpolled_ttl_ms=None) if legacy else self.limits
+        if limits.input_ttl_ms is None and limits.unpolled_ttl_ms is None:
+            return
+
+        async def watch() -> None:
+            while (due := running.record.overdue(limits)) is not None:
+                at, error = due
+                if at > running.now():
+                    await ctx.sleep(at - running.now())
+                    continue
+                self._running.pop(running.record.task_id, None)
+                if running.record.fail(error, running.now()):
+                    self._announce(ctx, running.record)
+                if running.handle is not None:
+                    running.handle.cancel()
+                return
+
+        running.watch = watch
+        running.rearm()
 
     def _ttl_for(self, ctx: TaskContext, legacy: bool) -> int | None:
         """The retention: ours, or a 2025-11-25 requestor's shorter ``task.ttl``."""
@@ -349,6 +446,7 @@ class TaskRunner:
         if running is None:
             return
         self._running.pop(running.record.task_id, None)
+        running.unwatch()
         error = InternalError(message="the task was stopped: its server or connection ended")
         if running.record.fail(error, running.now()):
             self._announce(ctx, running.record)
@@ -424,6 +522,8 @@ class TaskRunner:
         """The result of a ``tasks/*`` request (the core checked its shape)."""
         record = self.store.get(ctx.params["taskId"], ctx.now)
         running = self._running.get(record.task_id)
+        if method != "tasks/cancel":
+            record.seen(ctx.now)
         if method == "tasks/get":
             return record.get_result()
         if method == "tasks/update":

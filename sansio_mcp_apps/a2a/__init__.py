@@ -13,7 +13,16 @@ from ._config import (
     load_config,
     parse_config,
 )
-from ._envelope import a2a_error_result, bridge_failure, message_result, message_text, task_result
+from ._envelope import (
+    DEFAULT_MAX_RESULT_BYTES,
+    DEFAULT_MAX_RESULT_PARTS,
+    ResultLimits,
+    a2a_error_result,
+    bridge_failure,
+    message_result,
+    message_text,
+    task_result,
+)
 from ._handles import ExpiredHandle, HandleError, HandleTable, UnknownHandle
 from ._parts import META_KEY, PART_KINDS, PartError, part_kind, part_to_content
 from ._states import A2A_ERRORS, STATES, StateMapping, UnknownTaskState, state_mapping
@@ -22,6 +31,8 @@ __all__ = [
     "A2A_ERRORS",
     "AGENT_CARD_PATH",
     "DEFAULT_HANDLE_TTL_MS",
+    "DEFAULT_MAX_RESULT_BYTES",
+    "DEFAULT_MAX_RESULT_PARTS",
     "DEFAULT_PORT",
     "META_KEY",
     "PART_KINDS",
@@ -33,6 +44,7 @@ __all__ = [
     "HandleError",
     "HandleTable",
     "PartError",
+    "ResultLimits",
     "StateMapping",
     "UnknownHandle",
     "UnknownTaskState",

@@ -2,7 +2,8 @@
 
     {"agents": {"hello": {"url": "http://localhost:9999"},
                 "planner": {"cardUrl": "https://planner.example.org/.well-known/agent-card.json"}},
-     "port": 8931, "allowedHosts": [], "handleTtlMs": 900000}
+     "port": 8931, "allowedHosts": [], "handleTtlMs": 900000,
+     "maxResultParts": 1000, "maxResultBytes": 8388608}
 
 Only ``agents`` is required.  Every problem is a :class:`ConfigError` naming the key.
 """
@@ -16,6 +17,8 @@ from typing import Any
 import attrs
 
 from sansio_mcp.config import ConfigError, check_url, load_json, reject_unknown_keys
+
+from ._envelope import DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_RESULT_PARTS, ResultLimits
 
 __all__ = [
     "AGENT_CARD_PATH",
@@ -33,7 +36,9 @@ DEFAULT_HANDLE_TTL_MS = 900_000
 #: Where an agent publishes its card (A2A v1.0 section 8.2).
 AGENT_CARD_PATH = "/.well-known/agent-card.json"
 
-_TOP_KEYS = frozenset({"agents", "port", "allowedHosts", "handleTtlMs"})
+_TOP_KEYS = frozenset(
+    {"agents", "port", "allowedHosts", "handleTtlMs", "maxResultParts", "maxResultBytes"}
+)
 _AGENT_KEYS = frozenset({"url", "cardUrl"})
 _ALIAS = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
@@ -61,6 +66,8 @@ class BridgeConfig:
     port: int = DEFAULT_PORT
     allowed_hosts: tuple[str, ...] = ()
     handle_ttl_ms: int = DEFAULT_HANDLE_TTL_MS
+    #: The bounds of one translated tool result (``maxResultParts``, ``maxResultBytes``).
+    result_limits: ResultLimits = attrs.field(factory=ResultLimits)
 
     def agent(self, alias: str) -> AgentConfig | None:
         return next((a for a in self.agents if a.alias == alias), None)
@@ -118,4 +125,8 @@ def parse_config(raw: Any) -> BridgeConfig:
         port=_int(raw, "port", DEFAULT_PORT, 0, 65535),
         allowed_hosts=tuple(h.lower() for h in hosts),
         handle_ttl_ms=_int(raw, "handleTtlMs", DEFAULT_HANDLE_TTL_MS, 1, 2**53),
+        result_limits=ResultLimits(
+            max_parts=_int(raw, "maxResultParts", DEFAULT_MAX_RESULT_PARTS, 1, 2**31),
+            max_bytes=_int(raw, "maxResultBytes", DEFAULT_MAX_RESULT_BYTES, 1024, 2**53),
+        ),
     )

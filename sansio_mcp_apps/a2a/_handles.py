@@ -79,6 +79,13 @@ class HandleTable(Generic[T]):
         self._values[handle] = (value, now + self.ttl)
         return handle
 
+    def peek(self, value: T, now: float) -> T | None:
+        """The value kept for ``value``'s live handle (equal to it, maybe not the same
+        in every field), or None; its TTL does not restart."""
+        self.sweep(now)
+        handle = self._handles.get(value)
+        return None if handle is None else self._values[handle][0]
+
     def resolve(self, handle: str, now: float) -> T:
         """The value of a live ``handle`` (its TTL restarts), else
         :class:`ExpiredHandle` or :class:`UnknownHandle`."""

@@ -3,6 +3,7 @@ killed mid-task, an agent that never answers, and a bad card."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from sansio_mcp.runtime import ClientAPI, TransportBackend
@@ -127,3 +128,102 @@ def test_kept_connections_and_an_agent_restarted(backend: TransportBackend) -> N
                 assert again["content"][0]["text"] == "back"
 
         call(backend, config_for(url), body)
+
+
+MALFORMED = {
+    "malformed:nan": "a number JSON cannot carry",
+    "malformed:deep": "nested too deeply",  # past the JSON parser's depth
+    "malformed:deep:200": "nested too deeply",  # past protobuf's (100)
+    "malformed:list": "not an A2A 1.0 answer",
+    "malformed:string": "not an A2A 1.0 answer",
+}
+
+
+def test_malformed_answers_are_agent_failures(backend: TransportBackend, agent_url: str) -> None:
+    """NaN, nesting past the recursion limit, a result that is no object: the documented
+    agent_failure naming the agent and what was wrong, never a Python exception's text;
+    the bridge goes on serving."""
+
+    async def body(client: ClientAPI, bridge: A2ABridge) -> None:
+        for text, why in MALFORMED.items():
+            result = await client.call_tool("a2a_send_message", {"text": text})
+            assert result["isError"] is True, (text, result)
+            assert result["structuredContent"]["error"] == "agent_failure", (text, result)
+            said = result["content"][0]["text"]
+            assert said.startswith("agent 'fixture' sent a malformed answer") and why in said
+            assert "Error" not in said and "Traceback" not in said, said
+        assert (await client.call_tool("a2a_send_message", {"text": "echo: ok"}))[
+            "isError"
+        ] is False
+
+    call(backend, config_for(agent_url), body)
+
+
+def test_malformed_cards_are_agent_failures(backend: TransportBackend, agent_url: str) -> None:
+    config = config_for(agent_url)
+    agent = type(config.agents[0])
+    broken = type(config)(
+        agents=tuple(
+            agent(how, card_url=f"{agent_url}malformed-card/{how}") for how in ("nan", "deep")
+        )
+    )
+
+    async def body(client: ClientAPI, bridge: A2ABridge) -> None:
+        for how, why in (("nan", "a number JSON cannot carry"), ("deep", "nested too deeply")):
+            result = await client.call_tool("a2a_discover", {"agent": how})
+            assert result["structuredContent"]["error"] == "agent_failure", result
+            said = result["content"][0]["text"]
+            assert said.startswith(f"agent {how!r} sent a malformed answer") and why in said, said
+
+    call(backend, broken, body)
+
+
+def test_a_reused_task_id_gets_no_second_handle(backend: TransportBackend, agent_url: str) -> None:
+    """An agent answering a new conversation with a task id it gave another: refused
+    (agent_failure), so one task's handle never reaches two conversations; within the
+    conversation that owns the task, the same handle comes back."""
+
+    async def body(client: ClientAPI, bridge: A2ABridge) -> None:
+        first = await client.call_tool("a2a_send_message", {"text": "reuse"})
+        assert first["isError"] is False, first
+        handle = first["structuredContent"]["taskHandle"]
+        context = first["structuredContent"]["contextHandle"]
+        other = await client.call_tool("a2a_send_message", {"text": "reuse"})
+        assert other["isError"] is True
+        assert other["structuredContent"]["error"] == "agent_failure"
+        assert handle not in str(other)
+        assert "already has a handle for" in other["content"][0]["text"]
+        same = await client.call_tool(
+            "a2a_send_message", {"text": "reuse", "contextHandle": context}
+        )
+        assert same["isError"] is False, same
+        assert same["structuredContent"]["taskHandle"] == handle
+        assert len(bridge.tasks) == 1
+
+    call(backend, config_for(agent_url), body)
+
+
+def test_many_parts_are_cut_and_the_cut_is_said(backend: TransportBackend, agent_url: str) -> None:
+    """A task of many parts: at most maxResultParts blocks, then a text block saying how
+    many were left out (the note too); maxResultBytes cuts the same way."""
+
+    async def body(client: ClientAPI, bridge: A2ABridge) -> None:
+        result = await client.call_tool("a2a_send_message", {"text": "many: 300"})
+        content = result["content"]
+        assert len(content) == 11, len(content)
+        assert all(block["text"] == "" for block in content[:10])
+        closing = content[-1]["text"]
+        assert "left out 290 parts" in closing and "maxResultParts" in closing, closing
+        assert "left out 290 parts" in result["structuredContent"]["note"]
+        assert result["structuredContent"]["a2aState"] == "TASK_STATE_COMPLETED"
+
+    call(backend, config_for(agent_url, maxResultParts=10), body)
+
+    async def by_bytes(client: ClientAPI, bridge: A2ABridge) -> None:
+        result = await client.call_tool("a2a_send_message", {"text": "many: 300"})
+        kept = result["content"][:-1]
+        assert 0 < len(kept) < 20
+        assert sum(len(json.dumps(block)) for block in kept) <= 2048
+        assert f"left out {300 - len(kept)} parts" in result["content"][-1]["text"]
+
+    call(backend, config_for(agent_url, maxResultBytes=2048), by_bytes)

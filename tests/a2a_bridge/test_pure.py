@@ -18,6 +18,7 @@ from sansio_mcp_apps.a2a import (
     ExpiredHandle,
     HandleTable,
     PartError,
+    ResultLimits,
     UnknownHandle,
     UnknownTaskState,
     load_config,
@@ -299,3 +300,66 @@ def test_handshake_session_refuses_tasks_methods(offered: bool) -> None:
             assert required == {"extensions": {TASKS_EXTENSION: {}}}
         else:
             assert answer["error"]["code"] == -32601
+
+
+# Bounds of a translated result ---------------------------------------------------------
+
+a2a_parts = st.one_of(
+    st.builds(lambda t: {"text": t}, st.text(max_size=40)),
+    st.builds(
+        lambda d: {"data": d}, st.dictionaries(st.text(max_size=5), st.integers(), max_size=3)
+    ),
+    st.just({"kind": "text", "text": "v0.3"}),  # malformed: left out with a note
+)
+
+
+@given(
+    artifacts=st.lists(st.lists(a2a_parts, max_size=30), max_size=6),
+    history=st.lists(st.lists(a2a_parts, max_size=5), max_size=5),
+    max_parts=st.integers(1, 40),
+    max_bytes=st.integers(1024, 6000),
+)
+def test_a_result_stays_within_its_bounds_and_says_what_it_cut(
+    artifacts: list[list[dict[str, Any]]],
+    history: list[list[dict[str, Any]]],
+    max_parts: int,
+    max_bytes: int,
+) -> None:
+    task = {
+        "id": "t",
+        "contextId": "c",
+        "status": {"state": "TASK_STATE_COMPLETED"},
+        "artifacts": [{"artifactId": f"a{i}", "parts": p} for i, p in enumerate(artifacts)],
+        "history": [{"role": "ROLE_AGENT", "messageId": "m", "parts": p} for p in history],
+    }
+    limits = ResultLimits(max_parts=max_parts, max_bytes=max_bytes)
+    result = task_result(
+        task, context_handle="cx", task_handle="tk", with_history=True, limits=limits
+    )
+    envelope = result["structuredContent"]
+    blocks = [b for b in result["content"] if META_KEY in b.get("_meta", {})]
+    blocks += [b for m in envelope["history"] for b in m["content"]]
+    entries = len(envelope["artifacts"]) + len(envelope["history"]) + ("data" in envelope)
+    assert len(blocks) + entries <= max_parts
+    kept = sum(
+        len(json.dumps(b, separators=(",", ":"), ensure_ascii=False).encode()) for b in blocks
+    )
+    assert kept <= max_bytes
+    total = sum(len(p) for p in artifacts) + sum(len(p) for p in history)
+    malformed = sum(1 for parts in (*artifacts, *history) for p in parts if "kind" in p)
+    closing = result["content"][-1]["text"]
+    listed = len(envelope["artifacts"]) + len(envelope["history"])
+    if len(blocks) + malformed < total or listed < len(artifacts) + len(history):
+        # Something was cut: the last block and the note say so.
+        assert closing.startswith("[the bridge left out ") and "maxResultParts" in closing
+        assert closing[1:-1] in envelope["note"]
+
+
+def test_result_bounds_are_config_keys() -> None:
+    agents = {"agents": {"a": {"url": "http://localhost:1"}}}
+    assert parse_config(agents).result_limits == ResultLimits(1000, 8 * 1024 * 1024)
+    config = parse_config({**agents, "maxResultParts": 5, "maxResultBytes": 4096})
+    assert config.result_limits == ResultLimits(5, 4096)
+    for key, bad in (("maxResultParts", 0), ("maxResultBytes", 100), ("maxResultParts", "9")):
+        with pytest.raises(ConfigError, match=key):
+            parse_config({**agents, key: bad})

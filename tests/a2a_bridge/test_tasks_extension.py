@@ -41,7 +41,13 @@ def agent_states(agent_url: str, first_text: str) -> list[str]:
     return [task["status"]["state"] for task in agent_tasks(agent_url, first_text)]
 
 
-def run(backend: TransportBackend, agent_url: str, body: Any, **handlers: Any) -> Any:
+def run(
+    backend: TransportBackend,
+    agent_url: str,
+    body: Any,
+    config: dict[str, Any] | None = None,
+    **handlers: Any,
+) -> Any:
     async def main() -> Any:
         async def use(url: str, bridge: A2ABridge) -> Any:
             async with backend.fail_after(60):
@@ -49,7 +55,7 @@ def run(backend: TransportBackend, agent_url: str, body: Any, **handlers: Any) -
                 async with backend.connect([], url, None, **options) as client:
                     return await body(client, bridge, url)
 
-        return await serving(backend, config_for(agent_url), use)
+        return await serving(backend, config_for(agent_url, **(config or {})), use)
 
     return backend.run(main)
 
@@ -259,3 +265,44 @@ def test_agent_killed_mid_task(backend: TransportBackend, mode: str) -> None:
             assert "can no longer be followed" in final["error"]["message"]
 
         run(backend, url, body)
+
+
+def test_an_abandoned_task_stops_being_followed(backend: TransportBackend, task_agent: str) -> None:
+    """A task no client asks about for handleTtlMs (its handle would expire) is given up:
+    the MCP task fails saying so, the bridge cancels the agent's task and stops
+    following it."""
+
+    async def body(client: ClientAPI, bridge: A2ABridge, url: str) -> None:
+        text = "working: forever"
+        before = {t["id"] for t in await backend.to_thread(agent_tasks, task_agent, text)}
+        task = await client.call_tool("a2a_send_message", {"text": text}, task=True)
+        assert task.task_id and not task.done
+        for _ in range(200):  # no tasks/get meanwhile: only the agent is asked
+            tasks = await backend.to_thread(agent_tasks, task_agent, text)
+            states = [t["status"]["state"] for t in tasks if t["id"] not in before]
+            if states == ["TASK_STATE_CANCELED"]:
+                break
+            await client.sleep(0.05)
+        else:
+            pytest.fail(f"the agent's task was not cancelled: {states}")
+        assert bridge.server.tasks.running == 0
+        final = await task.refresh()
+        assert final["status"] == "failed", final
+        assert final["error"]["data"]["unpolledTtlMs"] == 500
+
+    run(backend, task_agent, body, config={"handleTtlMs": 500})
+
+
+def test_malformed_answers_make_no_task(backend: TransportBackend, task_agent: str) -> None:
+    """With the extension too, a malformed first answer (streamed or not) is the plain
+    agent_failure tool result, and no MCP task is made."""
+
+    async def body(client: ClientAPI, bridge: A2ABridge, url: str) -> None:
+        for text in ("malformed:nan", "malformed:deep", "malformed:list"):
+            answered = await client.call_tool("a2a_send_message", {"text": text}, task=True)
+            assert answered.done and answered.task_id == "", text
+            result = await answered.result()
+            assert result["structuredContent"]["error"] == "agent_failure", result
+            assert "sent a malformed answer" in result["content"][0]["text"]
+
+    run(backend, task_agent, body)

@@ -6,6 +6,7 @@ per-request decision, and the gating of tasks/* and listen taskIds."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from sansio_mcp._tasks import (
     TASKS_EXTENSION,
     TERMINAL_STATUSES,
     IllegalTaskTransition,
+    TaskLimits,
     TaskRecord,
     TaskStatus,
     TaskTable,
@@ -37,6 +39,8 @@ from sansio_mcp._tasks import (
     runs_as_task,
 )
 from sansio_mcp._versions import META_CLIENT_CAPABILITIES
+from sansio_mcp.auth import AccessToken
+from sansio_mcp.runtime._tasks import task_owner
 
 from .helpers import (
     CLIENT_CAPS,
@@ -240,6 +244,58 @@ def test_a_task_is_kept_ttl_after_it_ends_then_unknown() -> None:
     assert caught.value.code == -32602
 
 
+@given(
+    input_ttl=st.none() | st.integers(1, 10**7),
+    unpolled_ttl=st.none() | st.integers(1, 10**7),
+    parked_after=st.floats(0, 1000),
+    seen_after=st.floats(0, 1000),
+)
+def test_an_open_task_is_overdue_at_its_earliest_bound(
+    input_ttl: int | None, unpolled_ttl: int | None, parked_after: float, seen_after: float
+) -> None:
+    limits = TaskLimits(input_ttl_ms=input_ttl, unpolled_ttl_ms=unpolled_ttl)
+    record = TaskRecord.new(NOW, ttl_ms=1000)
+    record.seen(NOW + seen_after)
+    record.ask({"k": ELICIT_REQUEST}, NOW + parked_after)
+    expected = [
+        at
+        for at, bound in (
+            (NOW + parked_after + (input_ttl or 0) / 1000, input_ttl),
+            (NOW + seen_after + (unpolled_ttl or 0) / 1000, unpolled_ttl),
+        )
+        if bound is not None
+    ]
+    due = record.overdue(limits)
+    if not expected:
+        assert due is None
+    else:
+        assert due is not None and due[0] == min(expected)
+        assert due[1].code == -32603 and due[1].data["taskId"] == record.task_id
+    # Answered, the input bound no longer applies; ended, none does.
+    record.answer({"k": {"action": "decline"}}, NOW + 2000)
+    again = record.overdue(limits)
+    assert (again is None) == (unpolled_ttl is None)
+    record.complete({"content": []}, NOW + 2001)
+    assert record.overdue(limits) is None
+
+
+def test_task_caps_name_the_limit_reached() -> None:
+    limits = TaskLimits(max_live=5, max_live_per_owner=2)
+    limits.check_capacity(4, 1)
+    limits.check_capacity(4, None)  # no owner key: only the process cap
+    with pytest.raises(MCPError) as per_owner:
+        limits.check_capacity(3, 2)
+    assert per_owner.value.data == {"limit": "max_live_per_owner", "max": 2}
+    with pytest.raises(MCPError) as per_process:
+        limits.check_capacity(5, None)
+    assert per_process.value.code == -32603
+    assert per_process.value.data == {"limit": "max_live", "max": 5}
+    TaskLimits(max_live=None, max_live_per_owner=None).check_capacity(10**9, 10**9)
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(ValueError):
+            TaskLimits(input_ttl_ms=bad)  # type: ignore[arg-type]
+
+
 def test_ttl_must_be_non_negative() -> None:
     with pytest.raises(ValueError):
         TaskRecord.new(NOW, ttl_ms=-1)
@@ -382,3 +438,16 @@ def test_one_request_may_declare_the_extension_its_session_does_not(declared: bo
         assert answer.result["taskId"] == "t1"
     else:
         assert isinstance(answer, RequestFailed) and "did not declare" in answer.error.message
+
+
+def test_the_owner_key_of_a_task() -> None:
+    """The per-owner cap's key (the runner's owner key today): a 2025-11-25 session, else a
+    verified token's subject, else none."""
+    session = object()
+    legacy = SimpleNamespace(stateless=False, session=session, auth=None)
+    assert task_owner(legacy) == ("session", id(session))  # type: ignore[arg-type]
+    token = AccessToken(token="t", subject="alice")
+    signed = SimpleNamespace(stateless=True, session=object(), auth=token)
+    assert task_owner(signed) == ("subject", "alice")  # type: ignore[arg-type]
+    anonymous = SimpleNamespace(stateless=True, session=object(), auth=None)
+    assert task_owner(anonymous) is None  # type: ignore[arg-type]

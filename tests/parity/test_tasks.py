@@ -17,7 +17,7 @@ from sansio_mcp import ErrorCode, MCPError
 from sansio_mcp._http_headers import request_headers
 from sansio_mcp._tasks import TASKS_EXTENSION
 from sansio_mcp._versions import META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION
-from sansio_mcp.runtime import CancelTask, ClientAPI, Context, Server
+from sansio_mcp.runtime import CancelTask, ClientAPI, Context, Server, TaskLimits
 from sansio_mcp.runtime._client import ClientHandlers
 from sansio_mcp.runtime._task_client import TaskCancelled, ToolTask
 from sansio_mcp_testing.schemas import OfficialSchema, find_schema, missing_schema_message
@@ -445,3 +445,125 @@ def test_cancelled_and_stopped_tasks_leave_nothing_running(backend: str, probe: 
     record = server.tasks.store.get(orphan["taskId"], time.time())
     assert record.status.value == "failed" and record.error is not None
     assert server.tasks.store.get(cancelled["taskId"], time.time()).status.value == "cancelled"
+
+
+# Bounds: caps on live tasks, parked and unpolled tasks given up (TaskLimits) ---------
+
+
+def test_live_tasks_are_capped_per_client_and_per_process(backend: str, probe: Probe) -> None:
+    """Beyond a cap, a task-capable call is refused with -32603 naming the limit; once a
+    task ends, its slot is free again.  2025-11-25 sessions are the owners here (the
+    owner key the runner has today); stateless calls without a token count only
+    towards the process cap."""
+    limits = TaskLimits(max_live=3, max_live_per_owner=2)
+    server = task_server(probe, task_ttl_ms=60_000, task_poll_interval_ms=100, task_limits=limits)
+
+    async def main(port: int) -> None:
+        api = BACKENDS[backend]
+        url = url_for("http", port)
+        async with (
+            api.connect([], url, "http", mode="legacy") as first,
+            api.connect([], url, "http", mode="legacy") as second,
+        ):
+            mine = [await first.call_tool("wait", {"seconds": 30}, task=True) for _ in range(2)]
+            with pytest.raises(MCPError) as per_client:
+                await first.call_tool("wait", {"seconds": 30}, task=True)
+            assert per_client.value.code == -32603
+            assert per_client.value.data == {"limit": "max_live_per_owner", "max": 2}
+            assert "this client has 2" in per_client.value.message
+            theirs = await second.call_tool("wait", {"seconds": 30}, task=True)
+            with pytest.raises(MCPError) as per_process:
+                await second.call_tool("wait", {"seconds": 30}, task=True)
+            assert per_process.value.data == {"limit": "max_live", "max": 3}
+            await mine[0].cancel()
+            while server.tasks.running > 2:
+                await api.sleep(0.01)
+            again = await second.call_tool("wait", {"seconds": 30}, task=True)
+            assert again.task_id and not again.done
+            for task in (mine[1], theirs, again):
+                await task.cancel()
+
+    with serving(backend, "http", server) as bound:
+        run(backend, lambda: main(bound))
+        deadline = time.monotonic() + 5
+        while server.tasks.running and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # A stateless call without a token has no owner: only the process cap counts.
+        created = [
+            result(bound, "tools/call", {"name": "wait", "arguments": {"seconds": 30}})
+            for _ in range(3)
+        ]
+        refused = post(bound, "tools/call", {"name": "wait", "arguments": {"seconds": 30}})
+        assert refused["error"]["data"] == {"limit": "max_live", "max": 3}
+        for task in created:
+            result(bound, "tasks/cancel", {"taskId": task["taskId"]})
+
+
+def test_a_task_parked_on_input_expires(backend: str, probe: Probe) -> None:
+    """A task whose input requests go unanswered for ``input_ttl_ms`` fails with an
+    error saying so, its tool is cancelled and its slot freed."""
+    server = task_server(
+        probe,
+        task_ttl_ms=60_000,
+        task_poll_interval_ms=100,
+        task_limits=TaskLimits(input_ttl_ms=300),
+    )
+    with serving(backend, "http", server) as bound:
+        task_id = result(bound, "tools/call", {"name": "ask_two", "arguments": {}})["taskId"]
+        parked = poll(bound, task_id, lambda t: t["status"] != "working")
+        assert parked["status"] == "input_required"
+        failed = poll(bound, task_id, lambda t: t["status"] != "input_required")
+        assert failed["status"] == "failed", failed
+        assert failed["error"]["code"] == -32603
+        assert failed["error"]["data"] == {"taskId": task_id, "inputTtlMs": 300}
+        assert "waited for input longer than 300 ms" in failed["error"]["message"]
+        assert server.tasks.running == 0
+        # The failed task is kept for its ttlMs like any other, and cannot be answered.
+        late = {"first": {"action": "accept", "content": {"name": "late"}}}
+        result(bound, "tasks/update", {"taskId": task_id, "inputResponses": late})
+        assert result(bound, "tasks/get", {"taskId": task_id})["status"] == "failed"
+
+
+def test_a_task_no_client_asks_about_is_given_up(backend: str, probe: Probe) -> None:
+    """With ``unpolled_ttl_ms``, a task nobody polls fails and its tool is cancelled;
+    one that is polled keeps running."""
+    limits = TaskLimits(unpolled_ttl_ms=400)
+    server = task_server(probe, task_ttl_ms=60_000, task_poll_interval_ms=100, task_limits=limits)
+    with serving(backend, "http", server) as bound:
+        kept = result(bound, "tools/call", {"name": "wait", "arguments": {"seconds": 1.2}})
+        orphan = result(bound, "tools/call", {"name": "wait", "arguments": {"seconds": 30}})
+        done = poll(bound, kept["taskId"], lambda t: t["status"] != "working")
+        assert done["status"] == "completed"  # polled every 20 ms: never given up
+        assert probe.cancelled.wait(5)
+        given_up = result(bound, "tasks/get", {"taskId": orphan["taskId"]})
+        assert given_up["status"] == "failed"
+        assert given_up["error"]["data"] == {"taskId": orphan["taskId"], "unpolledTtlMs": 400}
+        assert server.tasks.running == 0
+
+
+def test_a_2025_11_25_task_waiting_on_its_client_expires(backend: str, probe: Probe) -> None:
+    """On a 2025-11-25 session the input request goes to the client; a client that never
+    answers leaves the task input_required until ``input_ttl_ms``: then it fails and its
+    tool is cancelled."""
+    limits = TaskLimits(input_ttl_ms=300)
+    server = task_server(probe, task_ttl_ms=60_000, task_poll_interval_ms=100, task_limits=limits)
+
+    async def never(params: dict[str, Any]) -> dict[str, Any]:
+        await BACKENDS[backend].sleep(60)
+        return {"action": "decline"}
+
+    async def main(port: int) -> dict[str, Any]:
+        api = BACKENDS[backend]
+        handlers = ClientHandlers(elicitation=never)
+        async with api.connect(
+            [], url_for("http", port), "http", mode="legacy", handlers=handlers
+        ) as client:
+            task = await client.call_tool("ask_two", {}, task=True)
+            while (await task.refresh())["status"] in ("working", "input_required"):
+                await api.sleep(0.05)
+            return task.last
+
+    with serving(backend, "http", server) as bound:
+        final = run(backend, lambda: main(bound))
+    assert final["status"] == "failed", final
+    assert server.tasks.running == 0

@@ -62,6 +62,20 @@ def _to_dict(message: Any) -> dict[str, Any]:
     return value
 
 
+def _malformed(alias: str, what: str, exc: Exception) -> AgentFailure:
+    """An answer the SDK could not read or we could not carry (a number JSON cannot
+    hold, nesting past Python's recursion limit, a result that is no object), as the
+    documented ``agent_failure``: what was wrong in words, not the exception's text."""
+    text = str(exc).lower()
+    if isinstance(exc, RecursionError) or "too deep" in text:
+        why = "it is nested too deeply"
+    elif "nan" in text or "infinity" in text or "inf " in text:
+        why = "it holds a number JSON cannot carry (NaN or infinity)"
+    else:
+        why = "it is not an A2A 1.0 answer of that kind"
+    return AgentFailure(f"agent {alias!r} sent a malformed answer to {what}: {why}")
+
+
 class AgentLink:
     """One configured agent, reached through ``http`` (the bridge's client)."""
 
@@ -88,6 +102,8 @@ class AgentLink:
             )
         try:
             raw = response.json()
+        except RecursionError as exc:
+            raise _malformed(self.alias, f"the card request ({location})", exc) from None
         except ValueError:
             raise AgentFailure(
                 f"agent {self.alias!r}: the card at {location} is not JSON"
@@ -102,10 +118,15 @@ class AgentLink:
         card = AgentCard()
         try:
             json_format.ParseDict(raw, card, ignore_unknown_fields=True)
+            shown = _to_dict(card)
         except json_format.ParseError as exc:
+            if "too deep" in str(exc):
+                raise _malformed(self.alias, f"the card request ({location})", exc) from None
             raise AgentFailure(f"agent {self.alias!r}: the card at {location}: {exc}") from None
+        except Exception as exc:
+            raise _malformed(self.alias, f"the card request ({location})", exc) from None
         self._rpc = self._transport(card)
-        self.card = _to_dict(card)
+        self.card = shown
         return self.card
 
     def _transport(self, card: AgentCard) -> JsonRpcTransport:
@@ -151,15 +172,18 @@ class AgentLink:
             return AgentFailure(f"agent {self.alias!r} answered error {code}: {exc}")
         return AgentFailure(f"agent {self.alias!r}: {exc}")
 
-    async def _call(self, method: str, request: Any) -> Any:
+    async def _call(self, method: str, request: Any) -> dict[str, Any]:
+        """The agent's answer to ``method``, in ProtoJSON form."""
         from a2a.client.errors import A2AClientError
         from a2a.utils.errors import A2AError
 
         rpc = await self._client()
         try:
-            return await getattr(rpc, method)(request)
+            return _to_dict(await getattr(rpc, method)(request))
         except (A2AError, A2AClientError) as exc:
             raise self._failure(exc) from None
+        except Exception as exc:  # the SDK's parsing of what the agent sent, or ours
+            raise _malformed(self.alias, method, exc) from None
 
     def _request(self, text: str, context_id: str | None, task_id: str | None) -> Any:
         from a2a.types import Message, Part, Role, SendMessageConfiguration, SendMessageRequest
@@ -211,6 +235,10 @@ class AgentLink:
                 yield "task", task
         except (A2AError, A2AClientError) as exc:
             raise self._failure(exc) from None
+        except (AgentFailure, A2ACallError):
+            raise
+        except Exception as exc:
+            raise _malformed(self.alias, "send_message_streaming", exc) from None
         finally:
             await events.aclose()
 
@@ -221,10 +249,10 @@ class AgentLink:
         it has a task (``returnImmediately``): the bridge follows it with GetTask, so
         that its own time limit, not the agent's, bounds the wait."""
         response = await self._call("send_message", self._request(text, context_id, task_id))
-        if response.HasField("task"):
-            return "task", _to_dict(response.task)
-        if response.HasField("message"):
-            return "message", _to_dict(response.message)
+        if "task" in response:
+            return "task", response["task"]
+        if "message" in response:
+            return "message", response["message"]
         raise AgentFailure(
             f"agent {self.alias!r} answered SendMessage with neither task nor message"
         )
@@ -235,12 +263,12 @@ class AgentLink:
         request = GetTaskRequest(id=task_id)
         if history_length is not None:
             request.history_length = history_length
-        return _to_dict(await self._call("get_task", request))
+        return await self._call("get_task", request)
 
     async def cancel_task(self, task_id: str) -> dict[str, Any]:
         from a2a.types import CancelTaskRequest
 
-        return _to_dict(await self._call("cancel_task", CancelTaskRequest(id=task_id)))
+        return await self._call("cancel_task", CancelTaskRequest(id=task_id))
 
 
 def _merge_artifact(task: dict[str, Any], update: dict[str, Any]) -> None:

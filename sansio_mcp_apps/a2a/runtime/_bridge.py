@@ -26,7 +26,7 @@ import attrs
 import httpx
 
 from sansio_mcp import InternalError
-from sansio_mcp.runtime import Backend, CancelTask, Context, Server
+from sansio_mcp.runtime import Backend, CancelTask, Context, Server, TaskLimits
 from sansio_mcp.tasks import TASKS_EXTENSION, declares_tasks
 
 from ...a2a import (
@@ -54,9 +54,11 @@ _ANSWER_SCHEMA_FIELD = "answer"
 
 @attrs.frozen
 class TaskRef:
+    """An agent's task; the task id names it (its context is along for the ride)."""
+
     agent: str
     task_id: str
-    context_id: str
+    context_id: str = attrs.field(eq=False)
 
 
 @attrs.frozen
@@ -126,6 +128,9 @@ class A2ABridge:
             "a2a_cancel_task follow and stop its tasks.",
             # An answer may come back as long as the task's handle lives.
             state_ttl=self.tasks.ttl,
+            # A task no client asks about is given up (and its A2A task cancelled) when
+            # its handle would expire: nobody could ask about it any more.
+            task_limits=TaskLimits(unpolled_ttl_ms=self.config.handle_ttl_ms),
         )
         retention = self.tasks.describe_retention()
         one = len(aliases) == 1
@@ -292,6 +297,10 @@ class A2ABridge:
             return None
         return self.contexts.mint(ContextRef(link.alias, context_id), self.clock())
 
+    def _task_handle(self, link: AgentLink, task: dict[str, Any]) -> str:
+        ref = TaskRef(link.alias, task.get("id", ""), task.get("contextId", ""))
+        return self.tasks.mint(ref, self.clock())
+
     def _task_result(
         self,
         link: AgentLink,
@@ -300,15 +309,36 @@ class A2ABridge:
         with_history: bool = False,
         notes: tuple[str, ...] = (),
     ) -> dict[str, Any]:
-        context_id = task.get("contextId", "")
-        handle = self.tasks.mint(TaskRef(link.alias, task.get("id", ""), context_id), self.clock())
         return task_result(
             task,
-            context_handle=self._context_handle(link, context_id),
-            task_handle=handle,
+            context_handle=self._context_handle(link, task.get("contextId", "")),
+            task_handle=self._task_handle(link, task),
             with_history=with_history,
             notes=notes,
+            limits=self.config.result_limits,
         )
+
+    def _message_result(self, link: AgentLink, message: dict[str, Any]) -> dict[str, Any]:
+        return message_result(
+            message,
+            context_handle=self._context_handle(link, message.get("contextId")),
+            limits=self.config.result_limits,
+        )
+
+    def _check_new_task(
+        self, link: AgentLink, task: dict[str, Any], context_id: str | None
+    ) -> None:
+        """Refuse a task id the agent gave before, answering a message that named neither
+        that task nor its conversation: its handle would reach another client's task.
+        (Handles are not per client: a stateless client has no identity to key them on.)"""
+        ref = TaskRef(link.alias, task.get("id", ""), task.get("contextId", ""))
+        known = self.tasks.peek(ref, self.clock())
+        if known is not None and (context_id is None or known.context_id != context_id):
+            raise AgentFailure(
+                f"agent {link.alias!r} answered a new message with the id of a task the "
+                "bridge already has a handle for, in another conversation; the bridge does "
+                "not give one task's handle to two conversations"
+            )
 
     async def _discover(self, link: AgentLink) -> dict[str, Any]:
         card = await link.fetch_card()
@@ -365,19 +395,18 @@ class A2ABridge:
                 return await self._declined(link, ref)
             text = answer
         kind, value = await link.send_message(text, context_id=context_id, task_id=task_id)
+        if kind == "task" and task_id is None:
+            self._check_new_task(link, value, context_id)
         while True:
             if kind == "message":
-                return message_result(
-                    value, context_handle=self._context_handle(link, value.get("contextId"))
-                )
+                return self._message_result(link, value)
             task, notes = await self._follow(link, value)
             state = state_mapping((task.get("status") or {}).get("state"))
             wants_input = state.a2a_state == "TASK_STATE_INPUT_REQUIRED"
             if not wants_input or "elicitation" not in ctx.client_capabilities:
                 return self._task_result(link, task, notes=notes)
             rounds += 1
-            result = self._task_result(link, task, notes=notes)
-            handle = result["structuredContent"]["taskHandle"]
+            handle = self._task_handle(link, task)
             answer = await self._ask(ctx, task, f"a2a-answer:{handle}:{rounds}")
             ref = TaskRef(link.alias, task.get("id", ""), task.get("contextId", ""))
             if answer is None:
@@ -470,17 +499,15 @@ class A2ABridge:
                         )
                         if kind == "task":
                             await progress(value)  # the CreateTaskResult goes out
-                except (AgentUnreachable, A2ACallError) as exc:
+                except (AgentFailure, A2ACallError) as exc:
                     if not progress.task_id:
                         raise  # no A2A task yet: a tool error, as without the extension
                     raise _lost(link, exc) from None
                 if kind == "message":
-                    return message_result(
-                        value, context_handle=self._context_handle(link, value.get("contextId"))
-                    )
+                    return self._message_result(link, value)
                 try:
                     task, _ = await self._follow(link, value, limit=math.inf, on_update=progress)
-                except (AgentUnreachable, A2ACallError) as exc:
+                except (AgentFailure, A2ACallError) as exc:
                     raise _lost(link, exc) from None
                 state = state_mapping((task.get("status") or {}).get("state"))
                 if state.a2a_state != "TASK_STATE_INPUT_REQUIRED" or (
@@ -488,7 +515,7 @@ class A2ABridge:
                 ):
                     return self._task_outcome(link, self._task_result(link, task))
                 rounds += 1
-                handle = self._task_result(link, task)["structuredContent"]["taskHandle"]
+                handle = self._task_handle(link, task)
                 answer = await self._ask(ctx, task, f"a2a-answer:{handle}:{rounds}")
                 task_id, context_id = task.get("id", ""), task.get("contextId", "")
                 if answer is None:
@@ -525,12 +552,17 @@ class A2ABridge:
         """The agent's answer to ``text``: a message, or its task once the stream ended
         (streaming agents) or as first returned (the others: GetTask follows)."""
         if not link.streaming:
-            return await link.send_message(text, context_id=context_id, task_id=task_id)
+            kind, value = await link.send_message(text, context_id=context_id, task_id=task_id)
+            if kind == "task" and task_id is None:
+                self._check_new_task(link, value, context_id)
+            return kind, value
         last: tuple[str, dict[str, Any]] | None = None
         try:
             async for kind, value in link.stream_message(
                 text, context_id=context_id, task_id=task_id
             ):
+                if kind == "task" and task_id is None and last is None:
+                    self._check_new_task(link, value, context_id)
                 last = kind, value
                 if kind == "task":
                     await progress(value)
@@ -607,7 +639,7 @@ class _StatusReporter:
             await self._ctx.report_progress(0, None, line)
 
 
-def _lost(link: AgentLink, exc: AgentUnreachable | A2ACallError) -> InternalError:
+def _lost(link: AgentLink, exc: AgentFailure | A2ACallError) -> InternalError:
     """The MCP task's error when its A2A task can no longer be followed."""
     data: dict[str, Any] = {"agent": link.alias}
     if isinstance(exc, A2ACallError):
