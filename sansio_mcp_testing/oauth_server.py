@@ -53,7 +53,7 @@ class TestAuthorizationServer:
         refresh: bool = True,
         jwt: bool = False,
         dpop: bool = False,
-        code_challenge_methods: Sequence[str] | None = ("S256",)
+        code_challenge_methods: Sequence[str] | None = ("S256",),
     ) -> None:
         self.issuer = issuer
         self.code_challenge_methods = code_challenge_methods

@@ -31,6 +31,7 @@ from sansio_mcp.auth import (
     TokenSet,
     parse_challenges,
 )
+from sansio_mcp.auth._router import operations
 from sansio_mcp_testing.oauth_server import TestAuthorizationServer
 from tests.auth.test_machine import (
     AS,
@@ -351,3 +352,9 @@ def test_step_up_obtains_the_operation_scope_in_memory() -> None:
     second, _ = _drive(machine, routes)
     assert isinstance(second, Authorized) and second.tokens.scope == "mcp admin"
     assert call_deploy().status == 200
+
+
+@given(st.binary(max_size=200) | _json_values.map(lambda v: _json.dumps(v).encode()))
+def test_operations_of_any_body_never_raise(body: bytes) -> None:
+    found = operations(body)
+    assert all(isinstance(m, str) and (t is None or isinstance(t, str)) for m, t in found)
