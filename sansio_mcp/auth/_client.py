@@ -157,6 +157,7 @@ class OAuthClient:
         self._code = ""
         self._assertion: str | None = None
         self._refreshing = False
+        self._refresh_after_discovery = False
         self._nonce_retries = 0
         self._error: AuthorizationError | None = None
         if authorization_server is not None:
@@ -281,17 +282,20 @@ class OAuthClient:
         self._error = None
         self._challenge = challenge
         previous = self._requested if step_up else []
-        if (
+        refreshable = (
             not step_up
             and challenge.error == "invalid_token"
             and self.tokens is not None
             and self.tokens.refresh_token is not None
-            and self._metadata
             and not self._refreshing
-        ):
+        )
+        if refreshable and self._metadata:
             self.start_refresh()
             return
         self._refreshing = False
+        # A refresh token without its server's metadata (a store from before it kept
+        # them): discover the server, then refresh rather than register and browse.
+        self._refresh_after_discovery = refreshable
         self._requested = _merge(previous, challenge.scope)
         self._urls = prm_urls(self.server_url, challenge.resource_metadata)
         self._legacy = False
@@ -439,6 +443,10 @@ class OAuthClient:
             # SEP-2352: tokens (and refresh tokens) of another server are not used here.
             self.tokens = None
             self.changed += 1
+        if self._refresh_after_discovery and self.tokens is not None:
+            self._refresh_after_discovery = False
+            self.start_refresh()
+            return
         if config.grant is Grant.TOKEN_EXCHANGE:
             self._client = self._known_client()
             if self._client is None:

@@ -158,6 +158,36 @@ def _challenge_with_token(machine: OAuthClient, routes: dict[str, Any]) -> Decis
     return machine.on_response(reply.status, reply.headers, authorized=True)
 
 
+def test_a_store_without_the_server_rediscovers_it_and_refreshes() -> None:
+    """Tokens from a store that kept no authorization server (written before it did):
+    a 401 invalid_token finds the server again, then refreshes; no browser."""
+    authority, _, routes = _world(["mcp"], required=("mcp",))
+    first = OAuthClient(SERVER_URL, entropy=_entropy(7))
+    _challenge(first, routes)
+    assert isinstance(_drive(first, routes)[0], Authorized)
+    assert first.tokens is not None
+    second = OAuthClient(SERVER_URL, tokens=first.tokens, clients=first.clients)
+    assert not second.needs_refresh(10**6)  # nothing to refresh at, yet
+    authority.tokens.clear()
+    assert _challenge_with_token(second, routes) is Decision.AUTHORIZE
+    outcome, steps = _drive(second, routes)
+    assert isinstance(outcome, Authorized)
+    assert [urlsplit(s.url).path for s in steps] == [  # type: ignore[union-attr]
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+        "/token",
+    ]
+    assert dict(parse_qsl(steps[-1].body.decode()))["grant_type"] == "refresh_token"  # type: ignore[union-attr]
+    # A refused refresh still ends in a whole flow.
+    authority.tokens.clear()
+    authority._refresh.clear()
+    third = OAuthClient(SERVER_URL, tokens=second.tokens, clients=second.clients)
+    _challenge_with_token(third, routes)
+    outcome, steps = _drive(third, routes)
+    assert isinstance(outcome, Authorized)
+    assert any(isinstance(step, OpenBrowser) for step in steps)
+
+
 _json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=10),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner),
