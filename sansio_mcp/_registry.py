@@ -158,6 +158,8 @@ class Tool:
     context_param: str | None = None
     #: ``"optional"`` or ``"required"`` when the tool may run as a task (tasks extension).
     task_support: str | None = None
+    #: OAuth scopes a call needs beyond the resource server's (a protected HTTP server).
+    scopes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "inputSchema": self.input_schema}

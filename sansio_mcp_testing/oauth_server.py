@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import itertools
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
@@ -35,7 +36,8 @@ def _error(error: str, description: str, status: int = 400) -> Exchange:
 class TestAuthorizationServer:
     """The authorization server at ``issuer`` (set once its port is known).
 
-    ``scopes_supported`` is advertised; ``lifetime`` is each access token's life in
+    ``scopes_supported`` is advertised, and ``code_challenge_methods`` (None: the
+    field is left out of the metadata); ``lifetime`` is each access token's life in
     seconds; ``now`` is the wall clock tokens are dated on (the service sets it).  ``log`` records
     ``(endpoint, parameters)`` of every request, for assertions.
     """
@@ -51,8 +53,10 @@ class TestAuthorizationServer:
         refresh: bool = True,
         jwt: bool = False,
         dpop: bool = False,
+        code_challenge_methods: Sequence[str] | None = ("S256",),
     ) -> None:
         self.issuer = issuer
+        self.code_challenge_methods = code_challenge_methods
         #: The key JWT access tokens are signed with (ES256), when ``jwt``.
         self.signing_key = DPoPKey() if jwt else None
         self.dpop = DPoPChecker() if dpop else None
@@ -118,10 +122,11 @@ class TestAuthorizationServer:
             "registration_endpoint": f"{self.issuer}/register",
             "response_types_supported": ["code"],
             "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
-            "code_challenge_methods_supported": ["S256"],
             "token_endpoint_auth_methods_supported": ["none", "client_secret_basic"],
             "authorization_response_iss_parameter_supported": True,
         }
+        if self.code_challenge_methods is not None:
+            metadata["code_challenge_methods_supported"] = list(self.code_challenge_methods)
         if self.scopes_supported is not None:
             metadata["scopes_supported"] = self.scopes_supported
         if self.signing_key is not None:

@@ -33,7 +33,7 @@ from ._discovery import (
     fallback_endpoints,
     origin_of,
     prm_urls,
-    resource_allowed,
+    resource_identical,
 )
 from ._pkce import code_challenge, random_string
 from ._tokens import auth_method, authenticate, form_call, json_object, oauth_error, token_set
@@ -113,7 +113,8 @@ class OAuthClient:
     """Authorization for one MCP server URL: discovery, registration, tokens, DPoP.
 
     ``entropy(n)`` returns ``n`` random bytes (``os.urandom`` by default; tests pass
-    their own).  ``tokens`` and ``clients`` (registrations by issuer) may come from a
+    their own).  ``tokens``, ``clients`` (registrations by issuer) and
+    ``authorization_server`` (what a refresh needs: see the property) may come from a
     store and are kept here as they change; ``changed`` counts the changes.
     """
 
@@ -126,6 +127,7 @@ class OAuthClient:
         tokens: TokenSet | None = None,
         clients: Mapping[str, ClientInfo] | None = None,
         dpop_key: DPoPKey | None = None,
+        authorization_server: Mapping[str, Any] | None = None,
     ) -> None:
         self.server_url = server_url
         self.config = config or OAuthConfig()
@@ -155,8 +157,35 @@ class OAuthClient:
         self._code = ""
         self._assertion: str | None = None
         self._refreshing = False
+        self._refresh_after_discovery = False
         self._nonce_retries = 0
         self._error: AuthorizationError | None = None
+        if authorization_server is not None:
+            self._restore(authorization_server)
+
+    @property
+    def authorization_server(self) -> dict[str, Any] | None:
+        """What a refresh needs, to be stored beside the tokens: the issuer, its
+        metadata (the token endpoint and how to authenticate there) and the resource
+        the tokens are for.  None until a flow has found them."""
+        if not self._metadata:
+            return None
+        return {"issuer": self._issuer, "resource": self._resource, "metadata": self._metadata}
+
+    def _restore(self, saved: Mapping[str, Any]) -> None:
+        """Take back a stored :attr:`authorization_server`; a malformed one, or one of
+        another issuer than the tokens', is ignored (the next flow rediscovers)."""
+        issuer, resource, metadata = (saved.get(k) for k in ("issuer", "resource", "metadata"))
+        if not (
+            isinstance(issuer, str)
+            and isinstance(resource, str)
+            and isinstance(metadata, dict)
+            and isinstance(metadata.get("token_endpoint"), str)
+        ):
+            return
+        if self.tokens is not None and self.tokens.issuer not in (None, issuer):
+            return
+        self._issuer, self._resource, self._metadata = issuer, resource, dict(metadata)
 
     # What the MCP requests carry ---------------------------------------------------
 
@@ -253,17 +282,20 @@ class OAuthClient:
         self._error = None
         self._challenge = challenge
         previous = self._requested if step_up else []
-        if (
+        refreshable = (
             not step_up
             and challenge.error == "invalid_token"
             and self.tokens is not None
             and self.tokens.refresh_token is not None
-            and self._metadata
             and not self._refreshing
-        ):
+        )
+        if refreshable and self._metadata:
             self.start_refresh()
             return
         self._refreshing = False
+        # A refresh token without its server's metadata (a store from before it kept
+        # them): discover the server, then refresh rather than register and browse.
+        self._refresh_after_discovery = refreshable
         self._requested = _merge(previous, challenge.scope)
         self._urls = prm_urls(self.server_url, challenge.resource_metadata)
         self._legacy = False
@@ -335,10 +367,13 @@ class OAuthClient:
             return
         resource = document.get("resource")
         servers = document.get("authorization_servers")
-        if not isinstance(resource, str) or not resource_allowed(self.server_url, resource):
+        from_challenge = bool(self._challenge.resource_metadata)
+        if not isinstance(resource, str) or not resource_identical(
+            self.server_url, url, resource, from_challenge=from_challenge
+        ):
             self._fail(
                 f"the protected resource metadata at {url} names resource {resource!r}, "
-                f"which is not {self.server_url}",
+                f"not the identifier its URL was built from (RFC 9728 §3.3)",
                 resource=resource,
             )
             return
@@ -381,6 +416,18 @@ class OAuthClient:
         if not isinstance(document.get("token_endpoint"), str):
             self._fail(f"the metadata at {url} names no token_endpoint")
             return
+        methods = document.get("code_challenge_methods_supported")
+        if self.config.grant is Grant.AUTHORIZATION_CODE and not (
+            isinstance(methods, list) and "S256" in methods
+        ):
+            # MCP 2025-11-25: no PKCE S256 advertised, no authorization code flow at all.
+            listed = "lacks" if methods is None else f"has {methods!r} without S256 in"
+            self._fail(
+                f"{issuer} does not support PKCE: its metadata at {url} {listed} "
+                "code_challenge_methods_supported",
+                issuer=issuer,
+            )
+            return
         self._metadata = document
         self._issuer = issuer
         self._after_metadata()
@@ -396,6 +443,10 @@ class OAuthClient:
             # SEP-2352: tokens (and refresh tokens) of another server are not used here.
             self.tokens = None
             self.changed += 1
+        if self._refresh_after_discovery and self.tokens is not None:
+            self._refresh_after_discovery = False
+            self.start_refresh()
+            return
         if config.grant is Grant.TOKEN_EXCHANGE:
             self._client = self._known_client()
             if self._client is None:
@@ -413,13 +464,7 @@ class OAuthClient:
             self._nonce_retries = 0
             self._go(S.TOKEN)
             return
-        self._client = self._known_client()
-        if (
-            self._client is None
-            and config.client_metadata_url
-            and metadata.get("client_id_metadata_document_supported")
-        ):
-            self._client = ClientInfo(config.client_metadata_url, auth_method="none")
+        self._client = self._known_client() or self._metadata_document_client()
         if self._client is None:
             if not isinstance(metadata.get("registration_endpoint"), str):
                 self._fail(
@@ -439,6 +484,13 @@ class OAuthClient:
         pre = self.config.client
         if pre is not None and pre.issuer in (None, self._issuer):
             return pre
+        return None
+
+    def _metadata_document_client(self) -> ClientInfo | None:
+        """The client as its Client ID Metadata Document URL, where the server takes one."""
+        url = self.config.client_metadata_url
+        if url and self._metadata.get("client_id_metadata_document_supported"):
+            return ClientInfo(url, auth_method="none")
         return None
 
     # Registration ------------------------------------------------------------------
@@ -608,7 +660,7 @@ class OAuthClient:
         if self._refreshing:
             assert self.tokens is not None and self.tokens.refresh_token is not None
             form = {"grant_type": "refresh_token", "refresh_token": self.tokens.refresh_token}
-            client = client or self._known_client()
+            client = client or self._known_client() or self._metadata_document_client()
         elif config.grant is Grant.AUTHORIZATION_CODE:
             form = {
                 "grant_type": "authorization_code",

@@ -12,9 +12,14 @@ __all__ = [
     "canonical_resource",
     "fallback_endpoints",
     "origin_of",
+    "prm_identifier",
     "prm_urls",
     "resource_allowed",
+    "resource_identical",
+    "same_resource",
 ]
+
+_PRM = "/.well-known/oauth-protected-resource"
 
 
 def origin_of(url: str) -> str:
@@ -37,9 +42,48 @@ def prm_urls(server_url: str, from_challenge: str | None) -> list[str]:
     parts = urlsplit(server_url)
     origin = origin_of(server_url)
     path = parts.path.rstrip("/")
-    urls = [f"{origin}/.well-known/oauth-protected-resource{path}"] if path else []
-    urls.append(f"{origin}/.well-known/oauth-protected-resource")
+    urls = [f"{origin}{_PRM}{path}"] if path else []
+    urls.append(f"{origin}{_PRM}")
     return urls
+
+
+def prm_identifier(metadata_url: str) -> str | None:
+    """The resource identifier a well-known metadata URL was built from (RFC 9728
+    §3.1: the suffix inserted after the origin), or None for any other URL."""
+    path = urlsplit(metadata_url).path
+    if path != _PRM and not path.startswith(_PRM + "/"):
+        return None
+    return origin_of(metadata_url) + path[len(_PRM) :]
+
+
+def same_resource(a: str, b: str) -> bool:
+    """Whether two URLs are the same identifier up to RFC 3986 §6.2.2-6.2.3
+    normalization: scheme and host case, and an empty path being ``/``."""
+
+    def normal(url: str) -> tuple[str, ...]:
+        p = urlsplit(url)
+        return (p.scheme.lower(), p.netloc.lower(), p.path or "/", p.query, p.fragment)
+
+    return normal(a) == normal(b)
+
+
+def resource_identical(
+    server_url: str, metadata_url: str, resource: str, *, from_challenge: bool
+) -> bool:
+    """Whether protected resource metadata fetched from ``metadata_url`` and naming
+    ``resource`` may speak for ``server_url`` (RFC 9728 §3.3).
+
+    A well-known URL the client built: ``resource`` is the identifier it was built
+    from.  A URL a challenge named: ``resource`` is the URL the request went to, or,
+    the one relaxation, the identifier of a well-known URL the challenge named when
+    that identifier contains the server's URL (a server whose metadata covers its
+    whole origin points at the root document)."""
+    expected = prm_identifier(metadata_url)
+    if from_challenge and same_resource(resource, server_url):
+        return True
+    if expected is None or not same_resource(resource, expected):
+        return False
+    return not from_challenge or resource_allowed(server_url, resource)
 
 
 def as_metadata_urls(issuer: str) -> list[str]:

@@ -4,19 +4,47 @@ resource metadata is served, and a request without a good enough token is answer
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from inspect import isawaitable
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import attrs
 
+from .. import _json
+from .._errors import RemoteProtocolError
 from .._http_messages import HTTPRequest
 from .._server_session import ServerSession
 from .._streamable_http import Exchange
 from ._discovery import origin_of
 from ._server import AccessToken, AuthRefusal, ResourceServer
 
-__all__ = ["Credentials", "ProtectedRouter"]
+__all__ = ["Credentials", "ProtectedRouter", "operations"]
+
+#: A request's scopes beyond the resource server's, by method and name or URI.
+ScopesFor = Callable[[str, str | None], Sequence[str]]
+
+
+def operations(body: bytes) -> list[tuple[str, str | None]]:
+    """The method of each request in a JSON-RPC body (one message or a batch), with
+    the tool or prompt ``name`` or the resource ``uri`` its params name.  A body that
+    is no JSON-RPC gives none: the MCP machine answers it."""
+    try:
+        parsed = _json.loads(body)
+    except RemoteProtocolError:
+        return []
+    found: list[tuple[str, str | None]] = []
+    for message in parsed if isinstance(parsed, list) else [parsed]:
+        method = message.get("method") if isinstance(message, dict) else None
+        if not isinstance(method, str):
+            continue
+        params = message.get("params")
+        target = None
+        if isinstance(params, dict):
+            named = params.get("name", params.get("uri"))
+            target = named if isinstance(named, str) else None
+        found.append((method, target))
+    return found
 
 
 class _Router(Protocol):
@@ -48,14 +76,23 @@ class ProtectedRouter:
     the handlers it starts find it (``ctx.auth``).  A session is bound to the subject
     and client that opened it: another's token naming it gets 404, as for an unknown
     session (a router with ``session_for(request)`` says which session a request names).
+    A request needs the resource server's :meth:`~ResourceServer.scopes_for` its
+    operations, and what ``scopes_for(method, name)`` adds (the runtime's per-tool
+    scopes).
     """
 
     def __init__(
-        self, router: _Router, resource_server: ResourceServer, *, endpoint: str = "/mcp"
+        self,
+        router: _Router,
+        resource_server: ResourceServer,
+        *,
+        endpoint: str = "/mcp",
+        scopes_for: ScopesFor | None = None,
     ) -> None:
         self.router = router
         self.resource_server = resource_server
         self.endpoint = endpoint
+        self.scopes_for = scopes_for
         self.now = 0.0
 
     def set_time(self, now: float) -> None:
@@ -112,7 +149,8 @@ class ProtectedRouter:
             return Exchange(200, headers, rs.metadata_document())
         if token is not None and not isinstance(token, AccessToken):
             raise TypeError("a ProtectedRouter's verifier must return an AccessToken or None")
-        refusal = rs.judge(token, credentials is not None, self.now)
+        required = self._required_scopes(rs, request)
+        refusal = rs.judge(token, credentials is not None, self.now, required)
         if refusal is None and token is not None and credentials is not None:
             refusal = self._dpop_refusal(rs, request, credentials, token)
         if refusal is None and token is not None and not self._same_principal(request, token):
@@ -127,6 +165,17 @@ class ProtectedRouter:
         if nonce is not None:
             exchange.headers["dpop-nonce"] = nonce  # the next one, before this one lapses
         return exchange
+
+    def _required_scopes(self, rs: ResourceServer, request: HTTPRequest) -> list[str]:
+        """Every scope ``request`` needs: the global ones, and its operations'."""
+        required = list(rs.required_scopes)
+        if request.method != "POST" or not (rs.operation_scopes or self.scopes_for):
+            return required
+        for method, target in operations(request.body):
+            required += rs.scopes_for(method, target)
+            if self.scopes_for is not None:
+                required += self.scopes_for(method, target)
+        return list(dict.fromkeys(required))
 
     def _same_principal(self, request: HTTPRequest, token: AccessToken) -> bool:
         """Whether the session ``request`` names (if any) was started with a token of the

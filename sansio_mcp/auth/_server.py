@@ -78,6 +78,10 @@ class ResourceServer:
 
     ``resource`` is the endpoint's canonical URL; ``authorization_servers`` the issuers
     whose tokens the verifier accepts; ``required_scopes`` what every request needs.
+    ``operation_scopes`` what some requests need beyond that, by JSON-RPC method
+    (``"resources/read"``) or by method and the name or URI its params name
+    (``"tools/call deploy"``, ``"resources/read file:///secret"``): a token without
+    them gets 403 ``insufficient_scope`` naming every scope the request needs.
     """
 
     resource: str
@@ -86,6 +90,7 @@ class ResourceServer:
     required_scopes: Sequence[str] = ()
     scopes_supported: Sequence[str] | None = None
     resource_name: str | None = None
+    operation_scopes: Mapping[str, Sequence[str]] = attrs.field(factory=dict)
     #: Checks the DPoP proofs of DPoP-bound tokens (RFC 9449); its replay cache lives
     #: as long as the resource server.
     dpop: DPoPChecker = attrs.field(factory=DPoPChecker)
@@ -173,9 +178,23 @@ class ResourceServer:
             headers["dpop-nonce"] = nonce
         return attrs.evolve(refusal, headers=headers)
 
-    def judge(self, token: AccessToken | None, presented: bool, now: float) -> AuthRefusal | None:
-        """None when the request may pass, else its 401 or 403 answer (RFC 6750 §3.1)."""
-        required = list(self.required_scopes)
+    def scopes_for(self, method: str, target: str | None = None) -> list[str]:
+        """What a request of ``method`` about ``target`` (a tool or prompt name, a
+        resource URI) needs: the global scopes, then the operation's."""
+        ops = self.operation_scopes
+        extra = [*ops.get(method, ()), *(ops.get(f"{method} {target}", ()) if target else ())]
+        return list(dict.fromkeys([*self.required_scopes, *extra]))
+
+    def judge(
+        self,
+        token: AccessToken | None,
+        presented: bool,
+        now: float,
+        required: Sequence[str] | None = None,
+    ) -> AuthRefusal | None:
+        """None when the request may pass, else its 401 or 403 answer (RFC 6750 §3.1);
+        ``required``: the request's scopes (:meth:`scopes_for`), by default the global ones."""
+        required = list(self.required_scopes if required is None else required)
         if not presented:
             return self.refusal(401, None, None, required)
         if token is None or (token.expires_at is not None and now >= token.expires_at):

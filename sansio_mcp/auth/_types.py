@@ -6,6 +6,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -93,6 +94,36 @@ class TokenSet:
         )
 
 
+def _cimd_problem(url: str) -> str | None:
+    try:
+        parts = urlsplit(url)
+        credentials = parts.username is not None or parts.password is not None
+    except ValueError:
+        return "it is not a URL"
+    segments = parts.path.split("/")
+    if parts.scheme != "https":
+        return "it is not https"
+    if not parts.hostname:
+        return "it has no host"
+    if parts.path in ("", "/"):
+        return "it has no path"
+    if "." in segments or ".." in segments:
+        return "it has a . or .. path segment"
+    if "#" in url:
+        return "it has a fragment"
+    if credentials:
+        return "it has a user name or password"
+    return None
+
+
+def _client_id_url(_config: object, _field: object, url: str | None) -> None:
+    """A Client ID Metadata Document URL must be ``https`` with a path (the CIMD
+    draft §3): anything else is refused when the configuration is made."""
+    problem = None if url is None else _cimd_problem(url)
+    if problem is not None:
+        raise ValueError(f"client_metadata_url {url!r} cannot be a client_id: {problem}")
+
+
 @attrs.frozen
 class OAuthConfig:
     """How a client authorizes with the servers it meets.
@@ -117,7 +148,7 @@ class OAuthConfig:
     client_name: str = "sansio-mcp"
     redirect_uri: str = "http://127.0.0.1:33418/callback"
     client: ClientInfo | None = None
-    client_metadata_url: str | None = None
+    client_metadata_url: str | None = attrs.field(default=None, validator=_client_id_url)
     scope: str | None = None
     offline_access: bool = True
     private_key: str | None = None

@@ -416,7 +416,9 @@ def _protected(server: Server, router: R, endpoint: str) -> R | ProtectedRouter:
     """``router`` behind the server's bearer-token check, if it has one."""
     if server.auth is None:
         return router
-    return ProtectedRouter(router, server.auth, endpoint=endpoint)
+    return ProtectedRouter(
+        router, server.auth, endpoint=endpoint, scopes_for=server.operation_scopes
+    )
 
 
 def legacy_sse_router(

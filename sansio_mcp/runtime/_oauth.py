@@ -184,12 +184,16 @@ class OAuthProvider:
             saved = self.store.load(server_url) or {}
             tokens = saved.get("tokens")
             clients = saved.get("clients") or {}
+            authorization_server = saved.get("authorization_server")
             self.machine = OAuthClient(
                 server_url,
                 self.config,
                 entropy=self.entropy,
                 tokens=TokenSet.from_json(tokens) if isinstance(tokens, dict) else None,
                 clients={k: ClientInfo.from_json(v) for k, v in clients.items()},
+                authorization_server=(
+                    authorization_server if isinstance(authorization_server, dict) else None
+                ),
             )
 
     def clock(self) -> float:
@@ -317,5 +321,7 @@ class OAuthProvider:
             {
                 "tokens": machine.tokens.to_json() if machine.tokens else None,
                 "clients": {k: v.to_json() for k, v in machine.clients.items()},
+                # A process started later refreshes the tokens without a new flow.
+                "authorization_server": machine.authorization_server,
             },
         )

@@ -389,6 +389,11 @@ class Server:
             limits=task_limits,
         )
 
+    def operation_scopes(self, method: str, name: str | None) -> tuple[str, ...]:
+        """The scopes a request needs beyond ``auth``'s: a scoped tool's, for its calls."""
+        tool = self.tools.get(name) if method == "tools/call" and name else None
+        return tool.scopes if tool is not None else ()
+
     # Registration ---------------------------------------------------------------
 
     def tool(
@@ -401,13 +406,19 @@ class Server:
         output_schema: dict[str, Any] | None = None,
         annotations: dict[str, Any] | None = None,
         task: str | None = None,
+        scopes: Iterable[str] = (),
     ) -> Callable[[F], F]:
         """Register a function as a tool; its signature gives the input schema.
 
         ``task="optional"`` runs it as a task (tasks extension) for a request
         that declared the extension, and at once for any other; ``"required"``
         runs it only as a task (-32021 to a request without the extension).
+        ``scopes``: what a call needs beyond ``auth``'s ``required_scopes`` when the
+        server is protected (403 ``insufficient_scope`` without them).
         """
+        if isinstance(scopes, str):
+            raise ValueError("scopes must be a list of scopes, not one string")
+        scopes = tuple(scopes)
         if task is not None and task not in TASK_SUPPORT:
             raise ValueError(f"task must be one of {sorted(TASK_SUPPORT)} or None")
 
@@ -424,6 +435,7 @@ class Server:
                 annotations=annotations,
                 context_param=context_param,
                 task_support=task,
+                scopes=scopes,
             )
             self.tools[tool.name] = tool
             return func
