@@ -117,6 +117,14 @@ class _Connection(Generic[F]):
         assert self._h11 is not None
         return self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE
 
+    @property
+    def buffered(self) -> int:
+        """Bytes received and not yet taken into a message (a pipelined request's, say)."""
+        if self._fast is not None:
+            return len(self._fast.buf)
+        assert self._h11 is not None
+        return len(self._h11.trailing_data[0])
+
     def receive_data(self, data: bytes | bytearray) -> None:
         if self._fast is not None:
             self._fast.receive(data)
