@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import h11
 
-from ._http_fast import Fallback, FastClient, FastServer
+from ._http_fast import Fallback, FastClient, FastServer, H11Connection
 from ._http_messages import (
     ClientEvent,
     ConnectionEnded,
@@ -106,7 +106,7 @@ class _Connection(Generic[F]):
 
     def _take_over(self) -> h11.Connection:
         """Hand the connection to h11 for good."""
-        conn = h11.Connection(self._role, max_incomplete_event_size=self._max_headers)
+        conn = H11Connection(self._role, max_incomplete_event_size=self._max_headers)
         self._h11 = conn
         return conn
 
