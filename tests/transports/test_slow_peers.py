@@ -181,3 +181,94 @@ def test_the_default_cap_leaves_descriptors_for_the_rest() -> None:
     for wrong in ({"request_timeout": 0}, {"keep_alive_timeout": -1}, {"max_connections": 0}):
         with pytest.raises(ValueError):
             ServerLimits(**wrong)  # type: ignore[arg-type]
+
+
+# WebSocket: the same cap, and a pong deadline (issue "Hardening, second round", point 5)
+
+_WS_HANDSHAKE = (
+    b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+    b"Sec-WebSocket-Protocol: mcp\r\n\r\n"
+)
+
+
+def _ws_opened(sock: socket.socket) -> None:
+    """Open a WebSocket on ``sock`` (the server's 101 has come)."""
+    sock.sendall(_WS_HANDSHAKE)
+    received = b""
+    while b"\r\n\r\n" not in received:
+        chunk = sock.recv(65536)
+        assert chunk, received
+        received += chunk
+    assert received.startswith(b"HTTP/1.1 101 "), received
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_websocket_connection_over_the_cap_gets_503_at_once(backend: str) -> None:
+    limits = ServerLimits(max_connections=2)
+    options = {"limits": limits, "ping_interval": None, "handshake_timeout": PATIENCE}
+    with serving(backend, "ws", build_server(), **options) as port, ExitStack() as held:
+        for _ in range(2):
+            _ws_opened(held.enter_context(_connected(port)))
+        with _connected(port) as refused:
+            refused.sendall(_WS_HANDSHAKE)
+            received, waited = _until_closed(refused)
+        assert received.startswith(b"HTTP/1.1 503 ")
+        assert b"retry-after: 1\r\n" in received.lower()
+        assert waited < 1.0
+        held.close()  # the held connections go: a new one is served again
+        deadline = time.monotonic() + PATIENCE
+        while True:
+            with _connected(port) as sock:
+                sock.sendall(_WS_HANDSHAKE)
+                answer = sock.recv(65536)
+            if not answer.startswith(b"HTTP/1.1 503 ") or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert answer.startswith(b"HTTP/1.1 101 "), answer
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_websocket_peer_that_never_pongs_is_closed(backend: str) -> None:
+    options = {"ping_interval": 0.2, "pong_timeout": 0.3}
+    with serving(backend, "ws", build_server(), **options) as port, _connected(port) as sock:
+        _ws_opened(sock)
+        start = time.monotonic()
+        received, closed = b"", False
+        while not closed and time.monotonic() - start < PATIENCE:
+            try:
+                chunk = sock.recv(65536)  # pings come, and are never answered
+            except ConnectionResetError:
+                chunk = b""
+            received += chunk
+            closed = not chunk
+        waited = time.monotonic() - start
+    assert closed
+    assert 0.4 < waited < 3.0
+    assert received == b"" or received.startswith(b"\x89")  # (a ping frame)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_websocket_peer_that_answers_pings_stays(backend: str) -> None:
+    import wsproto
+    import wsproto.events as ws
+
+    options = {"ping_interval": 0.1, "pong_timeout": 0.2}
+    with serving(backend, "ws", build_server(), **options) as port, _connected(port) as sock:
+        client = wsproto.WSConnection(wsproto.ConnectionType.CLIENT)
+        sock.sendall(client.send(ws.Request(host="127.0.0.1", target="/mcp", subprotocols=["mcp"])))
+        pongs = 0
+        sock.settimeout(0.05)
+        end = time.monotonic() + 10 * 0.3  # ten pong deadlines
+        while time.monotonic() < end:
+            try:
+                data = sock.recv(65536)
+            except TimeoutError:
+                continue
+            assert data, "the server closed a connection that answered its pings"
+            client.receive_data(data)
+            for event in client.events():
+                if isinstance(event, ws.Ping):
+                    sock.sendall(client.send(event.response()))
+                    pongs += 1
+        assert pongs >= 5
