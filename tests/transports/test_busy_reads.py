@@ -24,7 +24,14 @@ from sansio_mcp.runtime._http_service import ServerLimits
 from sansio_mcp.runtime.example_server import build_server
 from tests.parity.harness import serving
 
-from .helpers import INITIALIZED, POST_HEADERS, initialize, modern_headers, modern_request
+from .helpers import (
+    INITIALIZED,
+    POST_HEADERS,
+    answer_head,
+    initialize,
+    modern_headers,
+    modern_request,
+)
 
 BACKENDS = ["trio", "asyncio"]
 READ_AHEAD = 16 * 1024
@@ -65,12 +72,7 @@ def _request(method: str, target: str, headers: dict[str, str], body: bytes = b"
 
 def _streaming(sock: socket.socket, request: bytes) -> None:
     """Send ``request`` and read until its answer's head (a stream) has come."""
-    sock.sendall(request)
-    received = b""
-    while b"\r\n\r\n" not in received:
-        chunk = sock.recv(65536)
-        assert chunk, received
-        received += chunk
+    received = answer_head(sock, request)
     assert received.startswith(b"HTTP/1.1 200 "), received
     assert b"text/event-stream" in received.lower(), received
 
@@ -123,6 +125,16 @@ def _assert_held(fed: dict[int, int], pushed: int, request: bytes) -> None:
     assert pushed < PUSH_AT_MOST  # the push was held back, not read and dropped
 
 
+def _push_on_a_stream(port: int, request: bytes, fed: dict[int, int]) -> None:
+    """Push bytes behind ``request`` (answered by a stream) until held back; the
+    server still answers another client meanwhile."""
+    with _connected(port) as sock:
+        _streaming(sock, request)
+        pushed = _push_until_held(sock)
+        _still_serving(port)
+    _assert_held(fed, pushed, request)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_bytes_pushed_on_an_sse_get_stream_stay_bounded(backend: str, fed: dict[int, int]) -> None:
     with serving(backend, "http", build_server(), limits=LIMITS) as port:
@@ -136,11 +148,7 @@ def test_bytes_pushed_on_an_sse_get_stream_stay_bounded(backend: str, fed: dict[
                 "MCP-Protocol-Version": "2025-11-25",
             },
         )
-        with _connected(port) as sock:
-            _streaming(sock, get)
-            pushed = _push_until_held(sock)
-            _still_serving(port)
-        _assert_held(fed, pushed, get)
+        _push_on_a_stream(port, get, fed)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -154,11 +162,8 @@ def test_bytes_pushed_while_a_post_is_answered_stay_bounded(
     call["params"]["_meta"]["progressToken"] = "p"
     body = json.dumps(call).encode()
     post = _request("POST", "/mcp", {**POST_HEADERS, **modern_headers(call)}, body)
-    with serving(backend, "http", build_server(), limits=LIMITS) as port, _connected(port) as sock:
-        _streaming(sock, post)
-        pushed = _push_until_held(sock)
-        _still_serving(port)
-    _assert_held(fed, pushed, post)
+    with serving(backend, "http", build_server(), limits=LIMITS) as port:
+        _push_on_a_stream(port, post, fed)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

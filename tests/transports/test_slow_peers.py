@@ -23,7 +23,7 @@ from sansio_mcp.runtime._http_service import ServerLimits
 from sansio_mcp.runtime.example_server import build_server
 from tests.parity.harness import serving
 
-from .helpers import POST_HEADERS, initialize
+from .helpers import POST_HEADERS, answer_head, initialize
 
 BACKENDS = ["trio", "asyncio"]
 QUICK = ServerLimits(request_timeout=0.5, keep_alive_timeout=0.4, max_connections=50)
@@ -126,6 +126,16 @@ def test_an_idle_kept_alive_connection_is_closed_quietly(backend: str) -> None:
             assert 0.2 < waited < 2.0
 
 
+def _refused_at_once(port: int, request: bytes) -> None:
+    """A connection over the cap, ``request`` sent: a 503 with Retry-After, then the close."""
+    with _connected(port) as refused:
+        refused.sendall(request)
+        received, waited = _until_closed(refused)
+    assert received.startswith(b"HTTP/1.1 503 ")
+    assert b"retry-after: 1\r\n" in received.lower()
+    assert waited < 1.0
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_connection_over_the_cap_gets_503_at_once(backend: str) -> None:
     limits = ServerLimits(request_timeout=PATIENCE, keep_alive_timeout=PATIENCE, max_connections=3)
@@ -133,13 +143,10 @@ def test_a_connection_over_the_cap_gets_503_at_once(backend: str) -> None:
         for _ in range(3):
             held.enter_context(_connected(port)).sendall(b"POST /mcp HTTP/1.1\r\n")  # and stop
         time.sleep(0.2)  # the server has accepted all three
-        with _connected(port) as refused:
-            # A peer that sends its request at once still reads the 503 before the close.
-            refused.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n")
-            received, waited = _until_closed(refused)
-        assert received.startswith(b"HTTP/1.1 503 ")
-        assert b"retry-after: 1\r\n" in received.lower()
-        assert waited < 1.0
+        # A peer that sends its request at once still reads the 503 before the close.
+        _refused_at_once(
+            port, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n"
+        )
         held.close()  # the held connections go: a new one is served again
         deadline = time.monotonic() + PATIENCE
         while (status := _post_json(port)[1]) == 503 and time.monotonic() < deadline:
@@ -194,12 +201,7 @@ _WS_HANDSHAKE = (
 
 def _ws_opened(sock: socket.socket) -> None:
     """Open a WebSocket on ``sock`` (the server's 101 has come)."""
-    sock.sendall(_WS_HANDSHAKE)
-    received = b""
-    while b"\r\n\r\n" not in received:
-        chunk = sock.recv(65536)
-        assert chunk, received
-        received += chunk
+    received = answer_head(sock, _WS_HANDSHAKE)
     assert received.startswith(b"HTTP/1.1 101 "), received
 
 
@@ -210,12 +212,7 @@ def test_a_websocket_connection_over_the_cap_gets_503_at_once(backend: str) -> N
     with serving(backend, "ws", build_server(), **options) as port, ExitStack() as held:
         for _ in range(2):
             _ws_opened(held.enter_context(_connected(port)))
-        with _connected(port) as refused:
-            refused.sendall(_WS_HANDSHAKE)
-            received, waited = _until_closed(refused)
-        assert received.startswith(b"HTTP/1.1 503 ")
-        assert b"retry-after: 1\r\n" in received.lower()
-        assert waited < 1.0
+        _refused_at_once(port, _WS_HANDSHAKE)
         held.close()  # the held connections go: a new one is served again
         deadline = time.monotonic() + PATIENCE
         while True:
