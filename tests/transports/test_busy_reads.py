@@ -18,8 +18,10 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from sansio_mcp._http import HTTPServerConnection
+from sansio_mcp._http import HTTPRequest, HTTPServerConnection
 from sansio_mcp.runtime._http_service import ServerLimits
 from sansio_mcp.runtime.example_server import build_server
 from tests.parity.harness import serving
@@ -31,6 +33,7 @@ from .helpers import (
     initialize,
     modern_headers,
     modern_request,
+    split_at,
 )
 
 BACKENDS = ["trio", "asyncio"]
@@ -203,3 +206,23 @@ def test_a_pipelined_request_beyond_the_read_ahead_is_answered_after_the_stream(
             received += chunk
     assert received.count(b"HTTP/1.1 200 ") == 2, received[:2000]
     assert b'"id":9' in received.replace(b" ", b"")
+
+
+@given(
+    rest=st.binary(max_size=3000),
+    cuts=st.lists(st.integers(min_value=0), max_size=6),
+    fast_path=st.booleans(),
+)
+def test_buffered_is_what_the_parser_holds_beyond_the_request(
+    rest: bytes, cuts: list[int], fast_path: bool
+) -> None:
+    """What the read-ahead bound counts, on either engine: the bytes received and not
+    yet taken into a request."""
+    body = json.dumps(initialize()).encode()
+    data = _request("POST", "/mcp", POST_HEADERS, body) + rest
+    conn = HTTPServerConnection(fast_path=fast_path)
+    for piece in split_at(data, cuts):
+        conn.receive_data(piece)
+    request = conn.next_request()
+    assert isinstance(request, HTTPRequest) and request.body == body
+    assert conn.buffered == len(rest)

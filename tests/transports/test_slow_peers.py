@@ -185,7 +185,12 @@ def test_the_default_cap_leaves_descriptors_for_the_rest() -> None:
     assert 1 <= cap <= 1000
     if soft != resource.RLIM_INFINITY:
         assert cap <= max(1, soft // 2)
-    for wrong in ({"request_timeout": 0}, {"keep_alive_timeout": -1}, {"max_connections": 0}):
+    for wrong in (
+        {"request_timeout": 0},
+        {"keep_alive_timeout": -1},
+        {"max_connections": 0},
+        {"max_read_ahead": 0},
+    ):
         with pytest.raises(ValueError):
             ServerLimits(**wrong)  # type: ignore[arg-type]
 
