@@ -141,22 +141,20 @@ class ConnectionGate:
 REFUSAL_LINGER = 1.0
 
 
-async def refuse_connection(
-    send_all: Callable[[bytes], Awaitable[None]],
-    send_eof: Callable[[], Awaitable[None]],
-    receive: Callable[[], Awaitable[bytes | bytearray]],
-    backend: Backend,
-    limits: ServerLimits,
-) -> None:
-    """Answer a connection beyond ``max_connections`` with 503, then end our side and
-    read what the peer sent until it closes (``REFUSAL_LINGER`` s at most): closing a
-    socket with unread bytes resets it, and the peer would lose the 503 with it.
-    The caller closes the connection."""
-    async with backend.move_on_after(REFUSAL_LINGER):
-        await send_all(limits.overloaded_response())
-        await send_eof()
-        while await receive():
-            pass
+async def refuse_connection(stream: Connection, backend: Backend, limits: ServerLimits) -> None:
+    """Answer a connection beyond ``max_connections`` (an HTTP listener's, or a
+    WebSocket one's before its handshake) with 503, then end our side and read what
+    the peer sent until it closes (``REFUSAL_LINGER`` s at most): closing a socket
+    with unread bytes resets it, and the peer would lose the 503 with it.  A peer
+    that left first is no error.  The caller closes the connection."""
+    try:
+        async with backend.move_on_after(REFUSAL_LINGER):
+            await stream.send_all(limits.overloaded_response())
+            await stream.send_eof()
+            while await stream.receive_some(_READ_SIZE):
+                pass
+    except OSError:
+        pass
 
 
 async def read_request(
@@ -572,15 +570,10 @@ class HTTPService(Generic[H]):
 
     async def connection(self, stream: Connection) -> None:
         """Serve one connection (a 503 beyond ``max_connections``)."""
-        receive = partial(stream.receive_some, _READ_SIZE)
         if not self.gate.enter():
-            try:
-                await refuse_connection(
-                    stream.send_all, stream.send_eof, receive, self.backend, self.limits
-                )
-            except OSError:
-                pass  # the peer left first
+            await refuse_connection(stream, self.backend, self.limits)
             return
+        receive = partial(stream.receive_some, _READ_SIZE)
         conn = HTTPServerConnection(max_body=self.max_body)
         try:
             await serve_requests(

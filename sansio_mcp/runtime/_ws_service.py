@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import attrs
@@ -118,16 +117,7 @@ class WebSocketServing:
         over it, ``abort`` closes it at once; beyond ``max_connections`` it is
         refused.  The listener closes it afterwards."""
         if not self._gate.enter():
-            try:
-                await refuse_connection(
-                    stream.send_all,
-                    stream.send_eof,
-                    partial(stream.receive_some, 65536),
-                    backend,
-                    self.limits,
-                )
-            except OSError:
-                pass  # the peer left first
+            await refuse_connection(stream, backend, self.limits)
             return
         try:
             await self._serve(make_runner, abort)
