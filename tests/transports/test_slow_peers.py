@@ -245,8 +245,8 @@ def test_a_websocket_peer_that_never_pongs_is_closed(backend: str) -> None:
             received += chunk
             closed = not chunk
         waited = time.monotonic() - start
-    assert closed
-    assert 0.4 < waited < 3.0
+    assert closed  # within PATIENCE, far past the ping and its deadline
+    assert waited > 0.4
     assert received == b"" or received.startswith(b"\x89")  # (a ping frame)
 
 
@@ -273,4 +273,4 @@ def test_a_websocket_peer_that_answers_pings_stays(backend: str) -> None:
                 if isinstance(event, ws.Ping):
                     sock.sendall(client.send(event.response()))
                     pongs += 1
-        assert pongs >= 5
+        assert pongs >= 3
