@@ -18,7 +18,7 @@ from sansio_mcp.runtime._serve_options import WebSocketServeOptions
 from sansio_mcp.runtime._server import Server
 from sansio_mcp.runtime._ws_service import WebSocketServing, open_websocket
 
-from ._backend import PRIMITIVES, serve_tcp
+from ._backend import PRIMITIVES, TCPStream, serve_tcp
 from ._runner import AsyncioRunner
 from .client import Client, close_writer, running
 from .http_server import reporter
@@ -46,7 +46,7 @@ async def serve_ws(
         async def abort() -> None:
             writer.transport.abort()
 
-        await service.connection(make_runner, abort)
+        await service.connection(make_runner, abort, TCPStream(reader, writer), PRIMITIVES)
 
     async with PRIMITIVES.open_task_group() as group:
         await serve_tcp(group, connection, at.host, at.port, reporter(started))

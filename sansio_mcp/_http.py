@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import h11
 
-from ._http_fast import Fallback, FastClient, FastServer
+from ._http_fast import Fallback, FastClient, FastServer, H11Connection
 from ._http_messages import (
     ClientEvent,
     ConnectionEnded,
@@ -106,7 +106,7 @@ class _Connection(Generic[F]):
 
     def _take_over(self) -> h11.Connection:
         """Hand the connection to h11 for good."""
-        conn = h11.Connection(self._role, max_incomplete_event_size=self._max_headers)
+        conn = H11Connection(self._role, max_incomplete_event_size=self._max_headers)
         self._h11 = conn
         return conn
 
@@ -116,6 +116,14 @@ class _Connection(Generic[F]):
             return self._fast.can_reuse
         assert self._h11 is not None
         return self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received and not yet taken into a message (a pipelined request's, say)."""
+        if self._fast is not None:
+            return len(self._fast.buf)
+        assert self._h11 is not None
+        return len(self._h11.trailing_data[0])
 
     def receive_data(self, data: bytes | bytearray) -> None:
         if self._fast is not None:

@@ -17,9 +17,11 @@ fast path; :mod:`._http` decides when to use them (``USE_FAST_PATH``) and owns h
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import h11
 from h11 import _readers as _h11_readers
+from h11._receivebuffer import ReceiveBuffer
 
 from ._http_messages import (
     ClientEvent,
@@ -52,19 +54,66 @@ _H11_FIELD = re.compile(rb"(" + _TCHAR + rb"+):[ \t]*(" + _H11_VALUE + rb")[ \t]
 _FOLD = re.compile(rb"[ \t]+")
 _BLANK_LINE = re.compile(rb"\n\r?\n")
 _CHUNK_HEADER = re.compile(rb"(?P<chunk_size>[0-9A-Fa-f]{1,20})(?:;[^\n]*|[ \t]*)\r\n")
-# h11 itself reads chunked bodies for everything off the fast path (a server's chunked
-# requests among them: any client could make the server spend seconds of CPU on one
-# line).  Its chunked reader looks its pattern up at each call, and only the
-# ``chunk_size`` group: it is given this one, if it still has the quadratic one.
-_H11_CHUNK_HEADER = rb"(?P<chunk_size>([0-9A-Fa-f]){1,20})(?P<chunk_ext>;.*)?[ \t]*\r\n"
-if _h11_readers.chunk_header_re.pattern == _H11_CHUNK_HEADER:
-    _h11_readers.chunk_header_re = _CHUNK_HEADER
 _DIGITS = re.compile(rb"[0-9]{1,20}")
 _TARGET = re.compile(rb"[!-~]+")
 # Methods whose exchanges h11 frames specially (no body, tunnels): never fast.
 _SPECIAL_METHODS = {b"HEAD", b"CONNECT"}
 # Headers whose handling only h11 does: other transfer codings, 100-continue, upgrades.
 _H11_ONLY = {b"transfer-encoding", b"expect", b"upgrade"}
+
+
+class _LinearChunkedReader(_h11_readers.ChunkedReader):
+    """h11's reader of a chunked body, step for step, its size lines matched by
+    :data:`_CHUNK_HEADER`: h11 reads chunked bodies for everything off the fast path
+    (a server's chunked requests among them), and with its own pattern any client
+    could make the server spend seconds of CPU on one line.  h11's module is left
+    as it is; only our connections (:class:`H11Connection`) read with this."""
+
+    def __call__(self, buf: ReceiveBuffer) -> h11.Data | h11.EndOfMessage | None:
+        if self._reading_trailer:
+            lines = buf.maybe_extract_lines()
+            if lines is None:
+                return None
+            return h11.EndOfMessage(headers=list(_h11_readers._decode_header_lines(lines)))  # type: ignore[arg-type]
+        if self._bytes_to_discard:
+            data = buf.maybe_extract_at_most(len(self._bytes_to_discard))
+            if data is None:
+                return None
+            if data != self._bytes_to_discard[: len(data)]:
+                raise h11.LocalProtocolError(
+                    f"malformed chunk footer: {data!r} (expected {self._bytes_to_discard!r})"
+                )
+            self._bytes_to_discard = self._bytes_to_discard[len(data) :]
+            if self._bytes_to_discard:
+                return None
+        chunk_start = self._bytes_in_chunk == 0
+        if chunk_start:
+            chunk_header = buf.maybe_extract_next_line()
+            if chunk_header is None:
+                return None
+            match = _CHUNK_HEADER.fullmatch(chunk_header)
+            if match is None:
+                raise h11.LocalProtocolError(f"illegal chunk header: {chunk_header!r}")
+            self._bytes_in_chunk = int(match["chunk_size"], base=16)
+            if self._bytes_in_chunk == 0:
+                self._reading_trailer = True
+                return self(buf)
+        data = buf.maybe_extract_at_most(self._bytes_in_chunk)
+        if data is None:
+            return None
+        self._bytes_in_chunk -= len(data)
+        chunk_end = self._bytes_in_chunk == 0
+        if chunk_end:
+            self._bytes_to_discard = b"\r\n"
+        return h11.Data(data=data, chunk_start=chunk_start, chunk_end=chunk_end)  # type: ignore[arg-type]
+
+
+class H11Connection(h11.Connection):
+    """An :class:`h11.Connection` whose chunked bodies are read by :class:`_LinearChunkedReader`."""
+
+    def _get_io_object(self, role: Any, event: Any, io_dict: Any) -> Any:
+        io = super()._get_io_object(role, event, io_dict)
+        return _LinearChunkedReader() if type(io) is _h11_readers.ChunkedReader else io
 
 
 class Fallback:

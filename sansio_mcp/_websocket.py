@@ -74,8 +74,9 @@ class WebSocketConnection:
     wrong, or when :attr:`refuse_with` says so.  A binary frame closes with
     1003, an oversized message with 1009, frames wsproto finds broken with its
     code (1002, 1007).  Pings are answered; :meth:`ping` sends one for
-    keep-alive.  Once we have sent a close frame (:attr:`closing`) nothing
-    more is read but the peer's close reply, which makes :attr:`closed` true.
+    keep-alive, and :attr:`awaiting_pong` says whether it is still unanswered.
+    Once we have sent a close frame (:attr:`closing`) nothing more is read but
+    the peer's close reply, which makes :attr:`closed` true.
     """
 
     #: The subprotocol a client asks for and a server accepts.
@@ -116,6 +117,8 @@ class WebSocketConnection:
         self.refused: int | None = None
         #: Set this before the handshake arrives to refuse it with that status.
         self.refuse_with: int | None = None
+        #: A ping of ours is not answered yet (any pong answers it).
+        self.awaiting_pong = False
         if client:
             self._out += self._ws.send(
                 ws.Request(
@@ -167,6 +170,8 @@ class WebSocketConnection:
                 self.close(1003, f"{self.subprotocol.upper()} messages are text frames")
             elif isinstance(event, ws.Ping):
                 self._send(event.response())
+            elif isinstance(event, ws.Pong):
+                self.awaiting_pong = False
             elif isinstance(event, ws.CloseConnection):
                 if self._ws.state is ConnectionState.REMOTE_CLOSING:
                     self._send(event.response())
@@ -231,6 +236,7 @@ class WebSocketConnection:
         """A keep-alive ping (its payload the subprotocol's name unless given)."""
         if self.open and not self.closing and not self.closed:
             self._send(ws.Ping(payload=self.subprotocol.encode() if payload is None else payload))
+            self.awaiting_pong = True
 
     def close(self, code: int = 1000, reason: str = "") -> None:
         """Start the closing handshake (:attr:`closed` once the peer answers it)."""
@@ -349,6 +355,11 @@ class WebSocketFraming:
 
     def ping(self, payload: bytes = b"mcp") -> None:
         self.connection.ping(payload)
+
+    @property
+    def awaiting_pong(self) -> bool:
+        """A ping of ours is not answered yet."""
+        return self.connection.awaiting_pong
 
     def close(self, code: int = 1000, reason: str = "") -> None:
         """Start a clean close; the session ends at once."""

@@ -19,7 +19,7 @@ from sansio_mcp.runtime._serve_options import WebSocketServeOptions
 from sansio_mcp.runtime._server import Server
 from sansio_mcp.runtime._ws_service import WebSocketServing, open_websocket
 
-from ._backend import serve_tcp
+from ._backend import PRIMITIVES, TCPStream, serve_tcp
 from ._runner import TrioRunner
 from .client import Client, running
 from .server import TrioContext
@@ -43,7 +43,12 @@ async def serve_ws(
             runner = partial(TrioRunner, session, stream, stream, framing=framing)
             return serving(server, TrioContext, runner)
 
-        await service.connection(make_runner, partial(trio.aclose_forcefully, stream))
+        await service.connection(
+            make_runner,
+            partial(trio.aclose_forcefully, stream),
+            TCPStream(stream, stream.socket),
+            PRIMITIVES,
+        )
 
     await serve_tcp(connection, at.host, at.port, task_status.started)
 

@@ -79,18 +79,26 @@ class ServerLimits:
     * ``max_connections``: connections open at once (1,000, or half the open-file
       limit where that is lower); one more gets an immediate 503 with
       ``Retry-After: retry_after`` and is closed.
+    * ``max_read_ahead``: bytes a connection may hold unparsed while its request is
+      answered (64 KiB): what a client sends meanwhile (a pipelined request) is read
+      up to it, and then no more until the answer is over, so that TCP holds the
+      client back.  While reading waits, a client's leaving is noticed only when
+      the answer's next write fails.
     """
 
     request_timeout: float = 20.0
     keep_alive_timeout: float = 15.0
     max_connections: int = field(default_factory=_default_max_connections)
     retry_after: int = 1
+    max_read_ahead: int = 64 * 1024
 
     def __post_init__(self) -> None:
         if self.request_timeout <= 0 or self.keep_alive_timeout <= 0:
             raise ValueError("request_timeout and keep_alive_timeout must be positive")
         if self.max_connections < 1:
             raise ValueError("max_connections must be at least 1")
+        if self.max_read_ahead < 1:
+            raise ValueError("max_read_ahead must be at least 1")
 
     def overloaded_response(self) -> bytes:
         """What a connection beyond ``max_connections`` gets before it is closed
@@ -133,22 +141,20 @@ class ConnectionGate:
 REFUSAL_LINGER = 1.0
 
 
-async def refuse_connection(
-    send_all: Callable[[bytes], Awaitable[None]],
-    send_eof: Callable[[], Awaitable[None]],
-    receive: Callable[[], Awaitable[bytes | bytearray]],
-    backend: Backend,
-    limits: ServerLimits,
-) -> None:
-    """Answer a connection beyond ``max_connections`` with 503, then end our side and
-    read what the peer sent until it closes (``REFUSAL_LINGER`` s at most): closing a
-    socket with unread bytes resets it, and the peer would lose the 503 with it.
-    The caller closes the connection."""
-    async with backend.move_on_after(REFUSAL_LINGER):
-        await send_all(limits.overloaded_response())
-        await send_eof()
-        while await receive():
-            pass
+async def refuse_connection(stream: Connection, backend: Backend, limits: ServerLimits) -> None:
+    """Answer a connection beyond ``max_connections`` (an HTTP listener's, or a
+    WebSocket one's before its handshake) with 503, then end our side and read what
+    the peer sent until it closes (``REFUSAL_LINGER`` s at most): closing a socket
+    with unread bytes resets it, and the peer would lose the 503 with it.  A peer
+    that left first is no error.  The caller closes the connection."""
+    try:
+        async with backend.move_on_after(REFUSAL_LINGER):
+            await stream.send_all(limits.overloaded_response())
+            await stream.send_eof()
+            while await stream.receive_some(_READ_SIZE):
+                pass
+    except OSError:
+        pass
 
 
 async def read_request(
@@ -566,15 +572,10 @@ class HTTPService(Generic[H]):
 
     async def connection(self, stream: Connection) -> None:
         """Serve one connection (a 503 beyond ``max_connections``)."""
-        receive = partial(stream.receive_some, _READ_SIZE)
         if not self.gate.enter():
-            try:
-                await refuse_connection(
-                    stream.send_all, stream.send_eof, receive, self.backend, self.limits
-                )
-            except OSError:
-                pass  # the peer left first
+            await refuse_connection(stream, self.backend, self.limits)
             return
+        receive = partial(stream.receive_some, _READ_SIZE)
         conn = HTTPServerConnection(max_body=self.max_body)
         try:
             await serve_requests(
@@ -598,11 +599,20 @@ class HTTPService(Generic[H]):
         self, stream: Connection, conn: HTTPServerConnection, exchange: Exchange
     ) -> bool:
         async def until_gone() -> None:
+            # Reading on is how a client's leaving shows; what it sends meanwhile (a
+            # pipelined request) waits in the parser, up to max_read_ahead.  Beyond it
+            # nothing is read until the answer is over: TCP holds the client back.
+            room = self.limits.max_read_ahead - conn.buffered
             try:
-                while data := await stream.receive_some(_READ_SIZE):
-                    conn.receive_data(data)  # a pipelined request waits in h11
+                while room > 0:
+                    data = await stream.receive_some(min(_READ_SIZE, room))
+                    if not data:
+                        return
+                    room -= len(data)
+                    conn.receive_data(data)
             except OSError:
-                pass
+                return
+            await self.backend.new_signal().wait()  # never set: the answer's end cancels it
 
         writer = _ConnectionWriter(stream, conn)
         return await answer_exchange(exchange, writer, until_gone, self.hosts, self.backend)

@@ -74,6 +74,8 @@ class WebSocketServeOptions(ListenOptions, total=False):
     max_message_size: int
     ping_interval: float | None
     handshake_timeout: float | None
+    pong_timeout: float | None
+    limits: ServerLimits
 
 
 @attrs.frozen

@@ -1,8 +1,8 @@
 """MCP over WebSocket, written once for every backend: a server's connection
-(one session per connection, the keep-alive pings, the opening handshake's
-time limit, a broken connection kept from taking the server down) and a
-client's (the opening and closing handshakes).  The adapter opens or accepts
-the connection and makes the session's runner over it."""
+(one session per connection, the connection cap, the keep-alive pings and their
+pong deadline, the opening handshake's time limit, a broken connection kept from
+taking the server down) and a client's (the opening and closing handshakes).
+The adapter opens or accepts the connection and makes the session's runner over it."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ import attrs
 
 from .._server_session import ServerSession
 from .._websocket import WebSocketAddress, WebSocketFraming
-from ._backend import Backend
+from ._backend import Backend, Connection
 from ._client import ClientAPI
 from ._client_options import ClientOptions
 from ._host import HostBase
+from ._http_service import DEFAULT_LIMITS, ConnectionGate, ServerLimits, refuse_connection
 from ._open_client import run_client
 from ._serve_options import Listening, WebSocketServeOptions
 from ._server import Server
@@ -45,21 +46,41 @@ class ConnectionRunner(Protocol):
 
 
 async def keep_websocket_alive(
-    framing: WebSocketFraming, host: ConnectionRunner, interval: float
+    framing: WebSocketFraming,
+    host: ConnectionRunner,
+    interval: float,
+    pong_timeout: float | None = None,
+    abort: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
-    """Ping the peer every ``interval`` seconds until the connection closes, so
-    intermediaries do not drop an idle connection."""
+    """Ping the peer after every ``interval`` seconds until the connection closes, so
+    intermediaries do not drop an idle connection.  With ``pong_timeout``, a peer
+    that has not answered a ping that many seconds after it was sent (a dead or
+    stalled peer, which would hold its session for good) is closed with ``abort``."""
+    backend = host.backend
     while not framing.closed:
-        await host.backend.sleep(interval)
+        await backend.sleep(interval)
         framing.ping()
-        await host.flush()
+        if pong_timeout is None or abort is None:
+            await host.flush()
+            continue
+        async with backend.move_on_after(pong_timeout):
+            await host.flush()  # (a peer that reads nothing holds this up: under the deadline)
+            await backend.sleep(pong_timeout)
+        if framing.awaiting_pong and not framing.closed:
+            logger.info("no pong within %g s; closing the WebSocket connection", pong_timeout)
+            await abort()
+            return
 
 
 @attrs.frozen
 class WebSocketServing:
     """What ``serve_ws`` serves (its keywords): sessions of ``server`` at ``path``;
     a connection whose opening handshake is not done within ``handshake_timeout``
-    seconds is closed; ``ping_interval`` keeps idle connections open."""
+    seconds is closed; ``ping_interval`` keeps idle connections open, and a peer
+    that does not answer a ping within ``pong_timeout`` seconds is closed.  Of
+    ``limits`` (the HTTP listeners' :class:`ServerLimits`) ``max_connections``
+    counts: one more connection gets an immediate 503 with ``Retry-After``, as
+    from the HTTP listeners."""
 
     server: Server
     path: str = "/mcp"
@@ -68,6 +89,13 @@ class WebSocketServing:
     max_message_size: int = 8 * 1024 * 1024
     ping_interval: float | None = 20.0
     handshake_timeout: float | None = 10.0
+    pong_timeout: float | None = 15.0
+    limits: ServerLimits = DEFAULT_LIMITS
+    _gate: ConnectionGate = attrs.field(init=False, eq=False, repr=False)
+
+    @_gate.default
+    def _new_gate(self) -> ConnectionGate:
+        return ConnectionGate(self.limits)
 
     @classmethod
     def of(
@@ -82,9 +110,25 @@ class WebSocketServing:
         self,
         make_runner: Callable[[ServerSession, WebSocketFraming], ConnectionRunner],
         abort: Callable[[], Awaitable[None]],
+        stream: Connection,
+        backend: Backend,
     ) -> None:
-        """Serve one accepted connection: ``make_runner`` runs a session over it,
-        ``abort`` closes it at once.  The listener closes it afterwards."""
+        """Serve one accepted connection (``stream``): ``make_runner`` runs a session
+        over it, ``abort`` closes it at once; beyond ``max_connections`` it is
+        refused.  The listener closes it afterwards."""
+        if not self._gate.enter():
+            await refuse_connection(stream, backend, self.limits)
+            return
+        try:
+            await self._serve(make_runner, abort)
+        finally:
+            self._gate.leave()
+
+    async def _serve(
+        self,
+        make_runner: Callable[[ServerSession, WebSocketFraming], ConnectionRunner],
+        abort: Callable[[], Awaitable[None]],
+    ) -> None:
         server = self.server
         session = server.create_session()
         framing = WebSocketFraming(
@@ -100,7 +144,14 @@ class WebSocketServing:
         try:
             async with runner.backend.open_task_group() as group:
                 if self.ping_interval:
-                    group.start_soon(keep_websocket_alive, framing, runner, self.ping_interval)
+                    group.start_soon(
+                        keep_websocket_alive,
+                        framing,
+                        runner,
+                        self.ping_interval,
+                        self.pong_timeout,
+                        abort,
+                    )
                 if self.handshake_timeout is not None:
                     group.start_soon(self._close_unless_open, framing, runner, abort)
                 await runner.run()

@@ -95,6 +95,18 @@ def serving_in_thread(serve: Callable[..., Any], server: Server, **options: Any)
         assert not thread.is_alive(), "the threaded Trio server did not stop"
 
 
+def answer_head(sock: socket.socket, request: bytes) -> bytes:
+    """Send ``request`` on a blocking socket; what came back up to (at least) the end
+    of the answer's head."""
+    sock.sendall(request)
+    received = b""
+    while b"\r\n\r\n" not in received:
+        chunk = sock.recv(65536)
+        assert chunk, received
+        received += chunk
+    return received
+
+
 def free_port() -> int:
     """A loopback port that was free a moment ago (for peers that cannot bind port 0
     and report it)."""

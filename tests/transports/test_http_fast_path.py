@@ -11,6 +11,8 @@ the same.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -867,8 +869,8 @@ def test_a_chunk_size_line_costs_linear_time() -> None:
 @pytest.mark.parametrize("fast_path", [True, False])
 def test_h11_reads_a_chunk_size_line_in_linear_time_too(fast_path: bool) -> None:
     """A client must not make a server spend seconds on one line, on the fast path or
-    on h11 (after a hand-over, or with the fast path off: h11 is given the fast path's
-    pattern for it)."""
+    on h11 (after a hand-over, or with the fast path off: our h11 connections read
+    size lines with the fast path's pattern)."""
     conn = HTTPServerConnection(fast_path=fast_path)
     conn.receive_data(b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
     conn.receive_data(b"5;" + b"\t" * 60_000 + b"\n\r\n")
@@ -936,3 +938,33 @@ def test_a_broken_chunked_request_ends_the_reading() -> None:
         conn.receive_data(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
         assert conn.next_request() == HTTPError(400, "Can't receive data when peer state is ERROR")
         assert not conn.start_next()
+
+
+def test_importing_our_packages_leaves_h11_as_it_was() -> None:
+    """Our linear size-line pattern is ours alone: every attribute of every h11 module
+    is the same object after importing every package of ours (and using an h11
+    connection of ours) as before."""
+    script = """
+import sys, h11, importlib, pkgutil
+names = ["h11"] + ["h11." + m.name for m in pkgutil.iter_modules(h11.__path__)]
+modules = [importlib.import_module(name) for name in names]
+before = {m.__name__: dict(vars(m)) for m in modules}
+import sansio_mcp, sansio_mcp.runtime, trio_adapters, asyncio_adapters, sansio_mcp_cli
+import sansio_mcp._http_fast, sansio_mcp_apps.gateway.runtime, sansio_mcp_apps.a2a.runtime
+from sansio_mcp._http import HTTPServerConnection
+conn = HTTPServerConnection(fast_path=False)
+conn.receive_data(b"POST / HTTP/1.1\\r\\nHost: x\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n")
+conn.receive_data(b"1\\r\\na\\r\\n0\\r\\n\\r\\n")
+assert conn.next_request().body == b"a"
+changed = [
+    f"{name}.{attr}"
+    for name, attrs in before.items()
+    for attr in set(attrs) | set(vars(sys.modules[name]))
+    if attrs.get(attr, before) is not vars(sys.modules[name]).get(attr, before)
+]
+print(changed)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr

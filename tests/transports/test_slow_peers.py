@@ -23,7 +23,7 @@ from sansio_mcp.runtime._http_service import ServerLimits
 from sansio_mcp_apps.example_server import build_server
 from tests.parity.harness import serving
 
-from .helpers import POST_HEADERS, initialize
+from .helpers import POST_HEADERS, answer_head, initialize
 
 BACKENDS = ["trio", "asyncio"]
 QUICK = ServerLimits(request_timeout=0.5, keep_alive_timeout=0.4, max_connections=50)
@@ -126,6 +126,16 @@ def test_an_idle_kept_alive_connection_is_closed_quietly(backend: str) -> None:
             assert 0.2 < waited < 2.0
 
 
+def _refused_at_once(port: int, request: bytes) -> None:
+    """A connection over the cap, ``request`` sent: a 503 with Retry-After, then the close."""
+    with _connected(port) as refused:
+        refused.sendall(request)
+        received, waited = _until_closed(refused)
+    assert received.startswith(b"HTTP/1.1 503 ")
+    assert b"retry-after: 1\r\n" in received.lower()
+    assert waited < 1.0
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_connection_over_the_cap_gets_503_at_once(backend: str) -> None:
     limits = ServerLimits(request_timeout=PATIENCE, keep_alive_timeout=PATIENCE, max_connections=3)
@@ -133,13 +143,10 @@ def test_a_connection_over_the_cap_gets_503_at_once(backend: str) -> None:
         for _ in range(3):
             held.enter_context(_connected(port)).sendall(b"POST /mcp HTTP/1.1\r\n")  # and stop
         time.sleep(0.2)  # the server has accepted all three
-        with _connected(port) as refused:
-            # A peer that sends its request at once still reads the 503 before the close.
-            refused.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n")
-            received, waited = _until_closed(refused)
-        assert received.startswith(b"HTTP/1.1 503 ")
-        assert b"retry-after: 1\r\n" in received.lower()
-        assert waited < 1.0
+        # A peer that sends its request at once still reads the 503 before the close.
+        _refused_at_once(
+            port, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n"
+        )
         held.close()  # the held connections go: a new one is served again
         deadline = time.monotonic() + PATIENCE
         while (status := _post_json(port)[1]) == 503 and time.monotonic() < deadline:
@@ -178,6 +185,92 @@ def test_the_default_cap_leaves_descriptors_for_the_rest() -> None:
     assert 1 <= cap <= 1000
     if soft != resource.RLIM_INFINITY:
         assert cap <= max(1, soft // 2)
-    for wrong in ({"request_timeout": 0}, {"keep_alive_timeout": -1}, {"max_connections": 0}):
+    for wrong in (
+        {"request_timeout": 0},
+        {"keep_alive_timeout": -1},
+        {"max_connections": 0},
+        {"max_read_ahead": 0},
+    ):
         with pytest.raises(ValueError):
             ServerLimits(**wrong)  # type: ignore[arg-type]
+
+
+# WebSocket: the same cap, and a pong deadline (issue "Hardening, second round", point 5)
+
+_WS_HANDSHAKE = (
+    b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+    b"Sec-WebSocket-Protocol: mcp\r\n\r\n"
+)
+
+
+def _ws_opened(sock: socket.socket) -> None:
+    """Open a WebSocket on ``sock`` (the server's 101 has come)."""
+    received = answer_head(sock, _WS_HANDSHAKE)
+    assert received.startswith(b"HTTP/1.1 101 "), received
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_websocket_connection_over_the_cap_gets_503_at_once(backend: str) -> None:
+    limits = ServerLimits(max_connections=2)
+    options = {"limits": limits, "ping_interval": None, "handshake_timeout": PATIENCE}
+    with serving(backend, "ws", build_server(), **options) as port, ExitStack() as held:
+        for _ in range(2):
+            _ws_opened(held.enter_context(_connected(port)))
+        _refused_at_once(port, _WS_HANDSHAKE)
+        held.close()  # the held connections go: a new one is served again
+        deadline = time.monotonic() + PATIENCE
+        while True:
+            with _connected(port) as sock:
+                sock.sendall(_WS_HANDSHAKE)
+                answer = sock.recv(65536)
+            if not answer.startswith(b"HTTP/1.1 503 ") or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert answer.startswith(b"HTTP/1.1 101 "), answer
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_websocket_peer_that_never_pongs_is_closed(backend: str) -> None:
+    options = {"ping_interval": 0.2, "pong_timeout": 0.3}
+    with serving(backend, "ws", build_server(), **options) as port, _connected(port) as sock:
+        _ws_opened(sock)
+        start = time.monotonic()
+        received, closed = b"", False
+        while not closed and time.monotonic() - start < PATIENCE:
+            try:
+                chunk = sock.recv(65536)  # pings come, and are never answered
+            except ConnectionResetError:
+                chunk = b""
+            received += chunk
+            closed = not chunk
+        waited = time.monotonic() - start
+    assert closed  # within PATIENCE, far past the ping and its deadline
+    assert waited > 0.4
+    assert received == b"" or received.startswith(b"\x89")  # (a ping frame)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_websocket_peer_that_answers_pings_stays(backend: str) -> None:
+    import wsproto
+    import wsproto.events as ws
+
+    options = {"ping_interval": 0.1, "pong_timeout": 0.2}
+    with serving(backend, "ws", build_server(), **options) as port, _connected(port) as sock:
+        client = wsproto.WSConnection(wsproto.ConnectionType.CLIENT)
+        sock.sendall(client.send(ws.Request(host="127.0.0.1", target="/mcp", subprotocols=["mcp"])))
+        pongs = 0
+        sock.settimeout(0.05)
+        end = time.monotonic() + 10 * 0.3  # ten pong deadlines
+        while time.monotonic() < end:
+            try:
+                data = sock.recv(65536)
+            except TimeoutError:
+                continue
+            assert data, "the server closed a connection that answered its pings"
+            client.receive_data(data)
+            for event in client.events():
+                if isinstance(event, ws.Ping):
+                    sock.sendall(client.send(event.response()))
+                    pongs += 1
+        assert pongs >= 3

@@ -487,3 +487,23 @@ def test_a_handshake_that_never_finishes_is_closed(backend: str) -> None:
 
     waited = trio.run(on_trio) if backend == "trio" else asyncio.run(on_asyncio())
     assert 0.4 < waited < 15
+
+
+def test_a_ping_is_awaited_until_its_pong() -> None:
+    """``awaiting_pong``: set by our ping, cleared by the peer's pong (what the
+    server's pong deadline reads); a message is no pong."""
+    from sansio_mcp._websocket import MCPWebSocket
+
+    peer = wsproto.WSConnection(wsproto.ConnectionType.CLIENT)
+    ours = MCPWebSocket(client=False)
+    ours.receive_data(peer.send(ws.Request(host="127.0.0.1", target="/mcp", subprotocols=["mcp"])))
+    peer.receive_data(ours.data_to_send())
+    assert not ours.awaiting_pong
+    ours.ping()
+    assert ours.awaiting_pong
+    peer.receive_data(ours.data_to_send())
+    (ping,) = [event for event in peer.events() if isinstance(event, ws.Ping)]
+    ours.receive_data(peer.send(ws.Message(data="{}")))
+    assert ours.awaiting_pong
+    ours.receive_data(peer.send(ping.response()))
+    assert not ours.awaiting_pong
