@@ -18,6 +18,7 @@ from ._connection import Lifeline, ServerGone, describe_exit
 from ._findings import Findings, PropertyFailure
 from ._options import CheckOptions
 from ._probe import Probe
+from ._regex import linear_validator, unsupported
 from .schemas import load_schema
 
 __all__ = ["ToolProbes"]
@@ -117,6 +118,11 @@ class ToolProbes(Probe):
                 problem = schema_problem(schema, revision)
                 if problem is None and _must_be_object(key, revision) and not _is_object(schema):
                     problem = f'an {key} must have "type": "object" at its root'
+                for pattern, why in _unrunnable_patterns(schema):
+                    self.skip(
+                        f"tool {tool['name']}: pattern {pattern[:100]!r} of its {key}",
+                        f"not checked: {why} (only patterns that run in linear time are)",
+                    )
                 if problem is not None:
                     self.violate(
                         "tool-schemas",
@@ -431,6 +437,28 @@ def schema_problem(schema: Any, revision: str | None) -> str | None:
     return None
 
 
+def _unrunnable_patterns(schema: Any) -> list[tuple[str, str]]:
+    """The patterns in ``schema`` (``pattern``, ``patternProperties``) that the checker
+    does not run, each with why."""
+    found: list[tuple[str, str]] = []
+    pending = [schema]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, list):
+            pending.extend(node)
+        if not isinstance(node, dict):
+            continue
+        patterns = [node["pattern"]] if isinstance(node.get("pattern"), str) else []
+        if isinstance(node.get("patternProperties"), dict):
+            patterns += list(node["patternProperties"])
+        for pattern in patterns:
+            why = unsupported(pattern)
+            if why is not None and (pattern, why) not in found:
+                found.append((pattern, why))
+        pending.extend(node.values())
+    return found
+
+
 def _must_be_object(key: str, revision: str) -> bool:
     return key == "inputSchema" or revision < _ANY_OUTPUT_SCHEMA_FROM
 
@@ -466,6 +494,9 @@ def _structured_problem(tool: dict[str, Any], result: dict[str, Any]) -> str | N
 
     try:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        # The server's patterns run in linear time: a backtracking one against its own
+        # result would hold the checker past every timeout.
+        cls = linear_validator(cls)
         error = jsonschema.exceptions.best_match(
             cls(schema).iter_errors(result["structuredContent"])
         )

@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 from sansio_mcp._versions import ALL_REVISIONS, REVISIONS
 
 from ._catalog import CATEGORIES, MessageKind, catalog, response_envelope
+from ._regex import linear_validator
 from ._spec import (
     WRONG_TYPE_SAMPLES,
     Lazy,
@@ -399,7 +400,7 @@ def _validator(schema: Any) -> Any | None:
     try:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         cls.check_schema(schema)
-        return cls(schema)
+        return linear_validator(cls)(schema)
     except Exception:
         return None
 
