@@ -15,8 +15,10 @@ from sansio_mcp._http import HTTPRequest
 from sansio_mcp._registry import decode_state_cursor, encode_cursor, encode_state_cursor
 from sansio_mcp.gateway import (
     CONNECTOR_TRANSITIONS,
+    DEFAULT_MAX_TOOLS_PER_CONNECTOR,
     Backoff,
     Catalog,
+    CatalogView,
     ConfigError,
     ConnectorStatus,
     ConnectorTools,
@@ -33,6 +35,7 @@ from sansio_mcp.gateway import (
     next_status,
     parse_config,
     split_tool_name,
+    status_report,
 )
 from sansio_mcp.runtime.gateway import Gateway
 
@@ -524,3 +527,123 @@ def test_modern_only_methods_are_not_found_for_a_handshake_client(
     assert answer.status == 200
     error = json.loads(answer.take())["error"]
     assert error["code"] == -32601 and method in error["message"], error
+
+
+# A big catalog -------------------------------------------------------------------------
+
+
+def _count_listings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Each connector whose tools are qualified and sorted into a listing, as it is."""
+    import sansio_mcp.gateway._catalog as catalog_module
+
+    built: list[str] = []
+    real = catalog_module.apply_overrides
+
+    def counted(connector: str, *args: Any) -> list[dict[str, Any]]:
+        built.append(connector)
+        return real(connector, *args)
+
+    monkeypatch.setattr(catalog_module, "apply_overrides", counted)
+    return built
+
+
+def test_pages_of_a_big_catalog_are_cut_from_one_sort(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before: every page qualified and sorted the whole catalog again (400,000 tools:
+    # more than a second per page, the loop blocked).
+    built = _count_listings(monkeypatch)
+    store = MemoryStore(["a", "b"])
+    config = parse_config(
+        {"connectors": {n: {"transport": "http", "url": "http://127.0.0.1:1/mcp"} for n in "ab"}}
+    )
+    for name in ("a", "b"):
+        tools = tuple({"name": f"t{i:05d}"} for i in reversed(range(5_000)))
+        move(store, name, StatusTrigger.LISTED, tools=ConnectorTools(tools))
+    view = CatalogView(store, config)
+    seen: list[str] = []
+    cursor: str | None = None
+    while True:
+        page, cursor = view().page(cursor, 100)
+        seen += [t["name"] for t in page]
+        assert view().resolve(page[0]["name"])  # a call in between changes nothing
+        if cursor is None:
+            break
+    assert seen == [f"{c}.t{i:05d}" for c in "ab" for i in range(5_000)]
+    assert built == ["a", "b"]  # one listing for 100 pages
+    move(store, "b", StatusTrigger.FAILED, error="gone")
+    assert len(view().page(None, 10)[0]) == 10
+    assert built == ["a", "b", "a"]  # made again once the store changed
+
+
+def _bring(store: MemoryStore, connector: str, tools: list[str] | None) -> None:
+    """Make ``connector`` list ``tools`` (None: down), by the moves an upstream makes."""
+    status = store.record(connector).status
+    if tools is None:
+        if status is ConnectorStatus.READY:
+            move(store, connector, StatusTrigger.FAILED, error="down")
+        return
+    listed = ConnectorTools(tuple({"name": t} for t in tools))
+    if status is ConnectorStatus.BACKOFF:
+        move(store, connector, StatusTrigger.RETRY)
+        status = ConnectorStatus.CONNECTING
+    trigger = (
+        StatusTrigger.LIST_CHANGED if status is ConnectorStatus.READY else StatusTrigger.LISTED
+    )
+    move(store, connector, trigger, tools=listed)
+
+
+@given(st.lists(catalogues, min_size=1, max_size=6), st.integers(1, 5))
+def test_a_walk_through_a_store_that_changes_gives_each_tool_once(
+    reads: list[dict[str, list[str]]], size: int
+) -> None:
+    # Pages come from the view's one sorted listing per store version; a change between
+    # two pages makes a new one, and the walk still repeats nothing and skips nothing.
+    connectors = ("a", "a-b", "b", "Z", "c_1")
+    config = parse_config(
+        {
+            "connectors": {
+                n: {"transport": "http", "url": "http://127.0.0.1:1/mcp"} for n in connectors
+            }
+        }
+    )
+    store = MemoryStore(connectors)
+    view = CatalogView(store, config)
+    seen: list[str] = []
+    cursor: str | None = None
+    for page in range(200):
+        read = reads[min(page, len(reads) - 1)]
+        before = store.version
+        catalog = view()
+        for connector in connectors:
+            _bring(store, connector, read.get(connector))
+        assert (view() is catalog) == (store.version == before)
+        tools, cursor = view().page(cursor, size)
+        seen += [t["name"] for t in tools]
+        if cursor is None:
+            break
+    else:
+        raise AssertionError("the walk did not end")
+    read = [reads[min(p, len(reads) - 1)] for p in range(page + 1)]
+    always = set.intersection(*({f"{c}.{t}" for c, ts in r.items() for t in ts} for r in read))
+    assert len(seen) == len(set(seen)), seen
+    assert always <= set(seen), always - set(seen)
+
+
+def test_tools_past_the_limit_are_left_out_and_the_status_says_so() -> None:
+    assert parse_config(CONFIG).connectors[0].max_tools == DEFAULT_MAX_TOOLS_PER_CONNECTOR == 10_000
+    config = parse_config({**CONFIG, "max_tools_per_connector": 3})
+    assert {c.max_tools for c in config.connectors} == {3}
+    store = MemoryStore(["github", "files"])
+    many = [{"name": f"t{i}"} for i in range(5)]
+    move(store, "github", StatusTrigger.LISTED, tools=ConnectorTools.capped(many, None, 3))
+    move(store, "files", StatusTrigger.LISTED, tools=ConnectorTools.capped(many[:3], None, 3))
+    names = [t["name"] for t in catalog_of(store, config).tools()]
+    assert names == ["files.t0", "files.t1", "files.t2", "github.t0", "github.t1", "github.t2"]
+    status = status_report(store, config)
+    assert status["github"]["warning"] == (
+        "the upstream lists more than 3 tools: only the first 3 are offered "
+        "(max_tools_per_connector)"
+    )
+    assert "warning" not in status["files"]
+    for bad in (0, -1, True, "10", 1.5):
+        with pytest.raises(ConfigError, match="max_tools_per_connector must be a positive"):
+            parse_config({**CONFIG, "max_tools_per_connector": bad})
