@@ -116,6 +116,25 @@ class ConnectorTools:
     def find(self, name: str) -> Mapping[str, Any] | None:
         return self._by_name.get(name)
 
+    @functools.cached_property
+    def _listed(self) -> list[Any]:
+        return []  # the latest listing: [(connector, overrides), listing]
+
+    def listing(
+        self, connector: str, overrides: Mapping[str, ToolOverride]
+    ) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
+        """These tools as ``connector`` lists them (:func:`apply_overrides`), sorted,
+        with their positions; made once while the connector's tools stay these (a
+        change of another connector sorts nothing of this one again)."""
+        if not self._listed or self._listed[0] != (connector, overrides):
+            listed: dict[tuple[str, str], dict[str, Any]] = {}
+            for tool in apply_overrides(connector, self.tools, overrides):
+                listed.setdefault(listing_position(tool["name"]), tool)
+            positions = sorted(listed)
+            self._listed[:] = [(connector, overrides), (positions, [listed[p] for p in positions])]
+        listing: tuple[list[tuple[str, str]], list[dict[str, Any]]] = self._listed[1]
+        return listing
+
 
 def list_freshness(
     ttls: Iterable[int | None], missing: Sequence[str], default_ttl_ms: int = DEFAULT_TTL_MS
@@ -150,15 +169,16 @@ class Catalog:
     @functools.cached_property
     def _listing(self) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
         """The listed tools' positions, sorted, and the tools in that order: made
-        once per catalog, so that a page is a bisection, not a sort of everything."""
-        listed: dict[tuple[str, str], dict[str, Any]] = {}
-        for name in self.order:
-            entry = self.connectors.get(name)
-            if entry is not None:
-                for tool in apply_overrides(name, entry.tools, self.overrides.get(name, {})):
-                    listed.setdefault(listing_position(tool["name"]), tool)
-        positions = sorted(listed)
-        return positions, [listed[position] for position in positions]
+        once per catalog, so that a page is a bisection, not a sort of everything;
+        and of connectors' listings each sorted once (connector names have no dot:
+        the listing sorted by connector, then tool, is theirs one after another)."""
+        positions: list[tuple[str, str]] = []
+        tools: list[dict[str, Any]] = []
+        for name in sorted(n for n in self.order if n in self.connectors):
+            more, listed = self.connectors[name].listing(name, self.overrides.get(name, {}))
+            positions += more
+            tools += listed
+        return positions, tools
 
     def page(self, cursor: Any, size: int) -> tuple[list[dict[str, Any]], str | None]:
         """The tools after ``cursor`` (from the start when None), at most ``size``,

@@ -39,6 +39,7 @@ from sansio_mcp.gateway import (
     split_tool_name,
     status_report,
 )
+from sansio_mcp.gateway._catalog import encode_position
 from sansio_mcp.runtime.gateway import Gateway
 
 names = st.from_regex(r"\A[a-zA-Z0-9_-]{1,48}\Z")
@@ -585,8 +586,12 @@ def test_pages_of_a_big_catalog_are_cut_from_one_sort(monkeypatch: pytest.Monkey
     assert seen == [f"{c}.t{i:05d}" for c in "ab" for i in range(5_000)]
     assert built == ["a", "b"]  # one listing for 100 pages
     move(store, "b", StatusTrigger.FAILED, error="gone")
-    assert len(view().page(None, 10)[0]) == 10
-    assert built == ["a", "b", "a"]  # made again once the store changed
+    assert view().page(None, 10)[0][0]["name"] == "a.t00000"
+    move(store, "b", StatusTrigger.RETRY)
+    move(store, "b", StatusTrigger.LISTED, tools=ConnectorTools(({"name": "new"},)))
+    assert [t["name"] for t in view().page(encode_position(("a", "t04999")), 10)[0]] == ["b.new"]
+    # A new catalog for each change, but only the connector that changed sorted again.
+    assert built == ["a", "b", "b"]
 
 
 def _bring(store: MemoryStore, connector: str, tools: list[str] | None) -> None:
