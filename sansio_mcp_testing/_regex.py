@@ -19,7 +19,7 @@ import re._parser as sre_parse  # type: ignore[import-not-found]
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["MAX_STATES", "UnsupportedPattern", "linear_validator", "search", "unsupported"]
+__all__ = ["MAX_STATES", "UnsupportedPattern", "search", "unsupported"]
 
 #: Automaton states a pattern may expand to (``(a{1,100}){1,100}`` is 10,000).
 MAX_STATES = 5000
@@ -247,73 +247,3 @@ def search(pattern: str, text: str) -> bool:
     if isinstance(program, str):
         raise UnsupportedPattern(program)
     return program.search(text)
-
-
-def _matches(pattern: str, text: str) -> bool | None:
-    """None: ``pattern`` cannot be run in linear time, and is not checked."""
-    try:
-        return search(pattern, text)
-    except UnsupportedPattern:
-        return None
-
-
-def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[Any]:
-    from jsonschema.exceptions import ValidationError
-
-    if validator.is_type(instance, "string") and isinstance(pattern, str):
-        if _matches(pattern, instance) is False:
-            yield ValidationError(f"{instance!r} does not match {pattern!r}")
-
-
-def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Iterator[Any]:
-    if not validator.is_type(instance, "object"):
-        return
-    for pattern, subschema in patterns.items():
-        for key, value in instance.items():
-            if _matches(pattern, key):
-                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
-
-
-def _additional_properties(validator: Any, extra: Any, instance: Any, schema: Any) -> Iterator[Any]:
-    from jsonschema.exceptions import ValidationError
-
-    if not validator.is_type(instance, "object"):
-        return
-    properties = schema.get("properties", {})
-    patterns = list(schema.get("patternProperties", {}))
-    extras = {
-        key
-        for key in instance
-        if key not in properties and not any(_matches(p, key) for p in patterns)
-    }
-    if validator.is_type(extra, "object"):
-        for key in extras:
-            yield from validator.descend(instance[key], extra, path=key)
-    elif not extra and extras:
-        joined = ", ".join(repr(key) for key in sorted(extras))
-        if patterns:
-            verb = "does" if len(extras) == 1 else "do"
-            listed = ", ".join(repr(p) for p in sorted(patterns))
-            yield ValidationError(f"{joined} {verb} not match any of the regexes: {listed}")
-        else:
-            verb = "was" if len(extras) == 1 else "were"
-            yield ValidationError(
-                f"Additional properties are not allowed ({joined} {verb} unexpected)"
-            )
-
-
-@functools.cache
-def linear_validator(cls: Any) -> Any:
-    """``cls`` (a jsonschema validator class) with ``pattern``, ``patternProperties``
-    and ``additionalProperties`` searched by :func:`search`: a pattern it cannot run
-    is not checked (a value passes it, a key matches none)."""
-    import jsonschema
-
-    return jsonschema.validators.extend(
-        cls,
-        {
-            "pattern": _pattern,
-            "patternProperties": _pattern_properties,
-            "additionalProperties": _additional_properties,
-        },
-    )

@@ -5,6 +5,7 @@ minimal failing call."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +19,8 @@ from ._connection import Lifeline, ServerGone, describe_exit
 from ._findings import Findings, PropertyFailure
 from ._options import CheckOptions
 from ._probe import Probe
-from ._regex import linear_validator, unsupported
+from ._regex import unsupported
+from ._validation import BudgetExceeded, checked_validator, time_budget
 from .schemas import load_schema
 
 __all__ = ["ToolProbes"]
@@ -115,7 +117,11 @@ class ToolProbes(Probe):
                 if schema is None:
                     continue
                 self.findings.count("tool-schemas")
-                problem = schema_problem(schema, revision)
+                try:
+                    problem = schema_problem(schema, revision, budget=self.options.timeout)
+                except BudgetExceeded:
+                    self.skip(f"tool {tool['name']}: its {key}", self._too_slow(key))
+                    continue
                 if problem is None and _must_be_object(key, revision) and not _is_object(schema):
                     problem = f'an {key} must have "type": "object" at its root'
                 for pattern, why in _unrunnable_patterns(schema):
@@ -141,11 +147,26 @@ class ToolProbes(Probe):
             execution = tool.get("execution")
             if isinstance(execution, dict) and execution.get("taskSupport") == "required":
                 self.skip(f"tool {tool['name']}", _TASK_ONLY)  # 2025-11-25 says so up front
-            elif schema is None or (_is_object(schema) and schema_problem(schema, None) is None):
+            elif schema is None:
                 found.append(tool)
             else:
-                self.skip(f"tool {tool['name']}", "its inputSchema is unusable (see tool-schemas)")
+                try:
+                    problem = schema_problem(schema, None, budget=self.options.timeout)
+                except BudgetExceeded:
+                    self.skip(f"tool {tool['name']}", self._too_slow("inputSchema"))
+                    continue
+                if _is_object(schema) and problem is None:
+                    found.append(tool)
+                else:
+                    why = "its inputSchema is unusable (see tool-schemas)"
+                    self.skip(f"tool {tool['name']}", why)
         return found
+
+    def _too_slow(self, key: str) -> str:
+        return (
+            f"not checked: validating a value against its {key} took over "
+            f"{self.options.timeout:g}s (--timeout)"
+        )
 
     async def valid_arguments(self) -> None:
         from .strategies import from_schema
@@ -171,9 +192,16 @@ class ToolProbes(Probe):
                 f"({value.message!r}): tool failures must be isError results"
             )
         if kind == "result":
-            return _content_problem(value, self.conn.revision, self.options.schema_dir) or (
-                _structured_problem(tool, value)
-            )
+            problem = _content_problem(value, self.conn.revision, self.options.schema_dir)
+            if problem is not None:
+                return problem
+            try:
+                with time_budget(self.options.timeout):
+                    return _structured_problem(tool, value)
+            except BudgetExceeded:
+                self.skip(
+                    f"tool {tool['name']}: its structuredContent", self._too_slow("outputSchema")
+                )
         return None
 
     async def invalid_arguments(self) -> None:
@@ -413,9 +441,10 @@ _DIALECT_2020_12_FROM = "2025-11-25"
 _ANY_OUTPUT_SCHEMA_FROM = "2026-07-28"
 
 
-def schema_problem(schema: Any, revision: str | None) -> str | None:
+def schema_problem(schema: Any, revision: str | None, *, budget: float | None = None) -> str | None:
     """Why ``schema`` is no valid JSON Schema in ``revision``'s default dialect (its
-    ``$schema`` wins), or None."""
+    ``$schema`` wins), or None; raises :class:`BudgetExceeded` when validating a
+    value against it takes over ``budget`` seconds."""
     import jsonschema
 
     if not isinstance(schema, dict):
@@ -428,7 +457,11 @@ def schema_problem(schema: Any, revision: str | None) -> str | None:
     try:
         cls = jsonschema.validators.validator_for(schema, default=default)
         cls.check_schema(schema)
-        cls(schema).is_valid({})  # resolves local references lazily; surfaces bad $refs early
+        with time_budget(budget if budget is not None else math.inf):
+            # Resolves local references lazily: surfaces bad $refs early.
+            checked_validator(cls)(schema).is_valid({})
+    except BudgetExceeded:
+        raise
     except jsonschema.exceptions.SchemaError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
         return f"at {where}: {exc.message[:200]}"
@@ -494,12 +527,14 @@ def _structured_problem(tool: dict[str, Any], result: dict[str, Any]) -> str | N
 
     try:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        # The server's patterns run in linear time: a backtracking one against its own
-        # result would hold the checker past every timeout.
-        cls = linear_validator(cls)
+        # A backtracking pattern (or nested anyOf) against the server's own result
+        # would hold the checker past every timeout.
+        cls = checked_validator(cls)
         error = jsonschema.exceptions.best_match(
             cls(schema).iter_errors(result["structuredContent"])
         )
+    except BudgetExceeded:
+        raise
     except Exception:
         return None  # an invalid outputSchema is the tool-schemas property's business
     if error is not None:

@@ -34,7 +34,6 @@ from hypothesis import strategies as st
 from sansio_mcp._versions import ALL_REVISIONS, REVISIONS
 
 from ._catalog import CATEGORIES, MessageKind, catalog, response_envelope
-from ._regex import linear_validator
 from ._spec import (
     WRONG_TYPE_SAMPLES,
     Lazy,
@@ -47,6 +46,7 @@ from ._spec import (
     json_values,
     mutations,
 )
+from ._validation import BudgetExceeded, checked_validator, time_budget
 
 __all__ = [
     "INVALID_KINDS",
@@ -392,6 +392,20 @@ class SchemaStrategy:
         return not self.unsupported
 
 
+#: Seconds to judge one drawn value against a schema (past them it is dropped: a
+#: schema whose nested anyOf takes exponential time must not hang a draw).
+_JUDGE_BUDGET = 1.0
+
+
+def _judged(validator: Any, value: Any) -> bool | None:
+    """Whether ``value`` is valid (None: not known within :data:`_JUDGE_BUDGET`)."""
+    try:
+        with time_budget(_JUDGE_BUDGET):
+            return bool(validator.is_valid(value))
+    except BudgetExceeded:
+        return None
+
+
 def _validator(schema: Any) -> Any | None:
     try:
         import jsonschema
@@ -400,7 +414,7 @@ def _validator(schema: Any) -> Any | None:
     try:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         cls.check_schema(schema)
-        return linear_validator(cls)(schema)
+        return checked_validator(cls)(schema)
     except Exception:
         return None
 
@@ -803,7 +817,7 @@ def from_schema(schema: Any) -> SchemaStrategy:
     strategy = raw
     filtered = False
     if needs_filter and validator is not None:
-        strategy = raw.filter(lambda v: bool(validator.is_valid(v)))
+        strategy = raw.filter(lambda v: _judged(validator, v) is True)
         filtered = True
     invalid, reason = _invalid_strategy(schema, raw, validator)
     return SchemaStrategy(strategy, unsupported, invalid, reason, filtered)
@@ -850,7 +864,7 @@ def _invalid_strategy(
             value[name] = bad
         return value
 
-    return broken().filter(lambda v: not validator.is_valid(v)), None
+    return broken().filter(lambda v: _judged(validator, v) is False), None
 
 
 def describe_value(value: Any) -> str:

@@ -44,6 +44,8 @@ DEFECTS = {
 HOSTILE = {
     "backtracking-pattern": 'tool "match" has an outputSchema pattern ^(a+)+$, which its '
     "result misses by one character (exponential time for a backtracking regex engine)",
+    "exponential-schema": 'tool "nest" has an outputSchema of anyOf nested 40 deep through '
+    "$ref, two ways at each level, which its result fails (2**40 paths to try)",
     "notification-flood": "after notifications/initialized, 1 MiB notifications "
     "($FLOOD_MIB of them, 40 unless set)",
 }
@@ -83,6 +85,12 @@ if "close-output" in MODES:
     TOOLS.append(tool("hangup", bye={"type": "boolean"}))
 if "stall" in MODES:
     TOOLS.append(tool("stall", wait={"type": "boolean"}))
+if "exponential-schema" in MODES:
+    defs: dict = {"l40": {"type": "string"}}
+    for level in range(40):
+        defs[f"l{level}"] = {"anyOf": [{"$ref": f"#/$defs/l{level + 1}"}] * 2}
+    nested = {"type": "object", "properties": {"v": {"$ref": "#/$defs/l0"}}, "$defs": defs}
+    TOOLS.append({"name": "nest", "inputSchema": {"type": "object"}, "outputSchema": nested})
 if "backtracking-pattern" in MODES:
     word = {"type": "string", "pattern": "^(a+)+$"}
     TOOLS.append(
@@ -115,6 +123,8 @@ def call_tool(request_id: object, params: dict) -> None:
     if name == "table":
         rows = "many" if "structured-mismatch" in MODES else 3
         return result(request_id, dict(text("a table"), structuredContent={"rows": rows}))
+    if name == "nest":
+        return result(request_id, dict(text("a number"), structuredContent={"v": 7}))
     if name == "match":
         return result(request_id, dict(text("a word"), structuredContent={"word": "a" * 64 + "!"}))
     if name == "film":

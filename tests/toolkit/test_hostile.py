@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -14,7 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sansio_mcp_testing._recorder import RECEIVED, Recorder
-from sansio_mcp_testing._regex import MAX_STATES, linear_validator, search, unsupported
+from sansio_mcp_testing._regex import MAX_STATES, search, unsupported
+from sansio_mcp_testing._validation import BudgetExceeded, checked_validator, time_budget
 
 from .defective_server import HOSTILE
 from .test_defects import DEFECTIVE, check, found
@@ -90,7 +92,21 @@ _SCHEMA = {
     "properties": {"word": {"type": "string", "pattern": "^(a+)+$"}},
     "patternProperties": {"^x(a+)+$": {"type": "integer"}},
     "additionalProperties": False,
+    "uniqueItems": True,
 }
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-2, 2)
+    | st.sampled_from([1.0, 0.0, 2.5])
+    | st.text("ab", max_size=2),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text("ab", max_size=2), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
 
 
 @given(
@@ -98,22 +114,47 @@ _SCHEMA = {
         st.sampled_from(["word", "xaa", "xa!", "other", "xaaa"]),
         st.sampled_from(["a", "aa!", 3, "", "aaa"]),
     )
+    | st.lists(_JSON, max_size=5)
 )
-def test_the_linear_validator_judges_as_jsonschema_does(instance: dict[str, object]) -> None:
+def test_the_checked_validator_judges_as_jsonschema_does(instance: object) -> None:
     def errors(cls: type) -> list[str]:
         return sorted(e.message for e in cls(_SCHEMA).iter_errors(instance))
 
-    linear = linear_validator(jsonschema.Draft202012Validator)
+    linear = checked_validator(jsonschema.Draft202012Validator)
     assert errors(linear) == errors(jsonschema.Draft202012Validator)
 
 
-def test_the_linear_validator_passes_a_pattern_it_cannot_run() -> None:
-    linear = linear_validator(jsonschema.Draft202012Validator)
+def test_the_checked_validator_passes_a_pattern_it_cannot_run() -> None:
+    linear = checked_validator(jsonschema.Draft202012Validator)
     schema = {"type": "string", "pattern": r"(a)\1"}
     assert linear(schema).is_valid("b")
 
 
-def test_a_backtracking_output_pattern_is_judged_in_time(tmp_path, schema_dir: str) -> None:
+def test_unique_items_are_told_apart_in_linear_time() -> None:
+    # jsonschema compares every pair of objects: 100,000 distinct ones never ended.
+    validator = checked_validator(jsonschema.Draft202012Validator)({"uniqueItems": True})
+    distinct = [{"n": i} for i in range(100_000)]
+    assert validator.is_valid(distinct)
+    assert not validator.is_valid([*distinct, {"n": 5}])
+
+
+def _nested_any_of(depth: int) -> dict[str, object]:
+    """Each level two ways to the next: 2**depth paths for a value that fails them all."""
+    defs: dict[str, object] = {f"l{depth}": {"type": "string"}}
+    for level in range(depth):
+        step = {"$ref": f"#/$defs/l{level + 1}"}
+        defs[f"l{level}"] = {"anyOf": [step, step]}
+    return {"$defs": defs, "$ref": "#/$defs/l0"}
+
+
+def test_validation_stops_at_its_budget() -> None:
+    validator = checked_validator(jsonschema.Draft202012Validator)(_nested_any_of(40))
+    with pytest.raises(BudgetExceeded), time_budget(0.2):
+        validator.is_valid(7)
+    assert validator.is_valid("fine")  # without a budget, and a value the first path takes
+
+
+def test_a_backtracking_output_pattern_is_judged_in_time(tmp_path: Path, schema_dir: str) -> None:
     data = check(tmp_path, schema_dir, *DEFECTIVE, "backtracking-pattern", revision="2025-06-18")
     finding = found(data, "valid-arguments", "structuredContent does not match the outputSchema")
     assert finding["tool"] == "match"
@@ -180,7 +221,7 @@ async def test_an_answer_after_a_flood_is_still_waited_for() -> None:
     assert line is not None and line.obj["result"] == {}
 
 
-def test_a_notification_flood_ends_in_a_report_line(tmp_path, schema_dir: str) -> None:
+def test_a_notification_flood_ends_in_a_report_line(tmp_path: Path, schema_dir: str) -> None:
     data = check(
         tmp_path,
         schema_dir,
@@ -198,5 +239,17 @@ def test_a_notification_flood_ends_in_a_report_line(tmp_path, schema_dir: str) -
     assert data["properties"]["malformed-jsonrpc"]["checks"] == 7, data["stderr"][-2000:]
 
 
+def test_an_exponential_output_schema_is_given_up_at_the_timeout(
+    tmp_path: Path, schema_dir: str
+) -> None:
+    data = check(tmp_path, schema_dir, *DEFECTIVE, "exponential-schema", revision="2025-06-18")
+    skipped = [s for s in data["skipped"] if s["what"] == "tool nest: its structuredContent"]
+    assert skipped, data["skipped"]
+    assert skipped[0]["reason"] == (
+        "not checked: validating a value against its outputSchema took over 1s (--timeout)"
+    )
+    assert data["properties"]["malformed-jsonrpc"]["checks"] == 7, data["stderr"][-2000:]
+
+
 def test_every_hostile_mode_is_tested() -> None:
-    assert set(HOSTILE) == {"backtracking-pattern", "notification-flood"}
+    assert set(HOSTILE) == {"backtracking-pattern", "exponential-schema", "notification-flood"}
