@@ -20,7 +20,13 @@ from ._findings import Findings, PropertyFailure
 from ._options import CheckOptions
 from ._probe import Probe
 from ._regex import unsupported
-from ._validation import BudgetExceeded, checked_validator, time_budget
+from ._validation import (
+    UNEVALUATED_UNCHECKED,
+    BudgetExceeded,
+    checked_validator_for,
+    time_budget,
+    unevaluated_unchecked,
+)
 from .schemas import load_schema
 
 __all__ = ["ToolProbes"]
@@ -129,6 +135,9 @@ class ToolProbes(Probe):
                         f"tool {tool['name']}: pattern {pattern[:100]!r} of its {key}",
                         f"not checked: {why} (only patterns that run in linear time are)",
                     )
+                if unevaluated_unchecked(schema):
+                    where = f"tool {tool['name']}: unevaluatedProperties of its {key}"
+                    self.skip(where, UNEVALUATED_UNCHECKED)
                 if problem is not None:
                     self.violate(
                         "tool-schemas",
@@ -455,11 +464,11 @@ def schema_problem(schema: Any, revision: str | None, *, budget: float | None = 
         else jsonschema.Draft202012Validator
     )
     try:
-        cls = jsonschema.validators.validator_for(schema, default=default)
+        cls = checked_validator_for(schema, default)
         cls.check_schema(schema)
         with time_budget(budget if budget is not None else math.inf):
             # Resolves local references lazily: surfaces bad $refs early.
-            checked_validator(cls)(schema).is_valid({})
+            cls(schema).is_valid({})
     except BudgetExceeded:
         raise
     except jsonschema.exceptions.SchemaError as exc:
@@ -526,10 +535,9 @@ def _structured_problem(tool: dict[str, Any], result: dict[str, Any]) -> str | N
     import jsonschema
 
     try:
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         # A backtracking pattern (or nested anyOf) against the server's own result
         # would hold the checker past every timeout.
-        cls = checked_validator(cls)
+        cls = checked_validator_for(schema, jsonschema.Draft202012Validator)
         error = jsonschema.exceptions.best_match(
             cls(schema).iter_errors(result["structuredContent"])
         )

@@ -16,7 +16,21 @@ from typing import Any
 
 from ._regex import UnsupportedPattern, search
 
-__all__ = ["BudgetExceeded", "checked_validator", "time_budget"]
+__all__ = [
+    "BudgetExceeded",
+    "UNEVALUATED_UNCHECKED",
+    "checked_validator",
+    "checked_validator_for",
+    "mentions",
+    "time_budget",
+    "unevaluated_unchecked",
+]
+
+#: Why a schema's ``unevaluatedProperties`` may go unchecked.
+UNEVALUATED_UNCHECKED = (
+    "not checked: beside patternProperties, jsonschema matches their patterns with a "
+    "backtracking regex engine, which no timeout can stop"
+)
 
 Keyword = Callable[[Any, Any, Any, Any], Any]
 
@@ -136,15 +150,46 @@ _LINEAR = {
 }
 
 
+def _unchecked(validator: Any, value: Any, instance: Any, schema: Any) -> None:
+    return None
+
+
+def mentions(schema: Any, keyword: str) -> bool:
+    """Whether ``keyword`` is a key anywhere in ``schema``."""
+    if isinstance(schema, dict):
+        return keyword in schema or any(mentions(v, keyword) for v in schema.values())
+    if isinstance(schema, list):
+        return any(mentions(v, keyword) for v in schema)
+    return False
+
+
+def unevaluated_unchecked(schema: Any) -> bool:
+    """Whether :func:`checked_validator_for` leaves ``schema``'s
+    ``unevaluatedProperties`` unchecked (see :data:`UNEVALUATED_UNCHECKED`)."""
+    return mentions(schema, "unevaluatedProperties") and mentions(schema, "patternProperties")
+
+
 @functools.cache
-def checked_validator(cls: Any) -> Any:
+def checked_validator(cls: Any, *, unevaluated: bool = True) -> Any:
     """``cls`` (a jsonschema validator class) bounded for a server's own schemas:
     patterns and ``uniqueItems`` in linear time (a pattern that cannot run so is
     not checked: a value passes it, a key matches none), every keyword under the
-    thread's :func:`time_budget`."""
+    thread's :func:`time_budget`; ``unevaluated`` false leaves
+    ``unevaluatedProperties`` unchecked."""
     import jsonschema
 
     keywords = {**cls.VALIDATORS, **{k: v for k, v in _LINEAR.items() if k in cls.VALIDATORS}}
+    if not unevaluated and "unevaluatedProperties" in keywords:
+        keywords["unevaluatedProperties"] = _unchecked
     return jsonschema.validators.extend(
         cls, {name: _budgeted(keyword) for name, keyword in keywords.items()}
     )
+
+
+def checked_validator_for(schema: Any, default: Any) -> Any:
+    """The :func:`checked_validator` class of ``schema``'s dialect (its ``$schema``, or
+    ``default``)."""
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(schema, default=default)
+    return checked_validator(cls, unevaluated=not unevaluated_unchecked(schema))

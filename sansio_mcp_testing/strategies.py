@@ -46,7 +46,7 @@ from ._spec import (
     json_values,
     mutations,
 )
-from ._validation import BudgetExceeded, checked_validator, time_budget
+from ._validation import BudgetExceeded, checked_validator_for, mentions, time_budget
 
 __all__ = [
     "INVALID_KINDS",
@@ -412,9 +412,9 @@ def _validator(schema: Any) -> Any | None:
     except ImportError:  # pragma: no cover - jsonschema comes with the testing extra
         return None
     try:
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        cls = checked_validator_for(schema, jsonschema.Draft202012Validator)
         cls.check_schema(schema)
-        return checked_validator(cls)(schema)
+        return cls(schema)
     except Exception:
         return None
 
@@ -813,7 +813,7 @@ def from_schema(schema: Any) -> SchemaStrategy:
     raw = converter.convert(schema)
     unsupported = tuple(converter.unsupported)
     validator = _validator(schema)
-    needs_filter = bool(unsupported) or _mentions(schema, "oneOf")
+    needs_filter = bool(unsupported) or mentions(schema, "oneOf")
     strategy = raw
     filtered = False
     if needs_filter and validator is not None:
@@ -821,14 +821,6 @@ def from_schema(schema: Any) -> SchemaStrategy:
         filtered = True
     invalid, reason = _invalid_strategy(schema, raw, validator)
     return SchemaStrategy(strategy, unsupported, invalid, reason, filtered)
-
-
-def _mentions(schema: Any, keyword: str) -> bool:
-    if isinstance(schema, dict):
-        return keyword in schema or any(_mentions(v, keyword) for v in schema.values())
-    if isinstance(schema, list):
-        return any(_mentions(v, keyword) for v in schema)
-    return False
 
 
 def _invalid_strategy(

@@ -16,7 +16,13 @@ from hypothesis import strategies as st
 
 from sansio_mcp_testing._recorder import RECEIVED, Recorder
 from sansio_mcp_testing._regex import MAX_STATES, search, unsupported
-from sansio_mcp_testing._validation import BudgetExceeded, checked_validator, time_budget
+from sansio_mcp_testing._validation import (
+    BudgetExceeded,
+    checked_validator,
+    checked_validator_for,
+    time_budget,
+    unevaluated_unchecked,
+)
 
 from .defective_server import HOSTILE
 from .test_defects import DEFECTIVE, check, found
@@ -253,3 +259,21 @@ def test_an_exponential_output_schema_is_given_up_at_the_timeout(
 
 def test_every_hostile_mode_is_tested() -> None:
     assert set(HOSTILE) == {"backtracking-pattern", "exponential-schema", "notification-flood"}
+
+
+def test_unevaluated_properties_beside_patterns_are_left_unchecked() -> None:
+    # jsonschema matches patternProperties with re when it looks for unevaluated
+    # properties: ^(a+)+$ against a 64-letter key would never end.
+    schema = {
+        "type": "object",
+        "patternProperties": {"^(a+)+$": {"type": "string"}},
+        "unevaluatedProperties": False,
+    }
+    assert unevaluated_unchecked(schema)
+    cls = checked_validator_for(schema, jsonschema.Draft202012Validator)
+    assert cls(schema).is_valid({"a" * 64 + "!": 1})
+    plain = {"type": "object", "properties": {"a": {}}, "unevaluatedProperties": False}
+    assert not unevaluated_unchecked(plain)
+    assert not checked_validator_for(plain, jsonschema.Draft202012Validator)(plain).is_valid(
+        {"b": 1}
+    )
