@@ -3,11 +3,13 @@ table, the store and the sessionless HTTP machine (no I/O)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
+import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -40,7 +42,7 @@ from sansio_mcp.gateway import (
     status_report,
 )
 from sansio_mcp.gateway._catalog import encode_position
-from sansio_mcp.runtime.gateway import Gateway
+from sansio_mcp.runtime.gateway import Gateway, Upstream, UpstreamSettings
 
 names = st.from_regex(r"\A[a-zA-Z0-9_-]{1,48}\Z")
 tool_names = st.text(min_size=1, max_size=30).filter(lambda t: "\x00" not in t)
@@ -652,3 +654,46 @@ def test_tools_past_the_limit_are_left_out_and_the_status_says_so() -> None:
     for bad in (0, -1, True, "10", 1.5):
         with pytest.raises(ConfigError, match="max_tools_per_connector must be a positive"):
             parse_config({**CONFIG, "max_tools_per_connector": bad})
+
+
+class _PagedUpstream:
+    """A client of an upstream listing ``total`` tools five a page, counting its pages."""
+
+    def __init__(self, total: int) -> None:
+        self.server_capabilities = {"tools": {}}
+        self.total = total
+        self.pages = 0
+        self.session = type("Session", (), {"is_modern": False})()
+
+    async def request(self, method: str, params: Any, **options: Any) -> dict[str, Any]:
+        assert method == "tools/list"
+        self.pages += 1
+        start = int(params["cursor"]) if params else 0
+        page: dict[str, Any] = {
+            "tools": [{"name": f"t{i:03d}"} for i in range(start, min(start + 5, self.total))]
+        }
+        if start + 5 < self.total:
+            page["nextCursor"] = str(start + 5)
+        return page
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+@pytest.mark.parametrize(("total", "pages", "kept"), [(400, 3, 12), (12, 3, 12), (10, 2, 10)])
+def test_an_upstream_listing_stops_past_the_limit(
+    backend: str, total: int, pages: int, kept: int
+) -> None:
+    # 400 tools and a limit of 12: three pages are fetched (15 tools), not eighty.
+    config = parse_config({**CONFIG, "max_tools_per_connector": 12})
+    store = MemoryStore(["github", "files"])
+    offline, settings = _Offline(), UpstreamSettings()
+    upstream = Upstream(
+        config.connectors[0], offline, store, offline, settings, on_change=str, on_tried=str
+    )
+    client = _PagedUpstream(total)
+    if backend == "trio":
+        listed = trio.run(upstream._list, client)
+    else:
+        listed = asyncio.run(upstream._list(client))
+    assert client.pages == pages
+    assert [t["name"] for t in listed.tools] == [f"t{i:03d}" for i in range(kept)]
+    assert listed.left_out_over == (12 if total > 12 else None)
