@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from sansio_mcp import ALL_REVISIONS
+from sansio_mcp_testing._options import DEFAULT_MAX_RECORDED_BYTES, DEFAULT_MAX_RECORDED_MESSAGES
 
 __all__ = ["add_parser", "run"]
 
@@ -57,6 +58,21 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         help="only call tools annotated readOnlyHint: true",
     )
     check.add_argument("--timeout", type=float, default=10.0, help="seconds per request")
+    check.add_argument(
+        "--max-recorded-messages",
+        type=int,
+        default=DEFAULT_MAX_RECORDED_MESSAGES,
+        metavar="N",
+        help="the server's messages kept in a connection's transcript (past it they are "
+        "checked and counted, not kept)",
+    )
+    check.add_argument(
+        "--max-recorded-bytes",
+        type=int,
+        default=DEFAULT_MAX_RECORDED_BYTES,
+        metavar="N",
+        help="bytes of the server's messages kept in a connection's transcript",
+    )
     check.add_argument(
         "--property",
         action="append",
@@ -145,6 +161,8 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
         deny=args.deny,
         read_only=args.read_only,
         timeout=args.timeout,
+        max_recorded_messages=args.max_recorded_messages,
+        max_recorded_bytes=args.max_recorded_bytes,
         schema_dir=args.schema_dir,
         env=env,
         properties=args.properties,

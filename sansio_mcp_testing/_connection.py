@@ -138,6 +138,8 @@ class Connector:
             schema_dir=self.schema_dir,
             on_problem=self.on_schema_problem,
             on_wire_problem=self.on_wire_problem,
+            max_messages=self.options.max_recorded_messages,
+            max_bytes=self.options.max_recorded_bytes,
         )
         handlers = canned_handlers(self.workdir)
         session = RecordingClientSession(
@@ -280,6 +282,10 @@ class Lifeline:
         self.restarts = 0
         #: Schema checks made on the connections closed so far.
         self.schema_checks = 0
+        #: The server's messages left out of their transcripts (over its bounds) on the
+        #: connections closed so far, and their bytes.
+        self.unrecorded = 0
+        self.unrecorded_bytes = 0
         #: How the latest closed stdio server ended: its exit status, or None when it
         #: was still running (the checker stopped it).
         self.exit_status: int | None = None
@@ -321,6 +327,8 @@ class Lifeline:
         self._stop.set()
         await self._closed.wait()
         self.schema_checks += self._conn.recorder.schema_checks
+        self.unrecorded += self._conn.recorder.unrecorded
+        self.unrecorded_bytes += self._conn.recorder.unrecorded_bytes
         self.exit_status = self.connector.last_exit_status
         self._conn = None
 

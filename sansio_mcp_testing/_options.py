@@ -11,6 +11,10 @@ import attrs
 
 __all__ = ["CheckOptions", "PROPERTIES"]
 
+#: The transcript's bounds (see :class:`CheckOptions`).
+DEFAULT_MAX_RECORDED_MESSAGES = 100_000
+DEFAULT_MAX_RECORDED_BYTES = 32 << 20
+
 #: The properties, in the order they run.
 PROPERTIES: dict[str, str] = {
     "initialize": "initialize/discover works at each revision the server claims",
@@ -74,3 +78,7 @@ class CheckOptions:
     status: Callable[[str, str, int, int], None] | None = None
     #: An :class:`~sansio_mcp.runtime.OAuthProvider` for a protected HTTP server.
     auth: Any = None
+    #: The server's messages a connection's transcript keeps, and their bytes, at most;
+    #: past either, its messages are still checked, and counted in a skip line.
+    max_recorded_messages: int = DEFAULT_MAX_RECORDED_MESSAGES
+    max_recorded_bytes: int = DEFAULT_MAX_RECORDED_BYTES

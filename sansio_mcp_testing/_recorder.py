@@ -14,6 +14,7 @@ from sansio_mcp import ClientSession, MCPError
 from sansio_mcp._json import DEFAULT_MAX_MESSAGE_SIZE
 from sansio_mcp._versions import REVISIONS
 
+from ._options import DEFAULT_MAX_RECORDED_BYTES, DEFAULT_MAX_RECORDED_MESSAGES
 from .schemas import OfficialSchema, load_schema
 
 __all__ = ["Line", "Recorder", "RecordingClientSession", "LockedSendStream"]
@@ -37,6 +38,10 @@ class Line:
     #: holds only its beginning; ``size`` is its length in bytes.
     oversized: bool = False
     size: int = 0
+    #: Server messages over the transcript's bounds, stood for by this one line:
+    #: how many, and their bytes.
+    unrecorded: int = 0
+    unrecorded_bytes: int = 0
 
     def render(self) -> str:
         """The line for a transcript: what was sent exactly (it is replayed), what was
@@ -102,8 +107,21 @@ class Recorder:
         on_problem: Callable[[SchemaProblem], None] | None = None,
         on_wire_problem: Callable[[SchemaProblem], None] | None = None,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        max_messages: int = DEFAULT_MAX_RECORDED_MESSAGES,
+        max_bytes: int = DEFAULT_MAX_RECORDED_BYTES,
     ) -> None:
         self.revision = revision
+        #: A server flooding notifications must not fill the checker's memory: past
+        #: either bound its messages are still checked but only counted (answers to
+        #: the checker's own requests are always kept).
+        self.max_messages = max_messages
+        self.max_bytes = max_bytes
+        #: The server's messages kept, and their bytes.
+        self.recorded = 0
+        self.recorded_bytes = 0
+        #: The server's messages only counted (over ``max_messages`` or ``max_bytes``).
+        self.unrecorded = 0
+        self.unrecorded_bytes = 0
         #: The client session's limit: a longer line is dropped by it, and kept short here.
         self.max_message_size = max_message_size
         self.schema_dir = schema_dir
@@ -212,7 +230,10 @@ class Recorder:
                 line.obj, line.parsed = json.loads(text), True
             except ValueError:
                 pass
-        self.lines.append(line)
+        if direction == SENT or self._keeps(line):
+            self.lines.append(line)
+        else:
+            self._count_unrecorded(line)
         if direction == SENT:
             for message in _messages(line.obj):
                 if "method" in message and "id" in message:
@@ -231,6 +252,42 @@ class Recorder:
         self._changed.set()
         self._changed = trio.Event()
         return line
+
+    def _keeps(self, line: Line) -> bool:
+        """Whether the server's ``line`` goes into the transcript (an answer to an open
+        request of ours always does: the checker waits for it)."""
+        answers = any(
+            "method" not in message and _key(message.get("id")) in self._open
+            for message in _messages(line.obj)
+        )
+        within = (
+            self.recorded < self.max_messages
+            and self.recorded_bytes + len(line.text) <= self.max_bytes
+        )
+        if answers or within:
+            self.recorded += 1
+            self.recorded_bytes += len(line.text)
+            return True
+        return False
+
+    def _count_unrecorded(self, line: Line) -> None:
+        """``line`` is checked but kept out: one line of the transcript counts it with the
+        others that came in a row, and takes its place (its ``seq``)."""
+        last = self.lines[-1] if self.lines else None
+        if last is None or not last.unrecorded:
+            last = Line(len(self.lines), RECEIVED, "")
+            self.lines.append(last)
+        line.seq = last.seq
+        size = line.size or len(line.text.encode("utf-8", "surrogatepass"))
+        last.unrecorded += 1
+        last.unrecorded_bytes += size
+        self.unrecorded += 1
+        self.unrecorded_bytes += size
+        last.text = (
+            f"… {last.unrecorded} more message(s) from the server ({_mib(last.unrecorded_bytes)}) "
+            f"not recorded: the transcript keeps {self.max_messages} messages or "
+            f"{_mib(self.max_bytes)} at most"
+        )
 
     # Waiting ----------------------------------------------------------------------
 
@@ -268,7 +325,7 @@ class Recorder:
         if self.on_problem is None or line.oversized:
             return  # an oversized message is its request's finding (dropped_since)
         if not line.parsed:
-            self.problem_seqs.append(line.seq)
+            self._note_problem(line)
             self.on_problem(
                 SchemaProblem(
                     line,
@@ -294,12 +351,16 @@ class Recorder:
                             method = sent.get("method")
         problems = schema.message_problems(line.obj, sender="server", request_method=method)
         if problems:
-            self.problem_seqs.append(line.seq)
+            self._note_problem(line)
             if request is None:
                 request = self._latest_open()
             self.on_problem(
                 SchemaProblem(line, request, schema.revision, problems, self._setup_before(line))
             )
+
+    def _note_problem(self, line: Line) -> None:
+        if not self.problem_seqs or self.problem_seqs[-1] != line.seq:
+            self.problem_seqs.append(line.seq)  # once per unrecorded run
 
     def _check_wire(self, line: Line) -> None:
         if self.on_wire_problem is None:

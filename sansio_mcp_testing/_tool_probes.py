@@ -5,6 +5,7 @@ minimal failing call."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,14 @@ from ._connection import Lifeline, ServerGone, describe_exit
 from ._findings import Findings, PropertyFailure
 from ._options import CheckOptions
 from ._probe import Probe
+from ._regex import unsupported
+from ._validation import (
+    UNEVALUATED_UNCHECKED,
+    BudgetExceeded,
+    checked_validator_for,
+    time_budget,
+    unevaluated_unchecked,
+)
 from .schemas import load_schema
 
 __all__ = ["ToolProbes"]
@@ -114,9 +123,21 @@ class ToolProbes(Probe):
                 if schema is None:
                     continue
                 self.findings.count("tool-schemas")
-                problem = schema_problem(schema, revision)
+                try:
+                    problem = schema_problem(schema, revision, budget=self.options.timeout)
+                except BudgetExceeded:
+                    self.skip(f"tool {tool['name']}: its {key}", self._too_slow(key))
+                    continue
                 if problem is None and _must_be_object(key, revision) and not _is_object(schema):
                     problem = f'an {key} must have "type": "object" at its root'
+                for pattern, why in _unrunnable_patterns(schema):
+                    self.skip(
+                        f"tool {tool['name']}: pattern {pattern[:100]!r} of its {key}",
+                        f"not checked: {why} (only patterns that run in linear time are)",
+                    )
+                if unevaluated_unchecked(schema):
+                    where = f"tool {tool['name']}: unevaluatedProperties of its {key}"
+                    self.skip(where, UNEVALUATED_UNCHECKED)
                 if problem is not None:
                     self.violate(
                         "tool-schemas",
@@ -135,11 +156,26 @@ class ToolProbes(Probe):
             execution = tool.get("execution")
             if isinstance(execution, dict) and execution.get("taskSupport") == "required":
                 self.skip(f"tool {tool['name']}", _TASK_ONLY)  # 2025-11-25 says so up front
-            elif schema is None or (_is_object(schema) and schema_problem(schema, None) is None):
+            elif schema is None:
                 found.append(tool)
             else:
-                self.skip(f"tool {tool['name']}", "its inputSchema is unusable (see tool-schemas)")
+                try:
+                    problem = schema_problem(schema, None, budget=self.options.timeout)
+                except BudgetExceeded:
+                    self.skip(f"tool {tool['name']}", self._too_slow("inputSchema"))
+                    continue
+                if _is_object(schema) and problem is None:
+                    found.append(tool)
+                else:
+                    why = "its inputSchema is unusable (see tool-schemas)"
+                    self.skip(f"tool {tool['name']}", why)
         return found
+
+    def _too_slow(self, key: str) -> str:
+        return (
+            f"not checked: validating a value against its {key} took over "
+            f"{self.options.timeout:g}s (--timeout)"
+        )
 
     async def valid_arguments(self) -> None:
         from .strategies import from_schema
@@ -165,9 +201,16 @@ class ToolProbes(Probe):
                 f"({value.message!r}): tool failures must be isError results"
             )
         if kind == "result":
-            return _content_problem(value, self.conn.revision, self.options.schema_dir) or (
-                _structured_problem(tool, value)
-            )
+            problem = _content_problem(value, self.conn.revision, self.options.schema_dir)
+            if problem is not None:
+                return problem
+            try:
+                with time_budget(self.options.timeout):
+                    return _structured_problem(tool, value)
+            except BudgetExceeded:
+                self.skip(
+                    f"tool {tool['name']}: its structuredContent", self._too_slow("outputSchema")
+                )
         return None
 
     async def invalid_arguments(self) -> None:
@@ -407,9 +450,10 @@ _DIALECT_2020_12_FROM = "2025-11-25"
 _ANY_OUTPUT_SCHEMA_FROM = "2026-07-28"
 
 
-def schema_problem(schema: Any, revision: str | None) -> str | None:
+def schema_problem(schema: Any, revision: str | None, *, budget: float | None = None) -> str | None:
     """Why ``schema`` is no valid JSON Schema in ``revision``'s default dialect (its
-    ``$schema`` wins), or None."""
+    ``$schema`` wins), or None; raises :class:`BudgetExceeded` when validating a
+    value against it takes over ``budget`` seconds."""
     import jsonschema
 
     if not isinstance(schema, dict):
@@ -420,15 +464,41 @@ def schema_problem(schema: Any, revision: str | None) -> str | None:
         else jsonschema.Draft202012Validator
     )
     try:
-        cls = jsonschema.validators.validator_for(schema, default=default)
+        cls = checked_validator_for(schema, default)
         cls.check_schema(schema)
-        cls(schema).is_valid({})  # resolves local references lazily; surfaces bad $refs early
+        with time_budget(budget if budget is not None else math.inf):
+            # Resolves local references lazily: surfaces bad $refs early.
+            cls(schema).is_valid({})
+    except BudgetExceeded:
+        raise
     except jsonschema.exceptions.SchemaError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
         return f"at {where}: {exc.message[:200]}"
     except Exception as exc:
         return f"{type(exc).__name__}: {str(exc)[:200]}"
     return None
+
+
+def _unrunnable_patterns(schema: Any) -> list[tuple[str, str]]:
+    """The patterns in ``schema`` (``pattern``, ``patternProperties``) that the checker
+    does not run, each with why."""
+    found: list[tuple[str, str]] = []
+    pending = [schema]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, list):
+            pending.extend(node)
+        if not isinstance(node, dict):
+            continue
+        patterns = [node["pattern"]] if isinstance(node.get("pattern"), str) else []
+        if isinstance(node.get("patternProperties"), dict):
+            patterns += list(node["patternProperties"])
+        for pattern in patterns:
+            why = unsupported(pattern)
+            if why is not None and (pattern, why) not in found:
+                found.append((pattern, why))
+        pending.extend(node.values())
+    return found
 
 
 def _must_be_object(key: str, revision: str) -> bool:
@@ -465,10 +535,14 @@ def _structured_problem(tool: dict[str, Any], result: dict[str, Any]) -> str | N
     import jsonschema
 
     try:
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        # A backtracking pattern (or nested anyOf) against the server's own result
+        # would hold the checker past every timeout.
+        cls = checked_validator_for(schema, jsonschema.Draft202012Validator)
         error = jsonschema.exceptions.best_match(
             cls(schema).iter_errors(result["structuredContent"])
         )
+    except BudgetExceeded:
+        raise
     except Exception:
         return None  # an invalid outputSchema is the tool-schemas property's business
     if error is not None:

@@ -166,6 +166,16 @@ class Checker:
             finally:
                 await line.close()
                 findings.count("schema", line.schema_checks)
+                if line.unrecorded:
+                    findings.skip(
+                        "transcript",
+                        f"{line.unrecorded} messages from the server "
+                        f"({line.unrecorded_bytes} bytes) not recorded: over the transcript's "
+                        f"bound of {self.options.max_recorded_messages} messages or "
+                        f"{self.options.max_recorded_bytes} bytes per connection "
+                        "(--max-recorded-messages, --max-recorded-bytes); they were checked",
+                        revision,
+                    )
 
     async def _run_connected(self, line: Lifeline, conn: Connection) -> None:
         findings, revision = self.findings, line.revision

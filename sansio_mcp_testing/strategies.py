@@ -46,6 +46,7 @@ from ._spec import (
     json_values,
     mutations,
 )
+from ._validation import BudgetExceeded, checked_validator_for, mentions, time_budget
 
 __all__ = [
     "INVALID_KINDS",
@@ -391,13 +392,27 @@ class SchemaStrategy:
         return not self.unsupported
 
 
+#: Seconds to judge one drawn value against a schema (past them it is dropped: a
+#: schema whose nested anyOf takes exponential time must not hang a draw).
+_JUDGE_BUDGET = 1.0
+
+
+def _judged(validator: Any, value: Any) -> bool | None:
+    """Whether ``value`` is valid (None: not known within :data:`_JUDGE_BUDGET`)."""
+    try:
+        with time_budget(_JUDGE_BUDGET):
+            return bool(validator.is_valid(value))
+    except BudgetExceeded:
+        return None
+
+
 def _validator(schema: Any) -> Any | None:
     try:
         import jsonschema
     except ImportError:  # pragma: no cover - jsonschema comes with the testing extra
         return None
     try:
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        cls = checked_validator_for(schema, jsonschema.Draft202012Validator)
         cls.check_schema(schema)
         return cls(schema)
     except Exception:
@@ -798,22 +813,14 @@ def from_schema(schema: Any) -> SchemaStrategy:
     raw = converter.convert(schema)
     unsupported = tuple(converter.unsupported)
     validator = _validator(schema)
-    needs_filter = bool(unsupported) or _mentions(schema, "oneOf")
+    needs_filter = bool(unsupported) or mentions(schema, "oneOf")
     strategy = raw
     filtered = False
     if needs_filter and validator is not None:
-        strategy = raw.filter(lambda v: bool(validator.is_valid(v)))
+        strategy = raw.filter(lambda v: _judged(validator, v) is True)
         filtered = True
     invalid, reason = _invalid_strategy(schema, raw, validator)
     return SchemaStrategy(strategy, unsupported, invalid, reason, filtered)
-
-
-def _mentions(schema: Any, keyword: str) -> bool:
-    if isinstance(schema, dict):
-        return keyword in schema or any(_mentions(v, keyword) for v in schema.values())
-    if isinstance(schema, list):
-        return any(_mentions(v, keyword) for v in schema)
-    return False
 
 
 def _invalid_strategy(
@@ -849,7 +856,7 @@ def _invalid_strategy(
             value[name] = bad
         return value
 
-    return broken().filter(lambda v: not validator.is_valid(v)), None
+    return broken().filter(lambda v: _judged(validator, v) is False), None
 
 
 def describe_value(value: Any) -> str:

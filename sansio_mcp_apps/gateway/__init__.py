@@ -14,6 +14,7 @@ from ._catalog import (
 )
 from ._config import (
     CONNECTOR_NAME,
+    DEFAULT_MAX_TOOLS_PER_CONNECTOR,
     TRANSPORTS,
     ConfigError,
     ConnectorConfig,
@@ -32,15 +33,25 @@ from ._status import (
     backoff_delay,
     next_status,
 )
-from ._store import ConnectorRecord, GatewayStore, MemoryStore, catalog_of, move, status_report
+from ._store import (
+    CatalogView,
+    ConnectorRecord,
+    GatewayStore,
+    MemoryStore,
+    catalog_of,
+    move,
+    status_report,
+)
 
 __all__ = [
     "CONNECTOR_NAME",
     "CONNECTOR_TRANSITIONS",
+    "DEFAULT_MAX_TOOLS_PER_CONNECTOR",
     "DEFAULT_TTL_MS",
     "TRANSPORTS",
     "Backoff",
     "Catalog",
+    "CatalogView",
     "ConfigError",
     "ConnectorConfig",
     "ConnectorRecord",

@@ -5,6 +5,7 @@ a listing."""
 from __future__ import annotations
 
 import bisect
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -89,13 +90,50 @@ def apply_overrides(
 @attrs.frozen
 class ConnectorTools:
     """One connector's tools as last listed (upstream names), with the ``ttlMs``
-    its upstream gave (None: it gave none)."""
+    its upstream gave (None: it gave none); ``left_out_over`` is the limit past
+    which the upstream's further tools were left out (None: none were)."""
 
     tools: tuple[Mapping[str, Any], ...]
     ttl_ms: int | None = None
+    left_out_over: int | None = None
+
+    @classmethod
+    def capped(
+        cls, tools: Sequence[Mapping[str, Any]], ttl_ms: int | None, limit: int
+    ) -> ConnectorTools:
+        """The first ``limit`` of ``tools`` (a listing may stop once it has more)."""
+        if len(tools) <= limit:
+            return cls(tuple(tools), ttl_ms)
+        return cls(tuple(tools[:limit]), ttl_ms, limit)
+
+    @functools.cached_property
+    def _by_name(self) -> dict[Any, Mapping[str, Any]]:
+        found: dict[Any, Mapping[str, Any]] = {}
+        for tool in self.tools:
+            found.setdefault(tool.get("name"), tool)
+        return found
 
     def find(self, name: str) -> Mapping[str, Any] | None:
-        return next((t for t in self.tools if t.get("name") == name), None)
+        return self._by_name.get(name)
+
+    @functools.cached_property
+    def _listed(self) -> list[Any]:
+        return []  # the latest listing: [(connector, overrides), listing]
+
+    def listing(
+        self, connector: str, overrides: Mapping[str, ToolOverride]
+    ) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
+        """These tools as ``connector`` lists them (:func:`apply_overrides`), sorted,
+        with their positions; made once while the connector's tools stay these (a
+        change of another connector sorts nothing of this one again)."""
+        if not self._listed or self._listed[0] != (connector, overrides):
+            listed: dict[tuple[str, str], dict[str, Any]] = {}
+            for tool in apply_overrides(connector, self.tools, overrides):
+                listed.setdefault(listing_position(tool["name"]), tool)
+            positions = sorted(listed)
+            self._listed[:] = [(connector, overrides), (positions, [listed[p] for p in positions])]
+        listing: tuple[list[tuple[str, str]], list[dict[str, Any]]] = self._listed[1]
+        return listing
 
 
 def list_freshness(
@@ -126,13 +164,21 @@ class Catalog:
     def tools(self) -> list[dict[str, Any]]:
         """Every listed tool, qualified, overrides applied, sorted by connector then
         tool (a name an upstream lists twice, once: a call could reach only one)."""
-        listed: dict[tuple[str, str], dict[str, Any]] = {}
-        for name in self.order:
-            entry = self.connectors.get(name)
-            if entry is not None:
-                for tool in apply_overrides(name, entry.tools, self.overrides.get(name, {})):
-                    listed.setdefault(listing_position(tool["name"]), tool)
-        return [listed[position] for position in sorted(listed)]
+        return list(self._listing[1])
+
+    @functools.cached_property
+    def _listing(self) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
+        """The listed tools' positions, sorted, and the tools in that order: made
+        once per catalog, so that a page is a bisection, not a sort of everything;
+        and of connectors' listings each sorted once (connector names have no dot:
+        the listing sorted by connector, then tool, is theirs one after another)."""
+        positions: list[tuple[str, str]] = []
+        tools: list[dict[str, Any]] = []
+        for name in sorted(n for n in self.order if n in self.connectors):
+            more, listed = self.connectors[name].listing(name, self.overrides.get(name, {}))
+            positions += more
+            tools += listed
+        return positions, tools
 
     def page(self, cursor: Any, size: int) -> tuple[list[dict[str, Any]], str | None]:
         """The tools after ``cursor`` (from the start when None), at most ``size``,
@@ -142,14 +188,13 @@ class Catalog:
         comes or goes between two pages (a connector up or down, an upstream's list
         changed) moves no other, so a walk never repeats a tool and never misses
         one present all along; and it needs no state kept between pages."""
-        tools = self.tools()
+        positions, tools = self._listing
         start = 0
         if cursor is not None:
-            after = decode_position(cursor)
-            start = bisect.bisect_right(tools, after, key=lambda t: listing_position(t["name"]))
+            start = bisect.bisect_right(positions, decode_position(cursor))
         items = tools[start : start + size]
         more = start + size < len(tools)
-        return items, encode_position(listing_position(items[-1]["name"])) if more else None
+        return items, encode_position(positions[start + size - 1]) if more else None
 
     def ttl_ms(self) -> int:
         return list_freshness(

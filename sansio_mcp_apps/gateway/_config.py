@@ -12,6 +12,7 @@ from sansio_mcp.config import ConfigError, check_url, reject_unknown_keys
 
 __all__ = [
     "CONNECTOR_NAME",
+    "DEFAULT_MAX_TOOLS_PER_CONNECTOR",
     "TRANSPORTS",
     "ConfigError",
     "ConnectorConfig",
@@ -23,6 +24,9 @@ __all__ = [
 #: A connector's name: no dot, so ``{connector}.{tool}`` splits on the first one.
 CONNECTOR_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,48}$")
 TRANSPORTS = ("stdio", "http", "sse", "ws")
+#: Tools the gateway takes from one upstream at most (``max_tools_per_connector``):
+#: an upstream listing 400,000 would cost hundreds of MB and slow every page.
+DEFAULT_MAX_TOOLS_PER_CONNECTOR = 10_000
 
 _CONNECTOR_KEYS = {
     "stdio": {"transport", "cmd", "env", "cwd", "tools"},
@@ -30,7 +34,7 @@ _CONNECTOR_KEYS = {
     "sse": {"transport", "url", "tools"},
     "ws": {"transport", "url", "tools"},
 }
-_TOP_KEYS = {"connectors", "api_keys", "allowed_hosts"}
+_TOP_KEYS = {"connectors", "api_keys", "allowed_hosts", "max_tools_per_connector"}
 _TOKEN = re.compile(r"\A[\x21-\x7e]+\Z")
 _HEADER_NAME = re.compile(r"\A[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
 _BAD_HEADER_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
@@ -56,6 +60,9 @@ class ConnectorConfig:
     url: str = ""
     headers: Mapping[str, str] = attrs.field(factory=dict)
     tools: Mapping[str, ToolOverride] = attrs.field(factory=dict)
+    #: Its upstream's tools taken at most (the config's ``max_tools_per_connector``);
+    #: the rest are left out, and its status says so.
+    max_tools: int = DEFAULT_MAX_TOOLS_PER_CONNECTOR
 
 
 @attrs.frozen
@@ -146,8 +153,14 @@ def parse_config(obj: Any) -> GatewayConfig:
     if any(not _TOKEN.match(key) for key in api_keys):
         # A key no Authorization header could carry would lock every client out.
         raise ConfigError("api_keys must be visible ASCII without spaces (Bearer tokens)")
+    max_tools = obj.get("max_tools_per_connector", DEFAULT_MAX_TOOLS_PER_CONNECTOR)
+    if isinstance(max_tools, bool) or not isinstance(max_tools, int) or max_tools < 1:
+        raise ConfigError("max_tools_per_connector must be a positive integer")
     return GatewayConfig(
-        tuple(_connector(name, value) for name, value in connectors.items()),
+        tuple(
+            attrs.evolve(_connector(name, value), max_tools=max_tools)
+            for name, value in connectors.items()
+        ),
         api_keys=api_keys,
         allowed_hosts=_strings(obj.get("allowed_hosts", []), "allowed_hosts"),
     )

@@ -14,6 +14,7 @@ from ._config import GatewayConfig, ToolOverride
 from ._status import ConnectorStatus, StatusTrigger, next_status
 
 __all__ = [
+    "CatalogView",
     "ConnectorRecord",
     "GatewayStore",
     "MemoryStore",
@@ -105,6 +106,23 @@ def catalog_of(
     return Catalog(listed, tuple(c.name for c in config.connectors), overrides, default_ttl_ms)
 
 
+class CatalogView:
+    """:func:`catalog_of`, made again only when the store's version moved: the same
+    catalog (its tools sorted once) serves every page and call in between."""
+
+    def __init__(
+        self, store: GatewayStore, config: GatewayConfig, default_ttl_ms: int = DEFAULT_TTL_MS
+    ) -> None:
+        self.store, self.config, self.default_ttl_ms = store, config, default_ttl_ms
+        self._made: tuple[int, Catalog] | None = None
+
+    def __call__(self) -> Catalog:
+        version = self.store.version
+        if self._made is None or self._made[0] != version:
+            self._made = version, catalog_of(self.store, self.config, self.default_ttl_ms)
+        return self._made[1]
+
+
 def status_report(store: GatewayStore, config: GatewayConfig) -> dict[str, Any]:
     """Each connector's status (and last error), as JSON."""
     report: dict[str, Any] = {}
@@ -113,5 +131,11 @@ def status_report(store: GatewayStore, config: GatewayConfig) -> dict[str, Any]:
         entry: dict[str, Any] = {"status": record.status.value}
         if record.error is not None:
             entry["error"] = record.error
+        if record.tools is not None and record.tools.left_out_over is not None:
+            limit = record.tools.left_out_over
+            entry["warning"] = (
+                f"the upstream lists more than {limit} tools: only the first {limit} are "
+                "offered (max_tools_per_connector)"
+            )
         report[connector.name] = entry
     return report

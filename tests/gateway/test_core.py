@@ -3,10 +3,13 @@ table, the store and the sessionless HTTP machine (no I/O)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
+import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,11 +18,14 @@ from sansio_mcp._http import HTTPRequest
 from sansio_mcp._registry import decode_state_cursor, encode_cursor, encode_state_cursor
 from sansio_mcp_apps.gateway import (
     CONNECTOR_TRANSITIONS,
+    DEFAULT_MAX_TOOLS_PER_CONNECTOR,
     Backoff,
     Catalog,
+    CatalogView,
     ConfigError,
     ConnectorStatus,
     ConnectorTools,
+    GatewayConfig,
     GatewayHTTPServer,
     IllegalConnectorTransition,
     MemoryStore,
@@ -33,8 +39,10 @@ from sansio_mcp_apps.gateway import (
     next_status,
     parse_config,
     split_tool_name,
+    status_report,
 )
-from sansio_mcp_apps.gateway.runtime import Gateway
+from sansio_mcp_apps.gateway._catalog import encode_position
+from sansio_mcp_apps.gateway.runtime import Gateway, Upstream, UpstreamSettings
 
 names = st.from_regex(r"\A[a-zA-Z0-9_-]{1,48}\Z")
 tool_names = st.text(min_size=1, max_size=30).filter(lambda t: "\x00" not in t)
@@ -340,12 +348,21 @@ def test_a_walk_through_a_changing_catalogue_never_repeats_nor_skips(
     reads: list[dict[str, list[str]]], size: int
 ) -> None:
     # Each page is read from the next catalogue (a connector came or went, an
-    # upstream's list changed), the last one staying: no tool is given twice, and
-    # every tool present at every read is given.
+    # upstream's list changed), the last one staying.
+    _walk_through_changes(reads, size, lambda read, cursor: _catalog(read).page(cursor, size))
+
+
+def _walk_through_changes(
+    reads: list[dict[str, list[str]]],
+    size: int,
+    page_of: Callable[[dict[str, list[str]], str | None], tuple[list[dict[str, Any]], str | None]],
+) -> None:
+    """Walk the pages, the next catalogue of ``reads`` in place for each (the last one
+    staying): no tool is given twice, and every tool present at every read is given."""
     seen: list[str] = []
     cursor: str | None = None
     for page in range(200):
-        tools, cursor = _catalog(reads[min(page, len(reads) - 1)]).page(cursor, size)
+        tools, cursor = page_of(reads[min(page, len(reads) - 1)], cursor)
         assert len(tools) <= size
         seen += [t["name"] for t in tools]
         if cursor is None:
@@ -524,3 +541,159 @@ def test_modern_only_methods_are_not_found_for_a_handshake_client(
     assert answer.status == 200
     error = json.loads(answer.take())["error"]
     assert error["code"] == -32601 and method in error["message"], error
+
+
+# A big catalog -------------------------------------------------------------------------
+
+
+def _offline_config(names: Iterable[str]) -> GatewayConfig:
+    """A config of HTTP connectors named ``names`` (nothing connects to them here)."""
+    url = "http://127.0.0.1:1/mcp"
+    return parse_config({"connectors": {n: {"transport": "http", "url": url} for n in names}})
+
+
+def _count_listings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Each connector whose tools are qualified and sorted into a listing, as it is."""
+    import sansio_mcp_apps.gateway._catalog as catalog_module
+
+    built: list[str] = []
+    real = catalog_module.apply_overrides
+
+    def counted(connector: str, *args: Any) -> list[dict[str, Any]]:
+        built.append(connector)
+        return real(connector, *args)
+
+    monkeypatch.setattr(catalog_module, "apply_overrides", counted)
+    return built
+
+
+def test_pages_of_a_big_catalog_are_cut_from_one_sort(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before: every page qualified and sorted the whole catalog again (400,000 tools:
+    # more than a second per page, the loop blocked).
+    built = _count_listings(monkeypatch)
+    store = MemoryStore(["a", "b"])
+    config = _offline_config(["a", "b"])
+    for name in ("a", "b"):
+        tools = tuple({"name": f"t{i:05d}"} for i in reversed(range(5_000)))
+        move(store, name, StatusTrigger.LISTED, tools=ConnectorTools(tools))
+    view = CatalogView(store, config)
+    seen: list[str] = []
+    cursor: str | None = None
+    while True:
+        page, cursor = view().page(cursor, 100)
+        seen += [t["name"] for t in page]
+        assert view().resolve(page[0]["name"])  # a call in between changes nothing
+        if cursor is None:
+            break
+    assert seen == [f"{c}.t{i:05d}" for c in "ab" for i in range(5_000)]
+    assert built == ["a", "b"]  # one listing for 100 pages
+    move(store, "b", StatusTrigger.FAILED, error="gone")
+    assert view().page(None, 10)[0][0]["name"] == "a.t00000"
+    move(store, "b", StatusTrigger.RETRY)
+    move(store, "b", StatusTrigger.LISTED, tools=ConnectorTools(({"name": "new"},)))
+    assert [t["name"] for t in view().page(encode_position(("a", "t04999")), 10)[0]] == ["b.new"]
+    # A new catalog for each change, but only the connector that changed sorted again.
+    assert built == ["a", "b", "b"]
+
+
+def _bring(store: MemoryStore, connector: str, tools: list[str] | None) -> None:
+    """Make ``connector`` list ``tools`` (None: down), by the moves an upstream makes."""
+    status = store.record(connector).status
+    if tools is None:
+        if status is ConnectorStatus.READY:
+            move(store, connector, StatusTrigger.FAILED, error="down")
+        return
+    listed = ConnectorTools(tuple({"name": t} for t in tools))
+    if status is ConnectorStatus.BACKOFF:
+        move(store, connector, StatusTrigger.RETRY)
+        status = ConnectorStatus.CONNECTING
+    trigger = (
+        StatusTrigger.LIST_CHANGED if status is ConnectorStatus.READY else StatusTrigger.LISTED
+    )
+    move(store, connector, trigger, tools=listed)
+
+
+@given(st.lists(catalogues, min_size=1, max_size=6), st.integers(1, 5))
+def test_a_walk_through_a_store_that_changes_gives_each_tool_once(
+    reads: list[dict[str, list[str]]], size: int
+) -> None:
+    # Pages come from the view's one sorted listing per store version; a change between
+    # two pages makes a new one, and the walk still repeats nothing and skips nothing.
+    connectors = ("a", "a-b", "b", "Z", "c_1")
+    store = MemoryStore(connectors)
+    view = CatalogView(store, _offline_config(connectors))
+
+    def page_of(
+        read: dict[str, list[str]], cursor: str | None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        before, catalog = store.version, view()
+        for connector in connectors:
+            _bring(store, connector, read.get(connector))
+        assert (view() is catalog) == (store.version == before)
+        return view().page(cursor, size)
+
+    _walk_through_changes(reads, size, page_of)
+
+
+def test_tools_past_the_limit_are_left_out_and_the_status_says_so() -> None:
+    assert parse_config(CONFIG).connectors[0].max_tools == DEFAULT_MAX_TOOLS_PER_CONNECTOR == 10_000
+    config = parse_config({**CONFIG, "max_tools_per_connector": 3})
+    assert {c.max_tools for c in config.connectors} == {3}
+    store = MemoryStore(["github", "files"])
+    many = [{"name": f"t{i}"} for i in range(5)]
+    move(store, "github", StatusTrigger.LISTED, tools=ConnectorTools.capped(many, None, 3))
+    move(store, "files", StatusTrigger.LISTED, tools=ConnectorTools.capped(many[:3], None, 3))
+    names = [t["name"] for t in catalog_of(store, config).tools()]
+    assert names == ["files.t0", "files.t1", "files.t2", "github.t0", "github.t1", "github.t2"]
+    status = status_report(store, config)
+    assert status["github"]["warning"] == (
+        "the upstream lists more than 3 tools: only the first 3 are offered "
+        "(max_tools_per_connector)"
+    )
+    assert "warning" not in status["files"]
+    for bad in (0, -1, True, "10", 1.5):
+        with pytest.raises(ConfigError, match="max_tools_per_connector must be a positive"):
+            parse_config({**CONFIG, "max_tools_per_connector": bad})
+
+
+class _PagedUpstream:
+    """A client of an upstream listing ``total`` tools five a page, counting its pages."""
+
+    def __init__(self, total: int) -> None:
+        self.server_capabilities = {"tools": {}}
+        self.total = total
+        self.pages = 0
+        self.session = type("Session", (), {"is_modern": False})()
+
+    async def request(self, method: str, params: Any, **options: Any) -> dict[str, Any]:
+        assert method == "tools/list"
+        self.pages += 1
+        start = int(params["cursor"]) if params else 0
+        page: dict[str, Any] = {
+            "tools": [{"name": f"t{i:03d}"} for i in range(start, min(start + 5, self.total))]
+        }
+        if start + 5 < self.total:
+            page["nextCursor"] = str(start + 5)
+        return page
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+@pytest.mark.parametrize(("total", "pages", "kept"), [(400, 3, 12), (12, 3, 12), (10, 2, 10)])
+def test_an_upstream_listing_stops_past_the_limit(
+    backend: str, total: int, pages: int, kept: int
+) -> None:
+    # 400 tools and a limit of 12: three pages are fetched (15 tools), not eighty.
+    config = parse_config({**CONFIG, "max_tools_per_connector": 12})
+    store = MemoryStore(["github", "files"])
+    offline, settings = _Offline(), UpstreamSettings()
+    upstream = Upstream(
+        config.connectors[0], offline, store, offline, settings, on_change=str, on_tried=str
+    )
+    client = _PagedUpstream(total)
+    if backend == "trio":
+        listed = trio.run(upstream._list, client)
+    else:
+        listed = asyncio.run(upstream._list(client))
+    assert client.pages == pages
+    assert [t["name"] for t in listed.tools] == [f"t{i:03d}" for i in range(kept)]
+    assert listed.left_out_over == (12 if total > 12 else None)

@@ -480,3 +480,28 @@ async def test_an_upstream_sending_no_object_fails_a_call_not_the_gateway(
                 done = await client.call_tool("ex.meta", {})
         assert "_meta" not in done or isinstance(done["_meta"], dict), version
     nursery.cancel_scope.cancel()
+
+
+async def test_an_upstream_past_the_tool_limit_is_cut_and_its_status_says_so(
+    nursery: Any,
+) -> None:
+    server = Server("many", page_size=5)
+    for i in range(40):
+        server.tool(f"t{i:02d}", description="a tool")(lambda: "ok")
+    upstream = await nursery.start(serve_http, server)
+    url = f"http://127.0.0.1:{upstream}/mcp"
+    config = parse_config(
+        {"connectors": {"ex": {"transport": "http", "url": url}}, "max_tools_per_connector": 7}
+    )
+    gateway = Gateway(config, BACKEND, transport_opener(BACKEND))
+    nursery.start_soon(gateway.run)
+    await _ready(gateway)
+    assert gateway.status()["ex"]["warning"] == (
+        "the upstream lists more than 7 tools: only the first 7 are offered "
+        "(max_tools_per_connector)"
+    )
+    port = await nursery.start(partial(serve_router, gateway.server, router=gateway.router()))
+    async with open_http_client(f"http://127.0.0.1:{port}/mcp") as client:
+        names = [t["name"] for t in await client.list_tools()]
+    assert names == [f"ex.t{i:02d}" for i in range(7)]
+    nursery.cancel_scope.cancel()

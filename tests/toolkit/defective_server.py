@@ -40,6 +40,16 @@ DEFECTS = {
     "false-refusal": 'tool "draw" refuses with -32021 for sampling, which the client declared',
 }
 
+#: Modes that attack the checker itself (not in ``many``: each is run alone).
+HOSTILE = {
+    "backtracking-pattern": 'tool "match" has an outputSchema pattern ^(a+)+$, which its '
+    "result misses by one character (exponential time for a backtracking regex engine)",
+    "exponential-schema": 'tool "nest" has an outputSchema of anyOf nested 40 deep through '
+    "$ref, two ways at each level, which its result fails (2**40 paths to try)",
+    "notification-flood": "after notifications/initialized, 1 MiB notifications "
+    "($FLOOD_MIB of them, 40 unless set)",
+}
+
 MODES = set(sys.argv[1].split(",")) if len(sys.argv) > 1 else set()
 if "many" in MODES:
     MODES = set(DEFECTS)
@@ -75,6 +85,21 @@ if "close-output" in MODES:
     TOOLS.append(tool("hangup", bye={"type": "boolean"}))
 if "stall" in MODES:
     TOOLS.append(tool("stall", wait={"type": "boolean"}))
+if "exponential-schema" in MODES:
+    defs: dict = {"l40": {"type": "string"}}
+    for level in range(40):
+        defs[f"l{level}"] = {"anyOf": [{"$ref": f"#/$defs/l{level + 1}"}] * 2}
+    nested = {"type": "object", "properties": {"v": {"$ref": "#/$defs/l0"}}, "$defs": defs}
+    TOOLS.append({"name": "nest", "inputSchema": {"type": "object"}, "outputSchema": nested})
+if "backtracking-pattern" in MODES:
+    word = {"type": "string", "pattern": "^(a+)+$"}
+    TOOLS.append(
+        {
+            "name": "match",
+            "inputSchema": {"type": "object"},
+            "outputSchema": {"type": "object", "properties": {"word": word}},
+        }
+    )
 
 RESOURCES = [{"uri": "file:///notes.txt", "name": "notes"}]
 if "bad-uri" in MODES:
@@ -98,6 +123,10 @@ def call_tool(request_id: object, params: dict) -> None:
     if name == "table":
         rows = "many" if "structured-mismatch" in MODES else 3
         return result(request_id, dict(text("a table"), structuredContent={"rows": rows}))
+    if name == "nest":
+        return result(request_id, dict(text("a number"), structuredContent={"v": 7}))
+    if name == "match":
+        return result(request_id, dict(text("a word"), structuredContent={"word": "a" * 64 + "!"}))
     if name == "film":
         return result(request_id, {"content": [{"type": "video", "url": "file:///a.mp4"}]})
     if name == "explode":
@@ -176,6 +205,11 @@ def handle(message: object) -> None:
         failure = {"code": -32602, "message": "params must be an object"}
         return send({"jsonrpc": version, "id": request_id, "error": failure})
     if "id" not in message:
+        if method == "notifications/initialized" and "notification-flood" in MODES:
+            data = "x" * (1 << 20)
+            for _ in range(int(os.environ.get("FLOOD_MIB", "40"))):
+                params = {"level": "info", "logger": "flood", "data": data}
+                send({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
         if "answers-notifications" in MODES:
             result(None, {})
         return None

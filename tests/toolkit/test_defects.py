@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,14 @@ EXPECTED: dict[str, tuple[str, str, str | None]] = {
 }
 
 
-def check(tmp_path: Path, schema_dir: str, *server: str, revision: str | None = None) -> Any:
-    """Run ``sansio-mcp check`` on ``server``; its JSON report."""
+def check(
+    tmp_path: Path,
+    schema_dir: str,
+    *server: str,
+    revision: str | None = None,
+    options: Sequence[str] = (),
+) -> Any:
+    """Run ``sansio-mcp check`` on ``server`` (with ``options``); its JSON report."""
     report = tmp_path / "report.json"
     command = [
         sys.executable,
@@ -62,6 +69,7 @@ def check(tmp_path: Path, schema_dir: str, *server: str, revision: str | None = 
         "--report",
         str(report),
         *(["--protocol-version", revision] if revision else []),
+        *options,
         "--",
         *server,
     ]

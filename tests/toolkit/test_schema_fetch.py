@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import http.server
+import logging
 import os
 import subprocess
 import sys
@@ -166,6 +167,18 @@ def test_where_prefers_the_environment_then_the_cache(mirror: Mirror, tmp_path: 
     assert str(cache / "2026-07-28") in lines["2026-07-28"] and "(cache)" in lines["2026-07-28"]
 
 
+@pytest.fixture
+def quiet_loggers_restored() -> Iterator[None]:
+    """``check`` run in this process quiets the library's loggers: set them back after
+    (a later test's caplog would see nothing)."""
+    loggers = [logging.getLogger(name) for name in ("sansio_mcp", "trio_adapters")]
+    levels = [logger.level for logger in loggers]
+    yield
+    for logger, level in zip(loggers, levels, strict=True):
+        logger.setLevel(level)
+
+
+@pytest.mark.usefixtures("quiet_loggers_restored")
 def test_check_says_when_a_schema_is_missing(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

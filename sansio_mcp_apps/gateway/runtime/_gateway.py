@@ -13,13 +13,13 @@ from sansio_mcp.runtime import Backend, Signal, TransportBackend
 from ...gateway import (
     DEFAULT_TTL_MS,
     Catalog,
+    CatalogView,
     ConnectorConfig,
     GatewayConfig,
     GatewayHTTPServer,
     GatewayStore,
     MemoryStore,
     StatusTrigger,
-    catalog_of,
     move,
     status_report,
 )
@@ -78,6 +78,7 @@ class Gateway:
         self.backend = backend
         self.store: GatewayStore = store or MemoryStore([c.name for c in config.connectors])
         self.default_ttl_ms = default_ttl_ms
+        self._catalogs = CatalogView(self.store, self.config, default_ttl_ms)
         settings = settings or UpstreamSettings(client_info={"name": name, "version": version})
         #: Seconds between two list-changed hints: a burst within them is one hint.
         self.hint_interval = hint_interval
@@ -103,7 +104,7 @@ class Gateway:
         self.hints_sent = 0
 
     def catalog(self) -> Catalog:
-        return catalog_of(self.store, self.config, self.default_ttl_ms)
+        return self._catalogs()
 
     def status(self) -> dict[str, Any]:
         """Each connector's status, as JSON."""

@@ -224,16 +224,19 @@ class Upstream:
             page = result.get("tools")
             if not isinstance(page, list):
                 raise MCPError(ErrorCode.INVALID_PARAMS, "the upstream's tools/list has no tools")
-            tools.extend(t for t in page if isinstance(t, dict))
+            # Tools a client must not use (SEP-2243) are not offered to ours either.
+            tools.extend(
+                t
+                for t in page
+                if isinstance(t, dict)
+                and not (client.session.is_modern and x_mcp_header_problems(t.get("inputSchema")))
+            )
             if isinstance(result.get("ttlMs"), int):
                 ttls.append(result["ttlMs"])
             cursor = result.get("nextCursor")
-            if not isinstance(cursor, str):
-                break
-        if client.session.is_modern:
-            # Tools a client must not use (SEP-2243) are not offered to ours either.
-            tools = [t for t in tools if not x_mcp_header_problems(t.get("inputSchema"))]
-        return ConnectorTools(tuple(tools), min(ttls) if ttls else None)
+            if not isinstance(cursor, str) or len(tools) > self.config.max_tools:
+                break  # past the limit the rest is left out: no need to fetch it
+        return ConnectorTools.capped(tools, min(ttls) if ttls else None, self.config.max_tools)
 
     async def _follow_changes(self, client: ClientAPI) -> None:
         caps = client.server_capabilities.get("tools")
