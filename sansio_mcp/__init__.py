@@ -58,6 +58,7 @@ from ._jsonrpc import (
 )
 from ._modern import CacheHints
 from ._ndjson import NEED_DATA, NdjsonFramer
+from ._outbox import Outgoing
 from ._params import LOG_LEVELS
 from ._registry import (
     Prompt,
@@ -130,6 +131,7 @@ __all__ = [
     "NEED_DATA",
     "NdjsonFramer",
     "NotificationReceived",
+    "Outgoing",
     "ParseError",
     "ProgressReceived",
     "ProtocolError",

@@ -16,7 +16,7 @@ from ._errors import ConnectionClosedError, ErrorCode, RemoteProtocolError
 from ._http import HTTPRequest, HTTPResponseHead, media_types
 from ._ndjson import NEED_DATA
 from ._server_session import ServerSession
-from ._sse import SSEParser, format_sse_event
+from ._sse import SSEParser, format_sse_event, format_sse_message
 from ._streamable_http import (
     DEFAULT_MAX_UNREAD,
     LOOPBACK_HOSTS,
@@ -133,14 +133,14 @@ class LegacySSEServer:
     def flush(self, session: ServerSession) -> None:
         """Put what ``session`` queued on its stream."""
         exchange = self._by_session.get(id(session))
-        messages = session.messages_to_send()
+        messages = session.outgoing_to_send()
         if exchange is None or exchange.finished:
             return
-        for obj in messages:
-            if not_being_read(exchange, obj, self.max_unread):
+        for item in messages:
+            if not_being_read(exchange, item.message, self.max_unread):
                 exchange._finish()  # the session ends with its only stream
                 break
-            exchange._append(format_sse_event(_json.dumps(obj), event="message"))
+            exchange._append(format_sse_message(item.data))
         if messages:
             exchange.wake()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Container
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -11,7 +11,7 @@ from . import _json
 from ._errors import ErrorCode, LocalProtocolError, MCPError
 from ._jsonrpc import JSONRPCRequest, RequestId
 
-__all__ = ["Batch", "Outbox", "encode_message"]
+__all__ = ["Batch", "Outbox", "Outgoing", "encode_message"]
 
 
 def encode_message(obj: Any) -> bytes:
@@ -25,6 +25,19 @@ def encode_message(obj: Any) -> bytes:
         return _json.encode(obj)
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:
         raise LocalProtocolError(f"the message cannot be sent as JSON: {exc}") from None
+
+
+class Outgoing(NamedTuple):
+    """One message to send: its JSON value, its bytes (encoded once, as it was
+    queued: every transport frames these), and its route, the id of the peer
+    request it belongs to (or None).
+
+    A named tuple rather than an attrs class: one is made for every message sent.
+    """
+
+    message: Any
+    data: bytes
+    route: RequestId | None = None
 
 
 @attrs.define
@@ -57,14 +70,14 @@ class Outbox:
     whole batch is answered, and leave together as one batch."""
 
     def __init__(self) -> None:
-        # (message, route, its JSON bytes)
-        self._queue: list[tuple[Any, RequestId | None, bytes]] = []
+        self._queue: list[Outgoing] = []
         self._batch_of: dict[RequestId, Batch] = {}
 
-    def append(self, obj: Any, route: RequestId | None = None) -> None:
+    def append(self, obj: Any, route: RequestId | None = None, data: bytes | None = None) -> None:
         """Queue ``obj`` as it is (not into a batch); :class:`LocalProtocolError`, with
-        nothing queued, if it cannot be sent as JSON."""
-        self._queue.append((obj, route, encode_message(obj)))
+        nothing queued, if it cannot be sent as JSON.  ``data``: ``obj`` already
+        encoded (by :func:`encode_message`)."""
+        self._queue.append(Outgoing(obj, encode_message(obj) if data is None else data, route))
 
     def answer(self, request_id: RequestId | None, obj: dict[str, Any]) -> None:
         """Queue the answer to a peer's request (with its batch, if it came in one);
@@ -72,7 +85,7 @@ class Outbox:
         data = encode_message(obj)
         batch = self._batch_of.pop(request_id, None) if request_id is not None else None
         if batch is None:
-            self._queue.append((obj, request_id, data))
+            self._queue.append(Outgoing(obj, data, request_id))
             return
         batch.pending.discard(request_id)
         batch.responses.append(obj)
@@ -94,13 +107,13 @@ class Outbox:
         """Queue ``batch``'s answers once the last is in."""
         if not batch.pending and batch.responses:
             # Each answer was encoded as it came: the batch encodes too.
-            self._queue.append((batch.responses, None, _json.encode(batch.responses)))
+            self._queue.append(Outgoing(batch.responses, _json.encode(batch.responses)))
             batch.responses = []
 
-    def take(self) -> list[tuple[Any, RequestId | None]]:
-        """Take the queued messages with their routes."""
+    def take(self) -> list[Outgoing]:
+        """Take the queued messages, each with its bytes and route."""
         out, self._queue = self._queue, []
-        return [(obj, route) for obj, route, _ in out]
+        return out
 
     def take_data(self) -> bytes:
         """Take the queued messages as NDJSON bytes."""
@@ -108,5 +121,5 @@ class Outbox:
             return b""
         out, self._queue = self._queue, []
         if len(out) == 1:
-            return out[0][2] + b"\n"
-        return b"".join([data + b"\n" for _, _, data in out])
+            return out[0].data + b"\n"
+        return b"".join([item.data + b"\n" for item in out])

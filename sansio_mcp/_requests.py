@@ -153,9 +153,11 @@ class RequestTracker:
         """Ids of our requests on the wire now."""
         return frozenset(self._outgoing)
 
-    def next_id(self) -> RequestId:
+    def next_id(self, *, take: bool = True) -> RequestId:
+        """The id of our next request; ``take=False`` only looks at it."""
         request_id = self._next_id
-        self._next_id += 1
+        if take:
+            self._next_id += 1
         return request_id
 
     def ask_progress(self, origin: RequestId) -> RequestId:

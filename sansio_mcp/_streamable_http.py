@@ -22,8 +22,9 @@ from ._http import HTTPRequest, media_types, url_hostname
 from ._http_headers import validate_request_headers
 from ._jsonrpc import RequestId, is_request_id, request_id_problem
 from ._modern import is_modern_request
+from ._outbox import Outgoing
 from ._server_session import ServerSession
-from ._sse import format_sse_comment, format_sse_event
+from ._sse import format_sse_comment, format_sse_event, format_sse_message
 from ._versions import HANDSHAKE_REVISIONS, META_PROTOCOL_VERSION, MODERN_REVISIONS
 
 __all__ = ["Exchange", "StreamableHTTPServer", "LOOPBACK_HOSTS", "check_host_and_origin"]
@@ -62,11 +63,6 @@ DEFAULT_SESSION_IDLE_TIMEOUT = 30 * 60.0
 
 def _is_response(obj: Any) -> bool:
     return isinstance(obj, dict) and "method" not in obj and ("result" in obj or "error" in obj)
-
-
-def _message_event(obj: Any, event_id: str | None) -> bytes:
-    """A JSON-RPC message as an SSE ``message`` event."""
-    return format_sse_event(_json.dumps(obj), event="message", id=event_id)
 
 
 def not_being_read(exchange: Exchange, obj: Any, max_unread: int) -> bool:
@@ -185,11 +181,11 @@ class Exchange:
             self._append(format_sse_comment())
             self.wake()
 
-    def _put(self, obj: Any, event_id: str | None) -> None:
+    def _put(self, item: Outgoing, event_id: str | None) -> None:
         if self._json_mode:
-            self._append(_json.encode(obj))
+            self._append(item.data)
         else:
-            self._append(_message_event(obj, event_id))
+            self._append(format_sse_message(item.data, event_id))
 
     def _finish(self) -> None:
         self.finished = True
@@ -206,7 +202,7 @@ class _LegacySession:
         self.get_stream: Exchange | None = None
         # Messages for the GET stream while none is open: the newest replay_memory of
         # them (a session nobody listens to must not grow without end).
-        self.backlog: deque[Any] = deque(maxlen=memory)
+        self.backlog: deque[Outgoing] = deque(maxlen=memory)
         # Each stream's last events by key, oldest stream first, for Last-Event-ID.
         self.replay: dict[str, deque[tuple[int, bytes]]] = {}
         self.memory = memory
@@ -383,17 +379,15 @@ class StreamableHTTPServer:
         session = self.session_factory()
         session.receive_message(message)
         request_id = message["id"]
-        early = session.routed_messages_to_send()
-        if early and _is_response(early[-1][0]) and early[-1][0].get("id") == request_id:
-            response = early[-1][0]
-            error = response.get("error")
+        early = session.outgoing_to_send()
+        last: Any = early[-1].message if early else None
+        if _is_response(last) and last.get("id") == request_id:
+            error = last.get("error")
             status = _MODERN_STATUS.get(error["code"], 200) if isinstance(error, dict) else 200
-            return Exchange(
-                status, {"content-type": "application/json"}, _json.dumps(response).encode()
-            )
+            return Exchange(status, {"content-type": "application/json"}, early[-1].data)
         exchange = self._request_exchange(session, request_id)
-        for obj, _ in early:
-            self._deliver(exchange, obj, None)
+        for item in early:
+            self._deliver(exchange, item, None)
         return exchange
 
     def _request_exchange(self, session: ServerSession, request_id: RequestId) -> Exchange:
@@ -528,9 +522,9 @@ class StreamableHTTPServer:
             return refusal
         session = self.session_factory()
         session.receive_message(message)
-        out = session.messages_to_send()
-        response = out[-1] if out else None
-        body = _json.dumps(response).encode("utf-8") if response is not None else b""
+        out = session.outgoing_to_send()
+        response = out[-1].message if out else None
+        body = out[-1].data if out else b""
         if not (isinstance(response, dict) and "result" in response):
             return Exchange(
                 400 if response is None else 200, {"content-type": "application/json"}, body
@@ -626,8 +620,8 @@ class StreamableHTTPServer:
             exchange._seq = max(exchange._seq, kept[-1][0])
         state.get_stream = exchange
         exchange._on_close = lambda ex: self._close_legacy_stream(state, ex)
-        for obj in state.backlog:
-            self._deliver(exchange, obj, state)
+        for item in state.backlog:
+            self._deliver(exchange, item, state)
         state.backlog.clear()
         return exchange
 
@@ -734,22 +728,23 @@ class StreamableHTTPServer:
         """Route what ``session`` queued to the exchanges it belongs to, and wake them."""
         modern = self._modern_exchange.get(id(session))
         state = self._by_session.get(id(session))
-        for obj, route in session.routed_messages_to_send():
+        for item in session.outgoing_to_send():
             if modern is not None:
-                self._deliver(modern, obj, None)
+                self._deliver(modern, item, None)
                 continue
             if state is None:
                 continue  # an ended session or a finished stateless request: nobody to tell
-            target = self._legacy_target(state, obj, route)
+            obj = item.message
+            target = self._legacy_target(state, obj, item.route)
             if target is not None and target._json_mode and not _is_response(obj):
                 # A JSON response carries only the final answer: requests and
                 # notifications for the client go on the GET stream instead.
                 stream = state.get_stream
                 target = stream if stream is not None and not stream.finished else None
             if target is not None:
-                self._deliver(target, obj, state)
+                self._deliver(target, item, state)
             elif not _is_response(obj):
-                state.backlog.append(obj)
+                state.backlog.append(item)
 
     def _legacy_target(
         self, state: _LegacySession, obj: Any, route: RequestId | None
@@ -767,14 +762,15 @@ class StreamableHTTPServer:
         stream = state.get_stream
         return stream if stream is not None and not stream.finished else None
 
-    def _deliver(self, exchange: Exchange, obj: Any, state: _LegacySession | None) -> None:
+    def _deliver(self, exchange: Exchange, item: Outgoing, state: _LegacySession | None) -> None:
         if exchange._detached and state is not None:
-            self._keep_for_resumption(exchange, obj, state)
+            self._keep_for_resumption(exchange, item, state)
             return
         if exchange.finished:
             return
+        obj = item.message
         if exchange.head_pending and not exchange._chunks:
-            if self._answer_plainly(exchange, obj):
+            if self._answer_plainly(exchange, item):
                 return
             exchange._open()  # something to stream first: this is an SSE stream after all
         event_id = None
@@ -784,7 +780,7 @@ class StreamableHTTPServer:
         if not_being_read(exchange, obj, self.max_unread):
             # Closed, the stream can be resumed (Last-Event-ID) from what is remembered.
             if state is not None and event_id is not None:
-                chunk = _message_event(obj, event_id)
+                chunk = format_sse_message(item.data, event_id)
                 state.remember(exchange._stream_key, exchange._seq, chunk, self.replay_streams)
             exchange._finish()
             exchange.wake()
@@ -793,7 +789,7 @@ class StreamableHTTPServer:
         if exchange._json_mode and not _is_response(obj) and not isinstance(obj, list):
             pass  # a JSON response carries only the final answer
         else:
-            exchange._put(obj, event_id)
+            exchange._put(item, event_id)
         if state is not None and event_id is not None and len(exchange._chunks) > before:
             state.remember(
                 exchange._stream_key, exchange._seq, exchange._chunks[-1], self.replay_streams
@@ -807,19 +803,22 @@ class StreamableHTTPServer:
                     state.streams.pop(request_id, None)
         exchange.wake()
 
-    def _keep_for_resumption(self, exchange: Exchange, obj: Any, state: _LegacySession) -> None:
+    def _keep_for_resumption(
+        self, exchange: Exchange, item: Outgoing, state: _LegacySession
+    ) -> None:
         """Number and keep an event of a detached POST stream without sending it."""
         exchange._seq += 1
-        chunk = _message_event(obj, f"{exchange._stream_key}-{exchange._seq}")
+        chunk = format_sse_message(item.data, f"{exchange._stream_key}-{exchange._seq}")
         state.remember(exchange._stream_key, exchange._seq, chunk, self.replay_streams)
-        exchange._awaiting -= _answered_ids(obj)
+        exchange._awaiting -= _answered_ids(item.message)
         if not exchange._awaiting:
             state.unmap(exchange)
 
-    def _answer_plainly(self, exchange: Exchange, obj: Any) -> bool:
+    def _answer_plainly(self, exchange: Exchange, item: Outgoing) -> bool:
         """Turn a stream whose first output is its whole answer into a plain
         ``application/json`` response (with the status of a refusal that has one
         of its own, e.g. -32021: 400).  Either form is allowed for a request POST."""
+        obj = item.message
         if isinstance(obj, list):  # a 2025-03-26 batch answer
             answered = {m.get("id") for m in obj if isinstance(m, dict)}
             error = None
@@ -834,7 +833,7 @@ class StreamableHTTPServer:
         exchange.status = _LATE_STATUS.get(code, 200) if isinstance(code, int) else 200
         exchange.headers = {"content-type": "application/json"}
         exchange.streaming = False
-        exchange._append(_json.dumps(obj).encode("utf-8"))
+        exchange._append(item.data)
         exchange._awaiting.clear()
         exchange._finish()
         exchange.wake()
@@ -872,4 +871,4 @@ def _json_error(status: int, request_id: Any, code: int, message: str) -> Exchan
     error = MCPError(code, message).to_dict()
     body: dict[str, Any] = {"jsonrpc": "2.0", "error": error}
     body["id"] = request_id if is_request_id(request_id) else None
-    return Exchange(status, {"content-type": "application/json"}, _json.dumps(body).encode("utf-8"))
+    return Exchange(status, {"content-type": "application/json"}, _json.encode(body))
