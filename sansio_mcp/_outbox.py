@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Container
 from typing import Any, NamedTuple
 
 import attrs
@@ -10,6 +9,7 @@ import attrs
 from . import _json
 from ._errors import ErrorCode, LocalProtocolError, MCPError
 from ._jsonrpc import JSONRPCRequest, RequestId
+from ._requests import id_in_use
 
 __all__ = ["Batch", "Outbox", "Outgoing", "encode_message"]
 
@@ -48,20 +48,16 @@ class Batch:
     pending: set[RequestId] = attrs.Factory(set)
     responses: list[dict[str, Any]] = attrs.Factory(list)
 
-    def refusal(
-        self, request: JSONRPCRequest, open_requests: Container[RequestId]
-    ) -> MCPError | None:
-        """Why ``request`` may not be served as part of this batch; None if it may."""
+    def refusal(self, request: JSONRPCRequest, id_conflict: MCPError | None) -> MCPError | None:
+        """Why ``request`` may not be served as part of this batch; None if it may.
+        ``id_conflict``: why the session refuses its id (see ``Session._id_conflict``)."""
         if request.method == "initialize":
             return MCPError(ErrorCode.INVALID_REQUEST, "initialize must not be part of a batch")
-        if request.id in self.pending or request.id in open_requests:
-            # Refused here: routed through Outbox.answer, the error would
-            # answer (and unhook) the batch of the request that owns the id.
-            return MCPError(
-                ErrorCode.INVALID_REQUEST,
-                f"request id {request.id!r} is already in use by an unanswered request",
-            )
-        return None
+        if request.id in self.pending:
+            return id_in_use(request.id)
+        # Refused here, in the batch: refused once dispatched, the error would go out
+        # alone and the batch would wait for an answer that never comes.
+        return id_conflict
 
 
 class Outbox:

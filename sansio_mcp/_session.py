@@ -46,7 +46,6 @@ from ._jsonrpc import (
 )
 from ._ndjson import HEAD_KEPT, NEED_DATA, NdjsonFramer, oversized_message
 from ._outbox import Batch, Outbox, Outgoing, encode_message
-from ._params import check_params
 from ._requests import (
     IncomingRequest,
     OutgoingRequest,
@@ -228,7 +227,7 @@ class Session:
                 self._requests.fail_malformed(exc)
                 continue
             if isinstance(message, JSONRPCRequest):
-                refusal = batch.refusal(message, self._requests.incoming)
+                refusal = batch.refusal(message, self._id_conflict(message.id))
                 if refusal is not None:
                     batch.responses.append(self._refusal(message.id, refusal))
                     continue
@@ -253,6 +252,12 @@ class Session:
 
     def _dispatch(self, message: JSONRPCMessage) -> None:
         if isinstance(message, JSONRPCRequest):
+            duplicate = self._id_conflict(message.id)
+            if duplicate is not None:
+                # Straight to the outbox: Outbox.answer would route this error into
+                # the batch of the original request that owns the id.
+                self._outbox.append(self._refusal(message.id, duplicate), message.id)
+                return
             self._on_request(message)
         elif isinstance(message, JSONRPCNotification):
             self._on_notification(message)
@@ -261,26 +266,17 @@ class Session:
         else:
             self._on_response(message.id, None, message.error)
 
+    def _id_conflict(self, request_id: RequestId) -> MCPError | None:
+        """Why the peer may not use ``request_id`` for a new request, in either era
+        (servers add the ids of open subscriptions)."""
+        return self._requests.id_conflict(request_id)
+
     def _on_request(self, request: JSONRPCRequest) -> None:
         method, params = request.method, request.params or {}
-        duplicate = self._requests.id_conflict(request.id)
-        if duplicate is not None:
-            # Straight to the outbox: Outbox.answer would route this error into
-            # the batch of the original request that owns the id.
-            self._outbox.append(self._refusal(request.id, duplicate), request.id)
-            return
         try:
-            self._gates.check_incoming_request(method, params, self.revision, self.capabilities)
-            trigger = trigger_for(method, is_request=True, sending=False)
-            after = next_state(self.role, self.state, trigger)
-            if after is None:
-                raise MCPError(
-                    ErrorCode.INVALID_REQUEST,
-                    f"{method!r} is not allowed while the session is {self.state.name.lower()}",
-                )
-            problem = check_params(method, params)
-            if problem:
-                raise MCPError(ErrorCode.INVALID_PARAMS, problem)
+            after = self._gates.check_incoming_request(
+                method, params, self.revision, self.capabilities, self.state
+            )
         except MCPError as error:
             self._outbox.answer(request.id, self._refusal(request.id, error))
             return
