@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from collections.abc import Iterator
+from typing import Any
 
-from ._exchange import Exchange
-from ._jsonrpc import RequestId
+from ._exchange import Exchange, answered_ids, is_response
+from ._jsonrpc import RequestId, is_request_id
 from ._outbox import Outgoing
 from ._replay import ReplayBuffer
 from ._server_session import ServerSession
+from ._sse import format_sse_message
 
 __all__ = [
     "DEFAULT_MAX_SESSIONS",
@@ -46,6 +48,118 @@ class HandshakeSession:
         """Forget that ``exchange`` is the stream of any of the session's requests."""
         for request_id in [r for r, ex in self.streams.items() if ex is exchange]:
             del self.streams[request_id]
+
+    def open_stream(self, exchange: Exchange, request_ids: list[RequestId]) -> None:
+        """``exchange`` is the stream of a POST carrying ``request_ids``."""
+        exchange.stream_key = f"s{self.stream_count}"
+        self.stream_count += 1
+        exchange.awaiting.update(request_ids)
+        for request_id in request_ids:
+            self.streams[request_id] = exchange
+        exchange.on_close = self.stream_closed
+
+    def open_get_stream(self, exchange: Exchange) -> None:
+        """``exchange`` is the session's GET stream now: what waited for one goes on it."""
+        exchange.stream_key = "get"
+        kept = self.replay.last_number("get")
+        if kept is not None:  # ids go on from the session's earlier GET streams, never reused
+            exchange.seq = max(exchange.seq, kept)
+        self.get_stream = exchange
+        exchange.on_close = self.stream_closed
+
+    def stream_closed(self, exchange: Exchange) -> None:
+        """``exchange`` ended (answered, or its client went away)."""
+        # Disconnection is not cancellation on the handshake revisions: a POST
+        # stream cut before its answers stays its requests' stream, detached, so
+        # what they send next is kept for a GET that resumes it (Last-Event-ID),
+        # if it sent an event id to resume from (else their messages go on the GET
+        # stream, as if the POST had had no stream).
+        if (
+            exchange.awaiting
+            and exchange.stream_key != "get"
+            and exchange.stream_key in self.replay
+        ):
+            exchange.detached = True
+            return
+        self.unmap(exchange)
+        if self.get_stream is exchange:
+            self.get_stream = None
+
+    def resume(self, exchange: Exchange, last_event_id: str) -> Exchange | None:
+        """``exchange`` resuming the stream ``last_event_id`` names, after that event:
+        its kept events replayed, its unanswered requests taken over; None when the id
+        names no stream resumable as such (``exchange`` becomes the GET stream)."""
+        key, _, seq = last_event_id.rpartition("-")
+        if key not in self.replay or not (seq.isascii() and seq.isdigit()):
+            return None
+        exchange.seq = int(seq)
+        for number, chunk in self.replay.events(key):
+            if number > int(seq):
+                exchange.append(chunk)
+                exchange.seq = number  # new events continue after the replayed ones
+        exchange.stream_key = key
+        still_open = [ex for ex in self.streams.values() if ex.stream_key == key]
+        exchange.seq = max([exchange.seq, *(ex.seq for ex in still_open)])
+        for request_id, ex in list(self.streams.items()):
+            if ex.stream_key == key:
+                self.streams[request_id] = exchange
+                exchange.awaiting.add(request_id)
+        for earlier in still_open:  # a POST still open, or an earlier resumption
+            if not earlier.finished:
+                earlier.end()
+        if not still_open and key == "get":
+            return None
+        exchange.on_close = self.stream_closed
+        if not exchange.awaiting and key != "get":
+            exchange.finished = True  # the resumed stream had already ended
+        return exchange
+
+    def end_waits(self, cancelled: list[Any]) -> None:
+        """End the streams' wait for the requests that ``cancelled``
+        (notifications/cancelled params) name: a cancelled request gets no answer,
+        so a stream waiting only for it would stay open for good."""
+        for params in cancelled:
+            request_id = params.get("requestId") if isinstance(params, dict) else None
+            if not is_request_id(request_id) or request_id not in self.streams:
+                continue
+            exchange = self.streams.pop(request_id)
+            exchange.awaiting.discard(request_id)
+            if not exchange.awaiting and not exchange.finished:
+                exchange.finish()
+                exchange.wake()
+
+    def target(self, item: Outgoing) -> Exchange | None:
+        """The open stream ``item`` goes on: its request's stream, else (for what
+        answers nothing) the GET stream; None when there is none."""
+        obj = item.message
+        if isinstance(obj, list):  # a 2025-03-26 batch answer
+            ids = {m.get("id") for m in obj if isinstance(m, dict)}
+            target = next((self.streams[i] for i in ids if i in self.streams), None)
+            if target is None:
+                return None
+        elif item.route is not None and item.route in self.streams:
+            target = self.streams[item.route]
+        elif is_response(obj):
+            return None
+        else:
+            target = self._open_get_stream()
+        if target is not None and target.json_mode and not is_response(obj):
+            # A JSON response carries only the final answer: requests and
+            # notifications for the client go on the GET stream instead.
+            target = self._open_get_stream()
+        return target
+
+    def _open_get_stream(self) -> Exchange | None:
+        stream = self.get_stream
+        return stream if stream is not None and not stream.finished else None
+
+    def keep_for_resumption(self, exchange: Exchange, item: Outgoing) -> None:
+        """Number and keep an event of a detached POST stream without sending it."""
+        chunk = format_sse_message(item.data, exchange.next_event_id())
+        self.remember(exchange.stream_key, exchange.seq, chunk)
+        exchange.awaiting -= answered_ids(item.message)
+        if not exchange.awaiting:
+            self.unmap(exchange)
 
     def live_streams(self) -> set[str]:
         """Keys of the streams whose events must stay resumable: the GET stream's,

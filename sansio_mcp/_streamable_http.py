@@ -39,7 +39,7 @@ from ._jsonrpc import RequestId, is_request_id, request_id_problem
 from ._modern import is_modern_request
 from ._outbox import Outgoing
 from ._server_session import ServerSession
-from ._sse import format_sse_event, format_sse_message
+from ._sse import format_sse_event
 from ._versions import HANDSHAKE_REVISIONS, META_PROTOCOL_VERSION, MODERN_REVISIONS
 
 __all__ = [
@@ -337,12 +337,7 @@ class StreamableHTTPServer:
             self._flush_then_end(state, cancelled)
             return Exchange(202, {}, session=state.session)
         exchange = self._stream_exchange(state.session)
-        exchange.stream_key = f"s{state.stream_count}"
-        state.stream_count += 1
-        exchange.awaiting.update(request_ids)
-        for request_id in request_ids:
-            state.streams[request_id] = exchange
-        exchange.on_close = lambda ex: self._close_legacy_stream(state, ex)
+        state.open_stream(exchange, request_ids)
         exchange.head_pending = True
         exchange.head_grace = LEGACY_HEAD_GRACE
         exchange.opener = lambda: self._prime(exchange, state)
@@ -350,20 +345,10 @@ class StreamableHTTPServer:
         return exchange
 
     def _flush_then_end(self, state: HandshakeSession, cancelled: list[Any]) -> None:
-        """Route the session's output, then end the streams' wait for the requests
-        that ``cancelled`` (notifications/cancelled params) name: a cancelled request
-        gets no answer, so a stream waiting only for it would stay open for good.
-        Flushing first lets an answer already queued go out."""
+        """Route the session's output, then end the streams' wait for the cancelled
+        requests (flushing first lets an answer already queued go out)."""
         self.flush(state.session)
-        for params in cancelled:
-            request_id = params.get("requestId") if isinstance(params, dict) else None
-            if not is_request_id(request_id) or request_id not in state.streams:
-                continue
-            exchange = state.streams.pop(request_id)
-            exchange.awaiting.discard(request_id)
-            if not exchange.awaiting and not exchange.finished:
-                exchange.finish()
-                exchange.wake()
+        state.end_waits(cancelled)
 
     def _prime(self, exchange: Exchange, state: HandshakeSession) -> None:
         """Open a POST's SSE stream with an event that has an id and no data, and the
@@ -395,23 +380,6 @@ class StreamableHTTPServer:
         self.sessions.add(state)
         headers = {"content-type": "application/json", "mcp-session-id": session_id}
         return Exchange(200, headers, body, session=session)
-
-    def _close_legacy_stream(self, state: HandshakeSession, exchange: Exchange) -> None:
-        # Disconnection is not cancellation on the handshake revisions: a POST
-        # stream cut before its answers stays its requests' stream, detached, so
-        # what they send next is kept for a GET that resumes it (Last-Event-ID),
-        # if it sent an event id to resume from (else their messages go on the GET
-        # stream, as if the POST had had no stream).
-        if (
-            exchange.awaiting
-            and exchange.stream_key != "get"
-            and exchange.stream_key in state.replay
-        ):
-            exchange.detached = True
-            return
-        state.unmap(exchange)
-        if state.get_stream is exchange:
-            state.get_stream = None
 
     def _stream_exchange(self, session: ServerSession) -> Exchange:
         if self.json_response:
@@ -446,50 +414,14 @@ class StreamableHTTPServer:
         exchange = self._stream_exchange(state.session)
         exchange.json_mode = False
         exchange.headers = {"content-type": "text/event-stream", "cache-control": "no-cache"}
-        if last is not None:
-            resumed = self._resume(state, exchange, last)
-            if resumed is not None:
-                return resumed
+        if last is not None and state.resume(exchange, last) is not None:
+            return exchange
         if state.get_stream is not None and not state.get_stream.finished:
             return _text(409, "a GET stream is already open for this session")
-        exchange.stream_key = "get"
-        kept = state.replay.last_number("get")
-        if kept is not None:  # ids go on from the session's earlier GET streams, never reused
-            exchange.seq = max(exchange.seq, kept)
-        state.get_stream = exchange
-        exchange.on_close = lambda ex: self._close_legacy_stream(state, ex)
+        state.open_get_stream(exchange)
         for item in state.backlog:
             self._deliver(exchange, item, state)
         state.backlog.clear()
-        return exchange
-
-    def _resume(self, state: HandshakeSession, exchange: Exchange, last: str) -> Exchange | None:
-        """``exchange`` resuming the stream ``last`` (a ``Last-Event-ID``) names after
-        that event: its kept events replayed, its unanswered requests taken over;
-        None when ``last`` names no stream resumable as such (the GET stream opens)."""
-        key, _, seq = last.rpartition("-")
-        if key not in state.replay or not (seq.isascii() and seq.isdigit()):
-            return None
-        exchange.seq = int(seq)
-        for number, chunk in state.replay.events(key):
-            if number > int(seq):
-                exchange.append(chunk)
-                exchange.seq = number  # new events continue after the replayed ones
-        exchange.stream_key = key
-        still_open = [ex for ex in state.streams.values() if ex.stream_key == key]
-        exchange.seq = max([exchange.seq, *(ex.seq for ex in still_open)])
-        for request_id, ex in list(state.streams.items()):
-            if ex.stream_key == key:
-                state.streams[request_id] = exchange
-                exchange.awaiting.add(request_id)
-        for earlier in still_open:  # a POST still open, or an earlier resumption
-            if not earlier.finished:
-                earlier.end()
-        if not still_open and key == "get":
-            return None
-        exchange.on_close = lambda ex: self._close_legacy_stream(state, ex)
-        if not exchange.awaiting and key != "get":
-            exchange.finished = True  # the resumed stream had already ended
         return exchange
 
     def _delete(self, request: HTTPRequest) -> Exchange:
@@ -553,37 +485,15 @@ class StreamableHTTPServer:
                 continue
             if state is None:
                 continue  # an ended session or a finished stateless request: nobody to tell
-            obj = item.message
-            target = self._legacy_target(state, obj, item.route)
-            if target is not None and target.json_mode and not is_response(obj):
-                # A JSON response carries only the final answer: requests and
-                # notifications for the client go on the GET stream instead.
-                stream = state.get_stream
-                target = stream if stream is not None and not stream.finished else None
+            target = state.target(item)
             if target is not None:
                 self._deliver(target, item, state)
-            elif not is_response(obj):
+            elif not is_response(item.message):
                 state.backlog.append(item)
-
-    def _legacy_target(
-        self, state: HandshakeSession, obj: Any, route: RequestId | None
-    ) -> Exchange | None:
-        if isinstance(obj, list):  # a 2025-03-26 batch answer
-            ids = {m.get("id") for m in obj if isinstance(m, dict)}
-            for request_id in ids:
-                if request_id in state.streams:
-                    return state.streams[request_id]
-            return None
-        if route is not None and route in state.streams:
-            return state.streams[route]
-        if is_response(obj):
-            return None
-        stream = state.get_stream
-        return stream if stream is not None and not stream.finished else None
 
     def _deliver(self, exchange: Exchange, item: Outgoing, state: HandshakeSession | None) -> None:
         if exchange.detached and state is not None:
-            self._keep_for_resumption(exchange, item, state)
+            state.keep_for_resumption(exchange, item)
             return
         if exchange.finished:
             return
@@ -600,16 +510,6 @@ class StreamableHTTPServer:
         if state is not None and exchange.finished:
             for request_id in answered_ids(item.message):
                 state.streams.pop(request_id, None)
-
-    def _keep_for_resumption(
-        self, exchange: Exchange, item: Outgoing, state: HandshakeSession
-    ) -> None:
-        """Number and keep an event of a detached POST stream without sending it."""
-        chunk = format_sse_message(item.data, exchange.next_event_id())
-        state.remember(exchange.stream_key, exchange.seq, chunk)
-        exchange.awaiting -= answered_ids(item.message)
-        if not exchange.awaiting:
-            state.unmap(exchange)
 
     def _answer_plainly(self, exchange: Exchange, item: Outgoing) -> bool:
         """Turn a stream whose first output is its whole answer into a plain
