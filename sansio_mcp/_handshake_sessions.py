@@ -143,7 +143,7 @@ class HandshakeSession:
             return None
         else:
             target = self._open_get_stream()
-        if target is not None and target.json_mode and not is_response(obj):
+        if target is not None and target.json_mode and not answered_ids(obj):
             # A JSON response carries only the final answer: requests and
             # notifications for the client go on the GET stream instead.
             target = self._open_get_stream()

@@ -3,15 +3,25 @@ behind ``Last-Event-ID``, and the sessions the machine makes."""
 
 from __future__ import annotations
 
+import json
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sansio_mcp import ServerSession
+from sansio_mcp import NEED_DATA, RequestReceived, ServerSession
 from sansio_mcp._replay import ReplayBuffer
 from sansio_mcp._streamable_http import StreamableHTTPServer
 from sansio_mcp.runtime.example_server import build_server
 
-from .helpers import modern_headers, modern_request, post_request
+from .helpers import modern_headers, modern_request, open_machine_session, post_request
+
+
+def drain(session: ServerSession) -> list[object]:
+    events = []
+    while (event := session.next_event()) is not NEED_DATA:
+        events.append(event)
+    return events
+
 
 KEYS = st.sampled_from(["get", "s0", "s1", "s2", "s3", "s4", "s5"])
 
@@ -58,3 +68,20 @@ def test_no_session_is_made_only_to_learn_the_versions() -> None:
     assert len(made) == 1
     machine.handle(post_request(message, **modern_headers(message)))
     assert len(made) == 2
+
+
+def test_a_batch_is_answered_in_its_json_response() -> None:
+    """With ``json_response``, a 2025-03-26 batch POST gets its answers as its JSON
+    body. Before, they were taken for messages to the client and held for a GET
+    stream, and the POST never ended."""
+    machine = StreamableHTTPServer(build_server().create_session, json_response=True)
+    headers = open_machine_session(machine, "2025-03-26")
+    batch = [{"jsonrpc": "2.0", "id": i, "method": "tools/list"} for i in (2, 3)]
+    exchange = machine.handle(post_request(batch, **headers))
+    assert exchange.session is not None
+    for event in drain(exchange.session):
+        if isinstance(event, RequestReceived):
+            exchange.session.respond(event.request_id, {"tools": []})
+    machine.flush(exchange.session)
+    assert exchange.finished and exchange.headers["content-type"] == "application/json"
+    assert [m["id"] for m in json.loads(exchange.take())] == [2, 3]
