@@ -47,6 +47,14 @@ class Batch:
 
     pending: set[RequestId] = attrs.Factory(set)
     responses: list[dict[str, Any]] = attrs.Factory(list)
+    #: Each answer's JSON bytes, as it was encoded when it came.
+    encoded: list[bytes] = attrs.Factory(list)
+
+    def add(self, obj: dict[str, Any], data: bytes | None = None) -> None:
+        """Add an answer (``data``: ``obj`` already encoded); :class:`LocalProtocolError`,
+        with nothing added, if it cannot be sent as JSON."""
+        self.encoded.append(encode_message(obj) if data is None else data)
+        self.responses.append(obj)
 
     def refusal(self, request: JSONRPCRequest, id_conflict: MCPError | None) -> MCPError | None:
         """Why ``request`` may not be served as part of this batch; None if it may.
@@ -84,7 +92,7 @@ class Outbox:
             self._queue.append(Outgoing(obj, data, request_id))
             return
         batch.pending.discard(request_id)
-        batch.responses.append(obj)
+        batch.add(obj, data)
         self.flush(batch)
 
     def expect(self, batch: Batch, request_id: RequestId) -> None:
@@ -102,9 +110,10 @@ class Outbox:
     def flush(self, batch: Batch) -> None:
         """Queue ``batch``'s answers once the last is in."""
         if not batch.pending and batch.responses:
-            # Each answer was encoded as it came: the batch encodes too.
-            self._queue.append(Outgoing(batch.responses, _json.encode(batch.responses)))
-            batch.responses = []
+            # Each answer was encoded as it came: the batch is their JSON array.
+            data = b"[" + b",".join(batch.encoded) + b"]"
+            self._queue.append(Outgoing(batch.responses, data))
+            batch.responses, batch.encoded = [], []
 
     def take(self) -> list[Outgoing]:
         """Take the queued messages, each with its bytes and route."""

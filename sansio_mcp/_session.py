@@ -223,13 +223,13 @@ class Session:
             except RemoteProtocolError as exc:
                 self._events.append(ProtocolViolation(exc))
                 if exc.answer:
-                    batch.responses.append(self._error_obj(exc.request_id, exc))
+                    batch.add(self._error_obj(exc.request_id, exc))
                 self._requests.fail_malformed(exc)
                 continue
             if isinstance(message, JSONRPCRequest):
                 refusal = batch.refusal(message, self._id_conflict(message.id))
                 if refusal is not None:
-                    batch.responses.append(self._refusal(message.id, refusal))
+                    batch.add(self._refusal(message.id, refusal))
                     continue
                 self._outbox.expect(batch, message.id)
             messages.append(message)

@@ -145,3 +145,28 @@ def test_a_websocket_text_frame_carries_the_encoded_bytes(encodes: list[Any]) ->
     payload = _json.encode(ping)
     # A server's frame is unmasked: FIN + text opcode, the length, then the payload.
     assert frame == bytes([0x81, len(payload)]) + payload
+
+
+def test_a_batch_answer_is_its_answers_bytes_joined(encodes: list[Any]) -> None:
+    """Each answer of a 2025-03-26 batch is encoded as it comes; the batch that
+    carries them is their bytes in a JSON array, not a second encoding."""
+    server = ServerSession()
+    server.receive_message(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-03-26",
+                "capabilities": {},
+                "clientInfo": {"name": "x", "version": "0"},
+            },
+        }
+    )
+    server.receive_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    server.outgoing_to_send()
+    encodes.clear()
+    server.receive_message([{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in (1, 2)])
+    [batch] = server.outgoing_to_send()
+    assert len(encodes) == 2
+    assert batch.data == _json.encode(batch.message) and len(batch.message) == 2
