@@ -62,6 +62,7 @@ from ._jsonrpc import (
 # sansio_mcp.http, .websocket, .tasks, .capabilities, .config and .jsontext.
 from ._modern import CacheHints, end_to_end_meta, listen_filter
 from ._ndjson import NEED_DATA, NdjsonFramer
+from ._outbox import Outgoing
 from ._params import LOG_LEVELS, check_params
 from ._registry import (
     Prompt,
@@ -140,6 +141,7 @@ __all__ = [
     "NEED_DATA",
     "NdjsonFramer",
     "NotificationReceived",
+    "Outgoing",
     "ParseError",
     "ProgressReceived",
     "ProtocolError",

@@ -10,7 +10,7 @@ from typing import Any
 
 from ._errors import ErrorCode, LocalProtocolError, MCPError, RemoteProtocolError
 from ._params import check_params
-from ._state import Role
+from ._state import Role, SessionState, Trigger, next_state, trigger_for
 from ._tasks import TASK_METHODS, TASK_NOTIFICATION, declares_tasks, tasks_capability_error
 from ._versions import (
     CLIENT_NOTIFICATION_GATES,
@@ -209,28 +209,71 @@ class RoleGates:
         params: dict[str, Any],
         revision: Revision | None,
         capabilities: dict[str, Any],
+        state: SessionState,
+        *,
+        peer_capabilities: dict[str, Any] | None = None,
+    ) -> SessionState:
+        """The one gate of a request of the peer's, in either era: the state the
+        session goes to by serving it, or MCPError when we do not serve it (-32601 for
+        a method we lack, -32600 in a state that forbids it, -32602 for bad params).
+
+        ``revision`` is the session's (a handshake request; None before the handshake)
+        or the request's own (a 2026-07-28 request, with its ``_meta``'s client
+        capabilities as ``peer_capabilities``)."""
+        # Only a server serves 2026-07-28 requests; a client keeps its state table.
+        stateless = self.role is Role.SERVER and revision is not None and revision.era is Era.MODERN
+        self._check_method(method, params, revision, capabilities, peer_capabilities, stateless)
+        trigger = (
+            Trigger.RECV_STATELESS_REQUEST
+            if stateless
+            else trigger_for(method, is_request=True, sending=False)
+        )
+        after = next_state(self.role, state, trigger)
+        if after is None:
+            raise MCPError(
+                ErrorCode.INVALID_REQUEST,
+                f"{method!r} is not allowed while the session is {state.name.lower()}",
+            )
+        problem = check_params(method, params)
+        if problem:
+            raise MCPError(ErrorCode.INVALID_PARAMS, problem)
+        return after
+
+    def _check_method(
+        self,
+        method: str,
+        params: dict[str, Any],
+        revision: Revision | None,
+        capabilities: dict[str, Any],
+        peer_capabilities: dict[str, Any] | None,
+        stateless: bool,
     ) -> None:
-        """Raise MCPError (-32601) when we do not serve ``method``."""
-        if method in ("ping", "initialize"):
+        """Raise MCPError when we do not serve ``method`` at ``revision``."""
+        if method in ("ping", "initialize") and not stateless:
             if method == "initialize" and self.role is Role.CLIENT:
                 raise MCPError(ErrorCode.METHOD_NOT_FOUND, "clients do not serve initialize")
             return
+        extension = False
         if self.role is Role.SERVER and method in TASK_METHODS and declares_tasks(capabilities):
             # A server offering the tasks extension: its tasks/* exist only for 2026-07-28
             # requests, whose _meta can declare it; a handshake session cannot (unless
             # the method is also 2025-11-25's own, with the core's tasks capability).
-            legacy = (
+            if stateless:
+                if not declares_tasks(peer_capabilities):
+                    raise tasks_capability_error(f"{method} belongs to the tasks extension")
+                extension = True
+            elif not (
                 revision is not None
                 and method in revision.client_requests
                 and has_capability(capabilities, ("tasks",))
-            )
-            if not legacy:
+            ):
                 raise tasks_capability_error(
                     f"{method} belongs to the tasks extension, served on 2026-07-28 requests only"
                 )
-        if method not in self.peer_requests(revision):
+        if not extension and method not in self.peer_requests(revision):
             raise MCPError(ErrorCode.METHOD_NOT_FOUND, f"method not found: {method!r}")
-        gate = self.incoming_request_gates.get(method)
+        # The extension's tasks/* are not the 2025-11-25 ones its capability gates.
+        gate = None if extension else self.incoming_request_gates.get(method)
         if gate and (method != "completion/complete" or (revision and revision.completion_gated)):
             if not has_capability(capabilities, gate):
                 raise MCPError(

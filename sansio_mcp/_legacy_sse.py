@@ -13,20 +13,19 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 
 from . import _json
 from ._errors import ConnectionClosedError, ErrorCode, RemoteProtocolError
-from ._http import HTTPRequest, HTTPResponseHead, media_types
-from ._ndjson import NEED_DATA
-from ._server_session import ServerSession
-from ._sse import SSEParser, format_sse_event
-from ._streamable_http import (
+from ._exchange import (
     DEFAULT_MAX_UNREAD,
-    LOOPBACK_HOSTS,
     Exchange,
-    _json_error,
-    _text,
-    check_host_and_origin,
+    json_error,
     not_being_read,
     unread_refusal,
 )
+from ._exchange import text_reply as _text
+from ._http import HTTPRequest, HTTPResponseHead, media_types
+from ._ndjson import NEED_DATA
+from ._server_session import ServerSession
+from ._sse import SSEParser, format_sse_event, format_sse_message
+from ._streamable_http import LOOPBACK_HOSTS, check_host_and_origin
 from ._streamable_http_client import Endpoint, StreamableHTTPClient
 
 __all__ = ["LegacySSEServer", "LegacySSEStream", "resolve_endpoint"]
@@ -92,7 +91,7 @@ class LegacySSEServer:
             streaming=True,
             session=session,
         )
-        exchange._append(
+        exchange.append(
             format_sse_event(f"{self.message_path}?session_id={session_id}", event="endpoint")
         )
         self._streams[session_id] = (session, exchange)
@@ -103,7 +102,7 @@ class LegacySSEServer:
             self._by_session.pop(id(session), None)
             session.close()
 
-        exchange._on_close = closed
+        exchange.on_close = closed
         return exchange
 
     def session_for(self, request: HTTPRequest) -> ServerSession | None:
@@ -125,7 +124,7 @@ class LegacySSEServer:
         try:
             obj = _json.loads(request.body)
         except RemoteProtocolError as exc:
-            return _json_error(400, None, ErrorCode.PARSE_ERROR, exc.message)
+            return json_error(400, None, ErrorCode.PARSE_ERROR, exc.message)
         session.receive_message(obj)
         self.flush(session)
         return Exchange(202, {"content-type": "text/plain"}, b"Accepted", session=session)
@@ -133,14 +132,14 @@ class LegacySSEServer:
     def flush(self, session: ServerSession) -> None:
         """Put what ``session`` queued on its stream."""
         exchange = self._by_session.get(id(session))
-        messages = session.messages_to_send()
+        messages = session.outgoing_to_send()
         if exchange is None or exchange.finished:
             return
-        for obj in messages:
-            if not_being_read(exchange, obj, self.max_unread):
-                exchange._finish()  # the session ends with its only stream
+        for item in messages:
+            if not_being_read(exchange, item.message, self.max_unread):
+                exchange.finish()  # the session ends with its only stream
                 break
-            exchange._append(format_sse_event(_json.dumps(obj), event="message"))
+            exchange.append(format_sse_message(item.data))
         if messages:
             exchange.wake()
 

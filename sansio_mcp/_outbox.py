@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Container
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
 from . import _json
 from ._errors import ErrorCode, LocalProtocolError, MCPError
 from ._jsonrpc import JSONRPCRequest, RequestId
+from ._requests import id_in_use
 
-__all__ = ["Batch", "Outbox", "encode_message"]
+__all__ = ["Batch", "Outbox", "Outgoing", "encode_message"]
 
 
 def encode_message(obj: Any) -> bytes:
@@ -27,6 +27,19 @@ def encode_message(obj: Any) -> bytes:
         raise LocalProtocolError(f"the message cannot be sent as JSON: {exc}") from None
 
 
+class Outgoing(NamedTuple):
+    """One message to send: its JSON value, its bytes (encoded once, as it was
+    queued: every transport frames these), and its route, the id of the peer
+    request it belongs to (or None).
+
+    A named tuple rather than an attrs class: one is made for every message sent.
+    """
+
+    message: Any
+    data: bytes
+    route: RequestId | None = None
+
+
 @attrs.define
 class Batch:
     """The requests of one batch from the peer that still wait for our answer,
@@ -34,21 +47,25 @@ class Batch:
 
     pending: set[RequestId] = attrs.Factory(set)
     responses: list[dict[str, Any]] = attrs.Factory(list)
+    #: Each answer's JSON bytes, as it was encoded when it came.
+    encoded: list[bytes] = attrs.Factory(list)
 
-    def refusal(
-        self, request: JSONRPCRequest, open_requests: Container[RequestId]
-    ) -> MCPError | None:
-        """Why ``request`` may not be served as part of this batch; None if it may."""
+    def add(self, obj: dict[str, Any], data: bytes | None = None) -> None:
+        """Add an answer (``data``: ``obj`` already encoded); :class:`LocalProtocolError`,
+        with nothing added, if it cannot be sent as JSON."""
+        self.encoded.append(encode_message(obj) if data is None else data)
+        self.responses.append(obj)
+
+    def refusal(self, request: JSONRPCRequest, id_conflict: MCPError | None) -> MCPError | None:
+        """Why ``request`` may not be served as part of this batch; None if it may.
+        ``id_conflict``: why the session refuses its id (see ``Session._id_conflict``)."""
         if request.method == "initialize":
             return MCPError(ErrorCode.INVALID_REQUEST, "initialize must not be part of a batch")
-        if request.id in self.pending or request.id in open_requests:
-            # Refused here: routed through Outbox.answer, the error would
-            # answer (and unhook) the batch of the request that owns the id.
-            return MCPError(
-                ErrorCode.INVALID_REQUEST,
-                f"request id {request.id!r} is already in use by an unanswered request",
-            )
-        return None
+        if request.id in self.pending:
+            return id_in_use(request.id)
+        # Refused here, in the batch: refused once dispatched, the error would go out
+        # alone and the batch would wait for an answer that never comes.
+        return id_conflict
 
 
 class Outbox:
@@ -57,14 +74,14 @@ class Outbox:
     whole batch is answered, and leave together as one batch."""
 
     def __init__(self) -> None:
-        # (message, route, its JSON bytes)
-        self._queue: list[tuple[Any, RequestId | None, bytes]] = []
+        self._queue: list[Outgoing] = []
         self._batch_of: dict[RequestId, Batch] = {}
 
-    def append(self, obj: Any, route: RequestId | None = None) -> None:
+    def append(self, obj: Any, route: RequestId | None = None, data: bytes | None = None) -> None:
         """Queue ``obj`` as it is (not into a batch); :class:`LocalProtocolError`, with
-        nothing queued, if it cannot be sent as JSON."""
-        self._queue.append((obj, route, encode_message(obj)))
+        nothing queued, if it cannot be sent as JSON.  ``data``: ``obj`` already
+        encoded (by :func:`encode_message`)."""
+        self._queue.append(Outgoing(obj, encode_message(obj) if data is None else data, route))
 
     def answer(self, request_id: RequestId | None, obj: dict[str, Any]) -> None:
         """Queue the answer to a peer's request (with its batch, if it came in one);
@@ -72,10 +89,10 @@ class Outbox:
         data = encode_message(obj)
         batch = self._batch_of.pop(request_id, None) if request_id is not None else None
         if batch is None:
-            self._queue.append((obj, request_id, data))
+            self._queue.append(Outgoing(obj, data, request_id))
             return
         batch.pending.discard(request_id)
-        batch.responses.append(obj)
+        batch.add(obj, data)
         self.flush(batch)
 
     def expect(self, batch: Batch, request_id: RequestId) -> None:
@@ -93,14 +110,15 @@ class Outbox:
     def flush(self, batch: Batch) -> None:
         """Queue ``batch``'s answers once the last is in."""
         if not batch.pending and batch.responses:
-            # Each answer was encoded as it came: the batch encodes too.
-            self._queue.append((batch.responses, None, _json.encode(batch.responses)))
-            batch.responses = []
+            # Each answer was encoded as it came: the batch is their JSON array.
+            data = b"[" + b",".join(batch.encoded) + b"]"
+            self._queue.append(Outgoing(batch.responses, data))
+            batch.responses, batch.encoded = [], []
 
-    def take(self) -> list[tuple[Any, RequestId | None]]:
-        """Take the queued messages with their routes."""
+    def take(self) -> list[Outgoing]:
+        """Take the queued messages, each with its bytes and route."""
         out, self._queue = self._queue, []
-        return [(obj, route) for obj, route, _ in out]
+        return out
 
     def take_data(self) -> bytes:
         """Take the queued messages as NDJSON bytes."""
@@ -108,5 +126,5 @@ class Outbox:
             return b""
         out, self._queue = self._queue, []
         if len(out) == 1:
-            return out[0][2] + b"\n"
-        return b"".join([data + b"\n" for _, _, data in out])
+            return out[0].data + b"\n"
+        return b"".join([item.data + b"\n" for item in out])

@@ -10,6 +10,7 @@ reported, and the events that say how each request ended.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from collections.abc import Container
 from typing import Any
 
 import attrs
@@ -39,6 +40,7 @@ __all__ = [
     "IncomingRequest",
     "OutgoingRequest",
     "RequestTracker",
+    "id_in_use",
     "progress_token_of",
     "with_progress_token",
 ]
@@ -71,6 +73,14 @@ class IncomingRequest:
     progress_token: str | int | None
     last_progress: float | None = None
     meta: RequestMeta | None = None
+
+
+def id_in_use(request_id: RequestId) -> MCPError:
+    """The refusal of a request whose id an unanswered one of the peer's holds."""
+    return MCPError(
+        ErrorCode.INVALID_REQUEST,
+        f"request id {request_id!r} is already in use by an unanswered request",
+    )
 
 
 def progress_token_of(params: dict[str, Any]) -> str | int | None:
@@ -153,9 +163,11 @@ class RequestTracker:
         """Ids of our requests on the wire now."""
         return frozenset(self._outgoing)
 
-    def next_id(self) -> RequestId:
+    def next_id(self, *, take: bool = True) -> RequestId:
+        """The id of our next request; ``take=False`` only looks at it."""
         request_id = self._next_id
-        self._next_id += 1
+        if take:
+            self._next_id += 1
         return request_id
 
     def ask_progress(self, origin: RequestId) -> RequestId:
@@ -314,15 +326,16 @@ class RequestTracker:
 
     # The peer's --------------------------------------------------------------------
 
-    def id_conflict(self, request_id: RequestId) -> MCPError | None:
-        """Why the peer may not use ``request_id`` for a new request; None if it may."""
+    def id_conflict(
+        self, request_id: RequestId, open_elsewhere: Container[RequestId] = ()
+    ) -> MCPError | None:
+        """Why the peer may not use ``request_id`` for a new request; None if it may.
+        ``open_elsewhere``: ids of the peer's that are still open but not requests
+        being served (a server's open subscriptions/listen)."""
         # An id must not be reused in a session; one the peer cancelled may still
         # get its handler's late answer, which must not answer the newcomer.
-        if request_id in self.incoming:
-            return MCPError(
-                ErrorCode.INVALID_REQUEST,
-                f"request id {request_id!r} is already in use by an unanswered request",
-            )
+        if request_id in self.incoming or request_id in open_elsewhere:
+            return id_in_use(request_id)
         if request_id in self._cancelled_incoming:
             return MCPError(
                 ErrorCode.INVALID_REQUEST,

@@ -15,7 +15,7 @@ from ._errors import (
     UnsupportedProtocolVersion,
 )
 from ._events import RequestReceived, SessionInitialized
-from ._gates import SERVER_GATES, has_capability, trim_capabilities, trim_info
+from ._gates import SERVER_GATES, trim_capabilities, trim_info
 from ._jsonrpc import JSONRPCNotification, JSONRPCRequest, RequestId, is_request_id
 from ._modern import (
     CacheHints,
@@ -32,10 +32,9 @@ from ._params import LOG_LEVELS, check_params
 from ._requests import IncomingRequest, progress_token_of
 from ._session import Session
 from ._state import Role, SessionState
-from ._tasks import TASK_METHODS, TASK_NOTIFICATION, declares_tasks, tasks_capability_error
+from ._tasks import TASK_NOTIFICATION, declares_tasks, tasks_capability_error
 from ._versions import (
     ALL_REVISIONS,
-    CLIENT_REQUEST_GATES,
     LATEST_MODERN_REVISION,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
@@ -146,14 +145,12 @@ class ServerSession(Session):
     def _refuse(self, request_id: RequestId, error: MCPError) -> None:
         self._outbox.answer(request_id, self._refusal(request_id, error))
 
+    def _id_conflict(self, request_id: RequestId) -> MCPError | None:
+        return self._requests.id_conflict(request_id, self._listens)
+
     def _on_modern_request(self, request: JSONRPCRequest, params: dict[str, Any]) -> None:
         method = request.method
         try:
-            if request.id in self._requests.incoming or request.id in self._listens:
-                raise MCPError(
-                    ErrorCode.INVALID_REQUEST,
-                    f"request id {request.id!r} is already in use by an unanswered request",
-                )
             meta = parse_request_meta(params)
             if meta.protocol_version not in self._modern_versions:
                 raise UnsupportedProtocolVersion(
@@ -165,21 +162,16 @@ class ServerSession(Session):
                     },
                 )
             revision = REVISIONS[meta.protocol_version]
-            extension = method in TASK_METHODS and self.offers_tasks
-            if extension and not declares_tasks(meta.client_capabilities):
-                raise tasks_capability_error(f"{method} belongs to the tasks extension")
-            if not extension and method not in revision.client_requests:
-                raise MCPError(ErrorCode.METHOD_NOT_FOUND, f"method not found: {method!r}")
-            # The extension's tasks/* are not the 2025-11-25 ones its capability gates.
-            gate = None if extension else CLIENT_REQUEST_GATES.get(method)
-            if gate and not has_capability(self.capabilities, gate):
-                raise MCPError(
-                    ErrorCode.METHOD_NOT_FOUND,
-                    f"method not found: {method!r} (capability {'.'.join(gate)} not advertised)",
-                )
-            problem = check_params(method, params)
-            if problem:
-                raise MCPError(ErrorCode.INVALID_PARAMS, problem)
+            # The same gate as a handshake session's requests pass; the state it
+            # names is the one the session is in (a stateless request changes none).
+            self._gates.check_incoming_request(
+                method,
+                params,
+                revision,
+                self.capabilities,
+                self.state,
+                peer_capabilities=meta.client_capabilities,
+            )
             if method == "subscriptions/listen":
                 self._check_listen(params, meta.client_capabilities)
         except MCPError as error:

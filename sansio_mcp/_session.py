@@ -45,8 +45,7 @@ from ._jsonrpc import (
     parse_message,
 )
 from ._ndjson import HEAD_KEPT, NEED_DATA, NdjsonFramer, oversized_message
-from ._outbox import Batch, Outbox, encode_message
-from ._params import check_params
+from ._outbox import Batch, Outbox, Outgoing, encode_message
 from ._requests import (
     IncomingRequest,
     OutgoingRequest,
@@ -242,13 +241,13 @@ class Session:
             except RemoteProtocolError as exc:
                 self._events.append(ProtocolViolation(exc))
                 if exc.answer:
-                    batch.responses.append(self._error_obj(exc.request_id, exc))
+                    batch.add(self._error_obj(exc.request_id, exc))
                 self._requests.fail_malformed(exc)
                 continue
             if isinstance(message, JSONRPCRequest):
-                refusal = batch.refusal(message, self._requests.incoming)
+                refusal = batch.refusal(message, self._id_conflict(message.id))
                 if refusal is not None:
-                    batch.responses.append(self._refusal(message.id, refusal))
+                    batch.add(self._refusal(message.id, refusal))
                     continue
                 self._outbox.expect(batch, message.id)
             messages.append(message)
@@ -271,6 +270,12 @@ class Session:
 
     def _dispatch(self, message: JSONRPCMessage) -> None:
         if isinstance(message, JSONRPCRequest):
+            duplicate = self._id_conflict(message.id)
+            if duplicate is not None:
+                # Straight to the outbox: Outbox.answer would route this error into
+                # the batch of the original request that owns the id.
+                self._outbox.append(self._refusal(message.id, duplicate), message.id)
+                return
             self._on_request(message)
         elif isinstance(message, JSONRPCNotification):
             self._on_notification(message)
@@ -279,26 +284,17 @@ class Session:
         else:
             self._on_response(message.id, None, message.error)
 
+    def _id_conflict(self, request_id: RequestId) -> MCPError | None:
+        """Why the peer may not use ``request_id`` for a new request, in either era
+        (servers add the ids of open subscriptions)."""
+        return self._requests.id_conflict(request_id)
+
     def _on_request(self, request: JSONRPCRequest) -> None:
         method, params = request.method, request.params or {}
-        duplicate = self._requests.id_conflict(request.id)
-        if duplicate is not None:
-            # Straight to the outbox: Outbox.answer would route this error into
-            # the batch of the original request that owns the id.
-            self._outbox.append(self._refusal(request.id, duplicate), request.id)
-            return
         try:
-            self._gates.check_incoming_request(method, params, self.revision, self.capabilities)
-            trigger = trigger_for(method, is_request=True, sending=False)
-            after = next_state(self.role, self.state, trigger)
-            if after is None:
-                raise MCPError(
-                    ErrorCode.INVALID_REQUEST,
-                    f"{method!r} is not allowed while the session is {self.state.name.lower()}",
-                )
-            problem = check_params(method, params)
-            if problem:
-                raise MCPError(ErrorCode.INVALID_PARAMS, problem)
+            after = self._gates.check_incoming_request(
+                method, params, self.revision, self.capabilities, self.state
+            )
         except MCPError as error:
             self._outbox.answer(request.id, self._refusal(request.id, error))
             return
@@ -451,18 +447,28 @@ class Session:
     ) -> RequestId:
         if timeout is not None and now is None:
             raise LocalProtocolError("a timeout needs the current time: pass now=")
-        if params is not None:
-            encode_message(params)  # not JSON (a NaN, say): refused before anything changes
         trigger = trigger or trigger_for(method, is_request=True, sending=True)
-        self._transition(trigger, local=True)
-        request_id = self._requests.next_id()
+        if not self._allowed(trigger):
+            self._transition(trigger, local=True)  # raises, saying why
+        # Nothing changes until the message is encoded: one that is not JSON (a NaN,
+        # say) is refused with the session as it was.
+        request_id = self._requests.next_id(take=False)
         origin = request_id if origin is None else origin
-        if progress and token is None:
-            token = self._requests.ask_progress(origin)
+        asks_progress = progress and token is None
+        if asks_progress:
+            token = origin  # the progress token is the id of the request it reports on
         wire_params = with_progress_token(params, token)
         if extra:
             wire_params = {**(wire_params or {}), **extra}
         wire_params, version = self._decorate_params(method, wire_params)
+        obj: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if wire_params is not None:
+            obj["params"] = wire_params
+        data = encode_message(obj)
+        self._transition(trigger, local=True)
+        self._requests.next_id()
+        if asks_progress:
+            self._requests.ask_progress(origin)
         modern = version is not None
         if deadline is None and timeout is not None and now is not None:
             deadline = now + timeout
@@ -480,10 +486,7 @@ class Session:
                 timeout,
             ),
         )
-        obj: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if wire_params is not None:
-            obj["params"] = wire_params
-        self._outbox.append(obj, related_request)
+        self._outbox.append(obj, related_request, data)
         return request_id
 
     def send_notification(
@@ -505,14 +508,13 @@ class Session:
             raise LocalProtocolError("params must be a dict")
         revision = REVISIONS[LATEST_MODERN_REVISION] if stateless else self.revision
         self._gates.check_outgoing_notification(method, params or {}, revision, self.capabilities)
-        if params is not None:
-            encode_message(params)  # not JSON: refused before anything changes
-        if not stateless:
-            self._transition(trigger_for(method, is_request=False, sending=True), local=True)
         obj: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             obj["params"] = params
-        self._outbox.append(obj, related_request)
+        data = encode_message(obj)  # not JSON: refused before anything changes
+        if not stateless:
+            self._transition(trigger_for(method, is_request=False, sending=True), local=True)
+        self._outbox.append(obj, related_request, data)
 
     def respond(self, request_id: RequestId, result: dict[str, Any]) -> None:
         """Answer a :class:`RequestReceived` with a result.
@@ -655,12 +657,18 @@ class Session:
 
     def messages_to_send(self) -> list[Any]:
         """Take the queued messages as JSON values (dicts, or lists for batches)."""
-        return [obj for obj, _ in self._outbox.take()]
+        return [item.message for item in self._outbox.take()]
 
     def routed_messages_to_send(self) -> list[tuple[Any, RequestId | None]]:
         """Take the queued messages with their routes: the id of the peer request
         each belongs to (its response, its progress, what its handler asked),
         or None for session-level traffic."""
+        return [(item.message, item.route) for item in self._outbox.take()]
+
+    def outgoing_to_send(self) -> list[Outgoing]:
+        """Take the queued messages as :class:`Outgoing`: each with its JSON bytes
+        (encoded once, when it was queued; what a transport frames) and its route
+        (as :meth:`routed_messages_to_send` gives it)."""
         return self._outbox.take()
 
     def data_to_send(self) -> bytes:

@@ -11,7 +11,13 @@ import attrs
 from ._errors import ErrorCode, RemoteProtocolError
 from ._ndjson import NEED_DATA
 
-__all__ = ["SSEEvent", "SSEParser", "format_sse_event", "format_sse_comment"]
+__all__ = [
+    "SSEEvent",
+    "SSEParser",
+    "format_sse_event",
+    "format_sse_comment",
+    "format_sse_message",
+]
 
 DEFAULT_MAX_LINE = 1024 * 1024
 DEFAULT_MAX_EVENT = 8 * 1024 * 1024
@@ -203,6 +209,16 @@ def format_sse_event(
     for part in data.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
         lines.append(f"data: {part}")
     return ("\n".join(lines) + "\n\n").encode("utf-8")
+
+
+def format_sse_message(data: bytes, id: str | None = None) -> bytes:
+    """A JSON-RPC message's bytes as an SSE ``message`` event: byte for byte what
+    :func:`format_sse_event` makes of their text, without decoding them.  ``data`` is
+    compact JSON (one line: JSON escapes line breaks in strings); ``id`` is one of
+    ours, never the peer's."""
+    if id is None:
+        return b"event: message\ndata: " + data + b"\n\n"
+    return b"event: message\nid: " + id.encode("utf-8") + b"\ndata: " + data + b"\n\n"
 
 
 def format_sse_comment(text: str = "") -> bytes:

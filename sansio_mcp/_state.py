@@ -54,6 +54,7 @@ class Trigger(_Member):
     RECV_UTILITY = "receive progress/log/cancel notification"
     SEND_REQUEST = "send request"
     RECV_REQUEST = "receive request"
+    RECV_STATELESS_REQUEST = "receive a 2026-07-28 request"
     SEND_NOTIFICATION = "send notification"
     RECV_NOTIFICATION = "receive notification"
     CLOSE = "close"
@@ -114,6 +115,9 @@ TRANSITIONS: Mapping[tuple[Role, SessionState, Trigger], SessionState] = {
     # may have them reordered by a transport (HTTP); serve them.
     (_S, _INIT, T.RECV_REQUEST): _INIT,
     **{(_S, _READY, t): _READY for t in _OPERATION},
+    # A 2026-07-28 request stands alone: served beside a handshake session in any of
+    # its states (or with none), it changes none of them.
+    **{(_S, s, T.RECV_STATELESS_REQUEST): s for s in (_IDLE, _INIT, _READY)},
     # Either side may close at any time.
     **{(r, s, T.CLOSE): _CLOSED for r in Role for s in SessionState},
 }

@@ -21,7 +21,6 @@ import wsproto
 import wsproto.events as ws
 from wsproto.connection import ConnectionState
 
-from . import _json
 from ._http import url_hostname
 from ._session import Session
 
@@ -349,8 +348,9 @@ class WebSocketFraming:
     def data_to_send(self) -> bytes:
         """Frames for everything the session queued, plus control frames."""
         if self.open and not self.closed:
-            for obj in self.session.messages_to_send():
-                self.connection.send_text(_json.dumps(obj))
+            for item in self.session.outgoing_to_send():
+                # Compact JSON is valid UTF-8: the text wsproto encodes back to these bytes.
+                self.connection.send_text(item.data.decode("utf-8"))
         return self.connection.data_to_send()
 
     def ping(self, payload: bytes = b"mcp") -> None:

@@ -3,6 +3,8 @@ the request and response heads, the Streamable HTTP server (to subclass: a route
 that answers some requests itself) and client state machines, and the checks of
 ``x-mcp-header`` input schemas."""
 
+from ._exchange import Exchange, json_error
+from ._handshake_sessions import HandshakeSession
 from ._http import (
     ConnectionEnded,
     HTTPClientConnection,
@@ -12,9 +14,7 @@ from ._http import (
 )
 from ._http_headers import x_mcp_header_problems
 from ._http_pool import ConnectionPool, PooledConnection
-from ._streamable_http import LOOPBACK_HOSTS, Exchange, StreamableHTTPServer
-from ._streamable_http import _json_error as json_error
-from ._streamable_http import _LegacySession as LegacySession
+from ._streamable_http import LOOPBACK_HOSTS, StreamableHTTPServer
 from ._streamable_http_client import Endpoint, StreamableHTTPClient
 
 __all__ = [
@@ -27,7 +27,7 @@ __all__ = [
     "HTTPError",
     "HTTPRequest",
     "HTTPResponseHead",
-    "LegacySession",
+    "HandshakeSession",
     "PooledConnection",
     "StreamableHTTPClient",
     "StreamableHTTPServer",

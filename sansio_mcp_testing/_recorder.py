@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 import trio
 
-from sansio_mcp import ClientSession, MCPError
+from sansio_mcp import ClientSession, MCPError, Outgoing
 from sansio_mcp._json import DEFAULT_MAX_MESSAGE_SIZE
 from sansio_mcp._versions import REVISIONS
 
@@ -473,6 +473,12 @@ class RecordingClientSession(ClientSession):
         for message, _ in routed:
             self.recorder.sent_obj(message)
         return routed
+
+    def outgoing_to_send(self) -> list[Outgoing]:
+        outgoing = super().outgoing_to_send()
+        for item in outgoing:
+            self.recorder.sent_obj(item.message)
+        return outgoing
 
 
 class LockedSendStream(trio.abc.SendStream):

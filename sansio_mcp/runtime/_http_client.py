@@ -16,13 +16,13 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from .. import _json
 from .._client_session import ClientSession
 from .._errors import MCPError
 from .._http import HTTPClientConnection, HTTPResponseHead
 from .._http_pool import ConnectionPool
 from .._legacy_sse import LegacySSEStream
 from .._ndjson import NEED_DATA
+from .._outbox import Outgoing
 from .._session import Session
 from .._streamable_http_client import (
     GET_STREAM_HEAD_WAIT,
@@ -134,7 +134,8 @@ class HTTPClientHost:
         self._send_queued()
 
     def _send_queued(self) -> None:
-        for message in self.session.messages_to_send():
+        for item in self.session.outgoing_to_send():
+            message = item.message
             if self._cancels_by_closing_stream(message):
                 # 2026-07-28 over HTTP: closing the request's stream is the cancellation.
                 post = self._posts.get(message["params"]["requestId"])
@@ -144,7 +145,7 @@ class HTTPClientHost:
             ticket = self._order.ticket()
             request_id = message.get("id") if isinstance(message, dict) else None
 
-            handle = self.start_cancellable(partial(self._post, message, ticket))
+            handle = self.start_cancellable(partial(self._post, item, ticket))
             if request_id is not None:
                 self._posts[request_id] = handle
 
@@ -254,12 +255,12 @@ class HTTPClientHost:
         await self.backend.sleep(GET_STREAM_HEAD_WAIT)
         self._order.done(ticket)
 
-    async def _post(self, message: Any, ticket: int) -> None:
+    async def _post(self, item: Outgoing, ticket: int) -> None:
+        message = item.message
         request_id = message.get("id") if isinstance(message, dict) else None
         try:
-            body = _json.dumps(message).encode("utf-8")
             headers = self.transport.post_headers(message)
-            response = await self._exchange("POST", headers, body, message, ticket)
+            response = await self._exchange("POST", headers, item.data, message, ticket)
             # SEP-1699: a stream that ended before its answer is resumed with a GET.
             last_event_id = None
             while (last_event_id := response.resume_from(last_event_id)) is not None:

@@ -20,13 +20,20 @@ from typing import Any
 from sansio_mcp import (
     HANDSHAKE_REVISIONS,
     ErrorCode,
+    Outgoing,
     RemoteProtocolError,
     RequestId,
     ServerSession,
     jsontext,
     parse_message,
 )
-from sansio_mcp.http import Exchange, HTTPRequest, LegacySession, StreamableHTTPServer, json_error
+from sansio_mcp.http import (
+    Exchange,
+    HandshakeSession,
+    HTTPRequest,
+    StreamableHTTPServer,
+    json_error,
+)
 
 __all__ = ["ASSUMED_CLIENT_CAPABILITIES", "GatewayHTTPServer", "LEGACY_DEFAULT_VERSION"]
 
@@ -98,13 +105,10 @@ class GatewayHTTPServer(StreamableHTTPServer):
     def _initialize(self, message: dict[str, Any]) -> Exchange:
         session = self.session_factory()
         session.receive_message(message)
-        out = session.messages_to_send()
+        out = session.outgoing_to_send()
         session.close()
-        response = out[-1] if out else None
-        body = jsontext.dumps(response).encode("utf-8") if response is not None else b""
-        return Exchange(
-            400 if response is None else 200, {"content-type": "application/json"}, body
-        )
+        body = out[-1].data if out else b""
+        return Exchange(400 if not out else 200, {"content-type": "application/json"}, body)
 
     def _post_legacy(
         self, request: HTTPRequest, obj: Any, messages: list[dict[str, Any]]
@@ -140,11 +144,11 @@ class GatewayHTTPServer(StreamableHTTPServer):
         _replay_handshake(session, version)
         session.receive_message(message)
         request_id = message["id"]
-        early = session.routed_messages_to_send()
+        early = session.outgoing_to_send()
         exchange = self._request_exchange(session, request_id)
         self._handshake_era[exchange] = request.headers.get("authorization", "")
-        for out, _ in early:
-            self._deliver(exchange, out, None)
+        for item in early:
+            self._deliver(exchange, item, None)
         return exchange
 
     def _answer_to_question(self, message: dict[str, Any], authorization: str) -> Exchange:
@@ -166,7 +170,8 @@ class GatewayHTTPServer(StreamableHTTPServer):
         # Carrying the session lets the service drive it: the waiting handler goes on.
         return Exchange(202, {}, session=session)
 
-    def _deliver(self, exchange: Exchange, obj: Any, state: LegacySession | None) -> None:
+    def _deliver(self, exchange: Exchange, item: Outgoing, state: HandshakeSession | None) -> None:
+        obj = item.message
         authorization = self._handshake_era.get(exchange)
         if (
             authorization is not None
@@ -182,15 +187,16 @@ class GatewayHTTPServer(StreamableHTTPServer):
             ours = f"gateway-{secrets.token_hex(16)}"
             self._questions[ours] = (weakref.ref(exchange.session), obj["id"], authorization)
             obj = {**obj, "id": ours}
-        super()._deliver(exchange, obj, state)
+            item = Outgoing(obj, jsontext.encode(obj), item.route)  # under our id, re-encoded
+        super()._deliver(exchange, item, state)
 
     def owns(self, session: ServerSession) -> bool:
         # A request still being answered keeps its session (an answer from its client
         # may arrive on another POST).
         return super().owns(session) or id(session) in self._modern_exchange
 
-    def _answer_plainly(self, exchange: Exchange, obj: Any) -> bool:
-        answered = super()._answer_plainly(exchange, obj)
+    def _answer_plainly(self, exchange: Exchange, item: Outgoing) -> bool:
+        answered = super()._answer_plainly(exchange, item)
         if answered and exchange in self._handshake_era:
             exchange.status = 200
         return answered

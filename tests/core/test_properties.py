@@ -653,6 +653,20 @@ if _DISCOVER is not None:
     CLIENT_ACTIONS[_FALLBACK] = _DISCOVER_ACTIONS[_FALLBACK]
     SERVER_ACTIONS.update(_DISCOVER_ACTIONS)
 
+# A 2026-07-28 request: served beside a handshake session in any of its states,
+# through the same gate (and table) as the session's own requests.
+_STATELESS_REQUEST = getattr(Trigger, "RECV_STATELESS_REQUEST", None)
+if _STATELESS_REQUEST is not None:
+    _MODERN_META = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
+    }
+    CLIENT_ACTIONS[_STATELESS_REQUEST] = SERVER_ACTIONS[_STATELESS_REQUEST] = (
+        RECEIVE,
+        _receive(request("s", "tools/list", {"_meta": _MODERN_META})),
+    )
+
 #: (role, state) pairs no sequence of public calls reaches.
 UNREACHABLE = {(Role.SERVER, SessionState.FAILED), (Role.SERVER, _STATELESS)}
 
@@ -719,6 +733,7 @@ def test_lifecycle_table(role: Role, state: SessionState, trigger: Trigger) -> N
             Trigger.RECV_INITIALIZE,
             Trigger.RECV_PING,
             Trigger.RECV_REQUEST,
+            _STATELESS_REQUEST,
         )
         if answered_request:
             assert len(error_replies) == 1 and error_replies[0]["error"]["code"] in (

@@ -174,7 +174,7 @@ def test_a_get_stream_nobody_reads_is_closed_at_the_cap_and_can_resume() -> None
         )
     )
     assert get.streaming and not get.finished
-    (state,) = machine._legacy.values()
+    (state,) = machine.sessions
     for n in range(1000):  # ~230 KB of notifications, the client reads none
         _log(state.session, n)
         machine.flush(state.session)
@@ -210,7 +210,7 @@ def test_requests_wait_while_the_get_stream_is_over_the_cap() -> None:
             "GET", "/mcp", {"host": "127.0.0.1:8000", "accept": "text/event-stream", **headers}
         )
     )
-    (state,) = machine._legacy.values()
+    (state,) = machine.sessions
     while get.unsent <= CAP:
         _log(state.session, 0)
         machine.flush(state.session)
@@ -294,7 +294,7 @@ def test_idle_sessions_expire_and_ended_ids_are_not_kept() -> None:
         delete = HTTPRequest("DELETE", "/mcp", {"host": "127.0.0.1:8000", **headers})
         assert machine.handle(delete, now=100.0).status == 200
     assert machine.session_ids == {kept["mcp-session-id"]}
-    assert len(machine._activity) == 1
+    assert len(machine.sessions) == 1
 
 
 @contextmanager

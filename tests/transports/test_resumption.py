@@ -170,7 +170,7 @@ def test_what_is_kept_for_resumption_stays_bounded() -> None:
     pending.disconnected()
     for request_id in range(1, 200):
         assert call_through(machine, headers, request_id).finished
-    [state] = machine._legacy.values()
+    [state] = machine.sessions
     assert len(state.replay) == 8
     # The newest finished streams and the one still unanswered are kept.
     assert {"s0", "s199"} <= set(state.replay)
@@ -205,7 +205,7 @@ def test_a_cancelled_request_ends_its_stream_or_what_was_kept_for_it() -> None:
     received_request(session)
     detached.commit_head()
     detached.disconnected()
-    [state] = machine._legacy.values()
+    [state] = machine.sessions
     assert 5 in state.streams
     assert machine.handle(post_request(cancel(5), **headers)).status == 202
     assert 5 not in state.streams
@@ -305,7 +305,7 @@ def test_get_stream_ids_go_on_across_get_streams() -> None:
 def test_a_last_event_id_that_names_no_event_opens_the_get_stream(last_event_id: str) -> None:
     machine, headers, _exchange, _request = start_call("2025-11-25", 5)
     stream = machine.handle(get(last_event_id, **headers))
-    assert stream.status == 200 and stream._stream_key == "get"
+    assert stream.status == 200 and stream.stream_key == "get"
 
 
 def test_messages_for_a_get_stream_nobody_opens_are_bounded() -> None:
@@ -313,7 +313,7 @@ def test_messages_for_a_get_stream_nobody_opens_are_bounded() -> None:
     ``replay_memory`` messages, and a GET opened later gets them in order."""
     machine = StreamableHTTPServer(build_server().create_session, replay_memory=16)
     headers = open_machine_session(machine, "2025-11-25")
-    [state] = machine._legacy.values()
+    [state] = machine.sessions
     for n in range(100):
         state.session.send_log_message("info", f"note {n}")
         machine.flush(state.session)

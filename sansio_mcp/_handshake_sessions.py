@@ -1,0 +1,263 @@
+"""The handshake sessions one Streamable HTTP server holds, named by
+``Mcp-Session-Id``: their streams, their limit and their expiry."""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from collections.abc import Iterator
+from typing import Any
+
+from ._exchange import Exchange, answered_ids, is_response
+from ._jsonrpc import RequestId, is_request_id
+from ._outbox import Outgoing
+from ._replay import ReplayBuffer
+from ._server_session import ServerSession
+from ._sse import format_sse_message
+
+__all__ = [
+    "DEFAULT_MAX_SESSIONS",
+    "DEFAULT_SESSION_IDLE_TIMEOUT",
+    "HandshakeSession",
+    "HandshakeSessions",
+]
+
+#: Handshake sessions one Streamable HTTP server holds at most.
+DEFAULT_MAX_SESSIONS = 10_000
+#: Seconds a quiet handshake session lives without a request.
+DEFAULT_SESSION_IDLE_TIMEOUT = 30 * 60.0
+
+
+class HandshakeSession:
+    """A handshake session living across HTTP requests."""
+
+    def __init__(
+        self, session_id: str, session: ServerSession, memory: int, streams_kept: int
+    ) -> None:
+        self.id = session_id
+        self.session = session
+        #: The stream each unanswered request's messages go on.
+        self.streams: dict[RequestId, Exchange] = {}
+        self.get_stream: Exchange | None = None
+        #: Messages for the GET stream while none is open: the newest ``memory`` of
+        #: them (a session nobody listens to must not grow without end).
+        self.backlog: deque[Outgoing] = deque(maxlen=memory)
+        self.replay = ReplayBuffer(memory, streams_kept)
+        self.stream_count = 0
+
+    def unmap(self, exchange: Exchange) -> None:
+        """Forget that ``exchange`` is the stream of any of the session's requests."""
+        for request_id in [r for r, ex in self.streams.items() if ex is exchange]:
+            del self.streams[request_id]
+
+    def open_stream(self, exchange: Exchange, request_ids: list[RequestId]) -> None:
+        """``exchange`` is the stream of a POST carrying ``request_ids``."""
+        exchange.stream_key = f"s{self.stream_count}"
+        self.stream_count += 1
+        exchange.awaiting.update(request_ids)
+        for request_id in request_ids:
+            self.streams[request_id] = exchange
+        exchange.on_close = self.stream_closed
+
+    def open_get_stream(self, exchange: Exchange) -> None:
+        """``exchange`` is the session's GET stream now: what waited for one goes on it."""
+        exchange.stream_key = "get"
+        kept = self.replay.last_number("get")
+        if kept is not None:  # ids go on from the session's earlier GET streams, never reused
+            exchange.seq = max(exchange.seq, kept)
+        self.get_stream = exchange
+        exchange.on_close = self.stream_closed
+
+    def stream_closed(self, exchange: Exchange) -> None:
+        """``exchange`` ended (answered, or its client went away)."""
+        # Disconnection is not cancellation on the handshake revisions: a POST
+        # stream cut before its answers stays its requests' stream, detached, so
+        # what they send next is kept for a GET that resumes it (Last-Event-ID),
+        # if it sent an event id to resume from (else their messages go on the GET
+        # stream, as if the POST had had no stream).
+        if (
+            exchange.awaiting
+            and exchange.stream_key != "get"
+            and exchange.stream_key in self.replay
+        ):
+            exchange.detached = True
+            return
+        self.unmap(exchange)
+        if self.get_stream is exchange:
+            self.get_stream = None
+
+    def resume(self, exchange: Exchange, last_event_id: str) -> Exchange | None:
+        """``exchange`` resuming the stream ``last_event_id`` names, after that event:
+        its kept events replayed, its unanswered requests taken over; None when the id
+        names no stream resumable as such (``exchange`` becomes the GET stream)."""
+        key, _, seq = last_event_id.rpartition("-")
+        if key not in self.replay or not (seq.isascii() and seq.isdigit()):
+            return None
+        exchange.seq = int(seq)
+        for number, chunk in self.replay.events(key):
+            if number > int(seq):
+                exchange.append(chunk)
+                exchange.seq = number  # new events continue after the replayed ones
+        exchange.stream_key = key
+        still_open = [ex for ex in self.streams.values() if ex.stream_key == key]
+        exchange.seq = max([exchange.seq, *(ex.seq for ex in still_open)])
+        for request_id, ex in list(self.streams.items()):
+            if ex.stream_key == key:
+                self.streams[request_id] = exchange
+                exchange.awaiting.add(request_id)
+        for earlier in still_open:  # a POST still open, or an earlier resumption
+            if not earlier.finished:
+                earlier.end()
+        if not still_open and key == "get":
+            return None
+        exchange.on_close = self.stream_closed
+        if not exchange.awaiting and key != "get":
+            exchange.finished = True  # the resumed stream had already ended
+        return exchange
+
+    def end_waits(self, cancelled: list[Any]) -> None:
+        """End the streams' wait for the requests that ``cancelled``
+        (notifications/cancelled params) name: a cancelled request gets no answer,
+        so a stream waiting only for it would stay open for good."""
+        for params in cancelled:
+            request_id = params.get("requestId") if isinstance(params, dict) else None
+            if not is_request_id(request_id) or request_id not in self.streams:
+                continue
+            exchange = self.streams.pop(request_id)
+            exchange.awaiting.discard(request_id)
+            if not exchange.awaiting and not exchange.finished:
+                exchange.finish()
+                exchange.wake()
+
+    def target(self, item: Outgoing) -> Exchange | None:
+        """The open stream ``item`` goes on: its request's stream, else (for what
+        answers nothing) the GET stream; None when there is none."""
+        obj = item.message
+        if isinstance(obj, list):  # a 2025-03-26 batch answer
+            ids = {m.get("id") for m in obj if isinstance(m, dict)}
+            target = next((self.streams[i] for i in ids if i in self.streams), None)
+            if target is None:
+                return None
+        elif item.route is not None and item.route in self.streams:
+            target = self.streams[item.route]
+        elif is_response(obj):
+            return None
+        else:
+            target = self._open_get_stream()
+        if target is not None and target.json_mode and not answered_ids(obj):
+            # A JSON response carries only the final answer: requests and
+            # notifications for the client go on the GET stream instead.
+            target = self._open_get_stream()
+        return target
+
+    def _open_get_stream(self) -> Exchange | None:
+        stream = self.get_stream
+        return stream if stream is not None and not stream.finished else None
+
+    def keep_for_resumption(self, exchange: Exchange, item: Outgoing) -> None:
+        """Number and keep an event of a detached POST stream without sending it."""
+        chunk = format_sse_message(item.data, exchange.next_event_id())
+        self.remember(exchange.stream_key, exchange.seq, chunk)
+        exchange.awaiting -= answered_ids(item.message)
+        if not exchange.awaiting:
+            self.unmap(exchange)
+
+    def live_streams(self) -> set[str]:
+        """Keys of the streams whose events must stay resumable: the GET stream's,
+        and those of requests still unanswered."""
+        return {"get", *(ex.stream_key for ex in self.streams.values())}
+
+    def remember(self, key: str, number: int, chunk: bytes) -> None:
+        """Keep event ``number`` of stream ``key`` for resumption."""
+        self.replay.remember(key, number, chunk, self.live_streams)
+
+    @property
+    def quiet(self) -> bool:
+        """No request awaits its answer and no stream is open."""
+        open_get = self.get_stream is not None and not self.get_stream.finished
+        return not open_get and not any(not ex.finished for ex in self.streams.values())
+
+    def end(self) -> None:
+        """Close the session and its streams."""
+        self.session.close()
+        for exchange in {*self.streams.values(), *([self.get_stream] if self.get_stream else [])}:
+            exchange.end()
+
+
+class HandshakeSessions:
+    """The live handshake sessions, by id and by session, with their last activity:
+    at most ``max_sessions`` of them, each ended after ``idle_timeout`` seconds quiet."""
+
+    def __init__(self, max_sessions: int, idle_timeout: float | None) -> None:
+        self.max_sessions = max_sessions
+        self.idle_timeout = idle_timeout
+        self._by_id: dict[str, HandshakeSession] = {}
+        self._by_session: dict[int, HandshakeSession] = {}
+        # Session ids by last activity, least recent first (for the limit and expiry).
+        self._activity: OrderedDict[str, float] = OrderedDict()
+        self._now: float | None = None
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def __iter__(self) -> Iterator[HandshakeSession]:
+        return iter(list(self._by_id.values()))
+
+    @property
+    def ids(self) -> frozenset[str]:
+        return frozenset(self._by_id)
+
+    def get(self, session_id: str) -> HandshakeSession | None:
+        return self._by_id.get(session_id)
+
+    def of(self, session: ServerSession) -> HandshakeSession | None:
+        """The handshake session ``session`` is, if it is a live one."""
+        return self._by_session.get(id(session))
+
+    def add(self, state: HandshakeSession) -> None:
+        self._by_id[state.id] = state
+        self._by_session[id(state.session)] = state
+        self.touch(state.id)
+
+    def touch(self, session_id: str) -> None:
+        """``session_id`` is active now."""
+        self._activity[session_id] = self._now or 0.0
+        self._activity.move_to_end(session_id)
+
+    def expire_idle(self, now: float) -> None:
+        """Tell the time (seconds, any monotonic clock): sessions quiet for longer
+        than :attr:`idle_timeout` end."""
+        self._now = now
+        timeout = self.idle_timeout
+        if timeout is None:
+            return
+        while self._activity:
+            session_id, last = next(iter(self._activity.items()))
+            if now - last <= timeout:
+                return
+            state = self._by_id.get(session_id)
+            if state is None or state.quiet:
+                self.end(session_id)
+                self._activity.pop(session_id, None)
+            else:
+                self.touch(session_id)  # a stream or request is open: it is not idle
+
+    def make_room(self) -> bool:
+        """Room for one more session: at the limit, the least recently active quiet
+        one ends; False when there is none."""
+        if len(self._by_id) < self.max_sessions:
+            return True
+        for session_id in self._activity:
+            state = self._by_id.get(session_id)
+            if state is not None and state.quiet:
+                self.end(session_id)
+                return True
+        return False
+
+    def end(self, session_id: str) -> None:
+        """End a session: its streams close, later requests naming it get 404."""
+        state = self._by_id.pop(session_id, None)
+        self._activity.pop(session_id, None)
+        if state is None:
+            return
+        self._by_session.pop(id(state.session), None)
+        state.end()
