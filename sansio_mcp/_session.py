@@ -63,6 +63,7 @@ __all__ = ["MAX_BAD_LINES", "Session"]
 #: up on: a program writing its logs, or anything else, to stdout is no MCP peer, and
 #: answering each of its lines for ever would keep us from all other work.
 MAX_BAD_LINES = 200
+_NOT_TOLD: tuple[bool, RequestId | None] = (False, None)
 
 
 class Session:
@@ -105,6 +106,9 @@ class Session:
         self._events: deque[Event] = deque()
         self._outbox = Outbox()
         self._requests = RequestTracker(self._events)
+        # What the transport said of the message being received: (whether it tells,
+        # the request of ours it came with).
+        self._carried_by: tuple[bool, RequestId | None] = _NOT_TOLD
 
     # ------------------------------------------------------------------ state
 
@@ -170,20 +174,38 @@ class Session:
             self._events.append(ProtocolViolation(RemoteProtocolError(reason)))
             self.close(reason)
 
-    def receive_message(self, obj: Any) -> None:
-        """Feed one decoded JSON-RPC message (or a batch, as a list)."""
+    def receive_message(
+        self,
+        obj: Any,
+        *,
+        relation_known: bool = False,
+        related_request: RequestId | None = None,
+    ) -> None:
+        """Feed one decoded JSON-RPC message (or a batch, as a list).
+
+        A transport that tells which of our requests a message came with (the
+        response stream of a Streamable HTTP POST) says so with ``relation_known``
+        and the request's wire id as ``related_request`` (None: with none, the GET
+        stream); a request of the peer's then carries it (:class:`RequestReceived`).
+        """
         if self.state is SessionState.CLOSED:
             return
-        if isinstance(obj, list):
-            self._receive_batch(obj)
-            return
+        if relation_known:
+            pending = None if related_request is None else self._requests.on_wire(related_request)
+            self._carried_by = (True, pending.origin if pending else related_request)
         try:
-            message = parse_message(obj)
-        except RemoteProtocolError as exc:
-            self._violation(exc)
-            self._requests.fail_malformed(exc)
-            return
-        self._dispatch(message)
+            if isinstance(obj, list):
+                self._receive_batch(obj)
+                return
+            try:
+                message = parse_message(obj)
+            except RemoteProtocolError as exc:
+                self._violation(exc)
+                self._requests.fail_malformed(exc)
+                return
+            self._dispatch(message)
+        finally:
+            self._carried_by = _NOT_TOLD
 
     def receive_text(self, text: str | bytes) -> None:
         """Feed one whole JSON text (an HTTP body, a WebSocket message)."""
@@ -295,7 +317,12 @@ class Session:
             return
         token = progress_token_of(params)
         self._requests.incoming[request.id] = IncomingRequest(method, params, token)
-        self._events.append(RequestReceived(request.id, method, params, token))
+        known, related = self._carried_by
+        self._events.append(
+            RequestReceived(
+                request.id, method, params, token, relation_known=known, related_request=related
+            )
+        )
 
     def _on_notification(self, notification: JSONRPCNotification) -> None:
         method, params = notification.method, notification.params or {}

@@ -232,13 +232,18 @@ class StreamableHTTPClient:
             if session_id and head.status == 200:
                 self.session_id = session_id
 
-    def deliver(self, messages: list[Any]) -> None:
+    def deliver(self, messages: list[Any], carrier: Any = None) -> None:
+        """Feed the session what came on the response to ``carrier`` (the message a
+        POST carried; None: the GET stream): a server request then says which of
+        our requests it came with, if any."""
+        carried = carrier.get("id") if isinstance(carrier, dict) and "method" in carrier else None
+        related = carried if is_request_id(carried) else None
         for obj in messages:
             response_id = obj.get("id") if isinstance(obj, dict) else None
             if is_request_id(response_id) and response_id in self._tools_list_ids:
                 self._tools_list_ids.discard(response_id)
                 self._note_tools(obj.get("result"))
-            self.session.receive_message(obj)
+            self.session.receive_message(obj, relation_known=True, related_request=related)
 
     def _note_tools(self, result: Any) -> None:
         """Remember the listed tools' schemas (SEP-2243: never those with invalid
@@ -366,7 +371,7 @@ class ResponseHandler:
             if sse.retry is not None:
                 self.transport.retry_delay = sse.retry / 1000
         if messages:
-            self.transport.deliver(messages)
+            self.transport.deliver(messages, self.message)
         return bool(messages)
 
     def on_end(self) -> None:
@@ -386,7 +391,8 @@ class ResponseHandler:
                 messages = []
             if messages and all(isinstance(m, dict) and "jsonrpc" in m for m in messages):
                 # A JSON-RPC error: the session decides (only one naming a request).
-                self.transport.deliver([m for m in messages if is_request_id(m.get("id"))])
+                answers = [m for m in messages if is_request_id(m.get("id"))]
+                self.transport.deliver(answers, self.message)
             # A request the body did not answer (an id-less error, e.g. a legacy server
             # refusing server/discover) fails with the HTTP status; no-op once answered.
             self.transport.fail(self.message, head.status, reader.body_text)
@@ -399,7 +405,7 @@ class ResponseHandler:
             self.transport.fail(self.message, head.status, f"unreadable body: {exc.message}")
             return
         if messages:
-            self.transport.deliver(messages)
+            self.transport.deliver(messages, self.message)
         elif head.status >= 300:
             self.transport.fail(self.message, head.status, reader.body_text)
             return
