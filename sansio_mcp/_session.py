@@ -44,7 +44,7 @@ from ._jsonrpc import (
     message_to_obj,
     parse_message,
 )
-from ._ndjson import HEAD_KEPT, NEED_DATA, NdjsonFramer, oversized_message
+from ._ndjson import HEAD_KEPT, NEED_DATA, NdjsonFramer, message_identity, oversized_message
 from ._outbox import Batch, Outbox, encode_message
 from ._params import check_params
 from ._requests import (
@@ -155,8 +155,7 @@ class Session:
             try:
                 obj = _json.loads(line, max_depth=self.max_depth)
             except RemoteProtocolError as exc:
-                exc.answer = True
-                self._violation(exc)
+                self._unreadable(exc, line)
                 self._bad_line()
                 continue
             self._bad_lines = 0
@@ -219,10 +218,24 @@ class Session:
         try:
             obj = _json.loads(text, max_depth=self.max_depth)
         except RemoteProtocolError as exc:
-            exc.answer = True
-            self._violation(exc)
+            raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+            self._unreadable(exc, raw)
             return
         self.receive_message(obj)
+
+    def _unreadable(self, error: RemoteProtocolError, text: bytes) -> None:
+        """``text`` is no JSON we take (invalid, NaN, a number beyond a float, too
+        deep): answered with ``error``, unless its text shows it answers one of our
+        requests, which then ends with ``error`` at once rather than wait for an
+        answer that came."""
+        request_id, is_request = message_identity(text)
+        if request_id is not None and not is_request and self._requests.on_wire(request_id):
+            error.request_id = request_id
+            self._violation(error)
+            self._requests.fail_malformed(error)
+            return
+        error.answer = True
+        self._violation(error)
 
     def next_event(self) -> Event | type[NEED_DATA]:
         """The next event, or :data:`NEED_DATA` when there is none."""

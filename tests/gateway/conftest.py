@@ -171,3 +171,25 @@ def setup(
 @pytest.fixture
 def gateway_url(setup: Setup) -> str:
     return setup.url
+
+
+async def serve_router_on(backend: Any, group: Any, adapters: str, server: Any, router: Any) -> int:
+    """Serve ``router`` in ``group`` with ``adapters``' HTTP server; its port."""
+    import importlib
+    from functools import partial
+
+    http_server = importlib.import_module(f"{adapters}.http_server")
+    bound: list[int] = []
+    listener = partial(http_server.serve_router, router=router)
+    group.start_soon(backend.serve_network, listener, server, "127.0.0.1", 0, bound.append)
+    async with backend.fail_after(10):
+        while not bound:
+            await backend.sleep(0.01)
+    return bound[0]
+
+
+async def wait_ready(backend: Any, gateway: Any) -> None:
+    """Until every connector of ``gateway`` is ready."""
+    async with backend.fail_after(15):
+        while any(s["status"] != "ready" for s in gateway.status().values()):
+            await backend.sleep(0.02)

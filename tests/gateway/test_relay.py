@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-from functools import partial
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from sansio_mcp.gateway import ConnectorConfig, parse_config
 from sansio_mcp.runtime.example_server import build_server
 from sansio_mcp.runtime.gateway import Gateway, transport_opener
 
-from .conftest import BACKENDS
+from .conftest import BACKENDS, serve_router_on, wait_ready
 
 ADAPTERS = [f"{name}_adapters" for name in BACKENDS]
 
@@ -60,23 +59,6 @@ for line in sys.stdin:
 """
 
 
-async def _serve(backend: Any, group: Any, adapters: str, server: Any, router: Any) -> int:
-    http_server = importlib.import_module(f"{adapters}.http_server")
-    bound: list[int] = []
-    listener = partial(http_server.serve_router, router=router)
-    group.start_soon(backend.serve_network, listener, server, "127.0.0.1", 0, bound.append)
-    async with backend.fail_after(10):
-        while not bound:
-            await backend.sleep(0.01)
-    return bound[0]
-
-
-async def _ready(backend: Any, gateway: Gateway) -> None:
-    async with backend.fail_after(15):
-        while any(s["status"] != "ready" for s in gateway.status().values()):
-            await backend.sleep(0.02)
-
-
 def _texts(result: dict[str, Any]) -> str:
     return "".join(c.get("text", "") for c in result.get("content", []))
 
@@ -102,8 +84,8 @@ async def _gone_call_scenario(backend: Any, adapters: str) -> tuple[list[Any], s
     async with backend.open_task_group() as group:
         gateway = Gateway(config, backend, transport_opener(backend))
         group.start_soon(gateway.run)
-        await _ready(backend, gateway)
-        port = await _serve(backend, group, adapters, gateway.server, gateway.router())
+        await wait_ready(backend, gateway)
+        port = await serve_router_on(backend, group, adapters, gateway.server, gateway.router())
         url = f"http://127.0.0.1:{port}/mcp"
         upstream = gateway.upstreams["q"]
 
@@ -171,7 +153,7 @@ async def _concurrent_scenario(backend: Any, adapters: str) -> dict[str, Any]:
     async with backend.open_task_group() as group:
         example = build_server()
         router = StreamableHTTPServer(example.create_session)
-        upstream_port = await _serve(backend, group, adapters, example, router)
+        upstream_port = await serve_router_on(backend, group, adapters, example, router)
         config = parse_config(
             {
                 "connectors": {
@@ -182,8 +164,8 @@ async def _concurrent_scenario(backend: Any, adapters: str) -> dict[str, Any]:
         )
         gateway = Gateway(config, backend, handshake_opener)
         group.start_soon(gateway.run)
-        await _ready(backend, gateway)
-        port = await _serve(backend, group, adapters, gateway.server, gateway.router())
+        await wait_ready(backend, gateway)
+        port = await serve_router_on(backend, group, adapters, gateway.server, gateway.router())
         url = f"http://127.0.0.1:{port}/mcp"
         readies = [backend.new_signal(), backend.new_signal()]
         gos = [backend.new_signal(), backend.new_signal()]
