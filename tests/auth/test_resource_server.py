@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl
 
@@ -325,19 +326,23 @@ class People:
         return self.tokens.get(token)
 
 
+async def _post_as(
+    backend: Backend, url: str, token: str, body: bytes, session: str | None = None
+) -> Any:
+    """POST ``body`` to ``url`` with ``token`` (and in ``session``)."""
+    headers = {**POST_HEADERS, "authorization": f"Bearer {token}"}
+    if session is not None:
+        headers["mcp-session-id"] = session
+    return await fetch(backend.backend, HTTPCall("POST", url, headers, body))
+
+
 def test_a_session_answers_only_tokens_of_the_subject_that_opened_it(backend: Backend) -> None:
     server = whoami_server()
     server.auth = ResourceServer("", ["http://as.example"], People(), required_scopes=["mcp"])
 
     async def main() -> None:
         async with backend.serve_http(server) as port:
-            url = f"http://127.0.0.1:{port}/mcp"
-
-            async def post(token: str, body: bytes, session: str | None = None) -> Any:
-                headers = {**POST_HEADERS, "authorization": f"Bearer {token}"}
-                if session is not None:
-                    headers["mcp-session-id"] = session
-                return await fetch(backend.backend, HTTPCall("POST", url, headers, body))
+            post = partial(_post_as, backend, f"http://127.0.0.1:{port}/mcp")
 
             opened = await post("alice-1", INITIALIZE)
             assert opened.status == 200
@@ -361,13 +366,7 @@ def test_each_static_token_is_a_principal_of_its_own(backend: Backend) -> None:
 
     async def main() -> None:
         async with backend.serve_http(server) as port:
-            url = f"http://127.0.0.1:{port}/mcp"
-
-            async def post(token: str, body: bytes, session: str | None = None) -> Any:
-                headers = {**POST_HEADERS, "authorization": f"Bearer {token}"}
-                if session is not None:
-                    headers["mcp-session-id"] = session
-                return await fetch(backend.backend, HTTPCall("POST", url, headers, body))
+            post = partial(_post_as, backend, f"http://127.0.0.1:{port}/mcp")
 
             for owner, other in (("token-a", "token-b"), ("token-b", "token-a")):
                 opened = await post(owner, INITIALIZE)

@@ -193,3 +193,17 @@ async def wait_ready(backend: Any, gateway: Any) -> None:
     async with backend.fail_after(15):
         while any(s["status"] != "ready" for s in gateway.status().values()):
             await backend.sleep(0.02)
+
+
+async def serve_gateway(
+    backend: Any, group: Any, adapters: str, config: Any, opener: Any = None
+) -> tuple[Any, str]:
+    """A gateway over ``config`` run and served in ``group``, every connector ready
+    (``opener``: the backend's transports by default); it and its endpoint URL."""
+    from sansio_mcp.runtime.gateway import Gateway, transport_opener
+
+    gateway = Gateway(config, backend, opener or transport_opener(backend))
+    group.start_soon(gateway.run)
+    await wait_ready(backend, gateway)
+    port = await serve_router_on(backend, group, adapters, gateway.server, gateway.router())
+    return gateway, f"http://127.0.0.1:{port}/mcp"

@@ -17,9 +17,8 @@ import pytest
 from sansio_mcp.auth import HTTPCall
 from sansio_mcp.gateway import parse_config
 from sansio_mcp.runtime._oauth import fetch
-from sansio_mcp.runtime.gateway import Gateway, transport_opener
 
-from .conftest import BACKENDS, serve_router_on, wait_ready
+from .conftest import BACKENDS, serve_gateway
 
 #: A stdio upstream at 2025-06-18 listing ``odd``, whose properties are a list.
 ODD_SERVER = """
@@ -56,11 +55,7 @@ async def _scenario(backend: Any, adapters: str) -> tuple[list[Any], list[str]]:
     config = parse_config({"connectors": {"u": {"transport": "stdio", "cmd": cmd}}})
     replies: list[Any] = []
     async with backend.open_task_group() as group:
-        gateway = Gateway(config, backend, transport_opener(backend))
-        group.start_soon(gateway.run)
-        await wait_ready(backend, gateway)
-        port = await serve_router_on(backend, group, adapters, gateway.server, gateway.router())
-        url = f"http://127.0.0.1:{port}/mcp"
+        _, url = await serve_gateway(backend, group, adapters, config)
         for request_id, method, params in (
             (1, "tools/call", {"name": "u.odd", "arguments": {"a": 1}}),
             (2, "tools/list", {}),

@@ -12,9 +12,8 @@ import pytest
 
 from sansio_mcp import MCPError
 from sansio_mcp.gateway import parse_config
-from sansio_mcp.runtime.gateway import Gateway, transport_opener
 
-from .conftest import BACKENDS, REPO, serve_router_on, wait_ready
+from .conftest import BACKENDS, REPO, serve_gateway
 
 SERVER = REPO / "tests" / "malformed_answer_server.py"
 
@@ -24,12 +23,9 @@ async def _scenario(backend: Any, adapters: str, fault: str) -> tuple[str, float
     cmd = [sys.executable, str(SERVER), fault]
     config = parse_config({"connectors": {"bad": {"transport": "stdio", "cmd": cmd}}})
     async with backend.open_task_group() as group:
-        gateway = Gateway(config, backend, transport_opener(backend))
-        group.start_soon(gateway.run)
-        await wait_ready(backend, gateway)
-        port = await serve_router_on(backend, group, adapters, gateway.server, gateway.router())
+        _, url = await serve_gateway(backend, group, adapters, config)
         started = backend.clock()
-        async with http_client.open_http_client(f"http://127.0.0.1:{port}/mcp") as client:
+        async with http_client.open_http_client(url) as client:
             async with backend.fail_after(30):
                 try:
                     await client.call_tool("bad.broken", {})

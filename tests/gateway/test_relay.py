@@ -16,9 +16,9 @@ import pytest
 from sansio_mcp._streamable_http import StreamableHTTPServer
 from sansio_mcp.gateway import ConnectorConfig, parse_config
 from sansio_mcp.runtime.example_server import build_server
-from sansio_mcp.runtime.gateway import Gateway, transport_opener
+from sansio_mcp.runtime.gateway import transport_opener
 
-from .conftest import BACKENDS, serve_router_on, wait_ready
+from .conftest import BACKENDS, serve_gateway, serve_router_on
 
 ADAPTERS = [f"{name}_adapters" for name in BACKENDS]
 
@@ -82,11 +82,7 @@ async def _gone_call_scenario(backend: Any, adapters: str) -> tuple[list[Any], s
 
     handlers = handlers_type(elicitation=answer)
     async with backend.open_task_group() as group:
-        gateway = Gateway(config, backend, transport_opener(backend))
-        group.start_soon(gateway.run)
-        await wait_ready(backend, gateway)
-        port = await serve_router_on(backend, group, adapters, gateway.server, gateway.router())
-        url = f"http://127.0.0.1:{port}/mcp"
+        gateway, url = await serve_gateway(backend, group, adapters, config)
         upstream = gateway.upstreams["q"]
 
         async def alice() -> None:
@@ -162,11 +158,7 @@ async def _concurrent_scenario(backend: Any, adapters: str) -> dict[str, Any]:
                 "api_keys": ["alice", "bob"],
             }
         )
-        gateway = Gateway(config, backend, handshake_opener)
-        group.start_soon(gateway.run)
-        await wait_ready(backend, gateway)
-        port = await serve_router_on(backend, group, adapters, gateway.server, gateway.router())
-        url = f"http://127.0.0.1:{port}/mcp"
+        _, url = await serve_gateway(backend, group, adapters, config, handshake_opener)
         readies = [backend.new_signal(), backend.new_signal()]
         gos = [backend.new_signal(), backend.new_signal()]
         async with backend.fail_after(15):

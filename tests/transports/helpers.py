@@ -20,7 +20,7 @@ from typing import Any
 import h11
 import trio
 
-from sansio_mcp import NEED_DATA, RequestReceived, ServerSession
+from sansio_mcp import NEED_DATA, RequestReceived, Session
 from sansio_mcp._http import HTTPRequest
 from sansio_mcp._sse import SSEEvent, SSEParser
 from sansio_mcp._streamable_http import StreamableHTTPServer
@@ -275,7 +275,7 @@ def open_machine_session(machine: StreamableHTTPServer, version: str) -> dict[st
     return headers
 
 
-def received_request(session: ServerSession) -> RequestReceived:
+def received_request(session: Session) -> RequestReceived:
     """The one request ``session`` has received (its other events are dropped)."""
     events = []
     while (event := session.next_event()) is not NEED_DATA:

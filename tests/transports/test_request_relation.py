@@ -4,9 +4,11 @@ tells: on a Streamable HTTP POST's response stream, that POST's request (by the 
 
 from __future__ import annotations
 
-from sansio_mcp import NEED_DATA, ClientSession, RequestReceived
+from sansio_mcp import NEED_DATA, ClientSession
 from sansio_mcp._http import HTTPResponseHead
 from sansio_mcp._streamable_http_client import Endpoint, ResponseHandler, StreamableHTTPClient
+
+from .helpers import received_request
 
 QUESTION = {
     "jsonrpc": "2.0",
@@ -35,14 +37,6 @@ def _ready_client() -> tuple[ClientSession, StreamableHTTPClient]:
     return client, transport
 
 
-def _question(client: ClientSession) -> RequestReceived:
-    events = []
-    while (event := client.next_event()) is not NEED_DATA:
-        events.append(event)
-    [asked] = [e for e in events if isinstance(e, RequestReceived)]
-    return asked
-
-
 def _sse(message: dict[str, object]) -> bytes:
     import json
 
@@ -58,7 +52,7 @@ def test_a_question_on_a_post_stream_names_that_request() -> None:
         response = ResponseHandler(transport, message, max_body=1 << 20)
         response.on_head(SSE)
         response.on_body(_sse({**QUESTION, "id": question_id}))
-        asked = _question(client)
+        asked = received_request(client)
         assert (asked.request_id, asked.relation_known) == (question_id, True)
         assert asked.related_request == request_id
 
@@ -70,7 +64,7 @@ def test_a_question_on_the_get_stream_names_none() -> None:
     stream = ResponseHandler(transport, None, max_body=1 << 20)
     stream.on_head(SSE)
     stream.on_body(_sse({**QUESTION, "id": "q"}))
-    asked = _question(client)
+    asked = received_request(client)
     assert asked.relation_known and asked.related_request is None
 
 
@@ -82,5 +76,5 @@ def test_on_stdio_nothing_is_told() -> None:
         b'{"jsonrpc":"2.0","id":"q","method":"elicitation/create","params":'
         b'{"message":"sure?","requestedSchema":{"type":"object","properties":{}}}}\n'
     )
-    asked = _question(client)
+    asked = received_request(client)
     assert not asked.relation_known and asked.related_request is None
