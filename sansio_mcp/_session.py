@@ -224,18 +224,25 @@ class Session:
         self.receive_message(obj)
 
     def _unreadable(self, error: RemoteProtocolError, text: bytes) -> None:
-        """``text`` is no JSON we take (invalid, NaN, a number beyond a float, too
-        deep): answered with ``error``, unless its text shows it answers one of our
-        requests, which then ends with ``error`` at once rather than wait for an
-        answer that came."""
-        request_id, is_request = message_identity(text)
-        if request_id is not None and not is_request and self._requests.on_wire(request_id):
-            error.request_id = request_id
+        """``text`` is no JSON we take: answered with ``error``, unless it answers one
+        of our requests (see :meth:`end_unreadable_answer`)."""
+        if not self.end_unreadable_answer(text, error):
+            error.answer = True
             self._violation(error)
-            self._requests.fail_malformed(error)
-            return
-        error.answer = True
+
+    def end_unreadable_answer(self, text: bytes, error: RemoteProtocolError) -> bool:
+        """A message that could not be parsed (``error``: invalid JSON, a NaN, a number
+        beyond a float, nesting too deep): when ``text`` shows it answers one of our
+        requests (its top-level ``id``, no ``method``), that request ends with the
+        error at once rather than wait for an answer that came; True then.  For a
+        transport that parses its own frames (an HTTP body, an SSE event)."""
+        request_id, is_request = message_identity(text)
+        if request_id is None or is_request or self._requests.on_wire(request_id) is None:
+            return False
+        error.request_id = request_id
         self._violation(error)
+        self._requests.fail_malformed(error)
+        return True
 
     def next_event(self) -> Event | type[NEED_DATA]:
         """The next event, or :data:`NEED_DATA` when there is none."""

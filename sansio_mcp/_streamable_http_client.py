@@ -82,6 +82,14 @@ class Endpoint:
         return self.origin + self.target
 
 
+@attrs.frozen
+class Unreadable:
+    """An SSE event whose data is no JSON we take, and why (see ``deliver``)."""
+
+    data: bytes
+    error: RemoteProtocolError = attrs.field(eq=False)
+
+
 class ResponseReader:
     """Reads one HTTP response (JSON or SSE) into JSON-RPC messages."""
 
@@ -105,7 +113,10 @@ class ResponseReader:
             while (event := self.sse.next_event()) is not NEED_DATA:
                 assert not isinstance(event, type)
                 if event.event == "message" and event.data.strip():
-                    out.append(_json.loads(event.data))
+                    try:
+                        out.append(_json.loads(event.data))
+                    except RemoteProtocolError as exc:
+                        out.append(Unreadable(event.data.encode("utf-8", "surrogatepass"), exc))
             return out
         self._body += chunk
         if len(self._body) > self.max_body:
@@ -121,6 +132,11 @@ class ResponseReader:
             return []
         value = _json.loads(bytes(self._body))
         return value if isinstance(value, list) else [value]
+
+    @property
+    def body(self) -> bytes:
+        """The body so far (a JSON response's)."""
+        return bytes(self._body)
 
     @property
     def body_text(self) -> str:
@@ -239,6 +255,12 @@ class StreamableHTTPClient:
         carried = carrier.get("id") if isinstance(carrier, dict) and "method" in carrier else None
         related = carried if is_request_id(carried) else None
         for obj in messages:
+            if isinstance(obj, Unreadable):
+                # The answer to a request of ours ends it, precisely; anything else
+                # unreadable breaks the stream, as before.
+                if not self.session.end_unreadable_answer(obj.data, obj.error):
+                    raise obj.error
+                continue
             response_id = obj.get("id") if isinstance(obj, dict) else None
             if is_request_id(response_id) and response_id in self._tools_list_ids:
                 self._tools_list_ids.discard(response_id)
@@ -402,6 +424,8 @@ class ResponseHandler:
         try:
             messages = reader.finish()
         except RemoteProtocolError as exc:
+            # An answer to a request of ours ends it, precisely; else the POST fails.
+            self.transport.session.end_unreadable_answer(reader.body, exc)
             self.transport.fail(self.message, head.status, f"unreadable body: {exc.message}")
             return
         if messages:
