@@ -11,7 +11,9 @@ from sansio_mcp import NEED_DATA, ClientSession, RequestFailed, ResponseReceived
 from sansio_mcp._errors import HTTPStatusError
 from sansio_mcp._http import HTTPResponseHead
 from sansio_mcp._legacy_sse import LegacySSEStream
-from sansio_mcp._streamable_http_client import Endpoint, ResponseHandler, StreamableHTTPClient
+from sansio_mcp._streamable_http_client import ResponseHandler
+
+from .helpers import ready_http_client
 
 BAD = {
     "nan": b'{"jsonrpc":"2.0","id":%d,"result":{"n":NaN}}',
@@ -19,23 +21,6 @@ BAD = {
     "cut": b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"te',
 }
 WHY = {"nan": "NaN is not valid JSON", "deep": "nests deeper", "cut": "invalid JSON"}
-
-
-def _ready() -> tuple[ClientSession, StreamableHTTPClient]:
-    client = ClientSession(mode="legacy", protocol_version="2025-06-18")
-    transport = StreamableHTTPClient(Endpoint.parse("http://127.0.0.1:8000/mcp"), client)
-    client.start()
-    [initialize] = client.messages_to_send()
-    result = {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {"tools": {}},
-        "serverInfo": {"name": "s", "version": "1"},
-    }
-    transport.deliver([{"jsonrpc": "2.0", "id": initialize["id"], "result": result}], initialize)
-    client.messages_to_send()
-    while client.next_event() is not NEED_DATA:
-        pass
-    return client, transport
 
 
 def _ended(client: ClientSession) -> list[RequestFailed | ResponseReceived]:
@@ -56,7 +41,7 @@ def _malformed(failed: RequestFailed, fault: str) -> bool:
 
 @pytest.mark.parametrize("fault", sorted(BAD))
 def test_in_a_json_body(fault: str) -> None:
-    client, transport = _ready()
+    client, transport = ready_http_client()
     call = client.send_request("tools/call", {"name": "t"})
     [message] = client.messages_to_send()
     response = ResponseHandler(transport, message, max_body=1 << 20)
@@ -70,7 +55,7 @@ def test_in_a_json_body(fault: str) -> None:
 
 @pytest.mark.parametrize("fault", sorted(BAD))
 def test_in_an_sse_event_of_a_post_stream(fault: str) -> None:
-    client, transport = _ready()
+    client, transport = ready_http_client()
     call = client.send_request("tools/call", {"name": "t"})
     [message] = client.messages_to_send()
     response = ResponseHandler(transport, message, max_body=1 << 20)
@@ -83,7 +68,7 @@ def test_in_an_sse_event_of_a_post_stream(fault: str) -> None:
 
 @pytest.mark.parametrize("fault", sorted(BAD))
 def test_on_the_legacy_stream_which_goes_on(fault: str) -> None:
-    client, transport = _ready()
+    client, transport = ready_http_client()
     stream = LegacySSEStream("http://127.0.0.1:8000/sse", transport)
     stream.on_head(HTTPResponseHead(200, {"content-type": "text/event-stream"}))
     stream.on_body(b"event: endpoint\ndata: /messages?session_id=1\n\n")

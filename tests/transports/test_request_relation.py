@@ -4,11 +4,10 @@ tells: on a Streamable HTTP POST's response stream, that POST's request (by the 
 
 from __future__ import annotations
 
-from sansio_mcp import NEED_DATA, ClientSession
 from sansio_mcp._http import HTTPResponseHead
-from sansio_mcp._streamable_http_client import Endpoint, ResponseHandler, StreamableHTTPClient
+from sansio_mcp._streamable_http_client import ResponseHandler
 
-from .helpers import received_request
+from .helpers import ready_http_client, received_request
 
 QUESTION = {
     "jsonrpc": "2.0",
@@ -18,25 +17,6 @@ QUESTION = {
 SSE = HTTPResponseHead(200, {"content-type": "text/event-stream"})
 
 
-def _ready_client() -> tuple[ClientSession, StreamableHTTPClient]:
-    client = ClientSession(
-        capabilities={"elicitation": {}}, mode="legacy", protocol_version="2025-06-18"
-    )
-    transport = StreamableHTTPClient(Endpoint.parse("http://127.0.0.1:8000/mcp"), client)
-    client.start()
-    [initialize] = client.messages_to_send()
-    result = {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {"tools": {}},
-        "serverInfo": {"name": "s", "version": "1"},
-    }
-    transport.deliver([{"jsonrpc": "2.0", "id": initialize["id"], "result": result}], initialize)
-    client.messages_to_send()  # notifications/initialized
-    while client.next_event() is not NEED_DATA:
-        pass
-    return client, transport
-
-
 def _sse(message: dict[str, object]) -> bytes:
     import json
 
@@ -44,7 +24,7 @@ def _sse(message: dict[str, object]) -> bytes:
 
 
 def test_a_question_on_a_post_stream_names_that_request() -> None:
-    client, transport = _ready_client()
+    client, transport = ready_http_client({"elicitation": {}})
     call_id = client.send_request("tools/call", {"name": "t"})
     other_id = client.send_request("tools/call", {"name": "u"})
     call, other = client.messages_to_send()
@@ -58,7 +38,7 @@ def test_a_question_on_a_post_stream_names_that_request() -> None:
 
 
 def test_a_question_on_the_get_stream_names_none() -> None:
-    client, transport = _ready_client()
+    client, transport = ready_http_client({"elicitation": {}})
     client.send_request("tools/call", {"name": "t"})  # in flight, but not its stream
     client.messages_to_send()
     stream = ResponseHandler(transport, None, max_body=1 << 20)
@@ -69,7 +49,7 @@ def test_a_question_on_the_get_stream_names_none() -> None:
 
 
 def test_on_stdio_nothing_is_told() -> None:
-    client, _ = _ready_client()
+    client, _ = ready_http_client({"elicitation": {}})
     client.send_request("tools/call", {"name": "t"})
     client.messages_to_send()
     client.receive_data(
