@@ -47,6 +47,12 @@ class RequestReceived:
     progress_token: str | int | None = None
     #: Set for a stateless (modern) request; None on a handshake session.
     meta: RequestMeta | None = None
+    #: Whether the transport says which of our requests it came with (a Streamable
+    #: HTTP response stream does; stdio, WebSocket and HTTP+SSE have one stream for all).
+    relation_known: bool = False
+    #: That request (its id as :meth:`send_request` gave it), when the transport
+    #: says; None when it came with none of ours (the GET stream) or nothing says.
+    related_request: RequestId | None = None
 
 
 @attrs.frozen

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ._errors import HeaderMismatch
@@ -90,17 +90,22 @@ def x_mcp_header_problems(input_schema: Any) -> list[str]:
                 problems.append(f"{path}: x-mcp-header needs a string, integer or boolean type")
             else:
                 seen.add(header.lower())
-        for name, sub in (schema.get("properties") or {}).items():
+        properties = schema.get("properties")
+        if properties is not None and not isinstance(properties, dict):
+            # A schema no client can read its parameters from (nor any header).
+            problems.append(f"{path}.properties is not an object")
+        for name, sub in _members(properties):
             visit(sub, f"{path}.{name}", reachable)
         for key in ("items", "not", "if", "then", "else", "additionalProperties"):
             sub = schema.get(key)
             if isinstance(sub, dict):  # most keys are absent: no call, no path built
                 visit(sub, f"{path}/{key}", False)
         for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
-            for i, sub in enumerate(schema.get(key) or ()):
+            subs = schema.get(key)
+            for i, sub in enumerate(subs if isinstance(subs, list) else ()):
                 visit(sub, f"{path}/{key}/{i}", False)
         for key in ("$defs", "definitions"):
-            for name, sub in (schema.get(key) or {}).items():
+            for name, sub in _members(schema.get(key)):
                 visit(sub, f"{path}/{key}/{name}", False)
 
     visit(input_schema, "inputSchema", True)
@@ -117,11 +122,16 @@ def header_params(input_schema: Any) -> dict[tuple[str, ...], str]:
         header = schema.get("x-mcp-header")
         if isinstance(header, str) and path:
             found[path] = header
-        for name, sub in (schema.get("properties") or {}).items():
+        for name, sub in _members(schema.get("properties")):
             visit(sub, (*path, name))
 
     visit(input_schema, ())
     return found
+
+
+def _members(value: Any) -> Iterable[tuple[str, Any]]:
+    """The members of what a schema says is an object (none, if it is not one)."""
+    return value.items() if isinstance(value, dict) else ()
 
 
 def _lookup(arguments: Any, path: tuple[str, ...]) -> Any:

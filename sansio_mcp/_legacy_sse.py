@@ -180,6 +180,8 @@ class LegacySSEStream:
                 self.transport.endpoint = Endpoint.parse(resolve_endpoint(self.sse_url, event.data))
                 self.endpoint_known = True
             elif event.event == "message" and event.data.strip():
-                self.transport.session.receive_message(_json.loads(event.data))
+                # receive_text: an unreadable event is refused, or ends the request it
+                # answers, as a line on stdio is; the stream goes on.
+                self.transport.session.receive_text(event.data)
                 delivered = True
         return delivered

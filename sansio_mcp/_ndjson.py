@@ -7,36 +7,62 @@ import re
 from . import _json
 from ._errors import ErrorCode, OversizedMessage, RemoteProtocolError
 from ._json import DEFAULT_MAX_MESSAGE_SIZE
-from ._jsonrpc import is_request_id
+from ._jsonrpc import RequestId, is_request_id
 from ._util import Sentinel
 
-__all__ = ["HEAD_KEPT", "NEED_DATA", "NdjsonFramer", "oversized_message"]
+__all__ = ["HEAD_KEPT", "NEED_DATA", "NdjsonFramer", "message_identity", "oversized_message"]
 
 #: Bytes of an oversized message kept to tell whose it is (its id comes early).
 HEAD_KEPT = 512
-_HEAD_ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
-_HEAD_METHOD = re.compile(rb'"method"\s*:')
+# A string (unrolled, so linear even unterminated: see _json._STRING), or a bracket.
+_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]')
+_MEMBER_VALUE = re.compile(rb'\s*:\s*(-?\d+(?![\d.eE])|"[^"\\]*(?:\\.[^"\\]*)*")?')
+
+
+def message_identity(text: bytes) -> tuple[RequestId | None, bool]:
+    """Of a message that cannot be read whole (not JSON, too deep, too large, cut
+    short): its ``id``, as far as ``text`` shows one among its top-level members
+    (never one nested in its params or result), and whether it names a ``method``
+    (a request, not an answer).  One pass, linear in ``text``."""
+    depth = 0
+    request_id: RequestId | None = None
+    found_id = has_method = False
+    for token in _TOKEN.finditer(text):
+        first = text[token.start()]
+        if first != 0x22:  # a bracket
+            depth += 1 if first in b"[{" else -1
+            continue
+        if depth != 1 or token.group() not in (b'"id"', b'"method"'):
+            continue
+        member = _MEMBER_VALUE.match(text, token.end())
+        if member is None:
+            continue  # no colon after it: a string value, not a member's name
+        if token.group() == b'"method"':
+            has_method = True
+        elif not found_id and member.group(1) is not None:
+            found_id = True
+            try:
+                value = _json.loads(member.group(1))
+            except RemoteProtocolError:
+                continue
+            request_id = value if is_request_id(value) else None
+    return request_id, has_method
 
 
 def oversized_message(head: bytes, size: int, limit: int) -> OversizedMessage:
     """The error for a message over ``limit`` bytes, of which ``head`` was kept.
 
     Its id, when the head shows one, goes with it: a request is answered under its own
-    id, and an answer to one of ours ends that request at once (see ``fail_oversized``)
+    id, and an answer to one of ours ends that request at once (see ``fail_malformed``)
     instead of leaving it to time out.
     """
     error = OversizedMessage(
         f"a message of {size} bytes exceeds the {limit}-byte limit (max_message_size)",
         code=ErrorCode.INVALID_REQUEST,
     )
-    found = _HEAD_ID.search(head)
-    try:
-        request_id = _json.loads(found.group(1)) if found else None
-    except RemoteProtocolError:
-        request_id = None
-    error.request_id = request_id if is_request_id(request_id) else None
+    error.request_id, is_request = message_identity(head)
     # A request (it names a method) is answered; an answer is not answered back.
-    error.answer = error.request_id is None or _HEAD_METHOD.search(head) is not None
+    error.answer = error.request_id is None or is_request
     return error
 
 

@@ -97,11 +97,12 @@ _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
 def argument_names_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
     """A required name missing from ``arguments``, or one an object schema
     without ``additionalProperties`` does not know: the problem, or None."""
-    for name in schema.get("required", ()):
-        if name not in arguments:
+    required = schema.get("required")
+    for name in required if isinstance(required, list) else ():
+        if isinstance(name, str) and name not in arguments:
             return f"missing required argument {name!r}"
     if schema.get("additionalProperties") is False:
-        properties = schema.get("properties") or {}
+        properties = _object(schema.get("properties"))
         for name in arguments:
             if name not in properties:
                 return f"unexpected argument {name!r}"
@@ -155,10 +156,10 @@ def validate_arguments(schema: dict[str, Any], arguments: dict[str, Any]) -> str
     problem = argument_names_problem(schema, arguments)
     if problem:
         return problem
-    properties = schema.get("properties") or {}
+    properties = _object(schema.get("properties"))
     for name, value in arguments.items():
         prop = properties.get(name)
-        if prop is None:
+        if not isinstance(prop, dict):
             continue
         problem = _check_value(prop, value)
         if problem:
@@ -190,17 +191,29 @@ _BOUND_HOLDS: dict[str, Callable[[float, float], bool]] = {
 }
 
 
+def _object(value: Any) -> dict[str, Any]:
+    """What a schema says is an object; empty when it is not one (a malformed schema
+    checks nothing there rather than fail every call)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _check_value(schema: dict[str, Any], value: Any) -> str | None:
-    if "enum" in schema and value not in schema["enum"]:
-        return f"must be one of {schema['enum']}"
-    if "anyOf" in schema:
-        if all(_check_value(s, value) for s in schema["anyOf"]):
+    enum = schema.get("enum")
+    if isinstance(enum, list) and value not in enum:
+        return f"must be one of {enum}"
+    choices = schema.get("anyOf")
+    if isinstance(choices, list):
+        if all(_check_value(s, value) for s in choices if isinstance(s, dict)):
             return "matches none of the allowed types"
         return None
     expected = schema.get("type")
     if expected is None:
         return None
-    kinds = expected if isinstance(expected, list) else [expected]
+    kinds = [
+        k for k in (expected if isinstance(expected, list) else [expected]) if isinstance(k, str)
+    ]
+    if not kinds:
+        return None
     if not any(_TYPE_CHECKS.get(k, lambda v: True)(value) for k in kinds):
         return f"must be of type {' or '.join(kinds)}"
     if isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -44,7 +44,7 @@ from ._jsonrpc import (
     message_to_obj,
     parse_message,
 )
-from ._ndjson import HEAD_KEPT, NEED_DATA, NdjsonFramer, oversized_message
+from ._ndjson import HEAD_KEPT, NEED_DATA, NdjsonFramer, message_identity, oversized_message
 from ._outbox import Batch, Outbox, Outgoing, encode_message
 from ._requests import (
     IncomingRequest,
@@ -62,6 +62,7 @@ __all__ = ["MAX_BAD_LINES", "MAX_BAD_LINES_BEFORE_FIRST", "Session"]
 #: up on: a program writing its logs, or anything else, to stdout is no MCP peer, and
 #: answering each of its lines for ever would keep us from all other work.
 MAX_BAD_LINES = 200
+_NOT_TOLD: tuple[bool, RequestId | None] = (False, None)
 
 #: The same before the peer's first JSON line: a program that has not yet said one
 #: word of JSON-RPC is given up on sooner, its first lines named in the reason.
@@ -112,6 +113,9 @@ class Session:
         self._events: deque[Event] = deque()
         self._outbox = Outbox()
         self._requests = RequestTracker(self._events)
+        # What the transport said of the message being received: (whether it tells,
+        # the request of ours it came with).
+        self._carried_by: tuple[bool, RequestId | None] = _NOT_TOLD
 
     # ------------------------------------------------------------------ state
 
@@ -158,8 +162,7 @@ class Session:
             try:
                 obj = _json.loads(line, max_depth=self.max_depth)
             except RemoteProtocolError as exc:
-                exc.answer = True
-                self._violation(exc)
+                self._unreadable(exc, line)
                 self._bad_line(line)
                 continue
             self._bad_lines = 0
@@ -186,21 +189,39 @@ class Session:
             self._events.append(ProtocolViolation(RemoteProtocolError(reason)))
             self.close(reason)
 
-    def receive_message(self, obj: Any) -> None:
-        """Feed one decoded JSON-RPC message (or a batch, as a list)."""
+    def receive_message(
+        self,
+        obj: Any,
+        *,
+        relation_known: bool = False,
+        related_request: RequestId | None = None,
+    ) -> None:
+        """Feed one decoded JSON-RPC message (or a batch, as a list).
+
+        A transport that tells which of our requests a message came with (the
+        response stream of a Streamable HTTP POST) says so with ``relation_known``
+        and the request's wire id as ``related_request`` (None: with none, the GET
+        stream); a request of the peer's then carries it (:class:`RequestReceived`).
+        """
         if self.state is SessionState.CLOSED:
             return
         self.heard_from_peer = True
-        if isinstance(obj, list):
-            self._receive_batch(obj)
-            return
+        if relation_known:
+            pending = None if related_request is None else self._requests.on_wire(related_request)
+            self._carried_by = (True, pending.origin if pending else related_request)
         try:
-            message = parse_message(obj)
-        except RemoteProtocolError as exc:
-            self._violation(exc)
-            self._requests.fail_malformed(exc)
-            return
-        self._dispatch(message)
+            if isinstance(obj, list):
+                self._receive_batch(obj)
+                return
+            try:
+                message = parse_message(obj)
+            except RemoteProtocolError as exc:
+                self._violation(exc)
+                self._requests.fail_malformed(exc)
+                return
+            self._dispatch(message)
+        finally:
+            self._carried_by = _NOT_TOLD
 
     def receive_text(self, text: str | bytes) -> None:
         """Feed one whole JSON text (an HTTP body, a WebSocket message)."""
@@ -214,10 +235,31 @@ class Session:
         try:
             obj = _json.loads(text, max_depth=self.max_depth)
         except RemoteProtocolError as exc:
-            exc.answer = True
-            self._violation(exc)
+            raw = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+            self._unreadable(exc, raw)
             return
         self.receive_message(obj)
+
+    def _unreadable(self, error: RemoteProtocolError, text: bytes) -> None:
+        """``text`` is no JSON we take: answered with ``error``, unless it answers one
+        of our requests (see :meth:`end_unreadable_answer`)."""
+        if not self.end_unreadable_answer(text, error):
+            error.answer = True
+            self._violation(error)
+
+    def end_unreadable_answer(self, text: bytes, error: RemoteProtocolError) -> bool:
+        """A message that could not be parsed (``error``: invalid JSON, a NaN, a number
+        beyond a float, nesting too deep): when ``text`` shows it answers one of our
+        requests (its top-level ``id``, no ``method``), that request ends with the
+        error at once rather than wait for an answer that came; True then.  For a
+        transport that parses its own frames (an HTTP body, an SSE event)."""
+        request_id, is_request = message_identity(text)
+        if request_id is None or is_request or self._requests.on_wire(request_id) is None:
+            return False
+        error.request_id = request_id
+        self._violation(error)
+        self._requests.fail_malformed(error)
+        return True
 
     def next_event(self) -> Event | type[NEED_DATA]:
         """The next event, or :data:`NEED_DATA` when there is none."""
@@ -309,7 +351,12 @@ class Session:
             return
         token = progress_token_of(params)
         self._requests.incoming[request.id] = IncomingRequest(method, params, token)
-        self._events.append(RequestReceived(request.id, method, params, token))
+        known, related = self._carried_by
+        self._events.append(
+            RequestReceived(
+                request.id, method, params, token, relation_known=known, related_request=related
+            )
+        )
 
     def _on_notification(self, notification: JSONRPCNotification) -> None:
         method, params = notification.method, notification.params or {}

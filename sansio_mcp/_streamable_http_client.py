@@ -82,6 +82,14 @@ class Endpoint:
         return self.origin + self.target
 
 
+@attrs.frozen
+class Unreadable:
+    """An SSE event whose data is no JSON we take, and why (see ``deliver``)."""
+
+    data: bytes
+    error: RemoteProtocolError = attrs.field(eq=False)
+
+
 class ResponseReader:
     """Reads one HTTP response (JSON or SSE) into JSON-RPC messages."""
 
@@ -105,7 +113,10 @@ class ResponseReader:
             while (event := self.sse.next_event()) is not NEED_DATA:
                 assert not isinstance(event, type)
                 if event.event == "message" and event.data.strip():
-                    out.append(_json.loads(event.data))
+                    try:
+                        out.append(_json.loads(event.data))
+                    except RemoteProtocolError as exc:
+                        out.append(Unreadable(event.data.encode("utf-8", "surrogatepass"), exc))
             return out
         self._body += chunk
         if len(self._body) > self.max_body:
@@ -121,6 +132,11 @@ class ResponseReader:
             return []
         value = _json.loads(bytes(self._body))
         return value if isinstance(value, list) else [value]
+
+    @property
+    def body(self) -> bytes:
+        """The body so far (a JSON response's)."""
+        return bytes(self._body)
 
     @property
     def body_text(self) -> str:
@@ -232,13 +248,24 @@ class StreamableHTTPClient:
             if session_id and head.status == 200:
                 self.session_id = session_id
 
-    def deliver(self, messages: list[Any]) -> None:
+    def deliver(self, messages: list[Any], carrier: Any = None) -> None:
+        """Feed the session what came on the response to ``carrier`` (the message a
+        POST carried; None: the GET stream): a server request then says which of
+        our requests it came with, if any."""
+        carried = carrier.get("id") if isinstance(carrier, dict) and "method" in carrier else None
+        related = carried if is_request_id(carried) else None
         for obj in messages:
+            if isinstance(obj, Unreadable):
+                # The answer to a request of ours ends it, precisely; anything else
+                # unreadable breaks the stream, as before.
+                if not self.session.end_unreadable_answer(obj.data, obj.error):
+                    raise obj.error
+                continue
             response_id = obj.get("id") if isinstance(obj, dict) else None
             if is_request_id(response_id) and response_id in self._tools_list_ids:
                 self._tools_list_ids.discard(response_id)
                 self._note_tools(obj.get("result"))
-            self.session.receive_message(obj)
+            self.session.receive_message(obj, relation_known=True, related_request=related)
 
     def _note_tools(self, result: Any) -> None:
         """Remember the listed tools' schemas (SEP-2243: never those with invalid
@@ -366,7 +393,7 @@ class ResponseHandler:
             if sse.retry is not None:
                 self.transport.retry_delay = sse.retry / 1000
         if messages:
-            self.transport.deliver(messages)
+            self.transport.deliver(messages, self.message)
         return bool(messages)
 
     def on_end(self) -> None:
@@ -386,7 +413,8 @@ class ResponseHandler:
                 messages = []
             if messages and all(isinstance(m, dict) and "jsonrpc" in m for m in messages):
                 # A JSON-RPC error: the session decides (only one naming a request).
-                self.transport.deliver([m for m in messages if is_request_id(m.get("id"))])
+                answers = [m for m in messages if is_request_id(m.get("id"))]
+                self.transport.deliver(answers, self.message)
             # A request the body did not answer (an id-less error, e.g. a legacy server
             # refusing server/discover) fails with the HTTP status; no-op once answered.
             self.transport.fail(self.message, head.status, reader.body_text)
@@ -396,10 +424,12 @@ class ResponseHandler:
         try:
             messages = reader.finish()
         except RemoteProtocolError as exc:
+            # An answer to a request of ours ends it, precisely; else the POST fails.
+            self.transport.session.end_unreadable_answer(reader.body, exc)
             self.transport.fail(self.message, head.status, f"unreadable body: {exc.message}")
             return
         if messages:
-            self.transport.deliver(messages)
+            self.transport.deliver(messages, self.message)
         elif head.status >= 300:
             self.transport.fail(self.message, head.status, reader.body_text)
             return

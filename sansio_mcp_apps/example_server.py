@@ -16,9 +16,19 @@ from typing import Any
 from sansio_mcp import ToolResult
 from sansio_mcp.runtime import Context, Server
 
-__all__ = ["COUNTER_URI", "LONG_JOB_MAX_SECONDS", "TOOL_NAMES", "add_task_tools", "build_server"]
+__all__ = [
+    "COUNTER_URI",
+    "LONG_JOB_MAX_SECONDS",
+    "MAX_COUNTER",
+    "TOOL_NAMES",
+    "add_task_tools",
+    "build_server",
+]
 
 COUNTER_URI = "example://counter"
+#: How far from 0 ``increment`` may take the counter by default: the largest integer
+#: every JSON peer reads exactly (2**53 - 1).
+MAX_COUNTER = 2**53 - 1
 #: The tools :func:`build_server` offers (a documented interface).
 TOOL_NAMES = frozenset(
     {
@@ -85,8 +95,9 @@ def add_task_tools(server: Server, *, max_seconds: float = LONG_JOB_MAX_SECONDS)
         return f"{job}: done"
 
 
-def build_server(*, page_size: int = 100) -> Server:
-    """A fresh example server (its state is per instance)."""
+def build_server(*, page_size: int = 100, max_counter: int = MAX_COUNTER) -> Server:
+    """A fresh example server (its state is per instance).  ``increment`` keeps the
+    counter within ``±max_counter``."""
     server = Server(
         "sansio-mcp-example",
         "0.1.0",
@@ -193,13 +204,23 @@ def build_server(*, page_size: int = 100) -> Server:
         """Return an error result carrying ``message``."""
         return ToolResult.text(message, is_error=True)
 
-    @server.tool()
-    async def increment(ctx: Context, by: int = 1) -> str:
+    by_schema = {"type": "integer", "default": 1, "minimum": -max_counter, "maximum": max_counter}
+
+    @server.tool(input_schema={"type": "object", "properties": {"by": by_schema}})
+    async def increment(ctx: Context, by: int = 1) -> ToolResult:
         """Add ``by`` to the counter resource and notify its subscribers."""
-        counter["value"] += by
-        await ctx.log("info", {"counter": counter["value"]}, logger="example")
+        value = counter["value"] + by
+        if abs(value) > max_counter:
+            # Unbounded, a few calls would make a number no later call could write out.
+            return ToolResult.text(
+                f"the counter would pass ±{max_counter} (max_counter); it stays at "
+                f"{counter['value']}",
+                is_error=True,
+            )
+        counter["value"] = value
+        await ctx.log("info", {"counter": value}, logger="example")
         await ctx.resource_updated(COUNTER_URI)
-        return str(counter["value"])
+        return ToolResult.text(str(value))
 
     add_task_tools(server)
 

@@ -451,10 +451,10 @@ class RecordingClientSession(ClientSession):
         finally:
             self.recorder.suppress = False
 
-    def receive_message(self, obj: Any) -> None:
+    def receive_message(self, obj: Any, **carried_by: Any) -> None:
         if not self.recorder.suppress:
             self.recorder.received_obj(obj)
-        super().receive_message(obj)
+        super().receive_message(obj, **carried_by)
 
     def data_to_send(self) -> bytes:
         data = super().data_to_send()

@@ -31,6 +31,7 @@ from ._discovery import (
     as_metadata_urls,
     canonical_resource,
     fallback_endpoints,
+    insecure_endpoint,
     origin_of,
     prm_urls,
     resource_identical,
@@ -385,6 +386,10 @@ class OAuthClient:
         self._start_server_metadata(servers[0])
 
     def _start_server_metadata(self, issuer: str) -> None:
+        problem = insecure_endpoint(issuer)
+        if problem is not None:
+            self._fail(f"the authorization server {issuer} {problem}", issuer=issuer)
+            return
         self._issuer = issuer
         self._urls = as_metadata_urls(issuer)
         self._go(S.SERVER_METADATA)
@@ -409,7 +414,7 @@ class OAuthClient:
                 issuer=issuer,
             )
             return
-        for key in ("authorization_endpoint", "token_endpoint"):
+        for key in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
             if key in document and not isinstance(document[key], str):
                 self._fail(f"the metadata at {url} has a malformed {key}")
                 return
@@ -428,6 +433,13 @@ class OAuthClient:
                 issuer=issuer,
             )
             return
+        for key in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
+            problem = insecure_endpoint(document[key]) if key in document else None
+            if problem is not None:
+                # Codes, secrets and tokens would travel in the clear.
+                endpoint = document[key]
+                self._fail(f"the {key} {endpoint} of {issuer} {problem}", **{key: endpoint})
+                return
         self._metadata = document
         self._issuer = issuer
         self._after_metadata()
@@ -451,6 +463,11 @@ class OAuthClient:
             self._client = self._known_client()
             if self._client is None:
                 self._fail("token exchange needs a pre-registered client")
+                return
+            idp = config.idp_token_endpoint
+            problem = insecure_endpoint(idp) if idp else None
+            if problem is not None:
+                self._fail(f"the idp_token_endpoint {idp} {problem}", idp_token_endpoint=idp)
                 return
             self._go(S.EXCHANGE)
             return

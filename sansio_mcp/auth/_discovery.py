@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -11,6 +12,7 @@ __all__ = [
     "as_metadata_urls",
     "canonical_resource",
     "fallback_endpoints",
+    "insecure_endpoint",
     "origin_of",
     "prm_identifier",
     "prm_urls",
@@ -20,6 +22,30 @@ __all__ = [
 ]
 
 _PRM = "/.well-known/oauth-protected-resource"
+
+
+def insecure_endpoint(url: str) -> str | None:
+    """Why ``url`` may not be an authorization server's (its issuer or an endpoint a
+    client sends credentials to): OAuth 2.1 and the MCP spec want HTTPS, with plain
+    HTTP only on a loopback address (a local test server).  None when it may."""
+    parts = urlsplit(url)
+    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
+    if scheme == "https" and host:
+        return None
+    if scheme == "http" and _is_loopback(host):
+        return None
+    if scheme == "http":
+        return "is plain http, which only a loopback address may use (else https)"
+    return "is no https URL"
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def origin_of(url: str) -> str:

@@ -53,14 +53,21 @@ class TokenVerifier(Protocol):
 
 
 class StaticTokenVerifier:
-    """A fixed set of tokens, each with its scopes (for tests and simple deployments)."""
+    """A fixed set of tokens, each with its scopes (for tests and simple deployments).
+
+    Each token is a principal of its own, its subject ``static-token-N`` (N its place
+    in ``tokens``, from 1; never the secret itself): a session opened with one token
+    answers no other."""
 
     def __init__(self, tokens: Mapping[str, Collection[str]]) -> None:
         self.tokens = {token: frozenset(scopes) for token, scopes in tokens.items()}
+        self._subjects = {token: f"static-token-{n}" for n, token in enumerate(self.tokens, 1)}
 
     def verify(self, token: str, now: float) -> AccessToken | None:
         scopes = self.tokens.get(token)
-        return None if scopes is None else AccessToken(token, scopes)
+        if scopes is None:
+            return None
+        return AccessToken(token, scopes, subject=self._subjects[token])
 
 
 @attrs.frozen

@@ -219,6 +219,7 @@ class ClientHost(Protocol):
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         related_request: RequestId | None = None,
+        owner: object = None,
     ) -> dict[str, Any]: ...
 
     async def flush(self) -> None: ...
@@ -286,9 +287,14 @@ class ClientAPI:
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        owner: object = None,
     ) -> dict[str, Any]:
-        """Send a request and wait for its result (no cache)."""
-        return await self._host.request(method, params, timeout=timeout, on_progress=on_progress)
+        """Send a request and wait for its result (no cache).  ``owner`` says whose
+        it is: a server request sent with it is for that owner
+        (``driver.owner_of(event.related_request)``, where the transport tells)."""
+        return await self._host.request(
+            method, params, timeout=timeout, on_progress=on_progress, owner=owner
+        )
 
     async def flush(self) -> None:
         """Send what the session queued."""

@@ -87,13 +87,18 @@ class SubscriptionSink:
 class Waiter:
     """A one-shot slot for the outcome of one of our requests."""
 
-    __slots__ = ("_wake", "done", "error", "on_progress", "result")
+    __slots__ = ("_wake", "done", "error", "on_progress", "owner", "result")
 
     def __init__(
-        self, wake: Callable[[], None], on_progress: ProgressCallback | None = None
+        self,
+        wake: Callable[[], None],
+        on_progress: ProgressCallback | None = None,
+        owner: object = None,
     ) -> None:
         self._wake = wake
         self.on_progress = on_progress
+        #: Whose request it is, as its sender said (see :meth:`Driver.owner_of`).
+        self.owner = owner
         self.done = False
         self.result: dict[str, Any] | None = None
         self.error: MCPError | None = None
@@ -178,6 +183,13 @@ class Driver:
         )
         self._waiters[request_id] = waiter
         return request_id
+
+    def owner_of(self, request_id: RequestId | None) -> object:
+        """The ``owner`` our request ``request_id`` was sent with, while it waits for
+        its answer (None after, or when it had none): whom a server request related
+        to it is for."""
+        waiter = self._waiters.get(request_id) if request_id is not None else None
+        return None if waiter is None else waiter.owner
 
     def register(self, request_id: RequestId, waiter: Waiter) -> None:
         """Attach ``waiter`` to a request queued directly on the session."""

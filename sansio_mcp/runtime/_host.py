@@ -253,12 +253,14 @@ class HostBase:
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         related_request: RequestId | None = None,
+        owner: object = None,
     ) -> dict[str, Any]:
-        """Send a request and wait for its result (raises :class:`MCPError`)."""
+        """Send a request and wait for its result (raises :class:`MCPError`);
+        ``owner`` says whose it is (:meth:`Driver.owner_of`)."""
         if self.driver.closed:
             raise ConnectionClosedError(message="the connection is closed")
         done = self.new_signal()
-        waiter = Waiter(done.set, on_progress)
+        waiter = Waiter(done.set, on_progress, owner)
         now = self.now()
         request_id = self.driver.start_request(
             method,

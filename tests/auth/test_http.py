@@ -246,6 +246,30 @@ def test_a_server_that_cannot_authorize_fails_the_client_precisely(
     backend.run(main)
 
 
+def test_an_authorization_server_in_the_clear_fails_the_client_precisely(
+    backend: Backend,
+) -> None:
+    # The MCP server (on loopback) names a plain-http authorization server elsewhere:
+    # no credential is sent there; the client fails at once saying why.
+    server = build_server()
+    server.auth = ResourceServer("", ["http://as.example"], StaticTokenVerifier({}))
+
+    async def main() -> None:
+        async with backend.serve_http(server) as port:
+            url = f"http://127.0.0.1:{port}/mcp"
+            with pytest.raises(AuthorizationError) as failed:
+                async with backend.open_http_client(
+                    url, auth=OAuthProvider(OAuthConfig()), initialize_timeout=10
+                ):
+                    pass
+        assert failed.value.message == (
+            "the authorization server http://as.example is plain http, which only a "
+            "loopback address may use (else https)"
+        )
+
+    backend.run(main)
+
+
 # The command line ------------------------------------------------------------------------
 
 

@@ -45,10 +45,11 @@ from sansio_mcp.auth import (
     prm_urls,
     random_string,
 )
+from sansio_mcp.auth._discovery import insecure_endpoint
 from sansio_mcp_testing.oauth_server import TestAuthorizationServer
 
-AS = "http://as.test"
-RS = "http://rs.test"
+AS = "https://as.test"
+RS = "https://rs.test"
 SERVER_URL = f"{RS}/mcp"
 
 
@@ -256,12 +257,100 @@ def test_resource_metadata_for_another_resource_is_refused() -> None:
 
 def test_metadata_of_another_issuer_is_refused() -> None:
     authority, _, routes = _world()
-    authority.issuer = "http://attacker.test"
+    authority.issuer = "https://attacker.test"
     machine = OAuthClient(SERVER_URL, entropy=_entropy(3))
     _challenge(machine, routes)
     outcome, _ = _drive(machine, routes)
     assert isinstance(outcome, AuthorizationFailed) and "attacker" in outcome.error.message
     assert [entry[0] for entry in authority.log] == ["metadata"]
+
+
+@pytest.mark.parametrize(
+    "key", ["authorization_endpoint", "token_endpoint", "registration_endpoint"]
+)
+@pytest.mark.parametrize("url", ["http://as.test/x", "ftp://as.test/x", "http://10.0.0.1/x"])
+def test_an_endpoint_in_the_clear_is_refused(key: str, url: str) -> None:
+    # Codes, secrets and tokens never go to a plain-http (or other non-https) endpoint
+    # of a non-loopback host: the flow fails naming it, before anything is sent there.
+    authority, _, routes = _world()
+    published = authority.metadata
+    authority.metadata = lambda: {**published(), key: url}  # type: ignore[method-assign]
+    machine = OAuthClient(SERVER_URL, entropy=_entropy(3))
+    _challenge(machine, routes)
+    outcome, steps = _drive(machine, routes)
+    assert isinstance(outcome, AuthorizationFailed)
+    assert outcome.error.message.startswith(f"the {key} {url} of {AS} is ")
+    assert outcome.error.data == {key: url}
+    assert [entry[0] for entry in authority.log] == ["metadata"]
+    assert not any(url in getattr(step, "url", "") for step in steps)
+
+
+@pytest.mark.parametrize("issuer", ["http://as.test", "http://192.168.1.2:8080/tenant"])
+def test_an_issuer_in_the_clear_is_refused(issuer: str) -> None:
+    authority, _, routes = _world()
+    resource = ResourceServer(SERVER_URL, [issuer], authority.verifier)
+    routes[RS] = ProtectedRouter(_Nothing(), resource)
+    machine = OAuthClient(SERVER_URL, entropy=_entropy(3))
+    _challenge(machine, routes)
+    outcome, steps = _drive(machine, routes)
+    assert isinstance(outcome, AuthorizationFailed)
+    assert outcome.error.message == (
+        f"the authorization server {issuer} is plain http, which only a loopback address "
+        "may use (else https)"
+    )
+    assert len(steps) == 1  # the resource metadata; nothing asked of the issuer
+
+
+def test_a_legacy_server_in_the_clear_is_no_authorization_server() -> None:
+    # 2025-03-26 without metadata: the MCP server's origin would be the authorization
+    # server, and over plain http to another host it may not be.
+    machine = OAuthClient("http://rs.test/mcp", entropy=_entropy(3))
+    machine.on_response(401, {"www-authenticate": "Bearer"}, authorized=False)
+    not_found = HTTPReply(404, {}, b"")
+    outcome = machine.next_step(0.0)
+    while not isinstance(outcome, (Authorized, AuthorizationFailed)):
+        machine.receive_reply(not_found, 0.0)
+        outcome = machine.next_step(0.0)
+    assert isinstance(outcome, AuthorizationFailed)
+    assert "the authorization server http://rs.test is plain http" in outcome.error.message
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [
+        ("https://as.test/token", True),
+        ("HTTPS://AS.TEST", True),
+        ("http://127.0.0.1:9000/token", True),
+        ("http://127.5.6.7/token", True),
+        ("http://localhost:8080", True),
+        ("http://[::1]:8080/token", True),
+        ("http://as.test/token", False),
+        ("http://10.0.0.1/token", False),
+        ("http://[::2]/token", False),
+        ("http://localhost.evil.test/token", False),
+        ("https:///no-host", False),
+        ("file:///etc/passwd", False),
+        ("token", False),
+    ],
+)
+def test_which_endpoints_may_carry_credentials(url: str, allowed: bool) -> None:
+    assert (insecure_endpoint(url) is None) is allowed
+
+
+def test_token_exchange_with_an_idp_in_the_clear_is_refused() -> None:
+    _authority, _, routes = _world()
+    config = OAuthConfig(
+        grant=Grant.TOKEN_EXCHANGE,
+        client=ClientInfo("app", "pw"),
+        id_token="id-token",
+        idp_token_endpoint="http://idp.test/token",
+    )
+    machine = OAuthClient(SERVER_URL, config, entropy=_entropy(3))
+    _challenge(machine, routes)
+    outcome, steps = _drive(machine, routes)
+    assert isinstance(outcome, AuthorizationFailed)
+    assert outcome.error.message.startswith("the idp_token_endpoint http://idp.test/token is ")
+    assert not any("idp.test" in getattr(step, "url", "") for step in steps)
 
 
 def test_step_up_unions_scopes_and_the_retry_limit_holds() -> None:
@@ -373,7 +462,7 @@ def test_the_code_flow_needs_no_pyjwt() -> None:
         sys.modules["jwt"] = None  # as if PyJWT were not installed
         import sansio_mcp, sansio_mcp.auth, sansio_mcp.runtime
         from sansio_mcp.auth import DPoPKey, OAuthClient, OpenBrowser
-        machine = OAuthClient("http://rs.test/mcp")
+        machine = OAuthClient("https://rs.test/mcp")
         machine.on_response(401, {}, authorized=False)
         assert machine.next_step(0).url.endswith("/oauth-protected-resource/mcp")
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl
 
@@ -302,7 +303,7 @@ def test_the_asgi_app_awaits_verifiers_and_sets_ctx_auth() -> None:
             headers = {"authorization": "Bearer asgi-token"}
             async with open_http_client(url, headers=headers) as client:
                 me = await whoami(client)
-            assert me["scopes"] == ["mcp"] and me["subject"] is None
+            assert me["scopes"] == ["mcp"] and me["subject"] == "static-token-1"
             call = HTTPCall("POST", url, {**POST_HEADERS, "authorization": "Bearer no"}, INITIALIZE)
             assert (await fetch(BACKEND, call)).status == 401
 
@@ -325,19 +326,23 @@ class People:
         return self.tokens.get(token)
 
 
+async def _post_as(
+    backend: Backend, url: str, token: str, body: bytes, session: str | None = None
+) -> Any:
+    """POST ``body`` to ``url`` with ``token`` (and in ``session``)."""
+    headers = {**POST_HEADERS, "authorization": f"Bearer {token}"}
+    if session is not None:
+        headers["mcp-session-id"] = session
+    return await fetch(backend.backend, HTTPCall("POST", url, headers, body))
+
+
 def test_a_session_answers_only_tokens_of_the_subject_that_opened_it(backend: Backend) -> None:
     server = whoami_server()
     server.auth = ResourceServer("", ["http://as.example"], People(), required_scopes=["mcp"])
 
     async def main() -> None:
         async with backend.serve_http(server) as port:
-            url = f"http://127.0.0.1:{port}/mcp"
-
-            async def post(token: str, body: bytes, session: str | None = None) -> Any:
-                headers = {**POST_HEADERS, "authorization": f"Bearer {token}"}
-                if session is not None:
-                    headers["mcp-session-id"] = session
-                return await fetch(backend.backend, HTTPCall("POST", url, headers, body))
+            post = partial(_post_as, backend, f"http://127.0.0.1:{port}/mcp")
 
             opened = await post("alice-1", INITIALIZE)
             assert opened.status == 200
@@ -349,6 +354,31 @@ def test_a_session_answers_only_tokens_of_the_subject_that_opened_it(backend: Ba
             assert refreshed.status == 200 and b'"result"' in refreshed.body
 
     backend.run(main)
+
+
+def test_each_static_token_is_a_principal_of_its_own(backend: Backend) -> None:
+    # `--auth-token A --auth-token B`: B cannot drive a session A opened (before, both
+    # had no subject, so they passed for one principal).
+    server = whoami_server()
+    tokens = StaticTokenVerifier({"token-a": {"mcp"}, "token-b": {"mcp"}})
+    server.auth = ResourceServer("", [], tokens, required_scopes=["mcp"])
+    ping = _json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}).encode()
+
+    async def main() -> None:
+        async with backend.serve_http(server) as port:
+            post = partial(_post_as, backend, f"http://127.0.0.1:{port}/mcp")
+
+            for owner, other in (("token-a", "token-b"), ("token-b", "token-a")):
+                opened = await post(owner, INITIALIZE)
+                assert opened.status == 200
+                session = opened.headers["mcp-session-id"]
+                assert (await post(other, ping, session)).status == 404
+                own = await post(owner, ping, session)
+                assert own.status == 200 and b'"result"' in own.body
+
+    backend.run(main)
+    subjects = [tokens.verify(t, 0.0) for t in ("token-a", "token-b")]
+    assert [s.subject for s in subjects if s is not None] == ["static-token-1", "static-token-2"]
 
 
 # The key set: fetched once for a burst, and a dead key server is not a crash ---------------

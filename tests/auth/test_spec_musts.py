@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from sansio_mcp import _json
 from sansio_mcp._http_messages import HTTPRequest
-from sansio_mcp._streamable_http import Exchange
+from sansio_mcp.http import Exchange
 from sansio_mcp.auth import (
     AuthorizationFailed,
     Authorized,
@@ -265,7 +265,7 @@ ROOT = "/.well-known/oauth-protected-resource"
     ("where", "resource", "challenge", "accepted"),
     [
         (PATH_AWARE, SERVER_URL, None, True),
-        (PATH_AWARE, "HTTP://RS.test/mcp", None, True),  # RFC 3986 §6.2.2 case
+        (PATH_AWARE, "HTTPS://RS.test/mcp", None, True),  # RFC 3986 §6.2.2 case
         (PATH_AWARE, RS, None, False),  # a parent: not the identifier of this URL
         (PATH_AWARE, f"{RS}/", None, False),
         (PATH_AWARE, f"{RS}/mcp/more", None, False),

@@ -171,3 +171,39 @@ def setup(
 @pytest.fixture
 def gateway_url(setup: Setup) -> str:
     return setup.url
+
+
+async def serve_router_on(backend: Any, group: Any, adapters: str, server: Any, router: Any) -> int:
+    """Serve ``router`` in ``group`` with ``adapters``' HTTP server; its port."""
+    import importlib
+    from functools import partial
+
+    http_server = importlib.import_module(f"{adapters}.http_server")
+    bound: list[int] = []
+    listener = partial(http_server.serve_router, router=router)
+    group.start_soon(backend.serve_network, listener, server, "127.0.0.1", 0, bound.append)
+    async with backend.fail_after(10):
+        while not bound:
+            await backend.sleep(0.01)
+    return bound[0]
+
+
+async def wait_ready(backend: Any, gateway: Any) -> None:
+    """Until every connector of ``gateway`` is ready."""
+    async with backend.fail_after(15):
+        while any(s["status"] != "ready" for s in gateway.status().values()):
+            await backend.sleep(0.02)
+
+
+async def serve_gateway(
+    backend: Any, group: Any, adapters: str, config: Any, opener: Any = None
+) -> tuple[Any, str]:
+    """A gateway over ``config`` run and served in ``group``, every connector ready
+    (``opener``: the backend's transports by default); it and its endpoint URL."""
+    from sansio_mcp_apps.gateway.runtime import Gateway, transport_opener
+
+    gateway = Gateway(config, backend, opener or transport_opener(backend))
+    group.start_soon(gateway.run)
+    await wait_ready(backend, gateway)
+    port = await serve_router_on(backend, group, adapters, gateway.server, gateway.router())
+    return gateway, f"http://127.0.0.1:{port}/mcp"

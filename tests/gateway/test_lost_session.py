@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-from functools import partial
 from typing import Any
 
 import pytest
@@ -16,25 +15,18 @@ from sansio_mcp_apps.example_server import build_server
 from sansio_mcp_apps.gateway import ConnectorConfig, parse_config
 from sansio_mcp_apps.gateway.runtime import Gateway
 
-from .conftest import BACKENDS
+from .conftest import BACKENDS, serve_router_on
 
 
 async def _scenario(backend: Any, adapters: str) -> tuple[int, int]:
     http_client = importlib.import_module(f"{adapters}.http_client")
-    http_server = importlib.import_module(f"{adapters}.http_server")
 
     def handshake_opener(connector: ConnectorConfig, **options: Any) -> Any:
         """The upstream opened at a handshake revision (it has sessions to lose)."""
         return http_client.open_http_client(connector.url, mode="legacy", **options)
 
     async def serve(server: Any, router: Any) -> int:
-        bound: list[int] = []
-        listener = partial(http_server.serve_router, router=router)
-        group.start_soon(backend.serve_network, listener, server, "127.0.0.1", 0, bound.append)
-        async with backend.fail_after(10):
-            while not bound:
-                await backend.sleep(0.01)
-        return bound[0]
+        return await serve_router_on(backend, group, adapters, server, router)
 
     upstream_server = build_server()
     machine = StreamableHTTPServer(upstream_server.create_session)

@@ -20,10 +20,11 @@ from typing import Any
 import h11
 import trio
 
-from sansio_mcp import NEED_DATA, RequestReceived, ServerSession
+from sansio_mcp import NEED_DATA, ClientSession, RequestReceived, Session
 from sansio_mcp._http import HTTPRequest
 from sansio_mcp._sse import SSEEvent, SSEParser
 from sansio_mcp._streamable_http import StreamableHTTPServer
+from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
 from sansio_mcp._versions import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
@@ -287,7 +288,7 @@ def open_machine_session(machine: StreamableHTTPServer, version: str) -> dict[st
     return headers
 
 
-def received_request(session: ServerSession) -> RequestReceived:
+def received_request(session: Session) -> RequestReceived:
     """The one request ``session`` has received (its other events are dropped)."""
     events = []
     while (event := session.next_event()) is not NEED_DATA:
@@ -550,3 +551,24 @@ class RecordingRouter:
     def posted(self, rpc_method: str) -> list[int]:
         """Statuses of the POSTs that carried ``rpc_method``."""
         return [s for (m, _, r, s) in self.seen if m == "POST" and r == rpc_method]
+
+
+def ready_http_client(
+    capabilities: dict[str, Any] | None = None,
+) -> tuple[ClientSession, StreamableHTTPClient]:
+    """A handshake client session (2025-06-18) over the Streamable HTTP transport,
+    initialized, its events drained."""
+    client = ClientSession(capabilities=capabilities, mode="legacy", protocol_version="2025-06-18")
+    transport = StreamableHTTPClient(Endpoint.parse("http://127.0.0.1:8000/mcp"), client)
+    client.start()
+    [initialize] = client.messages_to_send()
+    result = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": "s", "version": "1"},
+    }
+    transport.deliver([{"jsonrpc": "2.0", "id": initialize["id"], "result": result}], initialize)
+    client.messages_to_send()  # notifications/initialized
+    while client.next_event() is not NEED_DATA:
+        pass
+    return client, transport

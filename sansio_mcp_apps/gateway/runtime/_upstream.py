@@ -11,7 +11,14 @@ from typing import Any
 
 import attrs
 
-from sansio_mcp import ConnectionClosedError, ErrorCode, HTTPStatusError, MCPError, RequestTimeout
+from sansio_mcp import (
+    ConnectionClosedError,
+    ErrorCode,
+    HTTPStatusError,
+    MCPError,
+    RequestReceived,
+    RequestTimeout,
+)
 from sansio_mcp.http import x_mcp_header_problems
 from sansio_mcp.runtime import (
     Backend,
@@ -45,6 +52,32 @@ Opener = Callable[..., AbstractAsyncContextManager[ClientAPI]]
 RELISTEN_PAUSE = 1.0
 #: Failures that say the connection, not the request, went wrong.
 _TRANSPORT_FAILURES = (ConnectionClosedError, HTTPStatusError, RequestTimeout, OSError, TimedOut)
+
+
+@attrs.define(eq=False)
+class _Call:
+    """One tools/call through the gateway: how its client is asked (None: it
+    cannot be), and the upstream connection that has not answered it yet."""
+
+    ask: Ask | None
+    unanswered: ClientAPI | None = None
+
+
+async def _unrelated(*_: Any) -> Any:
+    # Never reached: _RelayingHandlers routes each request itself.  What comes by
+    # MRTR (a 2026-07-28 upstream) is passed through, not answered here.
+    raise MCPError(ErrorCode.INTERNAL_ERROR, "the gateway answers no request by itself")
+
+
+@attrs.define
+class _RelayingHandlers(ClientHandlers):
+    """Handlers declaring every input capability, whose requests go to ``relay``
+    with the event (which says which of our requests each came with)."""
+
+    relay: Callable[[RequestReceived], Awaitable[dict[str, Any]]] = attrs.field(kw_only=True)
+
+    async def handle_request(self, event: RequestReceived) -> dict[str, Any]:
+        return await self.relay(event)
 
 
 class ConnectorUnavailable(Exception):
@@ -102,8 +135,11 @@ class Upstream:
         self._lost: Signal | None = None
         self._lost_reason: str | None = None
         self._ready_waiters: list[Signal] = []
-        # The calls in flight, each with how its client can be asked (None: it cannot).
-        self._in_flight: dict[object, Ask | None] = {}
+        # The calls in flight, each with how its client can be asked.
+        self._in_flight: list[_Call] = []
+        # Calls of this connection given up without the upstream's answer (cancelled,
+        # timed out): it may still be working on them, and ask for them.
+        self._abandoned = 0
         #: Whether the first attempt to connect is over (either way).
         self.tried = False
 
@@ -141,6 +177,7 @@ class Upstream:
             self._warn_of_unknown_overrides(tools)
             self._lost = self.backend.new_signal()
             self._lost_reason = None
+            self._abandoned = 0
             self.client = client
             # A peer that goes away (a stdio child exiting, a socket closing) is
             # seen at once, not at the next ping.
@@ -163,34 +200,51 @@ class Upstream:
         # Every input capability is declared so that a 2026-07-28 upstream asks (by
         # MRTR, passed through) rather than refuses; the gateway's own session then
         # checks what its client declared.  A handshake-era upstream asks by a request
-        # of its own, relayed to the client of the call it must belong to.
-        async def roots() -> list[dict[str, Any]]:
-            return list((await self._relay("roots/list", {})).get("roots") or [])
-
-        return ClientHandlers(
-            sampling=partial(self._relay, "sampling/createMessage"),
+        # of its own, relayed to the client of the call it belongs to.
+        return _RelayingHandlers(
+            sampling=_unrelated,
             sampling_tools=True,
-            elicitation=partial(self._relay, "elicitation/create"),
+            elicitation=_unrelated,
             elicitation_modes=("form", "url"),
-            roots=roots,
+            roots=_unrelated,
+            relay=self._relay,
         )
 
-    async def _relay(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """A handshake-era upstream's request, put to the client of the one call in
-        flight: nothing on the wire says which call a request belongs to, so with
-        none, or several, in flight it is refused."""
-        asks = list(self._in_flight.values())
-        if len(asks) != 1 or asks[0] is None:
+    async def _relay(self, event: RequestReceived) -> dict[str, Any]:
+        """A handshake-era upstream's request, put to the client of the call it
+        belongs to, and to no other: the call whose stream it came on (Streamable
+        HTTP says), else (stdio and other one-stream transports say nothing) the one
+        call the upstream may still be working on.  Refused when that call is over,
+        when there is none or several, or when its client asks by MRTR."""
+        client = self.client
+        call: _Call | None = None
+        if event.relation_known:
+            owner = client.driver.owner_of(event.related_request) if client else None
+            call = owner if isinstance(owner, _Call) else None
             why = (
-                "its client asks by MRTR, which cannot carry a request made mid-call"
-                if len(asks) == 1
-                else f"{len(asks)} calls are in flight and nothing says which one it is for"
+                "it came with no call of this gateway's"
+                if event.related_request is None
+                else "the call it belongs to is over"
             )
+        else:
+            calls = list(self._in_flight)
+            unfinished = len(calls) + self._abandoned
+            if unfinished == 1 and calls:
+                call = calls[0]
+            why = "nothing says which call it belongs to, and " + (
+                "no call is in flight"
+                if not unfinished
+                else f"{unfinished} calls the upstream may still be working on "
+                f"({self._abandoned} of them given up) could be the one"
+            )
+        if call is not None and call.ask is None:
+            why, call = "its client asks by MRTR, which cannot carry a request made mid-call", None
+        if call is None or call.ask is None:
             raise MCPError(
                 ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
-                f"the gateway cannot relay {method} from this upstream to a client: {why}",
+                f"the gateway cannot relay {event.method} from this upstream to a client: {why}",
             )
-        return await asks[0](method, params)
+        return await call.ask(event.method, event.params)
 
     def _warn_of_unknown_overrides(self, tools: ConnectorTools) -> None:
         # A typo ("wirte_file": {"enabled": false}) would leave the tool it meant on.
@@ -314,15 +368,19 @@ class Upstream:
         it is down.  A session the upstream lost (HTTP 404) is re-initialized and the
         call sent again once: the upstream never saw it.  ``ask`` puts what a
         handshake-era upstream asks mid-call to the call's client."""
-        token = object()
-        self._in_flight[token] = ask
+        call = _Call(ask)
+        self._in_flight.append(call)
         try:
-            return await self._call(params, on_progress)
+            return await self._call(call, params, on_progress)
         finally:
-            del self._in_flight[token]
+            self._in_flight.remove(call)
+            if call.unanswered is not None and call.unanswered is self.client:
+                # Cancelled or timed out: the upstream may still be working on it,
+                # and ask for it (see _relay).
+                self._abandoned += 1
 
     async def _call(
-        self, params: dict[str, Any], on_progress: ProgressCallback | None
+        self, call: _Call, params: dict[str, Any], on_progress: ProgressCallback | None
     ) -> dict[str, Any]:
         client = self.client
         if client is None and self.store.record(self.name).status is not ConnectorStatus.BACKOFF:
@@ -337,9 +395,7 @@ class Upstream:
             if not client.session.is_modern:
                 sent = {k: v for k, v in params.items() if k in ("name", "arguments", "_meta")}
             try:
-                return await client.send_request(
-                    "tools/call", sent, timeout=self.settings.call_timeout, on_progress=on_progress
-                )
+                return await self._send(call, client, sent, on_progress)
             except (HTTPStatusError, ConnectionClosedError) as exc:
                 self._failed(client, exc)
                 status = exc.data.get("status") if isinstance(exc.data, dict) else None
@@ -350,6 +406,31 @@ class Upstream:
                 self._failed(client, exc)
                 raise ConnectorUnavailable(self.name, _describe(exc)) from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _send(
+        self,
+        call: _Call,
+        client: ClientAPI,
+        params: dict[str, Any],
+        on_progress: ProgressCallback | None,
+    ) -> dict[str, Any]:
+        """The call's tools/call on ``client``, noting whether the upstream answered."""
+        call.unanswered = client
+        try:
+            result = await client.send_request(
+                "tools/call",
+                params,
+                timeout=self.settings.call_timeout,
+                on_progress=on_progress,
+                owner=call,
+            )
+        except MCPError as exc:
+            # A call timed out is cancelled upstream, which may go on with it anyway.
+            if not isinstance(exc, RequestTimeout):
+                call.unanswered = None
+            raise
+        call.unanswered = None
+        return result
 
     def _failed(self, client: ClientAPI, exc: BaseException) -> None:
         if self.client is client:
