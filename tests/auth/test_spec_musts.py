@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 from sansio_mcp import _json
 from sansio_mcp._http_messages import HTTPRequest
-from sansio_mcp.http import Exchange
 from sansio_mcp.auth import (
     AuthorizationFailed,
     Authorized,
@@ -32,6 +31,7 @@ from sansio_mcp.auth import (
     parse_challenges,
 )
 from sansio_mcp.auth._router import operations
+from sansio_mcp.http import Exchange
 from sansio_mcp_testing.oauth_server import TestAuthorizationServer
 from tests.auth.test_machine import (
     AS,
