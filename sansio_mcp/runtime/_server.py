@@ -548,12 +548,17 @@ class Server:
         """A :class:`ServerSession` advertising this server."""
         options.setdefault("supported_versions", self.supported_versions)
         options.setdefault("cache_hints", self.cache_hints)
-        return ServerSession(
+        session = ServerSession(
             capabilities=self.capabilities,
             server_info=self.info,
             instructions=self.instructions,
             **options,
         )
+        session.task_visible = self._task_visible
+        return session
+
+    def _task_visible(self, task_id: str, owner: str) -> bool:
+        return self.tasks.visible(task_id, owner)
 
     # Dispatch -------------------------------------------------------------------
 
@@ -710,7 +715,7 @@ class Server:
         kwargs = dict(arguments)
         if tool.context_param:
             kwargs[tool.context_param] = ctx
-        if _legacy_tasks(ctx):
+        if _legacy_tasks(ctx) and "tasks" in self.capabilities:
             task = runs_as_legacy_task(tool.task_support, ctx.params.get("task"))
         else:
             task = runs_as_task(tool.task_support, ctx.client_capabilities, modern=ctx.stateless)
