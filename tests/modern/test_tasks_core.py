@@ -489,3 +489,34 @@ def test_a_task_is_found_only_for_its_owner() -> None:
         )
     assert table.owned("subject:alice", NOW) == [mine]
     assert table.owned("subject:bob", NOW) == []
+
+
+def test_listen_acknowledges_only_the_task_ids_the_caller_may_see() -> None:
+    """A server running tasks: another principal's task id (or an unknown one) is left
+    out of the acknowledgement, so no push about it ever reaches the caller."""
+    from sansio_mcp.runtime import Server
+    from sansio_mcp_apps.example_server import add_task_tools
+
+    server = Server("owners", "1")
+    add_task_tools(server)
+    alices = TaskRecord.new(NOW, ttl_ms=None, owner="subject:alice")
+    anonymous = TaskRecord.new(NOW, ttl_ms=None)
+    for record in (alices, anonymous):
+        server.tasks.store.add(record)
+    asked = [alices.task_id, anonymous.task_id, "unknown"]
+    listen = {"notifications": {"taskIds": asked}, "_meta": meta(capabilities=TASKS_CAPS)}
+    seen = {}
+    for who, auth in (
+        ("bob", AccessToken(token="b", subject="bob")),
+        ("alice", AccessToken(token="a", subject="alice")),
+        ("nobody", None),
+    ):
+        session = server.create_session()
+        session.auth = auth
+        session.receive_data(raw_request(1, "subscriptions/listen", listen))
+        ack = _answer(session)
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        seen[who] = ack["params"]["notifications"].get("taskIds")
+        alices.status_message = who
+        assert session.send_task_status(alices.detailed()) is (who == "alice")
+    assert seen == {"bob": [], "alice": [alices.task_id], "nobody": [anonymous.task_id]}
