@@ -11,7 +11,13 @@ from typing import Any
 from ._errors import ErrorCode, LocalProtocolError, MCPError, RemoteProtocolError
 from ._params import check_params
 from ._state import Role
-from ._tasks import TASK_METHODS, TASK_NOTIFICATION, declares_tasks, tasks_capability_error
+from ._tasks import (
+    TASK_METHOD_PREFIX,
+    TASK_METHODS,
+    TASK_NOTIFICATION,
+    declares_tasks,
+    tasks_capability_error,
+)
 from ._versions import (
     CLIENT_NOTIFICATION_GATES,
     CLIENT_REQUEST_GATES,
@@ -215,10 +221,15 @@ class RoleGates:
             if method == "initialize" and self.role is Role.CLIENT:
                 raise MCPError(ErrorCode.METHOD_NOT_FOUND, "clients do not serve initialize")
             return
-        if self.role is Role.SERVER and method in TASK_METHODS and declares_tasks(capabilities):
-            # A server offering the tasks extension: its tasks/* exist only for 2026-07-28
-            # requests, whose _meta can declare it; a handshake session cannot (unless
-            # the method is also 2025-11-25's own, with the core's tasks capability).
+        if (
+            self.role is Role.SERVER
+            and method.startswith(TASK_METHOD_PREFIX)
+            and declares_tasks(capabilities)
+        ):
+            # A server offering the tasks extension: its tasks/* (a prefix it reserves)
+            # exist only for 2026-07-28 requests, whose _meta can declare it; a handshake
+            # session cannot (unless the method is also 2025-11-25's own, with the core's
+            # tasks capability).
             legacy = (
                 revision is not None
                 and method in revision.client_requests

@@ -36,6 +36,7 @@ __all__ = [
     "LEGACY_TASKS_CAPABILITY",
     "RELATED_TASK",
     "TASK_METHODS",
+    "TASK_METHOD_PREFIX",
     "TASK_NOTIFICATION",
     "TASK_SUPPORT",
     "TERMINAL_STATUSES",
@@ -66,6 +67,8 @@ __all__ = [
 
 #: The extension's identifier, under ``capabilities.extensions``.
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+#: The method prefix the extension reserves (``tasks/*``).
+TASK_METHOD_PREFIX = "tasks/"
 #: The requests the extension adds (``tasks/result`` and ``tasks/list`` are gone in v2).
 TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 #: Polling pace when the server suggests none (seconds).
@@ -234,9 +237,10 @@ def runs_as_task(
     if support == "required":
         if not modern:
             raise MethodNotFound(
-                message="this tool only runs as a task, which this protocol revision cannot "
-                f"ask for: use {LEGACY_TASKS_REVISION} (params.task) or a 2026-07-28 request "
-                f"declaring the {TASKS_EXTENSION} extension"
+                message="this tool only runs as a task, which this session cannot ask for: "
+                f"a 2026-07-28 request declaring the {TASKS_EXTENSION} extension can (and "
+                f"a {LEGACY_TASKS_REVISION} session, with params.task, where the server "
+                "offers the tasks capability)"
             )
         raise tasks_capability_error("this tool only runs as a task")
     return False

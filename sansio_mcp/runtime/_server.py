@@ -359,6 +359,7 @@ class Server:
         task_ttl_ms: int | None = 300_000,
         task_poll_interval_ms: int | None = 500,
         task_limits: TaskLimits | None = None,
+        handshake_tasks: bool = True,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be positive")
@@ -371,6 +372,9 @@ class Server:
         self.page_size = page_size
         self.logging = logging
         self.supported_versions = tuple(supported_versions)
+        #: Whether 2025-11-25 sessions may run tools as tasks (the core's ``tasks``
+        #: capability); False: tasks only through the extension, on 2026-07-28 requests.
+        self.handshake_tasks = handshake_tasks
         # A random key keeps requestState valid for this process only; give a
         # key of your own when several processes serve the same clients.
         self.sealer = RequestStateSealer(state_key or secrets.token_bytes(32), ttl=state_ttl)
@@ -529,8 +533,9 @@ class Server:
             caps["logging"] = {}
         if any(t.task_support for t in self.tools.values()):
             caps["extensions"] = {TASKS_EXTENSION: {}}
-            # 2025-11-25's own tasks (trimmed away on every other revision).
-            caps["tasks"] = dict(LEGACY_TASKS_CAPABILITY)
+            if self.handshake_tasks:
+                # 2025-11-25's own tasks (trimmed away on every other revision).
+                caps["tasks"] = dict(LEGACY_TASKS_CAPABILITY)
         if any(t.completers for t in self.templates.values()) or any(
             p.completers for p in self.prompts.values()
         ):

@@ -7,7 +7,8 @@ key once), and can be cancelled.  A 2025-11-25 task (the core's own, answered
 ``{"task": Task}``) is polled the same way; its input requests come as ordinary
 server requests the handlers answer, and its outcome is fetched with
 ``tasks/result``, which is also asked as soon as the task is ``input_required``:
-a server may hold its questions until then (they come while it waits).  Backend-neutral: it awaits only its client's requests and sleep.
+a server may hold its questions until then (they come while it waits).
+Backend-neutral: it awaits only its client's requests and sleep.
 """
 
 from __future__ import annotations
