@@ -41,6 +41,7 @@ def test_config_defaults_and_card_location() -> None:
         }
     )
     assert (config.port, config.allowed_hosts, config.handle_ttl_ms) == (8931, (), 900_000)
+    assert config.task_ttl_ms == 86_400_000  # a day, from each task's creation
     hello, planner = config.agents
     assert hello.card_location == "http://localhost:9999/.well-known/agent-card.json"
     assert planner.card_location == "https://planner.example.org/card.json"
@@ -63,6 +64,7 @@ def test_config_defaults_and_card_location() -> None:
         ({"agents": {"a": {"url": "http://x"}}, "port": 70000}, "port must be an integer"),
         ({"agents": {"a": {"url": "http://x"}}, "port": True}, "port must be an integer"),
         ({"agents": {"a": {"url": "http://x"}}, "handleTtlMs": 0}, "handleTtlMs must be"),
+        ({"agents": {"a": {"url": "http://x"}}, "taskTtlMs": 999}, "taskTtlMs must be"),
         ({"agents": {"a": {"url": "http://x"}}, "allowedHosts": "x"}, "allowedHosts must be"),
     ],
 )

@@ -153,6 +153,7 @@ class A2ABridge:
             # A task no client asks about is given up (and its A2A task cancelled) when
             # its handle would expire: nobody could ask about it any more.
             task_limits=TaskLimits(unpolled_ttl_ms=self.config.handle_ttl_ms),
+            task_ttl_ms=self.config.task_ttl_ms,
             # Tasks on the 2026-07-28 route only (the extension): the handshake route
             # advertises no tasks capability and its tasks/* are -32021.
             handshake_tasks=False,
