@@ -16,7 +16,8 @@ import pytest
 from sansio_mcp.runtime import ClientAPI, ClientHandlers, TransportBackend
 from sansio_mcp.tasks import ANONYMOUS_OWNER
 from sansio_mcp_apps.a2a.runtime import TASKS_EXTENSION, A2ABridge, TaskRef
-from sansio_mcp_testing.schemas import OfficialSchema, find_schema, missing_schema_message
+from tests.parity.test_legacy_tasks import valid
+from tests.parity.test_task_revisions import official
 
 from .conftest import config_for, running_agent, serving
 
@@ -192,27 +193,15 @@ def _answer(body: str) -> dict[str, Any]:
     return next(m for m in data if "id" in m and "method" not in m)
 
 
-def _schema(revision: str) -> OfficialSchema:
-    path = find_schema(revision)
-    if path is None:
-        pytest.skip(missing_schema_message(revision))
-    return OfficialSchema(revision, path)
-
-
-def _valid(schema: OfficialSchema, name: str, instance: Any) -> Any:
-    assert not schema.errors(name, instance), (name, schema.errors(name, instance))
-    return instance
-
-
 def test_tasks_on_each_route(backend: TransportBackend, task_agent: str) -> None:
     """The 2026-07-28 route serves the extension (-32021 for a request that did not
     declare it; a CreateTaskResult with an empty content array); the 2025-11-25 route
     serves no tasks: no tasks capability, a2a_send_message not task-capable, params.task
     ignored, every tasks/* -32021 naming the extension.  The official schemas check it."""
     modern_schema, ext, legacy_schema = (
-        _schema("2026-07-28"),
-        _schema("ext-tasks/draft"),
-        _schema("2025-11-25"),
+        official("2026-07-28"),
+        official("ext-tasks/draft"),
+        official("2025-11-25"),
     )
     declared = {"extensions": {TASKS_EXTENSION: {}}}
 
@@ -238,7 +227,7 @@ def test_tasks_on_each_route(backend: TransportBackend, task_agent: str) -> None
             call = {"name": "a2a_send_message", "arguments": {"text": "slow: 600"}}
             created = modern("tools/call", call, declared)["result"]
             assert created["resultType"] == "task" and created["content"] == []
-            _valid(ext, "CreateTaskResult", created)
+            valid(ext, "CreateTaskResult", created)
             assert not modern_schema.errors("CallToolResult", created)  # what SDKs check
             modern("tasks/cancel", {"taskId": created["taskId"]}, declared)
 
@@ -255,7 +244,7 @@ def test_tasks_on_each_route(backend: TransportBackend, task_agent: str) -> None
                     json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
                     headers=accept,
                 )
-                initialized = _valid(legacy_schema, "InitializeResult", first.json()["result"])
+                initialized = valid(legacy_schema, "InitializeResult", first.json()["result"])
                 assert "tasks" not in initialized["capabilities"]
                 headers = {
                     **accept,
@@ -272,13 +261,13 @@ def test_tasks_on_each_route(backend: TransportBackend, task_agent: str) -> None
                     asked = {"jsonrpc": "2.0", "id": 2, "method": method, "params": params}
                     return _answer(http.post(url, json=asked, headers=headers).text)
 
-                listed = _valid(legacy_schema, "ListToolsResult", ask("tools/list", {})["result"])
+                listed = valid(legacy_schema, "ListToolsResult", ask("tools/list", {})["result"])
                 send = next(t for t in listed["tools"] if t["name"] == "a2a_send_message")
                 assert (send.get("execution") or {}).get("taskSupport", "forbidden") == "forbidden"
                 call = {"name": "a2a_send_message", "arguments": {"text": "hello"}, "task": {}}
                 answered = ask("tools/call", call)["result"]  # the augmentation is ignored
                 assert "task" not in answered
-                _valid(legacy_schema, "CallToolResult", answered)
+                valid(legacy_schema, "CallToolResult", answered)
                 for method in ("tasks/get", "tasks/result", "tasks/cancel", "tasks/list"):
                     params = {} if method == "tasks/list" else {"taskId": "x"}
                     error = ask(method, params)["error"]

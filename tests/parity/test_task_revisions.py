@@ -18,18 +18,15 @@ from sansio_mcp.runtime import Context, Server
 from sansio_mcp_testing.schemas import OfficialSchema, find_schema, missing_schema_message
 
 from .harness import POST_HEADERS, serving
+from .test_legacy_tasks import valid
 
 
-def _schema(revision: str) -> OfficialSchema:
+def official(revision: str) -> OfficialSchema:
+    """The official schema of ``revision`` (or ``ext-tasks/draft``); skips when missing."""
     path = find_schema(revision)
     if path is None:
         pytest.skip(missing_schema_message(revision))
     return OfficialSchema(revision, path)
-
-
-def _valid(schema: OfficialSchema, name: str, instance: Any) -> Any:
-    assert not schema.errors(name, instance), (name, schema.errors(name, instance))
-    return instance
 
 
 class Session:
@@ -106,39 +103,37 @@ def _task_server() -> Server:
 
 
 def test_params_task_is_ignored_where_no_tasks_capability_was_declared(backend: str) -> None:
-    schema = _schema("2025-11-25")
+    schema = official("2025-11-25")
     with serving(backend, "http", _plain_server()) as port:
         session = Session(port, "2025-11-25")
-        assert (
-            "tasks" not in _valid(schema, "InitializeResult", session.initialized)["capabilities"]
-        )
+        assert "tasks" not in valid(schema, "InitializeResult", session.initialized)["capabilities"]
         call = {"name": "echo", "arguments": {"text": "hi"}, "task": {"ttl": 1000}}
-        _valid(schema, "CallToolRequestParams", call)
+        valid(schema, "CallToolRequestParams", call)
         answer = session.ask("tools/call", call)
         assert "result" in answer, answer
-        assert _valid(schema, "CallToolResult", answer["result"])["content"][0]["text"] == "hi"
+        assert valid(schema, "CallToolResult", answer["result"])["content"][0]["text"] == "hi"
 
 
 def _ended(schema: OfficialSchema, session: Session, call: dict[str, Any]) -> dict[str, Any]:
     """Start ``call`` as a 2025-11-25 task; its Task once it is over."""
-    created = _valid(schema, "CreateTaskResult", session.ask("tools/call", call)["result"])
+    created = valid(schema, "CreateTaskResult", session.ask("tools/call", call)["result"])
     task_id = created["task"]["taskId"]
     deadline = time.monotonic() + 10
     while (got := session.ask("tasks/get", {"taskId": task_id})["result"])["status"] == "working":
         assert time.monotonic() < deadline
         time.sleep(0.02)
-    return dict(_valid(schema, "GetTaskResult", got))
+    return dict(valid(schema, "GetTaskResult", got))
 
 
 def test_a_tool_error_fails_a_2025_11_25_task(backend: str) -> None:
-    schema = _schema("2025-11-25")
+    schema = official("2025-11-25")
     with serving(backend, "http", _task_server()) as port:
         session = Session(port, "2025-11-25")
         call = {"name": "refuse", "arguments": {"why": "no budget"}, "task": {}}
         got = _ended(schema, session, call)
         task_id = got["taskId"]
         assert got["status"] == "failed" and got["statusMessage"] == "refused: no budget"
-        payload = _valid(
+        payload = valid(
             schema, "CallToolResult", session.ask("tasks/result", {"taskId": task_id})["result"]
         )
         assert payload["isError"] is True
