@@ -63,6 +63,8 @@ __all__ = [
     "ANONYMOUS_OWNER",
     "owner_key",
     "tool_error_text",
+    "TASK_ONLY_DATA",
+    "task_only_refusal",
 ]
 
 #: The extension's identifier, under ``capabilities.extensions``.
@@ -221,6 +223,20 @@ def tool_error_text(result: Mapping[str, Any]) -> str:
     return " ".join(texts)[:500] or "the tool reported an error"
 
 
+#: The ``data`` of the -32601 a task-only tool answers where no task can be asked for
+#: (2025-11-25's own word for it), so a client or checker can tell it from other -32601s.
+TASK_ONLY_DATA: Mapping[str, Any] = {"taskSupport": "required"}
+
+
+def task_only_refusal(error: MCPError) -> bool:
+    """Whether ``error`` refused a call because the tool only runs as a task and the call
+    did not (could not) ask for one: -32021 naming the extension, or -32601 with
+    :data:`TASK_ONLY_DATA` (a handshake session)."""
+    if error.code == ErrorCode.METHOD_NOT_FOUND:
+        return bool(error.data == TASK_ONLY_DATA)
+    return wants_tasks_declared(error)
+
+
 def runs_as_task(
     support: str | None, client_capabilities: Mapping[str, Any] | None, *, modern: bool
 ) -> bool:
@@ -240,7 +256,8 @@ def runs_as_task(
                 message="this tool only runs as a task, which this session cannot ask for: "
                 f"a 2026-07-28 request declaring the {TASKS_EXTENSION} extension can (and "
                 f"a {LEGACY_TASKS_REVISION} session, with params.task, where the server "
-                "offers the tasks capability)"
+                "offers the tasks capability)",
+                data=dict(TASK_ONLY_DATA),
             )
         raise tasks_capability_error("this tool only runs as a task")
     return False

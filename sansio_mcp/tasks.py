@@ -13,6 +13,7 @@ from ._tasks import (
     declaring_tasks,
     owner_key,
     poll_seconds,
+    task_only_refusal,
     wants_tasks_declared,
 )
 
@@ -27,5 +28,6 @@ __all__ = [
     "declaring_tasks",
     "owner_key",
     "poll_seconds",
+    "task_only_refusal",
     "wants_tasks_declared",
 ]

@@ -15,6 +15,7 @@ import pytest
 
 from sansio_mcp import ErrorCode, MCPError, ToolResult
 from sansio_mcp.runtime import Context, Server
+from sansio_mcp.tasks import task_only_refusal
 from sansio_mcp_testing.schemas import OfficialSchema, find_schema, missing_schema_message
 
 from .harness import POST_HEADERS, serving
@@ -155,4 +156,5 @@ def test_a_task_only_tool_is_method_not_found_on_every_handshake_revision(
         session = Session(port, revision)
         error = session.ask("tools/call", {"name": "only_a_task", "arguments": {}})["error"]
         assert error["code"] == -32601, error
-        assert "task" in error["message"]
+        assert error["data"] == {"taskSupport": "required"}  # what a checker can tell it by
+        assert task_only_refusal(MCPError.from_dict(error))
