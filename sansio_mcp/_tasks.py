@@ -269,7 +269,10 @@ def runs_as_legacy_task(support: str | None, task_param: Any) -> bool:
     must be asked so: -32601 otherwise (the revision's tool-level negotiation)."""
     if task_param is None:
         if support == "required":
-            raise MethodNotFound(message="this tool only runs as a task: call it with params.task")
+            raise MethodNotFound(
+                message="this tool only runs as a task: call it with params.task",
+                data=dict(TASK_ONLY_DATA),
+            )
         return False
     if not isinstance(task_param, dict):
         raise InvalidParams(message="tools/call: 'task' must be an object")
