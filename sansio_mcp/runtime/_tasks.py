@@ -430,10 +430,12 @@ class TaskRunner:
         running.rearm()
 
     def _ttl_for(self, ctx: TaskContext, legacy: bool) -> int | None:
-        """The retention: ours, or a 2025-11-25 requestor's shorter ``task.ttl``."""
+        """The task's life from creation: ours, or a 2025-11-25 requestor's shorter
+        ``task.ttl``, though not below the polling pace (a task gone before its first
+        poll would serve nobody)."""
         asked = (ctx.params.get("task") or {}).get("ttl") if legacy else None
         if isinstance(asked, int) and (self.ttl_ms is None or asked < self.ttl_ms):
-            return asked
+            return max(asked, self.poll_interval_ms or 0)
         return self.ttl_ms
 
     def _settle(
