@@ -11,7 +11,13 @@ from typing import Any
 from ._errors import ErrorCode, LocalProtocolError, MCPError, RemoteProtocolError
 from ._params import check_params
 from ._state import Role, SessionState, Trigger, next_state, trigger_for
-from ._tasks import TASK_METHODS, TASK_NOTIFICATION, declares_tasks, tasks_capability_error
+from ._tasks import (
+    TASK_METHOD_PREFIX,
+    TASK_METHODS,
+    TASK_NOTIFICATION,
+    declares_tasks,
+    tasks_capability_error,
+)
 from ._versions import (
     CLIENT_NOTIFICATION_GATES,
     CLIENT_REQUEST_GATES,
@@ -254,14 +260,19 @@ class RoleGates:
                 raise MCPError(ErrorCode.METHOD_NOT_FOUND, "clients do not serve initialize")
             return
         extension = False
-        if self.role is Role.SERVER and method in TASK_METHODS and declares_tasks(capabilities):
-            # A server offering the tasks extension: its tasks/* exist only for 2026-07-28
-            # requests, whose _meta can declare it; a handshake session cannot (unless
-            # the method is also 2025-11-25's own, with the core's tasks capability).
+        if (
+            self.role is Role.SERVER
+            and method.startswith(TASK_METHOD_PREFIX)
+            and declares_tasks(capabilities)
+        ):
+            # A server offering the tasks extension: its tasks/* (a prefix it reserves)
+            # exist only for 2026-07-28 requests, whose _meta can declare it; a handshake
+            # session cannot (unless the method is also 2025-11-25's own, with the core's
+            # tasks capability).
             if stateless:
                 if not declares_tasks(peer_capabilities):
                     raise tasks_capability_error(f"{method} belongs to the tasks extension")
-                extension = True
+                extension = method in TASK_METHODS
             elif not (
                 revision is not None
                 and method in revision.client_requests

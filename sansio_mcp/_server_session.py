@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import uuid
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -32,7 +33,12 @@ from ._params import LOG_LEVELS, check_params
 from ._requests import IncomingRequest, progress_token_of
 from ._session import Session
 from ._state import Role, SessionState
-from ._tasks import TASK_NOTIFICATION, declares_tasks, tasks_capability_error
+from ._tasks import (
+    TASK_NOTIFICATION,
+    declares_tasks,
+    owner_key,
+    tasks_capability_error,
+)
 from ._versions import (
     ALL_REVISIONS,
     LATEST_MODERN_REVISION,
@@ -99,6 +105,12 @@ class ServerSession(Session):
         #: The verified access token (``sansio_mcp.auth.AccessToken``) of the HTTP
         #: request that brought the session its latest input; None when unprotected.
         self.auth: Any = None
+        #: Unique over the process's life (``id()`` is reused): what owns the tasks
+        #: this handshake session makes when no principal is authenticated.
+        self.key = uuid.uuid4().hex
+        #: ``(task_id, owner) -> bool``: whether an owner may see a task (set by the
+        #: server that runs tasks); ``subscriptions/listen`` acknowledges only those.
+        self.task_visible: Callable[[str, str], bool] | None = None
         self._legacy_versions = [
             v for v in self.supported_versions if REVISIONS[v].era is Era.LEGACY
         ]
@@ -261,6 +273,12 @@ class ServerSession(Session):
 
     def _open_listen(self, request_id: RequestId, requested: dict[str, Any]) -> None:
         honoured = honoured_filter(requested, self._effective_capabilities())
+        if "taskIds" in honoured and self.task_visible is not None:
+            # Another principal's task is as unknown as no task: ids cannot be probed.
+            subject = getattr(self.auth, "subject", None)
+            owner = owner_key(subject if isinstance(subject, str) else None)
+            visible = self.task_visible
+            honoured["taskIds"] = [t for t in honoured["taskIds"] if visible(t, owner)]
         self._listens[request_id] = _Listen(honoured)
         self.send_notification(
             "notifications/subscriptions/acknowledged",

@@ -36,6 +36,7 @@ __all__ = [
     "LEGACY_TASKS_CAPABILITY",
     "RELATED_TASK",
     "TASK_METHODS",
+    "TASK_METHOD_PREFIX",
     "TASK_NOTIFICATION",
     "TASK_SUPPORT",
     "TERMINAL_STATUSES",
@@ -59,10 +60,17 @@ __all__ = [
     "runs_as_legacy_task",
     "tasks_capability_error",
     "iso_time",
+    "ANONYMOUS_OWNER",
+    "owner_key",
+    "tool_error_text",
+    "TASK_ONLY_DATA",
+    "task_only_refusal",
 ]
 
 #: The extension's identifier, under ``capabilities.extensions``.
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+#: The method prefix the extension reserves (``tasks/*``).
+TASK_METHOD_PREFIX = "tasks/"
 #: The requests the extension adds (``tasks/result`` and ``tasks/list`` are gone in v2).
 TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 #: Polling pace when the server suggests none (seconds).
@@ -103,18 +111,21 @@ class TaskTrigger(enum.Enum):
     RAISED = "the tool raises a protocol error"
     CANCELLED = "tasks/cancel"
     TOOL_CANCELLED = "the tool ends its task as cancelled"
+    TOOL_ERROR = "the tool returns a result with isError (2025-11-25)"
 
 
 TERMINAL_STATUSES = frozenset({TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELLED})
 
 _S, _T = TaskStatus, TaskTrigger
 #: ``(status, trigger) -> next status``; a pair not listed is illegal.  Terminal
-#: statuses have no moves.  A tool error (``isError``) is RETURNED, so ``completed``;
-#: ``failed`` is only for protocol errors (SEP-2663).
+#: statuses have no moves.  A tool error (``isError``) is RETURNED, so ``completed``, in
+#: the extension (``failed`` is only for protocol errors, SEP-2663); 2025-11-25 ends
+#: such a task ``failed`` (TOOL_ERROR).
 TASK_TRANSITIONS: Mapping[tuple[TaskStatus, TaskTrigger], TaskStatus] = {
     (_S.WORKING, _T.ASKED): _S.INPUT_REQUIRED,
     (_S.WORKING, _T.RETURNED): _S.COMPLETED,
     (_S.WORKING, _T.RAISED): _S.FAILED,
+    (_S.WORKING, _T.TOOL_ERROR): _S.FAILED,
     (_S.WORKING, _T.CANCELLED): _S.CANCELLED,
     (_S.INPUT_REQUIRED, _T.ANSWERED): _S.WORKING,
     (_S.INPUT_REQUIRED, _T.CANCELLED): _S.CANCELLED,
@@ -185,17 +196,69 @@ def tasks_capability_error(why: str) -> MissingRequiredClientCapability:
     )
 
 
+#: The owner of a task made by a 2026-07-28 request that carried no verified token:
+#: any such caller holding its (random, unguessable) id may use it, no other.
+ANONYMOUS_OWNER = "anonymous"
+
+
+def owner_key(subject: str | None, session_key: str | None = None) -> str:
+    """Whose a task is, a plain string stored with it: the verified token's ``subject``
+    where auth is on, else the handshake session that made it (``session_key``,
+    unique over the process's life, never reused), else :data:`ANONYMOUS_OWNER`."""
+    if subject:
+        return f"subject:{subject}"
+    if session_key:
+        return f"session:{session_key}"
+    return ANONYMOUS_OWNER
+
+
+def tool_error_text(result: Mapping[str, Any]) -> str:
+    """The ``statusMessage`` of a task its tool's ``isError`` result failed: its text."""
+    content = result.get("content")
+    texts = [
+        part["text"]
+        for part in (content if isinstance(content, list) else [])
+        if isinstance(part, dict) and isinstance(part.get("text"), str)
+    ]
+    return " ".join(texts)[:500] or "the tool reported an error"
+
+
+#: The ``data`` of the -32601 a task-only tool answers where no task can be asked for
+#: (2025-11-25's own word for it), so a client or checker can tell it from other -32601s.
+TASK_ONLY_DATA: Mapping[str, Any] = {"taskSupport": "required"}
+
+
+def task_only_refusal(error: MCPError) -> bool:
+    """Whether ``error`` refused a call because the tool only runs as a task and the call
+    did not (could not) ask for one: -32021 naming the extension, or -32601 with
+    :data:`TASK_ONLY_DATA` (a handshake session)."""
+    if error.code == ErrorCode.METHOD_NOT_FOUND:
+        return bool(error.data == TASK_ONLY_DATA)
+    return wants_tasks_declared(error)
+
+
 def runs_as_task(
     support: str | None, client_capabilities: Mapping[str, Any] | None, *, modern: bool
 ) -> bool:
     """Whether this ``tools/call`` becomes a task: the tool may run as one and the
     request declared the extension (only a 2026-07-28 request can).  A tool that
-    must run as a task, called without the extension, is -32021."""
+    must run as a task, called without the extension, is -32021 on a 2026-07-28
+    request (which may declare it) and -32601 on a handshake revision before
+    2025-11-25 (which has no way to ask for a task; 2025-11-25's own rule is
+    :func:`runs_as_legacy_task`)."""
     if support is None:
         return False
     if modern and declares_tasks(client_capabilities):
         return True
     if support == "required":
+        if not modern:
+            raise MethodNotFound(
+                message="this tool only runs as a task, which this session cannot ask for: "
+                f"a 2026-07-28 request declaring the {TASKS_EXTENSION} extension can (and "
+                f"a {LEGACY_TASKS_REVISION} session, with params.task, where the server "
+                "offers the tasks capability)",
+                data=dict(TASK_ONLY_DATA),
+            )
         raise tasks_capability_error("this tool only runs as a task")
     return False
 
@@ -206,7 +269,10 @@ def runs_as_legacy_task(support: str | None, task_param: Any) -> bool:
     must be asked so: -32601 otherwise (the revision's tool-level negotiation)."""
     if task_param is None:
         if support == "required":
-            raise MethodNotFound(message="this tool only runs as a task: call it with params.task")
+            raise MethodNotFound(
+                message="this tool only runs as a task: call it with params.task",
+                data=dict(TASK_ONLY_DATA),
+            )
         return False
     if not isinstance(task_param, dict):
         raise InvalidParams(message="tools/call: 'task' must be an object")
@@ -220,7 +286,8 @@ def runs_as_legacy_task(support: str | None, task_param: Any) -> bool:
 
 @attrs.define
 class TaskRecord:
-    """One task: its status, pending input requests, outcome and timestamps.
+    """One task: its owner (:func:`owner_key`), status, pending input requests,
+    outcome and timestamps.
 
     Every change goes through :meth:`apply` (the table); the helpers below name
     the changes a running tool makes.  Input request keys are unique over the
@@ -247,6 +314,8 @@ class TaskRecord:
     parked_at: float | None = None
     #: When a client last asked about the task (its creation, ``tasks/get``, ``tasks/update``).
     seen_at: float = 0.0
+    #: Whose task it is (:func:`owner_key`): only requests of that owner see it.
+    owner: str = ANONYMOUS_OWNER
 
     def __attrs_post_init__(self) -> None:
         if self.ttl_ms is not None and (isinstance(self.ttl_ms, bool) or self.ttl_ms < 0):
@@ -256,10 +325,17 @@ class TaskRecord:
 
     @classmethod
     def new(
-        cls, now: float, *, ttl_ms: int | None, poll_interval_ms: int | None = None
+        cls,
+        now: float,
+        *,
+        ttl_ms: int | None,
+        poll_interval_ms: int | None = None,
+        owner: str = ANONYMOUS_OWNER,
     ) -> TaskRecord:
-        """A fresh ``working`` task with a random id."""
-        return cls(str(uuid.uuid4()), now, ttl_ms, poll_interval_ms, last_updated_at=now)
+        """A fresh ``working`` task of ``owner`` with a random (unguessable) id."""
+        return cls(
+            str(uuid.uuid4()), now, ttl_ms, poll_interval_ms, last_updated_at=now, owner=owner
+        )
 
     @property
     def terminal(self) -> bool:
@@ -316,20 +392,28 @@ class TaskRecord:
             self.apply(TaskTrigger.ANSWERED, now)
         return taken
 
-    def complete(self, result: dict[str, Any], now: float) -> bool:
-        """The tool returned ``result`` (tool errors included); False if already over."""
+    def complete(self, result: dict[str, Any], now: float, *, legacy: bool = False) -> bool:
+        """The tool returned ``result``; False if already over.  A tool error
+        (``isError``) completes the task, except on 2025-11-25 (``legacy``), where
+        it fails it (its ``statusMessage`` the error's text, ``tasks/result`` the result)."""
         if self.terminal:
             return False
-        self.apply(TaskTrigger.RETURNED, now)
+        if legacy and result.get("isError") is True:
+            self.apply(TaskTrigger.TOOL_ERROR, now)
+            self.status_message = tool_error_text(result)
+        else:
+            self.apply(TaskTrigger.RETURNED, now)
         self.result = result
         return True
 
     def fail(self, error: MCPError, now: float) -> bool:
-        """The tool raised a protocol error; False if already over."""
+        """The tool raised a protocol error (its message becomes the ``statusMessage``);
+        False if already over."""
         if self.terminal:
             return False
         self.apply(TaskTrigger.RAISED, now)
         self.error = error.to_dict()
+        self.status_message = error.message
         return True
 
     def cancel(self, now: float) -> bool:
@@ -361,12 +445,20 @@ class TaskRecord:
     # Expiry -----------------------------------------------------------------------------
 
     def overdue(self, limits: TaskLimits) -> tuple[float, MCPError] | None:
-        """When the open task is to be given up under ``limits``, and the error it then
-        fails with: parked on input for ``input_ttl_ms``, or asked about by no client
-        for ``unpolled_ttl_ms``; None for a task that is over or has no such bound."""
+        """When the open task is to be given up, and the error it then fails with: its
+        ``ttlMs`` from creation is over (it is then forgotten too), or, under
+        ``limits``, it was parked on input for ``input_ttl_ms`` or asked about by no
+        client for ``unpolled_ttl_ms``; None for a task that is over or has no bound."""
         if self.terminal:
             return None
         due: list[tuple[float, MCPError]] = []
+        if self.ttl_ms is not None:
+            error = InternalError(
+                message=f"the task did not finish within its ttl ({self.ttl_ms} ms from "
+                "creation): it was stopped",
+                data={"taskId": self.task_id, "ttlMs": self.ttl_ms},
+            )
+            due.append((self.created_at + self.ttl_ms / 1000, error))
         if self.parked_at is not None and limits.input_ttl_ms is not None:
             error = InternalError(
                 message=f"the task waited for input longer than {limits.input_ttl_ms} ms "
@@ -384,11 +476,12 @@ class TaskRecord:
         return min(due, key=lambda item: item[0]) if due else None
 
     def expires_at(self) -> float | None:
-        """When the task is forgotten: ``ttlMs`` after it ended (never before it
-        ends, so a result is always kept for at least ``ttlMs``), or None."""
-        if self.ended_at is None or self.ttl_ms is None:
+        """When the task is forgotten: ``ttlMs`` after its creation (both revisions say
+        "from creation"; a task still running then is stopped, see :meth:`overdue`),
+        or None."""
+        if self.ttl_ms is None:
             return None
-        return self.ended_at + self.ttl_ms / 1000
+        return self.created_at + self.ttl_ms / 1000
 
     # Wire shapes ------------------------------------------------------------------------
 
@@ -436,7 +529,7 @@ class TaskRecord:
     def legacy_payload(self) -> dict[str, Any]:
         """What ``tasks/result`` answers once the task is over: the tool's result,
         tied to the task; :class:`MCPError` for a failed or cancelled task."""
-        if self.status is TaskStatus.COMPLETED and self.result is not None:
+        if self.status in (TaskStatus.COMPLETED, TaskStatus.FAILED) and self.result is not None:
             meta = {**(self.result.get("_meta") or {}), RELATED_TASK: {"taskId": self.task_id}}
             return {**self.result, "_meta": meta}
         if self.status is TaskStatus.FAILED and self.error is not None:
@@ -494,9 +587,11 @@ class TaskLimits:
 
 
 class TaskTable:
-    """The in-memory task store: records by id, forgotten ``ttlMs`` after they end.
+    """The in-memory task store: records by id, each with its owner, forgotten
+    ``ttlMs`` after their creation.
 
-    ``get`` treats an expired task as unknown (-32602), as the extension says.
+    ``get`` treats an expired task, and one of another owner, as unknown (-32602),
+    as the extension says (so ids cannot be probed).
     """
 
     def __init__(self) -> None:
@@ -513,13 +608,20 @@ class TaskTable:
             raise LocalProtocolError(f"task {record.task_id!r} exists already")
         self._tasks[record.task_id] = record
 
-    def get(self, task_id: str, now: float) -> TaskRecord:
-        """The live task ``task_id``; :class:`InvalidParams` (-32602) if unknown or expired."""
+    def get(self, task_id: str, now: float, owner: str | None = None) -> TaskRecord:
+        """The live task ``task_id`` of ``owner`` (None: of anyone, for the server's
+        own use); :class:`InvalidParams` (-32602) if unknown, expired or another's."""
         self.forget_expired(now)
         record = self._tasks.get(task_id)
-        if record is None:
+        if record is None or (owner is not None and record.owner != owner):
             raise InvalidParams(message=f"unknown or expired task: {task_id!r}")
         return record
+
+    def owned(self, owner: str, now: float) -> list[TaskRecord]:
+        """The live tasks of ``owner``, oldest first."""
+        self.forget_expired(now)
+        mine = [r for r in self._tasks.values() if r.owner == owner]
+        return sorted(mine, key=lambda r: (r.created_at, r.task_id))
 
     def forget_expired(self, now: float) -> list[str]:
         """Drop every task whose retention is over; returns their ids."""

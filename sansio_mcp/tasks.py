@@ -3,6 +3,7 @@ the 2025-11-25 form): whether a peer declares them, how a request declares them,
 which statuses end a task and how long to wait before polling again."""
 
 from ._tasks import (
+    ANONYMOUS_OWNER,
     LEGACY_TASKS_REVISION,
     TASKS_EXTENSION,
     TERMINAL_STATUSES,
@@ -10,11 +11,14 @@ from ._tasks import (
     TaskStatus,
     declares_tasks,
     declaring_tasks,
+    owner_key,
     poll_seconds,
+    task_only_refusal,
     wants_tasks_declared,
 )
 
 __all__ = [
+    "ANONYMOUS_OWNER",
     "LEGACY_TASKS_REVISION",
     "TASKS_EXTENSION",
     "TERMINAL_STATUSES",
@@ -22,6 +26,8 @@ __all__ = [
     "TaskStatus",
     "declares_tasks",
     "declaring_tasks",
+    "owner_key",
     "poll_seconds",
+    "task_only_refusal",
     "wants_tasks_declared",
 ]

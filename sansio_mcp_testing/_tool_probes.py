@@ -13,7 +13,7 @@ import trio
 
 from sansio_mcp import ErrorCode, MCPError, RequestTimeout
 from sansio_mcp._modern import lacking_capabilities
-from sansio_mcp._tasks import TASKS_EXTENSION
+from sansio_mcp.tasks import task_only_refusal
 
 from ._connection import Lifeline, ServerGone, describe_exit
 from ._findings import Findings, PropertyFailure
@@ -38,14 +38,6 @@ _PROBE_TOOL = "sansio-mcp-check-no-such-tool"
 #: The one revision with -32042 (URL elicitation required): 2026-07-28 may not emit it.
 _URL_ELICITATION_ERROR = "2025-11-25"
 _TASK_ONLY = "it only runs as a task (the tasks extension), which the checker does not ask for"
-
-
-def _task_only_refusal(error: MCPError) -> bool:
-    """-32021 naming the tasks extension: the tool only runs as a task."""
-    data = error.data if isinstance(error.data, dict) else {}
-    required = data.get("requiredCapabilities")
-    extensions = required.get("extensions") if isinstance(required, dict) else None
-    return error.code == -32021 and isinstance(extensions, dict) and TASKS_EXTENSION in extensions
 
 
 def _capability_refusal(error: MCPError, revision: str, declared: dict[str, Any]) -> str | None:
@@ -300,7 +292,7 @@ class ToolProbes(Probe):
                 run.timed_out = arguments
                 run.stopped = True
                 return
-            if kind == "error" and _task_only_refusal(value):
+            if kind == "error" and task_only_refusal(value):
                 run.task_only = run.stopped = True
                 return
             if kind == "error" and run.refused is None:

@@ -128,3 +128,21 @@ def test_the_api_reference_names_every_exported_name(module: str) -> None:
     assert section is not None, f"docs/api.md has no section for {module}"
     exported = importlib.import_module(module).__all__
     assert [name for name in exported if f"`{name}`" not in section] == []
+
+
+_PRIVATE_IMPORT = re.compile(
+    r"^\s*(?:from\s+(?:sansio_mcp|trio_adapters|asyncio_adapters)\w*(?:\.\w+)*\._\w+\s+import"
+    r"|import\s+(?:sansio_mcp|trio_adapters|asyncio_adapters)\w*(?:\.\w+)*\._\w+)",
+    re.MULTILINE,
+)
+
+
+def test_no_doc_imports_from_a_private_module() -> None:
+    """What the docs teach is public: no example imports from a ``_`` module."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    found = [
+        f"{page.relative_to(ROOT)}: {match.group(0).strip()}"
+        for page in pages
+        for match in _PRIVATE_IMPORT.finditer(page.read_text(encoding="utf-8"))
+    ]
+    assert not found, found

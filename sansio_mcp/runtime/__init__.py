@@ -31,7 +31,8 @@ from ._process import drain_stderr, stop_process
 from ._sender import Sender
 from ._serve_options import ListenOptions
 from ._server import Context, Server, answer_request
-from ._tasks import CancelTask
+from ._task_client import TaskCancelled, ToolTask
+from ._tasks import CancelTask, TaskStore, task_owner
 
 __all__ = [
     "Backend",
@@ -50,8 +51,11 @@ __all__ = [
     "Signal",
     "Subscription",
     "TaskGroup",
+    "TaskCancelled",
     "TaskLimits",
+    "TaskStore",
     "TimedOut",
+    "ToolTask",
     "TokenStore",
     "TransportBackend",
     "answer_request",
@@ -65,5 +69,6 @@ __all__ = [
     "Timer",
     "drain_stderr",
     "stop_process",
+    "task_owner",
     "unwrap_single_exception",
 ]

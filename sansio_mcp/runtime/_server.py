@@ -359,6 +359,7 @@ class Server:
         task_ttl_ms: int | None = 300_000,
         task_poll_interval_ms: int | None = 500,
         task_limits: TaskLimits | None = None,
+        handshake_tasks: bool = True,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be positive")
@@ -371,6 +372,9 @@ class Server:
         self.page_size = page_size
         self.logging = logging
         self.supported_versions = tuple(supported_versions)
+        #: Whether 2025-11-25 sessions may run tools as tasks (the core's ``tasks``
+        #: capability); False: tasks only through the extension, on 2026-07-28 requests.
+        self.handshake_tasks = handshake_tasks
         # A random key keeps requestState valid for this process only; give a
         # key of your own when several processes serve the same clients.
         self.sealer = RequestStateSealer(state_key or secrets.token_bytes(32), ttl=state_ttl)
@@ -541,8 +545,9 @@ class Server:
             caps["logging"] = {}
         if any(t.task_support for t in self.tools.values()):
             caps["extensions"] = {TASKS_EXTENSION: {}}
-            # 2025-11-25's own tasks (trimmed away on every other revision).
-            caps["tasks"] = dict(LEGACY_TASKS_CAPABILITY)
+            if self.handshake_tasks:
+                # 2025-11-25's own tasks (trimmed away on every other revision).
+                caps["tasks"] = dict(LEGACY_TASKS_CAPABILITY)
         if any(t.completers for t in self.templates.values()) or any(
             p.completers for p in self.prompts.values()
         ):
@@ -560,12 +565,17 @@ class Server:
         """A :class:`ServerSession` advertising this server."""
         options.setdefault("supported_versions", self.supported_versions)
         options.setdefault("cache_hints", self.cache_hints)
-        return ServerSession(
+        session = ServerSession(
             capabilities=self.capabilities,
             server_info=self.info,
             instructions=self.instructions,
             **options,
         )
+        session.task_visible = self._task_visible
+        return session
+
+    def _task_visible(self, task_id: str, owner: str) -> bool:
+        return self.tasks.visible(task_id, owner)
 
     # Dispatch -------------------------------------------------------------------
 
@@ -722,7 +732,7 @@ class Server:
         kwargs = dict(arguments)
         if tool.context_param:
             kwargs[tool.context_param] = ctx
-        if _legacy_tasks(ctx):
+        if _legacy_tasks(ctx) and "tasks" in self.capabilities:
             task = runs_as_legacy_task(tool.task_support, ctx.params.get("task"))
         else:
             task = runs_as_task(tool.task_support, ctx.client_capabilities, modern=ctx.stateless)

@@ -6,7 +6,9 @@ task's input requests with the client's handlers (``tasks/update``, each
 key once), and can be cancelled.  A 2025-11-25 task (the core's own, answered
 ``{"task": Task}``) is polled the same way; its input requests come as ordinary
 server requests the handlers answer, and its outcome is fetched with
-``tasks/result``.  Backend-neutral: it awaits only its client's requests and sleep.
+``tasks/result``, which is also asked as soon as the task is ``input_required``:
+a server may hold its questions until then (they come while it waits).
+Backend-neutral: it awaits only its client's requests and sleep.
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ class ToolTask:
     def __init__(self, peer: _TaskPeer, created: dict[str, Any]) -> None:
         self._peer = peer
         self._answered: set[str] = set()
+        #: A 2025-11-25 task's ``tasks/result`` answer (or its error), once asked.
+        self._payload: dict[str, Any] | MCPError | None = None
         #: A 2025-11-25 task: ``CreateTaskResult`` ``{"task": Task}``, outcome by ``tasks/result``.
         self.legacy = "resultType" not in created and isinstance(created.get("task"), dict)
         if created.get("resultType", "complete") == "task":
@@ -143,7 +147,9 @@ class ToolTask:
                         await outcome
             if self.done:
                 return self.last
-            if answer_inputs and self.input_requests:
+            if self.legacy and answer_inputs and self.status == "input_required":
+                await self._fetch_payload()  # the server's questions come meanwhile
+            elif answer_inputs and self.input_requests:
                 answers = {
                     key: await self._peer.answer_input(
                         request.get("method", ""), request.get("params") or {}
@@ -155,6 +161,15 @@ class ToolTask:
                 await self._peer.sleep(self.poll_interval)
             await self.refresh()
 
+    async def _fetch_payload(self) -> None:
+        """2025-11-25: ``tasks/result`` (it waits for the end, and the input requests the
+        server queued for the task reach the handlers meanwhile); then the final status."""
+        try:
+            self._payload = await self._peer.send_request("tasks/result", {"taskId": self.task_id})
+        except MCPError as error:  # a failed task's error (raised by :meth:`result`)
+            self._payload = error
+        await self.refresh()
+
     async def result(
         self, *, on_status: StatusCallback | None = None, answer_inputs: bool = True
     ) -> dict[str, Any]:
@@ -163,7 +178,11 @@ class ToolTask:
         final = await self.wait(on_status=on_status, answer_inputs=answer_inputs)
         if self.legacy and final["status"] in ("completed", "failed"):
             # The payload (or the task's error, raised) is fetched, never inline.
-            return await self._peer.send_request("tasks/result", {"taskId": self.task_id})
+            if self._payload is None:
+                await self._fetch_payload()
+            if isinstance(self._payload, MCPError):
+                raise self._payload
+            return dict(self._payload or {})
         if final["status"] == "completed" and isinstance(final.get("result"), dict):
             return dict(final["result"])
         error = final.get("error")

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import inspect
 from collections import Counter
-from collections.abc import Awaitable, Callable, Generator, Hashable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from typing import Any, Protocol
 
 import attrs
@@ -34,10 +34,26 @@ import attrs
 from .._errors import InternalError, InvalidParams, MCPError, failure_text
 from .._modern import missing_capability_error, missing_input_capabilities
 from .._registry import HandlerCall, SessionHub
-from .._tasks import RELATED_TASK, TaskLimits, TaskRecord, TaskStatus, TaskTable
+from .._tasks import (
+    ANONYMOUS_OWNER,
+    RELATED_TASK,
+    TaskLimits,
+    TaskRecord,
+    TaskStatus,
+    TaskTable,
+    owner_key,
+)
 from ._primitives import Cancellable, Signal
 
-__all__ = ["CancelTask", "TaskContext", "TaskStart", "TaskStore", "TaskRunner", "RunningTask"]
+__all__ = [
+    "CancelTask",
+    "TaskContext",
+    "TaskStart",
+    "TaskStore",
+    "TaskRunner",
+    "RunningTask",
+    "task_owner",
+]
 
 
 class CancelTask(Exception):
@@ -70,12 +86,18 @@ class TaskStart:
 
 class TaskStore(Protocol):
     """Where task records live.  :class:`~sansio_mcp._tasks.TaskTable` (in memory)
-    is the default; a store shared by replicas implements the same three calls."""
+    is the default; a store shared by replicas implements the same calls, and keeps
+    each record's ``owner`` with it (a task is only ever found for its owner)."""
 
     def add(self, record: TaskRecord) -> None: ...
 
-    def get(self, task_id: str, now: float) -> TaskRecord:
-        """The live task; :class:`InvalidParams` (-32602) if unknown or expired."""
+    def get(self, task_id: str, now: float, owner: str | None = None) -> TaskRecord:
+        """The live task of ``owner`` (None: of anyone); :class:`InvalidParams`
+        (-32602) if unknown, expired or another owner's."""
+        ...
+
+    def owned(self, owner: str, now: float) -> list[TaskRecord]:
+        """The live tasks of ``owner``, oldest first (2025-11-25's ``tasks/list``)."""
         ...
 
     def forget_expired(self, now: float) -> list[str]: ...
@@ -163,8 +185,6 @@ class RunningTask:
         self._announce: Callable[[TaskRecord], None] = announce
         self._wake: Signal | None = None
         self.handle: Cancellable | None = None
-        #: Whose task it is (:func:`task_owner`), for the per-owner cap.
-        self.owner: Hashable | None = None
         #: What gives the task up once it is overdue (see :meth:`TaskRunner._watch`).
         self.watch: Callable[[], Awaitable[None]] | None = None
         self._watcher: Cancellable | None = None
@@ -233,14 +253,13 @@ class RunningTask:
             self._wake.set()
 
 
-def task_owner(ctx: TaskContext) -> Hashable | None:
-    """The key a task's caps count it under: a 2025-11-25 task's session (the owner its
-    ``tasks/*`` requests are checked against), else the verified token's subject, else
-    None (a stateless request without a token: only the process cap applies)."""
-    if not ctx.stateless:
-        return ("session", id(ctx.session))
+def task_owner(ctx: TaskContext) -> str:
+    """Whose task a request makes, and whose tasks it may see (:func:`owner_key`):
+    the verified token's subject, else its handshake session (``session.key``, never
+    reused), else, on a 2026-07-28 request without a token, ``"anonymous"``."""
     subject = getattr(ctx.auth, "subject", None)
-    return ("subject", subject) if subject else None
+    session_key = None if ctx.stateless else getattr(ctx.session, "key", None)
+    return owner_key(subject if isinstance(subject, str) else None, session_key)
 
 
 class TaskRunner:
@@ -269,9 +288,9 @@ class TaskRunner:
         self.limits = limits if limits is not None else TaskLimits()
         self._running: dict[str, RunningTask] = {}
         #: Task-capable calls not answered yet (each may become a task), by owner.
-        self._starting: Counter[Hashable | None] = Counter()
-        #: 2025-11-25 tasks belong to the session that made them: task id -> its id().
-        self._owners: dict[str, int] = {}
+        self._starting: Counter[str] = Counter()
+        #: The wall-clock time of the latest request seen (the core has no clock).
+        self._now = 0.0
         #: ``tasks/result`` requests waiting for a task to end.
         self._waiters: dict[str, list[Signal]] = {}
 
@@ -291,7 +310,8 @@ class TaskRunner:
         exception into a result or raises it, as for a plain call).  On a 2025-11-25
         session the task exists at once, and the answer is ``{"task": Task}``."""
         clock0, wall0 = ctx.clock(), ctx.now
-        self._forget_owners(wall0)
+        self._now = max(self._now, wall0)
+        self.store.forget_expired(wall0)
         owner = task_owner(ctx)
         self._check_capacity(owner)
         first = ctx.new_signal()
@@ -312,17 +332,17 @@ class TaskRunner:
 
         def created() -> None:
             record = TaskRecord.new(
-                now(), ttl_ms=self._ttl_for(ctx, legacy), poll_interval_ms=self.poll_interval_ms
+                now(),
+                ttl_ms=self._ttl_for(ctx, legacy),
+                poll_interval_ms=self.poll_interval_ms,
+                owner=owner,
             )
             self.store.add(record)
             running = RunningTask(record, ctx, now, lambda r: self._announce(ctx, r))
             running.handle = handle
-            running.owner = owner
             started()
             self._running[record.task_id] = running
             self._watch(ctx, running, legacy)
-            if legacy:
-                self._owners[record.task_id] = id(ctx.session)
             ctx.task = running
             outcome["task"] = running
             # A task starts working; the tool may ask for input before this answer is sent.
@@ -353,7 +373,7 @@ class TaskRunner:
                 return
             self._running.pop(running.record.task_id, None)
             running.unwatch()
-            self._settle(ctx, running, call, value, error, settle_error)
+            self._settle(ctx, running, call, value, error, settle_error, legacy)
 
         handle = ctx.start_background(body)
         try:
@@ -370,14 +390,14 @@ class TaskRunner:
             return settle_error(outcome["error"])
         return call.finish(outcome["value"])
 
-    def _check_capacity(self, owner: Hashable | None) -> None:
+    def _check_capacity(self, owner: str) -> None:
         """-32603 when one more task would pass a cap of :attr:`limits` (calls that may
-        still become tasks count too)."""
+        still become tasks count too; anonymous callers share only the process cap)."""
         live = len(self._running) + self._starting.total()
         owned = None
-        if owner is not None:
+        if owner != ANONYMOUS_OWNER:
             owned = self._starting[owner] + sum(
-                1 for r in self._running.values() if r.owner == owner
+                1 for r in self._running.values() if r.record.owner == owner
             )
         self.limits.check_capacity(live, owned)
 
@@ -387,9 +407,10 @@ class TaskRunner:
         the error saying why and its tool is cancelled.  One watcher per task,
         started again (:attr:`RunningTask.rearm`) when it parks, as parking may
         bring its time forward; a 2025-11-25 task lives with its session instead
-        of being polled, so only the input bound applies to it."""
+        of being polled, so the unpolled bound does not apply to it.  A task still
+        running when its ``ttlMs`` (from creation) is over is stopped the same way."""
         limits = attrs.evolve(self.limits, unpolled_ttl_ms=None) if legacy else self.limits
-        if limits.input_ttl_ms is None and limits.unpolled_ttl_ms is None:
+        if running.record.overdue(limits) is None:
             return
 
         async def watch() -> None:
@@ -409,10 +430,12 @@ class TaskRunner:
         running.rearm()
 
     def _ttl_for(self, ctx: TaskContext, legacy: bool) -> int | None:
-        """The retention: ours, or a 2025-11-25 requestor's shorter ``task.ttl``."""
+        """The task's life from creation: ours, or a 2025-11-25 requestor's shorter
+        ``task.ttl``, though not below the polling pace (a task gone before its first
+        poll would serve nobody)."""
         asked = (ctx.params.get("task") or {}).get("ttl") if legacy else None
         if isinstance(asked, int) and (self.ttl_ms is None or asked < self.ttl_ms):
-            return asked
+            return max(asked, self.poll_interval_ms or 0)
         return self.ttl_ms
 
     def _settle(
@@ -423,6 +446,7 @@ class TaskRunner:
         value: Any,
         error: Exception | None,
         settle_error: Callable[[Exception], dict[str, Any]],
+        legacy: bool,
     ) -> None:
         record, now = running.record, running.now()
         if isinstance(error, CancelTask):
@@ -436,7 +460,7 @@ class TaskRunner:
         except Exception as exc:
             changed = record.fail(InternalError(message=failure_text(exc)), now)
         else:
-            changed = record.complete(result, now)
+            changed = record.complete(result, now, legacy=legacy)
         if changed:
             self._announce(ctx, record)
 
@@ -463,23 +487,21 @@ class TaskRunner:
             task = record.legacy_task()
             ctx.hub.tell(ctx.session, lambda session: session.send_legacy_task_status(task))
 
-    def _forget_owners(self, now: float) -> None:
-        """Forget expired tasks, and the owners of the tasks the store forgot."""
-        self.store.forget_expired(now)
-        for task_id in [t for t in self._owners if t not in self._running]:
-            try:
-                self.store.get(task_id, now)
-            except InvalidParams:
-                del self._owners[task_id]
+    def visible(self, task_id: str, owner: str) -> bool:
+        """Whether ``owner`` may see task ``task_id`` (``subscriptions/listen``), as of
+        the latest request's time."""
+        try:
+            self.store.get(task_id, self._now, owner)
+        except InvalidParams:
+            return False
+        return True
 
     # 2025-11-25: tasks/get, tasks/result, tasks/list, tasks/cancel ---------------------
 
     def _owned(self, ctx: TaskContext, task_id: str) -> TaskRecord:
-        """The live task of this session; -32602 if unknown, expired or another's."""
-        record = self.store.get(task_id, ctx.now)
-        if self._owners.get(task_id) != id(ctx.session):
-            raise InvalidParams(message=f"unknown or expired task: {task_id!r}")
-        return record
+        """The live task of the caller; -32602 if unknown, expired or another's."""
+        self._now = max(self._now, ctx.now)
+        return self.store.get(task_id, ctx.now, task_owner(ctx))
 
     def handle_legacy(self, ctx: TaskContext, method: str) -> dict[str, Any]:
         """``tasks/get`` or ``tasks/cancel`` on a 2025-11-25 session: the ``Task``."""
@@ -505,22 +527,14 @@ class TaskRunner:
         return record.legacy_payload()
 
     def listing(self, ctx: TaskContext) -> list[dict[str, Any]]:
-        """``tasks/list``: this session's live tasks, oldest first."""
-        self._forget_owners(ctx.now)
-        mine = {t for t, owner in self._owners.items() if owner == id(ctx.session)}
-        found = []
-        for task_id in mine:
-            try:
-                found.append(self.store.get(task_id, ctx.now))
-            except InvalidParams:
-                continue
-        return [r.legacy_task() for r in sorted(found, key=lambda r: (r.created_at, r.task_id))]
+        """``tasks/list``: the caller's live tasks, oldest first."""
+        return [r.legacy_task() for r in self.store.owned(task_owner(ctx), ctx.now)]
 
     # tasks/get, tasks/update, tasks/cancel ---------------------------------------------
 
     def handle(self, ctx: TaskContext, method: str) -> dict[str, Any]:
         """The result of a ``tasks/*`` request (the core checked its shape)."""
-        record = self.store.get(ctx.params["taskId"], ctx.now)
+        record = self._owned(ctx, ctx.params["taskId"])
         running = self._running.get(record.task_id)
         if method != "tasks/cancel":
             record.seen(ctx.now)

@@ -33,11 +33,21 @@ __all__ = [
 
 DEFAULT_PORT = 8931
 DEFAULT_HANDLE_TTL_MS = 900_000
+#: How long an MCP task of the bridge lives, from its creation (a day).
+DEFAULT_TASK_TTL_MS = 86_400_000
 #: Where an agent publishes its card (A2A v1.0 section 8.2).
 AGENT_CARD_PATH = "/.well-known/agent-card.json"
 
 _TOP_KEYS = frozenset(
-    {"agents", "port", "allowedHosts", "handleTtlMs", "maxResultParts", "maxResultBytes"}
+    {
+        "agents",
+        "port",
+        "allowedHosts",
+        "handleTtlMs",
+        "taskTtlMs",
+        "maxResultParts",
+        "maxResultBytes",
+    }
 )
 _AGENT_KEYS = frozenset({"url", "cardUrl"})
 _ALIAS = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -66,6 +76,9 @@ class BridgeConfig:
     port: int = DEFAULT_PORT
     allowed_hosts: tuple[str, ...] = ()
     handle_ttl_ms: int = DEFAULT_HANDLE_TTL_MS
+    #: An MCP task's life from its creation (``taskTtlMs``): one still running then is
+    #: stopped, and its A2A task cancelled.
+    task_ttl_ms: int = DEFAULT_TASK_TTL_MS
     #: The bounds of one translated tool result (``maxResultParts``, ``maxResultBytes``).
     result_limits: ResultLimits = attrs.field(factory=ResultLimits)
 
@@ -125,6 +138,9 @@ def parse_config(raw: Any) -> BridgeConfig:
         port=_int(raw, "port", DEFAULT_PORT, 0, 65535),
         allowed_hosts=tuple(h.lower() for h in hosts),
         handle_ttl_ms=_int(raw, "handleTtlMs", DEFAULT_HANDLE_TTL_MS, 1, 2**53),
+        # At least the bridge's polling pace (500 ms), or a finished task could be gone
+        # before its client's next poll.
+        task_ttl_ms=_int(raw, "taskTtlMs", DEFAULT_TASK_TTL_MS, 1000, 2**53),
         result_limits=ResultLimits(
             max_parts=_int(raw, "maxResultParts", DEFAULT_MAX_RESULT_PARTS, 1, 2**31),
             max_bytes=_int(raw, "maxResultBytes", DEFAULT_MAX_RESULT_BYTES, 1024, 2**53),

@@ -265,3 +265,53 @@ def test_input_required_by_handle(backend: TransportBackend, agent_url: str, era
             assert wrong["structuredContent"]["error"] == "unknown_handle"
 
     run(backend, agent_url, era, body, max_wait=0.5, poll_interval=0.05)
+
+
+def test_handles_belong_to_their_creator(backend: TransportBackend, agent_url: str) -> None:
+    """A handle is its creator's, as a task is: a 2025-11-25 session's handles are its
+    own (another session, or an anonymous 2026-07-28 caller, gets unknown_handle in the
+    same words as for a made-up handle); anonymous 2026-07-28 handles are every anonymous
+    caller's."""
+
+    async def main() -> None:
+        async def use(url: str, bridge: A2ABridge) -> None:
+            async with backend.fail_after(60):
+                async with (
+                    backend.connect([], url, None, **ERAS["legacy"]) as first,
+                    backend.connect([], url, None, **ERAS["legacy"]) as second,
+                    backend.connect([], url, None, **ERAS["modern"]) as anonymous,
+                    backend.connect([], url, None, **ERAS["modern"]) as other,
+                ):
+                    made = await send(first, "task: hello")
+                    task_handle = made["structuredContent"]["taskHandle"]
+                    context_handle = made["structuredContent"]["contextHandle"]
+                    mine = await first.call_tool("a2a_get_task", {"taskHandle": task_handle})
+                    assert mine["structuredContent"]["taskHandle"] == task_handle
+
+                    async def refused(client: ClientAPI, handle: str, **more: Any) -> str:
+                        if handle.startswith("tk_"):
+                            got = await client.call_tool("a2a_get_task", {"taskHandle": handle})
+                        else:
+                            got = await send(client, "hi", contextHandle=handle)
+                        assert got["isError"] is True, got
+                        assert got["structuredContent"]["error"] == "unknown_handle"
+                        return str(got["content"][0]["text"]).replace(handle, "<h>")
+
+                    for client in (second, anonymous):
+                        for handle in (task_handle, context_handle):
+                            theirs = await refused(client, handle)
+                            made_up = await refused(client, handle[:3] + "made_up")
+                            assert theirs == made_up
+                    cancel = {"taskHandle": task_handle}
+                    stolen = await second.call_tool("a2a_cancel_task", cancel)
+                    assert stolen["structuredContent"]["error"] == "unknown_handle"
+
+                    public = await send(anonymous, "task: hello")
+                    shared = public["structuredContent"]["taskHandle"]
+                    seen = await other.call_tool("a2a_get_task", {"taskHandle": shared})
+                    assert seen["structuredContent"]["taskHandle"] == shared
+                    await refused(first, shared)
+
+        await serving(backend, config_for(agent_url), use)
+
+    backend.run(main)

@@ -41,6 +41,7 @@ def test_config_defaults_and_card_location() -> None:
         }
     )
     assert (config.port, config.allowed_hosts, config.handle_ttl_ms) == (8931, (), 900_000)
+    assert config.task_ttl_ms == 86_400_000  # a day, from each task's creation
     hello, planner = config.agents
     assert hello.card_location == "http://localhost:9999/.well-known/agent-card.json"
     assert planner.card_location == "https://planner.example.org/card.json"
@@ -63,6 +64,7 @@ def test_config_defaults_and_card_location() -> None:
         ({"agents": {"a": {"url": "http://x"}}, "port": 70000}, "port must be an integer"),
         ({"agents": {"a": {"url": "http://x"}}, "port": True}, "port must be an integer"),
         ({"agents": {"a": {"url": "http://x"}}, "handleTtlMs": 0}, "handleTtlMs must be"),
+        ({"agents": {"a": {"url": "http://x"}}, "taskTtlMs": 999}, "taskTtlMs must be"),
         ({"agents": {"a": {"url": "http://x"}}, "allowedHosts": "x"}, "allowedHosts must be"),
     ],
 )
@@ -92,6 +94,26 @@ def test_handles_are_idempotent_and_restart_on_use() -> None:
     with pytest.raises(UnknownHandle):
         table.resolve("tk_other", now=0.0)
     assert table.mint("task-1", now=40.0) != first  # a fresh handle after expiry
+
+
+def test_a_handle_is_its_owners() -> None:
+    """Another owner's handle, live or expired, is as unknown as a made-up one; the same
+    value gets a handle of its own per owner."""
+    counter = iter(range(100))
+    table: HandleTable[str] = HandleTable("tk_", 10.0, new_token=lambda: str(next(counter)))
+    alices = table.mint("task-1", 0.0, "subject:alice")
+    bobs = table.mint("task-1", 0.0, "subject:bob")
+    assert alices != bobs and table.peek("task-1", 0.0) == "task-1"
+    assert table.resolve(alices, 1.0, "subject:alice") == "task-1"
+    for stranger in ("subject:bob", "anonymous", None):
+        with pytest.raises(UnknownHandle) as theirs:
+            table.resolve(alices, 1.0, stranger)
+        assert str(theirs.value) == f"unknown handle {alices!r}"
+    with pytest.raises(ExpiredHandle):
+        table.resolve(alices, 20.0, "subject:alice")
+    with pytest.raises(UnknownHandle):
+        table.resolve(bobs, 20.0, "subject:alice")  # expired, and not hers
+    assert table.peek("task-1", 20.0) is None
 
 
 @given(st.lists(st.tuples(st.sampled_from("abc"), st.floats(0, 30)), max_size=30))

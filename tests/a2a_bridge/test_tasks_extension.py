@@ -1,11 +1,12 @@
 """Long tasks with the tasks extension (2026-07-28 only): ``a2a_send_message`` answers
 with a ``CreateTaskResult``; ``tasks/get``, ``tasks/update`` and ``tasks/cancel`` follow
 the A2A task, streamed (the fixture's card declares streaming) or polled with GetTask
-(a fixture started with ``--no-streaming``).  On the 2025-11-25 route ``tasks/*`` is
--32021."""
+(a fixture started with ``--no-streaming``).  On the 2025-11-25 route there are no
+tasks: ``tasks/*`` is -32021."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +14,10 @@ import httpx
 import pytest
 
 from sansio_mcp.runtime import ClientAPI, ClientHandlers, TransportBackend
+from sansio_mcp.tasks import ANONYMOUS_OWNER
 from sansio_mcp_apps.a2a.runtime import TASKS_EXTENSION, A2ABridge, TaskRef
+from tests.parity.test_legacy_tasks import valid
+from tests.parity.test_task_revisions import official
 
 from .conftest import config_for, running_agent, serving
 
@@ -145,7 +149,8 @@ def test_a2a_cancel_task_ends_a_running_task_cancelled(
         tasks = await backend.to_thread(agent_tasks, task_agent, text)
         (new,) = [t for t in tasks if t["id"] not in before]
         # The bridge gives the same live handle to the same task.
-        handle = bridge.tasks.mint(TaskRef("fixture", new["id"], new["contextId"]), bridge.clock())
+        ref = TaskRef("fixture", new["id"], new["contextId"])
+        handle = bridge.tasks.mint(ref, bridge.clock(), ANONYMOUS_OWNER)
         stopped = await client.call_tool("a2a_cancel_task", {"taskHandle": handle})
         assert stopped["structuredContent"]["a2aState"] == "TASK_STATE_CANCELED"
         final = await long.wait()
@@ -179,54 +184,71 @@ def _post(url: str, body: dict[str, Any], **headers: str) -> dict[str, Any]:
     return response.json()  # type: ignore[no-any-return]
 
 
-def test_tasks_methods_on_each_route(backend: TransportBackend, agent_url: str) -> None:
-    """-32021 for a modern request without the extension; on the legacy route (2025-11-25)
-    tasks/get is that revision's own (the bridge's tool may run as its task): -32602 for
-    an unknown id."""
+def _answer(body: str) -> dict[str, Any]:
+    """The JSON-RPC answer in a JSON or an SSE response body."""
+    if body.lstrip().startswith("{"):
+        return dict(json.loads(body))
+    lines = [line[5:].strip() for line in body.splitlines() if line.startswith("data:")]
+    data = [json.loads(line) for line in lines if line]  # a priming event has no data
+    return next(m for m in data if "id" in m and "method" not in m)
+
+
+def test_tasks_on_each_route(backend: TransportBackend, task_agent: str) -> None:
+    """The 2026-07-28 route serves the extension (-32021 for a request that did not
+    declare it; a CreateTaskResult with an empty content array); the 2025-11-25 route
+    serves no tasks: no tasks capability, a2a_send_message not task-capable, params.task
+    ignored, every tasks/* -32021 naming the extension.  The official schemas check it."""
+    modern_schema, ext, legacy_schema = (
+        official("2026-07-28"),
+        official("ext-tasks/draft"),
+        official("2025-11-25"),
+    )
+    declared = {"extensions": {TASKS_EXTENSION: {}}}
 
     async def body(client: ClientAPI, bridge: A2ABridge, url: str) -> None:
-        def modern(capabilities: dict[str, Any]) -> dict[str, Any]:
+        def modern(method: str, params: dict[str, Any], capabilities: Any) -> dict[str, Any]:
             meta = {
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28",
                 "io.modelcontextprotocol/clientCapabilities": capabilities,
+                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
             }
-            request = {"jsonrpc": "2.0", "id": 1, "method": "tasks/get"}
-            request["params"] = {"_meta": meta, "taskId": "nope"}
-            headers = {
-                "mcp-protocol-version": "2026-07-28",
-                "mcp-method": "tasks/get",
-                "mcp-name": "nope",
-            }
-            return await_thread(url, request, headers)
+            request = {"jsonrpc": "2.0", "id": 1, "method": method}
+            request["params"] = {"_meta": meta, **params}
+            headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": method}
+            headers["mcp-name"] = params.get("taskId") or params.get("name", "")
+            return _post(url, request, **headers)
 
-        async def await_thread(u: str, r: dict[str, Any], h: dict[str, str]) -> dict[str, Any]:
-            return await backend.to_thread(lambda: _post(u, r, **h))
+        def modern_route() -> None:
+            undeclared = modern("tasks/get", {"taskId": "nope"}, {})
+            assert undeclared["error"]["code"] == -32021
+            assert TASKS_EXTENSION in str(undeclared["error"]["data"])
+            unknown = modern("tasks/get", {"taskId": "nope"}, declared)
+            assert unknown["error"]["code"] == -32602  # an unknown task id
+            call = {"name": "a2a_send_message", "arguments": {"text": "slow: 600"}}
+            created = modern("tools/call", call, declared)["result"]
+            assert created["resultType"] == "task" and created["content"] == []
+            valid(ext, "CreateTaskResult", created)
+            assert not modern_schema.errors("CallToolResult", created)  # what SDKs check
+            modern("tasks/cancel", {"taskId": created["taskId"]}, declared)
 
-        undeclared = await modern({})
-        assert undeclared["error"]["code"] == -32021
-        assert TASKS_EXTENSION in str(undeclared["error"]["data"])
-        unknown = await modern({"extensions": {TASKS_EXTENSION: {}}})
-        assert unknown["error"]["code"] == -32602  # an unknown task id
-
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
-
-        def legacy() -> dict[str, Any]:
+        def legacy_route() -> None:
             with httpx.Client(timeout=10) as http:
                 accept = {"accept": "application/json, text/event-stream"}
-                first = http.post(url, json=init, headers=accept)
-                session = first.headers["mcp-session-id"]
+                init = {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {"tasks": {"list": {}, "cancel": {}}},
+                    "clientInfo": {"name": "t", "version": "1"},
+                }
+                first = http.post(
+                    url,
+                    json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+                    headers=accept,
+                )
+                initialized = valid(legacy_schema, "InitializeResult", first.json()["result"])
+                assert "tasks" not in initialized["capabilities"]
                 headers = {
                     **accept,
-                    "mcp-session-id": session,
+                    "mcp-session-id": first.headers["mcp-session-id"],
                     "mcp-protocol-version": "2025-11-25",
                 }
                 http.post(
@@ -234,18 +256,28 @@ def test_tasks_methods_on_each_route(backend: TransportBackend, agent_url: str) 
                     json={"jsonrpc": "2.0", "method": "notifications/initialized"},
                     headers=headers,
                 )
-                asked = {
-                    "jsonrpc": "2.0",
-                    "id": 2,
-                    "method": "tasks/get",
-                    "params": {"taskId": "x"},
-                }
-                return http.post(url, json=asked, headers=headers).json()  # type: ignore[no-any-return]
 
-        answer = await backend.to_thread(legacy)
-        assert answer["error"]["code"] == -32602, answer
+                def ask(method: str, params: dict[str, Any]) -> dict[str, Any]:
+                    asked = {"jsonrpc": "2.0", "id": 2, "method": method, "params": params}
+                    return _answer(http.post(url, json=asked, headers=headers).text)
 
-    run(backend, agent_url, body)
+                listed = valid(legacy_schema, "ListToolsResult", ask("tools/list", {})["result"])
+                send = next(t for t in listed["tools"] if t["name"] == "a2a_send_message")
+                assert (send.get("execution") or {}).get("taskSupport", "forbidden") == "forbidden"
+                call = {"name": "a2a_send_message", "arguments": {"text": "hello"}, "task": {}}
+                answered = ask("tools/call", call)["result"]  # the augmentation is ignored
+                assert "task" not in answered
+                valid(legacy_schema, "CallToolResult", answered)
+                for method in ("tasks/get", "tasks/result", "tasks/cancel", "tasks/list"):
+                    params = {} if method == "tasks/list" else {"taskId": "x"}
+                    error = ask(method, params)["error"]
+                    assert error["code"] == -32021, (method, error)
+                    assert error["data"] == {"requiredCapabilities": declared}, method
+
+        await backend.to_thread(modern_route)
+        await backend.to_thread(legacy_route)
+
+    run(backend, task_agent, body)
 
 
 @pytest.mark.parametrize("mode", ["streaming", "polling"])

@@ -102,6 +102,32 @@ def test_call_reports_tool_errors(everything_command: list[str]) -> None:
     assert result["isError"] is True
 
 
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+def test_call_answers_the_question_a_2025_11_25_task_waits_on(
+    everything_command: list[str], backend: str
+) -> None:
+    """server-everything queues a task's elicitation until the client asks for the
+    task's result: the CLI does so once the task is input_required, and answers with
+    --elicit (not the server's fallback after a minute of waiting)."""
+    done = run_cli(
+        "call",
+        "--backend",
+        backend,
+        "simulate-research-query",
+        "--args",
+        '{"topic":"bees","ambiguous":true}',
+        "--elicit",
+        '{"interpretation":"biology"}',
+        "--",
+        *everything_command,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "input_required" in done.stderr
+    text = json.loads(done.stdout)["content"][0]["text"]
+    assert "# Research Report: bees (biology)" in text
+    assert "elicitation unavailable" not in text
+
+
 def test_call_answers_sampling_from_the_command_line(everything_command: list[str]) -> None:
     done = run_cli(
         "call",

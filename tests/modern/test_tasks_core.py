@@ -23,6 +23,7 @@ from sansio_mcp import (
 from sansio_mcp._errors import InvalidParams, MissingRequiredClientCapability
 from sansio_mcp._http_headers import request_headers, validate_request_headers
 from sansio_mcp._tasks import (
+    ANONYMOUS_OWNER,
     TASK_TRANSITIONS,
     TASKS_EXTENSION,
     TERMINAL_STATUSES,
@@ -229,15 +230,18 @@ def test_iso_time_is_utc_iso_8601(seconds: float) -> None:
 # The table -----------------------------------------------------------------------------
 
 
-def test_a_task_is_kept_ttl_after_it_ends_then_unknown() -> None:
+@pytest.mark.parametrize("ends", [False, True])
+def test_a_task_is_kept_ttl_from_its_creation_then_unknown(ends: bool) -> None:
+    """Both revisions count ``ttl``/``ttlMs`` from creation: finished or not, a task
+    is forgotten then."""
     table = TaskTable()
     record = TaskRecord.new(NOW, ttl_ms=2_000)
     table.add(record)
-    assert table.get(record.task_id, NOW + 10_000) is record  # running: never expires
-    record.complete({"content": []}, NOW + 10)
-    assert table.get(record.task_id, NOW + 11.999) is record
+    if ends:
+        record.complete({"content": []}, NOW + 1)
+    assert table.get(record.task_id, NOW + 1.999) is record
     with pytest.raises(InvalidParams):
-        table.get(record.task_id, NOW + 12)
+        table.get(record.task_id, NOW + 2)
     assert len(table) == 0
     with pytest.raises(InvalidParams) as caught:
         table.get("nope", NOW)
@@ -249,12 +253,17 @@ def test_a_task_is_kept_ttl_after_it_ends_then_unknown() -> None:
     unpolled_ttl=st.none() | st.integers(1, 10**7),
     parked_after=st.floats(0, 1000),
     seen_after=st.floats(0, 1000),
+    ttl=st.none() | st.integers(0, 10**7),
 )
 def test_an_open_task_is_overdue_at_its_earliest_bound(
-    input_ttl: int | None, unpolled_ttl: int | None, parked_after: float, seen_after: float
+    input_ttl: int | None,
+    unpolled_ttl: int | None,
+    parked_after: float,
+    seen_after: float,
+    ttl: int | None,
 ) -> None:
     limits = TaskLimits(input_ttl_ms=input_ttl, unpolled_ttl_ms=unpolled_ttl)
-    record = TaskRecord.new(NOW, ttl_ms=1000)
+    record = TaskRecord.new(NOW, ttl_ms=ttl)
     record.seen(NOW + seen_after)
     record.ask({"k": ELICIT_REQUEST}, NOW + parked_after)
     expected = [
@@ -262,6 +271,7 @@ def test_an_open_task_is_overdue_at_its_earliest_bound(
         for at, bound in (
             (NOW + parked_after + (input_ttl or 0) / 1000, input_ttl),
             (NOW + seen_after + (unpolled_ttl or 0) / 1000, unpolled_ttl),
+            (NOW + (ttl or 0) / 1000, ttl),  # the ttl, from creation
         )
         if bound is not None
     ]
@@ -274,7 +284,7 @@ def test_an_open_task_is_overdue_at_its_earliest_bound(
     # Answered, the input bound no longer applies; ended, none does.
     record.answer({"k": {"action": "decline"}}, NOW + 2000)
     again = record.overdue(limits)
-    assert (again is None) == (unpolled_ttl is None)
+    assert (again is None) == (unpolled_ttl is None and ttl is None)
     record.complete({"content": []}, NOW + 2001)
     assert record.overdue(limits) is None
 
@@ -309,7 +319,13 @@ def test_ttl_must_be_non_negative() -> None:
 @pytest.mark.parametrize("modern", [False, True])
 def test_runs_as_task(support: str | None, declared: bool, modern: bool) -> None:
     caps = TASKS_CAPS if declared else {"sampling": {}}
-    if support == "required" and not (declared and modern):
+    if support == "required" and not modern:
+        # A handshake revision before 2025-11-25 cannot declare the extension: -32601.
+        with pytest.raises(MCPError) as refused:
+            runs_as_task(support, caps, modern=modern)
+        assert refused.value.code == -32601 and "2025-11-25" in refused.value.message
+        return
+    if support == "required" and not declared:
         with pytest.raises(MissingRequiredClientCapability) as caught:
             runs_as_task(support, caps, modern=modern)
         assert caught.value.data == {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
@@ -441,13 +457,66 @@ def test_one_request_may_declare_the_extension_its_session_does_not(declared: bo
 
 
 def test_the_owner_key_of_a_task() -> None:
-    """The per-owner cap's key (the runner's owner key today): a 2025-11-25 session, else a
-    verified token's subject, else none."""
-    session = object()
+    """A task's owner: the verified token's subject, else its handshake session's key
+    (random, never an id() that a later session may reuse), else "anonymous"."""
+    session, other = ServerSession(), ServerSession()
+    assert session.key != other.key and len(session.key) == 32
     legacy = SimpleNamespace(stateless=False, session=session, auth=None)
-    assert task_owner(legacy) == ("session", id(session))  # type: ignore[arg-type]
+    assert task_owner(legacy) == f"session:{session.key}"  # type: ignore[arg-type]
     token = AccessToken(token="t", subject="alice")
-    signed = SimpleNamespace(stateless=True, session=object(), auth=token)
-    assert task_owner(signed) == ("subject", "alice")  # type: ignore[arg-type]
-    anonymous = SimpleNamespace(stateless=True, session=object(), auth=None)
-    assert task_owner(anonymous) is None  # type: ignore[arg-type]
+    for stateless in (False, True):
+        signed = SimpleNamespace(stateless=stateless, session=session, auth=token)
+        assert task_owner(signed) == "subject:alice"  # type: ignore[arg-type]
+    anonymous = SimpleNamespace(stateless=True, session=session, auth=None)
+    assert task_owner(anonymous) == ANONYMOUS_OWNER  # type: ignore[arg-type]
+
+
+def test_a_task_is_found_only_for_its_owner() -> None:
+    """Another owner's task answers exactly as an unknown one (-32602, same words)."""
+    table = TaskTable()
+    mine = TaskRecord.new(NOW, ttl_ms=None, owner="subject:alice")
+    table.add(mine)
+    assert table.get(mine.task_id, NOW, "subject:alice") is mine
+    assert table.get(mine.task_id, NOW) is mine  # the server's own lookup
+    for stranger in ("subject:bob", ANONYMOUS_OWNER, "session:x"):
+        with pytest.raises(InvalidParams) as theirs:
+            table.get(mine.task_id, NOW, stranger)
+        with pytest.raises(InvalidParams) as unknown:
+            table.get("00000000-0000-4000-8000-000000000000", NOW, stranger)
+        assert theirs.value.code == unknown.value.code == -32602
+        assert theirs.value.message.replace(mine.task_id, "?") == unknown.value.message.replace(
+            "00000000-0000-4000-8000-000000000000", "?"
+        )
+    assert table.owned("subject:alice", NOW) == [mine]
+    assert table.owned("subject:bob", NOW) == []
+
+
+def test_listen_acknowledges_only_the_task_ids_the_caller_may_see() -> None:
+    """A server running tasks: another principal's task id (or an unknown one) is left
+    out of the acknowledgement, so no push about it ever reaches the caller."""
+    from sansio_mcp.runtime import Server
+    from sansio_mcp_apps.example_server import add_task_tools
+
+    server = Server("owners", "1")
+    add_task_tools(server)
+    alices = TaskRecord.new(NOW, ttl_ms=None, owner="subject:alice")
+    anonymous = TaskRecord.new(NOW, ttl_ms=None)
+    for record in (alices, anonymous):
+        server.tasks.store.add(record)
+    asked = [alices.task_id, anonymous.task_id, "unknown"]
+    listen = {"notifications": {"taskIds": asked}, "_meta": meta(capabilities=TASKS_CAPS)}
+    seen = {}
+    for who, auth in (
+        ("bob", AccessToken(token="b", subject="bob")),
+        ("alice", AccessToken(token="a", subject="alice")),
+        ("nobody", None),
+    ):
+        session = server.create_session()
+        session.auth = auth
+        session.receive_data(raw_request(1, "subscriptions/listen", listen))
+        ack = _answer(session)
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        seen[who] = ack["params"]["notifications"].get("taskIds")
+        alices.status_message = who
+        assert session.send_task_status(alices.detailed()) is (who == "alice")
+    assert seen == {"bob": [], "alice": [alices.task_id], "nobody": [anonymous.task_id]}

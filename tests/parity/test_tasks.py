@@ -177,7 +177,7 @@ def probe() -> Probe:
 @pytest.fixture
 def port(backend: str, probe: Probe) -> Iterator[int]:
     with serving(
-        backend, "http", task_server(probe, task_ttl_ms=400, task_poll_interval_ms=100)
+        backend, "http", task_server(probe, task_ttl_ms=3000, task_poll_interval_ms=100)
     ) as bound:
         yield bound
 
@@ -186,7 +186,7 @@ def test_a_task_runs_in_the_background_and_keeps_its_result(port: int, ext: Sche
     created = result(port, "tools/call", {"name": "wait", "arguments": {"seconds": 0.2}})
     ext.validate("CreateTaskResult", {k: v for k, v in created.items() if k != "_meta"})
     assert created["resultType"] == "task" and created["status"] == "working"
-    assert created["ttlMs"] == 400 and isinstance(created["pollIntervalMs"], int)
+    assert created["ttlMs"] == 3000 and isinstance(created["pollIntervalMs"], int)
     task_id = created["taskId"]
     working = result(port, "tasks/get", {"taskId": task_id})
     assert working["status"] == "working" and "result" not in working
@@ -194,10 +194,12 @@ def test_a_task_runs_in_the_background_and_keeps_its_result(port: int, ext: Sche
     ext.validate("GetTaskResult", done)
     assert done["result"]["content"][0]["text"] == "waited 0.2"
     assert "io.modelcontextprotocol/related-task" not in (done["result"].get("_meta") or {})
-    # kept for ttlMs after it ended, then forgotten (-32602)
+    # kept until ttlMs after its creation, then forgotten (-32602)
     assert result(port, "tasks/get", {"taskId": task_id})["status"] == "completed"
-    time.sleep(0.6)
-    gone = post(port, "tasks/get", {"taskId": task_id})
+    deadline = time.monotonic() + 10
+    while "result" in (gone := post(port, "tasks/get", {"taskId": task_id})):
+        assert time.monotonic() < deadline, gone
+        time.sleep(0.05)
     assert gone["error"]["code"] == -32602
 
 
@@ -567,3 +569,39 @@ def test_a_2025_11_25_task_waiting_on_its_client_expires(backend: str, probe: Pr
         final = run(backend, lambda: main(bound))
     assert final["status"] == "failed", final
     assert server.tasks.running == 0
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
+def test_a_task_that_never_ends_expires_ttl_after_its_creation(
+    backend: str, probe: Probe, era: str
+) -> None:
+    """ttl/ttlMs count from creation: a task still running when its ttl is over is
+    stopped (its tool cancelled) and forgotten (-32602 as an unknown id)."""
+    server = task_server(probe, task_ttl_ms=300, task_poll_interval_ms=100)
+
+    async def legacy(port: int) -> tuple[str, MCPError]:
+        api = BACKENDS[backend]
+        async with api.connect([], url_for("http", port), "http", mode="legacy") as client:
+            task = await client.call_tool("wait", {"seconds": 30}, task=True)
+            assert task.task_id and task.last["ttl"] == 300
+            while True:
+                try:
+                    await task.refresh()
+                except MCPError as gone:
+                    return task.task_id, gone
+                await api.sleep(0.05)
+
+    with serving(backend, "http", server) as bound:
+        if era == "2025-11-25":
+            task_id, gone = run(backend, lambda: legacy(bound))
+            assert gone.code == -32602 and task_id in gone.message
+        else:
+            created = result(bound, "tools/call", {"name": "wait", "arguments": {"seconds": 30}})
+            assert created["ttlMs"] == 300
+            deadline = time.monotonic() + 10
+            while "result" in (answer := post(bound, "tasks/get", {"taskId": created["taskId"]})):
+                assert time.monotonic() < deadline, answer
+                time.sleep(0.02)
+            assert answer["error"]["code"] == -32602
+        assert probe.cancelled.wait(5)
+        assert server.tasks.running == 0 and len(server.tasks.store) == 0  # type: ignore[arg-type]

@@ -26,7 +26,7 @@ import attrs
 import httpx
 
 from sansio_mcp import InternalError
-from sansio_mcp.runtime import Backend, CancelTask, Context, Server, TaskLimits
+from sansio_mcp.runtime import Backend, CancelTask, Context, Server, TaskLimits, task_owner
 from sansio_mcp.tasks import TASKS_EXTENSION, declares_tasks
 
 from ...a2a import (
@@ -75,6 +75,28 @@ class _Refused(Exception):
         self.result = result
 
 
+class _BridgeServer(Server):
+    """The bridge's :class:`Server`: a ``CreateTaskResult`` leaving it carries an empty
+    ``content`` array, for clients that check every ``tools/call`` result against the
+    plain result's schema (typescript-sdk issue 2637)."""
+
+    def begin(self, ctx: Context) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+        outcome = super().begin(ctx)
+        if isinstance(outcome, dict):
+            return _with_content(outcome)
+
+        async def settled() -> dict[str, Any]:
+            return _with_content(await outcome)
+
+        return settled()
+
+
+def _with_content(result: dict[str, Any]) -> dict[str, Any]:
+    if result.get("resultType") == "task" and "content" not in result:
+        return {**result, "content": []}
+    return result
+
+
 class A2ABridge:
     """The bridge's state (agents, handles) and its MCP :attr:`server`.
 
@@ -119,7 +141,7 @@ class A2ABridge:
 
     def _build_server(self) -> Server:
         aliases = sorted(self.links)
-        server = Server(
+        server = _BridgeServer(
             "sansio-mcp-a2a-bridge",
             "0.1.0",
             title="A2A agents as MCP tools",
@@ -131,6 +153,10 @@ class A2ABridge:
             # A task no client asks about is given up (and its A2A task cancelled) when
             # its handle would expire: nobody could ask about it any more.
             task_limits=TaskLimits(unpolled_ttl_ms=self.config.handle_ttl_ms),
+            task_ttl_ms=self.config.task_ttl_ms,
+            # Tasks on the 2026-07-28 route only (the extension): the handshake route
+            # advertises no tasks capability and its tasks/* are -32021.
+            handshake_tasks=False,
         )
         retention = self.tasks.describe_retention()
         one = len(aliases) == 1
@@ -211,14 +237,17 @@ class A2ABridge:
             annotations={"readOnlyHint": True, "openWorldHint": True},
         )
         async def a2a_get_task(
+            ctx: Context,
             taskHandle: str,
             agent: str | None = None,
             historyLength: int | None = None,
         ) -> dict[str, Any]:
+            owner = task_owner(ctx)
+
             async def get(link: AgentLink) -> dict[str, Any]:
-                ref = self._task(taskHandle, link.alias)
+                ref = self._task(taskHandle, link.alias, owner)
                 task = await link.get_task(ref.task_id, historyLength)
-                return self._task_result(link, task, with_history=True)
+                return self._task_result(link, task, owner, with_history=True)
 
             return await self._guard(agent, get)
 
@@ -228,10 +257,14 @@ class A2ABridge:
             input_schema=schema({"taskHandle": task_handle}, ["taskHandle"]),
             annotations={"destructiveHint": True, "openWorldHint": True},
         )
-        async def a2a_cancel_task(taskHandle: str, agent: str | None = None) -> dict[str, Any]:
+        async def a2a_cancel_task(
+            ctx: Context, taskHandle: str, agent: str | None = None
+        ) -> dict[str, Any]:
+            owner = task_owner(ctx)
+
             async def cancel(link: AgentLink) -> dict[str, Any]:
-                ref = self._task(taskHandle, link.alias)
-                return self._task_result(link, await link.cancel_task(ref.task_id))
+                ref = self._task(taskHandle, link.alias, owner)
+                return self._task_result(link, await link.cancel_task(ref.task_id), owner)
 
             return await self._guard(agent, cancel)
 
@@ -281,8 +314,9 @@ class A2ABridge:
                 f"agent {link.alias!r}: {exc}", error="invalid_agent_response", agent=link.alias
             )
 
-    def _task(self, handle: str, alias: str) -> TaskRef:
-        ref = self.tasks.resolve(handle, self.clock())
+    def _task(self, handle: str, alias: str, owner: str) -> TaskRef:
+        """``owner``'s task handle (another's is unknown to them), of agent ``alias``."""
+        ref = self.tasks.resolve(handle, self.clock(), owner)
         if ref.agent != alias:
             raise _Refused(
                 bridge_failure(
@@ -292,36 +326,39 @@ class A2ABridge:
             )
         return ref
 
-    def _context_handle(self, link: AgentLink, context_id: str | None) -> str | None:
+    def _context_handle(self, link: AgentLink, context_id: str | None, owner: str) -> str | None:
         if not context_id:
             return None
-        return self.contexts.mint(ContextRef(link.alias, context_id), self.clock())
+        return self.contexts.mint(ContextRef(link.alias, context_id), self.clock(), owner)
 
-    def _task_handle(self, link: AgentLink, task: dict[str, Any]) -> str:
+    def _task_handle(self, link: AgentLink, task: dict[str, Any], owner: str) -> str:
         ref = TaskRef(link.alias, task.get("id", ""), task.get("contextId", ""))
-        return self.tasks.mint(ref, self.clock())
+        return self.tasks.mint(ref, self.clock(), owner)
 
     def _task_result(
         self,
         link: AgentLink,
         task: dict[str, Any],
+        owner: str,
         *,
         with_history: bool = False,
         notes: tuple[str, ...] = (),
     ) -> dict[str, Any]:
         return task_result(
             task,
-            context_handle=self._context_handle(link, task.get("contextId", "")),
-            task_handle=self._task_handle(link, task),
+            context_handle=self._context_handle(link, task.get("contextId", ""), owner),
+            task_handle=self._task_handle(link, task, owner),
             with_history=with_history,
             notes=notes,
             limits=self.config.result_limits,
         )
 
-    def _message_result(self, link: AgentLink, message: dict[str, Any]) -> dict[str, Any]:
+    def _message_result(
+        self, link: AgentLink, message: dict[str, Any], owner: str
+    ) -> dict[str, Any]:
         return message_result(
             message,
-            context_handle=self._context_handle(link, message.get("contextId")),
+            context_handle=self._context_handle(link, message.get("contextId"), owner),
             limits=self.config.result_limits,
         )
 
@@ -330,7 +367,7 @@ class A2ABridge:
     ) -> None:
         """Refuse a task id the agent gave before, answering a message that named neither
         that task nor its conversation: its handle would reach another client's task.
-        (Handles are not per client: a stateless client has no identity to key them on.)"""
+        (Handles are their owner's, and an anonymous owner is every anonymous client.)"""
         ref = TaskRef(link.alias, task.get("id", ""), task.get("contextId", ""))
         known = self.tasks.peek(ref, self.clock())
         if known is not None and (context_id is None or known.context_id != context_id):
@@ -369,11 +406,12 @@ class A2ABridge:
         task_handle: str | None,
     ) -> dict[str, Any]:
         context_id = task_id = None
+        owner = task_owner(ctx)
         if task_handle is not None:
-            ref = self._task(task_handle, link.alias)
+            ref = self._task(task_handle, link.alias, owner)
             task_id, context_id = ref.task_id, ref.context_id
         elif context_handle is not None:
-            found = self.contexts.resolve(context_handle, self.clock())
+            found = self.contexts.resolve(context_handle, self.clock(), owner)
             if found.agent != link.alias:
                 raise _Refused(
                     bridge_failure(
@@ -389,28 +427,28 @@ class A2ABridge:
         resumed = self._resumed(ctx)
         if resumed is not None:
             handle, rounds, answer = resumed
-            ref = self._task(handle, link.alias)
+            ref = self._task(handle, link.alias, owner)
             task_id, context_id = ref.task_id, ref.context_id
             if answer is None:
-                return await self._declined(link, ref)
+                return await self._declined(link, ref, owner)
             text = answer
         kind, value = await link.send_message(text, context_id=context_id, task_id=task_id)
         if kind == "task" and task_id is None:
             self._check_new_task(link, value, context_id)
         while True:
             if kind == "message":
-                return self._message_result(link, value)
+                return self._message_result(link, value, owner)
             task, notes = await self._follow(link, value)
             state = state_mapping((task.get("status") or {}).get("state"))
             wants_input = state.a2a_state == "TASK_STATE_INPUT_REQUIRED"
             if not wants_input or "elicitation" not in ctx.client_capabilities:
-                return self._task_result(link, task, notes=notes)
+                return self._task_result(link, task, owner, notes=notes)
             rounds += 1
-            handle = self._task_handle(link, task)
+            handle = self._task_handle(link, task, owner)
             answer = await self._ask(ctx, task, f"a2a-answer:{handle}:{rounds}")
             ref = TaskRef(link.alias, task.get("id", ""), task.get("contextId", ""))
             if answer is None:
-                return await self._declined(link, ref)
+                return await self._declined(link, ref, owner)
             kind, value = await link.send_message(
                 answer, context_id=ref.context_id, task_id=ref.task_id
             )
@@ -431,7 +469,7 @@ class A2ABridge:
         rounds, handle, value = max(found, key=lambda item: item[0])
         return handle, rounds, _accepted(value)
 
-    async def _declined(self, link: AgentLink, ref: TaskRef) -> dict[str, Any]:
+    async def _declined(self, link: AgentLink, ref: TaskRef, owner: str) -> dict[str, Any]:
         """The user declined the agent's question: the bridge cancels the task."""
         note = "the user declined to answer; the bridge cancelled the A2A task"
         try:
@@ -439,7 +477,7 @@ class A2ABridge:
         except A2ACallError as exc:
             task = await link.get_task(ref.task_id)
             note += f" (the agent refused: A2A error {exc.code}, {exc.message})"
-        return self._task_result(link, task, notes=(note,))
+        return self._task_result(link, task, owner, notes=(note,))
 
     async def _follow(
         self,
@@ -489,6 +527,7 @@ class A2ABridge:
         task too; an agent that can no longer be reached fails the task, the A2A code
         in ``error.data``."""
         progress = _StatusReporter(ctx)
+        owner = task_owner(ctx)
         rounds = 0
         try:
             while True:
@@ -504,7 +543,7 @@ class A2ABridge:
                         raise  # no A2A task yet: a tool error, as without the extension
                     raise _lost(link, exc) from None
                 if kind == "message":
-                    return self._message_result(link, value)
+                    return self._message_result(link, value, owner)
                 try:
                     task, _ = await self._follow(link, value, limit=math.inf, on_update=progress)
                 except (AgentFailure, A2ACallError) as exc:
@@ -513,14 +552,14 @@ class A2ABridge:
                 if state.a2a_state != "TASK_STATE_INPUT_REQUIRED" or (
                     "elicitation" not in ctx.client_capabilities
                 ):
-                    return self._task_outcome(link, self._task_result(link, task))
+                    return self._task_outcome(link, self._task_result(link, task, owner))
                 rounds += 1
-                handle = self._task_handle(link, task)
+                handle = self._task_handle(link, task, owner)
                 answer = await self._ask(ctx, task, f"a2a-answer:{handle}:{rounds}")
                 task_id, context_id = task.get("id", ""), task.get("contextId", "")
                 if answer is None:
                     ref = TaskRef(link.alias, task_id, context_id)
-                    return self._task_outcome(link, await self._declined(link, ref))
+                    return self._task_outcome(link, await self._declined(link, ref, owner))
                 text = answer
         except BaseException as exc:
             if not isinstance(exc, Exception) and progress.task_id:
