@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sansio_mcp import InvalidParams, MissingRequiredClientCapability
 from sansio_mcp._streamable_http import StreamableHTTPServer
 from sansio_mcp_apps.example_server import build_server
-from sansio_mcp_apps.gateway import ConfigError, parse_config
+from sansio_mcp_apps.gateway import ConfigError, ConnectorConfig, parse_config
 
 from .conftest import BACKENDS, serve_gateway, serve_router_on
 
@@ -233,3 +233,57 @@ def test_bad_virtual_mcps_and_records_are_refused_precisely(
     config = {"connectors": {"a": {"transport": "http", "url": "http://127.0.0.1:1/mcp"}}}
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace("[", r"\[")):
         parse_config({**config, **change})
+
+
+async def _handshake_upstream_asks(backend: Any, adapters: str, relay: bool) -> Any:
+    """A handshake-era upstream (our example server, opened at 2025-11-25) asks its
+    ``elicit`` question mid-call; what a handshake-era client of the gateway gets."""
+    http_client = importlib.import_module(f"{adapters}.http_client")
+    handlers_type = importlib.import_module(adapters).ClientHandlers
+    asked: list[Any] = []
+
+    async def answer(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params)
+        return {"action": "accept", "content": {"answer": "yes"}}
+
+    def handshake_opener(connector: ConnectorConfig, **options: Any) -> Any:
+        return http_client.open_http_client(connector.url, mode="legacy", **options)
+
+    async with backend.open_task_group() as group:
+        example = build_server()
+        upstream = await serve_router_on(
+            backend, group, adapters, example, StreamableHTTPServer(example.create_session)
+        )
+        config = parse_config(
+            {
+                "connectors": {
+                    "ex": {"transport": "http", "url": f"http://127.0.0.1:{upstream}/mcp"}
+                },
+                "relay_questions_to_handshake_clients": relay,
+            }
+        )
+        _, url = await serve_gateway(backend, group, adapters, config, handshake_opener)
+        async with backend.fail_after(15):
+            async with http_client.open_http_client(
+                url, mode="legacy", handlers=handlers_type(elicitation=answer)
+            ) as client:
+                try:
+                    got: Any = await client.call_tool("ex.elicit", {"question": "ok?"})
+                except MissingRequiredClientCapability as exc:
+                    got = (exc.code, exc.data, exc.message)
+        group.cancel()
+    return asked, got
+
+
+@pytest.mark.parametrize("relay", [False, True])
+def test_a_handshake_client_is_asked_only_when_relaying_is_on(adapters: str, relay: bool) -> None:
+    backend = importlib.import_module(adapters).BACKEND
+    asked, got = backend.run(_handshake_upstream_asks, backend, adapters, relay)
+    if relay:  # outside the spec, on request: asked on assumed capabilities
+        assert [a["message"] for a in asked] == ["ok?"]
+        assert got["structuredContent"] == {"action": "accept", "answer": "yes"}
+    else:  # the default: nothing asked, -32021 naming what the upstream needs
+        assert asked == []
+        code, data, message = got
+        assert code == -32021 and data == {"requiredCapabilities": {"elicitation": {}}}
+        assert "asks no handshake-era client" in message
