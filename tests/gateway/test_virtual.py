@@ -46,14 +46,20 @@ def _config(upstream: str, tmp: Path, **more: Any) -> dict[str, Any]:
     }
 
 
-async def _scenario(backend: Any, adapters: str, tmp: Path, **more: Any) -> dict[str, Any]:
-    http_client = importlib.import_module(f"{adapters}.http_client")
-    handlers_type = importlib.import_module(adapters).ClientHandlers
-    asked: list[Any] = []
+def _answering(adapters: str, asked: list[Any]) -> Any:
+    """Client handlers that accept every elicitation, recording what was asked."""
 
     async def answer(params: dict[str, Any]) -> dict[str, Any]:
         asked.append(params)
         return {"action": "accept", "content": {"answer": "yes"}}
+
+    return importlib.import_module(adapters).ClientHandlers(elicitation=answer)
+
+
+async def _scenario(backend: Any, adapters: str, tmp: Path, **more: Any) -> dict[str, Any]:
+    http_client = importlib.import_module(f"{adapters}.http_client")
+    asked: list[Any] = []
+    handlers = _answering(adapters, asked)
 
     got: dict[str, Any] = {"asked": asked}
     async with backend.open_task_group() as group:
@@ -63,7 +69,6 @@ async def _scenario(backend: Any, adapters: str, tmp: Path, **more: Any) -> dict
         )
         config = parse_config(_config(f"http://127.0.0.1:{upstream}/mcp", tmp, **more))
         _, url = await serve_gateway(backend, group, adapters, config)
-        handlers = handlers_type(elicitation=answer)
         async with backend.fail_after(30):
             for mode in ("modern", "legacy"):
                 for path, key in [("/va", "ka"), ("/vb", "kb"), ("", "root"), ("/va", "root")]:
@@ -239,12 +244,8 @@ async def _handshake_upstream_asks(backend: Any, adapters: str, relay: bool) -> 
     """A handshake-era upstream (our example server, opened at 2025-11-25) asks its
     ``elicit`` question mid-call; what a handshake-era client of the gateway gets."""
     http_client = importlib.import_module(f"{adapters}.http_client")
-    handlers_type = importlib.import_module(adapters).ClientHandlers
     asked: list[Any] = []
-
-    async def answer(params: dict[str, Any]) -> dict[str, Any]:
-        asked.append(params)
-        return {"action": "accept", "content": {"answer": "yes"}}
+    handlers = _answering(adapters, asked)
 
     def handshake_opener(connector: ConnectorConfig, **options: Any) -> Any:
         return http_client.open_http_client(connector.url, mode="legacy", **options)
@@ -265,7 +266,7 @@ async def _handshake_upstream_asks(backend: Any, adapters: str, relay: bool) -> 
         _, url = await serve_gateway(backend, group, adapters, config, handshake_opener)
         async with backend.fail_after(15):
             async with http_client.open_http_client(
-                url, mode="legacy", handlers=handlers_type(elicitation=answer)
+                url, mode="legacy", handlers=handlers
             ) as client:
                 try:
                     got: Any = await client.call_tool("ex.elicit", {"question": "ok?"})
