@@ -11,12 +11,20 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
 from sansio_mcp import InvalidParams, MissingRequiredClientCapability
+from sansio_mcp._http import HTTPRequest
 from sansio_mcp._streamable_http import StreamableHTTPServer
 from sansio_mcp_apps.example_server import build_server
-from sansio_mcp_apps.gateway import ConfigError, ConnectorConfig, parse_config
+from sansio_mcp_apps.gateway import (
+    ConfigError,
+    ConnectorConfig,
+    GatewayHTTPServer,
+    parse_config,
+)
 
 from .conftest import BACKENDS, serve_gateway, serve_router_on
 
@@ -288,3 +296,51 @@ def test_a_handshake_client_is_asked_only_when_relaying_is_on(adapters: str, rel
         code, data, message = got
         assert code == -32021 and data == {"requiredCapabilities": {"elicitation": {}}}
         assert "asks no handshake-era client" in message
+
+
+KEYS = ["g0", "g1", "a0", "b0", "b1", "zz"]
+
+
+@given(
+    global_keys=st.lists(st.sampled_from(KEYS[:2]), unique=True),
+    a_keys=st.lists(st.sampled_from(KEYS[2:3]), unique=True),
+    b_keys=st.lists(st.sampled_from(KEYS[3:5]), unique=True),
+    path=st.sampled_from(["/mcp", "/mcp/a", "/mcp/b"]),
+    key=st.one_of(st.none(), st.sampled_from(KEYS)),
+)
+def test_a_key_opens_its_own_endpoints_only(
+    global_keys: list[str], a_keys: list[str], b_keys: list[str], path: str, key: str | None
+) -> None:
+    """Global keys open every endpoint, a virtual MCP's keys its own alone (403
+    elsewhere), anything else 401; with no key configured for an endpoint it is open.
+    The session served gets the endpoint and the key's place, never the key."""
+    router = GatewayHTTPServer(
+        build_server().create_session,
+        api_keys=global_keys,
+        virtual_mcps={"a": a_keys, "b": b_keys},
+    )
+    headers = {**HEADERS, "host": "127.0.0.1"}
+    if key is not None:
+        headers["authorization"] = f"Bearer {key}"
+    ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+    exchange = router.handle(HTTPRequest("POST", path, headers, ping))
+    virtual = path.removeprefix("/mcp").removeprefix("/") or None
+    own = {"a": a_keys, "b": b_keys}.get(virtual or "", [])
+    if not global_keys and not own:
+        allowed = True
+    else:
+        allowed = key in global_keys or key in own
+    if allowed:
+        assert exchange.status not in (401, 403), (exchange.status, key)
+        access = router.access[exchange.session]
+        assert access.endpoint == virtual
+        if key in global_keys:
+            assert access.principal == f"api_keys[{global_keys.index(key)}]"
+        elif key in own:
+            assert access.principal == f"virtual_mcps.{virtual}.api_keys[{own.index(key)}]"
+        assert key is None or key not in str(access)
+    elif key in a_keys + b_keys:
+        assert exchange.status == 403
+    else:
+        assert exchange.status == 401
+        assert exchange.headers["www-authenticate"] == "Bearer"
