@@ -344,3 +344,41 @@ def test_a_key_opens_its_own_endpoints_only(
     else:
         assert exchange.status == 401
         assert exchange.headers["www-authenticate"] == "Bearer"
+
+
+async def _call_given_up(backend: Any, adapters: str, tmp: Path) -> list[dict[str, Any]]:
+    """A modern client calls ``slow`` and goes away before it ends: the call log."""
+    http_client = importlib.import_module(f"{adapters}.http_client")
+    async with backend.open_task_group() as group:
+        example = build_server()
+        upstream = await serve_router_on(
+            backend, group, adapters, example, StreamableHTTPServer(example.create_session)
+        )
+        log = tmp / "calls.jsonl"
+        url = f"http://127.0.0.1:{upstream}/mcp"
+        config = parse_config(
+            {"connectors": {"a": {"transport": "http", "url": url}}, "call_log": str(log)}
+        )
+        gateway, endpoint = await serve_gateway(backend, group, adapters, config)
+
+        async def call() -> None:
+            async with http_client.open_http_client(endpoint, mode="modern") as client:
+                await client.call_tool("a.slow", {"seconds": 60, "steps": 2})
+
+        async with backend.fail_after(20):
+            async with backend.open_task_group() as calls:
+                calls.start_soon(call)
+                while not gateway.upstreams["a"]._in_flight:
+                    await backend.sleep(0.01)
+                calls.cancel()
+            while not log.exists():
+                await backend.sleep(0.01)
+        group.cancel()
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def test_a_call_given_up_is_logged_as_cancelled(adapters: str, tmp_path: Path) -> None:
+    backend = importlib.import_module(adapters).BACKEND
+    lines = backend.run(_call_given_up, backend, adapters, tmp_path)
+    assert [(line["tool"], line["outcome"]) for line in lines] == [("slow", "cancelled")]
+    assert lines[0]["principal"] is None and lines[0]["endpoint"] is None

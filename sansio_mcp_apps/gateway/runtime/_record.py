@@ -25,7 +25,8 @@ class CallRecord:
     """One tools/call: where (``endpoint``: a virtual MCP's id, None for the main
     one) and by whom (``principal``: which API key, never the key), to which tool,
     how long it took, how it ended (``ok``, ``tool_error``, the JSON-RPC error
-    code, or ``input_required``: a 2026-07-28 round that asks its client first)
+    code, ``input_required``: a 2026-07-28 round that asks its client first, or
+    ``cancelled``: its client went away, or the gateway stopped)
     and the sizes of its params and its answer, in bytes of JSON."""
 
     time: float

@@ -88,6 +88,8 @@ class GatewayServer(Server):
         self.access: Mapping[ServerSession, Access] = (
             access if access is not None else weakref.WeakKeyDictionary()
         )
+        if record is not None and clock is None:
+            raise TypeError("GatewayServer: record needs a clock to time each call")
         self.record = record
         self.clock = clock
         self.wall_clock = wall_clock
@@ -146,10 +148,12 @@ class GatewayServer(Server):
         """:meth:`_call`, its record made however it ends."""
         assert self.record is not None and self.clock is not None
         started, dated = self.clock(), self.wall_clock() if self.wall_clock else 0.0
-        outcome: str | int = "ok"
+        # What is left when the call ends otherwise (its client gone, the gateway stopping).
+        outcome: str | int = "cancelled"
         result: dict[str, Any] | None = None
         try:
             result = await self._call(ctx, connector, params)
+            outcome = "ok"
             if result.get("isError") is True:
                 outcome = "tool_error"
             elif result.get("resultType") == "input_required":
