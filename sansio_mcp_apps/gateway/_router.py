@@ -4,10 +4,14 @@ no protocol session.  A handshake client's ``initialize`` is answered without an
 own, as a 2026-07-28 request is; with API keys configured every request must
 carry ``Authorization: Bearer KEY``.
 
-Such a request can still ask its client (elicitation, sampling, roots): the
-server-to-client request goes out on the request's own SSE stream under an id the
-gateway makes unique, and the client's answer, POSTed without a session, is
-routed back to the session that asked by that id."""
+Such a client's declaration is not kept, so by default it is taken to have
+declared nothing and is asked nothing.  Told to relay questions (outside the
+spec), the gateway asks it on assumed capabilities (elicitation, sampling,
+roots): the server-to-client request goes out on the request's own SSE stream
+under an id the gateway makes unique, and the client's answer, POSTed without a
+session, is routed back to the session that asked by that id.
+
+Virtual MCPs are served at ``{endpoint}/{id}``, and ``GET /metrics`` when given."""
 
 from __future__ import annotations
 
