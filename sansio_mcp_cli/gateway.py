@@ -59,16 +59,29 @@ def router_listener(backend_name: str, gateway: Gateway) -> Listener:
 def run(args: argparse.Namespace, backend: TransportBackend) -> int:
     try:
         config = load_config_file(args.config)
+        if config.call_log is not None:
+            try:  # a log that cannot be written is said at start, not at the first call
+                with open(config.call_log, "a", encoding="utf-8"):
+                    pass
+            except OSError as exc:
+                problem = exc.strerror or exc
+                raise ConfigError(f"{args.config}: call_log {config.call_log}: {problem}") from None
+        gateway = Gateway(config, backend, transport_opener(backend))
     except ConfigError as exc:
         print(f"sansio-mcp gateway: {exc}", file=sys.stderr)
         return 2
-    gateway = Gateway(config, backend, transport_opener(backend))
     table = cast(TransportTable, backend)
     host = args.host
 
     def announce(port: int) -> None:
         shown = f"[{host}]" if ":" in host else host
         print(f"sansio-mcp gateway: http://{shown}:{port}/mcp", file=sys.stderr, flush=True)
+        for virtual in config.virtual_mcps:
+            print(
+                f"virtual MCP {virtual.id}: http://{shown}:{port}/mcp/{virtual.id}",
+                file=sys.stderr,
+                flush=True,
+            )
         print(f"connectors: {json.dumps(gateway.status())}", file=sys.stderr, flush=True)
 
     serve = partial(

@@ -20,10 +20,11 @@ from ._config import (
     ConnectorConfig,
     GatewayConfig,
     ToolOverride,
+    VirtualMCP,
     parse_config,
 )
 from ._fit import fit_input_request, fit_tool_result
-from ._router import GatewayHTTPServer
+from ._router import Access, GatewayHTTPServer
 from ._status import (
     CONNECTOR_TRANSITIONS,
     Backoff,
@@ -49,6 +50,7 @@ __all__ = [
     "DEFAULT_MAX_TOOLS_PER_CONNECTOR",
     "DEFAULT_TTL_MS",
     "TRANSPORTS",
+    "Access",
     "Backoff",
     "Catalog",
     "CatalogView",
@@ -64,6 +66,7 @@ __all__ = [
     "MemoryStore",
     "StatusTrigger",
     "ToolOverride",
+    "VirtualMCP",
     "apply_overrides",
     "backoff_delay",
     "catalog_of",

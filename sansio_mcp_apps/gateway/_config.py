@@ -18,6 +18,7 @@ __all__ = [
     "ConnectorConfig",
     "GatewayConfig",
     "ToolOverride",
+    "VirtualMCP",
     "parse_config",
 ]
 
@@ -34,7 +35,16 @@ _CONNECTOR_KEYS = {
     "sse": {"transport", "url", "tools"},
     "ws": {"transport", "url", "tools"},
 }
-_TOP_KEYS = {"connectors", "api_keys", "allowed_hosts", "max_tools_per_connector"}
+_TOP_KEYS = {
+    "connectors",
+    "api_keys",
+    "allowed_hosts",
+    "max_tools_per_connector",
+    "virtual_mcps",
+    "call_log",
+    "metrics",
+    "relay_questions_to_handshake_clients",
+}
 _TOKEN = re.compile(r"\A[\x21-\x7e]+\Z")
 _HEADER_NAME = re.compile(r"\A[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
 _BAD_HEADER_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
@@ -66,13 +76,33 @@ class ConnectorConfig:
 
 
 @attrs.frozen
+class VirtualMCP:
+    """An endpoint (``/mcp/{id}``) serving only some connectors' tools, with API
+    keys that work there alone."""
+
+    id: str
+    connectors: tuple[str, ...]
+    api_keys: tuple[str, ...] = ()
+
+
+@attrs.frozen
 class GatewayConfig:
     """Every connector, the API keys (empty: no authentication) and the extra
-    Host/Origin names accepted besides loopback."""
+    Host/Origin names accepted besides loopback; the virtual MCPs, where each call
+    is recorded (``call_log``, a JSON-lines file), whether ``GET /metrics`` is
+    served, and whether handshake-era clients are asked questions on assumed
+    capabilities (outside the spec; off by default)."""
 
     connectors: tuple[ConnectorConfig, ...]
     api_keys: tuple[str, ...] = ()
     allowed_hosts: tuple[str, ...] = ()
+    virtual_mcps: tuple[VirtualMCP, ...] = ()
+    call_log: str | None = None
+    metrics: bool = False
+    relay_questions_to_handshake_clients: bool = False
+
+    def virtual_mcp(self, id: str) -> VirtualMCP | None:
+        return next((v for v in self.virtual_mcps if v.id == id), None)
 
     def connector(self, name: str) -> ConnectorConfig | None:
         return next((c for c in self.connectors if c.name == name), None)
@@ -138,6 +168,41 @@ def _connector(name: Any, value: Any) -> ConnectorConfig:
     return ConnectorConfig(name, transport, url=url, headers=headers, tools=tools)
 
 
+def _api_keys(value: Any, where: str) -> tuple[str, ...]:
+    keys = _strings(value, where)
+    if any(not key for key in keys):
+        raise ConfigError(f"{where} must not contain an empty key")
+    if any(not _TOKEN.match(key) for key in keys):
+        # A key no Authorization header could carry would lock every client out.
+        raise ConfigError(f"{where} must be visible ASCII without spaces (Bearer tokens)")
+    return keys
+
+
+def _virtual_mcps(value: Any, connectors: Mapping[str, Any]) -> tuple[VirtualMCP, ...]:
+    if not isinstance(value, dict):
+        raise ConfigError("virtual_mcps must be an object of virtual MCPs by id")
+    found: list[VirtualMCP] = []
+    for id, entry in value.items():
+        where = f"virtual_mcps.{id}"
+        if not isinstance(id, str) or not CONNECTOR_NAME.match(id):
+            raise ConfigError(f"virtual MCP id {id!r} must match {CONNECTOR_NAME.pattern}")
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where} must be an object")
+        reject_unknown_keys(entry, ("connectors", "api_keys"), where)
+        names = _strings(entry.get("connectors"), f"{where}.connectors")
+        if not names:
+            raise ConfigError(f"{where}.connectors must name at least one connector")
+        unknown = [n for n in names if n not in connectors]
+        if unknown:
+            raise ConfigError(
+                f"{where}.connectors: no connector named {', '.join(map(repr, unknown))} "
+                f"(the connectors are {', '.join(map(repr, connectors))})"
+            )
+        keys = _api_keys(entry.get("api_keys", []), f"{where}.api_keys")
+        found.append(VirtualMCP(id, tuple(dict.fromkeys(names)), keys))
+    return tuple(found)
+
+
 def parse_config(obj: Any) -> GatewayConfig:
     """The :class:`GatewayConfig` a decoded ``gateway.json`` describes; raises
     :class:`ConfigError` naming the first problem."""
@@ -147,15 +212,26 @@ def parse_config(obj: Any) -> GatewayConfig:
     connectors = obj.get("connectors")
     if not isinstance(connectors, dict) or not connectors:
         raise ConfigError("connectors must be an object naming at least one connector")
-    api_keys = _strings(obj.get("api_keys", []), "api_keys")
-    if any(not key for key in api_keys):
-        raise ConfigError("api_keys must not contain an empty key")
-    if any(not _TOKEN.match(key) for key in api_keys):
-        # A key no Authorization header could carry would lock every client out.
-        raise ConfigError("api_keys must be visible ASCII without spaces (Bearer tokens)")
+    api_keys = _api_keys(obj.get("api_keys", []), "api_keys")
     max_tools = obj.get("max_tools_per_connector", DEFAULT_MAX_TOOLS_PER_CONNECTOR)
     if isinstance(max_tools, bool) or not isinstance(max_tools, int) or max_tools < 1:
         raise ConfigError("max_tools_per_connector must be a positive integer")
+    virtual = _virtual_mcps(obj.get("virtual_mcps", {}), connectors)
+    if any(v.api_keys for v in virtual) and not api_keys:
+        # Else /mcp, which serves every connector, would be open to all while the
+        # virtual MCPs, serving fewer, need a key.
+        raise ConfigError(
+            "virtual_mcps have api_keys but api_keys is empty: /mcp would serve every "
+            "connector without one; set api_keys too"
+        )
+    call_log = obj.get("call_log")
+    if call_log is not None and (not isinstance(call_log, str) or not call_log):
+        raise ConfigError("call_log must be the path of a file")
+    flags = {}
+    for key in ("metrics", "relay_questions_to_handshake_clients"):
+        flags[key] = obj.get(key, False)
+        if not isinstance(flags[key], bool):
+            raise ConfigError(f"{key} must be true or false")
     return GatewayConfig(
         tuple(
             attrs.evolve(_connector(name, value), max_tools=max_tools)
@@ -163,4 +239,7 @@ def parse_config(obj: Any) -> GatewayConfig:
         ),
         api_keys=api_keys,
         allowed_hosts=_strings(obj.get("allowed_hosts", []), "allowed_hosts"),
+        virtual_mcps=virtual,
+        call_log=call_log,
+        **flags,
     )

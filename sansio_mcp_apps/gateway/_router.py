@@ -4,18 +4,24 @@ no protocol session.  A handshake client's ``initialize`` is answered without an
 own, as a 2026-07-28 request is; with API keys configured every request must
 carry ``Authorization: Bearer KEY``.
 
-Such a request can still ask its client (elicitation, sampling, roots): the
-server-to-client request goes out on the request's own SSE stream under an id the
-gateway makes unique, and the client's answer, POSTed without a session, is
-routed back to the session that asked by that id."""
+Such a client's declaration is not kept, so by default it is taken to have
+declared nothing and is asked nothing.  Told to relay questions (outside the
+spec), the gateway asks it on assumed capabilities (elicitation, sampling,
+roots): the server-to-client request goes out on the request's own SSE stream
+under an id the gateway makes unique, and the client's answer, POSTed without a
+session, is routed back to the session that asked by that id.
+
+Virtual MCPs are served at ``{endpoint}/{id}``, and ``GET /metrics`` when given."""
 
 from __future__ import annotations
 
 import hmac
 import secrets
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from typing import Any
+
+import attrs
 
 from sansio_mcp import (
     HANDSHAKE_REVISIONS,
@@ -35,14 +41,16 @@ from sansio_mcp.http import (
     json_error,
 )
 
-__all__ = ["ASSUMED_CLIENT_CAPABILITIES", "GatewayHTTPServer", "LEGACY_DEFAULT_VERSION"]
+__all__ = ["ASSUMED_CLIENT_CAPABILITIES", "Access", "GatewayHTTPServer", "LEGACY_DEFAULT_VERSION"]
 
 #: The revision a handshake request without ``MCP-Protocol-Version`` is served at
 #: (what the 2025-06-18 transport says a server assumes).
 LEGACY_DEFAULT_VERSION = "2025-03-26"
-#: What a handshake-era client is taken to have declared: its ``initialize`` was
-#: answered on another request and is not kept, so the gateway asks, and a client
-#: that cannot answer says so (-32601), which the gateway reports as -32021.
+#: What a handshake-era client is taken to have declared when the gateway is told
+#: to relay questions to it (outside the spec): its ``initialize`` was answered on
+#: another request and is not kept, so the gateway asks, and a client that cannot
+#: answer says so (-32601), which the gateway reports as -32021.  By default such a
+#: client is taken to have declared nothing, and is asked nothing.
 ASSUMED_CLIENT_CAPABILITIES = {
     "sampling": {"tools": {}},
     "elicitation": {"form": {}, "url": {}},
@@ -52,18 +60,49 @@ ASSUMED_CLIENT_CAPABILITIES = {
 MAX_OPEN_QUESTIONS = 10_000
 
 
+@attrs.frozen
+class Access:
+    """Where a request came (``endpoint``: a virtual MCP's id, None for the main
+    endpoint) and who sent it (``principal``: which API key, by its place in the
+    config, never the key itself; None without API keys)."""
+
+    endpoint: str | None = None
+    principal: str | None = None
+
+
 class GatewayHTTPServer(StreamableHTTPServer):
-    """:class:`StreamableHTTPServer` without handshake sessions, and with API keys."""
+    """:class:`StreamableHTTPServer` without handshake sessions, and with API keys.
+
+    ``virtual_mcps`` (id -> its own API keys) are served at ``{endpoint}/{id}``;
+    each session's :class:`Access` goes into ``access``.  The global ``api_keys``
+    work everywhere, a virtual MCP's only on its own endpoint (403 elsewhere).
+    ``metrics``, if given, makes ``GET /metrics``' body (same API keys as the
+    main endpoint).  ``relay_questions`` replays a handshake-era client's
+    handshake with :data:`ASSUMED_CLIENT_CAPABILITIES` (outside the spec);
+    without it the client is taken to have declared none."""
 
     def __init__(
         self,
         session_factory: Callable[[], ServerSession],
         *,
         api_keys: Iterable[str] = (),
+        virtual_mcps: Mapping[str, Iterable[str]] | None = None,
+        access: MutableMapping[ServerSession, Access] | None = None,
+        metrics: Callable[[], tuple[str, bytes]] | None = None,
+        relay_questions: bool = False,
         **options: Any,
     ) -> None:
         super().__init__(session_factory, **options)
         self.api_keys = tuple(key.encode("utf-8") for key in api_keys)
+        self.virtual_mcps = {
+            id: tuple(key.encode("utf-8") for key in keys)
+            for id, keys in (virtual_mcps or {}).items()
+        }
+        self.access: MutableMapping[ServerSession, Access] = (
+            access if access is not None else weakref.WeakKeyDictionary()
+        )
+        self.metrics = metrics
+        self.relay_questions = relay_questions
         # The answers to handshake-era requests, each with its Authorization header:
         # an error goes with HTTP 200 there (400 for -32021 is the 2026-07-28 rule, and
         # older clients take it for a transport failure).
@@ -78,12 +117,18 @@ class GatewayHTTPServer(StreamableHTTPServer):
         refusal = self._check_security(request)
         if refusal is not None:
             return refusal
-        if self.api_keys and not self._authorized(request):
-            refusal = json_error(
-                401, None, ErrorCode.INVALID_REQUEST, "a valid API key is required"
-            )
-            refusal.headers["www-authenticate"] = "Bearer"
-            return refusal
+        path, virtual = request.path, None
+        if path == "/metrics" and self.metrics is not None:
+            return self._metrics(request)
+        if path.startswith(self.endpoint + "/"):
+            virtual = path[len(self.endpoint) + 1 :]
+            if virtual not in self.virtual_mcps:
+                return json_error(404, None, ErrorCode.INVALID_REQUEST, f"no virtual MCP at {path}")
+            query = request.target[len(path) :]
+            request = attrs.evolve(request, target=self.endpoint + query)
+        principal = self._principal(request, virtual)
+        if isinstance(principal, Exchange):
+            return principal
         if request.method != "POST" and request.path == self.endpoint:
             # No sessions: nothing to stream to or end (405, as a stateless server says),
             # and no other method either: Allow names POST alone.
@@ -92,15 +137,54 @@ class GatewayHTTPServer(StreamableHTTPServer):
             )
             refusal.headers["allow"] = "POST"
             return refusal
-        return super().handle(request, now)
+        exchange = super().handle(request, now)
+        session = exchange.session
+        if session is not None and session not in self.access:
+            self.access[session] = Access(virtual, principal)
+        return exchange
 
-    def _authorized(self, request: HTTPRequest) -> bool:
+    def _metrics(self, request: HTTPRequest) -> Exchange:
+        assert self.metrics is not None
+        principal = self._principal(request, None)
+        if isinstance(principal, Exchange):
+            return principal
+        if request.method != "GET":
+            refusal = json_error(405, None, ErrorCode.INVALID_REQUEST, "GET /metrics only")
+            refusal.headers["allow"] = "GET"
+            return refusal
+        content_type, body = self.metrics()
+        return Exchange(200, {"content-type": content_type}, body)
+
+    def _principal(self, request: HTTPRequest, virtual: str | None) -> str | Exchange | None:
+        """Which API key ``request`` carries, as a principal: ``api_keys[N]``, or
+        ``virtual_mcps.ID.api_keys[N]``; None when none is needed; else the 401
+        (no valid key) or 403 (another virtual MCP's key) that refuses it."""
+        own = self.virtual_mcps.get(virtual, ()) if virtual is not None else ()
+        if not self.api_keys and not own:
+            return None
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            return False
-        given = token.strip().encode("utf-8")
+        given = token.strip().encode("utf-8") if scheme.lower() == "bearer" else b""
+        found: str | None = None
+        elsewhere = False
         # Every key compared, in constant time each: timing tells nothing of which.
-        return any([hmac.compare_digest(given, key) for key in self.api_keys])
+        for where, keys in [("", self.api_keys)] + [
+            (f"virtual_mcps.{id}.", keys) for id, keys in self.virtual_mcps.items()
+        ]:
+            for n, key in enumerate(keys):
+                if hmac.compare_digest(given, key) and given:
+                    if where in ("", f"virtual_mcps.{virtual}."):
+                        found = found or f"{where}api_keys[{n}]"
+                    else:
+                        elsewhere = True
+        if found is not None:
+            return found
+        if elsewhere:
+            return json_error(
+                403, None, ErrorCode.INVALID_REQUEST, "this API key is not valid at this endpoint"
+            )
+        refusal = json_error(401, None, ErrorCode.INVALID_REQUEST, "a valid API key is required")
+        refusal.headers["www-authenticate"] = "Bearer"
+        return refusal
 
     def _initialize(self, message: dict[str, Any]) -> Exchange:
         session = self.session_factory()
@@ -141,7 +225,7 @@ class GatewayHTTPServer(StreamableHTTPServer):
                 return json_error(400, None, ErrorCode.INVALID_REQUEST, exc.message)
             return Exchange(202, {})
         session = self.session_factory()
-        _replay_handshake(session, version)
+        _replay_handshake(session, version, self.relay_questions)
         session.receive_message(message)
         request_id = message["id"]
         early = session.outgoing_to_send()
@@ -202,10 +286,10 @@ class GatewayHTTPServer(StreamableHTTPServer):
         return answered
 
 
-def _replay_handshake(session: ServerSession, version: str) -> None:
+def _replay_handshake(session: ServerSession, version: str, assume: bool) -> None:
     """Bring a fresh session to READY at ``version``, as the client's own handshake
     (answered earlier, on another request) did, with
-    :data:`ASSUMED_CLIENT_CAPABILITIES`."""
+    :data:`ASSUMED_CLIENT_CAPABILITIES` if ``assume``, else with none."""
     assert version in HANDSHAKE_REVISIONS
     session.receive_message(
         {
@@ -214,7 +298,7 @@ def _replay_handshake(session: ServerSession, version: str) -> None:
             "method": "initialize",
             "params": {
                 "protocolVersion": version,
-                "capabilities": ASSUMED_CLIENT_CAPABILITIES,
+                "capabilities": ASSUMED_CLIENT_CAPABILITIES if assume else {},
                 "clientInfo": {"name": "sessionless-client", "version": "0"},
             },
         }

@@ -163,6 +163,10 @@ def setup(
                 "example": {"transport": "http", "url": f"http://127.0.0.1:{port}/mcp"},
             },
             "api_keys": [API_KEY],
+            # Its handshake-era clients are asked too (outside the spec; off by default).
+            "relay_questions_to_handshake_clients": True,
+            # /mcp/ex: the example server alone, on the global key.
+            "virtual_mcps": {"ex": {"connectors": ["example"]}},
         }
         with gateway(config, request.param, tmp) as url:
             yield Setup(url, root, f"http://127.0.0.1:{port}/mcp")

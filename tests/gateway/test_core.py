@@ -443,6 +443,16 @@ def test_the_command_refuses_a_bad_config(tmp_path: Any) -> None:
             ' "a": {"transport": "stdio", "cmd": ["y"]}}}',
             "'a' is given twice",
         ),
+        (
+            '{"connectors": {"a": {"transport": "stdio", "cmd": ["x"]}},'
+            ' "virtual_mcps": {"v": {"connectors": ["a", "b"]}}}',
+            "virtual_mcps.v.connectors: no connector named 'b'",
+        ),
+        (
+            '{"connectors": {"a": {"transport": "stdio", "cmd": ["x"]}},'
+            f' "call_log": "{tmp_path}/no/such/dir/calls.jsonl"}}',
+            "call_log",
+        ),
     ]:
         path.write_text(text)
         done = subprocess.run(

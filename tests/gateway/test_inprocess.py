@@ -33,9 +33,10 @@ async def _ready(gateway: Gateway) -> None:
             await trio.sleep(0.02)
 
 
-async def _serve_gateway(nursery: Any, connectors: dict[str, Any]) -> str:
-    """A gateway over ``connectors``, ready; its endpoint URL."""
-    gateway = Gateway(parse_config({"connectors": connectors}), BACKEND, transport_opener(BACKEND))
+async def _serve_gateway(nursery: Any, connectors: dict[str, Any], **config: Any) -> str:
+    """A gateway over ``connectors`` (and ``config``'s other keys), ready; its endpoint URL."""
+    parsed = parse_config({"connectors": connectors, **config})
+    gateway = Gateway(parsed, BACKEND, transport_opener(BACKEND))
     nursery.start_soon(gateway.run)
     await _ready(gateway)
     port = await nursery.start(partial(serve_router, gateway.server, router=gateway.router()))
@@ -272,7 +273,11 @@ async def test_only_the_asker_can_answer_a_question(nursery: Any) -> None:
     upstream = await nursery.start(serve_http, build_server())
     url = f"http://127.0.0.1:{upstream}/mcp"
     config = parse_config(
-        {"connectors": {"ex": {"transport": "http", "url": url}}, "api_keys": ["alice", "bob"]}
+        {
+            "connectors": {"ex": {"transport": "http", "url": url}},
+            "api_keys": ["alice", "bob"],
+            "relay_questions_to_handshake_clients": True,
+        }
     )
     gateway = Gateway(config, BACKEND, transport_opener(BACKEND))
     nursery.start_soon(gateway.run)
@@ -397,7 +402,11 @@ async def test_tool_enabled_sampling_reaches_a_client_that_declared_it(nursery: 
 
     upstream = await nursery.start(serve_http, server)
     url = f"http://127.0.0.1:{upstream}/mcp"
-    endpoint = await _serve_gateway(nursery, {"ex": {"transport": "http", "url": url}})
+    endpoint = await _serve_gateway(
+        nursery,
+        {"ex": {"transport": "http", "url": url}},
+        relay_questions_to_handshake_clients=True,
+    )
     asked: list[dict[str, Any]] = []
 
     async def sample(params: dict[str, Any]) -> dict[str, Any]:
@@ -406,7 +415,7 @@ async def test_tool_enabled_sampling_reaches_a_client_that_declared_it(nursery: 
 
     can = ClientHandlers(sampling=sample, sampling_tools=True)
     for version in ("2026-07-28", "2025-11-25"):
-        # (A handshake client's declaration is not kept: it is taken to have one.)
+        # (A handshake client's declaration is not kept: relaying, it is taken to have one.)
         async with open_http_client(endpoint, protocol_version=version, handlers=can) as client:
             done = await client.call_tool("ex.weather", {})
         assert "sunny" in done["content"][0]["text"] and not done.get("isError"), version

@@ -156,6 +156,7 @@ async def _concurrent_scenario(backend: Any, adapters: str) -> dict[str, Any]:
                     "ex": {"transport": "http", "url": f"http://127.0.0.1:{upstream_port}/mcp"}
                 },
                 "api_keys": ["alice", "bob"],
+                "relay_questions_to_handshake_clients": True,
             }
         )
         _, url = await serve_gateway(backend, group, adapters, config, handshake_opener)

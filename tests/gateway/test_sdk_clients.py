@@ -90,6 +90,26 @@ def test_python_sdk_handshake_client_answers_by_server_requests(setup: Setup) ->
     anyio.run(body, backend="asyncio")
 
 
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_python_sdk_clients_at_a_virtual_mcp(setup: Setup, mode: str) -> None:
+    """At /mcp/ex the SDK's clients, of both eras, see the example server alone."""
+
+    async def body() -> None:
+        async with create_mcp_http_client(headers=AUTH) as http:
+            transport = streamable_http_client(setup.url + "/ex", http_client=http)
+            async with mcp.Client(transport, mode=mode) as client:
+                names = {t.name for t in (await client.list_tools()).tools}
+                assert names == {f"example.{t}" for t in EXAMPLE_TOOLS}
+                added = await client.call_tool("example.add", {"a": 2, "b": 3})
+                assert added.structured_content == {"sum": 5}
+                with pytest.raises(MCPError) as info:
+                    await client.call_tool("everything.echo", {"message": "x"})
+                assert info.value.error.code == -32602
+                assert "unknown connector 'everything'" in info.value.error.message
+
+    anyio.run(body, backend="asyncio")
+
+
 def test_python_sdk_modern_client(setup: Setup) -> None:
     elicitation = Elicitation("sdk: ")
 

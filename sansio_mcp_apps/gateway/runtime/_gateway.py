@@ -4,14 +4,19 @@ clients the list changed."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import attrs
+
+from sansio_mcp import ServerSession
 from sansio_mcp.http import LOOPBACK_HOSTS
 from sansio_mcp.runtime import Backend, Signal, TransportBackend
 
 from ...gateway import (
     DEFAULT_TTL_MS,
+    Access,
     Catalog,
     CatalogView,
     ConnectorConfig,
@@ -23,6 +28,7 @@ from ...gateway import (
     move,
     status_report,
 )
+from ._record import CallRecorder
 from ._server import GatewayServer
 from ._upstream import Opener, Upstream, UpstreamSettings
 
@@ -79,6 +85,27 @@ class Gateway:
         self.store: GatewayStore = store or MemoryStore([c.name for c in config.connectors])
         self.default_ttl_ms = default_ttl_ms
         self._catalogs = CatalogView(self.store, self.config, default_ttl_ms)
+        # Each virtual MCP's catalog: the store's, with its connectors alone.
+        virtual_catalogs = {
+            v.id: CatalogView(
+                self.store,
+                attrs.evolve(
+                    config, connectors=tuple(c for c in config.connectors if c.name in v.connectors)
+                ),
+                default_ttl_ms,
+            )
+            for v in config.virtual_mcps
+        }
+        # Each session's endpoint and principal, as the router found them.
+        self.access: weakref.WeakKeyDictionary[ServerSession, Access] = weakref.WeakKeyDictionary()
+        #: Records every tools/call (the config's ``call_log`` and ``metrics``).
+        self.recorder = CallRecorder(
+            self.store,
+            tuple(c.name for c in config.connectors),
+            call_log=config.call_log,
+            metrics=config.metrics,
+        )
+        recording = config.call_log is not None or config.metrics
         settings = settings or UpstreamSettings(client_info={"name": name, "version": version})
         #: Seconds between two list-changed hints: a burst within them is one hint.
         self.hint_interval = hint_interval
@@ -95,7 +122,17 @@ class Gateway:
             for c in config.connectors
         }
         self.server = GatewayServer(
-            self.catalog, self.upstreams, name=name, version=version, page_size=page_size
+            self.catalog,
+            self.upstreams,
+            name=name,
+            version=version,
+            page_size=page_size,
+            virtual_catalogs=virtual_catalogs,
+            access=self.access,
+            record=self.recorder.record if recording else None,
+            clock=backend.clock,
+            wall_clock=backend.wall_clock,
+            relay_questions=config.relay_questions_to_handshake_clients,
         )
         self._hint_pending = False
         self._hint_wake: Signal | None = None
@@ -111,12 +148,18 @@ class Gateway:
         return status_report(self.store, self.config)
 
     def router(self, *, endpoint: str = "/mcp", **options: Any) -> GatewayHTTPServer:
-        """The HTTP machine serving :attr:`server`: the config's API keys, Host and
-        Origin limited to loopback and the config's ``allowed_hosts``."""
+        """The HTTP machine serving :attr:`server`: the config's API keys, virtual
+        MCPs (at ``{endpoint}/{id}``) and ``GET /metrics``, Host and Origin limited
+        to loopback and the config's ``allowed_hosts``."""
         allowed = (*LOOPBACK_HOSTS, *self.config.allowed_hosts)
+        config = self.config
         return GatewayHTTPServer(
             self.server.create_session,
-            api_keys=self.config.api_keys,
+            api_keys=config.api_keys,
+            virtual_mcps={v.id: v.api_keys for v in config.virtual_mcps},
+            access=self.access,
+            metrics=self.recorder.exposition if config.metrics else None,
+            relay_questions=config.relay_questions_to_handshake_clients,
             endpoint=endpoint,
             allowed_hosts=allowed,
             tool_input_schema=lambda name: self.catalog().input_schema(name),

@@ -5,6 +5,7 @@ proxied), and the capabilities it declares say so."""
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any
@@ -20,10 +21,12 @@ from sansio_mcp import (
     MethodNotFound,
     MissingRequiredClientCapability,
     Revision,
+    ServerSession,
     ToolResult,
     check_params,
     end_to_end_meta,
     get_revision,
+    jsontext,
 )
 from sansio_mcp.capabilities import (
     INPUT_REQUEST_CAPABILITIES,
@@ -33,7 +36,8 @@ from sansio_mcp.capabilities import (
 )
 from sansio_mcp.runtime import Context, ProgressCallback, Server
 
-from ...gateway import Catalog, fit_input_request, fit_tool_result
+from ...gateway import Access, Catalog, fit_input_request, fit_tool_result
+from ._record import CallRecord
 from ._upstream import ConnectorUnavailable, Upstream
 
 __all__ = ["META_MISSING_CONNECTORS", "GatewayServer"]
@@ -52,7 +56,13 @@ MAX_INPUT_ROUNDS = 10
 
 
 class GatewayServer(Server):
-    """Answers tools/list from ``catalog()`` and tools/call through ``upstreams``."""
+    """Answers tools/list from ``catalog()`` and tools/call through ``upstreams``.
+
+    A session whose ``access`` names a virtual MCP is served that one's catalog
+    (``virtual_catalogs``).  ``record``, if given, is told of every tools/call
+    (timed with ``clock``, dated with ``wall_clock``).  ``relay_questions`` puts
+    what an upstream asks to handshake-era clients (outside the spec: they are
+    taken to have declared what they may not have); without it they get -32021."""
 
     def __init__(
         self,
@@ -62,12 +72,38 @@ class GatewayServer(Server):
         name: str,
         version: str,
         page_size: int,
+        virtual_catalogs: Mapping[str, Callable[[], Catalog]] | None = None,
+        access: Mapping[ServerSession, Access] | None = None,
+        record: Callable[[CallRecord], None] | None = None,
+        clock: Callable[[], float] | None = None,
+        wall_clock: Callable[[], float] | None = None,
+        relay_questions: bool = False,
     ) -> None:
         super().__init__(
             name, version, page_size=page_size, logging=False, cache_hints=GATEWAY_CACHE_HINTS
         )
         self.catalog = catalog
         self.upstreams = upstreams
+        self.virtual_catalogs = dict(virtual_catalogs or {})
+        self.access: Mapping[ServerSession, Access] = (
+            access if access is not None else weakref.WeakKeyDictionary()
+        )
+        if record is not None and clock is None:
+            raise TypeError("GatewayServer: record needs a clock to time each call")
+        self.record = record
+        self.clock = clock
+        self.wall_clock = wall_clock
+        self.relay_questions = relay_questions
+
+    def _access(self, ctx: Context) -> Access:
+        return self.access.get(ctx.session) or Access()
+
+    def _catalog(self, ctx: Context) -> Catalog:
+        """The catalog the session's endpoint serves (a virtual MCP's, or all)."""
+        endpoint = self._access(ctx).endpoint
+        if endpoint is None:
+            return self.catalog()
+        return self.virtual_catalogs[endpoint]()
 
     @property
     def capabilities(self) -> dict[str, Any]:
@@ -81,17 +117,19 @@ class GatewayServer(Server):
             name = ctx.params.get("name")
             if not isinstance(name, str):
                 raise InvalidParams(message="tools/call needs a tool name")
-            connector, tool = self.catalog().resolve(name)
+            connector, tool = self._catalog(ctx).resolve(name)
             params = {k: ctx.params[k] for k in _CALL_KEYS if k in ctx.params}
             params["name"] = tool
             meta = end_to_end_meta(ctx.params.get("_meta"))
             if meta:
                 params["_meta"] = meta  # the upstream hop adds its own protocol keys
-            return self._call(ctx, connector, params)
+            if self.record is None:
+                return self._call(ctx, connector, params)
+            return self._recorded(ctx, connector, params)
         raise MethodNotFound(message=f"method not found: {ctx.method!r} (the gateway serves tools)")
 
     def _list(self, ctx: Context) -> dict[str, Any]:
-        catalog = self.catalog()
+        catalog = self._catalog(ctx)
         tools, cursor = catalog.page(ctx.params.get("cursor"), self.page_size)
         result: dict[str, Any] = {"tools": tools}
         if cursor is not None:
@@ -104,11 +142,52 @@ class GatewayServer(Server):
             result["cacheScope"] = "private"
         return result
 
+    async def _recorded(
+        self, ctx: Context, connector: str, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        """:meth:`_call`, its record made however it ends."""
+        assert self.record is not None and self.clock is not None
+        started, dated = self.clock(), self.wall_clock() if self.wall_clock else 0.0
+        # What is left when the call ends otherwise (its client gone, the gateway stopping).
+        outcome: str | int = "cancelled"
+        result: dict[str, Any] | None = None
+        try:
+            result = await self._call(ctx, connector, params)
+            outcome = "ok"
+            if result.get("isError") is True:
+                outcome = "tool_error"
+            elif result.get("resultType") == "input_required":
+                outcome = "input_required"  # a round of the call, not its end
+            return result
+        except MCPError as exc:
+            outcome = exc.code
+            raise
+        except Exception:
+            outcome = ErrorCode.INTERNAL_ERROR
+            raise
+        finally:
+            access = self._access(ctx)
+            self.record(
+                CallRecord(
+                    time=dated,
+                    endpoint=access.endpoint,
+                    principal=access.principal,
+                    connector=connector,
+                    tool=params["name"],
+                    duration_ms=(self.clock() - started) * 1000,
+                    outcome=outcome if isinstance(outcome, str) else int(outcome),
+                    request_bytes=len(jsontext.encode(ctx.params)),
+                    response_bytes=len(jsontext.encode(result)) if result is not None else 0,
+                )
+            )
+
     async def _call(self, ctx: Context, connector: str, params: dict[str, Any]) -> dict[str, Any]:
         upstream = self.upstreams[connector]
         # What a handshake-era upstream asked mid-call that this client could not be asked.
         refused: list[MCPError] = []
-        ask = None if ctx.stateless else partial(_relay, ctx, refused)
+        ask: Any = None
+        if not ctx.stateless:
+            ask = partial(_relay if self.relay_questions else _not_asked, ctx, refused)
 
         async def call(sent: dict[str, Any]) -> dict[str, Any]:
             try:
@@ -117,7 +196,7 @@ class GatewayServer(Server):
                 if refused:
                     raise refused[0] from None  # what the client lacks, not how it failed
                 if exc.code == ErrorCode.URL_ELICITATION_REQUIRED:
-                    return _url_elicitation(ctx, exc)
+                    return _url_elicitation(ctx, exc, self.relay_questions)
                 # The client called connector.tool: say which upstream answered so.
                 message = f"connector {connector!r}: {exc.message}"
                 raise MCPError(exc.code, message, exc.data) from None
@@ -129,7 +208,7 @@ class GatewayServer(Server):
                     break
                 # A handshake-era client answers by server-to-client requests, and the
                 # gateway retries upstream with the answers (MRTR on the client's behalf).
-                answers = await _ask(ctx, result)
+                answers = await _ask(ctx, result, self.relay_questions)
                 params = {**params, "inputResponses": answers}
                 params.pop("requestState", None)
                 if "requestState" in result:
@@ -147,10 +226,11 @@ class GatewayServer(Server):
         return _downstream(ctx, result)
 
 
-async def _ask(ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
+async def _ask(ctx: Context, result: dict[str, Any], relay: bool) -> dict[str, Any]:
     """Put an upstream's input requests (its ``input_required`` ``result``) to a
-    handshake-era client, one by one; -32021 naming what it lacks when it cannot
-    answer (it refuses the method, or its revision has no such request)."""
+    handshake-era client, one by one, if ``relay``; -32021 naming what it lacks
+    when it cannot answer (it refuses the method, or its revision has no such
+    request), or naming what is needed, unasked, without ``relay``."""
     try:
         check_input_required("tools/call", result)
     except ValueError as exc:
@@ -163,6 +243,8 @@ async def _ask(ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
         key: {**r, "params": fit_input_request(r["method"], r.get("params") or {}, revision)}
         for key, r in requests.items()
     }
+    if not relay:
+        raise _unasked(fitted)
     try:
         return await ctx.request_many(fitted)
     except (MCPError, LocalProtocolError) as exc:
@@ -187,6 +269,36 @@ async def _relay(
         error = _lacking(ctx, {"relayed": {"method": method, "params": params}}, exc)
         refused.append(error)
         raise error from None
+
+
+async def _not_asked(
+    ctx: Context, refused: list[MCPError], method: str, params: dict[str, Any]
+) -> dict[str, Any]:
+    """A handshake-era upstream's mid-call request, not put to a handshake-era
+    client (it keeps no session here: what it declared is unknown): -32021 naming
+    what is needed, to the upstream and kept in ``refused`` for the client."""
+    error = _unasked({"relayed": {"method": method, "params": params}})
+    refused.append(error)
+    raise error
+
+
+def _unasked(requests: dict[str, Any]) -> MCPError:
+    """-32021 naming what ``requests`` need of a handshake-era client, which is
+    not asked (-32603 when no client may be asked them)."""
+    for request in requests.values():
+        problem = check_params(request["method"], request.get("params") or {})
+        if problem:
+            return MCPError(ErrorCode.INTERNAL_ERROR, f"the upstream asked invalidly: {problem}")
+    missing = missing_input_capabilities(requests, {})
+    return MissingRequiredClientCapability(
+        message=(
+            f"the upstream needs input ({json.dumps(missing)}), which this gateway asks "
+            "no handshake-era client for (it keeps no session, so it cannot know what "
+            "the client declared): call with MCP 2026-07-28, which answers it by "
+            "input_required"
+        ),
+        data={"requiredCapabilities": missing},
+    )
 
 
 def _lacking(
@@ -216,7 +328,7 @@ def _lacking(
     )
 
 
-def _url_elicitation(ctx: Context, exc: MCPError) -> dict[str, Any]:
+def _url_elicitation(ctx: Context, exc: MCPError, relay: bool) -> dict[str, Any]:
     """An upstream's -32042 (URL elicitation required, 2025-11-25 only) as the
     client can take it: an ``input_required`` asking the same URLs on 2026-07-28
     (which may not emit -32042; its session checks the client declared URL mode),
@@ -234,6 +346,7 @@ def _url_elicitation(ctx: Context, exc: MCPError) -> dict[str, Any]:
         return {"resultType": "input_required", "inputRequests": requests}
     if (
         not ctx.stateless
+        and relay
         and "url" in _client_revision(ctx).elicitation_modes
         and "url" in declared_elicitation_modes(ctx.client_capabilities)
     ):
