@@ -233,8 +233,6 @@ class HTTPClientHost:
                     data = await stream.receive_some(_READ_SIZE)
                     if trip.feed(data):
                         self._after_input()
-                    if data and not trip.done:
-                        stream.ack_now()
             except OSError as exc:
                 trip.broken(f"the connection failed: {exc}")
             finally:
