@@ -35,7 +35,9 @@ from .._streamable_http_client import (
 from ._backend import Backend, ByteStream, Cancellable, Signal
 from ._client import ClientHandlers
 from ._driver import Driver
-from ._oauth import OAuthProvider
+
+if TYPE_CHECKING:
+    from ._oauth import OAuthProvider
 
 __all__ = ["HTTPClientHost", "LegacySSEClientHost"]
 
