@@ -125,20 +125,29 @@ _QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
 
 
 class TCPStream:
-    """An asyncio TCP (or TLS) connection as a :class:`~sansio_mcp.runtime.ByteStream`."""
+    """An asyncio TCP (or TLS) connection as a :class:`~sansio_mcp.runtime.ByteStream`.
+    With ``client`` (every stream :meth:`AsyncioBackend.open_tcp_stream` opens), each
+    read that got bytes re-arms TCP_QUICKACK, so that no client leg (MCP, A2A, OAuth,
+    ...) can forget it and stall 40 ms per answer on a delayed ACK."""
 
-    __slots__ = ("_reader", "_writer")
+    __slots__ = ("_client", "_reader", "_writer")
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, client: bool = False
+    ) -> None:
         self._reader = reader
         self._writer = writer
+        self._client = client and _QUICKACK is not None
 
     async def send_all(self, data: bytes) -> None:
         self._writer.write(data)
         await self._writer.drain()
 
     async def receive_some(self, max_bytes: int = 65536) -> bytes:
-        return await self._reader.read(max_bytes)
+        data = await self._reader.read(max_bytes)
+        if data and self._client:
+            self.ack_now()
+        return data
 
     async def aclose(self) -> None:
         # Not waiting for the close: this runs in tasks being cancelled.
@@ -228,7 +237,13 @@ class AsyncioBackend:
         context = (ssl_context or ssl.create_default_context()) if tls else None
         reader, writer = await asyncio.open_connection(host, port, ssl=context)
         read_in_small_chunks(writer.transport)
-        return TCPStream(reader, writer)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            # asyncio sets TCP_NODELAY already; set here too, so every client stream
+            # has it whatever asyncio's default becomes.
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return TCPStream(reader, writer, client=True)
 
     async def serve_tcp(
         self, handler: ConnectionHandler, host: str, port: int, *, on_bound: OnBound = None

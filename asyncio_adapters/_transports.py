@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from sansio_mcp.runtime._transports import ClientOpeners, Listeners, TransportTable, stop_signals
@@ -15,9 +16,24 @@ from .http_client import open_http_client
 from .http_server import serve_http
 from .server import serve_stdio
 from .sse import open_sse_client, serve_sse
-from .websocket import open_ws_client, serve_ws
 
 __all__ = ["BACKEND", "AsyncioTransports"]
+
+
+# The WebSocket transport loads wsproto; it is imported when first used, not with
+# the adapter (most programs never speak WebSocket).
+def open_ws_client(url: str, **options: Any) -> AbstractAsyncContextManager[Any]:
+    """:func:`.websocket.open_ws_client`, imported on first use."""
+    from .websocket import open_ws_client as open_client
+
+    return open_client(url, **options)
+
+
+async def serve_ws(*args: Any, **options: Any) -> None:
+    """:func:`.websocket.serve_ws`, imported on first use."""
+    from .websocket import serve_ws as serve
+
+    await serve(*args, **options)
 
 
 class AsyncioTransports(TransportTable, AsyncioBackend):

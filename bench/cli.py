@@ -581,6 +581,17 @@ def targets(results: Results, selected: list[int]) -> list[Target]:
                 higher_is_better=False,
             )
         )
+        for adapter in ("trio_adapters", "asyncio_adapters"):
+            out.append(
+                Target(
+                    f"6-import-{adapter}",
+                    f"row 6: import {adapter} <= 12% of import mcp (median of paired "
+                    "per-round ratios, in the same run)",
+                    paired_ratio(results, 6, f"import:{adapter}", "import:mcp", "seconds_import"),
+                    0.12,
+                    higher_is_better=False,
+                )
+            )
     if 7 in selected:
         measured = 7 in rows
         out.append(

@@ -108,13 +108,19 @@ DIRECT_WRITES_PER_YIELD = 32
 
 class TCPStream:
     """A Trio TCP (or TLS) stream as a :class:`~sansio_mcp.runtime.ByteStream`;
-    a broken connection is an :class:`OSError`, as on asyncio."""
+    a broken connection is an :class:`OSError`, as on asyncio.  With ``client``
+    (every stream :meth:`TrioBackend.open_tcp_stream` opens), each read that got
+    bytes re-arms TCP_QUICKACK, so that no client leg (MCP, A2A, OAuth, ...) can
+    forget it and stall 40 ms per answer on a delayed ACK."""
 
-    __slots__ = ("_direct", "_direct_run", "_sending", "_socket", "_stream")
+    __slots__ = ("_client", "_direct", "_direct_run", "_sending", "_socket", "_stream")
 
-    def __init__(self, stream: trio.abc.Stream, sock: trio.socket.SocketType) -> None:
+    def __init__(
+        self, stream: trio.abc.Stream, sock: trio.socket.SocketType, *, client: bool = False
+    ) -> None:
         self._stream = stream
         self._socket = sock
+        self._client = client and _QUICKACK is not None
         #: The socket written directly when it takes the bytes at once (plain TCP only).
         self._direct = isinstance(stream, trio.SocketStream)
         self._sending = False
@@ -155,9 +161,12 @@ class TCPStream:
 
     async def receive_some(self, max_bytes: int = 65536) -> bytes:
         try:
-            return bytes(await self._stream.receive_some(max_bytes))
+            data = bytes(await self._stream.receive_some(max_bytes))
         except trio.BrokenResourceError as exc:
             raise OSError(str(exc)) from exc
+        if data and self._client:
+            self.ack_now()
+        return data
 
     async def aclose(self) -> None:
         await trio.aclose_forcefully(self._stream)
@@ -238,11 +247,14 @@ class TrioBackend:
         self, host: str, port: int, *, tls: bool = False, ssl_context: Any = None
     ) -> TCPStream:
         tcp = await trio.open_tcp_stream(host, port)
+        # Trio sets TCP_NODELAY already; set here too, so every client stream has it
+        # whatever Trio's default becomes.
+        tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         stream: trio.abc.Stream = tcp
         if tls:
             context = ssl_context or ssl.create_default_context()
             stream = trio.SSLStream(tcp, context, server_hostname=host)
-        return TCPStream(stream, tcp.socket)
+        return TCPStream(stream, tcp.socket, client=True)
 
     async def serve_tcp(
         self, handler: ConnectionHandler, host: str, port: int, *, on_bound: OnBound = None

@@ -8,6 +8,8 @@ and :class:`ClientHandlers`, and what applications build their own hosts from
 :class:`Backend` primitives and import no event loop.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .._tasks import TaskLimits
 from .._util import unwrap_single_exception
 from ._backend import (
@@ -25,7 +27,6 @@ from ._client import ClientAPI, ClientHandlers, Subscription
 from ._client_options import SessionOptions
 from ._driver import Driver, ProgressCallback
 from ._http_service import ServerLimits
-from ._oauth import FileTokenStore, MemoryTokenStore, OAuthProvider, TokenStore
 from ._open_client import HTTPClientSessionHost, SSEClientSessionHost
 from ._process import drain_stderr, stop_process
 from ._sender import Sender
@@ -33,6 +34,24 @@ from ._serve_options import ListenOptions
 from ._server import Context, Server, answer_request
 from ._task_client import TaskCancelled, ToolTask
 from ._tasks import CancelTask, TaskStore, task_owner
+
+if TYPE_CHECKING:
+    from ._oauth import FileTokenStore, MemoryTokenStore, OAuthProvider, TokenStore
+
+#: Names whose module is imported when first used: the OAuth client loads the whole
+#: authorization machine, which a program without OAuth never needs.
+_LAZY = frozenset({"FileTokenStore", "MemoryTokenStore", "OAuthProvider", "TokenStore"})
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import _oauth
+
+    value = getattr(_oauth, name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Backend",

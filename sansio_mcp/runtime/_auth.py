@@ -5,15 +5,17 @@ fetch), which are made here with the library's HTTP client on the backend."""
 from __future__ import annotations
 
 from inspect import isawaitable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import ProtocolError
 from .._http import HTTPRequest
-from ..auth import AccessToken, HTTPReply, ProtectedRouter, TokenVerifier
-from ..auth._router import Credentials
+from ..auth._router import Credentials, ProtectedRouter
+from ..auth._server import AccessToken, TokenVerifier
 from ._backend import Backend
-from ._oauth import CALL_TIMEOUT, fetch
 from ._primitives import Signal
+
+if TYPE_CHECKING:
+    from ..auth import HTTPReply
 
 __all__ = ["Verdict", "verify_request", "verify_token"]
 
@@ -57,6 +59,9 @@ async def _make_calls(
             made += 1  # the call was made, for us too
             continue
         _in_flight[id(verifier)] = waiting = []
+        # Here, not at the top: a server that verifies no JWTs never loads the OAuth client.
+        from ._oauth import CALL_TIMEOUT, fetch
+
         try:
             reply: HTTPReply | None = None
             try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import attrs
 
@@ -19,7 +19,9 @@ from .._json import DEFAULT_MAX_MESSAGE_SIZE
 from .._stdio import safe_environment
 from .._versions import ALL_REVISIONS
 from ._client import ClientHandlers, new_client_session
-from ._oauth import OAuthProvider
+
+if TYPE_CHECKING:
+    from ._oauth import OAuthProvider
 
 __all__ = [
     "ClientOptions",

@@ -35,7 +35,9 @@ from .._streamable_http_client import (
 from ._backend import Backend, ByteStream, Cancellable, Signal
 from ._client import ClientHandlers
 from ._driver import Driver
-from ._oauth import OAuthProvider
+
+if TYPE_CHECKING:
+    from ._oauth import OAuthProvider
 
 __all__ = ["HTTPClientHost", "LegacySSEClientHost"]
 
@@ -233,8 +235,6 @@ class HTTPClientHost:
                     data = await stream.receive_some(_READ_SIZE)
                     if trip.feed(data):
                         self._after_input()
-                    if data and not trip.done:
-                        stream.ack_now()
             except OSError as exc:
                 trip.broken(f"the connection failed: {exc}")
             finally:

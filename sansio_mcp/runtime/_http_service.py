@@ -19,7 +19,7 @@ from .._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnectio
 from .._legacy_sse import LegacySSEServer
 from .._server_session import ServerSession
 from .._streamable_http import Exchange, StreamableHTTPServer
-from ..auth import ProtectedRouter
+from ..auth._router import ProtectedRouter
 from ._auth import Verdict, verify_request
 from ._backend import Backend, Connection, TimedOut
 from ._driver import Driver

@@ -13,7 +13,7 @@ import attrs
 
 from .._legacy_sse import LegacySSEServer
 from .._streamable_http import StreamableHTTPServer
-from ..auth import ProtectedRouter
+from ..auth._router import ProtectedRouter
 from ._http_service import DEFAULT_LIMITS, ServerLimits, legacy_sse_router, streamable_http_router
 from ._server import Server
 

@@ -57,7 +57,7 @@ from .._tasks import (
     runs_as_task,
 )
 from .._versions import ALL_REVISIONS, MRTR_METHODS
-from ..auth import AccessToken, ResourceServer
+from ..auth._server import AccessToken, ResourceServer
 from ._driver import respond_with_failure, respond_with_result
 from ._primitives import Cancellable, Signal
 from ._tasks import RunningTask, TaskRunner, TaskStart, TaskStore
