@@ -284,7 +284,11 @@ def test_an_answer_that_broke_off_is_not_sent_again(backend: str) -> None:
 
     async def body() -> None:
         async with api.connect([], fake.url, "http", mode="modern") as client:
-            with pytest.raises(MCPError, match="unreadable body"):
+            # The part that came is read as far as it goes: its id names the call it
+            # answers, which fails at once (a cut answer is a malformed one).
+            with pytest.raises(
+                MCPError, match=r"answer to tools/call was malformed|unreadable body"
+            ):
                 await client.call_tool("echo", {"message": "once"})
 
     with fake.running():
