@@ -103,8 +103,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     check.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     check.add_argument(
         "--replay",
-        metavar="REPORT.json#N",
-        help="re-send finding N of a JSON report to a fresh server (the command after --, "
+        metavar="REPORT.json#N|TRACE.jsonl",
+        help="re-send finding N of a JSON report (or the messages a `--trace` file of "
+        "inspect or call says were sent) to a fresh server (the command after --, "
         "or the report's target) and print what it answers",
     )
     from .oauth import add_oauth_arguments
@@ -203,18 +204,26 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
 
 
 def _replay(spec: str, command: list[str], timeout: float) -> int:
-    """``--replay REPORT.json#N``: 0 when replayed, 2 when it cannot be."""
+    """``--replay REPORT.json#N`` or ``--replay TRACE.jsonl``: 0 when replayed,
+    2 when it cannot be."""
     import shlex
 
-    import trio
-
-    from sansio_mcp_testing.replay import ReplayError, finding_lines, replay
+    from sansio_mcp_testing.replay import ReplayError, finding_lines, is_trace, trace_lines
 
     try:
-        lines, finding = finding_lines(spec)
+        if is_trace(spec):
+            lines, finding = trace_lines(spec), None
+        else:
+            lines, finding = finding_lines(spec)
     except ReplayError as exc:
         print(f"sansio-mcp check: {exc}", file=sys.stderr)
         return 2
+    if finding is None:
+        if not command:
+            print("sansio-mcp check: give the server command after --", file=sys.stderr)
+            return 2
+        print(f"replaying {len(lines)} messages of the trace {spec}", file=sys.stderr)
+        return _replay_lines(command, lines, timeout)
     if not command:
         with open(spec.rpartition("#")[0], encoding="utf-8") as f:
             target = json.load(f).get("target", "")
@@ -227,6 +236,14 @@ def _replay(spec: str, command: list[str], timeout: float) -> int:
         f"{finding.get('property')}: {finding.get('message')}",
         file=sys.stderr,
     )
+    return _replay_lines(command, lines, timeout)
+
+
+def _replay_lines(command: list[str], lines: list[str], timeout: float) -> int:
+    import trio
+
+    from sansio_mcp_testing.replay import replay
+
     try:
         trio.run(lambda: replay(command, lines, timeout=timeout))
     except OSError as exc:
