@@ -11,7 +11,12 @@ from typing import Any
 from sansio_mcp import ALL_REVISIONS
 from sansio_mcp_testing._options import DEFAULT_MAX_RECORDED_BYTES, DEFAULT_MAX_RECORDED_MESSAGES
 
-__all__ = ["add_parser", "run"]
+__all__ = ["QUICK_CALL_BUDGET", "QUICK_EXAMPLES", "THOROUGH_EXAMPLES", "add_parser", "run"]
+
+#: The depth of a check by default (quick) and with ``--thorough``.
+QUICK_EXAMPLES = 5
+THOROUGH_EXAMPLES = 20
+QUICK_CALL_BUDGET = 2.0
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -31,7 +36,25 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="REV",
         help="revision to check (repeatable; default: every revision the server claims)",
     )
-    check.add_argument("--examples", type=int, default=20, help="examples per tool and property")
+    check.add_argument(
+        "--examples",
+        type=int,
+        help=f"examples per tool and property (default {QUICK_EXAMPLES}; "
+        f"{THOROUGH_EXAMPLES} with --thorough)",
+    )
+    check.add_argument(
+        "--thorough",
+        action="store_true",
+        help=f"check deeper: {THOROUGH_EXAMPLES} examples per tool and property, and tool "
+        "calls may take up to --timeout (default: a quick check)",
+    )
+    check.add_argument(
+        "--call-budget",
+        type=float,
+        metavar="S",
+        help=f"seconds a generated tool call may take before its tool is skipped for time "
+        f"(default {QUICK_CALL_BUDGET:g}; --timeout with --thorough)",
+    )
     check.add_argument("--seed", type=int, help="Hypothesis seed (default: random, reported)")
     check.add_argument(
         "--allow-destructive",
@@ -155,7 +178,8 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
     progress = None if args.quiet else _Progress()
     options = CheckOptions(
         protocol_versions=args.protocol_version,
-        examples=args.examples,
+        examples=args.examples or (THOROUGH_EXAMPLES if args.thorough else QUICK_EXAMPLES),
+        call_budget=args.call_budget or (None if args.thorough else QUICK_CALL_BUDGET),
         seed=args.seed,
         allow_destructive=args.allow_destructive,
         allow=args.allow,

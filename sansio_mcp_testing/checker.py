@@ -73,6 +73,8 @@ class Checker:
             options={
                 "examples": options.examples,
                 "timeout": options.timeout,
+                "call_budget": options.call_budget,
+                "stateful_examples": options.stateful_examples,
                 "allow_destructive": options.allow_destructive,
                 "allow": list(options.allow),
                 "deny": list(options.deny),
@@ -296,7 +298,11 @@ class Checker:
         # The same safety settings as the other properties (skips already reported
         # when valid-arguments ran).
         record = "valid-arguments" not in self.findings.enabled
-        allowed = tools.allowed(await tools.listed(), record=record)
+        allowed = [
+            tool
+            for tool in tools.allowed(await tools.listed(), record=record)
+            if tool["name"] not in self.findings.over_budget
+        ]
         await run_stateful(
             self.findings,
             tools.conn,
