@@ -249,10 +249,12 @@ class ToolProbes(Probe):
     def _skipped_for_time(self, tool: dict[str, Any], prop: str) -> bool:
         """Whether ``tool`` went over the per-call budget earlier in the run (then
         ``prop`` is skipped for it, said once per revision)."""
-        at = self.findings.over_budget.get(tool["name"])
-        if at is None:
+        if tool["name"] not in self.findings.over_budget:
             return False
-        self.skip(f"tool {tool['name']}: {prop}", f"skipped for time (over the budget at {at})")
+        self.skip(
+            f"tool {tool['name']}: {prop}",
+            "skipped for time (a call went over the per-call budget)",
+        )
         return True
 
     def over_budget(self, tool: str, arguments: Any) -> None:
