@@ -61,8 +61,8 @@ class Findings:
         self.where = ("", "")
         self._schema_seen: set[str] = set()
         self._wire_seen: set[str] = set()
-        #: Tools a call of which went over the per-call budget: the revision it was at.
-        self.over_budget: dict[str, str] = {}
+        #: Tools a call of which went over the per-call budget (skipped for time since).
+        self.over_budget: set[str] = set()
         for name, description in PROPERTIES.items():
             verdict = "passed" if name in self.enabled else "skipped"
             report.properties[name] = PropertyResult(name, description, verdict)

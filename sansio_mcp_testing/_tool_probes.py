@@ -259,7 +259,7 @@ class ToolProbes(Probe):
 
     def over_budget(self, tool: str, arguments: Any) -> None:
         """A call of ``tool`` went over the per-call budget: skipped for time from now on."""
-        self.findings.over_budget.setdefault(tool, self.conn.revision)
+        self.findings.over_budget.add(tool)
         self.skip(
             f"tool {tool}",
             f"skipped for time: a call took over the per-call budget of "

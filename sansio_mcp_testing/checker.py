@@ -141,7 +141,7 @@ class Checker:
 
     async def _run_in_parallel(self, candidates: list[str]) -> None:
         """Each revision on a server of its own (a process each, in a directory of
-        its own), all at once; what each found is merged in the order of
+        its own unless ``cwd`` was given), all at once; what each found is merged in the order of
         ``candidates``, so the report reads as a run one after the other would."""
         parts: list[Checker] = []
         async with trio.open_nursery() as nursery:
@@ -151,8 +151,12 @@ class Checker:
                 part.findings.seed = self.seed
                 part.findings.enabled = set(self.findings.enabled)
                 part.schema_dir = self.schema_dir
-                workdir = os.path.join(self.workdir, revision)
-                os.makedirs(workdir, exist_ok=True)
+                # A directory of our own: one each (files one server leaves are not
+                # another's); the caller's cwd: theirs, shared, as they asked.
+                workdir = self.workdir
+                if self.options.cwd is None:
+                    workdir = os.path.join(self.workdir, revision)
+                    os.makedirs(workdir, exist_ok=True)
                 parts.append(part)
                 nursery.start_soon(part._run_revision, part._connector(workdir), revision)
         for part in parts:
