@@ -17,6 +17,7 @@ __all__ = ["QUICK_CALL_BUDGET", "QUICK_EXAMPLES", "THOROUGH_EXAMPLES", "add_pars
 QUICK_EXAMPLES = 5
 THOROUGH_EXAMPLES = 20
 QUICK_CALL_BUDGET = 2.0
+DEFAULT_TIMEOUT = 10.0
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -53,7 +54,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         type=float,
         metavar="S",
         help=f"seconds a generated tool call may take before its tool is skipped for time "
-        f"(default {QUICK_CALL_BUDGET:g}; --timeout with --thorough)",
+        f"(default {QUICK_CALL_BUDGET:g}; --timeout with --thorough or an explicit --timeout)",
     )
     check.add_argument("--seed", type=int, help="Hypothesis seed (default: random, reported)")
     check.add_argument(
@@ -80,7 +81,12 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="only call tools annotated readOnlyHint: true",
     )
-    check.add_argument("--timeout", type=float, default=10.0, help="seconds per request")
+    check.add_argument(
+        "--timeout",
+        type=float,
+        help="seconds per request (default 10); given, a tool call may take that long too "
+        "(no --call-budget unless one is given)",
+    )
     check.add_argument(
         "--max-recorded-messages",
         type=int,
@@ -153,7 +159,7 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
     from sansio_mcp_testing.checker import CheckOptions, run_check
 
     if args.replay:
-        return _replay(args.replay, command, args.timeout)
+        return _replay(args.replay, command, args.timeout or DEFAULT_TIMEOUT)
     target: list[str] | str
     if args.url:
         target = args.url
@@ -179,13 +185,14 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
     options = CheckOptions(
         protocol_versions=args.protocol_version,
         examples=args.examples or (THOROUGH_EXAMPLES if args.thorough else QUICK_EXAMPLES),
-        call_budget=args.call_budget or (None if args.thorough else QUICK_CALL_BUDGET),
+        call_budget=args.call_budget
+        or (None if args.thorough or args.timeout is not None else QUICK_CALL_BUDGET),
         seed=args.seed,
         allow_destructive=args.allow_destructive,
         allow=args.allow,
         deny=args.deny,
         read_only=args.read_only,
-        timeout=args.timeout,
+        timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
         max_recorded_messages=args.max_recorded_messages,
         max_recorded_bytes=args.max_recorded_bytes,
         schema_dir=args.schema_dir,
