@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import attrs
@@ -76,6 +77,8 @@ class Outbox:
     def __init__(self) -> None:
         self._queue: list[Outgoing] = []
         self._batch_of: dict[RequestId, Batch] = {}
+        #: Called with ("send", message) for each message as it is taken (see ``Session.tracer``).
+        self.tracer: Callable[[str, Any], None] | None = None
 
     def append(self, obj: Any, route: RequestId | None = None, data: bytes | None = None) -> None:
         """Queue ``obj`` as it is (not into a batch); :class:`LocalProtocolError`, with
@@ -118,6 +121,8 @@ class Outbox:
     def take(self) -> list[Outgoing]:
         """Take the queued messages, each with its bytes and route."""
         out, self._queue = self._queue, []
+        if self.tracer is not None:
+            self._trace(out)
         return out
 
     def take_data(self) -> bytes:
@@ -125,6 +130,14 @@ class Outbox:
         if not self._queue:
             return b""
         out, self._queue = self._queue, []
+        if self.tracer is not None:
+            self._trace(out)
         if len(out) == 1:
             return out[0].data + b"\n"
         return b"".join([item.data + b"\n" for item in out])
+
+    def _trace(self, out: list[Outgoing]) -> None:
+        tracer = self.tracer
+        assert tracer is not None
+        for item in out:
+            tracer("send", item.message)

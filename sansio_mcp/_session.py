@@ -15,7 +15,7 @@ its methods (``send_request``, ``respond``, ``cancel`` …) and ship what
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import _json
@@ -113,6 +113,7 @@ class Session:
         self._events: deque[Event] = deque()
         self._outbox = Outbox()
         self._requests = RequestTracker(self._events)
+        self._tracer: Callable[[str, Any], None] | None = None
         # What the transport said of the message being received: (whether it tells,
         # the request of ours it came with).
         self._carried_by: tuple[bool, RequestId | None] = _NOT_TOLD
@@ -122,6 +123,18 @@ class Session:
     @property
     def protocol_version(self) -> str | None:
         return self.revision.name if self.revision else None
+
+    @property
+    def tracer(self) -> Callable[[str, Any], None] | None:
+        """Called with ``("receive", message)`` for each message fed to
+        :meth:`receive_message` and ``("send", message)`` for each one taken to
+        send (a batch is one list): to log or record the traffic.  It is given no
+        time: whoever records it stamps it."""
+        return self._tracer
+
+    @tracer.setter
+    def tracer(self, tracer: Callable[[str, Any], None] | None) -> None:
+        self._tracer = self._outbox.tracer = tracer
 
     @property
     def pending_requests(self) -> frozenset[RequestId]:
@@ -203,6 +216,8 @@ class Session:
         and the request's wire id as ``related_request`` (None: with none, the GET
         stream); a request of the peer's then carries it (:class:`RequestReceived`).
         """
+        if self._tracer is not None:
+            self._tracer("receive", obj)
         if self.state is SessionState.CLOSED:
             return
         self.heard_from_peer = True

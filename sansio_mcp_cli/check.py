@@ -11,7 +11,13 @@ from typing import Any
 from sansio_mcp import ALL_REVISIONS
 from sansio_mcp_testing._options import DEFAULT_MAX_RECORDED_BYTES, DEFAULT_MAX_RECORDED_MESSAGES
 
-__all__ = ["add_parser", "run"]
+__all__ = ["QUICK_CALL_BUDGET", "QUICK_EXAMPLES", "THOROUGH_EXAMPLES", "add_parser", "run"]
+
+#: The depth of a check by default (quick) and with ``--thorough``.
+QUICK_EXAMPLES = 5
+THOROUGH_EXAMPLES = 20
+QUICK_CALL_BUDGET = 2.0
+DEFAULT_TIMEOUT = 10.0
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -31,7 +37,25 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="REV",
         help="revision to check (repeatable; default: every revision the server claims)",
     )
-    check.add_argument("--examples", type=int, default=20, help="examples per tool and property")
+    check.add_argument(
+        "--examples",
+        type=int,
+        help=f"examples per tool and property (default {QUICK_EXAMPLES}; "
+        f"{THOROUGH_EXAMPLES} with --thorough)",
+    )
+    check.add_argument(
+        "--thorough",
+        action="store_true",
+        help=f"check deeper: {THOROUGH_EXAMPLES} examples per tool and property, and tool "
+        "calls may take up to --timeout (default: a quick check)",
+    )
+    check.add_argument(
+        "--call-budget",
+        type=float,
+        metavar="S",
+        help=f"seconds a generated tool call may take before its tool is skipped for time "
+        f"(default {QUICK_CALL_BUDGET:g}; --timeout with --thorough or an explicit --timeout)",
+    )
     check.add_argument("--seed", type=int, help="Hypothesis seed (default: random, reported)")
     check.add_argument(
         "--allow-destructive",
@@ -57,7 +81,12 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         action="store_true",
         help="only call tools annotated readOnlyHint: true",
     )
-    check.add_argument("--timeout", type=float, default=10.0, help="seconds per request")
+    check.add_argument(
+        "--timeout",
+        type=float,
+        help="seconds per request (default 10); given, a tool call may take that long too "
+        "(no --call-budget unless one is given)",
+    )
     check.add_argument(
         "--max-recorded-messages",
         type=int,
@@ -103,8 +132,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     check.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     check.add_argument(
         "--replay",
-        metavar="REPORT.json#N",
-        help="re-send finding N of a JSON report to a fresh server (the command after --, "
+        metavar="REPORT.json#N|TRACE.jsonl",
+        help="re-send finding N of a JSON report (or the messages a `--trace` file of "
+        "inspect or call says were sent) to a fresh server (the command after --, "
         "or the report's target) and print what it answers",
     )
     from .oauth import add_oauth_arguments
@@ -129,7 +159,7 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
     from sansio_mcp_testing.checker import CheckOptions, run_check
 
     if args.replay:
-        return _replay(args.replay, command, args.timeout)
+        return _replay(args.replay, command, args.timeout or DEFAULT_TIMEOUT)
     target: list[str] | str
     if args.url:
         target = args.url
@@ -154,13 +184,15 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
     progress = None if args.quiet else _Progress()
     options = CheckOptions(
         protocol_versions=args.protocol_version,
-        examples=args.examples,
+        examples=args.examples or (THOROUGH_EXAMPLES if args.thorough else QUICK_EXAMPLES),
+        call_budget=args.call_budget
+        or (None if args.thorough or args.timeout is not None else QUICK_CALL_BUDGET),
         seed=args.seed,
         allow_destructive=args.allow_destructive,
         allow=args.allow,
         deny=args.deny,
         read_only=args.read_only,
-        timeout=args.timeout,
+        timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
         max_recorded_messages=args.max_recorded_messages,
         max_recorded_bytes=args.max_recorded_bytes,
         schema_dir=args.schema_dir,
@@ -203,18 +235,26 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
 
 
 def _replay(spec: str, command: list[str], timeout: float) -> int:
-    """``--replay REPORT.json#N``: 0 when replayed, 2 when it cannot be."""
+    """``--replay REPORT.json#N`` or ``--replay TRACE.jsonl``: 0 when replayed,
+    2 when it cannot be."""
     import shlex
 
-    import trio
-
-    from sansio_mcp_testing.replay import ReplayError, finding_lines, replay
+    from sansio_mcp_testing.replay import ReplayError, finding_lines, is_trace, trace_lines
 
     try:
-        lines, finding = finding_lines(spec)
+        if is_trace(spec):
+            lines, finding = trace_lines(spec), None
+        else:
+            lines, finding = finding_lines(spec)
     except ReplayError as exc:
         print(f"sansio-mcp check: {exc}", file=sys.stderr)
         return 2
+    if finding is None:
+        if not command:
+            print("sansio-mcp check: give the server command after --", file=sys.stderr)
+            return 2
+        print(f"replaying {len(lines)} messages of the trace {spec}", file=sys.stderr)
+        return _replay_lines(command, lines, timeout)
     if not command:
         with open(spec.rpartition("#")[0], encoding="utf-8") as f:
             target = json.load(f).get("target", "")
@@ -227,6 +267,14 @@ def _replay(spec: str, command: list[str], timeout: float) -> int:
         f"{finding.get('property')}: {finding.get('message')}",
         file=sys.stderr,
     )
+    return _replay_lines(command, lines, timeout)
+
+
+def _replay_lines(command: list[str], lines: list[str], timeout: float) -> int:
+    import trio
+
+    from sansio_mcp_testing.replay import replay
+
     try:
         trio.run(lambda: replay(command, lines, timeout=timeout))
     except OSError as exc:

@@ -27,6 +27,7 @@ from sansio_mcp_apps.example_server import build_server
 from ._args import port_number
 from ._explain import explain
 from ._progress import ProgressDisplay
+from ._traffic import Traffic
 from .answers import Answers
 
 __all__ = ["main"]
@@ -89,7 +90,11 @@ def _parser() -> argparse.ArgumentParser:
         description="A sans-IO Model Context Protocol library: example server and client tools.",
     )
     parser.add_argument(
-        "-v", "--verbose", action="store_true", help="log protocol details to stderr"
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="log protocol details to stderr, and each JSON-RPC message of inspect and call "
+        "(one line each, long ones shortened)",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     common = argparse.ArgumentParser(add_help=False)
@@ -170,6 +175,12 @@ def _parser() -> argparse.ArgumentParser:
         "url", nargs="?", help="a server URL (http(s)://, ws://) instead of a command"
     )
     inspect.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="write every JSON-RPC message, each way, to FILE as JSON lines "
+        "(direction, time, message); `sansio-mcp check --replay FILE` sends them again",
+    )
+    inspect.add_argument(
         "--transport",
         choices=("sse",),
         help="use the legacy HTTP+SSE transport for an http URL (default: Streamable HTTP, "
@@ -191,6 +202,12 @@ def _parser() -> argparse.ArgumentParser:
         choices=("sse",),
         help="use the legacy HTTP+SSE transport for an http URL (default: Streamable HTTP, "
         "falling back to HTTP+SSE when the URL answers POST with 404 or 405)",
+    )
+    call.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="write every JSON-RPC message, each way, to FILE as JSON lines "
+        "(direction, time, message); `sansio-mcp check --replay FILE` sends them again",
     )
     call.add_argument("--args", default="{}", help="the tool's arguments as a JSON object")
     call.add_argument("--protocol-version", choices=versions, default="auto", help=version_help)
@@ -379,10 +396,18 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
                 file=sys.stderr,
             )
             return 2
-        if args.command == "inspect":
-            return backend.run(_run_inspect, backend, command, args)
-        if args.command == "call":
-            return backend.run(_run_call, backend, command, args)
+        if args.command in ("inspect", "call"):
+            try:
+                args.traffic = Traffic(args.trace) if args.trace or args.verbose else None
+            except OSError as exc:
+                print(f"sansio-mcp {args.command}: --trace: {explain(exc)}", file=sys.stderr)
+                return 2
+            run = _run_inspect if args.command == "inspect" else _run_call
+            try:
+                return backend.run(run, backend, command, args)
+            finally:
+                if args.traffic is not None:
+                    args.traffic.close()
     except KeyboardInterrupt:
         return 130
     except BaseExceptionGroup as group:
@@ -431,6 +456,8 @@ def _connect(
     """A client for a command (stdio) or a URL (HTTP, legacy SSE, WebSocket)."""
     options.update(_version_options(args))
     options["initialize_timeout"] = args.timeout
+    if getattr(args, "traffic", None) is not None:
+        options["trace"] = args.traffic
     if args.max_message_size is not None:
         options["max_message_size"] = args.max_message_size
     if args.url and not args.url.startswith(("ws://", "wss://")):

@@ -61,6 +61,8 @@ class Findings:
         self.where = ("", "")
         self._schema_seen: set[str] = set()
         self._wire_seen: set[str] = set()
+        #: Tools a call of which went over the per-call budget (skipped for time since).
+        self.over_budget: set[str] = set()
         for name, description in PROPERTIES.items():
             verdict = "passed" if name in self.enabled else "skipped"
             report.properties[name] = PropertyResult(name, description, verdict)
@@ -119,6 +121,31 @@ class Findings:
         if announce:
             self.say(f"  ! {name}: {message}")
         return violation
+
+    def merge(self, part: Report) -> None:
+        """Take in what a run at one revision found, recorded in a report of its own
+        (revisions checked at once merge in a fixed order: the report reads the same)."""
+        for name, result in part.properties.items():
+            mine = self.report.properties[name]
+            mine.checks += result.checks
+            if result.status == "failed":
+                mine.status = "failed"
+            elif result.status == "skipped" and mine.status == "passed" and name in self.enabled:
+                self.skip_property(name, result.reason or "")
+        for violation in part.violations:
+            for earlier in self.report.violations:
+                if earlier.same_finding(violation) and violation.revision is not None:
+                    earlier.revisions += [
+                        r for r in violation.revisions if r not in earlier.revisions
+                    ]
+                    break
+            else:
+                self.report.violations.append(violation)
+        for skip in part.skipped:
+            self.skip(skip.what, skip.reason, skip.revision)
+        self.report.revisions_checked += part.revisions_checked
+        if not self.report.server_info:
+            self.report.server_info = dict(part.server_info)
 
     def skip(self, what: str, reason: str, revision: str | None = None) -> None:
         skip = Skip(what, reason, revision)

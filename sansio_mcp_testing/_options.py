@@ -60,6 +60,13 @@ class CheckOptions:
     read_only: bool = False
     #: Seconds per request.
     timeout: float = 10.0
+    #: Seconds a generated tool call may take (None: ``timeout``).  A call over it is
+    #: cancelled and its tool is skipped for time (said once, with the budget) for the
+    #: rest of the run, instead of a ``responsive`` warning per property and revision.
+    call_budget: float | None = None
+    #: Check the revisions of a stdio server at once, a process each (a URL's are
+    #: always checked one after the other: they share one server).
+    parallel: bool = True
     #: A folder of official schemas searched first (see
     #: :func:`~sansio_mcp_testing.schemas.find_schema`).
     schema_dir: str | None = None

@@ -94,19 +94,27 @@ class Probe:
         what: str,
         *,
         report_death: bool = True,
+        budget: float | None = None,
     ) -> tuple[str, Any, list[str]]:
         """("result", result) | ("error", MCPError) | ("unanswered", None): no usable
-        answer (none in time, or one over the size limit), already reported; with the
-        transcript.  Raises ServerGone (with the transcript, unreported, when
-        ``report_death`` is false)."""
+        answer (none in time, or one over the size limit), already reported |
+        ("over-budget", None): none within ``budget`` seconds (shorter than the
+        timeout), not reported; with the transcript.  Raises ServerGone (with the
+        transcript, unreported, when ``report_death`` is false)."""
         conn = self.conn
         start = conn.recorder.seq
+        bounded = budget is not None and budget < self.options.timeout
         try:
             result = await conn.client.request(
-                method, params, timeout=self.options.timeout, fresh=True
+                method,
+                params,
+                timeout=budget if bounded else self.options.timeout,
+                fresh=True,
             )
             outcome: tuple[str, Any] = ("result", result)
         except RequestTimeout:
+            if bounded:
+                return "over-budget", None, conn.transcript(start)
             return "unanswered", None, self._unanswered(method, params, what, start)
         except ConnectionClosedError:
             if not report_death:

@@ -174,6 +174,8 @@ class ToolProbes(Probe):
 
         tools = self._callable(self.allowed(await self.listed()))
         for tool in tools:
+            if self._skipped_for_time(tool, "valid-arguments"):
+                continue
             converted = from_schema(tool.get("inputSchema") or {"type": "object"})
             if converted.unsupported:
                 self.skip(
@@ -223,6 +225,8 @@ class ToolProbes(Probe):
                     tool=_PROBE_TOOL,
                 )
         for tool in tools:
+            if self._skipped_for_time(tool, "invalid-arguments"):
+                continue
             converted = from_schema(tool.get("inputSchema") or {"type": "object"})
             if converted.invalid is None:
                 self.skip(
@@ -233,6 +237,27 @@ class ToolProbes(Probe):
             await self._hypothesis(
                 tool, converted.invalid, "invalid-arguments", self._expect_rejection
             )
+
+    def _skipped_for_time(self, tool: dict[str, Any], prop: str) -> bool:
+        """Whether ``tool`` went over the per-call budget earlier in the run (then
+        ``prop`` is skipped for it, said once per revision)."""
+        if tool["name"] not in self.findings.over_budget:
+            return False
+        self.skip(
+            f"tool {tool['name']}: {prop}",
+            "skipped for time (a call went over the per-call budget)",
+        )
+        return True
+
+    def over_budget(self, tool: str, arguments: Any) -> None:
+        """A call of ``tool`` went over the per-call budget: skipped for time from now on."""
+        self.findings.over_budget.add(tool)
+        self.skip(
+            f"tool {tool}",
+            f"skipped for time: a call took over the per-call budget of "
+            f"{self.options.call_budget:g}s (arguments {json.dumps(arguments)[:200]}); "
+            "--call-budget S or --thorough lets calls run up to --timeout",
+        )
 
     def _expect_rejection(self, tool: dict[str, Any], kind: str, value: Any) -> str | None:
         if kind == "result":
@@ -274,6 +299,7 @@ class ToolProbes(Probe):
                 {"name": name, "arguments": arguments},
                 f"tools/call {name}",
                 report_death=False,
+                budget=self.options.call_budget,
             )
 
         what = f"tools/call {name}"
@@ -290,6 +316,10 @@ class ToolProbes(Probe):
                 raise run.crashed(*self._crash(what, gone, arguments, token)) from None
             if kind == "unanswered":
                 run.timed_out = arguments
+                run.stopped = True
+                return
+            if kind == "over-budget":
+                run.over_budget = arguments
                 run.stopped = True
                 return
             if kind == "error" and task_only_refusal(value):
@@ -354,6 +384,9 @@ class ToolProbes(Probe):
             raise ServerGone()
         if not self.conn.alive:
             await self.line.restart()
+        if run.over_budget is not None:
+            self.over_budget(name, run.over_budget)
+            await self._still_answering()
         if run.timed_out is not None:
             self.skip(
                 f"tool {name}: rest of {prop}",
@@ -411,6 +444,8 @@ class _Run:
         self.done = 0
         self.stopped = False
         self.timed_out: Any = None
+        #: The arguments of a call that went over the per-call budget.
+        self.over_budget: Any = None
         #: The tool answered that it only runs as a task.
         self.task_only = False
         #: Why the tool refused for a capability the checker lacks (None: it did not).

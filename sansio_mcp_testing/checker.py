@@ -15,6 +15,7 @@ call has a timeout.
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import tempfile
@@ -73,6 +74,8 @@ class Checker:
             options={
                 "examples": options.examples,
                 "timeout": options.timeout,
+                "call_budget": options.call_budget,
+                "stateful_examples": options.stateful_examples,
                 "allow_destructive": options.allow_destructive,
                 "allow": list(options.allow),
                 "deny": list(options.deny),
@@ -99,21 +102,15 @@ class Checker:
         owns_workdir = self.options.cwd is None
         self.workdir = self.options.cwd or tempfile.mkdtemp(prefix="sansio-mcp-check-")
         self.report.workdir = self.workdir
-        connector = Connector(
-            command=self.command,
-            url=self.url,
-            options=self.options,
-            workdir=self.workdir,
-            schema_dir=self.schema_dir,
-            on_schema_problem=self.findings.schema_problem,
-            on_wire_problem=self.findings.wire_problem,
-            say=self.findings.say,
-        )
         try:
             candidates = self._candidates()
             self._note_missing_schemas(candidates)
-            for revision in candidates:
-                await self._run_revision(connector, revision)
+            if self.command is not None and self.options.parallel and len(candidates) > 1:
+                await self._run_in_parallel(candidates)
+            else:
+                connector = self._connector(self.workdir)
+                for revision in candidates:
+                    await self._run_revision(connector, revision)
             if not self.report.revisions_checked:
                 why = f" (the last attempt: {self._last_refusal})" if self._last_refusal else ""
                 self.findings.violate(
@@ -129,6 +126,43 @@ class Checker:
             if owns_workdir:
                 shutil.rmtree(self.workdir, ignore_errors=True)
         return self.report
+
+    def _connector(self, workdir: str) -> Connector:
+        return Connector(
+            command=self.command,
+            url=self.url,
+            options=self.options,
+            workdir=workdir,
+            schema_dir=self.schema_dir,
+            on_schema_problem=self.findings.schema_problem,
+            on_wire_problem=self.findings.wire_problem,
+            say=self.findings.say,
+        )
+
+    async def _run_in_parallel(self, candidates: list[str]) -> None:
+        """Each revision on a server of its own (a process each, in a directory of
+        its own unless ``cwd`` was given), all at once; what each found is merged in the order of
+        ``candidates``, so the report reads as a run one after the other would."""
+        parts: list[Checker] = []
+        async with trio.open_nursery() as nursery:
+            for revision in candidates:
+                part = Checker(self.command or [], self.options)
+                part.seed = self.seed
+                part.findings.seed = self.seed
+                part.findings.enabled = set(self.findings.enabled)
+                part.schema_dir = self.schema_dir
+                # A directory of our own: one each (files one server leaves are not
+                # another's); the caller's cwd: theirs, shared, as they asked.
+                workdir = self.workdir
+                if self.options.cwd is None:
+                    workdir = os.path.join(self.workdir, revision)
+                    os.makedirs(workdir, exist_ok=True)
+                parts.append(part)
+                nursery.start_soon(part._run_revision, part._connector(workdir), revision)
+        for part in parts:
+            self.findings.merge(part.report)
+            self._refusals += part._refusals
+            self._last_refusal = part._last_refusal or self._last_refusal
 
     def _candidates(self) -> list[str]:
         wanted = list(self.options.protocol_versions or ALL_REVISIONS)
@@ -296,7 +330,11 @@ class Checker:
         # The same safety settings as the other properties (skips already reported
         # when valid-arguments ran).
         record = "valid-arguments" not in self.findings.enabled
-        allowed = tools.allowed(await tools.listed(), record=record)
+        allowed = [
+            tool
+            for tool in tools.allowed(await tools.listed(), record=record)
+            if tool["name"] not in self.findings.over_budget
+        ]
         await run_stateful(
             self.findings,
             tools.conn,

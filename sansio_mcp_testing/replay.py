@@ -1,4 +1,5 @@
-"""Replaying a finding: the lines a report's violation sent, sent again to a fresh
+"""Replaying a finding (the lines a report's violation sent) or a trace (the
+messages ``sansio-mcp inspect|call --trace FILE`` sent), sent again to a fresh
 stdio server, one at a time, each request given the time to be answered; what the
 server writes back is printed as it comes."""
 
@@ -17,7 +18,7 @@ from trio_adapters._process import PIPE, stop_process
 
 from ._connection import absolute_command
 
-__all__ = ["ReplayError", "finding_lines", "replay"]
+__all__ = ["ReplayError", "finding_lines", "is_trace", "replay", "trace_lines"]
 
 
 class ReplayError(ValueError):
@@ -44,6 +45,40 @@ def finding_lines(spec: str) -> tuple[list[str], dict[str, Any]]:
     if not lines:
         raise ReplayError(f"finding {number} has no input to replay (nothing was sent)")
     return lines, finding
+
+
+def is_trace(spec: str) -> bool:
+    """Whether ``--replay spec`` names a trace file rather than ``REPORT.json#N``."""
+    _, sep, number = spec.rpartition("#")
+    return not (sep and number.isdigit())
+
+
+def trace_lines(path: str) -> list[str]:
+    """The messages a trace file (JSON lines of ``{"direction", "time", "message"}``)
+    says were sent, as the lines to send again."""
+    lines: list[str] = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            for number, raw in enumerate(f, 1):
+                if not raw.strip():
+                    continue
+                try:
+                    record = json.loads(raw)
+                except ValueError as exc:
+                    raise ReplayError(f"{path}:{number} is not a JSON line: {exc}") from None
+                if not isinstance(record, dict) or "direction" not in record:
+                    raise ReplayError(
+                        f"{path}:{number} is not a trace record "
+                        '({"direction", "time", "message"}); --replay wants a trace file '
+                        "or REPORT.json#N"
+                    )
+                if record["direction"] == "send":
+                    lines.append(json.dumps(record.get("message"), separators=(",", ":")))
+    except OSError as exc:
+        raise ReplayError(f"cannot read the trace {path!r}: {exc}") from None
+    if not lines:
+        raise ReplayError(f"{path} has nothing to replay (no message was sent)")
+    return lines
 
 
 async def replay(

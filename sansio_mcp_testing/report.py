@@ -164,6 +164,21 @@ class Report:
             f"{len(self.skipped)} skipped, seed {self.seed}, {self.duration:.1f}s"
         )
 
+    def _depth(self) -> str:
+        """How deep the run went: examples, and the bound on a tool call."""
+        options = self.options
+        budget = options.get("call_budget")
+        bound = (
+            f"a tool call over {budget:g}s skips its tool for time"
+            if budget is not None and budget < options.get("timeout", budget + 1)
+            else f"a tool call may take up to {options.get('timeout', '?')}s"
+        )
+        return (
+            f"{options.get('examples', '?')} examples per tool and property, "
+            f"{options.get('stateful_examples', '?')} stateful runs; {bound}; "
+            f"took {self.duration:.1f}s"
+        )
+
     def summary_table(self) -> list[str]:
         """Findings by kind (property) and severity, as Markdown table lines."""
         counts = self._counts()
@@ -190,6 +205,7 @@ class Report:
             f"- target: `{self.target}`",
             f"- revisions checked: {', '.join(self.revisions_checked) or 'none'}",
             f"- seed: `{self.seed}` (rerun with `--seed {self.seed}`)",
+            f"- depth: {self._depth()}",
             f"- result: **{self.summary_line()}**",
             "",
             "## Properties",

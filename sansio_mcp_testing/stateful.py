@@ -14,6 +14,7 @@ violation is shrunk to the fewest steps and reported with their transcript.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,11 @@ LISTS: dict[str, tuple[str, str, str]] = {
 _MAX_PAGES = 50
 #: How long a cancelled call may run before it is cancelled (seconds), drawn from these.
 _CANCEL_DELAYS = (0.0, 0.001, 0.01, 0.05)
+
+#: Revisions checked at once run their machines one at a time: Hypothesis reads a
+#: machine class's source (``ast.parse``), which CPython 3.11 cannot do in two
+#: threads at once ("AST constructor recursion depth mismatch").
+_ONE_MACHINE_AT_A_TIME = threading.Lock()
 
 
 class _Stop(Exception):
@@ -303,7 +309,8 @@ async def run_stateful(
 
     def run() -> PropertyFailure | str | None:
         try:
-            run_state_machine_as_test(factory, settings=machine_settings)
+            with _ONE_MACHINE_AT_A_TIME:
+                run_state_machine_as_test(factory, settings=machine_settings)
         except PropertyFailure as failure:
             return failure
         except Flaky as exc:

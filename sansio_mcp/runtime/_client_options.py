@@ -9,7 +9,7 @@ them into a :class:`ClientOptions`, which makes the session.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import attrs
@@ -45,6 +45,7 @@ class SessionOptions(TypedDict, total=False):
     max_input_rounds: int
     max_message_size: int
     auth: OAuthProvider | None
+    trace: Callable[[str, Any], None] | None
 
 
 class HTTPClientOptions(SessionOptions, total=False):
@@ -84,6 +85,9 @@ class ClientOptions:
     it fails its request at once with an error naming its size and the limit.
     ``auth`` (an :class:`~sansio_mcp.runtime.OAuthProvider`) authorizes an HTTP
     client's requests (Streamable HTTP, legacy SSE); other transports ignore it.
+    ``trace`` is called with ``("send", message)`` and ``("receive", message)``
+    for every JSON-RPC message each way (see ``Session.tracer``), on every
+    transport: to log or record the traffic.
     """
 
     handlers: ClientHandlers = attrs.field(factory=ClientHandlers)
@@ -95,6 +99,7 @@ class ClientOptions:
     max_input_rounds: int = 10
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     auth: OAuthProvider | None = None
+    trace: Callable[[str, Any], None] | None = None
 
     @classmethod
     def of(cls, options: SessionOptions, **defaults: Any) -> ClientOptions:
@@ -111,7 +116,7 @@ class ClientOptions:
 
     def new_session(self) -> ClientSession:
         """A :class:`ClientSession` advertising what the handlers can answer."""
-        return new_client_session(
+        session = new_client_session(
             self.handlers,
             client_info=self.client_info,
             supported_versions=self.supported_versions,
@@ -120,6 +125,8 @@ class ClientOptions:
             max_input_rounds=self.max_input_rounds,
             max_message_size=self.max_message_size,
         )
+        session.tracer = self.trace
+        return session
 
     def keywords(self) -> SessionOptions:
         """These options as ``open_*_client`` keywords (to pass them on)."""
@@ -133,6 +140,7 @@ class ClientOptions:
             max_input_rounds=self.max_input_rounds,
             max_message_size=self.max_message_size,
             auth=self.auth,
+            trace=self.trace,
         )
 
 
