@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -218,6 +218,11 @@ def runs_as_legacy_task(support: str | None, task_param: Any) -> bool:
     return True
 
 
+def random_task_id() -> str:
+    """A fresh random task id (the default id source: a UUID4, unguessable)."""
+    return str(uuid.uuid4())
+
+
 @attrs.define
 class TaskRecord:
     """One task: its status, pending input requests, outcome and timestamps.
@@ -256,10 +261,15 @@ class TaskRecord:
 
     @classmethod
     def new(
-        cls, now: float, *, ttl_ms: int | None, poll_interval_ms: int | None = None
+        cls,
+        now: float,
+        *,
+        ttl_ms: int | None,
+        poll_interval_ms: int | None = None,
+        new_id: Callable[[], str] = random_task_id,
     ) -> TaskRecord:
-        """A fresh ``working`` task with a random id."""
-        return cls(str(uuid.uuid4()), now, ttl_ms, poll_interval_ms, last_updated_at=now)
+        """A fresh ``working`` task, its id from ``new_id`` (random by default)."""
+        return cls(new_id(), now, ttl_ms, poll_interval_ms, last_updated_at=now)
 
     @property
     def terminal(self) -> bool:

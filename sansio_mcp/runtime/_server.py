@@ -53,6 +53,7 @@ from .._tasks import (
     TASK_SUPPORT,
     TASKS_EXTENSION,
     TaskLimits,
+    random_task_id,
     runs_as_legacy_task,
     runs_as_task,
 )
@@ -338,7 +339,8 @@ class Server:
     """A registry of tools, resources, resource templates and prompts.
 
     ``handle(ctx)`` answers any request a :class:`ServerSession` hands over;
-    capabilities are derived from what is registered.
+    capabilities are derived from what is registered.  ``new_task_id`` makes the
+    ids of tasks (random UUIDs by default; inject a source for predictable ids).
     """
 
     def __init__(
@@ -359,6 +361,7 @@ class Server:
         task_ttl_ms: int | None = 300_000,
         task_poll_interval_ms: int | None = 500,
         task_limits: TaskLimits | None = None,
+        new_task_id: Callable[[], str] = random_task_id,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be positive")
@@ -387,6 +390,7 @@ class Server:
             ttl_ms=task_ttl_ms,
             poll_interval_ms=task_poll_interval_ms,
             limits=task_limits,
+            new_id=new_task_id,
         )
 
     def operation_scopes(self, method: str, name: str | None) -> tuple[str, ...]:

@@ -34,7 +34,14 @@ import attrs
 from .._errors import InternalError, InvalidParams, MCPError, failure_text
 from .._modern import missing_capability_error, missing_input_capabilities
 from .._registry import HandlerCall, SessionHub
-from .._tasks import RELATED_TASK, TaskLimits, TaskRecord, TaskStatus, TaskTable
+from .._tasks import (
+    RELATED_TASK,
+    TaskLimits,
+    TaskRecord,
+    TaskStatus,
+    TaskTable,
+    random_task_id,
+)
 from ._primitives import Cancellable, Signal
 
 __all__ = ["CancelTask", "TaskContext", "TaskStart", "TaskStore", "TaskRunner", "RunningTask"]
@@ -249,7 +256,8 @@ class TaskRunner:
     ``ttl_ms`` is how long a finished task's outcome is kept (None: until the
     process ends); ``poll_interval_ms`` is the polling pace suggested to clients;
     ``limits`` caps the tasks that have not ended and how long one may wait
-    (:class:`~sansio_mcp._tasks.TaskLimits`).
+    (:class:`~sansio_mcp._tasks.TaskLimits`); ``new_id`` makes each task's id
+    (random UUIDs by default; give one of your own for ids tests can predict).
     """
 
     def __init__(
@@ -259,6 +267,7 @@ class TaskRunner:
         ttl_ms: int | None = 300_000,
         poll_interval_ms: int | None = 500,
         limits: TaskLimits | None = None,
+        new_id: Callable[[], str] = random_task_id,
     ) -> None:
         if ttl_ms is not None and poll_interval_ms is not None and poll_interval_ms > ttl_ms:
             # A client polling this slowly could find a finished task already forgotten.
@@ -267,6 +276,7 @@ class TaskRunner:
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
         self.limits = limits if limits is not None else TaskLimits()
+        self.new_id = new_id
         self._running: dict[str, RunningTask] = {}
         #: Task-capable calls not answered yet (each may become a task), by owner.
         self._starting: Counter[Hashable | None] = Counter()
@@ -312,7 +322,10 @@ class TaskRunner:
 
         def created() -> None:
             record = TaskRecord.new(
-                now(), ttl_ms=self._ttl_for(ctx, legacy), poll_interval_ms=self.poll_interval_ms
+                now(),
+                ttl_ms=self._ttl_for(ctx, legacy),
+                poll_interval_ms=self.poll_interval_ms,
+                new_id=self.new_id,
             )
             self.store.add(record)
             running = RunningTask(record, ctx, now, lambda r: self._announce(ctx, r))

@@ -567,3 +567,16 @@ def test_a_2025_11_25_task_waiting_on_its_client_expires(backend: str, probe: Pr
         final = run(backend, lambda: main(bound))
     assert final["status"] == "failed", final
     assert server.tasks.running == 0
+
+
+def test_an_injected_id_source_names_the_tasks(backend: str, probe: Probe) -> None:
+    counter = iter(range(1, 100))
+    server = task_server(probe, new_task_id=lambda: f"task-{next(counter)}")
+    with serving(backend, "http", server) as bound:
+        ids = [
+            result(bound, "tools/call", {"name": "wait", "arguments": {"seconds": 0.01}})["taskId"]
+            for _ in range(2)
+        ]
+        assert ids == ["task-1", "task-2"]
+        done = poll(bound, "task-2", lambda t: t["status"] == "completed")
+        assert done["result"]["content"][0]["text"] == "waited 0.01"
