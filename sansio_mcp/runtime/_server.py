@@ -392,6 +392,19 @@ class Server:
             limits=task_limits,
             new_id=new_task_id,
         )
+        # What answers each request method (tasks/* aside: see _plan).
+        self._planners: dict[str, Callable[[Context], dict[str, Any] | HandlerCall]] = {
+            "tools/list": self._plan_tool_listing,
+            "tools/call": self._plan_tool_call,
+            "resources/list": self._plan_resource_listing,
+            "resources/templates/list": self._plan_template_listing,
+            "resources/read": self._plan_read,
+            "resources/subscribe": self._plan_subscription,
+            "resources/unsubscribe": self._plan_subscription,
+            "prompts/list": self._plan_prompt_listing,
+            "prompts/get": self._plan_prompt,
+            "completion/complete": self._plan_completion,
+        }
 
     def operation_scopes(self, method: str, name: str | None) -> tuple[str, ...]:
         """The scopes a request needs beyond ``auth``'s: a scoped tool's, for its calls."""
@@ -651,32 +664,38 @@ class Server:
 
     def _plan(self, ctx: Context) -> dict[str, Any] | HandlerCall:
         """The result of a request that calls no handler, or the call it comes down to."""
-        method, params = ctx.method, ctx.params
-        if method == "tools/list":
-            return self._page(params, "tools", self._tool_listing(ctx))
-        if method == "tools/call":
-            return self._plan_tool_call(ctx)
-        if method == "resources/list":
-            return self._page(params, "resources", [r.to_dict() for r in self.resources.values()])
-        if method == "resources/templates/list":
-            items = [t.to_dict() for t in self.templates.values()]
-            return self._page(params, "resourceTemplates", items)
-        if method == "resources/read":
-            return self._plan_read(ctx)
-        if method in ("resources/subscribe", "resources/unsubscribe"):
-            self._find_resource(params["uri"])
-            return {}
-        if method == "prompts/list":
-            return self._page(params, "prompts", [p.to_dict() for p in self.prompts.values()])
-        if method == "prompts/get":
-            return self._plan_prompt(ctx)
-        if method == "completion/complete":
-            return self._plan_completion(params)
-        if _legacy_tasks(ctx) and method.startswith("tasks/"):
+        planner = self._planners.get(ctx.method)
+        if planner is not None:
+            return planner(ctx)
+        if ctx.method.startswith("tasks/"):
+            return self._plan_task(ctx)
+        raise MethodNotFound(message=f"method not found: {ctx.method!r}")
+
+    def _plan_tool_listing(self, ctx: Context) -> dict[str, Any]:
+        return self._page(ctx.params, "tools", self._tool_listing(ctx))
+
+    def _plan_resource_listing(self, ctx: Context) -> dict[str, Any]:
+        return self._page(ctx.params, "resources", [r.to_dict() for r in self.resources.values()])
+
+    def _plan_template_listing(self, ctx: Context) -> dict[str, Any]:
+        items = [t.to_dict() for t in self.templates.values()]
+        return self._page(ctx.params, "resourceTemplates", items)
+
+    def _plan_subscription(self, ctx: Context) -> dict[str, Any]:
+        """``resources/subscribe`` and ``resources/unsubscribe``: the resource must exist."""
+        self._find_resource(ctx.params["uri"])
+        return {}
+
+    def _plan_prompt_listing(self, ctx: Context) -> dict[str, Any]:
+        return self._page(ctx.params, "prompts", [p.to_dict() for p in self.prompts.values()])
+
+    def _plan_task(self, ctx: Context) -> dict[str, Any] | HandlerCall:
+        """The ``tasks/*`` requests: 2025-11-25's own on such a session, else the extension's."""
+        if _legacy_tasks(ctx):
             return self._plan_legacy_task(ctx)
-        if method in TASK_METHODS:
-            return self.tasks.handle(ctx, method)
-        raise MethodNotFound(message=f"method not found: {method!r}")
+        if ctx.method in TASK_METHODS:
+            return self.tasks.handle(ctx, ctx.method)
+        raise MethodNotFound(message=f"method not found: {ctx.method!r}")
 
     def _tool_listing(self, ctx: Context) -> list[dict[str, Any]]:
         tools = [t.to_dict() for t in self.tools.values()]
@@ -787,7 +806,8 @@ class Server:
 
         return HandlerCall(prompt.handler, arguments, finish)
 
-    def _plan_completion(self, params: dict[str, Any]) -> dict[str, Any] | HandlerCall:
+    def _plan_completion(self, ctx: Context) -> dict[str, Any] | HandlerCall:
+        params = ctx.params
         ref, argument = params["ref"], params["argument"]
         completers: dict[str, Handler]
         if ref["type"] == "ref/prompt":
