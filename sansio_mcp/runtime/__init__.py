@@ -30,7 +30,7 @@ from ._open_client import HTTPClientSessionHost, SSEClientSessionHost
 from ._process import drain_stderr, stop_process
 from ._sender import Sender
 from ._serve_options import ListenOptions
-from ._server import Context, Server, answer_request
+from ._server import Context, ContextHost, Server, answer_request
 from ._tasks import CancelTask
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "ClientAPI",
     "ClientHandlers",
     "Context",
+    "ContextHost",
     "Driver",
     "FileTokenStore",
     "MemoryTokenStore",

@@ -3,7 +3,8 @@
 
 Everything here is backend-neutral.  Handlers may be plain or ``async``
 functions; the only things they can await are the :class:`Context` methods,
-which an adapter (Trio, asyncio) implements by subclassing :class:`Context`.
+built on the primitives of its :class:`ContextHost` (a session host of an
+adapter, or an embedder's own).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import inspect
 import secrets
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from typing import Any, Self, TypeVar
+from typing import Any, Protocol, Self, TypeVar
 
 from .._errors import ErrorCode, InvalidParams, MCPError, MethodNotFound, failure_text
 from .._events import RequestMeta, RequestReceived
@@ -63,18 +64,49 @@ from ._driver import respond_with_failure, respond_with_result
 from ._primitives import Cancellable, Signal
 from ._tasks import RunningTask, TaskRunner, TaskStart, TaskStore
 
-__all__ = ["Context", "Server", "answer_request"]
+__all__ = ["Context", "ContextHost", "Server", "answer_request"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 Handler = Callable[..., Any]
 
 
+class ContextHost(Protocol):
+    """What runs a :class:`Context`'s handler: the six primitives every other
+    context method is built on.  The session hosts (:class:`HostBase`) are one;
+    an embedder with a transport of its own writes one (docs/embedding.md)."""
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        related_request: RequestId | None = None,
+    ) -> dict[str, Any]:
+        """Send a request to the client and wait for its result (handshake era)."""
+        ...
+
+    async def flush(self) -> None:
+        """Write what the session has queued."""
+
+    async def sleep(self, seconds: float) -> None: ...
+
+    def now(self) -> float:
+        """The backend's monotonic clock, in seconds."""
+        ...
+
+    def new_signal(self) -> Signal: ...
+
+    def start_cancellable(self, fn: Callable[[], Awaitable[Any]]) -> Cancellable:
+        """Run ``fn()`` in a task that outlives the request; ``cancel()`` ends it."""
+        ...
+
+
 class Context:
     """What a handler can do while it runs.
 
-    Adapters subclass it and implement three primitives: :meth:`request`
-    (ask the client and wait), :meth:`flush` (write what the session queued)
-    and :meth:`sleep`.  Everything else is built on those here, once.
+    Its primitives (ask the client, write output, sleep, the clock, signals,
+    background tasks) are its :class:`ContextHost`'s; everything else is built
+    on those here, once.
     """
 
     def __init__(
@@ -85,6 +117,7 @@ class Context:
         params: dict[str, Any],
         progress_token: str | int | None,
         session: ServerSession,
+        host: ContextHost,
         meta: RequestMeta | None = None,
         now: float = 0.0,
     ) -> None:
@@ -93,6 +126,8 @@ class Context:
         self.params = params
         self.progress_token = progress_token
         self.session = session
+        #: Who runs the handler: its primitives.
+        self.host = host
         #: The request's ``_meta`` when it is stateless (2026-07-28).
         self.meta = meta
         #: Wall-clock time when the request arrived (seals and checks requestState).
@@ -110,15 +145,19 @@ class Context:
         self.auth: AccessToken | None = getattr(session, "auth", None)
 
     @classmethod
-    def for_request(cls, event: RequestReceived, session: ServerSession, *, now: float) -> Self:
-        """The context of ``event``, read from ``session``; ``now`` is the wall-clock
-        time in seconds since the epoch (it dates the sealed ``requestState``)."""
+    def for_request(
+        cls, event: RequestReceived, session: ServerSession, *, now: float, host: ContextHost
+    ) -> Self:
+        """The context of ``event``, read from ``session``, run by ``host``; ``now`` is
+        the wall-clock time in seconds since the epoch (it dates the sealed
+        ``requestState``)."""
         return cls(
             request_id=event.request_id,
             method=event.method,
             params=event.params,
             progress_token=event.progress_token,
             session=session,
+            host=host,
             meta=event.meta,
             now=now,
         )
@@ -188,20 +227,20 @@ class Context:
         self._inputs_asked += 1
         return f"input-{self._inputs_asked}"
 
-    # Primitives -----------------------------------------------------------------
+    # Primitives (the host's) ------------------------------------------------------
 
     async def send_request(
         self, method: str, params: dict[str, Any] | None = None
     ) -> dict[str, Any]:
         """Send a request to the client and wait for its result (handshake era)."""
-        raise NotImplementedError(f"{type(self).__name__} cannot ask the client ({method})")
+        return await self.host.request(method, params, related_request=self.request_id)
 
     async def flush(self) -> None:
         """Write what the session has queued."""
-        raise NotImplementedError(f"{type(self).__name__} cannot write the session's output")
+        await self.host.flush()
 
     async def sleep(self, seconds: float) -> None:
-        raise NotImplementedError(f"{type(self).__name__} cannot sleep")
+        await self.host.sleep(seconds)
 
     async def become_task(self) -> None:
         """In a call that runs as a task, create the task now: the client gets its
@@ -231,14 +270,14 @@ class Context:
 
     def clock(self) -> float:
         """The backend's monotonic clock, in seconds."""
-        raise NotImplementedError(f"{type(self).__name__} has no clock")
+        return self.host.now()
 
     def new_signal(self) -> Signal:
-        raise NotImplementedError(f"{type(self).__name__} cannot make a signal")
+        return self.host.new_signal()
 
     def start_background(self, fn: Callable[[], Awaitable[Any]]) -> Cancellable:
         """Run ``fn()`` in a task that outlives this request (a task's tool)."""
-        raise NotImplementedError(f"{type(self).__name__} cannot run tasks")
+        return self.host.start_cancellable(fn)
 
     # Conveniences ---------------------------------------------------------------
 
