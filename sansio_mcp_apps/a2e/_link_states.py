@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from enum import Enum
 
-from sansio_mcp.state_tables import generated_block
+from sansio_mcp.state_tables import generated_block, transition_moves
 
 from ._models import MCPServerStatus
 
@@ -120,11 +120,7 @@ def render_link_table() -> str:
     with the server's status in that state and its triggers -> next state."""
     out = ["", "| state | server status | allowed triggers → next state |", "| --- | --- | --- |"]
     for state in LinkState:
-        moves = [
-            f"{trigger.value} → {LINK_TRANSITIONS[(state, trigger)].name}"
-            for trigger in LinkTrigger
-            if (state, trigger) in LINK_TRANSITIONS
-        ]
+        moves = transition_moves(LINK_TRANSITIONS, (state,), LinkTrigger)
         status = SERVER_STATUS.get(state, "(the server is gone)")
-        out.append(f"| {state.name} | {status} | {'<br>'.join(moves) or '— (terminal)'} |")
+        out.append(f"| {state.name} | {status} | {moves or '— (terminal)'} |")
     return generated_block("link-states", out)

@@ -6,7 +6,7 @@ import enum
 
 import attrs
 
-from sansio_mcp.state_tables import generated_block
+from sansio_mcp.state_tables import generated_block, transition_moves
 
 __all__ = [
     "CONNECTOR_TRANSITIONS",
@@ -82,10 +82,6 @@ def render_connector_table() -> str:
     """The connector status table as Markdown (docs/gateway.md)."""
     out = ["", "| status | allowed triggers → next status |", "| --- | --- |"]
     for status in ConnectorStatus:
-        moves = [
-            f"{trigger.value} → {CONNECTOR_TRANSITIONS[(status, trigger)].value}"
-            for trigger in StatusTrigger
-            if (status, trigger) in CONNECTOR_TRANSITIONS
-        ]
-        out.append(f"| {status.value} | {'<br>'.join(moves)} |")
+        moves = transition_moves(CONNECTOR_TRANSITIONS, (status,), StatusTrigger, by_value=True)
+        out.append(f"| {status.value} | {moves} |")
     return generated_block("connector-states", out)
