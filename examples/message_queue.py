@@ -9,8 +9,8 @@ have. Nothing from ``asyncio_adapters`` is used: the server side is
 * ``receive_message(obj)`` in, ``messages_to_send()`` out: no bytes, no framing;
 * ``answer_request(server, ctx)``: a plain handler is answered at once, an ``async``
   one comes back as an awaitable, run in a task of its own;
-* a ``Context`` subclass giving handlers the three primitives (``flush``, ``sleep``,
-  ``send_request``) on this transport;
+* a ``ContextHost`` giving handlers the primitives (``flush``, ``sleep``, the clock,
+  signals, background tasks, requests to the client) on this transport;
 * errors answered, never raised: an unknown tool is a -32602 error response;
 * ``CancelRequested`` cancelling the handler's task, and ``close()`` at the end.
 
@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from sansio_mcp import (
     NEED_DATA,
     CancelRequested,
     ClientSession,
+    ErrorCode,
+    MCPError,
     ProgressReceived,
     RequestFailed,
     RequestId,
@@ -65,8 +68,19 @@ async def serve_queue(inbox: Queue, outbox: Queue) -> None:
         for message in session.messages_to_send():
             outbox.put_nowait(message)
 
-    class QueueContext(Context):
-        """What a handler can do on this transport."""
+    class QueueHost:
+        """What a handler can do on this transport (a ``ContextHost``)."""
+
+        async def request(
+            self,
+            method: str,
+            params: dict[str, Any] | None = None,
+            *,
+            related_request: RequestId | None = None,
+        ) -> dict[str, Any]:
+            # This demo's client answers no requests; a real transport would send
+            # the request with session.send_request and wait for its ResponseReceived.
+            raise MCPError(ErrorCode.INTERNAL_ERROR, f"this transport cannot ask {method}")
 
         async def flush(self) -> None:
             ship()  # progress and logs go out as the handler makes them
@@ -74,12 +88,16 @@ async def serve_queue(inbox: Queue, outbox: Queue) -> None:
         async def sleep(self, seconds: float) -> None:
             await asyncio.sleep(seconds)
 
-        async def send_request(
-            self, method: str, params: dict[str, Any] | None = None
-        ) -> dict[str, Any]:
-            # This demo's client answers no requests; a real transport would send
-            # the request with session.send_request and wait for its ResponseReceived.
-            raise NotImplementedError(method)
+        def now(self) -> float:
+            return time.monotonic()
+
+        def new_signal(self) -> asyncio.Event:
+            return asyncio.Event()
+
+        def start_cancellable(self, fn: Callable[[], Awaitable[Any]]) -> asyncio.Task[Any]:
+            return asyncio.ensure_future(fn())
+
+    host = QueueHost()
 
     async def answer_later(request_id: RequestId, pending: Any) -> None:
         try:
@@ -92,7 +110,7 @@ async def serve_queue(inbox: Queue, outbox: Queue) -> None:
         session.receive_message(message)
         while (event := session.next_event()) is not NEED_DATA:
             if isinstance(event, RequestReceived):
-                ctx = QueueContext.for_request(event, session, now=time.time())
+                ctx = Context.for_request(event, session, now=time.time(), host=host)
                 pending = answer_request(server, ctx)
                 if pending is not None:  # an async handler: give it a task
                     task = asyncio.create_task(answer_later(event.request_id, pending))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -284,6 +284,11 @@ def runs_as_legacy_task(support: str | None, task_param: Any) -> bool:
     return True
 
 
+def random_task_id() -> str:
+    """A fresh random task id (the default id source: a UUID4, unguessable)."""
+    return str(uuid.uuid4())
+
+
 @attrs.define
 class TaskRecord:
     """One task: its owner (:func:`owner_key`), status, pending input requests,
@@ -331,11 +336,11 @@ class TaskRecord:
         ttl_ms: int | None,
         poll_interval_ms: int | None = None,
         owner: str = ANONYMOUS_OWNER,
+        new_id: Callable[[], str] = random_task_id,
     ) -> TaskRecord:
-        """A fresh ``working`` task of ``owner`` with a random (unguessable) id."""
-        return cls(
-            str(uuid.uuid4()), now, ttl_ms, poll_interval_ms, last_updated_at=now, owner=owner
-        )
+        """A fresh ``working`` task of ``owner``, its id from ``new_id`` (random, so
+        unguessable, by default)."""
+        return cls(new_id(), now, ttl_ms, poll_interval_ms, last_updated_at=now, owner=owner)
 
     @property
     def terminal(self) -> bool:

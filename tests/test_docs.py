@@ -11,20 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from sansio_mcp_cli.docs_tables import (
-    AUTH_BEGIN,
-    AUTH_END,
-    BEGIN,
-    END,
-    LINK_BEGIN,
-    LINK_END,
-    TASK_BEGIN,
-    TASK_END,
+from sansio_mcp.state_tables import (
+    page_block,
     render_auth_table,
-    render_link_table,
     render_state_tables,
     render_task_table,
 )
+from sansio_mcp_apps.a2e import render_link_table
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
@@ -81,21 +74,13 @@ def test_readme_server_answers_the_command_it_names(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("begin", "end", "render"),
-    [
-        (BEGIN, END, render_state_tables),
-        (TASK_BEGIN, TASK_END, render_task_table),
-        (LINK_BEGIN, LINK_END, render_link_table),
-        (AUTH_BEGIN, AUTH_END, render_auth_table),
-    ],
+    "render",
+    [render_state_tables, render_task_table, render_link_table, render_auth_table],
     ids=["session-lifecycle", "task-statuses", "bridge-links", "auth-flow"],
 )
-def test_state_tables_in_architecture_page_are_current(
-    begin: str, end: str, render: Callable[[], str]
-) -> None:
+def test_state_tables_in_architecture_page_are_current(render: Callable[[], str]) -> None:
     page = (ROOT / "docs/architecture.md").read_text(encoding="utf-8")
-    start, stop = page.index(begin), page.index(end) + len(end)
-    assert page[start:stop] == render(), (
+    assert page_block(page, render()) == render(), (
         "docs/architecture.md is stale: paste `python -m sansio_mcp_cli.docs_tables` into it"
     )
 
@@ -146,3 +131,19 @@ def test_no_doc_imports_from_a_private_module() -> None:
         for match in _PRIVATE_IMPORT.finditer(page.read_text(encoding="utf-8"))
     ]
     assert not found, found
+
+
+def test_the_docs_tables_command_prints_every_table() -> None:
+    """The CLI only prints what the library and the applications render."""
+    from sansio_mcp_cli.docs_tables import TABLES
+
+    done = subprocess.run(
+        [sys.executable, "-m", "sansio_mcp_cli.docs_tables"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout == "\n\n".join(render() for render in TABLES) + "\n"
+    assert len(TABLES) == 6

@@ -31,7 +31,7 @@ from ._open_client import HTTPClientSessionHost, SSEClientSessionHost
 from ._process import drain_stderr, stop_process
 from ._sender import Sender
 from ._serve_options import ListenOptions
-from ._server import Context, Server, answer_request
+from ._server import Context, ContextHost, Server, answer_request
 from ._task_client import TaskCancelled, ToolTask
 from ._tasks import CancelTask, TaskStore, task_owner
 
@@ -60,6 +60,7 @@ __all__ = [
     "ClientAPI",
     "ClientHandlers",
     "Context",
+    "ContextHost",
     "Driver",
     "FileTokenStore",
     "MemoryTokenStore",

@@ -161,6 +161,20 @@ class Driver:
         self.on_trouble: Callable[[], None] = lambda: None
         #: Sees every notification first (the client's cache invalidation hooks in here).
         self.observe_notification: Callable[[str, dict[str, Any]], None] = lambda m, p: None
+        #: What each kind of session event does (events of other kinds are ignored).
+        self._on_event: dict[type[Any], Callable[[Any], None]] = {
+            ResponseReceived: self._on_response,
+            RequestFailed: self._on_failure,
+            ProgressReceived: self._on_progress,
+            RequestReceived: self._begin,
+            CancelRequested: self._on_cancel,
+            NotificationReceived: self._on_notification,
+            SubscriptionAcknowledged: self._on_acknowledged,
+            InputRequired: self._on_input_required,
+            SessionInitialized: self._on_initialized,
+            ProtocolViolation: self._log_violation,
+            ConnectionClosed: self._on_closed,
+        }
 
     def start_request(
         self,
@@ -205,60 +219,65 @@ class Driver:
                 self.session.forget(request_id)
 
     def process_events(self) -> None:
-        """Drain the session's events and act on each."""
-        session = self.session
-        while True:
-            event = session.next_event()
-            if event is NEED_DATA:
-                return
-            if isinstance(event, ResponseReceived):
-                waiter = self._waiters.pop(event.request_id, None)
-                if waiter is not None:
-                    waiter.resolve(event.result)
-                self._end_subscription(event.request_id, None)
-            elif isinstance(event, RequestFailed):
-                waiter = self._waiters.pop(event.request_id, None)
-                if waiter is not None:
-                    waiter.fail(event.error)
-                self._end_subscription(event.request_id, event.error)
-            elif isinstance(event, ProgressReceived):
-                progress_waiter = self._waiters.get(event.request_id)
-                if progress_waiter is not None and progress_waiter.on_progress is not None:
-                    progress_waiter.on_progress(event.progress, event.total, event.message)
-            elif isinstance(event, RequestReceived):
-                self._begin(event)
-            elif isinstance(event, CancelRequested):
-                self._cancel(event.request_id)
-            elif isinstance(event, NotificationReceived):
-                self.observe_notification(event.method, event.params)
-                if event.subscription_id is not None:
-                    sink = self.subscriptions.get(event.subscription_id)
-                    if sink is not None:
-                        sink.deliver(event.method, event.params)
-                    continue
-                for wants, session_sink in self.session_sinks:
-                    if wants(event.method, event.params):
-                        session_sink.deliver(event.method, event.params)
-                if self._handle_notification is not None:
-                    self._spawn(None, self._notify_factory(event))
-            elif isinstance(event, SubscriptionAcknowledged):
-                sink = self.subscriptions.get(event.request_id)
-                if sink is not None:
-                    sink.acknowledged(event.notifications)
-            elif isinstance(event, InputRequired):
-                self._spawn(None, self._input_factory(event))
-            elif isinstance(event, SessionInitialized):
-                self.initialized = event
-            elif isinstance(event, ProtocolViolation):
-                self._log_violation(event)
-            elif isinstance(event, ConnectionClosed):
-                self.closed = True
-                closed = ConnectionClosedError(message="the connection closed")
-                for request_id in list(self.subscriptions):
-                    self._end_subscription(request_id, closed)
-                for _, session_sink in self.session_sinks:
-                    session_sink.ended(closed)
-                self.on_closed()
+        """Drain the session's events and act on each (by :attr:`_on_event`)."""
+        session, table = self.session, self._on_event
+        while (event := session.next_event()) is not NEED_DATA:
+            act = table.get(type(event))
+            if act is not None:
+                act(event)
+
+    def _on_response(self, event: ResponseReceived) -> None:
+        waiter = self._waiters.pop(event.request_id, None)
+        if waiter is not None:
+            waiter.resolve(event.result)
+        self._end_subscription(event.request_id, None)
+
+    def _on_failure(self, event: RequestFailed) -> None:
+        waiter = self._waiters.pop(event.request_id, None)
+        if waiter is not None:
+            waiter.fail(event.error)
+        self._end_subscription(event.request_id, event.error)
+
+    def _on_progress(self, event: ProgressReceived) -> None:
+        waiter = self._waiters.get(event.request_id)
+        if waiter is not None and waiter.on_progress is not None:
+            waiter.on_progress(event.progress, event.total, event.message)
+
+    def _on_cancel(self, event: CancelRequested) -> None:
+        self._cancel(event.request_id)
+
+    def _on_notification(self, event: NotificationReceived) -> None:
+        self.observe_notification(event.method, event.params)
+        if event.subscription_id is not None:
+            sink = self.subscriptions.get(event.subscription_id)
+            if sink is not None:
+                sink.deliver(event.method, event.params)
+            return
+        for wants, session_sink in self.session_sinks:
+            if wants(event.method, event.params):
+                session_sink.deliver(event.method, event.params)
+        if self._handle_notification is not None:
+            self._spawn(None, self._notify_factory(event))
+
+    def _on_acknowledged(self, event: SubscriptionAcknowledged) -> None:
+        sink = self.subscriptions.get(event.request_id)
+        if sink is not None:
+            sink.acknowledged(event.notifications)
+
+    def _on_input_required(self, event: InputRequired) -> None:
+        self._spawn(None, self._input_factory(event))
+
+    def _on_initialized(self, event: SessionInitialized) -> None:
+        self.initialized = event
+
+    def _on_closed(self, event: ConnectionClosed) -> None:
+        self.closed = True
+        closed = ConnectionClosedError(message="the connection closed")
+        for request_id in list(self.subscriptions):
+            self._end_subscription(request_id, closed)
+        for _, session_sink in self.session_sinks:
+            session_sink.ended(closed)
+        self.on_closed()
 
     def _log_violation(self, event: ProtocolViolation) -> None:
         """A request refused with an error answer is the peer's own mistake, and it was

@@ -171,6 +171,9 @@ class HostBase:
     def now(self) -> float:
         return self.backend.clock()
 
+    async def sleep(self, seconds: float) -> None:
+        await self.backend.sleep(seconds)
+
     def _schedule_flush(self) -> None:
         """Send what the session queued, now or soon (what the hub calls)."""
         self.output.schedule()
@@ -339,9 +342,12 @@ class HostBase:
 
 
 class HostContext(Context):
-    """A handler's :class:`Context` on a session host: requests to the client go
-    through the host, output is flushed by it, sleeping is the backend's.
-    ``now`` (seconds since the epoch) dates the request's sealed state."""
+    """A handler's :class:`Context` on a session host, which is its
+    :class:`ContextHost`: requests to the client go through the host, output is
+    flushed by it, sleeping is the backend's.  ``now`` (seconds since the epoch)
+    dates the request's sealed state."""
+
+    host: HostBase
 
     def __init__(self, host: HostBase, event: RequestReceived, *, now: float) -> None:
         assert isinstance(host.session, ServerSession)
@@ -351,30 +357,10 @@ class HostContext(Context):
             params=event.params,
             progress_token=event.progress_token,
             session=host.session,
+            host=host,
             meta=event.meta,
             now=now,
         )
-        self.host = host
-
-    async def send_request(
-        self, method: str, params: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
-        return await self.host.request(method, params, related_request=self.request_id)
-
-    async def flush(self) -> None:
-        await self.host.flush()
-
-    async def sleep(self, seconds: float) -> None:
-        await self.host.backend.sleep(seconds)
-
-    def clock(self) -> float:
-        return self.host.backend.clock()
-
-    def new_signal(self) -> Signal:
-        return self.host.new_signal()
-
-    def start_background(self, fn: Callable[[], Awaitable[Any]]) -> Cancellable:
-        return self.host.start_cancellable(fn)
 
 
 async def start_client(

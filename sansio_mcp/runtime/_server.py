@@ -3,7 +3,8 @@
 
 Everything here is backend-neutral.  Handlers may be plain or ``async``
 functions; the only things they can await are the :class:`Context` methods,
-which an adapter (Trio, asyncio) implements by subclassing :class:`Context`.
+built on the primitives of its :class:`ContextHost` (a session host of an
+adapter, or an embedder's own).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import inspect
 import secrets
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from typing import Any, Self, TypeVar
+from typing import Any, Protocol, Self, TypeVar
 
 from .._errors import ErrorCode, InvalidParams, MCPError, MethodNotFound, failure_text
 from .._events import RequestMeta, RequestReceived
@@ -53,6 +54,7 @@ from .._tasks import (
     TASK_SUPPORT,
     TASKS_EXTENSION,
     TaskLimits,
+    random_task_id,
     runs_as_legacy_task,
     runs_as_task,
 )
@@ -62,18 +64,49 @@ from ._driver import respond_with_failure, respond_with_result
 from ._primitives import Cancellable, Signal
 from ._tasks import RunningTask, TaskRunner, TaskStart, TaskStore
 
-__all__ = ["Context", "Server", "answer_request"]
+__all__ = ["Context", "ContextHost", "Server", "answer_request"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 Handler = Callable[..., Any]
 
 
+class ContextHost(Protocol):
+    """What runs a :class:`Context`'s handler: the six primitives every other
+    context method is built on.  The session hosts (:class:`HostBase`) are one;
+    an embedder with a transport of its own writes one (docs/embedding.md)."""
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        related_request: RequestId | None = None,
+    ) -> dict[str, Any]:
+        """Send a request to the client and wait for its result (handshake era)."""
+        ...
+
+    async def flush(self) -> None:
+        """Write what the session has queued."""
+
+    async def sleep(self, seconds: float) -> None: ...
+
+    def now(self) -> float:
+        """The backend's monotonic clock, in seconds."""
+        ...
+
+    def new_signal(self) -> Signal: ...
+
+    def start_cancellable(self, fn: Callable[[], Awaitable[Any]]) -> Cancellable:
+        """Run ``fn()`` in a task that outlives the request; ``cancel()`` ends it."""
+        ...
+
+
 class Context:
     """What a handler can do while it runs.
 
-    Adapters subclass it and implement three primitives: :meth:`request`
-    (ask the client and wait), :meth:`flush` (write what the session queued)
-    and :meth:`sleep`.  Everything else is built on those here, once.
+    Its primitives (ask the client, write output, sleep, the clock, signals,
+    background tasks) are its :class:`ContextHost`'s; everything else is built
+    on those here, once.
     """
 
     def __init__(
@@ -84,6 +117,7 @@ class Context:
         params: dict[str, Any],
         progress_token: str | int | None,
         session: ServerSession,
+        host: ContextHost,
         meta: RequestMeta | None = None,
         now: float = 0.0,
     ) -> None:
@@ -92,6 +126,8 @@ class Context:
         self.params = params
         self.progress_token = progress_token
         self.session = session
+        #: Who runs the handler: its primitives.
+        self.host = host
         #: The request's ``_meta`` when it is stateless (2026-07-28).
         self.meta = meta
         #: Wall-clock time when the request arrived (seals and checks requestState).
@@ -109,15 +145,19 @@ class Context:
         self.auth: AccessToken | None = getattr(session, "auth", None)
 
     @classmethod
-    def for_request(cls, event: RequestReceived, session: ServerSession, *, now: float) -> Self:
-        """The context of ``event``, read from ``session``; ``now`` is the wall-clock
-        time in seconds since the epoch (it dates the sealed ``requestState``)."""
+    def for_request(
+        cls, event: RequestReceived, session: ServerSession, *, now: float, host: ContextHost
+    ) -> Self:
+        """The context of ``event``, read from ``session``, run by ``host``; ``now`` is
+        the wall-clock time in seconds since the epoch (it dates the sealed
+        ``requestState``)."""
         return cls(
             request_id=event.request_id,
             method=event.method,
             params=event.params,
             progress_token=event.progress_token,
             session=session,
+            host=host,
             meta=event.meta,
             now=now,
         )
@@ -187,20 +227,20 @@ class Context:
         self._inputs_asked += 1
         return f"input-{self._inputs_asked}"
 
-    # Primitives -----------------------------------------------------------------
+    # Primitives (the host's) ------------------------------------------------------
 
     async def send_request(
         self, method: str, params: dict[str, Any] | None = None
     ) -> dict[str, Any]:
         """Send a request to the client and wait for its result (handshake era)."""
-        raise NotImplementedError(f"{type(self).__name__} cannot ask the client ({method})")
+        return await self.host.request(method, params, related_request=self.request_id)
 
     async def flush(self) -> None:
         """Write what the session has queued."""
-        raise NotImplementedError(f"{type(self).__name__} cannot write the session's output")
+        await self.host.flush()
 
     async def sleep(self, seconds: float) -> None:
-        raise NotImplementedError(f"{type(self).__name__} cannot sleep")
+        await self.host.sleep(seconds)
 
     async def become_task(self) -> None:
         """In a call that runs as a task, create the task now: the client gets its
@@ -230,14 +270,14 @@ class Context:
 
     def clock(self) -> float:
         """The backend's monotonic clock, in seconds."""
-        raise NotImplementedError(f"{type(self).__name__} has no clock")
+        return self.host.now()
 
     def new_signal(self) -> Signal:
-        raise NotImplementedError(f"{type(self).__name__} cannot make a signal")
+        return self.host.new_signal()
 
     def start_background(self, fn: Callable[[], Awaitable[Any]]) -> Cancellable:
         """Run ``fn()`` in a task that outlives this request (a task's tool)."""
-        raise NotImplementedError(f"{type(self).__name__} cannot run tasks")
+        return self.host.start_cancellable(fn)
 
     # Conveniences ---------------------------------------------------------------
 
@@ -338,7 +378,8 @@ class Server:
     """A registry of tools, resources, resource templates and prompts.
 
     ``handle(ctx)`` answers any request a :class:`ServerSession` hands over;
-    capabilities are derived from what is registered.
+    capabilities are derived from what is registered.  ``new_task_id`` makes the
+    ids of tasks (random UUIDs by default; inject a source for predictable ids).
     """
 
     def __init__(
@@ -360,6 +401,7 @@ class Server:
         task_poll_interval_ms: int | None = 500,
         task_limits: TaskLimits | None = None,
         handshake_tasks: bool = True,
+        new_task_id: Callable[[], str] = random_task_id,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be positive")
@@ -391,7 +433,21 @@ class Server:
             ttl_ms=task_ttl_ms,
             poll_interval_ms=task_poll_interval_ms,
             limits=task_limits,
+            new_id=new_task_id,
         )
+        # What answers each request method (tasks/* aside: see _plan).
+        self._planners: dict[str, Callable[[Context], dict[str, Any] | HandlerCall]] = {
+            "tools/list": self._plan_tool_listing,
+            "tools/call": self._plan_tool_call,
+            "resources/list": self._plan_resource_listing,
+            "resources/templates/list": self._plan_template_listing,
+            "resources/read": self._plan_read,
+            "resources/subscribe": self._plan_subscription,
+            "resources/unsubscribe": self._plan_subscription,
+            "prompts/list": self._plan_prompt_listing,
+            "prompts/get": self._plan_prompt,
+            "completion/complete": self._plan_completion,
+        }
 
     def operation_scopes(self, method: str, name: str | None) -> tuple[str, ...]:
         """The scopes a request needs beyond ``auth``'s: a scoped tool's, for its calls."""
@@ -657,32 +713,38 @@ class Server:
 
     def _plan(self, ctx: Context) -> dict[str, Any] | HandlerCall:
         """The result of a request that calls no handler, or the call it comes down to."""
-        method, params = ctx.method, ctx.params
-        if method == "tools/list":
-            return self._page(params, "tools", self._tool_listing(ctx))
-        if method == "tools/call":
-            return self._plan_tool_call(ctx)
-        if method == "resources/list":
-            return self._page(params, "resources", [r.to_dict() for r in self.resources.values()])
-        if method == "resources/templates/list":
-            items = [t.to_dict() for t in self.templates.values()]
-            return self._page(params, "resourceTemplates", items)
-        if method == "resources/read":
-            return self._plan_read(ctx)
-        if method in ("resources/subscribe", "resources/unsubscribe"):
-            self._find_resource(params["uri"])
-            return {}
-        if method == "prompts/list":
-            return self._page(params, "prompts", [p.to_dict() for p in self.prompts.values()])
-        if method == "prompts/get":
-            return self._plan_prompt(ctx)
-        if method == "completion/complete":
-            return self._plan_completion(params)
-        if _legacy_tasks(ctx) and method.startswith("tasks/"):
+        planner = self._planners.get(ctx.method)
+        if planner is not None:
+            return planner(ctx)
+        if ctx.method.startswith("tasks/"):
+            return self._plan_task(ctx)
+        raise MethodNotFound(message=f"method not found: {ctx.method!r}")
+
+    def _plan_tool_listing(self, ctx: Context) -> dict[str, Any]:
+        return self._page(ctx.params, "tools", self._tool_listing(ctx))
+
+    def _plan_resource_listing(self, ctx: Context) -> dict[str, Any]:
+        return self._page(ctx.params, "resources", [r.to_dict() for r in self.resources.values()])
+
+    def _plan_template_listing(self, ctx: Context) -> dict[str, Any]:
+        items = [t.to_dict() for t in self.templates.values()]
+        return self._page(ctx.params, "resourceTemplates", items)
+
+    def _plan_subscription(self, ctx: Context) -> dict[str, Any]:
+        """``resources/subscribe`` and ``resources/unsubscribe``: the resource must exist."""
+        self._find_resource(ctx.params["uri"])
+        return {}
+
+    def _plan_prompt_listing(self, ctx: Context) -> dict[str, Any]:
+        return self._page(ctx.params, "prompts", [p.to_dict() for p in self.prompts.values()])
+
+    def _plan_task(self, ctx: Context) -> dict[str, Any] | HandlerCall:
+        """The ``tasks/*`` requests: 2025-11-25's own on such a session, else the extension's."""
+        if _legacy_tasks(ctx):
             return self._plan_legacy_task(ctx)
-        if method in TASK_METHODS:
-            return self.tasks.handle(ctx, method)
-        raise MethodNotFound(message=f"method not found: {method!r}")
+        if ctx.method in TASK_METHODS:
+            return self.tasks.handle(ctx, ctx.method)
+        raise MethodNotFound(message=f"method not found: {ctx.method!r}")
 
     def _tool_listing(self, ctx: Context) -> list[dict[str, Any]]:
         tools = [t.to_dict() for t in self.tools.values()]
@@ -793,7 +855,8 @@ class Server:
 
         return HandlerCall(prompt.handler, arguments, finish)
 
-    def _plan_completion(self, params: dict[str, Any]) -> dict[str, Any] | HandlerCall:
+    def _plan_completion(self, ctx: Context) -> dict[str, Any] | HandlerCall:
+        params = ctx.params
         ref, argument = params["ref"], params["argument"]
         completers: dict[str, Handler]
         if ref["type"] == "ref/prompt":

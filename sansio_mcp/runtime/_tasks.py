@@ -42,6 +42,7 @@ from .._tasks import (
     TaskStatus,
     TaskTable,
     owner_key,
+    random_task_id,
 )
 from ._primitives import Cancellable, Signal
 
@@ -268,7 +269,8 @@ class TaskRunner:
     ``ttl_ms`` is how long a finished task's outcome is kept (None: until the
     process ends); ``poll_interval_ms`` is the polling pace suggested to clients;
     ``limits`` caps the tasks that have not ended and how long one may wait
-    (:class:`~sansio_mcp._tasks.TaskLimits`).
+    (:class:`~sansio_mcp._tasks.TaskLimits`); ``new_id`` makes each task's id
+    (random UUIDs by default; give one of your own for ids tests can predict).
     """
 
     def __init__(
@@ -278,6 +280,7 @@ class TaskRunner:
         ttl_ms: int | None = 300_000,
         poll_interval_ms: int | None = 500,
         limits: TaskLimits | None = None,
+        new_id: Callable[[], str] = random_task_id,
     ) -> None:
         if ttl_ms is not None and poll_interval_ms is not None and poll_interval_ms > ttl_ms:
             # A client polling this slowly could find a finished task already forgotten.
@@ -286,6 +289,7 @@ class TaskRunner:
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
         self.limits = limits if limits is not None else TaskLimits()
+        self.new_id = new_id
         self._running: dict[str, RunningTask] = {}
         #: Task-capable calls not answered yet (each may become a task), by owner.
         self._starting: Counter[str] = Counter()
@@ -336,6 +340,7 @@ class TaskRunner:
                 ttl_ms=self._ttl_for(ctx, legacy),
                 poll_interval_ms=self.poll_interval_ms,
                 owner=owner,
+                new_id=self.new_id,
             )
             self.store.add(record)
             running = RunningTask(record, ctx, now, lambda r: self._announce(ctx, r))

@@ -26,7 +26,14 @@ from ._envelope import (
 )
 from ._handles import ExpiredHandle, HandleError, HandleTable, UnknownHandle
 from ._parts import META_KEY, PART_KINDS, PartError, part_kind, part_to_content
-from ._states import A2A_ERRORS, STATES, StateMapping, UnknownTaskState, state_mapping
+from ._states import (
+    A2A_ERRORS,
+    STATES,
+    StateMapping,
+    UnknownTaskState,
+    render_a2a_states,
+    state_mapping,
+)
 
 __all__ = [
     "A2A_ERRORS",
@@ -58,6 +65,7 @@ __all__ = [
     "parse_config",
     "part_kind",
     "part_to_content",
+    "render_a2a_states",
     "state_mapping",
     "task_result",
 ]

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import attrs
 
+from sansio_mcp.state_tables import generated_block
+
 __all__ = [
     "A2A_ERRORS",
     "STATES",
     "StateMapping",
     "UnknownTaskState",
     "a2a_error_name",
+    "render_a2a_states",
     "state_mapping",
 ]
 
@@ -122,3 +125,21 @@ A2A_ERRORS: dict[int, str] = {
 
 def a2a_error_name(code: int) -> str:
     return A2A_ERRORS.get(code, "A2AError")
+
+
+def render_a2a_states() -> str:
+    """:data:`STATES` as Markdown (docs/a2a-bridge.md): a row per state."""
+    out = [
+        "",
+        "| A2A `TaskState` | phase | envelope `status` | tool error | tasks extension "
+        "| what is lost (the `note`) |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in STATES.values():
+        name = row.a2a_state.removeprefix("TASK_STATE_")
+        error = "yes" if row.is_error else "no"
+        extension = row.task_status + (", `isError`" if row.is_error else "")
+        out.append(
+            f"| {name} | {row.phase} | {row.status} | {error} | {extension} | {row.note or '—'} |"
+        )
+    return generated_block("a2a-states", out)

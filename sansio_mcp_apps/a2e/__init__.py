@@ -27,6 +27,7 @@ from ._codec import (
 from ._config import BridgeConfig, bridge_command, load_config, parse_config
 from ._fields import FieldProblem, copy_json
 from ._host import BRIDGE_INFO, BridgeHost
+from ._link_states import render_link_table
 from ._messages import *  # noqa: F403
 from ._messages import __all__ as _messages_all
 from ._models import *  # noqa: F403
@@ -54,6 +55,7 @@ __all__ = [
     "encode_line",
     "load_config",
     "parse_config",
+    "render_link_table",
     "to_obj",
     *_messages_all,
     *_models_all,

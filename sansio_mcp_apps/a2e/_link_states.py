@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from enum import Enum
 
+from sansio_mcp.state_tables import generated_block, transition_moves
+
 from ._models import MCPServerStatus
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "LinkState",
     "LinkTrigger",
     "next_link_state",
+    "render_link_table",
 ]
 
 
@@ -110,3 +113,14 @@ def next_link_state(state: LinkState, trigger: LinkTrigger) -> LinkState:
         raise IllegalLinkTransition(
             f"a link in state {state.name} cannot take {trigger.name}"
         ) from None
+
+
+def render_link_table() -> str:
+    """The server link lifecycle as Markdown (docs/architecture.md): a row per state,
+    with the server's status in that state and its triggers -> next state."""
+    out = ["", "| state | server status | allowed triggers → next state |", "| --- | --- | --- |"]
+    for state in LinkState:
+        moves = transition_moves(LINK_TRANSITIONS, (state,), LinkTrigger)
+        status = SERVER_STATUS.get(state, "(the server is gone)")
+        out.append(f"| {state.name} | {status} | {moves or '— (terminal)'} |")
+    return generated_block("link-states", out)

@@ -33,6 +33,7 @@ from ._status import (
     StatusTrigger,
     backoff_delay,
     next_status,
+    render_connector_table,
 )
 from ._store import (
     CatalogView,
@@ -77,6 +78,7 @@ __all__ = [
     "next_status",
     "parse_config",
     "qualified_name",
+    "render_connector_table",
     "split_tool_name",
     "status_report",
 ]

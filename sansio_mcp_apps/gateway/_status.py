@@ -6,6 +6,8 @@ import enum
 
 import attrs
 
+from sansio_mcp.state_tables import generated_block, transition_moves
+
 __all__ = [
     "CONNECTOR_TRANSITIONS",
     "ConnectorStatus",
@@ -14,6 +16,7 @@ __all__ = [
     "Backoff",
     "backoff_delay",
     "next_status",
+    "render_connector_table",
 ]
 
 
@@ -73,3 +76,12 @@ def backoff_delay(attempt: int, backoff: Backoff | None = None) -> float:
     """The wait before reconnect attempt ``attempt`` (0 for the first retry)."""
     backoff = backoff or Backoff()
     return float(min(backoff.cap, backoff.base * (2 ** min(attempt, 32))))
+
+
+def render_connector_table() -> str:
+    """The connector status table as Markdown (docs/gateway.md)."""
+    out = ["", "| status | allowed triggers → next status |", "| --- | --- |"]
+    for status in ConnectorStatus:
+        moves = transition_moves(CONNECTOR_TRANSITIONS, (status,), StatusTrigger, by_value=True)
+        out.append(f"| {status.value} | {moves} |")
+    return generated_block("connector-states", out)

@@ -246,11 +246,11 @@ def test_task_result_notes_what_it_drops_and_single_data() -> None:
 def test_state_table_in_the_docs_is_current() -> None:
     from pathlib import Path
 
-    from sansio_mcp_cli.docs_tables import A2A_BEGIN, A2A_END, render_a2a_states
+    from sansio_mcp.state_tables import page_block
+    from sansio_mcp_apps.a2a import render_a2a_states
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "a2a-bridge.md").read_text()
-    start, stop = page.index(A2A_BEGIN), page.index(A2A_END) + len(A2A_END)
-    assert page[start:stop] == render_a2a_states(), (
+    assert page_block(page, render_a2a_states()) == render_a2a_states(), (
         "docs/a2a-bridge.md is stale: paste `python -m sansio_mcp_cli.docs_tables` into it"
     )
 

@@ -35,6 +35,7 @@ from sansio_mcp._streamable_http import StreamableHTTPServer
 from sansio_mcp._streamable_http_client import Endpoint, ResponseHandler, StreamableHTTPClient
 from sansio_mcp._versions import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 from sansio_mcp.runtime._server import Context, Server
+from tests.modern.helpers import HarnessHost
 
 MODERN = "2026-07-28"
 HOST = {"host": "127.0.0.1:8000"}
@@ -50,13 +51,6 @@ REGION_SCHEMA = {
 }
 
 
-class HarnessContext(Context):
-    """A handler context with no I/O (no handler here sleeps or asks a handshake peer)."""
-
-    async def flush(self) -> None:
-        pass
-
-
 def drain(session: Session) -> list[Event]:
     events: list[Event] = []
     while (event := session.next_event()) is not NEED_DATA:
@@ -67,7 +61,7 @@ def drain(session: Session) -> list[Event]:
 async def run_handler(app: Server, session: ServerSession, event: Any, now: float) -> None:
     """Answer a request as the adapters do: its result, or the MCPError raised."""
     try:
-        result = await app.handle(HarnessContext.for_request(event, session, now=now))
+        result = await app.handle(Context.for_request(event, session, now=now, host=HarnessHost()))
     except MCPError as error:
         session.respond_error(event.request_id, error)
     else:
@@ -123,7 +117,9 @@ def build_app() -> Server:
 async def call(app: Server, name: str, **extra: Any) -> dict[str, Any]:
     params = {"name": name, "arguments": {}, "_meta": meta({"sampling": {}, "roots": {}}), **extra}
     event = RequestReceived(1, "tools/call", params, None, parse_request_meta(params))
-    return await app.handle(HarnessContext.for_request(event, app.create_session(), now=1000.0))
+    return await app.handle(
+        Context.for_request(event, app.create_session(), now=1000.0, host=HarnessHost())
+    )
 
 
 async def test_input_requests_use_the_keys_given() -> None:

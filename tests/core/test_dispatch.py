@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from sansio_mcp import NEED_DATA, MCPError, RequestReceived, ServerSession
 from sansio_mcp.runtime import Context, Server, answer_request
 from sansio_mcp.runtime._driver import Driver
+from tests.modern.helpers import HarnessHost
 
 Spawned = list[tuple[Any, Callable[[], Awaitable[None]]]]
 
@@ -25,7 +26,7 @@ def _serving(server: Server) -> tuple[ServerSession, Driver, Spawned]:
     spawned: Spawned = []
 
     def handle_request(event: RequestReceived) -> dict[str, Any] | Awaitable[dict[str, Any]]:
-        return server.begin(Context.for_request(event, session, now=0.0))
+        return server.begin(Context.for_request(event, session, now=0.0, host=HarnessHost()))
 
     driver = Driver(
         session,
@@ -212,7 +213,7 @@ def _answer(server: Server, session: ServerSession, id_: int, tool: str, argumen
     session.receive_data(line(request(id_, "tools/call", {"name": tool, "arguments": arguments})))
     event = session.next_event()
     assert isinstance(event, RequestReceived)
-    return answer_request(server, Context.for_request(event, session, now=0.0))
+    return answer_request(server, Context.for_request(event, session, now=0.0, host=HarnessHost()))
 
 
 def test_answer_request_answers_plain_handlers_at_once_and_async_ones_when_awaited() -> None:
@@ -245,7 +246,10 @@ def test_answer_request_answers_errors_instead_of_raising(caplog: Any) -> None:
         session.receive_data(line(request(3, "resources/read", {"uri": "mem://broken"})))
         event = session.next_event()
         assert isinstance(event, RequestReceived)
-        assert answer_request(server, Context.for_request(event, session, now=0.0)) is None
+        assert (
+            answer_request(server, Context.for_request(event, session, now=0.0, host=HarnessHost()))
+            is None
+        )
     by_id = {message["id"]: message for message in out(session)}
     assert by_id[1]["error"]["code"] == -32602
     assert by_id[2]["error"] == {"code": -32001, "message": "not today"}

@@ -8,8 +8,8 @@ import re
 import subprocess
 import sys
 
-from sansio_mcp_apps.gateway import parse_config
-from sansio_mcp_cli.docs_tables import CONNECTOR_BEGIN, CONNECTOR_END, render_connector_table
+from sansio_mcp.state_tables import page_block
+from sansio_mcp_apps.gateway import parse_config, render_connector_table
 
 from .conftest import REPO
 
@@ -17,8 +17,7 @@ PAGE = (REPO / "docs" / "gateway.md").read_text(encoding="utf-8")
 
 
 def test_connector_table_is_current() -> None:
-    start, end = PAGE.index(CONNECTOR_BEGIN), PAGE.index(CONNECTOR_END) + len(CONNECTOR_END)
-    assert PAGE[start:end] == render_connector_table(), (
+    assert page_block(PAGE, render_connector_table()) == render_connector_table(), (
         "docs/gateway.md is stale: paste `python -m sansio_mcp_cli.docs_tables`'s last table"
     )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from sansio_mcp import (
     Event,
     MCPError,
     ProtocolViolation,
+    RequestId,
     RequestReceived,
     ServerSession,
     Session,
@@ -36,6 +37,7 @@ from sansio_mcp._versions import (
     META_CLIENT_INFO,
     META_PROTOCOL_VERSION,
 )
+from sansio_mcp.runtime._primitives import Cancellable, Signal
 from sansio_mcp.runtime._server import Context, Server
 from sansio_mcp_testing.schemas import find_schema, missing_schema_message
 
@@ -193,33 +195,23 @@ def violations(events: list[Event]) -> list[ProtocolViolation]:
     return [e for e in events if isinstance(e, ProtocolViolation)]
 
 
-class HarnessContext(Context):
-    """A handler context for tests: time is given, server-to-client requests
-    (handshake era only) are answered by ``answer`` and recorded."""
+class HarnessHost:
+    """A :class:`ContextHost` for tests: no I/O, no clock; server-to-client requests
+    (handshake era only) are answered by ``answer`` and recorded in :attr:`sent`."""
 
     def __init__(
-        self,
-        event: RequestReceived,
-        session: ServerSession,
-        *,
-        now: float,
-        answer: Callable[[str, dict[str, Any] | None], dict[str, Any]] | None = None,
+        self, answer: Callable[[str, dict[str, Any] | None], dict[str, Any]] | None = None
     ) -> None:
-        super().__init__(
-            request_id=event.request_id,
-            method=event.method,
-            params=event.params,
-            progress_token=event.progress_token,
-            session=session,
-            meta=event.meta,
-            now=now,
-        )
         self._answer = answer
-        #: (method, params) of every send_request the handler made.
+        #: (method, params) of every request the handler sent the client.
         self.sent: list[tuple[str, dict[str, Any] | None]] = []
 
-    async def send_request(
-        self, method: str, params: dict[str, Any] | None = None
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        related_request: RequestId | None = None,
     ) -> dict[str, Any]:
         self.sent.append((method, params))
         if self._answer is None:
@@ -231,6 +223,42 @@ class HarnessContext(Context):
 
     async def sleep(self, seconds: float) -> None:
         raise AssertionError("handlers in these tests do not sleep")
+
+    def now(self) -> float:
+        return 0.0
+
+    def new_signal(self) -> Signal:
+        raise AssertionError("handlers in these tests do not wait")
+
+    def start_cancellable(self, fn: Callable[[], Awaitable[Any]]) -> Cancellable:
+        raise AssertionError("handlers in these tests start no tasks")
+
+
+class HarnessContext(Context):
+    """A handler context for tests, run by a :class:`HarnessHost` (``answer``
+    answers its server-to-client requests; :attr:`sent` records them)."""
+
+    def __init__(
+        self,
+        event: RequestReceived,
+        session: ServerSession,
+        *,
+        now: float,
+        answer: Callable[[str, dict[str, Any] | None], dict[str, Any]] | None = None,
+    ) -> None:
+        host = HarnessHost(answer)
+        super().__init__(
+            request_id=event.request_id,
+            method=event.method,
+            params=event.params,
+            progress_token=event.progress_token,
+            session=session,
+            host=host,
+            meta=event.meta,
+            now=now,
+        )
+        #: (method, params) of every send_request the handler made.
+        self.sent = host.sent
 
 
 async def run_handler(

@@ -115,6 +115,14 @@ def test_terminal_statuses_have_no_moves_and_everything_starts_working() -> None
     assert reachable == set(TaskStatus)
 
 
+@given(st.lists(st.text(min_size=1), min_size=1, max_size=5, unique=True))
+def test_task_ids_come_from_the_injected_source(names: list[str]) -> None:
+    source = iter(names)
+    records = [TaskRecord.new(NOW, ttl_ms=None, new_id=lambda: next(source)) for _ in names]
+    assert [r.task_id for r in records] == names
+    assert [r.create_result()["taskId"] for r in records] == names
+
+
 @given(
     st.lists(
         st.sampled_from(["complete", "fail", "cancel", "tool_cancel", "ask", "answer"]),

@@ -605,3 +605,16 @@ def test_a_task_that_never_ends_expires_ttl_after_its_creation(
             assert answer["error"]["code"] == -32602
         assert probe.cancelled.wait(5)
         assert server.tasks.running == 0 and len(server.tasks.store) == 0  # type: ignore[arg-type]
+
+
+def test_an_injected_id_source_names_the_tasks(backend: str, probe: Probe) -> None:
+    counter = iter(range(1, 100))
+    server = task_server(probe, new_task_id=lambda: f"task-{next(counter)}")
+    with serving(backend, "http", server) as bound:
+        ids = [
+            result(bound, "tools/call", {"name": "wait", "arguments": {"seconds": 0.01}})["taskId"]
+            for _ in range(2)
+        ]
+        assert ids == ["task-1", "task-2"]
+        done = poll(bound, "task-2", lambda t: t["status"] == "completed")
+        assert done["result"]["content"][0]["text"] == "waited 0.01"
