@@ -1,8 +1,11 @@
-"""Suite-wide set-up."""
+"""Suite-wide set-up, and the fixtures more than one test directory uses."""
 
 from __future__ import annotations
 
 import signal
+
+import pytest
+from peers import EVERYTHING, node_for
 
 
 def pytest_configure() -> None:
@@ -14,3 +17,9 @@ def pytest_configure() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@pytest.fixture(scope="session")
+def everything_command() -> list[str]:
+    """The command that runs server-everything over stdio (skips when it is not installed)."""
+    return [node_for(EVERYTHING), str(EVERYTHING), "stdio"]
