@@ -5,7 +5,15 @@ from __future__ import annotations
 import signal
 
 import pytest
+from hypothesis import HealthCheck, settings
 from peers import EVERYTHING, node_for
+
+# Hypothesis times each example, and the generation of its data, by the wall clock. With the
+# tests running side by side (scripts/test.sh runs pytest-xdist) on a shared machine, that
+# measures the load rather than the code: no deadline and no too-slow health check, suite-wide.
+# What a test checks, and how many examples it tries, stay its own.
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 
 def pytest_configure() -> None:
