@@ -1,10 +1,14 @@
-"""Where the suite's third-party peers are, and loopback ports for peers that cannot
-report the one they bound."""
+"""Where the suite's third-party peers are, how it runs the ``sansio-mcp`` command, and
+loopback ports for peers that cannot report the one they bound."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,3 +39,33 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def cli_command() -> list[str]:
+    """This interpreter's ``sansio-mcp`` script (else ``python -m sansio_mcp_cli``)."""
+    beside = Path(sys.executable).with_name("sansio-mcp")
+    if beside.is_file():
+        return [str(beside)]
+    found = shutil.which("sansio-mcp")
+    return [found] if found else [sys.executable, "-m", "sansio_mcp_cli"]
+
+
+def run_cli(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run ``sansio-mcp *args`` in its own process group, so a hang cannot strand its server;
+    never interactive (answers come from the options)."""
+    with subprocess.Popen(
+        [*cli_command(), *args],
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            stdout, stderr = process.communicate()
+            pytest.fail(f"sansio-mcp {' '.join(args)} timed out; stderr:\n{stderr}")
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
