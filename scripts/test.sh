@@ -40,5 +40,9 @@ npm ci --no-audit --no-fund --loglevel=error
 export PATH="$PWD/$venv/bin:$PATH"
 "$py" -m ruff check sansio_mcp trio_adapters asyncio_adapters sansio_mcp_apps sansio_mcp_cli sansio_mcp_testing fuzz tests examples scripts conformance bench
 "$py" -m mypy
+# The tests run in parallel (pytest-xdist): most of them wait on sockets and child processes,
+# so more workers than cores still pay. TEST_WORKERS sets how many (0: all in this process);
+# so does a -n of your own, which comes later and wins. worksteal keeps every worker busy
+# when the long tests (conformance, bench smoke) land on one.
 # pytest exits 5 when it collected nothing: that is a failure here, so it is not masked.
-"$py" -m pytest -q -p no:cacheprovider -rs "$@"
+"$py" -m pytest -q -p no:cacheprovider -rs -n "${TEST_WORKERS:-4}" --dist worksteal "$@"

@@ -1,8 +1,19 @@
-"""Suite-wide set-up."""
+"""Suite-wide set-up, and the fixtures more than one test directory uses."""
 
 from __future__ import annotations
 
 import signal
+
+import pytest
+from hypothesis import HealthCheck, settings
+from peers import EVERYTHING, node_for
+
+# Hypothesis times each example, and the generation of its data, by the wall clock. With the
+# tests running side by side (scripts/test.sh runs pytest-xdist) on a shared machine, that
+# measures the load rather than the code: no deadline and no too-slow health check, suite-wide.
+# What a test checks, and how many examples it tries, stay its own.
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 
 def pytest_configure() -> None:
@@ -14,3 +25,9 @@ def pytest_configure() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     if signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@pytest.fixture(scope="session")
+def everything_command() -> list[str]:
+    """The command that runs server-everything over stdio (skips when it is not installed)."""
+    return [node_for(EVERYTHING), str(EVERYTHING), "stdio"]

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import os
-import shutil
-import signal
 import sys
-import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -15,34 +12,21 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from leaks import leak_check
+from peers import FILESYSTEM, node_for
 
 from sansio_mcp_apps.a2e import BridgeHost
 from sansio_mcp_apps.a2e.adapters.trio_bridge import TrioBridge, serve_agent_stream
 from sansio_mcp_apps.a2e.adapters.trio_client import A2EClient, open_a2e_streams
 
 REPO = Path(__file__).resolve().parents[2]
-NODE_MODULES = REPO / "node_modules" / "@modelcontextprotocol"
-EVERYTHING = NODE_MODULES / "server-everything" / "dist" / "index.js"
-FILESYSTEM = NODE_MODULES / "server-filesystem" / "dist" / "index.js"
 TINY = Path(__file__).resolve().parent / "tiny_server.py"
 EXAMPLE = [sys.executable, "-m", "sansio_mcp_cli", "example-server"]
 
 
-def _node_command(entry: Path) -> str:
-    node = shutil.which("node")
-    if node is None or not entry.is_file():
-        pytest.skip(f"{entry.name} needs node and `npm ci` ({entry} is missing)")
-    return node
-
-
-@pytest.fixture
-def everything_command() -> list[str]:
-    return [_node_command(EVERYTHING), str(EVERYTHING), "stdio"]
-
-
 @pytest.fixture
 def filesystem_entry() -> list[str]:
-    return [_node_command(FILESYSTEM), str(FILESYSTEM)]
+    return [node_for(FILESYSTEM), str(FILESYSTEM)]
 
 
 @pytest.fixture
@@ -77,51 +61,9 @@ async def wait_for_status(
             await trio.sleep(0.005)
 
 
-# Child-process leak check ---------------------------------------------------------------
-
-
-def children() -> dict[int, str]:
-    """Children of this process (zombies too): pid -> "comm (state)"."""
-    me = os.getpid()
-    found: dict[int, str] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                raw = f.read().decode("utf-8", "replace")
-        except OSError:
-            continue
-        fields = raw[raw.rindex(")") + 2 :].split()
-        if int(fields[1]) == me:
-            found[int(entry)] = f"{raw[raw.index('(') + 1 : raw.rindex(')')]} ({fields[0]})"
-    return found
-
-
-def open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
-
-
 @pytest.fixture
-def no_leaked_children() -> Any:
-    if not os.path.isdir("/proc/self"):
-        yield
-        return
-    before = set(children())
-    yield
-    deadline = time.monotonic() + 3.0
-    while True:
-        leaked = {pid: what for pid, what in children().items() if pid not in before}
-        if not leaked or time.monotonic() >= deadline:
-            break
-        time.sleep(0.05)
-    for pid in leaked:
-        try:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-    assert not leaked, f"child processes left behind: {leaked}"
+def no_leaked_children() -> Iterator[None]:
+    yield from leak_check(fds=False, grace=3.0)
 
 
 def established_connections(port: int, *, far_end: bool) -> int:

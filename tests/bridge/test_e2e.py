@@ -454,7 +454,7 @@ async def test_cli_bridge_over_websocket() -> None:
 async def test_a_bridge_that_dies_fails_requests_at_once() -> None:
     """The agent's requests fail with ConnectionError once the bridge is gone,
     instead of waiting for their time limits."""
-    from .conftest import children
+    from leaks import children
 
     with trio.fail_after(BUDGET):
         before = set(children())

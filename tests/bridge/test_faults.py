@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 import trio
+from leaks import children, open_fds
 
 from sansio_mcp_apps.a2e.adapters.trio_client import A2EClient
 
-from .conftest import children, open_fds, running_bridge, wait_for_status
+from .conftest import running_bridge, wait_for_status
 
 pytestmark = pytest.mark.usefixtures("no_leaked_children")
 
@@ -120,7 +121,7 @@ async def test_200_kill_and_reconnect_cycles_leave_nothing_behind(tiny_command: 
         async with running_bridge(**FAST_RECONNECT) as (_, agent):
             await agent.register({"server_id": "t", "cmd": tiny_command})
             pid = await _pid(agent)
-            fds = open_fds()
+            fds = len(open_fds())
             seen = {pid}
             for _ in range(200):
                 os.kill(pid, signal.SIGKILL)
@@ -144,7 +145,7 @@ async def test_200_kill_and_reconnect_cycles_leave_nothing_behind(tiny_command: 
             # Only the one live server process is a child; descriptors did not pile up.
             live = {p: what for p, what in children().items() if p not in before_children}
             assert list(live) == [pid], live
-            assert open_fds() <= fds + 4, (open_fds(), fds)
+            assert len(open_fds()) <= fds + 4, (open_fds(), fds)
             await agent.unregister("t")
     with trio.fail_after(5):
         while {p for p in children() if p not in before_children}:

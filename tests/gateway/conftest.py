@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -22,13 +20,11 @@ from typing import Any
 import attrs
 import pytest
 from interop.conftest import no_leaked_children  # noqa: F401 (autouse: no test leaves a child)
+from peers import EVERYTHING, FILESYSTEM, free_port, node_for
 
 from sansio_mcp_apps.example_server import TOOL_NAMES
 
 REPO = Path(__file__).resolve().parents[2]
-NPM = REPO / "node_modules" / "@modelcontextprotocol"
-EVERYTHING = NPM / "server-everything" / "dist" / "index.js"
-FILESYSTEM = NPM / "server-filesystem" / "dist" / "index.js"
 CLI = [sys.executable, "-m", "sansio_mcp_cli"]
 BACKENDS = ("trio", "asyncio")
 API_KEY = "test-key-1"
@@ -37,16 +33,7 @@ EXAMPLE_TOOLS = set(TOOL_NAMES)
 
 
 def node() -> str:
-    found = shutil.which("node")
-    if found is None or not EVERYTHING.is_file() or not FILESYSTEM.is_file():
-        pytest.skip("node or the npm interop peers are missing (run `npm ci`)")
-    return found
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return node_for(EVERYTHING, FILESYSTEM)
 
 
 class Process:

@@ -3,51 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import signal
 import subprocess
 import sys
-from pathlib import Path
 
+import peers
 import pytest
 
-from .conftest import REPO, SDK_SERVER
+from .conftest import SDK_SERVER
 
 pytestmark = pytest.mark.interop
 
 TIMEOUT = 60
 
 
-def _cli() -> list[str]:
-    """This interpreter's ``sansio-mcp`` script (else ``python -m sansio_mcp_cli``)."""
-    beside = Path(sys.executable).with_name("sansio-mcp")
-    if beside.is_file():
-        return [str(beside)]
-    found = shutil.which("sansio-mcp")
-    if found is not None:
-        return [found]
-    return [sys.executable, "-m", "sansio_mcp_cli"]
-
-
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run the CLI in its own process group, so a hang cannot strand its server."""
-    with subprocess.Popen(
-        [*_cli(), *args],
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,  # never interactive: answers come from the options
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    ) as process:
-        try:
-            stdout, stderr = process.communicate(timeout=TIMEOUT)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            stdout, stderr = process.communicate()
-            pytest.fail(f"sansio-mcp {' '.join(args)} timed out; stderr:\n{stderr}")
-    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+    return peers.run_cli(*args, timeout=TIMEOUT)
 
 
 def test_inspect_server_everything(everything_command: list[str]) -> None:

@@ -5,7 +5,6 @@ SDK ``MCPServer`` (``tests/interop/sdk_server.py``) in both eras."""
 from __future__ import annotations
 
 import base64
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,22 +18,8 @@ from .harness import BACKENDS, run, texts
 pytestmark = pytest.mark.interop
 
 REPO = Path(__file__).resolve().parents[2]
-EVERYTHING_ENTRY = (
-    REPO / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
-)
 SDK_SERVER = REPO / "tests" / "interop" / "sdk_server.py"
 ROOT = {"uri": "file:///work/parity-interop", "name": "parity-interop"}
-
-
-@pytest.fixture
-def everything_command() -> list[str]:
-    """server-everything over stdio (skipped when node_modules or node is missing)."""
-    if not EVERYTHING_ENTRY.is_file():
-        pytest.skip(f"server-everything is not installed ({EVERYTHING_ENTRY}): run `npm ci`")
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not on PATH; server-everything needs Node 20+")
-    return [node, str(EVERYTHING_ENTRY), "stdio"]
 
 
 class Recorder:

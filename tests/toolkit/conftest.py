@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
+from peers import FILESYSTEM, node_for
 
 from sansio_mcp_testing.schemas import find_schema_dir
 
@@ -21,7 +21,6 @@ EXAMPLE_SERVER = [
     f"import sys; sys.path.insert(0, {str(REPO)!r}); from sansio_mcp_cli.main import main; "
     "sys.exit(main(['example-server']))",
 ]
-EVERYTHING = REPO / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist"
 
 
 @pytest.fixture(scope="session")
@@ -33,20 +32,7 @@ def schema_dir() -> str:
 
 
 @pytest.fixture(scope="session")
-def everything_command() -> list[str]:
-    node = shutil.which("node")
-    if node is None or not (EVERYTHING / "index.js").is_file():
-        pytest.skip("server-everything is not installed (run `npm ci`) or node is missing")
-    return [node, str(EVERYTHING / "index.js"), "stdio"]
-
-
-FILESYSTEM = REPO / "node_modules" / "@modelcontextprotocol" / "server-filesystem" / "dist"
-
-
-@pytest.fixture(scope="session")
 def filesystem_server() -> str:
     """The path of server-filesystem's entry point (skips when it is not installed)."""
-    node = shutil.which("node")
-    if node is None or not (FILESYSTEM / "index.js").is_file():
-        pytest.skip("server-filesystem is not installed (run `npm ci`) or node is missing")
-    return str(FILESYSTEM / "index.js")
+    node_for(FILESYSTEM)
+    return str(FILESYSTEM)

@@ -19,6 +19,7 @@ from typing import Any
 
 import h11
 import trio
+from peers import free_port  # noqa: F401 (the transports tests import it from here)
 
 from sansio_mcp import NEED_DATA, ClientSession, RequestReceived, Session
 from sansio_mcp._http import HTTPRequest
@@ -106,14 +107,6 @@ def answer_head(sock: socket.socket, request: bytes) -> bytes:
         assert chunk, received
         received += chunk
     return received
-
-
-def free_port() -> int:
-    """A loopback port that was free a moment ago (for peers that cannot bind port 0
-    and report it)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Probe:

@@ -8,15 +8,14 @@ import json
 import os
 import re
 import select
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import peers
 import pytest
 
 from .helpers import EXAMPLE_TOOLS, MODERN, NEWEST_HANDSHAKE
@@ -24,15 +23,6 @@ from .helpers import EXAMPLE_TOOLS, MODERN, NEWEST_HANDSHAKE
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 30
 _URL = re.compile(r"(?:http|ws)://127\.0\.0\.1:\d+/\w+")
-
-
-def _cli() -> list[str]:
-    """This interpreter's ``sansio-mcp`` script (else ``python -m sansio_mcp_cli``)."""
-    beside = Path(sys.executable).with_name("sansio-mcp")
-    if beside.is_file():
-        return [str(beside)]
-    found = shutil.which("sansio-mcp")
-    return [found] if found else [sys.executable, "-m", "sansio_mcp_cli"]
 
 
 def _stop(process: subprocess.Popen[bytes], stop_with: signal.Signals) -> int:
@@ -58,7 +48,7 @@ def example_server(
     must exit 0 (on Trio, without a traceback)."""
     command = ["example-server", "--backend", backend, "--transport", transport]
     process = subprocess.Popen(
-        [*_cli(), *command, "--host", "127.0.0.1", "--port", "0"],
+        [*peers.cli_command(), *command, "--host", "127.0.0.1", "--port", "0"],
         cwd=REPO,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -91,22 +81,7 @@ def example_server(
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    with subprocess.Popen(
-        [*_cli(), *args],
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    ) as process:
-        try:
-            stdout, stderr = process.communicate(timeout=TIMEOUT)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            stdout, stderr = process.communicate()
-            pytest.fail(f"sansio-mcp {' '.join(args)} timed out; stderr:\n{stderr}")
-    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+    return peers.run_cli(*args, timeout=TIMEOUT)
 
 
 @pytest.mark.parametrize("backend", ["trio", "asyncio"])
