@@ -95,3 +95,35 @@ async def test_an_upstream_writing_garbage_does_not_starve_the_gateway(
             assert steady["structuredContent"] == {"sum": 3}
             down = await client.call_tool("junk.anything", {})
             assert down["isError"] is True and "not JSON-RPC" in down["content"][0]["text"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_connector_that_crashes_says_why_in_its_status(backend: str, tmp_path: Path) -> None:
+    """A stdio upstream that dies at start: its status (and the warning) give the exit
+    status and the last lines of its stderr, in words, with no JSON-RPC code."""
+    import json
+    import sys
+
+    from .conftest import CLI, Process
+
+    crashy = tmp_path / "crashy.py"
+    crashy.write_text("raise RuntimeError('database not configured')\n")
+    config = {
+        "connectors": {
+            "crashy": {"transport": "stdio", "cmd": [sys.executable, str(crashy)]},
+            "steady": example_stdio_connector(),
+        }
+    }
+    path = tmp_path / "gateway.json"
+    path.write_text(json.dumps(config))
+    process = Process([*CLI, "gateway", "--config", str(path), "--port", "0", "--backend", backend])
+    try:
+        found = process.wait_for(r"^connectors: (.*)$", timeout=60)
+    finally:
+        process.stop()
+    status = json.loads(found.group(1))
+    assert status["steady"]["status"] == "ready"
+    error = status["crashy"]["error"]
+    assert "exited with status 1" in error
+    assert "RuntimeError: database not configured" in error
+    assert "code -" not in error and not any("code -" in line for line in process.lines)

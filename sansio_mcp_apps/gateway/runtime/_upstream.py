@@ -439,6 +439,10 @@ class Upstream:
 
 
 def _describe(exc: BaseException) -> str:
+    """Why a connector is down, for its status and the log: what happened, in words
+    (an error's message, not its JSON-RPC code, which names nothing to a person)."""
     if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         return _describe(exc.exceptions[0])
+    if isinstance(exc, MCPError):
+        return exc.message or type(exc).__name__
     return str(exc) or type(exc).__name__
