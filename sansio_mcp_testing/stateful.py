@@ -305,12 +305,20 @@ async def run_stateful(
         phases=[Phase.explicit, Phase.generate, Phase.shrink],
         suppress_health_check=list(HealthCheck),
     )
-    factory = hypothesis_seed(findings.seed)(SessionMachine)
+
+    def new_machine() -> SessionMachine:
+        return SessionMachine()
+
+    # A function, not the class: Hypothesis digests its factory's source, and a class's
+    # source is found with ast.parse, which CPython 3.11 cannot run in two threads at
+    # once ("AST constructor recursion depth mismatch"); a function's is found by
+    # tokenizing, which any number of threads may do.
+    factory = hypothesis_seed(findings.seed)(new_machine)
 
     def run() -> PropertyFailure | str | None:
         try:
             with _ONE_MACHINE_AT_A_TIME:
-                run_state_machine_as_test(factory, settings=machine_settings)
+                run_state_machine_as_test(factory, settings=machine_settings)  # type: ignore[arg-type]  # any factory (its docs)
         except PropertyFailure as failure:
             return failure
         except Flaky as exc:
