@@ -108,7 +108,8 @@ class GatewayConfig:
     Host/Origin names accepted besides loopback; the virtual MCPs, where each call
     is recorded (``call_log``, a JSON-lines file), whether ``GET /metrics`` is
     served, and whether handshake-era clients are asked questions on assumed
-    capabilities (outside the spec; off by default)."""
+    capabilities (outside the spec; off by default); ``oauth``: OAuth tokens
+    accepted as well as API keys."""
 
     connectors: tuple[ConnectorConfig, ...]
     api_keys: tuple[str, ...] = ()

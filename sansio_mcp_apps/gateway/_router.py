@@ -64,7 +64,7 @@ MAX_OPEN_QUESTIONS = 10_000
 class Access:
     """Where a request came (``endpoint``: a virtual MCP's id, None for the main
     endpoint) and who sent it (``principal``: which API key, by its place in the
-    config, never the key itself; None without API keys)."""
+    config, never the key itself, or an OAuth token's subject; None without either)."""
 
     endpoint: str | None = None
     principal: str | None = None

@@ -22,15 +22,9 @@ from sansio_mcp_apps.example_server import build_server
 from sansio_mcp_apps.gateway import ConfigError, parse_config
 from sansio_mcp_testing.oauth_server import TestAuthorizationServer
 
-from .conftest import BACKENDS, serve_gateway, serve_router_on
+from .conftest import serve_gateway, serve_router_on
+from .test_virtual import ADAPTERS, HEADERS, LIST
 
-ADAPTERS = [f"{name}_adapters" for name in BACKENDS]
-HEADERS = {
-    "content-type": "application/json",
-    "accept": "application/json, text/event-stream",
-    "mcp-protocol-version": "2025-06-18",
-}
-LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 CALL = {
     "jsonrpc": "2.0",
     "id": 2,
@@ -131,6 +125,14 @@ async def _scenario(backend: Any, adapters: str, tmp: Path, discover: bool) -> d
                     if answer.status_code == 200:
                         tools = sorted(t["name"] for t in answer.json()["result"]["tools"])
                     got[name] = (answer.status_code, parsed, tools)
+                http_client = importlib.import_module(f"{adapters}.http_client")
+                for mode in ("modern", "legacy"):
+                    async with http_client.open_http_client(
+                        url + "/va", headers={"authorization": f"Bearer {virtual}"}, mode=mode
+                    ) as client:
+                        listed = sorted(t["name"] for t in await client.list_tools())
+                        echoed = await client.call_tool("a.echo", {"message": mode})
+                        got["client", mode] = (listed, echoed["content"][0]["text"])
                 called = await post("", good, CALL)
                 got["call"] = called.json()["result"]["content"][0]["text"]
                 for path in ("", "/va"):
@@ -158,6 +160,8 @@ def test_oauth_tokens_open_the_gateway_and_never_go_upstream(
     assert got["virtual"] == (200, None, tools)
     assert got["api-key"] == (200, None, tools)  # API keys still work beside tokens
     assert got["call"] == "hi"
+    for mode in ("modern", "legacy"):  # our client, in either era, with a token
+        assert got["client", mode] == (tools, mode)
     for name, path in [("none", ""), ("none-virtual", "/va")]:
         status, challenge, _ = got[name]
         assert status == 401 and challenge.scheme.lower() == "bearer"
@@ -192,7 +196,8 @@ def test_oauth_tokens_open_the_gateway_and_never_go_upstream(
     assert not got["tokens"] & {s.removeprefix("Bearer ") for s in got["upstream saw"]}
     assert ("metadata" in got["fetched"]) is discover and "jwks" in got["fetched"]
     # The call log's principal is the token's subject.
-    assert [entry["principal"] for entry in got["log"]] == ["user-c1"]
+    assert {entry["principal"] for entry in got["log"]} == {"user-c1"}
+    assert [entry["endpoint"] for entry in got["log"]] == ["va", "va", None]
 
 
 @pytest.mark.parametrize(
