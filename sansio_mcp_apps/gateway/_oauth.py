@@ -28,6 +28,9 @@ from ._router import GatewayHTTPServer
 
 __all__ = ["GatewayOAuthRouter", "GatewayTokenVerifier"]
 
+#: Seconds before an issuer whose metadata could not be found anywhere is asked again.
+DISCOVERY_RETRY = 30.0
+
 _WELL_KNOWN = "/.well-known/oauth-protected-resource"
 
 
@@ -42,32 +45,42 @@ class GatewayTokenVerifier:
         self.jwt: JWTVerifier | None = None
         if oauth.jwks_uri is not None:
             self.jwt = JWTVerifier(oauth.issuer, [], jwks_uri=oauth.jwks_uri)
-        self._discovery = as_metadata_urls(oauth.issuer)
-        self._tried_at: float | None = None
+        #: Where the issuer's metadata may be, tried in turn (RFC 8414, OpenID).
+        self.discovery = as_metadata_urls(oauth.issuer)
+        self._next = 0
+        self._failed_at: float | None = None
 
     def next_call(self, token: str, now: float) -> HTTPCall | None:
         if self.jwt is not None:
             return self.jwt.next_call(token, now)
-        if self._tried_at is not None and now - self._tried_at < 30.0:
-            return None  # an issuer whose metadata failed is not asked at every request
-        return HTTPCall("GET", self._discovery[0], {"accept": "application/json"})
+        if self._failed_at is not None and now - self._failed_at < DISCOVERY_RETRY:
+            return None  # an issuer whose metadata is nowhere is not asked at every request
+        return HTTPCall("GET", self.discovery[self._next], {"accept": "application/json"})
 
     def receive_reply(self, reply: HTTPReply | None, now: float) -> None:
         if self.jwt is not None:
             self.jwt.receive_reply(reply, now)
             return
-        self._tried_at = now
-        if reply is None or reply.status != 200:
+        uri = self._jwks_uri(reply)
+        if uri is not None:
+            self.jwt = JWTVerifier(self.oauth.issuer, [], jwks_uri=uri)
             return
+        self._next = (self._next + 1) % len(self.discovery)
+        if self._next == 0:  # every place tried
+            self._failed_at = now
+
+    def _jwks_uri(self, reply: HTTPReply | None) -> str | None:
+        """The ``jwks_uri`` of the issuer's own metadata in ``reply``, if it is that."""
+        if reply is None or reply.status != 200:
+            return None
         try:
             metadata = jsontext.loads(reply.body)
         except (ValueError, RemoteProtocolError):
-            return
-        uri = metadata.get("jwks_uri") if isinstance(metadata, dict) else None
-        if isinstance(metadata, dict) and metadata.get("issuer") != self.oauth.issuer:
-            return  # another issuer's metadata (RFC 8414 §3.3): its keys are not trusted
-        if isinstance(uri, str) and uri.startswith(("https://", "http://")):
-            self.jwt = JWTVerifier(self.oauth.issuer, [], jwks_uri=uri)
+            return None
+        if not isinstance(metadata, dict) or metadata.get("issuer") != self.oauth.issuer:
+            return None  # another issuer's metadata (RFC 8414 §3.3): its keys are not trusted
+        uri = metadata.get("jwks_uri")
+        return uri if isinstance(uri, str) and uri.startswith(("https://", "http://")) else None
 
     def verify(self, token: str, now: float) -> AccessToken | None:
         if self.jwt is None:
@@ -128,7 +141,7 @@ class GatewayOAuthRouter(ProtectedRouter):
             return path
         return endpoint
 
-    def _resource_server(self, request: HTTPRequest) -> ResourceServer:
+    def resource_server_for(self, request: HTTPRequest) -> ResourceServer:
         endpoint = self._endpoint_of(request)
         base = self.oauth.audience
         if base is None:
@@ -161,7 +174,7 @@ class GatewayOAuthRouter(ProtectedRouter):
             return self.gateway.handle(request)
         if isinstance(token, AccessToken):
             audiences = _audiences(token.token)
-            if self._resource_server(request).resource not in audiences:
+            if self.resource_server_for(request).resource not in audiences:
                 token = None  # a token for another resource: invalid here (RFC 8707)
         self.gateway.verified_principal = getattr(token, "subject", None) or (
             None if token is None else "oauth"

@@ -255,3 +255,38 @@ def test_the_command_refuses_a_bad_oauth_block_at_start(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 2
     assert f"{path}: oauth.audience must be an http or https URL" in done.stderr
+
+
+def test_the_issuers_keys_are_found_from_its_metadata_in_each_place_in_turn() -> None:
+    from sansio_mcp.auth import HTTPReply
+    from sansio_mcp_apps.gateway import GatewayOAuth, GatewayTokenVerifier
+    from sansio_mcp_apps.gateway._oauth import DISCOVERY_RETRY
+
+    issuer = "https://as.example/tenant"
+    verifier = GatewayTokenVerifier(GatewayOAuth(issuer))
+
+    def asked(now: float) -> str | None:
+        call = verifier.next_call("token", now)
+        return None if call is None else call.url
+
+    def reply(status: int, body: Any) -> HTTPReply:
+        return HTTPReply(status, {}, json.dumps(body).encode())
+
+    seen = []
+    for answer in (
+        reply(404, {}),
+        reply(200, {"issuer": "https://evil.example", "jwks_uri": "https://evil.example/k"}),
+        None,
+    ):
+        seen.append(asked(0.0))
+        verifier.receive_reply(answer, 0.0)
+    assert seen == [
+        "https://as.example/.well-known/oauth-authorization-server/tenant",
+        "https://as.example/.well-known/openid-configuration/tenant",
+        "https://as.example/tenant/.well-known/openid-configuration",
+    ]
+    assert verifier.jwt is None and verifier.verify("token", 0.0) is None
+    assert asked(DISCOVERY_RETRY - 1) is None  # not asked again at once
+    assert asked(DISCOVERY_RETRY) == seen[0]
+    verifier.receive_reply(reply(200, {"issuer": issuer, "jwks_uri": f"{issuer}/jwks"}), 31.0)
+    assert verifier.jwt is not None and asked(31.0) == f"{issuer}/jwks"
