@@ -103,7 +103,10 @@ class ProtectedRouter:
         if expire is not None:
             expire(now)
 
-    def _resource_server(self, request: HTTPRequest) -> ResourceServer:
+    def resource_server_for(self, request: HTTPRequest) -> ResourceServer:
+        """The resource server ``request`` is judged by (its metadata served by): the
+        one given, its empty ``resource`` taken from the request's Host.  A router
+        protecting several resources (one per path) says which here."""
         rs = self.resource_server
         if rs.resource:
             return rs
@@ -114,7 +117,7 @@ class ProtectedRouter:
         """The token ``request`` presents, when it needs verifying (not for the
         metadata document)."""
         rs = self.resource_server
-        if self._is_metadata(self._resource_server(request), request):
+        if self._is_metadata(self.resource_server_for(request), request):
             return None
         presented = rs.presented_token(request.headers.get("authorization"))
         return None if presented is None else Credentials(*presented)
@@ -143,7 +146,7 @@ class ProtectedRouter:
         self, request: HTTPRequest, credentials: Credentials | None, token: Any
     ) -> Exchange:
         """Answer ``request``, whose ``credentials`` the verifier judged ``token``."""
-        rs = self._resource_server(request)
+        rs = self.resource_server_for(request)
         if self._is_metadata(rs, request):
             headers = {"content-type": "application/json", "cache-control": "max-age=300"}
             return Exchange(200, headers, rs.metadata_document())

@@ -19,11 +19,13 @@ from ._config import (
     ConfigError,
     ConnectorConfig,
     GatewayConfig,
+    GatewayOAuth,
     ToolOverride,
     VirtualMCP,
     parse_config,
 )
 from ._fit import fit_input_request, fit_tool_result
+from ._oauth import GatewayOAuthRouter, GatewayTokenVerifier
 from ._router import Access, GatewayHTTPServer
 from ._status import (
     CONNECTOR_TRANSITIONS,
@@ -62,6 +64,9 @@ __all__ = [
     "ConnectorTools",
     "GatewayConfig",
     "GatewayHTTPServer",
+    "GatewayOAuth",
+    "GatewayOAuthRouter",
+    "GatewayTokenVerifier",
     "GatewayStore",
     "IllegalConnectorTransition",
     "MemoryStore",

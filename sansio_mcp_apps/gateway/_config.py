@@ -17,6 +17,7 @@ __all__ = [
     "ConfigError",
     "ConnectorConfig",
     "GatewayConfig",
+    "GatewayOAuth",
     "ToolOverride",
     "VirtualMCP",
     "parse_config",
@@ -44,7 +45,9 @@ _TOP_KEYS = {
     "call_log",
     "metrics",
     "relay_questions_to_handshake_clients",
+    "oauth",
 }
+_OAUTH_KEYS = ("issuer", "jwks_uri", "audience", "scopes")
 _TOKEN = re.compile(r"\A[\x21-\x7e]+\Z")
 _HEADER_NAME = re.compile(r"\A[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
 _BAD_HEADER_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
@@ -86,12 +89,27 @@ class VirtualMCP:
 
 
 @attrs.frozen
+class GatewayOAuth:
+    """The config's ``oauth``: the gateway is an OAuth 2.1 resource server for
+    tokens ``issuer`` signs (keys from ``jwks_uri``, else from the issuer's
+    metadata), issued for ``audience`` (``/mcp``'s URL; a virtual MCP's is it
+    plus ``/{id}``; None: each endpoint's URL as its request's Host names it),
+    with every scope in ``scopes``."""
+
+    issuer: str
+    jwks_uri: str | None = None
+    audience: str | None = None
+    scopes: tuple[str, ...] = ()
+
+
+@attrs.frozen
 class GatewayConfig:
     """Every connector, the API keys (empty: no authentication) and the extra
     Host/Origin names accepted besides loopback; the virtual MCPs, where each call
     is recorded (``call_log``, a JSON-lines file), whether ``GET /metrics`` is
     served, and whether handshake-era clients are asked questions on assumed
-    capabilities (outside the spec; off by default)."""
+    capabilities (outside the spec; off by default); ``oauth``: OAuth tokens
+    accepted as well as API keys."""
 
     connectors: tuple[ConnectorConfig, ...]
     api_keys: tuple[str, ...] = ()
@@ -100,6 +118,7 @@ class GatewayConfig:
     call_log: str | None = None
     metrics: bool = False
     relay_questions_to_handshake_clients: bool = False
+    oauth: GatewayOAuth | None = None
 
     def virtual_mcp(self, id: str) -> VirtualMCP | None:
         return next((v for v in self.virtual_mcps if v.id == id), None)
@@ -203,6 +222,39 @@ def _virtual_mcps(value: Any, connectors: Mapping[str, Any]) -> tuple[VirtualMCP
     return tuple(found)
 
 
+def _oauth(value: Any) -> GatewayOAuth:
+    if not isinstance(value, dict):
+        raise ConfigError("oauth must be an object with an issuer")
+    reject_unknown_keys(value, _OAUTH_KEYS, "oauth")
+    urls: dict[str, str | None] = {}
+    for key in ("issuer", "jwks_uri", "audience"):
+        url = value.get(key)
+        if url is None and key != "issuer":
+            urls[key] = None
+            continue
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ConfigError(f"oauth.{key} must be an http or https URL")
+        check_url(url, f"oauth.{key}")
+        if "#" in url or (key != "jwks_uri" and "?" in url):
+            # An issuer or resource identifier has no query or fragment (RFC 8414, RFC 9728).
+            raise ConfigError(f"oauth.{key} must have no query or fragment")
+        urls[key] = url
+    scopes = _strings(value.get("scopes", []), "oauth.scopes")
+    if any(not _TOKEN.match(s) or '"' in s or "\\" in s for s in scopes):
+        raise ConfigError(
+            "oauth.scopes must be scope names (visible ASCII, no space, quote or backslash)"
+        )
+    issuer = urls["issuer"]
+    assert issuer is not None
+    audience = urls["audience"]
+    return GatewayOAuth(
+        issuer,
+        jwks_uri=urls["jwks_uri"],
+        audience=audience.rstrip("/") if audience else None,
+        scopes=tuple(dict.fromkeys(scopes)),
+    )
+
+
 def parse_config(obj: Any) -> GatewayConfig:
     """The :class:`GatewayConfig` a decoded ``gateway.json`` describes; raises
     :class:`ConfigError` naming the first problem."""
@@ -232,6 +284,7 @@ def parse_config(obj: Any) -> GatewayConfig:
         flags[key] = obj.get(key, False)
         if not isinstance(flags[key], bool):
             raise ConfigError(f"{key} must be true or false")
+    oauth = _oauth(obj["oauth"]) if "oauth" in obj else None
     return GatewayConfig(
         tuple(
             attrs.evolve(_connector(name, value), max_tools=max_tools)
@@ -241,5 +294,6 @@ def parse_config(obj: Any) -> GatewayConfig:
         allowed_hosts=_strings(obj.get("allowed_hosts", []), "allowed_hosts"),
         virtual_mcps=virtual,
         call_log=call_log,
+        oauth=oauth,
         **flags,
     )

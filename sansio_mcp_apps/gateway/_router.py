@@ -64,7 +64,7 @@ MAX_OPEN_QUESTIONS = 10_000
 class Access:
     """Where a request came (``endpoint``: a virtual MCP's id, None for the main
     endpoint) and who sent it (``principal``: which API key, by its place in the
-    config, never the key itself; None without API keys)."""
+    config, never the key itself, or an OAuth token's subject; None without either)."""
 
     endpoint: str | None = None
     principal: str | None = None
@@ -103,6 +103,9 @@ class GatewayHTTPServer(StreamableHTTPServer):
         )
         self.metrics = metrics
         self.relay_questions = relay_questions
+        #: The principal of the request being handled when a router in front of this
+        #: one verified its token (:class:`GatewayOAuthRouter`: the token's subject).
+        self.verified_principal: str | None = None
         # The answers to handshake-era requests, each with its Authorization header:
         # an error goes with HTTP 200 there (400 for -32021 is the 2026-07-28 rule, and
         # older clients take it for a transport failure).
@@ -158,7 +161,10 @@ class GatewayHTTPServer(StreamableHTTPServer):
     def _principal(self, request: HTTPRequest, virtual: str | None) -> str | Exchange | None:
         """Which API key ``request`` carries, as a principal: ``api_keys[N]``, or
         ``virtual_mcps.ID.api_keys[N]``; None when none is needed; else the 401
-        (no valid key) or 403 (another virtual MCP's key) that refuses it."""
+        (no valid key) or 403 (another virtual MCP's key) that refuses it; or the
+        :attr:`verified_principal` a token gave."""
+        if self.verified_principal is not None:
+            return self.verified_principal
         own = self.virtual_mcps.get(virtual, ()) if virtual is not None else ()
         if not self.api_keys and not own:
             return None

@@ -22,6 +22,7 @@ from ...gateway import (
     ConnectorConfig,
     GatewayConfig,
     GatewayHTTPServer,
+    GatewayOAuthRouter,
     GatewayStore,
     MemoryStore,
     StatusTrigger,
@@ -147,13 +148,16 @@ class Gateway:
         """Each connector's status, as JSON."""
         return status_report(self.store, self.config)
 
-    def router(self, *, endpoint: str = "/mcp", **options: Any) -> GatewayHTTPServer:
+    def router(
+        self, *, endpoint: str = "/mcp", **options: Any
+    ) -> GatewayHTTPServer | GatewayOAuthRouter:
         """The HTTP machine serving :attr:`server`: the config's API keys, virtual
         MCPs (at ``{endpoint}/{id}``) and ``GET /metrics``, Host and Origin limited
-        to loopback and the config's ``allowed_hosts``."""
+        to loopback and the config's ``allowed_hosts``; behind the config's
+        ``oauth`` (a :class:`GatewayOAuthRouter`) when it has one."""
         allowed = (*LOOPBACK_HOSTS, *self.config.allowed_hosts)
         config = self.config
-        return GatewayHTTPServer(
+        router = GatewayHTTPServer(
             self.server.create_session,
             api_keys=config.api_keys,
             virtual_mcps={v.id: v.api_keys for v in config.virtual_mcps},
@@ -165,6 +169,7 @@ class Gateway:
             tool_input_schema=lambda name: self.catalog().input_schema(name),
             **options,
         )
+        return router if config.oauth is None else GatewayOAuthRouter(router, config.oauth)
 
     # Hints -------------------------------------------------------------------------
 
