@@ -40,13 +40,20 @@ def _body(i: int, meta: bool) -> bytes:
     params: dict[str, object] = {"name": "echo", "arguments": {"message": f"m{i}"}}
     if meta:
         params["_meta"] = META
-    return json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}).encode()
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}
+    ).encode()
 
 
 def stateless() -> Case:
     """A stateless request, and the machine's ``handle``."""
     machine = streamable_http_router(build_server())
-    headers = {**BASE, "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "echo"}
+    headers = {
+        **BASE,
+        "mcp-protocol-version": MODERN,
+        "mcp-method": "tools/call",
+        "mcp-name": "echo",
+    }
 
     return lambda i: HTTPRequest("POST", "/mcp", headers, _body(i, True)), machine.handle
 
@@ -55,8 +62,14 @@ def handshake() -> Case:
     """A request on a handshake session made beforehand, and the machine's ``handle``."""
     machine = streamable_http_router(build_server())
     init = {
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}},
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": LEGACY,
+            "capabilities": {},
+            "clientInfo": {"name": "b", "version": "1"},
+        },
     }
     first = machine.handle(HTTPRequest("POST", "/mcp", BASE, json.dumps(init).encode()))
     sid = first.headers["mcp-session-id"]
