@@ -20,6 +20,7 @@ from ._versions import META_PROTOCOL_VERSION
 __all__ = [
     "encode_header_value",
     "decode_header_value",
+    "checked_header_params",
     "header_params",
     "request_headers",
     "validate_request_headers",
@@ -181,16 +182,27 @@ def _same(header: str, body: Any) -> bool:
     return bool(header == body)
 
 
+def checked_header_params(input_schema: Any) -> dict[tuple[str, ...], str]:
+    """:func:`header_params` of a tool whose ``x-mcp-header`` annotations are valid;
+    none for an invalid one: clients leave such a tool out, so nobody can honour them."""
+    if input_schema is None or x_mcp_header_problems(input_schema):
+        return {}
+    return header_params(input_schema)
+
+
 def validate_request_headers(
-    headers: Mapping[str, str], message: Mapping[str, Any], *, input_schema: Any = None
+    headers: Mapping[str, str],
+    message: Mapping[str, Any],
+    *,
+    input_schema: Any = None,
+    found: Mapping[tuple[str, ...], str] | None = None,
 ) -> HeaderMismatch | None:
     """The -32020 error for headers that are missing, malformed or disagree with
     the body, or None when they match.  ``headers`` keys are compared
-    case-insensitively.  A tool whose ``x-mcp-header`` annotations are invalid
-    has them ignored: clients leave such a tool out, so nobody can honour them."""
-    if input_schema is not None and x_mcp_header_problems(input_schema):
-        input_schema = None
-    found = header_params(input_schema) if input_schema is not None else {}
+    case-insensitively.  ``found`` is :func:`checked_header_params` of
+    ``input_schema`` when the caller already has it (it walks the schema)."""
+    if found is None:
+        found = checked_header_params(input_schema)
     lowered = {k.lower(): v for k, v in headers.items()}
     expected = _mirrored(message, found)
     params = message.get("params") or {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -65,6 +66,13 @@ class _Listen:
     notifications: dict[str, Any]
 
 
+@functools.lru_cache(maxsize=32)
+def _eras(versions: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(handshake versions, stateless versions) of ``versions``, cached per tuple."""
+    legacy = tuple(v for v in versions if REVISIONS[v].era is Era.LEGACY)
+    return legacy, tuple(modern_versions(versions))
+
+
 class ServerSession(Session):
     """The server side of MCP, serving both eras at once.
 
@@ -105,17 +113,21 @@ class ServerSession(Session):
         #: The verified access token (``sansio_mcp.auth.AccessToken``) of the HTTP
         #: request that brought the session its latest input; None when unprotected.
         self.auth: Any = None
-        #: Unique over the process's life (``id()`` is reused): what owns the tasks
-        #: this handshake session makes when no principal is authenticated.
-        self.key = uuid.uuid4().hex
+        self._key: str | None = None
         #: ``(task_id, owner) -> bool``: whether an owner may see a task (set by the
         #: server that runs tasks); ``subscriptions/listen`` acknowledges only those.
         self.task_visible: Callable[[str, str], bool] | None = None
-        self._legacy_versions = [
-            v for v in self.supported_versions if REVISIONS[v].era is Era.LEGACY
-        ]
-        self._modern_versions = modern_versions(self.supported_versions)
+        self._legacy_versions, self._modern_versions = _eras(self.supported_versions)
         self._listens: dict[RequestId, _Listen] = {}
+
+    @property
+    def key(self) -> str:
+        """Unique over the process's life (``id()`` is reused): what owns the tasks
+        this handshake session makes when no principal is authenticated.  Made when
+        first asked for: a stateless request's session seldom needs it."""
+        if self._key is None:
+            self._key = uuid.uuid4().hex
+        return self._key
 
     # The stateless era ----------------------------------------------------------------
 

@@ -14,6 +14,7 @@ its methods (``send_request``, ``respond``, ``cancel`` …) and ship what
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -69,6 +70,18 @@ _NOT_TOLD: tuple[bool, RequestId | None] = (False, None)
 MAX_BAD_LINES_BEFORE_FIRST = 20
 
 
+@functools.lru_cache(maxsize=32)
+def checked_versions(versions: tuple[str, ...]) -> tuple[str, ...]:
+    """``versions`` oldest first; LocalProtocolError if one is unknown or none given.
+    Cached: every session a server makes (one per stateless request) passes the same."""
+    unknown = [v for v in versions if v not in REVISIONS]
+    if unknown or not versions:
+        raise LocalProtocolError(
+            f"unsupported protocol versions {unknown}; known: {list(REVISIONS)}"
+        )
+    return tuple(sorted(versions))
+
+
 class Session:
     """Shared machinery of both roles. Use :class:`ClientSession` or :class:`ServerSession`."""
 
@@ -84,14 +97,8 @@ class Session:
         max_message_size: int = _json.DEFAULT_MAX_MESSAGE_SIZE,
         max_depth: int = _json.DEFAULT_MAX_DEPTH,
     ) -> None:
-        versions = tuple(supported_versions)
-        unknown = [v for v in versions if v not in REVISIONS]
-        if unknown or not versions:
-            raise LocalProtocolError(
-                f"unsupported protocol versions {unknown}; known: {list(REVISIONS)}"
-            )
         #: Versions we accept, oldest first.
-        self.supported_versions: tuple[str, ...] = tuple(sorted(versions))
+        self.supported_versions: tuple[str, ...] = checked_versions(tuple(supported_versions))
         self.capabilities: dict[str, Any] = dict(capabilities or {})
         self.info: dict[str, Any] = dict(info or {})
         self.max_message_size = max_message_size

@@ -34,7 +34,7 @@ from ._handshake_sessions import (
     HandshakeSessions,
 )
 from ._http import HTTPRequest, media_types, url_hostname
-from ._http_headers import validate_request_headers
+from ._http_headers import checked_header_params, validate_request_headers
 from ._jsonrpc import RequestId, is_request_id, request_id_problem
 from ._modern import is_modern_request
 from ._outbox import Outgoing
@@ -123,6 +123,8 @@ class StreamableHTTPServer:
         #: the GET stream's and those with a request unanswered are always kept).
         self.replay_streams = replay_streams
         self._modern_exchange: dict[int, Exchange] = {}
+        # Tool name -> (its inputSchema, that schema's header params).
+        self._header_cache: dict[str, tuple[Any, dict[tuple[str, ...], str]]] = {}
         # The versions are the sessions': the first is made now to learn them, and
         # serves the first request that needs a session.
         self._spare: ServerSession | None = session_factory()
@@ -233,7 +235,7 @@ class StreamableHTTPServer:
             session.messages_to_send()
             return Exchange(202, {})
         mismatch = validate_request_headers(
-            request.headers, message, input_schema=self._input_schema(message)
+            request.headers, message, found=self._header_params(message)
         )
         if mismatch is not None:
             return json_error(400, message.get("id"), mismatch.code, mismatch.message)
@@ -262,12 +264,27 @@ class StreamableHTTPServer:
         exchange.on_close = lambda ex: self._close_modern(session, ex, request_id)
         return exchange
 
-    def _input_schema(self, message: dict[str, Any]) -> Any:
+    def _header_params(self, message: dict[str, Any]) -> dict[tuple[str, ...], str]:
+        """The called tool's ``x-mcp-header`` parameters, walked out of its schema once
+        per schema object (a tool registered again has a new one)."""
         params = message.get("params")
         name = params.get("name") if isinstance(params, dict) else None
-        if message.get("method") != "tools/call" or self.tool_input_schema is None:
-            return None
-        return self.tool_input_schema(name) if isinstance(name, str) else None
+        if (
+            message.get("method") != "tools/call"
+            or self.tool_input_schema is None
+            or not isinstance(name, str)
+        ):
+            return {}
+        schema = self.tool_input_schema(name)
+        if schema is None:
+            self._header_cache.pop(name, None)
+            return {}
+        cached = self._header_cache.get(name)
+        if cached is not None and cached[0] is schema:
+            return cached[1]
+        found = checked_header_params(schema)
+        self._header_cache[name] = (schema, found)
+        return found
 
     def _close_modern(
         self, session: ServerSession, exchange: Exchange, request_id: RequestId

@@ -2,7 +2,8 @@
 
 Benchmarks are not timed tests: this only proves the harness still runs end
 to end, prints every row and writes valid JSON.  It asserts nothing about
-speed, and no PASS/MISS verdict.
+speed, and no PASS/MISS verdict; one test holds a function-call count ratio
+(not a time: it does not move with the machine's load).
 """
 
 from __future__ import annotations
@@ -112,3 +113,14 @@ def test_bench_pins_the_stdio_rows_when_asked(tmp_path: Path) -> None:
     assert document["meta"]["pin"] == "split"
     for variant in document["rows"]["2"]["variants"].values():
         assert all("error" not in r for r in variant["rounds"]), variant
+
+
+def test_stateless_request_calls_stay_near_a_handshake_one() -> None:
+    """``bench.stateless_cpu``'s function-call counts (load-independent): a stateless
+    ``tools/call`` through the Streamable HTTP machine makes at most 1.6x the calls of
+    the same call on a handshake session (2.2x before issue 37's change)."""
+    from bench.stateless_cpu import handshake, measure, stateless
+
+    _, stateless_calls = measure(stateless, 50)
+    _, handshake_calls = measure(handshake, 50)
+    assert stateless_calls <= 1.6 * handshake_calls

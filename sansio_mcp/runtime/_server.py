@@ -427,6 +427,7 @@ class Server:
         self.resources: dict[str, Resource] = {}
         self.templates: dict[str, ResourceTemplate] = {}
         self.prompts: dict[str, Prompt] = {}
+        self._capabilities_memo: tuple[tuple[Any, ...], dict[str, Any]] | None = None
         #: Tools running as tasks, and the ``tasks/*`` answers (tasks extension).
         self.tasks = TaskRunner(
             task_store,
@@ -610,6 +611,22 @@ class Server:
             caps["completions"] = {}
         return caps
 
+    def _shared_capabilities(self) -> dict[str, Any]:
+        """:attr:`capabilities`, computed again only when what it depends on changed:
+        a stateless request makes a session of its own, so this runs per request."""
+        basis = (
+            tuple(self.tools.values()),
+            tuple(self.templates.values()),
+            tuple(self.prompts.values()),
+            bool(self.resources),
+            self.logging,
+            self.handshake_tasks,
+        )
+        if self._capabilities_memo is None or self._capabilities_memo[0] != basis:
+            self._capabilities_memo = (basis, self.capabilities)
+        # Each session gets capability objects of its own, as from the property.
+        return {k: dict(v) for k, v in self._capabilities_memo[1].items()}
+
     @property
     def info(self) -> dict[str, Any]:
         info: dict[str, Any] = {"name": self.name, "version": self.version}
@@ -622,7 +639,7 @@ class Server:
         options.setdefault("supported_versions", self.supported_versions)
         options.setdefault("cache_hints", self.cache_hints)
         session = ServerSession(
-            capabilities=self.capabilities,
+            capabilities=self._shared_capabilities(),
             server_info=self.info,
             instructions=self.instructions,
             **options,

@@ -1,0 +1,119 @@
+"""CPU per Streamable HTTP ``tools/call`` in the pure machine: stateless vs handshake.
+
+Measures ``StreamableHTTPServer.handle`` for the example server's ``echo`` (the
+runtime's share, running the tool, is the same on both paths and left out):
+``time.process_time`` per request and Python function calls per request (cProfile),
+the load-independent figure.  Run: ``python -m bench.stateless_cpu [N]``.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import json
+import pstats
+import sys
+import time
+from collections.abc import Callable
+
+from sansio_mcp.http import Exchange, HTTPRequest
+from sansio_mcp.runtime._http_service import streamable_http_router
+from sansio_mcp_apps.example_server import build_server
+
+#: How to make request ``i``, and what handles it.
+Case = tuple[Callable[[int], HTTPRequest], Callable[[HTTPRequest], Exchange]]
+
+MODERN = "2026-07-28"
+LEGACY = "2025-11-25"
+META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1.0"},
+}
+BASE = {
+    "host": "127.0.0.1:8000",
+    "content-type": "application/json",
+    "accept": "application/json, text/event-stream",
+}
+
+
+def _body(i: int, meta: bool) -> bytes:
+    params: dict[str, object] = {"name": "echo", "arguments": {"message": f"m{i}"}}
+    if meta:
+        params["_meta"] = META
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}
+    ).encode()
+
+
+def stateless() -> Case:
+    """A stateless request, and the machine's ``handle``."""
+    machine = streamable_http_router(build_server())
+    headers = {
+        **BASE,
+        "mcp-protocol-version": MODERN,
+        "mcp-method": "tools/call",
+        "mcp-name": "echo",
+    }
+
+    return lambda i: HTTPRequest("POST", "/mcp", headers, _body(i, True)), machine.handle
+
+
+def handshake() -> Case:
+    """A request on a handshake session made beforehand, and the machine's ``handle``."""
+    machine = streamable_http_router(build_server())
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": LEGACY,
+            "capabilities": {},
+            "clientInfo": {"name": "b", "version": "1"},
+        },
+    }
+    first = machine.handle(HTTPRequest("POST", "/mcp", BASE, json.dumps(init).encode()))
+    sid = first.headers["mcp-session-id"]
+    headers = {**BASE, "mcp-session-id": sid, "mcp-protocol-version": LEGACY}
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    machine.handle(HTTPRequest("POST", "/mcp", headers, json.dumps(note).encode()))
+
+    return lambda i: HTTPRequest("POST", "/mcp", headers, _body(i, False)), machine.handle
+
+
+def _run(case: Case, n: int, profile: cProfile.Profile | None) -> float:
+    make, handle = case
+    for i in range(1, 200):
+        handle(make(i)).disconnected()
+    requests = [make(i) for i in range(1000, 1000 + n)]
+    if profile is not None:
+        profile.enable()
+    start = time.process_time()
+    exchanges = [handle(r) for r in requests]
+    cpu = time.process_time() - start
+    if profile is not None:
+        profile.disable()
+    for exchange in exchanges:
+        exchange.disconnected()
+    return cpu / n * 1e6
+
+
+def measure(make: Callable[[], Case], n: int) -> tuple[float, float]:
+    """(CPU microseconds per request, Python function calls per request)."""
+    cpu = min(_run(make(), n, None) for _ in range(3))
+    profile = cProfile.Profile()
+    _run(make(), n, profile)
+    calls = pstats.Stats(profile).total_calls / n  # type: ignore[attr-defined]
+    return cpu, calls
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+    s_cpu, s_calls = measure(stateless, n)
+    h_cpu, h_calls = measure(handshake, n)
+    print(f"stateless: {s_cpu:6.1f} us/request  {s_calls:6.1f} calls/request")
+    print(f"handshake: {h_cpu:6.1f} us/request  {h_calls:6.1f} calls/request")
+    print(f"ratio:     {s_cpu / h_cpu:6.2f} (CPU)       {s_calls / h_calls:6.2f} (calls)")
+
+
+if __name__ == "__main__":
+    main()

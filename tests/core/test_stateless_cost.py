@@ -1,0 +1,101 @@
+"""What a stateless request reuses instead of recomputing (issue 37), and that
+what it reuses follows changes to the server."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from sansio_mcp import ServerSession, _http_headers
+from sansio_mcp.http import HTTPRequest, StreamableHTTPServer
+from sansio_mcp.runtime import Server
+
+MODERN = "2026-07-28"
+META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+}
+
+
+def _schema(header: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"region": {"type": "string", "x-mcp-header": header}},
+    }
+
+
+def _call(machine: StreamableHTTPServer, header: str, request_id: int) -> int:
+    body = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": "t", "arguments": {"region": "eu"}, "_meta": META},
+    }
+    headers = {
+        "host": "127.0.0.1",
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": MODERN,
+        "mcp-method": "tools/call",
+        "mcp-name": "t",
+        f"mcp-param-{header}": "eu",
+    }
+    exchange = machine.handle(HTTPRequest("POST", "/mcp", headers, json.dumps(body).encode()))
+    exchange.disconnected()
+    return exchange.status
+
+
+def test_header_params_walked_once_per_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    schemas = {"t": _schema("Region")}
+    machine = StreamableHTTPServer(ServerSession, tool_input_schema=schemas.get)
+    walks = []
+    real = _http_headers.x_mcp_header_problems
+
+    def counting(schema: Any) -> list[str]:
+        walks.append(schema)
+        return real(schema)
+
+    monkeypatch.setattr(_http_headers, "x_mcp_header_problems", counting)
+    for i in range(3):
+        assert _call(machine, "Region", i) != 400
+    assert len(walks) == 1
+    # The tool registered again, with another header: its new schema is walked.
+    schemas["t"] = _schema("Zone")
+    assert _call(machine, "Region", 10) == 400  # Mcp-Param-Zone is now required
+    assert _call(machine, "Zone", 11) != 400
+    assert len(walks) == 2
+    # The tool removed: no header of it is required any more.
+    del schemas["t"]
+    assert _call(machine, "Other", 12) != 400
+    assert machine._header_cache == {}
+
+
+def test_session_capabilities_follow_the_server() -> None:
+    server = Server("s")
+    assert "prompts" not in server.create_session().capabilities
+
+    @server.prompt()
+    def hello() -> str:
+        return "hi"
+
+    first, second = server.create_session(), server.create_session()
+    assert first.capabilities == server.capabilities
+    assert "prompts" in first.capabilities
+    # Each session's capabilities are its own objects.
+    first.capabilities["prompts"]["listChanged"] = False
+    assert second.capabilities["prompts"] == {"listChanged": True}
+    assert server.create_session().capabilities["prompts"] == {"listChanged": True}
+    server.logging = False
+    assert "logging" not in server.create_session().capabilities
+    server.logging = True
+    assert "logging" in server.create_session().capabilities
+
+
+def test_session_key_unique_and_stable() -> None:
+    sessions = [ServerSession() for _ in range(50)]
+    keys = {s.key for s in sessions}
+    assert len(keys) == 50
+    assert all(s.key == s.key for s in sessions)
