@@ -94,11 +94,11 @@ class ClientSession(Session):
             )
         if log_level is not None and log_level not in LOG_LEVELS:
             raise LocalProtocolError(f"unknown log level {log_level!r}")
-        legacy = [v for v in self.supported_versions if REVISIONS[v].era is Era.LEGACY]
+        handshake = [v for v in self.supported_versions if REVISIONS[v].era is Era.LEGACY]
         modern = [v for v in self.supported_versions if REVISIONS[v].era is Era.MODERN]
         if protocol_version is not None:
             mode = "modern" if REVISIONS[protocol_version].era is Era.MODERN else "legacy"
-        if mode != "modern" and not legacy:
+        if mode != "modern" and not handshake:
             raise LocalProtocolError("no handshake revision is supported: use mode='modern'")
         if mode != "legacy" and not modern:
             raise LocalProtocolError("no 2026-07-28-or-later revision is supported")
@@ -107,7 +107,7 @@ class ClientSession(Session):
         self.requested_version = (
             protocol_version
             if protocol_version and REVISIONS[protocol_version].era is Era.LEGACY
-            else (legacy[-1] if legacy else "")
+            else (handshake[-1] if handshake else "")
         )
         #: The version we put in ``_meta`` on modern requests.
         self.modern_version = (
@@ -116,7 +116,7 @@ class ClientSession(Session):
             else (modern[-1] if modern else "")
         )
         self.max_input_rounds = max_input_rounds
-        #: Log level asked of a modern server per request (``logging/setLevel`` on legacy).
+        #: Log level asked per request of a stateless server (``logging/setLevel`` if handshake).
         self.log_level = log_level
         self.instructions: str | None = None
         #: The server's DiscoverResult, when the modern era was reached through discover.
@@ -211,7 +211,7 @@ class ClientSession(Session):
         params["_meta"] = self._modern_meta(params.get("_meta"))
         return params, self.modern_version
 
-    def _fall_back_to_legacy(self, pending: OutgoingRequest, now: float | None) -> None:
+    def _fall_back_to_handshake(self, pending: OutgoingRequest, now: float | None) -> None:
         """The server does not speak the modern revision: redo the start as initialize."""
         self._transition(Trigger.LEGACY_FALLBACK, local=True)
         self.mode = "legacy"
@@ -234,11 +234,11 @@ class ClientSession(Session):
             and self.mode == "auto"
             and self.requested_version
         ):
-            # No answer to the probe: a legacy server that ignores unknown requests.
+            # No answer to the probe: a handshake-era server that ignores unknown requests.
             self._requests.end(pending.origin, drop_late_answer=True)
             # The handshake gets the same time the probe had, not an open-ended wait.
             deadline = now + pending.timeout if pending.timeout is not None else None
-            self._fall_back_to_legacy(attrs.evolve(pending, deadline=deadline), now)
+            self._fall_back_to_handshake(attrs.evolve(pending, deadline=deadline), now)
             return True
         return False
 
@@ -306,14 +306,14 @@ class ClientSession(Session):
         server_info = result.get("serverInfo")
         if not isinstance(version, str):
             return MCPError(ErrorCode.INVALID_REQUEST, "initialize result lacks a protocolVersion")
-        legacy = [v for v in self.supported_versions if REVISIONS[v].era is Era.LEGACY]
-        if version not in legacy:
+        handshake = [v for v in self.supported_versions if REVISIONS[v].era is Era.LEGACY]
+        if version not in handshake:
             return UnsupportedProtocolVersion(
                 message=(
                     f"the server chose protocol version {version!r}, which this client "
-                    f"does not support (supported: {', '.join(legacy)})"
+                    f"does not support (supported: {', '.join(handshake)})"
                 ),
-                data={"supported": legacy, "requested": version},
+                data={"supported": handshake, "requested": version},
             )
         if not isinstance(capabilities, dict):
             return MCPError(ErrorCode.INVALID_REQUEST, "initialize result lacks capabilities")
@@ -343,10 +343,10 @@ class ClientSession(Session):
                     and any(v in supported for v in self.supported_versions)
                     and self.requested_version
                 ):
-                    self._fall_back_to_legacy(pending, None)
+                    self._fall_back_to_handshake(pending, None)
                     return
             elif self.mode == "auto" and self.requested_version:
-                self._fall_back_to_legacy(pending, None)  # a legacy server
+                self._fall_back_to_handshake(pending, None)  # a handshake-era server
                 return
             self._transition(Trigger.RECV_INITIALIZE_ERROR, local=False)
             self._events.append(RequestFailed(pending.origin, pending.method, error))
@@ -355,7 +355,7 @@ class ClientSession(Session):
         problem = self._accept_discover_result(result)
         if problem is not None:
             if self.mode == "auto" and self.requested_version:
-                self._fall_back_to_legacy(pending, None)
+                self._fall_back_to_handshake(pending, None)
                 return
             self._transition(Trigger.RECV_INITIALIZE_ERROR, local=False)
             self._events.append(RequestFailed(pending.origin, pending.method, problem))

@@ -69,8 +69,8 @@ class _Listen:
 @functools.lru_cache(maxsize=32)
 def _eras(versions: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(handshake versions, stateless versions) of ``versions``, cached per tuple."""
-    legacy = tuple(v for v in versions if REVISIONS[v].era is Era.LEGACY)
-    return legacy, tuple(modern_versions(versions))
+    handshake = tuple(v for v in versions if REVISIONS[v].era is Era.LEGACY)
+    return handshake, tuple(modern_versions(versions))
 
 
 class ServerSession(Session):
@@ -117,7 +117,7 @@ class ServerSession(Session):
         #: ``(task_id, owner) -> bool``: whether an owner may see a task (set by the
         #: server that runs tasks); ``subscriptions/listen`` acknowledges only those.
         self.task_visible: Callable[[str, str], bool] | None = None
-        self._legacy_versions, self._modern_versions = _eras(self.supported_versions)
+        self._handshake_versions, self._modern_versions = _eras(self.supported_versions)
         self._listens: dict[RequestId, _Listen] = {}
 
     @property
@@ -142,12 +142,12 @@ class ServerSession(Session):
         ):
             self._on_modern_request(request, params)
             return
-        if not self._legacy_versions:
-            self._refuse_legacy(request, params)
+        if not self._handshake_versions:
+            self._refuse_handshake(request, params)
             return
         super()._on_request(request)
 
-    def _refuse_legacy(self, request: JSONRPCRequest, params: dict[str, Any]) -> None:
+    def _refuse_handshake(self, request: JSONRPCRequest, params: dict[str, Any]) -> None:
         """A modern-only server: name the versions it supports (spec: basic/versioning)."""
         if request.method == "initialize":
             requested = params.get("protocolVersion")
@@ -363,7 +363,9 @@ class ServerSession(Session):
     def _on_initialize(self, request_id: RequestId, params: dict[str, Any]) -> None:
         requested = params["protocolVersion"]
         # Echo the client's version when we support it, else offer our latest.
-        version = requested if requested in self._legacy_versions else self._legacy_versions[-1]
+        version = (
+            requested if requested in self._handshake_versions else self._handshake_versions[-1]
+        )
         self.revision = REVISIONS[version]
         self.peer_capabilities = params["capabilities"]
         self.peer_info = params["clientInfo"]

@@ -73,7 +73,7 @@ _MODERN_STATUS = {
 MODERN_HEAD_GRACE = 1.0
 #: The same wait on a handshake session, kept short: a slow request's SSE stream
 #: should open (with its priming event, SEP-1699) soon.
-LEGACY_HEAD_GRACE = 0.05
+HANDSHAKE_HEAD_GRACE = 0.05
 
 
 class StreamableHTTPServer:
@@ -129,7 +129,7 @@ class StreamableHTTPServer:
         # serves the first request that needs a session.
         self._spare: ServerSession | None = session_factory()
         versions = self._spare.supported_versions
-        self._legacy_versions = [v for v in versions if v in HANDSHAKE_REVISIONS]
+        self._handshake_versions = [v for v in versions if v in HANDSHAKE_REVISIONS]
         self._modern_versions = [v for v in versions if v in MODERN_REVISIONS]
 
     def _new_session(self) -> ServerSession:
@@ -174,7 +174,7 @@ class StreamableHTTPServer:
             return self._get(request)
         if request.method == "DELETE":
             return self._delete(request)
-        allow = "POST, GET, DELETE" if self._legacy_versions else "POST"
+        allow = "POST, GET, DELETE" if self._handshake_versions else "POST"
         return _text(405, f"{request.method} is not supported here", {"allow": allow})
 
     def _check_security(self, request: HTTPRequest) -> Exchange | None:
@@ -217,7 +217,7 @@ class StreamableHTTPServer:
                 f"params._meta[{META_PROTOCOL_VERSION!r}] is required "
                 f"(MCP-Protocol-Version {request.headers.get('mcp-protocol-version')})",
             )
-        return self._post_legacy(request, obj, messages)
+        return self._post_handshake(request, obj, messages)
 
     def _claims_modern(self, request: HTTPRequest, message: dict[str, Any]) -> bool:
         return (
@@ -300,10 +300,10 @@ class StreamableHTTPServer:
                 }
             )
 
-    def _post_legacy(
+    def _post_handshake(
         self, request: HTTPRequest, obj: Any, messages: list[dict[str, Any]]
     ) -> Exchange:
-        if not self._legacy_versions:
+        if not self._handshake_versions:
             return json_error(
                 400,
                 messages[0].get("id"),
@@ -323,7 +323,7 @@ class StreamableHTTPServer:
             assert refusal is not None
             return refusal
         version = request.headers.get("mcp-protocol-version")
-        if version is not None and version not in self._legacy_versions:
+        if version is not None and version not in self._handshake_versions:
             return json_error(
                 400,
                 None,
@@ -352,7 +352,7 @@ class StreamableHTTPServer:
         exchange = self._stream_exchange(state.session)
         state.open_stream(exchange, request_ids)
         exchange.head_pending = True
-        exchange.head_grace = LEGACY_HEAD_GRACE
+        exchange.head_grace = HANDSHAKE_HEAD_GRACE
         exchange.opener = lambda: self._prime(exchange, state)
         self._flush_then_end(state, cancelled)
         return exchange
@@ -415,7 +415,7 @@ class StreamableHTTPServer:
     # GET and DELETE ------------------------------------------------------------------
 
     def _get(self, request: HTTPRequest) -> Exchange:
-        if not self._legacy_versions:
+        if not self._handshake_versions:
             return _text(405, "this server has no GET stream (2026-07-28)", {"allow": "POST"})
         if "text/event-stream" not in media_types(request.headers.get("accept")):
             return _text(406, "Accept must list text/event-stream")
@@ -438,7 +438,7 @@ class StreamableHTTPServer:
         return exchange
 
     def _delete(self, request: HTTPRequest) -> Exchange:
-        if not self._legacy_versions:
+        if not self._handshake_versions:
             return _text(405, "there are no sessions to end (2026-07-28)", {"allow": "POST"})
         state, refusal = self._session_for(request)
         if state is None:

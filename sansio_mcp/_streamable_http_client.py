@@ -415,7 +415,7 @@ class ResponseHandler:
                 # A JSON-RPC error: the session decides (only one naming a request).
                 answers = [m for m in messages if is_request_id(m.get("id"))]
                 self.transport.deliver(answers, self.message)
-            # A request the body did not answer (an id-less error, e.g. a legacy server
+            # A request the body did not answer (an id-less error, e.g. a handshake-era server
             # refusing server/discover) fails with the HTTP status; no-op once answered.
             self.transport.fail(self.message, head.status, reader.body_text)
             return

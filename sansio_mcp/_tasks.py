@@ -33,7 +33,7 @@ from ._versions import META_CLIENT_CAPABILITIES
 __all__ = [
     "TASKS_EXTENSION",
     "LEGACY_TASKS_REVISION",
-    "LEGACY_TASKS_CAPABILITY",
+    "CORE_TASKS_CAPABILITY",
     "RELATED_TASK",
     "TASK_METHODS",
     "TASK_METHOD_PREFIX",
@@ -57,7 +57,7 @@ __all__ = [
     "poll_seconds",
     "DEFAULT_POLL_INTERVAL",
     "runs_as_task",
-    "runs_as_legacy_task",
+    "runs_as_core_task",
     "tasks_capability_error",
     "iso_time",
     "ANONYMOUS_OWNER",
@@ -85,7 +85,7 @@ TASK_SUPPORT = frozenset({"optional", "required"})
 #: ``tools/call``, ``tasks/get|result|list|cancel``, the ``tasks`` capability.
 LEGACY_TASKS_REVISION = "2025-11-25"
 #: What a server offering task-capable tools advertises there.
-LEGACY_TASKS_CAPABILITY: Mapping[str, Any] = {
+CORE_TASKS_CAPABILITY: Mapping[str, Any] = {
     "list": {},
     "cancel": {},
     "requests": {"tools": {"call": {}}},
@@ -245,7 +245,7 @@ def runs_as_task(
     must run as a task, called without the extension, is -32021 on a 2026-07-28
     request (which may declare it) and -32601 on a handshake revision before
     2025-11-25 (which has no way to ask for a task; 2025-11-25's own rule is
-    :func:`runs_as_legacy_task`)."""
+    :func:`runs_as_core_task`)."""
     if support is None:
         return False
     if modern and declares_tasks(client_capabilities):
@@ -263,7 +263,7 @@ def runs_as_task(
     return False
 
 
-def runs_as_legacy_task(support: str | None, task_param: Any) -> bool:
+def runs_as_core_task(support: str | None, task_param: Any) -> bool:
     """Whether a 2025-11-25 ``tools/call`` runs as a task: it asked with ``params.task``.
     The tool's ``execution.taskSupport`` must allow it, and a tool that requires it
     must be asked so: -32601 otherwise (the revision's tool-level negotiation)."""
@@ -397,13 +397,14 @@ class TaskRecord:
             self.apply(TaskTrigger.ANSWERED, now)
         return taken
 
-    def complete(self, result: dict[str, Any], now: float, *, legacy: bool = False) -> bool:
+    def complete(self, result: dict[str, Any], now: float, *, core: bool = False) -> bool:
         """The tool returned ``result``; False if already over.  A tool error
-        (``isError``) completes the task, except on 2025-11-25 (``legacy``), where
-        it fails it (its ``statusMessage`` the error's text, ``tasks/result`` the result)."""
+        (``isError``) completes the task, except in 2025-11-25's own tasks form
+        (``core``), where it fails it (its ``statusMessage`` the error's text,
+        ``tasks/result`` the result)."""
         if self.terminal:
             return False
-        if legacy and result.get("isError") is True:
+        if core and result.get("isError") is True:
             self.apply(TaskTrigger.TOOL_ERROR, now)
             self.status_message = tool_error_text(result)
         else:
@@ -527,11 +528,11 @@ class TaskRecord:
         """The ``GetTaskResult`` answering ``tasks/get``."""
         return {"resultType": "complete", **self.detailed()}
 
-    def legacy_task(self) -> dict[str, Any]:
+    def core_task(self) -> dict[str, Any]:
         """The 2025-11-25 ``Task`` (``ttl`` and ``pollInterval``; no outcome inline)."""
         return self._task_object("ttl", "pollInterval")
 
-    def legacy_payload(self) -> dict[str, Any]:
+    def core_payload(self) -> dict[str, Any]:
         """What ``tasks/result`` answers once the task is over: the tool's result,
         tied to the task; :class:`MCPError` for a failed or cancelled task."""
         if self.status in (TaskStatus.COMPLETED, TaskStatus.FAILED) and self.result is not None:

@@ -442,23 +442,23 @@ class ClientAPI:
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        legacy_task = False
-        if self._legacy_tool_tasks:
+        core_task = False
+        if self._core_tool_tasks:
             if task and self._task_tools is None:
                 await self.list_tools()  # which tools may run as tasks (the spec's check)
             support = (self._task_tools or {}).get(name)
-            legacy_task = support == "required" or (task and support == "optional")
-        if legacy_task:
+            core_task = support == "required" or (task and support == "optional")
+        if core_task:
             params["task"] = {}
         result = await self.request("tools/call", params, timeout=timeout, on_progress=on_progress)
         if task:
             return ToolTask(self, result)
-        if result.get("resultType") == "task" or legacy_task:
+        if result.get("resultType") == "task" or core_task:
             return await ToolTask(self, result).result(on_status=on_status)
         return result
 
     @property
-    def _legacy_tool_tasks(self) -> bool:
+    def _core_tool_tasks(self) -> bool:
         """Whether this is a 2025-11-25 session with a server that runs tool calls as tasks."""
         return self.protocol_version == LEGACY_TASKS_REVISION and has_capability(
             self.server_capabilities, ("tasks", "requests", "tools", "call")

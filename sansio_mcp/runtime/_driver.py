@@ -147,7 +147,7 @@ class Driver:
         #: Open subscriptions by their listen request id.
         self.subscriptions: dict[RequestId, SubscriptionSink] = {}
         #: Sinks fed every matching notification of a handshake session
-        #: (``listen`` emulated on the legacy era).
+        #: (``listen`` emulated on the handshake era).
         self.session_sinks: list[tuple[SinkFilter, SubscriptionSink]] = []
         self.closed = False
         self._warned = 0

@@ -48,14 +48,14 @@ from .._schema import (
 )
 from .._server_session import ServerSession
 from .._tasks import (
-    LEGACY_TASKS_CAPABILITY,
+    CORE_TASKS_CAPABILITY,
     LEGACY_TASKS_REVISION,
     TASK_METHODS,
     TASK_SUPPORT,
     TASKS_EXTENSION,
     TaskLimits,
     random_task_id,
-    runs_as_legacy_task,
+    runs_as_core_task,
     runs_as_task,
 )
 from .._versions import ALL_REVISIONS, MRTR_METHODS
@@ -356,7 +356,7 @@ class Context:
         return roots if isinstance(roots, list) else []
 
 
-def _legacy_tasks(ctx: Context) -> bool:
+def _core_tasks(ctx: Context) -> bool:
     """Whether ``ctx`` is a request of a 2025-11-25 session (the core's own tasks)."""
     return not ctx.stateless and ctx.protocol_version == LEGACY_TASKS_REVISION
 
@@ -604,7 +604,7 @@ class Server:
             caps["extensions"] = {TASKS_EXTENSION: {}}
             if self.handshake_tasks:
                 # 2025-11-25's own tasks (trimmed away on every other revision).
-                caps["tasks"] = dict(LEGACY_TASKS_CAPABILITY)
+                caps["tasks"] = dict(CORE_TASKS_CAPABILITY)
         if any(t.completers for t in self.templates.values()) or any(
             p.completers for p in self.prompts.values()
         ):
@@ -757,26 +757,26 @@ class Server:
 
     def _plan_task(self, ctx: Context) -> dict[str, Any] | HandlerCall:
         """The ``tasks/*`` requests: 2025-11-25's own on such a session, else the extension's."""
-        if _legacy_tasks(ctx):
-            return self._plan_legacy_task(ctx)
+        if _core_tasks(ctx):
+            return self._plan_core_task(ctx)
         if ctx.method in TASK_METHODS:
             return self.tasks.handle(ctx, ctx.method)
         raise MethodNotFound(message=f"method not found: {ctx.method!r}")
 
     def _tool_listing(self, ctx: Context) -> list[dict[str, Any]]:
         tools = [t.to_dict() for t in self.tools.values()]
-        if _legacy_tasks(ctx) and "tasks" in self.capabilities:
+        if _core_tasks(ctx) and "tasks" in self.capabilities:
             for tool, listed in zip(self.tools.values(), tools, strict=True):
                 listed["execution"] = {"taskSupport": tool.task_support or "forbidden"}
         return tools
 
-    def _plan_legacy_task(self, ctx: Context) -> dict[str, Any] | HandlerCall:
+    def _plan_core_task(self, ctx: Context) -> dict[str, Any] | HandlerCall:
         """2025-11-25's ``tasks/get``, ``tasks/result``, ``tasks/list``, ``tasks/cancel``."""
         if ctx.method == "tasks/list":
             return self._page(ctx.params, "tasks", self.tasks.listing(ctx))
         if ctx.method == "tasks/result":
             return HandlerCall(self.tasks.payload, {"ctx": ctx}, lambda value: value)
-        return self.tasks.handle_legacy(ctx, ctx.method)
+        return self.tasks.handle_core(ctx, ctx.method)
 
     def _page(
         self, params: dict[str, Any], key: str, items: list[dict[str, Any]]
@@ -811,8 +811,8 @@ class Server:
         kwargs = dict(arguments)
         if tool.context_param:
             kwargs[tool.context_param] = ctx
-        if _legacy_tasks(ctx) and "tasks" in self.capabilities:
-            task = runs_as_legacy_task(tool.task_support, ctx.params.get("task"))
+        if _core_tasks(ctx) and "tasks" in self.capabilities:
+            task = runs_as_core_task(tool.task_support, ctx.params.get("task"))
         else:
             task = runs_as_task(tool.task_support, ctx.client_capabilities, modern=ctx.stateless)
         return HandlerCall(tool.handler, kwargs, tool_result, tool=True, task=task)

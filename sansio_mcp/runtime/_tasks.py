@@ -320,7 +320,7 @@ class TaskRunner:
         self._check_capacity(owner)
         first = ctx.new_signal()
         outcome: dict[str, Any] = {}
-        legacy = not ctx.stateless
+        core = not ctx.stateless
         self._starting[owner] += 1
         counted = [owner]  # emptied once the call is answered or has become a task
 
@@ -337,7 +337,7 @@ class TaskRunner:
         def created() -> None:
             record = TaskRecord.new(
                 now(),
-                ttl_ms=self._ttl_for(ctx, legacy),
+                ttl_ms=self._ttl_for(ctx, core),
                 poll_interval_ms=self.poll_interval_ms,
                 owner=owner,
                 new_id=self.new_id,
@@ -347,13 +347,11 @@ class TaskRunner:
             running.handle = handle
             started()
             self._running[record.task_id] = running
-            self._watch(ctx, running, legacy)
+            self._watch(ctx, running, core)
             ctx.task = running
             outcome["task"] = running
             # A task starts working; the tool may ask for input before this answer is sent.
-            outcome["created"] = (
-                {"task": record.legacy_task()} if legacy else record.create_result()
-            )
+            outcome["created"] = {"task": record.core_task()} if core else record.create_result()
             first.set()
 
         start = ctx.task_start = TaskStart(created)
@@ -361,7 +359,7 @@ class TaskRunner:
         async def body() -> None:
             error: Exception | None = None
             try:
-                if legacy:
+                if core:
                     start.now()  # no MRTR on a handshake session: the task exists at once
                 value = call.handler(**call.kwargs)
                 if inspect.isawaitable(value):
@@ -378,7 +376,7 @@ class TaskRunner:
                 return
             self._running.pop(running.record.task_id, None)
             running.unwatch()
-            self._settle(ctx, running, call, value, error, settle_error, legacy)
+            self._settle(ctx, running, call, value, error, settle_error, core)
 
         handle = ctx.start_background(body)
         try:
@@ -406,7 +404,7 @@ class TaskRunner:
             )
         self.limits.check_capacity(live, owned)
 
-    def _watch(self, ctx: TaskContext, running: RunningTask, legacy: bool) -> None:
+    def _watch(self, ctx: TaskContext, running: RunningTask, core: bool) -> None:
         """Give the task up once it is overdue (parked on input too long, or, when
         :attr:`limits` says so, asked about by no client too long): it fails with
         the error saying why and its tool is cancelled.  One watcher per task,
@@ -414,7 +412,7 @@ class TaskRunner:
         bring its time forward; a 2025-11-25 task lives with its session instead
         of being polled, so the unpolled bound does not apply to it.  A task still
         running when its ``ttlMs`` (from creation) is over is stopped the same way."""
-        limits = attrs.evolve(self.limits, unpolled_ttl_ms=None) if legacy else self.limits
+        limits = attrs.evolve(self.limits, unpolled_ttl_ms=None) if core else self.limits
         if running.record.overdue(limits) is None:
             return
 
@@ -434,11 +432,11 @@ class TaskRunner:
         running.watch = watch
         running.rearm()
 
-    def _ttl_for(self, ctx: TaskContext, legacy: bool) -> int | None:
+    def _ttl_for(self, ctx: TaskContext, core: bool) -> int | None:
         """The task's life from creation: ours, or a 2025-11-25 requestor's shorter
         ``task.ttl``, though not below the polling pace (a task gone before its first
         poll would serve nobody)."""
-        asked = (ctx.params.get("task") or {}).get("ttl") if legacy else None
+        asked = (ctx.params.get("task") or {}).get("ttl") if core else None
         if isinstance(asked, int) and (self.ttl_ms is None or asked < self.ttl_ms):
             return max(asked, self.poll_interval_ms or 0)
         return self.ttl_ms
@@ -451,7 +449,7 @@ class TaskRunner:
         value: Any,
         error: Exception | None,
         settle_error: Callable[[Exception], dict[str, Any]],
-        legacy: bool,
+        core: bool,
     ) -> None:
         record, now = running.record, running.now()
         if isinstance(error, CancelTask):
@@ -465,7 +463,7 @@ class TaskRunner:
         except Exception as exc:
             changed = record.fail(InternalError(message=failure_text(exc)), now)
         else:
-            changed = record.complete(result, now, legacy=legacy)
+            changed = record.complete(result, now, core=core)
         if changed:
             self._announce(ctx, record)
 
@@ -489,7 +487,7 @@ class TaskRunner:
         if ctx.stateless:
             ctx.hub.task_status(record.detailed())
         else:  # 2025-11-25: the optional status push, to the task's own session
-            task = record.legacy_task()
+            task = record.core_task()
             ctx.hub.tell(ctx.session, lambda session: session.send_legacy_task_status(task))
 
     def visible(self, task_id: str, owner: str) -> bool:
@@ -508,7 +506,7 @@ class TaskRunner:
         self._now = max(self._now, ctx.now)
         return self.store.get(task_id, ctx.now, task_owner(ctx))
 
-    def handle_legacy(self, ctx: TaskContext, method: str) -> dict[str, Any]:
+    def handle_core(self, ctx: TaskContext, method: str) -> dict[str, Any]:
         """``tasks/get`` or ``tasks/cancel`` on a 2025-11-25 session: the ``Task``."""
         record = self._owned(ctx, ctx.params["taskId"])
         if method == "tasks/cancel":
@@ -520,7 +518,7 @@ class TaskRunner:
             if running is not None and running.handle is not None:
                 running.handle.cancel()
             self._announce(ctx, record)
-        return record.legacy_task()
+        return record.core_task()
 
     async def payload(self, ctx: TaskContext) -> dict[str, Any]:
         """``tasks/result``: wait for the task to end; its result (or error)."""
@@ -529,11 +527,11 @@ class TaskRunner:
             signal = ctx.new_signal()
             self._waiters.setdefault(record.task_id, []).append(signal)
             await signal.wait()
-        return record.legacy_payload()
+        return record.core_payload()
 
     def listing(self, ctx: TaskContext) -> list[dict[str, Any]]:
         """``tasks/list``: the caller's live tasks, oldest first."""
-        return [r.legacy_task() for r in self.store.owned(task_owner(ctx), ctx.now)]
+        return [r.core_task() for r in self.store.owned(task_owner(ctx), ctx.now)]
 
     # tasks/get, tasks/update, tasks/cancel ---------------------------------------------
 

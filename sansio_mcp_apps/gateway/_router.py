@@ -200,15 +200,15 @@ class GatewayHTTPServer(StreamableHTTPServer):
         body = out[-1].data if out else b""
         return Exchange(400 if not out else 200, {"content-type": "application/json"}, body)
 
-    def _post_legacy(
+    def _post_handshake(
         self, request: HTTPRequest, obj: Any, messages: list[dict[str, Any]]
     ) -> Exchange:
         if any(m.get("method") == "initialize" for m in messages) or (
             "mcp-session-id" in request.headers
         ):
-            return super()._post_legacy(request, obj, messages)
+            return super()._post_handshake(request, obj, messages)
         version = request.headers.get("mcp-protocol-version") or LEGACY_DEFAULT_VERSION
-        if version not in self._legacy_versions:
+        if version not in self._handshake_versions:
             return json_error(
                 400,
                 None,

@@ -283,7 +283,7 @@ def test_unsupported_version_mid_session_retries_requests_and_subscriptions(
     assert isinstance(changed, NotificationReceived) and changed.subscription_id == listen
 
 
-def test_unsupported_version_naming_only_legacy_versions() -> None:
+def test_unsupported_version_naming_only_handshake_versions() -> None:
     data = {"supported": ["2025-06-18"], "requested": MODERN}
     # auto: the server does not speak the stateless era -> initialize.
     auto = modern_client(mode="auto")
