@@ -47,16 +47,28 @@ __all__ = ["ClientSession", "DEFAULT_CLIENT_INFO"]
 
 DEFAULT_CLIENT_INFO: dict[str, Any] = {"name": "sansio-mcp", "version": "0.1.0"}
 
+#: Each accepted ``mode`` and the era it names; ``legacy`` and ``modern`` are the
+#: deprecated spellings of ``handshake`` and ``stateless``.
+_MODES = {
+    "handshake": "handshake",
+    "stateless": "stateless",
+    "auto": "auto",
+    "legacy": "handshake",
+    "modern": "stateless",
+}
+
 
 class ClientSession(Session):
     """The client side of MCP.
 
-    ``mode`` picks the era: ``"legacy"`` (the initialize handshake),
-    ``"modern"`` (2026-07-28: ``server/discover`` then ``_meta`` on every
+    ``mode`` picks the era: ``"handshake"`` (the initialize handshake),
+    ``"stateless"`` (2026-07-28: ``server/discover`` then ``_meta`` on every
     request) or ``"auto"`` (probe with ``server/discover``, fall back to
     ``initialize`` when the server does not speak the modern revision).
     :meth:`start` begins whichever the mode calls for; :meth:`initialize`
-    and :meth:`discover` are the explicit forms.
+    and :meth:`discover` are the explicit forms.  ``"legacy"`` and
+    ``"modern"`` are deprecated spellings of ``"handshake"`` and ``"stateless"``
+    (:attr:`mode` holds the new one).
     """
 
     role = Role.CLIENT
@@ -73,7 +85,7 @@ class ClientSession(Session):
         client_info: dict[str, Any] | None = None,
         supported_versions: Iterable[str] = ALL_REVISIONS,
         protocol_version: str | None = None,
-        mode: str = "legacy",
+        mode: str = "handshake",
         max_input_rounds: int = 10,
         log_level: str | None = None,
         max_message_size: int = _json.DEFAULT_MAX_MESSAGE_SIZE,
@@ -86,33 +98,34 @@ class ClientSession(Session):
             max_message_size=max_message_size,
             max_depth=max_depth,
         )
-        if mode not in ("legacy", "modern", "auto"):
-            raise LocalProtocolError(f"mode must be legacy, modern or auto, not {mode!r}")
+        if mode not in _MODES:
+            raise LocalProtocolError(f"mode must be handshake, stateless or auto, not {mode!r}")
+        mode = _MODES[mode]
         if protocol_version is not None and protocol_version not in self.supported_versions:
             raise LocalProtocolError(
                 f"protocol version {protocol_version!r} is not among {self.supported_versions}"
             )
         if log_level is not None and log_level not in LOG_LEVELS:
             raise LocalProtocolError(f"unknown log level {log_level!r}")
-        handshake = [v for v in self.supported_versions if REVISIONS[v].era is Era.LEGACY]
-        modern = [v for v in self.supported_versions if REVISIONS[v].era is Era.MODERN]
+        handshake = [v for v in self.supported_versions if REVISIONS[v].era is Era.HANDSHAKE]
+        modern = [v for v in self.supported_versions if REVISIONS[v].era is Era.STATELESS]
         if protocol_version is not None:
-            mode = "modern" if REVISIONS[protocol_version].era is Era.MODERN else "legacy"
-        if mode != "modern" and not handshake:
-            raise LocalProtocolError("no handshake revision is supported: use mode='modern'")
-        if mode != "legacy" and not modern:
+            mode = "stateless" if REVISIONS[protocol_version].era is Era.STATELESS else "handshake"
+        if mode != "stateless" and not handshake:
+            raise LocalProtocolError("no handshake revision is supported: use mode='stateless'")
+        if mode != "handshake" and not modern:
             raise LocalProtocolError("no 2026-07-28-or-later revision is supported")
         self.mode = mode
         #: The version we ask for in initialize (our latest handshake revision by default).
         self.requested_version = (
             protocol_version
-            if protocol_version and REVISIONS[protocol_version].era is Era.LEGACY
+            if protocol_version and REVISIONS[protocol_version].era is Era.HANDSHAKE
             else (handshake[-1] if handshake else "")
         )
         #: The version we put in ``_meta`` on modern requests.
         self.modern_version = (
             protocol_version
-            if protocol_version and REVISIONS[protocol_version].era is Era.MODERN
+            if protocol_version and REVISIONS[protocol_version].era is Era.STATELESS
             else (modern[-1] if modern else "")
         )
         self.max_input_rounds = max_input_rounds
@@ -134,7 +147,7 @@ class ClientSession(Session):
 
     def start(self, *, now: float | None = None, timeout: float | None = None) -> RequestId:
         """Begin as ``mode`` says; the returned id ends with the handshake's outcome."""
-        if self.mode == "legacy":
+        if self.mode == "handshake":
             return self.initialize(now=now, timeout=timeout)
         return self.discover(now=now, timeout=timeout)
 
@@ -214,7 +227,7 @@ class ClientSession(Session):
     def _fall_back_to_handshake(self, pending: OutgoingRequest, now: float | None) -> None:
         """The server does not speak the modern revision: redo the start as initialize."""
         self._transition(Trigger.LEGACY_FALLBACK, local=True)
-        self.mode = "legacy"
+        self.mode = "handshake"
         self._send_request(
             "initialize",
             self._initialize_params(),
@@ -297,7 +310,7 @@ class ClientSession(Session):
             )
         )
         assert self._start_id is not None
-        method = "initialize" if self.revision.era is Era.LEGACY else "server/discover"
+        method = "initialize" if self.revision.era is Era.HANDSHAKE else "server/discover"
         self._events.append(ResponseReceived(self._start_id, method, result))
 
     def _accept_initialize_result(self, result: dict[str, Any]) -> MCPError | None:
@@ -306,7 +319,7 @@ class ClientSession(Session):
         server_info = result.get("serverInfo")
         if not isinstance(version, str):
             return MCPError(ErrorCode.INVALID_REQUEST, "initialize result lacks a protocolVersion")
-        handshake = [v for v in self.supported_versions if REVISIONS[v].era is Era.LEGACY]
+        handshake = [v for v in self.supported_versions if REVISIONS[v].era is Era.HANDSHAKE]
         if version not in handshake:
             return UnsupportedProtocolVersion(
                 message=(

@@ -227,7 +227,9 @@ class RoleGates:
         or the request's own (a 2026-07-28 request, with its ``_meta``'s client
         capabilities as ``peer_capabilities``)."""
         # Only a server serves 2026-07-28 requests; a client keeps its state table.
-        stateless = self.role is Role.SERVER and revision is not None and revision.era is Era.MODERN
+        stateless = (
+            self.role is Role.SERVER and revision is not None and revision.era is Era.STATELESS
+        )
         self._check_method(method, params, revision, capabilities, peer_capabilities, stateless)
         trigger = (
             Trigger.RECV_STATELESS_REQUEST
@@ -332,7 +334,7 @@ class RoleGates:
         # The tasks extension's requests, to a stateless server that offers it.
         extension = (
             method in TASK_METHODS
-            and revision.era is Era.MODERN
+            and revision.era is Era.STATELESS
             and declares_tasks(peer_capabilities)
         )
         if not extension and method not in self.own_requests(revision):
@@ -370,7 +372,7 @@ class RoleGates:
             method == TASK_NOTIFICATION
             and self.role is Role.SERVER
             and revision is not None
-            and revision.era is Era.MODERN
+            and revision.era is Era.STATELESS
             and declares_tasks(capabilities)
         )
         if (

@@ -67,7 +67,7 @@ class CacheHints:
 
 
 def modern_versions(versions: Iterable[str]) -> list[str]:
-    return [v for v in versions if v in REVISIONS and REVISIONS[v].era is Era.MODERN]
+    return [v for v in versions if v in REVISIONS and REVISIONS[v].era is Era.STATELESS]
 
 
 def is_modern_request(params: dict[str, Any]) -> bool:

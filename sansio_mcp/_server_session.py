@@ -69,7 +69,7 @@ class _Listen:
 @functools.lru_cache(maxsize=32)
 def _eras(versions: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(handshake versions, stateless versions) of ``versions``, cached per tuple."""
-    handshake = tuple(v for v in versions if REVISIONS[v].era is Era.LEGACY)
+    handshake = tuple(v for v in versions if REVISIONS[v].era is Era.HANDSHAKE)
     return handshake, tuple(modern_versions(versions))
 
 

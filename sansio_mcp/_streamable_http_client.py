@@ -187,7 +187,7 @@ class StreamableHTTPClient:
             mirrored = request_headers(message, input_schema=schema)
             headers.update({k.lower(): v for k, v in mirrored.items()})
             return headers
-        if self.session.revision is not None and self.session.revision.era is Era.LEGACY:
+        if self.session.revision is not None and self.session.revision.era is Era.HANDSHAKE:
             headers["mcp-protocol-version"] = self.session.revision.name
         if self.session_id is not None:
             headers["mcp-session-id"] = self.session_id

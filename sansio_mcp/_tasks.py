@@ -32,6 +32,7 @@ from ._versions import META_CLIENT_CAPABILITIES
 
 __all__ = [
     "TASKS_EXTENSION",
+    "CORE_TASKS_REVISION",
     "LEGACY_TASKS_REVISION",
     "CORE_TASKS_CAPABILITY",
     "RELATED_TASK",
@@ -83,7 +84,9 @@ TASK_SUPPORT = frozenset({"optional", "required"})
 
 #: The handshake revision whose core has (experimental) tasks: ``params.task`` on
 #: ``tools/call``, ``tasks/get|result|list|cancel``, the ``tasks`` capability.
-LEGACY_TASKS_REVISION = "2025-11-25"
+CORE_TASKS_REVISION = "2025-11-25"
+#: Deprecated alias of :data:`CORE_TASKS_REVISION`.
+LEGACY_TASKS_REVISION = CORE_TASKS_REVISION
 #: What a server offering task-capable tools advertises there.
 CORE_TASKS_CAPABILITY: Mapping[str, Any] = {
     "list": {},
@@ -255,7 +258,7 @@ def runs_as_task(
             raise MethodNotFound(
                 message="this tool only runs as a task, which this session cannot ask for: "
                 f"a 2026-07-28 request declaring the {TASKS_EXTENSION} extension can (and "
-                f"a {LEGACY_TASKS_REVISION} session, with params.task, where the server "
+                f"a {CORE_TASKS_REVISION} session, with params.task, where the server "
                 "offers the tasks capability)",
                 data=dict(TASK_ONLY_DATA),
             )

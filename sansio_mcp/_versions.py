@@ -38,8 +38,13 @@ __all__ = [
 
 
 class Era(Enum):
-    LEGACY = "legacy"  # the initialize handshake (2024-11-05 … 2025-11-25)
-    MODERN = "modern"  # stateless, per-request _meta (2026-07-28 …)
+    """A revision's era.  ``LEGACY`` and ``MODERN`` are deprecated aliases of
+    ``HANDSHAKE`` and ``STATELESS`` (the same members)."""
+
+    HANDSHAKE = "handshake"  # the initialize handshake (2024-11-05 … 2025-11-25)
+    STATELESS = "stateless"  # stateless, per-request _meta (2026-07-28 …)
+    LEGACY = "handshake"
+    MODERN = "stateless"
 
 
 @attrs.frozen
@@ -122,7 +127,7 @@ _ALL_ELICITATION_MODES = frozenset({"form", "url"})
 
 _R_2024_11_05 = Revision(
     name="2024-11-05",
-    era=Era.LEGACY,
+    era=Era.HANDSHAKE,
     batching=False,
     error_id_optional=False,
     client_requests=_BASE_CLIENT_REQUESTS,
@@ -175,7 +180,7 @@ _R_2025_11_25 = attrs.evolve(
 
 _R_2026_07_28 = Revision(
     name="2026-07-28",
-    era=Era.MODERN,
+    era=Era.STATELESS,
     batching=False,
     error_id_optional=True,
     client_requests=frozenset(
@@ -226,11 +231,11 @@ REVISIONS: Mapping[str, Revision] = {
 }
 #: Revisions that use the initialize handshake, oldest first.
 HANDSHAKE_REVISIONS: tuple[str, ...] = tuple(
-    name for name, r in REVISIONS.items() if r.era is Era.LEGACY
+    name for name, r in REVISIONS.items() if r.era is Era.HANDSHAKE
 )
 #: Stateless revisions (per-request ``_meta``), oldest first.
 MODERN_REVISIONS: tuple[str, ...] = tuple(
-    name for name, r in REVISIONS.items() if r.era is Era.MODERN
+    name for name, r in REVISIONS.items() if r.era is Era.STATELESS
 )
 ALL_REVISIONS: tuple[str, ...] = tuple(REVISIONS)
 LATEST_HANDSHAKE_REVISION = HANDSHAKE_REVISIONS[-1]

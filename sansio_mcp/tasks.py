@@ -4,6 +4,7 @@ which statuses end a task and how long to wait before polling again."""
 
 from ._tasks import (
     ANONYMOUS_OWNER,
+    CORE_TASKS_REVISION,
     LEGACY_TASKS_REVISION,
     TASKS_EXTENSION,
     TERMINAL_STATUSES,
@@ -19,6 +20,7 @@ from ._tasks import (
 
 __all__ = [
     "ANONYMOUS_OWNER",
+    "CORE_TASKS_REVISION",
     "LEGACY_TASKS_REVISION",
     "TASKS_EXTENSION",
     "TERMINAL_STATUSES",

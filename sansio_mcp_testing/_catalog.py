@@ -132,7 +132,7 @@ class _Rev:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.modern = REVISIONS[name].era is Era.MODERN
+        self.modern = REVISIONS[name].era is Era.STATELESS
 
     def at_least(self, revision: str) -> bool:
         return self.name >= revision

@@ -146,7 +146,7 @@ class Connector:
             capabilities=handlers.capabilities(),
             client_info={"name": "sansio-mcp-check", "version": "0.1.0"},
             protocol_version=revision,
-            mode="modern" if era is Era.MODERN else "legacy",
+            mode="stateless" if era is Era.STATELESS else "handshake",
             supported_versions=ALL_REVISIONS,
         )
         session.attach(recorder)

@@ -120,7 +120,7 @@ class ProtocolProbes(Probe):
 
     async def unknown_method(self) -> None:
         params: dict[str, Any] = {}
-        if REVISIONS[self.conn.revision].era is Era.MODERN:
+        if REVISIONS[self.conn.revision].era is Era.STATELESS:
             params = {}  # the session adds the per-request _meta
         start = self.conn.recorder.seq
         request_id = self.conn.session.send_request(
@@ -218,7 +218,7 @@ class ProtocolProbes(Probe):
         if self.conn.raw is None:
             self.skip("malformed-jsonrpc", "raw malformed lines are only sent over stdio")
             return
-        modern = REVISIONS[self.conn.revision].era is Era.MODERN
+        modern = REVISIONS[self.conn.revision].era is Era.STATELESS
         meta = {
             "_meta": {
                 META_PROTOCOL_VERSION: self.conn.revision,

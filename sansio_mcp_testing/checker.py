@@ -231,7 +231,7 @@ class Checker:
 
     def _not_claimed(self, revision: str, exc: BaseException, connector: Connector) -> None:
         era = REVISIONS[revision].era
-        start = "server/discover" if era is Era.MODERN else "initialize"
+        start = "server/discover" if era is Era.STATELESS else "initialize"
         stderr = connector.last_stderr
         if connector.last_exit_status is not None:
             # Whatever the session said (closed before a response, or not even sent),

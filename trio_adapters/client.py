@@ -60,9 +60,10 @@ async def open_client(
     """Connect over a stream pair, start the session, and yield a :class:`Client`.
 
     ``mode`` is ``"auto"`` (probe ``server/discover``, fall back to the
-    handshake), ``"modern"`` or ``"legacy"``; a ``protocol_version`` implies
-    the mode of its era.  ``max_input_rounds`` bounds how many times one call
-    answers ``input_required`` before failing with ``InputRoundsExceeded``.
+    handshake), ``"stateless"`` or ``"handshake"`` (``"modern"`` and
+    ``"legacy"``: deprecated spellings); a ``protocol_version`` implies the mode
+    of its era.  ``max_input_rounds`` bounds how many times one call answers
+    ``input_required`` before failing with ``InputRoundsExceeded``.
     """
     config = ClientOptions.of(options)
     session = config.new_session()

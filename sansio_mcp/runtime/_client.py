@@ -24,7 +24,7 @@ from .._json import DEFAULT_MAX_MESSAGE_SIZE
 from .._jsonrpc import RequestId
 from .._modern import listen_filter
 from .._params import LOG_LEVELS
-from .._tasks import LEGACY_TASKS_REVISION, TASKS_EXTENSION
+from .._tasks import CORE_TASKS_REVISION, TASKS_EXTENSION
 from ._driver import Driver, ProgressCallback, SubscriptionSink
 from ._primitives import Sleeper
 from ._task_client import StatusCallback, ToolTask
@@ -460,7 +460,7 @@ class ClientAPI:
     @property
     def _core_tool_tasks(self) -> bool:
         """Whether this is a 2025-11-25 session with a server that runs tool calls as tasks."""
-        return self.protocol_version == LEGACY_TASKS_REVISION and has_capability(
+        return self.protocol_version == CORE_TASKS_REVISION and has_capability(
             self.server_capabilities, ("tasks", "requests", "tools", "call")
         )
 

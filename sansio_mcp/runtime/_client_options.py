@@ -78,9 +78,10 @@ class ClientOptions:
     """How a client session starts, whatever the transport.
 
     ``mode`` is ``"auto"`` (probe ``server/discover``, fall back to the
-    handshake), ``"modern"`` or ``"legacy"``; a ``protocol_version`` implies
-    the mode of its era.  ``max_input_rounds`` bounds how many times one call
-    answers ``input_required`` before failing with ``InputRoundsExceeded``.
+    handshake), ``"stateless"`` or ``"handshake"`` (``"modern"`` and
+    ``"legacy"``: deprecated spellings); a ``protocol_version`` implies the mode
+    of its era.  ``max_input_rounds`` bounds how many times one call answers
+    ``input_required`` before failing with ``InputRoundsExceeded``.
     ``max_message_size`` is the largest message (bytes) the client reads: an answer over
     it fails its request at once with an error naming its size and the limit.
     ``auth`` (an :class:`~sansio_mcp.runtime.OAuthProvider`) authorizes an HTTP
@@ -111,8 +112,8 @@ class ClientOptions:
 
     def handshake_only(self) -> ClientOptions:
         """These options where the transport has no stateless revision (HTTP+SSE):
-        ``auto`` means ``legacy``."""
-        return attrs.evolve(self, mode="legacy") if self.mode == "auto" else self
+        ``auto`` means ``handshake``."""
+        return attrs.evolve(self, mode="handshake") if self.mode == "auto" else self
 
     def new_session(self) -> ClientSession:
         """A :class:`ClientSession` advertising what the handlers can answer."""

@@ -49,7 +49,7 @@ from .._schema import (
 from .._server_session import ServerSession
 from .._tasks import (
     CORE_TASKS_CAPABILITY,
-    LEGACY_TASKS_REVISION,
+    CORE_TASKS_REVISION,
     TASK_METHODS,
     TASK_SUPPORT,
     TASKS_EXTENSION,
@@ -358,7 +358,7 @@ class Context:
 
 def _core_tasks(ctx: Context) -> bool:
     """Whether ``ctx`` is a request of a 2025-11-25 session (the core's own tasks)."""
-    return not ctx.stateless and ctx.protocol_version == LEGACY_TASKS_REVISION
+    return not ctx.stateless and ctx.protocol_version == CORE_TASKS_REVISION
 
 
 def _context_param(func: Handler) -> str | None:

@@ -84,11 +84,11 @@ class LinkLifecycle:
         if config.transport == MCPTransport.SSE:
             # The legacy HTTP+SSE transport has no stateless era.
             options["supported_versions"] = HANDSHAKE_REVISIONS
-            options["mode"] = "legacy"
+            options["mode"] = "handshake"
             if version in HANDSHAKE_REVISIONS:
                 options["protocol_version"] = version
                 options["supported_versions"] = (version,)
-        elif version in ("auto", "legacy", "modern"):
+        elif version in ("auto", "handshake", "stateless", "legacy", "modern"):
             options["mode"] = version
         else:
             # One revision, insisted on: a server that answers with another is refused.

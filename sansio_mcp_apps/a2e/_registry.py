@@ -70,7 +70,7 @@ class Registry:
         problems = config.problems()
         version = config.protocol_version
         if config.transport == MCPTransport.SSE and (
-            version == "modern" or version in MODERN_REVISIONS
+            version in ("stateless", "modern") or version in MODERN_REVISIONS
         ):
             problems.append(
                 FieldProblem(
@@ -80,11 +80,11 @@ class Registry:
                     message="the legacy HTTP+SSE transport has no stateless (2026-07-28) era",
                 )
             )
-        if version not in ("auto", "legacy", "modern", *ALL_REVISIONS):
+        if version not in ("auto", "handshake", "stateless", "legacy", "modern", *ALL_REVISIONS):
             problems.append(
                 FieldProblem(
                     "config.protocol_version",
-                    "auto, legacy, modern or a revision",
+                    "auto, handshake, stateless or a revision",
                     version,
                     message=f"unknown protocol_version {version!r}",
                 )

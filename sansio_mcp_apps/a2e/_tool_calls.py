@@ -21,7 +21,7 @@ from typing import Any
 from sansio_mcp import ErrorCode, MCPError, ProgressReceived, RequestTimeout
 from sansio_mcp.capabilities import has_capability
 from sansio_mcp.tasks import (
-    LEGACY_TASKS_REVISION,
+    CORE_TASKS_REVISION,
     TERMINAL_STATUSES,
     declares_tasks,
     declaring_tasks,
@@ -65,7 +65,7 @@ def _runs_as_task(link: ServerLink, tool: dict[str, Any], streaming: bool) -> bo
     session = link.session
     if session.is_modern:
         return streaming and declares_tasks(session.peer_capabilities)
-    if session.protocol_version != LEGACY_TASKS_REVISION or not has_capability(
+    if session.protocol_version != CORE_TASKS_REVISION or not has_capability(
         session.peer_capabilities, ("tasks", "requests", "tools", "call")
     ):
         return False

@@ -132,7 +132,7 @@ def test_auto_probe_any_non_modern_error_falls_back_to_initialize(code: int) -> 
     client = modern_client(mode="auto")
     start = client.start()
     assert reply_error(client, code) == []  # nothing to report yet: falling back
-    assert client.state is SessionState.INITIALIZING and client.mode == "legacy"
+    assert client.state is SessionState.INITIALIZING and client.mode == "handshake"
     link = Link(client, legacy_only_server())
     events = finish_handshake(link)
     [initialize] = link.sent_by("client")[:1]
