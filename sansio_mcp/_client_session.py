@@ -226,7 +226,7 @@ class ClientSession(Session):
 
     def _fall_back_to_handshake(self, pending: OutgoingRequest, now: float | None) -> None:
         """The server does not speak the modern revision: redo the start as initialize."""
-        self._transition(Trigger.LEGACY_FALLBACK, local=True)
+        self._transition(Trigger.HANDSHAKE_FALLBACK, local=True)
         self.mode = "handshake"
         self._send_request(
             "initialize",
@@ -234,7 +234,7 @@ class ClientSession(Session):
             now=now,
             timeout=None,
             progress=False,
-            trigger=Trigger.LEGACY_FALLBACK,
+            trigger=Trigger.HANDSHAKE_FALLBACK,
             origin=pending.origin,
             deadline=pending.deadline,
         )
@@ -428,7 +428,7 @@ class ClientSession(Session):
         self, pending: OutgoingRequest, params: dict[str, Any] | None, extra: dict[str, Any] | None
     ) -> RequestId:
         trigger = (
-            Trigger.LEGACY_FALLBACK
+            Trigger.HANDSHAKE_FALLBACK
             if self.state is SessionState.INITIALIZING
             else Trigger.SEND_REQUEST
         )

@@ -468,7 +468,7 @@ class ServerSession(Session):
             lambda f: task_id in (f.get("taskIds") or ()),
         )
 
-    def send_legacy_task_status(self, task: dict[str, Any]) -> bool:
+    def send_core_task_status(self, task: dict[str, Any]) -> bool:
         """Send 2025-11-25's ``notifications/tasks/status`` (a Task) on this handshake
         session, if its revision has it."""
         revision = self.revision if self.state is SessionState.READY else None
@@ -476,6 +476,9 @@ class ServerSession(Session):
             return False
         self.send_notification("notifications/tasks/status", task)
         return True
+
+    #: Deprecated alias of :meth:`send_core_task_status`.
+    send_legacy_task_status = send_core_task_status
 
     def send_list_changed(self, kind: str) -> bool:
         """Send ``notifications/{kind}/list_changed`` (tools, prompts or resources)

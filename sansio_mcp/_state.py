@@ -45,6 +45,8 @@ class Trigger(_Member):
     INITIALIZE_TIMEOUT = "initialize timed out"
     SEND_DISCOVER = "send server/discover"
     RECV_DISCOVER_RESULT = "receive server/discover result"
+    HANDSHAKE_FALLBACK = "fall back from server/discover to initialize"
+    #: Deprecated alias of ``HANDSHAKE_FALLBACK``.
     LEGACY_FALLBACK = "fall back from server/discover to initialize"
     SEND_INITIALIZED = "send notifications/initialized"
     RECV_INITIALIZED = "receive notifications/initialized"
@@ -95,7 +97,7 @@ TRANSITIONS: Mapping[tuple[Role, SessionState, Trigger], SessionState] = {
     # Stateless (2026-07-28): discover, or fall back to the handshake.
     (_C, _IDLE, T.SEND_DISCOVER): _INIT,
     (_C, _INIT, T.RECV_DISCOVER_RESULT): SessionState.STATELESS,
-    (_C, _INIT, T.LEGACY_FALLBACK): _INIT,
+    (_C, _INIT, T.HANDSHAKE_FALLBACK): _INIT,
     **{
         (_C, SessionState.STATELESS, t): SessionState.STATELESS
         for t in (T.SEND_REQUEST, T.SEND_UTILITY, T.RECV_UTILITY, T.RECV_NOTIFICATION)

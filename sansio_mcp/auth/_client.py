@@ -145,7 +145,7 @@ class OAuthClient:
         self._challenge = Challenge("bearer")
         self._requested: list[str] = []
         self._urls: list[str] = []
-        self._legacy = False
+        self._origin_is_issuer = False
         self._prm: dict[str, Any] = {}
         self._metadata: dict[str, Any] = {}
         self._issuer = ""
@@ -299,7 +299,7 @@ class OAuthClient:
         self._refresh_after_discovery = refreshable
         self._requested = _merge(previous, challenge.scope)
         self._urls = prm_urls(self.server_url, challenge.resource_metadata)
-        self._legacy = False
+        self._origin_is_issuer = False
         self._go(S.RESOURCE_METADATA)
 
     def next_step(self, now: float) -> Step:
@@ -361,7 +361,7 @@ class OAuthClient:
                 self._fail(f"no protected resource metadata at {url} (HTTP {reply.status})")
                 return
             # 2025-03-26: no metadata; the server's origin is the authorization server.
-            self._legacy = True
+            self._origin_is_issuer = True
             self._prm = {}
             self._resource = canonical_resource(self.server_url)
             self._start_server_metadata(origin_of(self.server_url))
@@ -400,7 +400,7 @@ class OAuthClient:
         if document is None:
             if self._urls:
                 self._go(S.SERVER_METADATA)
-            elif self._legacy:
+            elif self._origin_is_issuer:
                 self._metadata = fallback_endpoints(self.server_url)
                 self._after_metadata()
             else:

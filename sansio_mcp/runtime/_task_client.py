@@ -69,13 +69,18 @@ class ToolTask:
         #: A 2025-11-25 task's ``tasks/result`` answer (or its error), once asked.
         self._payload: dict[str, Any] | MCPError | None = None
         #: A 2025-11-25 task: ``CreateTaskResult`` ``{"task": Task}``, outcome by ``tasks/result``.
-        self.legacy = "resultType" not in created and isinstance(created.get("task"), dict)
+        self.core_form = "resultType" not in created and isinstance(created.get("task"), dict)
         if created.get("resultType", "complete") == "task":
             self.last = _task_fields(created)
-        elif self.legacy:
+        elif self.core_form:
             self.last = _task_fields(created["task"])
         else:  # answered without a task
             self.last = {"taskId": "", "status": "completed", "result": created}
+
+    @property
+    def legacy(self) -> bool:
+        """Deprecated alias of :attr:`core_form`."""
+        return self.core_form
 
     @property
     def task_id(self) -> str:
@@ -93,7 +98,7 @@ class ToolTask:
     @property
     def poll_interval(self) -> float:
         """Seconds between polls: the server's ``pollIntervalMs``, else a default."""
-        return poll_seconds(self.last, legacy=self.legacy)
+        return poll_seconds(self.last, legacy=self.core_form)
 
     @property
     def input_requests(self) -> dict[str, Any]:
@@ -132,7 +137,7 @@ class ToolTask:
         seen: tuple[Any, ...] | None = None
         while True:
             if (
-                not self.legacy
+                not self.core_form
                 and self.status == "input_required"
                 and "inputRequests" not in self.last
             ):
@@ -147,7 +152,7 @@ class ToolTask:
                         await outcome
             if self.done:
                 return self.last
-            if self.legacy and answer_inputs and self.status == "input_required":
+            if self.core_form and answer_inputs and self.status == "input_required":
                 await self._fetch_payload()  # the server's questions come meanwhile
             elif answer_inputs and self.input_requests:
                 answers = {
@@ -176,7 +181,7 @@ class ToolTask:
         """Wait for the end; the ``CallToolResult`` of a completed task.  A failed
         task raises its error (:class:`MCPError`), a cancelled one :class:`TaskCancelled`."""
         final = await self.wait(on_status=on_status, answer_inputs=answer_inputs)
-        if self.legacy and final["status"] in ("completed", "failed"):
+        if self.core_form and final["status"] in ("completed", "failed"):
             # The payload (or the task's error, raised) is fetched, never inline.
             if self._payload is None:
                 await self._fetch_payload()

@@ -488,7 +488,7 @@ class TaskRunner:
             ctx.hub.task_status(record.detailed())
         else:  # 2025-11-25: the optional status push, to the task's own session
             task = record.core_task()
-            ctx.hub.tell(ctx.session, lambda session: session.send_legacy_task_status(task))
+            ctx.hub.tell(ctx.session, lambda session: session.send_core_task_status(task))
 
     def visible(self, task_id: str, owner: str) -> bool:
         """Whether ``owner`` may see task ``task_id`` (``subscriptions/listen``), as of

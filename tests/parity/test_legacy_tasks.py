@@ -247,7 +247,8 @@ def test_client_follows_a_2025_11_25_task(backend: str) -> None:
         echoed = await client.call_tool("echo", {"message": "hi"}, task=True)
         assert echoed.task_id == "" and (await echoed.result())["content"][0]["text"] == "hi"
         handle = await client.call_tool("long_job", {"seconds": 0.2, "steps": 2}, task=True)
-        assert isinstance(handle, ToolTask) and handle.legacy and handle.task_id
+        assert isinstance(handle, ToolTask) and handle.core_form and handle.task_id
+        assert handle.legacy  # the deprecated alias
         done = await handle.result(on_status=lambda t: statuses.append(t["status"]))
         approved = await client.call_tool("approve_job", {"job": "ship"}, task=True)
         slow = await client.call_tool("long_job", {"seconds": 1, "steps": 1}, task=True)
