@@ -182,10 +182,13 @@ def wants_tasks_declared(error: MCPError) -> bool:
     return isinstance(required, dict) and declares_tasks(required)
 
 
-def poll_seconds(task: Mapping[str, Any], *, legacy: bool = False) -> float:
+def poll_seconds(
+    task: Mapping[str, Any], *, core_form: bool = False, legacy: bool = False
+) -> float:
     """Seconds until a task is polled again: the server's ``pollIntervalMs``
-    (2025-11-25: ``pollInterval``), else :data:`DEFAULT_POLL_INTERVAL`."""
-    interval = task.get("pollInterval" if legacy else "pollIntervalMs")
+    (2025-11-25's own form, ``core_form``: ``pollInterval``), else
+    :data:`DEFAULT_POLL_INTERVAL`.  ``legacy`` is a deprecated alias of ``core_form``."""
+    interval = task.get("pollInterval" if core_form or legacy else "pollIntervalMs")
     if isinstance(interval, int) and not isinstance(interval, bool) and interval > 0:
         return interval / 1000
     return DEFAULT_POLL_INTERVAL

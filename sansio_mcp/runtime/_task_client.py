@@ -98,7 +98,7 @@ class ToolTask:
     @property
     def poll_interval(self) -> float:
         """Seconds between polls: the server's ``pollIntervalMs``, else a default."""
-        return poll_seconds(self.last, legacy=self.core_form)
+        return poll_seconds(self.last, core_form=self.core_form)
 
     @property
     def input_requests(self) -> dict[str, Any]:

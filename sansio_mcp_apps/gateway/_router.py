@@ -41,11 +41,16 @@ from sansio_mcp.http import (
     json_error,
 )
 
-__all__ = ["ASSUMED_CLIENT_CAPABILITIES", "Access", "GatewayHTTPServer", "LEGACY_DEFAULT_VERSION"]
+__all__ = [
+    "ASSUMED_CLIENT_CAPABILITIES",
+    "Access",
+    "GatewayHTTPServer",
+    "HANDSHAKE_DEFAULT_VERSION",
+]
 
 #: The revision a handshake request without ``MCP-Protocol-Version`` is served at
 #: (what the 2025-06-18 transport says a server assumes).
-LEGACY_DEFAULT_VERSION = "2025-03-26"
+HANDSHAKE_DEFAULT_VERSION = "2025-03-26"
 #: What a handshake-era client is taken to have declared when the gateway is told
 #: to relay questions to it (outside the spec): its ``initialize`` was answered on
 #: another request and is not kept, so the gateway asks, and a client that cannot
@@ -207,7 +212,7 @@ class GatewayHTTPServer(StreamableHTTPServer):
             "mcp-session-id" in request.headers
         ):
             return super()._post_handshake(request, obj, messages)
-        version = request.headers.get("mcp-protocol-version") or LEGACY_DEFAULT_VERSION
+        version = request.headers.get("mcp-protocol-version") or HANDSHAKE_DEFAULT_VERSION
         if version not in self._handshake_versions:
             return json_error(
                 400,

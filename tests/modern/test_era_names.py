@@ -4,7 +4,7 @@
 import pytest
 
 from sansio_mcp import ClientSession, Era, LocalProtocolError
-from sansio_mcp.tasks import CORE_TASKS_REVISION, LEGACY_TASKS_REVISION
+from sansio_mcp.tasks import CORE_TASKS_REVISION, LEGACY_TASKS_REVISION, poll_seconds
 
 
 @pytest.mark.parametrize(
@@ -32,3 +32,9 @@ def test_old_names_are_aliases() -> None:
     assert Era.LEGACY is Era.HANDSHAKE and Era.MODERN is Era.STATELESS
     assert list(Era) == [Era.HANDSHAKE, Era.STATELESS]
     assert LEGACY_TASKS_REVISION == CORE_TASKS_REVISION == "2025-11-25"
+
+
+def test_poll_seconds_reads_the_core_form_under_either_keyword() -> None:
+    task = {"pollInterval": 2500, "pollIntervalMs": 100}
+    assert poll_seconds(task) == 0.1
+    assert poll_seconds(task, core_form=True) == poll_seconds(task, legacy=True) == 2.5
