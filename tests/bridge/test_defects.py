@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -164,11 +165,13 @@ def test_the_tool_registry_is_wired_end_to_end() -> None:
     assert (sent["name"], sent["arguments"]) == ("t", {"k": 1})
 
 
-def test_the_handshake_negotiates_instead_of_hard_coding_2024_11_05() -> None:
-    """Reference: ``protocolVersion: "2024-11-05"`` always."""
+@pytest.mark.parametrize("era", ["handshake", "legacy"])
+def test_the_handshake_negotiates_instead_of_hard_coding_2024_11_05(era: str) -> None:
+    """Reference: ``protocolVersion: "2024-11-05"`` always.  ``legacy`` is the
+    deprecated spelling of ``handshake``."""
     h = Harness()
     fake = h.add_server("srv", FakeServer(tools=[]))
-    reply = h.register("s", "srv", protocol_version="legacy")
+    reply = h.register("s", "srv", protocol_version=era)
     init = next(m for m in fake.received if m.get("method") == "initialize")
     assert init["params"]["protocolVersion"] == "2025-11-25"
     assert reply.server["mcp_version"] == "2025-11-25"  # type: ignore[attr-defined]
