@@ -46,6 +46,11 @@ class Era(Enum):
     LEGACY = "handshake"
     MODERN = "stateless"
 
+    @classmethod
+    def _missing_(cls, value: object) -> Era | None:
+        # The values before the rename: Era("legacy") still finds the handshake era.
+        return {"legacy": cls.HANDSHAKE, "modern": cls.STATELESS}.get(str(value))
+
 
 @attrs.frozen
 class Revision:

@@ -31,6 +31,7 @@ def test_unknown_mode_is_refused_naming_the_spellings() -> None:
 def test_old_names_are_aliases() -> None:
     assert Era.LEGACY is Era.HANDSHAKE and Era.MODERN is Era.STATELESS
     assert list(Era) == [Era.HANDSHAKE, Era.STATELESS]
+    assert Era("legacy") is Era("handshake") and Era("modern") is Era("stateless")
     assert LEGACY_TASKS_REVISION == CORE_TASKS_REVISION == "2025-11-25"
 
 
