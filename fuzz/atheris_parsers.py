@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 
 from sansio_mcp import NEED_DATA, ProtocolError, ServerSession
-from sansio_mcp._sse import SSEParser
+from sansio_mcp.http import SSEParser
 
 
 def one_input(data: bytes) -> None:

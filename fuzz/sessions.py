@@ -20,8 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from sansio_mcp import NEED_DATA, ClientSession, ServerSession
-from sansio_mcp._versions import ALL_REVISIONS
+from sansio_mcp import ALL_REVISIONS, NEED_DATA, ClientSession, ServerSession
 from sansio_mcp_testing import strategies
 
 _INVALID = (None, None, "wrong_type", "missing_field", "out_of_range", "oversized")

@@ -14,6 +14,7 @@ from ._http import (
 )
 from ._http_headers import x_mcp_header_problems
 from ._http_pool import ConnectionPool, PooledConnection
+from ._sse import SSEParser
 from ._streamable_http import LOOPBACK_HOSTS, StreamableHTTPServer
 from ._streamable_http_client import Endpoint, StreamableHTTPClient
 
@@ -29,6 +30,7 @@ __all__ = [
     "HTTPResponseHead",
     "HandshakeSession",
     "PooledConnection",
+    "SSEParser",
     "StreamableHTTPClient",
     "StreamableHTTPServer",
     "json_error",

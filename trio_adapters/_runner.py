@@ -10,8 +10,7 @@ from typing import Any, Unpack
 import trio
 
 from sansio_mcp import Session
-from sansio_mcp.runtime._backend import Backend
-from sansio_mcp.runtime._driver import HostHandlers
+from sansio_mcp.runtime import Backend, HostHandlers
 from sansio_mcp.runtime._host import Framing, HostBase
 from sansio_mcp.runtime._sender import Sender
 

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from sansio_mcp._util import unwrap_single_exception
+from sansio_mcp.runtime import unwrap_single_exception
 
 __all__ = ["unwrap_single_exception"]

@@ -25,10 +25,10 @@ from ._backend import (
 )
 from ._client import ClientAPI, ClientHandlers, Subscription
 from ._client_options import SessionOptions
-from ._driver import Driver, ProgressCallback
+from ._driver import Driver, HostHandlers, ProgressCallback
 from ._http_service import ServerLimits
 from ._open_client import HTTPClientSessionHost, SSEClientSessionHost
-from ._process import drain_stderr, stop_process
+from ._process import StderrTail, drain_stderr, explained_exit, stop_process
 from ._sender import Sender
 from ._serve_options import ListenOptions
 from ._server import Context, ContextHost, Server, answer_request
@@ -62,6 +62,7 @@ __all__ = [
     "Context",
     "ContextHost",
     "Driver",
+    "HostHandlers",
     "FileTokenStore",
     "MemoryTokenStore",
     "OAuthProvider",
@@ -87,7 +88,9 @@ __all__ = [
     "Sender",
     "SessionOptions",
     "Timer",
+    "StderrTail",
     "drain_stderr",
+    "explained_exit",
     "stop_process",
     "task_owner",
     "unwrap_single_exception",
