@@ -32,6 +32,18 @@ from ._process import StderrTail, drain_stderr, explained_exit, stop_process
 from ._sender import Sender
 from ._serve_options import ListenOptions
 from ._server import Context, ContextHost, Server, answer_request
+from ._stores import (
+    EventBus,
+    EventSubscription,
+    MemoryEventBus,
+    MemoryReplayCache,
+    RedisCommands,
+    ReplayCache,
+    Stores,
+    StoreUnavailable,
+    default_replica_id,
+    open_stores,
+)
 from ._task_client import TaskCancelled, ToolTask
 from ._tasks import CancelTask, TaskStore, task_owner
 
@@ -94,4 +106,14 @@ __all__ = [
     "stop_process",
     "task_owner",
     "unwrap_single_exception",
+    "EventBus",
+    "EventSubscription",
+    "MemoryEventBus",
+    "MemoryReplayCache",
+    "RedisCommands",
+    "ReplayCache",
+    "Stores",
+    "StoreUnavailable",
+    "default_replica_id",
+    "open_stores",
 ]
