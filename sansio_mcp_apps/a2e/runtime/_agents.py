@@ -23,12 +23,17 @@ _READ_SIZE = 65536
 
 
 class AgentServeOptions(ListenOptions, total=False):
-    """The bridge's ``serve_agent_ws`` keywords: the WebSocket ``path`` (``/a2e``)
-    and the DNS-rebinding guard's lists."""
+    """The bridge's ``serve_agent_ws`` keywords: the WebSocket ``path`` (``/a2e``),
+    the DNS-rebinding guard's lists, and the keep-alive: a ping after every
+    ``ping_interval`` seconds (20; None: never), and an agent that has not answered
+    one ``pong_timeout`` seconds later (15) is disconnected, which frees the
+    bridge's one agent slot."""
 
     path: str
     allowed_hosts: Iterable[str] | None
     allowed_origins: Iterable[str] | None
+    ping_interval: float | None
+    pong_timeout: float
 
 
 async def serve_agent_pipes(bridge: BridgeRunner, send: ByteStream, receive: ByteStream) -> None:
@@ -75,12 +80,20 @@ class WebSocketAgents:
         path: str = "/a2e",
         allowed_hosts: Iterable[str] | None = None,
         allowed_origins: Iterable[str] | None = None,
+        ping_interval: float | None = 20.0,
+        pong_timeout: float = 15.0,
     ) -> None:
+        if ping_interval is not None and ping_interval <= 0:
+            raise ValueError("ping_interval must be positive (or None: no pings)")
+        if pong_timeout <= 0:
+            raise ValueError("pong_timeout must be positive")
         self.runner = runner
         self.busy = False
         self._path = path
         self._allowed_hosts = allowed_hosts
         self._allowed_origins = allowed_origins
+        self._ping_interval = ping_interval
+        self._pong_timeout = pong_timeout
 
     async def serve(self, stream: ByteStream) -> None:
         """Serve one accepted connection until it closes."""
@@ -103,9 +116,28 @@ class WebSocketAgents:
             flush()
 
         agent = self.connection(framing, send)
+
+        async def keep_alive() -> None:
+            # A dead or stalled agent would hold the one agent slot for good.
+            assert self._ping_interval is not None
+            while not framing.closed:
+                await backend.sleep(self._ping_interval)
+                framing.ping()
+                flush()
+                await backend.sleep(self._pong_timeout)
+                if framing.awaiting_pong and not framing.closed:
+                    logger.info(
+                        "the agent answered no ping within %g s; disconnecting it",
+                        self._pong_timeout,
+                    )
+                    group.cancel()
+                    return
+
         try:
             async with backend.open_task_group() as group:
                 group.start_soon(sender.run)
+                if self._ping_interval is not None:
+                    group.start_soon(keep_alive)
                 try:
                     while not framing.closed and not sender.broken:
                         try:
@@ -178,6 +210,8 @@ async def serve_agent_ws(
         path=options.get("path", "/a2e"),
         allowed_hosts=options.get("allowed_hosts"),
         allowed_origins=options.get("allowed_origins"),
+        ping_interval=options.get("ping_interval", 20.0),
+        pong_timeout=options.get("pong_timeout", 15.0),
     )
     host, port = options.get("host", "127.0.0.1"), options.get("port", 0)
     await bridge.backend.serve_tcp(agents.serve, host, port, on_bound=on_bound)
