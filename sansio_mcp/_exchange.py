@@ -114,6 +114,21 @@ class Exchange:
         #: What a stream sends first once it opens (a handshake session's priming event).
         self.opener: Callable[[], None] | None = None
 
+    @classmethod
+    def event_stream(cls, session: ServerSession, *, json_mode: bool = False) -> Exchange:
+        """A streaming exchange of ``session``: SSE, or JSON bodies in ``json_mode``."""
+        if json_mode:
+            headers = {"content-type": "application/json"}
+            exchange = cls(200, headers, streaming=True, session=session)
+            exchange.json_mode = True
+            return exchange
+        headers = {
+            "content-type": "text/event-stream",
+            "cache-control": "no-cache",
+            "x-accel-buffering": "no",
+        }
+        return cls(200, headers, streaming=True, session=session)
+
     @property
     def head_ready(self) -> bool:
         """Whether the status and headers are final (output arrived, or none can change them)."""

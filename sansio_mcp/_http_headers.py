@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ._errors import HeaderMismatch
@@ -23,6 +23,7 @@ __all__ = [
     "checked_header_params",
     "header_params",
     "request_headers",
+    "ToolHeaderParams",
     "validate_request_headers",
     "x_mcp_header_problems",
 ]
@@ -188,6 +189,36 @@ def checked_header_params(input_schema: Any) -> dict[tuple[str, ...], str]:
     if input_schema is None or x_mcp_header_problems(input_schema):
         return {}
     return header_params(input_schema)
+
+
+class ToolHeaderParams:
+    """The ``x-mcp-header`` parameters of the tool a ``tools/call`` names, walked out
+    of its schema once per schema object (a tool registered again has a new one);
+    ``input_schema`` finds a tool's inputSchema by name (None: no tool checks)."""
+
+    def __init__(self, input_schema: Callable[[str], Any] | None) -> None:
+        self.input_schema = input_schema
+        self._cache: dict[str, tuple[Any, dict[tuple[str, ...], str]]] = {}
+
+    def of(self, message: Mapping[str, Any]) -> dict[tuple[str, ...], str]:
+        params = message.get("params")
+        name = params.get("name") if isinstance(params, dict) else None
+        if (
+            message.get("method") != "tools/call"
+            or self.input_schema is None
+            or not isinstance(name, str)
+        ):
+            return {}
+        schema = self.input_schema(name)
+        if schema is None:
+            self._cache.pop(name, None)
+            return {}
+        cached = self._cache.get(name)
+        if cached is not None and cached[0] is schema:
+            return cached[1]
+        found = checked_header_params(schema)
+        self._cache[name] = (schema, found)
+        return found
 
 
 def validate_request_headers(

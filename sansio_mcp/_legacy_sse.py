@@ -22,10 +22,10 @@ from ._exchange import (
 )
 from ._exchange import text_reply as _text
 from ._http import HTTPRequest, HTTPResponseHead, media_types
+from ._http_intake import LOOPBACK_HOSTS, check_host_and_origin
 from ._ndjson import NEED_DATA
 from ._server_session import ServerSession
 from ._sse import SSEParser, format_sse_event, format_sse_message
-from ._streamable_http import LOOPBACK_HOSTS, check_host_and_origin
 from ._streamable_http_client import Endpoint, StreamableHTTPClient
 
 __all__ = ["LegacySSEServer", "LegacySSEStream", "resolve_endpoint"]

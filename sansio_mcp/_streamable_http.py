@@ -15,8 +15,7 @@ import secrets
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import _json
-from ._errors import ErrorCode, RemoteProtocolError
+from ._errors import ErrorCode
 from ._exchange import (
     DEFAULT_MAX_UNREAD,
     Exchange,
@@ -33,9 +32,10 @@ from ._handshake_sessions import (
     HandshakeSession,
     HandshakeSessions,
 )
-from ._http import HTTPRequest, media_types, url_hostname
-from ._http_headers import checked_header_params, validate_request_headers
-from ._jsonrpc import RequestId, is_request_id, request_id_problem
+from ._http import HTTPRequest, media_types
+from ._http_headers import ToolHeaderParams, validate_request_headers
+from ._http_intake import LOOPBACK_HOSTS, check_host_and_origin, read_post
+from ._jsonrpc import RequestId, is_request_id
 from ._modern import is_modern_request
 from ._outbox import Outgoing
 from ._server_session import ServerSession
@@ -53,8 +53,6 @@ __all__ = [
     "not_being_read",
     "unread_refusal",
 ]
-
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 # JSON-RPC error code -> HTTP status for a stateless request refused up front.
 _MODERN_STATUS = {
@@ -107,9 +105,9 @@ class StreamableHTTPServer:
         self.sessions = HandshakeSessions(max_sessions, session_idle_timeout)
         #: Bytes an event stream may hold unread (see :data:`DEFAULT_MAX_UNREAD`).
         self.max_unread = max_unread
-        #: A tool's inputSchema by name, so that its ``x-mcp-header`` parameters'
-        #: ``Mcp-Param-*`` headers are checked too (SEP-2243).
-        self.tool_input_schema = tool_input_schema
+        #: The ``Mcp-Param-*`` headers a tool's ``x-mcp-header`` parameters call for,
+        #: from its inputSchema by name (SEP-2243).
+        self.header_params = ToolHeaderParams(tool_input_schema)
         #: The SSE ``retry`` hint (seconds) sent when a POST stream opens (2025-11-25+).
         self.retry_interval = retry_interval
         self.endpoint = endpoint
@@ -123,8 +121,6 @@ class StreamableHTTPServer:
         #: the GET stream's and those with a request unanswered are always kept).
         self.replay_streams = replay_streams
         self._modern_exchange: dict[int, Exchange] = {}
-        # Tool name -> (its inputSchema, that schema's header params).
-        self._header_cache: dict[str, tuple[Any, dict[tuple[str, ...], str]]] = {}
         # The versions are the sessions': the first is made now to learn them, and
         # serves the first request that needs a session.
         self._spare: ServerSession | None = session_factory()
@@ -183,26 +179,10 @@ class StreamableHTTPServer:
     # POST -------------------------------------------------------------------------
 
     def _post(self, request: HTTPRequest) -> Exchange:
-        content_type = media_types(request.headers.get("content-type"))
-        if "application/json" not in content_type:
-            return _text(415, "the body must be application/json")
-        accept = media_types(request.headers.get("accept"))
-        if not ({"application/json", "text/event-stream"} <= accept or "*/*" in accept):
-            return _text(406, "Accept must list both application/json and text/event-stream")
-        try:
-            obj = _json.loads(request.body)
-        except RemoteProtocolError as exc:
-            return json_error(400, None, ErrorCode.PARSE_ERROR, exc.message)
-        messages = obj if isinstance(obj, list) else [obj]
-        if not messages or not all(isinstance(m, dict) for m in messages):
-            return json_error(
-                400, None, ErrorCode.INVALID_REQUEST, "the body must be a JSON-RPC message"
-            )
-        for message in messages:
-            problem = request_id_problem(message)
-            if problem is not None:
-                # Neither a request nor a notification: its answer has nowhere else to go.
-                return json_error(400, None, ErrorCode.INVALID_REQUEST, problem)
+        body = read_post(request)
+        if isinstance(body, Exchange):
+            return body
+        obj, messages = body.obj, body.messages
         first = messages[0]
         params = first.get("params")
         if not isinstance(obj, list) and isinstance(params, dict) and is_modern_request(params):
@@ -235,7 +215,7 @@ class StreamableHTTPServer:
             session.messages_to_send()
             return Exchange(202, {})
         mismatch = validate_request_headers(
-            request.headers, message, found=self._header_params(message)
+            request.headers, message, found=self.header_params.of(message)
         )
         if mismatch is not None:
             return json_error(400, message.get("id"), mismatch.code, mismatch.message)
@@ -263,28 +243,6 @@ class StreamableHTTPServer:
         self._modern_exchange[id(session)] = exchange
         exchange.on_close = lambda ex: self._close_modern(session, ex, request_id)
         return exchange
-
-    def _header_params(self, message: dict[str, Any]) -> dict[tuple[str, ...], str]:
-        """The called tool's ``x-mcp-header`` parameters, walked out of its schema once
-        per schema object (a tool registered again has a new one)."""
-        params = message.get("params")
-        name = params.get("name") if isinstance(params, dict) else None
-        if (
-            message.get("method") != "tools/call"
-            or self.tool_input_schema is None
-            or not isinstance(name, str)
-        ):
-            return {}
-        schema = self.tool_input_schema(name)
-        if schema is None:
-            self._header_cache.pop(name, None)
-            return {}
-        cached = self._header_cache.get(name)
-        if cached is not None and cached[0] is schema:
-            return cached[1]
-        found = checked_header_params(schema)
-        self._header_cache[name] = (schema, found)
-        return found
 
     def _close_modern(
         self, session: ServerSession, exchange: Exchange, request_id: RequestId
@@ -395,22 +353,7 @@ class StreamableHTTPServer:
         return Exchange(200, headers, body, session=session)
 
     def _stream_exchange(self, session: ServerSession) -> Exchange:
-        if self.json_response:
-            exchange = Exchange(
-                200, {"content-type": "application/json"}, streaming=True, session=session
-            )
-            exchange.json_mode = True
-            return exchange
-        return Exchange(
-            200,
-            {
-                "content-type": "text/event-stream",
-                "cache-control": "no-cache",
-                "x-accel-buffering": "no",
-            },
-            streaming=True,
-            session=session,
-        )
+        return Exchange.event_stream(session, json_mode=self.json_response)
 
     # GET and DELETE ------------------------------------------------------------------
 
@@ -529,24 +472,3 @@ class StreamableHTTPServer:
         ``application/json`` response (see :meth:`Exchange.answer_plainly`)."""
         return exchange.answer_plainly(item)
 
-
-def check_host_and_origin(
-    request: HTTPRequest, allowed_hosts: set[str], allowed_origins: set[str]
-) -> Exchange | None:
-    """DNS-rebinding protection: a 403 exchange unless Host (and Origin, when
-    present) name an allowed host (by default: loopback only)."""
-    host = request.headers.get("host", "")
-    hostname = url_hostname(f"//{host}")
-    if hostname is None:
-        return json_error(400, None, ErrorCode.INVALID_REQUEST, f"malformed Host {host!r}")
-    if hostname not in allowed_hosts and host.lower() not in allowed_hosts:
-        return json_error(403, None, ErrorCode.INVALID_REQUEST, f"host {host!r} is not allowed")
-    origin = request.headers.get("origin")
-    if origin is not None:
-        if origin.lower().rstrip("/") in allowed_origins:
-            return None
-        if allowed_origins or url_hostname(origin) not in allowed_hosts:
-            return json_error(
-                403, None, ErrorCode.INVALID_REQUEST, f"origin {origin!r} is not allowed"
-            )
-    return None

@@ -70,7 +70,7 @@ def test_header_params_walked_once_per_schema(monkeypatch: pytest.MonkeyPatch) -
     # The tool removed: no header of it is required any more.
     del schemas["t"]
     assert _call(machine, "Other", 12) != 400
-    assert machine._header_cache == {}
+    assert machine.header_params._cache == {}
 
 
 def test_session_capabilities_follow_the_server() -> None:

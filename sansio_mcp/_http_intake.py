@@ -1,0 +1,76 @@
+"""What every MCP HTTP request is checked for before a session sees it (both HTTP
+server transports): the DNS-rebinding guard on ``Host`` and ``Origin``, and a POST's
+media types and JSON-RPC body."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from . import _json
+from ._errors import ErrorCode, RemoteProtocolError
+from ._exchange import Exchange, json_error
+from ._exchange import text_reply as _text
+from ._http import HTTPRequest, media_types, url_hostname
+from ._jsonrpc import request_id_problem
+
+__all__ = ["LOOPBACK_HOSTS", "PostBody", "check_host_and_origin", "read_post"]
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+def check_host_and_origin(
+    request: HTTPRequest, allowed_hosts: set[str], allowed_origins: set[str]
+) -> Exchange | None:
+    """DNS-rebinding protection: a 403 exchange unless Host (and Origin, when
+    present) name an allowed host (by default: loopback only)."""
+    host = request.headers.get("host", "")
+    hostname = url_hostname(f"//{host}")
+    if hostname is None:
+        return json_error(400, None, ErrorCode.INVALID_REQUEST, f"malformed Host {host!r}")
+    if hostname not in allowed_hosts and host.lower() not in allowed_hosts:
+        return json_error(403, None, ErrorCode.INVALID_REQUEST, f"host {host!r} is not allowed")
+    origin = request.headers.get("origin")
+    if origin is not None:
+        if origin.lower().rstrip("/") in allowed_origins:
+            return None
+        if allowed_origins or url_hostname(origin) not in allowed_hosts:
+            return json_error(
+                403, None, ErrorCode.INVALID_REQUEST, f"origin {origin!r} is not allowed"
+            )
+    return None
+
+
+@attrs.frozen
+class PostBody:
+    """A POST's JSON-RPC body: ``obj`` as sent (a message or a batch), and its messages."""
+
+    obj: Any
+    messages: list[dict[str, Any]]
+
+
+def read_post(request: HTTPRequest) -> PostBody | Exchange:
+    """The body of a Streamable HTTP POST, or the refusal it gets: 415 without JSON,
+    406 unless it accepts both JSON and SSE, 400 for a body that is no JSON-RPC
+    message (or batch of them) or carries an id JSON-RPC does not allow."""
+    if "application/json" not in media_types(request.headers.get("content-type")):
+        return _text(415, "the body must be application/json")
+    accept = media_types(request.headers.get("accept"))
+    if not ({"application/json", "text/event-stream"} <= accept or "*/*" in accept):
+        return _text(406, "Accept must list both application/json and text/event-stream")
+    try:
+        obj = _json.loads(request.body)
+    except RemoteProtocolError as exc:
+        return json_error(400, None, ErrorCode.PARSE_ERROR, exc.message)
+    messages = obj if isinstance(obj, list) else [obj]
+    if not messages or not all(isinstance(m, dict) for m in messages):
+        return json_error(
+            400, None, ErrorCode.INVALID_REQUEST, "the body must be a JSON-RPC message"
+        )
+    for message in messages:
+        problem = request_id_problem(message)
+        if problem is not None:
+            # Neither a request nor a notification: its answer has nowhere else to go.
+            return json_error(400, None, ErrorCode.INVALID_REQUEST, problem)
+    return PostBody(obj, messages)
