@@ -64,6 +64,7 @@ from ._modern import CacheHints, end_to_end_meta, listen_filter
 from ._ndjson import NEED_DATA, NdjsonFramer
 from ._outbox import Outgoing
 from ._params import LOG_LEVELS, check_params
+from ._refusals import does_not_speak
 from ._registry import (
     Prompt,
     PromptArgument,
@@ -80,14 +81,21 @@ from ._request_state import RequestStateSealer
 from ._server_session import ServerSession
 from ._session import Session
 from ._state import TRANSITIONS, Role, SessionState, Trigger
-from ._stdio import safe_environment
+from ._stdio import StderrLines, safe_environment
 from ._uritemplate import UriTemplate
 from ._versions import (
     ALL_REVISIONS,
+    CACHEABLE_METHODS,
     HANDSHAKE_REVISIONS,
     LATEST_HANDSHAKE_REVISION,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
     META_SERVER_INFO,
+    META_SUBSCRIPTION_ID,
     MODERN_REVISIONS,
+    MRTR_METHODS,
     REVISIONS,
     Era,
     Revision,
@@ -169,6 +177,15 @@ __all__ = [
     "message_to_obj",
     "parse_message",
     "META_SERVER_INFO",
+    "META_CLIENT_CAPABILITIES",
+    "META_CLIENT_INFO",
+    "META_LOG_LEVEL",
+    "META_PROTOCOL_VERSION",
+    "META_SUBSCRIPTION_ID",
+    "CACHEABLE_METHODS",
+    "MRTR_METHODS",
+    "StderrLines",
+    "does_not_speak",
     "UriTemplate",
     "check_params",
     "decode_state_cursor",

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import trio
 
-from sansio_mcp.runtime._transports import stop_signals
+from sansio_mcp.runtime import stop_signals
 from sansio_mcp_apps.a2e import BridgeConfig, BridgeHost, load_config
 from sansio_mcp_apps.a2e.runtime._agents import serve_agent_pipes
 from sansio_mcp_apps.a2e.runtime._runner import BridgeRunner

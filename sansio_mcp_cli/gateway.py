@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from sansio_mcp.config import load_json
-from sansio_mcp.runtime import TransportBackend
-from sansio_mcp.runtime._transports import Listener, TransportTable
+from sansio_mcp.runtime import Listener, TransportBackend, TransportTable
 from sansio_mcp_apps.gateway import ConfigError, GatewayConfig, parse_config
 from sansio_mcp_apps.gateway.runtime import Gateway, transport_opener
 

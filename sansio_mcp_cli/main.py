@@ -18,8 +18,8 @@ from sansio_mcp import (
     HTTPStatusError,
     MCPError,
     ProtocolError,
+    does_not_speak,
 )
-from sansio_mcp._refusals import does_not_speak
 from sansio_mcp.auth import JWTVerifier, ResourceServer, StaticTokenVerifier
 from sansio_mcp.runtime import ClientAPI, TimedOut, TransportBackend
 from sansio_mcp_apps.example_server import build_server

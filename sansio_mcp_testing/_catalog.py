@@ -14,9 +14,9 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
-from sansio_mcp._params import LOG_LEVELS
-from sansio_mcp._versions import (
+from sansio_mcp import (
     CACHEABLE_METHODS,
+    LOG_LEVELS,
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_LOG_LEVEL,

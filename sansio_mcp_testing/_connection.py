@@ -13,10 +13,8 @@ from typing import Any
 import attrs
 import trio
 
-from sansio_mcp._stdio import StderrLines, safe_environment
-from sansio_mcp._versions import ALL_REVISIONS, REVISIONS, Era
-from sansio_mcp.runtime._client import ClientHandlers
-from sansio_mcp.runtime._host import HostBase
+from sansio_mcp import ALL_REVISIONS, REVISIONS, Era, StderrLines, safe_environment
+from sansio_mcp.runtime import ClientHandlers, HostBase
 from trio_adapters._backend import NurseryGroup
 from trio_adapters._process import PIPE, stop_process
 from trio_adapters._runner import TrioRunner
@@ -227,7 +225,7 @@ class Connector:
         handlers: ClientHandlers,
         revision: str,
     ) -> AsyncIterator[Connection]:
-        from sansio_mcp._streamable_http_client import Endpoint, StreamableHTTPClient
+        from sansio_mcp.http import Endpoint, StreamableHTTPClient
         from trio_adapters.http_client import HTTPClientHost
 
         assert self.url is not None

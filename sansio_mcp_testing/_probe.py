@@ -8,8 +8,7 @@ from typing import Any
 
 import attrs
 
-from sansio_mcp import ConnectionClosedError, MCPError, RequestTimeout
-from sansio_mcp._errors import ErrorCode
+from sansio_mcp import ConnectionClosedError, ErrorCode, MCPError, RequestTimeout
 
 from ._connection import Connection, Lifeline, ServerGone
 from ._findings import Findings

@@ -10,8 +10,15 @@ from typing import Any
 
 import trio
 
-from sansio_mcp import ConnectionClosedError, MCPError, RequestTimeout
-from sansio_mcp._versions import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, REVISIONS, Era
+from sansio_mcp import (
+    META_CLIENT_CAPABILITIES,
+    META_PROTOCOL_VERSION,
+    REVISIONS,
+    ConnectionClosedError,
+    Era,
+    MCPError,
+    RequestTimeout,
+)
 
 from ._connection import ServerGone
 from ._probe import Probe

@@ -10,9 +10,8 @@ from typing import Any
 import attrs
 import trio
 
-from sansio_mcp import ClientSession, MCPError, Outgoing
-from sansio_mcp._json import DEFAULT_MAX_MESSAGE_SIZE
-from sansio_mcp._versions import REVISIONS
+from sansio_mcp import REVISIONS, ClientSession, MCPError, Outgoing
+from sansio_mcp.jsontext import DEFAULT_MAX_MESSAGE_SIZE
 
 from ._options import DEFAULT_MAX_RECORDED_BYTES, DEFAULT_MAX_RECORDED_MESSAGES
 from .schemas import OfficialSchema, load_schema

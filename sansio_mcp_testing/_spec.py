@@ -11,7 +11,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from sansio_mcp._json import json_type
+from sansio_mcp.jsontext import json_type
 
 __all__ = [
     "AnyJSON",

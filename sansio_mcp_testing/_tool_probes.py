@@ -12,7 +12,7 @@ from typing import Any
 import trio
 
 from sansio_mcp import ErrorCode, MCPError, RequestTimeout
-from sansio_mcp._modern import lacking_capabilities
+from sansio_mcp.capabilities import lacking_capabilities
 from sansio_mcp.tasks import task_only_refusal
 
 from ._connection import Lifeline, ServerGone, describe_exit

@@ -25,13 +25,15 @@ from collections.abc import Awaitable, Callable, Sequence
 import trio
 
 from sansio_mcp import (
+    ALL_REVISIONS,
+    REVISIONS,
     ConnectionClosedError,
+    Era,
     MCPError,
     ProtocolError,
     RequestTimeout,
+    does_not_speak,
 )
-from sansio_mcp._refusals import does_not_speak
-from sansio_mcp._versions import ALL_REVISIONS, REVISIONS, Era
 
 from ._connection import (
     Connection,

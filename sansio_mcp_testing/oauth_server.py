@@ -15,11 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
-from sansio_mcp import _json
-from sansio_mcp._http_messages import HTTPRequest
-from sansio_mcp._server_session import ServerSession
-from sansio_mcp._streamable_http import Exchange
+from sansio_mcp import ServerSession, _json
 from sansio_mcp.auth import AccessToken, DPoPChecker, DPoPKey, code_challenge, jwk_thumbprint
+from sansio_mcp.http import Exchange, HTTPRequest
 
 __all__ = ["TestAuthorizationServer"]
 

@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 import trio
 
-from sansio_mcp._stdio import safe_environment
+from sansio_mcp import safe_environment
 from trio_adapters._process import PIPE, stop_process
 
 from ._connection import absolute_command

@@ -31,7 +31,7 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
-from sansio_mcp._versions import ALL_REVISIONS, REVISIONS
+from sansio_mcp import ALL_REVISIONS, REVISIONS
 
 from ._catalog import CATEGORIES, MessageKind, catalog, response_envelope
 from ._spec import (

@@ -26,6 +26,7 @@ from ._backend import (
 from ._client import ClientAPI, ClientHandlers, Subscription
 from ._client_options import SessionOptions
 from ._driver import Driver, HostHandlers, ProgressCallback
+from ._host import HostBase
 from ._http_service import ServerLimits
 from ._open_client import HTTPClientSessionHost, SSEClientSessionHost
 from ._process import StderrTail, drain_stderr, explained_exit, stop_process
@@ -46,6 +47,7 @@ from ._stores import (
 )
 from ._task_client import TaskCancelled, ToolTask
 from ._tasks import CancelTask, TaskStore, task_owner
+from ._transports import Listener, TransportTable, stop_signals
 
 if TYPE_CHECKING:
     from ._oauth import FileTokenStore, MemoryTokenStore, OAuthProvider, TokenStore
@@ -116,4 +118,8 @@ __all__ = [
     "StoreUnavailable",
     "default_replica_id",
     "open_stores",
+    "HostBase",
+    "Listener",
+    "TransportTable",
+    "stop_signals",
 ]
