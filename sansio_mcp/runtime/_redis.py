@@ -23,7 +23,7 @@ from .. import _json
 from .._errors import RemoteProtocolError
 from .._ndjson import NEED_DATA
 from .._resp import RedisError, RESPParser, encode_command
-from ._backend import Backend, ByteStream, Signal, TimedOut
+from ._primitives import Signal
 from ._store_base import StoreUnavailable, namespaced
 
 __all__ = [
@@ -119,7 +119,7 @@ class _Failed(Exception):
 
 @attrs.define(eq=False)
 class _Connection:
-    stream: ByteStream
+    stream: Any  # a ByteStream of the runtime's Backend
     parser: RESPParser = attrs.field(factory=RESPParser)
     reused: bool = False
 
@@ -163,7 +163,7 @@ class RedisClient:
     restarted meanwhile) is sent once more on a new connection.
     """
 
-    def __init__(self, url: str | RedisAddress, backend: Backend) -> None:
+    def __init__(self, url: str | RedisAddress, backend: Any) -> None:
         self.address = url if isinstance(url, RedisAddress) else RedisAddress.parse(url)
         #: The store's name in every error: the URL without its password.
         self.url = self.address.name
@@ -197,16 +197,16 @@ class RedisClient:
         for attempt in range(2):
             conn = await self._acquire()
             done = False
+            replies: list[Any] | None = None
             try:
-                with_limit = self.backend.fail_after(self.address.command_timeout)
-                async with with_limit:
+                async with self.backend.move_on_after(self.address.command_timeout):
                     replies = await conn.round_trip(commands)
+                if replies is None:
+                    raise self.unavailable(
+                        f"no reply within {self.address.command_timeout:g} s (command_timeout)"
+                    )
                 done = True
                 return replies
-            except TimedOut:
-                raise self.unavailable(
-                    f"no reply within {self.address.command_timeout:g} s (command_timeout)"
-                ) from None
             except _Failed as error:
                 if attempt == 0 and conn.reused and not error.replied:
                     await self._forget_idle()  # they were opened before the same outage
@@ -222,23 +222,25 @@ class RedisClient:
     async def connect(self) -> _Connection:
         """A new connection, authenticated and on its database."""
         address = self.address
+        conn: _Connection | None = None
         try:
-            async with self.backend.fail_after(address.connect_timeout):
+            async with self.backend.move_on_after(address.connect_timeout):
                 stream = await self.backend.open_tcp_stream(address.host, address.port)
-                conn = _Connection(stream)
+                opened = _Connection(stream)
                 try:
-                    await self._hello(conn)
+                    await self._hello(opened)
                 except BaseException:
                     await self.backend.shielded(stream.aclose)
                     raise
-        except TimedOut:
-            raise self.unavailable(
-                f"no connection within {address.connect_timeout:g} s (connect_timeout)"
-            ) from None
+                conn = opened
         except OSError as error:
             raise self.unavailable(f"cannot connect ({error.strerror or error})") from None
         except _Failed as error:
             raise self.unavailable(error.what) from None
+        if conn is None:
+            raise self.unavailable(
+                f"no connection within {address.connect_timeout:g} s (connect_timeout)"
+            )
         return conn
 
     async def _hello(self, conn: _Connection) -> None:
