@@ -12,6 +12,7 @@ own that connects again after an outage and subscribes to every channel again.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +36,8 @@ __all__ = [
     "RedisEventBus",
     "RedisReplayCache",
 ]
+
+_log = logging.getLogger("sansio_mcp.stores")
 
 #: Seconds to connect (and authenticate, select the database) before giving up.
 DEFAULT_CONNECT_TIMEOUT = 2.0
@@ -355,6 +358,7 @@ class RedisEventBus:
         self._confirmed: set[str] = set()
         # Set while the subscriber cannot reach Redis: publishing waits for no confirmation then.
         self._cut_off = False
+        self._failures = 0
         self._changed: Signal = self.backend.new_signal()
         self._confirmations: Signal = self.backend.new_signal()
 
@@ -395,28 +399,28 @@ class RedisEventBus:
 
     async def run(self) -> None:
         """Hold the subscribed connection until cancelled."""
-        failures = 0
         while True:
             try:
                 conn = await self.redis.connect()
             except StoreUnavailable:
                 self._cut_off = True
                 self._notify()
-                await self.backend.sleep(_RETRY_DELAYS[min(failures, len(_RETRY_DELAYS) - 1)])
-                failures += 1
-                continue
-            failures = 0
-            self._cut_off = False
-            try:
-                async with self.backend.open_task_group() as group:
-                    group.start_soon(self._send_subscriptions, conn, group)
-                    await self._read(conn)
-                    group.cancel()
-            finally:
-                self._cut_off = True
-                self._confirmed.clear()
-                self._notify()
-                await self.backend.shielded(conn.stream.aclose)
+            else:
+                self._cut_off = False
+                try:
+                    async with self.backend.open_task_group() as group:
+                        group.start_soon(self._send_subscriptions, conn, group)
+                        await self._read(conn)
+                        group.cancel()
+                finally:
+                    self._cut_off = True
+                    self._confirmed.clear()
+                    self._notify()
+                    await self.backend.shielded(conn.stream.aclose)
+            # Also after a connection that ended: one Redis closes at once (maxclients)
+            # must not make this a busy loop.
+            await self.backend.sleep(_RETRY_DELAYS[min(self._failures, len(_RETRY_DELAYS) - 1)])
+            self._failures += 1
 
     def _notify(self) -> None:
         signal, self._confirmations = self._confirmations, self.backend.new_signal()
@@ -434,6 +438,7 @@ class RedisEventBus:
                     data += encode_command("SUBSCRIBE", *new)
                 if gone:
                     data += encode_command("UNSUBSCRIBE", *gone)
+                    self._confirmed.difference_update(gone)
                 if data:
                     await conn.send(data)
                 sent = wanted
@@ -453,6 +458,7 @@ class RedisEventBus:
                 if kind == b"message":
                     self._deliver(channel, reply[2])
                 elif kind == b"subscribe":
+                    self._failures = 0  # a working connection: the next outage starts afresh
                     self._confirmed.add(channel)
                     self._notify()
                 elif kind == b"unsubscribe":
@@ -468,4 +474,8 @@ class RedisEventBus:
         if not isinstance(message, dict):
             return
         for subscription in list(self._listeners.get(channel, ())):
-            subscription.deliver(message)
+            try:
+                subscription.deliver(message)
+            except Exception:
+                # One listener's bug must not cut every other off the bus.
+                _log.exception("a listener of %s failed", channel)

@@ -216,3 +216,97 @@ def test_a_stale_pooled_connection_does_not_fail_the_first_command_after_a_resta
             await client.aclose()
 
     backend.run(main)
+
+
+def test_a_silent_server_times_out_with_the_option_named(backend: Any) -> None:
+    import socket
+
+    # A listener that never accepts: TCP connects (the kernel's backlog), nothing answers.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+
+        async def main() -> None:
+            plain = RedisClient(f"redis://127.0.0.1:{port}/0?command_timeout=0.3", backend)
+            authed = RedisClient(f"redis://:pw@127.0.0.1:{port}/0?connect_timeout=0.3", backend)
+            try:
+                async with backend.fail_after(5):
+                    with pytest.raises(StoreUnavailable, match=r"0\.3 s \(command_timeout\)"):
+                        await plain.execute("PING")
+                    with pytest.raises(StoreUnavailable, match=r"0\.3 s \(connect_timeout\)"):
+                        await authed.execute("PING")
+                assert plain._open == authed._open == 0  # nothing kept of a failed connection
+            finally:
+                await plain.aclose()
+                await authed.aclose()
+
+        backend.run(main)
+
+
+def test_a_malformed_reply_fails_the_command_and_not_the_next(backend: Any) -> None:
+    async def main() -> None:
+        answers = iter([b"?what\r\n", b"+PONG\r\n"])
+
+        async def serve(conn: Any) -> None:
+            # One answer per connection: the client closes one that answered nonsense.
+            if await conn.receive_some(65536):
+                await conn.send_all(next(answers))
+
+        ports: list[int] = []
+        ready = backend.new_signal()
+        async with backend.open_task_group() as group:
+
+            def bound(port: int) -> None:
+                ports.append(port)
+                ready.set()
+
+            group.start_soon(lambda: backend.serve_tcp(serve, "127.0.0.1", 0, on_bound=bound))
+            await ready.wait()
+            client = RedisClient(f"redis://127.0.0.1:{ports[0]}/0", backend)
+            try:
+                with pytest.raises(StoreUnavailable, match="unknown type byte"):
+                    await client.execute("PING")
+                assert await client.execute("PING") == "PONG"
+            finally:
+                await client.aclose()
+            group.cancel()
+
+    backend.run(main)
+
+
+def test_a_failing_listener_does_not_cut_the_others_off(
+    backend: Any, redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def main() -> None:
+        async with open_stores(redis_url, backend, namespace=key()) as stores:
+            inbox = Inbox(backend)
+
+            def broken(message: dict[str, Any]) -> None:
+                raise RuntimeError("listener bug")
+
+            stores.events.subscribe("c", broken)
+            stores.events.subscribe("c", inbox)
+            await stores.events.publish("c", {"i": 1})
+            await stores.events.publish("c", {"i": 2})
+            assert await inbox.wait(2) == [{"i": 1}, {"i": 2}]
+
+    backend.run(main)
+    assert "a listener of" in caplog.text and "listener bug" in caplog.text
+
+
+def test_messages_that_are_not_json_objects_are_ignored(backend: Any, redis_url: str) -> None:
+    async def main() -> None:
+        async with open_stores(redis_url, backend, namespace=key()) as stores:
+            assert stores.redis is not None
+            inbox = Inbox(backend)
+            stores.events.subscribe("c", inbox)
+            await stores.events.publish("c", {"first": True})
+            await inbox.wait(1)
+            channel = stores.key("c")
+            for junk in (b"not json", b"[1, 2]", b"\xff\xfe", b"1e999999"):
+                await stores.redis.execute("PUBLISH", channel, junk)
+            await stores.events.publish("c", {"last": True})
+            assert await inbox.wait(2) == [{"first": True}, {"last": True}]
+
+    backend.run(main)
