@@ -150,9 +150,10 @@ class _Connection:
             first = False
             self.parser.receive_data(data)
 
-    async def round_trip(self, commands: list[tuple[Arg, ...]]) -> list[Any]:
-        await self.send(b"".join(encode_command(*command) for command in commands))
-        return [await self.reply(first=i == 0) for i in range(len(commands))]
+    async def round_trip(self, payload: bytes, count: int) -> list[Any]:
+        """Send ``payload`` (``count`` encoded commands); their replies."""
+        await self.send(payload)
+        return [await self.reply(first=i == 0) for i in range(count)]
 
 
 class RedisClient:
@@ -188,22 +189,22 @@ class RedisClient:
         :class:`StoreUnavailable` if any reply is an error, or for a failure."""
         if not commands:
             return []
-        for command in commands:
-            encode_command(*command)  # a bad argument fails here, before any connection is spent
-        replies = await self._run(commands)
+        # A bad argument fails here, before any connection is spent.
+        payload = b"".join(encode_command(*command) for command in commands)
+        replies = await self._run(payload, len(commands))
         for reply in replies:
             if isinstance(reply, RedisError):
                 raise self.unavailable(f"Redis refused {_command_name(commands)}: {reply.message}")
         return replies
 
-    async def _run(self, commands: list[tuple[Arg, ...]]) -> list[Any]:
+    async def _run(self, payload: bytes, count: int) -> list[Any]:
         for attempt in range(2):
             conn = await self._acquire()
             done = False
             replies: list[Any] | None = None
             try:
                 async with self.backend.move_on_after(self.address.command_timeout):
-                    replies = await conn.round_trip(commands)
+                    replies = await conn.round_trip(payload, count)
                 if replies is None:
                     raise self.unavailable(
                         f"no reply within {self.address.command_timeout:g} s (command_timeout)"
@@ -256,7 +257,9 @@ class RedisClient:
             commands.append(("SELECT", address.db))
         if not commands:
             return
-        for command, reply in zip(commands, await conn.round_trip(commands), strict=True):
+        payload = b"".join(encode_command(*command) for command in commands)
+        replies = await conn.round_trip(payload, len(commands))
+        for command, reply in zip(commands, replies, strict=True):
             if isinstance(reply, RedisError):
                 raise _Failed(f"{_command_name([command])} refused: {reply.message}")
 

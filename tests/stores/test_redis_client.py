@@ -310,3 +310,22 @@ def test_messages_that_are_not_json_objects_are_ignored(backend: Any, redis_url:
             assert await inbox.wait(2) == [{"first": True}, {"last": True}]
 
     backend.run(main)
+
+
+def test_a_cancelled_command_leaves_no_reply_behind_for_the_next(
+    backend: Any, redis_url: str
+) -> None:
+    async def main() -> None:
+        client = RedisClient(redis_url + "?max_connections=1", backend)
+        k = key()
+        try:
+            async with backend.move_on_after(0.1):
+                await client.execute("BLPOP", k, 3)  # cancelled while Redis holds it
+            assert client._open == 0  # its connection closed, not kept
+            # Had it been kept, the next command would read the BLPOP's late reply.
+            async with backend.fail_after(2):
+                assert await client.execute("ECHO", "e") == b"e"
+        finally:
+            await client.aclose()
+
+    backend.run(main)
