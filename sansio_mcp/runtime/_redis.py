@@ -217,7 +217,7 @@ class RedisClient:
                     continue
                 raise self.unavailable(error.what) from None
             finally:
-                if done:
+                if done and not self._closed:
                     self._release(conn)
                 else:
                     await self._discard(conn)
