@@ -14,11 +14,20 @@ from urllib.parse import urlsplit, urlunsplit
 from ._crypto import _jwt, jwk_thumbprint
 from ._pkce import b64url
 
-__all__ = ["DEFAULT_DPOP_ALGORITHMS", "NONCE_REQUIRED", "DPoPChecker", "normalize_htu"]
+__all__ = [
+    "DEFAULT_DPOP_ALGORITHMS",
+    "NONCE_REQUIRED",
+    "REPLAYED",
+    "DPoPChecker",
+    "normalize_htu",
+]
 
 #: What :meth:`DPoPChecker.check` says of a proof without the server's current nonce:
 #: the answer is then ``use_dpop_nonce`` with a ``DPoP-Nonce`` header (RFC 9449 §9).
 NONCE_REQUIRED = "the DPoP proof lacks the resource server's current nonce"
+
+#: What :meth:`DPoPChecker.check` (or a shared replay cache) says of a proof seen before.
+REPLAYED = "the DPoP proof was used before"
 
 #: The asymmetric algorithms a proof may be signed with (never ``none`` or HMAC).
 DEFAULT_DPOP_ALGORITHMS: tuple[str, ...] = ("ES256", "ES384", "RS256", "PS256", "EdDSA")
@@ -110,10 +119,13 @@ class DPoPChecker:
         access_token: str | None,
         jkt: str | None,
         now: float,
+        remember: bool = True,
     ) -> str | None:
         """None when ``proof`` is good for this request, else why not (for the
         ``error_description`` of an ``invalid_dpop_proof`` answer).  At a token
-        endpoint ``access_token`` and ``jkt`` are None: no ``ath``, no binding yet."""
+        endpoint ``access_token`` and ``jkt`` are None: no ``ath``, no binding yet.
+        ``remember=False``: the ``jti`` is neither checked nor kept here, as a replay
+        cache shared by replicas has judged it (see :meth:`replay_key`)."""
         if not proof:
             return "a DPoP proof is required with a DPoP-bound token"
         if "," in proof:
@@ -163,12 +175,31 @@ class DPoPChecker:
             return "the DPoP proof's key is not the key the token is bound to"
         if not self._nonce_ok(claims.get("nonce"), now):
             return NONCE_REQUIRED
-        return self._remember(jti, now)
+        return self._remember(jti, now) if remember else None
+
+    def replay_key(self, proof: str | None, jkt: str) -> str | None:
+        """The key under which a replay cache shared by replicas remembers ``proof``
+        (sent with a token bound to ``jkt``) for :attr:`replay_window` seconds: its
+        ``jti`` (read without checking the proof, which :meth:`check` does after),
+        hashed with ``jkt`` so that a caller fills only its own key's space, in bounded
+        keys.  None when the proof has no ``jti`` to read (:meth:`check` refuses it)."""
+        if not proof or "," in proof:
+            return None
+        jwt = _jwt()
+        try:
+            claims = jwt.decode(proof, options={"verify_signature": False})
+        except jwt.InvalidTokenError:
+            return None
+        jti = claims.get("jti") if isinstance(claims, dict) else None
+        if not isinstance(jti, str) or not jti:
+            return None
+        digest = hashlib.sha256(f"{jkt}\n{jti}".encode("utf-8", "surrogatepass")).digest()
+        return "dpop-jti:" + b64url(digest)
 
     def _remember(self, jti: str, now: float) -> str | None:
         seen = self._seen
         if seen.get(jti, -1.0) > now:
-            return "the DPoP proof was used before"
+            return REPLAYED
         if len(seen) >= self.max_remembered:
             for old in [j for j, until in seen.items() if until <= now]:
                 del seen[old]

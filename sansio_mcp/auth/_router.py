@@ -17,6 +17,7 @@ from .._http_messages import HTTPRequest
 from .._server_session import ServerSession
 from .._streamable_http import Exchange
 from ._discovery import origin_of
+from ._dpop_check import REPLAYED
 from ._server import AccessToken, AuthRefusal, ResourceServer
 
 __all__ = ["Credentials", "ProtectedRouter", "operations"]
@@ -143,9 +144,17 @@ class ProtectedRouter:
         return self.handle_verified(request, credentials, token)
 
     def handle_verified(
-        self, request: HTTPRequest, credentials: Credentials | None, token: Any
+        self,
+        request: HTTPRequest,
+        credentials: Credentials | None,
+        token: Any,
+        replayed: bool | None = None,
     ) -> Exchange:
-        """Answer ``request``, whose ``credentials`` the verifier judged ``token``."""
+        """Answer ``request``, whose ``credentials`` the verifier judged ``token``.
+        ``replayed``: what a replay cache shared by replicas said of the request's DPoP
+        proof (its :meth:`dpop_replay_key`): True, used before (refused, once the
+        proof is otherwise good); False, first use; None, not asked (this router's
+        checker remembers the ``jti`` itself, for this process)."""
         rs = self.resource_server_for(request)
         if self._is_metadata(rs, request):
             headers = {"content-type": "application/json", "cache-control": "max-age=300"}
@@ -155,7 +164,7 @@ class ProtectedRouter:
         required = self._required_scopes(rs, request)
         refusal = rs.judge(token, credentials is not None, self.now, required)
         if refusal is None and token is not None and credentials is not None:
-            refusal = self._dpop_refusal(rs, request, credentials, token)
+            refusal = self._dpop_refusal(rs, request, credentials, token, replayed)
         if refusal is None and token is not None and not self._same_principal(request, token):
             # Another user's session (a leaked id): to this caller it does not exist.
             refusal = AuthRefusal(404, {"content-type": "text/plain"}, b"unknown session")
@@ -199,8 +208,28 @@ class ProtectedRouter:
         prefix = path[: len(path) - len(self.endpoint)] if mounted else ""
         return origin_of(rs.resource) + prefix + request.target
 
+    def dpop_replay_key(
+        self, request: HTTPRequest, credentials: Credentials | None, token: Any
+    ) -> tuple[str, float] | None:
+        """For a replay cache shared by replicas: the key of the DPoP proof ``request``
+        carries with the DPoP-bound ``token`` the verifier accepted, and how long to
+        keep it (``ReplayCache.first_use(key, ttl)``); None when there is no proof to
+        remember."""
+        if credentials is None or credentials.scheme != "dpop":
+            return None
+        if not isinstance(token, AccessToken) or token.jkt is None:
+            return None
+        checker = self.resource_server.dpop
+        key = checker.replay_key(request.headers.get("dpop"), token.jkt)
+        return None if key is None else (key, checker.replay_window)
+
     def _dpop_refusal(
-        self, rs: ResourceServer, request: HTTPRequest, credentials: Credentials, token: AccessToken
+        self,
+        rs: ResourceServer,
+        request: HTTPRequest,
+        credentials: Credentials,
+        token: AccessToken,
+        replayed: bool | None = None,
     ) -> AuthRefusal | None:
         """A DPoP-bound token must come as ``DPoP`` with a good proof; an unbound one
         as ``Bearer`` (RFC 9449 §7.1-7.2)."""
@@ -217,7 +246,10 @@ class ProtectedRouter:
             access_token=credentials.token,
             jkt=token.jkt,
             now=self.now,
+            remember=replayed is None,
         )
+        if error is None and replayed:
+            error = REPLAYED
         return None if error is None else rs.dpop_refusal(error, self.now)
 
     def flush(self, session: ServerSession) -> None:

@@ -41,7 +41,7 @@ class ASGIService:
         if request is None:
             await _plain(send, 413, b"request body too large")
             return
-        verdict = await verify_request(self.router, request, backend)
+        verdict = await verify_request(self.router, request, backend, self.hosts.server.stores)
         exchange = route(self.router, request, backend.clock(), backend.wall_clock(), verdict)
         self.hosts.begin(exchange)
         try:

@@ -4,6 +4,7 @@ fetch), which are made here with the library's HTTP client on the backend."""
 
 from __future__ import annotations
 
+import logging
 from inspect import isawaitable
 from typing import TYPE_CHECKING, Any
 
@@ -13,11 +14,15 @@ from ..auth._router import Credentials, ProtectedRouter
 from ..auth._server import AccessToken, TokenVerifier
 from ._backend import Backend
 from ._primitives import Signal
+from ._store_base import StoreUnavailable
 
 if TYPE_CHECKING:
     from ..auth import HTTPReply
+    from ._stores import Stores
 
 __all__ = ["Verdict", "verify_request", "verify_token"]
+
+_log = logging.getLogger("sansio_mcp.http")
 
 #: HTTP calls one verification may make (a key set fetched, fetched again).
 MAX_VERIFIER_CALLS = 2
@@ -77,18 +82,32 @@ async def _make_calls(
         made += 1
 
 
-#: A protected request's presented credentials and the verifier's judgement of them.
-Verdict = tuple[Credentials | None, AccessToken | None]
+#: A protected request's presented credentials, the verifier's judgement of them, and
+#: whether a replay cache shared by replicas saw its DPoP proof before (None: not asked).
+Verdict = tuple[Credentials | None, AccessToken | None, bool | None]
 
 
-async def verify_request(router: object, request: HTTPRequest, backend: Backend) -> Verdict | None:
+async def verify_request(
+    router: object, request: HTTPRequest, backend: Backend, stores: Stores | None = None
+) -> Verdict | None:
     """The verdict on ``request``'s token when ``router`` is protected (None when it is
-    not), for ``route``: awaited here so that the router itself stays synchronous."""
+    not), for ``route``: awaited here so that the router itself stays synchronous.
+    With ``stores``, a DPoP proof's ``jti`` is offered to their replay cache, so that
+    a proof used at one replica is refused at every other; while that store is
+    unavailable, the router's own checker remembers it (this replica alone), so that
+    protected calls keep working."""
     if not isinstance(router, ProtectedRouter):
         return None
     credentials = router.credentials(request)
     if credentials is None:
-        return (None, None)
+        return (None, None, None)
     verifier = router.resource_server.verifier
     token = await verify_token(verifier, credentials.token, backend.wall_clock(), backend)
-    return (credentials, token)
+    replayed = None
+    once = router.dpop_replay_key(request, credentials, token) if stores is not None else None
+    if stores is not None and once is not None:
+        try:
+            replayed = not await stores.replay.first_use(*once)
+        except StoreUnavailable as error:
+            _log.warning("DPoP replay check on this replica only: %s", error)
+    return (credentials, token, replayed)

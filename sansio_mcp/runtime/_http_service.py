@@ -312,7 +312,7 @@ async def serve_requests(
         if isinstance(request, HTTPError):
             await send_all(conn.send_error_response(request.status, request.reason))
             return
-        verdict = await verify_request(hosts.router, request, backend)
+        verdict = await verify_request(hosts.router, request, backend, hosts.server.stores)
         try:
             exchange = route(hosts.router, request, backend.clock(), backend.wall_clock(), verdict)
         except Exception:

@@ -62,6 +62,7 @@ from .._versions import ALL_REVISIONS, MRTR_METHODS
 from ..auth._server import AccessToken, ResourceServer
 from ._driver import respond_with_failure, respond_with_result
 from ._primitives import Cancellable, Signal
+from ._stores import Stores
 from ._tasks import RunningTask, TaskRunner, TaskStart, TaskStore
 
 __all__ = ["Context", "ContextHost", "Server", "answer_request"]
@@ -402,6 +403,7 @@ class Server:
         task_limits: TaskLimits | None = None,
         handshake_tasks: bool = True,
         new_task_id: Callable[[], str] = random_task_id,
+        stores: Stores | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be positive")
@@ -409,6 +411,9 @@ class Server:
         self.version = version
         #: Bearer-token protection over HTTP (its verifier, scopes, metadata), or None.
         self.auth = auth
+        #: The stores shared with other replicas (:func:`open_stores`), or None: this
+        #: process alone.  A DPoP proof's ``jti`` goes to their replay cache.
+        self.stores = stores
         self.title = title
         self.instructions = instructions
         self.page_size = page_size

@@ -168,7 +168,11 @@ class GatewayOAuthRouter(ProtectedRouter):
         return endpoint[len(self.endpoint) + 1 :] or None
 
     def handle_verified(
-        self, request: HTTPRequest, credentials: Credentials | None, token: Any
+        self,
+        request: HTTPRequest,
+        credentials: Credentials | None,
+        token: Any,
+        replayed: bool | None = None,
     ) -> Exchange:
         if credentials is None and self._api_key(request):
             return self.gateway.handle(request)
@@ -180,7 +184,7 @@ class GatewayOAuthRouter(ProtectedRouter):
             None if token is None else "oauth"
         )
         try:
-            exchange = super().handle_verified(request, credentials, token)
+            exchange = super().handle_verified(request, credentials, token, replayed)
         finally:
             self.gateway.verified_principal = None
         return exchange
