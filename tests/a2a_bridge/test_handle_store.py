@@ -30,9 +30,7 @@ class World:
         self.stores = stores
         self.now = now
         self.store: HandleStore[TaskRef] = self.open(stores)
-        self.replica: HandleStore[TaskRef] = (
-            self.store if other is stores else self.open(other)
-        )
+        self.replica: HandleStore[TaskRef] = self.store if other is stores else self.open(other)
 
     def open(self, stores: Stores) -> HandleStore[TaskRef]:
         return handle_store(stores, "tk_", TTL, TaskRef, clock=lambda: self.now[0])
@@ -61,9 +59,7 @@ def store_url(request: pytest.FixtureRequest) -> str:
     return url
 
 
-def in_world(
-    backend: TransportBackend, url: str, body: Callable[[World], Awaitable[Any]]
-) -> Any:
+def in_world(backend: TransportBackend, url: str, body: Callable[[World], Awaitable[Any]]) -> Any:
     namespace = f"test-{secrets.token_hex(4)}"
 
     async def main() -> Any:
