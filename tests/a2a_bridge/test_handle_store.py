@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sansio_mcp.runtime import Stores, StoreUnavailable, TransportBackend, open_stores
 from sansio_mcp_apps.a2a import ExpiredHandle, UnknownHandle
@@ -178,5 +180,41 @@ def test_two_replicas_minting_one_value_at_once_agree(
         assert len(set(got)) == 1
         assert await world.replica.resolve(got[0], "alice") == ref
         assert await world.store.resolve(got[0], "alice") == ref
+
+    in_world(backend, store_url, body)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    ids=st.lists(st.tuples(st.text(), st.text(), st.text()), min_size=1, max_size=4),
+    owner=st.text(),
+    handles=st.lists(st.text(), max_size=4),
+)
+def test_any_text_round_trips_and_no_guess_resolves(
+    backend: TransportBackend,
+    store_url: str,
+    ids: list[tuple[str, str, str]],
+    owner: str,
+    handles: list[str],
+) -> None:
+    """Whatever text an agent's ids or an owner hold (lone surrogates, colons, NULs), a
+    handle gives back the value minted; whatever text a client sends as a handle, it is
+    unknown unless minted."""
+
+    async def body(world: World) -> None:
+        minted = {}
+        for agent, task_id, context_id in ids:
+            ref = TaskRef(agent, task_id, context_id)
+            minted[await world.store.mint(ref, owner)] = ref
+        for handle, ref in minted.items():
+            back = await world.replica.resolve(handle, owner)
+            assert (back.agent, back.task_id) == (ref.agent, ref.task_id)
+            assert await world.store.peek(ref) is not None
+        for handle in handles:
+            if handle not in minted:
+                with pytest.raises(UnknownHandle):
+                    await world.store.resolve(handle, owner)
 
     in_world(backend, store_url, body)

@@ -97,12 +97,12 @@ class MemoryHandleStore(Generic[T]):
 
 # Redis ---------------------------------------------------------------------------
 #
-# Keys (each under the bundle's namespace):
-#   a2a-handle:<handle>         the record {"value", "owner", "valueKey", "knownKey"}, PX ttl
+# Keys (each under the bundle's namespace; every value sent is ASCII JSON):
+#   a2a-handle:<handle>    a hash: value (JSON), owner (JSON), valueKey, knownKey; PX ttl
 #   a2a-value:<digest(kind, value, owner)>   the handle of that value for that owner, PX ttl
 #   a2a-known:<digest(kind, value)>          the value's JSON while any owner's handle lives
-#   a2a-expired:<handle>        the owner, PX ttl + remember_expired: tells an expired
-#                               handle from a made-up one for that long after it expired
+#   a2a-expired:<handle>   the owner, PX ttl + remember_expired: tells an expired handle
+#                          from a made-up one for that long after it expired
 # The scripts run atomically, so two replicas minting one value at once agree on one
 # handle, and a resolve restarts every TTL of the handle together.
 
@@ -113,30 +113,31 @@ if handle and redis.call('EXISTS', ARGV[1] .. handle) == 0 then
 end
 if not handle then
   handle = ARGV[2]
-  if not redis.call('SET', ARGV[1] .. handle, ARGV[3], 'NX', 'PX', ARGV[4]) then
+  if redis.call('EXISTS', ARGV[1] .. handle) == 1 then
     return false
   end
-else
-  redis.call('SET', ARGV[1] .. handle, ARGV[3], 'PX', ARGV[4])
 end
-redis.call('SET', KEYS[1], handle, 'PX', ARGV[4])
-redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[4])
-redis.call('SET', ARGV[6] .. handle, ARGV[7], 'PX', ARGV[8])
+local key = ARGV[1] .. handle
+redis.call('HSET', key, 'value', ARGV[3], 'owner', ARGV[4],
+           'valueKey', KEYS[1], 'knownKey', KEYS[2])
+redis.call('PEXPIRE', key, ARGV[5])
+redis.call('SET', KEYS[1], handle, 'PX', ARGV[5])
+redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[5])
+redis.call('SET', ARGV[6] .. handle, ARGV[4], 'PX', ARGV[7])
 return handle
 """
 
 _RESOLVE = """
-local record = redis.call('GET', KEYS[1])
-if record then
-  local entry = cjson.decode(record)
-  if entry['owner'] ~= ARGV[1] then
+local entry = redis.call('HMGET', KEYS[1], 'owner', 'value', 'valueKey', 'knownKey')
+if entry[1] then
+  if entry[1] ~= ARGV[1] then
     return {0}
   end
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  redis.call('PEXPIRE', entry['valueKey'], ARGV[2])
-  redis.call('PEXPIRE', entry['knownKey'], ARGV[2])
+  redis.call('PEXPIRE', entry[3], ARGV[2])
+  redis.call('PEXPIRE', entry[4], ARGV[2])
   redis.call('PEXPIRE', KEYS[2], ARGV[3])
-  return {1, record}
+  return {1, entry[2]}
 end
 if redis.call('GET', KEYS[2]) == ARGV[1] then
   return {2}
@@ -148,18 +149,21 @@ return {0}
 _MINT_ATTEMPTS = 4
 
 
-def _canonical(data: Any) -> bytes:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+def _canonical(data: Any) -> str:
+    """``data`` as JSON, ASCII only (so any text, lone surrogates too, goes to Redis)."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
 def _digest(*parts: Any) -> str:
-    return hashlib.sha256(_canonical(list(parts))).hexdigest()
+    return hashlib.sha256(_canonical(list(parts)).encode()).hexdigest()
 
 
 class RedisHandleStore(Generic[T]):
     """A :class:`HandleStore` in the Redis of ``stores``: every replica sharing it sees
     the same handles.  ``value_type`` is an attrs class of JSON fields; the fields
-    that take part in equality decide which values are the same (one handle each)."""
+    that take part in equality decide which values are the same (one handle each).
+    An expired handle is told from a made-up one for ``remember_expired`` seconds
+    after it expired (one ``ttl`` by default)."""
 
     def __init__(
         self,
@@ -181,8 +185,9 @@ class RedisHandleStore(Generic[T]):
         self.ttl = ttl
         self.value_type = value_type
         self._new_token = new_token
-        #: Seconds an expired handle is still told apart from a made-up one.
         self.remember_expired = ttl if remember_expired is None else remember_expired
+        if self.remember_expired < 0:
+            raise ValueError("remember_expired must not be negative")
         self._fields = attrs.fields(value_type)  # type: ignore[arg-type]
 
     def _ms(self, seconds: float) -> int:
@@ -191,32 +196,24 @@ class RedisHandleStore(Generic[T]):
     def _identity(self, value: T) -> list[Any]:
         return [getattr(value, f.name) for f in self._fields if f.eq]
 
-    def _handle_key(self, handle: str) -> str:
-        return self.stores.key("a2a-handle", handle)
-
     async def mint(self, value: T, owner: str) -> str:
         identity = self._identity(value)
+        encoded = _canonical(attrs.asdict(value))  # type: ignore[arg-type]
         value_key = self.stores.key("a2a-value", _digest(self.prefix, identity, owner))
         known_key = self.stores.key("a2a-known", _digest(self.prefix, identity))
-        encoded = attrs.asdict(value)  # type: ignore[arg-type]
-        record = _canonical(
-            {"value": encoded, "owner": owner, "valueKey": value_key, "knownKey": known_key}
-        )
         for _ in range(_MINT_ATTEMPTS):
-            candidate = self.prefix + self._new_token()
             reply = await self.redis.execute(
                 "EVAL",
                 _MINT,
                 2,
                 value_key,
                 known_key,
-                self._handle_key(""),
-                candidate,
-                record,
+                self.stores.key("a2a-handle", ""),
+                self.prefix + self._new_token(),
+                encoded,
+                _canonical(owner),
                 self._ms(self.ttl),
-                _canonical(encoded),
                 self.stores.key("a2a-expired", ""),
-                owner,
                 self._ms(self.ttl + self.remember_expired),
             )
             if reply is not None:
@@ -226,21 +223,25 @@ class RedisHandleStore(Generic[T]):
         )
 
     async def resolve(self, handle: str, owner: str) -> T:
-        if not handle.startswith(self.prefix) or len(handle) > MAX_HANDLE_LENGTH:
+        if (
+            not handle.startswith(self.prefix)
+            or len(handle) > MAX_HANDLE_LENGTH
+            or not handle.isascii()
+        ):
             raise UnknownHandle(handle, f"unknown handle {handle!r}")
         reply = await self.redis.execute(
             "EVAL",
             _RESOLVE,
             2,
-            self._handle_key(handle),
+            self.stores.key("a2a-handle", handle),
             self.stores.key("a2a-expired", handle),
-            owner,
+            _canonical(owner),
             self._ms(self.ttl),
             self._ms(self.ttl + self.remember_expired),
         )
         status = reply[0] if isinstance(reply, list) and reply else None
         if status == 1 and len(reply) == 2:
-            return self._decode(handle, json.loads(self._text(reply[1]))["value"])
+            return self._decode(handle, reply[1])
         if status == 2:
             raise ExpiredHandle(
                 handle, f"the handle {handle!r} has expired ({self.describe_retention()})"
@@ -252,9 +253,7 @@ class RedisHandleStore(Generic[T]):
     async def peek(self, value: T) -> T | None:
         known_key = self.stores.key("a2a-known", _digest(self.prefix, self._identity(value)))
         found = await self.redis.execute("GET", known_key)
-        if found is None:
-            return None
-        return self._decode(known_key, json.loads(self._text(found)))
+        return None if found is None else self._decode(known_key, found)
 
     async def check(self) -> None:
         await self.redis.execute("PING")
@@ -269,10 +268,11 @@ class RedisHandleStore(Generic[T]):
             return reply
         raise StoreUnavailable(self.redis.url, f"unexpected reply: {reply!r}")
 
-    def _decode(self, where: str, data: Any) -> T:
+    def _decode(self, where: str, raw: Any) -> T:
+        """The value a store entry holds; one this bridge did not write is the store's fault."""
         try:
-            return self.value_type(**data)
-        except TypeError:
+            return self.value_type(**json.loads(self._text(raw)))
+        except (ValueError, TypeError):
             raise StoreUnavailable(
                 self.redis.url, f"{where!r} holds no {self.value_type.__name__} this bridge wrote"
             ) from None
