@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from redis_service import RedisService
 
 from sansio_mcp.runtime import Stores, StoreUnavailable, TransportBackend, open_stores
 from sansio_mcp_apps.a2a import ExpiredHandle, UnknownHandle
@@ -218,3 +219,36 @@ def test_any_text_round_trips_and_no_guess_resolves(
                     await world.store.resolve(handle, owner)
 
     in_world(backend, store_url, body)
+
+
+def test_redis_down_fails_at_once_and_recovers_by_itself(
+    backend: TransportBackend, redis_service: RedisService
+) -> None:
+    """Every use of the store fails promptly naming it while Redis is down, and works
+    again once it is back on the same port (its handles gone: no persistence)."""
+
+    async def main() -> None:
+        async with open_stores(redis_service.url, backend, namespace="down") as stores:
+            store = handle_store(stores, "tk_", TTL, TaskRef, clock=backend.clock)
+            ref = TaskRef("fixture", "t-1", "c-1")
+            handle = await store.mint(ref, "alice")
+            redis_service.stop()
+            uses = (
+                lambda: store.mint(ref, "alice"),
+                lambda: store.resolve(handle, "alice"),
+                lambda: store.peek(ref),
+                store.check,
+            )
+            for use in uses:
+                async with backend.fail_after(3):  # promptly, not after a long hang
+                    with pytest.raises(StoreUnavailable) as info:
+                        await use()
+                assert info.value.store == redis_service.url
+                assert str(info.value).startswith(f"the store {redis_service.url} is unavailable")
+            redis_service.start()
+            with pytest.raises(UnknownHandle):
+                await store.resolve(handle, "alice")
+            again = await store.mint(ref, "alice")
+            assert await store.resolve(again, "alice") == ref
+
+    backend.run(main)

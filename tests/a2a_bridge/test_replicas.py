@@ -5,11 +5,12 @@ minted on one resolves on the other, and the same A2A task keeps one handle."""
 from __future__ import annotations
 
 import secrets
-from functools import partial
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import httpx
+from redis_service import RedisService
 
 from sansio_mcp.runtime import (
     ClientAPI,
@@ -194,3 +195,50 @@ def test_a_store_gone_fails_handle_calls_only(backend: TransportBackend, agent_u
         assert await backend.to_thread(agent_tasks, agent_url, text) == []
 
     backend.run(partial(serving, backend, config_for(agent_url), use, stores=stores))
+
+
+def test_redis_down_then_back(
+    backend: TransportBackend, agent_url: str, redis_service: RedisService
+) -> None:
+    """A real Redis stopped: calls needing no handle go on, a call that would mint one
+    fails at once naming the store (the agent not asked), and all works again once
+    redis-server is back on the same port, with no restart of the bridge."""
+    url = redis_service.url
+    lost = f"task: {secrets.token_hex(4)}"
+
+    async def main() -> None:
+        async with open_stores(url, backend, namespace="down") as stores:
+
+            async def use(bridge_url: str, bridge: A2ABridge) -> None:
+                async with backend.connect([], bridge_url, None, mode="modern") as client:
+                    before = await send(client, "task: before")
+                    handle = before["structuredContent"]["taskHandle"]
+                    redis_service.stop()
+                    assert len(await client.list_tools()) == 4
+                    assert (await client.call_tool("a2a_discover", {}))["isError"] is False
+                    for failing in (
+                        send(client, lost),
+                        client.call_tool("a2a_get_task", {"taskHandle": handle}),
+                    ):
+                        async with backend.fail_after(5):  # at once, not after a hang
+                            failed = await failing
+                        assert failed["structuredContent"]["error"] == "store_unavailable"
+                        assert failed["content"][0]["text"].startswith(
+                            f"the store {url} is unavailable"
+                        )
+                    redis_service.start()
+                    after = await send(client, "task: after")
+                    assert after["isError"] is False, after
+                    again = await client.call_tool(
+                        "a2a_get_task", {"taskHandle": after["structuredContent"]["taskHandle"]}
+                    )
+                    assert again["isError"] is False, again
+                    # What Redis held went with it (no persistence configured here).
+                    gone = await client.call_tool("a2a_get_task", {"taskHandle": handle})
+                    assert gone["structuredContent"]["error"] == "unknown_handle"
+
+            async with backend.fail_after(60):
+                await serving(backend, config_for(agent_url), use, stores=stores)
+        assert await backend.to_thread(agent_tasks, agent_url, lost) == []
+
+    backend.run(main)
