@@ -127,9 +127,14 @@ class HandleTable(Generic[T]):
 
     def describe_retention(self) -> str:
         """How long handles are kept, in words (tool descriptions use it)."""
-        minutes = self.ttl / 60
-        if minutes >= 1:
-            amount = f"{minutes:g} minute{'' if minutes == 1 else 's'}"
-        else:
-            amount = f"{self.ttl:g} second{'' if self.ttl == 1 else 's'}"
-        return f"handles are kept in memory for {amount} after their last use"
+        return describe_retention(self.ttl)
+
+
+def describe_retention(ttl: float, where: str = "in memory") -> str:
+    """``handles are kept <where> for <ttl in words> after their last use``."""
+    minutes = ttl / 60
+    if minutes >= 1:
+        amount = f"{minutes:g} minute{'' if minutes == 1 else 's'}"
+    else:
+        amount = f"{ttl:g} second{'' if ttl == 1 else 's'}"
+    return f"handles are kept {where} for {amount} after their last use"

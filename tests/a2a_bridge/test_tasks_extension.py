@@ -150,7 +150,7 @@ def test_a2a_cancel_task_ends_a_running_task_cancelled(
         (new,) = [t for t in tasks if t["id"] not in before]
         # The bridge gives the same live handle to the same task.
         ref = TaskRef("fixture", new["id"], new["contextId"])
-        handle = bridge.tasks.mint(ref, bridge.clock(), ANONYMOUS_OWNER)
+        handle = await bridge.tasks.mint(ref, ANONYMOUS_OWNER)
         stopped = await client.call_tool("a2a_cancel_task", {"taskHandle": handle})
         assert stopped["structuredContent"]["a2aState"] == "TASK_STATE_CANCELED"
         final = await long.wait()

@@ -6,6 +6,7 @@ Needs the ``a2a`` extra (``pip install 'sansio-mcp[a2a]'``); the pure half is
 
 from ._agents import A2ACallError, AgentFailure, AgentLink, AgentUnreachable
 from ._bridge import TASKS_EXTENSION, A2ABridge, ContextRef, TaskRef
+from ._handle_store import HandleStore, MemoryHandleStore, RedisHandleStore, handle_store
 from ._transport import BackendTransport
 
 __all__ = [
@@ -17,5 +18,9 @@ __all__ = [
     "AgentUnreachable",
     "BackendTransport",
     "ContextRef",
+    "HandleStore",
+    "MemoryHandleStore",
+    "RedisHandleStore",
     "TaskRef",
+    "handle_store",
 ]

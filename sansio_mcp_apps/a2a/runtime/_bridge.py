@@ -26,7 +26,16 @@ import attrs
 import httpx
 
 from sansio_mcp import InternalError
-from sansio_mcp.runtime import Backend, CancelTask, Context, Server, TaskLimits, task_owner
+from sansio_mcp.runtime import (
+    Backend,
+    CancelTask,
+    Context,
+    Server,
+    Stores,
+    StoreUnavailable,
+    TaskLimits,
+    task_owner,
+)
 from sansio_mcp.tasks import TASKS_EXTENSION, declares_tasks
 
 from ...a2a import (
@@ -34,7 +43,6 @@ from ...a2a import (
     BridgeConfig,
     ExpiredHandle,
     HandleError,
-    HandleTable,
     UnknownTaskState,
     a2a_error_result,
     bridge_failure,
@@ -44,6 +52,7 @@ from ...a2a import (
     task_result,
 )
 from ._agents import A2ACallError, AgentFailure, AgentLink, AgentUnreachable
+from ._handle_store import HandleStore, handle_store
 from ._transport import BackendTransport
 
 __all__ = ["TASKS_EXTENSION", "A2ABridge", "ContextRef", "TaskRef"]
@@ -102,7 +111,10 @@ class A2ABridge:
 
     ``clock`` dates the handles (seconds; the backend's clock by default: tests
     inject one); ``max_wait`` bounds how long ``a2a_send_message`` follows a task
-    that is still working before it returns the envelope as it stands.
+    that is still working before it returns the envelope as it stands.  ``stores``
+    (:func:`~sansio_mcp.runtime.open_stores`'s) says where the handles live: in this
+    process (the default, or a ``memory`` bundle), or in the bundle's Redis, shared by
+    every replica.
     """
 
     def __init__(
@@ -114,6 +126,7 @@ class A2ABridge:
         new_token: Callable[[], str] | None = None,
         poll_interval: float = 0.05,
         max_wait: float = 300.0,
+        stores: Stores | None = None,
     ) -> None:
         self.config = config
         self.backend = backend
@@ -122,8 +135,13 @@ class A2ABridge:
         self.max_wait = max_wait
         ttl = config.handle_ttl_ms / 1000
         token: dict[str, Any] = {"new_token": new_token} if new_token else {}
-        self.tasks: HandleTable[TaskRef] = HandleTable("tk_", ttl, **token)
-        self.contexts: HandleTable[ContextRef] = HandleTable("cx_", ttl, **token)
+        self.stores = stores if stores is not None else Stores.memory(self.clock)
+        self.tasks: HandleStore[TaskRef] = handle_store(
+            self.stores, "tk_", ttl, TaskRef, clock=self.clock, **token
+        )
+        self.contexts: HandleStore[ContextRef] = handle_store(
+            self.stores, "cx_", ttl, ContextRef, clock=self.clock, **token
+        )
         #: How the agents are reached (its ``pool`` keeps their connections).
         self.transport = BackendTransport(backend)
         self.http = httpx.AsyncClient(
@@ -245,9 +263,9 @@ class A2ABridge:
             owner = task_owner(ctx)
 
             async def get(link: AgentLink) -> dict[str, Any]:
-                ref = self._task(taskHandle, link.alias, owner)
+                ref = await self._task(taskHandle, link.alias, owner)
                 task = await link.get_task(ref.task_id, historyLength)
-                return self._task_result(link, task, owner, with_history=True)
+                return await self._task_result(link, task, owner, with_history=True)
 
             return await self._guard(agent, get)
 
@@ -263,8 +281,8 @@ class A2ABridge:
             owner = task_owner(ctx)
 
             async def cancel(link: AgentLink) -> dict[str, Any]:
-                ref = self._task(taskHandle, link.alias, owner)
-                return self._task_result(link, await link.cancel_task(ref.task_id), owner)
+                ref = await self._task(taskHandle, link.alias, owner)
+                return await self._task_result(link, await link.cancel_task(ref.task_id), owner)
 
             return await self._guard(agent, cancel)
 
@@ -309,14 +327,16 @@ class A2ABridge:
         except HandleError as exc:
             kind = "expired_handle" if isinstance(exc, ExpiredHandle) else "unknown_handle"
             return bridge_failure(str(exc), error=kind)
+        except StoreUnavailable as exc:
+            return bridge_failure(str(exc), error="store_unavailable")
         except UnknownTaskState as exc:
             return bridge_failure(
                 f"agent {link.alias!r}: {exc}", error="invalid_agent_response", agent=link.alias
             )
 
-    def _task(self, handle: str, alias: str, owner: str) -> TaskRef:
+    async def _task(self, handle: str, alias: str, owner: str) -> TaskRef:
         """``owner``'s task handle (another's is unknown to them), of agent ``alias``."""
-        ref = self.tasks.resolve(handle, self.clock(), owner)
+        ref = await self.tasks.resolve(handle, owner)
         if ref.agent != alias:
             raise _Refused(
                 bridge_failure(
@@ -326,16 +346,18 @@ class A2ABridge:
             )
         return ref
 
-    def _context_handle(self, link: AgentLink, context_id: str | None, owner: str) -> str | None:
+    async def _context_handle(
+        self, link: AgentLink, context_id: str | None, owner: str
+    ) -> str | None:
         if not context_id:
             return None
-        return self.contexts.mint(ContextRef(link.alias, context_id), self.clock(), owner)
+        return await self.contexts.mint(ContextRef(link.alias, context_id), owner)
 
-    def _task_handle(self, link: AgentLink, task: dict[str, Any], owner: str) -> str:
+    async def _task_handle(self, link: AgentLink, task: dict[str, Any], owner: str) -> str:
         ref = TaskRef(link.alias, task.get("id", ""), task.get("contextId", ""))
-        return self.tasks.mint(ref, self.clock(), owner)
+        return await self.tasks.mint(ref, owner)
 
-    def _task_result(
+    async def _task_result(
         self,
         link: AgentLink,
         task: dict[str, Any],
@@ -346,30 +368,30 @@ class A2ABridge:
     ) -> dict[str, Any]:
         return task_result(
             task,
-            context_handle=self._context_handle(link, task.get("contextId", ""), owner),
-            task_handle=self._task_handle(link, task, owner),
+            context_handle=await self._context_handle(link, task.get("contextId", ""), owner),
+            task_handle=await self._task_handle(link, task, owner),
             with_history=with_history,
             notes=notes,
             limits=self.config.result_limits,
         )
 
-    def _message_result(
+    async def _message_result(
         self, link: AgentLink, message: dict[str, Any], owner: str
     ) -> dict[str, Any]:
         return message_result(
             message,
-            context_handle=self._context_handle(link, message.get("contextId"), owner),
+            context_handle=await self._context_handle(link, message.get("contextId"), owner),
             limits=self.config.result_limits,
         )
 
-    def _check_new_task(
+    async def _check_new_task(
         self, link: AgentLink, task: dict[str, Any], context_id: str | None
     ) -> None:
         """Refuse a task id the agent gave before, answering a message that named neither
         that task nor its conversation: its handle would reach another client's task.
         (Handles are their owner's, and an anonymous owner is every anonymous client.)"""
         ref = TaskRef(link.alias, task.get("id", ""), task.get("contextId", ""))
-        known = self.tasks.peek(ref, self.clock())
+        known = await self.tasks.peek(ref)
         if known is not None and (context_id is None or known.context_id != context_id):
             raise AgentFailure(
                 f"agent {link.alias!r} answered a new message with the id of a task the "
@@ -408,10 +430,10 @@ class A2ABridge:
         context_id = task_id = None
         owner = task_owner(ctx)
         if task_handle is not None:
-            ref = self._task(task_handle, link.alias, owner)
+            ref = await self._task(task_handle, link.alias, owner)
             task_id, context_id = ref.task_id, ref.context_id
         elif context_handle is not None:
-            found = self.contexts.resolve(context_handle, self.clock(), owner)
+            found = await self.contexts.resolve(context_handle, owner)
             if found.agent != link.alias:
                 raise _Refused(
                     bridge_failure(
@@ -421,30 +443,34 @@ class A2ABridge:
                     )
                 )
             context_id = found.context_id
+        else:
+            # The answer will need a handle: a store that cannot be reached fails the
+            # call now, before the agent starts a task nobody could name.
+            await self.tasks.check()
         if ctx.stateless and declares_tasks(ctx.client_capabilities):
             return await self._run_task(ctx, link, text, context_id, task_id)
         rounds = 0
         resumed = self._resumed(ctx)
         if resumed is not None:
             handle, rounds, answer = resumed
-            ref = self._task(handle, link.alias, owner)
+            ref = await self._task(handle, link.alias, owner)
             task_id, context_id = ref.task_id, ref.context_id
             if answer is None:
                 return await self._declined(link, ref, owner)
             text = answer
         kind, value = await link.send_message(text, context_id=context_id, task_id=task_id)
         if kind == "task" and task_id is None:
-            self._check_new_task(link, value, context_id)
+            await self._check_new_task(link, value, context_id)
         while True:
             if kind == "message":
-                return self._message_result(link, value, owner)
+                return await self._message_result(link, value, owner)
             task, notes = await self._follow(link, value)
             state = state_mapping((task.get("status") or {}).get("state"))
             wants_input = state.a2a_state == "TASK_STATE_INPUT_REQUIRED"
             if not wants_input or "elicitation" not in ctx.client_capabilities:
-                return self._task_result(link, task, owner, notes=notes)
+                return await self._task_result(link, task, owner, notes=notes)
             rounds += 1
-            handle = self._task_handle(link, task, owner)
+            handle = await self._task_handle(link, task, owner)
             answer = await self._ask(ctx, task, f"a2a-answer:{handle}:{rounds}")
             ref = TaskRef(link.alias, task.get("id", ""), task.get("contextId", ""))
             if answer is None:
@@ -477,7 +503,7 @@ class A2ABridge:
         except A2ACallError as exc:
             task = await link.get_task(ref.task_id)
             note += f" (the agent refused: A2A error {exc.code}, {exc.message})"
-        return self._task_result(link, task, owner, notes=(note,))
+        return await self._task_result(link, task, owner, notes=(note,))
 
     async def _follow(
         self,
@@ -543,7 +569,7 @@ class A2ABridge:
                         raise  # no A2A task yet: a tool error, as without the extension
                     raise _lost(link, exc) from None
                 if kind == "message":
-                    return self._message_result(link, value, owner)
+                    return await self._message_result(link, value, owner)
                 try:
                     task, _ = await self._follow(link, value, limit=math.inf, on_update=progress)
                 except (AgentFailure, A2ACallError) as exc:
@@ -552,9 +578,9 @@ class A2ABridge:
                 if state.a2a_state != "TASK_STATE_INPUT_REQUIRED" or (
                     "elicitation" not in ctx.client_capabilities
                 ):
-                    return self._task_outcome(link, self._task_result(link, task, owner))
+                    return self._task_outcome(link, await self._task_result(link, task, owner))
                 rounds += 1
-                handle = self._task_handle(link, task, owner)
+                handle = await self._task_handle(link, task, owner)
                 answer = await self._ask(ctx, task, f"a2a-answer:{handle}:{rounds}")
                 task_id, context_id = task.get("id", ""), task.get("contextId", "")
                 if answer is None:
@@ -593,7 +619,7 @@ class A2ABridge:
         if not link.streaming:
             kind, value = await link.send_message(text, context_id=context_id, task_id=task_id)
             if kind == "task" and task_id is None:
-                self._check_new_task(link, value, context_id)
+                await self._check_new_task(link, value, context_id)
             return kind, value
         last: tuple[str, dict[str, Any]] | None = None
         try:
@@ -601,7 +627,7 @@ class A2ABridge:
                 text, context_id=context_id, task_id=task_id
             ):
                 if kind == "task" and task_id is None and last is None:
-                    self._check_new_task(link, value, context_id)
+                    await self._check_new_task(link, value, context_id)
                 last = kind, value
                 if kind == "task":
                     await progress(value)
