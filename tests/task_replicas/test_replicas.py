@@ -1,0 +1,159 @@
+"""Two replicas share tasks (issue 33): a task made on A is answered on B
+(``tasks/get``, ``tasks/update``, ``tasks/cancel``), a task parked on input and
+answered through B completes on A, a listener on B hears A's task; a task whose
+replica stopped renewing its lease is reported failed, naming that replica.  Over
+Streamable HTTP on two ports, on both backends, through the in-memory shared store
+(one process) and through Redis."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+import pytest
+
+from sansio_mcp._tasks import TaskRecord
+from sansio_mcp.runtime import Server, Stores, open_stores
+from sansio_mcp.runtime._task_store import MemorySharedTaskStore, StoredTask
+from tests.auth.test_http import Backend
+from tests.task_replicas.replicas import APPROVE, Caller, replica
+
+KINDS = ["memory", "redis"]
+
+
+@asynccontextmanager
+async def two_replicas(
+    kind: str, backend: Backend, redis_url: str | None
+) -> AsyncIterator[tuple[Server, Server]]:
+    """Replicas A and B sharing one store: in one process's memory, or in Redis (each
+    with its own connection, as separate processes would)."""
+    if kind == "memory":
+        stores = Stores.memory(time.time, replica_id="A")
+        shared = MemorySharedTaskStore()
+        # One bus, one store: the replicas differ by their id (their control channel).
+        other = Stores(stores.url, stores.events, stores.replay, replica_id="B")
+        yield replica(stores, shared=shared), replica(other, shared=shared)
+        return
+    assert redis_url is not None
+    namespace = f"t{time.monotonic_ns()}"
+    async with AsyncExitStack() as stack:
+        a = await stack.enter_async_context(
+            open_stores(redis_url, backend.backend, replica_id="A", namespace=namespace)
+        )
+        b = await stack.enter_async_context(
+            open_stores(redis_url, backend.backend, replica_id="B", namespace=namespace)
+        )
+        yield replica(a), replica(b)
+
+
+def redis_url_for(kind: str, request: pytest.FixtureRequest) -> str | None:
+    return request.getfixturevalue("redis_url") if kind == "redis" else None
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_task_made_on_a_is_answered_and_completed_through_b(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    redis_url = redis_url_for(kind, request)
+
+    async def main() -> None:
+        async with two_replicas(kind, backend, redis_url) as (server_a, server_b):
+            async with (
+                backend.serve_http(server_a) as port_a,
+                backend.serve_http(server_b) as port_b,
+            ):
+                a, b = Caller(backend, port_a), Caller(backend, port_b)
+                created = await a.result(
+                    "tools/call", {"name": "approve_job", "arguments": {"job": "x"}}
+                )
+                assert created["resultType"] == "task"
+                task_id = created["taskId"]
+                parked = await b.poll(task_id, lambda t: t["status"] == "input_required")
+                [key] = parked["inputRequests"]
+                assert server_a.tasks.running == 1 and server_b.tasks.running == 0
+                # A malformed answer is refused on B, as on A.
+                bad = await b.ask("tasks/update", {"taskId": task_id, "inputResponses": {key: 1}})
+                assert bad["error"]["code"] == -32602
+                ack = await b.result(
+                    "tasks/update", {"taskId": task_id, "inputResponses": {key: APPROVE}}
+                )
+                assert {k for k in ack if k != "_meta"} == {"resultType"}
+                done = await b.poll(task_id, lambda t: t["status"] == "completed")
+                assert done["result"]["content"][0]["text"] == "x: done"
+                assert (await a.result("tasks/get", {"taskId": task_id}))["status"] == "completed"
+                assert server_a.tasks.running == 0
+
+    backend.run(main)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_task_running_on_a_is_cancelled_through_b(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    redis_url = redis_url_for(kind, request)
+
+    async def main() -> None:
+        async with two_replicas(kind, backend, redis_url) as (server_a, server_b):
+            async with (
+                backend.serve_http(server_a) as port_a,
+                backend.serve_http(server_b) as port_b,
+            ):
+                a, b = Caller(backend, port_a), Caller(backend, port_b)
+                call = {"name": "long_job", "arguments": {"seconds": 30, "steps": 1}}
+                task_id = (await a.result("tools/call", call))["taskId"]
+                assert (await b.result("tasks/get", {"taskId": task_id}))["status"] == "working"
+                await b.result("tasks/cancel", {"taskId": task_id})
+                # The answer holds at once, on either replica, and A stops the tool.
+                assert (await b.result("tasks/get", {"taskId": task_id}))["status"] == "cancelled"
+                await a.poll(task_id, lambda t: t["status"] == "cancelled")
+                deadline = time.monotonic() + 10
+                while server_a.tasks.running:
+                    assert time.monotonic() < deadline, "the tool still runs on A"
+                    await backend.backend.sleep(0.05)
+                # Cancelled it stays: a late write of A's cannot undo it.
+                await backend.backend.sleep(0)
+                assert (await b.result("tasks/get", {"taskId": task_id}))["status"] == "cancelled"
+                # Another principal's id: unknown on B, as on A.
+                missing = await b.ask(
+                    "tasks/get", {"taskId": "00000000-0000-4000-8000-000000000000"}
+                )
+                assert missing["error"]["code"] == -32602
+
+    backend.run(main)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_task_whose_replica_stopped_renewing_its_lease_is_failed_by_the_reader(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    """A record left by a replica that no longer renews it (as a killed one leaves it):
+    the first reader fails it, naming that replica; a second reader reads that."""
+    redis_url = redis_url_for(kind, request)
+
+    async def main() -> None:
+        async with two_replicas(kind, backend, redis_url) as (server_a, server_b):
+            store = server_b.tasks.shared
+            assert store is not None
+            now = time.time()
+            record = TaskRecord.new(now, ttl_ms=60_000, owner="anonymous")
+            record.ask({"approve": {"method": "elicitation/create", "params": {}}}, now)
+            await store.create(StoredTask(record, 0, "ghost-replica", now + 0.3), now)
+            async with (
+                backend.serve_http(server_a) as port_a,
+                backend.serve_http(server_b) as port_b,
+            ):
+                a, b = Caller(backend, port_a), Caller(backend, port_b)
+                task_id = record.task_id
+                assert (await b.result("tasks/get", {"taskId": task_id}))[
+                    "status"
+                ] == "input_required"
+                failed = await b.poll(task_id, lambda t: t["status"] == "failed", within=5)
+                assert time.time() < now + 0.3 + 1 + 5  # lease + 1 s, and the test's slack
+                assert "ghost-replica" in failed["statusMessage"]
+                assert "stopped answering" in failed["statusMessage"]
+                assert failed["error"]["data"]["replica"] == "ghost-replica"
+                again = await a.result("tasks/get", {"taskId": task_id})
+                assert again == failed
+
+    backend.run(main)
