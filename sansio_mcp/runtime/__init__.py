@@ -45,6 +45,15 @@ from ._stores import (
     open_stores,
 )
 from ._task_client import TaskCancelled, ToolTask
+from ._task_store import (
+    DEFAULT_TASK_LEASE,
+    MemorySharedTaskStore,
+    RedisSharedTaskStore,
+    SharedTaskStore,
+    StoredTask,
+    TaskConflict,
+    shared_task_store,
+)
 from ._tasks import CancelTask, TaskStore, task_owner
 
 if TYPE_CHECKING:
@@ -105,6 +114,13 @@ __all__ = [
     "explained_exit",
     "stop_process",
     "task_owner",
+    "DEFAULT_TASK_LEASE",
+    "MemorySharedTaskStore",
+    "RedisSharedTaskStore",
+    "SharedTaskStore",
+    "StoredTask",
+    "TaskConflict",
+    "shared_task_store",
     "unwrap_single_exception",
     "EventBus",
     "EventSubscription",
