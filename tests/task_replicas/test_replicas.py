@@ -14,7 +14,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 import pytest
 
 from sansio_mcp._tasks import TaskRecord
-from sansio_mcp.runtime import Server, Stores, open_stores
+from sansio_mcp.runtime import ClientHandlers, Server, Stores, StoreUnavailable, open_stores
 from sansio_mcp.runtime._task_store import MemorySharedTaskStore, StoredTask
 from tests.auth.test_http import Backend
 from tests.task_replicas.replicas import APPROVE, Caller, replica
@@ -155,5 +155,97 @@ def test_a_task_whose_replica_stopped_renewing_its_lease_is_failed_by_the_reader
                 assert failed["error"]["data"]["replica"] == "ghost-replica"
                 again = await a.result("tasks/get", {"taskId": task_id})
                 assert again == failed
+
+    backend.run(main)
+
+
+class DownStore(MemorySharedTaskStore):
+    """The in-memory shared store, unavailable while ``down`` (as Redis stopped)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.url = "redis://127.0.0.1:1/0"
+        self.down = False
+
+    def _check(self) -> None:
+        if self.down:
+            raise StoreUnavailable(self.url, "connection refused")
+
+    async def create(self, stored: StoredTask, now: float) -> None:
+        self._check()
+        await super().create(stored, now)
+
+    async def load(self, task_id: str, now: float, owner: str | None = None) -> StoredTask | None:
+        self._check()
+        return await super().load(task_id, now, owner)
+
+
+def test_with_the_store_down_a_task_is_refused_at_once_and_plain_calls_work(
+    backend: Backend,
+) -> None:
+    store = DownStore()
+    server = replica(Stores.memory(time.time, replica_id="A"), shared=store)
+
+    @server.tool()
+    def echo(message: str) -> str:
+        return message
+
+    async def main() -> None:
+        async with backend.serve_http(server) as port:
+            caller = Caller(backend, port)
+            store.down = True
+            started = time.monotonic()
+            call = {"name": "approve_job", "arguments": {"job": "x"}}
+            refused = await caller.ask("tools/call", call)
+            assert time.monotonic() - started < 5
+            assert refused["error"]["code"] == -32603
+            assert "redis://127.0.0.1:1/0" in refused["error"]["message"]
+            assert refused["error"]["data"] == {"store": "redis://127.0.0.1:1/0"}
+            assert server.tasks.running == 0  # the tool was stopped: nothing runs later
+            plain = await caller.result(
+                "tools/call", {"name": "echo", "arguments": {"message": "hi"}}
+            )
+            assert plain["content"][0]["text"] == "hi"
+            store.down = False
+            task_id = (await caller.result("tools/call", call))["taskId"]
+            assert await caller.poll(task_id, lambda t: t["status"] == "input_required")
+
+    backend.run(main)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_listener_on_b_hears_the_status_of_a_task_running_on_a(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    redis_url = redis_url_for(kind, request)
+
+    async def main() -> None:
+        async with two_replicas(kind, backend, redis_url) as (server_a, server_b):
+            async with (
+                backend.serve_http(server_a) as port_a,
+                backend.serve_http(server_b) as port_b,
+            ):
+                a, b = Caller(backend, port_a), Caller(backend, port_b)
+                call = {"name": "approve_job", "arguments": {"job": "y"}}
+                task_id = (await a.result("tools/call", call))["taskId"]
+                parked = await b.poll(task_id, lambda t: t["status"] == "input_required")
+                [key] = parked["inputRequests"]
+                url = f"http://127.0.0.1:{port_b}/mcp"
+                handlers = ClientHandlers(tasks=True)
+                async with backend.backend.connect(
+                    [], url, "http", mode="modern", handlers=handlers
+                ) as client:
+                    async with client.listen(task_ids=[task_id]) as subscription:
+                        assert subscription.acknowledged_filter == {"taskIds": [task_id]}
+                        answer = {"taskId": task_id, "inputResponses": {key: APPROVE}}
+                        await a.result("tasks/update", answer)
+                        statuses = []
+                        async for method, params in subscription:
+                            assert method == "notifications/tasks" and params["taskId"] == task_id
+                            statuses.append(params["status"])
+                            if params["status"] == "completed":
+                                assert params["result"]["content"][0]["text"] == "y: done"
+                                break
+                assert statuses[-2:] == ["working", "completed"]
 
     backend.run(main)
