@@ -7,9 +7,12 @@ Streamable HTTP on two ports, on both backends, through the in-memory shared sto
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
 
 import pytest
 
@@ -249,3 +252,62 @@ def test_a_listener_on_b_hears_the_status_of_a_task_running_on_a(
                 assert statuses[-2:] == ["working", "completed"]
 
     backend.run(main)
+
+
+def test_the_owner_of_a_parked_task_killed_the_other_replica_reports_it_failed(
+    backend: Backend, redis_url: str, tmp_path: Path
+) -> None:
+    """Replica A, a process of its own, holds a task parked on ``input_required``; it is
+    killed (SIGKILL); replica B reports the task ``failed``, naming A, within the lease
+    plus a second, and never runs it again."""
+    lease = 1.0
+    namespace = f"t{time.monotonic_ns()}"
+    script = Path(__file__).with_name("replica_process.py")
+    argv = [
+        sys.executable,
+        str(script),
+        backend.name,
+        redis_url,
+        namespace,
+        "replica-A",
+        str(lease),
+    ]
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=(tmp_path / "a.log").open("wb"))
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        assert line.strip().isdigit(), (tmp_path / "a.log").read_text()
+        port_a = int(line)
+
+        async def main() -> float:
+            async with open_stores(
+                redis_url, backend.backend, replica_id="replica-B", namespace=namespace
+            ) as stores:
+                server_b = replica(stores, lease=lease)
+                async with backend.serve_http(server_b) as port_b:
+                    a, b = Caller(backend, port_a), Caller(backend, port_b)
+                    call = {"name": "approve_job", "arguments": {"job": "x"}}
+                    task_id = (await a.result("tools/call", call))["taskId"]
+                    await b.poll(task_id, lambda t: t["status"] == "input_required")
+                    child.kill()
+                    killed = time.monotonic()
+                    failed = await b.poll(
+                        task_id, lambda t: t["status"] == "failed", within=lease + 10
+                    )
+                    took = time.monotonic() - killed
+                    assert "replica-A" in failed["statusMessage"], failed
+                    assert "stopped answering" in failed["statusMessage"]
+                    # Lost, not moved: nothing runs it here, and it stays failed.
+                    assert server_b.tasks.running == 0
+                    assert (await b.result("tasks/get", {"taskId": task_id})) == failed
+                    return took
+
+        took = backend.backend.run(main)
+        # The lease plus a second, and room for a loaded machine's slow polls.
+        print(f"reported failed {took:.2f} s after the kill")
+        assert took < lease + 1 + 3, took
+    finally:
+        child.kill()
+        child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
