@@ -15,6 +15,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import pytest
+from redis_service import RedisService
 
 from sansio_mcp._tasks import TaskRecord
 from sansio_mcp.runtime import ClientHandlers, Server, Stores, StoreUnavailable, open_stores
@@ -304,10 +305,50 @@ def test_the_owner_of_a_parked_task_killed_the_other_replica_reports_it_failed(
 
         took = backend.backend.run(main)
         # The lease plus a second, and room for a loaded machine's slow polls.
-        print(f"reported failed {took:.2f} s after the kill")
         assert took < lease + 1 + 3, took
     finally:
         child.kill()
         child.wait()
         if child.stdout is not None:
             child.stdout.close()
+
+
+def test_with_redis_down_a_task_is_refused_at_once_and_it_recovers_by_itself(
+    backend: Backend, redis_service: RedisService
+) -> None:
+    """Redis stopped: creating a task fails at once with -32603 naming the store, a plain
+    ``tools/call`` works; Redis started again on the same port: tasks work again, with
+    no restart of the replica."""
+
+    async def main() -> None:
+        async with open_stores(redis_service.url, backend.backend, replica_id="A") as stores:
+            server = replica(stores)
+
+            @server.tool()
+            def echo(message: str) -> str:
+                return message
+
+            async with backend.serve_http(server) as port:
+                caller = Caller(backend, port)
+                call = {"name": "approve_job", "arguments": {"job": "x"}}
+                task_id = (await caller.result("tools/call", call))["taskId"]
+                await caller.poll(task_id, lambda t: t["status"] == "input_required")
+                redis_service.stop()
+                started = time.monotonic()
+                refused = await caller.ask("tools/call", call)
+                assert time.monotonic() - started < 5  # at once, not after a timeout
+                assert refused["error"]["code"] == -32603
+                assert redis_service.url in refused["error"]["message"]
+                assert refused["error"]["data"] == {"store": redis_service.url}
+                # Reading a task needs the store too: the same clear error.
+                unreadable = await caller.ask("tasks/get", {"taskId": "some-task"})
+                assert unreadable["error"]["data"] == {"store": redis_service.url}
+                plain = await caller.result(
+                    "tools/call", {"name": "echo", "arguments": {"message": "hi"}}
+                )
+                assert plain["content"][0]["text"] == "hi"
+                redis_service.start()
+                again = (await caller.result("tools/call", call))["taskId"]
+                await caller.poll(again, lambda t: t["status"] == "input_required")
+
+    backend.run(main)
