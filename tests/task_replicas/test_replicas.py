@@ -290,6 +290,12 @@ def test_the_owner_of_a_parked_task_killed_the_other_replica_reports_it_failed(
                     call = {"name": "approve_job", "arguments": {"job": "x"}}
                     task_id = (await a.result("tools/call", call))["taskId"]
                     await b.poll(task_id, lambda t: t["status"] == "input_required")
+                    # Alive, A renews its lease: three leases on, the task still waits.
+                    alive_until = time.monotonic() + 3 * lease
+                    while time.monotonic() < alive_until:
+                        task = await b.result("tasks/get", {"taskId": task_id})
+                        assert task["status"] == "input_required", task
+                        await backend.backend.sleep(lease / 4)
                     child.kill()
                     killed = time.monotonic()
                     failed = await b.poll(
