@@ -21,6 +21,7 @@ from sansio_mcp._tasks import TaskRecord
 from sansio_mcp.runtime import ClientHandlers, Server, Stores, StoreUnavailable, open_stores
 from sansio_mcp.runtime._task_store import MemorySharedTaskStore, StoredTask
 from tests.auth.test_http import Backend
+from tests.auth.test_task_owners import Caller as SessionCaller
 from tests.task_replicas.replicas import APPROVE, Caller, replica
 
 KINDS = ["memory", "redis"]
@@ -356,5 +357,42 @@ def test_with_redis_down_a_task_is_refused_at_once_and_it_recovers_by_itself(
                 redis_service.start()
                 again = (await caller.result("tools/call", call))["taskId"]
                 await caller.poll(again, lambda t: t["status"] == "input_required")
+
+    backend.run(main)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_2025_11_25_tasks_over_a_shared_store(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    """A handshake session's own tasks (``params.task``) kept in the shared store:
+    ``tasks/list``, ``tasks/get``, ``tasks/result``, ``tasks/cancel`` answer as in one
+    process, and only for the session that made them."""
+    redis_url = redis_url_for(kind, request)
+
+    async def main() -> None:
+        async with two_replicas(kind, backend, redis_url) as (server_a, _):
+            async with backend.serve_http(server_a) as port:
+                url = f"http://127.0.0.1:{port}/mcp"
+                mine, other = SessionCaller(backend, url, None), SessionCaller(backend, url, None)
+                await mine.handshake()
+                await other.handshake()
+                slow = {"name": "long_job", "arguments": {"seconds": 30, "steps": 1}, "task": {}}
+                quick = {"name": "long_job", "arguments": {"seconds": 0.1, "steps": 1}, "task": {}}
+                slow_id = (await mine.legacy("tools/call", slow))["result"]["task"]["taskId"]
+                quick_id = (await mine.legacy("tools/call", quick))["result"]["task"]["taskId"]
+                listed = (await mine.legacy("tasks/list", {}))["result"]["tasks"]
+                assert [t["taskId"] for t in listed] == [slow_id, quick_id]
+                assert (await other.legacy("tasks/list", {}))["result"]["tasks"] == []
+                theirs = await other.legacy("tasks/get", {"taskId": slow_id})
+                assert theirs["error"]["code"] == -32602
+                outcome = (await mine.legacy("tasks/result", {"taskId": quick_id}))["result"]
+                assert outcome["content"][0]["text"] == "long job done: 1 steps in 0.1 s"
+                got = (await mine.legacy("tasks/get", {"taskId": slow_id}))["result"]
+                assert got["status"] == "working"
+                cancelled = (await mine.legacy("tasks/cancel", {"taskId": slow_id}))["result"]
+                assert cancelled["status"] == "cancelled"
+                again = await mine.legacy("tasks/cancel", {"taskId": slow_id})
+                assert "already cancelled" in again["error"]["message"]
 
     backend.run(main)
