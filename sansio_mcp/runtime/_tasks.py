@@ -823,17 +823,14 @@ class TaskRunner:
         self._remember(task_id, owner)
         return (await self._declare_dead(stored, ctx.now)).record, stored
 
-    async def _declare_dead(self, stored: StoredTask, now: float) -> StoredTask:
-        """Fail an open task whose replica stopped renewing its lease (compare-and-set:
-        of two readers one writes, the other reads what it wrote)."""
+    async def _change_stored(
+        self, stored: StoredTask, now: float, change: Callable[[StoredTask], bool]
+    ) -> tuple[StoredTask, bool]:
+        """Apply ``change`` (False: it does not apply) and save, a compare-and-set: on a
+        conflict reload and apply again (of two replicas one writes, the other sees
+        what it wrote); then tell every replica.  The stored task, and whether it changed."""
         assert self.shared is not None
-        while stored.lease_over(now):
-            error = InternalError(
-                message=f"the replica {stored.replica} running the task stopped answering "
-                f"(its lease ran out at {iso_time(stored.lease_until)}): the task was lost",
-                data={"taskId": stored.record.task_id, "replica": stored.replica},
-            )
-            stored.record.fail(error, now)
+        while change(stored):
             try:
                 stored = await self.shared.save(stored, now)
             except TaskConflict:
@@ -843,28 +840,33 @@ class TaskRunner:
                 stored = again
                 continue
             await self._publish_status(stored.record)
-        return stored
+            return stored, True
+        return stored, False
+
+    async def _declare_dead(self, stored: StoredTask, now: float) -> StoredTask:
+        """Fail an open task whose replica stopped renewing its lease."""
+
+        def fail(found: StoredTask) -> bool:
+            if not found.lease_over(now):
+                return False
+            error = InternalError(
+                message=f"the replica {found.replica} running the task stopped answering "
+                f"(its lease ran out at {iso_time(found.lease_until)}): the task was lost",
+                data={"taskId": found.record.task_id, "replica": found.replica},
+            )
+            return found.record.fail(error, now)
+
+        return (await self._change_stored(stored, now, fail))[0]
 
     async def _cancel_stored(self, stored: StoredTask, now: float) -> StoredTask | None:
         """End a task another replica runs as ``cancelled`` (the store first, so the
         answer holds whatever that replica does), then tell it to stop the tool.
         None if it was over already."""
-        assert self.shared is not None
-        while stored.record.cancel(now):
-            try:
-                written = await self.shared.save(stored, now)
-            except TaskConflict:
-                again = await self.shared.load(stored.record.task_id, now)
-                if again is None:
-                    raise _unknown(stored.record.task_id) from None
-                stored = again
-                continue
-            await self._publish_status(written.record)
-            await self._tell_owner(
-                written, {"op": "cancel", "task": written.record.task_id, "at": now}
-            )
-            return written
-        return None
+        stored, changed = await self._change_stored(stored, now, lambda s: s.record.cancel(now))
+        if not changed:
+            return None
+        await self._tell_owner(stored, {"op": "cancel", "task": stored.record.task_id, "at": now})
+        return stored
 
     async def handle_shared(self, ctx: TaskContext, method: str) -> dict[str, Any]:
         """:meth:`handle` when replicas share the store."""

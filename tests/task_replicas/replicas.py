@@ -3,7 +3,6 @@ built on a shared task store."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +16,7 @@ from sansio_mcp.runtime._task_store import SharedTaskStore
 from sansio_mcp.runtime._tasks import TaskRunner
 from sansio_mcp_apps.example_server import add_task_tools
 from tests.auth.test_http import Backend
+from tests.auth.test_task_owners import _message
 from tests.transports.helpers import POST_HEADERS, modern_headers, modern_request
 
 CAPABILITIES = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
@@ -32,16 +32,6 @@ def replica(stores: Stores, *, shared: SharedTaskStore | None = None, lease: flo
         server.tasks.hub = server.hub
     add_task_tools(server, max_seconds=60)
     return server
-
-
-def _message(body: bytes) -> dict[str, Any]:
-    """The JSON-RPC answer in a JSON or SSE response body."""
-    text = body.decode()
-    if text.lstrip().startswith("{"):
-        return dict(json.loads(text))
-    data = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
-    answers = [json.loads(d) for d in data if d and ("result" in d or "error" in d)]
-    return dict(answers[-1])
 
 
 class Caller:

@@ -52,6 +52,16 @@ async def two_replicas(
         yield replica(a), replica(b)
 
 
+@asynccontextmanager
+async def served(
+    kind: str, backend: Backend, redis_url: str | None
+) -> AsyncIterator[tuple[Server, Server, Caller, Caller]]:
+    """:func:`two_replicas` served over Streamable HTTP, and a caller of each."""
+    async with two_replicas(kind, backend, redis_url) as (server_a, server_b):
+        async with backend.serve_http(server_a) as port_a, backend.serve_http(server_b) as port_b:
+            yield server_a, server_b, Caller(backend, port_a), Caller(backend, port_b)
+
+
 def redis_url_for(kind: str, request: pytest.FixtureRequest) -> str | None:
     return request.getfixturevalue("redis_url") if kind == "redis" else None
 
@@ -63,31 +73,26 @@ def test_a_task_made_on_a_is_answered_and_completed_through_b(
     redis_url = redis_url_for(kind, request)
 
     async def main() -> None:
-        async with two_replicas(kind, backend, redis_url) as (server_a, server_b):
-            async with (
-                backend.serve_http(server_a) as port_a,
-                backend.serve_http(server_b) as port_b,
-            ):
-                a, b = Caller(backend, port_a), Caller(backend, port_b)
-                created = await a.result(
-                    "tools/call", {"name": "approve_job", "arguments": {"job": "x"}}
-                )
-                assert created["resultType"] == "task"
-                task_id = created["taskId"]
-                parked = await b.poll(task_id, lambda t: t["status"] == "input_required")
-                [key] = parked["inputRequests"]
-                assert server_a.tasks.running == 1 and server_b.tasks.running == 0
-                # A malformed answer is refused on B, as on A.
-                bad = await b.ask("tasks/update", {"taskId": task_id, "inputResponses": {key: 1}})
-                assert bad["error"]["code"] == -32602
-                ack = await b.result(
-                    "tasks/update", {"taskId": task_id, "inputResponses": {key: APPROVE}}
-                )
-                assert {k for k in ack if k != "_meta"} == {"resultType"}
-                done = await b.poll(task_id, lambda t: t["status"] == "completed")
-                assert done["result"]["content"][0]["text"] == "x: done"
-                assert (await a.result("tasks/get", {"taskId": task_id}))["status"] == "completed"
-                assert server_a.tasks.running == 0
+        async with served(kind, backend, redis_url) as (server_a, server_b, a, b):
+            created = await a.result(
+                "tools/call", {"name": "approve_job", "arguments": {"job": "x"}}
+            )
+            assert created["resultType"] == "task"
+            task_id = created["taskId"]
+            parked = await b.poll(task_id, lambda t: t["status"] == "input_required")
+            [key] = parked["inputRequests"]
+            assert server_a.tasks.running == 1 and server_b.tasks.running == 0
+            # A malformed answer is refused on B, as on A.
+            bad = await b.ask("tasks/update", {"taskId": task_id, "inputResponses": {key: 1}})
+            assert bad["error"]["code"] == -32602
+            ack = await b.result(
+                "tasks/update", {"taskId": task_id, "inputResponses": {key: APPROVE}}
+            )
+            assert {k for k in ack if k != "_meta"} == {"resultType"}
+            done = await b.poll(task_id, lambda t: t["status"] == "completed")
+            assert done["result"]["content"][0]["text"] == "x: done"
+            assert (await a.result("tasks/get", {"taskId": task_id}))["status"] == "completed"
+            assert server_a.tasks.running == 0
 
     backend.run(main)
 
@@ -99,31 +104,24 @@ def test_a_task_running_on_a_is_cancelled_through_b(
     redis_url = redis_url_for(kind, request)
 
     async def main() -> None:
-        async with two_replicas(kind, backend, redis_url) as (server_a, server_b):
-            async with (
-                backend.serve_http(server_a) as port_a,
-                backend.serve_http(server_b) as port_b,
-            ):
-                a, b = Caller(backend, port_a), Caller(backend, port_b)
-                call = {"name": "long_job", "arguments": {"seconds": 30, "steps": 1}}
-                task_id = (await a.result("tools/call", call))["taskId"]
-                assert (await b.result("tasks/get", {"taskId": task_id}))["status"] == "working"
-                await b.result("tasks/cancel", {"taskId": task_id})
-                # The answer holds at once, on either replica, and A stops the tool.
-                assert (await b.result("tasks/get", {"taskId": task_id}))["status"] == "cancelled"
-                await a.poll(task_id, lambda t: t["status"] == "cancelled")
-                deadline = time.monotonic() + 10
-                while server_a.tasks.running:
-                    assert time.monotonic() < deadline, "the tool still runs on A"
-                    await backend.backend.sleep(0.05)
-                # Cancelled it stays: a late write of A's cannot undo it.
-                await backend.backend.sleep(0)
-                assert (await b.result("tasks/get", {"taskId": task_id}))["status"] == "cancelled"
-                # Another principal's id: unknown on B, as on A.
-                missing = await b.ask(
-                    "tasks/get", {"taskId": "00000000-0000-4000-8000-000000000000"}
-                )
-                assert missing["error"]["code"] == -32602
+        async with served(kind, backend, redis_url) as (server_a, _server_b, a, b):
+            call = {"name": "long_job", "arguments": {"seconds": 30, "steps": 1}}
+            task_id = (await a.result("tools/call", call))["taskId"]
+            assert (await b.result("tasks/get", {"taskId": task_id}))["status"] == "working"
+            await b.result("tasks/cancel", {"taskId": task_id})
+            # The answer holds at once, on either replica, and A stops the tool.
+            assert (await b.result("tasks/get", {"taskId": task_id}))["status"] == "cancelled"
+            await a.poll(task_id, lambda t: t["status"] == "cancelled")
+            deadline = time.monotonic() + 10
+            while server_a.tasks.running:
+                assert time.monotonic() < deadline, "the tool still runs on A"
+                await backend.backend.sleep(0.05)
+            # Cancelled it stays: a late write of A's cannot undo it.
+            await backend.backend.sleep(0)
+            assert (await b.result("tasks/get", {"taskId": task_id}))["status"] == "cancelled"
+            # Another principal's id: unknown on B, as on A.
+            missing = await b.ask("tasks/get", {"taskId": "00000000-0000-4000-8000-000000000000"})
+            assert missing["error"]["code"] == -32602
 
     backend.run(main)
 
@@ -225,33 +223,28 @@ def test_a_listener_on_b_hears_the_status_of_a_task_running_on_a(
     redis_url = redis_url_for(kind, request)
 
     async def main() -> None:
-        async with two_replicas(kind, backend, redis_url) as (server_a, server_b):
-            async with (
-                backend.serve_http(server_a) as port_a,
-                backend.serve_http(server_b) as port_b,
-            ):
-                a, b = Caller(backend, port_a), Caller(backend, port_b)
-                call = {"name": "approve_job", "arguments": {"job": "y"}}
-                task_id = (await a.result("tools/call", call))["taskId"]
-                parked = await b.poll(task_id, lambda t: t["status"] == "input_required")
-                [key] = parked["inputRequests"]
-                url = f"http://127.0.0.1:{port_b}/mcp"
-                handlers = ClientHandlers(tasks=True)
-                async with backend.backend.connect(
-                    [], url, "http", mode="modern", handlers=handlers
-                ) as client:
-                    async with client.listen(task_ids=[task_id]) as subscription:
-                        assert subscription.acknowledged_filter == {"taskIds": [task_id]}
-                        answer = {"taskId": task_id, "inputResponses": {key: APPROVE}}
-                        await a.result("tasks/update", answer)
-                        statuses = []
-                        async for method, params in subscription:
-                            assert method == "notifications/tasks" and params["taskId"] == task_id
-                            statuses.append(params["status"])
-                            if params["status"] == "completed":
-                                assert params["result"]["content"][0]["text"] == "y: done"
-                                break
-                assert statuses[-2:] == ["working", "completed"]
+        async with served(kind, backend, redis_url) as (_server_a, _server_b, a, b):
+            call = {"name": "approve_job", "arguments": {"job": "y"}}
+            task_id = (await a.result("tools/call", call))["taskId"]
+            parked = await b.poll(task_id, lambda t: t["status"] == "input_required")
+            [key] = parked["inputRequests"]
+            url = b.url
+            handlers = ClientHandlers(tasks=True)
+            async with backend.backend.connect(
+                [], url, "http", mode="modern", handlers=handlers
+            ) as client:
+                async with client.listen(task_ids=[task_id]) as subscription:
+                    assert subscription.acknowledged_filter == {"taskIds": [task_id]}
+                    answer = {"taskId": task_id, "inputResponses": {key: APPROVE}}
+                    await a.result("tasks/update", answer)
+                    statuses = []
+                    async for method, params in subscription:
+                        assert method == "notifications/tasks" and params["taskId"] == task_id
+                        statuses.append(params["status"])
+                        if params["status"] == "completed":
+                            assert params["result"]["content"][0]["text"] == "y: done"
+                            break
+            assert statuses[-2:] == ["working", "completed"]
 
     backend.run(main)
 
