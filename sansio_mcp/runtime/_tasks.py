@@ -620,10 +620,7 @@ class TaskRunner:
         if method == "tasks/get":
             return record.get_result()
         if method == "tasks/update":
-            responses: dict[str, Any] = ctx.params["inputResponses"]
-            for key in record.pending.keys() & responses.keys():
-                if not isinstance(responses[key], dict):
-                    raise InvalidParams(message=f"inputResponses[{key!r}] must be an object")
+            responses = _responses(ctx, record)
             was = record.status
             taken = record.answer(responses, ctx.now)
             if record.status is not was:
@@ -885,10 +882,7 @@ class TaskRunner:
                 await self._tell_owner(stored, {"op": "seen", "task": task_id, "at": ctx.now})
             return record.get_result()
         if method == "tasks/update":
-            responses: dict[str, Any] = ctx.params["inputResponses"]
-            for key in record.pending.keys() & responses.keys():
-                if not isinstance(responses[key], dict):
-                    raise InvalidParams(message=f"inputResponses[{key!r}] must be an object")
+            responses = _responses(ctx, record)
             if not record.terminal:
                 message = {"op": "update", "task": task_id, "responses": responses, "at": ctx.now}
                 await self._tell_owner(stored, message)
@@ -949,6 +943,16 @@ class TaskRunner:
 #: Tasks a replica remembers the owner of from the bus (for ``subscriptions/listen``).
 _MAX_KNOWN_TASKS = 10_000
 _TERMINAL_VALUES = frozenset(s.value for s in TaskStatus if s in TERMINAL_STATUSES)
+
+
+def _responses(ctx: TaskContext, record: TaskRecord) -> dict[str, Any]:
+    """``tasks/update``'s ``inputResponses``: -32602 unless each answer to a pending
+    request is an object."""
+    responses: dict[str, Any] = ctx.params["inputResponses"]
+    for key in record.pending.keys() & responses.keys():
+        if not isinstance(responses[key], dict):
+            raise InvalidParams(message=f"inputResponses[{key!r}] must be an object")
+    return responses
 
 
 def _unknown(task_id: str) -> InvalidParams:
