@@ -53,6 +53,7 @@ from ._task_store import (
     SharedTaskStore,
     StoredTask,
     TaskConflict,
+    TaskStores,
     shared_task_store,
 )
 from ._tasks import CancelTask, TaskStore, task_owner
@@ -121,6 +122,7 @@ __all__ = [
     "SharedTaskStore",
     "StoredTask",
     "TaskConflict",
+    "TaskStores",
     "shared_task_store",
     "unwrap_single_exception",
     "EventBus",

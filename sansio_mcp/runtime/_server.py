@@ -63,8 +63,7 @@ from .._versions import ALL_REVISIONS, MRTR_METHODS
 from ..auth._server import AccessToken, ResourceServer
 from ._driver import respond_with_failure, respond_with_result
 from ._primitives import Cancellable, Signal
-from ._stores import Stores
-from ._task_store import DEFAULT_TASK_LEASE
+from ._task_store import DEFAULT_TASK_LEASE, TaskStores
 from ._tasks import RunningTask, TaskRunner, TaskStart, TaskStore
 
 __all__ = ["Context", "ContextHost", "Server", "answer_request"]
@@ -412,7 +411,7 @@ class Server:
         task_limits: TaskLimits | None = None,
         handshake_tasks: bool = True,
         new_task_id: Callable[[], str] = random_task_id,
-        stores: Stores | None = None,
+        stores: TaskStores | None = None,
         task_lease: float = DEFAULT_TASK_LEASE,
     ) -> None:
         if page_size < 1:

@@ -10,7 +10,8 @@ else ``max_retention``).
 
 The single-process default is not this: a :class:`~sansio_mcp.runtime.TaskRunner`
 without a shared store keeps its records in a :class:`~sansio_mcp._tasks.TaskTable`.
-:func:`shared_task_store` picks the implementation from a :class:`Stores` bundle.
+:func:`shared_task_store` picks the implementation from a
+:class:`~sansio_mcp.runtime.Stores` bundle.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import attrs
 
 from .._errors import LocalProtocolError
 from .._tasks import TaskRecord
-from ._stores import Stores, StoreUnavailable
+from ._store_base import EventBus, RedisCommands, StoreUnavailable
 
 __all__ = [
     "DEFAULT_TASK_LEASE",
@@ -32,6 +33,7 @@ __all__ = [
     "SharedTaskStore",
     "StoredTask",
     "TaskConflict",
+    "TaskStores",
     "shared_task_store",
 ]
 
@@ -39,6 +41,23 @@ __all__ = [
 DEFAULT_TASK_LEASE = 5.0
 #: Seconds a record without a ``ttlMs`` is kept in a shared store (one day).
 DEFAULT_MAX_RETENTION = 86_400.0
+
+
+class TaskStores(Protocol):
+    """What tasks need of a :class:`~sansio_mcp.runtime.Stores` bundle (a bundle is
+    one; a Protocol, so that the runner, which the server imports, does not import
+    the store implementations)."""
+
+    @property
+    def events(self) -> EventBus: ...
+
+    @property
+    def redis(self) -> RedisCommands | None: ...
+
+    @property
+    def replica_id(self) -> str: ...
+
+    def key(self, *parts: str) -> str: ...
 
 
 class TaskConflict(Exception):
@@ -186,7 +205,7 @@ class RedisSharedTaskStore:
 
     def __init__(
         self,
-        stores: Stores,
+        stores: TaskStores,
         *,
         max_retention: float = DEFAULT_MAX_RETENTION,
     ) -> None:
@@ -256,7 +275,7 @@ class RedisSharedTaskStore:
 
 
 def shared_task_store(
-    stores: Stores | None, *, max_retention: float = DEFAULT_MAX_RETENTION
+    stores: TaskStores | None, *, max_retention: float = DEFAULT_MAX_RETENTION
 ) -> SharedTaskStore | None:
     """The task store replicas share through ``stores``: Redis when the bundle is
     Redis, else None (one process: the runner's own :class:`TaskTable`)."""

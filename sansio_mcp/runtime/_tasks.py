@@ -47,12 +47,13 @@ from .._tasks import (
     random_task_id,
 )
 from ._primitives import Cancellable, Signal
-from ._stores import Stores, StoreUnavailable
+from ._store_base import StoreUnavailable
 from ._task_store import (
     DEFAULT_TASK_LEASE,
     SharedTaskStore,
     StoredTask,
     TaskConflict,
+    TaskStores,
     shared_task_store,
 )
 
@@ -310,7 +311,7 @@ class TaskRunner:
         poll_interval_ms: int | None = 500,
         limits: TaskLimits | None = None,
         new_id: Callable[[], str] = random_task_id,
-        stores: Stores | None = None,
+        stores: TaskStores | None = None,
         shared: SharedTaskStore | None = None,
         lease: float = DEFAULT_TASK_LEASE,
     ) -> None:
