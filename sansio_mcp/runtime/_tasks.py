@@ -783,15 +783,18 @@ class TaskRunner:
     def _on_control(self, message: dict[str, Any]) -> None:
         """``tasks/update`` or ``tasks/cancel`` taken by another replica, for a task
         this one runs."""
-        running = self._local.get(message.get("task"))  # type: ignore[arg-type]
-        at = message.get("at")
+        task_id, at = message.get("task"), message.get("at")
+        running = self._local.get(task_id) if isinstance(task_id, str) else None
         if running is None or running.record.terminal or not isinstance(at, (int, float)):
             return
         record, op = running.record, message.get("op")
         record.seen(at)
-        if op == "update" and isinstance(message.get("responses"), dict):
+        responses = message.get("responses")
+        if op == "update" and isinstance(responses, dict):
+            # Checked by the replica that took the request; checked again, as any input.
+            responses = {k: v for k, v in responses.items() if isinstance(v, dict)}
             was = record.status
-            if record.answer(message["responses"], at) and record.status is was:
+            if record.answer(responses, at) and record.status is was:
                 running.kick()  # some answers taken, some still pending
             if record.status is not was:
                 running.wake()

@@ -9,6 +9,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 from sansio_mcp._errors import InternalError, LocalProtocolError
 from sansio_mcp._tasks import TaskRecord, TaskStatus
+from sansio_mcp.runtime import Stores
 from sansio_mcp.runtime._task_store import (
     MemorySharedTaskStore,
     SharedTaskStore,
@@ -24,6 +26,7 @@ from sansio_mcp.runtime._task_store import (
     TaskConflict,
     shared_task_store,
 )
+from sansio_mcp.runtime._tasks import RunningTask, TaskRunner
 from tests.auth.test_http import Backend
 
 KINDS = ["memory", "redis"]
@@ -222,3 +225,31 @@ def test_a_record_survives_its_json_form(
     back = TaskRecord.from_dict(json.loads(json.dumps(record.to_dict())))
     assert back == record
     assert back.detailed() == record.detailed()
+
+
+messages = st.dictionaries(
+    st.sampled_from(["op", "task", "at", "responses", "owner"]),
+    st.sampled_from(["update", "cancel", "seen", "t1", "approve"])
+    | json_values
+    | st.floats(allow_nan=True)
+    | st.dictionaries(st.sampled_from(["approve", "x"]), json_values),
+)
+
+
+@given(st.lists(messages, max_size=6))
+def test_no_bus_message_breaks_the_runner(batch: list[dict[str, Any]]) -> None:
+    """Whatever arrives on a task channel (a replica of another version, a stray
+    publisher), the runner's delivery neither raises nor leaves a task in a state its
+    machine does not allow."""
+    stores = Stores.memory(time.time, replica_id="A")
+    runner = TaskRunner(stores=stores, shared=MemorySharedTaskStore())
+    record = TaskRecord.new(100.0, ttl_ms=None, new_id=lambda: "t1")
+    record.ask({"approve": {"method": "elicitation/create", "params": {}}}, 100.0)
+    ctx = SimpleNamespace(hub=None, stateless=True)
+    running = RunningTask(record, ctx, lambda: 100.0, lambda r: None)  # type: ignore[arg-type]
+    runner._local["t1"] = running
+    for message in batch:
+        runner._on_control(message)
+        runner._on_status(message)
+        assert record.status in set(TaskStatus)
+        assert not (record.terminal and record.pending)
