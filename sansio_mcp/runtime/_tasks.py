@@ -774,7 +774,7 @@ class TaskRunner:
         if not isinstance(task_id, str):
             return
         self._remember(task_id, owner)
-        if task.get("status") in _TERMINAL_VALUES:
+        if isinstance(status := task.get("status"), str) and status in _TERMINAL_VALUES:
             for waiter in self._waiters.pop(task_id, []):
                 waiter.set()
         if self.hub is not None:

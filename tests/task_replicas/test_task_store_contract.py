@@ -227,9 +227,13 @@ def test_a_record_survives_its_json_form(
     assert back.detailed() == record.detailed()
 
 
+statuses = st.fixed_dictionaries(
+    {"taskId": st.sampled_from(["t1", "t2"]) | json_values, "status": json_values}
+)
 messages = st.dictionaries(
     st.sampled_from(["op", "task", "at", "responses", "owner"]),
-    st.sampled_from(["update", "cancel", "seen", "t1", "approve"])
+    statuses
+    | st.sampled_from(["update", "cancel", "seen", "t1", "approve"])
     | json_values
     | st.floats(allow_nan=True)
     | st.dictionaries(st.sampled_from(["approve", "x"]), json_values),
