@@ -13,7 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from sansio_mcp._errors import InternalError, LocalProtocolError
@@ -241,6 +241,8 @@ messages = st.dictionaries(
 
 
 @given(st.lists(messages, max_size=6))
+@example([{"owner": "anonymous", "task": {"taskId": "t1", "status": []}}])
+@example([{"op": "update", "task": ["t1"], "at": 1.0}])
 def test_no_bus_message_breaks_the_runner(batch: list[dict[str, Any]]) -> None:
     """Whatever arrives on a task channel (a replica of another version, a stray
     publisher), the runner's delivery neither raises nor leaves a task in a state its
