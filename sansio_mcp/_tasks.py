@@ -495,6 +495,26 @@ class TaskRecord:
             return None
         return self.created_at + self.ttl_ms / 1000
 
+    # Storage ----------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field as JSON-ready values (a shared store keeps it as JSON text)."""
+        data = attrs.asdict(self, recurse=False)
+        data["status"] = self.status.value
+        data["used_keys"] = sorted(self.used_keys)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TaskRecord:
+        """The record :meth:`to_dict` gave; ValueError naming what is missing or malformed."""
+        try:
+            fields = {f.name: data[f.name] for f in attrs.fields(cls) if f.name in data}
+            fields["status"] = TaskStatus(data["status"])
+            fields["used_keys"] = set(data.get("used_keys") or ())
+            return cls(**fields)
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"not a stored task record: {exc}") from None
+
     # Wire shapes ------------------------------------------------------------------------
 
     def task(self) -> dict[str, Any]:

@@ -47,6 +47,16 @@ from ._stores import (
     open_stores,
 )
 from ._task_client import TaskCancelled, ToolTask
+from ._task_store import (
+    DEFAULT_TASK_LEASE,
+    MemorySharedTaskStore,
+    RedisSharedTaskStore,
+    SharedTaskStore,
+    StoredTask,
+    TaskConflict,
+    TaskStores,
+    shared_task_store,
+)
 from ._tasks import CancelTask, TaskStore, task_owner
 from ._transports import Listener, TransportTable, stop_signals
 
@@ -108,6 +118,14 @@ __all__ = [
     "explained_exit",
     "stop_process",
     "task_owner",
+    "DEFAULT_TASK_LEASE",
+    "MemorySharedTaskStore",
+    "RedisSharedTaskStore",
+    "SharedTaskStore",
+    "StoredTask",
+    "TaskConflict",
+    "TaskStores",
+    "shared_task_store",
     "unwrap_single_exception",
     "EventBus",
     "EventSubscription",

@@ -10,6 +10,7 @@ adapter, or an embedder's own).
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import secrets
 import typing
@@ -63,6 +64,7 @@ from ..auth._server import AccessToken, ResourceServer
 from ._driver import respond_with_failure, respond_with_result
 from ._primitives import Cancellable, Signal
 from ._stores import Stores
+from ._task_store import DEFAULT_TASK_LEASE
 from ._tasks import RunningTask, TaskRunner, TaskStart, TaskStore
 
 __all__ = ["Context", "ContextHost", "Server", "answer_request"]
@@ -375,12 +377,19 @@ def _context_param(func: Handler) -> str | None:
     return None
 
 
+def _same(value: dict[str, Any]) -> dict[str, Any]:
+    return value
+
+
 class Server:
     """A registry of tools, resources, resource templates and prompts.
 
     ``handle(ctx)`` answers any request a :class:`ServerSession` hands over;
     capabilities are derived from what is registered.  ``new_task_id`` makes the
     ids of tasks (random UUIDs by default; inject a source for predictable ids).
+    ``stores`` (:func:`~sansio_mcp.runtime.open_stores`) whose store is shared makes
+    replicas share tasks, each running one renewing an owner lease of ``task_lease``
+    seconds (see :class:`~sansio_mcp.runtime.TaskRunner`); plain calls never touch it.
     """
 
     def __init__(
@@ -404,6 +413,7 @@ class Server:
         handshake_tasks: bool = True,
         new_task_id: Callable[[], str] = random_task_id,
         stores: Stores | None = None,
+        task_lease: float = DEFAULT_TASK_LEASE,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be positive")
@@ -440,7 +450,10 @@ class Server:
             poll_interval_ms=task_poll_interval_ms,
             limits=task_limits,
             new_id=new_task_id,
+            stores=stores,
+            lease=task_lease,
         )
+        self.tasks.hub = self.hub
         # What answers each request method (tasks/* aside: see _plan).
         self._planners: dict[str, Callable[[Context], dict[str, Any] | HandlerCall]] = {
             "tools/list": self._plan_tool_listing,
@@ -765,6 +778,9 @@ class Server:
         if _core_tasks(ctx):
             return self._plan_core_task(ctx)
         if ctx.method in TASK_METHODS:
+            if self.tasks.shared is not None:
+                kwargs = {"ctx": ctx, "method": ctx.method}
+                return HandlerCall(self.tasks.handle_shared, kwargs, _same)
             return self.tasks.handle(ctx, ctx.method)
         raise MethodNotFound(message=f"method not found: {ctx.method!r}")
 
@@ -777,10 +793,17 @@ class Server:
 
     def _plan_core_task(self, ctx: Context) -> dict[str, Any] | HandlerCall:
         """2025-11-25's ``tasks/get``, ``tasks/result``, ``tasks/list``, ``tasks/cancel``."""
+        shared = self.tasks.shared is not None
         if ctx.method == "tasks/list":
+            if shared:
+                page = functools.partial(self._page, ctx.params, "tasks")
+                return HandlerCall(self.tasks.listing_shared, {"ctx": ctx}, page)
             return self._page(ctx.params, "tasks", self.tasks.listing(ctx))
         if ctx.method == "tasks/result":
-            return HandlerCall(self.tasks.payload, {"ctx": ctx}, lambda value: value)
+            return HandlerCall(self.tasks.payload, {"ctx": ctx}, _same)
+        if shared:
+            kwargs = {"ctx": ctx, "method": ctx.method}
+            return HandlerCall(self.tasks.handle_core_shared, kwargs, _same)
         return self.tasks.handle_core(ctx, ctx.method)
 
     def _page(

@@ -1,9 +1,14 @@
-"""What the stores contract (:mod:`._stores`) and its Redis implementation
-(:mod:`._redis`) both need: the error and the key names."""
+"""What the stores contract (:mod:`._stores`), its Redis implementation
+(:mod:`._redis`) and the stores of each kind of state both need: the error, the key
+names, and the shapes of the Redis client and the event bus (here, importing
+nothing, so that a store the server imports does not import the implementations)."""
 
 from __future__ import annotations
 
-__all__ = ["StoreUnavailable", "namespaced"]
+from collections.abc import Callable
+from typing import Any, Protocol
+
+__all__ = ["EventBus", "EventSubscription", "RedisCommands", "StoreUnavailable", "namespaced"]
 
 
 class StoreUnavailable(Exception):
@@ -19,3 +24,41 @@ class StoreUnavailable(Exception):
 def namespaced(namespace: str, *parts: str) -> str:
     """A key or channel name of a deployment: ``namespace:part:part``."""
     return ":".join((namespace, *parts))
+
+
+class RedisCommands(Protocol):
+    """What the Redis stores need of a client: one command, or several in one round trip.
+
+    Replies come back decoded from RESP: bulk strings as ``bytes``, integers as
+    ``int``, arrays as ``list``, nil as None; an error reply raises
+    :class:`StoreUnavailable` naming the store and Redis's own message.  A lost
+    connection raises :class:`StoreUnavailable` at once; the next command connects
+    again (Redis coming back needs no restart here).
+    """
+
+    url: str
+
+    async def execute(self, *args: str | bytes | int | float) -> Any: ...
+
+    async def pipeline(
+        self, commands: list[tuple[str | bytes | int | float, ...]]
+    ) -> list[Any]: ...
+
+
+class EventSubscription(Protocol):
+    def close(self) -> None: ...
+
+
+class EventBus(Protocol):
+    """Messages (JSON objects) published on a named channel reach every replica
+    that subscribed to it, this one included; at most once, and only while
+    subscribed (no history: a late listener misses what came before)."""
+
+    async def publish(self, channel: str, message: dict[str, Any]) -> None: ...
+
+    def subscribe(
+        self, channel: str, deliver: Callable[[dict[str, Any]], None]
+    ) -> EventSubscription:
+        """Call ``deliver`` (from the bus's own task; it must not block) with each
+        message on ``channel`` until the subscription is closed."""
+        ...

@@ -25,7 +25,13 @@ import attrs
 
 from .._util import unwrap_single_exception
 from ._redis import RedisClient, RedisEventBus, RedisReplayCache
-from ._store_base import StoreUnavailable, namespaced
+from ._store_base import (
+    EventBus,
+    EventSubscription,
+    RedisCommands,
+    StoreUnavailable,
+    namespaced,
+)
 
 __all__ = [
     "EventBus",
@@ -39,44 +45,6 @@ __all__ = [
     "default_replica_id",
     "open_stores",
 ]
-
-
-class RedisCommands(Protocol):
-    """What the Redis stores need of a client: one command, or several in one round trip.
-
-    Replies come back decoded from RESP: bulk strings as ``bytes``, integers as
-    ``int``, arrays as ``list``, nil as None; an error reply raises
-    :class:`StoreUnavailable` naming the store and Redis's own message.  A lost
-    connection raises :class:`StoreUnavailable` at once; the next command connects
-    again (Redis coming back needs no restart here).
-    """
-
-    url: str
-
-    async def execute(self, *args: str | bytes | int | float) -> Any: ...
-
-    async def pipeline(
-        self, commands: list[tuple[str | bytes | int | float, ...]]
-    ) -> list[Any]: ...
-
-
-class EventSubscription(Protocol):
-    def close(self) -> None: ...
-
-
-class EventBus(Protocol):
-    """Messages (JSON objects) published on a named channel reach every replica
-    that subscribed to it, this one included; at most once, and only while
-    subscribed (no history: a late listener misses what came before)."""
-
-    async def publish(self, channel: str, message: dict[str, Any]) -> None: ...
-
-    def subscribe(
-        self, channel: str, deliver: Callable[[dict[str, Any]], None]
-    ) -> EventSubscription:
-        """Call ``deliver`` (from the bus's own task; it must not block) with each
-        message on ``channel`` until the subscription is closed."""
-        ...
 
 
 class ReplayCache(Protocol):

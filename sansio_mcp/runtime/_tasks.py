@@ -37,14 +37,25 @@ from .._registry import HandlerCall, SessionHub
 from .._tasks import (
     ANONYMOUS_OWNER,
     RELATED_TASK,
+    TERMINAL_STATUSES,
     TaskLimits,
     TaskRecord,
     TaskStatus,
     TaskTable,
+    iso_time,
     owner_key,
     random_task_id,
 )
 from ._primitives import Cancellable, Signal
+from ._store_base import StoreUnavailable
+from ._task_store import (
+    DEFAULT_TASK_LEASE,
+    SharedTaskStore,
+    StoredTask,
+    TaskConflict,
+    TaskStores,
+    shared_task_store,
+)
 
 __all__ = [
     "CancelTask",
@@ -186,6 +197,11 @@ class RunningTask:
         self._announce: Callable[[TaskRecord], None] = announce
         self._wake: Signal | None = None
         self.handle: Cancellable | None = None
+        #: Shared store only: the stored version this replica last wrote, whether the
+        #: record changed since, and what wakes the task's writer.
+        self.version = 0
+        self.dirty = False
+        self._kick: Signal | None = None
         #: What gives the task up once it is overdue (see :meth:`TaskRunner._watch`).
         self.watch: Callable[[], Awaitable[None]] | None = None
         self._watcher: Cancellable | None = None
@@ -253,6 +269,12 @@ class RunningTask:
         if self._wake is not None:
             self._wake.set()
 
+    def kick(self) -> None:
+        """The record changed: its writer stores and announces it."""
+        self.dirty = True
+        if self._kick is not None:
+            self._kick.set()
+
 
 def task_owner(ctx: TaskContext) -> str:
     """Whose task a request makes, and whose tasks it may see (:func:`owner_key`):
@@ -271,6 +293,14 @@ class TaskRunner:
     ``limits`` caps the tasks that have not ended and how long one may wait
     (:class:`~sansio_mcp._tasks.TaskLimits`); ``new_id`` makes each task's id
     (random UUIDs by default; give one of your own for ids tests can predict).
+
+    Replicas: with ``stores`` (:class:`~sansio_mcp.runtime.Stores`) whose store is
+    shared (Redis), or an explicit ``shared`` store, records live there instead
+    (see :mod:`._task_store`): any replica answers ``tasks/*`` for any task, the
+    one running it applies ``tasks/update`` and ``tasks/cancel`` sent over the
+    bundle's event bus, renews its owner lease (``lease`` seconds, renewed every
+    third of it) and publishes every status change; a reader that finds an open
+    task whose lease ran out fails it (its replica died; it is never run again).
     """
 
     def __init__(
@@ -281,11 +311,34 @@ class TaskRunner:
         poll_interval_ms: int | None = 500,
         limits: TaskLimits | None = None,
         new_id: Callable[[], str] = random_task_id,
+        stores: TaskStores | None = None,
+        shared: SharedTaskStore | None = None,
+        lease: float = DEFAULT_TASK_LEASE,
     ) -> None:
         if ttl_ms is not None and poll_interval_ms is not None and poll_interval_ms > ttl_ms:
             # A client polling this slowly could find a finished task already forgotten.
             raise ValueError("poll_interval_ms must not exceed ttl_ms")
+        if not lease > 0:
+            raise ValueError("lease must be a positive number of seconds")
         self.store: TaskStore = store if store is not None else TaskTable()
+        #: Where records live when replicas share them (None: :attr:`store`, this process).
+        self.shared = shared if shared is not None else shared_task_store(stores)
+        if self.shared is not None and stores is None:
+            raise ValueError("a shared task store needs the Stores bundle (its event bus)")
+        self.stores = stores
+        self.lease = lease
+        #: Where status pushes for listeners on this replica go (the server's hub).
+        self.hub: SessionHub | None = None
+        #: Tasks this replica runs whose latest state is not stored yet (their writer runs).
+        self._local: dict[str, RunningTask] = {}
+        #: task id -> owner of tasks heard of on the bus (``subscriptions/listen`` checks).
+        self._known: dict[str, str] = {}
+        self._subscriptions: list[Any] = []
+        if self.shared is not None and stores is not None:
+            self._subscriptions = [
+                stores.events.subscribe(self._control_channel(stores.replica_id), self._on_control),
+                stores.events.subscribe(stores.key("task-status"), self._on_status),
+            ]
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
         self.limits = limits if limits is not None else TaskLimits()
@@ -342,7 +395,8 @@ class TaskRunner:
                 owner=owner,
                 new_id=self.new_id,
             )
-            self.store.add(record)
+            if self.shared is None:
+                self.store.add(record)
             running = RunningTask(record, ctx, now, lambda r: self._announce(ctx, r))
             running.handle = handle
             started()
@@ -388,6 +442,8 @@ class TaskRunner:
         finally:
             started()
         if "task" in outcome:
+            if self.shared is not None:
+                await self._create(ctx, outcome["task"])
             return outcome["created"]  # type: ignore[no-any-return]
         if outcome["error"] is not None:
             return settle_error(outcome["error"])
@@ -482,7 +538,12 @@ class TaskRunner:
         if record.terminal:
             for waiter in self._waiters.pop(record.task_id, []):
                 waiter.set()
+        local = self._local.get(record.task_id)
+        if local is not None:
+            local.kick()  # stored, then published to every replica's listeners
         if ctx.hub is None:
+            return
+        if self.shared is not None and ctx.stateless:
             return
         if ctx.stateless:
             ctx.hub.task_status(record.detailed())
@@ -492,7 +553,13 @@ class TaskRunner:
 
     def visible(self, task_id: str, owner: str) -> bool:
         """Whether ``owner`` may see task ``task_id`` (``subscriptions/listen``), as of
-        the latest request's time."""
+        the latest request's time (shared store: a task this replica runs or heard of
+        on the bus)."""
+        if self.shared is not None:
+            local = self._local.get(task_id) or self._running.get(task_id)
+            if local is not None:
+                return local.record.owner == owner
+            return self._known.get(task_id) == owner
         try:
             self.store.get(task_id, self._now, owner)
         except InvalidParams:
@@ -506,9 +573,13 @@ class TaskRunner:
         self._now = max(self._now, ctx.now)
         return self.store.get(task_id, ctx.now, task_owner(ctx))
 
-    def handle_core(self, ctx: TaskContext, method: str) -> dict[str, Any]:
-        """``tasks/get`` or ``tasks/cancel`` on a 2025-11-25 session: the ``Task``."""
-        record = self._owned(ctx, ctx.params["taskId"])
+    def handle_core(
+        self, ctx: TaskContext, method: str, record: TaskRecord | None = None
+    ) -> dict[str, Any]:
+        """``tasks/get`` or ``tasks/cancel`` on a 2025-11-25 session: the ``Task``
+        (of ``record``, the caller's task found already, if given)."""
+        if record is None:
+            record = self._owned(ctx, ctx.params["taskId"])
         if method == "tasks/cancel":
             if not record.cancel(ctx.now):
                 raise InvalidParams(
@@ -522,6 +593,8 @@ class TaskRunner:
 
     async def payload(self, ctx: TaskContext) -> dict[str, Any]:
         """``tasks/result``: wait for the task to end; its result (or error)."""
+        if self.shared is not None:
+            return await self._shared_payload(ctx)
         record = self._owned(ctx, ctx.params["taskId"])
         while not record.terminal:
             signal = ctx.new_signal()
@@ -535,25 +608,28 @@ class TaskRunner:
 
     # tasks/get, tasks/update, tasks/cancel ---------------------------------------------
 
-    def handle(self, ctx: TaskContext, method: str) -> dict[str, Any]:
-        """The result of a ``tasks/*`` request (the core checked its shape)."""
-        record = self._owned(ctx, ctx.params["taskId"])
+    def handle(
+        self, ctx: TaskContext, method: str, record: TaskRecord | None = None
+    ) -> dict[str, Any]:
+        """The result of a ``tasks/*`` request (the core checked its shape), about
+        ``record`` (the caller's task found already) if given."""
+        if record is None:
+            record = self._owned(ctx, ctx.params["taskId"])
         running = self._running.get(record.task_id)
         if method != "tasks/cancel":
             record.seen(ctx.now)
         if method == "tasks/get":
             return record.get_result()
         if method == "tasks/update":
-            responses: dict[str, Any] = ctx.params["inputResponses"]
-            for key in record.pending.keys() & responses.keys():
-                if not isinstance(responses[key], dict):
-                    raise InvalidParams(message=f"inputResponses[{key!r}] must be an object")
+            responses = _responses(ctx, record)
             was = record.status
-            record.answer(responses, ctx.now)
+            taken = record.answer(responses, ctx.now)
             if record.status is not was:
                 if running is not None:
                     running.wake()
                 self._announce(ctx, record)
+            elif taken and (local := self._local.get(record.task_id)) is not None:
+                local.kick()  # some answers taken: stored for the other replicas
             return {}
         # tasks/cancel: cooperative, and idempotent on a task that is over.
         if record.cancel(ctx.now):
@@ -561,3 +637,327 @@ class TaskRunner:
                 running.handle.cancel()
             self._announce(ctx, record)
         return {}
+
+    # Replicas sharing a store (``shared``) ---------------------------------------------
+
+    def _control_channel(self, replica: str) -> str:
+        """Where ``tasks/update`` and ``tasks/cancel`` reach the replica running a task."""
+        assert self.stores is not None
+        return self.stores.key("task-control", replica)
+
+    def _store_error(self, exc: StoreUnavailable) -> InternalError:
+        """The JSON-RPC error of a request the shared store failed (it names the store)."""
+        return InternalError(message=str(exc), data={"store": exc.store})
+
+    def _alarm(self, ctx: TaskContext, seconds: float, signal: Signal) -> Cancellable:
+        """Set ``signal`` after ``seconds`` (a wait with a bound, backend-neutral)."""
+
+        async def ring() -> None:
+            await ctx.sleep(seconds)
+            signal.set()
+
+        return ctx.start_background(ring)
+
+    async def _create(self, ctx: TaskContext, running: RunningTask) -> None:
+        """Store the new task before its ``CreateTaskResult`` goes out, then keep it
+        stored (:meth:`_write`).  The store failing stops the tool at once: -32603
+        naming the store, and nothing of the task is left to run later."""
+        assert self.shared is not None and self.stores is not None
+        record, now = running.record, running.now()
+        before = record.to_dict()
+        stored = StoredTask(record, 0, self.stores.replica_id, now + self.lease)
+        try:
+            await self.shared.create(stored, now)
+        except StoreUnavailable as exc:
+            self._running.pop(record.task_id, None)
+            running.unwatch()
+            if running.handle is not None:
+                running.handle.cancel()
+            raise self._store_error(exc) from None
+        running.dirty = record.to_dict() != before  # it moved on while being stored
+        self._local[record.task_id] = running
+        self._remember(record.task_id, record.owner)
+        await self._publish_status(record)
+        ctx.start_background(lambda: self._write(ctx, running))
+
+    async def _write(self, ctx: TaskContext, running: RunningTask) -> None:
+        """The task's one writer: stores its record whenever it changes (then tells
+        every replica) and at least every third of the lease (renewing it), until
+        its end is stored.  Losing a compare-and-set means a reader failed the task
+        (its lease ran out) or ``tasks/cancel`` ended it on another replica: the
+        stored end stands and the tool is stopped."""
+        assert self.shared is not None and self.stores is not None
+        task_id = running.record.task_id
+        try:
+            while True:
+                signal = running._kick = ctx.new_signal()
+                if not running.dirty:
+                    alarm = self._alarm(ctx, self.lease / 3, signal)
+                    await signal.wait()
+                    alarm.cancel()
+                announce, running.dirty = running.dirty, False
+                record, now = running.record, running.now()
+                stored = StoredTask(record, running.version, self.stores.replica_id)
+                stored.lease_until = now + self.lease
+                try:
+                    written = await self.shared.save(stored, now)
+                except TaskConflict:
+                    if await self._adopt(running, now):
+                        return
+                    continue
+                except StoreUnavailable:
+                    running.dirty = running.dirty or announce
+                    await ctx.sleep(min(self.lease / 3, 0.5))
+                    continue
+                running.version = written.version
+                if announce:
+                    await self._publish_status(record)
+                if record.terminal:
+                    return
+        finally:
+            self._local.pop(task_id, None)
+
+    async def _adopt(self, running: RunningTask, now: float) -> bool:
+        """After a lost compare-and-set: take the stored state.  True when it ended the
+        task (the tool is stopped); False to write ours again over its version."""
+        assert self.shared is not None
+        record = running.record
+        try:
+            stored = await self.shared.load(record.task_id, now)
+        except StoreUnavailable:
+            running.dirty = True
+            return False
+        if stored is not None and not stored.record.terminal:
+            running.version = stored.version
+            running.dirty = True
+            return False
+        if stored is not None:
+            for field in attrs.fields(TaskRecord):
+                setattr(record, field.name, getattr(stored.record, field.name))
+        self._running.pop(record.task_id, None)
+        running.unwatch()
+        if running.handle is not None:
+            running.handle.cancel()
+        for waiter in self._waiters.pop(record.task_id, []):
+            waiter.set()
+        return True
+
+    async def _publish_status(self, record: TaskRecord) -> None:
+        """Tell every replica (this one too) the task's state, for its listeners."""
+        assert self.stores is not None
+        message = {"owner": record.owner, "task": record.detailed()}
+        try:
+            await self.stores.events.publish(self.stores.key("task-status"), message)
+        except StoreUnavailable:
+            pass  # pushes are at most once; pollers read the store
+
+    async def _tell_owner(self, stored: StoredTask, message: dict[str, Any]) -> None:
+        await self._publish(self._control_channel(stored.replica), message)
+
+    async def _publish(self, channel: str, message: dict[str, Any]) -> None:
+        assert self.stores is not None
+        await self.stores.events.publish(channel, message)
+
+    def _remember(self, task_id: str, owner: str) -> None:
+        """Note whose a task is (bounded: the oldest is forgotten first)."""
+        self._known.pop(task_id, None)
+        self._known[task_id] = owner
+        while len(self._known) > _MAX_KNOWN_TASKS:
+            del self._known[next(iter(self._known))]
+
+    def _on_status(self, message: dict[str, Any]) -> None:
+        """A task's new state, from the bus: to this replica's listeners."""
+        task, owner = message.get("task"), message.get("owner")
+        if not isinstance(task, dict) or not isinstance(owner, str):
+            return
+        task_id = task.get("taskId")
+        if not isinstance(task_id, str):
+            return
+        self._remember(task_id, owner)
+        if isinstance(status := task.get("status"), str) and status in _TERMINAL_VALUES:
+            for waiter in self._waiters.pop(task_id, []):
+                waiter.set()
+        if self.hub is not None:
+            self.hub.task_status(task)
+
+    def _on_control(self, message: dict[str, Any]) -> None:
+        """``tasks/update`` or ``tasks/cancel`` taken by another replica, for a task
+        this one runs."""
+        task_id, at = message.get("task"), message.get("at")
+        running = self._local.get(task_id) if isinstance(task_id, str) else None
+        if running is None or running.record.terminal or not isinstance(at, (int, float)):
+            return
+        record, op = running.record, message.get("op")
+        record.seen(at)
+        responses = message.get("responses")
+        if op == "update" and isinstance(responses, dict):
+            # Checked by the replica that took the request; checked again, as any input.
+            responses = {k: v for k, v in responses.items() if isinstance(v, dict)}
+            was = record.status
+            if record.answer(responses, at) and record.status is was:
+                running.kick()  # some answers taken, some still pending
+            if record.status is not was:
+                running.wake()
+                self._announce(running._ctx, record)
+        elif op == "cancel":
+            # The cancelling replica stored the end; our writer finds it and stops.
+            record.cancel(at)
+            self._running.pop(record.task_id, None)
+            running.unwatch()
+            running.kick()
+            if running.handle is not None:
+                running.handle.cancel()
+
+    async def _find(self, ctx: TaskContext, task_id: str) -> tuple[TaskRecord, StoredTask | None]:
+        """The caller's task: this replica's own record while it runs here, else the
+        stored one (failed first if its replica's lease ran out); -32602 if unknown."""
+        assert self.shared is not None
+        owner = task_owner(ctx)
+        local = self._local.get(task_id)
+        if local is not None:
+            if local.record.owner != owner:
+                raise _unknown(task_id)
+            return local.record, None
+        stored = await self.shared.load(task_id, ctx.now, owner)
+        if stored is None:
+            raise _unknown(task_id)
+        self._remember(task_id, owner)
+        return (await self._declare_dead(stored, ctx.now)).record, stored
+
+    async def _change_stored(
+        self, stored: StoredTask, now: float, change: Callable[[StoredTask], bool]
+    ) -> tuple[StoredTask, bool]:
+        """Apply ``change`` (False: it does not apply) and save, a compare-and-set: on a
+        conflict reload and apply again (of two replicas one writes, the other sees
+        what it wrote); then tell every replica.  The stored task, and whether it changed."""
+        assert self.shared is not None
+        while change(stored):
+            try:
+                stored = await self.shared.save(stored, now)
+            except TaskConflict:
+                again = await self.shared.load(stored.record.task_id, now)
+                if again is None:
+                    raise _unknown(stored.record.task_id) from None
+                stored = again
+                continue
+            await self._publish_status(stored.record)
+            return stored, True
+        return stored, False
+
+    async def _declare_dead(self, stored: StoredTask, now: float) -> StoredTask:
+        """Fail an open task whose replica stopped renewing its lease."""
+
+        def fail(found: StoredTask) -> bool:
+            if not found.lease_over(now):
+                return False
+            error = InternalError(
+                message=f"the replica {found.replica} running the task stopped answering "
+                f"(its lease ran out at {iso_time(found.lease_until)}): the task was lost",
+                data={"taskId": found.record.task_id, "replica": found.replica},
+            )
+            return found.record.fail(error, now)
+
+        return (await self._change_stored(stored, now, fail))[0]
+
+    async def _cancel_stored(self, stored: StoredTask, now: float) -> StoredTask | None:
+        """End a task another replica runs as ``cancelled`` (the store first, so the
+        answer holds whatever that replica does), then tell it to stop the tool.
+        None if it was over already."""
+        stored, changed = await self._change_stored(stored, now, lambda s: s.record.cancel(now))
+        if not changed:
+            return None
+        await self._tell_owner(stored, {"op": "cancel", "task": stored.record.task_id, "at": now})
+        return stored
+
+    async def handle_shared(self, ctx: TaskContext, method: str) -> dict[str, Any]:
+        """:meth:`handle` when replicas share the store."""
+        try:
+            return await self._handle_shared(ctx, method)
+        except StoreUnavailable as exc:
+            raise self._store_error(exc) from None
+
+    async def _handle_shared(self, ctx: TaskContext, method: str) -> dict[str, Any]:
+        task_id: str = ctx.params["taskId"]
+        record, stored = await self._find(ctx, task_id)
+        if stored is None:  # this replica runs it: as in one process
+            return self.handle(ctx, method, record)
+        if method == "tasks/get":
+            if self.limits.unpolled_ttl_ms is not None and not record.terminal:
+                await self._tell_owner(stored, {"op": "seen", "task": task_id, "at": ctx.now})
+            return record.get_result()
+        if method == "tasks/update":
+            responses = _responses(ctx, record)
+            if not record.terminal:
+                message = {"op": "update", "task": task_id, "responses": responses, "at": ctx.now}
+                await self._tell_owner(stored, message)
+            return {}
+        await self._cancel_stored(stored, ctx.now)
+        return {}
+
+    async def handle_core_shared(self, ctx: TaskContext, method: str) -> dict[str, Any]:
+        """:meth:`handle_core` when replicas share the store."""
+        try:
+            record, stored = await self._find(ctx, ctx.params["taskId"])
+            if stored is None:
+                return self.handle_core(ctx, method, record)
+            if method == "tasks/cancel":
+                written = await self._cancel_stored(stored, ctx.now)
+                if written is None:
+                    raise InvalidParams(
+                        message=f"task {record.task_id} is already {record.status.value}"
+                    )
+                record = written.record
+            return record.core_task()
+        except StoreUnavailable as exc:
+            raise self._store_error(exc) from None
+
+    async def listing_shared(self, ctx: TaskContext) -> list[dict[str, Any]]:
+        """:meth:`listing` when replicas share the store."""
+        assert self.shared is not None
+        try:
+            found = await self.shared.owned(task_owner(ctx), ctx.now)
+            return [(await self._declare_dead(s, ctx.now)).record.core_task() for s in found]
+        except StoreUnavailable as exc:
+            raise self._store_error(exc) from None
+
+    async def _shared_payload(self, ctx: TaskContext) -> dict[str, Any]:
+        """``tasks/result`` over a shared store: woken by the task's end on the bus,
+        and reading the store again every third of the lease (a push may be missed,
+        and a dead replica's task is failed only by a reader)."""
+        task_id = ctx.params["taskId"]
+        while True:
+            try:
+                record, _ = await self._find(ctx, task_id)
+            except StoreUnavailable as exc:
+                raise self._store_error(exc) from None
+            if record.terminal:
+                return record.core_payload()
+            signal = ctx.new_signal()
+            waiters = self._waiters.setdefault(task_id, [])
+            waiters.append(signal)
+            alarm = self._alarm(ctx, self.lease / 3, signal)
+            try:
+                await signal.wait()
+            finally:
+                alarm.cancel()
+                if signal in self._waiters.get(task_id, ()):
+                    self._waiters[task_id].remove(signal)
+
+
+#: Tasks a replica remembers the owner of from the bus (for ``subscriptions/listen``).
+_MAX_KNOWN_TASKS = 10_000
+_TERMINAL_VALUES = frozenset(s.value for s in TaskStatus if s in TERMINAL_STATUSES)
+
+
+def _responses(ctx: TaskContext, record: TaskRecord) -> dict[str, Any]:
+    """``tasks/update``'s ``inputResponses``: -32602 unless each answer to a pending
+    request is an object."""
+    responses: dict[str, Any] = ctx.params["inputResponses"]
+    for key in record.pending.keys() & responses.keys():
+        if not isinstance(responses[key], dict):
+            raise InvalidParams(message=f"inputResponses[{key!r}] must be an object")
+    return responses
+
+
+def _unknown(task_id: str) -> InvalidParams:
+    return InvalidParams(message=f"unknown or expired task: {task_id!r}")
