@@ -29,6 +29,7 @@ from ...gateway import (
     move,
     status_report,
 )
+from ._parked import ParkingLimits, ParkingLot
 from ._record import CallRecorder
 from ._server import GatewayServer
 from ._upstream import Opener, Upstream, UpstreamSettings
@@ -122,6 +123,16 @@ class Gateway:
             )
             for c in config.connectors
         }
+        #: Calls of handshake-era upstreams whose question waits for a 2026-07-28
+        #: client's retry (docs/gateway.md, "Questions across eras").
+        self.parking = ParkingLot(
+            backend,
+            ParkingLimits(
+                config.parked_call_timeout,
+                config.max_parked_calls,
+                config.max_parked_calls_per_principal,
+            ),
+        )
         self.server = GatewayServer(
             self.catalog,
             self.upstreams,
@@ -134,6 +145,7 @@ class Gateway:
             clock=backend.clock,
             wall_clock=backend.wall_clock,
             relay_questions=config.relay_questions_to_handshake_clients,
+            parking=self.parking,
         )
         self._hint_pending = False
         self._hint_wake: Signal | None = None
@@ -203,6 +215,7 @@ class Gateway:
         been tried once, then run ``serve()`` beside them until cancelled."""
         try:
             async with self.backend.open_task_group() as group:
+                group.start_soon(self.parking.run)
                 for upstream in self.upstreams.values():
                     group.start_soon(upstream.run)
                 async with self.backend.move_on_after(startup_wait):

@@ -37,8 +37,9 @@ from sansio_mcp.capabilities import (
 from sansio_mcp.runtime import Context, ProgressCallback, Server
 
 from ...gateway import Access, Catalog, fit_input_request, fit_tool_result
+from ._parked import PARKED_STATE_PREFIX, ParkedCall, ParkingLot, Question
 from ._record import CallRecord
-from ._upstream import ConnectorUnavailable, Upstream
+from ._upstream import Ask, ConnectorUnavailable, Upstream
 
 __all__ = ["META_MISSING_CONNECTORS", "GatewayServer"]
 
@@ -62,7 +63,9 @@ class GatewayServer(Server):
     (``virtual_catalogs``).  ``record``, if given, is told of every tools/call
     (timed with ``clock``, dated with ``wall_clock``).  ``relay_questions`` puts
     what an upstream asks to handshake-era clients (outside the spec: they are
-    taken to have declared what they may not have); without it they get -32021."""
+    taken to have declared what they may not have); without it they get -32021.
+    ``parking``, when running, parks the call of a 2026-07-28 client whose
+    handshake-era upstream asks mid-call, and asks the client by MRTR."""
 
     def __init__(
         self,
@@ -78,6 +81,7 @@ class GatewayServer(Server):
         clock: Callable[[], float] | None = None,
         wall_clock: Callable[[], float] | None = None,
         relay_questions: bool = False,
+        parking: ParkingLot | None = None,
     ) -> None:
         super().__init__(
             name, version, page_size=page_size, logging=False, cache_hints=GATEWAY_CACHE_HINTS
@@ -94,6 +98,7 @@ class GatewayServer(Server):
         self.clock = clock
         self.wall_clock = wall_clock
         self.relay_questions = relay_questions
+        self.parking = parking
 
     def _access(self, ctx: Context) -> Access:
         return self.access.get(ctx.session) or Access()
@@ -182,25 +187,26 @@ class GatewayServer(Server):
             )
 
     async def _call(self, ctx: Context, connector: str, params: dict[str, Any]) -> dict[str, Any]:
+        state = params.get("requestState")
+        if isinstance(state, str) and state.startswith(PARKED_STATE_PREFIX):
+            return await self._resume(ctx, state[len(PARKED_STATE_PREFIX) :])
         upstream = self.upstreams[connector]
+        client = upstream.client
+        if (
+            ctx.stateless
+            and self.parking is not None
+            and self.parking.running
+            and not (client is not None and client.session.is_modern)
+        ):
+            return await self._park(ctx, connector, params)
         # What a handshake-era upstream asked mid-call that this client could not be asked.
         refused: list[MCPError] = []
         ask: Any = None
         if not ctx.stateless:
             ask = partial(_relay if self.relay_questions else _not_asked, ctx, refused)
-
-        async def call(sent: dict[str, Any]) -> dict[str, Any]:
-            try:
-                return await upstream.call(sent, on_progress=_progress_relay(ctx), ask=ask)
-            except MCPError as exc:
-                if refused:
-                    raise refused[0] from None  # what the client lacks, not how it failed
-                if exc.code == ErrorCode.URL_ELICITATION_REQUIRED:
-                    return _url_elicitation(ctx, exc, self.relay_questions)
-                # The client called connector.tool: say which upstream answered so.
-                message = f"connector {connector!r}: {exc.message}"
-                raise MCPError(exc.code, message, exc.data) from None
-
+        call = partial(
+            self._send, ctx, connector, ask=ask, refused=refused, on_progress=_progress_relay(ctx)
+        )
         try:
             result = await call(params)
             for _ in range(MAX_INPUT_ROUNDS):
@@ -215,15 +221,165 @@ class GatewayServer(Server):
                     params["requestState"] = result["requestState"]
                 result = await call(params)
         except ConnectorUnavailable as exc:
-            reason = f": {exc.args[1]}" if len(exc.args) > 1 else ""
-            return ToolResult.text(
-                f"connector {connector!r} is unavailable{reason}; the gateway is reconnecting, "
-                "try again shortly",
-                is_error=True,
-            ).to_result()
+            return _unavailable(connector, exc)
         if refused and result.get("isError") is True:
             raise refused[0]
         return _downstream(ctx, result)
+
+    async def _send(
+        self,
+        ctx: Context,
+        connector: str,
+        params: dict[str, Any],
+        *,
+        ask: Ask | None,
+        refused: list[MCPError],
+        on_progress: ProgressCallback | None,
+    ) -> dict[str, Any]:
+        """One tools/call upstream, its errors as the client is told them."""
+        try:
+            return await self.upstreams[connector].call(params, on_progress=on_progress, ask=ask)
+        except MCPError as exc:
+            if refused:
+                raise refused[0] from None  # what the client lacks, not how it failed
+            if exc.code == ErrorCode.URL_ELICITATION_REQUIRED:
+                return _url_elicitation(ctx, exc, self.relay_questions)
+            # The client called connector.tool: say which upstream answered so.
+            message = f"connector {connector!r}: {exc.message}"
+            raise MCPError(exc.code, message, exc.data) from None
+
+    # Questions across eras: a handshake-era upstream asks a 2026-07-28 client --------
+
+    async def _park(self, ctx: Context, connector: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Call upstream from the parking lot: a question it asks mid-call parks the
+        call and goes to the client as ``input_required``."""
+        assert self.parking is not None
+
+        async def work(call: ParkedCall) -> dict[str, Any]:
+            ask = partial(self._parked_question, ctx, call)
+            send = self._send(
+                ctx,
+                connector,
+                params,
+                ask=ask,
+                refused=call.refused,
+                on_progress=call.relay_progress,
+            )
+            try:
+                return await send
+            except ConnectorUnavailable as exc:
+                return _unavailable(connector, exc)
+
+        call = self.parking.start(self._access(ctx).principal, _request_of(ctx), work)
+        return await self._round(ctx, call)
+
+    async def _parked_question(
+        self, ctx: Context, call: ParkedCall, method: str, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The upstream's mid-call question, put to the client of ``call`` by MRTR
+        when it declared what the question needs; -32021 naming what it lacks, else."""
+        assert self.parking is not None
+        params = fit_input_request(method, params, _client_revision(ctx))
+        requests = {"asked": {"method": method, "params": params}}
+        problem = check_params(method, params)
+        missing = missing_input_capabilities(requests, call.capabilities)
+        try:
+            if problem:
+                raise MCPError(ErrorCode.INTERNAL_ERROR, f"the upstream asked invalidly: {problem}")
+            if missing:
+                raise MissingRequiredClientCapability(
+                    message=f"the upstream needs input this client did not declare "
+                    f"({json.dumps(missing)})",
+                    data={"requiredCapabilities": missing},
+                )
+            self.parking.admit(call)
+        except MCPError as exc:
+            call.refused.append(exc)
+            raise
+        return await self.parking.ask(call, method, params)
+
+    async def _round(self, ctx: Context, call: ParkedCall) -> dict[str, Any]:
+        """Wait for the parked ``call``'s next question (an ``input_required`` whose
+        sealed ``requestState`` names the call) or its end (its result)."""
+        assert self.parking is not None
+        call.capabilities = ctx.client_capabilities
+        call.progress = _progress_relay(ctx)
+        try:
+            question = await self.parking.next_step(call)
+        finally:
+            call.progress = None
+        if question is not None:
+            return _parked_input_required(self, ctx, call, question)
+        if call.error is not None:
+            raise call.error
+        if call.result is None:
+            raise MCPError(
+                ErrorCode.INTERNAL_ERROR, "the call was cancelled (the gateway is stopping)"
+            )
+        if call.refused and call.result.get("isError") is True:
+            raise call.refused[0]
+        return _downstream(ctx, call.result)
+
+    async def _resume(self, ctx: Context, token: str) -> dict[str, Any]:
+        """The client's retry of a parked call: its answer to the upstream's question,
+        then the call's next round."""
+        data = self.sealer.unseal(token, now=ctx.now)
+        if not isinstance(data, dict):
+            raise InvalidParams(message="requestState is malformed")
+        if data.get("principal") != self._access(ctx).principal:
+            raise InvalidParams(message="requestState belongs to another principal's call")
+        parking = self.parking
+        call = parking.get(str(data.get("call"))) if parking is not None else None
+        if parking is None or call is None:
+            raise InvalidParams(
+                message="the call this requestState names is no longer parked (released "
+                "when no retry came within the gateway's parked_call_timeout, or answered "
+                "already): call again without it"
+            )
+        if call.request != _request_of(ctx):
+            raise InvalidParams(message="requestState belongs to a different request")
+        question = call.question
+        if question is None or question.key != data.get("key") or question.answer is not None:
+            raise InvalidParams(message="requestState names a question answered already")
+        responses = ctx.params.get("inputResponses")
+        answer = responses.get(question.key) if isinstance(responses, dict) else None
+        if not isinstance(answer, dict):
+            raise InvalidParams(
+                message=f"inputResponses needs an object under {question.key!r}: the answer "
+                "to the question this requestState names"
+            )
+        parking.answer(call, question, answer)
+        return await self._round(ctx, call)
+
+
+def _request_of(ctx: Context) -> tuple[Any, ...]:
+    """What names a client's call across its rounds: its tool and arguments."""
+    return (ctx.params.get("name"), ctx.params.get("arguments"))
+
+
+def _parked_input_required(
+    server: Server, ctx: Context, call: ParkedCall, question: Question
+) -> dict[str, Any]:
+    """The ``input_required`` putting ``question`` to the client, its sealed
+    ``requestState`` naming the parked ``call``."""
+    sealed = server.sealer.seal(
+        {"call": call.id, "key": question.key, "principal": call.principal}, now=ctx.now
+    )
+    return {
+        "resultType": "input_required",
+        "inputRequests": {question.key: {"method": question.method, "params": question.params}},
+        "requestState": PARKED_STATE_PREFIX + sealed,
+    }
+
+
+def _unavailable(connector: str, exc: ConnectorUnavailable) -> dict[str, Any]:
+    """A tool error saying the connector is down (and why, as last seen)."""
+    reason = f": {exc.args[1]}" if len(exc.args) > 1 else ""
+    return ToolResult.text(
+        f"connector {connector!r} is unavailable{reason}; the gateway is reconnecting, "
+        "try again shortly",
+        is_error=True,
+    ).to_result()
 
 
 async def _ask(ctx: Context, result: dict[str, Any], relay: bool) -> dict[str, Any]:

@@ -1,0 +1,163 @@
+"""Questions across eras (docs/gateway.md): a handshake-era upstream asks mid-call,
+a 2026-07-28 client answers by MRTR.  The gateway parks the upstream call, returns
+``input_required`` whose sealed ``requestState`` names it, and answers the upstream
+when the retry brings the client's answer; a retry that never comes releases the
+call after ``parked_call_timeout``.  In process, on each backend."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import pytest
+
+from sansio_mcp_apps.example_server import build_server
+from sansio_mcp_apps.gateway import ConnectorConfig, parse_config
+
+from .conftest import BACKENDS, serve_gateway, serve_router_on
+
+ADAPTERS = [f"{name}_adapters" for name in BACKENDS]
+MODERN = {"mcp-protocol-version": "2026-07-28"}
+HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+
+
+def _meta(capabilities: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+    }
+
+
+async def _with_gateway(backend: Any, adapters: str, scenario: Any, **config: Any) -> Any:
+    """Run ``scenario(gateway, url, example)`` against a gateway whose one connector,
+    ``ex``, is the example server spoken to at a handshake revision (it asks by
+    requests of its own)."""
+    http_client = importlib.import_module(f"{adapters}.http_client")
+
+    def handshake_opener(connector: ConnectorConfig, **options: Any) -> Any:
+        return http_client.open_http_client(connector.url, mode="legacy", **options)
+
+    async with backend.open_task_group() as group:
+        example = build_server()
+        router = importlib.import_module("sansio_mcp.http").StreamableHTTPServer(
+            example.create_session
+        )
+        port = await serve_router_on(backend, group, adapters, example, router)
+        parsed = parse_config(
+            {
+                "connectors": {"ex": {"transport": "http", "url": f"http://127.0.0.1:{port}/mcp"}},
+                "api_keys": ["alice", "bob"],
+                **config,
+            }
+        )
+        gateway, url = await serve_gateway(backend, group, adapters, parsed, handshake_opener)
+        async with backend.fail_after(30):
+            outcome = await scenario(gateway, url, example)
+        group.cancel()
+    return outcome
+
+
+async def _two_rounds(backend: Any, adapters: str) -> Any:
+    http_client = importlib.import_module(f"{adapters}.http_client")
+    handlers_type = importlib.import_module(adapters).ClientHandlers
+    asked: list[str] = []
+
+    async def answer(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params["message"])
+        return {"action": "accept", "content": {"answer": "yes to " + params["message"]}}
+
+    async def scenario(gateway: Any, url: str, example: Any) -> Any:
+        async with http_client.open_http_client(
+            url,
+            headers={"authorization": "Bearer alice"},
+            protocol_version="2026-07-28",
+            handlers=handlers_type(elicitation=answer),
+        ) as client:
+            result = await client.call_tool("ex.survey", {"questions": ["one?", "two?"]})
+        return result, len(gateway.parking)
+
+    return await _with_gateway(backend, adapters, scenario)
+
+
+@pytest.mark.parametrize("adapters", ADAPTERS)
+def test_a_modern_client_answers_two_questions_of_a_handshake_upstream(adapters: str) -> None:
+    backend = importlib.import_module(adapters).BACKEND
+    result, left = backend.run(_two_rounds, backend, adapters)
+    assert result["structuredContent"] == {
+        "answers": {"one?": "yes to one?", "two?": "yes to two?"},
+        "completed": True,
+    }
+    assert left == 0  # nothing stays parked
+
+
+async def _post(http: Any, url: str, key: str, params: dict[str, Any]) -> dict[str, Any]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    headers = HEADERS | MODERN | {"mcp-method": "tools/call", "mcp-name": params["name"]}
+    headers["authorization"] = f"Bearer {key}"
+    got = await http.post(url, json=body, headers=headers)
+    text = got.text
+    if got.headers.get("content-type", "").startswith("text/event-stream"):
+        text = next(
+            line[5:] for line in text.splitlines() if line.startswith("data:") and '"id"' in line
+        )
+    import json
+
+    return json.loads(text)  # type: ignore[no-any-return]
+
+
+async def _release_and_principals(backend: Any, adapters: str) -> Any:
+    import httpx
+
+    seen: dict[str, Any] = {}
+
+    async def scenario(gateway: Any, url: str, example: Any) -> Any:
+        call = {"name": "ex.elicit", "arguments": {"question": "colour?"}}
+        can = _meta({"elicitation": {}})
+        async with httpx.AsyncClient(timeout=20) as http:
+            # A client that did not declare elicitation is told so, as before.
+            seen["undeclared"] = await _post(http, url, "alice", {**call, "_meta": _meta({})})
+            first = await _post(http, url, "alice", {**call, "_meta": can})
+            seen["first"] = first
+            assert "result" in first, first
+            state = first["result"]["requestState"]
+            (key,) = first["result"]["inputRequests"]
+            retry = {
+                **call,
+                "_meta": can,
+                "requestState": state,
+                "inputResponses": {key: {"action": "accept", "content": {"colour": "red"}}},
+            }
+            # Bob cannot answer (or see the outcome of) alice's parked call.
+            seen["bob"] = await _post(http, url, "bob", retry)
+            seen["other_request"] = await _post(
+                http, url, "alice", {**retry, "arguments": {"question": "size?"}}
+            )
+            seen["parked"] = gateway.parking.parked()
+            # No retry from alice: the call is released after parked_call_timeout.
+            while len(gateway.parking):
+                await backend.sleep(0.02)
+            seen["late"] = await _post(http, url, "alice", retry)
+        return seen
+
+    return await _with_gateway(backend, adapters, scenario, parked_call_timeout=0.5)
+
+
+@pytest.mark.parametrize("adapters", ADAPTERS)
+def test_a_parked_call_is_its_principals_and_released_when_no_retry_comes(adapters: str) -> None:
+    backend = importlib.import_module(adapters).BACKEND
+    seen = backend.run(_release_and_principals, backend, adapters)
+    assert seen["undeclared"]["error"]["code"] == -32021
+    assert seen["undeclared"]["error"]["data"]["requiredCapabilities"] == {"elicitation": {}}
+    first = seen["first"]["result"]
+    assert first["resultType"] == "input_required"
+    (request,) = first["inputRequests"].values()
+    assert request["method"] == "elicitation/create"
+    assert request["params"]["message"] == "colour?"
+    assert seen["bob"]["error"]["code"] == -32602
+    assert "another principal" in seen["bob"]["error"]["message"]
+    assert seen["other_request"]["error"]["code"] == -32602
+    assert "different request" in seen["other_request"]["error"]["message"]
+    assert seen["parked"] == 1  # neither refused retry touched it
+    assert seen["late"]["error"]["code"] == -32602
+    assert "no longer parked" in seen["late"]["error"]["message"]
