@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from mcp import types as sdk
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from .conftest import API_KEY, EXAMPLE_TOOLS, REPO, Setup
+from .conftest import API_KEY, BACKENDS, EXAMPLE_TOOLS, REPO, Setup, everything_connector, gateway
 
 pytestmark = [pytest.mark.interop, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 AUTH = {"authorization": f"Bearer {API_KEY}"}
@@ -154,3 +155,53 @@ def test_typescript_sdk_client(setup: Setup, mode: str) -> None:
     assert report["unknown"]["error"]["code"] == -32602
     # Both eras get the question: by MRTR, or by a server-to-client request.
     assert report["elicit"]["structuredContent"] == {"action": "accept", "answer": "ts: colour?"}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_python_sdk_modern_client_answers_handshake_upstreams(backend: str, tmp_path: Path) -> None:
+    """Questions across eras: handshake-era upstreams (the example server at a
+    handshake revision, server-everything) ask mid-call; the SDK's 2026-07-28 client
+    answers by MRTR, two rounds for a survey of two, and sampling too."""
+    script = Path(__file__).with_name("handshake_example_server.py")
+    config = {
+        "connectors": {
+            "old": {
+                "transport": "stdio",
+                "cmd": [sys.executable, str(script)],
+                "env": {"PYTHONPATH": str(REPO)},
+            },
+            "everything": everything_connector(),
+        },
+        "api_keys": [API_KEY],
+    }
+    elicitation = Elicitation("sdk: ")
+    prompts: list[str] = []
+
+    async def sampling(context: Any, params: sdk.CreateMessageRequestParams) -> Any:
+        prompts.append(params.messages[0].content.text)  # type: ignore[union-attr]
+        return sdk.CreateMessageResult(
+            role="assistant", content=sdk.TextContent(type="text", text="sunny"), model="m"
+        )
+
+    async def body(url: str) -> None:
+        async with create_mcp_http_client(headers=AUTH) as http:
+            transport = streamable_http_client(url, http_client=http)
+            async with mcp.Client(
+                transport,
+                mode="2026-07-28",
+                elicitation_callback=elicitation,
+                sampling_callback=sampling,
+            ) as client:
+                assert client.protocol_version == "2026-07-28"
+                questions = ["one?", "two?"]
+                survey = await client.call_tool("old.survey", {"questions": questions})
+                assert survey.structured_content == elicitation.survey_answer(questions)
+                assert elicitation.asked == questions
+                sampled = await client.call_tool(
+                    "everything.trigger-sampling-request", {"prompt": "weather?"}
+                )
+                assert "sunny" in _text(sampled) and not sampled.is_error
+                assert prompts and "weather?" in prompts[0]
+
+    with gateway(config, backend, tmp_path) as url:
+        anyio.run(body, url, backend="asyncio")
