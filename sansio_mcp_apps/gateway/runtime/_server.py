@@ -10,6 +10,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any
 
+import attrs
+
 from sansio_mcp import (
     LATEST_HANDSHAKE_REVISION,
     META_SERVER_INFO,
@@ -189,7 +191,7 @@ class GatewayServer(Server):
     async def _call(self, ctx: Context, connector: str, params: dict[str, Any]) -> dict[str, Any]:
         state = params.get("requestState")
         if isinstance(state, str) and state.startswith(PARKED_STATE_PREFIX):
-            return await self._resume(ctx, state[len(PARKED_STATE_PREFIX) :])
+            return await self.resume(self._round_of(ctx), state[len(PARKED_STATE_PREFIX) :])
         upstream = self.upstreams[connector]
         client = upstream.client
         if (
@@ -270,8 +272,17 @@ class GatewayServer(Server):
             except ConnectorUnavailable as exc:
                 return _unavailable(connector, exc)
 
-        call = self.parking.start(self._access(ctx).principal, _request_of(ctx), work)
-        return await self._round(ctx, call)
+        call = self.parking.start(self._access(ctx).principal, _request_of(ctx.params), work)
+        return await self._round(self._round_of(ctx), call)
+
+    def _round_of(self, ctx: Context) -> RoundOf:
+        return RoundOf(
+            self._access(ctx).principal,
+            ctx.params,
+            ctx.client_capabilities,
+            ctx.now,
+            _progress_relay(ctx),
+        )
 
     async def _parked_question(
         self, ctx: Context, call: ParkedCall, method: str, params: dict[str, Any]
@@ -298,18 +309,18 @@ class GatewayServer(Server):
             raise
         return await self.parking.ask(call, method, params)
 
-    async def _round(self, ctx: Context, call: ParkedCall) -> dict[str, Any]:
+    async def _round(self, step: RoundOf, call: ParkedCall) -> dict[str, Any]:
         """Wait for the parked ``call``'s next question (an ``input_required`` whose
         sealed ``requestState`` names the call) or its end (its result)."""
         assert self.parking is not None
-        call.capabilities = ctx.client_capabilities
-        call.progress = _progress_relay(ctx)
+        call.capabilities = step.capabilities
+        call.progress = step.progress
         try:
             question = await self.parking.next_step(call)
         finally:
             call.progress = None
         if question is not None:
-            return _parked_input_required(self, ctx, call, question)
+            return _parked_input_required(self, step.now, call, question)
         if call.error is not None:
             raise call.error
         if call.result is None:
@@ -318,15 +329,16 @@ class GatewayServer(Server):
             )
         if call.refused and call.result.get("isError") is True:
             raise call.refused[0]
-        return _downstream(ctx, call.result)
+        return _without_server_info(call.result)
 
-    async def _resume(self, ctx: Context, token: str) -> dict[str, Any]:
-        """The client's retry of a parked call: its answer to the upstream's question,
-        then the call's next round."""
-        data = self.sealer.unseal(token, now=ctx.now)
+    async def resume(self, step: RoundOf, token: str) -> dict[str, Any]:
+        """A client's retry of a call parked here (``token``: its ``requestState``
+        past the prefix): its answer to the upstream's question, then the call's
+        next round."""
+        data = self.sealer.unseal(token, now=step.now)
         if not isinstance(data, dict):
             raise InvalidParams(message="requestState is malformed")
-        if data.get("principal") != self._access(ctx).principal:
+        if data.get("principal") != step.principal:
             raise InvalidParams(message="requestState belongs to another principal's call")
         parking = self.parking
         call = parking.get(str(data.get("call"))) if parking is not None else None
@@ -336,12 +348,12 @@ class GatewayServer(Server):
                 "when no retry came within the gateway's parked_call_timeout, or answered "
                 "already): call again without it"
             )
-        if call.request != _request_of(ctx):
+        if call.request != _request_of(step.params):
             raise InvalidParams(message="requestState belongs to a different request")
         question = call.question
         if question is None or question.key != data.get("key") or question.answer is not None:
             raise InvalidParams(message="requestState names a question answered already")
-        responses = ctx.params.get("inputResponses")
+        responses = step.params.get("inputResponses")
         answer = responses.get(question.key) if isinstance(responses, dict) else None
         if not isinstance(answer, dict):
             raise InvalidParams(
@@ -349,21 +361,34 @@ class GatewayServer(Server):
                 "to the question this requestState names"
             )
         parking.answer(call, question, answer)
-        return await self._round(ctx, call)
+        return await self._round(step, call)
 
 
-def _request_of(ctx: Context) -> tuple[Any, ...]:
+@attrs.frozen
+class RoundOf:
+    """What a round of a parked call takes from the client's request (made here,
+    or forwarded by another replica): who sent it, its tools/call ``params``, what
+    it declared, when it came (``now``, wall clock), where progress goes."""
+
+    principal: str | None
+    params: Mapping[str, Any]
+    capabilities: dict[str, Any]
+    now: float
+    progress: ProgressCallback | None = None
+
+
+def _request_of(params: Mapping[str, Any]) -> tuple[Any, ...]:
     """What names a client's call across its rounds: its tool and arguments."""
-    return (ctx.params.get("name"), ctx.params.get("arguments"))
+    return (params.get("name"), params.get("arguments"))
 
 
 def _parked_input_required(
-    server: Server, ctx: Context, call: ParkedCall, question: Question
+    server: Server, now: float, call: ParkedCall, question: Question
 ) -> dict[str, Any]:
     """The ``input_required`` putting ``question`` to the client, its sealed
     ``requestState`` naming the parked ``call``."""
     sealed = server.sealer.seal(
-        {"call": call.id, "key": question.key, "principal": call.principal}, now=ctx.now
+        {"call": call.id, "key": question.key, "principal": call.principal}, now=now
     )
     return {
         "resultType": "input_required",
@@ -530,17 +555,23 @@ def _progress_relay(ctx: Context) -> ProgressCallback | None:
     return relay
 
 
-def _downstream(ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
-    """An upstream's tools/call result as the gateway's client gets it: the
-    upstream's server info dropped (the gateway's goes in), and for a handshake
-    client the 2026-07-28 fields too, or -32021 if it needs input that client
-    cannot give here."""
+def _without_server_info(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` without its upstream's server info (the gateway's goes in)."""
     out = dict(result)
     meta = out.pop("_meta", None)
     if isinstance(meta, dict):  # (one that is no object is no valid _meta: left out)
         meta = {k: v for k, v in meta.items() if k != META_SERVER_INFO}
         if meta:
             out["_meta"] = meta
+    return out
+
+
+def _downstream(ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
+    """An upstream's tools/call result as the gateway's client gets it: the
+    upstream's server info dropped (the gateway's goes in), and for a handshake
+    client the 2026-07-28 fields too, or -32021 if it needs input that client
+    cannot give here."""
+    out = _without_server_info(result)
     if ctx.stateless:
         return out  # an input_required is checked against the client's capabilities by its session
     out = fit_tool_result(out, _client_revision(ctx))
