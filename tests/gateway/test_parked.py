@@ -6,6 +6,7 @@ call after ``parked_call_timeout``.  In process, on each backend."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from typing import Any
 
@@ -161,3 +162,97 @@ def test_a_parked_call_is_its_principals_and_released_when_no_retry_comes(adapte
     assert seen["parked"] == 1  # neither refused retry touched it
     assert seen["late"]["error"]["code"] == -32602
     assert "no longer parked" in seen["late"]["error"]["message"]
+
+
+async def _across_replicas(backend: Any, adapters: str, stores_url: str | None) -> Any:
+    """Two gateways (replicas "a" and "b") over one upstream, sharing stores: the
+    shared Redis at ``stores_url``, else one in-memory event bus and owners store.
+    Round 1 at a, each retry at b."""
+    import httpx
+
+    from sansio_mcp.runtime import MemoryEventBus, MemoryReplayCache, Stores, open_stores
+    from sansio_mcp_apps.gateway.runtime import Gateway
+    from sansio_mcp_apps.gateway.runtime._replicas import MemoryParkedCallOwners
+
+    from .conftest import wait_ready
+
+    http_client = importlib.import_module(f"{adapters}.http_client")
+
+    def handshake_opener(connector: ConnectorConfig, **options: Any) -> Any:
+        return http_client.open_http_client(connector.url, mode="legacy", **options)
+
+    seen: dict[str, Any] = {}
+    async with backend.open_task_group() as group:
+        example = build_server()
+        router = importlib.import_module("sansio_mcp.http").StreamableHTTPServer(
+            example.create_session
+        )
+        port = await serve_router_on(backend, group, adapters, example, router)
+        config = parse_config(
+            {
+                "connectors": {"ex": {"transport": "http", "url": f"http://127.0.0.1:{port}/mcp"}},
+                "api_keys": ["alice", "bob"],
+            }
+        )
+        bus, owners = MemoryEventBus(), MemoryParkedCallOwners(backend.clock)
+        urls: dict[str, str] = {}
+        async with contextlib.AsyncExitStack() as stack:
+            for replica in ("a", "b"):
+                if stores_url is None:
+                    stores = Stores(
+                        "memory", bus, MemoryReplayCache(backend.clock), replica_id=replica
+                    )
+                    shared = {"stores": stores, "parked_owners": owners}
+                else:
+                    stores = await stack.enter_async_context(
+                        open_stores(stores_url, backend, replica_id=replica)
+                    )
+                    shared = {"stores": stores}
+                gateway = Gateway(config, backend, handshake_opener, **shared)
+                group.start_soon(gateway.run)
+                await wait_ready(backend, gateway)
+                served = await serve_router_on(
+                    backend, group, adapters, gateway.server, gateway.router()
+                )
+                urls[replica] = f"http://127.0.0.1:{served}/mcp"
+            call = {"name": "ex.survey", "arguments": {"questions": ["one?", "two?"]}}
+            can = _meta({"elicitation": {}})
+            async with backend.fail_after(30), httpx.AsyncClient(timeout=20) as http:
+                got = await _post(http, urls["a"], "alice", {**call, "_meta": can})
+                for round in range(3):
+                    seen[round] = got
+                    result = got.get("result", {})
+                    if result.get("resultType") != "input_required":
+                        break
+                    (key,) = result["inputRequests"]
+                    message = result["inputRequests"][key]["params"]["message"]
+                    retry = {
+                        **call,
+                        "_meta": can,
+                        "requestState": result["requestState"],
+                        "inputResponses": {
+                            key: {"action": "accept", "content": {"answer": "b: " + message}}
+                        },
+                    }
+                    if round == 0:  # bob, at b, cannot reach alice's call at a either
+                        seen["bob"] = await _post(http, urls["b"], "bob", retry)
+                    got = await _post(http, urls["b"], "alice", retry)
+            group.cancel()
+    return seen
+
+
+@pytest.mark.parametrize("adapters", ADAPTERS)
+def test_a_retry_at_another_replica_reaches_the_parked_call(adapters: str) -> None:
+    backend = importlib.import_module(adapters).BACKEND
+    seen = backend.run(_across_replicas, backend, adapters, None)
+    _check_across_replicas(seen)
+
+
+def _check_across_replicas(seen: dict[Any, Any]) -> None:
+    assert [r["result"]["resultType"] for r in (seen[0], seen[1])] == ["input_required"] * 2
+    assert seen[2]["result"]["structuredContent"] == {
+        "answers": {"one?": "b: one?", "two?": "b: two?"},
+        "completed": True,
+    }
+    assert seen["bob"]["error"]["code"] == -32602
+    assert "another principal" in seen["bob"]["error"]["message"]

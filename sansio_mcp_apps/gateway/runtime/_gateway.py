@@ -12,7 +12,7 @@ import attrs
 
 from sansio_mcp import ServerSession
 from sansio_mcp.http import LOOPBACK_HOSTS
-from sansio_mcp.runtime import Backend, Signal, TransportBackend
+from sansio_mcp.runtime import Backend, Signal, Stores, TransportBackend
 
 from ...gateway import (
     DEFAULT_TTL_MS,
@@ -31,6 +31,7 @@ from ...gateway import (
 )
 from ._parked import ParkingLimits, ParkingLot
 from ._record import CallRecorder
+from ._replicas import ParkedCallOwners, ReplicaLink, parked_call_owners
 from ._server import GatewayServer
 from ._upstream import Opener, Upstream, UpstreamSettings
 
@@ -65,7 +66,10 @@ class Gateway:
     :meth:`run` keeps every connector connected (reconnecting with ``backoff``)
     and the hints flowing; serve :attr:`server` with :meth:`router` on any
     backend's ``serve_router``.  ``store`` holds connector status and tools
-    (in memory by default); ``settings`` say how upstreams are kept.
+    (in memory by default); ``settings`` say how upstreams are kept.  ``stores``
+    (shared by replicas behind one load balancer) let a retry of a call parked on
+    another replica reach it; ``parked_owners`` overrides the store of who parked
+    what that ``stores`` call for.
     """
 
     def __init__(
@@ -81,6 +85,8 @@ class Gateway:
         default_ttl_ms: int = DEFAULT_TTL_MS,
         settings: UpstreamSettings | None = None,
         hint_interval: float = 0.25,
+        stores: Stores | None = None,
+        parked_owners: ParkedCallOwners | None = None,
     ) -> None:
         self.config = config
         self.backend = backend
@@ -133,6 +139,16 @@ class Gateway:
                 config.max_parked_calls_per_principal,
             ),
         )
+        #: This replica among others sharing ``stores`` (None: a single process).
+        self.replicas: ReplicaLink | None = None
+        if stores is not None:
+            self.replicas = ReplicaLink(
+                stores,
+                parked_owners or parked_call_owners(stores, backend.clock),
+                backend,
+                # A forwarded round lasts as long as the upstream call may.
+                outcome_timeout=(settings.call_timeout or 3600.0) + 5.0,
+            )
         self.server = GatewayServer(
             self.catalog,
             self.upstreams,
@@ -146,6 +162,7 @@ class Gateway:
             wall_clock=backend.wall_clock,
             relay_questions=config.relay_questions_to_handshake_clients,
             parking=self.parking,
+            replicas=self.replicas,
         )
         self._hint_pending = False
         self._hint_wake: Signal | None = None
@@ -216,6 +233,8 @@ class Gateway:
         try:
             async with self.backend.open_task_group() as group:
                 group.start_soon(self.parking.run)
+                if self.replicas is not None:
+                    group.start_soon(self.replicas.run)
                 for upstream in self.upstreams.values():
                     group.start_soon(upstream.run)
                 async with self.backend.move_on_after(startup_wait):

@@ -36,11 +36,12 @@ from sansio_mcp.capabilities import (
     declared_elicitation_modes,
     missing_input_capabilities,
 )
-from sansio_mcp.runtime import Context, ProgressCallback, Server
+from sansio_mcp.runtime import Context, ProgressCallback, Server, StoreUnavailable
 
 from ...gateway import Access, Catalog, fit_input_request, fit_tool_result
 from ._parked import PARKED_STATE_PREFIX, ParkedCall, ParkingLot, Question
 from ._record import CallRecord
+from ._replicas import ReplicaLink
 from ._upstream import Ask, ConnectorUnavailable, Upstream
 
 __all__ = ["META_MISSING_CONNECTORS", "GatewayServer"]
@@ -67,7 +68,8 @@ class GatewayServer(Server):
     what an upstream asks to handshake-era clients (outside the spec: they are
     taken to have declared what they may not have); without it they get -32021.
     ``parking``, when running, parks the call of a 2026-07-28 client whose
-    handshake-era upstream asks mid-call, and asks the client by MRTR."""
+    handshake-era upstream asks mid-call, and asks the client by MRTR; with
+    ``replicas`` a retry of a call parked on another replica is forwarded there."""
 
     def __init__(
         self,
@@ -84,6 +86,7 @@ class GatewayServer(Server):
         wall_clock: Callable[[], float] | None = None,
         relay_questions: bool = False,
         parking: ParkingLot | None = None,
+        replicas: ReplicaLink | None = None,
     ) -> None:
         super().__init__(
             name, version, page_size=page_size, logging=False, cache_hints=GATEWAY_CACHE_HINTS
@@ -101,6 +104,9 @@ class GatewayServer(Server):
         self.wall_clock = wall_clock
         self.relay_questions = relay_questions
         self.parking = parking
+        self.replicas = replicas
+        if replicas is not None:
+            replicas.serve = self._serve_forwarded
 
     def _access(self, ctx: Context) -> Access:
         return self.access.get(ctx.session) or Access()
@@ -191,7 +197,7 @@ class GatewayServer(Server):
     async def _call(self, ctx: Context, connector: str, params: dict[str, Any]) -> dict[str, Any]:
         state = params.get("requestState")
         if isinstance(state, str) and state.startswith(PARKED_STATE_PREFIX):
-            return await self.resume(self._round_of(ctx), state[len(PARKED_STATE_PREFIX) :])
+            return await self._retry(self._round_of(ctx), state[len(PARKED_STATE_PREFIX) :])
         upstream = self.upstreams[connector]
         client = upstream.client
         if (
@@ -320,6 +326,8 @@ class GatewayServer(Server):
         finally:
             call.progress = None
         if question is not None:
+            if self.replicas is not None:
+                await self._record_owner(call)
             return _parked_input_required(self, step.now, call, question)
         if call.error is not None:
             raise call.error
@@ -331,12 +339,56 @@ class GatewayServer(Server):
             raise call.refused[0]
         return _without_server_info(call.result)
 
-    async def resume(self, step: RoundOf, token: str) -> dict[str, Any]:
-        """A client's retry of a call parked here (``token``: its ``requestState``
-        past the prefix): its answer to the upstream's question, then the call's
-        next round."""
+    async def _record_owner(self, call: ParkedCall) -> None:
+        """Note that this replica holds ``call`` (for its parked time, and a little
+        more: a late retry reaching it is told precisely that it is gone)."""
+        assert self.replicas is not None and self.parking is not None
+        try:
+            await self.replicas.owners.record(
+                call.id, self.replicas.replica_id, self.parking.limits.timeout + 60
+            )
+        except StoreUnavailable as exc:
+            self.parking.release(call, "the store of parked calls is unavailable")
+            raise MCPError(ErrorCode.INTERNAL_ERROR, str(exc)) from None
+
+    async def _retry(self, step: RoundOf, state: str) -> dict[str, Any]:
+        """A retry of a parked call (``state``: its ``requestState`` past the prefix),
+        served here or, with :attr:`replicas`, by the replica that parked it."""
+        call_id = state.partition(":")[0]
+        if self.replicas is not None and (self.parking is None or not self.parking.get(call_id)):
+            try:
+                owner = await self.replicas.owners.owner(call_id)
+                if owner is not None and owner != self.replicas.replica_id:
+                    return await self.replicas.forward(owner, _forwarded(step, state))
+            except StoreUnavailable as exc:
+                raise MCPError(ErrorCode.INTERNAL_ERROR, str(exc)) from None
+        return await self.resume(step, state)
+
+    async def _serve_forwarded(self, message: dict[str, Any]) -> dict[str, Any]:
+        """A retry another replica forwarded here (see :func:`_forwarded`)."""
+        principal, params, capabilities = (
+            message.get("principal"),
+            message.get("params"),
+            message.get("capabilities"),
+        )
+        now, state = message.get("now"), message.get("state")
+        if (
+            not (principal is None or isinstance(principal, str))
+            or not isinstance(params, dict)
+            or not isinstance(capabilities, dict)
+            or not isinstance(now, (int, float))
+            or not isinstance(state, str)
+        ):
+            raise MCPError(ErrorCode.INTERNAL_ERROR, "another gateway replica forwarded nonsense")
+        return await self.resume(RoundOf(principal, params, capabilities, now), state)
+
+    async def resume(self, step: RoundOf, state: str) -> dict[str, Any]:
+        """A client's retry of a call parked here (``state``: its ``requestState``
+        past the prefix, ``CALL_ID:SEALED``): its answer to the upstream's question,
+        then the call's next round."""
+        call_id, _, token = state.partition(":")
         data = self.sealer.unseal(token, now=step.now)
-        if not isinstance(data, dict):
+        if not isinstance(data, dict) or data.get("call") != call_id:
             raise InvalidParams(message="requestState is malformed")
         if data.get("principal") != step.principal:
             raise InvalidParams(message="requestState belongs to another principal's call")
@@ -377,6 +429,17 @@ class RoundOf:
     progress: ProgressCallback | None = None
 
 
+def _forwarded(step: RoundOf, state: str) -> dict[str, Any]:
+    """A retry as another replica is sent it (progress stays here: it is not relayed)."""
+    return {
+        "state": state,
+        "principal": step.principal,
+        "params": dict(step.params),
+        "capabilities": step.capabilities,
+        "now": step.now,
+    }
+
+
 def _request_of(params: Mapping[str, Any]) -> tuple[Any, ...]:
     """What names a client's call across its rounds: its tool and arguments."""
     return (params.get("name"), params.get("arguments"))
@@ -393,7 +456,7 @@ def _parked_input_required(
     return {
         "resultType": "input_required",
         "inputRequests": {question.key: {"method": question.method, "params": question.params}},
-        "requestState": PARKED_STATE_PREFIX + sealed,
+        "requestState": f"{PARKED_STATE_PREFIX}{call.id}:{sealed}",
     }
 
 
