@@ -256,3 +256,37 @@ def _check_across_replicas(seen: dict[Any, Any]) -> None:
     }
     assert seen["bob"]["error"]["code"] == -32602
     assert "another principal" in seen["bob"]["error"]["message"]
+
+
+async def _bounded(backend: Any, adapters: str) -> Any:
+    import httpx
+
+    seen: dict[str, Any] = {}
+
+    async def scenario(gateway: Any, url: str, example: Any) -> Any:
+        can = _meta({"elicitation": {}})
+
+        def call(question: str) -> dict[str, Any]:
+            return {"name": "ex.elicit", "arguments": {"question": question}, "_meta": can}
+
+        async with httpx.AsyncClient(timeout=20) as http:
+            seen["first"] = await _post(http, url, "alice", call("one?"))
+            seen["second"] = await _post(http, url, "alice", call("two?"))
+            seen["bob"] = await _post(http, url, "bob", call("three?"))
+            seen["parked"] = gateway.parking.parked()
+        return seen
+
+    return await _with_gateway(
+        backend, adapters, scenario, max_parked_calls_per_principal=1, max_parked_calls=5
+    )
+
+
+@pytest.mark.parametrize("adapters", ADAPTERS)
+def test_parked_calls_are_bounded_per_principal(adapters: str) -> None:
+    backend = importlib.import_module(adapters).BACKEND
+    seen = backend.run(_bounded, backend, adapters)
+    assert seen["first"]["result"]["resultType"] == "input_required"
+    assert seen["second"]["error"]["code"] == -32603
+    assert "max_parked_calls_per_principal" in seen["second"]["error"]["message"]
+    assert seen["bob"]["result"]["resultType"] == "input_required"  # another principal
+    assert seen["parked"] == 2
