@@ -95,11 +95,13 @@ def example_http(port: int, transport: str = "http") -> Iterator[Process]:
 
 
 @contextmanager
-def gateway(config: dict[str, Any], backend: str, tmp_path: Path) -> Iterator[str]:
-    """``sansio-mcp gateway`` on ``backend`` with ``config``; yields its URL."""
+def gateway(config: dict[str, Any], backend: str, tmp_path: Path, *options: str) -> Iterator[str]:
+    """``sansio-mcp gateway`` on ``backend`` with ``config`` (and more ``options``);
+    yields its URL."""
     path = tmp_path / f"gateway-{backend}.json"
     path.write_text(json.dumps(config))
-    process = Process([*CLI, "gateway", "--config", str(path), "--port", "0", "--backend", backend])
+    argv = [*CLI, "gateway", "--config", str(path), "--port", "0", "--backend", backend]
+    process = Process([*argv, *options])
     try:
         found = process.wait_for(r"sansio-mcp gateway: (http://\S+)", timeout=60)
         yield found.group(1)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -99,14 +100,16 @@ async def _post(http: Any, url: str, key: str, params: dict[str, Any]) -> dict[s
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
     headers = HEADERS | MODERN | {"mcp-method": "tools/call", "mcp-name": params["name"]}
     headers["authorization"] = f"Bearer {key}"
-    got = await http.post(url, json=body, headers=headers)
+    return _decode(await http.post(url, json=body, headers=headers))
+
+
+def _decode(got: Any) -> dict[str, Any]:
+    """The JSON-RPC answer of an HTTP response (JSON, or the answer on an SSE stream)."""
     text = got.text
     if got.headers.get("content-type", "").startswith("text/event-stream"):
         text = next(
             line[5:] for line in text.splitlines() if line.startswith("data:") and '"id"' in line
         )
-    import json
-
     return json.loads(text)  # type: ignore[no-any-return]
 
 
@@ -305,3 +308,60 @@ def test_parked_calls_are_bounded_per_principal(adapters: str) -> None:
     assert "max_parked_calls_per_principal" in seen["second"]["error"]["message"]
     assert seen["bob"]["result"]["resultType"] == "input_required"  # another principal
     assert seen["parked"] == 2
+
+
+def test_replicas_of_the_command_share_parked_calls(tmp_path: Any, redis_url: str) -> None:
+    """Two ``sansio-mcp gateway --store REDIS`` processes (one on Trio, one on
+    asyncio) over a handshake-era stdio upstream: round 1 at the first, the retries
+    at the second, which forwards them to the first."""
+    import sys
+    from pathlib import Path
+
+    import httpx
+
+    from .conftest import REPO, gateway
+
+    script = Path(__file__).with_name("handshake_example_server.py")
+    config = {
+        "connectors": {
+            "old": {
+                "transport": "stdio",
+                "cmd": [sys.executable, str(script)],
+                "env": {"PYTHONPATH": str(REPO)},
+            }
+        },
+        "api_keys": ["alice"],
+    }
+    store = ["--store", redis_url]
+    with (
+        gateway(config, "trio", tmp_path, *store, "--replica-id", "a") as a,
+        gateway(config, "asyncio", tmp_path, *store, "--replica-id", "b") as b,
+        httpx.Client(timeout=20) as http,
+    ):
+        call = {
+            "name": "old.survey",
+            "arguments": {"questions": ["one?", "two?"]},
+            "_meta": _meta({"elicitation": {}}),
+        }
+        headers = HEADERS | MODERN | {"mcp-method": "tools/call", "mcp-name": "old.survey"}
+        headers["authorization"] = "Bearer alice"
+        url, params, answers = a, call, []
+        for _ in range(3):
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+            got = http.post(url, json=body, headers=headers)
+            answer = _decode(got)
+            assert "result" in answer, answer
+            result = answer["result"]
+            if result.get("resultType") != "input_required":
+                break
+            ((key, asked),) = result["inputRequests"].items()
+            answers.append(asked["params"]["message"])
+            response = {"action": "accept", "content": {"answer": "via b"}}
+            params = {**call, "requestState": result["requestState"]}
+            params["inputResponses"] = {key: response}
+            url = b
+    assert answers == ["one?", "two?"]
+    assert result["structuredContent"] == {
+        "answers": {"one?": "via b", "two?": "via b"},
+        "completed": True,
+    }

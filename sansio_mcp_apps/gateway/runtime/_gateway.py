@@ -139,16 +139,9 @@ class Gateway:
                 config.max_parked_calls_per_principal,
             ),
         )
-        #: This replica among others sharing ``stores`` (None: a single process).
+        #: This replica among others sharing stores (None: a single process).
         self.replicas: ReplicaLink | None = None
-        if stores is not None:
-            self.replicas = ReplicaLink(
-                stores,
-                parked_owners or parked_call_owners(stores, backend.clock),
-                backend,
-                # A forwarded round lasts as long as the upstream call may.
-                outcome_timeout=(settings.call_timeout or 3600.0) + 5.0,
-            )
+        self._settings = settings
         self.server = GatewayServer(
             self.catalog,
             self.upstreams,
@@ -162,13 +155,25 @@ class Gateway:
             wall_clock=backend.wall_clock,
             relay_questions=config.relay_questions_to_handshake_clients,
             parking=self.parking,
-            replicas=self.replicas,
         )
+        if stores is not None:
+            self.use_stores(stores, parked_owners)
         self._hint_pending = False
         self._hint_wake: Signal | None = None
         self._started: Signal = backend.new_signal()
         #: How many hints went out (each to every listening client).
         self.hints_sent = 0
+
+    def use_stores(self, stores: Stores, parked_owners: ParkedCallOwners | None = None) -> None:
+        """Share parked calls with the other replicas of ``stores`` (before :meth:`run`)."""
+        self.replicas = ReplicaLink(
+            stores,
+            parked_owners or parked_call_owners(stores, self.backend.clock),
+            self.backend,
+            # A forwarded round lasts as long as the upstream call may.
+            outcome_timeout=(self._settings.call_timeout or 3600.0) + 5.0,
+        )
+        self.server.use_replicas(self.replicas)
 
     def catalog(self) -> Catalog:
         return self._catalogs()

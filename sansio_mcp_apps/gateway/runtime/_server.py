@@ -104,9 +104,15 @@ class GatewayServer(Server):
         self.wall_clock = wall_clock
         self.relay_questions = relay_questions
         self.parking = parking
-        self.replicas = replicas
+        self.replicas: ReplicaLink | None = None
         if replicas is not None:
-            replicas.serve = self._serve_forwarded
+            self.use_replicas(replicas)
+
+    def use_replicas(self, replicas: ReplicaLink) -> None:
+        """Forward retries of calls parked elsewhere through ``replicas``, and serve
+        those forwarded here."""
+        self.replicas = replicas
+        replicas.serve = self._serve_forwarded
 
     def _access(self, ctx: Context) -> Access:
         return self.access.get(ctx.session) or Access()
