@@ -170,14 +170,15 @@ def test_a_parked_call_is_its_principals_and_released_when_no_retry_comes(adapte
     assert "no longer parked" in seen["late"]["error"]["message"]
 
 
-async def _across_replicas(backend: Any, adapters: str, stores_url: str | None) -> Any:
-    """Two gateways (replicas "a" and "b") over one upstream, sharing stores: the
-    shared Redis at ``stores_url``, else one in-memory event bus and owners store.
-    Round 1 at a, each retry at b."""
-    import httpx
-
+async def _two_replicas(
+    backend: Any, adapters: str, stores_url: str | None, scenario: Any, **options: Any
+) -> Any:
+    """Run ``scenario(urls)`` against two gateways (replicas "a" and "b", their URLs
+    in ``urls``) over one upstream, the example server, sharing stores: the Redis at
+    ``stores_url``, else one in-memory event bus and owners store.  ``handshake``:
+    the upstream spoken to at a handshake revision; the rest is config."""
     from sansio_mcp.runtime import MemoryEventBus, MemoryReplayCache, Stores, open_stores
-    from sansio_mcp_apps.gateway.runtime import Gateway
+    from sansio_mcp_apps.gateway.runtime import Gateway, transport_opener
     from sansio_mcp_apps.gateway.runtime._replicas import MemoryParkedCallOwners
 
     from .conftest import wait_ready
@@ -187,7 +188,7 @@ async def _across_replicas(backend: Any, adapters: str, stores_url: str | None) 
     def handshake_opener(connector: ConnectorConfig, **options: Any) -> Any:
         return http_client.open_http_client(connector.url, mode="legacy", **options)
 
-    seen: dict[str, Any] = {}
+    opener = handshake_opener if options.pop("handshake", True) else transport_opener(backend)
     async with backend.open_task_group() as group:
         example = build_server()
         router = importlib.import_module("sansio_mcp.http").StreamableHTTPServer(
@@ -198,6 +199,7 @@ async def _across_replicas(backend: Any, adapters: str, stores_url: str | None) 
             {
                 "connectors": {"ex": {"transport": "http", "url": f"http://127.0.0.1:{port}/mcp"}},
                 "api_keys": ["alice", "bob"],
+                **options,
             }
         )
         bus, owners = MemoryEventBus(), MemoryParkedCallOwners(backend.clock)
@@ -215,37 +217,51 @@ async def _across_replicas(backend: Any, adapters: str, stores_url: str | None) 
                         open_stores(stores_url, backend, replica_id=replica, namespace=namespace)
                     )
                     shared = {"stores": stores}
-                gateway = Gateway(config, backend, handshake_opener, **shared)
+                gateway = Gateway(config, backend, opener, **shared)
                 group.start_soon(gateway.run)
                 await wait_ready(backend, gateway)
                 served = await serve_router_on(
                     backend, group, adapters, gateway.server, gateway.router()
                 )
                 urls[replica] = f"http://127.0.0.1:{served}/mcp"
-            call = {"name": "ex.survey", "arguments": {"questions": ["one?", "two?"]}}
-            can = _meta({"elicitation": {}})
-            async with backend.fail_after(30), httpx.AsyncClient(timeout=20) as http:
-                got = await _post(http, urls["a"], "alice", {**call, "_meta": can})
-                for round in range(3):
-                    seen[round] = got
-                    result = got.get("result", {})
-                    if result.get("resultType") != "input_required":
-                        break
-                    (key,) = result["inputRequests"]
-                    message = result["inputRequests"][key]["params"]["message"]
-                    retry = {
-                        **call,
-                        "_meta": can,
-                        "requestState": result["requestState"],
-                        "inputResponses": {
-                            key: {"action": "accept", "content": {"answer": "b: " + message}}
-                        },
-                    }
-                    if round == 0:  # bob, at b, cannot reach alice's call at a either
-                        seen["bob"] = await _post(http, urls["b"], "bob", retry)
-                    got = await _post(http, urls["b"], "alice", retry)
+            async with backend.fail_after(30):
+                outcome = await scenario(urls)
             group.cancel()
-    return seen
+    return outcome
+
+
+async def _across_replicas(backend: Any, adapters: str, stores_url: str | None) -> Any:
+    """Round 1 at a, each retry at b."""
+    import httpx
+
+    seen: dict[Any, Any] = {}
+
+    async def scenario(urls: dict[str, str]) -> Any:
+        call = {"name": "ex.survey", "arguments": {"questions": ["one?", "two?"]}}
+        can = _meta({"elicitation": {}})
+        async with httpx.AsyncClient(timeout=20) as http:
+            got = await _post(http, urls["a"], "alice", {**call, "_meta": can})
+            for round in range(3):
+                seen[round] = got
+                result = got.get("result", {})
+                if result.get("resultType") != "input_required":
+                    break
+                (key,) = result["inputRequests"]
+                message = result["inputRequests"][key]["params"]["message"]
+                retry = {
+                    **call,
+                    "_meta": can,
+                    "requestState": result["requestState"],
+                    "inputResponses": {
+                        key: {"action": "accept", "content": {"answer": "b: " + message}}
+                    },
+                }
+                if round == 0:  # bob, at b, cannot reach alice's call at a either
+                    seen["bob"] = await _post(http, urls["b"], "bob", retry)
+                got = await _post(http, urls["b"], "alice", retry)
+        return seen
+
+    return await _two_replicas(backend, adapters, stores_url, scenario)
 
 
 @pytest.fixture(autouse=True)
@@ -365,3 +381,65 @@ def test_replicas_of_the_command_share_parked_calls(tmp_path: Any, redis_url: st
         "answers": {"one?": "via b", "two?": "via b"},
         "completed": True,
     }
+
+
+async def _handshake_answer_elsewhere(backend: Any, adapters: str, stores_url: str | None) -> Any:
+    """A handshake-era client's call at a, asked a question on its POST's stream
+    (relay_questions_to_handshake_clients); its answer POSTed to b."""
+    import httpx
+
+    seen: dict[str, Any] = {}
+    headers = HEADERS | {"mcp-protocol-version": "2025-06-18", "authorization": "Bearer alice"}
+
+    async def scenario(urls: dict[str, str]) -> Any:
+        body = {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "ex.elicit", "arguments": {"question": "colour?"}},
+        }
+        async with (
+            httpx.AsyncClient(timeout=20) as http,
+            http.stream("POST", urls["a"], json=body, headers=headers) as stream,
+        ):
+            async for line in stream.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                message = json.loads(line[5:])
+                if message.get("method") == "elicitation/create":
+                    seen["question_id"] = message["id"]
+                    answer = {"action": "accept", "content": {"answer": "red, via b"}}
+                    reply = {"jsonrpc": "2.0", "id": message["id"], "result": answer}
+                    wrong = await http.post(
+                        urls["b"], json=reply, headers=headers | {"authorization": "Bearer bob"}
+                    )
+                    seen["wrong_key"] = wrong.status_code  # accepted there, dropped at a
+                    posted = await http.post(urls["b"], json=reply, headers=headers)
+                    seen["posted"] = posted.status_code
+                elif message.get("id") == 7:
+                    seen["result"] = message["result"]
+                    break
+        return seen
+
+    return await _two_replicas(
+        backend,
+        adapters,
+        stores_url,
+        scenario,
+        handshake=False,
+        relay_questions_to_handshake_clients=True,
+    )
+
+
+@pytest.mark.parametrize("stores", ["memory", "redis"])
+@pytest.mark.parametrize("adapters", ADAPTERS)
+def test_a_handshake_clients_answer_at_another_replica_reaches_its_question(
+    adapters: str, stores: str, request: pytest.FixtureRequest
+) -> None:
+    # Before, b answered 404 and the call at a hung until its client gave up.
+    backend = importlib.import_module(adapters).BACKEND
+    url = None if stores == "memory" else str(request.getfixturevalue("redis_url"))
+    seen = backend.run(_handshake_answer_elsewhere, backend, adapters, url)
+    assert seen["question_id"].startswith("gateway-")
+    assert seen["wrong_key"] == seen["posted"] == 202
+    assert seen["result"]["structuredContent"] == {"action": "accept", "answer": "red, via b"}

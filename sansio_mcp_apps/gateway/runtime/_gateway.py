@@ -142,6 +142,8 @@ class Gateway:
         #: This replica among others sharing stores (None: a single process).
         self.replicas: ReplicaLink | None = None
         self._settings = settings
+        # The HTTP machines serving this gateway (see router()).
+        self._routers: list[GatewayHTTPServer] = []
         self.server = GatewayServer(
             self.catalog,
             self.upstreams,
@@ -174,6 +176,18 @@ class Gateway:
             outcome_timeout=(self._settings.call_timeout or 3600.0) + 5.0,
         )
         self.server.use_replicas(self.replicas)
+        self.replicas.take_answer = self._take_answer
+        for router in self._routers:
+            router.join_replicas(self.replicas.tag, self.replicas.forward_answer)
+
+    def _take_answer(self, answer: dict[str, Any], authorization: str) -> None:
+        """A handshake-era client's answer to a question of this replica's, which
+        reached another: to the session that asked, as if it had come here."""
+        for router in self._routers:
+            session = router.take_answer(answer, authorization)
+            if session is not None:
+                self.server.answer_taken(session)
+                return
 
     def catalog(self) -> Catalog:
         return self._catalogs()
@@ -203,6 +217,9 @@ class Gateway:
             tool_input_schema=lambda name: self.catalog().input_schema(name),
             **options,
         )
+        self._routers.append(router)
+        if self.replicas is not None:
+            router.join_replicas(self.replicas.tag, self.replicas.forward_answer)
         return router if config.oauth is None else GatewayOAuthRouter(router, config.oauth)
 
     # Hints -------------------------------------------------------------------------

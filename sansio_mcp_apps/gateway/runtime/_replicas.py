@@ -11,12 +11,14 @@ question or its result, or an error), which it hands its client."""
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from sansio_mcp import ErrorCode, MCPError
-from sansio_mcp.runtime import Backend, RedisCommands, Stores, StoreUnavailable
+from sansio_mcp.runtime import Backend, RedisCommands, Stores, StoreUnavailable, TaskGroup
 
 __all__ = [
     "MemoryParkedCallOwners",
@@ -90,6 +92,8 @@ def parked_call_owners(stores: Stores, clock: Callable[[], float]) -> ParkedCall
     return RedisParkedCallOwners(stores.redis, stores.key("gateway", "parked"))
 
 
+logger = logging.getLogger("sansio_mcp_apps.gateway")
+
 #: Seconds a replica waits for the one holding a parked call to take a forwarded retry.
 DEFAULT_ACK_TIMEOUT = 5.0
 
@@ -116,23 +120,63 @@ class ReplicaLink:
         self.ack_timeout = ack_timeout
         self.outcome_timeout = outcome_timeout
         self.serve: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] | None = None
+        #: This replica's tag: the ids of its questions to handshake-era clients carry it.
+        self.tag = hashlib.sha256(self.replica_id.encode("utf-8")).hexdigest()[:16]
+        #: ``take_answer(answer, authorization)``: a handshake-era client's answer to
+        #: one of this replica's questions, which reached another replica.
+        self.take_answer: Callable[[dict[str, Any], str], None] | None = None
+        self._group: TaskGroup | None = None
 
     def channel(self, replica_id: str) -> str:
         return self.stores.key("gateway", replica_id)
 
+    def answers_channel(self, tag: str) -> str:
+        return self.stores.key("gateway", "answers", tag)
+
     async def run(self) -> None:
-        """Serve the retries forwarded to this replica until cancelled."""
+        """Serve the retries and answers forwarded to this replica until cancelled."""
         async with self.backend.open_task_group() as group:
 
             def deliver(message: dict[str, Any]) -> None:
                 group.start_soon(self._serve, message)
 
-            subscription = self.stores.events.subscribe(self.channel(self.replica_id), deliver)
+            def answered(message: dict[str, Any]) -> None:
+                answer, authorization = message.get("answer"), message.get("authorization")
+                if (
+                    self.take_answer is not None
+                    and isinstance(answer, dict)
+                    and isinstance(authorization, str)
+                ):
+                    self.take_answer(answer, authorization)
+
+            events = self.stores.events
+            subscriptions = [
+                events.subscribe(self.channel(self.replica_id), deliver),
+                events.subscribe(self.answers_channel(self.tag), answered),
+            ]
+            self._group = group
             try:
                 await self.backend.new_signal().wait()
             finally:
-                subscription.close()
+                self._group = None
+                for subscription in subscriptions:
+                    subscription.close()
                 group.cancel()
+
+    def forward_answer(self, tag: str, answer: dict[str, Any], authorization: str) -> None:
+        """Pass a handshake-era client's ``answer`` to the replica tagged ``tag``,
+        whose question it answers (soon: this is called while a request is routed)."""
+        if self._group is None:
+            return
+        message = {"answer": answer, "authorization": authorization}
+
+        async def publish() -> None:
+            try:
+                await self.stores.events.publish(self.answers_channel(tag), message)
+            except StoreUnavailable as exc:
+                logger.warning("an answer for replica %s was lost: %s", tag, exc)
+
+        self._group.start_soon(publish)
 
     async def _serve(self, message: dict[str, Any]) -> None:
         reply = message.get("reply")

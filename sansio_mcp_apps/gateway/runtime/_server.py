@@ -104,9 +104,23 @@ class GatewayServer(Server):
         self.wall_clock = wall_clock
         self.relay_questions = relay_questions
         self.parking = parking
+        # The host of each handshake-era request that may be asking its client: an
+        # answer forwarded by another replica is driven into its session there.
+        # (Weakly both ways: a host holds its session.)
+        self._asking: weakref.WeakKeyDictionary[ServerSession, weakref.ref[Any]] = (
+            weakref.WeakKeyDictionary()
+        )
         self.replicas: ReplicaLink | None = None
         if replicas is not None:
             self.use_replicas(replicas)
+
+    def answer_taken(self, session: ServerSession) -> None:
+        """``session`` (of a handshake-era request) was handed its client's answer
+        from outside a request of its own: its waiting handler goes on."""
+        host = self._asking.get(session)
+        driver = getattr(host() if host is not None else None, "driver", None)
+        if driver is not None:
+            driver.process_events()
 
     def use_replicas(self, replicas: ReplicaLink) -> None:
         """Forward retries of calls parked elsewhere through ``replicas``, and serve
@@ -218,6 +232,9 @@ class GatewayServer(Server):
         ask: Any = None
         if not ctx.stateless:
             ask = partial(_relay if self.relay_questions else _not_asked, ctx, refused)
+            host = getattr(ctx, "host", None)
+            if self.relay_questions and host is not None:
+                self._asking[ctx.session] = weakref.ref(host)
         call = partial(
             self._send, ctx, connector, ask=ask, refused=refused, on_progress=_progress_relay(ctx)
         )
