@@ -9,7 +9,8 @@ declared nothing and is asked nothing.  Told to relay questions (outside the
 spec), the gateway asks it on assumed capabilities (elicitation, sampling,
 roots): the server-to-client request goes out on the request's own SSE stream
 under an id the gateway makes unique, and the client's answer, POSTed without a
-session, is routed back to the session that asked by that id.
+session, is routed back to the session that asked by that id (among replicas, to the
+replica that asked: see :meth:`GatewayHTTPServer.join_replicas`).
 
 Virtual MCPs are served at ``{endpoint}/{id}``, and ``GET /metrics`` when given."""
 

@@ -179,7 +179,7 @@ async def _two_replicas(
     the upstream spoken to at a handshake revision; the rest is config."""
     from sansio_mcp.runtime import MemoryEventBus, MemoryReplayCache, Stores, open_stores
     from sansio_mcp_apps.gateway.runtime import Gateway, transport_opener
-    from sansio_mcp_apps.gateway.runtime._replicas import MemoryParkedCallOwners
+    from sansio_mcp_apps.gateway.runtime import MemoryParkedCallOwners
 
     from .conftest import wait_ready
 

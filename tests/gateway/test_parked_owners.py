@@ -12,7 +12,7 @@ import pytest
 from leaks import leak_check
 
 from sansio_mcp.runtime import open_stores
-from sansio_mcp_apps.gateway.runtime._replicas import parked_call_owners
+from sansio_mcp_apps.gateway.runtime import parked_call_owners
 
 from .conftest import BACKENDS
 
