@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 import pytest
-from interop.conftest import no_leaked_children  # noqa: F401 (autouse: no test leaves a child)
+from leaks import leak_check
 from peers import EVERYTHING, FILESYSTEM, free_port, node_for
 
 from sansio_mcp_apps.example_server import TOOL_NAMES
@@ -30,6 +30,17 @@ BACKENDS = ("trio", "asyncio")
 API_KEY = "test-key-1"
 #: The example server's tools (the bundled server, at either transport).
 EXAMPLE_TOOLS = set(TOOL_NAMES)
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_children(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a test that leaves a child process behind.  The session's redis-server,
+    when a test asks for it late (a ``redis`` parameter), starts first: it outlives
+    the test by design."""
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and "redis" in callspec.params.values():
+        request.getfixturevalue("redis_url")
+    yield from leak_check(fds=False, grace=2.0)
 
 
 def node() -> str:
@@ -116,6 +127,17 @@ def everything_connector(**tools: Any) -> dict[str, Any]:
 
 def filesystem_connector(root: Path) -> dict[str, Any]:
     return {"transport": "stdio", "cmd": [node(), str(FILESYSTEM), str(root)]}
+
+
+def handshake_example_connector() -> dict[str, Any]:
+    """The example server over stdio, speaking the handshake revisions alone (it asks
+    mid-call by requests of its own)."""
+    script = Path(__file__).with_name("handshake_example_server.py")
+    return {
+        "transport": "stdio",
+        "cmd": [sys.executable, str(script)],
+        "env": {"PYTHONPATH": str(REPO)},
+    }
 
 
 def example_stdio_connector() -> dict[str, Any]:

@@ -10,12 +10,11 @@ import contextlib
 import importlib
 import json
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from leaks import leak_check
 
+from sansio_mcp.http import StreamableHTTPServer
 from sansio_mcp_apps.example_server import build_server
 from sansio_mcp_apps.gateway import ConnectorConfig, parse_config
 
@@ -38,29 +37,39 @@ async def _with_gateway(backend: Any, adapters: str, scenario: Any, **config: An
     """Run ``scenario(gateway, url, example)`` against a gateway whose one connector,
     ``ex``, is the example server spoken to at a handshake revision (it asks by
     requests of its own)."""
-    http_client = importlib.import_module(f"{adapters}.http_client")
-
-    def handshake_opener(connector: ConnectorConfig, **options: Any) -> Any:
-        return http_client.open_http_client(connector.url, mode="legacy", **options)
-
     async with backend.open_task_group() as group:
-        example = build_server()
-        router = importlib.import_module("sansio_mcp.http").StreamableHTTPServer(
-            example.create_session
-        )
-        port = await serve_router_on(backend, group, adapters, example, router)
-        parsed = parse_config(
-            {
-                "connectors": {"ex": {"transport": "http", "url": f"http://127.0.0.1:{port}/mcp"}},
-                "api_keys": ["alice", "bob"],
-                **config,
-            }
-        )
-        gateway, url = await serve_gateway(backend, group, adapters, parsed, handshake_opener)
+        parsed = await _example_upstream(backend, group, adapters, config)
+        opener = _handshake_opener(adapters)
+        gateway, url = await serve_gateway(backend, group, adapters, parsed, opener)
         async with backend.fail_after(30):
-            outcome = await scenario(gateway, url, example)
+            outcome = await scenario(gateway, url, None)
         group.cancel()
     return outcome
+
+
+def _handshake_opener(adapters: str) -> Any:
+    """An opener speaking to each upstream at a handshake revision."""
+    http_client = importlib.import_module(f"{adapters}.http_client")
+
+    def opener(connector: ConnectorConfig, **options: Any) -> Any:
+        return http_client.open_http_client(connector.url, mode="legacy", **options)
+
+    return opener
+
+
+async def _example_upstream(backend: Any, group: Any, adapters: str, config: dict[str, Any]) -> Any:
+    """The example server served in ``group``; a gateway config (keys ``alice`` and
+    ``bob``, and ``config``) whose one connector, ``ex``, it is."""
+    example = build_server()
+    router = StreamableHTTPServer(example.create_session)
+    port = await serve_router_on(backend, group, adapters, example, router)
+    return parse_config(
+        {
+            "connectors": {"ex": {"transport": "http", "url": f"http://127.0.0.1:{port}/mcp"}},
+            "api_keys": ["alice", "bob"],
+            **config,
+        }
+    )
 
 
 async def _two_rounds(backend: Any, adapters: str) -> Any:
@@ -178,30 +187,14 @@ async def _two_replicas(
     ``stores_url``, else one in-memory event bus and owners store.  ``handshake``:
     the upstream spoken to at a handshake revision; the rest is config."""
     from sansio_mcp.runtime import MemoryEventBus, MemoryReplayCache, Stores, open_stores
-    from sansio_mcp_apps.gateway.runtime import Gateway, transport_opener
-    from sansio_mcp_apps.gateway.runtime import MemoryParkedCallOwners
+    from sansio_mcp_apps.gateway.runtime import Gateway, MemoryParkedCallOwners, transport_opener
 
     from .conftest import wait_ready
 
-    http_client = importlib.import_module(f"{adapters}.http_client")
-
-    def handshake_opener(connector: ConnectorConfig, **options: Any) -> Any:
-        return http_client.open_http_client(connector.url, mode="legacy", **options)
-
-    opener = handshake_opener if options.pop("handshake", True) else transport_opener(backend)
+    handshake = options.pop("handshake", True)
+    opener = _handshake_opener(adapters) if handshake else transport_opener(backend)
     async with backend.open_task_group() as group:
-        example = build_server()
-        router = importlib.import_module("sansio_mcp.http").StreamableHTTPServer(
-            example.create_session
-        )
-        port = await serve_router_on(backend, group, adapters, example, router)
-        config = parse_config(
-            {
-                "connectors": {"ex": {"transport": "http", "url": f"http://127.0.0.1:{port}/mcp"}},
-                "api_keys": ["alice", "bob"],
-                **options,
-            }
-        )
+        config = await _example_upstream(backend, group, adapters, options)
         bus, owners = MemoryEventBus(), MemoryParkedCallOwners(backend.clock)
         namespace = f"test-{uuid.uuid4().hex}"  # tests share one redis-server
         urls: dict[str, str] = {}
@@ -264,16 +257,6 @@ async def _across_replicas(backend: Any, adapters: str, stores_url: str | None) 
     return await _two_replicas(backend, adapters, stores_url, scenario)
 
 
-@pytest.fixture(autouse=True)
-def no_leaked_children(request: pytest.FixtureRequest) -> Iterator[None]:
-    """No test leaves a child behind; the session's redis-server, asked for late
-    (a parameter), starts first: it outlives the test by design."""
-    callspec = getattr(request.node, "callspec", None)
-    if callspec is not None and "redis" in callspec.params.values():
-        request.getfixturevalue("redis_url")
-    yield from leak_check(fds=False, grace=2.0)
-
-
 @pytest.mark.parametrize("stores", ["memory", "redis"])
 @pytest.mark.parametrize("adapters", ADAPTERS)
 def test_a_retry_at_another_replica_reaches_the_parked_call(
@@ -330,24 +313,12 @@ def test_replicas_of_the_command_share_parked_calls(tmp_path: Any, redis_url: st
     """Two ``sansio-mcp gateway --store REDIS`` processes (one on Trio, one on
     asyncio) over a handshake-era stdio upstream: round 1 at the first, the retries
     at the second, which forwards them to the first."""
-    import sys
-    from pathlib import Path
 
     import httpx
 
-    from .conftest import REPO, gateway
+    from .conftest import gateway, handshake_example_connector
 
-    script = Path(__file__).with_name("handshake_example_server.py")
-    config = {
-        "connectors": {
-            "old": {
-                "transport": "stdio",
-                "cmd": [sys.executable, str(script)],
-                "env": {"PYTHONPATH": str(REPO)},
-            }
-        },
-        "api_keys": ["alice"],
-    }
+    config = {"connectors": {"old": handshake_example_connector()}, "api_keys": ["alice"]}
     store = ["--store", redis_url]
     with (
         gateway(config, "trio", tmp_path, *store, "--replica-id", "a") as a,

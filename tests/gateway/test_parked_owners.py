@@ -6,25 +6,13 @@ from __future__ import annotations
 
 import importlib
 import uuid
-from collections.abc import Iterator
 
 import pytest
-from leaks import leak_check
 
 from sansio_mcp.runtime import open_stores
 from sansio_mcp_apps.gateway.runtime import parked_call_owners
 
 from .conftest import BACKENDS
-
-
-@pytest.fixture(autouse=True)
-def no_leaked_children(request: pytest.FixtureRequest) -> Iterator[None]:
-    """No test leaves a child behind; the session's redis-server, asked for late
-    (a parameter), starts first: it outlives the test by design."""
-    callspec = getattr(request.node, "callspec", None)
-    if callspec is not None and "redis" in callspec.params.values():
-        request.getfixturevalue("redis_url")
-    yield from leak_check(fds=False, grace=2.0)
 
 
 @pytest.fixture(params=["memory", "redis"])

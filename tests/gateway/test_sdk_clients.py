@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,16 @@ from mcp import types as sdk
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from .conftest import API_KEY, BACKENDS, EXAMPLE_TOOLS, REPO, Setup, everything_connector, gateway
+from .conftest import (
+    API_KEY,
+    BACKENDS,
+    EXAMPLE_TOOLS,
+    REPO,
+    Setup,
+    everything_connector,
+    gateway,
+    handshake_example_connector,
+)
 
 pytestmark = [pytest.mark.interop, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 AUTH = {"authorization": f"Bearer {API_KEY}"}
@@ -162,16 +170,8 @@ def test_python_sdk_modern_client_answers_handshake_upstreams(backend: str, tmp_
     """Questions across eras: handshake-era upstreams (the example server at a
     handshake revision, server-everything) ask mid-call; the SDK's 2026-07-28 client
     answers by MRTR, two rounds for a survey of two, and sampling too."""
-    script = Path(__file__).with_name("handshake_example_server.py")
     config = {
-        "connectors": {
-            "old": {
-                "transport": "stdio",
-                "cmd": [sys.executable, str(script)],
-                "env": {"PYTHONPATH": str(REPO)},
-            },
-            "everything": everything_connector(),
-        },
+        "connectors": {"old": handshake_example_connector(), "everything": everything_connector()},
         "api_keys": [API_KEY],
     }
     elicitation = Elicitation("sdk: ")
