@@ -414,3 +414,35 @@ def test_a_handshake_clients_answer_at_another_replica_reaches_its_question(
     assert seen["question_id"].startswith("gateway-")
     assert seen["wrong_key"] == seen["posted"] == 202
     assert seen["result"]["structuredContent"] == {"action": "accept", "answer": "red, via b"}
+
+
+async def _ends_while_parked(backend: Any) -> Any:
+    from sansio_mcp_apps.gateway.runtime import ParkingLimits, ParkingLot
+
+    lot = ParkingLot(backend, ParkingLimits(timeout=60))
+
+    async def work(call: Any) -> dict[str, Any]:
+        async with backend.move_on_after(0.1):  # the upstream gives up its question
+            await lot.ask(call, "roots/list", {})
+        return {"content": []}
+
+    async with backend.open_task_group() as group:
+        group.start_soon(lot.run)
+        while not lot.running:
+            await backend.sleep(0)
+        call = lot.start("alice", ("t", {}), work)
+        question = await lot.next_step(call)
+        asked = (question.method if question else None, len(lot))
+        async with backend.fail_after(10):
+            while len(lot):
+                await backend.sleep(0.01)
+        group.cancel()
+    return asked, lot.get(call.id)
+
+
+@pytest.mark.parametrize("adapters", ADAPTERS)
+def test_a_call_that_ends_while_parked_is_forgotten(adapters: str) -> None:
+    backend = importlib.import_module(adapters).BACKEND
+    asked, left = backend.run(_ends_while_parked, backend)
+    assert asked == ("roots/list", 1)
+    assert left is None

@@ -151,6 +151,10 @@ class ParkingLot:
                 call._timer.cancel()
             if call.question is not None and call.question.error is None:
                 self._answer_with_error(call, "the call ended")
+            if call._wake is None:
+                # Ended while parked (the upstream gave up its question): no request
+                # waits for the outcome, and a retry is told the call is gone.
+                self._forget(call)
             call._notify()
 
         call._task = self._group.start_cancellable(run, on_done=ended)
