@@ -446,3 +446,30 @@ def test_a_call_that_ends_while_parked_is_forgotten(adapters: str) -> None:
     asked, left = backend.run(_ends_while_parked, backend)
     assert asked == ("roots/list", 1)
     assert left is None
+
+
+async def _client_leaves(backend: Any, adapters: str) -> Any:
+    import httpx
+
+    seen: dict[str, Any] = {}
+
+    async def scenario(gateway: Any, url: str, example: Any) -> Any:
+        call = {"name": "ex.slow", "arguments": {"seconds": 120, "steps": 2}}
+        async with httpx.AsyncClient(timeout=20) as http, backend.open_task_group() as calls:
+            calls.start_soon(_post, http, url, "alice", {**call, "_meta": _meta({})})
+            while not len(gateway.parking):  # the upstream call runs in the lot
+                await backend.sleep(0.01)
+            seen["running"] = len(gateway.parking)
+            calls.cancel()  # the client goes away
+        while len(gateway.parking):
+            await backend.sleep(0.01)
+        seen["left"] = len(gateway.parking)
+        return seen
+
+    return await _with_gateway(backend, adapters, scenario)
+
+
+@pytest.mark.parametrize("adapters", ADAPTERS)
+def test_a_client_that_leaves_releases_its_call(adapters: str) -> None:
+    backend = importlib.import_module(adapters).BACKEND
+    assert backend.run(_client_leaves, backend, adapters) == {"running": 1, "left": 0}
