@@ -166,12 +166,18 @@ def test_typescript_sdk_client(setup: Setup, mode: str) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_python_sdk_modern_client_answers_handshake_upstreams(backend: str, tmp_path: Path) -> None:
+def test_sdk_modern_clients_answer_handshake_upstreams(backend: str, tmp_path: Path) -> None:
     """Questions across eras: handshake-era upstreams (the example server at a
-    handshake revision, server-everything) ask mid-call; the SDK's 2026-07-28 client
-    answers by MRTR, two rounds for a survey of two, and sampling too."""
+    handshake revision, server-everything) ask mid-call; the Python SDK's 2026-07-28
+    client answers by MRTR, two rounds for a survey of two, and sampling too; the
+    TypeScript SDK's answers the example server's elicitation."""
     config = {
-        "connectors": {"old": handshake_example_connector(), "everything": everything_connector()},
+        "connectors": {
+            "old": handshake_example_connector(),
+            "everything": everything_connector(),
+            # (Named so for ts_client.mjs, which calls example.add and example.elicit.)
+            "example": handshake_example_connector(),
+        },
         "api_keys": [API_KEY],
     }
     elicitation = Elicitation("sdk: ")
@@ -205,3 +211,19 @@ def test_python_sdk_modern_client_answers_handshake_upstreams(backend: str, tmp_
 
     with gateway(config, backend, tmp_path) as url:
         anyio.run(body, url, backend="asyncio")
+        node = shutil.which("node")
+        if node is None:
+            return  # the Python SDK's part ran; node is needed for the TypeScript one
+        done = subprocess.run(
+            [node, str(TS_CLIENT), url, "modern", API_KEY],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["protocolVersion"] == "2026-07-28"
+    assert report["add"]["structuredContent"] == {"sum": 5}
+    assert report["elicit"]["structuredContent"] == {"action": "accept", "answer": "ts: colour?"}
