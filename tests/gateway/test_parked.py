@@ -18,7 +18,7 @@ from sansio_mcp.http import StreamableHTTPServer
 from sansio_mcp_apps.example_server import build_server
 from sansio_mcp_apps.gateway import ConnectorConfig, parse_config
 
-from .conftest import BACKENDS, serve_gateway, serve_router_on
+from .conftest import BACKENDS, serve_gateway, serve_router_on, wait_ready
 
 ADAPTERS = [f"{name}_adapters" for name in BACKENDS]
 MODERN = {"mcp-protocol-version": "2026-07-28"}
@@ -188,8 +188,6 @@ async def _two_replicas(
     the upstream spoken to at a handshake revision; the rest is config."""
     from sansio_mcp.runtime import MemoryEventBus, MemoryReplayCache, Stores, open_stores
     from sansio_mcp_apps.gateway.runtime import Gateway, MemoryParkedCallOwners, transport_opener
-
-    from .conftest import wait_ready
 
     handshake = options.pop("handshake", True)
     opener = _handshake_opener(adapters) if handshake else transport_opener(backend)
@@ -473,3 +471,55 @@ async def _client_leaves(backend: Any, adapters: str) -> Any:
 def test_a_client_that_leaves_releases_its_call(adapters: str) -> None:
     backend = importlib.import_module(adapters).BACKEND
     assert backend.run(_client_leaves, backend, adapters) == {"running": 1, "left": 0}
+
+
+class _DownOwners:
+    """A parked-call owners store whose Redis is down."""
+
+    async def record(self, call_id: str, replica_id: str, ttl: float) -> None:
+        from sansio_mcp.runtime import StoreUnavailable
+
+        raise StoreUnavailable("redis://127.0.0.1:1/0", "cannot connect (refused)")
+
+    async def owner(self, call_id: str) -> str | None:
+        raise AssertionError("not asked: nothing was parked")
+
+
+async def _store_down(backend: Any, adapters: str) -> Any:
+    import httpx
+
+    from sansio_mcp.runtime import Stores
+    from sansio_mcp_apps.gateway.runtime import Gateway
+
+    async with backend.open_task_group() as group:
+        config = await _example_upstream(backend, group, adapters, {})
+        stores = Stores.memory(backend.clock, replica_id="a")
+        gateway = Gateway(
+            config, backend, _handshake_opener(adapters), stores=stores, parked_owners=_DownOwners()
+        )
+        group.start_soon(gateway.run)
+        await wait_ready(backend, gateway)
+        port = await serve_router_on(backend, group, adapters, gateway.server, gateway.router())
+        call = {"name": "ex.elicit", "arguments": {"question": "colour?"}}
+        async with backend.fail_after(30), httpx.AsyncClient(timeout=20) as http:
+            url = f"http://127.0.0.1:{port}/mcp"
+            got = await _post(http, url, "alice", {**call, "_meta": _meta({"elicitation": {}})})
+            added = await _post(
+                http,
+                url,
+                "alice",
+                {"name": "ex.add", "arguments": {"a": 1, "b": 2}, "_meta": _meta({})},
+            )
+            while len(gateway.parking):
+                await backend.sleep(0.01)
+        group.cancel()
+    return got, added
+
+
+@pytest.mark.parametrize("adapters", ADAPTERS)
+def test_a_store_down_fails_the_parking_round_precisely(adapters: str) -> None:
+    backend = importlib.import_module(adapters).BACKEND
+    got, added = backend.run(_store_down, backend, adapters)
+    assert got["error"]["code"] == -32603
+    assert "the store redis://127.0.0.1:1/0 is unavailable" in got["error"]["message"]
+    assert added["result"]["structuredContent"] == {"sum": 3}  # plain calls go on
