@@ -143,13 +143,13 @@ def test_python_sdk_modern_client(setup: Setup) -> None:
     anyio.run(body, backend="asyncio")
 
 
-@pytest.mark.parametrize("mode", ["legacy", "modern"])
-def test_typescript_sdk_client(setup: Setup, mode: str) -> None:
+def _ts_client(url: str, mode: str) -> dict[str, Any]:
+    """ts_client.mjs's report of the gateway at ``url`` (skips without node)."""
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not on PATH")
     done = subprocess.run(
-        [node, str(TS_CLIENT), setup.url, mode, API_KEY],
+        [node, str(TS_CLIENT), url, mode, API_KEY],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -157,7 +157,12 @@ def test_typescript_sdk_client(setup: Setup, mode: str) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "modern"])
+def test_typescript_sdk_client(setup: Setup, mode: str) -> None:
+    report = _ts_client(setup.url, mode)
     assert {f"example.{t}" for t in EXAMPLE_TOOLS} <= set(report["tools"])
     assert report["add"]["structuredContent"] == {"sum": 5}
     assert report["unknown"]["error"]["code"] == -32602
@@ -211,19 +216,7 @@ def test_sdk_modern_clients_answer_handshake_upstreams(backend: str, tmp_path: P
 
     with gateway(config, backend, tmp_path) as url:
         anyio.run(body, url, backend="asyncio")
-        node = shutil.which("node")
-        if node is None:
-            return  # the Python SDK's part ran; node is needed for the TypeScript one
-        done = subprocess.run(
-            [node, str(TS_CLIENT), url, "modern", API_KEY],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+        report = _ts_client(url, "modern")
     assert report["protocolVersion"] == "2026-07-28"
     assert report["add"]["structuredContent"] == {"sum": 5}
     assert report["elicit"]["structuredContent"] == {"action": "accept", "answer": "ts: colour?"}
