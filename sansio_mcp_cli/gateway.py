@@ -11,7 +11,13 @@ from pathlib import Path
 from typing import Any, cast
 
 from sansio_mcp.config import load_json
-from sansio_mcp.runtime import Listener, TransportBackend, TransportTable
+from sansio_mcp.runtime import (
+    Listener,
+    StoreUnavailable,
+    TransportBackend,
+    TransportTable,
+    open_stores,
+)
 from sansio_mcp_apps.gateway import ConfigError, GatewayConfig, parse_config
 from sansio_mcp_apps.gateway.runtime import Gateway, transport_opener
 
@@ -30,6 +36,16 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     gateway.add_argument("--config", required=True, help="the gateway.json file")
     gateway.add_argument("--host", default="127.0.0.1", help="address to listen on")
     gateway.add_argument("--port", type=port_number, default=8931, help="port (0: any free port)")
+    gateway.add_argument(
+        "--store",
+        default="memory",
+        metavar="URL",
+        help="the stores replicas share (redis://HOST:PORT/DB), so that a retry of a call "
+        "parked on another replica reaches it; default memory (one process)",
+    )
+    gateway.add_argument(
+        "--replica-id", default=None, help="this replica's name among others (default HOST:PID)"
+    )
 
 
 def load_config_file(path: str) -> GatewayConfig:
@@ -91,5 +107,24 @@ def run(args: argparse.Namespace, backend: TransportBackend) -> int:
         args.port,
         announce,
     )
-    backend.run(backend.until_stopped, gateway.run, serve)
+    if args.store == "memory":
+        backend.run(backend.until_stopped, gateway.run, serve)
+        return 0
+
+    failed: list[Exception] = []
+
+    async def shared() -> None:
+        try:
+            async with open_stores(args.store, backend, replica_id=args.replica_id) as stores:
+                gateway.use_stores(stores)
+                await gateway.run(serve)
+        except (ValueError, StoreUnavailable) as exc:
+            if gateway.replicas is not None:
+                raise
+            failed.append(exc)  # said at start: a replica does not run half-working
+
+    backend.run(backend.until_stopped, shared)
+    if failed:
+        print(f"sansio-mcp gateway: --store: {failed[0]}", file=sys.stderr)
+        return 2
     return 0
