@@ -74,7 +74,7 @@ def parse_state_keys(text: str, *, source: str) -> list[bytes]:
             raise ValueError(f"{where}: not a key in hex or base64")
         if len(key) < MIN_STATE_KEY_BYTES:
             raise ValueError(
-                f"{where}: the key is {len(key)} bytes; at least {MIN_STATE_KEY_BYTES} are "
+                f"{where}: the key is {len(key)} byte{'' if len(key) == 1 else 's'}; at least {MIN_STATE_KEY_BYTES} are "
                 "needed (make one with `openssl rand -hex 32`)"
             )
         if key in first_line:

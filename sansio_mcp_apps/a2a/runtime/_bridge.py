@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -26,7 +26,15 @@ import attrs
 import httpx
 
 from sansio_mcp import InternalError
-from sansio_mcp.runtime import Backend, CancelTask, Context, Server, TaskLimits, task_owner
+from sansio_mcp.runtime import (
+    Backend,
+    CancelTask,
+    Context,
+    Server,
+    Stores,
+    TaskLimits,
+    task_owner,
+)
 from sansio_mcp.tasks import TASKS_EXTENSION, declares_tasks
 
 from ...a2a import (
@@ -103,6 +111,8 @@ class A2ABridge:
     ``clock`` dates the handles (seconds; the backend's clock by default: tests
     inject one); ``max_wait`` bounds how long ``a2a_send_message`` follows a task
     that is still working before it returns the envelope as it stands.
+    ``state_keys`` (the requestState key ring) and ``stores`` (state shared between
+    replicas) go to :attr:`server`, as :class:`Server`'s.
     """
 
     def __init__(
@@ -114,8 +124,12 @@ class A2ABridge:
         new_token: Callable[[], str] | None = None,
         poll_interval: float = 0.05,
         max_wait: float = 300.0,
+        state_keys: Sequence[bytes] | None = None,
+        stores: Stores | None = None,
     ) -> None:
         self.config = config
+        self.state_keys = state_keys
+        self.stores = stores
         self.backend = backend
         self.clock = clock or backend.clock
         self.poll_interval = poll_interval
@@ -157,6 +171,8 @@ class A2ABridge:
             # Tasks on the 2026-07-28 route only (the extension): the handshake route
             # advertises no tasks capability and its tasks/* are -32021.
             handshake_tasks=False,
+            state_keys=self.state_keys,
+            stores=self.stores,
         )
         retention = self.tasks.describe_retention()
         one = len(aliases) == 1

@@ -5,14 +5,14 @@ clients the list changed."""
 from __future__ import annotations
 
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import attrs
 
 from sansio_mcp import ServerSession
 from sansio_mcp.http import LOOPBACK_HOSTS
-from sansio_mcp.runtime import Backend, Signal, TransportBackend
+from sansio_mcp.runtime import Backend, Signal, Stores, TransportBackend
 
 from ...gateway import (
     DEFAULT_TTL_MS,
@@ -65,6 +65,8 @@ class Gateway:
     and the hints flowing; serve :attr:`server` with :meth:`router` on any
     backend's ``serve_router``.  ``store`` holds connector status and tools
     (in memory by default); ``settings`` say how upstreams are kept.
+    ``state_keys`` (the requestState key ring) and ``stores`` (state shared between
+    replicas, :func:`~sansio_mcp.runtime.open_stores`) go to :attr:`server`.
     """
 
     def __init__(
@@ -80,6 +82,8 @@ class Gateway:
         default_ttl_ms: int = DEFAULT_TTL_MS,
         settings: UpstreamSettings | None = None,
         hint_interval: float = 0.25,
+        state_keys: Sequence[bytes] | None = None,
+        stores: Stores | None = None,
     ) -> None:
         self.config = config
         self.backend = backend
@@ -134,6 +138,8 @@ class Gateway:
             clock=backend.clock,
             wall_clock=backend.wall_clock,
             relay_questions=config.relay_questions_to_handshake_clients,
+            state_keys=state_keys,
+            stores=stores,
         )
         self._hint_pending = False
         self._hint_wake: Signal | None = None

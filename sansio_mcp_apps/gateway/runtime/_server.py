@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -34,7 +34,7 @@ from sansio_mcp.capabilities import (
     declared_elicitation_modes,
     missing_input_capabilities,
 )
-from sansio_mcp.runtime import Context, ProgressCallback, Server
+from sansio_mcp.runtime import Context, ProgressCallback, Server, Stores
 
 from ...gateway import Access, Catalog, fit_input_request, fit_tool_result
 from ._record import CallRecord
@@ -62,7 +62,8 @@ class GatewayServer(Server):
     (``virtual_catalogs``).  ``record``, if given, is told of every tools/call
     (timed with ``clock``, dated with ``wall_clock``).  ``relay_questions`` puts
     what an upstream asks to handshake-era clients (outside the spec: they are
-    taken to have declared what they may not have); without it they get -32021."""
+    taken to have declared what they may not have); without it they get -32021.
+    ``state_keys`` and ``stores``: as :class:`Server`'s (replicas share both)."""
 
     def __init__(
         self,
@@ -78,9 +79,17 @@ class GatewayServer(Server):
         clock: Callable[[], float] | None = None,
         wall_clock: Callable[[], float] | None = None,
         relay_questions: bool = False,
+        state_keys: Sequence[bytes] | None = None,
+        stores: Stores | None = None,
     ) -> None:
         super().__init__(
-            name, version, page_size=page_size, logging=False, cache_hints=GATEWAY_CACHE_HINTS
+            name,
+            version,
+            page_size=page_size,
+            logging=False,
+            cache_hints=GATEWAY_CACHE_HINTS,
+            state_keys=state_keys,
+            stores=stores,
         )
         self.catalog = catalog
         self.upstreams = upstreams
