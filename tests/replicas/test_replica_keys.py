@@ -6,6 +6,7 @@ state is its principal's alone."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -58,7 +59,7 @@ def test_a_rotation_in_stages_keeps_every_call_in_flight(
         write_key_file(tmp_path / "stage3", new),
     ]
     with example_replicas(tmp_path, stages) as replicas:
-        for here, there in zip(replicas, replicas[1:], strict=False):
+        for here, there in pairwise(replicas):
             assert elicit_across(here.url, there.url)["result"]["structuredContent"] == DONE
             assert elicit_across(there.url, here.url)["result"]["structuredContent"] == DONE
         # Sealed with the old key (stage 0 or 1) and opened by [new, old]: still fine.
