@@ -11,7 +11,7 @@ import httpx
 from tests.transports.helpers import POST_HEADERS, modern_headers, modern_request
 
 #: What a 2026-07-28 client declares so the example server may ask it questions.
-CAPABILITIES = {"elicitation": {"form": {}}, "sampling": {}}
+CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}}, "sampling": {}}
 
 
 def answer_of(body: bytes) -> dict[str, Any]:
