@@ -26,6 +26,8 @@ __all__ = [
     "store_url",
 ]
 
+#: The largest ``--state-key-file`` read (a ring is a few lines; more is a wrong file).
+MAX_KEY_FILE_BYTES = 64 * 1024
 #: What ``--store`` accepts, said the same way wherever it is refused.
 STORE_FORMS = "'memory' or 'redis://HOST:PORT/DB' (e.g. redis://127.0.0.1:6379/0)"
 _REDIS_URL = re.compile(
@@ -85,9 +87,14 @@ def read_state_key_file(path: str) -> tuple[bytes, ...]:
     try:
         with open(path, "rb") as file:
             mode = os.fstat(file.fileno()).st_mode
-            data = file.read(1 << 20)
+            data = file.read(MAX_KEY_FILE_BYTES + 1)
     except OSError as exc:
         raise StartRefused(f"--state-key-file: cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_KEY_FILE_BYTES:
+        raise StartRefused(
+            f"--state-key-file: {path} is over {MAX_KEY_FILE_BYTES} bytes; a key file holds "
+            "one key a line (a ring of a few)"
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

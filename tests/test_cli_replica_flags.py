@@ -89,7 +89,7 @@ def test_a_bad_key_file_is_refused_naming_file_and_line(
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
-def test_a_missing_key_file_or_a_binary_one_is_refused(
+def test_a_missing_binary_or_huge_key_file_is_refused(
     command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     missing = str(tmp_path / "missing")
@@ -100,6 +100,10 @@ def test_a_missing_key_file_or_a_binary_one_is_refused(
     binary.write_bytes(b"\xff\xfe" * 32)
     assert main([*command, "--state-key-file", str(binary)]) == 2
     assert f"{binary} is not text" in capsys.readouterr().err
+    huge = tmp_path / "huge"
+    huge.write_text((KEY + "\n") * 2000)
+    assert main([*command, "--state-key-file", str(huge)]) == 2
+    assert f"{huge} is over 65536 bytes" in capsys.readouterr().err
 
 
 def test_a_key_file_others_may_read_is_used_with_a_warning(
