@@ -37,6 +37,27 @@ fi
 # Third-party MCP peers (server-everything, the TypeScript SDK, the conformance suite), pinned by package-lock.json.
 npm ci --no-audit --no-fund --loglevel=error
 
+# redis-server and nginx, for the replica tests (issue 33): Debian's packages, installed when
+# missing and this runs as root (as CI does). Elsewhere those tests skip, saying what to install.
+if ! command -v redis-server >/dev/null || ! { command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]]; }; then
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+        apt_install=(env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server nginx)
+        # policy-rc.d 101: the packages' own services stay stopped (the tests start their own,
+        # on free loopback ports).
+        policy=/usr/sbin/policy-rc.d
+        had_policy=0
+        [[ -e $policy ]] && had_policy=1
+        if [[ $had_policy == 0 ]]; then
+            printf '#!/bin/sh\nexit 101\n' >"$policy"
+            chmod +x "$policy"
+        fi
+        "${apt_install[@]}" >/dev/null || { apt-get update -qq && "${apt_install[@]}" >/dev/null; }
+        [[ $had_policy == 1 ]] || rm -f "$policy"
+    else
+        echo "redis-server or nginx is missing (the replica tests skip): apt-get install redis-server nginx"
+    fi
+fi
+
 export PATH="$PWD/$venv/bin:$PATH"
 "$py" -m ruff check sansio_mcp trio_adapters asyncio_adapters sansio_mcp_apps sansio_mcp_cli sansio_mcp_testing fuzz tests examples scripts conformance bench
 "$py" -m mypy

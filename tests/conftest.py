@@ -31,3 +31,36 @@ def pytest_configure() -> None:
 def everything_command() -> list[str]:
     """The command that runs server-everything over stdio (skips when it is not installed)."""
     return [node_for(EVERYTHING), str(EVERYTHING), "stdio"]
+
+
+# --- redis (issue 33) ---
+# (This block's own imports, here so that other blocks' edits merge cleanly.)
+from collections.abc import Iterator  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from redis_service import RedisService  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``redis://127.0.0.1:PORT/0`` of a real redis-server for the session (one per
+    xdist worker), stopped after; skips with one line when redis-server is missing.
+    Tests share it: each uses a namespace of its own (``open_stores(namespace=...)``)."""
+    service = RedisService(tmp_path_factory.mktemp("redis"))
+    service.start()
+    try:
+        yield service.url
+    finally:
+        service.stop()
+
+
+@pytest.fixture
+def redis_service(tmp_path: Path) -> Iterator[RedisService]:
+    """A redis-server of this test's own, to stop and start again (``stop()``,
+    ``start()``, ``restart()``: the same ``url``); stopped after the test."""
+    service = RedisService(tmp_path)
+    service.start()
+    try:
+        yield service
+    finally:
+        service.stop()

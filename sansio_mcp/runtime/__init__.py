@@ -29,6 +29,7 @@ from ._driver import Driver, HostHandlers, ProgressCallback
 from ._http_service import ServerLimits
 from ._open_client import HTTPClientSessionHost, SSEClientSessionHost
 from ._process import StderrTail, drain_stderr, explained_exit, stop_process
+from ._redis import RedisAddress, RedisClient, RedisEventBus, RedisReplayCache
 from ._sender import Sender
 from ._serve_options import ListenOptions
 from ._server import Context, ContextHost, Server, answer_request
@@ -110,7 +111,11 @@ __all__ = [
     "EventSubscription",
     "MemoryEventBus",
     "MemoryReplayCache",
+    "RedisAddress",
+    "RedisClient",
     "RedisCommands",
+    "RedisEventBus",
+    "RedisReplayCache",
     "ReplayCache",
     "Stores",
     "StoreUnavailable",

@@ -23,6 +23,10 @@ from typing import Any, Protocol
 
 import attrs
 
+from .._util import unwrap_single_exception
+from ._redis import RedisClient, RedisEventBus, RedisReplayCache
+from ._store_base import StoreUnavailable, namespaced
+
 __all__ = [
     "EventBus",
     "EventSubscription",
@@ -35,16 +39,6 @@ __all__ = [
     "default_replica_id",
     "open_stores",
 ]
-
-
-class StoreUnavailable(Exception):
-    """The shared store cannot be reached or refused a command.  ``store`` names it
-    (``redis://HOST:PORT/DB``) and the message says what failed; callers turn it
-    into a clear error for the request at hand and try again on the next one."""
-
-    def __init__(self, store: str, message: str) -> None:
-        super().__init__(f"the store {store} is unavailable: {message}")
-        self.store = store
 
 
 class RedisCommands(Protocol):
@@ -182,7 +176,7 @@ class Stores:
 
     def key(self, *parts: str) -> str:
         """A namespaced key or channel name: ``namespace:part:part``."""
-        return ":".join((self.namespace, *parts))
+        return namespaced(self.namespace, *parts)
 
     @classmethod
     def memory(cls, clock: Callable[[], float], *, replica_id: str | None = None) -> Stores:
@@ -205,8 +199,34 @@ async def open_stores(
 ) -> AsyncIterator[Stores]:
     """The stores named by ``url`` (``memory`` or ``redis://HOST:PORT/DB``), open for
     the block; ``backend`` is the runtime :class:`Backend` (its clock, its TCP
-    streams, its tasks).  A malformed URL raises ValueError saying what is accepted."""
+    streams, its tasks).  A malformed URL raises ValueError saying what is accepted;
+    a Redis that does not answer ``PING`` at start raises :class:`StoreUnavailable`.
+    The Redis client's options ride in the URL's query (``connect_timeout``,
+    ``command_timeout``, ``max_connections``: see docs/deployment.md)."""
     if url == "memory":
-        yield Stores.memory(backend.clock, replica_id=replica_id)
+        yield attrs.evolve(Stores.memory(backend.clock, replica_id=replica_id), namespace=namespace)
         return
-    raise ValueError(f"unsupported store {url!r}: expected 'memory' or 'redis://HOST:PORT/DB'")
+    if not url.startswith("redis://"):
+        raise ValueError(f"unsupported store {url!r}: expected 'memory' or 'redis://HOST:PORT/DB'")
+    client = RedisClient(url, backend)
+    try:
+        # A store that cannot be reached at start is a configuration error, said at once.
+        await client.execute("PING")
+        events = RedisEventBus(client, namespace)
+        # The block's own error leaves as itself, not in a group of one.
+        with unwrap_single_exception():
+            async with backend.open_task_group() as group:
+                group.start_soon(events.run)
+                try:
+                    yield Stores(
+                        url=client.url,
+                        events=events,
+                        replay=RedisReplayCache(client, namespace),
+                        replica_id=replica_id or default_replica_id(),
+                        namespace=namespace,
+                        redis=client,
+                    )
+                finally:
+                    group.cancel()
+    finally:
+        await client.aclose()
