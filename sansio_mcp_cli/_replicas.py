@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import stat
 import sys
 from collections.abc import Awaitable, Callable
@@ -14,7 +13,13 @@ from typing import Any
 import attrs
 
 from sansio_mcp import parse_state_keys
-from sansio_mcp.runtime import Stores, StoreUnavailable, default_replica_id, open_stores
+from sansio_mcp.runtime import (
+    RedisAddress,
+    Stores,
+    StoreUnavailable,
+    default_replica_id,
+    open_stores,
+)
 
 __all__ = [
     "ReplicaOptions",
@@ -30,20 +35,25 @@ __all__ = [
 MAX_KEY_FILE_BYTES = 64 * 1024
 #: What ``--store`` accepts, said the same way wherever it is refused.
 STORE_FORMS = "'memory' or 'redis://HOST:PORT/DB' (e.g. redis://127.0.0.1:6379/0)"
-_REDIS_URL = re.compile(
-    r"redis://(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(?P<port>[0-9]{1,5})/(?P<db>[0-9]{1,5})"
-)
 
 
 def store_url(text: str) -> str:
-    """``--store``: ``memory`` or ``redis://HOST:PORT/DB``; anything else is refused
-    (exit 2) saying what is accepted."""
+    """``--store``: ``memory`` or a ``redis://`` URL (:class:`RedisAddress`'s forms);
+    anything else is refused (exit 2) saying what is accepted."""
     if text == "memory":
         return text
-    match = _REDIS_URL.fullmatch(text)
-    if match is None or not 0 < int(match["port"]) <= 65535:
+    if not text.startswith("redis://"):
         raise argparse.ArgumentTypeError(f"{text!r} is not a store: give {STORE_FORMS}")
+    try:
+        RedisAddress.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{exc} (or 'memory')") from None
     return text
+
+
+def store_name(url: str) -> str:
+    """How messages name the store: its URL without a password."""
+    return url if url == "memory" else RedisAddress.parse(url).name
 
 
 def add_replica_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,7 +64,8 @@ def add_replica_arguments(parser: argparse.ArgumentParser) -> None:
         default="memory",
         metavar="memory|redis://HOST:PORT/DB",
         help="where state shared between replicas lives (default: memory, this process "
-        "alone); a Redis store needs --state-key-file",
+        "alone); a Redis store (redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], see "
+        "docs/deployment.md) needs --state-key-file",
     )
     parser.add_argument(
         "--state-key-file",
@@ -119,7 +130,7 @@ def replica_options(args: argparse.Namespace) -> ReplicaOptions:
     keys = read_state_key_file(args.state_key_file) if args.state_key_file else None
     if args.store != "memory" and keys is None:
         raise StartRefused(
-            f"--store {args.store} is shared between replicas, so they must share the "
+            f"--store {store_name(args.store)} is shared between replicas, so they must share the "
             "requestState key ring too: give --state-key-file PATH (the same file to every "
             "replica; see docs/deployment.md)"
         )
