@@ -74,8 +74,8 @@ def parse_state_keys(text: str, *, source: str) -> list[bytes]:
             raise ValueError(f"{where}: not a key in hex or base64")
         if len(key) < MIN_STATE_KEY_BYTES:
             raise ValueError(
-                f"{where}: the key is {len(key)} byte{'' if len(key) == 1 else 's'}; at least {MIN_STATE_KEY_BYTES} are "
-                "needed (make one with `openssl rand -hex 32`)"
+                f"{where}: the key is {len(key)} byte{'' if len(key) == 1 else 's'}; at least "
+                f"{MIN_STATE_KEY_BYTES} are needed (make one with `openssl rand -hex 32`)"
             )
         if key in first_line:
             raise ValueError(f"{where}: the same key as line {first_line[key]}")
