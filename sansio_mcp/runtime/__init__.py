@@ -33,6 +33,7 @@ from ._redis import RedisAddress, RedisClient, RedisEventBus, RedisReplayCache
 from ._sender import Sender
 from ._serve_options import ListenOptions
 from ._server import Context, ContextHost, Server, answer_request
+from ._store_open import open_stores
 from ._stores import (
     EventBus,
     EventSubscription,
@@ -43,7 +44,6 @@ from ._stores import (
     Stores,
     StoreUnavailable,
     default_replica_id,
-    open_stores,
 )
 from ._task_client import TaskCancelled, ToolTask
 from ._tasks import CancelTask, TaskStore, task_owner
