@@ -22,6 +22,7 @@ from pathlib import Path
 import attrs
 import pytest
 from peers import free_port
+from replica_service import stop_by_pid
 
 NGINX = "/usr/sbin/nginx"
 #: Seconds nginx has to start listening (or to stop) before the test fails.
@@ -131,19 +132,9 @@ def nginx_in_front(replica_ports: Sequence[int], directory: Path) -> Iterator[Ng
             time.sleep(0.02)
         yield Nginx(port, directory)
     finally:
-        _stop(process)
+        # SIGQUIT: nginx's graceful stop.
+        stop_by_pid(process, signal.SIGQUIT, START_TIMEOUT)
 
 
 def _tail(path: Path) -> str:
     return path.read_text()[-2000:] if path.exists() else "(no error log)"
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGQUIT (nginx's graceful stop) to its pid, then SIGKILL to its group if it lingers."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGQUIT)
-        try:
-            process.wait(timeout=START_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()

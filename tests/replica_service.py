@@ -4,6 +4,7 @@ in parallel, each awaited until it listens, stopped by pid after the block."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -37,6 +38,20 @@ class Replica:
     def upstream(self) -> str:
         """How nginx's ``$upstream_addr`` names it."""
         return f"127.0.0.1:{self.port}"
+
+
+def serving_command(command: str, directory: Path) -> list[str]:
+    """``command`` (example-server, gateway or a2a-bridge) on a free port, with a config
+    (written in ``directory``) naming peers that are not there: enough to start."""
+    config = directory / f"{command}.json"
+    if command == "gateway":
+        connector = {"transport": "http", "url": "http://127.0.0.1:1/mcp"}
+        config.write_text(json.dumps({"connectors": {"x": connector}}))
+        return [command, "--port", "0", "--config", str(config)]
+    if command == "a2a-bridge":
+        config.write_text(json.dumps({"agents": {"x": {"url": "http://127.0.0.1:1"}}}))
+        return [command, "--port", "0", "--config", str(config)]
+    return [command, "--port", "0", "--transport", "http"]
 
 
 def write_key_file(path: Path, *keys: bytes) -> Path:
@@ -88,7 +103,7 @@ def example_replicas(
                     stderr=sink,
                     start_new_session=True,
                 )
-            stack.callback(_stop, process)
+            stack.callback(stop_by_pid, process, signal.SIGTERM, START_TIMEOUT)
             started.append((replica_id, process, stderr))
         yield [_wait_listening(*entry) for entry in started]
 
@@ -107,12 +122,12 @@ def _wait_listening(replica_id: str, process: subprocess.Popen[bytes], stderr: P
         time.sleep(0.02)
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the replica's pid (a clean stop), SIGKILL to its group if it lingers."""
+def stop_by_pid(process: subprocess.Popen[bytes], stop: int, timeout: float) -> None:
+    """``stop`` (a signal) to the process's pid, SIGKILL to its group if it lingers."""
     if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(stop)
         try:
-            process.wait(timeout=START_TIMEOUT)
+            process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()

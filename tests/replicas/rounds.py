@@ -3,25 +3,15 @@ replica answers which round."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
 
+from tests.auth.test_task_owners import _message
 from tests.transports.helpers import POST_HEADERS, modern_headers, modern_request
 
 #: What a 2026-07-28 client declares so the example server may ask it questions.
 CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}}, "sampling": {}}
-
-
-def answer_of(body: bytes) -> dict[str, Any]:
-    """The JSON-RPC answer in a JSON or SSE response body."""
-    text = body.decode()
-    if text.lstrip().startswith("{"):
-        return dict(json.loads(text))
-    data = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
-    answers = [json.loads(d) for d in data if d and ("result" in d or "error" in d)]
-    return dict(answers[-1])
 
 
 def modern_round(
@@ -45,7 +35,7 @@ def modern_round(
         headers["authorization"] = f"Bearer {token}"
     response = httpx.post(url, json=message, headers=headers, timeout=30)
     assert response.status_code == 200, (response.status_code, response.text)
-    return answer_of(response.content)
+    return _message(response.content)
 
 
 def accept(answer: str) -> dict[str, Any]:

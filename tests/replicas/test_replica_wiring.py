@@ -3,12 +3,11 @@ of each serving command, and on the Python API's objects alike."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from replica_service import write_key_file
+from replica_service import serving_command, write_key_file
 
 from sansio_mcp import RequestStateSealer
 from sansio_mcp.runtime import Server, Stores
@@ -35,17 +34,7 @@ def test_each_command_hands_its_ring_and_stores_to_its_server(
     from sansio_mcp_cli.main import backend_named
 
     ring = write_key_file(tmp_path / "ring", *keys)
-    config = tmp_path / "config.json"
-    args = [command, "--backend", backend, "--port", "0"]
-    if command == "gateway":
-        connector = {"transport": "http", "url": "http://127.0.0.1:1/mcp"}
-        config.write_text(json.dumps({"connectors": {"x": connector}}))
-        args += ["--config", str(config)]
-    elif command == "a2a-bridge":
-        config.write_text(json.dumps({"agents": {"x": {"url": "http://127.0.0.1:1"}}}))
-        args += ["--config", str(config)]
-    else:
-        args += ["--transport", "http"]
+    args = [*serving_command(command, tmp_path), "--backend", backend]
     served: list[Server] = []
 
     async def serve_network(listener: Any, server: Server, *rest: Any) -> None:

@@ -4,13 +4,12 @@ not answer at start stops every serving command with a clear error (exit 1)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from nginx_service import nginx_in_front
 from peers import free_port, run_cli
-from replica_service import example_replicas, write_key_file
+from replica_service import example_replicas, serving_command, write_key_file
 
 from .rounds import elicit_across, modern_round
 
@@ -41,17 +40,7 @@ def test_an_unreachable_redis_at_start_is_named_and_exits_1(
     command: str, backend: str, tmp_path: Path, keys: tuple[bytes, bytes]
 ) -> None:
     ring = write_key_file(tmp_path / "ring", keys[0])
-    config = tmp_path / "config.json"
-    args = [command, "--backend", backend, "--port", "0"]
-    if command == "gateway":
-        connector = {"transport": "http", "url": "http://127.0.0.1:1/mcp"}
-        config.write_text(json.dumps({"connectors": {"x": connector}}))
-        args += ["--config", str(config)]
-    elif command == "a2a-bridge":
-        config.write_text(json.dumps({"agents": {"x": {"url": "http://127.0.0.1:1"}}}))
-        args += ["--config", str(config)]
-    else:
-        args += ["--transport", "http"]
+    args = [*serving_command(command, tmp_path), "--backend", backend]
     store = f"redis://127.0.0.1:{free_port()}/0"
     done = run_cli(*args, "--store", store, "--state-key-file", str(ring), timeout=60)
     assert done.returncode == 1, done.stderr
