@@ -601,7 +601,9 @@ def test_request_binding_ignores_round_fields() -> None:
 
 
 def mrtr_app(**options: Any) -> Server:
-    app = Server("mrtr", state_key=KEY, **options)
+    if "state_keys" not in options:
+        options.setdefault("state_key", KEY)
+    app = Server("mrtr", **options)
 
     @app.tool()
     async def two_questions(ctx: Context) -> str:

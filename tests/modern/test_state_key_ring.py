@@ -22,9 +22,10 @@ from sansio_mcp import (
 )
 from sansio_mcp._events import RequestMeta
 from sansio_mcp.auth import AccessToken
-from sansio_mcp.runtime import Context, Server
+from sansio_mcp.runtime import Server
 
-from .helpers import ELICIT_SCHEMA, MODERN, HarnessContext, meta
+from .helpers import MODERN, HarnessContext, meta
+from .test_modern_features import mrtr_app
 
 keys = st.binary(min_size=32, max_size=64)
 json_data = st.dictionaries(st.text(max_size=8), st.integers() | st.text(max_size=8), max_size=4)
@@ -170,18 +171,6 @@ def test_a_bad_key_file_is_refused_naming_the_line(text: str, message: str) -> N
 # ----------------------------------------------------------- the server binds states
 
 
-def asking_server(**options: Any) -> Server:
-    app = Server("ring", **options)
-
-    @app.tool()
-    async def two_questions(ctx: Context) -> str:
-        first = await ctx.elicit("First?", ELICIT_SCHEMA)
-        second = await ctx.elicit("Second?", ELICIT_SCHEMA)
-        return f"{first['content']['name']} & {second['content']['name']}"
-
-    return app
-
-
 async def call(
     app: Server, subject: str | None, state: str | None, responses: dict[str, Any]
 ) -> dict[str, Any]:
@@ -205,7 +194,7 @@ def answer(key: str, name: str) -> dict[str, Any]:
 
 async def test_a_round_sealed_for_one_subject_is_refused_to_another() -> None:
     ring = [b"n" * 32, b"o" * 32]
-    app_a, app_b = asking_server(state_keys=ring), asking_server(state_keys=ring)
+    app_a, app_b = mrtr_app(state_keys=ring), mrtr_app(state_keys=ring)
     first = await call(app_a, "alice", None, {})
     assert first["resultType"] == "input_required"
     second = await call(app_b, "alice", first["requestState"], answer("input-1", "ann"))
@@ -224,13 +213,13 @@ async def test_a_round_sealed_for_one_subject_is_refused_to_another() -> None:
 
 async def test_a_server_takes_a_key_ring_or_one_key() -> None:
     old, new = b"o" * 32, b"n" * 32
-    sealed_old = (await call(asking_server(state_key=old), None, None, {}))["requestState"]
-    rotated = asking_server(state_keys=[new, old])
+    sealed_old = (await call(mrtr_app(state_key=old), None, None, {}))["requestState"]
+    rotated = mrtr_app(state_keys=[new, old])
     assert (await call(rotated, None, sealed_old, answer("input-1", "a")))[
         "resultType"
     ] == "input_required"
     with pytest.raises(InvalidParams, match="integrity"):
-        await call(asking_server(state_keys=[new]), None, sealed_old, answer("input-1", "a"))
+        await call(mrtr_app(state_keys=[new]), None, sealed_old, answer("input-1", "a"))
     with pytest.raises(ValueError, match="not both"):
         Server("x", state_key=old, state_keys=[new])
     assert Server("x").stores is None
