@@ -5,7 +5,7 @@ clients the list changed."""
 from __future__ import annotations
 
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import attrs
@@ -69,7 +69,8 @@ class Gateway:
     (in memory by default); ``settings`` say how upstreams are kept.  ``stores``
     (shared by replicas behind one load balancer) let a retry of a call parked on
     another replica reach it; ``parked_owners`` overrides the store of who parked
-    what that ``stores`` call for.
+    what that ``stores`` call for.  ``state_keys`` (the requestState key ring) and
+    ``stores`` go to :attr:`server` too.
     """
 
     def __init__(
@@ -85,6 +86,7 @@ class Gateway:
         default_ttl_ms: int = DEFAULT_TTL_MS,
         settings: UpstreamSettings | None = None,
         hint_interval: float = 0.25,
+        state_keys: Sequence[bytes] | None = None,
         stores: Stores | None = None,
         parked_owners: ParkedCallOwners | None = None,
     ) -> None:
@@ -157,6 +159,8 @@ class Gateway:
             wall_clock=backend.wall_clock,
             relay_questions=config.relay_questions_to_handshake_clients,
             parking=self.parking,
+            state_keys=state_keys,
+            stores=stores,
         )
         if stores is not None:
             self.use_stores(stores, parked_owners)
@@ -168,6 +172,7 @@ class Gateway:
 
     def use_stores(self, stores: Stores, parked_owners: ParkedCallOwners | None = None) -> None:
         """Share parked calls with the other replicas of ``stores`` (before :meth:`run`)."""
+        self.server.stores = stores
         self.replicas = ReplicaLink(
             stores,
             parked_owners or parked_call_owners(stores, self.backend.clock),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -36,7 +36,7 @@ from sansio_mcp.capabilities import (
     declared_elicitation_modes,
     missing_input_capabilities,
 )
-from sansio_mcp.runtime import Context, ProgressCallback, Server, StoreUnavailable
+from sansio_mcp.runtime import Context, ProgressCallback, Server, Stores, StoreUnavailable
 
 from ...gateway import Access, Catalog, fit_input_request, fit_tool_result
 from ._parked import PARKED_STATE_PREFIX, ParkedCall, ParkingLot, Question
@@ -69,7 +69,8 @@ class GatewayServer(Server):
     taken to have declared what they may not have); without it they get -32021.
     ``parking``, when running, parks the call of a 2026-07-28 client whose
     handshake-era upstream asks mid-call, and asks the client by MRTR; with
-    ``replicas`` a retry of a call parked on another replica is forwarded there."""
+    ``replicas`` a retry of a call parked on another replica is forwarded there.
+    ``state_keys`` and ``stores``: as :class:`Server`'s (replicas share both)."""
 
     def __init__(
         self,
@@ -87,9 +88,17 @@ class GatewayServer(Server):
         relay_questions: bool = False,
         parking: ParkingLot | None = None,
         replicas: ReplicaLink | None = None,
+        state_keys: Sequence[bytes] | None = None,
+        stores: Stores | None = None,
     ) -> None:
         super().__init__(
-            name, version, page_size=page_size, logging=False, cache_hints=GATEWAY_CACHE_HINTS
+            name,
+            version,
+            page_size=page_size,
+            logging=False,
+            cache_hints=GATEWAY_CACHE_HINTS,
+            state_keys=state_keys,
+            stores=stores,
         )
         self.catalog = catalog
         self.upstreams = upstreams
