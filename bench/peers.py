@@ -580,3 +580,68 @@ def extra_targets(results: Results, selected: list[int]) -> list[Any]:
 
         out.extend(a2a_targets(results))
     return out
+
+
+# The docs' table -----------------------------------------------------------------------
+
+#: row -> (variant -> the variant its ratio is taken against, or None), for ``spread``.
+_BASES: dict[str, Callable[[str], str | None]] = {
+    "9": lambda v: "fastmcp",
+    "10": lambda v: f"{v.split(':')[0]}:fastmcp",
+    "11": lambda v: f"{v.split(':')[0]}:mcp-proxy",
+    "12": lambda v: f"{v.split(':')[0]}:a2a-sdk",
+}
+
+
+def spread(document: dict[str, Any]) -> str:
+    """Rows 9-12 of a ``python -m bench`` JSON as a Markdown table: min / median / max
+    over rounds of each figure, and of the per-round ratios to the row's peer (time
+    per call, server CPU per call; calls/s for the load variants)."""
+    import statistics
+
+    def mmm(values: list[float], fmt: str) -> str:
+        if not values:
+            return "-"
+        trio = (min(values), statistics.median(values), max(values))
+        return " / ".join(format(v, fmt) for v in trio)
+
+    out = [
+        "| row | variant | time per call, us | server CPU per call, us | calls/s "
+        "| time ratio to the peer | server CPU ratio |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in ("9", "10", "11", "12"):
+        variants = document.get("rows", {}).get(row, {}).get("variants", {})
+        for variant, entry in variants.items():
+            rounds = entry["rounds"]
+            base = _BASES[row](variant)
+            other = variants.get(base or "", {}).get("rounds", [])
+
+            def figures(key: str, rounds: list[dict[str, Any]] = rounds) -> list[float]:
+                return [r[key] for r in rounds if "error" not in r and key in r]
+
+            def ratios(
+                key: str,
+                rounds: list[dict[str, Any]] = rounds,
+                other: list[dict[str, Any]] = other,
+                alone: bool = variant == base,
+            ) -> str:
+                if alone:
+                    return "1"
+                pairs = zip(rounds, other, strict=False)
+                found = [a[key] / b[key] for a, b in pairs if a.get(key) and b.get(key)]
+                return mmm(found, ".2f")
+
+            load = variant.startswith("load:")
+            out.append(
+                f"| {row} | {entry['label'].strip()} | {mmm(figures('us_per_call'), ',.0f')} | "
+                f"{mmm(figures('server_cpu_us_per_call'), ',.0f')} | "
+                f"{mmm(figures('calls_per_s'), ',.0f') if load else '-'} | "
+                f"{ratios('calls_per_s' if load else 'us_per_call')} | "
+                f"{'-' if load else ratios('server_cpu_us_per_call')} |"
+            )
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(spread(json.loads(Path(sys.argv[1]).read_text())))
