@@ -6,8 +6,8 @@ The agent is the fixture agent (``sansio_mcp_testing.a2a_agent``, on the
 a2a-sdk server; its card declares streaming).  Two kinds of call:
 
 * ``echo``: the agent answers with a Message at once;
-* ``task``: the agent makes a task (SUBMITTED, WORKING, an artifact holding the
-  reversed text, COMPLETED, after a 20 ms step of its own).
+* ``task``: the agent makes a task and streams it: SUBMITTED, WORKING, an artifact
+  holding the reversed text, COMPLETED.
 
 ``bridge``: our Trio client calls the bridge's ``a2a_send_message`` tool
 (2026-07-28, no tasks extension: one ``tools/call`` that answers once the agent
@@ -44,7 +44,7 @@ AGENT = [PY, "-m", "sansio_mcp_testing.a2a_agent", "--port", "0"]
 
 
 def _calls(c: Counts) -> int:
-    # A task call waits on the agent's own 20 ms step: fewer calls hold the row's time.
+    # A task call takes some 50 ms here (the a2a-sdk server's own pace): fewer calls.
     return max(3, c.http_calls // 5)
 
 

@@ -174,6 +174,19 @@ def _with_server_cpu(url: str, calls: int, fn: Callable[[], dict[str, Any]]) -> 
     return value
 
 
+def _one_http_job(url: str, args: dict[str, Any], c: Counts) -> dict[str, Any]:
+    """The figures of an ``http`` worker run of one job against ``url``, with the CPU
+    per call of the process serving it."""
+
+    def client() -> dict[str, Any]:
+        (job,) = run_worker("http", args, timeout=c.worker_timeout)["jobs"]
+        if "error" in job:
+            raise WorkerError(job["error"])
+        return {k: v for k, v in job.items() if k not in ("url", "mode", "tool")}
+
+    return _with_server_cpu(url, args["calls"] + args["warmup"], client)
+
+
 def _wait_listening(url: str, timeout: float = 30.0) -> None:
     """Wait until ``url``'s port accepts a connection (a server that names its port
     before it listens)."""
@@ -277,13 +290,7 @@ def row10(results: Results, c: Counts, rnd: int) -> None:
             }
 
             def one(args: dict[str, Any] = args, url: str = url) -> dict[str, Any]:
-                def client() -> dict[str, Any]:
-                    (job,) = run_worker("http", args, timeout=c.worker_timeout)["jobs"]
-                    if "error" in job:
-                        raise WorkerError(job["error"])
-                    return {k: v for k, v in job.items() if k not in ("url", "mode")}
-
-                return _with_server_cpu(url, c.http_calls + c.http_warmup, client)
+                return _one_http_job(url, args, c)
 
             _measure(results, 10, f"{mode}:{name}", _row10_label(mode, name), one)
 
@@ -367,13 +374,7 @@ def row11(results: Results, c: Counts, rnd: int) -> None:
                         "deadline": c.loop_deadline,
                     }
 
-                    def client() -> dict[str, Any]:
-                        (job,) = run_worker("http", args, timeout=c.worker_timeout)["jobs"]
-                        if "error" in job:
-                            raise WorkerError(job["error"])
-                        return {k: v for k, v in job.items() if k not in ("url", "mode", "tool")}
-
-                    return _with_server_cpu(url, c.http_calls + c.http_warmup, client)
+                    return _one_http_job(url, args, c)
 
             _measure(results, 11, f"call:{name}", ROW11_LABELS[f"call:{name}"], call)
         for name in _rotate(list(proxies), rnd + 1):
