@@ -633,7 +633,7 @@ def spread(document: dict[str, Any]) -> str:
                 alone: bool = variant == base,
             ) -> str:
                 if alone:
-                    return "1"
+                    return "1" if any(key in r for r in rounds) else "-"
                 pairs = zip(rounds, other, strict=False)
                 found = [a[key] / b[key] for a, b in pairs if a.get(key) and b.get(key)]
                 return mmm(found, ".2f")
