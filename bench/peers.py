@@ -55,6 +55,7 @@ __all__ = [
     "ExtraRow",
     "extra_targets",
     "peer_python",
+    "pinned_versions",
     "setup_command",
     "setup_peers",
 ]
@@ -80,6 +81,20 @@ def _lock_digest(peer: str) -> str:
 
 def _bin(peer: str, name: str) -> Path:
     return VENVS / peer / "bin" / name
+
+
+def pinned_versions(peer: str) -> dict[str, str]:
+    """Package -> version, as ``peer``'s lock pins them."""
+    return {
+        line.split("==")[0]: line.split("==")[1].split()[0]
+        for line in PEERS[peer].read_text().splitlines()
+        if "==" in line and not line.startswith((" ", "#"))
+    }
+
+
+def _peer_note(peer: str) -> str:
+    pins = pinned_versions(peer)
+    return f"{peer} {pins[peer]} with mcp {pins['mcp']} ({PEERS[peer].relative_to(REPO)})"
 
 
 def peer_python(peer: str) -> Path | None:
@@ -231,6 +246,7 @@ def row9(results: Results, c: Counts, rnd: int) -> None:
     if fastmcp is None:
         results.note(9, _missing("fastmcp"))
         return
+    results.note(9, _peer_note("fastmcp"))
     commands = {
         "ours": example_server_command("trio"),
         "sdk": sdk_server_command("stdio"),
@@ -265,6 +281,7 @@ def row10(results: Results, c: Counts, rnd: int) -> None:
     if fastmcp is None:
         results.note(10, _missing("fastmcp"))
         return
+    results.note(10, _peer_note("fastmcp"))
     commands = {
         "ours": example_server_command("trio", "--transport", "http", "--port", "0"),
         "sdk": sdk_server_command("http"),
@@ -351,6 +368,7 @@ def row11(results: Results, c: Counts, rnd: int) -> None:
     if peer_python("mcp-proxy") is None:
         results.note(11, _missing("mcp-proxy"))
         return
+    results.note(11, _peer_note("mcp-proxy"))
     from .gateway import gateway_command
 
     clients = min(ROW11_CLIENTS, c.clients)

@@ -157,16 +157,12 @@ def test_stateless_request_calls_stay_near_a_handshake_one() -> None:
 def test_bench_peer_venvs_hold_their_locks(peer: str) -> None:
     """Rows 9-11 run only where ``python -m bench --setup-peers`` made the peer venvs:
     without them this test says so (a skip), rather than the rows passing unseen."""
-    from bench.peers import PEERS, peer_python
+    from bench.peers import peer_python, pinned_versions
 
     python = peer_python(peer)
     if python is None:
         pytest.skip(f"no {peer} peer venv: run `python -m bench --setup-peers` (needs PyPI)")
-    pins = {
-        line.split("==")[0]: line.split("==")[1].split()[0]
-        for line in PEERS[peer].read_text().splitlines()
-        if "==" in line and not line.startswith((" ", "#"))
-    }
+    pins = pinned_versions(peer)
     names = ["fastmcp", "mcp"] if peer == "fastmcp" else ["mcp-proxy", "mcp"]
     code = "import sys, importlib.metadata as m; print(*[m.version(n) for n in sys.argv[1:]])"
     got = subprocess.run(
