@@ -42,9 +42,9 @@ from .._registry import (
 from .._request_state import RequestStateSealer, request_binding
 from .._schema import (
     argument_names_problem,
+    argument_values_problem,
     schema_for_function,
     signature_problem,
-    validate_arguments,
 )
 from .._server_session import ServerSession
 from .._tasks import (
@@ -600,7 +600,7 @@ class Server:
             caps["prompts"] = {"listChanged": True}
         if self.logging:
             caps["logging"] = {}
-        if any(t.task_support for t in self.tools.values()):
+        if self._offers_tasks():
             caps["extensions"] = {TASKS_EXTENSION: {}}
             if self.handshake_tasks:
                 # 2025-11-25's own tasks (trimmed away on every other revision).
@@ -610,6 +610,15 @@ class Server:
         ):
             caps["completions"] = {}
         return caps
+
+    def _offers_tasks(self) -> bool:
+        """Whether a tool runs as a task (the tasks extension is advertised)."""
+        return any(t.task_support for t in self.tools.values())
+
+    def _advertises_core_tasks(self) -> bool:
+        """Whether :attr:`capabilities` has 2025-11-25's ``tasks`` (asked per call:
+        cheaper than building the capabilities)."""
+        return self.handshake_tasks and self._offers_tasks()
 
     def _shared_capabilities(self) -> dict[str, Any]:
         """:attr:`capabilities`, computed again only when what it depends on changed:
@@ -765,7 +774,7 @@ class Server:
 
     def _tool_listing(self, ctx: Context) -> list[dict[str, Any]]:
         tools = [t.to_dict() for t in self.tools.values()]
-        if _core_tasks(ctx) and "tasks" in self.capabilities:
+        if _core_tasks(ctx) and self._advertises_core_tasks():
             for tool, listed in zip(self.tools.values(), tools, strict=True):
                 listed["execution"] = {"taskSupport": tool.task_support or "forbidden"}
         return tools
@@ -802,7 +811,7 @@ class Server:
         )
         if names_problem:
             raise InvalidParams(message=f"invalid arguments for tool {name!r}: {names_problem}")
-        problem = validate_arguments(tool.input_schema, arguments)
+        problem = argument_values_problem(tool.input_schema, arguments)
         if problem:
             # Input validation failures are tool errors the model can act on (SEP-1303).
             return ToolResult.text(
@@ -811,7 +820,9 @@ class Server:
         kwargs = dict(arguments)
         if tool.context_param:
             kwargs[tool.context_param] = ctx
-        if _core_tasks(ctx) and "tasks" in self.capabilities:
+        if tool.task_support is None and ctx.params.get("task") is None:
+            task = False  # what both rules below say of it, found without them
+        elif _core_tasks(ctx) and self._advertises_core_tasks():
             task = runs_as_core_task(tool.task_support, ctx.params.get("task"))
         else:
             task = runs_as_task(tool.task_support, ctx.client_capabilities, modern=ctx.stateless)
