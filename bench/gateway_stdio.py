@@ -1,0 +1,167 @@
+"""The gateway with its upstream on stdio, against a minimal pass-through gateway
+and a direct call (issue 37).
+
+Our Trio client makes sequential ``tools/call echo`` calls to the example server
+(over stdio, on Trio) three ways: directly over stdio; through
+``bench/servers/mini_gateway.py`` (about 100 lines of asyncio: parse, rename the
+tool, forward, relay the answer); and through ``sansio-mcp gateway`` (Trio and
+asyncio), the last two serving the client handshake-era Streamable HTTP on
+loopback.  The variants alternate, their order turned each round; each round
+gives the time per call (wall clock, the client's) and the gateway process's own
+CPU per call (``/proc/PID/stat``, user + system; the upstream is its child and not
+counted).  The ratios are per round, then min / median / max.
+
+Run: ``python -m bench.gateway_stdio [--rounds N] [--calls N] [--warmup N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from ._proc import _URL, PY, REPO, WorkerError, child_env, example_server_command, stop
+from .stdio_cpu import TICKS, _cpu_ticks
+
+MINI = REPO / "bench" / "servers" / "mini_gateway.py"
+UPSTREAM = example_server_command("trio")
+VARIANTS = ("direct", "mini", "gateway-trio", "gateway-asyncio")
+
+
+@contextmanager
+def http_server(command: list[str], timeout: float = 30.0) -> Iterator[tuple[str, int]]:
+    """Start a server that prints its port; its URL and pid."""
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(
+            command, cwd=REPO, env=child_env(), stdin=subprocess.PIPE, stdout=log,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    log.seek(0)
+                    raise WorkerError(f"{command[:4]} did not start: {log.read()[-600:]!r}")
+                time.sleep(0.02)
+                log.seek(0)
+                match = _URL.search(log.read())
+                if match:
+                    port = int(match.group(1) or match.group(2))
+                    yield f"http://127.0.0.1:{port}/mcp", process.pid
+                    return
+        finally:
+            stop(process, polite=False)
+
+
+async def _timed(call: Any, n: int, warmup: int, pid: int | None) -> dict[str, float]:
+    for _ in range(warmup):
+        await call()
+    ticks = _cpu_ticks(pid) if pid else 0
+    start = time.perf_counter()
+    for _ in range(n):
+        await call()
+    wall = time.perf_counter() - start
+    out = {"us_per_call": wall / n * 1e6}
+    if pid:
+        out["hop_cpu_us_per_call"] = (_cpu_ticks(pid) - ticks) / TICKS / n * 1e6
+    return out
+
+
+def measure(variant: str, target: tuple[str, int] | None, n: int, warmup: int) -> dict[str, float]:
+    """One variant's figures (``target``: the gateway's URL and pid, None: direct)."""
+    import trio
+
+    from trio_adapters.client import open_stdio_client
+    from trio_adapters.http_client import open_http_client
+
+    arguments = {"message": "hello"}
+
+    async def run() -> dict[str, float]:
+        if target is None:
+            opened: Any = open_stdio_client(UPSTREAM, cwd=str(REPO), env=child_env())
+            tool = "echo"
+        else:
+            opened = open_http_client(target[0], mode="legacy")
+            tool = "ex.echo"
+        async with opened as client:
+
+            async def call() -> None:
+                result = await client.call_tool(tool, arguments)
+                assert result["content"][0]["text"] == "hello", result
+
+            return await _timed(call, n, warmup, target[1] if target else None)
+
+    return trio.run(run)
+
+
+def run_rounds(rounds: int, n: int, warmup: int) -> dict[str, list[dict[str, float]]]:
+    figures: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
+    with ExitStack() as stack:
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        config = folder / "gateway.json"
+        connector = {"transport": "stdio", "cmd": UPSTREAM, "cwd": str(REPO)}
+        config.write_text(json.dumps({"connectors": {"ex": connector}}))
+        targets: dict[str, tuple[str, int] | None] = {"direct": None}
+        targets["mini"] = stack.enter_context(http_server([PY, str(MINI), "ex", "--", *UPSTREAM]))
+        for backend in ("trio", "asyncio"):
+            command = [PY, "-m", "sansio_mcp_cli", "gateway", "--config", str(config),
+                       "--port", "0", "--backend", backend]  # fmt: skip
+            targets[f"gateway-{backend}"] = stack.enter_context(http_server(command))
+        for rnd in range(rounds):
+            order = VARIANTS[rnd % len(VARIANTS) :] + VARIANTS[: rnd % len(VARIANTS)]
+            for variant in order:
+                figures[variant].append(measure(variant, targets[variant], n, warmup))
+    return figures
+
+
+def _spread(values: list[float]) -> str:
+    return f"{min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f}"
+
+
+def report(figures: dict[str, list[dict[str, float]]]) -> list[str]:
+    """The table's lines: per variant, time and hop CPU per call; per gateway, the
+    per-round ratios (min / median / max) against the mini gateway and direct."""
+    lines = []
+    for variant, rounds in figures.items():
+        times = " ".join(f"{r['us_per_call']:.0f}" for r in rounds)
+        cpu = " ".join(f"{r['hop_cpu_us_per_call']:.0f}" for r in rounds if len(r) > 1)
+        lines.append(f"{variant:16} us/call {times:30} gateway CPU us/call {cpu or '-'}")
+    mini, direct = figures["mini"], figures["direct"]
+    for backend in ("trio", "asyncio"):
+        ours = figures[f"gateway-{backend}"]
+        time_vs_mini = [o["us_per_call"] / m["us_per_call"] for o, m in zip(ours, mini)]
+        cpu_vs_mini = [
+            o["hop_cpu_us_per_call"] / max(m["hop_cpu_us_per_call"], 1e-9)
+            for o, m in zip(ours, mini)
+        ]
+        vs_direct = [o["us_per_call"] / d["us_per_call"] for o, d in zip(ours, direct)]
+        lines.append(
+            f"gateway ({backend}) / mini, time {_spread(time_vs_mini)}; CPU "
+            f"{_spread(cpu_vs_mini)}; / direct, time {_spread(vs_direct)} (min / median / max)"
+        )
+    mini_direct = [m["us_per_call"] / d["us_per_call"] for m, d in zip(mini, direct)]
+    lines.append(f"mini / direct, time {_spread(mini_direct)}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.gateway_stdio", description=__doc__)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--warmup", type=int, default=200)
+    args = parser.parse_args(argv)
+    for line in report(run_rounds(args.rounds, args.calls, args.warmup)):
+        print(line)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
