@@ -58,7 +58,7 @@ def http_server(command: list[str], timeout: float = 30.0) -> Iterator[tuple[str
                     yield f"http://127.0.0.1:{port}/mcp", process.pid
                     return
         finally:
-            stop(process, polite=False)
+            stop(process)
 
 
 async def _timed(call: Any, n: int, warmup: int, pid: int | None) -> dict[str, float]:
