@@ -126,6 +126,12 @@ def _spread(values: list[float]) -> str:
     return f"{min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f}"
 
 
+def _ratios(top: list[dict[str, float]], bottom: list[dict[str, float]], key: str) -> str:
+    """Per-round ``top / bottom`` of ``key``, as min / median / max."""
+    values = [t[key] / max(b[key], 1e-9) for t, b in zip(top, bottom, strict=True)]
+    return f"{min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f}"
+
+
 def report(figures: dict[str, list[dict[str, float]]]) -> list[str]:
     """The table's lines: per variant, time and hop CPU per call; per gateway, the
     per-round ratios (min / median / max) against the mini gateway and direct."""
@@ -137,18 +143,12 @@ def report(figures: dict[str, list[dict[str, float]]]) -> list[str]:
     mini, direct = figures["mini"], figures["direct"]
     for backend in ("trio", "asyncio"):
         ours = figures[f"gateway-{backend}"]
-        time_vs_mini = [o["us_per_call"] / m["us_per_call"] for o, m in zip(ours, mini)]
-        cpu_vs_mini = [
-            o["hop_cpu_us_per_call"] / max(m["hop_cpu_us_per_call"], 1e-9)
-            for o, m in zip(ours, mini)
-        ]
-        vs_direct = [o["us_per_call"] / d["us_per_call"] for o, d in zip(ours, direct)]
         lines.append(
-            f"gateway ({backend}) / mini, time {_spread(time_vs_mini)}; CPU "
-            f"{_spread(cpu_vs_mini)}; / direct, time {_spread(vs_direct)} (min / median / max)"
+            f"gateway ({backend}) / mini: time {_ratios(ours, mini, 'us_per_call')}, "
+            f"CPU {_ratios(ours, mini, 'hop_cpu_us_per_call')}; / direct: time "
+            f"{_ratios(ours, direct, 'us_per_call')} (min / median / max)"
         )
-    mini_direct = [m["us_per_call"] / d["us_per_call"] for m, d in zip(mini, direct)]
-    lines.append(f"mini / direct, time {_spread(mini_direct)}")
+    lines.append(f"mini / direct: time {_ratios(mini, direct, 'us_per_call')}")
     return lines
 
 

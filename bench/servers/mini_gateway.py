@@ -104,9 +104,7 @@ async def main(prefix: str, command: list[str]) -> None:
     init = {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "mini"}}
     await upstream.request("initialize", init)
     upstream.notify("notifications/initialized")
-    server = await asyncio.start_server(
-        lambda r, w: serve(upstream, prefix, r, w), "127.0.0.1", 0
-    )
+    server = await asyncio.start_server(lambda r, w: serve(upstream, prefix, r, w), "127.0.0.1", 0)
     print(f"PORT {server.sockets[0].getsockname()[1]}", flush=True)
     stopped = asyncio.get_running_loop().create_future()
     loop = asyncio.get_running_loop()

@@ -356,6 +356,11 @@ class Context:
         return roots if isinstance(roots, list) else []
 
 
+#: What a plain handler returns most often; none of them is awaitable (the exact
+#: types: a subclass may be), so the check is skipped for them.
+_PLAIN_VALUES = frozenset({str, dict, list, int, float, bool, type(None)})
+
+
 def _core_tasks(ctx: Context) -> bool:
     """Whether ``ctx`` is a request of a 2025-11-25 session (the core's own tasks)."""
     return not ctx.stateless and ctx.protocol_version == CORE_TASKS_REVISION
@@ -690,7 +695,7 @@ class Server:
             value = call.handler(**call.kwargs)
         except Exception as exc:
             return self._failed(ctx, call, exc, may_ask)
-        if inspect.isawaitable(value):
+        if type(value) not in _PLAIN_VALUES and inspect.isawaitable(value):
             return self._settle(ctx, call, value, may_ask)
         return call.finish(value)
 
