@@ -124,3 +124,36 @@ def test_stateless_request_calls_stay_near_a_handshake_one() -> None:
     _, stateless_calls = measure(stateless, 50)
     _, handshake_calls = measure(handshake, 50)
     assert stateless_calls <= 1.6 * handshake_calls
+
+
+def _bench_module(*args: str, timeout: float = 180) -> str:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
+    proc = subprocess.run(
+        [sys.executable, "-m", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_stdio_server_cpu_bench_runs() -> None:
+    """``python -m bench.stdio_cpu``: calls per request and CPU per call, per backend."""
+    out = _bench_module("bench.stdio_cpu", "--rounds", "1", "--calls", "100")
+    rows = [row.split() for row in out.splitlines()]
+    for backend in ("trio", "asyncio"):
+        assert any(row[:3] == [backend, "this", "calls/request"] for row in rows), out
+        assert any(row[:4] == [backend, "this", "CPU", "us/call"] for row in rows), out
+
+
+def test_gateway_stdio_bench_runs() -> None:
+    """``python -m bench.gateway_stdio``: our gateway (both backends), the minimal
+    pass-through gateway and a direct call all complete their calls."""
+    out = _bench_module("bench.gateway_stdio", "--rounds", "1", "--calls", "20", "--warmup", "5")
+    for line in ("direct ", "mini ", "gateway-trio ", "gateway-asyncio "):
+        assert any(row.startswith(line) for row in out.splitlines()), out
+    assert "gateway (trio) / mini: time" in out and "mini / direct: time" in out, out

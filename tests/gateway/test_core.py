@@ -707,3 +707,24 @@ def test_an_upstream_listing_stops_past_the_limit(
     assert client.pages == pages
     assert [t["name"] for t in listed.tools] == [f"t{i:03d}" for i in range(kept)]
     assert listed.left_out_over == (12 if total > 12 else None)
+
+
+def test_host_and_origin_are_checked_once_per_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gateway checks Host and Origin before its API keys; the Streamable HTTP
+    machine under it does not check them a second time (issue 37), and a bad Host
+    is still refused."""
+    from sansio_mcp import _streamable_http
+
+    checked: list[str] = []
+    real = _streamable_http.check_host_and_origin
+
+    def counting(request: HTTPRequest, hosts: set[str], origins: set[str]) -> Any:
+        checked.append(request.headers.get("host", ""))
+        return real(request, hosts, origins)
+
+    monkeypatch.setattr(_streamable_http, "check_host_and_origin", counting)
+    router = _router({**CONFIG, "api_keys": []})
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    assert _post(router, body, **{"mcp-protocol-version": "2025-06-18"}).status == 200
+    assert checked == ["127.0.0.1:8931"]
+    assert _post(router, body, host="gateway.example").status == 403
