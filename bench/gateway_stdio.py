@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,7 +27,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from ._proc import _URL, PY, REPO, WorkerError, child_env, example_server_command, stop
+from ._proc import PY, REPO, child_env, example_server_command, http_server_process
 from .stdio_cpu import TICKS, _cpu_ticks
 
 MINI = REPO / "bench" / "servers" / "mini_gateway.py"
@@ -37,28 +36,10 @@ VARIANTS = ("direct", "mini", "gateway-trio", "gateway-asyncio")
 
 
 @contextmanager
-def http_server(command: list[str], timeout: float = 30.0) -> Iterator[tuple[str, int]]:
+def http_server(command: list[str]) -> Iterator[tuple[str, int]]:
     """Start a server that prints its port; its URL and pid."""
-    with tempfile.TemporaryFile() as log:
-        process = subprocess.Popen(
-            command, cwd=REPO, env=child_env(), stdin=subprocess.PIPE, stdout=log,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        try:
-            deadline = time.monotonic() + timeout
-            while True:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    raise WorkerError(f"{command[:4]} did not start: {log.read()[-600:]!r}")
-                time.sleep(0.02)
-                log.seek(0)
-                match = _URL.search(log.read())
-                if match:
-                    port = int(match.group(1) or match.group(2))
-                    yield f"http://127.0.0.1:{port}/mcp", process.pid
-                    return
-        finally:
-            stop(process)
+    with http_server_process(command, polite=True) as (url, process):
+        yield url, process.pid
 
 
 async def _timed(call: Any, n: int, warmup: int, pid: int | None) -> dict[str, float]:
