@@ -44,6 +44,52 @@ _PROFILED = (
 )
 
 
+#: The pure session's share of a request, alone (no runtime, no I/O): the request's
+#: line in, its event out, a result answered and encoded.  Prints Python function
+#: calls per request (cProfile).  Public names only, so that it runs in any tree.
+_PURE = (
+    "import cProfile, json, pstats, sys\n"
+    "from sansio_mcp import ServerSession\n"
+    "s = ServerSession(capabilities={'tools': {}}, server_info={'name': 'b', 'version': '1'})\n"
+    "init = {'protocolVersion': '2025-11-25', 'capabilities': {}, 'clientInfo': {'name': 'c'}}\n"
+    "s.receive_data(json.dumps({'jsonrpc': '2.0', 'id': 0, 'method': 'initialize',\n"
+    "    'params': init}).encode() + b'\\n')\n"
+    's.receive_data(b\'{"jsonrpc": "2.0", "method": "notifications/initialized"}\\n\')\n'
+    "s.data_to_send()\n"
+    "for _ in range(3):\n"
+    "    s.next_event()  # the handshake's events: NEED_DATA once they are gone\n"
+    "n = int(sys.argv[1])\n"
+    "lines = [json.dumps({'jsonrpc': '2.0', 'id': i, 'method': 'tools/call', 'params':\n"
+    "    {'name': 'echo', 'arguments': {'message': f'm{i}'}}}).encode() + b'\\n'\n"
+    "    for i in range(1, n + 1)]\n"
+    "result = {'content': [{'type': 'text', 'text': 'hi'}]}\n"
+    "p = cProfile.Profile()\n"
+    "p.enable()\n"
+    "for line in lines:\n"
+    "    s.receive_data(line)\n"
+    "    event = s.next_event()\n"
+    "    s.respond(event.request_id, result)\n"
+    "    s.data_to_send()\n"
+    "p.disable()\n"
+    "print(pstats.Stats(p).total_calls / n)\n"
+)
+
+
+def pure_calls_per_request(tree: Path, n: int = 2000) -> float:
+    """Python function calls of the pure session per ``tools/call`` (see ``_PURE``)."""
+    import subprocess
+
+    out = subprocess.run(
+        [_python(tree), "-c", _PURE, str(n)],
+        cwd=tree,
+        env=_env(tree),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(out.stdout.strip())
+
+
 def _python(tree: Path) -> str:
     exe = tree / ".venv" / "bin" / "python"
     return str(exe) if exe.exists() else sys.executable
@@ -114,6 +160,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--backend", choices=BACKENDS, action="append")
     args = parser.parse_args(argv)
     trees = {"this": REPO} | ({"baseline": args.baseline.resolve()} if args.baseline else {})
+    for name, tree in trees.items():
+        print(f"pure    {name:8} calls/request {pure_calls_per_request(tree):7.1f}")
     for backend in args.backend or BACKENDS:
         for name, tree in trees.items():
             print(f"{backend:7} {name:8} calls/request {calls_per_request(tree, backend):7.1f}")
