@@ -41,10 +41,11 @@ from ._proc import (
     sdk_server_command,
 )
 from .gateway import ROW8_GROUPS, ROW8_TITLE, row8
+from .gateway_stdio import ROW9_TITLE, row9
 from .worker import MESSAGE
 
 DEFAULT_JSON = REPO / "bench" / "results" / "latest.json"
-ROW_IDS = (1, 2, 3, 4, 5, 6, 7, 8)
+ROW_IDS = (1, 2, 3, 4, 5, 6, 7, 8, 9)
 ROW_TITLES = {
     1: "stdio round trips: sequential tools/call echo -> server-everything",
     2: "stdio servers: raw NDJSON client -> server, sequential tools/call echo",
@@ -54,6 +55,7 @@ ROW_TITLES = {
     6: "import time (fresh interpreter) and memory per idle session",
     7: "bridge: A2E tool/call through the bridge vs a direct MCP call",
     8: ROW8_TITLE,
+    9: ROW9_TITLE,
 }
 
 
@@ -408,6 +410,7 @@ ROWS: dict[int, Callable[[Results, Counts, int], None]] = {
     6: row6,
     7: row7,
     8: partial(row8, log=_log),
+    9: partial(row9, log=_log),
 }
 
 
@@ -421,6 +424,7 @@ METRICS = {
     5: ("calls_per_s", "calls/s"),
     7: ("calls_per_s", "calls/s"),
     8: ("calls_per_s", "calls/s"),
+    9: ("calls_per_s", "calls/s"),
 }
 
 
@@ -649,6 +653,51 @@ def targets(results: Results, selected: list[int]) -> list[Target]:
                         higher_is_better=False,
                     )
                 )
+    if 9 in rows:
+        out.extend(_row9_targets(results))
+    return out
+
+
+def _row9_targets(results: Results) -> list[Target]:
+    """Row 9 (issue 37): our gateway against the minimal one (time, and the gateway
+    process's CPU per call) and against a direct call."""
+    out = [
+        Target(
+            "9-mini-direct",
+            "row 9, information (not judged): the minimal gateway / direct, time per call",
+            paired_ratio(results, 9, "mini", "direct", "us_per_call"),
+            1.25,
+            higher_is_better=False,
+            judged=False,
+        )
+    ]
+    for backend in ("trio", "asyncio"):
+        ours = f"gateway-{backend}"
+        out += [
+            Target(
+                f"9-gateway-{backend}-time",
+                f"row 9: our gateway ({backend}) <= 1.5x the minimal one's time per call",
+                paired_ratio(results, 9, ours, "mini", "us_per_call"),
+                1.5,
+                higher_is_better=False,
+            ),
+            Target(
+                f"9-gateway-{backend}-cpu",
+                f"row 9: our gateway ({backend}) <= 2x the minimal one's CPU per call "
+                "(the gateway process's own)",
+                paired_ratio(results, 9, ours, "mini", "hop_cpu_us_per_call"),
+                2.0,
+                higher_is_better=False,
+                detail="too few calls to read the CPU from /proc (a --quick run)",
+            ),
+            Target(
+                f"9-gateway-{backend}-direct",
+                f"row 9: our gateway ({backend}) <= 1.25x a direct call's time",
+                paired_ratio(results, 9, ours, "direct", "us_per_call"),
+                1.25,
+                higher_is_better=False,
+            ),
+        ]
     return out
 
 
@@ -672,10 +721,10 @@ def _row_lines(results: Results, row: int) -> list[str]:
     variants = results.rows.get(row, {})
     labels = results.labels.get(row, {})
     width = max([len(label) for label in labels.values()] + [30])
-    if row in (1, 2, 3, 4, 5, 7, 8):
+    if row in (1, 2, 3, 4, 5, 7, 8, 9):
         key, unit = METRICS[row]
-        baseline = {1: "sdk", 2: "sdk", 3: "sdk", 5: "sdk", 7: "direct"}.get(row)
-        vs = "vs dir." if row in (7, 8) else "vs SDK"
+        baseline = {1: "sdk", 2: "sdk", 3: "sdk", 5: "sdk", 7: "direct", 9: "direct"}.get(row)
+        vs = "vs dir." if row in (7, 8, 9) else "vs SDK"
         head = f"  {'variant':{width}}  {unit:>10}  {'us/call':>9}  {vs:>7}"
         if row == 5:
             head = f"  {'variant':{width}}  {unit:>10}  {'errors':>7}  {'p50 ms':>8}  {'vs SDK':>7}"
@@ -750,6 +799,8 @@ def render(results: Results, c: Counts, selected: list[int], found: list[Target]
         "handshake revision",
         8: f"{c.http_calls} calls after {c.http_warmup} warm-up; ratios: time per call "
         "through the gateway / direct",
+        9: f"{c.http_calls} calls after {c.http_warmup} warm-up; the example server on stdio, "
+        "the gateways serving handshake-era Streamable HTTP",
     }
     for row in selected:
         out.append(f"row {row}. {ROW_TITLES[row]}" + (f" ({counts[row]})" if counts[row] else ""))

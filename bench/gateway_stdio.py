@@ -11,7 +11,9 @@ gives the time per call (wall clock, the client's) and the gateway process's own
 CPU per call (``/proc/PID/stat``, user + system; the upstream is its child and not
 counted).  The ratios are per round, then min / median / max.
 
-Run: ``python -m bench.gateway_stdio [--rounds N] [--calls N] [--warmup N]``.
+Run: ``python -m bench.gateway_stdio [--rounds N] [--calls N] [--warmup N]``; it is
+also row 9 of ``python -m bench`` (each variant timed in a worker, ``bench.worker
+gateway_stdio``).
 """
 
 from __future__ import annotations
@@ -25,14 +27,37 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._proc import PY, REPO, child_env, example_server_command, http_server_process
+from ._proc import (
+    PY,
+    REPO,
+    WorkerError,
+    child_env,
+    example_server_command,
+    http_server_process,
+    run_worker,
+)
 from .stdio_cpu import TICKS, _cpu_ticks
+
+if TYPE_CHECKING:
+    from ._model import Counts, Results
 
 MINI = REPO / "bench" / "servers" / "mini_gateway.py"
 UPSTREAM = example_server_command("trio")
 VARIANTS = ("direct", "mini", "gateway-trio", "gateway-asyncio")
+#: The fewest clock ticks of the gateway's CPU a row-9 figure is given from.
+MIN_TICKS = 10
+ROW9_TITLE = (
+    "gateway, upstream on stdio: tools/call echo through our gateway vs a minimal "
+    "pass-through gateway vs direct"
+)
+ROW9_LABELS = {
+    "direct": "Trio client -> example server (stdio, direct)",
+    "mini": "Trio client -> mini gateway (HTTP, ~100 lines) -> stdio",
+    "gateway-trio": "Trio client -> gateway (trio, HTTP) -> stdio",
+    "gateway-asyncio": "Trio client -> gateway (asyncio, HTTP) -> stdio",
+}
 
 
 @contextmanager
@@ -52,7 +77,9 @@ async def _timed(call: Any, n: int, warmup: int, pid: int | None) -> dict[str, f
     wall = time.perf_counter() - start
     out = {"us_per_call": wall / n * 1e6}
     if pid:
-        out["hop_cpu_us_per_call"] = (_cpu_ticks(pid) - ticks) / TICKS / n * 1e6
+        ticks = _cpu_ticks(pid) - ticks
+        out["hop_cpu_ticks"] = ticks
+        out["hop_cpu_us_per_call"] = ticks / TICKS / n * 1e6
     return out
 
 
@@ -83,8 +110,19 @@ def measure(variant: str, target: tuple[str, int] | None, n: int, warmup: int) -
     return trio.run(run)
 
 
-def run_rounds(rounds: int, n: int, warmup: int) -> dict[str, list[dict[str, float]]]:
-    figures: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
+def worker_job(args: dict[str, Any]) -> dict[str, float]:
+    """``python -m bench.worker gateway_stdio``: one variant's figures, with calls/s."""
+    target = (args["url"], args["pid"]) if args.get("url") else None
+    out = measure(args["variant"], target, args["calls"], args["warmup"])
+    out["calls_per_s"] = 1e6 / out["us_per_call"]
+    if out.get("hop_cpu_ticks", MIN_TICKS) < MIN_TICKS:
+        del out["hop_cpu_us_per_call"]  # a few clock ticks say nothing (a --quick run)
+    return out
+
+
+@contextmanager
+def _targets() -> Iterator[dict[str, tuple[str, int] | None]]:
+    """The mini gateway and ours on each backend, running, before the upstream."""
     with ExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         config = folder / "gateway.json"
@@ -96,15 +134,44 @@ def run_rounds(rounds: int, n: int, warmup: int) -> dict[str, list[dict[str, flo
             command = [PY, "-m", "sansio_mcp_cli", "gateway", "--config", str(config),
                        "--port", "0", "--backend", backend]  # fmt: skip
             targets[f"gateway-{backend}"] = stack.enter_context(http_server(command))
+        yield targets
+
+
+def row9(results: Results, c: Counts, rnd: int, log: Any) -> None:
+    """Row 9 of ``python -m bench``: the variants in one round, their order turned."""
+    with ExitStack() as stack:
+        try:
+            targets = stack.enter_context(_targets())
+        except WorkerError as exc:
+            for variant in VARIANTS:
+                results.add(9, variant, ROW9_LABELS[variant], {"error": str(exc)})
+            return
+        order = VARIANTS[rnd % len(VARIANTS) :] + VARIANTS[: rnd % len(VARIANTS)]
+        for variant in order:
+            target = targets[variant]
+            args = {
+                "variant": variant,
+                "url": target[0] if target else None,
+                "pid": target[1] if target else None,
+                "calls": c.http_calls,
+                "warmup": c.http_warmup,
+            }
+            try:
+                value = run_worker("gateway_stdio", args, timeout=c.worker_timeout)
+            except WorkerError as exc:
+                value = {"error": str(exc)}
+            results.add(9, variant, ROW9_LABELS[variant], value)
+            log(f"    row 9 {ROW9_LABELS[variant]}: {value.get('error') or value['us_per_call']}")
+
+
+def run_rounds(rounds: int, n: int, warmup: int) -> dict[str, list[dict[str, float]]]:
+    figures: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
+    with _targets() as targets:
         for rnd in range(rounds):
             order = VARIANTS[rnd % len(VARIANTS) :] + VARIANTS[: rnd % len(VARIANTS)]
             for variant in order:
                 figures[variant].append(measure(variant, targets[variant], n, warmup))
     return figures
-
-
-def _spread(values: list[float]) -> str:
-    return f"{min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f}"
 
 
 def _ratios(top: list[dict[str, float]], bottom: list[dict[str, float]], key: str) -> str:

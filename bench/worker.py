@@ -386,6 +386,12 @@ def memory(args: dict[str, Any]) -> dict[str, Any]:
     return run_memory(**args)
 
 
+def gateway_stdio(args: dict[str, Any]) -> dict[str, Any]:
+    from .gateway_stdio import worker_job
+
+    return dict(worker_job(args))
+
+
 KINDS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "stdio": stdio,
     "http": http,
@@ -393,6 +399,7 @@ KINDS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "bridge": bridge,
     "codec": codec,
     "memory": memory,
+    "gateway_stdio": gateway_stdio,
 }
 
 

@@ -36,13 +36,13 @@ def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     table = proc.stdout
-    for row in range(1, 9):
+    for row in range(1, 10):
         assert f"row {row}." in table, f"row {row} missing from the table:\n{table}"
     assert "targets" in table
 
     document = json.loads(out.read_text())
     assert document["meta"]["quick"] is True
-    assert set(document["rows"]) == {str(row) for row in range(1, 9)}
+    assert set(document["rows"]) == {str(row) for row in range(1, 10)}
     bridge = document["rows"]["7"]
     if bridge["variants"]:  # the A2E bridge exists: both sides of the comparison ran
         assert set(bridge["variants"]) == {"direct", "bridged:inprocess", "bridged:stdio"}
@@ -65,6 +65,7 @@ def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
             for mode in ("modern", "legacy")
             for path in ("direct", "relay", "gateway-trio", "gateway-asyncio")
         },
+        "9": {"direct", "mini", "gateway-trio", "gateway-asyncio"},
         "6": {
             "import:sansio_mcp",
             "import:mcp",
@@ -89,6 +90,7 @@ def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
 
     ids = {target["id"] for target in document["targets"]}
     assert {"3-codec", "6-import", "7-bridge", "8-modern-gateway-trio", "8-modern-relay"} <= ids
+    assert {"9-gateway-trio-cpu", "9-gateway-asyncio-time", "9-mini-direct"} <= ids
     for target in document["targets"]:
         assert target["status"] in {"PASS", "MISS", "ERROR", "INFO"}
 
