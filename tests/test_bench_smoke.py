@@ -79,7 +79,7 @@ def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
             for mode in ("modern", "legacy")
             for path in ("direct", "relay", "gateway-trio", "gateway-asyncio")
         },
-        "9": {"direct", "mini", "gateway-trio", "gateway-asyncio"},
+        "14": {"direct", "mini", "gateway-trio", "gateway-asyncio"},
         "6": {
             "import:sansio_mcp",
             "import:mcp",
