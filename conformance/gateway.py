@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -95,7 +95,7 @@ def gateway_in_front_of(upstream: str, backend: str, folder: Path) -> Iterator[s
 
 
 @contextmanager
-def gateway_serving(config: dict[str, object], backend: str, folder: Path) -> Iterator[str]:
+def gateway_serving(config: Mapping[str, object], backend: str, folder: Path) -> Iterator[str]:
     """``sansio-mcp gateway`` with ``config`` (written to ``folder``); yields the URL of
     its ``/mcp``."""
     path = folder / "gateway.json"
