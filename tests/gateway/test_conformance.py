@@ -2,7 +2,7 @@
 conformance/gateway-baseline.yml: every scenario outside it passes, no entry in it
 passes, and every entry gives its reason (a few seconds per backend); and the same
 against each virtual MCP endpoint (``/mcp/alpha``, ``/mcp/beta``) of a gateway serving
-two, with the same baseline (10-25 s per backend)."""
+two, with the same baseline (20-45 s per backend on 2 busy cores)."""
 
 from __future__ import annotations
 
