@@ -657,6 +657,24 @@ def targets(results: Results, selected: list[int]) -> list[Target]:
                         higher_is_better=False,
                     )
                 )
+                out.append(
+                    Target(
+                        f"8-{group}-virtual-{backend}",
+                        f"row 8 {group}, information (not judged): the gateway's ({backend}) "
+                        "virtual MCP endpoint (/mcp/ID) / its /mcp, same upstream: 1.0x when "
+                        "a virtual MCP costs nothing extra",
+                        paired_ratio(
+                            results,
+                            8,
+                            f"{group}:virtual-{backend}",
+                            f"{group}:gateway-{backend}",
+                            "us_per_call",
+                        ),
+                        1.05,
+                        higher_is_better=False,
+                        judged=False,
+                    )
+                )
     out.extend(extra_targets(results, selected))
     if 14 in rows:
         out.extend(_row14_targets(results))

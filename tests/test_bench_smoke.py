@@ -77,7 +77,14 @@ def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
         "8": {
             f"{mode}:{path}"
             for mode in ("modern", "legacy")
-            for path in ("direct", "relay", "gateway-trio", "gateway-asyncio")
+            for path in (
+                "direct",
+                "relay",
+                "gateway-trio",
+                "gateway-asyncio",
+                "virtual-trio",
+                "virtual-asyncio",
+            )
         },
         "14": {"direct", "mini", "gateway-trio", "gateway-asyncio"},
         "6": {
