@@ -41,6 +41,7 @@ from ._proc import (
     sdk_server_command,
 )
 from .gateway import ROW8_GROUPS, ROW8_TITLE, row8
+from .replicas import ROW13_TITLE, row13, row13_counts, row13_lines, row13_metric, row13_targets
 from .worker import MESSAGE
 
 DEFAULT_JSON = REPO / "bench" / "results" / "latest.json"
@@ -410,6 +411,11 @@ ROWS: dict[int, Callable[[Results, Counts, int], None]] = {
     8: partial(row8, log=_log),
 }
 
+# Row 13 (issue 33, replicas): everything but this registration is in bench/replicas.py.
+ROW_IDS += (13,)
+ROW_TITLES[13] = ROW13_TITLE
+ROWS[13] = partial(row13, log=_log)
+
 
 # Summaries and targets ---------------------------------------------------------------
 
@@ -649,6 +655,8 @@ def targets(results: Results, selected: list[int]) -> list[Target]:
                         higher_is_better=False,
                     )
                 )
+    if 13 in rows:
+        out.extend(row13_targets(results))
     return out
 
 
@@ -668,6 +676,8 @@ def _fmt(value: float | None, unit: str) -> str:
 
 
 def _row_lines(results: Results, row: int) -> list[str]:
+    if row == 13:
+        return row13_lines(results)
     lines: list[str] = []
     variants = results.rows.get(row, {})
     labels = results.labels.get(row, {})
@@ -750,6 +760,7 @@ def render(results: Results, c: Counts, selected: list[int], found: list[Target]
         "handshake revision",
         8: f"{c.http_calls} calls after {c.http_warmup} warm-up; ratios: time per call "
         "through the gateway / direct",
+        13: row13_counts(c),
     }
     for row in selected:
         out.append(f"row {row}. {ROW_TITLES[row]}" + (f" ({counts[row]})" if counts[row] else ""))
@@ -899,6 +910,8 @@ def main(argv: list[str] | None = None) -> int:
         for variant, rounds in variants.items():
             if row == 6:
                 key = "seconds_import" if variant.startswith("import:") else "bytes_per_session"
+            if row == 13:
+                key = row13_metric(variant)
             summary[str(row)][variant] = {
                 "label": results.labels[row][variant],
                 "metric": key,

@@ -386,7 +386,14 @@ def memory(args: dict[str, Any]) -> dict[str, Any]:
     return run_memory(**args)
 
 
+def server_cpu(args: dict[str, Any]) -> dict[str, Any]:
+    from .replicas import server_cpu
+
+    return server_cpu(args)
+
+
 KINDS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "server_cpu": server_cpu,  # row 13 (bench/replicas.py)
     "stdio": stdio,
     "http": http,
     "load": load,
