@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.cli import ROW_IDS
+
 REPO = Path(__file__).resolve().parents[1]
 EVERYTHING = REPO / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist"
 
@@ -36,13 +38,13 @@ def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     table = proc.stdout
-    for row in range(1, 9):
+    for row in ROW_IDS:
         assert f"row {row}." in table, f"row {row} missing from the table:\n{table}"
     assert "targets" in table
 
     document = json.loads(out.read_text())
     assert document["meta"]["quick"] is True
-    assert set(document["rows"]) == {str(row) for row in range(1, 9)}
+    assert set(document["rows"]) == {str(row) for row in ROW_IDS}
     bridge = document["rows"]["7"]
     if bridge["variants"]:  # the A2E bridge exists: both sides of the comparison ran
         assert set(bridge["variants"]) == {"direct", "bridged:inprocess", "bridged:stdio"}
@@ -124,3 +126,43 @@ def test_stateless_request_calls_stay_near_a_handshake_one() -> None:
     _, stateless_calls = measure(stateless, 50)
     _, handshake_calls = measure(handshake, 50)
     assert stateless_calls <= 1.6 * handshake_calls
+
+
+def test_bench_row_13_replicas(tmp_path: Path) -> None:
+    """Row 13 (issue 33) end to end: the four store-CPU variants and both nginx set-ups
+    measured, with zero errors, and its targets judged."""
+    from bench.replicas import NGINX_MISSING, REDIS_MISSING, nginx_path
+
+    if shutil.which("redis-server") is None:
+        pytest.skip(REDIS_MISSING)
+    if nginx_path() is None:
+        pytest.skip(NGINX_MISSING)
+    if not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2:
+        pytest.skip("row 13b pins the replicas and the load to two CPUs: needs Linux and two")
+    out = tmp_path / "bench.json"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--only", "13", "--json", str(out)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "row 13." in proc.stdout
+    row = json.loads(out.read_text())["rows"]["13"]
+    assert not row["notes"], row["notes"]
+    expected = {
+        f"cpu:{backend}:{store}" for backend in ("trio", "asyncio") for store in ("memory", "redis")
+    } | {"nginx:1", "nginx:2"}
+    assert set(row["variants"]) == expected
+    for name, variant in row["variants"].items():
+        (value,) = variant["rounds"]
+        assert "error" not in value, (name, value["error"])
+        assert value["errors"] == 0, (name, value)
+        assert isinstance(variant["median"], (int, float)) and variant["median"] > 0, name
+    targets = {t["id"]: t for t in json.loads(out.read_text())["targets"]}
+    for key in ("13-store-cpu-trio", "13-store-cpu-asyncio", "13-replicas"):
+        assert targets[key]["status"] in {"PASS", "MISS"}, targets[key]
