@@ -103,7 +103,7 @@ def _listening(port: int) -> bool:
 @contextmanager
 def redis_server(directory: Path, cpu: int | None = None) -> Iterator[str]:
     """A redis-server on a free loopback port, nothing on disk; yields its URL."""
-    exe = shutil.which("redis-server")
+    exe = redis_path()
     if exe is None:
         raise Missing(REDIS_MISSING)
     port = _free_port()
@@ -152,6 +152,13 @@ http {{
     }}
 }}
 """
+
+
+def redis_path() -> str | None:
+    """redis-server's path, or None."""
+    return shutil.which(
+        "redis-server", path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/bin"])
+    )
 
 
 def nginx_path() -> str | None:

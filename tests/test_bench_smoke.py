@@ -23,19 +23,24 @@ REPO = Path(__file__).resolve().parents[1]
 EVERYTHING = REPO / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist"
 
 
-def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
-    pytest.importorskip("mcp", reason="the benchmarks compare against the mcp SDK")
-    out = tmp_path / "bench.json"
+def _run_bench(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``python -m bench ARGS`` from the repository, its output captured."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--json", str(out)],
+    return subprocess.run(
+        [sys.executable, "-m", "bench", *args],
         cwd=REPO,
         env=env,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=timeout,
     )
+
+
+def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
+    pytest.importorskip("mcp", reason="the benchmarks compare against the mcp SDK")
+    out = tmp_path / "bench.json"
+    proc = _run_bench("--quick", "--json", str(out), timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     table = proc.stdout
     for row in ROW_IDS:
@@ -99,16 +104,7 @@ def test_bench_pins_the_stdio_rows_when_asked(tmp_path: Path) -> None:
     if not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2:
         pytest.skip("pinning needs Linux and two CPUs")
     out = tmp_path / "bench.json"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--only", "2", "--pin", "split", "--json", out],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = _run_bench("--quick", "--only", "2", "--pin", "split", "--json", str(out), timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "client on CPU 0, server on CPU 1" in proc.stdout
     document = json.loads(out.read_text())
@@ -131,25 +127,16 @@ def test_stateless_request_calls_stay_near_a_handshake_one() -> None:
 def test_bench_row_13_replicas(tmp_path: Path) -> None:
     """Row 13 (issue 33) end to end: the four store-CPU variants and both nginx set-ups
     measured, with zero errors, and its targets judged."""
-    from bench.replicas import NGINX_MISSING, REDIS_MISSING, nginx_path
+    from bench.replicas import NGINX_MISSING, REDIS_MISSING, nginx_path, redis_path
 
-    if shutil.which("redis-server") is None:
+    if redis_path() is None:
         pytest.skip(REDIS_MISSING)
     if nginx_path() is None:
         pytest.skip(NGINX_MISSING)
     if not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2:
         pytest.skip("row 13b pins the replicas and the load to two CPUs: needs Linux and two")
     out = tmp_path / "bench.json"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--only", "13", "--json", str(out)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    proc = _run_bench("--quick", "--only", "13", "--json", str(out), timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "row 13." in proc.stdout
     row = json.loads(out.read_text())["rows"]["13"]
