@@ -43,6 +43,7 @@ from ._proc import (
 from .gateway import ROW8_GROUPS, ROW8_TITLE, row8
 from .gateway_stdio import ROW14_CALLS_FACTOR, ROW14_TITLE, row14
 from .peers import EXTRA_ROWS, extra_targets, setup_peers
+from .replicas import ROW13_TITLE, row13, row13_counts, row13_lines, row13_metric, row13_targets
 from .worker import MESSAGE
 
 DEFAULT_JSON = REPO / "bench" / "results" / "latest.json"
