@@ -62,12 +62,20 @@ _HEADER_NAME = re.compile(r"\A[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
 _BAD_HEADER_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
+#: The values of a tool's ``execution.taskSupport`` (2025-11-25).
+TASK_SUPPORT_VALUES = ("forbidden", "optional", "required")
+
+
 @attrs.frozen
 class ToolOverride:
     """What a connector's config says of one upstream tool."""
 
     enabled: bool = True
     description: str | None = None
+    #: ``execution.taskSupport`` the gateway lists for the tool (None: as the
+    #: upstream lists it); a 2026-07-28 upstream lists none, so a task-only tool
+    #: of one is known as such only from here or from its first refusal.
+    task_support: str | None = None
 
 
 @attrs.frozen
@@ -157,14 +165,17 @@ def _string_map(value: Any, where: str) -> dict[str, str]:
 def _override(value: Any, where: str) -> ToolOverride:
     if not isinstance(value, dict):
         raise ConfigError(f"{where} must be an object")
-    reject_unknown_keys(value, ("enabled", "description"), where)
+    reject_unknown_keys(value, ("enabled", "description", "task_support"), where)
     enabled = value.get("enabled", True)
     description = value.get("description")
+    task_support = value.get("task_support")
+    if task_support is not None and task_support not in TASK_SUPPORT_VALUES:
+        raise ConfigError(f"{where}.task_support must be one of {', '.join(TASK_SUPPORT_VALUES)}")
     if not isinstance(enabled, bool):
         raise ConfigError(f"{where}.enabled must be true or false")
     if description is not None and not isinstance(description, str):
         raise ConfigError(f"{where}.description must be a string")
-    return ToolOverride(enabled, description)
+    return ToolOverride(enabled, description, task_support)
 
 
 def _connector(name: Any, value: Any) -> ConnectorConfig:

@@ -37,8 +37,18 @@ from sansio_mcp.capabilities import (
     missing_input_capabilities,
 )
 from sansio_mcp.runtime import Context, ProgressCallback, Server, Stores, StoreUnavailable
+from sansio_mcp.tasks import (
+    CORE_TASKS_REVISION,
+    RELATED_TASK,
+    TASKS_EXTENSION,
+    declares_tasks,
+    declaring_tasks,
+    poll_seconds,
+    task_only_refusal,
+)
 
-from ...gateway import Access, Catalog, fit_input_request, fit_tool_result
+from ...gateway import Access, Catalog, fit_input_request, fit_tool_result, split_tool_name
+from .._tasks import TaskRoute, TaskRoutes, core_task, task_support
 from ._parked import PARKED_STATE_PREFIX, ParkedCall, ParkingLot, Question
 from ._record import CallRecord
 from ._replicas import ReplicaLink
@@ -57,6 +67,13 @@ _REFUSALS = (ErrorCode.METHOD_NOT_FOUND, ErrorCode.INVALID_REQUEST)
 _PLAIN_CAPABILITIES: dict[str, Any] = {c: {} for c in INPUT_REQUEST_CAPABILITIES.values()}
 #: Rounds of input a handshake-era client is asked for in one call, at most.
 MAX_INPUT_ROUNDS = 10
+#: What a task's client may ask of it through the gateway (2025-11-25's ``tasks/list``
+#: is not served: its capability is not declared).
+_TASK_METHODS = ("tasks/get", "tasks/result", "tasks/update", "tasks/cancel")
+#: The gateway's tasks capability on 2025-11-25 (tool calls, cancellable; no list).
+_CORE_TASKS: dict[str, Any] = {"cancel": {}, "requests": {"tools": {"call": {}}}}
+#: Tools remembered as task-only from their upstream's refusals, at most.
+_MAX_TASK_ONLY = 10_000
 
 
 class GatewayServer(Server):
@@ -70,7 +87,9 @@ class GatewayServer(Server):
     ``parking``, when running, parks the call of a 2026-07-28 client whose
     handshake-era upstream asks mid-call, and asks the client by MRTR; with
     ``replicas`` a retry of a call parked on another replica is forwarded there.
-    ``state_keys`` and ``stores``: as :class:`Server`'s (replicas share both)."""
+    ``state_keys`` and ``stores``: as :class:`Server`'s (replicas share both).
+    ``task_routes`` maps the ids of tasks run through the gateway to their
+    connector and upstream task (bounded: :class:`TaskRouteLimits`)."""
 
     def __init__(
         self,
@@ -90,6 +109,7 @@ class GatewayServer(Server):
         replicas: ReplicaLink | None = None,
         state_keys: Sequence[bytes] | None = None,
         stores: Stores | None = None,
+        task_routes: TaskRoutes | None = None,
     ) -> None:
         super().__init__(
             name,
@@ -113,6 +133,10 @@ class GatewayServer(Server):
         self.wall_clock = wall_clock
         self.relay_questions = relay_questions
         self.parking = parking
+        self.task_routes = task_routes if task_routes is not None else TaskRoutes()
+        # Tools a 2026-07-28 upstream refused to run but as a task (it lists no
+        # taskSupport): listed as task-only from then on.  Bounded by the catalog.
+        self._task_only: set[tuple[str, str]] = set()
         # The host of each handshake-era request that may be asking its client: an
         # answer forwarded by another replica is driven into its session there.
         # (Weakly both ways: a host holds its session.)
@@ -149,7 +173,12 @@ class GatewayServer(Server):
 
     @property
     def capabilities(self) -> dict[str, Any]:
-        return {"tools": {"listChanged": True}}
+        # Tasks in both forms: the session keeps each to the revisions that have it.
+        return {
+            "tools": {"listChanged": True},
+            "extensions": {TASKS_EXTENSION: {}},
+            "tasks": dict(_CORE_TASKS),
+        }
 
     def begin(self, ctx: Context) -> dict[str, Any] | Awaitable[dict[str, Any]]:
         ctx.hub = self.hub
@@ -168,12 +197,17 @@ class GatewayServer(Server):
             if self.record is None:
                 return self._call(ctx, connector, params)
             return self._recorded(ctx, connector, params)
+        # 2025-11-25 has no tasks/update (input comes by requests), 2026-07-28 no tasks/result.
+        if ctx.method in _TASK_METHODS and ctx.method != (
+            "tasks/result" if ctx.stateless else "tasks/update"
+        ):
+            return self._task_request(ctx)
         raise MethodNotFound(message=f"method not found: {ctx.method!r} (the gateway serves tools)")
 
     def _list(self, ctx: Context) -> dict[str, Any]:
         catalog = self._catalog(ctx)
         tools, cursor = catalog.page(ctx.params.get("cursor"), self.page_size)
-        result: dict[str, Any] = {"tools": tools}
+        result: dict[str, Any] = {"tools": self._fit_task_support(ctx, tools)}
         if cursor is not None:
             result["nextCursor"] = cursor
         missing = catalog.missing
@@ -183,6 +217,120 @@ class GatewayServer(Server):
             result["ttlMs"] = catalog.ttl_ms()
             result["cacheScope"] = "private"
         return result
+
+    # Tasks -------------------------------------------------------------------------
+
+    def _wants_task(self, ctx: Context) -> bool:
+        """Whether the client asks for its tools/call to run as a task: a 2026-07-28
+        one declaring the extension, a 2025-11-25 one by ``params.task``."""
+        if ctx.stateless:
+            return declares_tasks(ctx.client_capabilities)
+        return ctx.protocol_version == CORE_TASKS_REVISION and isinstance(
+            ctx.params.get("task"), dict
+        )
+
+    def _lists_tasks_to(self, ctx: Context) -> bool:
+        """Whether task-only tools are listed to ``ctx``'s client: a 2026-07-28 one
+        that declared the extension; a handshake-era one whose revision has tasks
+        (the gateway keeps no handshake session: what it declared is not known)."""
+        if ctx.stateless:
+            return declares_tasks(ctx.client_capabilities)
+        return ctx.protocol_version == CORE_TASKS_REVISION
+
+    def _fit_task_support(self, ctx: Context, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``tools`` as ``ctx``'s client may use them: task-only ones left out for a
+        client that cannot run tasks; one learned task-only marked so."""
+        fitted: list[dict[str, Any]] = []
+        tasks = self._lists_tasks_to(ctx)
+        for tool in tools:
+            support = task_support(tool)
+            if support != "required" and self._task_only:
+                connector, name = split_tool_name(tool["name"])
+                if (connector, name) in self._task_only:
+                    support = "required"
+                    tool = {**tool, "execution": {"taskSupport": support}}
+            if support == "required" and not tasks:
+                continue
+            fitted.append(tool)
+        return fitted
+
+    def _task_created(self, ctx: Context, connector: str, result: dict[str, Any]) -> dict[str, Any]:
+        """An upstream's ``CreateTaskResult``, its task mapped to an id of the
+        gateway's, in the client's form."""
+        upstream_id = result.get("taskId")
+        if not isinstance(upstream_id, str):
+            raise MCPError(
+                ErrorCode.INTERNAL_ERROR, f"connector {connector!r} made a task with no id"
+            )
+        task_id = self.task_routes.add(
+            connector, upstream_id, self._access(ctx).principal, result.get("ttlMs"), ctx.now
+        )
+        if ctx.stateless:
+            return {**_without_server_info(result), "taskId": task_id}
+        return {"task": core_task(result, task_id)}
+
+    async def _task_request(self, ctx: Context) -> dict[str, Any]:
+        """``tasks/get``, ``tasks/update``, ``tasks/cancel`` (and 2025-11-25's
+        ``tasks/result``) of a task run through the gateway, sent to its connector."""
+        task_id = ctx.params.get("taskId")
+        route = self.task_routes.get(task_id, self._access(ctx).principal, ctx.now)
+        assert isinstance(task_id, str)
+        upstream = self.upstreams.get(route.connector)
+        if upstream is None:  # its connector left the config
+            raise InvalidParams(message=f"unknown task: {task_id!r}")
+        ask = partial(_task_upstream, upstream, route, task_id)
+        method = ctx.method
+        if method == "tasks/update":
+            await ask(method, {"inputResponses": ctx.params.get("inputResponses")})
+            return {}
+        if method == "tasks/result":
+            return await self._core_result(ctx, route, task_id, ask)
+        if method == "tasks/cancel":
+            await ask(method, {})
+            if ctx.stateless:
+                return {}
+        got = await ask("tasks/get", {})
+        if not ctx.stateless:
+            return core_task(got, task_id)
+        detailed = {**_without_server_info(got), "taskId": task_id}
+        if isinstance(detailed.get("result"), dict):
+            detailed["result"] = _without_server_info(detailed["result"])
+        return detailed
+
+    async def _core_result(
+        self, ctx: Context, route: TaskRoute, task_id: str, ask: Any
+    ) -> dict[str, Any]:
+        """2025-11-25's ``tasks/result`` of a task a 2026-07-28 upstream runs: the
+        upstream polled until the task ends, what it asks meanwhile put to the client
+        (as a tools/call's questions are) and answered upstream by ``tasks/update``."""
+        while True:
+            got = await ask("tasks/get", {})
+            status = got.get("status")
+            outcome = got.get("result")
+            if status in ("completed", "failed") and isinstance(outcome, dict):
+                result = _downstream(ctx, outcome)
+                meta = result.get("_meta")
+                related = {RELATED_TASK: {"taskId": task_id}}
+                result["_meta"] = {**meta, **related} if isinstance(meta, dict) else related
+                return result
+            error = got.get("error")
+            if status == "failed" and isinstance(error, dict):
+                raise MCPError.from_dict(error)
+            if status in ("completed", "failed", "cancelled"):
+                raise InvalidParams(message=f"task {task_id} is {status}: it has no result")
+            asked = got.get("inputRequests")
+            pending = {
+                key: request
+                for key, request in (asked if isinstance(asked, dict) else {}).items()
+                if key not in route.answered
+            }
+            if status == "input_required" and pending:
+                question = {"resultType": "input_required", "inputRequests": pending}
+                answers = await _ask(ctx, question, self.relay_questions)
+                await ask("tasks/update", {"inputResponses": answers})
+                route.answered.update(answers)
+                continue
+            await ctx.sleep(poll_seconds(got))
 
     async def _recorded(
         self, ctx: Context, connector: str, params: dict[str, Any]
@@ -229,6 +377,11 @@ class GatewayServer(Server):
             return await self._retry(self._round_of(ctx), state[len(PARKED_STATE_PREFIX) :])
         upstream = self.upstreams[connector]
         client = upstream.client
+        as_task = self._wants_task(ctx) and client is not None and client.session.is_modern
+        if as_task:
+            # Checked before the upstream makes a task whose id could not be kept.
+            self.task_routes.check_room(self._access(ctx).principal, ctx.now)
+            params = declaring_tasks(params)
         if (
             ctx.stateless
             and self.parking is not None
@@ -264,6 +417,8 @@ class GatewayServer(Server):
             return _unavailable(connector, exc)
         if refused and result.get("isError") is True:
             raise refused[0]
+        if as_task and result.get("resultType") == "task":
+            return self._task_created(ctx, connector, result)
         return _downstream(ctx, result)
 
     async def _send(
@@ -282,6 +437,8 @@ class GatewayServer(Server):
         except MCPError as exc:
             if refused:
                 raise refused[0] from None  # what the client lacks, not how it failed
+            if task_only_refusal(exc) and len(self._task_only) < _MAX_TASK_ONLY:
+                self._task_only.add((connector, params["name"]))
             if exc.code == ErrorCode.URL_ELICITATION_REQUIRED:
                 return _url_elicitation(ctx, exc, self.relay_questions)
             # The client called connector.tool: say which upstream answered so.
@@ -459,6 +616,27 @@ class RoundOf:
     capabilities: dict[str, Any]
     now: float
     progress: ProgressCallback | None = None
+
+
+async def _task_upstream(
+    upstream: Upstream, route: TaskRoute, task_id: str, method: str, params: dict[str, Any]
+) -> dict[str, Any]:
+    """``method`` upstream about ``route``'s task; its errors as the client is told
+    them: an id the upstream no longer knows is as unknown here."""
+    try:
+        return await upstream.task_request(method, {**params, "taskId": route.upstream_id})
+    except ConnectorUnavailable as exc:
+        reason = f": {exc.args[1]}" if len(exc.args) > 1 else ""
+        raise MCPError(
+            ErrorCode.INTERNAL_ERROR,
+            f"the connector of task {task_id!r} is unavailable{reason}; try again shortly",
+        ) from None
+    except MCPError as exc:
+        if exc.code == ErrorCode.INVALID_PARAMS and method != "tasks/update":
+            raise InvalidParams(message=f"unknown task: {task_id!r}") from None
+        raise MCPError(
+            exc.code, f"connector {route.connector!r}: {exc.message}", exc.data
+        ) from None
 
 
 def _forwarded(step: RoundOf, state: str) -> dict[str, Any]:
