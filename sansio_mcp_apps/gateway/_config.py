@@ -24,6 +24,12 @@ __all__ = [
     "parse_config",
 ]
 
+from ._tasks import (
+    DEFAULT_MAX_TASK_ROUTES,
+    DEFAULT_MAX_TASK_ROUTES_PER_PRINCIPAL,
+    DEFAULT_TASK_ROUTE_TTL,
+)
+
 #: A connector's name: no dot, so ``{connector}.{tool}`` splits on the first one.
 CONNECTOR_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,48}$")
 TRANSPORTS = ("stdio", "http", "sse", "ws")
@@ -55,6 +61,9 @@ _TOP_KEYS = {
     "parked_call_timeout",
     "max_parked_calls",
     "max_parked_calls_per_principal",
+    "max_tasks",
+    "max_tasks_per_principal",
+    "task_max_ttl",
 }
 _OAUTH_KEYS = ("issuer", "jwks_uri", "audience", "scopes")
 _TOKEN = re.compile(r"\A[\x21-\x7e]+\Z")
@@ -142,6 +151,11 @@ class GatewayConfig:
     #: Calls parked at once, in all and per principal; past them a question is refused.
     max_parked_calls: int = DEFAULT_MAX_PARKED_CALLS
     max_parked_calls_per_principal: int = DEFAULT_MAX_PARKED_CALLS_PER_PRINCIPAL
+    #: Tasks run through the gateway whose ids it maps at once, in all and per
+    #: principal, and the longest it keeps one (seconds; see docs/gateway.md, "Tasks").
+    max_tasks: int = DEFAULT_MAX_TASK_ROUTES
+    max_tasks_per_principal: int = DEFAULT_MAX_TASK_ROUTES_PER_PRINCIPAL
+    task_max_ttl: float = DEFAULT_TASK_ROUTE_TTL
 
     def virtual_mcp(self, id: str) -> VirtualMCP | None:
         return next((v for v in self.virtual_mcps if v.id == id), None)
@@ -327,6 +341,21 @@ def parse_config(obj: Any) -> GatewayConfig:
         bounds[key] = obj.get(key, default)
         if isinstance(bounds[key], bool) or not isinstance(bounds[key], int) or bounds[key] < 0:
             raise ConfigError(f"{key} must be a non-negative integer (0: no call is parked)")
+    for key, default in (
+        ("max_tasks", DEFAULT_MAX_TASK_ROUTES),
+        ("max_tasks_per_principal", DEFAULT_MAX_TASK_ROUTES_PER_PRINCIPAL),
+    ):
+        bounds[key] = obj.get(key, default)
+        if isinstance(bounds[key], bool) or not isinstance(bounds[key], int) or bounds[key] < 1:
+            raise ConfigError(f"{key} must be a positive integer")
+    task_ttl = obj.get("task_max_ttl", DEFAULT_TASK_ROUTE_TTL)
+    if (
+        isinstance(task_ttl, bool)
+        or not isinstance(task_ttl, (int, float))
+        or not task_ttl > 0
+        or not math.isfinite(task_ttl)
+    ):
+        raise ConfigError("task_max_ttl must be a positive number of seconds")
     return GatewayConfig(
         tuple(
             attrs.evolve(_connector(name, value), max_tools=max_tools)
@@ -338,6 +367,7 @@ def parse_config(obj: Any) -> GatewayConfig:
         call_log=call_log,
         oauth=oauth,
         parked_call_timeout=float(timeout),
+        task_max_ttl=float(task_ttl),
         **bounds,
         **flags,
     )

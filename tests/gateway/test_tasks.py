@@ -104,3 +104,144 @@ def test_a_task_asks_is_answered_and_completes(adapters: str, version: str) -> N
     assert task_id.startswith("gwt-") and route.upstream_id not in task_id
     assert route.connector == "ex" and "ex" not in task_id.lower().replace("gwt-", "")[:0]
     assert route.principal == "api_keys[0]"
+
+
+async def _cancel(backend: Any, adapters: str, version: str) -> Any:
+    async def scenario(gateway: Any, url: str, client: Any) -> Any:
+        async with client(ALICE, version=version) as alice:
+            task = await alice.call_tool("ex.long_job", {"seconds": 1, "steps": 20}, task=True)
+            await task.cancel()
+            final = await task.wait()
+        return task.task_id, final
+
+    return await _with_gateway(backend, adapters, scenario)
+
+
+@pytest.mark.parametrize("version", ["2026-07-28", "2025-11-25"])
+@pytest.mark.parametrize("adapters", ADAPTERS)
+def test_a_task_is_cancelled_upstream(adapters: str, version: str) -> None:
+    backend = importlib.import_module(adapters).BACKEND
+    task_id, final = backend.run(_cancel, backend, adapters, version)
+    assert final["status"] == "cancelled" and final["taskId"] == task_id
+
+
+async def _strangers(backend: Any, adapters: str, version: str) -> Any:
+    async def scenario(gateway: Any, url: str, client: Any) -> Any:
+        refusals: dict[str, Any] = {}
+        async with client(ALICE, version=version) as alice:
+            task = await alice.call_tool("ex.long_job", {"seconds": 1, "steps": 20}, task=True)
+            async with client(BOB, version=version) as bob:
+                for who, task_id in (("bob", task.task_id), ("unknown", "gwt-" + "A" * 32)):
+                    for method in ("tasks/get", "tasks/cancel"):
+                        try:
+                            await bob.send_request(method, {"taskId": task_id})
+                        except MCPError as exc:
+                            refusals[who, method] = (exc.code, exc.message.replace(task_id, "ID"))
+            got = await task.refresh()  # still alice's, untouched
+            await task.cancel()
+        return got, refusals
+
+    return await _with_gateway(backend, adapters, scenario)
+
+
+@pytest.mark.parametrize("version", ["2026-07-28", "2025-11-25"])
+@pytest.mark.parametrize("adapters", ADAPTERS)
+def test_another_principals_task_is_as_unknown_as_none(adapters: str, version: str) -> None:
+    backend = importlib.import_module(adapters).BACKEND
+    got, refusals = backend.run(_strangers, backend, adapters, version)
+    assert got["status"] == "working"
+    assert set(refusals) == {
+        (who, m) for who in ("bob", "unknown") for m in ("tasks/get", "tasks/cancel")
+    }
+    assert len(set(refusals.values())) == 1  # bob learns nothing an unknown id would not say
+    assert next(iter(refusals.values()))[0] == InvalidParams.code
+
+
+async def _listings(backend: Any, adapters: str, tools: Any) -> Any:
+    async def scenario(gateway: Any, url: str, client: Any) -> Any:
+        listed: dict[str, Any] = {}
+        for version, tasks in (
+            ("2026-07-28", True),
+            ("2026-07-28", False),
+            ("2025-11-25", True),
+            ("2025-06-18", False),
+        ):
+            async with client(ALICE, version=version, tasks=tasks) as c:
+                listed[version, tasks] = {
+                    t["name"]: (t.get("execution") or {}).get("taskSupport")
+                    for t in await c.list_tools()
+                    if t["name"] in ("ex.approve_job", "ex.long_job")
+                }
+        async with client(ALICE, version="2026-07-28", tasks=False) as plain:
+            ran = await plain.call_tool("ex.long_job", {"seconds": 0, "steps": 1})
+        return listed, ran
+
+    return await _with_gateway(backend, adapters, scenario, tools=tools)
+
+
+@pytest.mark.parametrize("adapters", ADAPTERS)
+def test_task_only_tools_are_listed_to_clients_that_run_tasks(adapters: str) -> None:
+    backend = importlib.import_module(adapters).BACKEND
+    listed, ran = backend.run(_listings, backend, adapters, TASK_TOOLS)
+    both = {"ex.approve_job": "required", "ex.long_job": "optional"}
+    assert listed["2026-07-28", True] == both
+    assert listed["2025-11-25", True] == both
+    assert listed["2026-07-28", False] == {"ex.long_job": "optional"}
+    assert listed["2025-06-18", False] == {"ex.long_job": "optional"}
+    # An optional one runs as a plain call for a client without tasks.
+    assert ran["content"][0]["text"].startswith("long job done")
+    assert ran.get("resultType") == "complete"
+
+
+async def _learned(backend: Any, adapters: str) -> Any:
+    async def scenario(gateway: Any, url: str, client: Any) -> Any:
+        async with client(ALICE, version="2026-07-28", tasks=False) as plain:
+            before = {t["name"] for t in await plain.list_tools()}
+            try:
+                await plain.call_tool("ex.approve_job", {"job": "x"})
+            except MCPError as exc:
+                refusal = exc.code
+        async with client(ALICE, version="2026-07-28", tasks=False) as plain:  # (uncached)
+            after = {t["name"] for t in await plain.list_tools()}
+        async with client(ALICE, version="2025-11-25") as core:
+            listed = {t["name"]: t.get("execution") for t in await core.list_tools()}
+            result = await core.call_tool("ex.approve_job", {"job": "x"}, task=True)
+        return before, refusal, after, listed["ex.approve_job"], result.task_id
+
+    return await _with_gateway(backend, adapters, scenario, tools={})
+
+
+@pytest.mark.parametrize("adapters", ADAPTERS)
+def test_a_tool_refused_but_as_a_task_is_listed_so_from_then_on(adapters: str) -> None:
+    """A 2026-07-28 upstream lists no taskSupport: its first task-only refusal tells."""
+    backend = importlib.import_module(adapters).BACKEND
+    before, refusal, after, execution, task_id = backend.run(_learned, backend, adapters)
+    assert "ex.approve_job" in before and refusal == -32021
+    assert "ex.approve_job" not in after and "ex.long_job" in after
+    assert execution == {"taskSupport": "required"}
+    assert task_id.startswith("gwt-")  # the 2025-11-25 client now asks for a task
+
+
+async def _bounded(backend: Any, adapters: str) -> Any:
+    async def scenario(gateway: Any, url: str, client: Any) -> Any:
+        async with client(ALICE, version="2026-07-28") as alice:
+            first = await alice.call_tool("ex.long_job", {"seconds": 1, "steps": 20}, task=True)
+            try:
+                await alice.call_tool("ex.long_job", {"seconds": 1}, task=True)
+            except MCPError as exc:
+                refused = exc
+            async with client(BOB, version="2026-07-28") as bob:
+                other = await bob.call_tool("ex.long_job", {"seconds": 1, "steps": 20}, task=True)
+                await other.cancel()
+            await first.cancel()
+        return refused
+
+    return await _with_gateway(backend, adapters, scenario, max_tasks_per_principal=1)
+
+
+@pytest.mark.parametrize("adapters", ADAPTERS)
+def test_tasks_per_principal_are_bounded(adapters: str) -> None:
+    backend = importlib.import_module(adapters).BACKEND
+    refused = backend.run(_bounded, backend, adapters)
+    assert refused.code == -32603
+    assert refused.data == {"limit": "max_per_principal", "max": 1}

@@ -29,6 +29,7 @@ from ...gateway import (
     move,
     status_report,
 )
+from .._tasks import TaskRouteLimits, TaskRoutes
 from ._parked import ParkingLimits, ParkingLot
 from ._record import CallRecorder
 from ._replicas import ParkedCallOwners, ReplicaLink, parked_call_owners
@@ -161,6 +162,11 @@ class Gateway:
             parking=self.parking,
             state_keys=state_keys,
             stores=stores,
+            task_routes=TaskRoutes(
+                TaskRouteLimits(
+                    config.max_tasks, config.max_tasks_per_principal, config.task_max_ttl
+                )
+            ),
         )
         if stores is not None:
             self.use_stores(stores, parked_owners)
