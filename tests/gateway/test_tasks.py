@@ -8,6 +8,9 @@ server (2026-07-28) upstream."""
 from __future__ import annotations
 
 import importlib
+import json
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +20,7 @@ from sansio_mcp.http import StreamableHTTPServer
 from sansio_mcp_apps.example_server import build_server
 from sansio_mcp_apps.gateway import parse_config
 
-from .conftest import BACKENDS, serve_gateway, serve_router_on
+from .conftest import API_KEY, BACKENDS, REPO, Setup, node, serve_gateway, serve_router_on
 
 ADAPTERS = [f"{name}_adapters" for name in BACKENDS]
 ALICE = {"authorization": "Bearer alice"}
@@ -245,3 +248,41 @@ def test_tasks_per_principal_are_bounded(adapters: str) -> None:
     refused = backend.run(_bounded, backend, adapters)
     assert refused.code == -32603
     assert refused.data == {"limit": "max_per_principal", "max": 1}
+
+
+TS_TASKS_CLIENT = Path(__file__).with_name("ts_tasks_client.mjs")
+
+
+def test_the_typescript_sdk_runs_tasks_through_the_gateway(setup: Setup) -> None:
+    """The TypeScript SDK v1 client's 2025-11-25 tasks (the Python SDK ``mcp`` 2.3
+    has no client side of tasks at either revision, nor has the TypeScript SDK v2
+    client a task API): approve_job asks while tasks/result waits, and completes;
+    long_job is cancelled; an id the gateway never made is refused.  The gateway
+    (the ``sansio-mcp gateway`` command, on each backend) has the example server
+    upstream at 2026-07-28."""
+    done = subprocess.run(
+        [node(), str(TS_TASKS_CLIENT), setup.url, API_KEY],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["capabilities"]["tasks"]["requests"] == {"tools": {"call": {}}}
+    assert report["tools"]["example.long_job"] is None  # unknown until refused or configured
+    approve = report["approve"]
+    assert approve[0]["type"] == "taskCreated" and approve[0]["taskId"].startswith("gwt-")
+    assert approve[-1] == {
+        "type": "result",
+        "result": {
+            "content": [{"type": "text", "text": "ship: done"}],
+            "isError": False,
+            "_meta": {"io.modelcontextprotocol/related-task": {"taskId": approve[0]["taskId"]}},
+        },
+    }
+    assert report["asked"] == ["Run ship?"]
+    assert report["cancelled"]["status"] == "cancelled"
+    assert report["cancel"][-1]["type"] == "error" and "cancelled" in report["cancel"][-1]["error"]
+    assert report["unknown"]["error"]["code"] == InvalidParams.code
