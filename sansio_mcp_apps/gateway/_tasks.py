@@ -54,13 +54,15 @@ class TaskRouteLimits:
 class TaskRoute:
     """Where one of the gateway's task ids leads: ``connector``'s task
     ``upstream_id``, made by ``principal``, kept until ``expires`` (wall clock);
-    ``answered``: the input request keys a 2025-11-25 client answered already."""
+    ``answered``: the input request keys a 2025-11-25 client answered already;
+    ``followed``: whether its status is being relayed to listening clients."""
 
     connector: str
     upstream_id: str
     principal: str | None
     expires: float
     answered: set[str] = attrs.field(factory=set)
+    followed: bool = False
 
 
 class TaskRoutes:

@@ -286,3 +286,33 @@ def test_the_typescript_sdk_runs_tasks_through_the_gateway(setup: Setup) -> None
     assert report["cancelled"]["status"] == "cancelled"
     assert report["cancel"][-1]["type"] == "error" and "cancelled" in report["cancel"][-1]["error"]
     assert report["unknown"]["error"]["code"] == InvalidParams.code
+
+
+async def _listened(backend: Any, adapters: str) -> Any:
+    async def scenario(gateway: Any, url: str, client: Any) -> Any:
+        pushed: list[tuple[str, str]] = []
+        async with client(ALICE, version="2026-07-28") as alice:
+            task = await alice.call_tool("ex.long_job", {"seconds": 1, "steps": 4}, task=True)
+            async with client(BOB, version="2026-07-28") as bob:
+                async with bob.listen(task_ids=[task.task_id]) as strangers:
+                    bob_ack = strangers.acknowledged_filter
+            async with alice.listen(task_ids=[task.task_id]) as subscription:
+                ack = subscription.acknowledged_filter
+                async for method, params in subscription:
+                    pushed.append((params["taskId"], params["status"]))
+                    if params["status"] == "completed":
+                        result = params.get("result")
+                        break
+        return task.task_id, ack, bob_ack, pushed, result
+
+    return await _with_gateway(backend, adapters, scenario)
+
+
+@pytest.mark.parametrize("adapters", ADAPTERS)
+def test_a_listening_client_is_told_its_tasks_status(adapters: str) -> None:
+    backend = importlib.import_module(adapters).BACKEND
+    task_id, ack, bob_ack, pushed, result = backend.run(_listened, backend, adapters)
+    assert ack.get("taskIds") == [task_id]
+    assert not bob_ack.get("taskIds")  # another principal's task is not listened to
+    assert pushed[0] == (task_id, "working") and pushed[-1] == (task_id, "completed")
+    assert result["content"][0]["text"].startswith("long job done")

@@ -266,6 +266,7 @@ class Gateway:
         try:
             async with self.backend.open_task_group() as group:
                 group.start_soon(self.parking.run)
+                self.server.task_group = group
                 if self.replicas is not None:
                     group.start_soon(self.replicas.run)
                 for upstream in self.upstreams.values():
@@ -277,5 +278,6 @@ class Gateway:
                     await serve()
                     group.cancel()
         finally:
+            self.server.task_group = None
             for name in self.upstreams:
                 move(self.store, name, StatusTrigger.STOP)

@@ -5,6 +5,7 @@ proxied), and the capabilities it declares say so."""
 from __future__ import annotations
 
 import json
+import logging
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
@@ -36,11 +37,19 @@ from sansio_mcp.capabilities import (
     declared_elicitation_modes,
     missing_input_capabilities,
 )
-from sansio_mcp.runtime import Context, ProgressCallback, Server, Stores, StoreUnavailable
+from sansio_mcp.runtime import (
+    Context,
+    ProgressCallback,
+    Server,
+    Stores,
+    StoreUnavailable,
+    TaskGroup,
+)
 from sansio_mcp.tasks import (
     CORE_TASKS_REVISION,
     RELATED_TASK,
     TASKS_EXTENSION,
+    TERMINAL_STATUSES,
     declares_tasks,
     declaring_tasks,
     poll_seconds,
@@ -55,6 +64,8 @@ from ._replicas import ReplicaLink
 from ._upstream import Ask, ConnectorUnavailable, Upstream
 
 __all__ = ["META_MISSING_CONNECTORS", "GatewayServer"]
+
+logger = logging.getLogger("sansio_mcp_apps.gateway")
 
 #: The ``_meta`` key of a tools/list result that names the connectors left out.
 META_MISSING_CONNECTORS = "sansio-mcp/missingConnectors"
@@ -72,6 +83,9 @@ MAX_INPUT_ROUNDS = 10
 _TASK_METHODS = ("tasks/get", "tasks/result", "tasks/update", "tasks/cancel")
 #: The gateway's tasks capability on 2025-11-25 (tool calls, cancellable; no list).
 _CORE_TASKS: dict[str, Any] = {"cancel": {}, "requests": {"tools": {"call": {}}}}
+#: The shortest pause between two polls of a task followed for listening clients.
+FOLLOW_INTERVAL = 1.0
+_ENDED = frozenset(s.value for s in TERMINAL_STATUSES)
 #: Tools remembered as task-only from their upstream's refusals, at most.
 _MAX_TASK_ONLY = 10_000
 
@@ -137,6 +151,9 @@ class GatewayServer(Server):
         # Tools a 2026-07-28 upstream refused to run but as a task (it lists no
         # taskSupport): listed as task-only from then on.  Bounded by the catalog.
         self._task_only: set[tuple[str, str]] = set()
+        #: Where the status of a task a client listens for is followed (set by
+        #: :class:`Gateway` while it runs; None: no status is relayed).
+        self.task_group: TaskGroup | None = None
         # The host of each handshake-era request that may be asking its client: an
         # answer forwarded by another replica is driven into its session there.
         # (Weakly both ways: a host holds its session.)
@@ -170,6 +187,48 @@ class GatewayServer(Server):
         if endpoint is None:
             return self.catalog()
         return self.virtual_catalogs[endpoint]()
+
+    def create_session(self, **options: Any) -> ServerSession:
+        session = super().create_session(**options)
+        session.task_visible = partial(self._listened, weakref.ref(session))
+        return session
+
+    def _listened(self, session: weakref.ref[ServerSession], task_id: str, _owner: str) -> bool:
+        """Whether ``session``'s client may listen for ``task_id`` (its principal's
+        task); if so its status is followed upstream, and relayed, from now on."""
+        held = session()
+        access = self.access.get(held) if held is not None else None
+        now = self.wall_clock() if self.wall_clock is not None else 0.0
+        try:
+            route = self.task_routes.get(task_id, access.principal if access else None, now)
+        except InvalidParams:
+            return False
+        if self.task_group is not None and not route.followed:
+            route.followed = True
+            self.task_group.start_soon(self._follow, task_id, route)
+        return True
+
+    async def _follow(self, task_id: str, route: TaskRoute) -> None:
+        """Poll ``route``'s task upstream (at its ``pollIntervalMs``, at least
+        :data:`FOLLOW_INTERVAL` s) and tell listening clients of each change, until
+        it ends or its id expires."""
+        upstream = self.upstreams.get(route.connector)
+        seen: tuple[Any, ...] | None = None
+        now = self.wall_clock or (lambda: 0.0)
+        try:
+            while upstream is not None and now() <= route.expires:
+                got = await _task_upstream(upstream, route, task_id, "tasks/get", {})
+                key = (got.get("status"), got.get("statusMessage"), got.get("lastUpdatedAt"))
+                if key != seen:
+                    seen = key
+                    self.hub.task_status(_detailed(got, task_id))
+                if got.get("status") in _ENDED:
+                    return
+                await upstream.backend.sleep(max(FOLLOW_INTERVAL, poll_seconds(got)))
+        except MCPError as exc:  # its connector down, or the task gone: listeners poll
+            logger.debug("task %s no longer followed: %s", task_id, exc)
+        finally:
+            route.followed = False
 
     @property
     def capabilities(self) -> dict[str, Any]:
@@ -290,12 +349,7 @@ class GatewayServer(Server):
             if ctx.stateless:
                 return {}
         got = await ask("tasks/get", {})
-        if not ctx.stateless:
-            return core_task(got, task_id)
-        detailed = {**_without_server_info(got), "taskId": task_id}
-        if isinstance(detailed.get("result"), dict):
-            detailed["result"] = _without_server_info(detailed["result"])
-        return detailed
+        return _detailed(got, task_id) if ctx.stateless else core_task(got, task_id)
 
     async def _core_result(
         self, ctx: Context, route: TaskRoute, task_id: str, ask: Any
@@ -616,6 +670,14 @@ class RoundOf:
     capabilities: dict[str, Any]
     now: float
     progress: ProgressCallback | None = None
+
+
+def _detailed(got: dict[str, Any], task_id: str) -> dict[str, Any]:
+    """An upstream's ``DetailedTask`` as the client sees it: under the gateway's id."""
+    detailed = {**_without_server_info(got), "taskId": task_id}
+    if isinstance(detailed.get("result"), dict):
+        detailed["result"] = _without_server_info(detailed["result"])
+    return detailed
 
 
 async def _task_upstream(
