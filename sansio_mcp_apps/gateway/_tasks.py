@@ -55,12 +55,14 @@ class TaskRoute:
     """Where one of the gateway's task ids leads: ``connector``'s task
     ``upstream_id``, made by ``principal``, kept until ``expires`` (wall clock);
     ``answered``: the input request keys a 2025-11-25 client answered already;
-    ``followed``: whether its status is being relayed to listening clients."""
+    ``followed``: whether its status is being relayed to listening clients;
+    ``core``: a 2025-11-25 upstream's task (its own ``tasks/*``)."""
 
     connector: str
     upstream_id: str
     principal: str | None
     expires: float
+    core: bool = False
     answered: set[str] = attrs.field(factory=set)
     followed: bool = False
 
@@ -104,14 +106,16 @@ class TaskRoutes:
         principal: str | None,
         ttl_ms: Any,
         now: float,
+        *,
+        core: bool = False,
     ) -> str:
-        """Map a new task; the id its client is given."""
+        """Map a new task (``core``: a 2025-11-25 upstream's); the id its client is given."""
         self.check_room(principal, now)
         ttl = self.limits.max_ttl
         if isinstance(ttl_ms, (int, float)) and not isinstance(ttl_ms, bool) and ttl_ms >= 0:
             ttl = min(ttl, ttl_ms / 1000)
         task_id = f"gwt-{secrets.token_urlsafe(24)}"
-        self._routes[task_id] = TaskRoute(connector, upstream_id, principal, now + ttl)
+        self._routes[task_id] = TaskRoute(connector, upstream_id, principal, now + ttl, core=core)
         self._counts[principal] = self._counts.get(principal, 0) + 1
         return task_id
 
@@ -146,9 +150,12 @@ def task_support(tool: Mapping[str, Any]) -> str:
     return support if support in ("optional", "required") else "forbidden"
 
 
-def core_task(detailed: Mapping[str, Any], task_id: str) -> dict[str, Any]:
-    """A 2026-07-28 ``DetailedTask`` as 2025-11-25's ``Task`` under ``task_id``
-    (``ttl`` and ``pollInterval``; no outcome or input requests inline)."""
+def core_task(detailed: Mapping[str, Any], task_id: str, *, core: bool = False) -> dict[str, Any]:
+    """A 2026-07-28 ``DetailedTask`` (``core``: a 2025-11-25 ``Task``) as 2025-11-25's
+    ``Task`` under ``task_id`` (``ttl`` and ``pollInterval``; no outcome or input
+    requests inline)."""
+    if core:
+        return {**{k: v for k, v in detailed.items() if k != "_meta"}, "taskId": task_id}
     task: dict[str, Any] = {"taskId": task_id}
     for ours, theirs in (
         ("status", "status"),

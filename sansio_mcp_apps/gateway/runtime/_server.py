@@ -288,45 +288,51 @@ class GatewayServer(Server):
             ctx.params.get("task"), dict
         )
 
-    def _lists_tasks_to(self, ctx: Context) -> bool:
-        """Whether task-only tools are listed to ``ctx``'s client: a 2026-07-28 one
-        that declared the extension; a handshake-era one whose revision has tasks
-        (the gateway keeps no handshake session: what it declared is not known)."""
+    def _task_forms_of(self, ctx: Context) -> tuple[str, ...]:
+        """The upstream task forms the gateway can run ``ctx``'s client's tasks on: a
+        2026-07-28 client that declared the extension, the extension's alone; a
+        2025-11-25 one, both (the gateway keeps no handshake session, so the revision
+        tells, not what it declared); none for any other."""
         if ctx.stateless:
-            return declares_tasks(ctx.client_capabilities)
-        return ctx.protocol_version == CORE_TASKS_REVISION
+            return ("extension",) if declares_tasks(ctx.client_capabilities) else ()
+        return ("extension", "core") if ctx.protocol_version == CORE_TASKS_REVISION else ()
 
     def _fit_task_support(self, ctx: Context, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """``tools`` as ``ctx``'s client may use them: task-only ones left out for a
-        client that cannot run tasks; one learned task-only marked so."""
+        """``tools`` as ``ctx``'s client may use them: a task-only one left out unless
+        the client can run it as a task through the gateway; one learned task-only
+        marked so."""
         fitted: list[dict[str, Any]] = []
-        tasks = self._lists_tasks_to(ctx)
+        forms = self._task_forms_of(ctx)
         for tool in tools:
             support = task_support(tool)
-            if support != "required" and self._task_only:
-                connector, name = split_tool_name(tool["name"])
-                if (connector, name) in self._task_only:
-                    support = "required"
-                    tool = {**tool, "execution": {"taskSupport": support}}
-            if support == "required" and not tasks:
-                continue
+            connector, name = split_tool_name(tool["name"])
+            if support != "required" and (connector, name) in self._task_only:
+                support = "required"
+                tool = {**tool, "execution": {"taskSupport": support}}
+            if support == "required":
+                upstream = self.upstreams.get(connector)
+                if _task_form(upstream.client if upstream else None) not in forms:
+                    continue
             fitted.append(tool)
         return fitted
 
     def _task_created(self, ctx: Context, connector: str, result: dict[str, Any]) -> dict[str, Any]:
         """An upstream's ``CreateTaskResult``, its task mapped to an id of the
         gateway's, in the client's form."""
-        upstream_id = result.get("taskId")
+        core = "resultType" not in result  # 2025-11-25's {"task": Task}
+        made = result["task"] if core else result
+        upstream_id = made.get("taskId")
         if not isinstance(upstream_id, str):
             raise MCPError(
                 ErrorCode.INTERNAL_ERROR, f"connector {connector!r} made a task with no id"
             )
+        ttl = made.get("ttl" if core else "ttlMs")
         task_id = self.task_routes.add(
-            connector, upstream_id, self._access(ctx).principal, result.get("ttlMs"), ctx.now
+            connector, upstream_id, self._access(ctx).principal, ttl, ctx.now, core=core
         )
         if ctx.stateless:
             return {**_without_server_info(result), "taskId": task_id}
-        return {"task": core_task(result, task_id)}
+        return {"task": core_task(made, task_id, core=core)}
 
     async def _task_request(self, ctx: Context) -> dict[str, Any]:
         """``tasks/get``, ``tasks/update``, ``tasks/cancel`` (and 2025-11-25's
@@ -342,6 +348,12 @@ class GatewayServer(Server):
         if method == "tasks/update":
             await ask(method, {"inputResponses": ctx.params.get("inputResponses")})
             return {}
+        if route.core:  # a 2025-11-25 upstream's task: its own tasks/*, relayed
+            if method == "tasks/result":
+                relay = partial(_relay if self.relay_questions else _not_asked, ctx, [])
+                got = await _task_upstream(upstream, route, task_id, method, {}, ask=relay)
+                return _related(_downstream(ctx, got), task_id)
+            return core_task(await ask(method, {}), task_id, core=True)
         if method == "tasks/result":
             return await self._core_result(ctx, route, task_id, ask)
         if method == "tasks/cancel":
@@ -362,11 +374,7 @@ class GatewayServer(Server):
             status = got.get("status")
             outcome = got.get("result")
             if status in ("completed", "failed") and isinstance(outcome, dict):
-                result = _downstream(ctx, outcome)
-                meta = result.get("_meta")
-                related = {RELATED_TASK: {"taskId": task_id}}
-                result["_meta"] = {**meta, **related} if isinstance(meta, dict) else related
-                return result
+                return _related(_downstream(ctx, outcome), task_id)
             error = got.get("error")
             if status == "failed" and isinstance(error, dict):
                 raise MCPError.from_dict(error)
@@ -431,11 +439,15 @@ class GatewayServer(Server):
             return await self._retry(self._round_of(ctx), state[len(PARKED_STATE_PREFIX) :])
         upstream = self.upstreams[connector]
         client = upstream.client
-        as_task = self._wants_task(ctx) and client is not None and client.session.is_modern
+        form = _task_form(client) if self._wants_task(ctx) else None
+        as_task = form is not None and (form == "extension" or not ctx.stateless)
         if as_task:
             # Checked before the upstream makes a task whose id could not be kept.
             self.task_routes.check_room(self._access(ctx).principal, ctx.now)
-            params = declaring_tasks(params)
+            if form == "extension":
+                params = declaring_tasks(params)
+            else:  # a 2025-11-25 upstream, for a 2025-11-25 client: its own params.task
+                params = {**params, "task": ctx.params["task"]}
         if (
             ctx.stateless
             and self.parking is not None
@@ -471,7 +483,7 @@ class GatewayServer(Server):
             return _unavailable(connector, exc)
         if refused and result.get("isError") is True:
             raise refused[0]
-        if as_task and result.get("resultType") == "task":
+        if as_task and (result.get("resultType") == "task" or isinstance(result.get("task"), dict)):
             return self._task_created(ctx, connector, result)
         return _downstream(ctx, result)
 
@@ -680,13 +692,43 @@ def _detailed(got: dict[str, Any], task_id: str) -> dict[str, Any]:
     return detailed
 
 
+def _task_form(client: Any) -> str | None:
+    """How ``client``'s upstream runs tool calls as tasks: ``extension`` (2026-07-28),
+    ``core`` (2025-11-25, its tasks capability), or None (it cannot, or is down)."""
+    if client is None:
+        return None
+    if client.session.is_modern:
+        return "extension"
+    caps = client.server_capabilities.get("tasks")
+    requests = caps.get("requests") if isinstance(caps, dict) else None
+    tools = requests.get("tools") if isinstance(requests, dict) else None
+    if client.protocol_version == CORE_TASKS_REVISION and isinstance(tools, dict):
+        return "core" if isinstance(tools.get("call"), dict) else None
+    return None
+
+
+def _related(result: dict[str, Any], task_id: str) -> dict[str, Any]:
+    """A task's outcome as 2025-11-25's ``tasks/result`` answers it: tied to the task."""
+    meta = result.get("_meta")
+    related = {RELATED_TASK: {"taskId": task_id}}
+    result["_meta"] = {**meta, **related} if isinstance(meta, dict) else related
+    return result
+
+
 async def _task_upstream(
-    upstream: Upstream, route: TaskRoute, task_id: str, method: str, params: dict[str, Any]
+    upstream: Upstream,
+    route: TaskRoute,
+    task_id: str,
+    method: str,
+    params: dict[str, Any],
+    *,
+    ask: Ask | None = None,
 ) -> dict[str, Any]:
-    """``method`` upstream about ``route``'s task; its errors as the client is told
-    them: an id the upstream no longer knows is as unknown here."""
+    """``method`` upstream about ``route``'s task (``ask``: how what the upstream asks
+    meanwhile is put to the client); its errors as the client is told them: an id
+    the upstream no longer knows is as unknown here."""
     try:
-        return await upstream.task_request(method, {**params, "taskId": route.upstream_id})
+        return await upstream.task_request(method, {**params, "taskId": route.upstream_id}, ask=ask)
     except ConnectorUnavailable as exc:
         reason = f": {exc.args[1]}" if len(exc.args) > 1 else ""
         raise MCPError(

@@ -435,21 +435,32 @@ class Upstream:
         call.unanswered = None
         return result
 
-    async def task_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """A ``tasks/*`` request upstream (``tasks/get``, ``tasks/update``,
-        ``tasks/cancel``), declaring the tasks extension on a 2026-07-28 upstream;
-        :class:`ConnectorUnavailable` when it is down."""
+    async def task_request(
+        self, method: str, params: dict[str, Any], *, ask: Ask | None = None
+    ) -> dict[str, Any]:
+        """A ``tasks/*`` request upstream, declaring the tasks extension on a
+        2026-07-28 upstream; :class:`ConnectorUnavailable` when it is down.  ``ask``
+        puts what a 2025-11-25 upstream asks while its ``tasks/result`` waits to the
+        client (as a call's questions are)."""
         client = self.client or await self.wait_ready(self.settings.reconnect_wait)
         if client is None:
             error = self.store.record(self.name).error
             raise ConnectorUnavailable(self.name, *([error] if error else []))
         if client.session.is_modern:
             params = declaring_tasks(params)
+        call = _Call(ask)
+        if ask is not None:
+            self._in_flight.append(call)
         try:
-            return await client.request(method, params, timeout=self.settings.call_timeout)
+            return await client.send_request(
+                method, params, timeout=self.settings.call_timeout, owner=call
+            )
         except _TRANSPORT_FAILURES as exc:
             self._failed(client, exc)
             raise ConnectorUnavailable(self.name, _describe(exc)) from exc
+        finally:
+            if ask is not None:
+                self._in_flight.remove(call)
 
     def _failed(self, client: ClientAPI, exc: BaseException) -> None:
         if self.client is client:
