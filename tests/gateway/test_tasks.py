@@ -253,6 +253,7 @@ def test_tasks_per_principal_are_bounded(adapters: str) -> None:
 TS_TASKS_CLIENT = Path(__file__).with_name("ts_tasks_client.mjs")
 
 
+@pytest.mark.interop
 def test_the_typescript_sdk_runs_tasks_through_the_gateway(setup: Setup) -> None:
     """The TypeScript SDK v1 client's 2025-11-25 tasks (the Python SDK ``mcp`` 2.3
     has no client side of tasks at either revision, nor has the TypeScript SDK v2
@@ -298,7 +299,7 @@ async def _listened(backend: Any, adapters: str) -> Any:
                     bob_ack = strangers.acknowledged_filter
             async with alice.listen(task_ids=[task.task_id]) as subscription:
                 ack = subscription.acknowledged_filter
-                async for method, params in subscription:
+                async for _method, params in subscription:
                     pushed.append((params["taskId"], params["status"]))
                     if params["status"] == "completed":
                         result = params.get("result")
@@ -316,3 +317,38 @@ def test_a_listening_client_is_told_its_tasks_status(adapters: str) -> None:
     assert not bob_ack.get("taskIds")  # another principal's task is not listened to
     assert pushed[0] == (task_id, "working") and pushed[-1] == (task_id, "completed")
     assert result["content"][0]["text"].startswith("long job done")
+
+
+@pytest.mark.interop
+async def test_server_everythings_task_runs_for_a_core_tasks_client(setup: Setup) -> None:
+    """server-everything (2025-11-25, its own tasks) upstream: its task-only research
+    tool is listed to a 2025-11-25 client, runs as a task under a gateway id, and its
+    question (asked while tasks/result waits) reaches the client; a 2026-07-28 client
+    (which the gateway cannot give that upstream's tasks) is not offered it."""
+    from trio_adapters import ClientHandlers
+    from trio_adapters.http_client import open_http_client
+
+    asked: list[str] = []
+
+    def clarify(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params["message"])
+        return {"action": "accept", "content": {"interpretation": "the gateway's view"}}
+
+    auth = {"authorization": f"Bearer {API_KEY}"}
+    tool = "everything.simulate-research-query"
+    handlers = ClientHandlers(elicitation=clarify, tasks=True)
+    async with open_http_client(
+        setup.url, headers=auth, protocol_version="2025-11-25", handlers=handlers
+    ) as core:
+        listed = {t["name"]: t.get("execution") for t in await core.list_tools()}
+        task = await core.call_tool(tool, {"topic": "tasks", "ambiguous": True}, task=True)
+        result = await task.result()
+    async with open_http_client(
+        setup.url, headers=auth, protocol_version="2026-07-28", handlers=handlers
+    ) as modern:
+        modern_names = {t["name"] for t in await modern.list_tools()}
+    assert listed[tool] == {"taskSupport": "required"}
+    assert task.task_id.startswith("gwt-")
+    assert asked and "multiple interpretations" in asked[0]
+    assert "the gateway's view" in json.dumps(result)
+    assert tool not in modern_names and "everything.echo" in modern_names
