@@ -2,8 +2,10 @@
 runs as a task for a client that declares tasks, in the client's form (2026-07-28's
 extension, or 2025-11-25's core tasks), under an id of the gateway's own bound to the
 client's principal; ``tasks/*`` reach the owning connector; task-only tools are not
-listed to a client that cannot run them.  In process, on each backend, the example
-server (2026-07-28) upstream."""
+listed to a client that cannot run them.  In process, on each backend, with the example
+server (2026-07-28) upstream; and through the ``sansio-mcp gateway`` command (each
+backend) with server-everything (2025-11-25 tasks) upstream and the TypeScript SDK
+client."""
 
 from __future__ import annotations
 
