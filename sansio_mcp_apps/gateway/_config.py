@@ -295,6 +295,19 @@ def _oauth(value: Any) -> GatewayOAuth:
     )
 
 
+def _seconds(obj: Mapping[str, Any], key: str, default: float) -> float:
+    """``obj[key]`` (else ``default``): a positive, finite number of seconds."""
+    value = obj.get(key, default)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not value > 0
+        or not math.isfinite(value)
+    ):
+        raise ConfigError(f"{key} must be a positive number of seconds")
+    return float(value)
+
+
 def parse_config(obj: Any) -> GatewayConfig:
     """The :class:`GatewayConfig` a decoded ``gateway.json`` describes; raises
     :class:`ConfigError` naming the first problem."""
@@ -325,14 +338,7 @@ def parse_config(obj: Any) -> GatewayConfig:
         if not isinstance(flags[key], bool):
             raise ConfigError(f"{key} must be true or false")
     oauth = _oauth(obj["oauth"]) if "oauth" in obj else None
-    timeout = obj.get("parked_call_timeout", DEFAULT_PARKED_CALL_TIMEOUT)
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, (int, float))
-        or not timeout > 0
-        or not math.isfinite(timeout)
-    ):
-        raise ConfigError("parked_call_timeout must be a positive number of seconds")
+    timeout = _seconds(obj, "parked_call_timeout", DEFAULT_PARKED_CALL_TIMEOUT)
     bounds = {}
     for key, default in (
         ("max_parked_calls", DEFAULT_MAX_PARKED_CALLS),
@@ -348,14 +354,7 @@ def parse_config(obj: Any) -> GatewayConfig:
         bounds[key] = obj.get(key, default)
         if isinstance(bounds[key], bool) or not isinstance(bounds[key], int) or bounds[key] < 1:
             raise ConfigError(f"{key} must be a positive integer")
-    task_ttl = obj.get("task_max_ttl", DEFAULT_TASK_ROUTE_TTL)
-    if (
-        isinstance(task_ttl, bool)
-        or not isinstance(task_ttl, (int, float))
-        or not task_ttl > 0
-        or not math.isfinite(task_ttl)
-    ):
-        raise ConfigError("task_max_ttl must be a positive number of seconds")
+    task_ttl = _seconds(obj, "task_max_ttl", DEFAULT_TASK_ROUTE_TTL)
     return GatewayConfig(
         tuple(
             attrs.evolve(_connector(name, value), max_tools=max_tools)
@@ -366,8 +365,8 @@ def parse_config(obj: Any) -> GatewayConfig:
         virtual_mcps=virtual,
         call_log=call_log,
         oauth=oauth,
-        parked_call_timeout=float(timeout),
-        task_max_ttl=float(task_ttl),
+        parked_call_timeout=timeout,
+        task_max_ttl=task_ttl,
         **bounds,
         **flags,
     )

@@ -36,7 +36,7 @@ async def _answer(params: dict[str, Any]) -> dict[str, Any]:
 async def test_aggregated_listing_and_calls(setup: Setup, mode: str) -> None:
     async with open_http_client(setup.url, headers=AUTH, mode=mode) as client:
         # Tools and tasks, in the client's era's form (docs/gateway.md, "Tasks").
-        tasks = (
+        tasks: dict[str, Any] = (
             {"extensions": {"io.modelcontextprotocol/tasks": {}}}
             if mode == "modern"
             else {"tasks": {"cancel": {}, "requests": {"tools": {"call": {}}}}}

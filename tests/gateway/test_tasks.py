@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,8 @@ from sansio_mcp.http import StreamableHTTPServer
 from sansio_mcp_apps.example_server import build_server
 from sansio_mcp_apps.gateway import parse_config
 
-from .conftest import API_KEY, BACKENDS, REPO, Setup, node, serve_gateway, serve_router_on
+from .conftest import API_KEY, BACKENDS, Setup, serve_gateway, serve_router_on
+from .test_sdk_clients import _ts_client
 
 ADAPTERS = [f"{name}_adapters" for name in BACKENDS]
 ALICE = {"authorization": "Bearer alice"}
@@ -132,7 +132,7 @@ def test_a_task_is_cancelled_upstream(adapters: str, version: str) -> None:
 
 async def _strangers(backend: Any, adapters: str, version: str) -> Any:
     async def scenario(gateway: Any, url: str, client: Any) -> Any:
-        refusals: dict[str, Any] = {}
+        refusals: dict[tuple[str, str], Any] = {}
         async with client(ALICE, version=version) as alice:
             task = await alice.call_tool("ex.long_job", {"seconds": 1, "steps": 20}, task=True)
             async with client(BOB, version=version) as bob:
@@ -164,7 +164,7 @@ def test_another_principals_task_is_as_unknown_as_none(adapters: str, version: s
 
 async def _listings(backend: Any, adapters: str, tools: Any) -> Any:
     async def scenario(gateway: Any, url: str, client: Any) -> Any:
-        listed: dict[str, Any] = {}
+        listed: dict[tuple[str, bool], Any] = {}
         for version, tasks in (
             ("2026-07-28", True),
             ("2026-07-28", False),
@@ -263,16 +263,7 @@ def test_the_typescript_sdk_runs_tasks_through_the_gateway(setup: Setup) -> None
     long_job is cancelled; an id the gateway never made is refused.  The gateway
     (the ``sansio-mcp gateway`` command, on each backend) has the example server
     upstream at 2026-07-28."""
-    done = subprocess.run(
-        [node(), str(TS_TASKS_CLIENT), setup.url, API_KEY],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = _ts_client(setup.url, "", TS_TASKS_CLIENT)
     assert report["capabilities"]["tasks"]["requests"] == {"tools": {"call": {}}}
     assert report["tools"]["example.long_job"] is None  # unknown until refused or configured
     approve = report["approve"]
