@@ -225,7 +225,8 @@ class GatewayServer(Server):
                 if got.get("status") in _ENDED:
                     return
                 await upstream.backend.sleep(max(FOLLOW_INTERVAL, poll_seconds(got)))
-        except MCPError as exc:  # its connector down, or the task gone: listeners poll
+        except Exception as exc:  # its connector down, the task gone: listeners poll
+            # (Nothing of one task's may end the gateway's task group.)
             logger.debug("task %s no longer followed: %s", task_id, exc)
         finally:
             route.followed = False
