@@ -111,6 +111,20 @@ class TaskRoutes:
     ) -> str:
         """Map a new task (``core``: a 2025-11-25 upstream's); the id its client is given."""
         self.check_room(principal, now)
+        return self.make(connector, upstream_id, principal, ttl_ms, now, core=core)
+
+    def make(
+        self,
+        connector: str,
+        upstream_id: str,
+        principal: str | None,
+        ttl_ms: Any,
+        now: float,
+        *,
+        core: bool = False,
+    ) -> str:
+        """:meth:`add` without the bounds (a shared store checks its own)."""
+        self._expire(now)
         ttl = self.limits.max_ttl
         if isinstance(ttl_ms, (int, float)) and not isinstance(ttl_ms, bool) and ttl_ms >= 0:
             ttl = min(ttl, ttl_ms / 1000)
@@ -129,6 +143,14 @@ class TaskRoutes:
         if route is None or route.principal != principal:
             raise InvalidParams(message=f"unknown task: {task_id!r}")
         return route
+
+    def put(self, task_id: str, route: TaskRoute, now: float) -> None:
+        """Keep ``route``, made at another replica, here too (its bounds were checked
+        there; what is kept here is a subset of the shared live ids)."""
+        self._expire(now)
+        if task_id not in self._routes:
+            self._routes[task_id] = route
+            self._counts[route.principal] = self._counts.get(route.principal, 0) + 1
 
     def _drop(self, task_id: str) -> None:
         route = self._routes.pop(task_id)

@@ -34,6 +34,7 @@ from ._parked import ParkingLimits, ParkingLot
 from ._record import CallRecorder
 from ._replicas import ParkedCallOwners, ReplicaLink, parked_call_owners
 from ._server import GatewayServer
+from ._task_routes import task_route_store
 from ._upstream import Opener, Upstream, UpstreamSettings
 
 __all__ = ["Gateway", "transport_opener"]
@@ -177,7 +178,8 @@ class Gateway:
         self.hints_sent = 0
 
     def use_stores(self, stores: Stores, parked_owners: ParkedCallOwners | None = None) -> None:
-        """Share parked calls with the other replicas of ``stores`` (before :meth:`run`)."""
+        """Share parked calls and task ids with the other replicas of ``stores``
+        (before :meth:`run`)."""
         self.server.stores = stores
         self.replicas = ReplicaLink(
             stores,
@@ -187,6 +189,8 @@ class Gateway:
             outcome_timeout=(self._settings.call_timeout or 3600.0) + 5.0,
         )
         self.server.use_replicas(self.replicas)
+        # Task ids too: tasks/* on a task made here are served by any replica.
+        self.server.route_store = task_route_store(stores, self.server.task_routes)
         self.replicas.take_answer = self._take_answer
         for router in self._routers:
             router.join_replicas(self.replicas.tag, self.replicas.forward_answer)

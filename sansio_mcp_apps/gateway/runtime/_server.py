@@ -9,7 +9,7 @@ import logging
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -61,11 +61,13 @@ from .._tasks import TaskRoute, TaskRoutes, core_task, task_support
 from ._parked import PARKED_STATE_PREFIX, ParkedCall, ParkingLot, Question
 from ._record import CallRecord
 from ._replicas import ReplicaLink
+from ._task_routes import MemoryTaskRouteStore, TaskRouteStore
 from ._upstream import Ask, ConnectorUnavailable, Upstream
 
 __all__ = ["META_MISSING_CONNECTORS", "GatewayServer"]
 
 logger = logging.getLogger("sansio_mcp_apps.gateway")
+T = TypeVar("T")
 
 #: The ``_meta`` key of a tools/list result that names the connectors left out.
 META_MISSING_CONNECTORS = "sansio-mcp/missingConnectors"
@@ -147,7 +149,10 @@ class GatewayServer(Server):
         self.wall_clock = wall_clock
         self.relay_questions = relay_questions
         self.parking = parking
+        #: The task ids this replica made or served; :attr:`route_store` keeps them
+        #: all (here alone, or shared by replicas: :meth:`use_task_store`).
         self.task_routes = task_routes if task_routes is not None else TaskRoutes()
+        self.route_store: TaskRouteStore = MemoryTaskRouteStore(self.task_routes)
         # Tools a 2026-07-28 upstream refused to run but as a task (it lists no
         # taskSupport): listed as task-only from then on.  Bounded by the catalog.
         self._task_only: set[tuple[str, str]] = set()
@@ -317,7 +322,9 @@ class GatewayServer(Server):
             fitted.append(tool)
         return fitted
 
-    def _task_created(self, ctx: Context, connector: str, result: dict[str, Any]) -> dict[str, Any]:
+    async def _task_created(
+        self, ctx: Context, connector: str, result: dict[str, Any]
+    ) -> dict[str, Any]:
         """An upstream's ``CreateTaskResult``, its task mapped to an id of the
         gateway's, in the client's form."""
         core = "resultType" not in result  # 2025-11-25's {"task": Task}
@@ -328,8 +335,9 @@ class GatewayServer(Server):
                 ErrorCode.INTERNAL_ERROR, f"connector {connector!r} made a task with no id"
             )
         ttl = made.get("ttl" if core else "ttlMs")
-        task_id = self.task_routes.add(
-            connector, upstream_id, self._access(ctx).principal, ttl, ctx.now, core=core
+        principal = self._access(ctx).principal
+        task_id = await _stored(
+            self.route_store.add(connector, upstream_id, principal, ttl, ctx.now, core=core)
         )
         if ctx.stateless:
             return {**_without_server_info(result), "taskId": task_id}
@@ -339,7 +347,7 @@ class GatewayServer(Server):
         """``tasks/get``, ``tasks/update``, ``tasks/cancel`` (and 2025-11-25's
         ``tasks/result``) of a task run through the gateway, sent to its connector."""
         task_id = ctx.params.get("taskId")
-        route = self.task_routes.get(task_id, self._access(ctx).principal, ctx.now)
+        route = await _stored(self.route_store.get(task_id, self._access(ctx).principal, ctx.now))
         assert isinstance(task_id, str)
         upstream = self.upstreams.get(route.connector)
         if upstream is None:  # its connector left the config
@@ -444,7 +452,7 @@ class GatewayServer(Server):
         as_task = form is not None and (form == "extension" or not ctx.stateless)
         if as_task:
             # Checked before the upstream makes a task whose id could not be kept.
-            self.task_routes.check_room(self._access(ctx).principal, ctx.now)
+            await _stored(self.route_store.check_room(self._access(ctx).principal, ctx.now))
             if form == "extension":
                 params = declaring_tasks(params)
             else:  # a 2025-11-25 upstream, for a 2025-11-25 client: its own params.task
@@ -485,7 +493,7 @@ class GatewayServer(Server):
         if refused and result.get("isError") is True:
             raise refused[0]
         if as_task and (result.get("resultType") == "task" or isinstance(result.get("task"), dict)):
-            return self._task_created(ctx, connector, result)
+            return await self._task_created(ctx, connector, result)
         return _downstream(ctx, result)
 
     async def _send(
@@ -691,6 +699,14 @@ def _detailed(got: dict[str, Any], task_id: str) -> dict[str, Any]:
     if isinstance(detailed.get("result"), dict):
         detailed["result"] = _without_server_info(detailed["result"])
     return detailed
+
+
+async def _stored(pending: Awaitable[T]) -> T:
+    """What the task id store answers; -32603 when it is unavailable."""
+    try:
+        return await pending
+    except StoreUnavailable as exc:
+        raise MCPError(ErrorCode.INTERNAL_ERROR, f"the gateway's task ids: {exc}") from None
 
 
 def _task_form(client: Any) -> str | None:
