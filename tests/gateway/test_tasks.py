@@ -345,3 +345,68 @@ async def test_server_everythings_task_runs_for_a_core_tasks_client(setup: Setup
     assert asked and "multiple interpretations" in asked[0]
     assert "the gateway's view" in json.dumps(result)
     assert tool not in modern_names and "everything.echo" in modern_names
+
+
+async def _across_replicas(backend: Any, adapters: str, stores_url: str | None) -> Any:
+    """A task made at replica a, followed and answered at b."""
+    from .test_parked import _two_replicas
+
+    http_client = importlib.import_module(f"{adapters}.http_client")
+    handlers_type = importlib.import_module(adapters).ClientHandlers
+    seen: dict[str, Any] = {}
+
+    def client(url: str, key: str) -> Any:
+        return http_client.open_http_client(
+            url,
+            headers={"authorization": f"Bearer {key}"},
+            protocol_version="2026-07-28",
+            handlers=handlers_type(tasks=True),
+        )
+
+    async def scenario(urls: dict[str, str]) -> Any:
+        async with client(urls["a"], "alice") as at_a:
+            task = await at_a.call_tool("ex.approve_job", {"job": "ship"}, task=True)
+        async with client(urls["b"], "bob") as bob:
+            try:
+                await bob.send_request("tasks/get", {"taskId": task.task_id})
+            except MCPError as exc:
+                seen["bob"] = exc.code
+        async with client(urls["b"], "alice") as at_b:
+            try:
+                got = await at_b.send_request("tasks/get", {"taskId": task.task_id})
+            except MCPError as exc:
+                seen["b"] = exc.code
+                return seen
+            while got["status"] != "input_required":
+                await backend.sleep(0.05)
+                got = await at_b.send_request("tasks/get", {"taskId": task.task_id})
+            (key,) = got["inputRequests"]
+            answer = {key: {"action": "accept", "content": {"approve": True}}}
+            await at_b.send_request(
+                "tasks/update", {"taskId": task.task_id, "inputResponses": answer}
+            )
+            while got["status"] not in ("completed", "failed", "cancelled"):
+                await backend.sleep(0.05)
+                got = await at_b.send_request("tasks/get", {"taskId": task.task_id})
+            seen["b"] = got
+        return seen
+
+    return await _two_replicas(backend, adapters, stores_url, scenario, handshake=False)
+
+
+@pytest.mark.parametrize("stores", ["memory", "redis"])
+@pytest.mark.parametrize("adapters", ADAPTERS)
+def test_a_task_made_at_one_replica_is_served_by_another(
+    adapters: str, stores: str, request: pytest.FixtureRequest
+) -> None:
+    """With Redis stores any replica serves a task's tasks/*; in memory the replica
+    that made it alone does (the other says unknown task: docs/gateway.md)."""
+    backend = importlib.import_module(adapters).BACKEND
+    url = None if stores == "memory" else str(request.getfixturevalue("redis_url"))
+    seen = backend.run(_across_replicas, backend, adapters, url)
+    assert seen["bob"] == InvalidParams.code
+    if stores == "memory":
+        assert seen["b"] == InvalidParams.code
+    else:
+        assert seen["b"]["status"] == "completed"
+        assert seen["b"]["result"]["content"][0]["text"] == "ship: done"
