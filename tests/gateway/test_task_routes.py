@@ -67,7 +67,7 @@ def test_bad_limits_are_refused() -> None:
 
 async def _contract(backend: Any, url: str | None) -> dict[str, Any]:
     from sansio_mcp.runtime import Stores, open_stores
-    from sansio_mcp_apps.gateway.runtime._task_routes import task_route_store
+    from sansio_mcp_apps.gateway.runtime import task_route_store
 
     seen: dict[str, Any] = {}
     limits = TaskRouteLimits(max_total=3, max_per_principal=2, max_ttl=30.0)
