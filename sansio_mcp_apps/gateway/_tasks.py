@@ -20,6 +20,7 @@ __all__ = [
     "TaskRoute",
     "TaskRouteLimits",
     "TaskRoutes",
+    "check_room",
     "core_task",
     "task_support",
 ]
@@ -82,22 +83,7 @@ class TaskRoutes:
         """:class:`InternalError` (-32603, the limit in ``data``) when one more task
         of ``principal`` would pass a bound (checked before the upstream makes it)."""
         self._expire(now)
-        caps = (
-            ("max_total", self.limits.max_total, len(self._routes), "this gateway"),
-            (
-                "max_per_principal",
-                self.limits.max_per_principal,
-                self._counts.get(principal, 0),
-                "this client",
-            ),
-        )
-        for name, cap, count, whose in caps:
-            if count >= cap:
-                raise InternalError(
-                    message=f"too many tasks: {whose} has {count} through the gateway (the "
-                    f"limit, {name}, is {cap}); try again once one expires",
-                    data={"limit": name, "max": cap},
-                )
+        check_room(self.limits, len(self._routes), self._counts.get(principal, 0))
 
     def add(
         self,
@@ -163,6 +149,21 @@ class TaskRoutes:
     def _expire(self, now: float) -> None:
         for task_id in [t for t, r in self._routes.items() if r.expires < now]:
             self._drop(task_id)
+
+
+def check_room(limits: TaskRouteLimits, total: int, own: int) -> None:
+    """:class:`InternalError` (-32603, the limit in ``data``) when one more task would
+    pass a bound: ``total`` ids mapped, ``own`` of them the caller's principal's."""
+    for name, cap, count, whose in (
+        ("max_total", limits.max_total, total, "this gateway"),
+        ("max_per_principal", limits.max_per_principal, own, "this client"),
+    ):
+        if count >= cap:
+            raise InternalError(
+                message=f"too many tasks: {whose} has {count} through the gateway (the "
+                f"limit, {name}, is {cap}); try again once one expires",
+                data={"limit": name, "max": cap},
+            )
 
 
 def task_support(tool: Mapping[str, Any]) -> str:

@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
-from sansio_mcp import InternalError, InvalidParams
+from sansio_mcp import InvalidParams
 from sansio_mcp.runtime import RedisCommands, Stores
 
-from .._tasks import TaskRoute, TaskRoutes
+from .._tasks import TaskRoute, TaskRoutes, check_room
 
 __all__ = ["MemoryTaskRouteStore", "RedisTaskRouteStore", "TaskRouteStore", "task_route_store"]
 
@@ -92,17 +92,8 @@ class RedisTaskRouteStore:
                 ("ZCARD", own),
             ]
         )
-        limits = self.local.limits
-        for name, cap, count, whose in (
-            ("max_total", limits.max_total, replies[2], "this gateway"),
-            ("max_per_principal", limits.max_per_principal, replies[3], "this client"),
-        ):
-            if isinstance(count, int) and count >= cap:
-                raise InternalError(
-                    message=f"too many tasks: {whose} has {count} through the gateway (the "
-                    f"limit, {name}, is {cap}); try again once one expires",
-                    data={"limit": name, "max": cap},
-                )
+        total, owned = (n if isinstance(n, int) else 0 for n in replies[2:])
+        check_room(self.local.limits, total, owned)
 
     async def add(
         self,
