@@ -410,3 +410,27 @@ def test_a_task_made_at_one_replica_is_served_by_another(
     else:
         assert seen["b"]["status"] == "completed"
         assert seen["b"]["result"]["content"][0]["text"] == "ship: done"
+
+
+async def _unasked(backend: Any, adapters: str) -> Any:
+    async def scenario(gateway: Any, url: str, client: Any) -> Any:
+        async with client(ALICE, version="2025-11-25", elicitation=_approve) as alice:
+            task = await alice.call_tool("ex.approve_job", {"job": "x"}, task=True)
+            try:
+                await alice.send_request("tasks/result", {"taskId": task.task_id})
+            except MCPError as exc:
+                refused = exc
+            await task.cancel()
+        return refused
+
+    return await _with_gateway(backend, adapters, scenario)  # questions not relayed
+
+
+@pytest.mark.parametrize("adapters", ADAPTERS)
+def test_a_core_tasks_question_is_not_asked_without_relaying(adapters: str) -> None:
+    """Without relay_questions_to_handshake_clients a 2025-11-25 client's tasks/result
+    is told what the task needs (-32021), as a call's question would be."""
+    backend = importlib.import_module(adapters).BACKEND
+    refused = backend.run(_unasked, backend, adapters)
+    assert refused.code == -32021
+    assert refused.data["requiredCapabilities"] == {"elicitation": {}}
