@@ -46,6 +46,7 @@ from ._store import (
     move,
     status_report,
 )
+from ._tasks import TaskRoute, TaskRouteLimits, TaskRoutes
 
 __all__ = [
     "CONNECTOR_NAME",
@@ -71,6 +72,9 @@ __all__ = [
     "IllegalConnectorTransition",
     "MemoryStore",
     "StatusTrigger",
+    "TaskRoute",
+    "TaskRouteLimits",
+    "TaskRoutes",
     "ToolOverride",
     "VirtualMCP",
     "apply_overrides",

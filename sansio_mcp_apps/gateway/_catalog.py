@@ -83,6 +83,10 @@ def apply_overrides(
         entry["name"] = qualified_name(connector, name)
         if override is not None and override.description is not None:
             entry["description"] = override.description
+        if override is not None and override.task_support is not None:
+            execution = entry.get("execution")
+            base = execution if isinstance(execution, dict) else {}
+            entry["execution"] = {**base, "taskSupport": override.task_support}
         listed.append(entry)
     return listed
 

@@ -24,6 +24,12 @@ __all__ = [
     "parse_config",
 ]
 
+from ._tasks import (
+    DEFAULT_MAX_TASK_ROUTES,
+    DEFAULT_MAX_TASK_ROUTES_PER_PRINCIPAL,
+    DEFAULT_TASK_ROUTE_TTL,
+)
+
 #: A connector's name: no dot, so ``{connector}.{tool}`` splits on the first one.
 CONNECTOR_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,48}$")
 TRANSPORTS = ("stdio", "http", "sse", "ws")
@@ -55,11 +61,18 @@ _TOP_KEYS = {
     "parked_call_timeout",
     "max_parked_calls",
     "max_parked_calls_per_principal",
+    "max_tasks",
+    "max_tasks_per_principal",
+    "task_max_ttl",
 }
 _OAUTH_KEYS = ("issuer", "jwks_uri", "audience", "scopes")
 _TOKEN = re.compile(r"\A[\x21-\x7e]+\Z")
 _HEADER_NAME = re.compile(r"\A[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
 _BAD_HEADER_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+#: The values of a tool's ``execution.taskSupport`` (2025-11-25).
+TASK_SUPPORT_VALUES = ("forbidden", "optional", "required")
 
 
 @attrs.frozen
@@ -68,6 +81,10 @@ class ToolOverride:
 
     enabled: bool = True
     description: str | None = None
+    #: ``execution.taskSupport`` the gateway lists for the tool (None: as the
+    #: upstream lists it); a 2026-07-28 upstream lists none, so a task-only tool
+    #: of one is known as such only from here or from its first refusal.
+    task_support: str | None = None
 
 
 @attrs.frozen
@@ -134,6 +151,11 @@ class GatewayConfig:
     #: Calls parked at once, in all and per principal; past them a question is refused.
     max_parked_calls: int = DEFAULT_MAX_PARKED_CALLS
     max_parked_calls_per_principal: int = DEFAULT_MAX_PARKED_CALLS_PER_PRINCIPAL
+    #: Tasks run through the gateway whose ids it maps at once, in all and per
+    #: principal, and the longest it keeps one (seconds; see docs/gateway.md, "Tasks").
+    max_tasks: int = DEFAULT_MAX_TASK_ROUTES
+    max_tasks_per_principal: int = DEFAULT_MAX_TASK_ROUTES_PER_PRINCIPAL
+    task_max_ttl: float = DEFAULT_TASK_ROUTE_TTL
 
     def virtual_mcp(self, id: str) -> VirtualMCP | None:
         return next((v for v in self.virtual_mcps if v.id == id), None)
@@ -157,14 +179,17 @@ def _string_map(value: Any, where: str) -> dict[str, str]:
 def _override(value: Any, where: str) -> ToolOverride:
     if not isinstance(value, dict):
         raise ConfigError(f"{where} must be an object")
-    reject_unknown_keys(value, ("enabled", "description"), where)
+    reject_unknown_keys(value, ("enabled", "description", "task_support"), where)
     enabled = value.get("enabled", True)
     description = value.get("description")
+    task_support = value.get("task_support")
+    if task_support is not None and task_support not in TASK_SUPPORT_VALUES:
+        raise ConfigError(f"{where}.task_support must be one of {', '.join(TASK_SUPPORT_VALUES)}")
     if not isinstance(enabled, bool):
         raise ConfigError(f"{where}.enabled must be true or false")
     if description is not None and not isinstance(description, str):
         raise ConfigError(f"{where}.description must be a string")
-    return ToolOverride(enabled, description)
+    return ToolOverride(enabled, description, task_support)
 
 
 def _connector(name: Any, value: Any) -> ConnectorConfig:
@@ -270,6 +295,19 @@ def _oauth(value: Any) -> GatewayOAuth:
     )
 
 
+def _seconds(obj: Mapping[str, Any], key: str, default: float) -> float:
+    """``obj[key]`` (else ``default``): a positive, finite number of seconds."""
+    value = obj.get(key, default)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not value > 0
+        or not math.isfinite(value)
+    ):
+        raise ConfigError(f"{key} must be a positive number of seconds")
+    return float(value)
+
+
 def parse_config(obj: Any) -> GatewayConfig:
     """The :class:`GatewayConfig` a decoded ``gateway.json`` describes; raises
     :class:`ConfigError` naming the first problem."""
@@ -300,14 +338,7 @@ def parse_config(obj: Any) -> GatewayConfig:
         if not isinstance(flags[key], bool):
             raise ConfigError(f"{key} must be true or false")
     oauth = _oauth(obj["oauth"]) if "oauth" in obj else None
-    timeout = obj.get("parked_call_timeout", DEFAULT_PARKED_CALL_TIMEOUT)
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, (int, float))
-        or not timeout > 0
-        or not math.isfinite(timeout)
-    ):
-        raise ConfigError("parked_call_timeout must be a positive number of seconds")
+    timeout = _seconds(obj, "parked_call_timeout", DEFAULT_PARKED_CALL_TIMEOUT)
     bounds = {}
     for key, default in (
         ("max_parked_calls", DEFAULT_MAX_PARKED_CALLS),
@@ -316,6 +347,14 @@ def parse_config(obj: Any) -> GatewayConfig:
         bounds[key] = obj.get(key, default)
         if isinstance(bounds[key], bool) or not isinstance(bounds[key], int) or bounds[key] < 0:
             raise ConfigError(f"{key} must be a non-negative integer (0: no call is parked)")
+    for key, default in (
+        ("max_tasks", DEFAULT_MAX_TASK_ROUTES),
+        ("max_tasks_per_principal", DEFAULT_MAX_TASK_ROUTES_PER_PRINCIPAL),
+    ):
+        bounds[key] = obj.get(key, default)
+        if isinstance(bounds[key], bool) or not isinstance(bounds[key], int) or bounds[key] < 1:
+            raise ConfigError(f"{key} must be a positive integer")
+    task_ttl = _seconds(obj, "task_max_ttl", DEFAULT_TASK_ROUTE_TTL)
     return GatewayConfig(
         tuple(
             attrs.evolve(_connector(name, value), max_tools=max_tools)
@@ -326,7 +365,8 @@ def parse_config(obj: Any) -> GatewayConfig:
         virtual_mcps=virtual,
         call_log=call_log,
         oauth=oauth,
-        parked_call_timeout=float(timeout),
+        parked_call_timeout=timeout,
+        task_max_ttl=task_ttl,
         **bounds,
         **flags,
     )

@@ -99,6 +99,9 @@ class GatewayHTTPServer(StreamableHTTPServer):
         **options: Any,
     ) -> None:
         super().__init__(session_factory, **options)
+        # Who sent the request being handled: its session knows from the start (a
+        # subscriptions/listen naming tasks is judged as the session takes it).
+        self._incoming: Access | None = None
         self.api_keys = tuple(key.encode("utf-8") for key in api_keys)
         self.virtual_mcps = {
             id: tuple(key.encode("utf-8") for key in keys)
@@ -162,11 +165,21 @@ class GatewayHTTPServer(StreamableHTTPServer):
             return refusal
         if now is not None:
             self.expire_idle(now)
-        exchange = self._route(request)  # Host and Origin were checked above
+        self._incoming = Access(virtual, principal)
+        try:
+            exchange = self._route(request)  # Host and Origin were checked above
+        finally:
+            self._incoming = None
         session = exchange.session
         if session is not None and session not in self.access:
             self.access[session] = Access(virtual, principal)
         return exchange
+
+    def _new_session(self) -> ServerSession:
+        session = super()._new_session()
+        if self._incoming is not None:
+            self.access[session] = self._incoming
+        return session
 
     def _metrics(self, request: HTTPRequest) -> Exchange:
         assert self.metrics is not None

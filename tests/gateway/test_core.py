@@ -754,3 +754,36 @@ def test_host_and_origin_are_checked_once_per_request(monkeypatch: pytest.Monkey
     assert _post(router, body, **{"mcp-protocol-version": "2025-06-18"}).status == 200
     assert checked == ["127.0.0.1:8931"]
     assert _post(router, body, host="gateway.example").status == 403
+
+
+def test_task_bounds_and_task_support_config() -> None:
+    """The gateway's task bounds (docs/gateway.md, "Tasks") and a tool's task_support."""
+    config = parse_config(CONFIG)
+    assert (config.max_tasks, config.max_tasks_per_principal, config.task_max_ttl) == (
+        10_000,
+        1_000,
+        86_400.0,
+    )
+    config = parse_config(
+        {**CONFIG, "max_tasks": 5, "max_tasks_per_principal": 2, "task_max_ttl": 30}
+    )
+    assert (config.max_tasks, config.max_tasks_per_principal, config.task_max_ttl) == (5, 2, 30.0)
+    for key in ("max_tasks", "max_tasks_per_principal"):
+        for bad in (0, -1, True, "10", 1.5):
+            with pytest.raises(ConfigError, match=f"{key} must be a positive integer"):
+                parse_config({**CONFIG, key: bad})
+    for bad in (0, True, "10", float("inf")):
+        with pytest.raises(ConfigError, match="task_max_ttl must be a positive number"):
+            parse_config({**CONFIG, "task_max_ttl": bad})
+    name = next(iter(CONFIG["connectors"]))
+    tools = {"t": {"task_support": "required"}}
+    connectors = {name: {**CONFIG["connectors"][name], "tools": tools}}
+    config = parse_config({**CONFIG, "connectors": connectors})
+    assert config.connectors[0].tools["t"].task_support == "required"
+    listed = apply_overrides(name, [{"name": "t", "inputSchema": {}}], config.connectors[0].tools)
+    assert listed[0]["execution"] == {"taskSupport": "required"}
+    for bad in ("always", True):
+        tools = {"t": {"task_support": bad}}
+        connectors = {name: {**CONFIG["connectors"][name], "tools": tools}}
+        with pytest.raises(ConfigError, match="task_support must be one of"):
+            parse_config({**CONFIG, "connectors": connectors})

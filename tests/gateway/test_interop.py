@@ -35,7 +35,13 @@ async def _answer(params: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("mode", ["modern", "legacy"])
 async def test_aggregated_listing_and_calls(setup: Setup, mode: str) -> None:
     async with open_http_client(setup.url, headers=AUTH, mode=mode) as client:
-        assert client.server_capabilities == {"tools": {"listChanged": True}}
+        # Tools and tasks, in the client's era's form (docs/gateway.md, "Tasks").
+        tasks: dict[str, Any] = (
+            {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+            if mode == "modern"
+            else {"tasks": {"cancel": {}, "requests": {"tools": {"call": {}}}}}
+        )
+        assert client.server_capabilities == {"tools": {"listChanged": True}, **tasks}
         tools = {t["name"]: t for t in await client.list_tools()}
         example = {n.split(".", 1)[1] for n in tools if n.startswith("example.")}
         assert example == EXAMPLE_TOOLS

@@ -143,13 +143,14 @@ def test_python_sdk_modern_client(setup: Setup) -> None:
     anyio.run(body, backend="asyncio")
 
 
-def _ts_client(url: str, mode: str) -> dict[str, Any]:
-    """ts_client.mjs's report of the gateway at ``url`` (skips without node)."""
+def _ts_client(url: str, mode: str, script: Path = TS_CLIENT) -> dict[str, Any]:
+    """``script``'s report (ts_client.mjs's by default) of the gateway at ``url``
+    (``mode`` before the API key on its command line, if given; skips without node)."""
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not on PATH")
     done = subprocess.run(
-        [node, str(TS_CLIENT), url, mode, API_KEY],
+        [node, str(script), url, *([mode] if mode else []), API_KEY],
         cwd=REPO,
         capture_output=True,
         text=True,

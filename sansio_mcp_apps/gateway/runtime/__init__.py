@@ -11,6 +11,12 @@ from ._replicas import (
     parked_call_owners,
 )
 from ._server import META_MISSING_CONNECTORS, GatewayServer
+from ._task_routes import (
+    MemoryTaskRouteStore,
+    RedisTaskRouteStore,
+    TaskRouteStore,
+    task_route_store,
+)
 from ._upstream import ConnectorUnavailable, Opener, Upstream, UpstreamSettings
 
 __all__ = [
@@ -21,14 +27,18 @@ __all__ = [
     "Gateway",
     "GatewayServer",
     "MemoryParkedCallOwners",
+    "MemoryTaskRouteStore",
     "Opener",
     "ParkedCallOwners",
     "ParkingLimits",
     "ParkingLot",
     "RedisParkedCallOwners",
+    "RedisTaskRouteStore",
     "ReplicaLink",
+    "TaskRouteStore",
     "Upstream",
     "UpstreamSettings",
     "parked_call_owners",
+    "task_route_store",
     "transport_opener",
 ]

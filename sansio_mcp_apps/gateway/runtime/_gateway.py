@@ -29,10 +29,12 @@ from ...gateway import (
     move,
     status_report,
 )
+from .._tasks import TaskRouteLimits, TaskRoutes
 from ._parked import ParkingLimits, ParkingLot
 from ._record import CallRecorder
 from ._replicas import ParkedCallOwners, ReplicaLink, parked_call_owners
 from ._server import GatewayServer
+from ._task_routes import task_route_store
 from ._upstream import Opener, Upstream, UpstreamSettings
 
 __all__ = ["Gateway", "transport_opener"]
@@ -161,6 +163,11 @@ class Gateway:
             parking=self.parking,
             state_keys=state_keys,
             stores=stores,
+            task_routes=TaskRoutes(
+                TaskRouteLimits(
+                    config.max_tasks, config.max_tasks_per_principal, config.task_max_ttl
+                )
+            ),
         )
         if stores is not None:
             self.use_stores(stores, parked_owners)
@@ -171,7 +178,8 @@ class Gateway:
         self.hints_sent = 0
 
     def use_stores(self, stores: Stores, parked_owners: ParkedCallOwners | None = None) -> None:
-        """Share parked calls with the other replicas of ``stores`` (before :meth:`run`)."""
+        """Share parked calls and task ids with the other replicas of ``stores``
+        (before :meth:`run`)."""
         self.server.stores = stores
         self.replicas = ReplicaLink(
             stores,
@@ -181,6 +189,8 @@ class Gateway:
             outcome_timeout=(self._settings.call_timeout or 3600.0) + 5.0,
         )
         self.server.use_replicas(self.replicas)
+        # Task ids too: tasks/* on a task made here are served by any replica.
+        self.server.route_store = task_route_store(stores, self.server.task_routes)
         self.replicas.take_answer = self._take_answer
         for router in self._routers:
             router.join_replicas(self.replicas.tag, self.replicas.forward_answer)
@@ -260,6 +270,7 @@ class Gateway:
         try:
             async with self.backend.open_task_group() as group:
                 group.start_soon(self.parking.run)
+                self.server.task_group = group
                 if self.replicas is not None:
                     group.start_soon(self.replicas.run)
                 for upstream in self.upstreams.values():
@@ -271,5 +282,6 @@ class Gateway:
                     await serve()
                     group.cancel()
         finally:
+            self.server.task_group = None
             for name in self.upstreams:
                 move(self.store, name, StatusTrigger.STOP)

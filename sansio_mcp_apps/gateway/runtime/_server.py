@@ -5,10 +5,11 @@ proxied), and the capabilities it declares say so."""
 from __future__ import annotations
 
 import json
+import logging
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -36,15 +37,37 @@ from sansio_mcp.capabilities import (
     declared_elicitation_modes,
     missing_input_capabilities,
 )
-from sansio_mcp.runtime import Context, ProgressCallback, Server, Stores, StoreUnavailable
+from sansio_mcp.runtime import (
+    Context,
+    ProgressCallback,
+    Server,
+    Stores,
+    StoreUnavailable,
+    TaskGroup,
+)
+from sansio_mcp.tasks import (
+    CORE_TASKS_REVISION,
+    RELATED_TASK,
+    TASKS_EXTENSION,
+    TERMINAL_STATUSES,
+    declares_tasks,
+    declaring_tasks,
+    poll_seconds,
+    task_only_refusal,
+)
 
-from ...gateway import Access, Catalog, fit_input_request, fit_tool_result
+from ...gateway import Access, Catalog, fit_input_request, fit_tool_result, split_tool_name
+from .._tasks import TaskRoute, TaskRoutes, core_task, task_support
 from ._parked import PARKED_STATE_PREFIX, ParkedCall, ParkingLot, Question
 from ._record import CallRecord
 from ._replicas import ReplicaLink
+from ._task_routes import MemoryTaskRouteStore, TaskRouteStore
 from ._upstream import Ask, ConnectorUnavailable, Upstream
 
 __all__ = ["META_MISSING_CONNECTORS", "GatewayServer"]
+
+logger = logging.getLogger("sansio_mcp_apps.gateway")
+T = TypeVar("T")
 
 #: The ``_meta`` key of a tools/list result that names the connectors left out.
 META_MISSING_CONNECTORS = "sansio-mcp/missingConnectors"
@@ -57,6 +80,16 @@ _REFUSALS = (ErrorCode.METHOD_NOT_FOUND, ErrorCode.INVALID_REQUEST)
 _PLAIN_CAPABILITIES: dict[str, Any] = {c: {} for c in INPUT_REQUEST_CAPABILITIES.values()}
 #: Rounds of input a handshake-era client is asked for in one call, at most.
 MAX_INPUT_ROUNDS = 10
+#: What a task's client may ask of it through the gateway (2025-11-25's ``tasks/list``
+#: is not served: its capability is not declared).
+_TASK_METHODS = ("tasks/get", "tasks/result", "tasks/update", "tasks/cancel")
+#: The gateway's tasks capability on 2025-11-25 (tool calls, cancellable; no list).
+_CORE_TASKS: dict[str, Any] = {"cancel": {}, "requests": {"tools": {"call": {}}}}
+#: The shortest pause between two polls of a task followed for listening clients.
+FOLLOW_INTERVAL = 1.0
+_ENDED = frozenset(s.value for s in TERMINAL_STATUSES)
+#: Tools remembered as task-only from their upstream's refusals, at most.
+_MAX_TASK_ONLY = 10_000
 
 
 class GatewayServer(Server):
@@ -70,7 +103,9 @@ class GatewayServer(Server):
     ``parking``, when running, parks the call of a 2026-07-28 client whose
     handshake-era upstream asks mid-call, and asks the client by MRTR; with
     ``replicas`` a retry of a call parked on another replica is forwarded there.
-    ``state_keys`` and ``stores``: as :class:`Server`'s (replicas share both)."""
+    ``state_keys`` and ``stores``: as :class:`Server`'s (replicas share both).
+    ``task_routes`` maps the ids of tasks run through the gateway to their
+    connector and upstream task (bounded: :class:`TaskRouteLimits`)."""
 
     def __init__(
         self,
@@ -90,6 +125,7 @@ class GatewayServer(Server):
         replicas: ReplicaLink | None = None,
         state_keys: Sequence[bytes] | None = None,
         stores: Stores | None = None,
+        task_routes: TaskRoutes | None = None,
     ) -> None:
         super().__init__(
             name,
@@ -113,6 +149,16 @@ class GatewayServer(Server):
         self.wall_clock = wall_clock
         self.relay_questions = relay_questions
         self.parking = parking
+        #: The task ids this replica made or served; :attr:`route_store` keeps them
+        #: all (here alone, or shared by replicas: :meth:`use_task_store`).
+        self.task_routes = task_routes if task_routes is not None else TaskRoutes()
+        self.route_store: TaskRouteStore = MemoryTaskRouteStore(self.task_routes)
+        # Tools a 2026-07-28 upstream refused to run but as a task (it lists no
+        # taskSupport): listed as task-only from then on.  Bounded by the catalog.
+        self._task_only: set[tuple[str, str]] = set()
+        #: Where the status of a task a client listens for is followed (set by
+        #: :class:`Gateway` while it runs; None: no status is relayed).
+        self.task_group: TaskGroup | None = None
         # The host of each handshake-era request that may be asking its client: an
         # answer forwarded by another replica is driven into its session there.
         # (Weakly both ways: a host holds its session.)
@@ -147,9 +193,57 @@ class GatewayServer(Server):
             return self.catalog()
         return self.virtual_catalogs[endpoint]()
 
+    def create_session(self, **options: Any) -> ServerSession:
+        session = super().create_session(**options)
+        session.task_visible = partial(self._listened, weakref.ref(session))
+        return session
+
+    def _listened(self, session: weakref.ref[ServerSession], task_id: str, _owner: str) -> bool:
+        """Whether ``session``'s client may listen for ``task_id`` (its principal's
+        task); if so its status is followed upstream, and relayed, from now on."""
+        held = session()
+        access = self.access.get(held) if held is not None else None
+        now = self.wall_clock() if self.wall_clock is not None else 0.0
+        try:
+            route = self.task_routes.get(task_id, access.principal if access else None, now)
+        except InvalidParams:
+            return False
+        if self.task_group is not None and not route.followed:
+            route.followed = True
+            self.task_group.start_soon(self._follow, task_id, route)
+        return True
+
+    async def _follow(self, task_id: str, route: TaskRoute) -> None:
+        """Poll ``route``'s task upstream (at its ``pollIntervalMs``, at least
+        :data:`FOLLOW_INTERVAL` s) and tell listening clients of each change, until
+        it ends or its id expires."""
+        upstream = self.upstreams.get(route.connector)
+        seen: tuple[Any, ...] | None = None
+        now = self.wall_clock or (lambda: 0.0)
+        try:
+            while upstream is not None and now() <= route.expires:
+                got = await _task_upstream(upstream, route, task_id, "tasks/get", {})
+                key = (got.get("status"), got.get("statusMessage"), got.get("lastUpdatedAt"))
+                if key != seen:
+                    seen = key
+                    self.hub.task_status(_detailed(got, task_id))
+                if got.get("status") in _ENDED:
+                    return
+                await upstream.backend.sleep(max(FOLLOW_INTERVAL, poll_seconds(got)))
+        except Exception as exc:  # its connector down, the task gone: listeners poll
+            # (Nothing of one task's may end the gateway's task group.)
+            logger.debug("task %s no longer followed: %s", task_id, exc)
+        finally:
+            route.followed = False
+
     @property
     def capabilities(self) -> dict[str, Any]:
-        return {"tools": {"listChanged": True}}
+        # Tasks in both forms: the session keeps each to the revisions that have it.
+        return {
+            "tools": {"listChanged": True},
+            "extensions": {TASKS_EXTENSION: {}},
+            "tasks": dict(_CORE_TASKS),
+        }
 
     def begin(self, ctx: Context) -> dict[str, Any] | Awaitable[dict[str, Any]]:
         ctx.hub = self.hub
@@ -168,12 +262,17 @@ class GatewayServer(Server):
             if self.record is None:
                 return self._call(ctx, connector, params)
             return self._recorded(ctx, connector, params)
+        # 2025-11-25 has no tasks/update (input comes by requests), 2026-07-28 no tasks/result.
+        if ctx.method in _TASK_METHODS and ctx.method != (
+            "tasks/result" if ctx.stateless else "tasks/update"
+        ):
+            return self._task_request(ctx)
         raise MethodNotFound(message=f"method not found: {ctx.method!r} (the gateway serves tools)")
 
     def _list(self, ctx: Context) -> dict[str, Any]:
         catalog = self._catalog(ctx)
         tools, cursor = catalog.page(ctx.params.get("cursor"), self.page_size)
-        result: dict[str, Any] = {"tools": tools}
+        result: dict[str, Any] = {"tools": self._fit_task_support(ctx, tools)}
         if cursor is not None:
             result["nextCursor"] = cursor
         missing = catalog.missing
@@ -183,6 +282,126 @@ class GatewayServer(Server):
             result["ttlMs"] = catalog.ttl_ms()
             result["cacheScope"] = "private"
         return result
+
+    # Tasks -------------------------------------------------------------------------
+
+    def _wants_task(self, ctx: Context) -> bool:
+        """Whether the client asks for its tools/call to run as a task: a 2026-07-28
+        one declaring the extension, a 2025-11-25 one by ``params.task``."""
+        if ctx.stateless:
+            return declares_tasks(ctx.client_capabilities)
+        return ctx.protocol_version == CORE_TASKS_REVISION and isinstance(
+            ctx.params.get("task"), dict
+        )
+
+    def _task_forms_of(self, ctx: Context) -> tuple[str, ...]:
+        """The upstream task forms the gateway can run ``ctx``'s client's tasks on: a
+        2026-07-28 client that declared the extension, the extension's alone; a
+        2025-11-25 one, both (the gateway keeps no handshake session, so the revision
+        tells, not what it declared); none for any other."""
+        if ctx.stateless:
+            return ("extension",) if declares_tasks(ctx.client_capabilities) else ()
+        return ("extension", "core") if ctx.protocol_version == CORE_TASKS_REVISION else ()
+
+    def _fit_task_support(self, ctx: Context, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``tools`` as ``ctx``'s client may use them: a task-only one left out unless
+        the client can run it as a task through the gateway; one learned task-only
+        marked so."""
+        fitted: list[dict[str, Any]] = []
+        forms = self._task_forms_of(ctx)
+        for tool in tools:
+            support = task_support(tool)
+            connector, name = split_tool_name(tool["name"])
+            if support != "required" and (connector, name) in self._task_only:
+                support = "required"
+                tool = {**tool, "execution": {"taskSupport": support}}
+            if support == "required":
+                upstream = self.upstreams.get(connector)
+                if _task_form(upstream.client if upstream else None) not in forms:
+                    continue
+            fitted.append(tool)
+        return fitted
+
+    async def _task_created(
+        self, ctx: Context, connector: str, result: dict[str, Any]
+    ) -> dict[str, Any]:
+        """An upstream's ``CreateTaskResult``, its task mapped to an id of the
+        gateway's, in the client's form."""
+        core = "resultType" not in result  # 2025-11-25's {"task": Task}
+        made = result["task"] if core else result
+        upstream_id = made.get("taskId")
+        if not isinstance(upstream_id, str):
+            raise MCPError(
+                ErrorCode.INTERNAL_ERROR, f"connector {connector!r} made a task with no id"
+            )
+        ttl = made.get("ttl" if core else "ttlMs")
+        principal = self._access(ctx).principal
+        task_id = await _stored(
+            self.route_store.add(connector, upstream_id, principal, ttl, ctx.now, core=core)
+        )
+        if ctx.stateless:
+            return {**_without_server_info(result), "taskId": task_id}
+        return {"task": core_task(made, task_id, core=core)}
+
+    async def _task_request(self, ctx: Context) -> dict[str, Any]:
+        """``tasks/get``, ``tasks/update``, ``tasks/cancel`` (and 2025-11-25's
+        ``tasks/result``) of a task run through the gateway, sent to its connector."""
+        task_id = ctx.params.get("taskId")
+        route = await _stored(self.route_store.get(task_id, self._access(ctx).principal, ctx.now))
+        assert isinstance(task_id, str)
+        upstream = self.upstreams.get(route.connector)
+        if upstream is None:  # its connector left the config
+            raise InvalidParams(message=f"unknown task: {task_id!r}")
+        ask = partial(_task_upstream, upstream, route, task_id)
+        method = ctx.method
+        if method == "tasks/update":
+            await ask(method, {"inputResponses": ctx.params.get("inputResponses")})
+            return {}
+        if route.core:  # a 2025-11-25 upstream's task: its own tasks/*, relayed
+            if method == "tasks/result":
+                relay = partial(_relay if self.relay_questions else _not_asked, ctx, [])
+                got = await _task_upstream(upstream, route, task_id, method, {}, ask=relay)
+                return _related(_downstream(ctx, got), task_id)
+            return core_task(await ask(method, {}), task_id, core=True)
+        if method == "tasks/result":
+            return await self._core_result(ctx, route, task_id, ask)
+        if method == "tasks/cancel":
+            await ask(method, {})
+            if ctx.stateless:
+                return {}
+        got = await ask("tasks/get", {})
+        return _detailed(got, task_id) if ctx.stateless else core_task(got, task_id)
+
+    async def _core_result(
+        self, ctx: Context, route: TaskRoute, task_id: str, ask: Any
+    ) -> dict[str, Any]:
+        """2025-11-25's ``tasks/result`` of a task a 2026-07-28 upstream runs: the
+        upstream polled until the task ends, what it asks meanwhile put to the client
+        (as a tools/call's questions are) and answered upstream by ``tasks/update``."""
+        while True:
+            got = await ask("tasks/get", {})
+            status = got.get("status")
+            outcome = got.get("result")
+            if status in ("completed", "failed") and isinstance(outcome, dict):
+                return _related(_downstream(ctx, outcome), task_id)
+            error = got.get("error")
+            if status == "failed" and isinstance(error, dict):
+                raise MCPError.from_dict(error)
+            if status in ("completed", "failed", "cancelled"):
+                raise InvalidParams(message=f"task {task_id} is {status}: it has no result")
+            asked = got.get("inputRequests")
+            pending = {
+                key: request
+                for key, request in (asked if isinstance(asked, dict) else {}).items()
+                if key not in route.answered
+            }
+            if status == "input_required" and pending:
+                question = {"resultType": "input_required", "inputRequests": pending}
+                answers = await _ask(ctx, question, self.relay_questions)
+                await ask("tasks/update", {"inputResponses": answers})
+                route.answered.update(answers)
+                continue
+            await ctx.sleep(poll_seconds(got))
 
     async def _recorded(
         self, ctx: Context, connector: str, params: dict[str, Any]
@@ -229,6 +448,15 @@ class GatewayServer(Server):
             return await self._retry(self._round_of(ctx), state[len(PARKED_STATE_PREFIX) :])
         upstream = self.upstreams[connector]
         client = upstream.client
+        form = _task_form(client) if self._wants_task(ctx) else None
+        as_task = form is not None and (form == "extension" or not ctx.stateless)
+        if as_task:
+            # Checked before the upstream makes a task whose id could not be kept.
+            await _stored(self.route_store.check_room(self._access(ctx).principal, ctx.now))
+            if form == "extension":
+                params = declaring_tasks(params)
+            else:  # a 2025-11-25 upstream, for a 2025-11-25 client: its own params.task
+                params = {**params, "task": ctx.params["task"]}
         if (
             ctx.stateless
             and self.parking is not None
@@ -264,6 +492,8 @@ class GatewayServer(Server):
             return _unavailable(connector, exc)
         if refused and result.get("isError") is True:
             raise refused[0]
+        if as_task and (result.get("resultType") == "task" or isinstance(result.get("task"), dict)):
+            return await self._task_created(ctx, connector, result)
         return _downstream(ctx, result)
 
     async def _send(
@@ -282,6 +512,8 @@ class GatewayServer(Server):
         except MCPError as exc:
             if refused:
                 raise refused[0] from None  # what the client lacks, not how it failed
+            if task_only_refusal(exc) and len(self._task_only) < _MAX_TASK_ONLY:
+                self._task_only.add((connector, params["name"]))
             if exc.code == ErrorCode.URL_ELICITATION_REQUIRED:
                 return _url_elicitation(ctx, exc, self.relay_questions)
             # The client called connector.tool: say which upstream answered so.
@@ -459,6 +691,73 @@ class RoundOf:
     capabilities: dict[str, Any]
     now: float
     progress: ProgressCallback | None = None
+
+
+def _detailed(got: dict[str, Any], task_id: str) -> dict[str, Any]:
+    """An upstream's ``DetailedTask`` as the client sees it: under the gateway's id."""
+    detailed = {**_without_server_info(got), "taskId": task_id}
+    if isinstance(detailed.get("result"), dict):
+        detailed["result"] = _without_server_info(detailed["result"])
+    return detailed
+
+
+async def _stored(pending: Awaitable[T]) -> T:
+    """What the task id store answers; -32603 when it is unavailable."""
+    try:
+        return await pending
+    except StoreUnavailable as exc:
+        raise MCPError(ErrorCode.INTERNAL_ERROR, f"the gateway's task ids: {exc}") from None
+
+
+def _task_form(client: Any) -> str | None:
+    """How ``client``'s upstream runs tool calls as tasks: ``extension`` (2026-07-28),
+    ``core`` (2025-11-25, its tasks capability), or None (it cannot, or is down)."""
+    if client is None:
+        return None
+    if client.session.is_modern:
+        return "extension"
+    caps = client.server_capabilities.get("tasks")
+    requests = caps.get("requests") if isinstance(caps, dict) else None
+    tools = requests.get("tools") if isinstance(requests, dict) else None
+    if client.protocol_version == CORE_TASKS_REVISION and isinstance(tools, dict):
+        return "core" if isinstance(tools.get("call"), dict) else None
+    return None
+
+
+def _related(result: dict[str, Any], task_id: str) -> dict[str, Any]:
+    """A task's outcome as 2025-11-25's ``tasks/result`` answers it: tied to the task."""
+    meta = result.get("_meta")
+    related = {RELATED_TASK: {"taskId": task_id}}
+    result["_meta"] = {**meta, **related} if isinstance(meta, dict) else related
+    return result
+
+
+async def _task_upstream(
+    upstream: Upstream,
+    route: TaskRoute,
+    task_id: str,
+    method: str,
+    params: dict[str, Any],
+    *,
+    ask: Ask | None = None,
+) -> dict[str, Any]:
+    """``method`` upstream about ``route``'s task (``ask``: how what the upstream asks
+    meanwhile is put to the client); its errors as the client is told them: an id
+    the upstream no longer knows is as unknown here."""
+    try:
+        return await upstream.task_request(method, {**params, "taskId": route.upstream_id}, ask=ask)
+    except ConnectorUnavailable as exc:
+        reason = f": {exc.args[1]}" if len(exc.args) > 1 else ""
+        raise MCPError(
+            ErrorCode.INTERNAL_ERROR,
+            f"the connector of task {task_id!r} is unavailable{reason}; try again shortly",
+        ) from None
+    except MCPError as exc:
+        if exc.code == ErrorCode.INVALID_PARAMS and method != "tasks/update":
+            raise InvalidParams(message=f"unknown task: {task_id!r}") from None
+        raise MCPError(
+            exc.code, f"connector {route.connector!r}: {exc.message}", exc.data
+        ) from None
 
 
 def _forwarded(step: RoundOf, state: str) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from sansio_mcp.runtime import (
     Signal,
     TimedOut,
 )
+from sansio_mcp.tasks import declaring_tasks
 
 from ...gateway import (
     Backoff,
@@ -393,7 +394,9 @@ class Upstream:
                 raise ConnectorUnavailable(self.name, *([error] if error else []))
             sent = params
             if not client.session.is_modern:
-                sent = {k: v for k, v in params.items() if k in ("name", "arguments", "_meta")}
+                sent = {
+                    k: v for k, v in params.items() if k in ("name", "arguments", "task", "_meta")
+                }
             try:
                 return await self._send(call, client, sent, on_progress)
             except (HTTPStatusError, ConnectionClosedError) as exc:
@@ -431,6 +434,33 @@ class Upstream:
             raise
         call.unanswered = None
         return result
+
+    async def task_request(
+        self, method: str, params: dict[str, Any], *, ask: Ask | None = None
+    ) -> dict[str, Any]:
+        """A ``tasks/*`` request upstream, declaring the tasks extension on a
+        2026-07-28 upstream; :class:`ConnectorUnavailable` when it is down.  ``ask``
+        puts what a 2025-11-25 upstream asks while its ``tasks/result`` waits to the
+        client (as a call's questions are)."""
+        client = self.client or await self.wait_ready(self.settings.reconnect_wait)
+        if client is None:
+            error = self.store.record(self.name).error
+            raise ConnectorUnavailable(self.name, *([error] if error else []))
+        if client.session.is_modern:
+            params = declaring_tasks(params)
+        call = _Call(ask)
+        if ask is not None:
+            self._in_flight.append(call)
+        try:
+            return await client.send_request(
+                method, params, timeout=self.settings.call_timeout, owner=call
+            )
+        except _TRANSPORT_FAILURES as exc:
+            self._failed(client, exc)
+            raise ConnectorUnavailable(self.name, _describe(exc)) from exc
+        finally:
+            if ask is not None:
+                self._in_flight.remove(call)
 
     def _failed(self, client: ClientAPI, exc: BaseException) -> None:
         if self.client is client:
