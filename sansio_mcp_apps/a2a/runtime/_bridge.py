@@ -526,8 +526,8 @@ class A2ABridge:
         """``task`` once it is terminal or interrupted, or as it stands after ``limit``
         seconds (``max_wait`` by default); ``on_update`` sees each state read.  A
         streaming agent's task is followed by its stream (SubscribeToTask), once; the
-        others', and one whose stream ended early or fell silent, by GetTask every ``poll_interval``
-        (doubling, to 1 s)."""
+        others', and one whose stream ended early or fell silent, by GetTask every
+        ``poll_interval`` (doubling, to 1 s)."""
         limit = self.max_wait if limit is None else limit
         deadline = self.backend.clock() + limit
         delay = self.poll_interval
