@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
+
+import pytest
 
 from sansio_mcp.runtime import ClientAPI, TransportBackend
 from sansio_mcp_apps.a2a.runtime import A2ABridge
 
-from .conftest import running_agent
+from .conftest import config_for, running_agent
 from .test_bridge_e2e import run, send
 
 
@@ -81,3 +85,45 @@ def test_a_non_streaming_agents_task_is_polled(backend: TransportBackend) -> Non
             assert methods["GetTask"] >= 1, methods
 
         run(backend, url, "modern", body, poll_interval=0.05)
+
+
+def test_a_cancelled_follow_closes_the_stream(
+    backend: TransportBackend, agent_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The follow cancelled (as when the MCP call is) while the stream is open: the
+    stream is closed then, not when the task ends, and the agent link goes on."""
+
+    async def main() -> None:
+        bridge = A2ABridge(config_for(agent_url), backend)
+        try:
+            link = bridge.links["fixture"]
+            following, closed = backend.new_signal(), backend.new_signal()
+            subscribe = link.subscribe
+
+            async def watched(task_id: str) -> AsyncIterator[dict[str, Any]]:
+                try:
+                    async for task in subscribe(task_id):
+                        following.set()
+                        yield task
+                finally:
+                    closed.set()
+
+            monkeypatch.setattr(link, "subscribe", watched)
+            methods = counting(bridge)
+            _, task = await link.send_message("slow: 10000", context_id=None, task_id=None)
+            async with backend.fail_after(30):
+                async with backend.open_task_group() as group:
+                    follow = group.start_cancellable(partial(bridge._follow, link, task))
+                    await following.wait()
+                    follow.cancel()
+                    # Well before the task's 10 s: the cancellation closed the stream.
+                    async with backend.fail_after(8):
+                        await closed.wait()
+            assert methods["GetTask"] == 0, methods
+            _, message = await link.send_message("echo: after", context_id=None, task_id=None)
+            assert message["parts"][0]["text"] == "after"
+            await link.cancel_task(task["id"])
+        finally:
+            await bridge.aclose()
+
+    backend.run(main)
