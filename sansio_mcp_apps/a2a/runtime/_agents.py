@@ -1,14 +1,15 @@
-"""Talking to one A2A v1.0 agent: its card, and SendMessage, GetTask, CancelTask over
-the JSON-RPC binding.  The a2a-sdk makes and reads the JSON-RPC messages (its
-protobuf types and its ``JsonRpcTransport``); the bytes go through
-:class:`~.BackendTransport`.  Answers come back in ProtoJSON form for the pure
+"""Talking to one A2A v1.0 agent: its card, and SendMessage, SendStreamingMessage,
+SubscribeToTask, GetTask, CancelTask over the JSON-RPC binding.  The a2a-sdk makes and
+reads the JSON-RPC messages (its protobuf types and its ``JsonRpcTransport``); the
+bytes go through :class:`~.BackendTransport`.  Answers come back in ProtoJSON form for the pure
 translation of :mod:`sansio_mcp_apps.a2a`.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -205,12 +206,36 @@ class AgentLink:
         """Send ``text`` with SendStreamingMessage: ``("message", value)``, or the task
         as it stands after each event, ``("task", value)``, until the agent ends the
         stream (at a terminal or interrupted state)."""
+        rpc = await self._client()
+        events = rpc.send_message_streaming(self._request(text, context_id, task_id))
+        async with aclosing(self._events(events, task_id, "send_message_streaming")) as stream:
+            async for kind, value in stream:
+                yield kind, value
+
+    async def subscribe(self, task_id: str) -> AsyncGenerator[dict[str, Any], None]:
+        """Follow the task ``task_id`` with SubscribeToTask (A2A v1.0, streaming agents):
+        the task as it stands after each event, the first the task as the agent keeps
+        it, until the agent ends the stream (the a2a-sdk server keeps it open past an
+        interrupted state).  An agent refuses a task already terminal (-32004):
+        :class:`A2ACallError`."""
+        from a2a.types import SubscribeToTaskRequest
+
+        rpc = await self._client()
+        events = rpc.subscribe(SubscribeToTaskRequest(id=task_id))
+        async with aclosing(self._events(events, task_id, "subscribe")) as stream:
+            async for kind, value in stream:
+                if kind == "task":
+                    yield value
+
+    async def _events(
+        self, events: AsyncGenerator[Any, None], task_id: str | None, what: str
+    ) -> AsyncGenerator[tuple[str, dict[str, Any]], None]:
+        """An SDK stream's events as ``("message", value)`` (the stream's last), or the
+        task as it stands after each event, ``("task", value)``."""
         from a2a.client.errors import A2AClientError
         from a2a.utils.errors import A2AError
 
-        rpc = await self._client()
         task: dict[str, Any] | None = None
-        events = rpc.send_message_streaming(self._request(text, context_id, task_id))
         try:
             async for event in events:
                 update = _to_dict(event)
@@ -238,7 +263,7 @@ class AgentLink:
         except (AgentFailure, A2ACallError):
             raise
         except Exception as exc:
-            raise _malformed(self.alias, "send_message_streaming", exc) from None
+            raise _malformed(self.alias, what, exc) from None
         finally:
             await events.aclose()
 
@@ -246,8 +271,9 @@ class AgentLink:
         self, text: str, *, context_id: str | None, task_id: str | None
     ) -> tuple[str, dict[str, Any]]:
         """Send ``text``; ``("message" | "task", value)``.  The agent answers as soon as
-        it has a task (``returnImmediately``): the bridge follows it with GetTask, so
-        that its own time limit, not the agent's, bounds the wait."""
+        it has a task (``returnImmediately``): the bridge follows it (SubscribeToTask
+        on a streaming agent, else GetTask), so that its own time limit, not the
+        agent's, bounds the wait."""
         response = await self._call("send_message", self._request(text, context_id, task_id))
         if "task" in response:
             return "task", response["task"]

@@ -10,7 +10,7 @@ tells the re-run handler which task the answer is for).  Other clients get the
 envelope with ``status: "input_required"`` and the ``taskHandle`` to answer with.
 
 A 2026-07-28 call that declared the tasks extension runs as an MCP task instead
-(:meth:`A2ABridge._run_task`): the agent followed by streaming or GetTask, its states
+(:meth:`A2ABridge._run_task`): the agent followed by its stream or GetTask, its states
 in the task's ``statusMessage``, its questions as the task's input requests.
 """
 
@@ -111,7 +111,10 @@ class A2ABridge:
 
     ``clock`` dates the handles (seconds; the backend's clock by default: tests
     inject one); ``max_wait`` bounds how long ``a2a_send_message`` follows a task
-    that is still working before it returns the envelope as it stands.  ``stores``
+    that is still working before it returns the envelope as it stands.  A streaming
+    agent's task is followed by its stream (SubscribeToTask), given up for GetTask
+    every ``poll_interval`` (doubling, to 1 s) when it stays silent ``stream_silence``
+    seconds; the other agents' tasks by GetTask alone.  ``stores``
     (:func:`~sansio_mcp.runtime.open_stores`'s) says where the handles live: in this
     process (the default, or a ``memory`` bundle), or in the bundle's Redis, shared by
     every replica; it goes to :attr:`server` too, with ``state_keys`` (the
@@ -127,6 +130,7 @@ class A2ABridge:
         new_token: Callable[[], str] | None = None,
         poll_interval: float = 0.05,
         max_wait: float = 300.0,
+        stream_silence: float = 1.0,
         state_keys: Sequence[bytes] | None = None,
         stores: Stores | None = None,
     ) -> None:
@@ -136,6 +140,7 @@ class A2ABridge:
         self.clock = clock or backend.clock
         self.poll_interval = poll_interval
         self.max_wait = max_wait
+        self.stream_silence = stream_silence
         ttl = config.handle_ttl_ms / 1000
         token: dict[str, Any] = {"new_token": new_token} if new_token else {}
         self.stores = stores if stores is not None else Stores.memory(self.clock)
@@ -518,13 +523,16 @@ class A2ABridge:
         limit: float | None = None,
         on_update: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
     ) -> tuple[dict[str, Any], tuple[str, ...]]:
-        """``task`` once it is terminal or interrupted (polled with GetTask), or as it
-        stands after ``limit`` seconds (``max_wait`` by default); ``on_update`` sees
-        each state read."""
+        """``task`` once it is terminal or interrupted, or as it stands after ``limit``
+        seconds (``max_wait`` by default); ``on_update`` sees each state read.  A
+        streaming agent's task is followed by its stream (SubscribeToTask), once; the
+        others', and one whose stream ended early or fell silent, by GetTask every
+        ``poll_interval`` (doubling, to 1 s)."""
         limit = self.max_wait if limit is None else limit
         deadline = self.backend.clock() + limit
         delay = self.poll_interval
-        while state_mapping((task.get("status") or {}).get("state")).active:
+        subscribe = link.streaming
+        while _active(task):
             if on_update is not None:
                 await on_update(task)
             if self.backend.clock() >= deadline:
@@ -532,10 +540,53 @@ class A2ABridge:
                     f"the agent was still at it after {limit:g} s; "
                     "follow the task with a2a_get_task",
                 )
-            await self.backend.sleep(delay)
-            delay = min(delay * 2, 1.0)
+            if subscribe:
+                subscribe = False
+                task, ended = await self._watch(link, task, deadline, on_update)
+                if ended:
+                    continue
+                # Refused (a task already over: -32004), broken off or ended early: the
+                # task as the agent keeps it, at once, and GetTask from there on.
+            else:
+                await self.backend.sleep(delay)
+                delay = min(delay * 2, 1.0)
             task = await link.get_task(task.get("id", ""))
         return task, ()
+
+    async def _watch(
+        self,
+        link: AgentLink,
+        task: dict[str, Any],
+        deadline: float,
+        on_update: Callable[[dict[str, Any]], Awaitable[None]] | None,
+    ) -> tuple[dict[str, Any], bool]:
+        """``task`` followed by the agent's stream until it is no longer active or the
+        deadline comes (True); False when the stream could not be had, broke off, ended
+        with the task still active or stayed silent ``stream_silence`` seconds: GetTask
+        takes over (an agent may keep a stream open on a task nobody works on any more,
+        or one it forgot, and say nothing)."""
+        events = link.subscribe(task.get("id", ""))
+        try:
+            while True:
+                step: Any = None
+                async with self.backend.move_on_after(
+                    min(self.stream_silence, deadline - self.backend.clock())
+                ):
+                    step = await anext(events, _END)
+                if step is None:
+                    return task, self.backend.clock() >= deadline
+                if step is _END:
+                    return task, not _active(task)
+                task = step
+                if not _active(task):
+                    return task, True
+                if on_update is not None:
+                    await on_update(task)
+        except (AgentFailure, A2ACallError):
+            return task, False
+        finally:
+            # The agent may hold the stream open past an interrupted state: closed here.
+            await events.aclose()
 
     # The tasks extension ----------------------------------------------------------
 
@@ -668,6 +719,13 @@ class A2ABridge:
             key=key,
         )
         return _accepted(reply)
+
+
+_END = object()
+
+
+def _active(task: dict[str, Any]) -> bool:
+    return state_mapping((task.get("status") or {}).get("state")).active
 
 
 def _accepted(reply: Any) -> str | None:
