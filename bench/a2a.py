@@ -62,8 +62,8 @@ def counts(c: Counts) -> str:
 def row12(results: Results, c: Counts, rnd: int) -> None:
     import importlib.util
 
-    from .cli import _measure, _rotate
-    from .peers import _with_server_cpu
+    from ._judge import _measure, _rotate
+    from ._timing import _with_server_cpu
 
     if importlib.util.find_spec("a2a") is None:
         results.note(12, "skipped: a2a-sdk is not installed (pip install 'sansio-mcp[a2a]')")
@@ -107,7 +107,7 @@ def row12(results: Results, c: Counts, rnd: int) -> None:
 
 
 def lines(results: Results) -> list[str]:
-    from .peers import _table
+    from ._judge import _table
 
     return _table(
         results,
@@ -119,7 +119,7 @@ def lines(results: Results) -> list[str]:
 
 
 def targets(results: Results) -> list[Any]:
-    from .cli import Target, paired_ratio
+    from ._judge import Target, paired_ratio
 
     out = []
     for kind in CALLS:
@@ -152,7 +152,7 @@ def run_a2a(
     """Timed calls of ``text`` through the bridge (``impl="bridge"``) or with the
     a2a-sdk client (``"a2a-sdk"``); a call counts as right when an answer's text
     part is ``expect``."""
-    from .worker import timed_calls
+    from ._timing import timed_calls
 
     if impl == "bridge":
         import trio

@@ -16,14 +16,13 @@ import os
 import platform
 import statistics
 import subprocess
-import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ._judge import Target, _brief, _log, _measure, _rotate, _values, median_of, paired_ratio
 from ._model import FULL, QUICK, Counts, Results
 from ._proc import (
     PIN_MODES,
@@ -40,11 +39,11 @@ from ._proc import (
     run_worker,
     sdk_server_command,
 )
+from ._timing import MESSAGE
 from .gateway import ROW8_GROUPS, ROW8_TITLE, row8
 from .gateway_stdio import ROW14_CALLS_FACTOR, ROW14_TITLE, row14
 from .peers import EXTRA_ROWS, extra_targets, setup_peers
 from .replicas import ROW13_TITLE, row13, row13_counts, row13_lines, row13_metric, row13_targets
-from .worker import MESSAGE
 
 DEFAULT_JSON = REPO / "bench" / "results" / "latest.json"
 ROW_IDS = (1, 2, 3, 4, 5, 6, 7, 8, *EXTRA_ROWS, 13, 14)
@@ -60,42 +59,6 @@ ROW_TITLES = {
     **{row: extra.title for row, extra in EXTRA_ROWS.items()},
     14: ROW14_TITLE,
 }
-
-
-def _log(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
-
-
-def _rotate(items: list[Any], by: int) -> list[Any]:
-    if not items:
-        return items
-    by %= len(items)
-    return items[by:] + items[:by]
-
-
-def _measure(
-    results: Results, row: int, variant: str, label: str, fn: Callable[[], dict[str, Any]]
-) -> None:
-    try:
-        value = fn()
-    except WorkerError as exc:
-        value = {"error": str(exc)}
-    results.add(row, variant, label, value)
-    shown = value.get("error") or _brief(value)
-    _log(f"    row {row} {label}: {shown}")
-
-
-def _brief(value: dict[str, Any]) -> str:
-    for key, unit in (
-        ("calls_per_s", "calls/s"),
-        ("pairs_per_s", "pairs/s"),
-        ("seconds_import", "s"),
-        ("bytes_per_session", "B/session"),
-    ):
-        if key in value:
-            extra = f", {value['errors']} errors" if value.get("errors") else ""
-            return f"{value[key]:,.{3 if unit == 's' else 0}f} {unit}{extra}"
-    return json.dumps(value)[:120]
 
 
 # Rows ------------------------------------------------------------------------------
@@ -435,63 +398,6 @@ METRICS = {
     **{row: extra.metric for row, extra in EXTRA_ROWS.items()},
     14: ("calls_per_s", "calls/s"),
 }
-
-
-def _values(results: Results, row: int, variant: str, key: str) -> list[float | None]:
-    out: list[float | None] = []
-    for value in results.rows.get(row, {}).get(variant, []):
-        v = value.get(key)
-        out.append(float(v) if isinstance(v, (int, float)) and "error" not in value else None)
-    return out
-
-
-def median_of(results: Results, row: int, variant: str, key: str) -> float | None:
-    values = [v for v in _values(results, row, variant, key) if v is not None]
-    return statistics.median(values) if values else None
-
-
-def paired_ratio(
-    results: Results, row: int, a: str, b: str, key: str, key_b: str | None = None
-) -> float | None:
-    """Median over rounds of a[round] / b[round] (rounds where both succeeded)."""
-    va = _values(results, row, a, key)
-    vb = _values(results, row, b, key_b or key)
-    ratios = [x / y for x, y in zip(va, vb, strict=False) if x is not None and y]
-    return statistics.median(ratios) if ratios else None
-
-
-@dataclass
-class Target:
-    id: str
-    text: str
-    value: float | None
-    threshold: float
-    higher_is_better: bool = True
-    extra_ok: bool = True
-    detail: str = ""
-    #: False: a figure shown for information, with no verdict.
-    judged: bool = True
-
-    @property
-    def status(self) -> str:
-        if not self.judged:
-            return "INFO"
-        if self.value is None:
-            return "ERROR"
-        ok = self.value >= self.threshold if self.higher_is_better else self.value <= self.threshold
-        return "PASS" if ok and self.extra_ok else "MISS"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "target": self.text,
-            "value": self.value,
-            "threshold": self.threshold,
-            "higher_is_better": self.higher_is_better,
-            "status": self.status,
-            "detail": self.detail,
-            "judged": self.judged,
-        }
 
 
 def targets(results: Results, selected: list[int]) -> list[Target]:

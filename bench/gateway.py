@@ -29,7 +29,7 @@ from ._proc import (
     http_server,
     run_worker,
 )
-from .worker import MESSAGE
+from ._timing import MESSAGE
 
 if TYPE_CHECKING:
     from ._model import Counts, Results

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._judge import _table, _us
 from ._proc import (
     PY,
     REPO,
@@ -44,7 +44,7 @@ from ._proc import (
     run_worker,
     sdk_server_command,
 )
-from .worker import MESSAGE, _process_cpu
+from ._timing import MESSAGE, _port, _with_server_cpu
 
 if TYPE_CHECKING:
     from ._model import Counts, Results
@@ -142,53 +142,6 @@ def setup_peers(peers: list[str] | None = None) -> int:
 # Server CPU from /proc -----------------------------------------------------------------
 
 
-def listener_pid(port: int) -> int | None:
-    """The process listening on 127.0.0.1:``port`` (Linux), or None."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as f:
-                next(f)
-                for line in f:
-                    fields = line.split()
-                    if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                        inodes.add(f"socket:[{fields[9]}]")
-        except (OSError, StopIteration, IndexError, ValueError):
-            continue
-    if not inodes:
-        return None
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fds = os.listdir(f"/proc/{entry}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(f"/proc/{entry}/fd/{fd}") in inodes:
-                    return int(entry)
-            except OSError:
-                continue
-    return None
-
-
-def _port(url: str) -> int:
-    return int(url.split(":")[2].split("/")[0])
-
-
-def _with_server_cpu(url: str, calls: int, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """``fn()``'s figures, plus ``server_cpu_us_per_call``: the CPU of the process
-    serving ``url`` during ``fn``, over ``calls``."""
-    pid = listener_pid(_port(url))
-    before = _process_cpu(pid) if pid else None
-    value = fn()
-    after = _process_cpu(pid) if pid else None
-    if before is not None and after is not None and calls:
-        value["server_cpu_us_per_call"] = (after - before) / calls * 1e6
-    return value
-
-
 def _one_http_job(url: str, args: dict[str, Any], c: Counts) -> dict[str, Any]:
     """The figures of an ``http`` worker run of one job against ``url``, with the CPU
     per call of the process serving it."""
@@ -240,7 +193,7 @@ ROW9_SERVERS = {
 
 
 def row9(results: Results, c: Counts, rnd: int) -> None:
-    from .cli import _measure, _rotate
+    from ._judge import _measure, _rotate
 
     fastmcp = _fastmcp_command("stdio")
     if fastmcp is None:
@@ -275,7 +228,7 @@ ROW10_MODES = ("modern", "legacy")
 
 
 def row10(results: Results, c: Counts, rnd: int) -> None:
-    from .cli import _measure, _rotate
+    from ._judge import _measure, _rotate
 
     fastmcp = _fastmcp_command("http")
     if fastmcp is None:
@@ -363,7 +316,7 @@ ROW11_LABELS = {
 
 
 def row11(results: Results, c: Counts, rnd: int) -> None:
-    from .cli import _measure, _rotate
+    from ._judge import _measure, _rotate
 
     if peer_python("mcp-proxy") is None:
         results.note(11, _missing("mcp-proxy"))
@@ -432,45 +385,6 @@ class ExtraRow:
     lines: Callable[[Results], list[str]]
 
 
-def _table(
-    results: Results,
-    row: int,
-    base: Callable[[str], str | None],
-    vs: str,
-    extra: tuple[tuple[str, str], ...] = (("server_cpu_us_per_call", "srv CPU"),),
-) -> list[str]:
-    """Each variant's median time per call (and ``extra`` figures), and the median of
-    its per-round time ratios to ``base(variant)``."""
-    from .cli import median_of, paired_ratio
-
-    variants = results.rows.get(row, {})
-    notes = [f"  note: {note}" for note in results.notes.get(row, [])]
-    if not variants:
-        return notes
-    labels = results.labels.get(row, {})
-    width = max([len(label) for label in labels.values()] + [30])
-    head = f"  {'variant':{width}}  {'us/call':>9}"
-    head += "".join(f"  {name:>8}" for _, name in extra)
-    lines = [f"{head}  {vs:>9}"]
-    for variant, rounds in variants.items():
-        per = median_of(results, row, variant, "us_per_call")
-        line = f"  {labels[variant]:{width}}  {_us(per):>9}"
-        for key, _ in extra:
-            line += f"  {_us(median_of(results, row, variant, key)):>8}"
-        other = base(variant)
-        ratio = paired_ratio(results, row, variant, other, "us_per_call") if other else None
-        line += f"  {ratio:8.2f}x" if ratio is not None else f"  {'-':>9}"
-        errs = [str(v["error"])[:80] for v in rounds if "error" in v]
-        if errs:
-            line += f"  [{len(errs)} failed: {errs[0]}]"
-        lines.append(line)
-    return lines + notes
-
-
-def _us(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.0f}"
-
-
 def _row9_lines(results: Results) -> list[str]:
     return _table(results, 9, lambda v: "fastmcp", "time/fmcp")
 
@@ -480,7 +394,7 @@ def _row10_lines(results: Results) -> list[str]:
 
 
 def _row11_lines(results: Results) -> list[str]:
-    from .cli import median_of, paired_ratio
+    from ._judge import median_of, paired_ratio
 
     calls = {k: v for k, v in results.rows.get(11, {}).items() if k.startswith("call:")}
     saved = results.rows.get(11, {})
@@ -555,7 +469,7 @@ EXTRA_ROWS: dict[int, ExtraRow] = {
 
 def extra_targets(results: Results, selected: list[int]) -> list[Any]:
     """Rows 9-12's targets: issue 37's leads, and the A2A bridge's 1.0x."""
-    from .cli import Target, paired_ratio
+    from ._judge import Target, paired_ratio
 
     out: list[Any] = []
     rows = results.rows

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._proc import PY, WorkerError, example_server_command, http_server, run_worker, stop
-from .worker import MESSAGE, _child_pids, _process_cpu
+from ._timing import MESSAGE, _child_pids, _process_cpu
 
 if TYPE_CHECKING:
     from ._model import Counts, Results
@@ -539,7 +539,7 @@ def row13_lines(results: Results) -> list[str]:
 
 
 def row13_targets(results: Results) -> list[Any]:
-    from .cli import Target, paired_ratio
+    from ._judge import Target, paired_ratio
 
     out = []
     for backend in BACKENDS:

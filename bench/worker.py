@@ -18,96 +18,15 @@ from functools import partial
 from typing import Any
 
 from ._proc import REPO
+from ._timing import MESSAGE, _child_pids, _process_cpu, sync_timed_calls, timed_calls
 
-MESSAGE = "hello, bench"
 _pc = time.perf_counter
 
 
 # Timing ---------------------------------------------------------------------------
 
 
-def summarize(
-    latencies: list[float], wall: float, errors: int, requested: int, cpu: float = 0.0
-) -> dict[str, Any]:
-    latencies = sorted(latencies)
-    n = len(latencies)
-    if n == 0 or wall <= 0:
-        return {"calls": 0, "seconds": wall, "errors": errors, "calls_per_s": 0.0}
-    return {
-        "calls": n,
-        "seconds": round(wall, 6),
-        "errors": errors,
-        "calls_per_s": n / wall,
-        "us_per_call": wall / n * 1e6,
-        "client_cpu_us_per_call": cpu / n * 1e6,
-        "p50_us": latencies[n // 2] * 1e6,
-        "p90_us": latencies[min(n - 1, (n * 9) // 10)] * 1e6,
-        "p99_us": latencies[min(n - 1, (n * 99) // 100)] * 1e6,
-        "truncated": n < requested,
-    }
-
-
-async def timed_calls(
-    call: Callable[[], Awaitable[str]], expect: str, calls: int, warmup: int, deadline: float
-) -> dict[str, Any]:
-    """``warmup`` untimed calls, then ``calls`` timed ones (stopping at ``deadline`` s)."""
-    for _ in range(warmup):
-        await call()
-    errors = 0
-    latencies: list[float] = []
-    cpu = time.process_time()
-    start = _pc()
-    stop_at = start + deadline
-    for _ in range(calls):
-        t0 = _pc()
-        try:
-            if await call() != expect:
-                errors += 1
-        except Exception:
-            errors += 1
-        t1 = _pc()
-        latencies.append(t1 - t0)
-        if t1 > stop_at:
-            break
-    return summarize(latencies, _pc() - start, errors, calls, time.process_time() - cpu)
-
-
-def sync_timed_calls(
-    call: Callable[[], str], expect: str, calls: int, warmup: int, deadline: float
-) -> dict[str, Any]:
-    for _ in range(warmup):
-        call()
-    errors = 0
-    latencies: list[float] = []
-    cpu = time.process_time()
-    start = _pc()
-    stop_at = start + deadline
-    for _ in range(calls):
-        t0 = _pc()
-        try:
-            if call() != expect:
-                errors += 1
-        except Exception:
-            errors += 1
-        t1 = _pc()
-        latencies.append(t1 - t0)
-        if t1 > stop_at:
-            break
-    return summarize(latencies, _pc() - start, errors, calls, time.process_time() - cpu)
-
-
 # stdio clients ----------------------------------------------------------------------
-
-
-def _process_cpu(pid: int) -> float | None:
-    """CPU seconds (user + system) used so far by process ``pid`` (Linux), or None."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read().decode()
-        fields = raw[raw.rindex(")") + 2 :].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def stdio(args: dict[str, Any]) -> dict[str, Any]:
@@ -283,21 +202,6 @@ def _describe(exc: BaseException) -> str:
 
 
 # The rest ----------------------------------------------------------------------------
-
-
-def _child_pids() -> list[int]:
-    """Processes whose parent is this one (Linux)."""
-    me, found = os.getpid(), []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    raw = f.read().decode()
-            except OSError:
-                continue
-            if int(raw[raw.rindex(")") + 2 :].split()[1]) == me:
-                found.append(int(entry))
-    return found
 
 
 def bridge(args: dict[str, Any]) -> dict[str, Any]:
