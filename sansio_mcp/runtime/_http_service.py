@@ -25,6 +25,7 @@ from ._backend import Backend, Connection, TimedOut
 from ._driver import Driver
 from ._host import serving
 from ._server import Context, Server
+from ._session_store import SharedSessions, handshake_session_store, streamable_machine
 
 _log = logging.getLogger("sansio_mcp.http")
 
@@ -251,6 +252,8 @@ class SessionHosts(Generic[H]):
         self.router = router
         self._make_host = make_host
         self._hosts: dict[int, H] = {}
+        #: Handshake sessions shared with other replicas (a shared store), or None.
+        self.shared: SharedSessions | None = None
 
     def __len__(self) -> int:
         return len(self._hosts)
@@ -313,8 +316,13 @@ async def serve_requests(
             await send_all(conn.send_error_response(request.status, request.reason))
             return
         verdict = await verify_request(hosts.router, request, backend, hosts.server.stores)
+        shared = hosts.shared
         try:
+            if shared is not None:
+                await shared.before(request, verdict)
             exchange = route(hosts.router, request, backend.clock(), backend.wall_clock(), verdict)
+            if shared is not None:
+                exchange = await shared.after(request, exchange, verdict)
         except Exception:
             # A bug met by one request must not take the whole server down with it.
             _log.exception("internal error routing %s %s", request.method, request.target)
@@ -569,6 +577,17 @@ class HTTPService(Generic[H]):
         self.limits = limits
         self.gate = ConnectionGate(limits)
         self.hosts = SessionHosts(server, router, make_host)
+        machine = streamable_machine(router)
+        store = handshake_session_store(server.stores)
+        if machine is not None and store is not None and server.stores is not None:
+            # Replicas share handshake sessions: any of them serves any session.
+            self.hosts.shared = SharedSessions(machine, self.hosts, server.stores, store, backend)
+
+    @property
+    def shared(self) -> SharedSessions | None:
+        """The replica's side of shared handshake sessions (its :meth:`SharedSessions.run`
+        must run beside the listener), or None."""
+        return self.hosts.shared
 
     async def connection(self, stream: Connection) -> None:
         """Serve one connection (a 503 beyond ``max_connections``)."""

@@ -1,0 +1,198 @@
+"""Handshake sessions shared by replicas (issue 33): a 2025-11-25 session begun on
+replica A is served by replica B, request after request, with the state in Redis;
+a question B asks is answered through A, a notification made on B reaches the GET
+stream held by A, and DELETE on one ends the session on both.  Two replicas in one
+process, each with its own Redis connection, on both backends."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from sansio_mcp.runtime import Context, Server, Stores, open_stores
+from sansio_mcp_apps.example_server import build_server
+from tests.auth.test_http import Backend
+from tests.session_replicas.raw import ACCEPT_BOTH, Raw, call, messages
+
+VERSION = "2025-11-25"
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": VERSION,
+        "capabilities": {"elicitation": {}, "sampling": {}},
+        "clientInfo": {"name": "replica-test", "version": "0"},
+    },
+}
+
+
+def replica(stores: Stores | None) -> Server:
+    """The example server, plus ``announce`` (tells its clients the tool list changed)."""
+    server = build_server()
+    server.stores = stores
+
+    @server.tool()
+    async def announce(ctx: Context) -> str:
+        """Say that the tool list changed."""
+        await ctx.list_changed("tools")
+        return "announced"
+
+    return server
+
+
+@asynccontextmanager
+async def two_ports(backend: Backend, redis_url: str) -> AsyncIterator[tuple[int, int]]:
+    """Replicas A and B sharing one Redis (each its own connection), served over HTTP."""
+    namespace = f"hs{time.monotonic_ns()}"
+    async with AsyncExitStack() as stack:
+        ports = []
+        for name in "AB":
+            stores = await stack.enter_async_context(
+                open_stores(redis_url, backend.backend, replica_id=name, namespace=namespace)
+            )
+            ports.append(await stack.enter_async_context(backend.serve_http(replica(stores))))
+        yield ports[0], ports[1]
+
+
+def request(request_id: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}}
+
+
+def tool_call(request_id: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return request(request_id, "tools/call", {"name": name, "arguments": arguments})
+
+
+async def open_session(backend: Backend, port: int) -> dict[str, str]:
+    """initialize at ``port``: the headers of the session's later requests."""
+    status, head, body = await call(backend.backend, port, "POST", ACCEPT_BOTH, INITIALIZE)
+    assert status == 200, body
+    assert messages(head, body)[0]["result"]["protocolVersion"] == VERSION
+    return {
+        **ACCEPT_BOTH,
+        "mcp-session-id": head["mcp-session-id"],
+        "mcp-protocol-version": VERSION,
+    }
+
+
+async def answer_of(backend: Backend, port: int, headers: dict[str, str], body: Any) -> Any:
+    status, head, data = await call(backend.backend, port, "POST", headers, body)
+    assert status == 200, (status, data)
+    return messages(head, data)[-1]
+
+
+async def ask_through(
+    backend: Backend,
+    asked: int,
+    answering: int,
+    headers: dict[str, str],
+    call_: dict[str, Any],
+    reply: dict[str, Any],
+) -> Any:
+    """``call_`` POSTed to ``asked``; the question on its stream answered with ``reply``
+    POSTed to ``answering``; the call's result."""
+    async with Raw.connect(backend.backend, asked) as stream:
+        await stream.send("POST", headers, call_)
+        status, _ = await stream.head()
+        assert status == 200
+        question = await stream.next_message()
+        assert "method" in question and "id" in question, question
+        status, _, body = await call(
+            backend.backend,
+            answering,
+            "POST",
+            headers,
+            {"jsonrpc": "2.0", "id": question["id"], "result": reply},
+        )
+        assert status == 202, body
+        answer = await stream.next_message()
+        assert answer["id"] == call_["id"], answer
+        return question, answer
+
+
+def test_a_session_begun_on_a_is_served_by_b(backend: Backend, redis_url: str) -> None:
+    async def main() -> None:
+        async with two_ports(backend, redis_url) as (a, b):
+            headers = await open_session(backend, a)
+            note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            status, _, _ = await call(backend.backend, b, "POST", headers, note)
+            assert status == 202
+            listed = await answer_of(backend, b, headers, request(2, "tools/list"))
+            assert "echo" in {t["name"] for t in listed["result"]["tools"]}
+            echoed = await answer_of(backend, b, headers, tool_call(3, "echo", {"message": "hi"}))
+            assert echoed["result"]["content"][0]["text"] == "hi"
+            # And back on A, which began it.
+            added = await answer_of(backend, a, headers, tool_call(4, "add", {"a": 1, "b": 2}))
+            assert "3" in added["result"]["content"][0]["text"], added
+
+    backend.run(main)
+
+
+def test_a_question_asked_on_one_replica_is_answered_through_the_other(
+    backend: Backend, redis_url: str
+) -> None:
+    async def main() -> None:
+        async with two_ports(backend, redis_url) as (a, b):
+            headers = await open_session(backend, a)
+            elicit = tool_call(2, "elicit", {"question": "colour?"})
+            accept = {"action": "accept", "content": {"answer": "blue"}}
+            question, answer = await ask_through(backend, b, a, headers, elicit, accept)
+            assert question["method"] == "elicitation/create"
+            assert answer["result"]["content"][0]["text"] == "blue"
+            # The other way round, a second time: the session's copy on A asks.
+            sample = tool_call(3, "sample", {"prompt": "2+2?"})
+            reply = {"role": "assistant", "content": {"type": "text", "text": "4"}, "model": "m"}
+            question, answer = await ask_through(backend, a, b, headers, sample, reply)
+            assert question["method"] == "sampling/createMessage"
+            assert answer["result"]["content"][0]["text"] == "4"
+
+    backend.run(main)
+
+
+def test_a_notification_made_on_b_reaches_the_get_stream_held_by_a(
+    backend: Backend, redis_url: str
+) -> None:
+    async def main() -> None:
+        async with two_ports(backend, redis_url) as (a, b):
+            headers = await open_session(backend, a)
+            async with Raw.connect(backend.backend, a) as stream:
+                await stream.send("GET", {**headers, "accept": "text/event-stream"})
+                status, _ = await stream.head()
+                assert status == 200
+                done = await answer_of(backend, b, headers, tool_call(2, "announce", {}))
+                assert done["result"]["content"][0]["text"] == "announced"
+                async with backend.backend.fail_after(10):
+                    notice = await stream.next_message()
+                assert notice["method"] == "notifications/tools/list_changed"
+
+    backend.run(main)
+
+
+def test_delete_on_one_replica_ends_the_session_on_every_replica(
+    backend: Backend, redis_url: str
+) -> None:
+    async def main() -> None:
+        async with two_ports(backend, redis_url) as (a, b):
+            headers = await open_session(backend, a)
+            # B holds a copy now, and A holds a GET stream: both end.
+            await answer_of(backend, b, headers, request(2, "tools/list"))
+            async with Raw.connect(backend.backend, a) as stream:
+                await stream.send("GET", {**headers, "accept": "text/event-stream"})
+                assert (await stream.head())[0] == 200
+                status, _, _ = await call(backend.backend, b, "DELETE", headers)
+                assert status == 200
+                async with backend.backend.fail_after(10):
+                    assert await stream.next_message() is None  # A ended its stream
+            for port in (a, b):
+                status, _, body = await call(
+                    backend.backend, port, "POST", headers, request(3, "tools/list")
+                )
+                assert status == 404, body
+            # An id no replica gave out: 404 everywhere, as without replicas.
+            unknown = {**headers, "mcp-session-id": "0" * 32}
+            status, _, _ = await call(backend.backend, b, "POST", unknown, request(4, "tools/list"))
+            assert status == 404
+
+    backend.run(main)
