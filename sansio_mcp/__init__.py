@@ -77,7 +77,7 @@ from ._registry import (
     encode_state_cursor,
     text_content,
 )
-from ._request_state import RequestStateSealer
+from ._request_state import MIN_STATE_KEY_BYTES, RequestStateSealer, parse_state_keys
 from ._server_session import ServerSession
 from ._session import Session
 from ._state import TRANSITIONS, Role, SessionState, Trigger
@@ -128,6 +128,8 @@ __all__ = [
     "SubscriptionAcknowledged",
     "SessionHub",
     "RequestStateSealer",
+    "MIN_STATE_KEY_BYTES",
+    "parse_state_keys",
     "CacheHints",
     "ResultCache",
     "MODERN_REVISIONS",

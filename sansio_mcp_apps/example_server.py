@@ -11,10 +11,11 @@ session, MRTR rounds on a stateless request.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sansio_mcp import ToolResult
-from sansio_mcp.runtime import Context, Server
+from sansio_mcp.runtime import Context, Server, Stores
 
 __all__ = [
     "COUNTER_URI",
@@ -95,15 +96,24 @@ def add_task_tools(server: Server, *, max_seconds: float = LONG_JOB_MAX_SECONDS)
         return f"{job}: done"
 
 
-def build_server(*, page_size: int = 100, max_counter: int = MAX_COUNTER) -> Server:
+def build_server(
+    *,
+    page_size: int = 100,
+    max_counter: int = MAX_COUNTER,
+    state_keys: Sequence[bytes] | None = None,
+    stores: Stores | None = None,
+) -> Server:
     """A fresh example server (its state is per instance).  ``increment`` keeps the
-    counter within ``±max_counter``."""
+    counter within ``±max_counter``.  ``state_keys``: the requestState key ring
+    replicas share (default: a random key); ``stores``: where shared state lives."""
     server = Server(
         "sansio-mcp-example",
         "0.1.0",
         title="sansio-mcp example server",
         instructions="An example server: every MCP feature, no network.",
         page_size=page_size,
+        state_keys=state_keys,
+        stores=stores,
     )
     counter = {"value": 0}
 

@@ -11,10 +11,11 @@ from functools import partial
 from typing import Any
 
 from sansio_mcp.http import LOOPBACK_HOSTS
-from sansio_mcp.runtime import TransportBackend
+from sansio_mcp.runtime import Stores, TransportBackend
 from sansio_mcp_apps.a2a import BridgeConfig, ConfigError, load_config
 
 from ._args import port_number
+from ._replicas import add_replica_arguments, guarded, replica_options, serve_with_stores
 
 __all__ = ["add_parser", "client_block", "run"]
 
@@ -35,6 +36,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         default=None,
         help="port to listen on (default: the config's port, else 8931; 0: any free port)",
     )
+    add_replica_arguments(parser)
 
 
 def client_block(url: str) -> str:
@@ -55,6 +57,11 @@ def _announcer(host: str, config: BridgeConfig) -> Any:
 
 
 def run(args: argparse.Namespace, backend: TransportBackend) -> int:
+    return guarded("a2a-bridge", partial(_run, args, backend))
+
+
+def _run(args: argparse.Namespace, backend: TransportBackend) -> int:
+    options = replica_options(args)
     try:
         with open(args.config, "rb") as file:
             config = load_config(file.read())
@@ -79,8 +86,8 @@ def run(args: argparse.Namespace, backend: TransportBackend) -> int:
     listener = partial(listeners["http"], endpoint=ENDPOINT, allowed_hosts=hosts)
     serve_network = getattr(backend, "serve_network")  # noqa: B009
 
-    async def serve() -> None:
-        bridge = A2ABridge(config, backend)
+    async def serve(stores: Stores) -> None:
+        bridge = A2ABridge(config, backend, state_keys=options.state_keys, stores=stores)
         try:
             await serve_network(
                 listener, bridge.server, args.host, port, _announcer(args.host, config)
@@ -88,5 +95,5 @@ def run(args: argparse.Namespace, backend: TransportBackend) -> int:
         finally:
             await bridge.aclose()
 
-    backend.run(backend.until_stopped, serve)
+    backend.run(backend.until_stopped, serve_with_stores, backend, options, serve)
     return 0

@@ -11,11 +11,18 @@ from pathlib import Path
 from typing import Any, cast
 
 from sansio_mcp.config import load_json
-from sansio_mcp.runtime import Listener, TransportBackend, TransportTable
+from sansio_mcp.runtime import Listener, Stores, TransportBackend, TransportTable
 from sansio_mcp_apps.gateway import ConfigError, GatewayConfig, parse_config
 from sansio_mcp_apps.gateway.runtime import Gateway, transport_opener
 
 from ._args import port_number
+from ._replicas import (
+    ReplicaOptions,
+    add_replica_arguments,
+    guarded,
+    replica_options,
+    serve_with_stores,
+)
 
 __all__ = ["add_parser", "load_config_file", "router_listener", "run"]
 
@@ -30,6 +37,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     gateway.add_argument("--config", required=True, help="the gateway.json file")
     gateway.add_argument("--host", default="127.0.0.1", help="address to listen on")
     gateway.add_argument("--port", type=port_number, default=8931, help="port (0: any free port)")
+    add_replica_arguments(gateway)
 
 
 def load_config_file(path: str) -> GatewayConfig:
@@ -56,6 +64,11 @@ def router_listener(backend_name: str, gateway: Gateway) -> Listener:
 
 
 def run(args: argparse.Namespace, backend: TransportBackend) -> int:
+    return guarded("gateway", partial(_run, args, backend))
+
+
+def _run(args: argparse.Namespace, backend: TransportBackend) -> int:
+    options: ReplicaOptions = replica_options(args)
     try:
         config = load_config_file(args.config)
         if config.call_log is not None:
@@ -65,7 +78,7 @@ def run(args: argparse.Namespace, backend: TransportBackend) -> int:
             except OSError as exc:
                 problem = exc.strerror or exc
                 raise ConfigError(f"{args.config}: call_log {config.call_log}: {problem}") from None
-        gateway = Gateway(config, backend, transport_opener(backend))
+        gateway = Gateway(config, backend, transport_opener(backend), state_keys=options.state_keys)
     except ConfigError as exc:
         print(f"sansio-mcp gateway: {exc}", file=sys.stderr)
         return 2
@@ -91,5 +104,11 @@ def run(args: argparse.Namespace, backend: TransportBackend) -> int:
         args.port,
         announce,
     )
-    backend.run(backend.until_stopped, gateway.run, serve)
+
+    async def run_with(stores: Stores) -> None:
+        if stores.shared:
+            gateway.use_stores(stores)
+        await gateway.run(serve)
+
+    backend.run(backend.until_stopped, serve_with_stores, backend, options, run_with)
     return 0

@@ -21,12 +21,13 @@ from sansio_mcp import (
     does_not_speak,
 )
 from sansio_mcp.auth import JWTVerifier, ResourceServer, StaticTokenVerifier
-from sansio_mcp.runtime import ClientAPI, TimedOut, TransportBackend
+from sansio_mcp.runtime import ClientAPI, Stores, TimedOut, TransportBackend
 from sansio_mcp_apps.example_server import build_server
 
 from ._args import port_number
 from ._explain import explain
 from ._progress import ProgressDisplay
+from ._replicas import add_replica_arguments, guarded, replica_options, serve_with_stores
 from ._traffic import Traffic
 from .answers import Answers
 
@@ -150,6 +151,7 @@ def _parser() -> argparse.ArgumentParser:
         help="the server's public URL (e.g. https://mcp.example.com/mcp): the resource in "
         "its metadata and the audience JWTs must name (default: from each request's Host)",
     )
+    add_replica_arguments(server)
 
     version_help = (
         "protocol revision: 'auto' (default: probe server/discover, fall back to the "
@@ -350,6 +352,20 @@ def _resource_server(args: argparse.Namespace) -> ResourceServer | None:
     return None
 
 
+def _run_example_server(args: argparse.Namespace, backend: TransportBackend) -> int:
+    options = replica_options(args)
+    server = build_server(page_size=args.page_size, state_keys=options.state_keys)
+    server.auth = _resource_server(args)
+
+    async def serve(stores: Stores) -> None:
+        server.stores = stores
+        on_bound = _announcer(args.transport, args.host)
+        await backend.serve(server, args.transport, args.host, args.port, on_bound=on_bound)
+
+    backend.run(backend.until_stopped, serve_with_stores, backend, options, serve)
+    return 0
+
+
 def _run(args: argparse.Namespace, command: list[str]) -> int:
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
@@ -363,11 +379,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     backend = backend_named(args.backend)
     try:
         if args.command == "example-server":
-            server = build_server(page_size=args.page_size)
-            server.auth = _resource_server(args)
-            serve = partial(backend.serve, on_bound=_announcer(args.transport, args.host))
-            backend.run(backend.until_stopped, serve, server, args.transport, args.host, args.port)
-            return 0
+            return guarded("example-server", partial(_run_example_server, args, backend))
         if args.command == "demo" and args.mcp:
             from .demo import run_demo
 

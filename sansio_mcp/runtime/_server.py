@@ -65,7 +65,7 @@ from ._driver import respond_with_failure, respond_with_result
 from ._primitives import Cancellable, Signal
 from ._stores import Stores
 from ._task_store import DEFAULT_TASK_LEASE
-from ._tasks import RunningTask, TaskRunner, TaskStart, TaskStore
+from ._tasks import RunningTask, TaskRunner, TaskStart, TaskStore, task_owner
 
 __all__ = ["Context", "ContextHost", "Server", "answer_request"]
 
@@ -387,9 +387,14 @@ class Server:
     ``handle(ctx)`` answers any request a :class:`ServerSession` hands over;
     capabilities are derived from what is registered.  ``new_task_id`` makes the
     ids of tasks (random UUIDs by default; inject a source for predictable ids).
-    ``stores`` (:func:`~sansio_mcp.runtime.open_stores`) whose store is shared makes
-    replicas share tasks, each running one renewing an owner lease of ``task_lease``
-    seconds (see :class:`~sansio_mcp.runtime.TaskRunner`); plain calls never touch it.
+
+    ``state_keys`` is the ``requestState`` key ring (the first key seals, every key
+    unseals: :class:`~sansio_mcp.RequestStateSealer`); ``state_key`` one key alone;
+    neither, a random key valid in this process only.  Replicas behind a load
+    balancer need the same ring.  ``stores`` (:func:`~sansio_mcp.runtime.open_stores`)
+    whose store is shared makes replicas share tasks, each running one renewing an
+    owner lease of ``task_lease`` seconds (see :class:`~sansio_mcp.runtime.TaskRunner`),
+    and DPoP proofs' ``jti``s; plain calls never touch it.  Kept as :attr:`stores`.
     """
 
     def __init__(
@@ -403,6 +408,7 @@ class Server:
         logging: bool = True,
         supported_versions: Iterable[str] = ALL_REVISIONS,
         state_key: bytes | None = None,
+        state_keys: Sequence[bytes] | None = None,
         state_ttl: float = 600.0,
         cache_hints: CacheHints | None = None,
         auth: ResourceServer | None = None,
@@ -432,9 +438,15 @@ class Server:
         #: Whether 2025-11-25 sessions may run tools as tasks (the core's ``tasks``
         #: capability); False: tasks only through the extension, on 2026-07-28 requests.
         self.handshake_tasks = handshake_tasks
-        # A random key keeps requestState valid for this process only; give a
-        # key of your own when several processes serve the same clients.
-        self.sealer = RequestStateSealer(state_key or secrets.token_bytes(32), ttl=state_ttl)
+        if state_key is not None and state_keys is not None:
+            raise ValueError("give state_key or state_keys, not both")
+        # A random key keeps requestState valid for this process only; give a key
+        # ring of your own when several processes serve the same clients.
+        ring = state_keys if state_keys is not None else [state_key or secrets.token_bytes(32)]
+        self.sealer = RequestStateSealer(ring, ttl=state_ttl)
+        #: The stores this server's state may live in (shared between replicas when
+        #: they are Redis), or None: each kind of state then keeps its own in memory.
+        self.stores = stores
         #: Every live session of this server (adapters register them).
         self.hub = SessionHub()
         self.cache_hints = cache_hints
@@ -711,7 +723,9 @@ class Server:
         answers: dict[str, Any] = {}
         if "requestState" in ctx.params:
             binding = request_binding(ctx.method, ctx.params)
-            sealed = self.sealer.unseal(ctx.params["requestState"], now=ctx.now, binding=binding)
+            sealed = self.sealer.unseal(
+                ctx.params["requestState"], now=ctx.now, binding=binding, principal=task_owner(ctx)
+            )
             if isinstance(sealed, dict):
                 answers.update(sealed)
         responses = ctx.params.get("inputResponses")
@@ -739,7 +753,9 @@ class Server:
             return {
                 "resultType": "input_required",
                 "inputRequests": exc.requests,
-                "requestState": self.sealer.seal(ctx._answers, now=ctx.now, binding=binding),
+                "requestState": self.sealer.seal(
+                    ctx._answers, now=ctx.now, binding=binding, principal=task_owner(ctx)
+                ),
             }
         if isinstance(exc, (MCPError, NeedInput)) or not call.tool:
             raise exc

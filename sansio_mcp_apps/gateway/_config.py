@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -29,6 +30,11 @@ TRANSPORTS = ("stdio", "http", "sse", "ws")
 #: Tools the gateway takes from one upstream at most (``max_tools_per_connector``):
 #: an upstream listing 400,000 would cost hundreds of MB and slow every page.
 DEFAULT_MAX_TOOLS_PER_CONNECTOR = 10_000
+#: How long a parked call waits for its client's retry (seconds), and how many may
+#: wait at once, in all and per principal (see docs/gateway.md, "Questions across eras").
+DEFAULT_PARKED_CALL_TIMEOUT = 60.0
+DEFAULT_MAX_PARKED_CALLS = 1000
+DEFAULT_MAX_PARKED_CALLS_PER_PRINCIPAL = 100
 
 _CONNECTOR_KEYS = {
     "stdio": {"transport", "cmd", "env", "cwd", "tools"},
@@ -46,6 +52,9 @@ _TOP_KEYS = {
     "metrics",
     "relay_questions_to_handshake_clients",
     "oauth",
+    "parked_call_timeout",
+    "max_parked_calls",
+    "max_parked_calls_per_principal",
 }
 _OAUTH_KEYS = ("issuer", "jwks_uri", "audience", "scopes")
 _TOKEN = re.compile(r"\A[\x21-\x7e]+\Z")
@@ -119,6 +128,12 @@ class GatewayConfig:
     metrics: bool = False
     relay_questions_to_handshake_clients: bool = False
     oauth: GatewayOAuth | None = None
+    #: Seconds a handshake-era upstream's call, parked while a 2026-07-28 client
+    #: answers its question by MRTR, waits for the client's retry before it is released.
+    parked_call_timeout: float = DEFAULT_PARKED_CALL_TIMEOUT
+    #: Calls parked at once, in all and per principal; past them a question is refused.
+    max_parked_calls: int = DEFAULT_MAX_PARKED_CALLS
+    max_parked_calls_per_principal: int = DEFAULT_MAX_PARKED_CALLS_PER_PRINCIPAL
 
     def virtual_mcp(self, id: str) -> VirtualMCP | None:
         return next((v for v in self.virtual_mcps if v.id == id), None)
@@ -285,6 +300,22 @@ def parse_config(obj: Any) -> GatewayConfig:
         if not isinstance(flags[key], bool):
             raise ConfigError(f"{key} must be true or false")
     oauth = _oauth(obj["oauth"]) if "oauth" in obj else None
+    timeout = obj.get("parked_call_timeout", DEFAULT_PARKED_CALL_TIMEOUT)
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not timeout > 0
+        or not math.isfinite(timeout)
+    ):
+        raise ConfigError("parked_call_timeout must be a positive number of seconds")
+    bounds = {}
+    for key, default in (
+        ("max_parked_calls", DEFAULT_MAX_PARKED_CALLS),
+        ("max_parked_calls_per_principal", DEFAULT_MAX_PARKED_CALLS_PER_PRINCIPAL),
+    ):
+        bounds[key] = obj.get(key, default)
+        if isinstance(bounds[key], bool) or not isinstance(bounds[key], int) or bounds[key] < 0:
+            raise ConfigError(f"{key} must be a non-negative integer (0: no call is parked)")
     return GatewayConfig(
         tuple(
             attrs.evolve(_connector(name, value), max_tools=max_tools)
@@ -295,5 +326,7 @@ def parse_config(obj: Any) -> GatewayConfig:
         virtual_mcps=virtual,
         call_log=call_log,
         oauth=oauth,
+        parked_call_timeout=float(timeout),
+        **bounds,
         **flags,
     )

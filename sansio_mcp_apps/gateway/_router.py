@@ -9,7 +9,8 @@ declared nothing and is asked nothing.  Told to relay questions (outside the
 spec), the gateway asks it on assumed capabilities (elicitation, sampling,
 roots): the server-to-client request goes out on the request's own SSE stream
 under an id the gateway makes unique, and the client's answer, POSTed without a
-session, is routed back to the session that asked by that id.
+session, is routed back to the session that asked by that id (among replicas, to the
+replica that asked: see :meth:`GatewayHTTPServer.join_replicas`).
 
 Virtual MCPs are served at ``{endpoint}/{id}``, and ``GET /metrics`` when given."""
 
@@ -120,6 +121,20 @@ class GatewayHTTPServer(StreamableHTTPServer):
         # unguessable and the answer must come with the same Authorization: no other
         # client can answer (approve a job, say) in its place.
         self._questions: dict[str, tuple[weakref.ref[ServerSession], RequestId, str]] = {}
+        #: Among replicas (see :meth:`join_replicas`): this one's tag, which its
+        #: questions' ids carry, and where an answer to another replica's question goes.
+        self.replica_tag: str | None = None
+        self._forward_answer: Callable[[str, dict[str, Any], str], None] | None = None
+
+    def join_replicas(self, tag: str, forward: Callable[[str, dict[str, Any], str], None]) -> None:
+        """Work beside other replicas: the id of each question put to a handshake-era
+        client carries ``tag``, and an answer to a question whose id carries another
+        replica's tag is passed to ``forward(tag, answer, authorization)`` (it is that
+        replica's to take: :meth:`take_answer`) and accepted (202)."""
+        if not tag.isalnum():
+            raise ValueError("a replica tag is letters and digits")
+        self.replica_tag = tag
+        self._forward_answer = forward
 
     def handle(self, request: HTTPRequest, now: float | None = None) -> Exchange:
         refusal = self._check_security(request)
@@ -247,7 +262,24 @@ class GatewayHTTPServer(StreamableHTTPServer):
         return exchange
 
     def _answer_to_question(self, message: dict[str, Any], authorization: str) -> Exchange:
-        """A client's answer to a question its request's session put to it."""
+        """A client's answer to a question its request's session put to it (here,
+        or on the replica whose tag the question's id carries)."""
+        session = self.take_answer(message, authorization)
+        if session is None:
+            tag = _tag_of(message)
+            if tag is not None and tag != self.replica_tag and self._forward_answer is not None:
+                self._forward_answer(tag, message, authorization)
+                return Exchange(202, {})
+            return json_error(
+                404, None, ErrorCode.INVALID_REQUEST, "no request is waiting for this answer"
+            )
+        # Carrying the session lets the service drive it: the waiting handler goes on.
+        return Exchange(202, {}, session=session)
+
+    def take_answer(self, message: dict[str, Any], authorization: str) -> ServerSession | None:
+        """Hand ``message`` (a client's answer, sent with ``authorization``) to the
+        session whose question it answers; that session (to drive), or None when no
+        question of this replica's waits for it with that ``authorization``."""
         key = str(message.get("id"))
         asked = self._questions.get(key)
         session = asked[0]() if asked is not None else None
@@ -257,13 +289,10 @@ class GatewayHTTPServer(StreamableHTTPServer):
             or id(session) not in self._modern_exchange
             or not hmac.compare_digest(authorization.encode(), asked[2].encode())
         ):
-            return json_error(
-                404, None, ErrorCode.INVALID_REQUEST, "no request is waiting for this answer"
-            )
+            return None
         del self._questions[key]
         session.receive_message({**message, "id": asked[1]})
-        # Carrying the session lets the service drive it: the waiting handler goes on.
-        return Exchange(202, {}, session=session)
+        return session
 
     def _deliver(self, exchange: Exchange, item: Outgoing, state: HandshakeSession | None) -> None:
         obj = item.message
@@ -279,7 +308,8 @@ class GatewayHTTPServer(StreamableHTTPServer):
                 self._questions = {
                     key: asked for key, asked in self._questions.items() if asked[0]() is not None
                 }
-            ours = f"gateway-{secrets.token_hex(16)}"
+            tag = f"{self.replica_tag}-" if self.replica_tag is not None else ""
+            ours = f"gateway-{tag}{secrets.token_hex(16)}"
             self._questions[ours] = (weakref.ref(exchange.session), obj["id"], authorization)
             obj = {**obj, "id": ours}
             item = Outgoing(obj, jsontext.encode(obj), item.route)  # under our id, re-encoded
@@ -295,6 +325,15 @@ class GatewayHTTPServer(StreamableHTTPServer):
         if answered and exchange in self._handshake_era:
             exchange.status = 200
         return answered
+
+
+def _tag_of(message: dict[str, Any]) -> str | None:
+    """The replica tag ``message``'s id carries, if it is a replica's question's
+    (``gateway-TAG-HEX``)."""
+    parts = str(message.get("id")).split("-")
+    if len(parts) == 3 and parts[0] == "gateway" and parts[1].isalnum() and parts[2]:
+        return parts[1]
+    return None
 
 
 def _replay_handshake(session: ServerSession, version: str, assume: bool) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 import pytest
-from interop.conftest import no_leaked_children  # noqa: F401 (autouse: no test leaves a child)
+from leaks import leak_check
 from peers import EVERYTHING, FILESYSTEM, free_port, node_for
 
 from sansio_mcp_apps.example_server import TOOL_NAMES
@@ -30,6 +30,17 @@ BACKENDS = ("trio", "asyncio")
 API_KEY = "test-key-1"
 #: The example server's tools (the bundled server, at either transport).
 EXAMPLE_TOOLS = set(TOOL_NAMES)
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_children(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a test that leaves a child process behind.  The session's redis-server,
+    when a test asks for it late (a ``redis`` parameter), starts first: it outlives
+    the test by design."""
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and "redis" in callspec.params.values():
+        request.getfixturevalue("redis_url")
+    yield from leak_check(fds=False, grace=2.0)
 
 
 def node() -> str:
@@ -95,11 +106,13 @@ def example_http(port: int, transport: str = "http") -> Iterator[Process]:
 
 
 @contextmanager
-def gateway(config: dict[str, Any], backend: str, tmp_path: Path) -> Iterator[str]:
-    """``sansio-mcp gateway`` on ``backend`` with ``config``; yields its URL."""
+def gateway(config: dict[str, Any], backend: str, tmp_path: Path, *options: str) -> Iterator[str]:
+    """``sansio-mcp gateway`` on ``backend`` with ``config`` (and more ``options``);
+    yields its URL."""
     path = tmp_path / f"gateway-{backend}.json"
     path.write_text(json.dumps(config))
-    process = Process([*CLI, "gateway", "--config", str(path), "--port", "0", "--backend", backend])
+    argv = [*CLI, "gateway", "--config", str(path), "--port", "0", "--backend", backend]
+    process = Process([*argv, *options])
     try:
         found = process.wait_for(r"sansio-mcp gateway: (http://\S+)", timeout=60)
         yield found.group(1)
@@ -114,6 +127,17 @@ def everything_connector(**tools: Any) -> dict[str, Any]:
 
 def filesystem_connector(root: Path) -> dict[str, Any]:
     return {"transport": "stdio", "cmd": [node(), str(FILESYSTEM), str(root)]}
+
+
+def handshake_example_connector() -> dict[str, Any]:
+    """The example server over stdio, speaking the handshake revisions alone (it asks
+    mid-call by requests of its own)."""
+    script = Path(__file__).with_name("handshake_example_server.py")
+    return {
+        "transport": "stdio",
+        "cmd": [sys.executable, str(script)],
+        "env": {"PYTHONPATH": str(REPO)},
+    }
 
 
 def example_stdio_connector() -> dict[str, Any]:

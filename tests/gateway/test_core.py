@@ -707,3 +707,29 @@ def test_an_upstream_listing_stops_past_the_limit(
     assert client.pages == pages
     assert [t["name"] for t in listed.tools] == [f"t{i:03d}" for i in range(kept)]
     assert listed.left_out_over == (12 if total > 12 else None)
+
+
+def test_parked_call_bounds_parse() -> None:
+    config = parse_config(CONFIG)
+    assert (
+        config.parked_call_timeout,
+        config.max_parked_calls,
+        config.max_parked_calls_per_principal,
+    ) == (60.0, 1000, 100)
+    config = parse_config(
+        {
+            **CONFIG,
+            "parked_call_timeout": 5,
+            "max_parked_calls": 0,
+            "max_parked_calls_per_principal": 3,
+        }
+    )
+    assert config.parked_call_timeout == 5.0 and config.max_parked_calls == 0
+    assert config.max_parked_calls_per_principal == 3
+    for bad in (0, -1, True, "10", float("inf"), float("nan")):
+        with pytest.raises(ConfigError, match="parked_call_timeout must be a positive"):
+            parse_config({**CONFIG, "parked_call_timeout": bad})
+    for key in ("max_parked_calls", "max_parked_calls_per_principal"):
+        for bad in (-1, True, "10", 1.5):
+            with pytest.raises(ConfigError, match=f"{key} must be a non-negative integer"):
+                parse_config({**CONFIG, key: bad})

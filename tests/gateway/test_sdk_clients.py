@@ -20,7 +20,16 @@ from mcp import types as sdk
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from .conftest import API_KEY, EXAMPLE_TOOLS, REPO, Setup
+from .conftest import (
+    API_KEY,
+    BACKENDS,
+    EXAMPLE_TOOLS,
+    REPO,
+    Setup,
+    everything_connector,
+    gateway,
+    handshake_example_connector,
+)
 
 pytestmark = [pytest.mark.interop, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 AUTH = {"authorization": f"Bearer {API_KEY}"}
@@ -134,13 +143,13 @@ def test_python_sdk_modern_client(setup: Setup) -> None:
     anyio.run(body, backend="asyncio")
 
 
-@pytest.mark.parametrize("mode", ["legacy", "modern"])
-def test_typescript_sdk_client(setup: Setup, mode: str) -> None:
+def _ts_client(url: str, mode: str) -> dict[str, Any]:
+    """ts_client.mjs's report of the gateway at ``url`` (skips without node)."""
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not on PATH")
     done = subprocess.run(
-        [node, str(TS_CLIENT), setup.url, mode, API_KEY],
+        [node, str(TS_CLIENT), url, mode, API_KEY],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -148,9 +157,66 @@ def test_typescript_sdk_client(setup: Setup, mode: str) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "modern"])
+def test_typescript_sdk_client(setup: Setup, mode: str) -> None:
+    report = _ts_client(setup.url, mode)
     assert {f"example.{t}" for t in EXAMPLE_TOOLS} <= set(report["tools"])
     assert report["add"]["structuredContent"] == {"sum": 5}
     assert report["unknown"]["error"]["code"] == -32602
     # Both eras get the question: by MRTR, or by a server-to-client request.
+    assert report["elicit"]["structuredContent"] == {"action": "accept", "answer": "ts: colour?"}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sdk_modern_clients_answer_handshake_upstreams(backend: str, tmp_path: Path) -> None:
+    """Questions across eras: handshake-era upstreams (the example server at a
+    handshake revision, server-everything) ask mid-call; the Python SDK's 2026-07-28
+    client answers by MRTR, two rounds for a survey of two, and sampling too; the
+    TypeScript SDK's answers the example server's elicitation."""
+    config = {
+        "connectors": {
+            "old": handshake_example_connector(),
+            "everything": everything_connector(),
+            # (Named so for ts_client.mjs, which calls example.add and example.elicit.)
+            "example": handshake_example_connector(),
+        },
+        "api_keys": [API_KEY],
+    }
+    elicitation = Elicitation("sdk: ")
+    prompts: list[str] = []
+
+    async def sampling(context: Any, params: sdk.CreateMessageRequestParams) -> Any:
+        prompts.append(params.messages[0].content.text)  # type: ignore[union-attr]
+        return sdk.CreateMessageResult(
+            role="assistant", content=sdk.TextContent(type="text", text="sunny"), model="m"
+        )
+
+    async def body(url: str) -> None:
+        async with create_mcp_http_client(headers=AUTH) as http:
+            transport = streamable_http_client(url, http_client=http)
+            async with mcp.Client(
+                transport,
+                mode="2026-07-28",
+                elicitation_callback=elicitation,
+                sampling_callback=sampling,
+            ) as client:
+                assert client.protocol_version == "2026-07-28"
+                questions = ["one?", "two?"]
+                survey = await client.call_tool("old.survey", {"questions": questions})
+                assert survey.structured_content == elicitation.survey_answer(questions)
+                assert elicitation.asked == questions
+                sampled = await client.call_tool(
+                    "everything.trigger-sampling-request", {"prompt": "weather?"}
+                )
+                assert "sunny" in _text(sampled) and not sampled.is_error
+                assert prompts and "weather?" in prompts[0]
+
+    with gateway(config, backend, tmp_path) as url:
+        anyio.run(body, url, backend="asyncio")
+        report = _ts_client(url, "modern")
+    assert report["protocolVersion"] == "2026-07-28"
+    assert report["add"]["structuredContent"] == {"sum": 5}
     assert report["elicit"]["structuredContent"] == {"action": "accept", "answer": "ts: colour?"}

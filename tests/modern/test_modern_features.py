@@ -517,7 +517,7 @@ json_values = st.recursive(
 def test_sealer_round_trip(data: Any, binding: str | None, now: float) -> None:
     sealer = RequestStateSealer(KEY, ttl=60.0)
     token = sealer.seal(data, now=now, binding=binding)
-    assert token.isascii() and token.count(".") == 1
+    assert token.isascii() and token.count(".") == 2
     assert sealer.unseal(token, now=now, binding=binding) == data
     assert sealer.unseal(token, now=now + 60.0, binding=binding) == data
 
@@ -543,7 +543,7 @@ def test_sealer_rejections() -> None:
     sealer = RequestStateSealer(KEY, ttl=10.0)
     binding = request_binding("tools/call", {"name": "t", "arguments": {"a": 1}})
     token = sealer.seal({"input-1": {"action": "accept"}}, now=100.0, binding=binding)
-    payload, signature = token.split(".")
+    kid, payload, signature = token.split(".")
 
     def refused(candidate: Any, now: float = 100.0, binding: str | None = binding) -> str:
         with pytest.raises(InvalidParams) as error:
@@ -555,7 +555,7 @@ def test_sealer_rejections() -> None:
     forged = base64.urlsafe_b64encode(
         json.dumps({"d": {"admin": True}, "exp": 1e12, "b": binding}).encode()
     ).rstrip(b"=")
-    assert "integrity" in refused(f"{forged.decode()}.{signature}")
+    assert "integrity" in refused(f"{kid}.{forged.decode()}.{signature}")
     other = RequestStateSealer(b"another key, 16+ bytes").seal({}, now=100.0, binding=binding)
     assert "integrity" in refused(other)
     # bound to another request, or to none
@@ -569,7 +569,19 @@ def test_sealer_rejections() -> None:
     assert sealer.unseal(token, now=110.0, binding=binding) == {"input-1": {"action": "accept"}}
     assert "expired" in refused(token, now=110.001)
     # malformed
-    for bad in (None, 42, ["x"], "", "no-dot", "a.b.c", "é.é", f"{payload}.{signature}!", "."):
+    for bad in (
+        None,
+        42,
+        ["x"],
+        "",
+        "no-dot",
+        "a.b.c",
+        "é.é",
+        f"{kid}.{payload}.{signature}!",
+        ".",
+        "..",
+        f"{payload}.{signature}",
+    ):
         message = refused(bad)
         assert "malformed" in message or "integrity" in message, (bad, message)
     with pytest.raises(ValueError):
@@ -589,7 +601,9 @@ def test_request_binding_ignores_round_fields() -> None:
 
 
 def mrtr_app(**options: Any) -> Server:
-    app = Server("mrtr", state_key=KEY, **options)
+    if "state_keys" not in options:
+        options.setdefault("state_key", KEY)
+    app = Server("mrtr", **options)
 
     @app.tool()
     async def two_questions(ctx: Context) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -114,7 +114,8 @@ class A2ABridge:
     that is still working before it returns the envelope as it stands.  ``stores``
     (:func:`~sansio_mcp.runtime.open_stores`'s) says where the handles live: in this
     process (the default, or a ``memory`` bundle), or in the bundle's Redis, shared by
-    every replica.
+    every replica; it goes to :attr:`server` too, with ``state_keys`` (the
+    requestState key ring), as :class:`Server`'s.
     """
 
     def __init__(
@@ -126,9 +127,11 @@ class A2ABridge:
         new_token: Callable[[], str] | None = None,
         poll_interval: float = 0.05,
         max_wait: float = 300.0,
+        state_keys: Sequence[bytes] | None = None,
         stores: Stores | None = None,
     ) -> None:
         self.config = config
+        self.state_keys = state_keys
         self.backend = backend
         self.clock = clock or backend.clock
         self.poll_interval = poll_interval
@@ -175,6 +178,8 @@ class A2ABridge:
             # Tasks on the 2026-07-28 route only (the extension): the handshake route
             # advertises no tasks capability and its tasks/* are -32021.
             handshake_tasks=False,
+            state_keys=self.state_keys,
+            stores=self.stores,
         )
         retention = self.tasks.describe_retention()
         one = len(aliases) == 1

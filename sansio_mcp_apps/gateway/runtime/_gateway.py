@@ -5,14 +5,14 @@ clients the list changed."""
 from __future__ import annotations
 
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import attrs
 
 from sansio_mcp import ServerSession
 from sansio_mcp.http import LOOPBACK_HOSTS
-from sansio_mcp.runtime import Backend, Signal, TransportBackend
+from sansio_mcp.runtime import Backend, Signal, Stores, TransportBackend
 
 from ...gateway import (
     DEFAULT_TTL_MS,
@@ -29,7 +29,9 @@ from ...gateway import (
     move,
     status_report,
 )
+from ._parked import ParkingLimits, ParkingLot
 from ._record import CallRecorder
+from ._replicas import ParkedCallOwners, ReplicaLink, parked_call_owners
 from ._server import GatewayServer
 from ._upstream import Opener, Upstream, UpstreamSettings
 
@@ -64,7 +66,11 @@ class Gateway:
     :meth:`run` keeps every connector connected (reconnecting with ``backoff``)
     and the hints flowing; serve :attr:`server` with :meth:`router` on any
     backend's ``serve_router``.  ``store`` holds connector status and tools
-    (in memory by default); ``settings`` say how upstreams are kept.
+    (in memory by default); ``settings`` say how upstreams are kept.  ``stores``
+    (shared by replicas behind one load balancer) let a retry of a call parked on
+    another replica reach it; ``parked_owners`` overrides the store of who parked
+    what that ``stores`` call for.  ``state_keys`` (the requestState key ring) and
+    ``stores`` go to :attr:`server` too.
     """
 
     def __init__(
@@ -80,6 +86,9 @@ class Gateway:
         default_ttl_ms: int = DEFAULT_TTL_MS,
         settings: UpstreamSettings | None = None,
         hint_interval: float = 0.25,
+        state_keys: Sequence[bytes] | None = None,
+        stores: Stores | None = None,
+        parked_owners: ParkedCallOwners | None = None,
     ) -> None:
         self.config = config
         self.backend = backend
@@ -122,6 +131,21 @@ class Gateway:
             )
             for c in config.connectors
         }
+        #: Calls of handshake-era upstreams whose question waits for a 2026-07-28
+        #: client's retry (docs/gateway.md, "Questions across eras").
+        self.parking = ParkingLot(
+            backend,
+            ParkingLimits(
+                config.parked_call_timeout,
+                config.max_parked_calls,
+                config.max_parked_calls_per_principal,
+            ),
+        )
+        #: This replica among others sharing stores (None: a single process).
+        self.replicas: ReplicaLink | None = None
+        self._settings = settings
+        # The HTTP machines serving this gateway (see router()).
+        self._routers: list[GatewayHTTPServer] = []
         self.server = GatewayServer(
             self.catalog,
             self.upstreams,
@@ -134,12 +158,41 @@ class Gateway:
             clock=backend.clock,
             wall_clock=backend.wall_clock,
             relay_questions=config.relay_questions_to_handshake_clients,
+            parking=self.parking,
+            state_keys=state_keys,
+            stores=stores,
         )
+        if stores is not None:
+            self.use_stores(stores, parked_owners)
         self._hint_pending = False
         self._hint_wake: Signal | None = None
         self._started: Signal = backend.new_signal()
         #: How many hints went out (each to every listening client).
         self.hints_sent = 0
+
+    def use_stores(self, stores: Stores, parked_owners: ParkedCallOwners | None = None) -> None:
+        """Share parked calls with the other replicas of ``stores`` (before :meth:`run`)."""
+        self.server.stores = stores
+        self.replicas = ReplicaLink(
+            stores,
+            parked_owners or parked_call_owners(stores, self.backend.clock),
+            self.backend,
+            # A forwarded round lasts as long as the upstream call may.
+            outcome_timeout=(self._settings.call_timeout or 3600.0) + 5.0,
+        )
+        self.server.use_replicas(self.replicas)
+        self.replicas.take_answer = self._take_answer
+        for router in self._routers:
+            router.join_replicas(self.replicas.tag, self.replicas.forward_answer)
+
+    def _take_answer(self, answer: dict[str, Any], authorization: str) -> None:
+        """A handshake-era client's answer to a question of this replica's, which
+        reached another: to the session that asked, as if it had come here."""
+        for router in self._routers:
+            session = router.take_answer(answer, authorization)
+            if session is not None:
+                self.server.answer_taken(session)
+                return
 
     def catalog(self) -> Catalog:
         return self._catalogs()
@@ -169,6 +222,9 @@ class Gateway:
             tool_input_schema=lambda name: self.catalog().input_schema(name),
             **options,
         )
+        self._routers.append(router)
+        if self.replicas is not None:
+            router.join_replicas(self.replicas.tag, self.replicas.forward_answer)
         return router if config.oauth is None else GatewayOAuthRouter(router, config.oauth)
 
     # Hints -------------------------------------------------------------------------
@@ -203,6 +259,9 @@ class Gateway:
         been tried once, then run ``serve()`` beside them until cancelled."""
         try:
             async with self.backend.open_task_group() as group:
+                group.start_soon(self.parking.run)
+                if self.replicas is not None:
+                    group.start_soon(self.replicas.run)
                 for upstream in self.upstreams.values():
                     group.start_soon(upstream.run)
                 async with self.backend.move_on_after(startup_wait):

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
+
+import attrs
 
 from sansio_mcp import (
     LATEST_HANDSHAKE_REVISION,
@@ -34,11 +36,13 @@ from sansio_mcp.capabilities import (
     declared_elicitation_modes,
     missing_input_capabilities,
 )
-from sansio_mcp.runtime import Context, ProgressCallback, Server
+from sansio_mcp.runtime import Context, ProgressCallback, Server, Stores, StoreUnavailable
 
 from ...gateway import Access, Catalog, fit_input_request, fit_tool_result
+from ._parked import PARKED_STATE_PREFIX, ParkedCall, ParkingLot, Question
 from ._record import CallRecord
-from ._upstream import ConnectorUnavailable, Upstream
+from ._replicas import ReplicaLink
+from ._upstream import Ask, ConnectorUnavailable, Upstream
 
 __all__ = ["META_MISSING_CONNECTORS", "GatewayServer"]
 
@@ -62,7 +66,11 @@ class GatewayServer(Server):
     (``virtual_catalogs``).  ``record``, if given, is told of every tools/call
     (timed with ``clock``, dated with ``wall_clock``).  ``relay_questions`` puts
     what an upstream asks to handshake-era clients (outside the spec: they are
-    taken to have declared what they may not have); without it they get -32021."""
+    taken to have declared what they may not have); without it they get -32021.
+    ``parking``, when running, parks the call of a 2026-07-28 client whose
+    handshake-era upstream asks mid-call, and asks the client by MRTR; with
+    ``replicas`` a retry of a call parked on another replica is forwarded there.
+    ``state_keys`` and ``stores``: as :class:`Server`'s (replicas share both)."""
 
     def __init__(
         self,
@@ -78,9 +86,19 @@ class GatewayServer(Server):
         clock: Callable[[], float] | None = None,
         wall_clock: Callable[[], float] | None = None,
         relay_questions: bool = False,
+        parking: ParkingLot | None = None,
+        replicas: ReplicaLink | None = None,
+        state_keys: Sequence[bytes] | None = None,
+        stores: Stores | None = None,
     ) -> None:
         super().__init__(
-            name, version, page_size=page_size, logging=False, cache_hints=GATEWAY_CACHE_HINTS
+            name,
+            version,
+            page_size=page_size,
+            logging=False,
+            cache_hints=GATEWAY_CACHE_HINTS,
+            state_keys=state_keys,
+            stores=stores,
         )
         self.catalog = catalog
         self.upstreams = upstreams
@@ -94,6 +112,30 @@ class GatewayServer(Server):
         self.clock = clock
         self.wall_clock = wall_clock
         self.relay_questions = relay_questions
+        self.parking = parking
+        # The host of each handshake-era request that may be asking its client: an
+        # answer forwarded by another replica is driven into its session there.
+        # (Weakly both ways: a host holds its session.)
+        self._asking: weakref.WeakKeyDictionary[ServerSession, weakref.ref[Any]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.replicas: ReplicaLink | None = None
+        if replicas is not None:
+            self.use_replicas(replicas)
+
+    def answer_taken(self, session: ServerSession) -> None:
+        """``session`` (of a handshake-era request) was handed its client's answer
+        from outside a request of its own: its waiting handler goes on."""
+        host = self._asking.get(session)
+        driver = getattr(host() if host is not None else None, "driver", None)
+        if driver is not None:
+            driver.process_events()
+
+    def use_replicas(self, replicas: ReplicaLink) -> None:
+        """Forward retries of calls parked elsewhere through ``replicas``, and serve
+        those forwarded here."""
+        self.replicas = replicas
+        replicas.serve = self._serve_forwarded
 
     def _access(self, ctx: Context) -> Access:
         return self.access.get(ctx.session) or Access()
@@ -182,25 +224,29 @@ class GatewayServer(Server):
             )
 
     async def _call(self, ctx: Context, connector: str, params: dict[str, Any]) -> dict[str, Any]:
+        state = params.get("requestState")
+        if isinstance(state, str) and state.startswith(PARKED_STATE_PREFIX):
+            return await self._retry(self._round_of(ctx), state[len(PARKED_STATE_PREFIX) :])
         upstream = self.upstreams[connector]
+        client = upstream.client
+        if (
+            ctx.stateless
+            and self.parking is not None
+            and self.parking.running
+            and not (client is not None and client.session.is_modern)
+        ):
+            return await self._park(ctx, connector, params)
         # What a handshake-era upstream asked mid-call that this client could not be asked.
         refused: list[MCPError] = []
         ask: Any = None
         if not ctx.stateless:
             ask = partial(_relay if self.relay_questions else _not_asked, ctx, refused)
-
-        async def call(sent: dict[str, Any]) -> dict[str, Any]:
-            try:
-                return await upstream.call(sent, on_progress=_progress_relay(ctx), ask=ask)
-            except MCPError as exc:
-                if refused:
-                    raise refused[0] from None  # what the client lacks, not how it failed
-                if exc.code == ErrorCode.URL_ELICITATION_REQUIRED:
-                    return _url_elicitation(ctx, exc, self.relay_questions)
-                # The client called connector.tool: say which upstream answered so.
-                message = f"connector {connector!r}: {exc.message}"
-                raise MCPError(exc.code, message, exc.data) from None
-
+            host = getattr(ctx, "host", None)
+            if self.relay_questions and host is not None:
+                self._asking[ctx.session] = weakref.ref(host)
+        call = partial(
+            self._send, ctx, connector, ask=ask, refused=refused, on_progress=_progress_relay(ctx)
+        )
         try:
             result = await call(params)
             for _ in range(MAX_INPUT_ROUNDS):
@@ -215,15 +261,245 @@ class GatewayServer(Server):
                     params["requestState"] = result["requestState"]
                 result = await call(params)
         except ConnectorUnavailable as exc:
-            reason = f": {exc.args[1]}" if len(exc.args) > 1 else ""
-            return ToolResult.text(
-                f"connector {connector!r} is unavailable{reason}; the gateway is reconnecting, "
-                "try again shortly",
-                is_error=True,
-            ).to_result()
+            return _unavailable(connector, exc)
         if refused and result.get("isError") is True:
             raise refused[0]
         return _downstream(ctx, result)
+
+    async def _send(
+        self,
+        ctx: Context,
+        connector: str,
+        params: dict[str, Any],
+        *,
+        ask: Ask | None,
+        refused: list[MCPError],
+        on_progress: ProgressCallback | None,
+    ) -> dict[str, Any]:
+        """One tools/call upstream, its errors as the client is told them."""
+        try:
+            return await self.upstreams[connector].call(params, on_progress=on_progress, ask=ask)
+        except MCPError as exc:
+            if refused:
+                raise refused[0] from None  # what the client lacks, not how it failed
+            if exc.code == ErrorCode.URL_ELICITATION_REQUIRED:
+                return _url_elicitation(ctx, exc, self.relay_questions)
+            # The client called connector.tool: say which upstream answered so.
+            message = f"connector {connector!r}: {exc.message}"
+            raise MCPError(exc.code, message, exc.data) from None
+
+    # Questions across eras: a handshake-era upstream asks a 2026-07-28 client --------
+
+    async def _park(self, ctx: Context, connector: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Call upstream from the parking lot: a question it asks mid-call parks the
+        call and goes to the client as ``input_required``."""
+        assert self.parking is not None
+
+        async def work(call: ParkedCall) -> dict[str, Any]:
+            ask = partial(self._parked_question, ctx, call)
+            send = self._send(
+                ctx,
+                connector,
+                params,
+                ask=ask,
+                refused=call.refused,
+                on_progress=call.relay_progress,
+            )
+            try:
+                return await send
+            except ConnectorUnavailable as exc:
+                return _unavailable(connector, exc)
+
+        call = self.parking.start(self._access(ctx).principal, _request_of(ctx.params), work)
+        return await self._round(self._round_of(ctx), call)
+
+    def _round_of(self, ctx: Context) -> RoundOf:
+        return RoundOf(
+            self._access(ctx).principal,
+            ctx.params,
+            ctx.client_capabilities,
+            ctx.now,
+            _progress_relay(ctx),
+        )
+
+    async def _parked_question(
+        self, ctx: Context, call: ParkedCall, method: str, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The upstream's mid-call question, put to the client of ``call`` by MRTR
+        when it declared what the question needs; -32021 naming what it lacks, else."""
+        assert self.parking is not None
+        params = fit_input_request(method, params, _client_revision(ctx))
+        requests = {"asked": {"method": method, "params": params}}
+        problem = check_params(method, params)
+        missing = missing_input_capabilities(requests, call.capabilities)
+        try:
+            if problem:
+                raise MCPError(ErrorCode.INTERNAL_ERROR, f"the upstream asked invalidly: {problem}")
+            if missing:
+                raise MissingRequiredClientCapability(
+                    message=f"the upstream needs input this client did not declare "
+                    f"({json.dumps(missing)})",
+                    data={"requiredCapabilities": missing},
+                )
+            self.parking.admit(call)
+        except MCPError as exc:
+            call.refused.append(exc)
+            raise
+        return await self.parking.ask(call, method, params)
+
+    async def _round(self, step: RoundOf, call: ParkedCall) -> dict[str, Any]:
+        """Wait for the parked ``call``'s next question (an ``input_required`` whose
+        sealed ``requestState`` names the call) or its end (its result)."""
+        assert self.parking is not None
+        call.capabilities = step.capabilities
+        call.progress = step.progress
+        try:
+            question = await self.parking.next_step(call)
+        finally:
+            call.progress = None
+        if question is not None:
+            if self.replicas is not None:
+                await self._record_owner(call)
+            return _parked_input_required(self, step.now, call, question)
+        if call.error is not None:
+            raise call.error
+        if call.result is None:
+            raise MCPError(
+                ErrorCode.INTERNAL_ERROR, "the call was cancelled (the gateway is stopping)"
+            )
+        if call.refused and call.result.get("isError") is True:
+            raise call.refused[0]
+        return _without_server_info(call.result)
+
+    async def _record_owner(self, call: ParkedCall) -> None:
+        """Note that this replica holds ``call`` (for its parked time, and a little
+        more: a late retry reaching it is told precisely that it is gone)."""
+        assert self.replicas is not None and self.parking is not None
+        try:
+            await self.replicas.owners.record(
+                call.id, self.replicas.replica_id, self.parking.limits.timeout + 60
+            )
+        except StoreUnavailable as exc:
+            self.parking.release(call, "the store of parked calls is unavailable")
+            raise MCPError(ErrorCode.INTERNAL_ERROR, str(exc)) from None
+
+    async def _retry(self, step: RoundOf, state: str) -> dict[str, Any]:
+        """A retry of a parked call (``state``: its ``requestState`` past the prefix),
+        served here or, with :attr:`replicas`, by the replica that parked it."""
+        call_id = state.partition(":")[0]
+        if self.replicas is not None and (self.parking is None or not self.parking.get(call_id)):
+            try:
+                owner = await self.replicas.owners.owner(call_id)
+                if owner is not None and owner != self.replicas.replica_id:
+                    return await self.replicas.forward(owner, _forwarded(step, state))
+            except StoreUnavailable as exc:
+                raise MCPError(ErrorCode.INTERNAL_ERROR, str(exc)) from None
+        return await self.resume(step, state)
+
+    async def _serve_forwarded(self, message: dict[str, Any]) -> dict[str, Any]:
+        """A retry another replica forwarded here (see :func:`_forwarded`)."""
+        principal, params, capabilities = (
+            message.get("principal"),
+            message.get("params"),
+            message.get("capabilities"),
+        )
+        now, state = message.get("now"), message.get("state")
+        if (
+            not (principal is None or isinstance(principal, str))
+            or not isinstance(params, dict)
+            or not isinstance(capabilities, dict)
+            or not isinstance(now, (int, float))
+            or not isinstance(state, str)
+        ):
+            raise MCPError(ErrorCode.INTERNAL_ERROR, "another gateway replica forwarded nonsense")
+        return await self.resume(RoundOf(principal, params, capabilities, now), state)
+
+    async def resume(self, step: RoundOf, state: str) -> dict[str, Any]:
+        """A client's retry of a call parked here (``state``: its ``requestState``
+        past the prefix, ``CALL_ID:SEALED``): its answer to the upstream's question,
+        then the call's next round."""
+        call_id, _, token = state.partition(":")
+        data = self.sealer.unseal(token, now=step.now)
+        if not isinstance(data, dict) or data.get("call") != call_id:
+            raise InvalidParams(message="requestState is malformed")
+        if data.get("principal") != step.principal:
+            raise InvalidParams(message="requestState belongs to another principal's call")
+        parking = self.parking
+        call = parking.get(str(data.get("call"))) if parking is not None else None
+        if parking is None or call is None:
+            raise InvalidParams(
+                message="the call this requestState names is no longer parked (released "
+                "when no retry came within the gateway's parked_call_timeout, or answered "
+                "already): call again without it"
+            )
+        if call.request != _request_of(step.params):
+            raise InvalidParams(message="requestState belongs to a different request")
+        question = call.question
+        if question is None or question.key != data.get("key") or question.answer is not None:
+            raise InvalidParams(message="requestState names a question answered already")
+        responses = step.params.get("inputResponses")
+        answer = responses.get(question.key) if isinstance(responses, dict) else None
+        if not isinstance(answer, dict):
+            raise InvalidParams(
+                message=f"inputResponses needs an object under {question.key!r}: the answer "
+                "to the question this requestState names"
+            )
+        parking.answer(call, question, answer)
+        return await self._round(step, call)
+
+
+@attrs.frozen
+class RoundOf:
+    """What a round of a parked call takes from the client's request (made here,
+    or forwarded by another replica): who sent it, its tools/call ``params``, what
+    it declared, when it came (``now``, wall clock), where progress goes."""
+
+    principal: str | None
+    params: Mapping[str, Any]
+    capabilities: dict[str, Any]
+    now: float
+    progress: ProgressCallback | None = None
+
+
+def _forwarded(step: RoundOf, state: str) -> dict[str, Any]:
+    """A retry as another replica is sent it (progress stays here: it is not relayed)."""
+    return {
+        "state": state,
+        "principal": step.principal,
+        "params": dict(step.params),
+        "capabilities": step.capabilities,
+        "now": step.now,
+    }
+
+
+def _request_of(params: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What names a client's call across its rounds: its tool and arguments."""
+    return (params.get("name"), params.get("arguments"))
+
+
+def _parked_input_required(
+    server: Server, now: float, call: ParkedCall, question: Question
+) -> dict[str, Any]:
+    """The ``input_required`` putting ``question`` to the client, its sealed
+    ``requestState`` naming the parked ``call``."""
+    sealed = server.sealer.seal(
+        {"call": call.id, "key": question.key, "principal": call.principal}, now=now
+    )
+    return {
+        "resultType": "input_required",
+        "inputRequests": {question.key: {"method": question.method, "params": question.params}},
+        "requestState": f"{PARKED_STATE_PREFIX}{call.id}:{sealed}",
+    }
+
+
+def _unavailable(connector: str, exc: ConnectorUnavailable) -> dict[str, Any]:
+    """A tool error saying the connector is down (and why, as last seen)."""
+    reason = f": {exc.args[1]}" if len(exc.args) > 1 else ""
+    return ToolResult.text(
+        f"connector {connector!r} is unavailable{reason}; the gateway is reconnecting, "
+        "try again shortly",
+        is_error=True,
+    ).to_result()
 
 
 async def _ask(ctx: Context, result: dict[str, Any], relay: bool) -> dict[str, Any]:
@@ -374,17 +650,23 @@ def _progress_relay(ctx: Context) -> ProgressCallback | None:
     return relay
 
 
-def _downstream(ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
-    """An upstream's tools/call result as the gateway's client gets it: the
-    upstream's server info dropped (the gateway's goes in), and for a handshake
-    client the 2026-07-28 fields too, or -32021 if it needs input that client
-    cannot give here."""
+def _without_server_info(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` without its upstream's server info (the gateway's goes in)."""
     out = dict(result)
     meta = out.pop("_meta", None)
     if isinstance(meta, dict):  # (one that is no object is no valid _meta: left out)
         meta = {k: v for k, v in meta.items() if k != META_SERVER_INFO}
         if meta:
             out["_meta"] = meta
+    return out
+
+
+def _downstream(ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
+    """An upstream's tools/call result as the gateway's client gets it: the
+    upstream's server info dropped (the gateway's goes in), and for a handshake
+    client the 2026-07-28 fields too, or -32021 if it needs input that client
+    cannot give here."""
+    out = _without_server_info(result)
     if ctx.stateless:
         return out  # an input_required is checked against the client's capabilities by its session
     out = fit_tool_result(out, _client_revision(ctx))
