@@ -20,6 +20,8 @@ def backend(request: pytest.FixtureRequest) -> Backend:
 def no_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
     """Every connection a test opens is closed, every process it starts stopped (the
     session's redis-server, asked for first, outlives the test by design)."""
-    if "redis_url" in request.fixturenames:
+    callspec = getattr(request.node, "callspec", None)
+    late = callspec is not None and "redis" in callspec.params.values()
+    if late or "redis_url" in request.fixturenames:
         request.getfixturevalue("redis_url")
     yield from leak_check(fds=True, grace=3.0)
