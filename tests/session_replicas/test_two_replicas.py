@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
+from sansio_mcp.auth import ResourceServer, StaticTokenVerifier
 from sansio_mcp.runtime import Context, Server, Stores, open_stores
 from sansio_mcp_apps.example_server import build_server
 from tests.auth.test_http import Backend
@@ -29,10 +30,11 @@ INITIALIZE = {
 }
 
 
-def replica(stores: Stores | None) -> Server:
+def replica(stores: Stores | None, auth: ResourceServer | None = None) -> Server:
     """The example server, plus ``announce`` (tells its clients the tool list changed)."""
     server = build_server()
     server.stores = stores
+    server.auth = auth
 
     @server.tool()
     async def announce(ctx: Context) -> str:
@@ -44,7 +46,9 @@ def replica(stores: Stores | None) -> Server:
 
 
 @asynccontextmanager
-async def two_ports(backend: Backend, redis_url: str) -> AsyncIterator[tuple[int, int]]:
+async def two_ports(
+    backend: Backend, redis_url: str, auth: ResourceServer | None = None
+) -> AsyncIterator[tuple[int, int]]:
     """Replicas A and B sharing one Redis (each its own connection), served over HTTP."""
     namespace = f"hs{time.monotonic_ns()}"
     async with AsyncExitStack() as stack:
@@ -53,7 +57,7 @@ async def two_ports(backend: Backend, redis_url: str) -> AsyncIterator[tuple[int
             stores = await stack.enter_async_context(
                 open_stores(redis_url, backend.backend, replica_id=name, namespace=namespace)
             )
-            ports.append(await stack.enter_async_context(backend.serve_http(replica(stores))))
+            ports.append(await stack.enter_async_context(backend.serve_http(replica(stores, auth))))
         yield ports[0], ports[1]
 
 
@@ -65,13 +69,16 @@ def tool_call(request_id: int, name: str, arguments: dict[str, Any]) -> dict[str
     return request(request_id, "tools/call", {"name": name, "arguments": arguments})
 
 
-async def open_session(backend: Backend, port: int) -> dict[str, str]:
+async def open_session(
+    backend: Backend, port: int, extra: dict[str, str] | None = None
+) -> dict[str, str]:
     """initialize at ``port``: the headers of the session's later requests."""
-    status, head, body = await call(backend.backend, port, "POST", ACCEPT_BOTH, INITIALIZE)
+    headers = {**ACCEPT_BOTH, **(extra or {})}
+    status, head, body = await call(backend.backend, port, "POST", headers, INITIALIZE)
     assert status == 200, body
     assert messages(head, body)[0]["result"]["protocolVersion"] == VERSION
     return {
-        **ACCEPT_BOTH,
+        **headers,
         "mcp-session-id": head["mcp-session-id"],
         "mcp-protocol-version": VERSION,
     }
@@ -194,5 +201,51 @@ def test_delete_on_one_replica_ends_the_session_on_every_replica(
             unknown = {**headers, "mcp-session-id": "0" * 32}
             status, _, _ = await call(backend.backend, b, "POST", unknown, request(4, "tools/list"))
             assert status == 404
+
+    backend.run(main)
+
+
+def test_a_request_cancelled_through_a_stops_on_b(backend: Backend, redis_url: str) -> None:
+    async def main() -> None:
+        async with two_ports(backend, redis_url) as (a, b):
+            headers = await open_session(backend, a)
+            async with Raw.connect(backend.backend, b) as stream:
+                slow = tool_call(2, "slow", {"seconds": 30, "steps": 30})
+                slow["params"]["_meta"] = {"progressToken": "p"}
+                await stream.send("POST", headers, slow)
+                assert (await stream.head())[0] == 200
+                progress = await stream.next_message()  # it runs on B
+                assert progress["method"] == "notifications/progress", progress
+                cancel = {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": 2, "reason": "enough"},
+                }
+                status, _, _ = await call(backend.backend, a, "POST", headers, cancel)
+                assert status == 202
+                # B stopped the tool and ended the stream without an answer.
+                async with backend.backend.fail_after(10):
+                    while (message := await stream.next_message()) is not None:
+                        assert message.get("method") == "notifications/progress", message
+
+    backend.run(main)
+
+
+def test_a_session_is_found_at_another_replica_only_for_its_principal(
+    backend: Backend, redis_url: str
+) -> None:
+    verifier = StaticTokenVerifier({"alice": {"mcp"}, "bob": {"mcp"}})
+    auth = ResourceServer("", ["http://as.example"], verifier, required_scopes=["mcp"])
+
+    async def main() -> None:
+        async with two_ports(backend, redis_url, auth) as (a, b):
+            alice = await open_session(backend, a, {"authorization": "Bearer alice"})
+            bob = {**alice, "authorization": "Bearer bob"}
+            status, _, _ = await call(backend.backend, b, "POST", bob, request(2, "tools/list"))
+            assert status == 404  # bob's request does not adopt alice's session
+            listed = await answer_of(backend, b, alice, request(3, "tools/list"))
+            assert "echo" in {t["name"] for t in listed["result"]["tools"]}
+            status, _, _ = await call(backend.backend, b, "POST", bob, request(4, "tools/list"))
+            assert status == 404  # nor does the copy B now holds answer him
 
     backend.run(main)
