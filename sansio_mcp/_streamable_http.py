@@ -106,6 +106,10 @@ class StreamableHTTPServer:
     serve other names.
     """
 
+    #: Whether this router keeps handshake sessions, so that replicas share them (a
+    #: subclass serving none says False: nothing of its is recorded or relayed).
+    keeps_sessions = True
+
     def __init__(
         self,
         session_factory: Callable[[], ServerSession],

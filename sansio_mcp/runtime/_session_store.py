@@ -233,11 +233,14 @@ def handshake_session_store(stores: SessionStores | None) -> HandshakeSessionSto
 
 
 def streamable_machine(router: object) -> StreamableHTTPServer | None:
-    """The Streamable HTTP machine ``router`` is or wraps (a ProtectedRouter's)."""
-    if isinstance(router, StreamableHTTPServer):
-        return router
-    inner = getattr(router, "router", None)
-    return inner if isinstance(inner, StreamableHTTPServer) else None
+    """The Streamable HTTP machine ``router`` is or wraps (a ProtectedRouter's), if it
+    keeps handshake sessions."""
+    machine = (
+        router if isinstance(router, StreamableHTTPServer) else getattr(router, "router", None)
+    )
+    if isinstance(machine, StreamableHTTPServer) and machine.keeps_sessions:
+        return machine
+    return None
 
 
 def _principal(verdict: Any) -> tuple[str | None, str | None] | None:
