@@ -41,10 +41,11 @@ from ._proc import (
     sdk_server_command,
 )
 from .gateway import ROW8_GROUPS, ROW8_TITLE, row8
+from .peers import EXTRA_ROWS, extra_targets, setup_peers
 from .worker import MESSAGE
 
 DEFAULT_JSON = REPO / "bench" / "results" / "latest.json"
-ROW_IDS = (1, 2, 3, 4, 5, 6, 7, 8)
+ROW_IDS = (1, 2, 3, 4, 5, 6, 7, 8, *EXTRA_ROWS)
 ROW_TITLES = {
     1: "stdio round trips: sequential tools/call echo -> server-everything",
     2: "stdio servers: raw NDJSON client -> server, sequential tools/call echo",
@@ -54,6 +55,7 @@ ROW_TITLES = {
     6: "import time (fresh interpreter) and memory per idle session",
     7: "bridge: A2E tool/call through the bridge vs a direct MCP call",
     8: ROW8_TITLE,
+    **{row: extra.title for row, extra in EXTRA_ROWS.items()},
 }
 
 
@@ -408,6 +410,7 @@ ROWS: dict[int, Callable[[Results, Counts, int], None]] = {
     6: row6,
     7: row7,
     8: partial(row8, log=_log),
+    **{row: extra.run for row, extra in EXTRA_ROWS.items()},
 }
 
 
@@ -421,6 +424,7 @@ METRICS = {
     5: ("calls_per_s", "calls/s"),
     7: ("calls_per_s", "calls/s"),
     8: ("calls_per_s", "calls/s"),
+    **{row: extra.metric for row, extra in EXTRA_ROWS.items()},
 }
 
 
@@ -649,6 +653,7 @@ def targets(results: Results, selected: list[int]) -> list[Target]:
                         higher_is_better=False,
                     )
                 )
+    out.extend(extra_targets(results, selected))
     return out
 
 
@@ -750,10 +755,13 @@ def render(results: Results, c: Counts, selected: list[int], found: list[Target]
         "handshake revision",
         8: f"{c.http_calls} calls after {c.http_warmup} warm-up; ratios: time per call "
         "through the gateway / direct",
+        **{row: extra.counts(c) for row, extra in EXTRA_ROWS.items()},
     }
     for row in selected:
         out.append(f"row {row}. {ROW_TITLES[row]}" + (f" ({counts[row]})" if counts[row] else ""))
-        if row == 7 and not results.rows.get(7):
+        if row in EXTRA_ROWS:
+            out.extend(EXTRA_ROWS[row].lines(results))
+        elif row == 7 and not results.rows.get(7):
             out.append(f"  {NO_BRIDGE}")
         else:
             out.extend(_row_lines(results, row))
@@ -866,7 +874,15 @@ def main(argv: list[str] | None = None) -> int:
         help="stdio rows (1, 2, 7): client and server on CPU 0 (same), on CPUs 0 and 1"
         " (split), or wherever the kernel puts them (off, the default)",
     )
+    parser.add_argument(
+        "--setup-peers",
+        action="store_true",
+        help="make the peer venvs of rows 9-11 (.bench-venvs/) from requirements/bench-*.lock"
+        " (needs PyPI), then stop",
+    )
     args = parser.parse_args(argv)
+    if args.setup_peers:
+        return setup_peers()
 
     c = Counts(**(QUICK if args.quick else FULL).__dict__)
     if args.pin != "off" and (os.cpu_count() or 1) < 2:

@@ -125,6 +125,8 @@ async def _client(
     latencies: list[float],
     errors: Counter[str],
     start_gate: asyncio.Event,
+    tool: str,
+    protocol: str,
 ) -> None:
     await start_gate.wait()
     conn = _Conn(url.hostname, url.port)
@@ -134,10 +136,12 @@ async def _client(
         ("host", f"{url.hostname}:{url.port}"),
         ("content-type", "application/json"),
         ("accept", "application/json, text/event-stream"),
-        ("mcp-protocol-version", MODERN),
+        ("mcp-protocol-version", protocol),
         ("mcp-method", "tools/call"),
-        ("mcp-name", "echo"),
+        ("mcp-name", tool),
     ]
+    # An older revision's stateless server takes the call without the per-request _meta.
+    meta = {"_meta": META} if protocol == MODERN else {}
     done = 0
     try:
         for call in range(calls):
@@ -150,7 +154,7 @@ async def _client(
                     "jsonrpc": "2.0",
                     "id": request_id,
                     "method": "tools/call",
-                    "params": {"name": "echo", "arguments": {"message": message}, "_meta": META},
+                    "params": {"name": tool, "arguments": {"message": message}, **meta},
                 },
                 separators=(",", ":"),
             ).encode()
@@ -199,7 +203,13 @@ async def _client(
 
 
 async def _run(
-    url: str, clients: int, calls: int, deadline: float, request_timeout: float
+    url: str,
+    clients: int,
+    calls: int,
+    deadline: float,
+    request_timeout: float,
+    tool: str,
+    protocol: str,
 ) -> dict[str, Any]:
     parts = urlsplit(url)
     if parts.hostname not in ("127.0.0.1", "localhost"):
@@ -211,7 +221,9 @@ async def _run(
     stop_at = start + deadline
     tasks = [
         asyncio.create_task(
-            _client(i, parts, calls, request_timeout, stop_at, latencies, errors, gate)
+            _client(
+                i, parts, calls, request_timeout, stop_at, latencies, errors, gate, tool, protocol
+            )
         )
         for i in range(clients)
     ]
@@ -237,12 +249,20 @@ async def _run(
 
 
 def run_load(
-    url: str, clients: int, calls: int, deadline: float, request_timeout: float = 30.0
+    url: str,
+    clients: int,
+    calls: int,
+    deadline: float,
+    request_timeout: float = 30.0,
+    tool: str = "echo",
+    protocol: str = MODERN,
 ) -> dict[str, Any]:
+    """``clients`` concurrent clients of ``calls`` stateless ``tools/call``s of
+    ``tool`` each, in revision ``protocol`` (2026-07-28 by default)."""
     import resource
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = min(hard, max(soft, clients * 2 + 100))
     if want > soft:
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
-    return asyncio.run(_run(url, clients, calls, deadline, request_timeout))
+    return asyncio.run(_run(url, clients, calls, deadline, request_timeout, tool, protocol))

@@ -386,6 +386,12 @@ def memory(args: dict[str, Any]) -> dict[str, Any]:
     return run_memory(**args)
 
 
+def a2a(args: dict[str, Any]) -> dict[str, Any]:
+    from .a2a import run_a2a
+
+    return run_a2a(**args)
+
+
 KINDS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "stdio": stdio,
     "http": http,
@@ -393,6 +399,7 @@ KINDS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "bridge": bridge,
     "codec": codec,
     "memory": memory,
+    "a2a": a2a,
 }
 
 

@@ -106,6 +106,7 @@ def _run(args: argparse.Namespace, backend: TransportBackend) -> int:
     )
 
     async def run_with(stores: Stores) -> None:
+        gateway.server.stores = stores
         if stores.shared:
             gateway.use_stores(stores)
         await gateway.run(serve)

@@ -19,6 +19,20 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 EVERYTHING = REPO / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist"
+ROWS = range(1, 13)
+#: Rows 9-11 need a peer's own venv (``python -m bench --setup-peers``, which needs PyPI).
+PEER_ROWS = {
+    "9": ("fastmcp", {"ours", "sdk", "fastmcp"}),
+    "10": (
+        "fastmcp",
+        {
+            f"{mode}:{server}"
+            for mode in ("modern", "legacy")
+            for server in ("ours", "sdk", "fastmcp")
+        },
+    ),
+    "11": ("mcp-proxy", {"call:gateway", "call:mcp-proxy", "load:gateway", "load:mcp-proxy"}),
+}
 
 
 def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
@@ -32,17 +46,17 @@ def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=420,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     table = proc.stdout
-    for row in range(1, 9):
+    for row in ROWS:
         assert f"row {row}." in table, f"row {row} missing from the table:\n{table}"
     assert "targets" in table
 
     document = json.loads(out.read_text())
     assert document["meta"]["quick"] is True
-    assert set(document["rows"]) == {str(row) for row in range(1, 9)}
+    assert set(document["rows"]) == {str(row) for row in ROWS}
     bridge = document["rows"]["7"]
     if bridge["variants"]:  # the A2E bridge exists: both sides of the comparison ran
         assert set(bridge["variants"]) == {"direct", "bridged:inprocess", "bridged:stdio"}
@@ -72,7 +86,19 @@ def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
             "memory:ours_asyncio",
             "memory:sdk",
         },
+        # The A2A bridge against the a2a-sdk client: a2a-sdk is a test dependency.
+        "12": {f"{kind}:{client}" for kind in ("echo", "task") for client in ("bridge", "a2a-sdk")},
     }
+    from bench.peers import peer_python
+
+    for row, (peer, variants) in PEER_ROWS.items():
+        if peer_python(peer) is not None:
+            expected[row] = variants
+        else:  # skipped, and saying so in the table and the JSON: never an empty pass
+            hint = f"the {peer} peer venv is missing"
+            assert any(hint in note for note in document["rows"][row]["notes"]), row
+            assert "python -m bench --setup-peers" in table
+            assert not document["rows"][row]["variants"], row
     for row, variants in expected.items():
         got = document["rows"][row]["variants"]
         missing = variants - set(got)
@@ -89,6 +115,7 @@ def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
 
     ids = {target["id"] for target in document["targets"]}
     assert {"3-codec", "6-import", "7-bridge", "8-modern-gateway-trio", "8-modern-relay"} <= ids
+    assert {"12-echo", "12-task"} <= ids
     for target in document["targets"]:
         assert target["status"] in {"PASS", "MISS", "ERROR", "INFO"}
 
@@ -124,3 +151,23 @@ def test_stateless_request_calls_stay_near_a_handshake_one() -> None:
     _, stateless_calls = measure(stateless, 50)
     _, handshake_calls = measure(handshake, 50)
     assert stateless_calls <= 1.6 * handshake_calls
+
+
+@pytest.mark.parametrize("peer", ["fastmcp", "mcp-proxy"])
+def test_bench_peer_venvs_hold_their_locks(peer: str) -> None:
+    """Rows 9-11 run only where ``python -m bench --setup-peers`` made the peer venvs:
+    without them this test says so (a skip), rather than the rows passing unseen."""
+    from bench.peers import peer_python, pinned_versions
+
+    python = peer_python(peer)
+    if python is None:
+        pytest.skip(f"no {peer} peer venv: run `python -m bench --setup-peers` (needs PyPI)")
+    pins = pinned_versions(peer)
+    names = ["fastmcp", "mcp"] if peer == "fastmcp" else ["mcp-proxy", "mcp"]
+    code = "import sys, importlib.metadata as m; print(*[m.version(n) for n in sys.argv[1:]])"
+    got = subprocess.run(
+        [str(python), "-c", code, *names], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.split()
+    assert got == [pins[name] for name in names]
+    if peer == "mcp-proxy":
+        assert got[1].startswith("1."), "mcp-proxy needs the 1.x SDK (mcp<2)"

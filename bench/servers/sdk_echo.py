@@ -10,9 +10,7 @@ stdin is closed (HTTP mode).
 from __future__ import annotations
 
 import logging
-import socket
 import sys
-import threading
 import warnings
 
 warnings.simplefilter("ignore")
@@ -28,43 +26,11 @@ def echo(message: str) -> str:
     return message
 
 
-def serve_http() -> None:
-    import anyio
-    import uvicorn
-
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    app = server.streamable_http_app(host="127.0.0.1")
-    config = uvicorn.Config(
-        app, log_level="warning", access_log=False, backlog=4096, timeout_keep_alive=30
-    )
-    uv = uvicorn.Server(config)
-
-    def watch_stdin() -> None:
-        # The parent closes our stdin to say "stop".
-        while sys.stdin.buffer.read(4096):
-            pass
-        uv.should_exit = True
-
-    threading.Thread(target=watch_stdin, daemon=True).start()
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(uv.serve, [sock])
-            while not uv.started:
-                if uv.should_exit:
-                    return
-                await anyio.sleep(0.01)
-            print(f"PORT {port}", flush=True)
-
-    anyio.run(main)
-
-
 if __name__ == "__main__":
     logging.basicConfig(level=logging.WARNING)
     if sys.argv[1:] == ["http"]:
-        serve_http()
+        from _uvicorn import serve_http  # beside this file
+
+        serve_http(server.streamable_http_app(host="127.0.0.1"))
     else:
         server.run()
