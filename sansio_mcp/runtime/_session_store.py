@@ -28,7 +28,8 @@ import attrs
 
 from .._http import HTTPRequest
 from .._streamable_http import Exchange, StreamableHTTPServer
-from ._store_base import EventBus, RedisCommands, StoreUnavailable
+from ._store_base import StoreUnavailable
+from ._stores import Stores
 
 if TYPE_CHECKING:
     from ._backend import Backend
@@ -68,21 +69,6 @@ class SessionDrivers(Protocol):
     def finish(self, exchange: Exchange) -> None:
         """Drop an ended session's host (its handlers are cancelled)."""
         ...
-
-
-class SessionStores(Protocol):
-    """What shared sessions need of a :class:`~sansio_mcp.runtime.Stores` bundle."""
-
-    @property
-    def events(self) -> EventBus: ...
-
-    @property
-    def redis(self) -> RedisCommands | None: ...
-
-    @property
-    def replica_id(self) -> str: ...
-
-    def key(self, *parts: str) -> str: ...
 
 
 @attrs.define
@@ -197,7 +183,7 @@ class RedisHandshakeSessionStore:
     ``key("session", id)`` expiring ``ttl`` after its latest save or refresh (``PX``);
     a refresh is one ``PEXPIRE`` (``last_seen`` stays the save's: the TTL is the truth)."""
 
-    def __init__(self, stores: SessionStores) -> None:
+    def __init__(self, stores: Stores) -> None:
         if stores.redis is None:
             raise ValueError("a Redis session store needs a Redis Stores bundle")
         self._redis = stores.redis
@@ -224,7 +210,7 @@ class RedisHandshakeSessionStore:
         await self._redis.execute("DEL", self._key("session", session_id))
 
 
-def handshake_session_store(stores: SessionStores | None) -> HandshakeSessionStore | None:
+def handshake_session_store(stores: Stores | None) -> HandshakeSessionStore | None:
     """The session store replicas share through ``stores``: Redis when the bundle is
     Redis, else None (one process: its router's memory, as without replicas)."""
     if stores is None or stores.redis is None:
@@ -262,7 +248,7 @@ class SharedSessions:
         self,
         machine: StreamableHTTPServer,
         hosts: SessionDrivers,
-        stores: SessionStores,
+        stores: Stores,
         store: HandshakeSessionStore,
         backend: Backend,
         *,

@@ -15,7 +15,7 @@ from sansio_mcp.auth import ResourceServer, StaticTokenVerifier
 from sansio_mcp.runtime import Context, Server, Stores, open_stores
 from sansio_mcp_apps.example_server import build_server
 from tests.auth.test_http import Backend
-from tests.session_replicas.raw import ACCEPT_BOTH, Raw, call, messages
+from tests.session_replicas.raw import ACCEPT_BOTH, call, connect, messages
 
 VERSION = "2025-11-25"
 INITIALIZE = {
@@ -100,8 +100,8 @@ async def ask_through(
 ) -> Any:
     """``call_`` POSTed to ``asked``; the question on its stream answered with ``reply``
     POSTed to ``answering``; the call's result."""
-    async with Raw.connect(backend.backend, asked) as stream:
-        await stream.send("POST", headers, call_)
+    async with connect(backend.backend, asked) as stream:
+        await stream.send_request("POST", "/mcp", headers, call_)
         status, _ = await stream.head()
         assert status == 200
         question = await stream.next_message()
@@ -164,8 +164,8 @@ def test_a_notification_made_on_b_reaches_the_get_stream_held_by_a(
     async def main() -> None:
         async with two_ports(backend, redis_url) as (a, b):
             headers = await open_session(backend, a)
-            async with Raw.connect(backend.backend, a) as stream:
-                await stream.send("GET", {**headers, "accept": "text/event-stream"})
+            async with connect(backend.backend, a) as stream:
+                await stream.send_request("GET", "/mcp", {**headers, "accept": "text/event-stream"})
                 status, _ = await stream.head()
                 assert status == 200
                 done = await answer_of(backend, b, headers, tool_call(2, "announce", {}))
@@ -185,8 +185,8 @@ def test_delete_on_one_replica_ends_the_session_on_every_replica(
             headers = await open_session(backend, a)
             # B holds a copy now, and A holds a GET stream: both end.
             await answer_of(backend, b, headers, request(2, "tools/list"))
-            async with Raw.connect(backend.backend, a) as stream:
-                await stream.send("GET", {**headers, "accept": "text/event-stream"})
+            async with connect(backend.backend, a) as stream:
+                await stream.send_request("GET", "/mcp", {**headers, "accept": "text/event-stream"})
                 assert (await stream.head())[0] == 200
                 status, _, _ = await call(backend.backend, b, "DELETE", headers)
                 assert status == 200
@@ -209,10 +209,10 @@ def test_a_request_cancelled_through_a_stops_on_b(backend: Backend, redis_url: s
     async def main() -> None:
         async with two_ports(backend, redis_url) as (a, b):
             headers = await open_session(backend, a)
-            async with Raw.connect(backend.backend, b) as stream:
+            async with connect(backend.backend, b) as stream:
                 slow = tool_call(2, "slow", {"seconds": 30, "steps": 30})
                 slow["params"]["_meta"] = {"progressToken": "p"}
-                await stream.send("POST", headers, slow)
+                await stream.send_request("POST", "/mcp", headers, slow)
                 assert (await stream.head())[0] == 200
                 progress = await stream.next_message()  # it runs on B
                 assert progress["method"] == "notifications/progress", progress
