@@ -1,6 +1,7 @@
 """2025-11-25 handshake sessions (``Mcp-Session-Id``) through nginx in front of 2 and 3
 replicas of ``sansio-mcp example-server`` on one Redis store, plain round-robin with no
-affinity: the official Python SDK client and the TypeScript SDK v2 client initialize,
+affinity: the official Python SDK client, the TypeScript SDK v2 client and this
+library's own client (Trio and asyncio) initialize,
 list the tools, call tools and answer elicitations (asked on one replica, answered at
 another) for several rounds.  The negative control: without a shared store the
 session is unknown to the second replica (404)."""
@@ -22,6 +23,7 @@ from nginx_service import Nginx, nginx_in_front
 from peers import NPM, REPO, node_for
 from replica_service import example_replicas, write_key_file
 
+from sansio_mcp.runtime import ClientHandlers
 from sansio_mcp_apps.example_server import TOOL_NAMES
 
 pytestmark = [pytest.mark.interop, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
@@ -73,6 +75,45 @@ def run_python_sdk(nginx: Nginx) -> list[str]:
     return asked
 
 
+def run_own_client(nginx: Nginx, backend: str) -> list[str]:
+    """This library's client on ``backend``: ROUNDS rounds, as the SDK's; the questions."""
+    if backend == "trio":
+        from trio_adapters import BACKEND
+        from trio_adapters.http_client import open_http_client
+    else:
+        from asyncio_adapters import BACKEND  # type: ignore[assignment]
+        from asyncio_adapters.http_client import open_http_client  # type: ignore[assignment]
+    asked: list[str] = []
+
+    def elicitation(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params["message"])
+        return {"action": "accept", "content": {"answer": f"own: {params['message']}"}}
+
+    def sampling(params: dict[str, Any]) -> dict[str, Any]:
+        return {"role": "assistant", "content": {"type": "text", "text": "42"}, "model": "m"}
+
+    handlers = ClientHandlers(elicitation=elicitation, sampling=sampling)
+
+    async def session() -> None:
+        async with BACKEND.fail_after(BUDGET):
+            async with open_http_client(
+                f"{nginx.base}/mcp", protocol_version=HANDSHAKE, handlers=handlers
+            ) as client:
+                assert client.protocol_version == HANDSHAKE
+                for n in range(ROUNDS):
+                    tools = await client.list_tools()
+                    assert {t["name"] for t in tools} == set(TOOL_NAMES)
+                    added = await client.call_tool("add", {"a": n, "b": 1})
+                    assert added["structuredContent"] == {"sum": n + 1}
+                    elicited = await client.call_tool("elicit", {"question": f"round {n}?"})
+                    assert elicited["structuredContent"]["answer"] == f"own: round {n}?"
+                    sampled = await client.call_tool("sample", {"prompt": "6 x 7?"})
+                    assert sampled["content"][0]["text"] == "42"
+
+    BACKEND.run(session)
+    return asked
+
+
 def run_ts_client(nginx: Nginx) -> dict[str, Any]:
     node = node_for(NPM / "client" / "package.json")
     done = subprocess.run(
@@ -99,6 +140,8 @@ def test_sdk_clients_keep_a_handshake_session_across_round_robin_replicas(
     ):
         asked = run_python_sdk(nginx)
         assert asked == [f"round {n}?" for n in range(ROUNDS)]
+        for backend in ("trio", "asyncio"):
+            assert run_own_client(nginx, backend) == [f"round {n}?" for n in range(ROUNDS)]
         report = run_ts_client(nginx)
         assert report["protocolVersion"] == HANDSHAKE, report
         assert report["asked"] == [f"round {n}?" for n in range(ROUNDS)]
