@@ -526,7 +526,7 @@ class StreamableHTTPServer:
         if existing is not None:
             return existing.session
         params = record.get("initialize")
-        if not isinstance(params, dict) or not self.sessions.make_room():
+        if not isinstance(params, dict):
             return None
         session = self._new_session()
         if self.relay is not None:
@@ -536,9 +536,11 @@ class StreamableHTTPServer:
         )
         session.receive_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
         session.outgoing_to_send()  # the client had its answer from the replica it asked
-        if session.state is not SessionState.READY or session.protocol_version != record.get(
-            "protocolVersion"
-        ):
+        ready = session.state is SessionState.READY
+        if not ready or session.protocol_version != record.get("protocolVersion"):
+            session.close()
+            return None
+        if not self.sessions.make_room():  # after the checks: a bad record ends no session
             session.close()
             return None
         state = HandshakeSession(session_id, session, self.replay_memory, self.replay_streams)
