@@ -362,7 +362,12 @@ class StreamableHTTPServer:
                 session.state is SessionState.READY
             ):
                 continue  # an adopted copy replayed it; the client sent it to the first
-            if is_response(message) and message.get("id") not in session.pending_requests:
+            answered = message.get("id")
+            if (
+                is_response(message)
+                and is_request_id(answered)
+                and answered not in session.pending_requests
+            ):
                 self.relay.client_message(state.id, message)
             elif message.get("method") == "notifications/cancelled" and (
                 not isinstance(params := message.get("params"), dict)

@@ -367,8 +367,8 @@ class SharedSessions:
             self._refreshed.popitem(last=False)
 
     async def after(self, request: HTTPRequest, exchange: Exchange, verdict: Any) -> Exchange:
-        """The exchange to answer with: a new session recorded (or, if the store
-        cannot take it, ended and answered 503), a deleted one ended everywhere."""
+        """The exchange to answer with: a new session recorded (while the store is
+        down, known to this replica only), a deleted one ended everywhere."""
         session_id = exchange.headers.get("mcp-session-id")
         if request.method == "POST" and exchange.status == 200 and session_id is not None:
             return await self._record(session_id, exchange, verdict)
@@ -394,12 +394,8 @@ class SharedSessions:
         try:
             await self.store.save(record, self.ttl)
         except StoreUnavailable as exc:
-            self.machine.end_session(session_id)
-            return Exchange(
-                503,
-                {"content-type": "text/plain; charset=utf-8", "retry-after": "5"},
-                f"the session could not be recorded: {exc}".encode(),
-                session=exchange.session,
-            )
+            # As the DPoP replay check does: served by this replica alone meanwhile.
+            _log.warning("session %s is known to this replica only: %s", session_id, exc)
+            return exchange
         self._refreshed[session_id] = now
         return exchange

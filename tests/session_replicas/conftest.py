@@ -24,4 +24,6 @@ def no_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
     late = callspec is not None and "redis" in callspec.params.values()
     if late or "redis_url" in request.fixturenames:
         request.getfixturevalue("redis_url")
+    if "redis_service" in request.fixturenames:
+        request.getfixturevalue("redis_service")
     yield from leak_check(fds=True, grace=3.0)

@@ -11,6 +11,8 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
+from redis_service import RedisService
+
 from sansio_mcp.auth import ResourceServer, StaticTokenVerifier
 from sansio_mcp.runtime import Context, Server, Stores, open_stores
 from sansio_mcp_apps.example_server import build_server
@@ -249,3 +251,24 @@ def test_a_session_is_found_at_another_replica_only_for_its_principal(
             assert status == 404  # nor does the copy B now holds answer him
 
     backend.run(main)
+
+
+def test_with_redis_down_a_session_is_served_by_its_replica_alone(
+    backend: Backend, redis_service: RedisService
+) -> None:
+    async def main() -> None:
+        async with two_ports(backend, redis_service.url) as (a, b):
+            redis_service.stop()
+            async with backend.backend.fail_after(10):
+                alone = await open_session(backend, a)
+                listed = await answer_of(backend, a, alone, request(2, "tools/list"))
+                assert "echo" in {t["name"] for t in listed["result"]["tools"]}
+                status, _, _ = await call(backend.backend, b, "POST", alone, request(3, "ping"))
+                assert status == 404
+            redis_service.start()
+            shared = await open_session(backend, a)
+            pong = await answer_of(backend, b, shared, request(4, "ping"))
+            assert pong["result"] == {}
+
+    backend.run(main)
+    redis_service.stop()  # the restarted server is the test's own: gone before the leak check
