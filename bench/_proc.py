@@ -149,6 +149,20 @@ def http_server(
     port (``PORT n``, ``listening on port n`` or its URL) and yield
     ``http://127.0.0.1:n/mcp``.  Its output goes to a temporary file, so it can
     never block on a full pipe."""
+    with http_server_process(command, timeout=timeout, env=env) as (url, _):
+        yield url
+
+
+@contextmanager
+def http_server_process(
+    command: Sequence[str],
+    *,
+    timeout: float = 30.0,
+    env: dict[str, str] | None = None,
+    polite: bool = False,
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """:func:`http_server`, yielding the process too (to read its CPU); ``polite``
+    gives it time to end on its own once its stdin closes."""
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(
             list(command),
@@ -171,9 +185,9 @@ def http_server(
                 match = _URL.search(log.read())
                 if match:
                     port = int(match.group(1) or match.group(2))
-            yield f"http://127.0.0.1:{port}/mcp"
+            yield f"http://127.0.0.1:{port}/mcp", process
         finally:
-            stop(process, polite=False)
+            stop(process, polite=polite)
 
 
 def load_average() -> list[float]:

@@ -41,11 +41,12 @@ from ._proc import (
     sdk_server_command,
 )
 from .gateway import ROW8_GROUPS, ROW8_TITLE, row8
+from .gateway_stdio import ROW14_CALLS_FACTOR, ROW14_TITLE, row14
 from .peers import EXTRA_ROWS, extra_targets, setup_peers
 from .worker import MESSAGE
 
 DEFAULT_JSON = REPO / "bench" / "results" / "latest.json"
-ROW_IDS = (1, 2, 3, 4, 5, 6, 7, 8, *EXTRA_ROWS)
+ROW_IDS = (1, 2, 3, 4, 5, 6, 7, 8, *EXTRA_ROWS, 14)
 ROW_TITLES = {
     1: "stdio round trips: sequential tools/call echo -> server-everything",
     2: "stdio servers: raw NDJSON client -> server, sequential tools/call echo",
@@ -56,6 +57,7 @@ ROW_TITLES = {
     7: "bridge: A2E tool/call through the bridge vs a direct MCP call",
     8: ROW8_TITLE,
     **{row: extra.title for row, extra in EXTRA_ROWS.items()},
+    14: ROW14_TITLE,
 }
 
 
@@ -411,6 +413,7 @@ ROWS: dict[int, Callable[[Results, Counts, int], None]] = {
     7: row7,
     8: partial(row8, log=_log),
     **{row: extra.run for row, extra in EXTRA_ROWS.items()},
+    14: partial(row14, log=_log),
 }
 
 
@@ -425,6 +428,7 @@ METRICS = {
     7: ("calls_per_s", "calls/s"),
     8: ("calls_per_s", "calls/s"),
     **{row: extra.metric for row, extra in EXTRA_ROWS.items()},
+    14: ("calls_per_s", "calls/s"),
 }
 
 
@@ -654,6 +658,52 @@ def targets(results: Results, selected: list[int]) -> list[Target]:
                     )
                 )
     out.extend(extra_targets(results, selected))
+    if 14 in rows:
+        out.extend(_row14_targets(results))
+    return out
+
+
+def _row14_targets(results: Results) -> list[Target]:
+    """Row 14 (issue 37): our gateway against the minimal one (time, and the gateway
+    process's CPU per call) and against a direct call."""
+    out = [
+        Target(
+            "14-mini-direct",
+            "row 14, information (not judged): the minimal gateway / direct, time per call",
+            paired_ratio(results, 14, "mini", "direct", "us_per_call"),
+            1.25,
+            higher_is_better=False,
+            judged=False,
+        )
+    ]
+    for backend in ("trio", "asyncio"):
+        ours = f"gateway-{backend}"
+        cpu = paired_ratio(results, 14, ours, "mini", "hop_cpu_us_per_call")
+        out += [
+            Target(
+                f"14-gateway-{backend}-time",
+                f"row 14: our gateway ({backend}) <= 1.5x the minimal one's time per call",
+                paired_ratio(results, 14, ours, "mini", "us_per_call"),
+                1.5,
+                higher_is_better=False,
+            ),
+            Target(
+                f"14-gateway-{backend}-cpu",
+                f"row 14: our gateway ({backend}) <= 2x the minimal one's CPU per call "
+                "(the gateway process's own)",
+                cpu,
+                2.0,
+                higher_is_better=False,
+                detail="" if cpu is not None else "too few calls to read the CPU (a --quick run)",
+            ),
+            Target(
+                f"14-gateway-{backend}-direct",
+                f"row 14: our gateway ({backend}) <= 1.25x a direct call's time",
+                paired_ratio(results, 14, ours, "direct", "us_per_call"),
+                1.25,
+                higher_is_better=False,
+            ),
+        ]
     return out
 
 
@@ -677,10 +727,10 @@ def _row_lines(results: Results, row: int) -> list[str]:
     variants = results.rows.get(row, {})
     labels = results.labels.get(row, {})
     width = max([len(label) for label in labels.values()] + [30])
-    if row in (1, 2, 3, 4, 5, 7, 8):
+    if row in (1, 2, 3, 4, 5, 7, 8, 9):
         key, unit = METRICS[row]
-        baseline = {1: "sdk", 2: "sdk", 3: "sdk", 5: "sdk", 7: "direct"}.get(row)
-        vs = "vs dir." if row in (7, 8) else "vs SDK"
+        baseline = {1: "sdk", 2: "sdk", 3: "sdk", 5: "sdk", 7: "direct", 9: "direct"}.get(row)
+        vs = "vs dir." if row in (7, 8, 9) else "vs SDK"
         head = f"  {'variant':{width}}  {unit:>10}  {'us/call':>9}  {vs:>7}"
         if row == 5:
             head = f"  {'variant':{width}}  {unit:>10}  {'errors':>7}  {'p50 ms':>8}  {'vs SDK':>7}"
@@ -756,6 +806,9 @@ def render(results: Results, c: Counts, selected: list[int], found: list[Target]
         8: f"{c.http_calls} calls after {c.http_warmup} warm-up; ratios: time per call "
         "through the gateway / direct",
         **{row: extra.counts(c) for row, extra in EXTRA_ROWS.items()},
+        14: f"{ROW14_CALLS_FACTOR * c.http_calls} calls after {c.http_warmup} warm-up; the "
+        "example server on stdio, "
+        "the gateways serving handshake-era Streamable HTTP",
     }
     for row in selected:
         out.append(f"row {row}. {ROW_TITLES[row]}" + (f" ({counts[row]})" if counts[row] else ""))

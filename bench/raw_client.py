@@ -15,14 +15,20 @@ from typing import Any
 
 
 class RawStdioClient:
-    def __init__(self, command: Sequence[str], *, cwd: str | None = None) -> None:
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.process = subprocess.Popen(
             list(command),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             cwd=cwd,
-            env=dict(os.environ),
+            env=dict(os.environ) if env is None else env,
             bufsize=0,
         )
         assert self.process.stdin is not None and self.process.stdout is not None

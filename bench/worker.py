@@ -390,6 +390,10 @@ def a2a(args: dict[str, Any]) -> dict[str, Any]:
     from .a2a import run_a2a
 
     return run_a2a(**args)
+def gateway_stdio(args: dict[str, Any]) -> dict[str, Any]:
+    from .gateway_stdio import worker_job
+
+    return dict(worker_job(args))
 
 
 KINDS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
@@ -400,6 +404,7 @@ KINDS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "codec": codec,
     "memory": memory,
     "a2a": a2a,
+    "gateway_stdio": gateway_stdio,
 }
 
 

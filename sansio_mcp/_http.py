@@ -11,6 +11,7 @@ keep-alive pool is :mod:`._http_pool`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Generic, TypeVar
 from urllib.parse import urlsplit
@@ -60,20 +61,26 @@ def header_dict(headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
     return out
 
 
+@functools.lru_cache(maxsize=256)
 def url_hostname(url: str) -> str | None:
     """The lower-cased host name of ``url`` ("" if it has none), None if it is
-    malformed ("[::1", a bad port): a peer's Host or Origin may be anything."""
+    malformed ("[::1", a bad port): a peer's Host or Origin may be anything.
+    Kept for the few values a server sees (each request names its Host)."""
     try:
         return (urlsplit(url).hostname or "").lower()
     except ValueError:
         return None
 
 
-def media_types(value: str | None) -> set[str]:
-    """The media types listed in an Accept or Content-Type value, without parameters."""
+@functools.lru_cache(maxsize=256)
+def media_types(value: str | None) -> frozenset[str]:
+    """The media types listed in an Accept or Content-Type value, without parameters
+    (kept: a client sends the same few values on every request)."""
     if not value:
-        return set()
-    return {part.split(";")[0].strip().lower() for part in value.split(",") if part.strip()}
+        return frozenset()
+    return frozenset(
+        part.split(";")[0].strip().lower() for part in value.split(",") if part.strip()
+    )
 
 
 def _encode_headers(

@@ -173,6 +173,8 @@ def _mirrored(message: Mapping[str, Any], found: Mapping[tuple[str, ...], str]) 
 
 
 def _same(header: str, body: Any) -> bool:
+    if type(body) is str:  # the method, the name, the version: most headers
+        return header == body
     if isinstance(body, bool):
         return header == ("true" if body else "false")
     if isinstance(body, (int, float)):

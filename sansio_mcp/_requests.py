@@ -105,27 +105,25 @@ def with_progress_token(
     return wire_params
 
 
-class IdMemory:
-    """A bounded set of request ids: the oldest is forgotten first."""
+_ABSENT = object()
+
+
+class IdMemory(OrderedDict[RequestId, None]):
+    """A bounded set of request ids: the oldest is forgotten first.  A dict, so that
+    ``in`` (asked of every request the peer sends) is the dict's own."""
 
     def __init__(self, size: int = _CANCELLED_MEMORY) -> None:
+        super().__init__()
         self._size = size
-        self._ids: OrderedDict[RequestId, None] = OrderedDict()
 
     def add(self, request_id: RequestId) -> None:
-        self._ids[request_id] = None
-        while len(self._ids) > self._size:
-            self._ids.popitem(last=False)
-
-    def __contains__(self, request_id: object) -> bool:
-        return request_id in self._ids
+        self[request_id] = None
+        while len(self) > self._size:
+            self.popitem(last=False)
 
     def discard(self, request_id: RequestId) -> bool:
         """Forget ``request_id``; whether it was remembered."""
-        if request_id not in self._ids:
-            return False
-        del self._ids[request_id]
-        return True
+        return self.pop(request_id, _ABSENT) is not _ABSENT
 
 
 class RequestTracker:

@@ -12,6 +12,7 @@ from typing import Any, Literal, Union
 
 __all__ = [
     "argument_names_problem",
+    "argument_values_problem",
     "schema_for_function",
     "schema_for_type",
     "signature_problem",
@@ -94,6 +95,10 @@ _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
 }
 
 
+def _any_type(value: Any) -> bool:
+    return True
+
+
 def argument_names_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
     """A required name missing from ``arguments``, or one an object schema
     without ``additionalProperties`` does not know: the problem, or None."""
@@ -153,9 +158,12 @@ def validate_arguments(schema: dict[str, Any], arguments: dict[str, Any]) -> str
     """Check ``arguments`` against the parts of an object schema that matter
     for dispatch (required names, property types, enums). Returns a problem
     description or None."""
-    problem = argument_names_problem(schema, arguments)
-    if problem:
-        return problem
+    return argument_names_problem(schema, arguments) or argument_values_problem(schema, arguments)
+
+
+def argument_values_problem(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+    """The part of :func:`validate_arguments` after the names (property types, enums,
+    bounds): for a caller that checked the names already."""
     properties = _object(schema.get("properties"))
     for name, value in arguments.items():
         prop = properties.get(name)
@@ -209,12 +217,17 @@ def _check_value(schema: dict[str, Any], value: Any) -> str | None:
     expected = schema.get("type")
     if expected is None:
         return None
+    if isinstance(expected, str) and not isinstance(value, (int, float, list)):
+        # The common case, one type and a plain value: no list of kinds to build.
+        if not _TYPE_CHECKS.get(expected, _any_type)(value):
+            return f"must be of type {expected}"
+        return None
     kinds = [
         k for k in (expected if isinstance(expected, list) else [expected]) if isinstance(k, str)
     ]
     if not kinds:
         return None
-    if not any(_TYPE_CHECKS.get(k, lambda v: True)(value) for k in kinds):
+    if not any(_TYPE_CHECKS.get(k, _any_type)(value) for k in kinds):
         return f"must be of type {' or '.join(kinds)}"
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         problem = _range_problem(schema, value)

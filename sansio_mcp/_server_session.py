@@ -119,6 +119,7 @@ class ServerSession(Session):
         self.task_visible: Callable[[str, str], bool] | None = None
         self._handshake_versions, self._modern_versions = _eras(self.supported_versions)
         self._listens: dict[RequestId, _Listen] = {}
+        self._open_elsewhere = self._listens
 
     @property
     def key(self) -> str:
@@ -168,9 +169,6 @@ class ServerSession(Session):
 
     def _refuse(self, request_id: RequestId, error: MCPError) -> None:
         self._outbox.answer(request_id, self._refusal(request_id, error))
-
-    def _id_conflict(self, request_id: RequestId) -> MCPError | None:
-        return self._requests.id_conflict(request_id, self._listens)
 
     def _on_modern_request(self, request: JSONRPCRequest, params: dict[str, Any]) -> None:
         method = request.method

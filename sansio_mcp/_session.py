@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from typing import Any
 
 from . import _json
@@ -107,6 +107,9 @@ class Session:
         self._bad_lines = 0
         #: The first few lines of the current run of bad ones, shortened, for the reason.
         self._bad_samples: list[str] = []
+        #: Ids of the peer's still open that are not requests being served (a
+        #: server's open subscriptions/listen): a new request may not reuse them.
+        self._open_elsewhere: Container[RequestId] = ()
         #: Whether the peer has sent one JSON line yet (it speaks JSON at least).
         self.heard_from_peer = False
         #: Why the session closed, when it closed itself (see :meth:`close`).
@@ -190,8 +193,9 @@ class Session:
                 self._unreadable(exc, line)
                 self._bad_line(line)
                 continue
-            self._bad_lines = 0
-            self._bad_samples.clear()
+            if self._bad_lines:
+                self._bad_lines = 0
+                self._bad_samples.clear()
             self.receive_message(obj)
         if self._framer.eof:
             self.close()
@@ -339,7 +343,7 @@ class Session:
 
     def _dispatch(self, message: JSONRPCMessage) -> None:
         if isinstance(message, JSONRPCRequest):
-            duplicate = self._id_conflict(message.id)
+            duplicate = self._requests.id_conflict(message.id, self._open_elsewhere)
             if duplicate is not None:
                 # Straight to the outbox: Outbox.answer would route this error into
                 # the batch of the original request that owns the id.
@@ -356,7 +360,7 @@ class Session:
     def _id_conflict(self, request_id: RequestId) -> MCPError | None:
         """Why the peer may not use ``request_id`` for a new request, in either era
         (servers add the ids of open subscriptions)."""
-        return self._requests.id_conflict(request_id)
+        return self._requests.id_conflict(request_id, self._open_elsewhere)
 
     def _on_request(self, request: JSONRPCRequest) -> None:
         method, params = request.method, request.params or {}

@@ -192,6 +192,11 @@ class StreamableHTTPServer:
         refusal = self._check_security(request)
         if refusal is not None:
             return refusal
+        return self._route(request)
+
+    def _route(self, request: HTTPRequest) -> Exchange:
+        """:meth:`handle` once Host and Origin passed (a subclass that checks them
+        itself, before its own checks, calls this rather than check them twice)."""
         if request.path != self.endpoint:
             return _text(404, f"no MCP endpoint at {request.path}; it is at {self.endpoint}")
         if request.method == "POST":

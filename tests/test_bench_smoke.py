@@ -19,7 +19,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 EVERYTHING = REPO / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist"
-ROWS = range(1, 13)
+ROWS = (*range(1, 13), 14)
 #: Rows 9-11 need a peer's own venv (``python -m bench --setup-peers``, which needs PyPI).
 PEER_ROWS = {
     "9": ("fastmcp", {"ours", "sdk", "fastmcp"}),
@@ -79,6 +79,7 @@ def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
             for mode in ("modern", "legacy")
             for path in ("direct", "relay", "gateway-trio", "gateway-asyncio")
         },
+        "9": {"direct", "mini", "gateway-trio", "gateway-asyncio"},
         "6": {
             "import:sansio_mcp",
             "import:mcp",
@@ -116,6 +117,7 @@ def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
     ids = {target["id"] for target in document["targets"]}
     assert {"3-codec", "6-import", "7-bridge", "8-modern-gateway-trio", "8-modern-relay"} <= ids
     assert {"12-echo", "12-task"} <= ids
+    assert {"14-gateway-trio-cpu", "14-gateway-asyncio-time", "14-mini-direct"} <= ids
     for target in document["targets"]:
         assert target["status"] in {"PASS", "MISS", "ERROR", "INFO"}
 
@@ -171,3 +173,36 @@ def test_bench_peer_venvs_hold_their_locks(peer: str) -> None:
     assert got == [pins[name] for name in names]
     if peer == "mcp-proxy":
         assert got[1].startswith("1."), "mcp-proxy needs the 1.x SDK (mcp<2)"
+
+
+def _bench_module(*args: str, timeout: float = 180) -> str:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
+    proc = subprocess.run(
+        [sys.executable, "-m", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_stdio_server_cpu_bench_runs() -> None:
+    """``python -m bench.stdio_cpu``: calls per request and CPU per call, per backend."""
+    out = _bench_module("bench.stdio_cpu", "--rounds", "1", "--calls", "100")
+    rows = [row.split() for row in out.splitlines()]
+    for backend in ("trio", "asyncio"):
+        assert any(row[:3] == [backend, "this", "calls/request"] for row in rows), out
+        assert any(row[:4] == [backend, "this", "CPU", "us/call"] for row in rows), out
+
+
+def test_gateway_stdio_bench_runs() -> None:
+    """``python -m bench.gateway_stdio``: our gateway (both backends), the minimal
+    pass-through gateway and a direct call all complete their calls."""
+    out = _bench_module("bench.gateway_stdio", "--rounds", "1", "--calls", "20", "--warmup", "5")
+    for line in ("direct ", "mini ", "gateway-trio ", "gateway-asyncio "):
+        assert any(row.startswith(line) for row in out.splitlines()), out
+    assert "gateway (trio) / mini: time" in out and "mini / direct: time" in out, out

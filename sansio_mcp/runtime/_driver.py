@@ -361,7 +361,7 @@ class Driver:
             self._answer_failure(event, exc)
             return
         if isinstance(outcome, dict):
-            self._respond(event, outcome)
+            respond_with_result(self.session, event.request_id, event.method, outcome)
             return
 
         async def finish() -> None:
@@ -370,13 +370,10 @@ class Driver:
             except Exception as exc:
                 self._answer_failure(event, exc)
             else:
-                self._respond(event, result)
+                respond_with_result(self.session, event.request_id, event.method, result)
             self.on_output()
 
         self._spawn(event.request_id, finish)
-
-    def _respond(self, event: RequestReceived, result: Any) -> None:
-        respond_with_result(self.session, event.request_id, event.method, result)
 
     def _answer_failure(self, event: RequestReceived, exc: Exception) -> None:
         respond_with_failure(self.session, event.request_id, event.method, exc)

@@ -43,9 +43,9 @@ from .._registry import (
 from .._request_state import RequestStateSealer, request_binding
 from .._schema import (
     argument_names_problem,
+    argument_values_problem,
     schema_for_function,
     signature_problem,
-    validate_arguments,
 )
 from .._server_session import ServerSession
 from .._tasks import (
@@ -359,6 +359,11 @@ class Context:
         return roots if isinstance(roots, list) else []
 
 
+#: What a plain handler returns most often; none of them is awaitable (the exact
+#: types: a subclass may be), so the check is skipped for them.
+_PLAIN_VALUES = frozenset({str, dict, list, int, float, bool, type(None)})
+
+
 def _core_tasks(ctx: Context) -> bool:
     """Whether ``ctx`` is a request of a 2025-11-25 session (the core's own tasks)."""
     return not ctx.stateless and ctx.protocol_version == CORE_TASKS_REVISION
@@ -630,7 +635,7 @@ class Server:
             caps["prompts"] = {"listChanged": True}
         if self.logging:
             caps["logging"] = {}
-        if any(t.task_support for t in self.tools.values()):
+        if self._offers_tasks():
             caps["extensions"] = {TASKS_EXTENSION: {}}
             if self.handshake_tasks:
                 # 2025-11-25's own tasks (trimmed away on every other revision).
@@ -640,6 +645,15 @@ class Server:
         ):
             caps["completions"] = {}
         return caps
+
+    def _offers_tasks(self) -> bool:
+        """Whether a tool runs as a task (the tasks extension is advertised)."""
+        return any(t.task_support for t in self.tools.values())
+
+    def _advertises_core_tasks(self) -> bool:
+        """Whether :attr:`capabilities` has 2025-11-25's ``tasks`` (asked per call:
+        cheaper than building the capabilities)."""
+        return self.handshake_tasks and self._offers_tasks()
 
     def _shared_capabilities(self) -> dict[str, Any]:
         """:attr:`capabilities`, computed again only when what it depends on changed:
@@ -711,7 +725,7 @@ class Server:
             value = call.handler(**call.kwargs)
         except Exception as exc:
             return self._failed(ctx, call, exc, may_ask)
-        if inspect.isawaitable(value):
+        if type(value) not in _PLAIN_VALUES and inspect.isawaitable(value):
             return self._settle(ctx, call, value, may_ask)
         return call.finish(value)
 
@@ -802,7 +816,7 @@ class Server:
 
     def _tool_listing(self, ctx: Context) -> list[dict[str, Any]]:
         tools = [t.to_dict() for t in self.tools.values()]
-        if _core_tasks(ctx) and "tasks" in self.capabilities:
+        if _core_tasks(ctx) and self._advertises_core_tasks():
             for tool, listed in zip(self.tools.values(), tools, strict=True):
                 listed["execution"] = {"taskSupport": tool.task_support or "forbidden"}
         return tools
@@ -846,7 +860,7 @@ class Server:
         )
         if names_problem:
             raise InvalidParams(message=f"invalid arguments for tool {name!r}: {names_problem}")
-        problem = validate_arguments(tool.input_schema, arguments)
+        problem = argument_values_problem(tool.input_schema, arguments)
         if problem:
             # Input validation failures are tool errors the model can act on (SEP-1303).
             return ToolResult.text(
@@ -855,7 +869,9 @@ class Server:
         kwargs = dict(arguments)
         if tool.context_param:
             kwargs[tool.context_param] = ctx
-        if _core_tasks(ctx) and "tasks" in self.capabilities:
+        if tool.task_support is None and ctx.params.get("task") is None:
+            task = False  # what both rules below say of it, found without them
+        elif _core_tasks(ctx) and self._advertises_core_tasks():
             task = runs_as_core_task(tool.task_support, ctx.params.get("task"))
         else:
             task = runs_as_task(tool.task_support, ctx.client_capabilities, modern=ctx.stateless)

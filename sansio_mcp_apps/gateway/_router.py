@@ -162,7 +162,9 @@ class GatewayHTTPServer(StreamableHTTPServer):
             )
             refusal.headers["allow"] = "POST"
             return refusal
-        exchange = super().handle(request, now)
+        if now is not None:
+            self.expire_idle(now)
+        exchange = self._route(request)  # Host and Origin were checked above
         session = exchange.session
         if session is not None and session not in self.access:
             self.access[session] = Access(virtual, principal)

@@ -733,3 +733,24 @@ def test_parked_call_bounds_parse() -> None:
         for bad in (-1, True, "10", 1.5):
             with pytest.raises(ConfigError, match=f"{key} must be a non-negative integer"):
                 parse_config({**CONFIG, key: bad})
+
+
+def test_host_and_origin_are_checked_once_per_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gateway checks Host and Origin before its API keys; the Streamable HTTP
+    machine under it does not check them a second time (issue 37), and a bad Host
+    is still refused."""
+    from sansio_mcp import _streamable_http
+
+    checked: list[str] = []
+    real = _streamable_http.check_host_and_origin
+
+    def counting(request: HTTPRequest, hosts: set[str], origins: set[str]) -> Any:
+        checked.append(request.headers.get("host", ""))
+        return real(request, hosts, origins)
+
+    monkeypatch.setattr(_streamable_http, "check_host_and_origin", counting)
+    router = _router({**CONFIG, "api_keys": []})
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    assert _post(router, body, **{"mcp-protocol-version": "2025-06-18"}).status == 200
+    assert checked == ["127.0.0.1:8931"]
+    assert _post(router, body, host="gateway.example").status == 403

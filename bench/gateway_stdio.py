@@ -1,0 +1,218 @@
+"""The gateway with its upstream on stdio, against a minimal pass-through gateway
+and a direct call (issue 37).
+
+Our Trio client makes sequential ``tools/call echo`` calls to the example server
+(over stdio, on Trio) three ways: directly over stdio; through
+``bench/servers/mini_gateway.py`` (about 100 lines of asyncio: parse, rename the
+tool, forward, relay the answer); and through ``sansio-mcp gateway`` (Trio and
+asyncio), the last two serving the client handshake-era Streamable HTTP on
+loopback.  The variants alternate, their order turned each round; each round
+gives the time per call (wall clock, the client's) and the gateway process's own
+CPU per call (``/proc/PID/stat``, user + system; the upstream is its child and not
+counted).  The ratios are per round, then min / median / max.
+
+Run: ``python -m bench.gateway_stdio [--rounds N] [--calls N] [--warmup N]``; it is
+also row 14 of ``python -m bench`` (each variant timed in a worker, ``bench.worker
+gateway_stdio``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._proc import (
+    PY,
+    REPO,
+    WorkerError,
+    child_env,
+    example_server_command,
+    http_server_process,
+    run_worker,
+)
+from .stdio_cpu import TICKS, _cpu_ticks
+
+if TYPE_CHECKING:
+    from ._model import Counts, Results
+
+MINI = REPO / "bench" / "servers" / "mini_gateway.py"
+UPSTREAM = example_server_command("trio")
+VARIANTS = ("direct", "mini", "gateway-trio", "gateway-asyncio")
+#: Row 14's calls, in HTTP rows' calls (``Counts.http_calls``).
+ROW14_CALLS_FACTOR = 4
+#: The fewest clock ticks of the gateway's CPU a row-14 figure is given from.
+MIN_TICKS = 10
+ROW14_TITLE = (
+    "gateway, upstream on stdio: tools/call echo through our gateway vs a minimal "
+    "pass-through gateway vs direct"
+)
+ROW14_LABELS = {
+    "direct": "Trio client -> example server (stdio, direct)",
+    "mini": "Trio client -> mini gateway (HTTP, ~100 lines) -> stdio",
+    "gateway-trio": "Trio client -> gateway (trio, HTTP) -> stdio",
+    "gateway-asyncio": "Trio client -> gateway (asyncio, HTTP) -> stdio",
+}
+
+
+@contextmanager
+def http_server(command: list[str]) -> Iterator[tuple[str, int]]:
+    """Start a server that prints its port; its URL and pid."""
+    with http_server_process(command, polite=True) as (url, process):
+        yield url, process.pid
+
+
+async def _timed(call: Any, n: int, warmup: int, pid: int | None) -> dict[str, float]:
+    for _ in range(warmup):
+        await call()
+    ticks = _cpu_ticks(pid) if pid else 0
+    start = time.perf_counter()
+    for _ in range(n):
+        await call()
+    wall = time.perf_counter() - start
+    out = {"us_per_call": wall / n * 1e6}
+    if pid:
+        ticks = _cpu_ticks(pid) - ticks
+        out["hop_cpu_ticks"] = ticks
+        out["hop_cpu_us_per_call"] = ticks / TICKS / n * 1e6
+    return out
+
+
+def measure(variant: str, target: tuple[str, int] | None, n: int, warmup: int) -> dict[str, float]:
+    """One variant's figures (``target``: the gateway's URL and pid, None: direct)."""
+    import trio
+
+    from trio_adapters.client import open_stdio_client
+    from trio_adapters.http_client import open_http_client
+
+    arguments = {"message": "hello"}
+
+    async def run() -> dict[str, float]:
+        if target is None:
+            opened: Any = open_stdio_client(UPSTREAM, cwd=str(REPO), env=child_env())
+            tool = "echo"
+        else:
+            opened = open_http_client(target[0], mode="legacy")
+            tool = "ex.echo"
+        async with opened as client:
+
+            async def call() -> None:
+                result = await client.call_tool(tool, arguments)
+                assert result["content"][0]["text"] == "hello", result
+
+            return await _timed(call, n, warmup, target[1] if target else None)
+
+    return trio.run(run)
+
+
+def worker_job(args: dict[str, Any]) -> dict[str, float]:
+    """``python -m bench.worker gateway_stdio``: one variant's figures, with calls/s."""
+    target = (args["url"], args["pid"]) if args.get("url") else None
+    out = measure(args["variant"], target, args["calls"], args["warmup"])
+    out["calls_per_s"] = 1e6 / out["us_per_call"]
+    if out.get("hop_cpu_ticks", MIN_TICKS) < MIN_TICKS:
+        del out["hop_cpu_us_per_call"]  # a few clock ticks say nothing (a --quick run)
+    return out
+
+
+@contextmanager
+def _targets() -> Iterator[dict[str, tuple[str, int] | None]]:
+    """The mini gateway and ours on each backend, running, before the upstream."""
+    with ExitStack() as stack:
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        config = folder / "gateway.json"
+        connector = {"transport": "stdio", "cmd": UPSTREAM, "cwd": str(REPO)}
+        config.write_text(json.dumps({"connectors": {"ex": connector}}))
+        targets: dict[str, tuple[str, int] | None] = {"direct": None}
+        targets["mini"] = stack.enter_context(http_server([PY, str(MINI), "ex", "--", *UPSTREAM]))
+        for backend in ("trio", "asyncio"):
+            command = [PY, "-m", "sansio_mcp_cli", "gateway", "--config", str(config),
+                       "--port", "0", "--backend", backend]  # fmt: skip
+            targets[f"gateway-{backend}"] = stack.enter_context(http_server(command))
+        yield targets
+
+
+def row14(results: Results, c: Counts, rnd: int, log: Any) -> None:
+    """Row 14 of ``python -m bench``: the variants in one round, their order turned."""
+    with ExitStack() as stack:
+        try:
+            targets = stack.enter_context(_targets())
+        except WorkerError as exc:
+            for variant in VARIANTS:
+                results.add(14, variant, ROW14_LABELS[variant], {"error": str(exc)})
+            return
+        order = VARIANTS[rnd % len(VARIANTS) :] + VARIANTS[: rnd % len(VARIANTS)]
+        for variant in order:
+            target = targets[variant]
+            args = {
+                "variant": variant,
+                "url": target[0] if target else None,
+                "pid": target[1] if target else None,
+                # Four times an HTTP row's calls: the CPU is read in clock ticks of 10 ms.
+                "calls": ROW14_CALLS_FACTOR * c.http_calls,
+                "warmup": c.http_warmup,
+            }
+            try:
+                value = run_worker("gateway_stdio", args, timeout=c.worker_timeout)
+            except WorkerError as exc:
+                value = {"error": str(exc)}
+            results.add(14, variant, ROW14_LABELS[variant], value)
+            log(f"    row 14 {ROW14_LABELS[variant]}: {value.get('error') or value['us_per_call']}")
+
+
+def run_rounds(rounds: int, n: int, warmup: int) -> dict[str, list[dict[str, float]]]:
+    figures: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
+    with _targets() as targets:
+        for rnd in range(rounds):
+            order = VARIANTS[rnd % len(VARIANTS) :] + VARIANTS[: rnd % len(VARIANTS)]
+            for variant in order:
+                figures[variant].append(measure(variant, targets[variant], n, warmup))
+    return figures
+
+
+def _ratios(top: list[dict[str, float]], bottom: list[dict[str, float]], key: str) -> str:
+    """Per-round ``top / bottom`` of ``key``, as min / median / max."""
+    values = [t[key] / max(b[key], 1e-9) for t, b in zip(top, bottom, strict=True)]
+    return f"{min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f}"
+
+
+def report(figures: dict[str, list[dict[str, float]]]) -> list[str]:
+    """The table's lines: per variant, time and hop CPU per call; per gateway, the
+    per-round ratios (min / median / max) against the mini gateway and direct."""
+    lines = []
+    for variant, rounds in figures.items():
+        times = " ".join(f"{r['us_per_call']:.0f}" for r in rounds)
+        cpu = " ".join(f"{r['hop_cpu_us_per_call']:.0f}" for r in rounds if len(r) > 1)
+        lines.append(f"{variant:16} us/call {times:30} gateway CPU us/call {cpu or '-'}")
+    mini, direct = figures["mini"], figures["direct"]
+    for backend in ("trio", "asyncio"):
+        ours = figures[f"gateway-{backend}"]
+        lines.append(
+            f"gateway ({backend}) / mini: time {_ratios(ours, mini, 'us_per_call')}, "
+            f"CPU {_ratios(ours, mini, 'hop_cpu_us_per_call')}; / direct: time "
+            f"{_ratios(ours, direct, 'us_per_call')} (min / median / max)"
+        )
+    lines.append(f"mini / direct: time {_ratios(mini, direct, 'us_per_call')}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.gateway_stdio", description=__doc__)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--warmup", type=int, default=200)
+    args = parser.parse_args(argv)
+    for line in report(run_rounds(args.rounds, args.calls, args.warmup)):
+        print(line)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
