@@ -97,6 +97,13 @@ class SessionRelay(Protocol):
 _REQUEST_ID_SPACE = 1 << 52
 
 
+def _names_open(cancelled: dict[str, Any], open_requests: frozenset[RequestId]) -> bool:
+    """Whether a ``notifications/cancelled`` names one of ``open_requests``."""
+    params = cancelled.get("params")
+    request_id = params.get("requestId") if isinstance(params, dict) else None
+    return is_request_id(request_id) and request_id in open_requests
+
+
 class StreamableHTTPServer:
     """Routes HTTP requests to MCP sessions (both eras) and their output back.
 
@@ -374,9 +381,8 @@ class StreamableHTTPServer:
                 and answered not in session.pending_requests
             ):
                 self.relay.client_message(state.id, message)
-            elif message.get("method") == "notifications/cancelled" and (
-                not isinstance(params := message.get("params"), dict)
-                or params.get("requestId") not in session.open_requests
+            elif message.get("method") == "notifications/cancelled" and not _names_open(
+                message, session.open_requests
             ):
                 self.relay.client_message(state.id, message)
             else:
@@ -567,19 +573,17 @@ class StreamableHTTPServer:
             return None
         session = state.session
         if is_response(message):
-            if message.get("id") not in session.pending_requests:
+            answered = message.get("id")
+            if not is_request_id(answered) or answered not in session.pending_requests:
                 return None
             session.receive_message(message)
             return session
-        params = message.get("params")
-        if (
-            message.get("method") != "notifications/cancelled"
-            or not isinstance(params, dict)
-            or params.get("requestId") not in session.open_requests
+        if message.get("method") != "notifications/cancelled" or not _names_open(
+            message, session.open_requests
         ):
             return None
         session.receive_message(message)
-        self._flush_then_end(state, [params])
+        self._flush_then_end(state, [message["params"]])
         return session
 
     def deliver_relayed(self, session_id: str, message: Any) -> bool:

@@ -307,6 +307,13 @@ class SharedSessions:
             self._subscription.close()
 
     def _on_bus(self, message: dict[str, Any]) -> None:
+        try:
+            self._take(message)
+        except Exception:
+            # Whatever a message brings, the bus (every replica's link) goes on.
+            _log.exception("a session message from another replica could not be taken")
+
+    def _take(self, message: dict[str, Any]) -> None:
         session_id = message.get("session")
         if message.get("from") == self.stores.replica_id or not isinstance(session_id, str):
             return
@@ -366,12 +373,13 @@ class SharedSessions:
         while len(self._refreshed) > self.machine.max_sessions:
             self._refreshed.popitem(last=False)
 
-    async def after(self, request: HTTPRequest, exchange: Exchange, verdict: Any) -> Exchange:
-        """The exchange to answer with: a new session recorded (while the store is
-        down, known to this replica only), a deleted one ended everywhere."""
+    async def after(self, request: HTTPRequest, exchange: Exchange, verdict: Any) -> None:
+        """Before ``exchange`` answers ``request``: a new session recorded (while the
+        store is down, known to this replica only), a deleted one ended everywhere."""
         session_id = exchange.headers.get("mcp-session-id")
         if request.method == "POST" and exchange.status == 200 and session_id is not None:
-            return await self._record(session_id, exchange, verdict)
+            await self._record(session_id, verdict)
+            return
         deleted = request.headers.get("mcp-session-id")
         if request.method == "DELETE" and exchange.status == 200 and deleted is not None:
             self._refreshed.pop(deleted, None)
@@ -383,12 +391,11 @@ class SharedSessions:
                 )
             except StoreUnavailable as exc:
                 _log.warning("session %s ended here only: %s", deleted, exc)
-        return exchange
 
-    async def _record(self, session_id: str, exchange: Exchange, verdict: Any) -> Exchange:
+    async def _record(self, session_id: str, verdict: Any) -> None:
         state = self.machine.session_record(session_id)
         if state is None:
-            return exchange
+            return
         now = self.backend.wall_clock()
         record = SessionRecord(session_id, state, _principal(verdict), now, now)
         try:
@@ -396,6 +403,5 @@ class SharedSessions:
         except StoreUnavailable as exc:
             # As the DPoP replay check does: served by this replica alone meanwhile.
             _log.warning("session %s is known to this replica only: %s", session_id, exc)
-            return exchange
+            return
         self._refreshed[session_id] = now
-        return exchange

@@ -145,3 +145,46 @@ def test_a_malformed_record_adopts_nothing_and_raises_nothing(record: dict[str, 
     else:
         assert session.state is SessionState.READY
         assert session.protocol_version == record["protocolVersion"]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+messages = st.fixed_dictionaries(
+    {"jsonrpc": st.just("2.0")},
+    optional={
+        "id": json_values,
+        "method": st.sampled_from(["notifications/cancelled", "notifications/initialized", "ping"])
+        | st.text(max_size=5),
+        "params": st.fixed_dictionaries({}, optional={"requestId": json_values}) | json_values,
+        "result": json_values,
+        "error": json_values,
+    },
+)
+
+
+@given(messages)
+def test_whatever_a_client_posts_to_a_shared_session_gets_an_answer(
+    message: dict[str, Any],
+) -> None:
+    machine, _ = replica()
+    headers = begin(machine)
+    exchange = machine.handle(post_request(message, **headers), now=1.0)
+    assert 200 <= exchange.status < 500
+
+
+@given(messages, st.sampled_from(["client", "server"]))
+def test_whatever_another_replica_relays_is_taken_or_dropped(
+    message: dict[str, Any], kind: str
+) -> None:
+    machine, _ = replica()
+    session_id = begin(machine)["mcp-session-id"]
+    if kind == "client":
+        taken = machine.receive_relayed(session_id, message)
+        assert taken is None or taken is machine.sessions.get(session_id).session  # type: ignore[union-attr]
+    else:
+        assert machine.deliver_relayed(session_id, message) is False  # no GET stream open
