@@ -41,6 +41,7 @@ from ._session_store import (
     SessionRecord,
     SharedSessions,
     handshake_session_store,
+    shared_sessions,
 )
 from ._stores import (
     EventBus,
@@ -134,6 +135,7 @@ __all__ = [
     "SessionRecord",
     "SharedSessions",
     "handshake_session_store",
+    "shared_sessions",
     "RedisSharedTaskStore",
     "SharedTaskStore",
     "StoredTask",

@@ -25,7 +25,7 @@ from ._backend import Backend, Connection, TimedOut
 from ._driver import Driver
 from ._host import serving
 from ._server import Context, Server
-from ._session_store import SharedSessions, handshake_session_store, streamable_machine
+from ._session_store import SharedSessions, shared_sessions
 
 _log = logging.getLogger("sansio_mcp.http")
 
@@ -577,11 +577,8 @@ class HTTPService(Generic[H]):
         self.limits = limits
         self.gate = ConnectionGate(limits)
         self.hosts = SessionHosts(server, router, make_host)
-        machine = streamable_machine(router)
-        store = handshake_session_store(server.stores)
-        if machine is not None and store is not None and server.stores is not None:
-            # Replicas share handshake sessions: any of them serves any session.
-            self.hosts.shared = SharedSessions(machine, self.hosts, server.stores, store, backend)
+        # Replicas sharing a store share handshake sessions: any serves any session.
+        self.hosts.shared = shared_sessions(router, self.hosts, server.stores, backend)
 
     @property
     def shared(self) -> SharedSessions | None:

@@ -44,6 +44,7 @@ __all__ = [
     "SessionRecord",
     "SharedSessions",
     "handshake_session_store",
+    "shared_sessions",
 ]
 
 _log = logging.getLogger("sansio_mcp.http")
@@ -264,7 +265,6 @@ class SharedSessions:
         # session id -> wall-clock time this replica last refreshed its record.
         self._refreshed: OrderedDict[str, float] = OrderedDict()
         machine.relay = self
-        self._subscription = stores.events.subscribe(SESSION_CHANNEL, self._on_bus)
 
     @property
     def ttl(self) -> float:
@@ -292,7 +292,9 @@ class SharedSessions:
         self._ready.set()
 
     async def run(self) -> None:
-        """Publish what was relayed, until cancelled (then unsubscribe)."""
+        """Take what other replicas send, and publish what was relayed here, until
+        cancelled."""
+        subscription = self.stores.events.subscribe(SESSION_CHANNEL, self._on_bus)
         try:
             while True:
                 await self._ready.wait()
@@ -304,7 +306,7 @@ class SharedSessions:
                     except StoreUnavailable as exc:
                         _log.warning("a session message to other replicas was lost: %s", exc)
         finally:
-            self._subscription.close()
+            subscription.close()
 
     def _on_bus(self, message: dict[str, Any]) -> None:
         try:
@@ -405,3 +407,17 @@ class SharedSessions:
             _log.warning("session %s is known to this replica only: %s", session_id, exc)
             return
         self._refreshed[session_id] = now
+
+
+def shared_sessions(
+    router: object, hosts: SessionDrivers, stores: Stores | None, backend: Backend
+) -> SharedSessions | None:
+    """The replica's side of shared handshake sessions for ``router`` (served with
+    ``hosts``), when ``stores`` is shared and the router keeps sessions; else None
+    (each router's own sessions, as without replicas).  Its :meth:`SharedSessions.run`
+    must run beside the listener."""
+    machine = streamable_machine(router)
+    store = handshake_session_store(stores)
+    if machine is None or store is None or stores is None:
+        return None
+    return SharedSessions(machine, hosts, stores, store, backend)
