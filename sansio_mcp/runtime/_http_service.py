@@ -18,6 +18,7 @@ from .._events import RequestReceived
 from .._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnection
 from .._legacy_sse import LegacySSEServer
 from .._server_session import ServerSession
+from .._state import SessionState
 from .._streamable_http import Exchange, StreamableHTTPServer
 from ..auth._router import ProtectedRouter
 from ._auth import Verdict, verify_request
@@ -48,6 +49,8 @@ __all__ = [
 ]
 
 _READ_SIZE = 65536
+#: Session hosts a service holds before it first looks for those of ended sessions.
+_FIRST_SWEEP = 64
 
 
 def _default_max_connections() -> int:
@@ -252,6 +255,9 @@ class SessionHosts(Generic[H]):
         self.router = router
         self._make_host = make_host
         self._hosts: dict[int, H] = {}
+        self._sessions: dict[int, ServerSession] = {}
+        # Hosts held when the next sweep for ended sessions is due (see host_for).
+        self._sweep_at = _FIRST_SWEEP
         #: Handshake sessions shared with other replicas (a shared store), or None.
         self.shared: SharedSessions | None = None
 
@@ -261,10 +267,29 @@ class SessionHosts(Generic[H]):
     def host_for(self, session: ServerSession) -> H:
         host = self._hosts.get(id(session))
         if host is None:
+            if len(self._hosts) >= self._sweep_at:
+                self._sweep()
             host = self._make_host(session)
             self._hosts[id(session)] = host
+            self._sessions[id(session)] = session
             self.server.hub.add(session, host._schedule_flush)
         return host
+
+    def _sweep(self) -> None:
+        """Drop the hosts of sessions the router ended without a request saying so
+        (idle expiry, room made for a new one, a DELETE at another replica): done when
+        the hosts have doubled since the last sweep, so it costs O(1) a session."""
+        for session in list(self._sessions.values()):
+            if session.state is SessionState.CLOSED and not self.router.owns(session):
+                self._drop(session)
+        self._sweep_at = max(_FIRST_SWEEP, 2 * len(self._hosts))
+
+    def _drop(self, session: ServerSession) -> None:
+        host = self._hosts.pop(id(session), None)
+        self._sessions.pop(id(session), None)
+        self.server.hub.remove(session)
+        if host is not None:
+            host.cancel_all_handlers()
 
     def begin(self, exchange: Exchange) -> H | None:
         """Drive what the request fed into its session (handlers start here)."""
@@ -287,10 +312,7 @@ class SessionHosts(Generic[H]):
         session = exchange.session
         if session is None or not exchange.finished or self.router.owns(session):
             return
-        host = self._hosts.pop(id(session), None)
-        self.server.hub.remove(session)
-        if host is not None:
-            host.cancel_all_handlers()
+        self._drop(session)
 
 
 async def serve_requests(
