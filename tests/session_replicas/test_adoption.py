@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from sansio_mcp._state import SessionState
 from sansio_mcp.http import HTTPRequest, StreamableHTTPServer
 from sansio_mcp_apps.example_server import build_server
+from sansio_mcp_testing._spec import json_values as _json_values
 from tests.transports.helpers import INITIALIZED, initialize, post_request
 
 VERSION = "2025-11-25"
@@ -147,13 +148,7 @@ def test_a_malformed_record_adopts_nothing_and_raises_nothing(record: dict[str, 
         assert session.protocol_version == record["protocolVersion"]
 
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
+json_values = _json_values(6)
 messages = st.fixed_dictionaries(
     {"jsonrpc": st.just("2.0")},
     optional={
