@@ -43,10 +43,11 @@ from ._proc import (
 from .gateway import ROW8_GROUPS, ROW8_TITLE, row8
 from .gateway_stdio import ROW14_CALLS_FACTOR, ROW14_TITLE, row14
 from .peers import EXTRA_ROWS, extra_targets, setup_peers
+from .replicas import ROW13_TITLE, row13, row13_counts, row13_lines, row13_metric, row13_targets
 from .worker import MESSAGE
 
 DEFAULT_JSON = REPO / "bench" / "results" / "latest.json"
-ROW_IDS = (1, 2, 3, 4, 5, 6, 7, 8, *EXTRA_ROWS, 14)
+ROW_IDS = (1, 2, 3, 4, 5, 6, 7, 8, *EXTRA_ROWS, 13, 14)
 ROW_TITLES = {
     1: "stdio round trips: sequential tools/call echo -> server-everything",
     2: "stdio servers: raw NDJSON client -> server, sequential tools/call echo",
@@ -416,6 +417,10 @@ ROWS: dict[int, Callable[[Results, Counts, int], None]] = {
     14: partial(row14, log=_log),
 }
 
+# Row 13 (issue 33, replicas): everything but this registration is in bench/replicas.py.
+ROW_TITLES[13] = ROW13_TITLE
+ROWS[13] = partial(row13, log=_log)
+
 
 # Summaries and targets ---------------------------------------------------------------
 
@@ -657,6 +662,26 @@ def targets(results: Results, selected: list[int]) -> list[Target]:
                         higher_is_better=False,
                     )
                 )
+                out.append(
+                    Target(
+                        f"8-{group}-virtual-{backend}",
+                        f"row 8 {group}, information (not judged): the gateway's ({backend}) "
+                        "virtual MCP endpoint (/mcp/ID) / its /mcp, same upstream: 1.0x when "
+                        "a virtual MCP costs nothing extra",
+                        paired_ratio(
+                            results,
+                            8,
+                            f"{group}:virtual-{backend}",
+                            f"{group}:gateway-{backend}",
+                            "us_per_call",
+                        ),
+                        1.05,
+                        higher_is_better=False,
+                        judged=False,
+                    )
+                )
+    if 13 in rows:
+        out.extend(row13_targets(results))
     out.extend(extra_targets(results, selected))
     if 14 in rows:
         out.extend(_row14_targets(results))
@@ -723,6 +748,8 @@ def _fmt(value: float | None, unit: str) -> str:
 
 
 def _row_lines(results: Results, row: int) -> list[str]:
+    if row == 13:
+        return row13_lines(results)
     lines: list[str] = []
     variants = results.rows.get(row, {})
     labels = results.labels.get(row, {})
@@ -809,6 +836,7 @@ def render(results: Results, c: Counts, selected: list[int], found: list[Target]
         14: f"{ROW14_CALLS_FACTOR * c.http_calls} calls after {c.http_warmup} warm-up; the "
         "example server on stdio, "
         "the gateways serving handshake-era Streamable HTTP",
+        13: row13_counts(c),
     }
     for row in selected:
         out.append(f"row {row}. {ROW_TITLES[row]}" + (f" ({counts[row]})" if counts[row] else ""))
@@ -968,6 +996,8 @@ def main(argv: list[str] | None = None) -> int:
         for variant, rounds in variants.items():
             if row == 6:
                 key = "seconds_import" if variant.startswith("import:") else "bytes_per_session"
+            if row == 13:
+                key = row13_metric(variant)
             summary[str(row)][variant] = {
                 "label": results.labels[row][variant],
                 "metric": key,

@@ -8,7 +8,9 @@ Streamable HTTP mode, a real server that is not ours.
 
 Beside them, for reference, the same call through a transparent TCP relay
 (``bench/servers/relay.py``: plain Python, parsing nothing): the least any
-process between client and server adds on this machine."""
+process between client and server adds on this machine; and through the same
+gateway's virtual MCP endpoint (``/mcp/{VIRTUAL_MCP}``, serving the same
+connectors), which should cost no more than its ``/mcp``."""
 
 from __future__ import annotations
 
@@ -42,6 +44,9 @@ ROW8_MODES = ("modern", "legacy")
 ROW8_GROUPS = (*ROW8_MODES, "everything")
 #: The gateway's backends measured; the client is ours on Trio.
 ROW8_GATEWAYS = ("trio", "asyncio")
+#: The gateway's virtual MCP (over every connector) whose endpoint the ``virtual-*``
+#: variants call.
+VIRTUAL_MCP = "bench"
 #: group -> (client mode, connector, what the echo of the worker's message answers).
 _GROUPS = {
     "modern": ("modern", "ex", None),
@@ -63,6 +68,9 @@ def row8_variants() -> dict[str, str]:
         for backend in ROW8_GATEWAYS:
             out[f"{group}:gateway-{backend}"] = (
                 f"{mode:6} Trio client -> gateway ({backend}) -> {upstream}"
+            )
+            out[f"{group}:virtual-{backend}"] = (
+                f"{mode:6} Trio client -> gateway ({backend}) /mcp/{VIRTUAL_MCP} -> {upstream}"
             )
     return out
 
@@ -99,7 +107,8 @@ def row8(results: Results, c: Counts, rnd: int, log: Any) -> None:
             connectors = {
                 name: {"transport": "http", "url": url} for name, url in upstreams.items()
             }
-            config.write_text(json.dumps({"connectors": connectors}))
+            virtual = {VIRTUAL_MCP: {"connectors": list(connectors)}}
+            config.write_text(json.dumps({"connectors": connectors, "virtual_mcps": virtual}))
             relays = {
                 name: stack.enter_context(http_server(relay_command(url)))
                 for name, url in upstreams.items()
@@ -122,7 +131,11 @@ def row8(results: Results, c: Counts, rnd: int, log: Any) -> None:
             order = [
                 ("direct", upstreams[connector], "echo"),
                 ("relay", relays[connector], "echo"),
-            ] + [(f"gateway-{b}", url, f"{connector}.echo") for b, url in gateways.items()]
+            ] + [
+                (f"{kind}-{b}", url + suffix, f"{connector}.echo")
+                for b, url in gateways.items()
+                for kind, suffix in (("gateway", ""), ("virtual", f"/{VIRTUAL_MCP}"))
+            ]
             shift = rnd % len(order)
             for name, url, tool in order[shift:] + order[:shift]:
                 jobs.append(

@@ -390,13 +390,22 @@ def a2a(args: dict[str, Any]) -> dict[str, Any]:
     from .a2a import run_a2a
 
     return run_a2a(**args)
+
+
 def gateway_stdio(args: dict[str, Any]) -> dict[str, Any]:
     from .gateway_stdio import worker_job
 
     return dict(worker_job(args))
 
 
+def server_cpu(args: dict[str, Any]) -> dict[str, Any]:
+    from .replicas import server_cpu
+
+    return server_cpu(args)
+
+
 KINDS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "server_cpu": server_cpu,  # row 13 (bench/replicas.py)
     "stdio": stdio,
     "http": http,
     "load": load,

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.cli import ROW_IDS
+
 REPO = Path(__file__).resolve().parents[1]
 EVERYTHING = REPO / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist"
-ROWS = (*range(1, 13), 14)
 #: Rows 9-11 need a peer's own venv (``python -m bench --setup-peers``, which needs PyPI).
 PEER_ROWS = {
     "9": ("fastmcp", {"ours", "sdk", "fastmcp"}),
@@ -35,28 +36,36 @@ PEER_ROWS = {
 }
 
 
-def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
-    pytest.importorskip("mcp", reason="the benchmarks compare against the mcp SDK")
-    out = tmp_path / "bench.json"
+def _run_bench(
+    *args: str, timeout: float, module: str = "bench"
+) -> subprocess.CompletedProcess[str]:
+    """``python -m MODULE ARGS`` (``bench`` by default) from the repository, its output
+    captured."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--json", str(out)],
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
         cwd=REPO,
         env=env,
         capture_output=True,
         text=True,
-        timeout=420,
+        timeout=timeout,
     )
+
+
+def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
+    pytest.importorskip("mcp", reason="the benchmarks compare against the mcp SDK")
+    out = tmp_path / "bench.json"
+    proc = _run_bench("--quick", "--json", str(out), timeout=420)
     assert proc.returncode == 0, proc.stderr[-3000:]
     table = proc.stdout
-    for row in ROWS:
+    for row in ROW_IDS:
         assert f"row {row}." in table, f"row {row} missing from the table:\n{table}"
     assert "targets" in table
 
     document = json.loads(out.read_text())
     assert document["meta"]["quick"] is True
-    assert set(document["rows"]) == {str(row) for row in ROWS}
+    assert set(document["rows"]) == {str(row) for row in ROW_IDS}
     bridge = document["rows"]["7"]
     if bridge["variants"]:  # the A2E bridge exists: both sides of the comparison ran
         assert set(bridge["variants"]) == {"direct", "bridged:inprocess", "bridged:stdio"}
@@ -77,9 +86,16 @@ def test_bench_quick_produces_every_row_and_valid_json(tmp_path: Path) -> None:
         "8": {
             f"{mode}:{path}"
             for mode in ("modern", "legacy")
-            for path in ("direct", "relay", "gateway-trio", "gateway-asyncio")
+            for path in (
+                "direct",
+                "relay",
+                "gateway-trio",
+                "gateway-asyncio",
+                "virtual-trio",
+                "virtual-asyncio",
+            )
         },
-        "9": {"direct", "mini", "gateway-trio", "gateway-asyncio"},
+        "14": {"direct", "mini", "gateway-trio", "gateway-asyncio"},
         "6": {
             "import:sansio_mcp",
             "import:mcp",
@@ -126,16 +142,7 @@ def test_bench_pins_the_stdio_rows_when_asked(tmp_path: Path) -> None:
     if not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2:
         pytest.skip("pinning needs Linux and two CPUs")
     out = tmp_path / "bench.json"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--only", "2", "--pin", "split", "--json", out],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = _run_bench("--quick", "--only", "2", "--pin", "split", "--json", str(out), timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "client on CPU 0, server on CPU 1" in proc.stdout
     document = json.loads(out.read_text())
@@ -153,6 +160,37 @@ def test_stateless_request_calls_stay_near_a_handshake_one() -> None:
     _, stateless_calls = measure(stateless, 50)
     _, handshake_calls = measure(handshake, 50)
     assert stateless_calls <= 1.6 * handshake_calls
+
+
+def test_bench_row_13_replicas(tmp_path: Path) -> None:
+    """Row 13 (issue 33) end to end: the four store-CPU variants and both nginx set-ups
+    measured, with zero errors, and its targets judged."""
+    from bench.replicas import NGINX_MISSING, REDIS_MISSING, nginx_path, redis_path
+
+    if redis_path() is None:
+        pytest.skip(REDIS_MISSING)
+    if nginx_path() is None:
+        pytest.skip(NGINX_MISSING)
+    if not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2:
+        pytest.skip("row 13b pins the replicas and the load to two CPUs: needs Linux and two")
+    out = tmp_path / "bench.json"
+    proc = _run_bench("--quick", "--only", "13", "--json", str(out), timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "row 13." in proc.stdout
+    row = json.loads(out.read_text())["rows"]["13"]
+    assert not row["notes"], row["notes"]
+    expected = {
+        f"cpu:{backend}:{store}" for backend in ("trio", "asyncio") for store in ("memory", "redis")
+    } | {"nginx:1", "nginx:2"}
+    assert set(row["variants"]) == expected
+    for name, variant in row["variants"].items():
+        (value,) = variant["rounds"]
+        assert "error" not in value, (name, value["error"])
+        assert value["errors"] == 0, (name, value)
+        assert isinstance(variant["median"], (int, float)) and variant["median"] > 0, name
+    targets = {t["id"]: t for t in json.loads(out.read_text())["targets"]}
+    for key in ("13-store-cpu-trio", "13-store-cpu-asyncio", "13-replicas"):
+        assert targets[key]["status"] in {"PASS", "MISS"}, targets[key]
 
 
 @pytest.mark.parametrize("peer", ["fastmcp", "mcp-proxy"])
@@ -175,17 +213,8 @@ def test_bench_peer_venvs_hold_their_locks(peer: str) -> None:
         assert got[1].startswith("1."), "mcp-proxy needs the 1.x SDK (mcp<2)"
 
 
-def _bench_module(*args: str, timeout: float = 180) -> str:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
-    proc = subprocess.run(
-        [sys.executable, "-m", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def _bench_module(module: str, *args: str) -> str:
+    proc = _run_bench(*args, timeout=180, module=module)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout
 

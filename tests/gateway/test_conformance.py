@@ -1,10 +1,13 @@
 """The official conformance server suite against the gateway (each backend), with
 conformance/gateway-baseline.yml: every scenario outside it passes, no entry in it
-passes, and every entry gives its reason (a few seconds per backend)."""
+passes, and every entry gives its reason (a few seconds per backend); and the same
+against each virtual MCP endpoint (``/mcp/alpha``, ``/mcp/beta``) of a gateway serving
+two, with the same baseline (20-45 s per backend on 2 busy cores)."""
 
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -47,3 +50,25 @@ def test_server_suite_against_the_gateway(
     report = capsys.readouterr().out
     assert status == 0, report
     assert " pass" in report
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_server_suite_against_each_virtual_mcp(
+    backend: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every virtual MCP endpoint passes what ``/mcp`` passes: the runner checks first
+    that each lists only its own connector's tools, then runs the suite at each."""
+    if gateway_runner.missing_prerequisites() is not None:
+        pytest.skip(gateway_runner.missing_prerequisites())
+    status = gateway_runner.main(["--backend", backend, "--virtual", "--out", str(tmp_path)])
+    report = capsys.readouterr().out
+    assert status == 0, report
+    passed = {}
+    for vid in gateway_runner.VIRTUAL_MCPS:
+        summary = report.partition(f"/mcp/{vid}:\n")[2].partition("\n")[0]
+        assert summary.startswith("server-all") and " ok " in summary, report
+        table = (tmp_path / backend / vid / "results.md").read_text(encoding="utf-8")
+        passed[vid] = set(re.findall(r"^\| `(\S+)` \| pass ", table, re.MULTILINE))
+    first, *others = passed.values()
+    assert {"tools-list", "ping", "http-header-validation"} <= first, passed
+    assert all(other == first for other in others), passed
