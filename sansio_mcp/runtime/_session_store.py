@@ -348,7 +348,7 @@ class SharedSessions:
             return
         now = self.backend.wall_clock()
         try:
-            if session_id in self.machine.session_ids:
+            if self.machine.sessions.get(session_id) is not None:
                 await self._refresh(session_id, now)
                 return
             record = await self.store.load(session_id, now)
