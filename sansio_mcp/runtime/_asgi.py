@@ -47,7 +47,7 @@ class ASGIService:
             await shared.before(request, verdict)
         exchange = route(self.router, request, backend.clock(), backend.wall_clock(), verdict)
         if shared is not None:
-            await shared.after(request, exchange, verdict)
+            await shared.after(request, exchange)
         self.hosts.begin(exchange)
         try:
 

@@ -344,7 +344,7 @@ async def serve_requests(
                 await shared.before(request, verdict)
             exchange = route(hosts.router, request, backend.clock(), backend.wall_clock(), verdict)
             if shared is not None:
-                await shared.after(request, exchange, verdict)
+                await shared.after(request, exchange)
         except Exception:
             # A bug met by one request must not take the whole server down with it.
             _log.exception("internal error routing %s %s", request.method, request.target)

@@ -129,8 +129,9 @@ class HandshakeSessionStore(Protocol):
         """The record, or None if unknown, ended or expired."""
         ...
 
-    async def refresh(self, session_id: str, now: float, ttl: float) -> None:
-        """Keep the record ``ttl`` seconds from ``now`` on (sliding expiry)."""
+    async def refresh(self, session_id: str, now: float, ttl: float) -> bool:
+        """Keep the record ``ttl`` seconds from ``now`` on (sliding expiry); False when
+        there is no such record (expired, lost, or never written)."""
         ...
 
     async def end(self, session_id: str) -> None:
@@ -164,12 +165,13 @@ class MemoryHandshakeSessionStore:
             return None
         return SessionRecord.from_json(item[0].to_json())
 
-    async def refresh(self, session_id: str, now: float, ttl: float) -> None:
+    async def refresh(self, session_id: str, now: float, ttl: float) -> bool:
         item = self._items.get(session_id)
         if item is None or item[1] <= now:
-            return
+            return False
         self._items[session_id] = (attrs.evolve(item[0], last_seen=now), now + ttl)
         self._items.move_to_end(session_id)
+        return True
 
     async def end(self, session_id: str) -> None:
         self._items.pop(session_id, None)
@@ -204,8 +206,10 @@ class RedisHandshakeSessionStore:
         except ValueError as exc:
             raise StoreUnavailable(self.url, f"a session record is malformed: {exc}") from None
 
-    async def refresh(self, session_id: str, now: float, ttl: float) -> None:
-        await self._redis.execute("PEXPIRE", self._key("session", session_id), _ms(ttl))
+    async def refresh(self, session_id: str, now: float, ttl: float) -> bool:
+        return bool(
+            await self._redis.execute("PEXPIRE", self._key("session", session_id), _ms(ttl))
+        )
 
     async def end(self, session_id: str) -> None:
         await self._redis.execute("DEL", self._key("session", session_id))
@@ -230,8 +234,8 @@ def streamable_machine(router: object) -> StreamableHTTPServer | None:
     return None
 
 
-def _principal(verdict: Any) -> tuple[str | None, str | None] | None:
-    token = verdict[1] if isinstance(verdict, tuple) and len(verdict) > 1 else None
+def _principal(token: Any) -> tuple[str | None, str | None] | None:
+    """A verified token's ``(subject, client_id)``; None without one."""
     if token is None:
         return None
     return (getattr(token, "subject", None), getattr(token, "client_id", None))
@@ -355,7 +359,8 @@ class SharedSessions:
         except StoreUnavailable as exc:
             _log.warning("session %s: %s", session_id, exc)
             return
-        if record is None or record.principal != _principal(verdict):
+        token = verdict[1] if verdict is not None else None
+        if record is None or record.principal != _principal(token):
             return  # unknown here and there (or another principal's): 404 as ever
         if self.machine.adopt_session(session_id, record.state, self.backend.clock()) is not None:
             await self._refresh(session_id, now, force=True)
@@ -366,7 +371,10 @@ class SharedSessions:
         if not force and last is not None and now - last < self.ttl / 10:
             return
         try:
-            await self.store.refresh(session_id, now, self.ttl)
+            if not await self.store.refresh(session_id, now, self.ttl):
+                # Held here, but not in the store (begun while it was down, or the store
+                # lost it): written again, so that other replicas find it from now on.
+                await self._write(session_id, now)
         except StoreUnavailable as exc:
             _log.warning("session %s: %s", session_id, exc)
             return
@@ -375,12 +383,12 @@ class SharedSessions:
         while len(self._refreshed) > self.machine.max_sessions:
             self._refreshed.popitem(last=False)
 
-    async def after(self, request: HTTPRequest, exchange: Exchange, verdict: Any) -> None:
+    async def after(self, request: HTTPRequest, exchange: Exchange) -> None:
         """Before ``exchange`` answers ``request``: a new session recorded (while the
         store is down, known to this replica only), a deleted one ended everywhere."""
         session_id = exchange.headers.get("mcp-session-id")
         if request.method == "POST" and exchange.status == 200 and session_id is not None:
-            await self._record(session_id, verdict)
+            await self._record(session_id)
             return
         deleted = request.headers.get("mcp-session-id")
         if request.method == "DELETE" and exchange.status == 200 and deleted is not None:
@@ -394,14 +402,20 @@ class SharedSessions:
             except StoreUnavailable as exc:
                 _log.warning("session %s ended here only: %s", deleted, exc)
 
-    async def _record(self, session_id: str, verdict: Any) -> None:
-        state = self.machine.session_record(session_id)
-        if state is None:
+    async def _write(self, session_id: str, now: float) -> None:
+        """Save the record of the session held here (its principal: the token the
+        protected router bound it to, ``session.auth``)."""
+        state = self.machine.sessions.get(session_id)
+        record = self.machine.session_record(session_id)
+        if state is None or record is None:
             return
+        principal = _principal(state.session.auth)
+        await self.store.save(SessionRecord(session_id, record, principal, now, now), self.ttl)
+
+    async def _record(self, session_id: str) -> None:
         now = self.backend.wall_clock()
-        record = SessionRecord(session_id, state, _principal(verdict), now, now)
         try:
-            await self.store.save(record, self.ttl)
+            await self._write(session_id, now)
         except StoreUnavailable as exc:
             # As the DPoP replay check does: served by this replica alone meanwhile.
             _log.warning("session %s is known to this replica only: %s", session_id, exc)

@@ -103,11 +103,11 @@ def test_a_record_expires_unless_refreshed(
         now = clock()
         for session_id in ("kept", "probe"):
             await store.save(SessionRecord(session_id, STATE, None, now, now), 0.5)
-        await store.refresh("kept", clock(), 30)
+        assert await store.refresh("kept", clock(), 30)
         # "probe", saved with "kept" and left alone, expires; the refreshed one lives on.
         assert await gone(backend, store, "probe")
         assert await store.load("kept", clock()) is not None
-        await store.refresh("probe", clock(), 30)  # refreshing a forgotten record revives nothing
+        assert not await store.refresh("probe", clock(), 30)  # a forgotten record stays so
         assert await store.load("probe", clock()) is None
 
     run(kind, backend, request, test)

@@ -253,7 +253,7 @@ def test_a_session_is_found_at_another_replica_only_for_its_principal(
     backend.run(main)
 
 
-def test_with_redis_down_a_session_is_served_by_its_replica_alone(
+def test_with_redis_down_a_session_is_served_by_its_replica_alone_until_it_is_back(
     backend: Backend, redis_service: RedisService
 ) -> None:
     async def main() -> None:
@@ -266,6 +266,10 @@ def test_with_redis_down_a_session_is_served_by_its_replica_alone(
                 status, _, _ = await call(backend.backend, b, "POST", alone, request(3, "ping"))
                 assert status == 404
             redis_service.start()
+            # Back: the session begun meanwhile is written at its next request, and
+            # found by B from then on.
+            await answer_of(backend, a, alone, request(5, "ping"))
+            assert (await answer_of(backend, b, alone, request(6, "ping")))["result"] == {}
             shared = await open_session(backend, a)
             pong = await answer_of(backend, b, shared, request(4, "ping"))
             assert pong["result"] == {}
