@@ -25,6 +25,7 @@ from sansio_mcp.runtime._asgi import ASGIService, Receive, Scope, Send, serve_li
 from sansio_mcp.runtime._backend import TaskGroup
 from sansio_mcp.runtime._http_service import SessionHosts, streamable_http_router
 from sansio_mcp.runtime._server import Server
+from sansio_mcp.runtime._session_store import shared_sessions
 
 from ._backend import PRIMITIVES
 from .http_server import _HTTPSessionHost
@@ -72,6 +73,9 @@ class MCPApp:
             )
 
         self.hosts = SessionHosts(server, self.router, make_host)
+        # With a shared store (``server.stores``, open while the app serves), replicas
+        # share handshake sessions.
+        self.hosts.shared = shared_sessions(self.router, self.hosts, server.stores, PRIMITIVES)
         self._service = ASGIService(self.router, self.hosts, PRIMITIVES, max_body)
 
     # Lifetime -------------------------------------------------------------------
@@ -84,6 +88,8 @@ class MCPApp:
     async def _run_group(self) -> None:
         async with PRIMITIVES.open_task_group() as group:
             self._group = group
+            if self.hosts.shared is not None:
+                group.start_soon(self.hosts.shared.run)
             self._group_ready.set()
             await asyncio.Event().wait()  # until aclose() cancels us
 

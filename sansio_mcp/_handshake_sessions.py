@@ -43,6 +43,8 @@ class HandshakeSession:
         self.backlog: deque[Outgoing] = deque(maxlen=memory)
         self.replay = ReplayBuffer(memory, streams_kept)
         self.stream_count = 0
+        #: The client's ``initialize`` params, which replicas replay to adopt the session.
+        self.init_params: dict[str, Any] = {}
 
     def unmap(self, exchange: Exchange) -> None:
         """Forget that ``exchange`` is the stream of any of the session's requests."""

@@ -168,6 +168,10 @@ class RequestTracker:
             self._next_id += 1
         return request_id
 
+    def start_ids_at(self, first: int) -> None:
+        """Number our next requests from ``first`` on."""
+        self._next_id = first
+
     def ask_progress(self, origin: RequestId) -> RequestId:
         """Route progress for ``origin`` to it; the token (its id) to send."""
         self._progress_tokens[origin] = origin

@@ -151,6 +151,11 @@ class Session:
         """Ids of our requests that have not ended yet."""
         return self._requests.pending
 
+    def start_request_ids_at(self, first: int) -> None:
+        """Number our next requests from ``first`` on (copies of one session on
+        several replicas start far apart, so that an answer names one question)."""
+        self._requests.start_ids_at(first)
+
     @property
     def open_requests(self) -> frozenset[RequestId]:
         """Ids of the peer's requests we have not answered yet."""

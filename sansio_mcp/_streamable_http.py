@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from ._errors import ErrorCode
 from ._exchange import (
@@ -37,12 +37,14 @@ from ._http_headers import ToolHeaderParams, validate_request_headers
 from ._http_intake import LOOPBACK_HOSTS, check_host_and_origin, read_post
 from ._jsonrpc import RequestId, is_request_id
 from ._modern import is_modern_request
-from ._outbox import Outgoing
+from ._outbox import Outgoing, encode_message
 from ._server_session import ServerSession
 from ._sse import format_sse_event
+from ._state import SessionState
 from ._versions import HANDSHAKE_REVISIONS, META_PROTOCOL_VERSION, MODERN_REVISIONS
 
 __all__ = [
+    "SessionRelay",
     "DEFAULT_MAX_SESSIONS",
     "DEFAULT_MAX_UNREAD",
     "DEFAULT_SESSION_IDLE_TIMEOUT",
@@ -74,6 +76,34 @@ MODERN_HEAD_GRACE = 1.0
 HANDSHAKE_HEAD_GRACE = 0.05
 
 
+class SessionRelay(Protocol):
+    """Where a handshake session's messages go that another replica's copy of the
+    session must see (set as :attr:`StreamableHTTPServer.relay` when replicas share
+    sessions; called synchronously, so it only queues them)."""
+
+    def client_message(self, session_id: str, message: dict[str, Any]) -> None:
+        """A client's answer to a question this copy did not ask, or its
+        ``notifications/cancelled`` for a request this copy is not running."""
+        ...
+
+    def server_message(self, session_id: str, message: Any) -> None:
+        """A message for the session's GET stream, which is not open here."""
+        ...
+
+
+#: Copies of one session on several replicas number their questions from a random
+#: point below this (JSON numbers stay exact up to 2**53), so that an answer names
+#: the one copy that asked.
+_REQUEST_ID_SPACE = 1 << 52
+
+
+def _names_open(cancelled: dict[str, Any], open_requests: frozenset[RequestId]) -> bool:
+    """Whether a ``notifications/cancelled`` names one of ``open_requests``."""
+    params = cancelled.get("params")
+    request_id = params.get("requestId") if isinstance(params, dict) else None
+    return is_request_id(request_id) and request_id in open_requests
+
+
 class StreamableHTTPServer:
     """Routes HTTP requests to MCP sessions (both eras) and their output back.
 
@@ -82,6 +112,10 @@ class StreamableHTTPServer:
     rebinding protection): pass ``allowed_hosts`` / ``allowed_origins`` to
     serve other names.
     """
+
+    #: Whether this router keeps handshake sessions, so that replicas share them (a
+    #: subclass serving none says False: nothing of its is recorded or relayed).
+    keeps_sessions = True
 
     def __init__(
         self,
@@ -121,6 +155,9 @@ class StreamableHTTPServer:
         #: the GET stream's and those with a request unanswered are always kept).
         self.replay_streams = replay_streams
         self._modern_exchange: dict[int, Exchange] = {}
+        #: Set when replicas share handshake sessions (see :class:`SessionRelay`);
+        #: None: one process, as without replicas.
+        self.relay: SessionRelay | None = None
         # The versions are the sessions': the first is made now to learn them, and
         # serves the first request that needs a session.
         self._spare: ServerSession | None = session_factory()
@@ -304,6 +341,10 @@ class StreamableHTTPServer:
                 ErrorCode.INVALID_REQUEST,
                 f"JSON-RPC batches are not part of revision {revision.name}",
             )
+        if self.relay is not None:
+            obj, messages = self._relay_foreign(state, obj, messages)
+            if not messages:
+                return Exchange(202, {})
         request_ids = [m["id"] for m in messages if "method" in m and is_request_id(m.get("id"))]
         state.session.receive_message(obj)
         cancelled = [
@@ -319,6 +360,36 @@ class StreamableHTTPServer:
         exchange.opener = lambda: self._prime(exchange, state)
         self._flush_then_end(state, cancelled)
         return exchange
+
+    def _relay_foreign(
+        self, state: HandshakeSession, obj: Any, messages: list[dict[str, Any]]
+    ) -> tuple[Any, list[dict[str, Any]]]:
+        """Hand the messages meant for another replica's copy of the session to the
+        relay; the rest (as a batch if ``obj`` was one), for this copy."""
+        assert self.relay is not None
+        session = state.session
+        mine = []
+        for message in messages:
+            if message.get("method") == "notifications/initialized" and (
+                session.state is SessionState.READY
+            ):
+                continue  # an adopted copy replayed it; the client sent it to the first
+            answered = message.get("id")
+            if (
+                is_response(message)
+                and is_request_id(answered)
+                and answered not in session.pending_requests
+            ):
+                self.relay.client_message(state.id, message)
+            elif message.get("method") == "notifications/cancelled" and not _names_open(
+                message, session.open_requests
+            ):
+                self.relay.client_message(state.id, message)
+            else:
+                mine.append(message)
+        if len(mine) == len(messages):
+            return obj, messages
+        return (mine if isinstance(obj, list) else (mine[0] if mine else None)), mine
 
     def _flush_then_end(self, state: HandshakeSession, cancelled: list[Any]) -> None:
         """Route the session's output, then end the streams' wait for the cancelled
@@ -343,6 +414,8 @@ class StreamableHTTPServer:
                 503, f"this server holds its {self.max_sessions} sessions", {"retry-after": "5"}
             )
         session = self._new_session()
+        if self.relay is not None:
+            session.start_request_ids_at(secrets.randbelow(_REQUEST_ID_SPACE))
         session.receive_message(message)
         out = session.outgoing_to_send()
         response = out[-1].message if out else None
@@ -351,8 +424,14 @@ class StreamableHTTPServer:
             return Exchange(
                 400 if response is None else 200, {"content-type": "application/json"}, body
             )
+        if self.relay is not None:
+            # Its ``initialized`` may reach another replica: this copy is ready as
+            # an adopted one is (and drops the notification if it comes here).
+            session.receive_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
         session_id = self.new_session_id()
         state = HandshakeSession(session_id, session, self.replay_memory, self.replay_streams)
+        params = message.get("params")
+        state.init_params = params if isinstance(params, dict) else {}
         self.sessions.add(state)
         headers = {"content-type": "application/json", "mcp-session-id": session_id}
         return Exchange(200, headers, body, session=session)
@@ -434,6 +513,89 @@ class StreamableHTTPServer:
         """Whether ``session`` is a live handshake session (not one request's own)."""
         return self.sessions.of(session) is not None
 
+    # Sessions shared by replicas -------------------------------------------------------
+
+    def session_record(self, session_id: str) -> dict[str, Any] | None:
+        """What another replica needs to adopt the live session ``session_id``
+        (:meth:`adopt_session`): its negotiated version and the client's
+        ``initialize`` params; None if there is no such session here."""
+        state = self.sessions.get(session_id)
+        if state is None:
+            return None
+        return {
+            "protocolVersion": state.session.protocol_version,
+            "initialize": state.init_params,
+        }
+
+    def adopt_session(
+        self, session_id: str, record: dict[str, Any], now: float | None = None
+    ) -> ServerSession | None:
+        """Serve here the session ``session_id`` another replica began, as
+        :meth:`session_record` described it: a fresh session replays the client's
+        handshake and is registered under that id (nothing goes to the client).
+        None when the record does not bring a session to READY (malformed, or a
+        version this server does not speak), or no room is left.  ``now``, if given,
+        is passed to :meth:`expire_idle` first (the session is active from then on)."""
+        if now is not None:
+            self.expire_idle(now)
+        existing = self.sessions.get(session_id)
+        if existing is not None:
+            return existing.session
+        params = record.get("initialize")
+        if not isinstance(params, dict):
+            return None
+        session = self._new_session()
+        if self.relay is not None:
+            session.start_request_ids_at(secrets.randbelow(_REQUEST_ID_SPACE))
+        session.receive_message(
+            {"jsonrpc": "2.0", "id": "adopt", "method": "initialize", "params": params}
+        )
+        session.receive_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        session.outgoing_to_send()  # the client had its answer from the replica it asked
+        ready = session.state is SessionState.READY
+        if not ready or session.protocol_version != record.get("protocolVersion"):
+            session.close()
+            return None
+        if not self.sessions.make_room():  # after the checks: a bad record ends no session
+            session.close()
+            return None
+        state = HandshakeSession(session_id, session, self.replay_memory, self.replay_streams)
+        state.init_params = params
+        self.sessions.add(state)
+        return session
+
+    def receive_relayed(self, session_id: str, message: dict[str, Any]) -> ServerSession | None:
+        """A client message another replica relayed (:meth:`SessionRelay.client_message`):
+        the session here that it is for, having received it (its output is not
+        flushed yet); None when it is for no request of this copy."""
+        state = self.sessions.get(session_id)
+        if state is None:
+            return None
+        session = state.session
+        if is_response(message):
+            answered = message.get("id")
+            if not is_request_id(answered) or answered not in session.pending_requests:
+                return None
+            session.receive_message(message)
+            return session
+        if message.get("method") != "notifications/cancelled" or not _names_open(
+            message, session.open_requests
+        ):
+            return None
+        session.receive_message(message)
+        self._flush_then_end(state, [message["params"]])
+        return session
+
+    def deliver_relayed(self, session_id: str, message: Any) -> bool:
+        """Put a message another replica relayed (:meth:`SessionRelay.server_message`)
+        on the session's GET stream, if it is open here."""
+        state = self.sessions.get(session_id)
+        stream = None if state is None else state.target(Outgoing(message, b""))
+        if state is None or stream is None or stream.stream_key != "get":
+            return False
+        self._deliver(stream, Outgoing(message, encode_message(message)), state)
+        return True
+
     # Output routing -----------------------------------------------------------------
 
     def flush(self, session: ServerSession) -> None:
@@ -449,7 +611,12 @@ class StreamableHTTPServer:
             target = state.target(item)
             if target is not None:
                 self._deliver(target, item, state)
-            elif not is_response(item.message):
+            elif is_response(item.message):
+                continue
+            elif self.relay is not None:
+                # The GET stream may be open at another replica.
+                self.relay.server_message(state.id, item.message)
+            else:
                 state.backlog.append(item)
 
     def _deliver(self, exchange: Exchange, item: Outgoing, state: HandshakeSession | None) -> None:
@@ -476,4 +643,3 @@ class StreamableHTTPServer:
         """Turn a stream whose first output is its whole answer into a plain
         ``application/json`` response (see :meth:`Exchange.answer_plainly`)."""
         return exchange.answer_plainly(item)
-

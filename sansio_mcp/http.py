@@ -15,7 +15,7 @@ from ._http import (
 from ._http_headers import x_mcp_header_problems
 from ._http_pool import ConnectionPool, PooledConnection
 from ._sse import SSEParser
-from ._streamable_http import LOOPBACK_HOSTS, StreamableHTTPServer
+from ._streamable_http import LOOPBACK_HOSTS, SessionRelay, StreamableHTTPServer
 from ._streamable_http_client import Endpoint, StreamableHTTPClient
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "HandshakeSession",
     "PooledConnection",
     "SSEParser",
+    "SessionRelay",
     "StreamableHTTPClient",
     "StreamableHTTPServer",
     "json_error",

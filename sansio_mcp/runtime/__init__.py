@@ -34,6 +34,15 @@ from ._redis import RedisAddress, RedisClient, RedisEventBus, RedisReplayCache
 from ._sender import Sender
 from ._serve_options import ListenOptions
 from ._server import Context, ContextHost, Server, answer_request
+from ._session_store import (
+    HandshakeSessionStore,
+    MemoryHandshakeSessionStore,
+    RedisHandshakeSessionStore,
+    SessionRecord,
+    SharedSessions,
+    handshake_session_store,
+    shared_sessions,
+)
 from ._stores import (
     EventBus,
     EventSubscription,
@@ -120,6 +129,13 @@ __all__ = [
     "task_owner",
     "DEFAULT_TASK_LEASE",
     "MemorySharedTaskStore",
+    "HandshakeSessionStore",
+    "MemoryHandshakeSessionStore",
+    "RedisHandshakeSessionStore",
+    "SessionRecord",
+    "SharedSessions",
+    "handshake_session_store",
+    "shared_sessions",
     "RedisSharedTaskStore",
     "SharedTaskStore",
     "StoredTask",

@@ -42,7 +42,12 @@ class ASGIService:
             await _plain(send, 413, b"request body too large")
             return
         verdict = await verify_request(self.router, request, backend, self.hosts.server.stores)
+        shared = self.hosts.shared
+        if shared is not None:
+            await shared.before(request, verdict)
         exchange = route(self.router, request, backend.clock(), backend.wall_clock(), verdict)
+        if shared is not None:
+            await shared.after(request, exchange)
         self.hosts.begin(exchange)
         try:
 

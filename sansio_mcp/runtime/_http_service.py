@@ -18,6 +18,7 @@ from .._events import RequestReceived
 from .._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnection
 from .._legacy_sse import LegacySSEServer
 from .._server_session import ServerSession
+from .._state import SessionState
 from .._streamable_http import Exchange, StreamableHTTPServer
 from ..auth._router import ProtectedRouter
 from ._auth import Verdict, verify_request
@@ -25,6 +26,7 @@ from ._backend import Backend, Connection, TimedOut
 from ._driver import Driver
 from ._host import serving
 from ._server import Context, Server
+from ._session_store import SharedSessions, shared_sessions
 
 _log = logging.getLogger("sansio_mcp.http")
 
@@ -47,6 +49,8 @@ __all__ = [
 ]
 
 _READ_SIZE = 65536
+#: Session hosts a service holds before it first looks for those of ended sessions.
+_FIRST_SWEEP = 64
 
 
 def _default_max_connections() -> int:
@@ -251,6 +255,11 @@ class SessionHosts(Generic[H]):
         self.router = router
         self._make_host = make_host
         self._hosts: dict[int, H] = {}
+        self._sessions: dict[int, ServerSession] = {}
+        # Hosts held when the next sweep for ended sessions is due (see host_for).
+        self._sweep_at = _FIRST_SWEEP
+        #: Handshake sessions shared with other replicas (a shared store), or None.
+        self.shared: SharedSessions | None = None
 
     def __len__(self) -> int:
         return len(self._hosts)
@@ -258,10 +267,29 @@ class SessionHosts(Generic[H]):
     def host_for(self, session: ServerSession) -> H:
         host = self._hosts.get(id(session))
         if host is None:
+            if len(self._hosts) >= self._sweep_at:
+                self._sweep()
             host = self._make_host(session)
             self._hosts[id(session)] = host
+            self._sessions[id(session)] = session
             self.server.hub.add(session, host._schedule_flush)
         return host
+
+    def _sweep(self) -> None:
+        """Drop the hosts of sessions the router ended without a request saying so
+        (idle expiry, room made for a new one, a DELETE at another replica): done when
+        the hosts have doubled since the last sweep, so it costs O(1) a session."""
+        for session in list(self._sessions.values()):
+            if session.state is SessionState.CLOSED and not self.router.owns(session):
+                self._drop(session)
+        self._sweep_at = max(_FIRST_SWEEP, 2 * len(self._hosts))
+
+    def _drop(self, session: ServerSession) -> None:
+        host = self._hosts.pop(id(session), None)
+        self._sessions.pop(id(session), None)
+        self.server.hub.remove(session)
+        if host is not None:
+            host.cancel_all_handlers()
 
     def begin(self, exchange: Exchange) -> H | None:
         """Drive what the request fed into its session (handlers start here)."""
@@ -284,10 +312,7 @@ class SessionHosts(Generic[H]):
         session = exchange.session
         if session is None or not exchange.finished or self.router.owns(session):
             return
-        host = self._hosts.pop(id(session), None)
-        self.server.hub.remove(session)
-        if host is not None:
-            host.cancel_all_handlers()
+        self._drop(session)
 
 
 async def serve_requests(
@@ -313,8 +338,13 @@ async def serve_requests(
             await send_all(conn.send_error_response(request.status, request.reason))
             return
         verdict = await verify_request(hosts.router, request, backend, hosts.server.stores)
+        shared = hosts.shared
         try:
+            if shared is not None:
+                await shared.before(request, verdict)
             exchange = route(hosts.router, request, backend.clock(), backend.wall_clock(), verdict)
+            if shared is not None:
+                await shared.after(request, exchange)
         except Exception:
             # A bug met by one request must not take the whole server down with it.
             _log.exception("internal error routing %s %s", request.method, request.target)
@@ -569,6 +599,14 @@ class HTTPService(Generic[H]):
         self.limits = limits
         self.gate = ConnectionGate(limits)
         self.hosts = SessionHosts(server, router, make_host)
+        # Replicas sharing a store share handshake sessions: any serves any session.
+        self.hosts.shared = shared_sessions(router, self.hosts, server.stores, backend)
+
+    @property
+    def shared(self) -> SharedSessions | None:
+        """The replica's side of shared handshake sessions (its :meth:`SharedSessions.run`
+        must run beside the listener), or None."""
+        return self.hosts.shared
 
     async def connection(self, stream: Connection) -> None:
         """Serve one connection (a 503 beyond ``max_connections``)."""

@@ -35,4 +35,6 @@ async def serve_router(
             host_class.attached, group, router, server, context
         )
         service = HTTPService(server, router, make_host, backend, at.max_body, at.limits)
+        if service.shared is not None:
+            group.start_soon(service.shared.run)
         await backend.serve_tcp(service.connection, at.host, at.port, on_bound=on_bound)

@@ -87,6 +87,8 @@ class GatewayHTTPServer(StreamableHTTPServer):
     handshake with :data:`ASSUMED_CLIENT_CAPABILITIES` (outside the spec);
     without it the client is taken to have declared none."""
 
+    keeps_sessions = False
+
     def __init__(
         self,
         session_factory: Callable[[], ServerSession],

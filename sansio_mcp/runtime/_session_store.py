@@ -1,0 +1,437 @@
+"""Handshake sessions shared by replicas (issue 33): the store of their records,
+in memory and in Redis, and :class:`SharedSessions`, which lets any replica serve
+any 2025-11-25 session (``Mcp-Session-Id``) behind a load balancer without affinity.
+
+A replica that answers ``initialize`` writes the session's record (the client's
+``initialize`` params, the negotiated version, the principal); one that meets an
+id it does not hold loads the record and adopts the session
+(:meth:`~sansio_mcp.StreamableHTTPServer.adopt_session`).  Records live for the
+session idle timeout, refreshed as the session is used.  What one copy of a
+session must tell another travels on the bundle's event bus (channel
+:data:`SESSION_CHANNEL`): a client's answer to a question another replica asked,
+its cancellation of a request another replica runs, a notification for the GET
+stream another replica holds, and the end of a session (DELETE).
+
+Not shared: ``Last-Event-ID`` replay (a stream resumes only at the replica that
+numbered its events), a GET stream's backlog, and per-copy session state such as
+``logging/setLevel`` and resource subscriptions.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import OrderedDict, deque
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+
+from .._http import HTTPRequest
+from .._streamable_http import Exchange, StreamableHTTPServer
+from ._store_base import StoreUnavailable
+from ._stores import Stores
+
+if TYPE_CHECKING:
+    from ._backend import Backend
+
+__all__ = [
+    "DEFAULT_MAX_SESSION_RECORDS",
+    "DEFAULT_SESSION_RECORD_TTL",
+    "SESSION_CHANNEL",
+    "HandshakeSessionStore",
+    "MemoryHandshakeSessionStore",
+    "RedisHandshakeSessionStore",
+    "SessionRecord",
+    "SharedSessions",
+    "handshake_session_store",
+    "shared_sessions",
+]
+
+_log = logging.getLogger("sansio_mcp.http")
+
+#: The event bus channel of handshake sessions' messages between replicas.
+SESSION_CHANNEL = "handshake-sessions"
+#: Seconds a record lives unused when sessions never idle out (one day).
+DEFAULT_SESSION_RECORD_TTL = 86_400.0
+#: Records an in-memory store keeps at most (the least recently used go first).
+DEFAULT_MAX_SESSION_RECORDS = 100_000
+#: Messages a replica queues for the bus at most; past it the oldest is dropped.
+DEFAULT_MAX_RELAY_QUEUE = 10_000
+
+
+class SessionDrivers(Protocol):
+    """What shared sessions need of the service's session hosts
+    (:class:`~sansio_mcp.runtime._http_service.SessionHosts`)."""
+
+    def begin(self, exchange: Exchange) -> Any:
+        """Drive what was fed into the exchange's session."""
+        ...
+
+    def finish(self, exchange: Exchange) -> None:
+        """Drop an ended session's host (its handlers are cancelled)."""
+        ...
+
+
+@attrs.define
+class SessionRecord:
+    """One handshake session as replicas share it."""
+
+    session_id: str
+    #: :meth:`StreamableHTTPServer.session_record`: the version and ``initialize`` params.
+    state: dict[str, Any]
+    #: The token's ``(subject, client_id)`` when the server is protected, else None:
+    #: the session is found only for requests of that principal.
+    principal: tuple[str | None, str | None] | None = None
+    #: Wall-clock seconds of creation and of the latest refresh.
+    created: float = 0.0
+    last_seen: float = 0.0
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "id": self.session_id,
+                "state": self.state,
+                "principal": None if self.principal is None else list(self.principal),
+                "created": self.created,
+                "last_seen": self.last_seen,
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> SessionRecord:
+        """ValueError when ``text`` is not what :meth:`to_json` wrote."""
+        try:
+            data = json.loads(text)
+            principal = data["principal"]
+            if not isinstance(data["state"], dict):
+                raise TypeError("state is not an object")
+            return cls(
+                str(data["id"]),
+                data["state"],
+                None if principal is None else (principal[0], principal[1]),
+                float(data["created"]),
+                float(data["last_seen"]),
+            )
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise ValueError(f"not a session record: {exc}") from None
+
+
+class HandshakeSessionStore(Protocol):
+    """Session records every replica sees, each kept ``ttl`` seconds from its latest
+    save or refresh.  Each call may raise :class:`StoreUnavailable`."""
+
+    url: str
+
+    async def save(self, record: SessionRecord, ttl: float) -> None: ...
+
+    async def load(self, session_id: str, now: float) -> SessionRecord | None:
+        """The record, or None if unknown, ended or expired."""
+        ...
+
+    async def refresh(self, session_id: str, now: float, ttl: float) -> bool:
+        """Keep the record ``ttl`` seconds from ``now`` on (sliding expiry); False when
+        there is no such record (expired, lost, or never written)."""
+        ...
+
+    async def end(self, session_id: str) -> None:
+        """Forget the record (the session was deleted)."""
+        ...
+
+
+class MemoryHandshakeSessionStore:
+    """A :class:`HandshakeSessionStore` in this process's memory, at most
+    ``max_records`` of them."""
+
+    def __init__(self, *, max_records: int = DEFAULT_MAX_SESSION_RECORDS) -> None:
+        self.url = "memory"
+        self.max_records = max_records
+        #: session id -> (record, when it is forgotten), least recently used first.
+        self._items: OrderedDict[str, tuple[SessionRecord, float]] = OrderedDict()
+
+    async def save(self, record: SessionRecord, ttl: float) -> None:
+        self._items.pop(record.session_id, None)
+        while len(self._items) >= self.max_records:
+            self._items.popitem(last=False)
+        self._items[record.session_id] = (
+            SessionRecord.from_json(record.to_json()),
+            record.last_seen + ttl,
+        )
+
+    async def load(self, session_id: str, now: float) -> SessionRecord | None:
+        item = self._items.get(session_id)
+        if item is None or item[1] <= now:
+            self._items.pop(session_id, None)
+            return None
+        return SessionRecord.from_json(item[0].to_json())
+
+    async def refresh(self, session_id: str, now: float, ttl: float) -> bool:
+        item = self._items.get(session_id)
+        if item is None or item[1] <= now:
+            return False
+        self._items[session_id] = (attrs.evolve(item[0], last_seen=now), now + ttl)
+        self._items.move_to_end(session_id)
+        return True
+
+    async def end(self, session_id: str) -> None:
+        self._items.pop(session_id, None)
+
+
+def _ms(seconds: float) -> int:
+    return max(int(seconds * 1000), 1)
+
+
+class RedisHandshakeSessionStore:
+    """A :class:`HandshakeSessionStore` in Redis: each record a JSON string under
+    ``key("session", id)`` expiring ``ttl`` after its latest save or refresh (``PX``);
+    a refresh is one ``PEXPIRE`` (``last_seen`` stays the save's: the TTL is the truth)."""
+
+    def __init__(self, stores: Stores) -> None:
+        if stores.redis is None:
+            raise ValueError("a Redis session store needs a Redis Stores bundle")
+        self._redis = stores.redis
+        self._key = stores.key
+        self.url = stores.redis.url
+
+    async def save(self, record: SessionRecord, ttl: float) -> None:
+        key = self._key("session", record.session_id)
+        await self._redis.execute("SET", key, record.to_json(), "PX", _ms(ttl))
+
+    async def load(self, session_id: str, now: float) -> SessionRecord | None:
+        text = await self._redis.execute("GET", self._key("session", session_id))
+        if text is None:
+            return None
+        try:
+            return SessionRecord.from_json(text)
+        except ValueError as exc:
+            raise StoreUnavailable(self.url, f"a session record is malformed: {exc}") from None
+
+    async def refresh(self, session_id: str, now: float, ttl: float) -> bool:
+        return bool(
+            await self._redis.execute("PEXPIRE", self._key("session", session_id), _ms(ttl))
+        )
+
+    async def end(self, session_id: str) -> None:
+        await self._redis.execute("DEL", self._key("session", session_id))
+
+
+def handshake_session_store(stores: Stores | None) -> HandshakeSessionStore | None:
+    """The session store replicas share through ``stores``: Redis when the bundle is
+    Redis, else None (one process: its router's memory, as without replicas)."""
+    if stores is None or stores.redis is None:
+        return None
+    return RedisHandshakeSessionStore(stores)
+
+
+def streamable_machine(router: object) -> StreamableHTTPServer | None:
+    """The Streamable HTTP machine ``router`` is or wraps (a ProtectedRouter's), if it
+    keeps handshake sessions."""
+    machine = (
+        router if isinstance(router, StreamableHTTPServer) else getattr(router, "router", None)
+    )
+    if isinstance(machine, StreamableHTTPServer) and machine.keeps_sessions:
+        return machine
+    return None
+
+
+def _principal(token: Any) -> tuple[str | None, str | None] | None:
+    """A verified token's ``(subject, client_id)``; None without one."""
+    if token is None:
+        return None
+    return (getattr(token, "subject", None), getattr(token, "client_id", None))
+
+
+class SharedSessions:
+    """One replica's side of handshake sessions shared through a store and a bus.
+
+    The HTTP service awaits :meth:`before` (adopt a session named but not held
+    here) and :meth:`after` (record a new session, refresh, end a deleted one)
+    around each request; :meth:`run` (in the listener's task group) publishes
+    what the router relays (it is the router's :class:`~sansio_mcp.SessionRelay`)."""
+
+    def __init__(
+        self,
+        machine: StreamableHTTPServer,
+        hosts: SessionDrivers,
+        stores: Stores,
+        store: HandshakeSessionStore,
+        backend: Backend,
+        *,
+        max_queue: int = DEFAULT_MAX_RELAY_QUEUE,
+    ) -> None:
+        self.machine = machine
+        self.hosts = hosts
+        self.stores = stores
+        self.store = store
+        self.backend = backend
+        self._queue: deque[dict[str, Any]] = deque(maxlen=max_queue)
+        self._ready = backend.new_signal()
+        # session id -> wall-clock time this replica last refreshed its record.
+        self._refreshed: OrderedDict[str, float] = OrderedDict()
+        machine.relay = self
+
+    @property
+    def ttl(self) -> float:
+        """Seconds a record lives unused: the session idle timeout."""
+        timeout = self.machine.session_idle_timeout
+        return DEFAULT_SESSION_RECORD_TTL if timeout is None else timeout
+
+    # SessionRelay ------------------------------------------------------------------
+
+    def client_message(self, session_id: str, message: dict[str, Any]) -> None:
+        self._send("client", session_id, message)
+
+    def server_message(self, session_id: str, message: Any) -> None:
+        self._send("server", session_id, message)
+
+    def _send(self, kind: str, session_id: str, message: Any) -> None:
+        self._queue.append(
+            {
+                "kind": kind,
+                "session": session_id,
+                "from": self.stores.replica_id,
+                "message": message,
+            }
+        )
+        self._ready.set()
+
+    async def run(self) -> None:
+        """Take what other replicas send, and publish what was relayed here, until
+        cancelled."""
+        subscription = self.stores.events.subscribe(SESSION_CHANNEL, self._on_bus)
+        try:
+            while True:
+                await self._ready.wait()
+                self._ready = self.backend.new_signal()
+                while self._queue:
+                    message = self._queue.popleft()
+                    try:
+                        await self.stores.events.publish(SESSION_CHANNEL, message)
+                    except StoreUnavailable as exc:
+                        _log.warning("a session message to other replicas was lost: %s", exc)
+        finally:
+            subscription.close()
+
+    def _on_bus(self, message: dict[str, Any]) -> None:
+        try:
+            self._take(message)
+        except Exception:
+            # Whatever a message brings, the bus (every replica's link) goes on.
+            _log.exception("a session message from another replica could not be taken")
+
+    def _take(self, message: dict[str, Any]) -> None:
+        session_id = message.get("session")
+        if message.get("from") == self.stores.replica_id or not isinstance(session_id, str):
+            return
+        kind, body = message.get("kind"), message.get("message")
+        if kind == "client" and isinstance(body, dict):
+            session = self.machine.receive_relayed(session_id, body)
+            if session is not None:
+                self.hosts.begin(Exchange(202, {}, session=session))
+        elif kind == "server":
+            self.machine.deliver_relayed(session_id, body)
+        elif kind == "end":
+            self._end_here(session_id)
+
+    def _end_here(self, session_id: str) -> None:
+        state = self.machine.sessions.get(session_id)
+        self._refreshed.pop(session_id, None)
+        if state is None:
+            return
+        self.machine.end_session(session_id)
+        # Its host goes, and with it the handlers still running (as a DELETE here does).
+        self.hosts.finish(Exchange(200, {}, session=state.session))
+
+    # Around each request ----------------------------------------------------------------
+
+    async def before(self, request: HTTPRequest, verdict: Any) -> None:
+        """Adopt the session ``request`` names if this replica does not hold it and
+        the store has it for the request's principal; refresh it if held."""
+        session_id = request.headers.get("mcp-session-id")
+        if session_id is None or request.path != self.machine.endpoint:
+            return
+        now = self.backend.wall_clock()
+        try:
+            if self.machine.sessions.get(session_id) is not None:
+                await self._refresh(session_id, now)
+                return
+            record = await self.store.load(session_id, now)
+        except StoreUnavailable as exc:
+            _log.warning("session %s: %s", session_id, exc)
+            return
+        token = verdict[1] if verdict is not None else None
+        if record is None or record.principal != _principal(token):
+            return  # unknown here and there (or another principal's): 404 as ever
+        if self.machine.adopt_session(session_id, record.state, self.backend.clock()) is not None:
+            await self._refresh(session_id, now, force=True)
+
+    async def _refresh(self, session_id: str, now: float, *, force: bool = False) -> None:
+        # A tenth of the TTL between refreshes keeps the store's writes few.
+        last = self._refreshed.get(session_id)
+        if not force and last is not None and now - last < self.ttl / 10:
+            return
+        try:
+            if not await self.store.refresh(session_id, now, self.ttl):
+                # Held here, but not in the store (begun while it was down, or the store
+                # lost it): written again, so that other replicas find it from now on.
+                await self._write(session_id, now)
+        except StoreUnavailable as exc:
+            _log.warning("session %s: %s", session_id, exc)
+            return
+        self._refreshed[session_id] = now
+        self._refreshed.move_to_end(session_id)
+        while len(self._refreshed) > self.machine.max_sessions:
+            self._refreshed.popitem(last=False)
+
+    async def after(self, request: HTTPRequest, exchange: Exchange) -> None:
+        """Before ``exchange`` answers ``request``: a new session recorded (while the
+        store is down, known to this replica only), a deleted one ended everywhere."""
+        session_id = exchange.headers.get("mcp-session-id")
+        if request.method == "POST" and exchange.status == 200 and session_id is not None:
+            await self._record(session_id)
+            return
+        deleted = request.headers.get("mcp-session-id")
+        if request.method == "DELETE" and exchange.status == 200 and deleted is not None:
+            self._refreshed.pop(deleted, None)
+            try:
+                await self.store.end(deleted)
+                await self.stores.events.publish(
+                    SESSION_CHANNEL,
+                    {"kind": "end", "session": deleted, "from": self.stores.replica_id},
+                )
+            except StoreUnavailable as exc:
+                _log.warning("session %s ended here only: %s", deleted, exc)
+
+    async def _write(self, session_id: str, now: float) -> None:
+        """Save the record of the session held here (its principal: the token the
+        protected router bound it to, ``session.auth``)."""
+        state = self.machine.sessions.get(session_id)
+        record = self.machine.session_record(session_id)
+        if state is None or record is None:
+            return
+        principal = _principal(state.session.auth)
+        await self.store.save(SessionRecord(session_id, record, principal, now, now), self.ttl)
+
+    async def _record(self, session_id: str) -> None:
+        now = self.backend.wall_clock()
+        try:
+            await self._write(session_id, now)
+        except StoreUnavailable as exc:
+            # As the DPoP replay check does: served by this replica alone meanwhile.
+            _log.warning("session %s is known to this replica only: %s", session_id, exc)
+            return
+        self._refreshed[session_id] = now
+
+
+def shared_sessions(
+    router: object, hosts: SessionDrivers, stores: Stores | None, backend: Backend
+) -> SharedSessions | None:
+    """The replica's side of shared handshake sessions for ``router`` (served with
+    ``hosts``), when ``stores`` is shared and the router keeps sessions; else None
+    (each router's own sessions, as without replicas).  Its :meth:`SharedSessions.run`
+    must run beside the listener."""
+    machine = streamable_machine(router)
+    store = handshake_session_store(stores)
+    if machine is None or store is None or stores is None:
+        return None
+    return SharedSessions(machine, hosts, stores, store, backend)

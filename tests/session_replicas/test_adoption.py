@@ -1,0 +1,185 @@
+"""The pure side of handshake sessions shared by replicas (issue 33): a machine adopts
+a session another began from its record, hands what is another copy's to its relay,
+takes what another replica relayed; without a relay nothing of this happens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sansio_mcp._state import SessionState
+from sansio_mcp.http import HTTPRequest, StreamableHTTPServer
+from sansio_mcp_apps.example_server import build_server
+from sansio_mcp_testing._spec import json_values as _json_values
+from tests.transports.helpers import INITIALIZED, initialize, post_request
+
+VERSION = "2025-11-25"
+
+
+class Recorder:
+    """A :class:`~sansio_mcp.http.SessionRelay` that keeps what it is handed."""
+
+    def __init__(self) -> None:
+        self.client: list[tuple[str, dict[str, Any]]] = []
+        self.server: list[tuple[str, Any]] = []
+
+    def client_message(self, session_id: str, message: dict[str, Any]) -> None:
+        self.client.append((session_id, message))
+
+    def server_message(self, session_id: str, message: Any) -> None:
+        self.server.append((session_id, message))
+
+
+def replica() -> tuple[StreamableHTTPServer, Recorder]:
+    machine = StreamableHTTPServer(build_server().create_session)
+    machine.relay = relay = Recorder()
+    return machine, relay
+
+
+def begin(machine: StreamableHTTPServer) -> dict[str, str]:
+    exchange = machine.handle(post_request(initialize(version=VERSION)), now=0.0)
+    assert exchange.status == 200
+    return {"mcp-session-id": exchange.headers["mcp-session-id"], "mcp-protocol-version": VERSION}
+
+
+def test_a_session_is_adopted_from_its_record_and_answers_at_once() -> None:
+    a, _ = replica()
+    b, _ = replica()
+    headers = begin(a)
+    session_id = headers["mcp-session-id"]
+    record = a.session_record(session_id)
+    assert record == {
+        "protocolVersion": VERSION,
+        "initialize": initialize(version=VERSION)["params"],
+    }
+    assert (
+        b.handle(post_request({"jsonrpc": "2.0", "id": 2, "method": "ping"}, **headers)).status
+        == 404
+    )
+    session = b.adopt_session(session_id, record, now=1.0)
+    assert session is not None and session.state is SessionState.READY
+    assert b.adopt_session(session_id, record) is session  # adopted once
+    # The client's initialized, sent to A, may come here too: dropped, no violation.
+    assert b.handle(post_request(INITIALIZED, **headers), now=2.0).status == 202
+    answer = b.handle(post_request({"jsonrpc": "2.0", "id": 2, "method": "ping"}, **headers))
+    assert answer.status == 200
+    assert b.session_record("unknown") is None
+
+
+def test_what_is_another_copys_goes_to_the_relay() -> None:
+    a, relay = replica()
+    headers = begin(a)
+    session_id = headers["mcp-session-id"]
+    answer = {"jsonrpc": "2.0", "id": 7, "result": {"action": "decline"}}
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}}
+    assert a.handle(post_request(answer, **headers)).status == 202
+    assert a.handle(post_request(cancel, **headers)).status == 202
+    assert relay.client == [(session_id, answer), (session_id, cancel)]
+    # A notification for the GET stream, not open here, goes to the relay, not the backlog.
+    state = a.sessions.get(session_id)
+    assert state is not None
+    state.session.send_list_changed("tools")
+    a.flush(state.session)
+    assert relay.server == [
+        (session_id, {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    ]
+    assert not state.backlog
+
+
+def test_relayed_messages_reach_the_copy_they_are_for() -> None:
+    a, _ = replica()
+    headers = begin(a)
+    session_id = headers["mcp-session-id"]
+    state = a.sessions.get(session_id)
+    assert state is not None
+    asked = state.session.send_ping()
+    assert asked >= 0  # numbered from a random point: another copy's ids are elsewhere
+    a.flush(state.session)
+    assert a.receive_relayed(session_id, {"jsonrpc": "2.0", "id": asked + 1, "result": {}}) is None
+    assert a.receive_relayed("other", {"jsonrpc": "2.0", "id": asked, "result": {}}) is None
+    assert (
+        a.receive_relayed(session_id, {"jsonrpc": "2.0", "id": asked, "result": {}})
+        is state.session
+    )
+    assert asked not in state.session.pending_requests
+    # A notification for a GET stream: delivered only where one is open.
+    notice = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+    assert not a.deliver_relayed(session_id, notice)
+    get_headers = {"host": "127.0.0.1:8000", "accept": "text/event-stream", **headers}
+    get = a.handle(HTTPRequest("GET", "/mcp", get_headers, b""))
+    assert get.status == 200
+    assert a.deliver_relayed(session_id, notice)
+    assert b"notifications/tools/list_changed" in get.take()
+
+
+def test_without_a_relay_nothing_is_relayed() -> None:
+    machine = StreamableHTTPServer(build_server().create_session)
+    headers = begin(machine)
+    state = machine.sessions.get(headers["mcp-session-id"])
+    assert state is not None
+    assert state.session.state is SessionState.INITIALIZING  # ready only once told
+    assert machine.handle(post_request(INITIALIZED, **headers)).status == 202
+    state.session.send_list_changed("tools")
+    machine.flush(state.session)
+    assert len(state.backlog) == 1  # kept for the next GET, as ever
+
+
+records = st.dictionaries(
+    st.sampled_from(["protocolVersion", "initialize", "x"]),
+    st.none()
+    | st.sampled_from([VERSION, "2025-03-26", "1999-01-01"])
+    | st.dictionaries(
+        st.sampled_from(["protocolVersion", "capabilities", "clientInfo"]),
+        st.none() | st.text() | st.dictionaries(st.text(), st.text()),
+    ),
+)
+
+
+@given(records)
+def test_a_malformed_record_adopts_nothing_and_raises_nothing(record: dict[str, Any]) -> None:
+    machine, _ = replica()
+    session = machine.adopt_session("s", record, now=0.0)
+    if session is None:
+        assert machine.session_ids == frozenset()
+    else:
+        assert session.state is SessionState.READY
+        assert session.protocol_version == record["protocolVersion"]
+
+
+json_values = _json_values(6)
+messages = st.fixed_dictionaries(
+    {"jsonrpc": st.just("2.0")},
+    optional={
+        "id": json_values,
+        "method": st.sampled_from(["notifications/cancelled", "notifications/initialized", "ping"])
+        | st.text(max_size=5),
+        "params": st.fixed_dictionaries({}, optional={"requestId": json_values}) | json_values,
+        "result": json_values,
+        "error": json_values,
+    },
+)
+
+
+@given(messages)
+def test_whatever_a_client_posts_to_a_shared_session_gets_an_answer(
+    message: dict[str, Any],
+) -> None:
+    machine, _ = replica()
+    headers = begin(machine)
+    exchange = machine.handle(post_request(message, **headers), now=1.0)
+    assert 200 <= exchange.status < 500
+
+
+@given(messages, st.sampled_from(["client", "server"]))
+def test_whatever_another_replica_relays_is_taken_or_dropped(
+    message: dict[str, Any], kind: str
+) -> None:
+    machine, _ = replica()
+    session_id = begin(machine)["mcp-session-id"]
+    if kind == "client":
+        taken = machine.receive_relayed(session_id, message)
+        assert taken is None or taken is machine.sessions.get(session_id).session  # type: ignore[union-attr]
+    else:
+        assert machine.deliver_relayed(session_id, message) is False  # no GET stream open

@@ -1,0 +1,82 @@
+"""Handshake sessions shared by two ``MCPApp`` replicas (the ASGI app, asyncio) on one
+Redis: a session begun at A is adopted by B, and DELETE at B ends it at A too.  The
+apps are driven with ASGI messages directly."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+from asyncio_adapters import BACKEND
+from asyncio_adapters.asgi import MCPApp
+from sansio_mcp.runtime import open_stores
+from sansio_mcp_apps.example_server import build_server
+from tests.session_replicas.raw import ACCEPT_BOTH
+from tests.session_replicas.test_two_replicas import INITIALIZE, VERSION, request
+
+
+async def asgi(
+    app: MCPApp, method: str, headers: dict[str, str], body: Any = None
+) -> tuple[int, dict[str, str], bytes]:
+    """One request to ``app``: status, headers, body."""
+    data = json.dumps(body).encode() if body is not None else b""
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": data, "more_body": False}
+        await asyncio.Event().wait()  # the client stays until the answer is over
+        raise AssertionError("unreachable")
+
+    answer: dict[str, Any] = {"body": b""}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            answer["status"] = message["status"]
+            answer["headers"] = {k.decode(): v.decode() for k, v in message["headers"]}
+        else:
+            answer["body"] += message.get("body", b"")
+
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": "/mcp",
+        "query_string": b"",
+        "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
+        "server": ("127.0.0.1", 8000),
+    }
+    await app(scope, receive, send)  # type: ignore[arg-type]
+    return answer["status"], answer["headers"], answer["body"]
+
+
+def test_two_asgi_apps_share_a_handshake_session(redis_url: str) -> None:
+    async def main() -> None:
+        namespace = f"asgi{time.monotonic_ns()}"
+        async with (
+            open_stores(redis_url, BACKEND, replica_id="A", namespace=namespace) as stores_a,
+            open_stores(redis_url, BACKEND, replica_id="B", namespace=namespace) as stores_b,
+        ):
+            a = MCPApp(build_server(stores=stores_a))
+            b = MCPApp(build_server(stores=stores_b))
+            async with a.lifespan(), b.lifespan():
+                status, head, _ = await asgi(a, "POST", ACCEPT_BOTH, INITIALIZE)
+                assert status == 200
+                headers = {
+                    **ACCEPT_BOTH,
+                    "mcp-session-id": head["mcp-session-id"],
+                    "mcp-protocol-version": VERSION,
+                }
+                status, _, body = await asgi(b, "POST", headers, request(2, "tools/list"))
+                assert status == 200, body
+                assert b'"echo"' in body
+                assert (await asgi(b, "DELETE", headers))[0] == 200
+                deadline = time.monotonic() + 10
+                while (await asgi(a, "POST", headers, request(3, "ping")))[0] != 404:
+                    assert time.monotonic() < deadline, "A still serves the deleted session"
+                    await asyncio.sleep(0.02)
+
+    BACKEND.run(main)

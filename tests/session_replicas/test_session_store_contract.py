@@ -1,0 +1,161 @@
+"""The handshake-session store's contract (issue 33), the same test body for the
+in-memory and the Redis store, on both backends: a saved record loads as it was,
+a refresh keeps it past its first TTL, it expires when left alone, DELETE forgets
+it; the in-memory store is bounded; a record survives its JSON form and nothing
+else passes for one (Hypothesis)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sansio_mcp.runtime import StoreUnavailable, open_stores
+from sansio_mcp.runtime._session_store import (
+    HandshakeSessionStore,
+    MemoryHandshakeSessionStore,
+    SessionRecord,
+    handshake_session_store,
+)
+from tests.auth.test_http import Backend
+
+KINDS = ["memory", "redis"]
+STATE = {
+    "protocolVersion": "2025-11-25",
+    "initialize": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "c", "version": "1"},
+    },
+}
+
+
+@asynccontextmanager
+async def open_session_store(
+    kind: str, backend: Backend, redis_url: str | None
+) -> AsyncIterator[tuple[HandshakeSessionStore, Any]]:
+    """The store, and the Redis client under it (None in memory)."""
+    if kind == "memory":
+        yield MemoryHandshakeSessionStore(), None
+        return
+    assert redis_url is not None
+    async with open_stores(
+        redis_url, backend.backend, namespace=f"s{time.monotonic_ns()}"
+    ) as stores:
+        store = handshake_session_store(stores)
+        assert store is not None
+        yield store, stores
+
+
+def run(
+    kind: str,
+    backend: Backend,
+    request: pytest.FixtureRequest,
+    test: Callable[[HandshakeSessionStore, Any], Awaitable[None]],
+) -> None:
+    redis_url = request.getfixturevalue("redis_url") if kind == "redis" else None
+
+    async def main() -> None:
+        async with open_session_store(kind, backend, redis_url) as (store, stores):
+            await test(store, stores)
+
+    backend.run(main)
+
+
+async def gone(backend: Backend, store: HandshakeSessionStore, session_id: str) -> bool:
+    """Whether the record is forgotten within 5 seconds."""
+    deadline = time.monotonic() + 5
+    while await store.load(session_id, backend.backend.wall_clock()) is not None:
+        if time.monotonic() > deadline:
+            return False
+        await backend.backend.sleep(0.02)
+    return True
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_saved_record_loads_until_it_is_ended(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    async def test(store: HandshakeSessionStore, _stores: Any) -> None:
+        now = backend.backend.wall_clock()
+        record = SessionRecord("s1", STATE, ("alice", "app"), now, now)
+        await store.save(record, 60)
+        assert await store.load("s1", now) == record
+        assert await store.load("s2", now) is None
+        await store.end("s1")
+        assert await store.load("s1", now) is None
+        await store.end("s1")  # ending twice is no error
+
+    run(kind, backend, request, test)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_record_expires_unless_refreshed(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    async def test(store: HandshakeSessionStore, _stores: Any) -> None:
+        clock = backend.backend.wall_clock
+        now = clock()
+        for session_id in ("kept", "probe"):
+            await store.save(SessionRecord(session_id, STATE, None, now, now), 0.5)
+        assert await store.refresh("kept", clock(), 30)
+        # "probe", saved with "kept" and left alone, expires; the refreshed one lives on.
+        assert await gone(backend, store, "probe")
+        assert await store.load("kept", clock()) is not None
+        assert not await store.refresh("probe", clock(), 30)  # a forgotten record stays so
+        assert await store.load("probe", clock()) is None
+
+    run(kind, backend, request, test)
+
+
+def test_a_malformed_record_in_redis_is_a_store_error(
+    backend: Backend, request: pytest.FixtureRequest, redis_url: str
+) -> None:
+    async def test(store: HandshakeSessionStore, stores: Any) -> None:
+        await stores.redis.execute("SET", stores.key("session", "bad"), b"{not json")
+        with pytest.raises(StoreUnavailable, match="a session record is malformed"):
+            await store.load("bad", backend.backend.wall_clock())
+
+    run("redis", backend, request, test)
+
+
+def test_the_memory_store_keeps_at_most_max_records(backend: Backend) -> None:
+    async def main() -> None:
+        store = MemoryHandshakeSessionStore(max_records=2)
+        for n in range(3):
+            await store.save(SessionRecord(f"s{n}", STATE, None, 0.0, 0.0), 60)
+        assert await store.load("s0", 1.0) is None  # the oldest made room
+        assert await store.load("s2", 1.0) is not None
+
+    backend.run(main)
+
+
+principals = st.none() | st.tuples(st.none() | st.text(), st.none() | st.text())
+records = st.builds(
+    SessionRecord,
+    st.text(min_size=1),
+    st.dictionaries(st.text(), st.none() | st.integers() | st.text()),
+    principals,
+    st.floats(0, 2e9),
+    st.floats(0, 2e9),
+)
+
+
+@given(records)
+def test_a_record_survives_its_json_form(record: SessionRecord) -> None:
+    assert SessionRecord.from_json(record.to_json()) == record
+
+
+@given(st.text() | st.binary())
+def test_anything_else_is_refused_as_a_record(text: str | bytes) -> None:
+    try:
+        record = SessionRecord.from_json(text)
+    except ValueError as exc:
+        assert str(exc).startswith("not a session record")
+    else:  # only what to_json could have written passes
+        assert SessionRecord.from_json(record.to_json()) == record
