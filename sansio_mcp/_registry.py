@@ -116,10 +116,15 @@ class SessionHub:
         """Push a task's new state to the subscriptions listening for it."""
         return self._tell(lambda session: session.send_task_status(detailed_task))
 
-    def list_changed(self, kind: str) -> int:
-        """Tell every session that follows ``kind`` (tools, prompts, resources)."""
+    def list_changed(
+        self, kind: str, *, only: Callable[[ServerSession], bool] | None = None
+    ) -> int:
+        """Tell every session that follows ``kind`` (tools, prompts, resources),
+        or those of them ``only`` accepts."""
         told = 0
         for session, on_output in self._live():
+            if only is not None and not only(session):
+                continue
             try:
                 sent = session.send_list_changed(kind)
             except LocalProtocolError:

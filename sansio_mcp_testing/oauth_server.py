@@ -66,7 +66,8 @@ class TestAuthorizationServer:
         self.clients: dict[str, str | None] = {}
         self.tokens: dict[str, AccessToken] = {}
         self._codes: dict[str, dict[str, str]] = {}
-        self._refresh: dict[str, tuple[str, str]] = {}
+        #: refresh token -> (client id, scope, the DPoP key's thumbprint it is bound to).
+        self._refresh: dict[str, tuple[str, str, str | None]] = {}
         self._serial = itertools.count(1)
 
     # The verifier a protected resource server shares ----------------------------------
@@ -212,9 +213,14 @@ class TestAuthorizationServer:
                 client_id, request.get("scope", ""), refresh=self.refresh, jkt=jkt, aud=resource
             )
         if grant == "refresh_token":
-            owner, granted = self._refresh.pop(form.get("refresh_token", ""), (None, ""))
+            given = form.get("refresh_token", "")
+            owner, granted, bound = self._refresh.get(given, (None, "", None))
             if owner != client_id:
                 return _error("invalid_grant", "unknown refresh token")
+            if bound is not None and jkt != bound:
+                # RFC 9449 §5: a public client's refresh token is bound to its DPoP key.
+                return _error("invalid_grant", "the refresh token is bound to another DPoP key")
+            del self._refresh[given]
             # RFC 6749 §6: an omitted scope is the scope granted before.
             scope = form.get("scope") or granted
             return self._issue(client_id, scope, refresh=True, jkt=jkt, aud=form.get("resource"))
@@ -270,7 +276,7 @@ class TestAuthorizationServer:
             answer["scope"] = scope
         if refresh:
             refresh_token = f"refresh-{next(self._serial)}"
-            self._refresh[refresh_token] = (client_id, scope)
+            self._refresh[refresh_token] = (client_id, scope, jkt)
             answer["refresh_token"] = refresh_token
         return _json_answer(200, answer)
 

@@ -187,6 +187,14 @@ class OAuthClient:
         if self.tokens is not None and self.tokens.issuer not in (None, issuer):
             return
         self._issuer, self._resource, self._metadata = issuer, resource, dict(metadata)
+        # A refresh from the stored state proves the stored key, as the first flow did.
+        self._decide_dpop()
+
+    @property
+    def dpop_key(self) -> DPoPKey | None:
+        """The DPoP key pair (None until DPoP is used): stored beside the tokens, as a
+        DPoP-bound refresh token is of no use without it."""
+        return self._dpop_key
 
     # What the MCP requests carry ---------------------------------------------------
 
@@ -444,13 +452,20 @@ class OAuthClient:
         self._issuer = issuer
         self._after_metadata()
 
-    def _after_metadata(self) -> None:
+    def _decide_dpop(self) -> None:
+        """DPoP or not, by the config and the authorization server's metadata; a key
+        is made when none was given (a stored one is kept: its tokens are bound to it)."""
         config, metadata = self.config, self._metadata
         algs = metadata.get("dpop_signing_alg_values_supported")
         offered = isinstance(algs, list) and "ES256" in algs
         self._use_dpop = config.dpop is True or (config.dpop is None and offered)
         if self._use_dpop and self._dpop_key is None:
             self._dpop_key = DPoPKey()
+            self.changed += 1
+
+    def _after_metadata(self) -> None:
+        config, metadata = self.config, self._metadata
+        self._decide_dpop()
         if self.tokens is not None and self.tokens.issuer not in (None, self._issuer):
             # SEP-2352: tokens (and refresh tokens) of another server are not used here.
             self.tokens = None

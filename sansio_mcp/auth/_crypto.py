@@ -56,6 +56,18 @@ class DPoPKey:
     def thumbprint(self) -> str:
         return jwk_thumbprint(self.public_jwk)
 
+    def private_pem(self) -> str:
+        """The private key as unencrypted PKCS#8 PEM (what a token store keeps; the
+        constructor takes it back)."""
+        from cryptography.hazmat.primitives import serialization
+
+        pem: bytes = self.private_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        return pem.decode("ascii")
+
 
 def jwk_thumbprint(jwk: dict[str, Any]) -> str:
     """The RFC 7638 SHA-256 thumbprint of a public JWK."""

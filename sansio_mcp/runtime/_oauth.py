@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -21,6 +22,7 @@ from ..auth import (
     Authorized,
     ClientInfo,
     Decision,
+    DPoPKey,
     FlowState,
     HTTPCall,
     HTTPReply,
@@ -30,6 +32,8 @@ from ..auth import (
     TokenSet,
 )
 from ._backend import Backend, Signal
+
+_log = logging.getLogger("sansio_mcp.oauth")
 
 __all__ = [
     "FileTokenStore",
@@ -109,7 +113,8 @@ class MemoryTokenStore:
 
 
 class FileTokenStore:
-    """Tokens in a JSON file (created with mode 0600), one entry per server URL."""
+    """Tokens in a JSON file (created with mode 0600), one entry per server URL (with
+    its DPoP private key, as PEM, when the tokens are DPoP-bound)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -174,6 +179,8 @@ class OAuthProvider:
         self._running = False
         self._waiting: list[Signal] = []
         self._saved = 0
+        #: Why the stored state could not be used (a DPoP key that does not parse), or None.
+        self.store_problem: str | None = None
 
     def bind(self, backend: Backend, server_url: str, ssl_context: Any = None) -> None:
         """Called by the client host: the backend to run flows on, the MCP server's URL."""
@@ -185,16 +192,42 @@ class OAuthProvider:
             tokens = saved.get("tokens")
             clients = saved.get("clients") or {}
             authorization_server = saved.get("authorization_server")
+            token_set = TokenSet.from_json(tokens) if isinstance(tokens, dict) else None
+            dpop_key = self._stored_dpop_key(server_url, saved.get("dpop_key"))
+            bound = token_set is not None and token_set.token_type.lower() == "dpop"
+            if dpop_key is None and bound:
+                # Bound to a key this process does not have: of no use, and a refresh
+                # with them would fail; the flow starts afresh.
+                token_set = None
             self.machine = OAuthClient(
                 server_url,
                 self.config,
                 entropy=self.entropy,
-                tokens=TokenSet.from_json(tokens) if isinstance(tokens, dict) else None,
+                tokens=token_set,
+                dpop_key=dpop_key,
                 clients={k: ClientInfo.from_json(v) for k, v in clients.items()},
                 authorization_server=(
                     authorization_server if isinstance(authorization_server, dict) else None
                 ),
             )
+
+    def _stored_dpop_key(self, server_url: str, stored: Any) -> DPoPKey | None:
+        """The stored DPoP key (``{"alg", "pem"}``), or None: none stored, or one that
+        does not parse (reported in :attr:`store_problem` and the log)."""
+        if stored is None:
+            return None
+        try:
+            if not isinstance(stored, dict) or not isinstance(stored.get("pem"), str):
+                raise ValueError('not an object with a "pem" string')
+            return DPoPKey(stored["pem"], str(stored.get("alg", "ES256")))
+        except Exception as exc:  # whatever the file holds: reported, never a crash
+            self.store_problem = (
+                f"the stored DPoP key for {server_url} does not parse "
+                f"({exc or type(exc).__name__}): DPoP-bound tokens are dropped and "
+                "authorization starts afresh"
+            )
+            _log.warning("%s", self.store_problem)
+            return None
 
     def clock(self) -> float:
         """Wall-clock seconds (the backend's unless one was given): JWTs and token
@@ -321,7 +354,13 @@ class OAuthProvider:
             {
                 "tokens": machine.tokens.to_json() if machine.tokens else None,
                 "clients": {k: v.to_json() for k, v in machine.clients.items()},
-                # A process started later refreshes the tokens without a new flow.
+                # A process started later refreshes the tokens without a new flow,
+                # with the key a DPoP-bound refresh token is bound to.
                 "authorization_server": machine.authorization_server,
+                "dpop_key": (
+                    {"alg": key.algorithm, "pem": key.private_pem()}
+                    if (key := machine.dpop_key) is not None
+                    else None
+                ),
             },
         )

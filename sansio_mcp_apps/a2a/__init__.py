@@ -24,7 +24,15 @@ from ._envelope import (
     message_text,
     task_result,
 )
-from ._handles import ExpiredHandle, HandleError, HandleTable, UnknownHandle
+from ._handles import (
+    DEFAULT_MAX_HANDLES,
+    DEFAULT_MAX_HANDLES_PER_OWNER,
+    ExpiredHandle,
+    HandleError,
+    HandleTable,
+    TooManyHandles,
+    UnknownHandle,
+)
 from ._parts import META_KEY, PART_KINDS, PartError, part_kind, part_to_content
 from ._states import (
     A2A_ERRORS,
@@ -40,6 +48,8 @@ __all__ = [
     "AGENT_CARD_PATH",
     "DEFAULT_HANDLE_TTL_MS",
     "DEFAULT_TASK_TTL_MS",
+    "DEFAULT_MAX_HANDLES",
+    "DEFAULT_MAX_HANDLES_PER_OWNER",
     "DEFAULT_MAX_RESULT_BYTES",
     "DEFAULT_MAX_RESULT_PARTS",
     "DEFAULT_PORT",
@@ -55,6 +65,7 @@ __all__ = [
     "PartError",
     "ResultLimits",
     "StateMapping",
+    "TooManyHandles",
     "UnknownHandle",
     "UnknownTaskState",
     "a2a_error_result",

@@ -3,6 +3,7 @@
     {"agents": {"hello": {"url": "http://localhost:9999"},
                 "planner": {"cardUrl": "https://planner.example.org/.well-known/agent-card.json"}},
      "port": 8931, "allowedHosts": [], "handleTtlMs": 900000,
+     "maxHandlesPerOwner": 1000, "maxHandles": 100000,
      "maxResultParts": 1000, "maxResultBytes": 8388608}
 
 Only ``agents`` is required.  Every problem is a :class:`ConfigError` naming the key.
@@ -19,6 +20,7 @@ import attrs
 from sansio_mcp.config import ConfigError, check_url, load_json, reject_unknown_keys
 
 from ._envelope import DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_RESULT_PARTS, ResultLimits
+from ._handles import DEFAULT_MAX_HANDLES, DEFAULT_MAX_HANDLES_PER_OWNER
 
 __all__ = [
     "AGENT_CARD_PATH",
@@ -44,6 +46,8 @@ _TOP_KEYS = frozenset(
         "port",
         "allowedHosts",
         "handleTtlMs",
+        "maxHandlesPerOwner",
+        "maxHandles",
         "taskTtlMs",
         "maxResultParts",
         "maxResultBytes",
@@ -76,6 +80,10 @@ class BridgeConfig:
     port: int = DEFAULT_PORT
     allowed_hosts: tuple[str, ...] = ()
     handle_ttl_ms: int = DEFAULT_HANDLE_TTL_MS
+    #: Live handles of one kind (task, context) one client may hold (``maxHandlesPerOwner``).
+    max_handles_per_owner: int = DEFAULT_MAX_HANDLES_PER_OWNER
+    #: Live handles of one kind one bridge holds in memory (``maxHandles``).
+    max_handles: int = DEFAULT_MAX_HANDLES
     #: An MCP task's life from its creation (``taskTtlMs``): one still running then is
     #: stopped, and its A2A task cancelled.
     task_ttl_ms: int = DEFAULT_TASK_TTL_MS
@@ -138,6 +146,10 @@ def parse_config(raw: Any) -> BridgeConfig:
         port=_int(raw, "port", DEFAULT_PORT, 0, 65535),
         allowed_hosts=tuple(h.lower() for h in hosts),
         handle_ttl_ms=_int(raw, "handleTtlMs", DEFAULT_HANDLE_TTL_MS, 1, 2**53),
+        max_handles_per_owner=_int(
+            raw, "maxHandlesPerOwner", DEFAULT_MAX_HANDLES_PER_OWNER, 1, 2**31
+        ),
+        max_handles=_int(raw, "maxHandles", DEFAULT_MAX_HANDLES, 1, 2**31),
         # At least the bridge's polling pace (500 ms), or a finished task could be gone
         # before its client's next poll.
         task_ttl_ms=_int(raw, "taskTtlMs", DEFAULT_TASK_TTL_MS, 1000, 2**53),

@@ -5,6 +5,9 @@ restarts the clock); time comes in as ``now``.  A handle belongs to the owner th
 minted it (the bridge passes the MCP task owner key, ``task_owner(ctx)``): resolved
 for another owner it is as unknown as a made-up one.  Minting the same value again
 for the same owner gives the same handle, so a live conversation keeps its handles.
+Live handles are bounded per owner (``max_per_owner``) and in all (``max_total``):
+past either, a new handle is refused with :class:`TooManyHandles`; a live one is
+still given again.
 """
 
 from __future__ import annotations
@@ -14,9 +17,22 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-__all__ = ["ExpiredHandle", "HandleError", "HandleTable", "UnknownHandle"]
+__all__ = [
+    "DEFAULT_MAX_HANDLES",
+    "DEFAULT_MAX_HANDLES_PER_OWNER",
+    "ExpiredHandle",
+    "HandleError",
+    "HandleTable",
+    "TooManyHandles",
+    "UnknownHandle",
+]
 
 T = TypeVar("T", bound=Hashable)
+
+#: Live handles one owner may hold in one table (``maxHandlesPerOwner``).
+DEFAULT_MAX_HANDLES_PER_OWNER = 1000
+#: Live handles one in-memory table holds in all (``maxHandles``).
+DEFAULT_MAX_HANDLES = 100_000
 
 
 class HandleError(LookupError):
@@ -35,6 +51,19 @@ class ExpiredHandle(HandleError):
     pass
 
 
+class TooManyHandles(Exception):
+    """A new handle refused: ``bound`` (the config key) allows no more than ``limit``
+    live ones."""
+
+    def __init__(self, bound: str, limit: int, whose: str) -> None:
+        super().__init__(
+            f"too many live handles: {whose} {limit}, the most {bound} allows; "
+            "a handle is freed when it expires"
+        )
+        self.bound = bound
+        self.limit = limit
+
+
 def _token() -> str:
     return secrets.token_urlsafe(16)
 
@@ -49,9 +78,17 @@ class HandleTable(Generic[T]):
         *,
         new_token: Callable[[], str] = _token,
         remember_expired: int = 4096,
+        max_per_owner: int = DEFAULT_MAX_HANDLES_PER_OWNER,
+        max_total: int = DEFAULT_MAX_HANDLES,
     ) -> None:
         if ttl <= 0:
             raise ValueError("ttl must be positive")
+        if max_per_owner < 1 or max_total < 1:
+            raise ValueError("the bounds of live handles must be at least 1")
+        self.max_per_owner = max_per_owner
+        self.max_total = max_total
+        #: owner -> how many live handles it holds.
+        self._owned: dict[Hashable, int] = {}
         self.prefix = prefix
         self.ttl = ttl
         self._new_token = new_token
@@ -74,13 +111,19 @@ class HandleTable(Generic[T]):
     def mint(self, value: T, now: float, owner: Hashable = None) -> str:
         """``owner``'s handle of ``value`` (a new one, or its live one, whose TTL restarts)."""
         self.sweep(now)
-        mine = self._handles.setdefault(value, {})
-        handle = mine.get(owner)
+        handle = (self._handles.get(value) or {}).get(owner)
         if handle is None:
+            if len(self._values) >= self.max_total:
+                raise TooManyHandles("maxHandles", self.max_total, "the bridge already holds")
+            if self._owned.get(owner, 0) >= self.max_per_owner:
+                raise TooManyHandles(
+                    "maxHandlesPerOwner", self.max_per_owner, "this client already holds"
+                )
+            self._owned[owner] = self._owned.get(owner, 0) + 1
             handle = self.prefix + self._new_token()
             while handle in self._values:
                 handle = self.prefix + self._new_token()
-            mine[owner] = handle
+            self._handles.setdefault(value, {})[owner] = handle
         self._values[handle] = (value, now + self.ttl, owner)
         return handle
 
@@ -120,6 +163,9 @@ class HandleTable(Generic[T]):
             mine.pop(owner, None)
             if not mine:
                 self._handles.pop(value, None)
+            left = self._owned.pop(owner) - 1
+            if left:
+                self._owned[owner] = left
             self._expired[handle] = owner
         while len(self._expired) > self._remember_expired:
             self._expired.popitem(last=False)

@@ -227,3 +227,31 @@ def test_many_parts_are_cut_and_the_cut_is_said(backend: TransportBackend, agent
         assert f"left out {300 - len(kept)} parts" in result["content"][-1]["text"]
 
     call(backend, config_for(agent_url, maxResultBytes=2048), by_bytes)
+
+
+def test_a_client_past_its_handle_bound_gets_a_tool_error(
+    backend: TransportBackend, agent_url: str
+) -> None:
+    """``maxHandlesPerOwner``: a new task past it is a precise tool error, and the
+    client's live handles keep working."""
+
+    async def body(client: ClientAPI, bridge: A2ABridge) -> None:
+        first = await client.call_tool("a2a_send_message", {"text": "task: one"})
+        assert first["isError"] is False, first
+        handle = first["structuredContent"]["taskHandle"]
+        context = first["structuredContent"]["contextHandle"]
+        second = await client.call_tool(
+            "a2a_send_message", {"text": "task: two", "contextHandle": context}
+        )
+        assert second["isError"] is True
+        assert second["structuredContent"]["error"] == "too_many_handles"
+        assert second["content"][0]["text"] == (
+            "too many live handles: this client already holds 1, the most "
+            "maxHandlesPerOwner allows; a handle is freed when it expires"
+        )
+        again = await client.call_tool("a2a_get_task", {"taskHandle": handle})
+        assert again["isError"] is False, again
+        assert again["structuredContent"]["taskHandle"] == handle
+        assert len(bridge.tasks) == 1
+
+    call(backend, config_for(agent_url, maxHandlesPerOwner=1), body)

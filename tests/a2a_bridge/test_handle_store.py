@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from redis_service import RedisService
 
 from sansio_mcp.runtime import Stores, StoreUnavailable, TransportBackend, open_stores
-from sansio_mcp_apps.a2a import ExpiredHandle, UnknownHandle
+from sansio_mcp_apps.a2a import ExpiredHandle, TooManyHandles, UnknownHandle
 from sansio_mcp_apps.a2a.runtime import HandleStore, TaskRef, handle_store
 
 TTL = 60.0
@@ -29,14 +29,24 @@ class World:
     """A store of task handles (and a second view of it: another replica's, for Redis)
     and the means to move its time."""
 
-    def __init__(self, stores: Stores, other: Stores, now: list[float]) -> None:
+    def __init__(
+        self, stores: Stores, other: Stores, now: list[float], max_per_owner: int = 1000
+    ) -> None:
         self.stores = stores
         self.now = now
+        self.max_per_owner = max_per_owner
         self.store: HandleStore[TaskRef] = self.open(stores)
         self.replica: HandleStore[TaskRef] = self.store if other is stores else self.open(other)
 
     def open(self, stores: Stores) -> HandleStore[TaskRef]:
-        return handle_store(stores, "tk_", TTL, TaskRef, clock=lambda: self.now[0])
+        return handle_store(
+            stores,
+            "tk_",
+            TTL,
+            TaskRef,
+            clock=lambda: self.now[0],
+            max_per_owner=self.max_per_owner,
+        )
 
     async def travel(self, seconds: float) -> None:
         """Let ``seconds`` pass for the store."""
@@ -62,16 +72,21 @@ def store_url(request: pytest.FixtureRequest) -> str:
     return url
 
 
-def in_world(backend: TransportBackend, url: str, body: Callable[[World], Awaitable[Any]]) -> Any:
+def in_world(
+    backend: TransportBackend,
+    url: str,
+    body: Callable[[World], Awaitable[Any]],
+    **options: Any,
+) -> Any:
     namespace = f"test-{secrets.token_hex(4)}"
 
     async def main() -> Any:
         async with backend.fail_after(30):
             async with open_stores(url, backend, namespace=namespace) as stores:
                 if stores.redis is None:
-                    return await body(World(stores, stores, [1000.0]))
+                    return await body(World(stores, stores, [1000.0], **options))
                 async with open_stores(url, backend, namespace=namespace) as other:
-                    return await body(World(stores, other, [1000.0]))
+                    return await body(World(stores, other, [1000.0], **options))
 
     return backend.run(main)
 
@@ -128,6 +143,35 @@ def test_the_ttl_slides_and_expired_is_told_from_unknown(
         assert await store.resolve(again, "alice") == ref
 
     in_world(backend, store_url, body)
+
+
+def test_live_handles_per_owner_are_bounded(backend: TransportBackend, store_url: str) -> None:
+    async def body(world: World) -> None:
+        store, replica = world.store, world.replica
+        refs = [TaskRef("fixture", f"t-{i}", "c") for i in range(4)]
+        handles = [await store.mint(ref, "alice") for ref in refs[:3]]
+        # Past the bound (on any replica), a new handle is refused, naming the bound.
+        for where in (store, replica):
+            with pytest.raises(TooManyHandles) as refused:
+                await where.mint(refs[3], "alice")
+            assert str(refused.value) == (
+                "too many live handles: this client already holds 3, the most "
+                "maxHandlesPerOwner allows; a handle is freed when it expires"
+            )
+            assert refused.value.bound == "maxHandlesPerOwner"
+        # A live one is still given again; other owners are not held back.
+        assert await replica.mint(refs[0], "alice") == handles[0]
+        assert await store.mint(refs[3], "bob")
+        # Used handles live on; the two left unused expire and free their places.
+        await world.travel(TTL - 1)
+        assert await store.resolve(handles[0], "alice") == refs[0]
+        await world.travel(2)
+        fresh = [await replica.mint(ref, "alice") for ref in refs[1:3]]
+        assert handles[0] not in fresh
+        with pytest.raises(TooManyHandles):
+            await store.mint(refs[3], "alice")
+
+    in_world(backend, store_url, body, max_per_owner=3)
 
 
 def test_peek_sees_any_owner_and_restarts_nothing(

@@ -19,6 +19,7 @@ from sansio_mcp_apps.a2a import (
     HandleTable,
     PartError,
     ResultLimits,
+    TooManyHandles,
     UnknownHandle,
     UnknownTaskState,
     load_config,
@@ -42,6 +43,11 @@ def test_config_defaults_and_card_location() -> None:
     )
     assert (config.port, config.allowed_hosts, config.handle_ttl_ms) == (8931, (), 900_000)
     assert config.task_ttl_ms == 86_400_000  # a day, from each task's creation
+    assert (config.max_handles_per_owner, config.max_handles) == (1000, 100_000)
+    bounded = parse_config(
+        {"agents": {"a": {"url": "http://x"}}, "maxHandlesPerOwner": 5, "maxHandles": 50}
+    )
+    assert (bounded.max_handles_per_owner, bounded.max_handles) == (5, 50)
     hello, planner = config.agents
     assert hello.card_location == "http://localhost:9999/.well-known/agent-card.json"
     assert planner.card_location == "https://planner.example.org/card.json"
@@ -65,6 +71,11 @@ def test_config_defaults_and_card_location() -> None:
         ({"agents": {"a": {"url": "http://x"}}, "port": True}, "port must be an integer"),
         ({"agents": {"a": {"url": "http://x"}}, "handleTtlMs": 0}, "handleTtlMs must be"),
         ({"agents": {"a": {"url": "http://x"}}, "taskTtlMs": 999}, "taskTtlMs must be"),
+        (
+            {"agents": {"a": {"url": "http://x"}}, "maxHandlesPerOwner": 0},
+            "maxHandlesPerOwner must be an integer from 1",
+        ),
+        ({"agents": {"a": {"url": "http://x"}}, "maxHandles": "9"}, "maxHandles must be"),
         ({"agents": {"a": {"url": "http://x"}}, "allowedHosts": "x"}, "allowedHosts must be"),
     ],
 )
@@ -385,3 +396,46 @@ def test_result_bounds_are_config_keys() -> None:
     for key, bad in (("maxResultParts", 0), ("maxResultBytes", 100), ("maxResultParts", "9")):
         with pytest.raises(ConfigError, match=key):
             parse_config({**agents, key: bad})
+
+
+def test_live_handles_in_all_are_bounded() -> None:
+    table: HandleTable[str] = HandleTable("tk_", 10.0, max_per_owner=5, max_total=2)
+    first = table.mint("task-1", 0.0, "alice")
+    table.mint("task-2", 0.0, "bob")
+    with pytest.raises(TooManyHandles) as refused:
+        table.mint("task-3", 1.0, "carol")
+    assert str(refused.value) == (
+        "too many live handles: the bridge already holds 2, the most maxHandles allows; "
+        "a handle is freed when it expires"
+    )
+    assert table.mint("task-1", 1.0, "alice") == first  # a live one is still given
+    assert table.mint("task-3", 10.5, "carol")  # bob's expired at 10.0
+    with pytest.raises(ValueError, match="at least 1"):
+        HandleTable("tk_", 10.0, max_total=0)
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from("abcdef"), st.sampled_from("xyz"), st.floats(0, 6)),
+        max_size=40,
+    )
+)
+def test_live_handles_never_pass_their_bounds(mints: list[tuple[str, str, float]]) -> None:
+    """Whatever the mints, live handles stay within both bounds, and a mint is refused
+    only when a new handle would pass one of them."""
+    table: HandleTable[str] = HandleTable("h_", 10.0, max_per_owner=2, max_total=4)
+    now = 0.0
+    for value, owner, step in mints:
+        now += step
+        table.sweep(now)
+        owned = sum(1 for _, _, who in table._values.values() if who == owner)
+        total = len(table)
+        live = (table._handles.get(value) or {}).get(owner) is not None
+        try:
+            table.mint(value, now, owner)
+        except TooManyHandles:
+            assert not live and (owned >= 2 or total >= 4)
+        else:
+            assert live or (owned < 2 and total < 4)
+        owners = [who for _, _, who in table._values.values()]
+        assert len(owners) <= 4 and all(owners.count(who) <= 2 for who in owners)

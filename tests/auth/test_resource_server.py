@@ -7,9 +7,11 @@ own DPoP client."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
+from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl
 
@@ -29,7 +31,7 @@ from sansio_mcp.auth import (
     parse_challenges,
 )
 from sansio_mcp.auth._dpop_check import NONCE_REQUIRED
-from sansio_mcp.runtime import Context, OAuthProvider, Server
+from sansio_mcp.runtime import Context, FileTokenStore, OAuthProvider, Server
 from sansio_mcp.runtime._oauth import fetch
 from sansio_mcp_testing.oauth_server import TestAuthorizationServer
 from tests.auth.test_http import INITIALIZE, Backend
@@ -505,3 +507,75 @@ def test_cli_example_server_checks_jwts_against_a_jwks_uri() -> None:
             server.wait(10)
     steps = [step for step, _ in authority.log]
     assert steps.count("jwks") == 1 and steps.count("token") == 1
+
+
+async def _restarted(
+    backend: Backend, path: Path, damage: Any
+) -> tuple[list[str], list[str], str | None, str | None, str | None, OAuthProvider]:
+    """A DPoP client authorizes into the file at ``path``; its access token expires and
+    ``damage(entry)`` happens to its stored entry while no process runs; a second
+    provider over the same file calls again.  The authorization server's steps and
+    grants, the two ``jkt`` the calls were bound to, the first key's thumbprint, and
+    the second provider."""
+    async with _jwt_world(backend, dpop=True) as (authority, url):
+        first = OAuthProvider(store=FileTokenStore(path))
+        async with backend.open_http_client(url, auth=first) as client:
+            before = (await whoami(client))["jkt"]
+        key = first.machine.dpop_key if first.machine else None
+        everything = json.loads(path.read_text())
+        everything[url]["tokens"]["expires_at"] = 1.0  # long past
+        damage(everything[url])
+        path.write_text(json.dumps(everything))
+        second = OAuthProvider(store=FileTokenStore(path))
+        async with backend.open_http_client(url, auth=second) as client:
+            after = (await whoami(client))["jkt"]
+        steps = [step for step, _ in authority.log]
+        grants = [form["grant_type"] for step, form in authority.log if step == "token"]
+        return steps, grants, before, after, key.thumbprint if key else None, second
+
+
+def test_a_dpop_bound_refresh_token_is_used_after_a_restart(
+    backend: Backend, tmp_path: Path
+) -> None:
+    path = tmp_path / "tokens.json"
+    got: list[Any] = []
+
+    async def main() -> None:
+        got.extend(await _restarted(backend, path, lambda entry: None))
+
+    backend.run(main)
+    steps, grants, before, after, thumbprint, second = got
+    # One authorization: the second process refreshed with the first's refresh token,
+    # proving the stored key, and its new token is bound to that key too.
+    assert steps.count("authorize") == 1 and steps.count("register") == 1, steps
+    assert grants == ["authorization_code", "refresh_token"]
+    assert before == after == thumbprint is not None
+    assert second.store_problem is None
+    stored = next(iter(json.loads(path.read_text()).values()))["dpop_key"]
+    assert stored["alg"] == "ES256" and stored["pem"].startswith("-----BEGIN PRIVATE KEY-----")
+    assert path.stat().st_mode & 0o077 == 0
+
+
+def test_a_stored_dpop_key_that_does_not_parse_starts_the_flow_afresh(
+    backend: Backend, tmp_path: Path
+) -> None:
+    path = tmp_path / "tokens.json"
+    got: list[Any] = []
+
+    def damage(entry: dict[str, Any]) -> None:
+        entry["dpop_key"] = {"alg": "ES256", "pem": "-----BEGIN PRIVATE KEY-----\nnope\n"}
+
+    async def main() -> None:
+        got.extend(await _restarted(backend, path, damage))
+
+    backend.run(main)
+    steps, grants, before, after, thumbprint, second = got
+    assert second.store_problem is not None
+    problem = second.store_problem
+    assert problem.startswith("the stored DPoP key for http://127.0.0.1:"), problem
+    assert " does not parse (Unable to load PEM file." in problem
+    assert problem.endswith("): DPoP-bound tokens are dropped and authorization starts afresh")
+    # The tokens bound to the lost key were dropped: a new authorization, a new key.
+    assert steps.count("authorize") == 2, steps
+    assert grants == ["authorization_code", "authorization_code"]
+    assert after is not None and after != before == thumbprint

@@ -204,7 +204,7 @@ def test_a_question_whose_call_is_known_goes_there_or_nowhere() -> None:
         MemoryStore(["ex"]),
         transport_opener(BACKEND),
         UpstreamSettings(),
-        on_change=lambda: None,
+        on_change=lambda _name: None,
         on_tried=lambda: None,
     )
     asked: list[str] = []

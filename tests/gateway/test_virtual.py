@@ -382,3 +382,77 @@ def test_a_call_given_up_is_logged_as_cancelled(adapters: str, tmp_path: Path) -
     lines = backend.run(_call_given_up, backend, adapters, tmp_path)
     assert [(line["tool"], line["outcome"]) for line in lines] == [("slow", "cancelled")]
     assert lines[0]["principal"] is None and lines[0]["endpoint"] is None
+
+
+async def _hints_heard(backend: Any, adapters: str) -> dict[str, int]:
+    """Connector ``a``'s upstream changes its tools, then ``b``'s: how many hints
+    each listener (at ``/mcp/va``, ``/mcp/vb``, ``/mcp``) heard after each."""
+    http_client = importlib.import_module(f"{adapters}.http_client")
+    heard: dict[str, int] = {"/va": 0, "/vb": 0, "": 0}
+    got: dict[str, Any] = {}
+    async with backend.open_task_group() as group:
+        upstreams = {}
+        for name in ("a", "b"):
+            example = build_server()
+            port = await serve_router_on(
+                backend, group, adapters, example, StreamableHTTPServer(example.create_session)
+            )
+            upstreams[name] = (example, f"http://127.0.0.1:{port}/mcp")
+        config = parse_config(
+            {
+                "connectors": {
+                    name: {"transport": "http", "url": url} for name, (_, url) in upstreams.items()
+                },
+                "api_keys": ["root"],
+                "virtual_mcps": {
+                    "va": {"connectors": ["a"], "api_keys": ["ka"]},
+                    "vb": {"connectors": ["b"], "api_keys": ["kb"]},
+                },
+            }
+        )
+        gateway, url = await serve_gateway(backend, group, adapters, config)
+        listening = backend.new_signal()
+        opened: list[str] = []
+
+        async def listen(path: str, key: str) -> None:
+            async with http_client.open_http_client(
+                url + path, headers={"authorization": f"Bearer {key}"}, mode="modern"
+            ) as client:
+                async with client.listen(tools_list_changed=True) as hints:
+                    opened.append(path)
+                    if len(opened) == len(heard):
+                        listening.set()
+                    async for method, _params in hints:
+                        assert method == "notifications/tools/list_changed"
+                        heard[path] += 1
+
+        async def until(condition: Any) -> None:
+            while not condition():
+                await backend.sleep(0.01)
+
+        async with backend.fail_after(30):
+            # The start's hints are over before anyone listens.
+            await backend.sleep(gateway.hint_interval)
+            for path, key in [("/va", "ka"), ("/vb", "kb"), ("", "root")]:
+                group.start_soon(listen, path, key)
+            await listening.wait()
+            # The upstream's listener is told; the gateway re-lists ``a`` and hints.
+            upstreams["a"][0].hub.list_changed("tools")
+            await until(lambda: heard[""] == 1 and heard["/va"] == 1)
+            # Sent in the same round as theirs, a hint to /vb would be here by now.
+            async with backend.move_on_after(1.0):
+                await until(lambda: heard["/vb"] > 0)
+            got["after a"] = dict(heard)
+            upstreams["b"][0].hub.list_changed("tools")
+            await until(lambda: heard[""] == 2 and heard["/vb"] >= 1)
+            got["after b"] = dict(heard)
+        group.cancel()
+    return got
+
+
+def test_a_virtual_mcp_hears_only_of_its_own_connectors_changes(adapters: str) -> None:
+    backend = importlib.import_module(adapters).BACKEND
+    got = backend.run(_hints_heard, backend, adapters)
+    assert got["after a"] == {"/va": 1, "/vb": 0, "": 1}
+    assert got["after b"]["/vb"] == 1 and got["after b"][""] == 2
+    assert got["after b"]["/va"] == 1

@@ -43,6 +43,7 @@ from ...a2a import (
     BridgeConfig,
     ExpiredHandle,
     HandleError,
+    TooManyHandles,
     UnknownTaskState,
     a2a_error_result,
     bridge_failure,
@@ -143,6 +144,7 @@ class A2ABridge:
         self.stream_silence = stream_silence
         ttl = config.handle_ttl_ms / 1000
         token: dict[str, Any] = {"new_token": new_token} if new_token else {}
+        token.update(max_per_owner=config.max_handles_per_owner, max_total=config.max_handles)
         self.stores = stores if stores is not None else Stores.memory(self.clock)
         self.tasks: HandleStore[TaskRef] = handle_store(
             self.stores, "tk_", ttl, TaskRef, clock=self.clock, **token
@@ -339,6 +341,8 @@ class A2ABridge:
             return bridge_failure(str(exc), error=kind)
         except StoreUnavailable as exc:
             return bridge_failure(str(exc), error="store_unavailable")
+        except TooManyHandles as exc:
+            return bridge_failure(str(exc), error="too_many_handles")
         except UnknownTaskState as exc:
             return bridge_failure(
                 f"agent {link.alias!r}: {exc}", error="invalid_agent_response", agent=link.alias

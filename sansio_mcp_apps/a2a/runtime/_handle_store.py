@@ -19,7 +19,16 @@ import attrs
 
 from sansio_mcp.runtime import Stores, StoreUnavailable
 
-from .._handles import ExpiredHandle, HandleTable, UnknownHandle, _token, describe_retention
+from .._handles import (
+    DEFAULT_MAX_HANDLES,
+    DEFAULT_MAX_HANDLES_PER_OWNER,
+    ExpiredHandle,
+    HandleTable,
+    TooManyHandles,
+    UnknownHandle,
+    _token,
+    describe_retention,
+)
 
 __all__ = [
     "MAX_HANDLE_LENGTH",
@@ -42,7 +51,8 @@ class HandleStore(Protocol[T]):
     ttl: float
 
     async def mint(self, value: T, owner: str) -> str:
-        """``owner``'s handle of ``value``: its live one (whose TTL restarts) or a new one."""
+        """``owner``'s handle of ``value``: its live one (whose TTL restarts) or a new
+        one, else :class:`TooManyHandles` when the owner holds the most it may."""
         ...
 
     async def resolve(self, handle: str, owner: str) -> T:
@@ -103,6 +113,9 @@ class MemoryHandleStore(Generic[T]):
 #   a2a-known:<digest(kind, value)>          the value's JSON while any owner's handle lives
 #   a2a-expired:<handle>   the owner, PX ttl + remember_expired: tells an expired handle
 #                          from a made-up one for that long after it expired
+#   a2a-owned:<digest(kind, owner)>  a set of the owner's handles, PX ttl from its
+#                          handles' last use: at the bound, the members whose handle
+#                          key is gone are dropped and the rest counted
 # The scripts run atomically, so two replicas minting one value at once agree on one
 # handle, and a resolve restarts every TTL of the handle together.
 
@@ -112,11 +125,24 @@ if handle and redis.call('EXISTS', ARGV[1] .. handle) == 0 then
   handle = false
 end
 if not handle then
+  local max = tonumber(ARGV[8])
+  if redis.call('SCARD', KEYS[3]) >= max then
+    for _, old in ipairs(redis.call('SMEMBERS', KEYS[3])) do
+      if redis.call('EXISTS', ARGV[1] .. old) == 0 then
+        redis.call('SREM', KEYS[3], old)
+      end
+    end
+    if redis.call('SCARD', KEYS[3]) >= max then
+      return {0}
+    end
+  end
   handle = ARGV[2]
   if redis.call('EXISTS', ARGV[1] .. handle) == 1 then
     return false
   end
 end
+redis.call('SADD', KEYS[3], handle)
+redis.call('PEXPIRE', KEYS[3], ARGV[5])
 local key = ARGV[1] .. handle
 redis.call('HSET', key, 'value', ARGV[3], 'owner', ARGV[4],
            'valueKey', KEYS[1], 'knownKey', KEYS[2])
@@ -124,7 +150,7 @@ redis.call('PEXPIRE', key, ARGV[5])
 redis.call('SET', KEYS[1], handle, 'PX', ARGV[5])
 redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[5])
 redis.call('SET', ARGV[6] .. handle, ARGV[4], 'PX', ARGV[7])
-return handle
+return {1, handle}
 """
 
 _RESOLVE = """
@@ -137,6 +163,7 @@ if entry[1] then
   redis.call('PEXPIRE', entry[3], ARGV[2])
   redis.call('PEXPIRE', entry[4], ARGV[2])
   redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  redis.call('PEXPIRE', KEYS[3], ARGV[2])
   return {1, entry[2]}
 end
 if redis.call('GET', KEYS[2]) == ARGV[1] then
@@ -163,7 +190,8 @@ class RedisHandleStore(Generic[T]):
     the same handles.  ``value_type`` is an attrs class of JSON fields; the fields
     that take part in equality decide which values are the same (one handle each).
     An expired handle is told from a made-up one for ``remember_expired`` seconds
-    after it expired (one ``ttl`` by default)."""
+    after it expired (one ``ttl`` by default).  One owner holds at most
+    ``max_per_owner`` live handles (exactly: counted atomically in the mint)."""
 
     def __init__(
         self,
@@ -174,6 +202,7 @@ class RedisHandleStore(Generic[T]):
         *,
         new_token: Callable[[], str] = _token,
         remember_expired: float | None = None,
+        max_per_owner: int = DEFAULT_MAX_HANDLES_PER_OWNER,
     ) -> None:
         if stores.redis is None:
             raise ValueError("a RedisHandleStore needs stores with a Redis client")
@@ -189,6 +218,12 @@ class RedisHandleStore(Generic[T]):
         if self.remember_expired < 0:
             raise ValueError("remember_expired must not be negative")
         self._fields = attrs.fields(value_type)  # type: ignore[arg-type]
+        if max_per_owner < 1:
+            raise ValueError("max_per_owner must be at least 1")
+        self.max_per_owner = max_per_owner
+
+    def _owned_key(self, owner: str) -> str:
+        return self.stores.key("a2a-owned", _digest(self.prefix, owner))
 
     def _ms(self, seconds: float) -> int:
         return max(1, round(seconds * 1000))
@@ -205,9 +240,10 @@ class RedisHandleStore(Generic[T]):
             reply = await self.redis.execute(
                 "EVAL",
                 _MINT,
-                2,
+                3,
                 value_key,
                 known_key,
+                self._owned_key(owner),
                 self.stores.key("a2a-handle", ""),
                 self.prefix + self._new_token(),
                 encoded,
@@ -215,9 +251,17 @@ class RedisHandleStore(Generic[T]):
                 self._ms(self.ttl),
                 self.stores.key("a2a-expired", ""),
                 self._ms(self.ttl + self.remember_expired),
+                self.max_per_owner,
             )
-            if reply is not None:
-                return self._text(reply)
+            if reply is None:
+                continue
+            if isinstance(reply, list) and reply == [0]:
+                raise TooManyHandles(
+                    "maxHandlesPerOwner", self.max_per_owner, "this client already holds"
+                )
+            if isinstance(reply, list) and len(reply) == 2 and reply[0] == 1:
+                return self._text(reply[1])
+            raise StoreUnavailable(self.redis.url, f"unexpected reply to a handle mint: {reply!r}")
         raise StoreUnavailable(
             self.redis.url, f"no free handle after {_MINT_ATTEMPTS} random tries"
         )
@@ -232,9 +276,10 @@ class RedisHandleStore(Generic[T]):
         reply = await self.redis.execute(
             "EVAL",
             _RESOLVE,
-            2,
+            3,
             self.stores.key("a2a-handle", handle),
             self.stores.key("a2a-expired", handle),
+            self._owned_key(owner),
             _canonical(owner),
             self._ms(self.ttl),
             self._ms(self.ttl + self.remember_expired),
@@ -286,9 +331,18 @@ def handle_store(
     *,
     clock: Callable[[], float],
     new_token: Callable[[], str] = _token,
+    max_per_owner: int = DEFAULT_MAX_HANDLES_PER_OWNER,
+    max_total: int = DEFAULT_MAX_HANDLES,
 ) -> HandleStore[T]:
     """The store of ``value_type``'s handles that ``stores`` calls for: in this
-    process (dated by ``clock``) when it has no Redis, else in its Redis."""
+    process (dated by ``clock``) when it has no Redis, else in its Redis.  Live
+    handles are bounded per owner (``max_per_owner``) and, in memory, in all
+    (``max_total``)."""
     if stores.redis is None:
-        return MemoryHandleStore(HandleTable(prefix, ttl, new_token=new_token), clock)
-    return RedisHandleStore(stores, prefix, ttl, value_type, new_token=new_token)
+        table: HandleTable[Any] = HandleTable(
+            prefix, ttl, new_token=new_token, max_per_owner=max_per_owner, max_total=max_total
+        )
+        return MemoryHandleStore(table, clock)
+    return RedisHandleStore(
+        stores, prefix, ttl, value_type, new_token=new_token, max_per_owner=max_per_owner
+    )

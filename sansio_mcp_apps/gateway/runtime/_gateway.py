@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any
 
 import attrs
@@ -171,7 +172,10 @@ class Gateway:
         )
         if stores is not None:
             self.use_stores(stores, parked_owners)
-        self._hint_pending = False
+        # The connectors changed since the last hint (None: every endpoint's news).
+        self._hint_pending: set[str | None] = set()
+        # Each virtual MCP's connectors: its listeners hear only of these.
+        self._virtual_connectors = {v.id: frozenset(v.connectors) for v in config.virtual_mcps}
         self._hint_wake: Signal | None = None
         self._started: Signal = backend.new_signal()
         #: How many hints went out (each to every listening client).
@@ -239,9 +243,10 @@ class Gateway:
 
     # Hints -------------------------------------------------------------------------
 
-    def tools_changed(self) -> None:
-        """The listed tools may have changed: a hint goes to listening clients soon."""
-        self._hint_pending = True
+    def tools_changed(self, connector: str | None = None) -> None:
+        """``connector``'s tools (any tools when None) may have changed: a hint goes
+        soon to the clients listening at ``/mcp`` and at the virtual MCPs holding it."""
+        self._hint_pending.add(connector)
         if self._hint_wake is not None:
             self._hint_wake.set()
 
@@ -250,11 +255,23 @@ class Gateway:
             if not self._hint_pending:
                 self._hint_wake = self.backend.new_signal()
                 await self._hint_wake.wait()
-            self._hint_pending = False
-            self.server.hub.list_changed("tools")
+            changed, self._hint_pending = self._hint_pending, set()
+            endpoints = self._endpoints_told(changed)
+            self.server.hub.list_changed("tools", only=partial(self._told, endpoints))
             self.hints_sent += 1
             # Changes until then coalesce into the next hint: one per interval at most.
             await self.backend.sleep(self.hint_interval)
+
+    def _endpoints_told(self, changed: set[str | None]) -> set[str | None]:
+        """The endpoints (None: ``/mcp``) whose tool list ``changed`` touches."""
+        if None in changed:
+            return {None, *self._virtual_connectors}
+        told = {v for v, connectors in self._virtual_connectors.items() if connectors & changed}
+        return {None, *told}
+
+    def _told(self, endpoints: set[str | None], session: ServerSession) -> bool:
+        access = self.access.get(session)
+        return (None if access is None else access.endpoint) in endpoints
 
     # Running -----------------------------------------------------------------------
 

@@ -110,8 +110,8 @@ class UpstreamSettings:
 
 class Upstream:
     """The live connection of one connector (None while down).  ``on_change`` is
-    told when its tools may have changed, ``on_tried`` when its first attempt to
-    connect is over."""
+    told (with the connector's name) when its tools may have changed, ``on_tried``
+    when its first attempt to connect is over."""
 
     def __init__(
         self,
@@ -121,7 +121,7 @@ class Upstream:
         opener: Opener,
         settings: UpstreamSettings,
         *,
-        on_change: Callable[[], None],
+        on_change: Callable[[str], None],
         on_tried: Callable[[], None],
     ) -> None:
         self.config = config
@@ -164,7 +164,7 @@ class Upstream:
             logger.log(level, "connector %s is down (%s); reconnecting", self.name, error)
             self._tried()
             if listed:  # its tools left the catalog; a failed retry changes nothing
-                self._on_change()
+                self._on_change(self.name)
             await backend.sleep(backoff_delay(record.attempts - 1, self.settings.backoff))
             move(store, self.name, StatusTrigger.RETRY)
 
@@ -190,7 +190,7 @@ class Upstream:
             for waiter in self._ready_waiters:
                 waiter.set()
             self._ready_waiters.clear()
-            self._on_change()
+            self._on_change(self.name)
             async with self.backend.open_task_group() as group:
                 group.start_soon(self._follow_changes, client)
                 group.start_soon(self._keep_alive, client)
@@ -303,7 +303,7 @@ class Upstream:
                     async for _method, _params in subscription:
                         tools = await self._list(client)
                         move(self.store, self.name, StatusTrigger.LIST_CHANGED, tools=tools)
-                        self._on_change()
+                        self._on_change(self.name)
             except MCPError as exc:
                 if not isinstance(exc, _TRANSPORT_FAILURES):
                     return  # it does not follow list changes; keep-alive still watches it
