@@ -4,7 +4,8 @@ stream through), every file (logs, temp paths, pid) inside one temporary directo
 
 Each proxied request is logged to ``access.log`` as ``UPSTREAM STATUS METHOD NAME``
 (the upstream that answered, and the request's ``Mcp-Method``/``Mcp-Name`` headers), so
-a test can say which replica answered which round.
+a test can say which replica answered which round; an answer's ``X-Upstream`` header
+names it too, before its stream ends.
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ http {{
             proxy_connect_timeout 5s;
             proxy_send_timeout 120s;
             proxy_read_timeout 120s;
+            # Which replica answers, known while a stream is still open.
+            add_header X-Upstream $upstream_addr always;
         }}
     }}
 }}
