@@ -70,9 +70,11 @@ def example_replicas(
     *,
     backends: Sequence[str] = ("trio", "asyncio"),
     extra: Sequence[str] = (),
+    program: Sequence[str] | None = None,
 ) -> Iterator[list[Replica]]:
     """One replica per entry of ``key_files`` (None: no key file, a random key), named
-    ``r1``, ``r2``...; their backends cycle through ``backends``."""
+    ``r1``, ``r2``...; their backends cycle through ``backends``.  ``program``: what
+    runs instead of ``sansio-mcp example-server`` (taking its options)."""
     directory.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
         started = []
@@ -80,8 +82,7 @@ def example_replicas(
             replica_id = f"r{n}"
             stderr = directory / f"{replica_id}.stderr"
             args = [
-                *cli_command(),
-                "example-server",
+                *(program if program is not None else [*cli_command(), "example-server"]),
                 "--transport",
                 "http",
                 "--port",

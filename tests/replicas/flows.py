@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -103,11 +103,13 @@ def listening(url: str, notifications: dict[str, Any]) -> Iterator[Listen]:
 
 @contextmanager
 def redis_replicas(
-    directory: Path, count: int, store: str, key: bytes, *, extra: tuple[str, ...] = ()
+    directory: Path, count: int, store: str, key: bytes, *, program: Sequence[str] | None = None
 ) -> Iterator[list[Replica]]:
-    """``count`` example-server replicas on one Redis store and one key file."""
+    """``count`` example-server replicas (or ``program``'s, taking its options) on one
+    Redis store and one key file."""
     ring = write_key_file(directory / "ring", key)
-    with example_replicas(directory, [ring] * count, extra=["--store", store, *extra]) as replicas:
+    extra = ["--store", store]
+    with example_replicas(directory, [ring] * count, extra=extra, program=program) as replicas:
         yield replicas
 
 

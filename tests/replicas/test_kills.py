@@ -1,0 +1,105 @@
+"""Replicas killed (SIGKILL) behind nginx, real processes on one real Redis store:
+
+- the replica holding a client's 2026-07-28 ``subscriptions/listen``: the stream breaks,
+  the client listens again through nginx, lands on a live replica and hears the status
+  of a task another replica runs;
+- a replica in the middle of a tool call: the client's call fails, and a counter kept
+  outside the replicas shows the tool ran once, never twice, because nginx does not pass
+  a POST it has sent to another upstream (``proxy_next_upstream``'s default, since
+  nginx 1.9.13, leaves out ``non_idempotent``).  Calls after the kill work.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+from nginx_service import nginx_in_front
+from redis_service import RedisService
+
+from .flows import APPROVE, TIMEOUT, by_upstream, listening, poll, redis_replicas, result
+from .rounds import modern_round
+
+pytestmark = pytest.mark.interop
+
+COUNTING_SERVER = [sys.executable, str(Path(__file__).with_name("counting_server.py"))]
+
+
+def last_upstream(header: str | None) -> str:
+    """The replica that answered: the last of ``$upstream_addr``'s tries."""
+    assert header is not None
+    return header.split(", ")[-1]
+
+
+def test_the_replica_holding_a_listen_is_killed_and_listening_again_works(
+    tmp_path: Path, redis_service: RedisService, keys: tuple[bytes, bytes]
+) -> None:
+    with (
+        redis_replicas(tmp_path, 3, redis_service.url, keys[0]) as replicas,
+        nginx_in_front([r.port for r in replicas], tmp_path / "nginx") as nginx,
+    ):
+        url = f"{nginx.base}/mcp"
+        call = {"name": "approve_job", "arguments": {"job": "k"}}
+        task_id = result(url, "tools/call", call)["taskId"]
+        owner = by_upstream(replicas, nginx.upstreams("tools/call")[-1])
+        [key] = poll(owner.url, task_id, lambda t: t["status"] == "input_required")["inputRequests"]
+        with listening(url, {"taskIds": [task_id]}) as listen:
+            holder = by_upstream(replicas, last_upstream(listen.upstream))
+            assert holder is not owner
+            assert listen.next_message()["method"] == "notifications/subscriptions/acknowledged"
+            os.kill(holder.process.pid, signal.SIGKILL)
+            with pytest.raises((EOFError, httpx.HTTPError)):
+                listen.next_message()
+        assert holder.process.wait(timeout=TIMEOUT) == -signal.SIGKILL
+        with listening(url, {"taskIds": [task_id]}) as again:
+            landed = by_upstream(replicas, last_upstream(again.upstream))
+            assert landed not in (holder, owner)
+            assert again.next_message()["method"] == "notifications/subscriptions/acknowledged"
+            answer = {"taskId": task_id, "inputResponses": {key: APPROVE}}
+            result(owner.url, "tasks/update", answer)
+            assert again.statuses_until(task_id, "completed")[-2:] == ["working", "completed"]
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_a_replica_killed_mid_call_ran_the_tool_once(
+    count: int, tmp_path: Path, redis_service: RedisService, keys: tuple[bytes, bytes]
+) -> None:
+    counter = tmp_path / "counter"
+    with (
+        redis_replicas(
+            tmp_path, count, redis_service.url, keys[0], program=COUNTING_SERVER
+        ) as replicas,
+        nginx_in_front([r.port for r in replicas], tmp_path / "nginx") as nginx,
+        ThreadPoolExecutor(1) as pool,
+    ):
+        url = f"{nginx.base}/mcp"
+        arguments = {"path": str(counter), "seconds": TIMEOUT}
+        pending = pool.submit(modern_round, url, "count_then_wait", arguments)
+        deadline = time.monotonic() + TIMEOUT
+        while not counter.exists() or not counter.read_text():
+            assert time.monotonic() < deadline and not pending.done(), "the tool never ran"
+            time.sleep(0.02)
+        [pid] = counter.read_text().split()
+        [running] = [r for r in replicas if r.process.pid == int(pid)]
+        os.kill(running.process.pid, signal.SIGKILL)
+        # The call fails with its replica (nginx answers 502: the replica closed early).
+        with pytest.raises(AssertionError, match=r"^\(502, "):
+            pending.result(timeout=TIMEOUT)
+        assert counter.read_text().split() == [pid]
+        # nginx logs a request once it is over, a moment after the client has its answer.
+        while not nginx.upstreams("tools/call", "count_then_wait"):
+            assert time.monotonic() < deadline, (tmp_path / "nginx" / "access.log").read_text()
+            time.sleep(0.02)
+        [tried] = nginx.upstreams("tools/call", "count_then_wait")
+        assert tried == running.upstream  # one upstream tried, no other
+        # Calls after it land on live replicas (a refused connect is passed on).
+        for n in range(count):
+            added = modern_round(url, "add", {"a": n, "b": 1})
+            assert added["result"]["structuredContent"] == {"sum": n + 1}
+        assert counter.read_text().split() == [pid]
