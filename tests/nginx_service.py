@@ -86,15 +86,20 @@ class Nginx:
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def upstreams(self, method: str | None = None, name: str | None = None) -> list[str]:
-        """The upstream (``127.0.0.1:PORT``) of each proxied request so far, oldest first,
-        of those whose ``Mcp-Method`` (and ``Mcp-Name``) match when given."""
+    def upstreams(
+        self, method: str | None = None, name: str | None = None, *, status: int | None = None
+    ) -> list[str]:
+        """The upstream (``127.0.0.1:PORT``) of each proxied request so far, in the order
+        they ended, of those whose ``Mcp-Method`` (and ``Mcp-Name``, and HTTP status)
+        match when given."""
         found = []
         for line in (self.directory / "access.log").read_text().splitlines():
-            upstream, _status, logged_method, logged_name = line.split(" ", 3)
+            upstream, logged_status, logged_method, logged_name = line.split(" ", 3)
             if method is not None and logged_method != method:
                 continue
             if name is not None and logged_name != name:
+                continue
+            if status is not None and logged_status != str(status):
                 continue
             found.append(upstream)
         return found

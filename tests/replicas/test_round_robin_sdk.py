@@ -67,7 +67,7 @@ def run_sdk(
                 elicitation_callback=answers.elicitation,
                 sampling_callback=answers.sampling,
             ) as client:
-                assert client.protocol_version == MODERN
+                assert client.protocol_version == ("2025-11-25" if mode == "legacy" else MODERN)
                 await body(client, answers)
 
     anyio.run(session, backend="asyncio")

@@ -1,0 +1,81 @@
+"""The gateway behind nginx (plain round-robin): 2 and 3 ``sansio-mcp gateway``
+processes on one Redis store, each over its own handshake-era upstream (the example
+server at a handshake revision, over stdio: it asks mid-call by requests of its own),
+with the official Python SDK client through nginx.
+
+- At 2026-07-28 the gateway parks the upstream's call and hands the question to the
+  client by MRTR; each retry lands on the next replica, which forwards it to the one
+  holding the call.
+- At 2025-11-25 (``relay_questions_to_handshake_clients``) the question goes out on
+  the call's own stream from one replica, and the client's answer, POSTed through nginx,
+  lands on the next replica, which passes it to the one asking.  The gateway serves
+  handshake-era clients without a session, so this works through round-robin."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from itertools import pairwise
+from pathlib import Path
+
+import mcp
+import pytest
+from nginx_service import Nginx, nginx_in_front
+from peers import cli_command
+from redis_service import RedisService
+from replica_service import Replica, example_replicas, write_key_file
+
+from tests.gateway.conftest import handshake_example_connector
+
+from .test_round_robin_sdk import QUESTIONS, Answers, run_sdk
+
+pytestmark = [pytest.mark.interop, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
+
+
+@contextmanager
+def gateways(
+    directory: Path, count: int, store: str, key: bytes
+) -> Iterator[tuple[list[Replica], Nginx]]:
+    config = directory / "gateway.json"
+    connectors = {"old": handshake_example_connector()}
+    config.write_text(
+        json.dumps({"connectors": connectors, "relay_questions_to_handshake_clients": True})
+    )
+    ring = write_key_file(directory / "ring", key)
+    extra = ["--config", str(config), "--store", store]
+    program = [*cli_command(), "gateway"]
+    with (
+        example_replicas(directory, [ring] * count, extra=extra, program=program) as replicas,
+        nginx_in_front([r.port for r in replicas], directory / "nginx") as nginx,
+    ):
+        yield replicas, nginx
+
+
+@pytest.mark.parametrize("count", [2, 3])
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+def test_an_upstreams_questions_are_answered_across_gateway_replicas(
+    mode: str, count: int, tmp_path: Path, redis_service: RedisService, keys: tuple[bytes, bytes]
+) -> None:
+    async def body(client: mcp.Client, answers: Answers) -> None:
+        survey = await client.call_tool("old.survey", {"questions": QUESTIONS})
+        assert survey.structured_content == {
+            "answers": {q: f"sdk: {q}" for q in QUESTIONS},
+            "completed": True,
+        }
+        assert answers.asked == QUESTIONS
+
+    with gateways(tmp_path, count, redis_service.url, keys[0]) as (replicas, nginx):
+        run_sdk(nginx, mode, body)
+        calls = nginx.upstreams("tools/call", "old.survey")
+        if mode == "legacy":
+            # No Mcp-Method header on this era: the POSTs answered 202 are the
+            # initialized notification, then the client's answers, each at the next
+            # replica, so some at another replica than the one holding the call.
+            [_initialized, *answered] = nginx.upstreams(status=202)
+            assert len(answered) == len(QUESTIONS)
+            assert len(set(answered)) >= 2, answered
+        else:
+            assert len(calls) == len(QUESTIONS) + 1
+            assert all(here != there for here, there in pairwise(calls)), calls
+        assert set(nginx.upstreams()) == {r.upstream for r in replicas}
