@@ -1,7 +1,7 @@
 """The gateway behind nginx (plain round-robin): 2 and 3 ``sansio-mcp gateway``
 processes on one Redis store, each over its own handshake-era upstream (the example
 server at a handshake revision, over stdio: it asks mid-call by requests of its own),
-with the official Python SDK client through nginx.
+with the official Python SDK client and the TypeScript SDK v2 client through nginx.
 
 - At 2026-07-28 the gateway parks the upstream's call and hands the question to the
   client by MRTR; each retry lands on the next replica, which forwards it to the one
@@ -27,6 +27,7 @@ from redis_service import RedisService
 from replica_service import Replica, example_replicas, write_key_file
 
 from tests.gateway.conftest import handshake_example_connector
+from tests.gateway.test_sdk_clients import _ts_client
 
 from .test_round_robin_sdk import QUESTIONS, Answers, run_sdk
 
@@ -35,10 +36,12 @@ pytestmark = [pytest.mark.interop, pytest.mark.filterwarnings("ignore::mcp.MCPDe
 
 @contextmanager
 def gateways(
-    directory: Path, count: int, store: str, key: bytes
+    directory: Path, count: int, store: str, key: bytes, *, connector: str = "old"
 ) -> Iterator[tuple[list[Replica], Nginx]]:
+    """``count`` gateway replicas whose one connector, ``connector``, is the example
+    server at a handshake revision; nginx in front."""
     config = directory / "gateway.json"
-    connectors = {"old": handshake_example_connector()}
+    connectors = {connector: handshake_example_connector()}
     config.write_text(
         json.dumps({"connectors": connectors, "relay_questions_to_handshake_clients": True})
     )
@@ -78,4 +81,25 @@ def test_an_upstreams_questions_are_answered_across_gateway_replicas(
         else:
             assert len(calls) == len(QUESTIONS) + 1
             assert all(here != there for here, there in pairwise(calls)), calls
+        assert set(nginx.upstreams()) == {r.upstream for r in replicas}
+
+
+@pytest.mark.parametrize("count", [2, 3])
+@pytest.mark.parametrize("mode", ["modern", "legacy"])
+def test_the_typescript_sdk_client_through_gateway_replicas(
+    mode: str, count: int, tmp_path: Path, redis_service: RedisService, keys: tuple[bytes, bytes]
+) -> None:
+    """``ts_client.mjs`` (tests/gateway) calls ``example.add`` and ``example.elicit``,
+    whose question it answers by MRTR (2026-07-28) or on the call's stream (2025-11-25)."""
+    store = redis_service.url
+    with gateways(tmp_path, count, store, keys[0], connector="example") as (replicas, nginx):
+        report = _ts_client(f"{nginx.base}/mcp", mode)
+        assert report["add"]["structuredContent"] == {"sum": 5}
+        assert report["elicit"]["structuredContent"] == {
+            "action": "accept",
+            "answer": "ts: colour?",
+        }
+        if mode == "modern":
+            rounds = nginx.upstreams("tools/call", "example.elicit")
+            assert len(rounds) == 2 and rounds[0] != rounds[1]
         assert set(nginx.upstreams()) == {r.upstream for r in replicas}
