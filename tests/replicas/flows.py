@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from nginx_service import Nginx, nginx_in_front
 from replica_service import Replica, example_replicas, write_key_file
 
 from sansio_mcp._tasks import TASKS_EXTENSION
@@ -102,15 +103,29 @@ def listening(url: str, notifications: dict[str, Any]) -> Iterator[Listen]:
 
 
 @contextmanager
-def redis_replicas(
+def behind_nginx(
     directory: Path, count: int, store: str, key: bytes, *, program: Sequence[str] | None = None
-) -> Iterator[list[Replica]]:
+) -> Iterator[tuple[list[Replica], Nginx]]:
     """``count`` example-server replicas (or ``program``'s, taking its options) on one
-    Redis store and one key file."""
+    Redis store and one key file, and nginx in front of them."""
     ring = write_key_file(directory / "ring", key)
     extra = ["--store", store]
-    with example_replicas(directory, [ring] * count, extra=extra, program=program) as replicas:
-        yield replicas
+    with (
+        example_replicas(directory, [ring] * count, extra=extra, program=program) as replicas,
+        nginx_in_front([r.port for r in replicas], directory / "nginx") as nginx,
+    ):
+        yield replicas, nginx
+
+
+def parked_task(nginx: Nginx, replicas: list[Replica], job: str) -> tuple[str, Replica, str]:
+    """``approve_job`` made through nginx: the task's id, the replica running it, and
+    the key of its question once it waits for the answer (``input_required``)."""
+    call = {"name": "approve_job", "arguments": {"job": job}}
+    task_id = result(f"{nginx.base}/mcp", "tools/call", call)["taskId"]
+    owner = by_upstream(replicas, nginx.upstreams("tools/call")[-1])
+    parked = poll(owner.url, task_id, lambda t: t["status"] == "input_required")
+    [key] = parked["inputRequests"]
+    return task_id, owner, key
 
 
 def by_upstream(replicas: list[Replica], upstream: str) -> Replica:

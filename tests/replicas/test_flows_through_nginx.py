@@ -16,10 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from nginx_service import nginx_in_front
 from redis_service import RedisService
 
-from .flows import APPROVE, by_upstream, listening, poll, redis_replicas, result
+from .flows import APPROVE, behind_nginx, listening, parked_task, poll, result
 
 pytestmark = pytest.mark.interop
 
@@ -28,19 +27,13 @@ pytestmark = pytest.mark.interop
 def test_a_task_made_through_nginx_is_answered_and_cancelled_on_the_other_replicas(
     count: int, tmp_path: Path, redis_service: RedisService, keys: tuple[bytes, bytes]
 ) -> None:
-    with (
-        redis_replicas(tmp_path, count, redis_service.url, keys[0]) as replicas,
-        nginx_in_front([r.port for r in replicas], tmp_path / "nginx") as nginx,
-    ):
+    with behind_nginx(tmp_path, count, redis_service.url, keys[0]) as (replicas, nginx):
         url = f"{nginx.base}/mcp"
-        call = {"name": "approve_job", "arguments": {"job": "x"}}
-        task_id = result(url, "tools/call", call)["taskId"]
-        owner = by_upstream(replicas, nginx.upstreams("tools/call")[-1])
+        task_id, owner, key = parked_task(nginx, replicas, "x")
+        # Round-robin takes the next request to the next replica.
+        assert result(url, "tasks/get", {"taskId": task_id})["status"] == "input_required"
+        assert nginx.upstreams("tasks/get")[-1] != owner.upstream
         others = [r for r in replicas if r is not owner]
-        parked = poll(url, task_id, lambda t: t["status"] == "input_required")
-        [key] = parked["inputRequests"]
-        # Round-robin took tasks/get to another replica at once.
-        assert nginx.upstreams("tasks/get")[0] != owner.upstream
         for other in others:
             assert result(other.url, "tasks/get", {"taskId": task_id})["status"] == "input_required"
         # Answered on a replica that does not run it: the owner completes it.
@@ -52,12 +45,10 @@ def test_a_task_made_through_nginx_is_answered_and_cancelled_on_the_other_replic
             assert result(replica.url, "tasks/get", {"taskId": task_id})["status"] == "completed"
 
         # A task waiting for its answer (it waits as long as it is not answered).
-        call = {"name": "approve_job", "arguments": {"job": "z"}}
-        parked_id = result(url, "tools/call", call)["taskId"]
-        parked_owner = nginx.upstreams("tools/call")[-1]
+        parked_id, parked_owner, _ = parked_task(nginx, replicas, "z")
         result(url, "tasks/cancel", {"taskId": parked_id})
         # The next request went to the next replica: cancelled away from the owner.
-        assert nginx.upstreams("tasks/cancel")[-1] != parked_owner
+        assert nginx.upstreams("tasks/cancel")[-1] != parked_owner.upstream
         for replica in replicas:
             poll(replica.url, parked_id, lambda t: t["status"] == "cancelled")
 
@@ -66,16 +57,9 @@ def test_a_task_made_through_nginx_is_answered_and_cancelled_on_the_other_replic
 def test_a_listen_through_nginx_hears_a_task_another_replica_runs(
     count: int, tmp_path: Path, redis_service: RedisService, keys: tuple[bytes, bytes]
 ) -> None:
-    with (
-        redis_replicas(tmp_path, count, redis_service.url, keys[0]) as replicas,
-        nginx_in_front([r.port for r in replicas], tmp_path / "nginx") as nginx,
-    ):
-        url = f"{nginx.base}/mcp"
-        call = {"name": "approve_job", "arguments": {"job": "y"}}
-        task_id = result(url, "tools/call", call)["taskId"]
-        owner = by_upstream(replicas, nginx.upstreams("tools/call")[-1])
-        [key] = poll(owner.url, task_id, lambda t: t["status"] == "input_required")["inputRequests"]
-        with listening(url, {"taskIds": [task_id]}) as listen:
+    with behind_nginx(tmp_path, count, redis_service.url, keys[0]) as (replicas, nginx):
+        task_id, owner, key = parked_task(nginx, replicas, "y")
+        with listening(f"{nginx.base}/mcp", {"taskIds": [task_id]}) as listen:
             assert listen.upstream not in (None, owner.upstream)
             acknowledged = listen.next_message()
             assert acknowledged["method"] == "notifications/subscriptions/acknowledged"

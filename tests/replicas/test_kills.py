@@ -20,10 +20,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from nginx_service import nginx_in_front
 from redis_service import RedisService
 
-from .flows import APPROVE, TIMEOUT, by_upstream, listening, poll, redis_replicas, result
+from .flows import APPROVE, TIMEOUT, behind_nginx, by_upstream, listening, parked_task, result
 from .rounds import modern_round
 
 pytestmark = pytest.mark.interop
@@ -40,15 +39,9 @@ def last_upstream(header: str | None) -> str:
 def test_the_replica_holding_a_listen_is_killed_and_listening_again_works(
     tmp_path: Path, redis_service: RedisService, keys: tuple[bytes, bytes]
 ) -> None:
-    with (
-        redis_replicas(tmp_path, 3, redis_service.url, keys[0]) as replicas,
-        nginx_in_front([r.port for r in replicas], tmp_path / "nginx") as nginx,
-    ):
+    with behind_nginx(tmp_path, 3, redis_service.url, keys[0]) as (replicas, nginx):
         url = f"{nginx.base}/mcp"
-        call = {"name": "approve_job", "arguments": {"job": "k"}}
-        task_id = result(url, "tools/call", call)["taskId"]
-        owner = by_upstream(replicas, nginx.upstreams("tools/call")[-1])
-        [key] = poll(owner.url, task_id, lambda t: t["status"] == "input_required")["inputRequests"]
+        task_id, owner, key = parked_task(nginx, replicas, "k")
         with listening(url, {"taskIds": [task_id]}) as listen:
             holder = by_upstream(replicas, last_upstream(listen.upstream))
             assert holder is not owner
@@ -72,10 +65,10 @@ def test_a_replica_killed_mid_call_ran_the_tool_once(
 ) -> None:
     counter = tmp_path / "counter"
     with (
-        redis_replicas(
-            tmp_path, count, redis_service.url, keys[0], program=COUNTING_SERVER
-        ) as replicas,
-        nginx_in_front([r.port for r in replicas], tmp_path / "nginx") as nginx,
+        behind_nginx(tmp_path, count, redis_service.url, keys[0], program=COUNTING_SERVER) as (
+            replicas,
+            nginx,
+        ),
         ThreadPoolExecutor(1) as pool,
     ):
         url = f"{nginx.base}/mcp"
