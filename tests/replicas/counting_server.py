@@ -1,6 +1,7 @@
-"""``sansio-mcp example-server`` with one tool more, for the mid-call kill test:
+"""``sansio-mcp example-server`` with two tools more, for the kill tests:
 ``count_then_wait(path, seconds)`` appends this process's pid to ``path`` (one
-``O_APPEND`` write, outside every replica), then waits ``seconds``.
+``O_APPEND`` write, outside every replica), then waits ``seconds``; ``announce`` says
+the tool list changed (a hint the listeners of every replica hear).
 
     python tests/replicas/counting_server.py [example-server options]
 """
@@ -29,6 +30,12 @@ def build_counting_server(**options: Any) -> Server:
             os.close(fd)
         await ctx.sleep(seconds)
         return "waited"
+
+    @server.tool()
+    async def announce(ctx: Context) -> str:
+        """Say the tool list changed."""
+        await ctx.list_changed("tools")
+        return "announced"
 
     return server
 

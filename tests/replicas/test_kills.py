@@ -1,8 +1,8 @@
 """Replicas killed (SIGKILL) behind nginx, real processes on one real Redis store:
 
 - the replica holding a client's 2026-07-28 ``subscriptions/listen``: the stream breaks,
-  the client listens again through nginx, lands on a live replica and hears the status
-  of a task another replica runs;
+  the client listens again through nginx, lands on a live replica and hears a tool-list
+  change announced on another replica, and the status of a task another replica runs;
 - a replica in the middle of a tool call: the client's call fails, and a counter kept
   outside the replicas shows the tool ran once, never twice, because nginx does not pass
   a POST it has sent to another upstream (``proxy_next_upstream``'s default, since
@@ -39,10 +39,15 @@ def last_upstream(header: str | None) -> str:
 def test_the_replica_holding_a_listen_is_killed_and_listening_again_works(
     tmp_path: Path, redis_service: RedisService, keys: tuple[bytes, bytes]
 ) -> None:
-    with behind_nginx(tmp_path, 3, redis_service.url, keys[0]) as (replicas, nginx):
+    program = COUNTING_SERVER
+    with behind_nginx(tmp_path, 3, redis_service.url, keys[0], program=program) as (
+        replicas,
+        nginx,
+    ):
         url = f"{nginx.base}/mcp"
         task_id, owner, key = parked_task(nginx, replicas, "k")
-        with listening(url, {"taskIds": [task_id]}) as listen:
+        wanted = {"taskIds": [task_id], "toolsListChanged": True}
+        with listening(url, wanted) as listen:
             holder = by_upstream(replicas, last_upstream(listen.upstream))
             assert holder is not owner
             assert listen.next_message()["method"] == "notifications/subscriptions/acknowledged"
@@ -50,10 +55,12 @@ def test_the_replica_holding_a_listen_is_killed_and_listening_again_works(
             with pytest.raises((EOFError, httpx.HTTPError)):
                 listen.next_message()
         assert holder.process.wait(timeout=TIMEOUT) == -signal.SIGKILL
-        with listening(url, {"taskIds": [task_id]}) as again:
+        with listening(url, wanted) as again:
             landed = by_upstream(replicas, last_upstream(again.upstream))
             assert landed not in (holder, owner)
             assert again.next_message()["method"] == "notifications/subscriptions/acknowledged"
+            assert result(owner.url, "tools/call", {"name": "announce"})["content"]
+            assert again.next_message()["method"] == "notifications/tools/list_changed"
             answer = {"taskId": task_id, "inputResponses": {key: APPROVE}}
             result(owner.url, "tasks/update", answer)
             assert again.statuses_until(task_id, "completed")[-2:] == ["working", "completed"]
