@@ -61,7 +61,7 @@ http {{
             proxy_read_timeout 120s;
             # Which replica answers, known while a stream is still open.
             add_header X-Upstream $upstream_addr always;
-        }}
+{location_extra}        }}
     }}
 }}
 """
@@ -111,9 +111,12 @@ def _listening(port: int) -> bool:
 
 
 @contextmanager
-def nginx_in_front(replica_ports: Sequence[int], directory: Path) -> Iterator[Nginx]:
+def nginx_in_front(
+    replica_ports: Sequence[int], directory: Path, *, location_extra: str = ""
+) -> Iterator[Nginx]:
     """nginx on a free loopback port, round-robin over ``replica_ports``; stopped (by its
-    pid) after the block."""
+    pid) after the block.  ``location_extra``: more directives for the proxying location,
+    one a line."""
     binary = nginx_binary()
     directory.mkdir(parents=True, exist_ok=True)
     port = free_port()
@@ -121,7 +124,10 @@ def nginx_in_front(replica_ports: Sequence[int], directory: Path) -> Iterator[Ng
     # As root, nginx would run its worker as nobody, who cannot use a private tmp dir.
     user = "user root;\n" if os.geteuid() == 0 else ""
     conf = directory / "nginx.conf"
-    conf.write_text(_CONF.format(user=user, tmp=directory, servers=servers, port=port))
+    extra = "".join(f"            {line}\n" for line in location_extra.splitlines())
+    conf.write_text(
+        _CONF.format(user=user, tmp=directory, servers=servers, port=port, location_extra=extra)
+    )
     log = directory / "error.log"
     process = subprocess.Popen(
         [binary, "-p", str(directory), "-c", str(conf), "-e", str(log), "-g", "daemon off;"],

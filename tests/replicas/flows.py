@@ -104,15 +104,23 @@ def listening(url: str, notifications: dict[str, Any]) -> Iterator[Listen]:
 
 @contextmanager
 def behind_nginx(
-    directory: Path, count: int, store: str, key: bytes, *, program: Sequence[str] | None = None
+    directory: Path,
+    count: int,
+    store: str,
+    key: bytes,
+    *,
+    program: Sequence[str] | None = None,
+    location_extra: str = "",
 ) -> Iterator[tuple[list[Replica], Nginx]]:
     """``count`` example-server replicas (or ``program``'s, taking its options) on one
-    Redis store and one key file, and nginx in front of them."""
+    Redis store and one key file, and nginx in front of them (with ``location_extra``)."""
     ring = write_key_file(directory / "ring", key)
     extra = ["--store", store]
     with (
         example_replicas(directory, [ring] * count, extra=extra, program=program) as replicas,
-        nginx_in_front([r.port for r in replicas], directory / "nginx") as nginx,
+        nginx_in_front(
+            [r.port for r in replicas], directory / "nginx", location_extra=location_extra
+        ) as nginx,
     ):
         yield replicas, nginx
 

@@ -6,7 +6,8 @@
 - a replica in the middle of a tool call: the client's call fails, and a counter kept
   outside the replicas shows the tool ran once, never twice, because nginx does not pass
   a POST it has sent to another upstream (``proxy_next_upstream``'s default, since
-  nginx 1.9.13, leaves out ``non_idempotent``).  Calls after the kill work.
+  nginx 1.9.13, leaves out ``non_idempotent``).  Calls after the kill work.  The
+  control: with ``non_idempotent`` added, the call runs again on the next replica.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import os
 import signal
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -66,6 +68,15 @@ def test_the_replica_holding_a_listen_is_killed_and_listening_again_works(
             assert again.statuses_until(task_id, "completed")[-2:] == ["working", "completed"]
 
 
+def runs(counter: Path, count: int, pending: Future[Any]) -> list[str]:
+    """The pids that ran ``count_then_wait``, once there are ``count`` of them."""
+    deadline = time.monotonic() + TIMEOUT
+    while len(found := counter.read_text().split() if counter.exists() else []) < count:
+        assert time.monotonic() < deadline and not pending.done(), found
+        time.sleep(0.02)
+    return found
+
+
 @pytest.mark.parametrize("count", [2, 3])
 def test_a_replica_killed_mid_call_ran_the_tool_once(
     count: int, tmp_path: Path, redis_service: RedisService, keys: tuple[bytes, bytes]
@@ -81,13 +92,10 @@ def test_a_replica_killed_mid_call_ran_the_tool_once(
         url = f"{nginx.base}/mcp"
         arguments = {"path": str(counter), "seconds": TIMEOUT}
         pending = pool.submit(modern_round, url, "count_then_wait", arguments)
-        deadline = time.monotonic() + TIMEOUT
-        while not counter.exists() or not counter.read_text():
-            assert time.monotonic() < deadline and not pending.done(), "the tool never ran"
-            time.sleep(0.02)
-        [pid] = counter.read_text().split()
+        [pid] = runs(counter, 1, pending)
         [running] = [r for r in replicas if r.process.pid == int(pid)]
         os.kill(running.process.pid, signal.SIGKILL)
+        deadline = time.monotonic() + TIMEOUT
         # The call fails with its replica (nginx answers 502: the replica closed early).
         with pytest.raises(AssertionError, match=r"^\(502, "):
             pending.result(timeout=TIMEOUT)
@@ -103,3 +111,33 @@ def test_a_replica_killed_mid_call_ran_the_tool_once(
             added = modern_round(url, "add", {"a": n, "b": 1})
             assert added["result"]["structuredContent"] == {"sum": n + 1}
         assert counter.read_text().split() == [pid]
+
+
+def test_the_control_with_non_idempotent_nginx_runs_a_killed_call_again(
+    tmp_path: Path, redis_service: RedisService, keys: tuple[bytes, bytes]
+) -> None:
+    """What nginx's default spares: told to pass non-idempotent requests on
+    (``proxy_next_upstream error timeout non_idempotent``), it sends the call of a replica
+    that dies to the next one, and the tool runs a second time."""
+    counter = tmp_path / "counter"
+    passing_on = "proxy_next_upstream error timeout non_idempotent;"
+    with (
+        behind_nginx(
+            tmp_path,
+            2,
+            redis_service.url,
+            keys[0],
+            program=COUNTING_SERVER,
+            location_extra=passing_on,
+        ) as (replicas, nginx),
+        ThreadPoolExecutor(1) as pool,
+    ):
+        arguments = {"path": str(counter), "seconds": TIMEOUT}
+        pending = pool.submit(modern_round, f"{nginx.base}/mcp", "count_then_wait", arguments)
+        for n in (1, 2):
+            pid = runs(counter, n, pending)[-1]
+            os.kill(int(pid), signal.SIGKILL)
+        first, second = counter.read_text().split()
+        assert {int(first), int(second)} == {r.process.pid for r in replicas}
+        with pytest.raises(AssertionError, match=r"^\(502, "):
+            pending.result(timeout=TIMEOUT)
