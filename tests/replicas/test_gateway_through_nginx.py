@@ -9,11 +9,14 @@ with the official Python SDK client and the TypeScript SDK v2 client through ngi
 - At 2025-11-25 (``relay_questions_to_handshake_clients``) the question goes out on
   the call's own stream from one replica, and the client's answer, POSTed through nginx,
   lands on the next replica, which passes it to the one asking.  The gateway serves
-  handshake-era clients without a session, so this works through round-robin."""
+  handshake-era clients without a session, so this works through round-robin.
+- A replica killed while it holds a parked call: the retry fails, naming it."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import pairwise
@@ -29,6 +32,8 @@ from replica_service import Replica, example_replicas, write_key_file
 from tests.gateway.conftest import handshake_example_connector
 from tests.gateway.test_sdk_clients import _ts_client
 
+from .flows import by_upstream
+from .rounds import modern_round
 from .test_round_robin_sdk import QUESTIONS, Answers, run_sdk
 
 pytestmark = [pytest.mark.interop, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
@@ -103,3 +108,33 @@ def test_the_typescript_sdk_client_through_gateway_replicas(
             rounds = nginx.upstreams("tools/call", "example.elicit")
             assert len(rounds) == 2 and rounds[0] != rounds[1]
         assert set(nginx.upstreams()) == {r.upstream for r in replicas}
+
+
+def test_a_gateway_replica_killed_while_it_holds_a_parked_call(
+    tmp_path: Path, redis_service: RedisService, keys: tuple[bytes, bytes]
+) -> None:
+    """The parked call dies with its replica (SIGKILL): the client's retry, landing on a
+    live replica, fails with -32603 naming the dead one; calling again works."""
+    with gateways(tmp_path, 2, redis_service.url, keys[0]) as (replicas, nginx):
+        url = f"{nginx.base}/mcp"
+        asked = modern_round(url, "old.survey", {"questions": ["one?"]})["result"]
+        assert asked["resultType"] == "input_required", asked
+        holder = by_upstream(replicas, nginx.upstreams("tools/call", "old.survey")[-1])
+        os.kill(holder.process.pid, signal.SIGKILL)
+        assert holder.process.wait(timeout=60) == -signal.SIGKILL
+        [key] = asked["inputRequests"]
+        answer = {key: {"action": "accept", "content": {"answer": "late"}}}
+        retried = modern_round(
+            url,
+            "old.survey",
+            {"questions": ["one?"]},
+            state=asked["requestState"],
+            responses=answer,
+        )
+        assert retried["error"]["code"] == -32603, retried
+        assert retried["error"]["message"] == (
+            f"the gateway replica holding this parked call ({holder.replica_id}) did not take "
+            "the retry within 5 s"
+        )
+        again = modern_round(url, "old.survey", {"questions": ["one?"]})["result"]
+        assert again["resultType"] == "input_required"
