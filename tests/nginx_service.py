@@ -87,11 +87,27 @@ class Nginx:
         return f"http://127.0.0.1:{self.port}"
 
     def upstreams(
-        self, method: str | None = None, name: str | None = None, *, status: int | None = None
+        self,
+        method: str | None = None,
+        name: str | None = None,
+        *,
+        status: int | None = None,
+        count: int | None = None,
     ) -> list[str]:
         """The upstream (``127.0.0.1:PORT``) of each proxied request so far, in the order
         they ended, of those whose ``Mcp-Method`` (and ``Mcp-Name``, and HTTP status)
-        match when given."""
+        match when given.  nginx logs a request just after its client has the answer:
+        ``count`` waits (at most ``START_TIMEOUT`` s) until that many are logged."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            found = self._logged(method, name, status)
+            if count is None or len(found) >= count:
+                return found
+            if time.monotonic() > deadline:
+                pytest.fail(f"nginx logged {found} of {count} {method} {name} {status}")
+            time.sleep(0.01)
+
+    def _logged(self, method: str | None, name: str | None, status: int | None) -> list[str]:
         found = []
         for line in (self.directory / "access.log").read_text().splitlines():
             upstream, logged_status, logged_method, logged_name = line.split(" ", 3)

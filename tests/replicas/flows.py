@@ -129,8 +129,9 @@ def parked_task(nginx: Nginx, replicas: list[Replica], job: str) -> tuple[str, R
     """``approve_job`` made through nginx: the task's id, the replica running it, and
     the key of its question once it waits for the answer (``input_required``)."""
     call = {"name": "approve_job", "arguments": {"job": job}}
+    before = len(nginx.upstreams("tools/call"))
     task_id = result(f"{nginx.base}/mcp", "tools/call", call)["taskId"]
-    owner = by_upstream(replicas, nginx.upstreams("tools/call")[-1])
+    owner = by_upstream(replicas, nginx.upstreams("tools/call", count=before + 1)[-1])
     parked = poll(owner.url, task_id, lambda t: t["status"] == "input_required")
     [key] = parked["inputRequests"]
     return task_id, owner, key

@@ -80,11 +80,11 @@ def test_a_handle_minted_on_one_bridge_replica_is_used_on_the_others(
     ):
         run_sdk(nginx, MODERN, body)
         # Each request at the next replica: the answer to the agent's question too.
+        sends = nginx.upstreams("tools/call", "a2a_send_message", count=3)
+        assert len(sends) == 3 and sends[0] != sends[1]
         served = nginx.upstreams()
         assert all(here != there for here, there in pairwise(served)), served
         assert set(served) == {r.upstream for r in replicas}
-        sends = nginx.upstreams("tools/call", "a2a_send_message")
-        assert len(sends) == 3 and sends[0] != sends[1]
         # Every replica, addressed directly, resolves the handle another minted.
         for replica in replicas:
             got = modern_round(replica.url, "a2a_get_task", {"taskHandle": found["taskHandle"]})
