@@ -54,7 +54,7 @@ http {{
             proxy_set_header Connection "";
             proxy_set_header Host $http_host;
             proxy_buffering off;
-            proxy_request_buffering off;
+            proxy_request_buffering {request_buffering};
             proxy_cache off;
             proxy_connect_timeout 5s;
             proxy_send_timeout 120s;
@@ -128,11 +128,16 @@ def _listening(port: int) -> bool:
 
 @contextmanager
 def nginx_in_front(
-    replica_ports: Sequence[int], directory: Path, *, location_extra: str = ""
+    replica_ports: Sequence[int],
+    directory: Path,
+    *,
+    location_extra: str = "",
+    request_buffering: bool = False,
 ) -> Iterator[Nginx]:
     """nginx on a free loopback port, round-robin over ``replica_ports``; stopped (by its
     pid) after the block.  ``location_extra``: more directives for the proxying location,
-    one a line."""
+    one a line; ``request_buffering``: nginx reads a request's body whole before it
+    passes it on (off by default: streamed)."""
     binary = nginx_binary()
     directory.mkdir(parents=True, exist_ok=True)
     port = free_port()
@@ -142,7 +147,14 @@ def nginx_in_front(
     conf = directory / "nginx.conf"
     extra = "".join(f"            {line}\n" for line in location_extra.splitlines())
     conf.write_text(
-        _CONF.format(user=user, tmp=directory, servers=servers, port=port, location_extra=extra)
+        _CONF.format(
+            user=user,
+            tmp=directory,
+            servers=servers,
+            port=port,
+            location_extra=extra,
+            request_buffering="on" if request_buffering else "off",
+        )
     )
     log = directory / "error.log"
     process = subprocess.Popen(

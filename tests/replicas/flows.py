@@ -111,15 +111,20 @@ def behind_nginx(
     *,
     program: Sequence[str] | None = None,
     location_extra: str = "",
+    request_buffering: bool = False,
 ) -> Iterator[tuple[list[Replica], Nginx]]:
     """``count`` example-server replicas (or ``program``'s, taking its options) on one
-    Redis store and one key file, and nginx in front of them (with ``location_extra``)."""
+    Redis store and one key file, and nginx in front of them (with ``location_extra``
+    and ``request_buffering``, as :func:`nginx_in_front` takes them)."""
     ring = write_key_file(directory / "ring", key)
     extra = ["--store", store]
     with (
         example_replicas(directory, [ring] * count, extra=extra, program=program) as replicas,
         nginx_in_front(
-            [r.port for r in replicas], directory / "nginx", location_extra=location_extra
+            [r.port for r in replicas],
+            directory / "nginx",
+            location_extra=location_extra,
+            request_buffering=request_buffering,
         ) as nginx,
     ):
         yield replicas, nginx

@@ -112,8 +112,10 @@ def test_the_control_with_non_idempotent_nginx_runs_a_killed_call_again(
     tmp_path: Path, redis_service: RedisService, keys: tuple[bytes, bytes]
 ) -> None:
     """What nginx's default spares: told to pass non-idempotent requests on
-    (``proxy_next_upstream error timeout non_idempotent``), it sends the call of a replica
-    that dies to the next one, and the tool runs a second time."""
+    (``proxy_next_upstream error timeout non_idempotent``) and to read a request's body
+    whole first (``proxy_request_buffering on``: streamed, a body already sent cannot be
+    sent again), it sends the call of a replica that dies to the next one, and the tool
+    runs a second time."""
     counter = tmp_path / "counter"
     passing_on = "proxy_next_upstream error timeout non_idempotent;"
     with (
@@ -124,6 +126,7 @@ def test_the_control_with_non_idempotent_nginx_runs_a_killed_call_again(
             keys[0],
             program=COUNTING_SERVER,
             location_extra=passing_on,
+            request_buffering=True,  # so that nginx holds the whole request to send again
         ) as (replicas, nginx),
         ThreadPoolExecutor(1) as pool,
     ):
