@@ -354,11 +354,15 @@ def _resource_server(args: argparse.Namespace) -> ResourceServer | None:
 
 def _run_example_server(args: argparse.Namespace, backend: TransportBackend) -> int:
     options = replica_options(args)
-    server = build_server(page_size=args.page_size, state_keys=options.state_keys)
-    server.auth = _resource_server(args)
+    auth = _resource_server(args)
 
     async def serve(stores: Stores) -> None:
-        server.stores = stores
+        # Built with its stores, so that its tasks live in them (shared between replicas
+        # on a Redis store), not in this process alone.
+        server = build_server(
+            page_size=args.page_size, state_keys=options.state_keys, stores=stores
+        )
+        server.auth = auth
         on_bound = _announcer(args.transport, args.host)
         await backend.serve(server, args.transport, args.host, args.port, on_bound=on_bound)
 

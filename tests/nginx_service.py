@@ -4,7 +4,8 @@ stream through), every file (logs, temp paths, pid) inside one temporary directo
 
 Each proxied request is logged to ``access.log`` as ``UPSTREAM STATUS METHOD NAME``
 (the upstream that answered, and the request's ``Mcp-Method``/``Mcp-Name`` headers), so
-a test can say which replica answered which round.
+a test can say which replica answered which round; an answer's ``X-Upstream`` header
+names it too, before its stream ends.
 """
 
 from __future__ import annotations
@@ -53,12 +54,14 @@ http {{
             proxy_set_header Connection "";
             proxy_set_header Host $http_host;
             proxy_buffering off;
-            proxy_request_buffering off;
+            proxy_request_buffering {request_buffering};
             proxy_cache off;
             proxy_connect_timeout 5s;
             proxy_send_timeout 120s;
             proxy_read_timeout 120s;
-        }}
+            # Which replica answers, known while a stream is still open.
+            add_header X-Upstream $upstream_addr always;
+{location_extra}        }}
     }}
 }}
 """
@@ -83,15 +86,36 @@ class Nginx:
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def upstreams(self, method: str | None = None, name: str | None = None) -> list[str]:
-        """The upstream (``127.0.0.1:PORT``) of each proxied request so far, oldest first,
-        of those whose ``Mcp-Method`` (and ``Mcp-Name``) match when given."""
+    def upstreams(
+        self,
+        method: str | None = None,
+        name: str | None = None,
+        *,
+        status: int | None = None,
+        count: int | None = None,
+    ) -> list[str]:
+        """The upstream (``127.0.0.1:PORT``) of each proxied request so far, in the order
+        they ended, of those whose ``Mcp-Method`` (and ``Mcp-Name``, and HTTP status)
+        match when given.  nginx logs a request just after its client has the answer:
+        ``count`` waits (at most ``START_TIMEOUT`` s) until that many are logged."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            found = self._logged(method, name, status)
+            if count is None or len(found) >= count:
+                return found
+            if time.monotonic() > deadline:
+                pytest.fail(f"nginx logged {found} of {count} {method} {name} {status}")
+            time.sleep(0.01)
+
+    def _logged(self, method: str | None, name: str | None, status: int | None) -> list[str]:
         found = []
         for line in (self.directory / "access.log").read_text().splitlines():
-            upstream, _status, logged_method, logged_name = line.split(" ", 3)
+            upstream, logged_status, logged_method, logged_name = line.split(" ", 3)
             if method is not None and logged_method != method:
                 continue
             if name is not None and logged_name != name:
+                continue
+            if status is not None and logged_status != str(status):
                 continue
             found.append(upstream)
         return found
@@ -103,9 +127,17 @@ def _listening(port: int) -> bool:
 
 
 @contextmanager
-def nginx_in_front(replica_ports: Sequence[int], directory: Path) -> Iterator[Nginx]:
+def nginx_in_front(
+    replica_ports: Sequence[int],
+    directory: Path,
+    *,
+    location_extra: str = "",
+    request_buffering: bool = False,
+) -> Iterator[Nginx]:
     """nginx on a free loopback port, round-robin over ``replica_ports``; stopped (by its
-    pid) after the block."""
+    pid) after the block.  ``location_extra``: more directives for the proxying location,
+    one a line; ``request_buffering``: nginx reads a request's body whole before it
+    passes it on (off by default: streamed)."""
     binary = nginx_binary()
     directory.mkdir(parents=True, exist_ok=True)
     port = free_port()
@@ -113,7 +145,17 @@ def nginx_in_front(replica_ports: Sequence[int], directory: Path) -> Iterator[Ng
     # As root, nginx would run its worker as nobody, who cannot use a private tmp dir.
     user = "user root;\n" if os.geteuid() == 0 else ""
     conf = directory / "nginx.conf"
-    conf.write_text(_CONF.format(user=user, tmp=directory, servers=servers, port=port))
+    extra = "".join(f"            {line}\n" for line in location_extra.splitlines())
+    conf.write_text(
+        _CONF.format(
+            user=user,
+            tmp=directory,
+            servers=servers,
+            port=port,
+            location_extra=extra,
+            request_buffering="on" if request_buffering else "off",
+        )
+    )
     log = directory / "error.log"
     process = subprocess.Popen(
         [binary, "-p", str(directory), "-c", str(conf), "-e", str(log), "-g", "daemon off;"],

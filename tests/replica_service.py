@@ -20,7 +20,10 @@ from peers import REPO, cli_command
 
 #: Seconds a replica has to start listening (or to stop).
 START_TIMEOUT = 30.0
-_ANNOUNCED = re.compile(r"sansio-mcp example server: http://127\.0\.0\.1:(\d+)/mcp")
+#: How a serving command says where it listens.
+ANNOUNCED = re.compile(
+    r"sansio-mcp (?:example server|gateway|a2a-bridge): http://127\.0\.0\.1:(\d+)/mcp"
+)
 
 
 @attrs.frozen
@@ -70,20 +73,24 @@ def example_replicas(
     *,
     backends: Sequence[str] = ("trio", "asyncio"),
     extra: Sequence[str] = (),
+    program: Sequence[str] | None = None,
 ) -> Iterator[list[Replica]]:
     """One replica per entry of ``key_files`` (None: no key file, a random key), named
-    ``r1``, ``r2``...; their backends cycle through ``backends``."""
+    ``r1``, ``r2``...; their backends cycle through ``backends``.  ``program``: what
+    runs instead of ``sansio-mcp example-server`` (taking ``--port``, ``--backend``,
+    ``--replica-id`` and ``--state-key-file``; ``--transport http`` too unless it is
+    ``sansio-mcp gateway`` or ``a2a-bridge``, which serve HTTP alone)."""
     directory.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
         started = []
         for n, key_file in enumerate(key_files, start=1):
             replica_id = f"r{n}"
             stderr = directory / f"{replica_id}.stderr"
+            command = program if program is not None else [*cli_command(), "example-server"]
+            transport = [] if command[-1] in ("gateway", "a2a-bridge") else ["--transport", "http"]
             args = [
-                *cli_command(),
-                "example-server",
-                "--transport",
-                "http",
+                *command,
+                *transport,
                 "--port",
                 "0",
                 "--backend",
@@ -112,7 +119,7 @@ def _wait_listening(replica_id: str, process: subprocess.Popen[bytes], stderr: P
     deadline = time.monotonic() + START_TIMEOUT
     while True:
         text = stderr.read_text(errors="replace")
-        found = _ANNOUNCED.search(text)
+        found = ANNOUNCED.search(text)
         if found is not None:
             return Replica(replica_id, int(found[1]), process, stderr)
         if process.poll() is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import logging
 import secrets
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
@@ -63,11 +64,16 @@ from .._versions import ALL_REVISIONS, MRTR_METHODS
 from ..auth._server import AccessToken, ResourceServer
 from ._driver import respond_with_failure, respond_with_result
 from ._primitives import Cancellable, Signal
+from ._store_base import StoreUnavailable
 from ._stores import Stores
 from ._task_store import DEFAULT_TASK_LEASE
 from ._tasks import RunningTask, TaskRunner, TaskStart, TaskStore, task_owner
 
 __all__ = ["Context", "ContextHost", "Server", "answer_request"]
+
+_log = logging.getLogger("sansio_mcp.server")
+#: The bus channel (under the stores' namespace) of hints shared between replicas.
+HINTS_CHANNEL = "hints"
 
 F = TypeVar("F", bound=Callable[..., Any])
 Handler = Callable[..., Any]
@@ -139,6 +145,9 @@ class Context:
         self._inputs_asked = 0
         #: The server's live sessions (set by :meth:`Server.handle`).
         self.hub: SessionHub | None = None
+        #: Publishes a hint (list changed, resource updated) to the other replicas
+        #: sharing the server's stores, or None (set by :meth:`Server.handle`).
+        self.share_hint: Callable[[dict[str, Any]], Awaitable[None]] | None = None
         #: The task this handler runs as (tasks extension), once it is one.
         self.task: RunningTask | None = None
         #: When a task-capable call's task is to be created (set by the runner).
@@ -304,16 +313,22 @@ class Context:
             await self.flush()
 
     async def resource_updated(self, uri: str) -> None:
-        """Tell every client that subscribed to ``uri`` that it changed."""
+        """Tell every client that subscribed to ``uri`` that it changed (on every
+        replica sharing the server's stores)."""
         if self.hub is not None:
             self.hub.resource_updated(uri)
+            if self.share_hint is not None:
+                await self.share_hint({"resourceUpdated": uri})
         elif self.session.send_resource_updated(uri):
             await self.flush()
 
     async def list_changed(self, kind: str) -> None:
-        """Tell the clients following it that the list of ``kind`` changed."""
+        """Tell the clients following it that the list of ``kind`` changed (on every
+        replica sharing the server's stores)."""
         if self.hub is not None:
             self.hub.list_changed(kind)
+            if self.share_hint is not None:
+                await self.share_hint({"listChanged": kind})
         elif self.session.send_list_changed(kind):
             await self.flush()
 
@@ -471,6 +486,15 @@ class Server:
             lease=task_lease,
         )
         self.tasks.hub = self.hub
+        # Hints (a list changed, a resource updated) reach the listeners of every
+        # replica sharing the stores: each publishes its own and tells its sessions
+        # those of the others.
+        self._hint_stores = stores
+        self._hint_subscription = (
+            stores.events.subscribe(stores.key(HINTS_CHANNEL), self._on_hint)
+            if stores is not None
+            else None
+        )
         # What answers each request method (tasks/* aside: see _plan).
         self._planners: dict[str, Callable[[Context], dict[str, Any] | HandlerCall]] = {
             "tools/list": self._plan_tool_listing,
@@ -622,6 +646,30 @@ class Server:
 
         return register
 
+    # Hints across replicas ------------------------------------------------------
+
+    async def _share_hint(self, hint: dict[str, Any]) -> None:
+        stores = self._hint_stores
+        assert stores is not None
+        try:
+            await stores.events.publish(
+                stores.key(HINTS_CHANNEL), {**hint, "replica": stores.replica_id}
+            )
+        except StoreUnavailable as exc:
+            # Hints are at most once: this replica's own listeners were told.
+            _log.warning("a hint was not shared with the other replicas: %s", exc)
+
+    def _on_hint(self, message: dict[str, Any]) -> None:
+        stores = self._hint_stores
+        if stores is None or message.get("replica") == stores.replica_id:
+            return  # told already, by the replica that published it
+        kind = message.get("listChanged")
+        if kind in ("tools", "prompts", "resources"):
+            self.hub.list_changed(kind)
+        uri = message.get("resourceUpdated")
+        if isinstance(uri, str):
+            self.hub.resource_updated(uri)
+
     # Session --------------------------------------------------------------------
 
     @property
@@ -715,6 +763,8 @@ class Server:
         ``input_required``.
         """
         ctx.hub = self.hub
+        if self._hint_stores is not None:
+            ctx.share_hint = self._share_hint
         may_ask = self._recall_answers(ctx)
         call = self._plan(ctx)
         if isinstance(call, dict):

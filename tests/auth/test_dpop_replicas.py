@@ -14,7 +14,6 @@ from redis_service import RedisService
 
 from sansio_mcp import _json
 from sansio_mcp.auth import (
-    AccessToken,
     DPoPKey,
     HTTPCall,
     ResourceServer,
@@ -25,22 +24,8 @@ from sansio_mcp.runtime import Stores, open_stores
 from sansio_mcp.runtime._oauth import fetch
 from tests.auth.test_http import INITIALIZE, Backend
 from tests.auth.test_resource_server import whoami_server
+from tests.replicas.dpop_server import RESOURCE, BoundToken
 from tests.transports.helpers import POST_HEADERS
-
-#: What both replicas serve, behind one load balancer: the URL every proof names.
-RESOURCE = "http://mcp.example/mcp"
-
-
-class BoundTokens:
-    """A verifier for the one token ``tok``, bound to ``jkt``."""
-
-    def __init__(self, jkt: str) -> None:
-        self.jkt = jkt
-
-    def verify(self, token: str, now: float) -> AccessToken | None:
-        if token != "tok":
-            return None
-        return AccessToken(token, frozenset({"mcp"}), "client", "alice", jkt=self.jkt)
 
 
 class Replicas:
@@ -71,7 +56,7 @@ async def replicas(backend: Backend, stores: list[Stores | None]) -> AsyncIterat
             server.auth = ResourceServer(
                 RESOURCE,
                 ["http://as.example"],
-                BoundTokens(key.thumbprint),
+                BoundToken(key.thumbprint),
                 required_scopes=["mcp"],
             )
             server.stores = shared

@@ -65,7 +65,7 @@ def test_typescript_sdk_client_round_robin_with_a_shared_key_file(
             assert nginx.upstreams("server/discover")
         elicit_rounds = nginx.upstreams("tools/call", "elicit")
         assert len(elicit_rounds) == 2 and elicit_rounds[0] != elicit_rounds[1]
-        rounds = nginx.upstreams("tools/call", "survey")
+        rounds = nginx.upstreams("tools/call", "survey", count=len(QUESTIONS) + 1)
         assert len(rounds) == len(QUESTIONS) + 1
         assert all(here != there for here, there in pairwise(rounds)), rounds
         assert set(nginx.upstreams()) == {r.upstream for r in replicas}
