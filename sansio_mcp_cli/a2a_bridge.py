@@ -89,6 +89,7 @@ def _run(args: argparse.Namespace, backend: TransportBackend) -> int:
     async def serve(stores: Stores) -> None:
         bridge = A2ABridge(config, backend, state_keys=options.state_keys, stores=stores)
         try:
+            await stores.events.settled()  # other replicas' messages reach it once it listens
             await serve_network(
                 listener, bridge.server, args.host, port, _announcer(args.host, config)
             )

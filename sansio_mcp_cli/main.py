@@ -364,6 +364,7 @@ def _run_example_server(args: argparse.Namespace, backend: TransportBackend) -> 
         )
         server.auth = auth
         on_bound = _announcer(args.transport, args.host)
+        await stores.events.settled()  # other replicas' hints and task messages reach it
         await backend.serve(server, args.transport, args.host, args.port, on_bound=on_bound)
 
     backend.run(backend.until_stopped, serve_with_stores, backend, options, serve)

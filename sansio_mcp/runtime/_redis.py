@@ -392,6 +392,13 @@ class RedisEventBus:
                 del self._listeners[subscription.channel]
                 self._changed.set()
 
+    async def settled(self) -> None:
+        """Until Redis confirmed every subscription made so far (at most a command's
+        time; not at all while cut off): a replica awaits it before it listens, so a
+        message another replica publishes once it can reach this one is heard."""
+        for key in list(self._listeners):
+            await self._subscribed(key)
+
     async def _subscribed(self, key: str) -> None:
         """Until Redis confirmed ``key``'s subscription (at most a command's time;
         not at all while the subscriber is cut off)."""

@@ -62,3 +62,8 @@ class EventBus(Protocol):
         """Call ``deliver`` (from the bus's own task; it must not block) with each
         message on ``channel`` until the subscription is closed."""
         ...
+
+    async def settled(self) -> None:
+        """Until every subscription made so far is in effect (a replica awaits it
+        before it starts listening, so other replicas' messages reach it)."""
+        ...

@@ -80,6 +80,9 @@ class MemoryEventBus:
         for subscription in list(self._listeners.get(channel, ())):
             subscription.deliver(message)
 
+    async def settled(self) -> None:
+        """A memory subscription is in effect at once."""
+
     def subscribe(
         self, channel: str, deliver: Callable[[dict[str, Any]], None]
     ) -> EventSubscription:

@@ -152,3 +152,35 @@ def test_replicas_share_the_replay_cache_and_the_bus(backend: Any, redis_url: st
             assert at_a.messages == [{"ready": True}, {"from": "b"}]
 
     backend.run(main)
+
+
+def test_a_settled_subscription_hears_another_replica_at_once(backend: Any, redis_url: str) -> None:
+    """Once ``settled`` returns, a message another replica publishes is heard: a replica
+    awaits it before it listens, so nothing sent to it in between is lost."""
+
+    async def main() -> None:
+        ns = namespace()
+        async with (
+            open_stores(redis_url, backend, namespace=ns) as a,
+            open_stores(redis_url, backend, namespace=ns) as b,
+        ):
+            at_a = Inbox(backend)
+            a.events.subscribe("for-a", at_a)
+            await a.events.settled()
+            # No publish from a first (which would wait for its own subscription).
+            await b.events.publish("for-a", {"first": True})
+            assert await at_a.wait(1) == [{"first": True}]
+
+    backend.run(main)
+
+
+def test_the_memory_bus_is_settled_at_once(backend: Any) -> None:
+    async def main() -> None:
+        async with open_stores("memory", backend) as stores:
+            inbox = Inbox(backend)
+            stores.events.subscribe("c", inbox)
+            await stores.events.settled()
+            await stores.events.publish("c", {"n": 1})
+            assert inbox.messages == [{"n": 1}]
+
+    backend.run(main)
