@@ -37,6 +37,11 @@ fi
 # Third-party MCP peers (server-everything, the TypeScript SDK, the conformance suite), pinned by package-lock.json.
 npm ci --no-audit --no-fund --loglevel=error
 
+# The benchmark peers that cannot share .venv (fastmcp 4.x; mcp-proxy, which needs mcp<2), each
+# in a venv of its own under .bench-venvs/, from its hashed lock (requirements/bench-*.lock):
+# the bench smoke test runs their rows. A failure is said in full on a second try.
+"$py" -m bench --setup-peers >/dev/null 2>&1 || "$py" -m bench --setup-peers
+
 # redis-server and nginx, for the replica tests (issue 33): Debian's packages, installed when
 # missing and this runs as root (as CI does). Elsewhere those tests skip, saying what to install.
 if ! command -v redis-server >/dev/null || ! { command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]]; }; then
