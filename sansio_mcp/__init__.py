@@ -56,11 +56,6 @@ from ._jsonrpc import (
     message_to_obj,
     parse_message,
 )
-
-# What applications built on the library (an intermediary, a bridge) read and check as
-# the sessions do; the transports' and the tasks' own public names are in
-# sansio_mcp.http, .websocket, .tasks, .capabilities, .config and .jsontext.
-from ._modern import CacheHints, end_to_end_meta, listen_filter
 from ._ndjson import NEED_DATA, NdjsonFramer
 from ._outbox import Outgoing
 from ._params import LOG_LEVELS, check_params
@@ -81,6 +76,11 @@ from ._request_state import MIN_STATE_KEY_BYTES, RequestStateSealer, parse_state
 from ._server_session import ServerSession
 from ._session import Session
 from ._state import TRANSITIONS, Role, SessionState, Trigger
+
+# What applications built on the library (an intermediary, a bridge) read and check as
+# the sessions do; the transports' and the tasks' own public names are in
+# sansio_mcp.http, .websocket, .tasks, .capabilities, .config and .jsontext.
+from ._stateless import CacheHints, end_to_end_meta, listen_filter
 from ._stdio import StderrLines, safe_environment
 from ._uritemplate import UriTemplate
 from ._versions import (
@@ -97,6 +97,7 @@ from ._versions import (
     MODERN_REVISIONS,
     MRTR_METHODS,
     REVISIONS,
+    STATELESS_REVISIONS,
     Era,
     Revision,
     get_revision,
@@ -132,6 +133,7 @@ __all__ = [
     "parse_state_keys",
     "CacheHints",
     "ResultCache",
+    "STATELESS_REVISIONS",
     "MODERN_REVISIONS",
     "ALL_REVISIONS",
     "InternalError",

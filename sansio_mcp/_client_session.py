@@ -28,11 +28,11 @@ from ._events import (
 )
 from ._gates import CLIENT_GATES, trim_capabilities, trim_info
 from ._jsonrpc import JSONRPCNotification, RequestId, is_request_id
-from ._modern import build_request_meta, check_input_required, modern_versions
 from ._params import LOG_LEVELS, check_params
 from ._requests import IdMemory, OutgoingRequest
 from ._session import Session
 from ._state import Role, SessionState, Trigger
+from ._stateless import build_request_meta, check_input_required, stateless_versions
 from ._tasks import declares_tasks, request_declares_tasks
 from ._versions import (
     ALL_REVISIONS,
@@ -123,7 +123,7 @@ class ClientSession(Session):
             else (handshake[-1] if handshake else "")
         )
         #: The version we put in ``_meta`` on modern requests.
-        self.modern_version = (
+        self.stateless_version = (
             protocol_version
             if protocol_version and REVISIONS[protocol_version].era is Era.STATELESS
             else (modern[-1] if modern else "")
@@ -139,9 +139,19 @@ class ClientSession(Session):
         self._same_version_retries = IdMemory()
 
     @property
-    def is_modern(self) -> bool:
+    def is_stateless(self) -> bool:
         """Whether this client speaks the stateless revision."""
         return self.state is SessionState.STATELESS
+
+    @property
+    def is_modern(self) -> bool:
+        """Deprecated name of :attr:`is_stateless`."""
+        return self.is_stateless
+
+    @property
+    def modern_version(self) -> str:
+        """Deprecated name of :attr:`stateless_version`."""
+        return self.stateless_version
 
     # Starting ------------------------------------------------------------------
 
@@ -173,8 +183,8 @@ class ClientSession(Session):
     def declared_capabilities(self) -> dict[str, Any]:
         """The capabilities this client declares to its server: its own, trimmed to
         what the revision in use defines."""
-        if self.is_modern:
-            name = self.modern_version
+        if self.is_stateless:
+            name = self.stateless_version
         else:
             name = self.revision.name if self.revision is not None else self.requested_version
         revision = REVISIONS[name]
@@ -184,7 +194,7 @@ class ClientSession(Session):
         """Queue ``server/discover`` at our modern version (the stateless era's start)."""
         request_id = self._send_request(
             "server/discover",
-            {"_meta": self._modern_meta(None)},
+            {"_meta": self._stateless_meta(None)},
             now=now,
             timeout=timeout,
             progress=False,
@@ -193,8 +203,8 @@ class ClientSession(Session):
         self._start_id = request_id
         return request_id
 
-    def _modern_meta(self, existing: Any) -> dict[str, Any]:
-        revision = REVISIONS[self.modern_version]
+    def _stateless_meta(self, existing: Any) -> dict[str, Any]:
+        revision = REVISIONS[self.stateless_version]
         capabilities = trim_capabilities(self.capabilities, revision.client_capabilities)
         if "roots" in capabilities:
             capabilities["roots"] = {}  # listChanged is gone in this revision
@@ -209,7 +219,7 @@ class ClientSession(Session):
                 capabilities[name] = value
         return build_request_meta(
             existing,
-            version=self.modern_version,
+            version=self.stateless_version,
             capabilities=capabilities,
             client_info=trim_info(self.info, revision),
             log_level=self.log_level,
@@ -221,8 +231,8 @@ class ClientSession(Session):
         if self.state is not SessionState.STATELESS and method != "server/discover":
             return params, None
         params = dict(params or {})
-        params["_meta"] = self._modern_meta(params.get("_meta"))
-        return params, self.modern_version
+        params["_meta"] = self._stateless_meta(params.get("_meta"))
+        return params, self.stateless_version
 
     def _fall_back_to_handshake(self, pending: OutgoingRequest, now: float | None) -> None:
         """The server does not speak the modern revision: redo the start as initialize."""
@@ -384,17 +394,17 @@ class ClientSession(Session):
                 ErrorCode.INVALID_REQUEST,
                 "server/discover result lacks supportedVersions or capabilities",
             )
-        mutual = [v for v in modern_versions(self.supported_versions) if v in versions]
+        mutual = [v for v in stateless_versions(self.supported_versions) if v in versions]
         if not mutual:
             return UnsupportedProtocolVersion(
                 message="the server supports no modern revision this client speaks",
-                data={"supported": versions, "requested": self.modern_version},
+                data={"supported": versions, "requested": self.stateless_version},
             )
-        if self.modern_version not in mutual:
-            self.modern_version = mutual[-1]
+        if self.stateless_version not in mutual:
+            self.stateless_version = mutual[-1]
         meta = result.get("_meta")
         info = meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None
-        self.revision = REVISIONS[self.modern_version]
+        self.revision = REVISIONS[self.stateless_version]
         self.peer_capabilities = capabilities
         self.peer_info = info if isinstance(info, dict) else {}
         instructions = result.get("instructions")
@@ -407,20 +417,20 @@ class ClientSession(Session):
         supported = data.get("supported")
         if not isinstance(supported, list):
             return False
-        mutual = [v for v in modern_versions(self.supported_versions) if v in supported]
+        mutual = [v for v in stateless_versions(self.supported_versions) if v in supported]
         if not mutual:
             return False
         # Compare with the version this request used: others may have moved on already.
-        if mutual[-1] == (pending.version or self.modern_version):
+        if mutual[-1] == (pending.version or self.stateless_version):
             # The server lists the very version it refused (a deployment mid-upgrade,
             # say): retry once at it, then let the error stand.
             if pending.origin in self._same_version_retries:
                 return False
             self._same_version_retries.add(pending.origin)
-        self.modern_version = mutual[-1]
+        self.stateless_version = mutual[-1]
         params = pending.params
         if pending.method == "server/discover":
-            params = {"_meta": self._modern_meta(None)}
+            params = {"_meta": self._stateless_meta(None)}
         self._resend(pending, params, None)
         return True
 
@@ -532,7 +542,7 @@ class ClientSession(Session):
                     )
                 )
             return
-        if subscription is not None and self.is_modern:
+        if subscription is not None and self.is_stateless:
             origin = self._listen_of_wire(subscription)
             if origin is None:
                 return  # a late notification for a subscription we ended
@@ -571,7 +581,7 @@ class ClientSession(Session):
         """The origin of our pending ``subscriptions/listen`` with this wire id, on a
         stateless session: the only request of ours a server tags notifications
         with, acknowledges, or may end."""
-        if not self.is_modern or not is_request_id(wire_id):
+        if not self.is_stateless or not is_request_id(wire_id):
             return None  # peer input: may be unhashable, or a bool that would equal 1
         pending = self._requests.on_wire(wire_id)
         if pending is None or pending.method != "subscriptions/listen":

@@ -19,21 +19,21 @@ from ._errors import (
 from ._events import RequestReceived, SessionInitialized
 from ._gates import SERVER_GATES, trim_capabilities, trim_info
 from ._jsonrpc import JSONRPCNotification, JSONRPCRequest, RequestId, is_request_id
-from ._modern import (
-    CacheHints,
-    check_input_required,
-    honoured_filter,
-    is_modern_request,
-    missing_capability_error,
-    missing_input_capabilities,
-    modern_versions,
-    parse_request_meta,
-    shape_result,
-)
 from ._params import LOG_LEVELS, check_params
 from ._requests import IncomingRequest, progress_token_of
 from ._session import Session
 from ._state import Role, SessionState
+from ._stateless import (
+    CacheHints,
+    check_input_required,
+    honoured_filter,
+    is_stateless_request,
+    missing_capability_error,
+    missing_input_capabilities,
+    parse_request_meta,
+    shape_result,
+    stateless_versions,
+)
 from ._tasks import (
     TASK_NOTIFICATION,
     declares_tasks,
@@ -42,7 +42,7 @@ from ._tasks import (
 )
 from ._versions import (
     ALL_REVISIONS,
-    LATEST_MODERN_REVISION,
+    LATEST_STATELESS_REVISION,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
     META_SUBSCRIPTION_ID,
@@ -56,7 +56,7 @@ __all__ = ["ServerSession", "DEFAULT_SERVER_INFO"]
 DEFAULT_SERVER_INFO: dict[str, Any] = {"name": "sansio-mcp-server", "version": "0.1.0"}
 #: Methods no handshake revision has: outside a handshake session they are
 #: taken as 2026-07-28 requests even when their ``_meta`` is missing.
-_MODERN_ONLY_METHODS = frozenset({"server/discover", "subscriptions/listen"})
+_STATELESS_ONLY_METHODS = frozenset({"server/discover", "subscriptions/listen"})
 
 
 @attrs.define
@@ -70,7 +70,7 @@ class _Listen:
 def _eras(versions: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(handshake versions, stateless versions) of ``versions``, cached per tuple."""
     handshake = tuple(v for v in versions if REVISIONS[v].era is Era.HANDSHAKE)
-    return handshake, tuple(modern_versions(versions))
+    return handshake, tuple(stateless_versions(versions))
 
 
 class ServerSession(Session):
@@ -117,7 +117,7 @@ class ServerSession(Session):
         #: ``(task_id, owner) -> bool``: whether an owner may see a task (set by the
         #: server that runs tasks); ``subscriptions/listen`` acknowledges only those.
         self.task_visible: Callable[[str, str], bool] | None = None
-        self._handshake_versions, self._modern_versions = _eras(self.supported_versions)
+        self._handshake_versions, self._stateless_versions = _eras(self.supported_versions)
         self._listens: dict[RequestId, _Listen] = {}
         self._open_elsewhere = self._listens
 
@@ -137,11 +137,11 @@ class ServerSession(Session):
         # Inside a handshake session a request without modern _meta is of that
         # session's revision, which has no server/discover or subscriptions/listen
         # (-32601); outside one they are 2026-07-28 requests missing _meta (-32602).
-        if self._modern_versions and (
-            is_modern_request(params)
-            or (self.revision is None and request.method in _MODERN_ONLY_METHODS)
+        if self._stateless_versions and (
+            is_stateless_request(params)
+            or (self.revision is None and request.method in _STATELESS_ONLY_METHODS)
         ):
-            self._on_modern_request(request, params)
+            self._on_stateless_request(request, params)
             return
         if not self._handshake_versions:
             self._refuse_handshake(request, params)
@@ -154,9 +154,9 @@ class ServerSession(Session):
             requested = params.get("protocolVersion")
             error: MCPError = UnsupportedProtocolVersion(
                 message="this server only speaks the stateless revision(s) "
-                + ", ".join(self._modern_versions),
+                + ", ".join(self._stateless_versions),
                 data={
-                    "supported": list(self._modern_versions),
+                    "supported": list(self._stateless_versions),
                     "requested": requested if isinstance(requested, str) else "",
                 },
             )
@@ -170,16 +170,16 @@ class ServerSession(Session):
     def _refuse(self, request_id: RequestId, error: MCPError) -> None:
         self._outbox.answer(request_id, self._refusal(request_id, error))
 
-    def _on_modern_request(self, request: JSONRPCRequest, params: dict[str, Any]) -> None:
+    def _on_stateless_request(self, request: JSONRPCRequest, params: dict[str, Any]) -> None:
         method = request.method
         try:
             meta = parse_request_meta(params)
-            if meta.protocol_version not in self._modern_versions:
+            if meta.protocol_version not in self._stateless_versions:
                 raise UnsupportedProtocolVersion(
                     message=f"unsupported protocol version {meta.protocol_version!r}",
                     data={
                         # Only versions a request's _meta may name (not the handshake ones).
-                        "supported": list(self._modern_versions),
+                        "supported": list(self._stateless_versions),
                         "requested": meta.protocol_version,
                     },
                 )
@@ -234,14 +234,14 @@ class ServerSession(Session):
         if not declares_tasks(client_capabilities):
             raise tasks_capability_error("taskIds belong to the tasks extension")
 
-    def _modern_capabilities(self, revision: Revision) -> dict[str, Any]:
+    def _stateless_capabilities(self, revision: Revision) -> dict[str, Any]:
         return trim_capabilities(self._effective_capabilities(), revision.server_capabilities)
 
     def _discover_result(self, revision: Revision) -> dict[str, Any]:
         result: dict[str, Any] = {
             # The versions later requests may name in _meta (the handshake ones cannot be).
-            "supportedVersions": list(self._modern_versions),
-            "capabilities": self._modern_capabilities(revision),
+            "supportedVersions": list(self._stateless_versions),
+            "capabilities": self._stateless_capabilities(revision),
         }
         if self.instructions is not None:
             result["instructions"] = self.instructions
@@ -308,7 +308,7 @@ class ServerSession(Session):
             raise LocalProtocolError(f"no open subscription {request_id!r}")
         meta = {
             META_SUBSCRIPTION_ID: request_id,
-            META_SERVER_INFO: trim_info(self.info, REVISIONS[LATEST_MODERN_REVISION]),
+            META_SERVER_INFO: trim_info(self.info, REVISIONS[LATEST_STATELESS_REVISION]),
         }
         self._outbox.append(
             {
@@ -337,7 +337,7 @@ class ServerSession(Session):
 
     def _on_notification(self, notification: JSONRPCNotification) -> None:
         # A stateless client may cancel without any handshake session.
-        if notification.method == "notifications/cancelled" and self._modern_versions:
+        if notification.method == "notifications/cancelled" and self._stateless_versions:
             params = notification.params or {}
             request_id = params.get("requestId")
             if not is_request_id(request_id):

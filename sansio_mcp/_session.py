@@ -55,7 +55,7 @@ from ._requests import (
     with_progress_token,
 )
 from ._state import Role, SessionState, Trigger, next_state, trigger_for
-from ._versions import HANDSHAKE_REVISIONS, LATEST_MODERN_REVISION, REVISIONS, Revision
+from ._versions import HANDSHAKE_REVISIONS, LATEST_STATELESS_REVISION, REVISIONS, Revision
 
 __all__ = ["MAX_BAD_LINES", "MAX_BAD_LINES_BEFORE_FIRST", "Session"]
 
@@ -584,7 +584,7 @@ class Session:
             raise LocalProtocolError("the session is closed")
         if params is not None and not isinstance(params, dict):
             raise LocalProtocolError("params must be a dict")
-        revision = REVISIONS[LATEST_MODERN_REVISION] if stateless else self.revision
+        revision = REVISIONS[LATEST_STATELESS_REVISION] if stateless else self.revision
         self._gates.check_outgoing_notification(method, params or {}, revision, self.capabilities)
         obj: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:

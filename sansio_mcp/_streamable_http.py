@@ -36,12 +36,12 @@ from ._http import HTTPRequest, media_types
 from ._http_headers import ToolHeaderParams, validate_request_headers
 from ._http_intake import LOOPBACK_HOSTS, check_host_and_origin, read_post
 from ._jsonrpc import RequestId, is_request_id
-from ._modern import is_modern_request
 from ._outbox import Outgoing, encode_message
 from ._server_session import ServerSession
 from ._sse import format_sse_event
 from ._state import SessionState
-from ._versions import HANDSHAKE_REVISIONS, META_PROTOCOL_VERSION, MODERN_REVISIONS
+from ._stateless import is_stateless_request
+from ._versions import HANDSHAKE_REVISIONS, META_PROTOCOL_VERSION, STATELESS_REVISIONS
 
 __all__ = [
     "SessionRelay",
@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 # JSON-RPC error code -> HTTP status for a stateless request refused up front.
-_MODERN_STATUS = {
+_STATELESS_STATUS = {
     ErrorCode.HEADER_MISMATCH: 400,
     ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
     ErrorCode.UNSUPPORTED_PROTOCOL_VERSION: 400,
@@ -70,7 +70,7 @@ _MODERN_STATUS = {
 #: How long (seconds) a stateless request's response head waits for the request's
 #: first output: its status may still change (a handler refusing with -32021 gets
 #: HTTP 400), and an answer by then goes out as plain JSON.
-MODERN_HEAD_GRACE = 1.0
+STATELESS_HEAD_GRACE = 1.0
 #: The same wait on a handshake session, kept short: a slow request's SSE stream
 #: should open (with its priming event, SEP-1699) soon.
 HANDSHAKE_HEAD_GRACE = 0.05
@@ -154,7 +154,7 @@ class StreamableHTTPServer:
         #: How many streams per session keep their events (the most recently active;
         #: the GET stream's and those with a request unanswered are always kept).
         self.replay_streams = replay_streams
-        self._modern_exchange: dict[int, Exchange] = {}
+        self._stateless_exchange: dict[int, Exchange] = {}
         #: Set when replicas share handshake sessions (see :class:`SessionRelay`);
         #: None: one process, as without replicas.
         self.relay: SessionRelay | None = None
@@ -163,7 +163,7 @@ class StreamableHTTPServer:
         self._spare: ServerSession | None = session_factory()
         versions = self._spare.supported_versions
         self._handshake_versions = [v for v in versions if v in HANDSHAKE_REVISIONS]
-        self._modern_versions = [v for v in versions if v in MODERN_REVISIONS]
+        self._stateless_versions = [v for v in versions if v in STATELESS_REVISIONS]
 
     def _new_session(self) -> ServerSession:
         spare, self._spare = self._spare, None
@@ -227,9 +227,9 @@ class StreamableHTTPServer:
         obj, messages = body.obj, body.messages
         first = messages[0]
         params = first.get("params")
-        if not isinstance(obj, list) and isinstance(params, dict) and is_modern_request(params):
-            return self._post_modern(request, first)
-        if not isinstance(obj, list) and self._claims_modern(request, first):
+        if not isinstance(obj, list) and isinstance(params, dict) and is_stateless_request(params):
+            return self._post_stateless(request, first)
+        if not isinstance(obj, list) and self._claims_stateless(request, first):
             # A stateless request (by its MCP-Protocol-Version) whose _meta lacks the
             # version: malformed params (-32602, HTTP 400), not a missing session.
             return json_error(
@@ -241,15 +241,15 @@ class StreamableHTTPServer:
             )
         return self._post_handshake(request, obj, messages)
 
-    def _claims_modern(self, request: HTTPRequest, message: dict[str, Any]) -> bool:
+    def _claims_stateless(self, request: HTTPRequest, message: dict[str, Any]) -> bool:
         return (
             "id" in message
             and message.get("method") != "initialize"
             and "mcp-session-id" not in request.headers
-            and request.headers.get("mcp-protocol-version") in self._modern_versions
+            and request.headers.get("mcp-protocol-version") in self._stateless_versions
         )
 
-    def _post_modern(self, request: HTTPRequest, message: dict[str, Any]) -> Exchange:
+    def _post_stateless(self, request: HTTPRequest, message: dict[str, Any]) -> Exchange:
         if "id" not in message:
             # The core protocol defines no client notification over HTTP in this revision.
             session = self._new_session()
@@ -268,7 +268,7 @@ class StreamableHTTPServer:
         last: Any = early[-1].message if early else None
         if is_response(last) and last.get("id") == request_id:
             error = last.get("error")
-            status = _MODERN_STATUS.get(error["code"], 200) if isinstance(error, dict) else 200
+            status = _STATELESS_STATUS.get(error["code"], 200) if isinstance(error, dict) else 200
             return Exchange(status, {"content-type": "application/json"}, early[-1].data)
         exchange = self._request_exchange(session, request_id)
         for item in early:
@@ -281,15 +281,15 @@ class StreamableHTTPServer:
         exchange = self._stream_exchange(session)
         exchange.awaiting.add(request_id)
         exchange.head_pending = True
-        exchange.head_grace = MODERN_HEAD_GRACE
-        self._modern_exchange[id(session)] = exchange
-        exchange.on_close = lambda ex: self._close_modern(session, ex, request_id)
+        exchange.head_grace = STATELESS_HEAD_GRACE
+        self._stateless_exchange[id(session)] = exchange
+        exchange.on_close = lambda ex: self._close_stateless(session, ex, request_id)
         return exchange
 
-    def _close_modern(
+    def _close_stateless(
         self, session: ServerSession, exchange: Exchange, request_id: RequestId
     ) -> None:
-        self._modern_exchange.pop(id(session), None)
+        self._stateless_exchange.pop(id(session), None)
         if request_id in exchange.awaiting:
             # Closing the response stream cancels a stateless request.
             session.receive_message(
@@ -600,7 +600,7 @@ class StreamableHTTPServer:
 
     def flush(self, session: ServerSession) -> None:
         """Route what ``session`` queued to the exchanges it belongs to, and wake them."""
-        modern = self._modern_exchange.get(id(session))
+        modern = self._stateless_exchange.get(id(session))
         state = self.sessions.of(session)
         for item in session.outgoing_to_send():
             if modern is not None:

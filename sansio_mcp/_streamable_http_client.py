@@ -22,10 +22,10 @@ from ._http import HTTPError, HTTPResponseHead, media_types
 from ._http_headers import request_headers, x_mcp_header_problems
 from ._http_pool import ConnectionPool, PooledConnection
 from ._jsonrpc import RequestId, is_request_id
-from ._modern import is_modern_request
 from ._ndjson import NEED_DATA
 from ._sse import SSEParser
 from ._state import SessionState
+from ._stateless import is_stateless_request
 from ._versions import Era
 
 logger = logging.getLogger("sansio_mcp.http")
@@ -173,7 +173,7 @@ class StreamableHTTPClient:
             **self.extra_headers,
         }
         params = message.get("params")
-        if isinstance(params, dict) and is_modern_request(params):
+        if isinstance(params, dict) and is_stateless_request(params):
             # Stateless: the headers mirror the body, and there is no session.
             method = message.get("method")
             if method == "tools/list" and is_request_id(message.get("id")):
@@ -217,7 +217,7 @@ class StreamableHTTPClient:
         """A 2026-07-28 cancellation, which over HTTP is closing the request's stream
         (never a POST)."""
         return (
-            self.session.is_modern
+            self.session.is_stateless
             and isinstance(message, dict)
             and message.get("method") == "notifications/cancelled"
             and isinstance(message.get("params"), dict)
@@ -349,7 +349,7 @@ class ResponseHandler:
             self.status == 200
             and self.reader is not None
             and self.reader.is_sse
-            and not self.transport.session.is_modern
+            and not self.transport.session.is_stateless
             and is_request_id(request_id)
             and request_id in self.transport._wire_ids()
         )
@@ -433,7 +433,7 @@ class ResponseHandler:
         elif head.status >= 300:
             self.transport.fail(self.message, head.status, reader.body_text)
             return
-        if reader.is_sse and self.transport.session.is_modern:
+        if reader.is_sse and self.transport.session.is_stateless:
             # A 2026-07-28 stream is not resumed: one that ended unanswered lost its
             # request (the server went away), which fails rather than waits forever.
             self.transport.fail(self.message, head.status, "the stream ended before the answer")

@@ -16,9 +16,11 @@ __all__ = [
     "Revision",
     "REVISIONS",
     "HANDSHAKE_REVISIONS",
+    "STATELESS_REVISIONS",
     "MODERN_REVISIONS",
     "ALL_REVISIONS",
     "LATEST_HANDSHAKE_REVISION",
+    "LATEST_STATELESS_REVISION",
     "LATEST_MODERN_REVISION",
     "MRTR_METHODS",
     "CACHEABLE_METHODS",
@@ -239,12 +241,16 @@ HANDSHAKE_REVISIONS: tuple[str, ...] = tuple(
     name for name, r in REVISIONS.items() if r.era is Era.HANDSHAKE
 )
 #: Stateless revisions (per-request ``_meta``), oldest first.
-MODERN_REVISIONS: tuple[str, ...] = tuple(
+STATELESS_REVISIONS: tuple[str, ...] = tuple(
     name for name, r in REVISIONS.items() if r.era is Era.STATELESS
 )
 ALL_REVISIONS: tuple[str, ...] = tuple(REVISIONS)
 LATEST_HANDSHAKE_REVISION = HANDSHAKE_REVISIONS[-1]
-LATEST_MODERN_REVISION = MODERN_REVISIONS[-1]
+LATEST_STATELESS_REVISION = STATELESS_REVISIONS[-1]
+#: Deprecated names of :data:`STATELESS_REVISIONS` and :data:`LATEST_STATELESS_REVISION`
+#: (the stateless era was once called "modern").
+MODERN_REVISIONS = STATELESS_REVISIONS
+LATEST_MODERN_REVISION = LATEST_STATELESS_REVISION
 
 #: Methods whose modern results may be ``input_required`` (MRTR).
 MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})

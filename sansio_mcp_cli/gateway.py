@@ -109,7 +109,6 @@ def _run(args: argparse.Namespace, backend: TransportBackend) -> int:
         gateway.server.stores = stores
         if stores.shared:
             gateway.use_stores(stores)
-            await stores.events.settled()  # a retry forwarded here once it listens is heard
         await gateway.run(serve)
 
     backend.run(backend.until_stopped, serve_with_stores, backend, options, run_with)

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from sansio_mcp import (
     ALL_REVISIONS,
-    MODERN_REVISIONS,
+    STATELESS_REVISIONS,
     ConnectionClosedError,
     HTTPStatusError,
     MCPError,
@@ -494,7 +494,7 @@ async def _explain_refusal(
     """Say that the server does not speak ``--protocol-version``, and what it speaks
     (asked again with ``auto``), instead of a bare -32601 or HTTP 400 body."""
     revision = args.protocol_version
-    method = "server/discover" if revision in MODERN_REVISIONS else "initialize"
+    method = "server/discover" if revision in STATELESS_REVISIONS else "initialize"
     auto = argparse.Namespace(**{**vars(args), "protocol_version": "auto"})
     spoken: list[str] = []
     try:

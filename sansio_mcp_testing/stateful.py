@@ -262,14 +262,14 @@ async def run_stateful(
                 return
             # The server keeps serving after a cancellation.
             self.ask(
-                "ping" if not conn.session.is_modern else "server/discover",
+                "ping" if not conn.session.is_stateless else "server/discover",
                 None,
                 f"a ping after cancelling tools/call {name}",
             )
 
         @rule()
         def ping(self) -> None:
-            method = "server/discover" if conn.session.is_modern else "ping"
+            method = "server/discover" if conn.session.is_stateless else "ping"
             self.ask(method, None, method)
 
         @invariant()

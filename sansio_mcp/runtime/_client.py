@@ -22,8 +22,8 @@ from .._gates import has_capability
 from .._http_headers import x_mcp_header_problems
 from .._json import DEFAULT_MAX_MESSAGE_SIZE
 from .._jsonrpc import RequestId
-from .._modern import listen_filter
 from .._params import LOG_LEVELS
+from .._stateless import listen_filter
 from .._tasks import CORE_TASKS_REVISION, TASKS_EXTENSION
 from ._driver import Driver, ProgressCallback, SubscriptionSink
 from ._primitives import Sleeper
@@ -257,7 +257,7 @@ class ClientAPI:
         #: 2025-11-25 tools that may run as tasks: name -> ``execution.taskSupport``
         #: (from list_tools; None until it ran).
         self._task_tools: dict[Any, str] | None = None
-        if session.is_modern:
+        if session.is_stateless:
             self.cache = ResultCache()
         driver.observe_notification = self.notification_seen
 
@@ -344,7 +344,7 @@ class ClientAPI:
 
     async def ping(self, *, timeout: float | None = None) -> None:
         """Check the server is alive (2026-07-28 has no ping: there it is ``server/discover``)."""
-        if self.session.is_modern:
+        if self.session.is_stateless:
             await self.request("server/discover", None, timeout=timeout, fresh=True)
             return
         await self.request("ping", timeout=timeout)
@@ -383,7 +383,7 @@ class ClientAPI:
         left out: clients must not use them (SEP-2243).
         """
         tools = await self._all_pages("tools/list", "tools")
-        if not self.session.is_modern:
+        if not self.session.is_stateless:
             # 2025-11-25: remember which tools may run as tasks (call_tool asks for one).
             self._task_tools = {
                 t.get("name"): support
@@ -483,7 +483,7 @@ class ClientAPI:
         return await self.request("resources/read", {"uri": uri})
 
     async def subscribe(self, uri: str) -> None:
-        if self.session.is_modern:
+        if self.session.is_stateless:
             raise LocalProtocolError(
                 "resources/subscribe does not exist in 2026-07-28: "
                 "use Client.listen(resource_uris=[...])"
@@ -528,7 +528,7 @@ class ClientAPI:
         On a stateless (2026-07-28) server the level travels in every
         request's ``_meta``; on a handshake session it is ``logging/setLevel``.
         """
-        if self.session.is_modern:
+        if self.session.is_stateless:
             if level not in LOG_LEVELS:
                 raise ValueError(f"unknown log level {level!r}")
             self.session.log_level = level
@@ -561,11 +561,11 @@ class ClientAPI:
             prompts=prompts_list_changed,
             resources=resources_list_changed,
             uris=uris,
-            task_ids=task_ids if self.session.is_modern else (),
+            task_ids=task_ids if self.session.is_stateless else (),
         )
         subscription = self.new_subscription(buffer)
         driver = self.driver
-        if self.session.is_modern:
+        if self.session.is_stateless:
             listen_id = self.session.send_request("subscriptions/listen", {"notifications": wanted})
             driver.subscriptions[listen_id] = subscription
             try:

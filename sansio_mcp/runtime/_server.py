@@ -21,7 +21,6 @@ from typing import Any, Protocol, Self, TypeVar
 from .._errors import ErrorCode, InvalidParams, MCPError, MethodNotFound, failure_text
 from .._events import RequestMeta, RequestReceived
 from .._jsonrpc import RequestId
-from .._modern import CacheHints
 from .._registry import (
     HandlerCall,
     NeedInput,
@@ -49,6 +48,7 @@ from .._schema import (
     signature_problem,
 )
 from .._server_session import ServerSession
+from .._stateless import CacheHints
 from .._tasks import (
     CORE_TASKS_CAPABILITY,
     CORE_TASKS_REVISION,

@@ -32,8 +32,8 @@ from typing import Any, Protocol
 import attrs
 
 from .._errors import InternalError, InvalidParams, MCPError, failure_text
-from .._modern import missing_capability_error, missing_input_capabilities
 from .._registry import HandlerCall, SessionHub
+from .._stateless import missing_capability_error, missing_input_capabilities
 from .._tasks import (
     ANONYMOUS_OWNER,
     RELATED_TASK,

@@ -261,7 +261,7 @@ class AgentAsks:
             state.roots = roots
             for server in state.servers.values():
                 link = server.link
-                if server.ready and link is not None and not link.session.is_modern:
+                if server.ready and link is not None and not link.session.is_stateless:
                     try:
                         link.session.send_roots_list_changed()
                     except LocalProtocolError:

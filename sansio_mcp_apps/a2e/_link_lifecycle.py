@@ -154,7 +154,7 @@ class LinkLifecycle:
         server.server_name = name if isinstance(name, str) else ""
         server.server_version = version if isinstance(version, str) else ""
         server.capabilities = dict(session.peer_capabilities or {})
-        if not session.is_modern and "logging" in server.capabilities:
+        if not session.is_stateless and "logging" in server.capabilities:
             # Not answered, or refused: the server logs as it likes (nothing to undo).
             self._state.call(
                 link, "logging/setLevel", {"level": SERVER_LOG_LEVEL}, _ignore, _ignore
@@ -312,7 +312,7 @@ class LinkLifecycle:
         state = self._state
         link.ping_at = None
         sent = state.now
-        method = "server/discover" if link.session.is_modern else "ping"
+        method = "server/discover" if link.session.is_stateless else "ping"
         timeout = min(float(link.server.config.timeout), state.ping_timeout)
 
         def ping_again() -> None:

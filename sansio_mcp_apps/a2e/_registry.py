@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from sansio_mcp import ALL_REVISIONS, MODERN_REVISIONS
+from sansio_mcp import ALL_REVISIONS, STATELESS_REVISIONS
 
 from ._failures import Failure, Refused
 from ._fields import FieldProblem
@@ -70,7 +70,7 @@ class Registry:
         problems = config.problems()
         version = config.protocol_version
         if config.transport == MCPTransport.SSE and (
-            version in ("stateless", "modern") or version in MODERN_REVISIONS
+            version in ("stateless", "modern") or version in STATELESS_REVISIONS
         ):
             problems.append(
                 FieldProblem(

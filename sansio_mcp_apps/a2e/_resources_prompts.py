@@ -128,7 +128,7 @@ class ResourcesAndPrompts:
                 return
             state.send(MCPResourceSubscribeResponse(**state.envelope(), req_id=request.id, ok=True))
 
-        if link.session.is_modern:
+        if link.session.is_stateless:
             server.subscriptions.add(request.uri)
             link.listen_waiters.append((request.uri, answer))
             self._open_listen(link)
@@ -149,7 +149,7 @@ class ResourcesAndPrompts:
 
     def renew_subscriptions(self, link: ServerLink) -> None:
         """A link became ready: what the agent subscribed to is subscribed again."""
-        if link.session.is_modern:
+        if link.session.is_stateless:
             self._open_listen(link)
             return
         for uri in sorted(link.server.subscriptions):

@@ -63,7 +63,7 @@ def _runs_as_task(link: ServerLink, tool: dict[str, Any], streaming: bool) -> bo
     streaming call declares the extension to a server offering it and the server decides
     (a task-only tool's -32021 to another call has it retried declaring the extension)."""
     session = link.session
-    if session.is_modern:
+    if session.is_stateless:
         return streaming and declares_tasks(session.peer_capabilities)
     if session.protocol_version != CORE_TASKS_REVISION or not has_capability(
         session.peer_capabilities, ("tasks", "requests", "tools", "call")
@@ -76,7 +76,7 @@ def _runs_as_task(link: ServerLink, tool: dict[str, Any], streaming: bool) -> bo
 
 def _task_params(link: ServerLink, params: dict[str, Any]) -> dict[str, Any]:
     """A task request's params: on 2026-07-28 each declares the extension itself."""
-    return declaring_tasks(params) if link.session.is_modern else params
+    return declaring_tasks(params) if link.session.is_stateless else params
 
 
 def _unfollow(state: HostState, link: ServerLink, task_id: str) -> None:
@@ -182,18 +182,18 @@ class ToolCall(Call):
         # The arguments are the host's own (see receive_agent_message, receive_tool_call).
         params: dict[str, Any] = {"name": tool_name, "arguments": arguments}
         if _runs_as_task(link, server.tools[tool_name], self.streaming):
-            if link.session.is_modern:
+            if link.session.is_stateless:
                 params = declaring_tasks(params)
             else:
                 params["task"] = {}
-        elif link.session.is_modern and declares_tasks(link.session.peer_capabilities):
+        elif link.session.is_stateless and declares_tasks(link.session.peer_capabilities):
             self._retry = params
         state.start_call(link, "tools/call", params, self, limit)
 
     def ok(self, result: dict[str, Any]) -> None:
         if self.task_id is None and "content" not in result:
             if result.get("resultType") == "task":
-                self._follow_modern(result)
+                self._follow_stateless(result)
                 return
             if isinstance(result.get("task"), dict):
                 self._follow(result["task"])
@@ -234,7 +234,7 @@ class ToolCall(Call):
 
     # 2026-07-28 tasks: polled ---------------------------------------------------------
 
-    def _follow_modern(self, created: dict[str, Any]) -> None:
+    def _follow_stateless(self, created: dict[str, Any]) -> None:
         """The server made a task (2026-07-28): tell the agent, and poll it."""
         assert self.server is not None and self.server.link is not None
         link = self.server.link

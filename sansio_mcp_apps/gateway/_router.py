@@ -303,7 +303,7 @@ class GatewayHTTPServer(StreamableHTTPServer):
         if (
             asked is None
             or session is None
-            or id(session) not in self._modern_exchange
+            or id(session) not in self._stateless_exchange
             or not hmac.compare_digest(authorization.encode(), asked[2].encode())
         ):
             return None
@@ -335,7 +335,7 @@ class GatewayHTTPServer(StreamableHTTPServer):
     def owns(self, session: ServerSession) -> bool:
         # A request still being answered keeps its session (an answer from its client
         # may arrive on another POST).
-        return super().owns(session) or id(session) in self._modern_exchange
+        return super().owns(session) or id(session) in self._stateless_exchange
 
     def _answer_plainly(self, exchange: Exchange, item: Outgoing) -> bool:
         answered = super()._answer_plainly(exchange, item)

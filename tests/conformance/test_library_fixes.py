@@ -30,7 +30,7 @@ from sansio_mcp import (
 )
 from sansio_mcp._events import RequestFailed
 from sansio_mcp._http import HTTPRequest, HTTPResponseHead
-from sansio_mcp._modern import parse_request_meta
+from sansio_mcp._stateless import parse_request_meta
 from sansio_mcp._streamable_http import StreamableHTTPServer
 from sansio_mcp._streamable_http_client import Endpoint, ResponseHandler, StreamableHTTPClient
 from sansio_mcp._versions import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION

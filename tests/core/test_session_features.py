@@ -910,7 +910,7 @@ def test_a_dual_era_server_names_only_versions_a_request_may_carry() -> None:
         HANDSHAKE_REVISIONS,
         META_CLIENT_CAPABILITIES,
         META_PROTOCOL_VERSION,
-        MODERN_REVISIONS,
+        STATELESS_REVISIONS,
     )
 
     server = ServerSession(capabilities={"tools": {}})
@@ -924,6 +924,6 @@ def test_a_dual_era_server_names_only_versions_a_request_may_carry() -> None:
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": old}}
     )
     discovered, refused = server.messages_to_send()
-    assert set(discovered["result"]["supportedVersions"]) <= set(MODERN_REVISIONS)
+    assert set(discovered["result"]["supportedVersions"]) <= set(STATELESS_REVISIONS)
     assert refused["error"]["code"] == -32022
-    assert set(refused["error"]["data"]["supported"]) <= set(MODERN_REVISIONS)
+    assert set(refused["error"]["data"]["supported"]) <= set(STATELESS_REVISIONS)

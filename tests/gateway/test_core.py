@@ -673,7 +673,7 @@ class _PagedUpstream:
         self.server_capabilities = {"tools": {}}
         self.total = total
         self.pages = 0
-        self.session = type("Session", (), {"is_modern": False})()
+        self.session = type("Session", (), {"is_stateless": False})()
 
     async def request(self, method: str, params: Any, **options: Any) -> dict[str, Any]:
         assert method == "tools/list"

@@ -14,7 +14,7 @@ import httpx
 import pytest
 import trio
 
-from sansio_mcp._modern import end_to_end_meta, is_reserved_meta_key
+from sansio_mcp._stateless import end_to_end_meta, is_reserved_meta_key
 from sansio_mcp._versions import (
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,

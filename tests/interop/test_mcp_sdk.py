@@ -598,7 +598,7 @@ async def test_trio_client_against_sdk_server(protocol_version: str) -> None:
             [sys.executable, str(SDK_SERVER)], handlers=handlers, cwd=REPO, **version_option
         ) as client:
             assert client.protocol_version == ("2026-07-28" if modern else protocol_version)
-            assert client.session.is_modern is modern
+            assert client.session.is_stateless is modern
             assert client.server_info == {"name": "sdk-interop-server", "version": "1.2.3"}
             if not modern:
                 assert client.instructions == "An mcp SDK peer for interop tests."

@@ -507,7 +507,7 @@ async def test_trio_client_auto_falls_back_on_server_everything(
     with trio.fail_after(BUDGET):
         async with open_stdio_client(everything_command, mode="auto") as client:
             assert client.protocol_version in HANDSHAKE_REVISIONS
-            assert not client.session.is_modern
+            assert not client.session.is_stateless
             assert client.server_info["name"] == "mcp-servers/everything"
             echoed = await client.call_tool("echo", {"message": "fallback"})
             assert texts(echoed) == "Echo: fallback"

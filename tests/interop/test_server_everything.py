@@ -498,7 +498,7 @@ async def test_auto_mode_falls_back_to_the_handshake(everything_command: list[st
             everything_command, handlers=recorder.handlers("2025-11-25")
         ) as client:
             _assert_revision(client, "2025-11-25")
-            assert client.session.is_modern is False
+            assert client.session.is_stateless is False
             assert _texts(await client.call_tool("echo", {"message": "after the probe"})) == [
                 "Echo: after the probe"
             ]

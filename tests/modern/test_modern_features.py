@@ -39,16 +39,16 @@ from sansio_mcp._http_headers import (
     validate_request_headers,
     x_mcp_header_problems,
 )
-from sansio_mcp._modern import CacheHints
 from sansio_mcp._request_state import RequestStateSealer, request_binding
+from sansio_mcp._stateless import CacheHints
 from sansio_mcp._versions import (
     HANDSHAKE_REVISIONS,
     LATEST_HANDSHAKE_REVISION,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     META_SUBSCRIPTION_ID,
-    MODERN_REVISIONS,
     REVISIONS,
+    STATELESS_REVISIONS,
 )
 from sansio_mcp.runtime._server import Context, Server
 
@@ -121,7 +121,7 @@ def test_auto_probe_discover_result_goes_stateless() -> None:
     assert [type(e) for e in events] == [SessionInitialized, ResponseReceived]
     assert events[0].protocol_version == MODERN
     assert events[1].request_id == start and events[1].method == "server/discover"
-    assert link.client.state is SessionState.STATELESS and link.client.is_modern
+    assert link.client.state is SessionState.STATELESS and link.client.is_stateless
     assert link.client.discovery == events[1].result
     assert link.server.state is SessionState.IDLE  # no session on the server side
     assert link.client.pending_requests == frozenset()
@@ -222,13 +222,13 @@ def test_auto_probe_discover_result_without_a_mutual_version_falls_back() -> Non
 
 def test_unsupported_version_with_a_mutual_modern_version_retries(future_revision: str) -> None:
     client = modern_client(mode="auto", supported_versions=[*HANDSHAKE_REVISIONS, MODERN, FUTURE])
-    assert client.modern_version == FUTURE
+    assert client.stateless_version == FUTURE
     server = ServerSession(capabilities=SERVER_CAPS)  # knows MODERN, not FUTURE
     link = Link(client, server)
     start = client.start()
     link.c2s()
     assert link.s2c() == []  # retried, not reported
-    assert client.modern_version == MODERN
+    assert client.stateless_version == MODERN
     link.c2s()
     events = link.s2c()
     probe, retry = [m for s, m in link.emitted if s == "client"]
@@ -257,7 +257,7 @@ def test_unsupported_version_mid_session_retries_requests_and_subscriptions(
     }
     client.receive_message({"jsonrpc": "2.0", "id": json.loads(chunk)["id"], "result": discover})
     drain(client)
-    assert client.modern_version == FUTURE
+    assert client.stateless_version == FUTURE
     server = ServerSession(capabilities=SERVER_CAPS)
     link = Link(client, server)
     call = client.send_request("tools/call", {"name": "t", "arguments": {"k": 1}})
@@ -324,7 +324,7 @@ def test_modern_mode_never_falls_back() -> None:
 
 
 def test_modern_only_server_refuses_initialize_naming_its_versions() -> None:
-    server = ServerSession(capabilities=SERVER_CAPS, supported_versions=MODERN_REVISIONS)
+    server = ServerSession(capabilities=SERVER_CAPS, supported_versions=STATELESS_REVISIONS)
     link = Link(ClientSession(capabilities=CLIENT_CAPS), server)
     start = link.client.start()
     assert [v.error.code for v in violations(link.c2s())] == [-32022]
@@ -332,14 +332,14 @@ def test_modern_only_server_refuses_initialize_naming_its_versions() -> None:
     assert isinstance(failed, RequestFailed) and failed.request_id == start
     assert isinstance(failed.error, UnsupportedProtocolVersion)
     assert failed.error.data == {
-        "supported": list(MODERN_REVISIONS),
+        "supported": list(STATELESS_REVISIONS),
         "requested": LATEST_HANDSHAKE_REVISION,
     }
     assert link.client.state is SessionState.FAILED and server.state is SessionState.IDLE
 
 
 def test_modern_only_server_refuses_requests_without_meta() -> None:
-    server = ServerSession(capabilities=SERVER_CAPS, supported_versions=MODERN_REVISIONS)
+    server = ServerSession(capabilities=SERVER_CAPS, supported_versions=STATELESS_REVISIONS)
     for i, params in enumerate([None, {}, {"_meta": {}}, {"_meta": {"progressToken": 1}}]):
         server.receive_data(raw_request(i, "tools/list", params))
     server.receive_data(raw_request("p", "ping"))
@@ -357,7 +357,7 @@ def test_modern_only_server_refuses_requests_without_meta() -> None:
 
 
 def test_auto_client_against_a_modern_only_server_goes_stateless() -> None:
-    server = ServerSession(capabilities=SERVER_CAPS, supported_versions=MODERN_REVISIONS)
+    server = ServerSession(capabilities=SERVER_CAPS, supported_versions=STATELESS_REVISIONS)
     link = discovered(Link(modern_client(mode="auto"), server))
     assert link.client.protocol_version == MODERN
 

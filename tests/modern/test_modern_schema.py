@@ -36,8 +36,8 @@ from sansio_mcp._versions import (
     HANDSHAKE_REVISIONS,
     META_SERVER_INFO,
     META_SUBSCRIPTION_ID,
-    MODERN_REVISIONS,
     MRTR_METHODS,
+    STATELESS_REVISIONS,
 )
 from sansio_mcp.runtime._server import Context, Server
 
@@ -608,7 +608,7 @@ async def test_cancellation(schema: Schema) -> None:
 async def test_error_missing_and_malformed_meta(schema: Schema) -> None:
     """-32602 for a request without the required _meta (modern-only server) or
     with a malformed one (dual-era server)."""
-    modern_only = ServerSession(capabilities=SERVER_CAPS, supported_versions=MODERN_REVISIONS)
+    modern_only = ServerSession(capabilities=SERVER_CAPS, supported_versions=STATELESS_REVISIONS)
     link = Link(modern_client(), modern_only)
     events = link.raw_to_server(raw_request("a", "tools/list"))
     events += link.raw_to_server(raw_request("b", "tools/list", {"cursor": "x"}))
@@ -638,7 +638,7 @@ async def test_error_unsupported_version(schema: Schema) -> None:
     link = Link(modern_client(), server)
     link.raw_to_server(raw_request("v", "tools/list", {"_meta": meta(version="2099-01-01")}))
     link.raw_to_server(raw_request("d", "server/discover", {"_meta": meta(version="2025-11-25")}))
-    modern_only = ServerSession(capabilities=SERVER_CAPS, supported_versions=MODERN_REVISIONS)
+    modern_only = ServerSession(capabilities=SERVER_CAPS, supported_versions=STATELESS_REVISIONS)
     refusing = Link(modern_client(), modern_only)
     refusing.raw_to_server(
         raw_request(

@@ -62,7 +62,7 @@ def test_server_everything(backend: str, everything_command: list[str]) -> None:
             everything_command, None, None, mode="auto", handlers=recorder.handlers()
         ) as client:
             assert client.protocol_version == "2025-11-25"
-            assert not client.session.is_modern
+            assert not client.session.is_stateless
             assert client.server_info["name"] == "mcp-servers/everything"
 
             assert texts(await client.call_tool("echo", {"message": "parity ☃"})) == (
@@ -122,7 +122,7 @@ def test_sdk_server(backend: str, protocol_version: str) -> None:
             cwd=REPO,
         ) as client:
             assert client.protocol_version == protocol_version
-            assert client.session.is_modern is modern
+            assert client.session.is_stateless is modern
             assert client.server_info == {"name": "sdk-interop-server", "version": "1.2.3"}
             await client.ping()
 

@@ -85,7 +85,7 @@ def test_tools_progress_errors_ping(pair: tuple[str, str], mode: str) -> None:
         command = example_command(server_backend, "--page-size", "2")
         async with backend.connect(command, None, None, mode=mode) as client:
             assert client.protocol_version == MODES[mode]
-            assert client.session.is_modern is (mode == "modern")
+            assert client.session.is_stateless is (mode == "modern")
             assert client.server_info["name"] == "sansio-mcp-example"
             # Nine tools, gathered across five pages of two.
             assert {t["name"] for t in await client.list_tools()} == EXAMPLE_TOOLS

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sansio_mcp._versions import ALL_REVISIONS, MODERN_REVISIONS
+from sansio_mcp._versions import ALL_REVISIONS, STATELESS_REVISIONS
 from sansio_mcp_testing import strategies
 from sansio_mcp_testing.schemas import OfficialSchema, load_schema
 from sansio_mcp_testing.strategies import MessageKind, message_kinds
@@ -45,7 +45,7 @@ def test_every_method_of_every_revision_has_kinds() -> None:
             k.method for k in kinds if k.category == "notification" and k.sender == "server"
         } == set(info.server_notifications)
         assert any(k.category == "error" for k in kinds)
-    modern = message_kinds(MODERN_REVISIONS[-1], category="result", method="tools/call")
+    modern = message_kinds(STATELESS_REVISIONS[-1], category="result", method="tools/call")
     assert {k.definition for k in modern} == {"CallToolResult", "InputRequiredResult"}
 
 

@@ -295,6 +295,10 @@ class Gateway:
                 async with self.backend.move_on_after(startup_wait):
                     await self._started.wait()
                 group.start_soon(self._send_hints)
+                if self.replicas is not None:
+                    # Listening only once the bus hears this replica's channels: a retry
+                    # or an answer another replica forwards here is not lost meanwhile.
+                    await self.replicas.ready()
                 if serve is not None:
                     await serve()
                     group.cancel()

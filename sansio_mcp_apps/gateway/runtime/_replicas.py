@@ -126,6 +126,13 @@ class ReplicaLink:
         #: one of this replica's questions, which reached another replica.
         self.take_answer: Callable[[dict[str, Any], str], None] | None = None
         self._group: TaskGroup | None = None
+        self._subscribed = backend.new_signal()
+
+    async def ready(self) -> None:
+        """Until :meth:`run` has subscribed to this replica's channels and the bus has
+        them in effect: a replica listens only then, so nothing forwarded is lost."""
+        await self._subscribed.wait()
+        await self.stores.events.settled()
 
     def channel(self, replica_id: str) -> str:
         return self.stores.key("gateway", replica_id)
@@ -155,6 +162,7 @@ class ReplicaLink:
                 events.subscribe(self.answers_channel(self.tag), answered),
             ]
             self._group = group
+            self._subscribed.set()
             try:
                 await self.backend.new_signal().wait()
             finally:
@@ -208,6 +216,8 @@ class ReplicaLink:
 
         subscription = self.stores.events.subscribe(reply, deliver)
         try:
+            # The owner answers on ``reply`` at once: the bus must hear it before we ask.
+            await self.stores.events.settled()
             await self.stores.events.publish(self.channel(owner), {**message, "reply": reply})
             for limit, what in ((self.ack_timeout, "take"), (self.outcome_timeout, "finish")):
                 async with self.backend.move_on_after(limit):

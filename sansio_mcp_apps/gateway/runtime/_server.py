@@ -461,7 +461,7 @@ class GatewayServer(Server):
             ctx.stateless
             and self.parking is not None
             and self.parking.running
-            and not (client is not None and client.session.is_modern)
+            and not (client is not None and client.session.is_stateless)
         ):
             return await self._park(ctx, connector, params)
         # What a handshake-era upstream asked mid-call that this client could not be asked.
@@ -714,7 +714,7 @@ def _task_form(client: Any) -> str | None:
     ``core`` (2025-11-25, its tasks capability), or None (it cannot, or is down)."""
     if client is None:
         return None
-    if client.session.is_modern:
+    if client.session.is_stateless:
         return "extension"
     caps = client.server_capabilities.get("tasks")
     requests = caps.get("requests") if isinstance(caps, dict) else None

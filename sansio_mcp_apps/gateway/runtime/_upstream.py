@@ -284,7 +284,9 @@ class Upstream:
                 t
                 for t in page
                 if isinstance(t, dict)
-                and not (client.session.is_modern and x_mcp_header_problems(t.get("inputSchema")))
+                and not (
+                    client.session.is_stateless and x_mcp_header_problems(t.get("inputSchema"))
+                )
             )
             if isinstance(result.get("ttlMs"), int):
                 ttls.append(result["ttlMs"])
@@ -393,7 +395,7 @@ class Upstream:
                 error = self.store.record(self.name).error
                 raise ConnectorUnavailable(self.name, *([error] if error else []))
             sent = params
-            if not client.session.is_modern:
+            if not client.session.is_stateless:
                 sent = {
                     k: v for k, v in params.items() if k in ("name", "arguments", "task", "_meta")
                 }
@@ -446,7 +448,7 @@ class Upstream:
         if client is None:
             error = self.store.record(self.name).error
             raise ConnectorUnavailable(self.name, *([error] if error else []))
-        if client.session.is_modern:
+        if client.session.is_stateless:
             params = declaring_tasks(params)
         call = _Call(ask)
         if ask is not None:

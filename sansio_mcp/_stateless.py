@@ -27,7 +27,7 @@ from ._versions import (
 
 __all__ = [
     "CacheHints",
-    "is_modern_request",
+    "is_stateless_request",
     "parse_request_meta",
     "build_request_meta",
     "end_to_end_meta",
@@ -37,7 +37,7 @@ __all__ = [
     "lacking_capabilities",
     "honoured_filter",
     "listen_filter",
-    "modern_versions",
+    "stateless_versions",
 ]
 
 
@@ -66,11 +66,11 @@ class CacheHints:
         return max(0, int(self.ttl_ms.get(method, self.default_ttl_ms))), self.scope
 
 
-def modern_versions(versions: Iterable[str]) -> list[str]:
+def stateless_versions(versions: Iterable[str]) -> list[str]:
     return [v for v in versions if v in REVISIONS and REVISIONS[v].era is Era.STATELESS]
 
 
-def is_modern_request(params: dict[str, Any]) -> bool:
+def is_stateless_request(params: dict[str, Any]) -> bool:
     """Whether a request's params carry the modern ``_meta`` protocol version key."""
     meta = params.get("_meta")
     return isinstance(meta, dict) and META_PROTOCOL_VERSION in meta
