@@ -1,7 +1,7 @@
 """asyncio adapters for sansio-mcp: the same names and semantics as
 :mod:`trio_adapters`, for asyncio applications."""
 
-from sansio_mcp.runtime._client import ClientHandlers
+from sansio_mcp.runtime import ClientHandlers
 
 from ._backend import PipeStream
 from ._runner import AsyncioRunner, AsyncioSessionHost

@@ -15,9 +15,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
-from sansio_mcp.runtime import Signal, TaskGroup, TimedOut
-from sansio_mcp.runtime._backend import ConnectionHandler, OnBound
-from sansio_mcp.runtime._process import ChildProcess
+from sansio_mcp.runtime import OnBound, Signal, TaskGroup, TimedOut
+from sansio_mcp.runtime.hosting import ChildProcess, ConnectionHandler
 
 __all__ = [
     "PRIMITIVES",

@@ -10,9 +10,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Unpack
 
 from sansio_mcp import Session
-from sansio_mcp.runtime._backend import Backend
-from sansio_mcp.runtime._driver import HostHandlers
-from sansio_mcp.runtime._host import Framing, HostBase
+from sansio_mcp.runtime import Backend, HostBase, HostHandlers
+from sansio_mcp.runtime.hosting import Framing
 
 from ._backend import (
     PRIMITIVES,

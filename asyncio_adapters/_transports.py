@@ -8,7 +8,8 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from sansio_mcp.runtime._transports import ClientOpeners, Listeners, TransportTable, stop_signals
+from sansio_mcp.runtime import TransportTable, stop_signals
+from sansio_mcp.runtime.hosting import ClientOpeners, Listeners
 
 from ._backend import AsyncioBackend
 from .client import open_stdio_client

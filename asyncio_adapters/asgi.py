@@ -21,11 +21,16 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from sansio_mcp import ServerSession
-from sansio_mcp.runtime._asgi import ASGIService, Receive, Scope, Send, serve_lifespan
-from sansio_mcp.runtime._backend import TaskGroup
-from sansio_mcp.runtime._http_service import SessionHosts, streamable_http_router
-from sansio_mcp.runtime._server import Server
-from sansio_mcp.runtime._session_store import shared_sessions
+from sansio_mcp.runtime import Server, TaskGroup, shared_sessions
+from sansio_mcp.runtime.hosting import (
+    ASGIService,
+    Receive,
+    Scope,
+    Send,
+    SessionHosts,
+    serve_lifespan,
+    streamable_http_router,
+)
 
 from ._backend import PRIMITIVES
 from .http_server import _HTTPSessionHost

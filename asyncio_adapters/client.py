@@ -14,17 +14,9 @@ from functools import partial
 from typing import Any, Unpack
 
 from sansio_mcp import ClientSession
-from sansio_mcp.runtime import _process
-from sansio_mcp.runtime._client import ClientAPI, ClientHandlers
-from sansio_mcp.runtime._client_options import (
-    ClientOptions,
-    SessionOptions,
-    StdioChild,
-    StdioOptions,
-)
-from sansio_mcp.runtime._host import hosted
-from sansio_mcp.runtime._host import start_client as core_start_client
-from sansio_mcp.runtime._open_client import run_client
+from sansio_mcp.runtime import ClientAPI, ClientHandlers, SessionOptions, _process
+from sansio_mcp.runtime.hosting import ClientOptions, StdioChild, StdioOptions, hosted, run_client
+from sansio_mcp.runtime.hosting import start_client as core_start_client
 
 from ._backend import PRIMITIVES
 from ._runner import AsyncioRunner, Framing

@@ -3,7 +3,7 @@ runtime's :class:`~sansio_mcp.runtime._open_client.HTTPOpeners` on this backend)
 
 from __future__ import annotations
 
-from sansio_mcp.runtime._open_client import HTTPOpeners
+from sansio_mcp.runtime.hosting import HTTPOpeners
 
 from ._backend import PRIMITIVES
 from .client import Client

@@ -6,11 +6,14 @@ from __future__ import annotations
 import asyncio
 from typing import Unpack
 
-from sansio_mcp.runtime import _listeners
-from sansio_mcp.runtime._backend import OnBound
-from sansio_mcp.runtime._http_service import RoutedOutput, Router, ServerLimits
-from sansio_mcp.runtime._serve_options import HTTPServeOptions, RouterOptions, http_router
-from sansio_mcp.runtime._server import Server
+from sansio_mcp.runtime import OnBound, Server, ServerLimits, _listeners
+from sansio_mcp.runtime.hosting import (
+    HTTPServeOptions,
+    RoutedOutput,
+    Router,
+    RouterOptions,
+    http_router,
+)
 
 from ._backend import PRIMITIVES, serve_tcp
 from ._runner import AsyncioSessionHost

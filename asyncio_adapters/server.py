@@ -11,9 +11,8 @@ from functools import partial
 from typing import Any
 
 from sansio_mcp import RequestReceived, ServerSession
-from sansio_mcp._util import unwrap_single_exception
-from sansio_mcp.runtime._host import HostContext, serving
-from sansio_mcp.runtime._server import Server
+from sansio_mcp.runtime import Server, unwrap_single_exception
+from sansio_mcp.runtime.hosting import HostContext, serving
 
 from ._runner import AsyncioRunner, AsyncioSessionHost, Connector, Framing, OutputPipeProtocol
 

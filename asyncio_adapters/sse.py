@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Unpack
 
-from sansio_mcp.runtime._serve_options import SSEServeOptions, sse_router
-from sansio_mcp.runtime._server import Server
+from sansio_mcp.runtime import Server
+from sansio_mcp.runtime.hosting import SSEServeOptions, sse_router
 
 from .http_client import OPENERS
 from .http_server import serve_router

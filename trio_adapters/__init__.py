@@ -1,6 +1,6 @@
 """Trio adapters for sansio-mcp: they move bytes; the core decides."""
 
-from sansio_mcp.runtime._client import ClientHandlers
+from sansio_mcp.runtime import ClientHandlers
 
 from ._backend import PipeStream
 from ._runner import TrioRunner, TrioSessionHost

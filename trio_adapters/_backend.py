@@ -19,9 +19,8 @@ from typing import Any, TypeVar
 
 import trio
 
-from sansio_mcp.runtime import Signal, TaskGroup, TimedOut
-from sansio_mcp.runtime._backend import ConnectionHandler, OnBound
-from sansio_mcp.runtime._process import ChildProcess
+from sansio_mcp.runtime import OnBound, Signal, TaskGroup, TimedOut
+from sansio_mcp.runtime.hosting import ChildProcess, ConnectionHandler
 
 __all__ = [
     "PRIMITIVES",

@@ -10,9 +10,8 @@ from typing import Any, Unpack
 import trio
 
 from sansio_mcp import Session
-from sansio_mcp.runtime import Backend, HostHandlers
-from sansio_mcp.runtime._host import Framing, HostBase
-from sansio_mcp.runtime._sender import Sender
+from sansio_mcp.runtime import Backend, HostBase, HostHandlers, Sender
+from sansio_mcp.runtime.hosting import Framing
 
 from ._backend import PRIMITIVES, NurseryGroup, PipeStream, as_pipe, fileno_of, is_fifo, reader
 

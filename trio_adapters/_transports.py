@@ -9,7 +9,8 @@ from typing import Any
 
 import trio
 
-from sansio_mcp.runtime._transports import ClientOpeners, Listeners, TransportTable, stop_signals
+from sansio_mcp.runtime import TransportTable, stop_signals
+from sansio_mcp.runtime.hosting import ClientOpeners, Listeners
 
 from ._backend import TrioBackend
 from .client import open_stdio_client

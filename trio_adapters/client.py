@@ -11,17 +11,9 @@ from typing import Unpack
 
 import trio
 
-from sansio_mcp.runtime import StderrTail, explained_exit
-from sansio_mcp.runtime._client import ClientAPI, ClientHandlers
-from sansio_mcp.runtime._client_options import (
-    ClientOptions,
-    SessionOptions,
-    StdioChild,
-    StdioOptions,
-)
-from sansio_mcp.runtime._host import hosted
-from sansio_mcp.runtime._host import start_client as core_start_client
-from sansio_mcp.runtime._open_client import run_client
+from sansio_mcp.runtime import ClientAPI, ClientHandlers, SessionOptions, StderrTail, explained_exit
+from sansio_mcp.runtime.hosting import ClientOptions, StdioChild, StdioOptions, hosted, run_client
+from sansio_mcp.runtime.hosting import start_client as core_start_client
 
 from ._backend import PRIMITIVES, child_process
 from ._process import PIPE, drain_stderr, stop_process

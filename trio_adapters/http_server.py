@@ -7,10 +7,14 @@ from typing import Any, Unpack
 
 import trio
 
-from sansio_mcp.runtime import _listeners
-from sansio_mcp.runtime._http_service import RoutedOutput, Router, ServerLimits
-from sansio_mcp.runtime._serve_options import HTTPServeOptions, RouterOptions, http_router
-from sansio_mcp.runtime._server import Server
+from sansio_mcp.runtime import Server, ServerLimits, _listeners
+from sansio_mcp.runtime.hosting import (
+    HTTPServeOptions,
+    RoutedOutput,
+    Router,
+    RouterOptions,
+    http_router,
+)
 
 from ._backend import PRIMITIVES, serve_tcp
 from ._runner import TrioSessionHost

@@ -10,8 +10,8 @@ from typing import Any
 import trio
 
 from sansio_mcp import RequestReceived, ServerSession
-from sansio_mcp.runtime._host import HostContext, serving
-from sansio_mcp.runtime._server import Server
+from sansio_mcp.runtime import Server
+from sansio_mcp.runtime.hosting import HostContext, serving
 
 from ._runner import TrioRunner, TrioSessionHost
 from ._util import unwrap_single_exception

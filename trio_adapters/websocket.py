@@ -12,12 +12,15 @@ from typing import Any, Unpack
 import trio
 
 from sansio_mcp import ServerSession
-from sansio_mcp._websocket import WebSocketAddress, WebSocketFraming
-from sansio_mcp.runtime._client_options import ClientOptions, SessionOptions
-from sansio_mcp.runtime._host import serving
-from sansio_mcp.runtime._serve_options import WebSocketServeOptions
-from sansio_mcp.runtime._server import Server
-from sansio_mcp.runtime._ws_service import WebSocketServing, open_websocket
+from sansio_mcp.runtime import Server, SessionOptions
+from sansio_mcp.runtime.hosting import (
+    ClientOptions,
+    WebSocketServeOptions,
+    WebSocketServing,
+    open_websocket,
+    serving,
+)
+from sansio_mcp.websocket import WebSocketAddress, WebSocketFraming
 
 from ._backend import PRIMITIVES, TCPStream, serve_tcp
 from ._runner import TrioRunner
