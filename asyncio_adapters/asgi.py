@@ -94,6 +94,7 @@ class MCPApp:
         async with PRIMITIVES.open_task_group() as group:
             self._group = group
             if self.hosts.shared is not None:
+                await self.hosts.shared.ready()
                 group.start_soon(self.hosts.shared.run)
             self._group_ready.set()
             await asyncio.Event().wait()  # until aclose() cancels us

@@ -36,5 +36,6 @@ async def serve_router(
         )
         service = HTTPService(server, router, make_host, backend, at.max_body, at.limits)
         if service.shared is not None:
+            await service.shared.ready()
             group.start_soon(service.shared.run)
         await backend.serve_tcp(service.connection, at.host, at.port, on_bound=on_bound)

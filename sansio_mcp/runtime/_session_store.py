@@ -28,7 +28,7 @@ import attrs
 
 from .._http import HTTPRequest
 from .._streamable_http import Exchange, StreamableHTTPServer
-from ._store_base import StoreUnavailable
+from ._store_base import EventSubscription, StoreUnavailable
 from ._stores import Stores
 
 if TYPE_CHECKING:
@@ -246,8 +246,10 @@ class SharedSessions:
 
     The HTTP service awaits :meth:`before` (adopt a session named but not held
     here) and :meth:`after` (record a new session, refresh, end a deleted one)
-    around each request; :meth:`run` (in the listener's task group) publishes
-    what the router relays (it is the router's :class:`~sansio_mcp.SessionRelay`)."""
+    around each request; :meth:`ready` before it listens (the bus subscription in
+    effect, so a relay sent the moment this replica is reachable is heard), then
+    :meth:`run` (in the listener's task group) publishes what the router relays
+    (it is the router's :class:`~sansio_mcp.SessionRelay`)."""
 
     def __init__(
         self,
@@ -268,6 +270,7 @@ class SharedSessions:
         self._ready = backend.new_signal()
         # session id -> wall-clock time this replica last refreshed its record.
         self._refreshed: OrderedDict[str, float] = OrderedDict()
+        self._subscription: EventSubscription | None = None
         machine.relay = self
 
     @property
@@ -295,10 +298,22 @@ class SharedSessions:
         )
         self._ready.set()
 
+    def _listen(self) -> None:
+        if self._subscription is None:
+            self._subscription = self.stores.events.subscribe(SESSION_CHANNEL, self._on_bus)
+
+    async def ready(self) -> None:
+        """Subscribed to the bus, the subscription in effect (the bus's ``settled``):
+        awaited before the replica listens, as a relay another replica sends once it
+        can reach this one must not be lost."""
+        self._listen()
+        await self.stores.events.settled()
+
     async def run(self) -> None:
         """Take what other replicas send, and publish what was relayed here, until
-        cancelled."""
-        subscription = self.stores.events.subscribe(SESSION_CHANNEL, self._on_bus)
+        cancelled (then unsubscribed: an app started again by its lifespan listens
+        again)."""
+        self._listen()
         try:
             while True:
                 await self._ready.wait()
@@ -310,7 +325,9 @@ class SharedSessions:
                     except StoreUnavailable as exc:
                         _log.warning("a session message to other replicas was lost: %s", exc)
         finally:
-            subscription.close()
+            if self._subscription is not None:
+                self._subscription.close()
+                self._subscription = None
 
     def _on_bus(self, message: dict[str, Any]) -> None:
         try:
@@ -428,7 +445,8 @@ def shared_sessions(
 ) -> SharedSessions | None:
     """The replica's side of shared handshake sessions for ``router`` (served with
     ``hosts``), when ``stores`` is shared and the router keeps sessions; else None
-    (each router's own sessions, as without replicas).  Its :meth:`SharedSessions.run`
+    (each router's own sessions, as without replicas).  Await its
+    :meth:`SharedSessions.ready` before listening; its :meth:`SharedSessions.run`
     must run beside the listener."""
     machine = streamable_machine(router)
     store = handshake_session_store(stores)
