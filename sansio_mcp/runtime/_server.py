@@ -491,9 +491,7 @@ class Server:
         # those of the others.
         self._hint_stores = stores
         self._hint_subscription = (
-            stores.events.subscribe(stores.key(HINTS_CHANNEL), self._on_hint)
-            if stores is not None
-            else None
+            stores.events.subscribe(HINTS_CHANNEL, self._on_hint) if stores is not None else None
         )
         # What answers each request method (tasks/* aside: see _plan).
         self._planners: dict[str, Callable[[Context], dict[str, Any] | HandlerCall]] = {
@@ -652,9 +650,7 @@ class Server:
         stores = self._hint_stores
         assert stores is not None
         try:
-            await stores.events.publish(
-                stores.key(HINTS_CHANNEL), {**hint, "replica": stores.replica_id}
-            )
+            await stores.events.publish(HINTS_CHANNEL, {**hint, "replica": stores.replica_id})
         except StoreUnavailable as exc:
             # Hints are at most once: this replica's own listeners were told.
             _log.warning("a hint was not shared with the other replicas: %s", exc)

@@ -67,6 +67,12 @@ __all__ = [
     "task_owner",
 ]
 
+#: Bus channels of tasks shared by replicas (the bus adds the stores' namespace):
+#: status changes for every replica's listeners, and ``task-control:REPLICA``
+#: where ``tasks/update`` and ``tasks/cancel`` reach the replica running a task.
+TASK_STATUS_CHANNEL = "task-status"
+TASK_CONTROL_CHANNEL = "task-control"
+
 
 class CancelTask(Exception):
     """Raised by a task's tool to end its task as ``cancelled`` (the work was called
@@ -337,7 +343,7 @@ class TaskRunner:
         if self.shared is not None and stores is not None:
             self._subscriptions = [
                 stores.events.subscribe(self._control_channel(stores.replica_id), self._on_control),
-                stores.events.subscribe(stores.key("task-status"), self._on_status),
+                stores.events.subscribe(TASK_STATUS_CHANNEL, self._on_status),
             ]
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
@@ -642,8 +648,8 @@ class TaskRunner:
 
     def _control_channel(self, replica: str) -> str:
         """Where ``tasks/update`` and ``tasks/cancel`` reach the replica running a task."""
-        assert self.stores is not None
-        return self.stores.key("task-control", replica)
+        # A bus channel: the bus adds the stores' namespace itself.
+        return f"{TASK_CONTROL_CHANNEL}:{replica}"
 
     def _store_error(self, exc: StoreUnavailable) -> InternalError:
         """The JSON-RPC error of a request the shared store failed (it names the store)."""
@@ -747,7 +753,7 @@ class TaskRunner:
         assert self.stores is not None
         message = {"owner": record.owner, "task": record.detailed()}
         try:
-            await self.stores.events.publish(self.stores.key("task-status"), message)
+            await self.stores.events.publish(TASK_STATUS_CHANNEL, message)
         except StoreUnavailable:
             pass  # pushes are at most once; pollers read the store
 

@@ -3,7 +3,8 @@
 forwarded to it over the stores' event bus (:class:`ReplicaLink`).
 
 The replica that parks a call records ``call id -> its replica id`` for the parked
-time and listens on its own channel, ``stores.key("gateway", replica_id)``.  A
+time and listens on its own bus channel, ``gateway:REPLICA_ID`` (the bus adds
+the stores' namespace).  A
 replica given a retry for a call parked elsewhere publishes the retry there with
 a reply channel of its own, and waits: first for the owner's word that it took
 the retry (``ack_timeout``), then for the round's outcome (the upstream's next
@@ -135,10 +136,10 @@ class ReplicaLink:
         await self.stores.events.settled()
 
     def channel(self, replica_id: str) -> str:
-        return self.stores.key("gateway", replica_id)
+        return f"gateway:{replica_id}"
 
     def answers_channel(self, tag: str) -> str:
-        return self.stores.key("gateway", "answers", tag)
+        return f"gateway:answers:{tag}"
 
     async def run(self) -> None:
         """Serve the retries and answers forwarded to this replica until cancelled."""
@@ -206,7 +207,7 @@ class ReplicaLink:
     async def forward(self, owner: str, message: dict[str, Any]) -> dict[str, Any]:
         """``message`` (a retry) served by replica ``owner``: its result, or its
         error raised as :class:`MCPError`."""
-        reply = self.stores.key("gateway", self.replica_id, "reply", secrets.token_hex(12))
+        reply = f"gateway:{self.replica_id}:reply:{secrets.token_hex(12)}"
         got: list[dict[str, Any]] = []
         arrived = [self.backend.new_signal()]
 
