@@ -309,6 +309,8 @@ class SessionHosts(Generic[H]):
 
     def finish(self, exchange: Exchange) -> None:
         """The response is over: drop a stateless request's host and session."""
+        if self.shared is not None:
+            self.shared.finished(exchange)
         session = exchange.session
         if session is None or not exchange.finished or self.router.owns(session):
             return

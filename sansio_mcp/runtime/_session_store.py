@@ -12,9 +12,15 @@ session must tell another travels on the bundle's event bus (channel
 its cancellation of a request another replica runs, a notification for the GET
 stream another replica holds, and the end of a session (DELETE).
 
+The level the client chose (``logging/setLevel``) and its resource subscriptions
+are the session's too, not one copy's: each change is written to the record (a
+later adopter starts with it) and published (``state``) to the copies other
+replicas hold.  A ``notifications/resources/updated`` is never relayed, as every
+replica hears the hint behind it and the copy beside the GET stream sends it
+(relayed, it would reach the client once per copy).
+
 Not shared: ``Last-Event-ID`` replay (a stream resumes only at the replica that
-numbered its events), a GET stream's backlog, and per-copy session state such as
-``logging/setLevel`` and resource subscriptions.
+numbered its events) and a GET stream's backlog.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from .._http import HTTPRequest
+from .._params import LOG_LEVELS
+from .._server_session import ServerSession
 from .._streamable_http import Exchange, StreamableHTTPServer
 from ._store_base import EventSubscription, StoreUnavailable
 from ._stores import Stores
@@ -57,6 +65,9 @@ DEFAULT_SESSION_RECORD_TTL = 86_400.0
 DEFAULT_MAX_SESSION_RECORDS = 100_000
 #: Messages a replica queues for the bus at most; past it the oldest is dropped.
 DEFAULT_MAX_RELAY_QUEUE = 10_000
+#: A session's state other copies must respect: ``(logLevel, subscriptions)``.
+SharedState = tuple[str | None, frozenset[str]]
+_NO_STATE: SharedState = (None, frozenset())
 
 
 class SessionDrivers(Protocol):
@@ -177,6 +188,9 @@ class MemoryHandshakeSessionStore:
         self._items.pop(session_id, None)
 
 
+_RESOURCE_UPDATED = "notifications/resources/updated"
+
+
 def _ms(seconds: float) -> int:
     return max(int(seconds * 1000), 1)
 
@@ -234,6 +248,10 @@ def streamable_machine(router: object) -> StreamableHTTPServer | None:
     return None
 
 
+def _state_of(session: ServerSession) -> SharedState:
+    return (session.log_level, frozenset(session.subscriptions))
+
+
 def _principal(token: Any) -> tuple[str | None, str | None] | None:
     """A verified token's ``(subject, client_id)``; None without one."""
     if token is None:
@@ -271,6 +289,8 @@ class SharedSessions:
         # session id -> wall-clock time this replica last refreshed its record.
         self._refreshed: OrderedDict[str, float] = OrderedDict()
         self._subscription: EventSubscription | None = None
+        # session id -> the shared state last written or heard (none: the initial one).
+        self._states: OrderedDict[str, SharedState] = OrderedDict()
         machine.relay = self
 
     @property
@@ -285,6 +305,8 @@ class SharedSessions:
         self._send("client", session_id, message)
 
     def server_message(self, session_id: str, message: Any) -> None:
+        if isinstance(message, dict) and message.get("method") == _RESOURCE_UPDATED:
+            return  # sent by the copy beside the GET stream (see the module)
         self._send("server", session_id, message)
 
     def _send(self, kind: str, session_id: str, message: Any) -> None:
@@ -320,6 +342,9 @@ class SharedSessions:
                 self._ready = self.backend.new_signal()
                 while self._queue:
                     message = self._queue.popleft()
+                    if message["kind"] == "state":
+                        await self._share_changes(message["session"])
+                        continue
                     try:
                         await self.stores.events.publish(SESSION_CHANNEL, message)
                     except StoreUnavailable as exc:
@@ -349,10 +374,73 @@ class SharedSessions:
             self.machine.deliver_relayed(session_id, body)
         elif kind == "end":
             self._end_here(session_id)
+        elif kind == "state" and isinstance(body, dict):
+            held = self.machine.sessions.get(session_id)
+            if held is not None:
+                self._apply(session_id, held.session, body)
+
+    # The session's shared state -------------------------------------------------
+
+    def _apply(self, session_id: str, session: ServerSession, data: dict[str, Any]) -> None:
+        """Give this copy the level and subscriptions ``data`` (a record's state or a
+        ``state`` message) carries, if well formed."""
+        level, subscriptions = data.get("logLevel"), data.get("subscriptions", [])
+        if level is not None and level not in LOG_LEVELS:
+            return
+        if not isinstance(subscriptions, list) or not all(
+            isinstance(uri, str) for uri in subscriptions
+        ):
+            return
+        session.log_level = level
+        session.subscriptions = set(subscriptions)
+        self._remember(session_id, (level, frozenset(subscriptions)))
+
+    def _remember(self, session_id: str, state: SharedState) -> None:
+        self._states[session_id] = state
+        self._states.move_to_end(session_id)
+        while len(self._states) > self.machine.max_sessions:
+            self._states.popitem(last=False)
+
+    async def _share_changes(self, session_id: str) -> None:
+        """If the copy here changed its level or subscriptions since they were last
+        shared or heard: written to the record and published to the other copies
+        (remembered once done, so that a request awaiting this after a change made
+        elsewhere here shares it itself before it goes on)."""
+        held = self.machine.sessions.get(session_id)
+        if held is None:
+            return
+        state = _state_of(held.session)
+        if state == self._states.get(session_id, _NO_STATE):
+            return
+        message = {
+            "kind": "state",
+            "session": session_id,
+            "from": self.stores.replica_id,
+            "message": {"logLevel": state[0], "subscriptions": sorted(state[1])},
+        }
+        try:
+            await self._write(session_id, self.backend.wall_clock())
+            await self.stores.events.publish(SESSION_CHANNEL, message)
+        except StoreUnavailable as exc:
+            _log.warning(
+                "session %s: its level or subscriptions changed here only: %s", session_id, exc
+            )
+            return
+        self._remember(session_id, state)
+
+    def finished(self, exchange: Exchange) -> None:
+        """An exchange is over: a change its request made to the session's level or
+        subscriptions (``resources/subscribe`` is answered by a handler, after
+        :meth:`after`) is shared soon (by :meth:`run`, or by the session's next
+        request here, whichever comes first)."""
+        held = None if exchange.session is None else self.machine.sessions.of(exchange.session)
+        if held is not None and _state_of(held.session) != self._states.get(held.id, _NO_STATE):
+            self._send("state", held.id, None)
 
     def _end_here(self, session_id: str) -> None:
         state = self.machine.sessions.get(session_id)
         self._refreshed.pop(session_id, None)
+        self._states.pop(session_id, None)
         if state is None:
             return
         self.machine.end_session(session_id)
@@ -371,6 +459,8 @@ class SharedSessions:
         try:
             if self.machine.sessions.get(session_id) is not None:
                 await self._refresh(session_id, now)
+                # A change an earlier request made here is out before this one runs.
+                await self._share_changes(session_id)
                 return
             record = await self.store.load(session_id, now)
         except StoreUnavailable as exc:
@@ -379,7 +469,9 @@ class SharedSessions:
         token = verdict[1] if verdict is not None else None
         if record is None or record.principal != _principal(token):
             return  # unknown here and there (or another principal's): 404 as ever
-        if self.machine.adopt_session(session_id, record.state, self.backend.clock()) is not None:
+        session = self.machine.adopt_session(session_id, record.state, self.backend.clock())
+        if session is not None:
+            self._apply(session_id, session, record.state)
             await self._refresh(session_id, now, force=True)
 
     async def _refresh(self, session_id: str, now: float, *, force: bool = False) -> None:
@@ -407,9 +499,14 @@ class SharedSessions:
         if request.method == "POST" and exchange.status == 200 and session_id is not None:
             await self._record(session_id)
             return
-        deleted = request.headers.get("mcp-session-id")
+        named = request.headers.get("mcp-session-id")
+        if named is not None:
+            # ``logging/setLevel`` is answered at once: shared before its answer goes.
+            await self._share_changes(named)
+        deleted = named
         if request.method == "DELETE" and exchange.status == 200 and deleted is not None:
             self._refreshed.pop(deleted, None)
+            self._states.pop(deleted, None)
             try:
                 await self.store.end(deleted)
                 await self.stores.events.publish(
@@ -426,6 +523,8 @@ class SharedSessions:
         record = self.machine.session_record(session_id)
         if state is None or record is None:
             return
+        record["logLevel"] = state.session.log_level
+        record["subscriptions"] = sorted(state.session.subscriptions)
         principal = _principal(state.session.auth)
         await self.store.save(SessionRecord(session_id, record, principal, now, now), self.ttl)
 
