@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from sansio_mcp.runtime import ClientAPI, TransportBackend
 from sansio_mcp_apps.a2a.runtime import A2ABridge
 
@@ -253,5 +255,40 @@ def test_a_client_past_its_handle_bound_gets_a_tool_error(
         assert again["isError"] is False, again
         assert again["structuredContent"]["taskHandle"] == handle
         assert len(bridge.tasks) == 1
+
+    call(backend, config_for(agent_url, maxHandlesPerOwner=1), body)
+
+
+def test_a_task_no_handle_can_name_is_cancelled_at_the_agent(
+    backend: TransportBackend, agent_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new conversation past ``maxHandlesPerOwner``: the agent has started a task
+    (waiting for input) that the refused handle would have named; the bridge cancels
+    it (A2A CancelTask) instead of leaving it to nobody, and says so."""
+    started: list[str] = []
+
+    async def body(client: ClientAPI, bridge: A2ABridge) -> None:
+        first = await client.call_tool("a2a_send_message", {"text": "task: one"})
+        assert first["isError"] is False, first
+        link = bridge.links["fixture"]
+        send = link.send_message
+
+        async def recording(*args: Any, **kwargs: Any) -> Any:
+            kind, value = await send(*args, **kwargs)
+            if kind == "task":
+                started.append(value["id"])
+            return kind, value
+
+        monkeypatch.setattr(link, "send_message", recording)
+        refused = await client.call_tool("a2a_send_message", {"text": "ask: colour?"})
+        assert refused["isError"] is True
+        assert refused["structuredContent"]["error"] == "too_many_handles"
+        assert refused["content"][0]["text"] == (
+            "too many live handles: this client already holds 1, the most "
+            "maxHandlesPerOwner allows; a handle is freed when it expires; the bridge "
+            f"cancelled the agent's task {started[0]!r}, which no handle could name"
+        )
+        task = await link.get_task(started[0])
+        assert task["status"]["state"] == "TASK_STATE_CANCELED", task
 
     call(backend, config_for(agent_url, maxHandlesPerOwner=1), body)

@@ -369,7 +369,27 @@ class A2ABridge:
 
     async def _task_handle(self, link: AgentLink, task: dict[str, Any], owner: str) -> str:
         ref = TaskRef(link.alias, task.get("id", ""), task.get("contextId", ""))
-        return await self.tasks.mint(ref, owner)
+        try:
+            return await self.tasks.mint(ref, owner)
+        except TooManyHandles as exc:
+            raise await self._unnamed(link, task, exc) from None
+
+    async def _unnamed(
+        self, link: AgentLink, task: dict[str, Any], exc: TooManyHandles
+    ) -> _Refused:
+        """The refusal of a handle ``task`` needs: a task no live handle names (one
+        this call started) is cancelled at the agent (CancelTask), as nobody could
+        follow or stop it any more; one a handle names is left as it is."""
+        ref = TaskRef(link.alias, task.get("id", ""), task.get("contextId", ""))
+        message = str(exc)
+        phase = state_mapping((task.get("status") or {}).get("state")).phase
+        if phase != "terminal" and await self.tasks.peek(ref) is None:
+            await _cancel_quietly(link, ref.task_id)
+            message += (
+                f"; the bridge cancelled the agent's task {ref.task_id!r}, "
+                "which no handle could name"
+            )
+        return _Refused(bridge_failure(message, error="too_many_handles", agent=link.alias))
 
     async def _task_result(
         self,
@@ -380,9 +400,13 @@ class A2ABridge:
         with_history: bool = False,
         notes: tuple[str, ...] = (),
     ) -> dict[str, Any]:
+        try:
+            context_handle = await self._context_handle(link, task.get("contextId", ""), owner)
+        except TooManyHandles as exc:
+            raise await self._unnamed(link, task, exc) from None
         return task_result(
             task,
-            context_handle=await self._context_handle(link, task.get("contextId", ""), owner),
+            context_handle=context_handle,
             task_handle=await self._task_handle(link, task, owner),
             with_history=with_history,
             notes=notes,
