@@ -11,6 +11,7 @@ session, MRTR rounds on a stateless request.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -133,6 +134,11 @@ def build_server(
     def add(a: float, b: float) -> ToolResult:
         """Add two numbers; the sum comes as text and as structured content."""
         total = a + b
+        if not math.isfinite(total):
+            # JSON carries no infinity: said as the tool's error, not a failed answer.
+            return ToolResult.text(
+                f"the sum of {a!r} and {b!r} is not a finite number", is_error=True
+            )
         return ToolResult.text(str(total), structured={"sum": total})
 
     @server.tool()

@@ -143,9 +143,9 @@ def _read_json_lines(fd: int, want: int, seconds: float = 20) -> list[dict[str, 
 
 
 @contextmanager
-def _command(*args: str) -> Iterator[subprocess.Popen[bytes]]:
+def _command(*args: str, command: list[str] = CLI) -> Iterator[subprocess.Popen[bytes]]:
     process = subprocess.Popen(
-        [*CLI, *args],
+        [*command, *args],
         cwd=REPO,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -168,13 +168,41 @@ def _command(*args: str) -> Iterator[subprocess.Popen[bytes]]:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_example_server_on_stdio_answers_an_infinite_sum_and_goes_on(backend: str) -> None:
+def test_example_server_on_stdio_says_an_infinite_sum_is_no_number(backend: str) -> None:
+    """``add`` whose sum overflows to infinity (which JSON cannot carry): a precise tool
+    error, not -32603; the server goes on."""
     with _command("example-server", "--backend", backend) as process:
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write(_handshake_line() + INITIALIZED)
         process.stdin.flush()
         _read_json_lines(process.stdout.fileno(), 1)
         call = {"name": "add", "arguments": {"a": 1e308, "b": 1e308}}
+        process.stdin.write(
+            _line({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call})
+            + _line({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+        )
+        process.stdin.flush()
+        answers = {a.get("id"): a for a in _read_json_lines(process.stdout.fileno(), 2)}
+        assert answers[1]["result"] == {
+            "content": [
+                {"type": "text", "text": "the sum of 1e+308 and 1e+308 is not a finite number"}
+            ],
+            "isError": True,
+        }
+        assert answers[2] == {"jsonrpc": "2.0", "id": 2, "result": {}}
+        assert process.poll() is None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_server_on_stdio_answers_an_unsendable_result_and_goes_on(backend: str) -> None:
+    """A result JSON cannot carry is the handler's bug: -32603; the server goes on."""
+    script = [sys.executable, str(REPO / "tests" / "unsendable_server.py")]
+    with _command("--backend", backend, command=script) as process:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(_handshake_line() + INITIALIZED)
+        process.stdin.flush()
+        _read_json_lines(process.stdout.fileno(), 1)
+        call = {"name": "unsendable", "arguments": {}}
         process.stdin.write(
             _line({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call})
             + _line({"jsonrpc": "2.0", "id": 2, "method": "ping"})
@@ -185,6 +213,7 @@ def test_example_server_on_stdio_answers_an_infinite_sum_and_goes_on(backend: st
         process.stdin.flush()
         answers = {a.get("id"): a for a in _read_json_lines(process.stdout.fileno(), 4)}
         assert answers[1]["error"]["code"] == -32603
+        assert "cannot be sent as JSON" in answers[1]["error"]["message"]
         assert answers[2] == {"jsonrpc": "2.0", "id": 2, "result": {}}
         assert answers[4] == {"jsonrpc": "2.0", "id": 4, "result": {}}
         (refusal,) = [a for i, a in answers.items() if i not in (1, 2, 4)]

@@ -10,6 +10,7 @@ import re
 import select
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +23,8 @@ from .helpers import EXAMPLE_TOOLS, MODERN, NEWEST_HANDSHAKE
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 30
+#: The example server plus a tool whose result JSON cannot carry.
+UNSENDABLE_SERVER = Path(__file__).resolve().parents[1] / "unsendable_server.py"
 _URL = re.compile(r"(?:http|ws)://127\.0\.0\.1:\d+/\w+")
 
 
@@ -40,15 +43,25 @@ def _stop(process: subprocess.Popen[bytes], stop_with: signal.Signals) -> int:
 
 @contextmanager
 def example_server(
-    transport: str, backend: str = "trio", stop_with: signal.Signals = signal.SIGINT
+    transport: str,
+    backend: str = "trio",
+    stop_with: signal.Signals = signal.SIGINT,
+    *,
+    script: Path | None = None,
 ) -> Iterator[str]:
-    """``sansio-mcp example-server --transport T --port 0``; the URL it prints.
+    """``sansio-mcp example-server --transport T --port 0`` (or ``script``, a server
+    script taking ``--backend`` and ``--transport``); the URL it prints.
 
     On exit the server is stopped with ``stop_with`` (SIGINT, as Ctrl-C, or SIGTERM) and
     must exit 0 (on Trio, without a traceback)."""
-    command = ["example-server", "--backend", backend, "--transport", transport]
+    command = ["--backend", backend, "--transport", transport]
+    if script is None:
+        command = [*peers.cli_command(), "example-server", *command, "--host", "127.0.0.1"]
+        command += ["--port", "0"]
+    else:
+        command = [sys.executable, str(script), *command]
     process = subprocess.Popen(
-        [*peers.cli_command(), *command, "--host", "127.0.0.1", "--port", "0"],
+        command,
         cwd=REPO,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -158,8 +171,8 @@ def test_an_infinite_result_is_answered_and_the_server_goes_on(
 ) -> None:
     """A result JSON cannot carry is the handler's bug: -32603, never a dropped connection."""
     extra = ["--transport", "sse"] if transport == "sse" else []
-    with example_server(transport, backend) as url:
-        infinite = run_cli("call", "add", url, *extra, "--args", '{"a": 1e308, "b": 1e308}')
+    with example_server(transport, backend, script=UNSENDABLE_SERVER) as url:
+        infinite = run_cli("call", "unsendable", url, *extra)
         assert infinite.returncode == 1, infinite.stderr
         assert "-32603" in infinite.stderr or "internal error" in infinite.stderr
         assert "cannot be sent as JSON" in infinite.stderr
