@@ -150,8 +150,19 @@ async def test_a_connector_going_down_between_pages_skips_no_other_tool(nursery:
     nursery.cancel_scope.cancel()
 
 
-async def test_a_connector_that_stays_down_gives_no_hints(nursery: Any) -> None:
+async def test_a_connector_that_stays_down_gives_no_hints(
+    nursery: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Each failed reconnect leaves the catalog as it was: listeners hear nothing of it.
+    # Seen in what reaches the hints (each catalog change, by connector), not in timing.
+    changes: list[str | None] = []
+    tools_changed = Gateway.tools_changed
+
+    def recording(self: Gateway, connector: str | None = None) -> None:
+        changes.append(connector)
+        tools_changed(self, connector)
+
+    monkeypatch.setattr(Gateway, "tools_changed", recording)
     upstream = await nursery.start(serve_http, build_server())
     dead = free_port()
     config = parse_config(
@@ -168,11 +179,14 @@ async def test_a_connector_that_stays_down_gives_no_hints(nursery: Any) -> None:
     )
     nursery.start_soon(gateway.run)
     await _ready(gateway)
-    await trio.sleep(0.1)  # the hint that "ex" came gone out
-    before = gateway.hints_sent, gateway.store.record("dead").attempts
-    await trio.sleep(0.5)
-    assert gateway.store.record("dead").attempts >= before[1] + 5  # it kept trying
-    assert gateway.hints_sent == before[0]
+    with trio.fail_after(60):  # generous: a loaded machine retries slowly
+        while gateway.store.record("dead").attempts < 6:
+            await trio.sleep(0.01)
+        while not gateway.hints_sent:  # the hint that "ex" came went out
+            await trio.sleep(0.01)
+    assert "ex" in changes
+    assert "dead" not in changes and None not in changes, changes
+    assert gateway.hints_sent <= len(changes)  # no hint without a change
     nursery.cancel_scope.cancel()
 
 
