@@ -585,8 +585,8 @@ class TaskLimits:
     """Bounds on the tasks that have not ended (None: no bound).
 
     ``max_live`` tasks in the process, ``max_live_per_owner`` for one owner (the
-    principal a task belongs to; a request with none counts only towards
-    ``max_live``); a task parked on input for ``input_ttl_ms`` fails, and so does
+    principal a task belongs to, on every replica when a store is shared; a request
+    with none counts only towards ``max_live``); a task parked on input for ``input_ttl_ms`` fails, and so does
     one no client asked about (``tasks/get``, ``tasks/update``) for
     ``unpolled_ttl_ms`` (off by default: a client may follow a task by its
     ``subscriptions/listen`` pushes alone).

@@ -137,6 +137,20 @@ class SharedTaskStore(Protocol):
         """The live tasks of ``owner``, oldest first."""
         ...
 
+    async def reserve(self, owner: str, slot: str, cap: int, now: float, until: float) -> int:
+        """Take a place for ``slot`` among ``owner``'s live tasks on every replica, held
+        until ``until`` (renewed by :meth:`renew`), if fewer than ``cap`` are held then,
+        atomically: how many were held, or ``-1 - held`` (nothing taken) at the cap."""
+        ...
+
+    async def renew(self, owner: str, slot: str, now: float, until: float) -> None:
+        """Hold ``slot``'s place until ``until`` (a place that lapsed is not taken again)."""
+        ...
+
+    async def release(self, owner: str, slot: str) -> None:
+        """Give ``slot``'s place up (its task ended, or the call became no task)."""
+        ...
+
 
 class MemorySharedTaskStore:
     """A :class:`SharedTaskStore` in this process's memory (replicas in one process
@@ -147,6 +161,8 @@ class MemorySharedTaskStore:
         self.max_retention = max_retention
         #: task id -> (JSON text, when it is forgotten).
         self._items: dict[str, tuple[str, float]] = {}
+        #: owner -> slot -> until when its place among the owner's live tasks is held.
+        self._places: dict[str, dict[str, float]] = {}
 
     def _get(self, task_id: str, now: float) -> str | None:
         item = self._items.get(task_id)
@@ -184,6 +200,26 @@ class MemorySharedTaskStore:
         mine = [s for s in found if s is not None]
         return sorted(mine, key=lambda s: (s.record.created_at, s.record.task_id))
 
+    async def reserve(self, owner: str, slot: str, cap: int, now: float, until: float) -> int:
+        places = self._places.setdefault(owner, {})
+        for gone in [s for s, held in places.items() if held <= now]:
+            del places[gone]
+        if len(places) >= cap:
+            return -1 - len(places)
+        places[slot] = until
+        return len(places) - 1
+
+    async def renew(self, owner: str, slot: str, now: float, until: float) -> None:
+        places = self._places.get(owner, {})
+        if slot in places:
+            places[slot] = until
+
+    async def release(self, owner: str, slot: str) -> None:
+        places = self._places.get(owner, {})
+        places.pop(slot, None)
+        if not places:
+            self._places.pop(owner, None)
+
 
 #: KEYS[1] the record; ARGV: the version read, the new JSON, its TTL in ms.
 #: Version check, write and TTL in one step, so two replicas cannot both win.
@@ -196,12 +232,37 @@ return 1
 """
 
 
+#: The owner's places (KEYS[1]) expire a minute after the latest is held until
+#: (clocks of replicas and Redis may differ a little; a lapsed place is removed anyway).
+_PLACES_EXPIRE = """
+local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+if last[2] then redis.call('PEXPIREAT', KEYS[1], math.ceil(tonumber(last[2])) + 60000) end
+"""
+#: KEYS[1] the owner's places (a sorted set: slot -> held until, in ms); ARGV: now,
+#: the cap, until, the slot.  Lapsed places go, then one is taken if the cap allows,
+#: in one step, so that replicas cannot pass the cap together.
+_RESERVE_SCRIPT = (
+    """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+local held = redis.call('ZCARD', KEYS[1])
+if held >= tonumber(ARGV[2]) then return -1 - held end
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[4])
+"""
+    + _PLACES_EXPIRE
+    + "return held\n"
+)
+#: KEYS[1] the owner's places; ARGV: until, the slot (held longer if still there).
+_RENEW_SCRIPT = "redis.call('ZADD', KEYS[1], 'XX', ARGV[1], ARGV[2])\n" + _PLACES_EXPIRE
+
+
 class RedisSharedTaskStore:
     """A :class:`SharedTaskStore` in Redis: each record a JSON string under
     ``key("task", task_id)`` that expires with the task (``PX``), created with
     ``SET NX``, saved by a Lua compare-and-set (one round trip, atomic, unlike a
     WATCH/MULTI retry loop that needs a connection of its own); each owner's
-    tasks indexed in a sorted set ``key("task-owner", owner)`` by creation time."""
+    tasks indexed in a sorted set ``key("task-owner", owner)`` by creation time; the
+    places of each owner's live tasks (the per-owner cap across replicas) in a sorted
+    set ``key("task-places", owner)``, each held until a lease time (ms)."""
 
     def __init__(
         self,
@@ -259,6 +320,20 @@ class RedisSharedTaskStore:
         if done != 1:
             raise TaskConflict(f"task {stored.record.task_id}: version {stored.version} is stale")
         return StoredTask.from_json(written.to_json())
+
+    async def reserve(self, owner: str, slot: str, cap: int, now: float, until: float) -> int:
+        key = self._key("task-places", owner)
+        reply = await self._redis.execute(
+            "EVAL", _RESERVE_SCRIPT, 1, key, int(now * 1000), cap, int(until * 1000), slot
+        )
+        return int(reply)
+
+    async def renew(self, owner: str, slot: str, now: float, until: float) -> None:
+        key = self._key("task-places", owner)
+        await self._redis.execute("EVAL", _RENEW_SCRIPT, 1, key, int(until * 1000), slot)
+
+    async def release(self, owner: str, slot: str) -> None:
+        await self._redis.execute("ZREM", self._key("task-places", owner), slot)
 
     async def owned(self, owner: str, now: float) -> list[StoredTask]:
         index = self._key("task-owner", owner)

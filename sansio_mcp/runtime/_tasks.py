@@ -25,6 +25,7 @@ and ``tasks/result`` waits for the outcome.
 from __future__ import annotations
 
 import inspect
+import secrets
 from collections import Counter
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from typing import Any, Protocol
@@ -208,6 +209,8 @@ class RunningTask:
         self.version = 0
         self.dirty = False
         self._kick: Signal | None = None
+        #: Its place among its owner's live tasks on every replica (see TaskRunner.start).
+        self.place: str | None = None
         #: What gives the task up once it is overdue (see :meth:`TaskRunner._watch`).
         self.watch: Callable[[], Awaitable[None]] | None = None
         self._watcher: Cancellable | None = None
@@ -377,6 +380,7 @@ class TaskRunner:
         self.store.forget_expired(wall0)
         owner = task_owner(ctx)
         self._check_capacity(owner)
+        place = await self._take_place(ctx, owner)
         first = ctx.new_signal()
         outcome: dict[str, Any] = {}
         core = not ctx.stateless
@@ -405,6 +409,7 @@ class TaskRunner:
                 self.store.add(record)
             running = RunningTask(record, ctx, now, lambda r: self._announce(ctx, r))
             running.handle = handle
+            running.place = place
             started()
             self._running[record.task_id] = running
             self._watch(ctx, running, core)
@@ -451,9 +456,36 @@ class TaskRunner:
             if self.shared is not None:
                 await self._create(ctx, outcome["task"])
             return outcome["created"]  # type: ignore[no-any-return]
+        await self._give_place_up(owner, place)  # the call became no task
         if outcome["error"] is not None:
             return settle_error(outcome["error"])
         return call.finish(outcome["value"])
+
+    async def _take_place(self, ctx: TaskContext, owner: str) -> str | None:
+        """With a shared store, a place among ``owner``'s live tasks on every replica
+        (``max_live_per_owner`` holds for the deployment, not per replica), held for
+        the lease and renewed by the task's writer; -32603 past the cap, or naming the
+        store when it cannot be reached.  None when there is nothing to count."""
+        cap = self.limits.max_live_per_owner
+        if self.shared is None or cap is None or owner == ANONYMOUS_OWNER:
+            return None
+        place = secrets.token_hex(8)
+        try:
+            held = await self.shared.reserve(owner, place, cap, ctx.now, ctx.now + self.lease)
+        except StoreUnavailable as exc:
+            raise self._store_error(exc) from None
+        if held < 0:
+            self.limits.check_capacity(0, -1 - held)
+        return place
+
+    async def _give_place_up(self, owner: str, place: str | None) -> None:
+        """Free ``place`` (a lapsed lease frees it anyway: best effort)."""
+        if self.shared is None or place is None:
+            return
+        try:
+            await self.shared.release(owner, place)
+        except StoreUnavailable:
+            pass  # its lease runs out
 
     def _check_capacity(self, owner: str) -> None:
         """-32603 when one more task would pass a cap of :attr:`limits` (calls that may
@@ -679,6 +711,7 @@ class TaskRunner:
             running.unwatch()
             if running.handle is not None:
                 running.handle.cancel()
+            await self._give_place_up(record.owner, running.place)
             raise self._store_error(exc) from None
         running.dirty = record.to_dict() != before  # it moved on while being stored
         self._local[record.task_id] = running
@@ -709,6 +742,7 @@ class TaskRunner:
                     written = await self.shared.save(stored, now)
                 except TaskConflict:
                     if await self._adopt(running, now):
+                        await self._give_place_up(record.owner, running.place)
                         return
                     continue
                 except StoreUnavailable:
@@ -719,7 +753,13 @@ class TaskRunner:
                 if announce:
                     await self._publish_status(record)
                 if record.terminal:
+                    await self._give_place_up(record.owner, running.place)
                     return
+                if running.place is not None:
+                    try:
+                        await self.shared.renew(record.owner, running.place, now, now + self.lease)
+                    except StoreUnavailable:
+                        pass  # renewed at the next write, or the place lapses
         finally:
             self._local.pop(task_id, None)
 

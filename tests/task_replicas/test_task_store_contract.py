@@ -21,6 +21,7 @@ from sansio_mcp._tasks import TaskRecord, TaskStatus
 from sansio_mcp.runtime import Stores
 from sansio_mcp.runtime._task_store import (
     MemorySharedTaskStore,
+    RedisSharedTaskStore,
     SharedTaskStore,
     StoredTask,
     TaskConflict,
@@ -259,3 +260,33 @@ def test_no_bus_message_breaks_the_runner(batch: list[dict[str, Any]]) -> None:
         runner._on_status(message)
         assert record.status in set(TaskStatus)
         assert not (record.terminal and record.pending)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_owners_places_are_capped_released_and_lapse_with_their_lease(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    """``reserve`` counts an owner's live tasks on every replica, atomically up to the
+    cap; a released place is free at once, an unrenewed one once its lease is over."""
+
+    async def test(store: SharedTaskStore) -> None:
+        now = time.time()
+        assert await store.reserve("subject:alice", "p1", 2, now, now + 60) == 0
+        assert await store.reserve("subject:alice", "p2", 2, now, now + 0.5) == 1
+        if isinstance(store, RedisSharedTaskStore):
+            # A short place does not shorten the others' life (the set's TTL).
+            key = store._key("task-places", "subject:alice")
+            assert await store._redis.execute("PTTL", key) > 50_000
+        assert await store.reserve("subject:alice", "p3", 2, now, now + 60) == -3  # full
+        assert await store.reserve("subject:bob", "p1", 2, now, now + 60) == 0  # another's
+        await store.release("subject:alice", "p1")
+        assert await store.reserve("subject:alice", "p3", 2, now, now + 60) == 1
+        # p2 renewed holds past its first lease; p3 and p2 fill the cap again.
+        await store.renew("subject:alice", "p2", now, now + 60)
+        later = now + 1
+        assert await store.reserve("subject:alice", "p4", 2, later, later + 60) == -3
+        # Not renewed, a place lapses when its lease is over (its replica died).
+        await store.reserve("subject:carol", "gone", 1, now, now + 0.5)
+        assert await store.reserve("subject:carol", "next", 1, later, later + 60) == 0
+
+    run(kind, backend, request, test)

@@ -1,0 +1,125 @@
+"""``max_live_per_owner`` holds for the deployment, not per replica: with a shared task
+store, one principal's live tasks are counted in the store, whichever replica runs
+them; a task that ends frees its place on every replica.  Two replicas over Streamable
+HTTP, both backends, the in-memory shared store and Redis."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import pytest
+
+from sansio_mcp import _json
+from sansio_mcp._tasks import TaskLimits
+from sansio_mcp.auth import HTTPCall, ResourceServer, StaticTokenVerifier
+from sansio_mcp.runtime import Server, Stores, open_stores
+from sansio_mcp.runtime._oauth import fetch
+from sansio_mcp.runtime._task_store import MemorySharedTaskStore, SharedTaskStore
+from sansio_mcp.runtime._tasks import TaskRunner
+from sansio_mcp_apps.example_server import add_task_tools
+from tests.auth.test_http import Backend
+from tests.auth.test_task_owners import _message
+from tests.task_replicas.replicas import CAPABILITIES, Caller
+from tests.transports.helpers import POST_HEADERS, modern_headers, modern_request
+
+KINDS = ["memory", "redis"]
+LIMITS = TaskLimits(max_live_per_owner=2)
+LONG_JOB = {"name": "long_job", "arguments": {"seconds": 60, "steps": 1}}
+
+
+def limited(stores: Stores, shared: SharedTaskStore | None) -> Server:
+    """A replica with the example's task tools and ``quick`` (task-capable, never a
+    task), two live tasks per principal at most, protected (each token a principal)."""
+    server = Server("replica", "1", stores=stores, task_lease=1.0, task_limits=LIMITS)
+    if shared is not None:
+        server.tasks = TaskRunner(stores=stores, shared=shared, lease=1.0, limits=LIMITS)
+        server.tasks.hub = server.hub
+    verifier = StaticTokenVerifier({"alice": {"mcp"}, "bob": {"mcp"}})
+    server.auth = ResourceServer("", ["http://as.example"], verifier)
+    add_task_tools(server, max_seconds=60)
+
+    @server.tool(task="optional")
+    async def quick() -> str:
+        """Done without waiting: no task is made."""
+        return "quick"
+
+    return server
+
+
+class TokenCaller(Caller):
+    """A :class:`Caller` sending ``token``."""
+
+    def __init__(self, backend: Backend, port: int, token: str) -> None:
+        super().__init__(backend, port)
+        self.token = token
+
+    async def ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.next_id += 1
+        message = modern_request(method, params, request_id=self.next_id, capabilities=CAPABILITIES)
+        headers = {**POST_HEADERS, **modern_headers(message)}
+        headers["Authorization"] = f"Bearer {self.token}"
+        if method.startswith("tasks/"):
+            headers["Mcp-Name"] = params["taskId"]
+        body = _json.dumps(message).encode()
+        response = await fetch(self.backend.backend, HTTPCall("POST", self.url, headers, body))
+        assert response.status == 200, (response.status, response.body)
+        return _message(response.body)
+
+
+@asynccontextmanager
+async def two_ports(kind: str, backend: Backend, redis_url: str | None) -> AsyncIterator[list[int]]:
+    async with AsyncExitStack() as stack:
+        if kind == "memory":
+            stores = Stores.memory(time.time, replica_id="A")
+            other = Stores(stores.url, stores.events, stores.replay, replica_id="B")
+            shared = MemorySharedTaskStore()
+            servers = [limited(stores, shared), limited(other, shared)]
+        else:
+            assert redis_url is not None
+            namespace = f"limits{time.monotonic_ns()}"
+            servers = []
+            for name in "AB":
+                stores = await stack.enter_async_context(
+                    open_stores(redis_url, backend.backend, replica_id=name, namespace=namespace)
+                )
+                servers.append(limited(stores, None))
+        yield [await stack.enter_async_context(backend.serve_http(s)) for s in servers]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_principals_task_cap_holds_across_replicas(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    redis_url = request.getfixturevalue("redis_url") if kind == "redis" else None
+
+    async def main() -> None:
+        async with two_ports(kind, backend, redis_url) as (port_a, port_b):
+            a, b = TokenCaller(backend, port_a, "alice"), TokenCaller(backend, port_b, "alice")
+            # Calls that never become tasks give their places back at once.
+            for caller in (a, b, a):
+                done = await caller.result("tools/call", {"name": "quick", "arguments": {}})
+                assert done["content"][0]["text"] == "quick", done
+            first = (await a.result("tools/call", LONG_JOB))["taskId"]
+            await b.result("tools/call", LONG_JOB)
+            # Each replica runs one of alice's tasks: a third is refused on either.
+            for caller in (a, b):
+                refused = await caller.ask("tools/call", LONG_JOB)
+                assert refused["error"]["code"] == -32603, refused
+                assert refused["error"]["data"] == {"limit": "max_live_per_owner", "max": 2}
+                assert "this client has 2 that have not ended" in refused["error"]["message"]
+            # Another principal has places of its own.
+            bob = TokenCaller(backend, port_a, "bob")
+            assert (await bob.result("tools/call", LONG_JOB))["resultType"] == "task"
+            # A task that ends (cancelled through B, run by A) frees its place.
+            await b.result("tasks/cancel", {"taskId": first})
+            deadline = time.monotonic() + 15
+            while "error" in (again := await b.ask("tools/call", LONG_JOB)):
+                assert again["error"]["code"] == -32603, again
+                assert time.monotonic() < deadline, "the ended task's place was not freed"
+                await backend.backend.sleep(0.05)
+            assert again["result"]["resultType"] == "task"
+
+    backend.run(main)
