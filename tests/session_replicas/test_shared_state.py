@@ -5,29 +5,29 @@ subscribed to, and of no other (two replicas on one Redis, both backends)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
-from sansio_mcp.runtime import Context, Server, Stores, open_stores
+from sansio_mcp.auth import ResourceServer
+from sansio_mcp.runtime import Context, Server, Stores
 from tests.auth.test_http import Backend
-from tests.session_replicas.raw import call, connect, messages
+from tests.session_replicas.raw import call, messages
 from tests.session_replicas.test_two_replicas import (
     answer_of,
+    get_stream,
     open_session,
     replica,
     request,
     tool_call,
+    two_ports,
 )
 
 URIS = ("test://a", "test://b")
 
 
-def touching_replica(stores: Stores) -> Server:
+def touching_replica(stores: Stores, auth: ResourceServer | None = None) -> Server:
     """The example server, plus resources ``test://a`` and ``test://b`` and ``touch``
     (says that one of them changed)."""
-    server = replica(stores)
+    server = replica(stores, auth)
     for uri in URIS:
         server.resource(uri, name=uri.rsplit("/", 1)[-1])(lambda: "text")
 
@@ -38,21 +38,6 @@ def touching_replica(stores: Stores) -> Server:
         return "touched"
 
     return server
-
-
-@asynccontextmanager
-async def two_ports(backend: Backend, redis_url: str) -> AsyncIterator[tuple[int, int]]:
-    namespace = f"state{time.monotonic_ns()}"
-    async with AsyncExitStack() as stack:
-        ports = []
-        for name in "AB":
-            stores = await stack.enter_async_context(
-                open_stores(redis_url, backend.backend, replica_id=name, namespace=namespace)
-            )
-            ports.append(
-                await stack.enter_async_context(backend.serve_http(touching_replica(stores)))
-            )
-        yield ports[0], ports[1]
 
 
 async def logs_of_increment(
@@ -70,7 +55,7 @@ async def logs_of_increment(
 
 def test_the_level_set_at_one_replica_holds_at_the_other(backend: Backend, redis_url: str) -> None:
     async def main() -> None:
-        async with two_ports(backend, redis_url) as (a, b):
+        async with two_ports(backend, redis_url, build=touching_replica) as (a, b):
             held = await open_session(backend, a)
             assert await logs_of_increment(backend, b, held, 2)  # B holds a copy: it logs
             level = request(3, "logging/setLevel", {"level": "warning"})
@@ -89,11 +74,9 @@ def test_subscriptions_made_at_one_replica_hold_at_the_other(
     backend: Backend, redis_url: str
 ) -> None:
     async def main() -> None:
-        async with two_ports(backend, redis_url) as (a, b):
+        async with two_ports(backend, redis_url, build=touching_replica) as (a, b):
             headers = await open_session(backend, a)
-            async with connect(backend.backend, a) as stream:
-                await stream.send_request("GET", "/mcp", {**headers, "accept": "text/event-stream"})
-                assert (await stream.head())[0] == 200
+            async with get_stream(backend, a, headers) as stream:
                 for number, uri in enumerate(URIS, 2):
                     subscribe = request(number, "resources/subscribe", {"uri": uri})
                     assert (await answer_of(backend, b, headers, subscribe))["result"] == {}

@@ -7,7 +7,7 @@ process, each with its own Redis connection, on both backends."""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -49,9 +49,13 @@ def replica(stores: Stores | None, auth: ResourceServer | None = None) -> Server
 
 @asynccontextmanager
 async def two_ports(
-    backend: Backend, redis_url: str, auth: ResourceServer | None = None
+    backend: Backend,
+    redis_url: str,
+    auth: ResourceServer | None = None,
+    build: Callable[[Stores, ResourceServer | None], Server] = replica,
 ) -> AsyncIterator[tuple[int, int]]:
-    """Replicas A and B sharing one Redis (each its own connection), served over HTTP."""
+    """Replicas A and B (``build``'s servers) sharing one Redis (each its own
+    connection), served over HTTP."""
     namespace = f"hs{time.monotonic_ns()}"
     async with AsyncExitStack() as stack:
         ports = []
@@ -59,8 +63,17 @@ async def two_ports(
             stores = await stack.enter_async_context(
                 open_stores(redis_url, backend.backend, replica_id=name, namespace=namespace)
             )
-            ports.append(await stack.enter_async_context(backend.serve_http(replica(stores, auth))))
+            ports.append(await stack.enter_async_context(backend.serve_http(build(stores, auth))))
         yield ports[0], ports[1]
+
+
+@asynccontextmanager
+async def get_stream(backend: Backend, port: int, headers: dict[str, str]) -> AsyncIterator[Any]:
+    """The session's GET stream at ``port``, open."""
+    async with connect(backend.backend, port) as stream:
+        await stream.send_request("GET", "/mcp", {**headers, "accept": "text/event-stream"})
+        assert (await stream.head())[0] == 200
+        yield stream
 
 
 def request(request_id: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -166,10 +179,7 @@ def test_a_notification_made_on_b_reaches_the_get_stream_held_by_a(
     async def main() -> None:
         async with two_ports(backend, redis_url) as (a, b):
             headers = await open_session(backend, a)
-            async with connect(backend.backend, a) as stream:
-                await stream.send_request("GET", "/mcp", {**headers, "accept": "text/event-stream"})
-                status, _ = await stream.head()
-                assert status == 200
+            async with get_stream(backend, a, headers) as stream:
                 done = await answer_of(backend, b, headers, tool_call(2, "announce", {}))
                 assert done["result"]["content"][0]["text"] == "announced"
                 async with backend.backend.fail_after(10):
@@ -187,9 +197,7 @@ def test_delete_on_one_replica_ends_the_session_on_every_replica(
             headers = await open_session(backend, a)
             # B holds a copy now, and A holds a GET stream: both end.
             await answer_of(backend, b, headers, request(2, "tools/list"))
-            async with connect(backend.backend, a) as stream:
-                await stream.send_request("GET", "/mcp", {**headers, "accept": "text/event-stream"})
-                assert (await stream.head())[0] == 200
+            async with get_stream(backend, a, headers) as stream:
                 status, _, _ = await call(backend.backend, b, "DELETE", headers)
                 assert status == 200
                 async with backend.backend.fail_after(10):

@@ -35,18 +35,22 @@ def replica(stores: Stores, *, shared: SharedTaskStore | None = None, lease: flo
 
 
 class Caller:
-    """2026-07-28 requests (declaring the tasks extension) to the replica at ``port``."""
+    """2026-07-28 requests (declaring the tasks extension) to the replica at ``port``
+    (with ``token`` as a bearer token when given)."""
 
-    def __init__(self, backend: Backend, port: int) -> None:
+    def __init__(self, backend: Backend, port: int, token: str | None = None) -> None:
         self.backend = backend
         self.url = f"http://127.0.0.1:{port}/mcp"
         self.next_id = 0
+        self.token = token
 
     async def ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """The JSON-RPC answer (``result`` or ``error``)."""
         self.next_id += 1
         message = modern_request(method, params, request_id=self.next_id, capabilities=CAPABILITIES)
         headers = {**POST_HEADERS, **modern_headers(message)}
+        if self.token is not None:
+            headers["Authorization"] = f"Bearer {self.token}"
         if method.startswith("tasks/"):
             headers["Mcp-Name"] = params["taskId"]
         body = _json.dumps(message).encode()

@@ -8,22 +8,17 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
 
 import pytest
 
-from sansio_mcp import _json
 from sansio_mcp._tasks import TaskLimits
-from sansio_mcp.auth import HTTPCall, ResourceServer, StaticTokenVerifier
+from sansio_mcp.auth import ResourceServer, StaticTokenVerifier
 from sansio_mcp.runtime import Server, Stores, open_stores
-from sansio_mcp.runtime._oauth import fetch
 from sansio_mcp.runtime._task_store import MemorySharedTaskStore, SharedTaskStore
 from sansio_mcp.runtime._tasks import TaskRunner
 from sansio_mcp_apps.example_server import add_task_tools
 from tests.auth.test_http import Backend
-from tests.auth.test_task_owners import _message
-from tests.task_replicas.replicas import CAPABILITIES, Caller
-from tests.transports.helpers import POST_HEADERS, modern_headers, modern_request
+from tests.task_replicas.replicas import Caller
 
 KINDS = ["memory", "redis"]
 LIMITS = TaskLimits(max_live_per_owner=2)
@@ -47,26 +42,6 @@ def limited(stores: Stores, shared: SharedTaskStore | None) -> Server:
         return "quick"
 
     return server
-
-
-class TokenCaller(Caller):
-    """A :class:`Caller` sending ``token``."""
-
-    def __init__(self, backend: Backend, port: int, token: str) -> None:
-        super().__init__(backend, port)
-        self.token = token
-
-    async def ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        self.next_id += 1
-        message = modern_request(method, params, request_id=self.next_id, capabilities=CAPABILITIES)
-        headers = {**POST_HEADERS, **modern_headers(message)}
-        headers["Authorization"] = f"Bearer {self.token}"
-        if method.startswith("tasks/"):
-            headers["Mcp-Name"] = params["taskId"]
-        body = _json.dumps(message).encode()
-        response = await fetch(self.backend.backend, HTTPCall("POST", self.url, headers, body))
-        assert response.status == 200, (response.status, response.body)
-        return _message(response.body)
 
 
 @asynccontextmanager
@@ -97,7 +72,7 @@ def test_a_principals_task_cap_holds_across_replicas(
 
     async def main() -> None:
         async with two_ports(kind, backend, redis_url) as (port_a, port_b):
-            a, b = TokenCaller(backend, port_a, "alice"), TokenCaller(backend, port_b, "alice")
+            a, b = Caller(backend, port_a, "alice"), Caller(backend, port_b, "alice")
             # Calls that never become tasks give their places back at once.
             for caller in (a, b, a):
                 done = await caller.result("tools/call", {"name": "quick", "arguments": {}})
@@ -111,7 +86,7 @@ def test_a_principals_task_cap_holds_across_replicas(
                 assert refused["error"]["data"] == {"limit": "max_live_per_owner", "max": 2}
                 assert "this client has 2 that have not ended" in refused["error"]["message"]
             # Another principal has places of its own.
-            bob = TokenCaller(backend, port_a, "bob")
+            bob = Caller(backend, port_a, "bob")
             assert (await bob.result("tools/call", LONG_JOB))["resultType"] == "task"
             # A task that ends (cancelled through B, run by A) frees its place.
             await b.result("tasks/cancel", {"taskId": first})
