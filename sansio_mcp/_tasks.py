@@ -586,10 +586,10 @@ class TaskLimits:
 
     ``max_live`` tasks in the process, ``max_live_per_owner`` for one owner (the
     principal a task belongs to, on every replica when a store is shared; a request
-    with none counts only towards ``max_live``); a task parked on input for ``input_ttl_ms`` fails, and so does
-    one no client asked about (``tasks/get``, ``tasks/update``) for
-    ``unpolled_ttl_ms`` (off by default: a client may follow a task by its
-    ``subscriptions/listen`` pushes alone).
+    with none counts only towards ``max_live``); a task parked on input for
+    ``input_ttl_ms`` fails, and so does one no client asked about (``tasks/get``,
+    ``tasks/update``) for ``unpolled_ttl_ms`` (off by default: a client may follow a
+    task by its ``subscriptions/listen`` pushes alone).
     """
 
     max_live: int | None = DEFAULT_MAX_LIVE_TASKS

@@ -50,6 +50,8 @@ class ASGIService:
             await shared.after(request, exchange)
         self.hosts.begin(exchange)
         try:
+            if shared is not None:
+                await shared.answering(exchange)
 
             async def until_gone() -> None:
                 while (await receive())["type"] != "http.disconnect":

@@ -309,8 +309,6 @@ class SessionHosts(Generic[H]):
 
     def finish(self, exchange: Exchange) -> None:
         """The response is over: drop a stateless request's host and session."""
-        if self.shared is not None:
-            self.shared.finished(exchange)
         session = exchange.session
         if session is None or not exchange.finished or self.router.owns(session):
             return
@@ -354,6 +352,8 @@ async def serve_requests(
             return
         hosts.begin(exchange)
         try:
+            if shared is not None:
+                await shared.answering(exchange)
             if not await answer(exchange):
                 return
         finally:

@@ -342,9 +342,6 @@ class SharedSessions:
                 self._ready = self.backend.new_signal()
                 while self._queue:
                     message = self._queue.popleft()
-                    if message["kind"] == "state":
-                        await self._share_changes(message["session"])
-                        continue
                     try:
                         await self.stores.events.publish(SESSION_CHANNEL, message)
                     except StoreUnavailable as exc:
@@ -401,15 +398,16 @@ class SharedSessions:
         while len(self._states) > self.machine.max_sessions:
             self._states.popitem(last=False)
 
-    async def _share_changes(self, session_id: str) -> None:
-        """If the copy here changed its level or subscriptions since they were last
-        shared or heard: written to the record and published to the other copies
-        (remembered once done, so that a request awaiting this after a change made
-        elsewhere here shares it itself before it goes on)."""
-        held = self.machine.sessions.get(session_id)
+    async def answering(self, exchange: Exchange) -> None:
+        """Before ``exchange`` is answered (its request fed to the session, which
+        answers ``logging/setLevel`` and ``resources/(un)subscribe`` at once): a change
+        it made to the session's level or subscriptions is written to the record and
+        published to the other copies before the answer goes."""
+        held = None if exchange.session is None else self.machine.sessions.of(exchange.session)
         if held is None:
             return
         state = _state_of(held.session)
+        session_id = held.id
         if state == self._states.get(session_id, _NO_STATE):
             return
         message = {
@@ -427,15 +425,6 @@ class SharedSessions:
             )
             return
         self._remember(session_id, state)
-
-    def finished(self, exchange: Exchange) -> None:
-        """An exchange is over: a change its request made to the session's level or
-        subscriptions (``resources/subscribe`` is answered by a handler, after
-        :meth:`after`) is shared soon (by :meth:`run`, or by the session's next
-        request here, whichever comes first)."""
-        held = None if exchange.session is None else self.machine.sessions.of(exchange.session)
-        if held is not None and _state_of(held.session) != self._states.get(held.id, _NO_STATE):
-            self._send("state", held.id, None)
 
     def _end_here(self, session_id: str) -> None:
         state = self.machine.sessions.get(session_id)
@@ -459,8 +448,6 @@ class SharedSessions:
         try:
             if self.machine.sessions.get(session_id) is not None:
                 await self._refresh(session_id, now)
-                # A change an earlier request made here is out before this one runs.
-                await self._share_changes(session_id)
                 return
             record = await self.store.load(session_id, now)
         except StoreUnavailable as exc:
@@ -499,11 +486,7 @@ class SharedSessions:
         if request.method == "POST" and exchange.status == 200 and session_id is not None:
             await self._record(session_id)
             return
-        named = request.headers.get("mcp-session-id")
-        if named is not None:
-            # ``logging/setLevel`` is answered at once: shared before its answer goes.
-            await self._share_changes(named)
-        deleted = named
+        deleted = request.headers.get("mcp-session-id")
         if request.method == "DELETE" and exchange.status == 200 and deleted is not None:
             self._refreshed.pop(deleted, None)
             self._states.pop(deleted, None)

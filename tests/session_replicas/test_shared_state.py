@@ -80,7 +80,6 @@ def test_subscriptions_made_at_one_replica_hold_at_the_other(
                 for number, uri in enumerate(URIS, 2):
                     subscribe = request(number, "resources/subscribe", {"uri": uri})
                     assert (await answer_of(backend, b, headers, subscribe))["result"] == {}
-                await answer_of(backend, b, headers, request(4, "ping"))
                 unsubscribe = request(5, "resources/unsubscribe", {"uri": URIS[0]})
                 assert (await answer_of(backend, a, headers, unsubscribe))["result"] == {}
                 for number, uri in enumerate(URIS, 6):
