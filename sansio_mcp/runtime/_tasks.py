@@ -28,6 +28,7 @@ import inspect
 import secrets
 from collections import Counter
 from collections.abc import Awaitable, Callable, Generator, Mapping
+from functools import partial
 from typing import Any, Protocol
 
 import attrs
@@ -387,15 +388,25 @@ class TaskRunner:
         self._starting[owner] += 1
         counted = [owner]  # emptied once the call is answered or has become a task
 
+        def now() -> float:
+            return wall0 + ctx.clock() - clock0
+
+        # A call may wait long before it becomes a task (``defer_task``): its place is
+        # held meanwhile; the task's writer renews it from then on.
+        keeper = (
+            None
+            if place is None
+            else ctx.start_background(partial(self._keep_place, ctx, owner, place, now))
+        )
+
         def started() -> None:
             if counted:
                 counted.pop()
                 self._starting[owner] -= 1
                 if not self._starting[owner]:
                     del self._starting[owner]
-
-        def now() -> float:
-            return wall0 + ctx.clock() - clock0
+                if keeper is not None:
+                    keeper.cancel()
 
         def created() -> None:
             record = TaskRecord.new(
@@ -477,6 +488,18 @@ class TaskRunner:
         if held < 0:
             self.limits.check_capacity(0, -1 - held)
         return place
+
+    async def _keep_place(
+        self, ctx: TaskContext, owner: str, place: str, now: Callable[[], float]
+    ) -> None:
+        """Renew ``place`` every third of the lease until cancelled."""
+        assert self.shared is not None
+        while True:
+            await ctx.sleep(self.lease / 3)
+            try:
+                await self.shared.renew(owner, place, now(), now() + self.lease)
+            except StoreUnavailable:
+                pass  # tried again in a third of the lease
 
     async def _give_place_up(self, owner: str, place: str | None) -> None:
         """Free ``place`` (a lapsed lease frees it anyway: best effort)."""
@@ -713,6 +736,12 @@ class TaskRunner:
                 running.handle.cancel()
             await self._give_place_up(record.owner, running.place)
             raise self._store_error(exc) from None
+        if running.place is not None:
+            # Held from now on by the writer, which renews it every third of the lease.
+            try:
+                await self.shared.renew(record.owner, running.place, now, now + self.lease)
+            except StoreUnavailable:
+                pass  # the writer renews it soon
         running.dirty = record.to_dict() != before  # it moved on while being stored
         self._local[record.task_id] = running
         self._remember(record.task_id, record.owner)

@@ -13,7 +13,7 @@ import pytest
 
 from sansio_mcp._tasks import TaskLimits
 from sansio_mcp.auth import ResourceServer, StaticTokenVerifier
-from sansio_mcp.runtime import Server, Stores, open_stores
+from sansio_mcp.runtime import Context, Server, Stores, open_stores
 from sansio_mcp.runtime._task_store import MemorySharedTaskStore, SharedTaskStore
 from sansio_mcp.runtime._tasks import TaskRunner
 from sansio_mcp_apps.example_server import add_task_tools
@@ -40,6 +40,13 @@ def limited(stores: Stores, shared: SharedTaskStore | None) -> Server:
     async def quick() -> str:
         """Done without waiting: no task is made."""
         return "quick"
+
+    @server.tool(task="optional")
+    async def undecided(ctx: Context) -> str:
+        """Waits a minute before it would know whether it is a task."""
+        with ctx.defer_task():
+            await ctx.sleep(60)
+        return "decided"
 
     return server
 
@@ -96,5 +103,29 @@ def test_a_principals_task_cap_holds_across_replicas(
                 assert time.monotonic() < deadline, "the ended task's place was not freed"
                 await backend.backend.sleep(0.05)
             assert again["result"]["resultType"] == "task"
+
+    backend.run(main)
+
+
+def test_a_call_not_yet_a_task_keeps_its_place_past_the_lease(backend: Backend) -> None:
+    """A call waiting inside ``defer_task`` (not a task yet, perhaps never) holds its
+    place longer than one lease: it is renewed every third of the lease."""
+
+    async def main() -> None:
+        stores = Stores.memory(time.time, replica_id="A")
+        shared = MemorySharedTaskStore()
+        async with backend.serve_http(limited(stores, shared)) as port:
+            caller = Caller(backend, port, "alice")
+            async with backend.backend.open_task_group() as group:
+                group.start_soon(caller.ask, "tools/call", {"name": "undecided", "arguments": {}})
+                async with backend.backend.fail_after(15):
+                    while not shared._places:
+                        await backend.backend.sleep(0.02)
+                    (places,) = shared._places.values()
+                    (first,) = places.values()
+                    while next(iter(places.values())) < first + 1.0:  # renewed past a lease
+                        await backend.backend.sleep(0.02)
+                assert len(places) == 1
+                group.cancel()
 
     backend.run(main)
