@@ -2,7 +2,7 @@
 until we answer them.
 
 A :class:`RequestTracker` is owned by its session: request ids, the chain of
-wire requests a modern request may travel as, progress tokens, deadlines, a
+wire requests a stateless request may travel as, progress tokens, deadlines, a
 bounded memory of cancelled ids so that late answers are dropped, not
 reported, and the events that say how each request ended.
 """
@@ -56,11 +56,11 @@ class OutgoingRequest:
     progress_token: str | int | None
     #: The id events report: the first wire id of an MRTR or version-retry chain.
     origin: RequestId = 0
-    #: Modern requests keep their params for retries.
+    #: Stateless requests keep their params for retries.
     params: dict[str, Any] | None = None
     rounds: int = 1
     modern: bool = False
-    #: The stateless revision a modern request went out at (for -32022 retries).
+    #: The stateless revision a stateless request went out at (for -32022 retries).
     version: str | None = None
     #: The timeout it was sent with, so a redo can be given the same time.
     timeout: float | None = None
