@@ -296,29 +296,24 @@ class RequestTracker:
         """Take a paused request back, to send its next round."""
         return self._paused.pop(origin, None)
 
+    def _open(self) -> tuple[OutgoingRequest, ...]:
+        """Our requests on the wire, then those paused for input."""
+        return (*self._outgoing.values(), *self._paused.values())
+
     def next_deadline(self) -> float | None:
         """The earliest deadline of our requests, or None if nothing is armed."""
-        deadlines = [
-            r.deadline
-            for r in (*self._outgoing.values(), *self._paused.values())
-            if r.deadline is not None
-        ]
-        return min(deadlines) if deadlines else None
+        return min((r.deadline for r in self._open() if r.deadline is not None), default=None)
 
     def expired(self, now: float) -> list[OutgoingRequest]:
         """Our requests whose deadline has passed."""
-        return [
-            r
-            for r in (*self._outgoing.values(), *self._paused.values())
-            if r.deadline is not None and r.deadline <= now
-        ]
+        return [r for r in self._open() if r.deadline is not None and r.deadline <= now]
 
     def close(self, reason: str | None = None) -> None:
         """Forget every open request (the peer's too); ours fail (saying ``reason``,
         and with ``data={"gaveUp": True}``: the session ended the connection itself)."""
         message = reason or "the connection closed before a response"
         data = {"gaveUp": True} if reason else None
-        for request in (*self._outgoing.values(), *self._paused.values()):
+        for request in self._open():
             self.fail(request, ConnectionClosedError(message=message, data=data))
         self._outgoing.clear()
         self._wire_of.clear()
