@@ -64,7 +64,7 @@ class ClientSession(Session):
     ``mode`` picks the era: ``"handshake"`` (the initialize handshake),
     ``"stateless"`` (2026-07-28: ``server/discover`` then ``_meta`` on every
     request) or ``"auto"`` (probe with ``server/discover``, fall back to
-    ``initialize`` when the server does not speak the modern revision).
+    ``initialize`` when the server does not speak the stateless revision).
     :meth:`start` begins whichever the mode calls for; :meth:`initialize`
     and :meth:`discover` are the explicit forms.  ``"legacy"`` and
     ``"modern"`` are deprecated spellings of ``"handshake"`` and ``"stateless"``
@@ -108,12 +108,12 @@ class ClientSession(Session):
         if log_level is not None and log_level not in LOG_LEVELS:
             raise LocalProtocolError(f"unknown log level {log_level!r}")
         handshake = [v for v in self.supported_versions if REVISIONS[v].era is Era.HANDSHAKE]
-        modern = [v for v in self.supported_versions if REVISIONS[v].era is Era.STATELESS]
+        stateless = [v for v in self.supported_versions if REVISIONS[v].era is Era.STATELESS]
         if protocol_version is not None:
             mode = "stateless" if REVISIONS[protocol_version].era is Era.STATELESS else "handshake"
         if mode != "stateless" and not handshake:
             raise LocalProtocolError("no handshake revision is supported: use mode='stateless'")
-        if mode != "handshake" and not modern:
+        if mode != "handshake" and not stateless:
             raise LocalProtocolError("no 2026-07-28-or-later revision is supported")
         self.mode = mode
         #: The version we ask for in initialize (our latest handshake revision by default).
@@ -122,17 +122,17 @@ class ClientSession(Session):
             if protocol_version and REVISIONS[protocol_version].era is Era.HANDSHAKE
             else (handshake[-1] if handshake else "")
         )
-        #: The version we put in ``_meta`` on modern requests.
+        #: The version we put in ``_meta`` on stateless requests.
         self.stateless_version = (
             protocol_version
             if protocol_version and REVISIONS[protocol_version].era is Era.STATELESS
-            else (modern[-1] if modern else "")
+            else (stateless[-1] if stateless else "")
         )
         self.max_input_rounds = max_input_rounds
         #: Log level asked per request of a stateless server (``logging/setLevel`` if handshake).
         self.log_level = log_level
         self.instructions: str | None = None
-        #: The server's DiscoverResult, when the modern era was reached through discover.
+        #: The server's DiscoverResult, when the stateless era was reached through discover.
         self.discovery: dict[str, Any] | None = None
         self._start_id: RequestId | None = None
         # Origins of requests already retried at the version the server refused.
@@ -191,7 +191,7 @@ class ClientSession(Session):
         return trim_capabilities(self.capabilities, revision.client_capabilities, revision)
 
     def discover(self, *, now: float | None = None, timeout: float | None = None) -> RequestId:
-        """Queue ``server/discover`` at our modern version (the stateless era's start)."""
+        """Queue ``server/discover`` at our stateless version (the stateless era's start)."""
         request_id = self._send_request(
             "server/discover",
             {"_meta": self._stateless_meta(None)},
@@ -235,7 +235,7 @@ class ClientSession(Session):
         return params, self.stateless_version
 
     def _fall_back_to_handshake(self, pending: OutgoingRequest, now: float | None) -> None:
-        """The server does not speak the modern revision: redo the start as initialize."""
+        """The server does not speak the stateless revision: redo the start as initialize."""
         self._transition(Trigger.HANDSHAKE_FALLBACK, local=True)
         self.mode = "handshake"
         self._send_request(
@@ -354,7 +354,7 @@ class ClientSession(Session):
     ) -> None:
         if error is not None:
             if error.code == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION:
-                # A modern server: retry at a mutual modern version, never fall back.
+                # A stateless server: retry at a mutual stateless version, never fall back.
                 if self._retry_with_mutual_version(pending, error):
                     return
                 supported = (
@@ -397,7 +397,7 @@ class ClientSession(Session):
         mutual = [v for v in stateless_versions(self.supported_versions) if v in versions]
         if not mutual:
             return UnsupportedProtocolVersion(
-                message="the server supports no modern revision this client speaks",
+                message="the server supports no stateless revision this client speaks",
                 data={"supported": versions, "requested": self.stateless_version},
             )
         if self.stateless_version not in mutual:
@@ -459,7 +459,7 @@ class ClientSession(Session):
     def _may_be_task(self, pending: OutgoingRequest) -> bool:
         """A ``CreateTaskResult`` may only answer a ``tools/call`` that declared the tasks
         extension (the caller follows the task: runtime ``ToolTask``)."""
-        # Every modern request carries this session's capabilities in its _meta.
+        # Every stateless request carries this session's capabilities in its _meta.
         return pending.method == "tools/call" and (
             declares_tasks(self.capabilities) or request_declares_tasks(pending.params)
         )

@@ -45,7 +45,7 @@ class RequestReceived:
     params: dict[str, Any]
     #: ``params._meta.progressToken`` when the peer asked for progress.
     progress_token: str | int | None = None
-    #: Set for a stateless (modern) request; None on a handshake session.
+    #: Set for a stateless request; None on a handshake session.
     meta: RequestMeta | None = None
     #: Whether the transport says which of our requests it came with (a Streamable
     #: HTTP response stream does; stdio, WebSocket and HTTP+SSE have one stream for all).

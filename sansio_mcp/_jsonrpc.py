@@ -185,16 +185,9 @@ def _parse_fully(obj: Any) -> JSONRPCMessage:
                 'a request must not carry "result" or "error"', request_id=request_id, answer=answer
             )
         params = obj.get("params")
-        if params is not None and not isinstance(params, dict):
+        if "params" in obj and not isinstance(params, dict):
             raise _invalid(
                 f'"params" must be an object, not {_json_type(params)}',
-                request_id=request_id,
-                answer=answer,
-                code=ErrorCode.INVALID_PARAMS,
-            )
-        if "params" in obj and params is None:
-            raise _invalid(
-                '"params" must be an object, not null',
                 request_id=request_id,
                 answer=answer,
                 code=ErrorCode.INVALID_PARAMS,

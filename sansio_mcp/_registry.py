@@ -168,14 +168,13 @@ class Tool:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "inputSchema": self.input_schema}
-        if self.title is not None:
-            out["title"] = self.title
-        if self.description is not None:
-            out["description"] = self.description
-        if self.output_schema is not None:
-            out["outputSchema"] = self.output_schema
-        if self.annotations is not None:
-            out["annotations"] = self.annotations
+        put_present(
+            out,
+            title=self.title,
+            description=self.description,
+            outputSchema=self.output_schema,
+            annotations=self.annotations,
+        )
         return out
 
 
@@ -295,8 +294,7 @@ def resource_contents(uri: str, value: Any, mime_type: str | None) -> list[dict[
     if isinstance(value, list):
         return value
     content: dict[str, Any] = {"uri": uri}
-    if mime_type is not None:
-        content["mimeType"] = mime_type
+    put_present(content, mimeType=mime_type)
     if isinstance(value, bytes):
         content["blob"] = base64.b64encode(value).decode("ascii")
     else:

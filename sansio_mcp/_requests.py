@@ -2,7 +2,7 @@
 until we answer them.
 
 A :class:`RequestTracker` is owned by its session: request ids, the chain of
-wire requests a modern request may travel as, progress tokens, deadlines, a
+wire requests a stateless request may travel as, progress tokens, deadlines, a
 bounded memory of cancelled ids so that late answers are dropped, not
 reported, and the events that say how each request ended.
 """
@@ -56,11 +56,11 @@ class OutgoingRequest:
     progress_token: str | int | None
     #: The id events report: the first wire id of an MRTR or version-retry chain.
     origin: RequestId = 0
-    #: Modern requests keep their params for retries.
+    #: Stateless requests keep their params for retries.
     params: dict[str, Any] | None = None
     rounds: int = 1
     modern: bool = False
-    #: The stateless revision a modern request went out at (for -32022 retries).
+    #: The stateless revision a stateless request went out at (for -32022 retries).
     version: str | None = None
     #: The timeout it was sent with, so a redo can be given the same time.
     timeout: float | None = None
@@ -296,29 +296,24 @@ class RequestTracker:
         """Take a paused request back, to send its next round."""
         return self._paused.pop(origin, None)
 
+    def _open(self) -> tuple[OutgoingRequest, ...]:
+        """Our requests on the wire, then those paused for input."""
+        return (*self._outgoing.values(), *self._paused.values())
+
     def next_deadline(self) -> float | None:
         """The earliest deadline of our requests, or None if nothing is armed."""
-        deadlines = [
-            r.deadline
-            for r in (*self._outgoing.values(), *self._paused.values())
-            if r.deadline is not None
-        ]
-        return min(deadlines) if deadlines else None
+        return min((r.deadline for r in self._open() if r.deadline is not None), default=None)
 
     def expired(self, now: float) -> list[OutgoingRequest]:
         """Our requests whose deadline has passed."""
-        return [
-            r
-            for r in (*self._outgoing.values(), *self._paused.values())
-            if r.deadline is not None and r.deadline <= now
-        ]
+        return [r for r in self._open() if r.deadline is not None and r.deadline <= now]
 
     def close(self, reason: str | None = None) -> None:
         """Forget every open request (the peer's too); ours fail (saying ``reason``,
         and with ``data={"gaveUp": True}``: the session ended the connection itself)."""
         message = reason or "the connection closed before a response"
         data = {"gaveUp": True} if reason else None
-        for request in (*self._outgoing.values(), *self._paused.values()):
+        for request in self._open():
             self.fail(request, ConnectionClosedError(message=message, data=data))
         self._outgoing.clear()
         self._wire_of.clear()

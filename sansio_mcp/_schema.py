@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 import types
 import typing
 from collections.abc import Callable
@@ -177,25 +178,20 @@ def argument_values_problem(schema: dict[str, Any], arguments: dict[str, Any]) -
 
 def _range_problem(schema: dict[str, Any], value: float) -> str | None:
     """The schema's numeric bounds (``minimum``, ``maximum`` and their exclusive forms)."""
-    for key, words in _BOUNDS.items():
+    for key, (words, holds) in _BOUNDS.items():
         bound = schema.get(key)
         if isinstance(bound, (int, float)) and not isinstance(bound, bool):
-            if not _BOUND_HOLDS[key](value, bound):
+            if not holds(value, bound):
                 return f"must be {words} {bound}"
     return None
 
 
-_BOUNDS = {
-    "minimum": "at least",
-    "maximum": "at most",
-    "exclusiveMinimum": "more than",
-    "exclusiveMaximum": "less than",
-}
-_BOUND_HOLDS: dict[str, Callable[[float, float], bool]] = {
-    "minimum": lambda v, b: v >= b,
-    "maximum": lambda v, b: v <= b,
-    "exclusiveMinimum": lambda v, b: v > b,
-    "exclusiveMaximum": lambda v, b: v < b,
+#: Each numeric bound: how a problem says it, and the test a value must pass.
+_BOUNDS: dict[str, tuple[str, Callable[[float, float], bool]]] = {
+    "minimum": ("at least", operator.ge),
+    "maximum": ("at most", operator.le),
+    "exclusiveMinimum": ("more than", operator.gt),
+    "exclusiveMaximum": ("less than", operator.lt),
 }
 
 

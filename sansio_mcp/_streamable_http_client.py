@@ -283,11 +283,7 @@ class StreamableHTTPClient:
 
     def fail(self, message: Any, status: int, detail: str) -> None:
         """Turn a failed POST into an error for the request it carried."""
-        if not (
-            isinstance(message, dict) and "method" in message and is_request_id(message.get("id"))
-        ):
-            return
-        if message["id"] not in self._wire_ids():
+        if not self._waiting(message):
             return
         data = {"status": status, "body": detail}
         error: MCPError
@@ -302,12 +298,17 @@ class StreamableHTTPClient:
 
     def fail_with(self, message: Any, error: MCPError) -> None:
         """Fail the request a POST carried with ``error`` (if it is still waiting)."""
-        if not (
-            isinstance(message, dict) and "method" in message and is_request_id(message.get("id"))
-        ):
-            return
-        if message["id"] in self._wire_ids():
+        if self._waiting(message):
             self.session.fail_request(message["id"], error)
+
+    def _waiting(self, message: Any) -> bool:
+        """Whether ``message`` is a request of ours still waiting for its answer."""
+        return (
+            isinstance(message, dict)
+            and "method" in message
+            and is_request_id(message.get("id"))
+            and message["id"] in self._wire_ids()
+        )
 
     def _wire_ids(self) -> frozenset[RequestId]:
         return self.session._requests.wire_ids()

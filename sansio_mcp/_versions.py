@@ -252,9 +252,9 @@ LATEST_STATELESS_REVISION = STATELESS_REVISIONS[-1]
 MODERN_REVISIONS = STATELESS_REVISIONS
 LATEST_MODERN_REVISION = LATEST_STATELESS_REVISION
 
-#: Methods whose modern results may be ``input_required`` (MRTR).
+#: Methods whose stateless results may be ``input_required`` (MRTR).
 MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
-#: Methods whose modern complete results carry ``ttlMs`` / ``cacheScope``.
+#: Methods whose stateless complete results carry ``ttlMs`` / ``cacheScope``.
 CACHEABLE_METHODS = frozenset(
     {
         "server/discover",
@@ -272,7 +272,7 @@ INPUT_REQUEST_CAPABILITIES: Mapping[str, str] = {
     "roots/list": "roots",
 }
 
-# Reserved _meta keys of the modern revision.
+# Reserved _meta keys of the stateless revision.
 META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
@@ -286,6 +286,13 @@ def get_revision(name: str) -> Revision:
     return REVISIONS[name]
 
 
+# 2025-11-25's tasks/* requests, which either side may serve.
+_TASK_GATES: Mapping[str, tuple[str, ...]] = {
+    "tasks/get": ("tasks",),
+    "tasks/result": ("tasks",),
+    "tasks/list": ("tasks", "list"),
+    "tasks/cancel": ("tasks", "cancel"),
+}
 # method -> capability path that the *receiving* side must have advertised.
 CLIENT_REQUEST_GATES: Mapping[str, tuple[str, ...]] = {
     "resources/list": ("resources",),
@@ -299,19 +306,13 @@ CLIENT_REQUEST_GATES: Mapping[str, tuple[str, ...]] = {
     "tools/call": ("tools",),
     "logging/setLevel": ("logging",),
     "completion/complete": ("completions",),
-    "tasks/get": ("tasks",),
-    "tasks/result": ("tasks",),
-    "tasks/list": ("tasks", "list"),
-    "tasks/cancel": ("tasks", "cancel"),
+    **_TASK_GATES,
 }
 SERVER_REQUEST_GATES: Mapping[str, tuple[str, ...]] = {
     "sampling/createMessage": ("sampling",),
     "roots/list": ("roots",),
     "elicitation/create": ("elicitation",),
-    "tasks/get": ("tasks",),
-    "tasks/result": ("tasks",),
-    "tasks/list": ("tasks", "list"),
-    "tasks/cancel": ("tasks", "cancel"),
+    **_TASK_GATES,
 }
 # method -> capability path that the *sending* side must have advertised.
 SERVER_NOTIFICATION_GATES: Mapping[str, tuple[str, ...]] = {

@@ -132,7 +132,7 @@ class _Rev:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.modern = REVISIONS[name].era is Era.STATELESS
+        self.stateless = REVISIONS[name].era is Era.STATELESS
 
     def at_least(self, revision: str) -> bool:
         return self.name >= revision
@@ -140,7 +140,8 @@ class _Rev:
     def json_object(self) -> Opaque:
         """A JSON object (2026-07-28's ``JSONObject``: no nulls, no fractions)."""
         return Opaque(
-            st.dictionaries(_names, json_values(6, modern=self.modern), max_size=3), ["object"]
+            st.dictionaries(_names, json_values(6, stateless=self.stateless), max_size=3),
+            ["object"],
         )
 
     # Metadata ------------------------------------------------------------------
@@ -180,7 +181,7 @@ class _Rev:
         )
 
     def request_meta(self) -> Obj:
-        if not self.modern:
+        if not self.stateless:
             return Obj({}, {"progressToken": request_id()})
         optional: dict[str, Spec] = {
             META_CLIENT_INFO: self.implementation(),
@@ -196,12 +197,12 @@ class _Rev:
         )
 
     def result_meta(self) -> Spec:
-        if not self.modern:
+        if not self.stateless:
             return self.meta()
         return Obj({}, {META_SERVER_INFO: self.implementation()})
 
     def notification_meta(self) -> Spec:
-        if not self.modern:
+        if not self.stateless:
             return self.meta()
         return Obj({}, {META_SUBSCRIPTION_ID: request_id()})
 
@@ -210,7 +211,7 @@ class _Rev:
     def client_capabilities(self) -> Obj:
         optional: dict[str, Spec] = {
             "experimental": Map(self.json_object(), keys=_names, max_size=2),
-            "roots": Obj() if self.modern else Obj({}, {"listChanged": Bool()}),
+            "roots": Obj() if self.stateless else Obj({}, {"listChanged": Bool()}),
         }
         if self.at_least("2025-11-25"):
             optional["sampling"] = Obj({}, {"context": _empty_object(), "tools": _empty_object()})
@@ -221,7 +222,7 @@ class _Rev:
                 optional["elicitation"] = _empty_object()
         if self.name == "2025-11-25":
             optional["tasks"] = Obj({}, {"list": _empty_object(), "cancel": _empty_object()})
-        if self.modern:
+        if self.stateless:
             optional["extensions"] = Map(self.json_object(), keys=_names, max_size=2)
         return Obj({}, optional)
 
@@ -237,7 +238,7 @@ class _Rev:
             optional["completions"] = _empty_object()
         if self.name == "2025-11-25":
             optional["tasks"] = Obj({}, {"list": _empty_object(), "cancel": _empty_object()})
-        if self.modern:
+        if self.stateless:
             optional["extensions"] = Map(self.json_object(), keys=_names, max_size=2)
         return Obj({}, optional)
 
@@ -327,12 +328,14 @@ class _Rev:
             max_size=3,
         )
         # 2026-07-28 leaves everything but "type" to JSON Schema itself.
-        typed = [] if self.modern else ["object"]
+        typed = [] if self.stateless else ["object"]
         input_schema = Obj(
             {"type": Const("object")},
             {
                 "properties": Opaque(property_schemas, typed),
-                "required": Opaque(st.lists(_names, max_size=2), [] if self.modern else ["array"]),
+                "required": Opaque(
+                    st.lists(_names, max_size=2), [] if self.stateless else ["array"]
+                ),
             },
         )
         optional: dict[str, Spec] = {}
@@ -347,7 +350,7 @@ class _Rev:
                     "openWorldHint": Bool(),
                 },
             )
-        if self.modern:
+        if self.stateless:
             optional["outputSchema"] = Opaque(st.just({"type": "object"}), ["object"])
         elif self.at_least("2025-06-18"):
             optional["outputSchema"] = Obj({"type": Const("object")})
@@ -386,15 +389,15 @@ class _Rev:
     # Params ------------------------------------------------------------------------
 
     def params(self, required: dict[str, Spec], optional: dict[str, Spec] | None = None) -> Obj:
-        """Request params: ``_meta`` is required on every modern request."""
+        """Request params: ``_meta`` is required on every stateless request."""
         optional = dict(optional or {})
-        if self.modern:
+        if self.stateless:
             return Obj({"_meta": self.request_meta(), **required}, optional)
         return Obj(required, {"_meta": self.request_meta(), **optional})
 
     def mrtr(self) -> dict[str, Spec]:
         """The MRTR retry fields of tools/call, prompts/get and resources/read."""
-        if not self.modern:
+        if not self.stateless:
             return {}
         return {
             "inputResponses": Map(self.input_response(), keys=_names, max_size=2),
@@ -430,7 +433,7 @@ class _Rev:
         if self.at_least("2025-11-25"):
             optional["toolChoice"] = Obj({}, {"mode": Enum("auto", "none", "required")})
         required = {"messages": Arr(message, min_size=1), "maxTokens": Int(1, 100_000)}
-        if self.modern:
+        if self.stateless:
             return Obj(required, optional)
         return Obj(required, {"_meta": self.request_meta(), **optional})
 
@@ -457,7 +460,7 @@ class _Rev:
         form_optional: dict[str, Spec] = {}
         if self.at_least("2025-11-25"):
             form_optional["mode"] = Const("form")
-        if not self.modern and self.at_least("2025-11-25"):
+        if not self.stateless and self.at_least("2025-11-25"):
             form_optional["_meta"] = self.request_meta()
         form = Obj({"message": _text(), "requestedSchema": self.requested_schema()}, form_optional)
         if not self.at_least("2025-11-25"):
@@ -467,7 +470,7 @@ class _Rev:
             "message": _text(),
             "url": Str(strategy=st.just("https://example.com/authorize")),
         }
-        if not self.modern:
+        if not self.stateless:
             url_required["elicitationId"] = _name()
         return Union(form, Obj(url_required))
 
@@ -495,7 +498,7 @@ class _Rev:
             {"uri": Str(strategy=st.from_regex(r"file:///[a-z]{1,10}", fullmatch=True))},
             root_optional,
         )
-        optional: dict[str, Spec] = {} if self.modern else {"_meta": self.meta()}
+        optional: dict[str, Spec] = {} if self.stateless else {"_meta": self.meta()}
         return Obj({"roots": Arr(root)}, optional)
 
     def elicit_result(self) -> Obj:
@@ -503,7 +506,7 @@ class _Rev:
         if self.at_least("2025-11-25"):
             value = Union(_text(), Int(-1000, 1000), Bool(), Arr(_text(), max_size=2))
         optional: dict[str, Spec] = {"content": Map(value, keys=_names, max_size=3)}
-        if not self.modern:
+        if not self.stateless:
             optional["_meta"] = self.meta()
         return Obj({"action": Enum("accept", "decline", "cancel")}, optional)
 
@@ -613,7 +616,7 @@ def _client_request_params(r: _Rev, method: str) -> tuple[Spec | None, bool]:
         )
         return r.params({"notifications": filter_}), True
     if method in ("resources/list", "resources/templates/list", "prompts/list", "tools/list"):
-        return r.params({}, cursor), r.modern
+        return r.params({}, cursor), r.stateless
     if method == "tasks/list":
         return r.params({}, cursor), False
     if method == "resources/read":
@@ -690,7 +693,7 @@ def _notification_params(r: _Rev, method: str) -> tuple[Spec | None, bool]:
     if method == "notifications/message":
         return (
             Obj(
-                {"level": Enum(*LOG_LEVELS), "data": AnyJSON(modern=r.modern)},
+                {"level": Enum(*LOG_LEVELS), "data": AnyJSON(stateless=r.stateless)},
                 {"logger": _name(), **meta},
             ),
             True,
@@ -769,13 +772,13 @@ def _result(r: _Rev, method: str) -> Obj:
     elif method == "tools/call":
         required = {"content": Arr(r.content_block(), max_size=3)}
         optional["isError"] = Bool()
-        if r.modern:  # 2026-07-28: "any JSON value", no longer only an object
-            optional["structuredContent"] = AnyJSON(modern=True)
+        if r.stateless:  # 2026-07-28: "any JSON value", no longer only an object
+            optional["structuredContent"] = AnyJSON(stateless=True)
         elif r.at_least("2025-06-18"):
             optional["structuredContent"] = r.json_object()
     elif method == "completion/complete":
         completion = Obj(
-            {"values": Arr(_text(), max_size=100 if r.modern else 5)},
+            {"values": Arr(_text(), max_size=100 if r.stateless else 5)},
             {"total": Int(0, 1000), "hasMore": Bool()},
         )
         required = {"completion": completion}
@@ -790,7 +793,7 @@ def _result(r: _Rev, method: str) -> Obj:
         return r.elicit_result()
     else:
         raise KeyError(method)
-    if r.modern:
+    if r.stateless:
         required["resultType"] = Const("complete", closed=False)
         if method in CACHEABLE_METHODS:
             required["ttlMs"] = Int(0, 10**7, floor=0)
@@ -811,7 +814,7 @@ def _input_required(r: _Rev) -> Obj:
 def _error(r: _Rev) -> Obj:
     error = Obj(
         {"code": Int(-32768, 32767), "message": _text()},
-        {"data": AnyJSON(modern=r.modern)},
+        {"data": AnyJSON(stateless=r.stateless)},
     )
     required: dict[str, Spec] = {"jsonrpc": Const("2.0"), "error": error}
     optional: dict[str, Spec] = {}
@@ -842,7 +845,7 @@ def catalog(revision: str) -> tuple[MessageKind, ...]:
                 revision, "result", "server", method, RESULT_DEFINITIONS[method], _result(r, method)
             )
         )
-        if r.modern and method in MRTR_METHODS:
+        if r.stateless and method in MRTR_METHODS:
             kinds.append(
                 MessageKind(
                     revision, "result", "server", method, "InputRequiredResult", _input_required(r)

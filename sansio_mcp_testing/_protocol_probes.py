@@ -225,14 +225,14 @@ class ProtocolProbes(Probe):
         if self.conn.raw is None:
             self.skip("malformed-jsonrpc", "raw malformed lines are only sent over stdio")
             return
-        modern = REVISIONS[self.conn.revision].era is Era.STATELESS
+        stateless = REVISIONS[self.conn.revision].era is Era.STATELESS
         meta = {
             "_meta": {
                 META_PROTOCOL_VERSION: self.conn.revision,
                 META_CLIENT_CAPABILITIES: {},
             }
         }
-        tools_params = dict(meta) if modern else {}
+        tools_params = dict(meta) if stateless else {}
         probes: list[tuple[str, str, Any, set[int]]] = [
             ("a JSON string", '"just a string"', None, {-32600}),
             ("an empty batch", "[]", None, {-32600}),

@@ -60,15 +60,18 @@ def _type_ok(value: Any, types: frozenset[str]) -> bool:
     return t == "number" and "integer" in types and float(value).is_integer()
 
 
-def json_values(max_leaves: int = 8, *, modern: bool = False) -> st.SearchStrategy[Any]:
+def json_values(
+    max_leaves: int = 8, *, stateless: bool = False, modern: bool = False
+) -> st.SearchStrategy[Any]:
     """Any JSON value (finite numbers, short strings).
 
-    ``modern``: the 2026-07-28 ``JSONValue`` (no null, no fractional numbers).
+    ``stateless``: the 2026-07-28 ``JSONValue`` (no null, no fractional numbers);
+    ``modern`` is its deprecated alias.
     """
     scalars: st.SearchStrategy[Any] = (
         st.booleans() | st.integers(-(2**31), 2**31) | st.text(max_size=12)
     )
-    if not modern:
+    if not (stateless or modern):
         scalars = scalars | st.none() | st.floats(allow_nan=False, allow_infinity=False, width=32)
     return st.recursive(
         scalars,
@@ -100,11 +103,11 @@ class Spec:
 
 
 class AnyJSON(Spec):
-    def __init__(self, *, modern: bool = False) -> None:
-        self.modern = modern
+    def __init__(self, *, stateless: bool = False) -> None:
+        self.stateless = stateless
 
     def strategy(self) -> st.SearchStrategy[Any]:
-        return json_values(modern=self.modern)
+        return json_values(stateless=self.stateless)
 
 
 class Opaque(Spec):

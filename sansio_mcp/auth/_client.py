@@ -153,7 +153,6 @@ class OAuthClient:
         self._client: ClientInfo | None = None
         self._verifier = ""
         self._state_param = ""
-        self._redirect: str | None = None
         self._browser_sent = False
         self._code = ""
         self._assertion: str | None = None
@@ -592,7 +591,6 @@ class OAuthClient:
     def _prepare_authorization(self) -> None:
         self._verifier = random_string(self.entropy(32))
         self._state_param = random_string(self.entropy(16))
-        self._redirect = None
         self._browser_sent = False
 
     def _authorization_url(self) -> str:

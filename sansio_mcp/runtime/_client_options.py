@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import attrs
 
@@ -130,19 +130,9 @@ class ClientOptions:
         return session
 
     def keywords(self) -> SessionOptions:
-        """These options as ``open_*_client`` keywords (to pass them on)."""
-        return SessionOptions(
-            handlers=self.handlers,
-            client_info=self.client_info,
-            protocol_version=self.protocol_version,
-            mode=self.mode,
-            supported_versions=self.supported_versions,
-            initialize_timeout=self.initialize_timeout,
-            max_input_rounds=self.max_input_rounds,
-            max_message_size=self.max_message_size,
-            auth=self.auth,
-            trace=self.trace,
-        )
+        """These options as ``open_*_client`` keywords (to pass them on): the fields
+        are :class:`SessionOptions`'s keys."""
+        return cast(SessionOptions, attrs.asdict(self, recurse=False))
 
 
 @attrs.frozen

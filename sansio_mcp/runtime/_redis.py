@@ -25,7 +25,7 @@ from .._errors import RemoteProtocolError
 from .._ndjson import NEED_DATA
 from .._resp import RedisError, RESPParser, encode_command
 from ._primitives import Signal
-from ._store_base import StoreUnavailable, namespaced
+from ._store_base import Listener, StoreUnavailable, namespaced
 
 __all__ = [
     "DEFAULT_COMMAND_TIMEOUT",
@@ -332,16 +332,6 @@ class RedisReplayCache:
         return reply is not None
 
 
-@attrs.define(eq=False)
-class _RedisSubscription:
-    bus: RedisEventBus
-    channel: str
-    deliver: Callable[[dict[str, Any]], None]
-
-    def close(self) -> None:
-        self.bus._remove(self)
-
-
 class RedisEventBus:
     """A :class:`~sansio_mcp.runtime.EventBus` over Redis pub/sub: channel NAME is
     Redis's ``namespace:NAME`` (``Stores.key(NAME)``), messages JSON objects.
@@ -357,7 +347,7 @@ class RedisEventBus:
         self.redis = redis
         self.namespace = namespace
         self.backend = redis.backend
-        self._listeners: dict[str, list[_RedisSubscription]] = {}
+        self._listeners: dict[str, list[Listener]] = {}
         self._confirmed: set[str] = set()
         # Set while the subscriber cannot reach Redis: publishing waits for no confirmation then.
         self._cut_off = False
@@ -374,23 +364,15 @@ class RedisEventBus:
             await self._subscribed(key)
         await self.redis.execute("PUBLISH", key, _json.encode(message))
 
-    def subscribe(
-        self, channel: str, deliver: Callable[[dict[str, Any]], None]
-    ) -> _RedisSubscription:
-        subscription = _RedisSubscription(self, self.channel_key(channel), deliver)
+    def subscribe(self, channel: str, deliver: Callable[[dict[str, Any]], None]) -> Listener:
+        subscription = Listener(
+            self._listeners, self.channel_key(channel), deliver, lambda: self._changed.set()
+        )
         listeners = self._listeners.setdefault(subscription.channel, [])
         listeners.append(subscription)
         if len(listeners) == 1:
             self._changed.set()
         return subscription
-
-    def _remove(self, subscription: _RedisSubscription) -> None:
-        listeners = self._listeners.get(subscription.channel)
-        if listeners is not None and subscription in listeners:
-            listeners.remove(subscription)
-            if not listeners:
-                del self._listeners[subscription.channel]
-                self._changed.set()
 
     async def settled(self) -> None:
         """Until Redis confirmed every subscription made so far (at most a command's

@@ -8,7 +8,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-__all__ = ["EventBus", "EventSubscription", "RedisCommands", "StoreUnavailable", "namespaced"]
+import attrs
+
+__all__ = [
+    "EventBus",
+    "EventSubscription",
+    "Listener",
+    "RedisCommands",
+    "StoreUnavailable",
+    "namespaced",
+]
 
 
 class StoreUnavailable(Exception):
@@ -47,6 +56,25 @@ class RedisCommands(Protocol):
 
 class EventSubscription(Protocol):
     def close(self) -> None: ...
+
+
+@attrs.define(eq=False)
+class Listener:
+    """A bus's subscription: in ``table[channel]`` until closed (``emptied`` runs when
+    it was its channel's last)."""
+
+    table: dict[str, list[Listener]]
+    channel: str
+    deliver: Callable[[dict[str, Any]], None]
+    emptied: Callable[[], None] = lambda: None
+
+    def close(self) -> None:
+        listeners = self.table.get(self.channel)
+        if listeners is not None and self in listeners:
+            listeners.remove(self)
+            if not listeners:
+                del self.table[self.channel]
+                self.emptied()
 
 
 class EventBus(Protocol):

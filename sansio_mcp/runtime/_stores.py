@@ -28,6 +28,7 @@ from ._redis import RedisClient, RedisEventBus, RedisReplayCache
 from ._store_base import (
     EventBus,
     EventSubscription,
+    Listener,
     RedisCommands,
     StoreUnavailable,
     namespaced,
@@ -56,25 +57,11 @@ class ReplayCache(Protocol):
         ...
 
 
-@attrs.define(eq=False)
-class _MemorySubscription:
-    bus: MemoryEventBus
-    channel: str
-    deliver: Callable[[dict[str, Any]], None]
-
-    def close(self) -> None:
-        listeners = self.bus._listeners.get(self.channel)
-        if listeners is not None and self in listeners:
-            listeners.remove(self)
-            if not listeners:
-                del self.bus._listeners[self.channel]
-
-
 class MemoryEventBus:
     """An :class:`EventBus` for one process: ``publish`` calls the listeners at once."""
 
     def __init__(self) -> None:
-        self._listeners: dict[str, list[_MemorySubscription]] = {}
+        self._listeners: dict[str, list[Listener]] = {}
 
     async def publish(self, channel: str, message: dict[str, Any]) -> None:
         for subscription in list(self._listeners.get(channel, ())):
@@ -86,7 +73,7 @@ class MemoryEventBus:
     def subscribe(
         self, channel: str, deliver: Callable[[dict[str, Any]], None]
     ) -> EventSubscription:
-        subscription = _MemorySubscription(self, channel, deliver)
+        subscription = Listener(self._listeners, channel, deliver)
         self._listeners.setdefault(channel, []).append(subscription)
         return subscription
 

@@ -168,28 +168,22 @@ class _FirstWait:
 
     def __await__(self) -> Generator[Any, Any, Any]:
         inner = self._awaitable.__await__()
-        try:
-            value = inner.send(None)
-        except StopIteration as stop:
-            return stop.value
+        step: Callable[[Any], Any] = inner.send
+        arg: Any = None
         while True:
+            try:
+                value = step(arg)
+            except StopIteration as stop:
+                return stop.value
             if not self._start.done:
                 self._start.at_wait()
             try:
-                sent = yield value
+                arg, step = (yield value), inner.send
             except GeneratorExit:
                 inner.close()
                 raise
             except BaseException as exc:  # cancellation too: the tool sees it
-                try:
-                    value = inner.throw(exc)
-                except StopIteration as stop:
-                    return stop.value
-            else:
-                try:
-                    value = inner.send(sent)
-                except StopIteration as stop:
-                    return stop.value
+                arg, step = exc, inner.throw
 
 
 class RunningTask:
@@ -343,12 +337,9 @@ class TaskRunner:
         self._local: dict[str, RunningTask] = {}
         #: task id -> owner of tasks heard of on the bus (``subscriptions/listen`` checks).
         self._known: dict[str, str] = {}
-        self._subscriptions: list[Any] = []
         if self.shared is not None and stores is not None:
-            self._subscriptions = [
-                stores.events.subscribe(self._control_channel(stores.replica_id), self._on_control),
-                stores.events.subscribe(TASK_STATUS_CHANNEL, self._on_status),
-            ]
+            stores.events.subscribe(self._control_channel(stores.replica_id), self._on_control)
+            stores.events.subscribe(TASK_STATUS_CHANNEL, self._on_status)
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
         self.limits = limits if limits is not None else TaskLimits()
@@ -584,6 +575,13 @@ class TaskRunner:
         if changed:
             self._announce(ctx, record)
 
+    def _stop(self, running: RunningTask) -> None:
+        """Stop a tool this replica runs (its task ended elsewhere, or failed to store)."""
+        self._running.pop(running.record.task_id, None)
+        running.unwatch()
+        if running.handle is not None:
+            running.handle.cancel()
+
     def _stopped(self, ctx: TaskContext, running: RunningTask | None) -> None:
         """The tool was cancelled.  A task still open was not stopped by ``tasks/cancel``
         but by its connection or server ending: it fails (and can then expire)."""
@@ -730,10 +728,7 @@ class TaskRunner:
         try:
             await self.shared.create(stored, now)
         except StoreUnavailable as exc:
-            self._running.pop(record.task_id, None)
-            running.unwatch()
-            if running.handle is not None:
-                running.handle.cancel()
+            self._stop(running)
             await self._give_place_up(record.owner, running.place)
             raise self._store_error(exc) from None
         if running.place is not None:
@@ -809,10 +804,7 @@ class TaskRunner:
         if stored is not None:
             for field in attrs.fields(TaskRecord):
                 setattr(record, field.name, getattr(stored.record, field.name))
-        self._running.pop(record.task_id, None)
-        running.unwatch()
-        if running.handle is not None:
-            running.handle.cancel()
+        self._stop(running)
         for waiter in self._waiters.pop(record.task_id, []):
             waiter.set()
         return True
@@ -877,11 +869,8 @@ class TaskRunner:
         elif op == "cancel":
             # The cancelling replica stored the end; our writer finds it and stops.
             record.cancel(at)
-            self._running.pop(record.task_id, None)
-            running.unwatch()
             running.kick()
-            if running.handle is not None:
-                running.handle.cancel()
+            self._stop(running)
 
     async def _find(self, ctx: TaskContext, task_id: str) -> tuple[TaskRecord, StoredTask | None]:
         """The caller's task: this replica's own record while it runs here, else the

@@ -198,7 +198,7 @@ def test_tasks_on_each_route(backend: TransportBackend, task_agent: str) -> None
     declare it; a CreateTaskResult with an empty content array); the 2025-11-25 route
     serves no tasks: no tasks capability, a2a_send_message not task-capable, params.task
     ignored, every tasks/* -32021 naming the extension.  The official schemas check it."""
-    modern_schema, ext, legacy_schema = (
+    stateless_schema, ext, legacy_schema = (
         official("2026-07-28"),
         official("ext-tasks/draft"),
         official("2025-11-25"),
@@ -206,7 +206,7 @@ def test_tasks_on_each_route(backend: TransportBackend, task_agent: str) -> None
     declared = {"extensions": {TASKS_EXTENSION: {}}}
 
     async def body(client: ClientAPI, bridge: A2ABridge, url: str) -> None:
-        def modern(method: str, params: dict[str, Any], capabilities: Any) -> dict[str, Any]:
+        def stateless(method: str, params: dict[str, Any], capabilities: Any) -> dict[str, Any]:
             meta = {
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28",
                 "io.modelcontextprotocol/clientCapabilities": capabilities,
@@ -218,18 +218,18 @@ def test_tasks_on_each_route(backend: TransportBackend, task_agent: str) -> None
             headers["mcp-name"] = params.get("taskId") or params.get("name", "")
             return _post(url, request, **headers)
 
-        def modern_route() -> None:
-            undeclared = modern("tasks/get", {"taskId": "nope"}, {})
+        def stateless_route() -> None:
+            undeclared = stateless("tasks/get", {"taskId": "nope"}, {})
             assert undeclared["error"]["code"] == -32021
             assert TASKS_EXTENSION in str(undeclared["error"]["data"])
-            unknown = modern("tasks/get", {"taskId": "nope"}, declared)
+            unknown = stateless("tasks/get", {"taskId": "nope"}, declared)
             assert unknown["error"]["code"] == -32602  # an unknown task id
             call = {"name": "a2a_send_message", "arguments": {"text": "slow: 600"}}
-            created = modern("tools/call", call, declared)["result"]
+            created = stateless("tools/call", call, declared)["result"]
             assert created["resultType"] == "task" and created["content"] == []
             valid(ext, "CreateTaskResult", created)
-            assert not modern_schema.errors("CallToolResult", created)  # what SDKs check
-            modern("tasks/cancel", {"taskId": created["taskId"]}, declared)
+            assert not stateless_schema.errors("CallToolResult", created)  # what SDKs check
+            stateless("tasks/cancel", {"taskId": created["taskId"]}, declared)
 
         def legacy_route() -> None:
             with httpx.Client(timeout=10) as http:
@@ -274,7 +274,7 @@ def test_tasks_on_each_route(backend: TransportBackend, task_agent: str) -> None
                     assert error["code"] == -32021, (method, error)
                     assert error["data"] == {"requiredCapabilities": declared}, method
 
-        await backend.to_thread(modern_route)
+        await backend.to_thread(stateless_route)
         await backend.to_thread(legacy_route)
 
     run(backend, task_agent, body)

@@ -17,7 +17,7 @@ from sansio_mcp.runtime._oauth import fetch
 from sansio_mcp_apps.example_server import add_task_tools
 from sansio_mcp_testing.schemas import OfficialSchema, find_schema
 from tests.auth.test_http import Backend
-from tests.transports.helpers import POST_HEADERS, modern_headers, modern_request
+from tests.transports.helpers import POST_HEADERS, stateless_headers, stateless_request
 
 TASKS = {"extensions": {TASKS_EXTENSION: {}}}
 UNKNOWN = "00000000-0000-4000-8000-000000000000"
@@ -60,12 +60,12 @@ class Caller:
         self.next_id = 0
 
     async def post(
-        self, message: dict[str, Any], extra: dict[str, str], *, modern: bool = False
+        self, message: dict[str, Any], extra: dict[str, str], *, stateless: bool = False
     ) -> dict[str, Any]:
         headers = {**POST_HEADERS, **extra}
         if self.token is not None:
             headers["authorization"] = f"Bearer {self.token}"
-        if self.session is not None and not modern:
+        if self.session is not None and not stateless:
             headers["mcp-session-id"] = self.session
             headers["mcp-protocol-version"] = "2025-11-25"
         body = _json.dumps(message).encode()
@@ -75,13 +75,13 @@ class Caller:
             self.session = response.headers["mcp-session-id"]
         return _message(response.body) if "id" in message else {}
 
-    async def modern(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def stateless(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         self.next_id += 1
-        message = modern_request(method, params, request_id=self.next_id, capabilities=TASKS)
-        headers = modern_headers(message)
+        message = stateless_request(method, params, request_id=self.next_id, capabilities=TASKS)
+        headers = stateless_headers(message)
         if method.startswith("tasks/"):
             headers["Mcp-Name"] = params["taskId"]
-        return await self.post(message, headers, modern=True)
+        return await self.post(message, headers, stateless=True)
 
     async def handshake(self) -> None:
         init = {
@@ -105,7 +105,7 @@ def _unknown_error(answer: dict[str, Any], task_id: str) -> tuple[int, str]:
 
 async def _refused_as_unknown(caller: Caller, task_id: str, *, legacy: bool) -> None:
     """Every task request about ``task_id`` answers as one about an unknown id."""
-    ask = caller.legacy if legacy else caller.modern
+    ask = caller.legacy if legacy else caller.stateless
     methods = (
         ["tasks/get", "tasks/result", "tasks/cancel"]
         if legacy
@@ -130,15 +130,15 @@ def test_a_task_is_its_principals_on_both_eras(backend: Backend) -> None:
             url = f"http://127.0.0.1:{port}/mcp"
             alice, bob = Caller(backend, url, "alice"), Caller(backend, url, "bob")
             call = {"name": "long_job", "arguments": {"seconds": 30, "steps": 1}}
-            created = (await alice.modern("tools/call", call))["result"]
+            created = (await alice.stateless("tools/call", call))["result"]
             assert created["resultType"] == "task"
             task_id = created["taskId"]
             await _refused_as_unknown(bob, task_id, legacy=False)
             # Alice, with a refreshed token, or on a 2025-11-25 session of her own.
             again = Caller(backend, url, "alice-again")
-            assert (await again.modern("tasks/get", {"taskId": task_id}))["result"]["taskId"] == (
-                task_id
-            )
+            assert (await again.stateless("tasks/get", {"taskId": task_id}))["result"][
+                "taskId"
+            ] == (task_id)
             await bob.handshake()
             await _refused_as_unknown(bob, task_id, legacy=True)
             listed = (await bob.legacy("tasks/list", {}))["result"]
@@ -155,7 +155,9 @@ def test_a_task_is_its_principals_on_both_eras(backend: Backend) -> None:
             await _refused_as_unknown(alice, bobs, legacy=False)
             cancelled = (await bob.legacy("tasks/cancel", {"taskId": bobs}))["result"]
             assert cancelled["status"] == "cancelled"
-            assert (await alice.modern("tasks/cancel", {"taskId": task_id}))["result"] is not None
+            assert (await alice.stateless("tasks/cancel", {"taskId": task_id}))[
+                "result"
+            ] is not None
 
     backend.run(main)
 
@@ -180,11 +182,11 @@ def test_without_auth_a_handshake_sessions_tasks_are_its_own(backend: Backend) -
             await first.legacy("tasks/cancel", {"taskId": made})
             # Anonymous stateless tasks: any anonymous caller holding the (random) id.
             plain = {"name": "long_job", "arguments": {"seconds": 30, "steps": 1}}
-            anonymous = (await stranger.modern("tools/call", plain))["result"]["taskId"]
+            anonymous = (await stranger.stateless("tools/call", plain))["result"]["taskId"]
             other = Caller(backend, url, None)
-            got = (await other.modern("tasks/get", {"taskId": anonymous}))["result"]
+            got = (await other.stateless("tasks/get", {"taskId": anonymous}))["result"]
             assert got["taskId"] == anonymous
             await _refused_as_unknown(first, anonymous, legacy=True)
-            await other.modern("tasks/cancel", {"taskId": anonymous})
+            await other.stateless("tasks/cancel", {"taskId": anonymous})
 
     backend.run(main)

@@ -35,9 +35,9 @@ from sansio_mcp._streamable_http import StreamableHTTPServer
 from sansio_mcp._streamable_http_client import Endpoint, ResponseHandler, StreamableHTTPClient
 from sansio_mcp._versions import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 from sansio_mcp.runtime._server import Context, Server
-from tests.modern.helpers import HarnessHost
+from tests.stateless.helpers import HarnessHost
 
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 HOST = {"host": "127.0.0.1:8000"}
 POST_HEADERS = {
     **HOST,
@@ -69,7 +69,7 @@ async def run_handler(app: Server, session: ServerSession, event: Any, now: floa
 
 
 def meta(capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {META_PROTOCOL_VERSION: MODERN, META_CLIENT_CAPABILITIES: capabilities or {}}
+    return {META_PROTOCOL_VERSION: STATELESS, META_CLIENT_CAPABILITIES: capabilities or {}}
 
 
 def build_app() -> Server:
@@ -149,11 +149,11 @@ def post(message: dict[str, Any], **headers: str) -> HTTPRequest:
     return HTTPRequest("POST", "/mcp", {**POST_HEADERS, **headers}, json.dumps(message).encode())
 
 
-def modern_post(
+def stateless_post(
     request_id: int, method: str, params: dict[str, Any], **headers: str
 ) -> HTTPRequest:
     message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-    standard = {"mcp-protocol-version": MODERN, "mcp-method": method}
+    standard = {"mcp-protocol-version": STATELESS, "mcp-method": method}
     if "name" in params:
         standard["mcp-name"] = params["name"]
     return post(message, **{**standard, **headers})
@@ -164,7 +164,7 @@ def test_stateless_request_without_version_in_meta_is_invalid_params() -> None:
     exchange = machine.handle(
         post(
             {"jsonrpc": "2.0", "id": 101, "method": "server/discover", "params": {}},
-            **{"mcp-protocol-version": MODERN, "mcp-method": "server/discover"},
+            **{"mcp-protocol-version": STATELESS, "mcp-method": "server/discover"},
         )
     )
     assert exchange.status == 400
@@ -176,7 +176,7 @@ async def test_missing_capability_from_a_handler_is_http_400() -> None:
     app = build_app()
     machine = StreamableHTTPServer(app.create_session)
     params = {"name": "needs_sampling", "arguments": {}, "_meta": meta()}
-    exchange = machine.handle(modern_post(7, "tools/call", params))
+    exchange = machine.handle(stateless_post(7, "tools/call", params))
     assert exchange.streaming and not exchange.head_ready
     session = exchange.session
     assert session is not None
@@ -194,7 +194,7 @@ async def test_a_committed_head_keeps_its_status() -> None:
     app = build_app()
     machine = StreamableHTTPServer(app.create_session)
     params = {"name": "needs_sampling", "arguments": {}, "_meta": meta()}
-    exchange = machine.handle(modern_post(8, "tools/call", params))
+    exchange = machine.handle(stateless_post(8, "tools/call", params))
     exchange.commit_head()  # the adapter's grace period ran out: the head went out
     session = exchange.session
     assert session is not None
@@ -221,12 +221,12 @@ def test_custom_param_headers_are_checked_against_the_tool() -> None:
     }
     for value, status in cases.items():
         exchange = machine.handle(
-            modern_post(9, "tools/call", params, **{"mcp-param-region": value})
+            stateless_post(9, "tools/call", params, **{"mcp-param-region": value})
         )
         assert exchange.status == status, value
         if status == 400:
             assert json.loads(exchange.take())["error"]["code"] == -32020
-    missing = machine.handle(modern_post(10, "tools/call", params))
+    missing = machine.handle(stateless_post(10, "tools/call", params))
     assert missing.status == 400
 
 
@@ -266,7 +266,7 @@ def test_post_streams_open_with_a_priming_event_from_2025_11_25() -> None:
 
 
 def discover_error(request_id: Any) -> dict[str, Any]:
-    data = {"supported": [MODERN], "requested": MODERN}
+    data = {"supported": [STATELESS], "requested": STATELESS}
     error = {"code": -32022, "message": "unsupported", "data": data}
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
@@ -278,7 +278,7 @@ def test_client_retries_once_when_refused_the_version_it_sent() -> None:
     client.receive_message(discover_error(first["id"]))
     [retry] = client.messages_to_send()
     assert retry["method"] == "server/discover" and retry["id"] != first["id"]
-    assert retry["params"]["_meta"][META_PROTOCOL_VERSION] == MODERN
+    assert retry["params"]["_meta"][META_PROTOCOL_VERSION] == STATELESS
     client.receive_message(discover_error(retry["id"]))
     assert client.messages_to_send() == []
     assert any(isinstance(e, RequestFailed) for e in drain(client))
@@ -290,7 +290,7 @@ def stateless_transport() -> tuple[ClientSession, StreamableHTTPClient]:
     client.start()
     [discover] = client.messages_to_send()
     result = {
-        "supportedVersions": [MODERN],
+        "supportedVersions": [STATELESS],
         "capabilities": {"tools": {}},
         "resultType": "complete",
         "ttlMs": 0,

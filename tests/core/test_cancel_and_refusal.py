@@ -138,13 +138,13 @@ def test_a_notification_of_no_mcp_revision_still_arrives() -> None:
     assert [type(e) for e in drain(client)] == [NotificationReceived]
 
 
-MODERN_ONLY = ("server/discover", "subscriptions/listen")
+STATELESS_ONLY = ("server/discover", "subscriptions/listen")
 LISTEN = {"notifications": {"toolsListChanged": True}}
 
 
 @pytest.mark.parametrize("version", HANDSHAKE_REVISIONS)
-@pytest.mark.parametrize("method", MODERN_ONLY)
-def test_modern_only_methods_are_not_found_inside_a_handshake_session(
+@pytest.mark.parametrize("method", STATELESS_ONLY)
+def test_stateless_only_methods_are_not_found_inside_a_handshake_session(
     version: str, method: str
 ) -> None:
     # No handshake revision has them: -32601 (not "params._meta is required"), both
@@ -160,13 +160,13 @@ def test_modern_only_methods_are_not_found_inside_a_handshake_session(
         assert method in answer["error"]["message"]
 
 
-@pytest.mark.parametrize("method", MODERN_ONLY)
-def test_modern_only_methods_keep_their_meaning_with_modern_meta_or_no_session(
+@pytest.mark.parametrize("method", STATELESS_ONLY)
+def test_stateless_only_methods_keep_their_meaning_with_stateless_meta_or_no_session(
     method: str,
 ) -> None:
     meta = {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}
     params = {"_meta": meta, **(LISTEN if method != "server/discover" else {})}
-    # A request carrying modern _meta is served statelessly, inside a session or not.
+    # A request carrying stateless _meta is served statelessly, inside a session or not.
     server = ready_server("2025-06-18")
     server.receive_message(request(1, method, params))
     [answer] = server.messages_to_send()

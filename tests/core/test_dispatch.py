@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from sansio_mcp import NEED_DATA, MCPError, RequestReceived, ServerSession
 from sansio_mcp.runtime import Context, Server, answer_request
 from sansio_mcp.runtime._driver import Driver
-from tests.modern.helpers import HarnessHost
+from tests.stateless.helpers import HarnessHost
 
 Spawned = list[tuple[Any, Callable[[], Awaitable[None]]]]
 

@@ -32,7 +32,7 @@ from sansio_mcp._versions import (
     REVISIONS,
 )
 
-MODERN_META = {
+STATELESS_META = {
     META_PROTOCOL_VERSION: "2026-07-28",
     META_CLIENT_CAPABILITIES: {},
     META_CLIENT_INFO: CLIENT_INFO,
@@ -44,7 +44,7 @@ def call(era: str, id_: Any, method: str = "tools/list", params: Any = None) -> 
     """A request of ``era``: a stateless one carries its ``_meta``."""
     params = dict(params or {})
     if era == "stateless":
-        params["_meta"] = MODERN_META
+        params["_meta"] = STATELESS_META
     return request(id_, method, params)
 
 

@@ -657,14 +657,14 @@ if _DISCOVER is not None:
 # through the same gate (and table) as the session's own requests.
 _STATELESS_REQUEST = getattr(Trigger, "RECV_STATELESS_REQUEST", None)
 if _STATELESS_REQUEST is not None:
-    _MODERN_META = {
+    _STATELESS_META = {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
     }
     CLIENT_ACTIONS[_STATELESS_REQUEST] = SERVER_ACTIONS[_STATELESS_REQUEST] = (
         RECEIVE,
-        _receive(request("s", "tools/list", {"_meta": _MODERN_META})),
+        _receive(request("s", "tools/list", {"_meta": _STATELESS_META})),
     )
 
 #: (role, state) pairs no sequence of public calls reaches.

@@ -12,9 +12,9 @@ from sansio_mcp import ServerSession, _http_headers
 from sansio_mcp.http import HTTPRequest, StreamableHTTPServer
 from sansio_mcp.runtime import Server
 
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 META = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/protocolVersion": STATELESS,
     "io.modelcontextprotocol/clientCapabilities": {},
     "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
 }
@@ -38,7 +38,7 @@ def _call(machine: StreamableHTTPServer, header: str, request_id: int) -> int:
         "host": "127.0.0.1",
         "content-type": "application/json",
         "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": MODERN,
+        "mcp-protocol-version": STATELESS,
         "mcp-method": "tools/call",
         "mcp-name": "t",
         f"mcp-param-{header}": "eu",

@@ -538,7 +538,7 @@ def test_the_command_says_why_it_cannot_listen(tmp_path: Any, backend: str) -> N
 
 @pytest.mark.parametrize("version", ["2024-11-05", "2025-06-18", "2025-11-25", None])
 @pytest.mark.parametrize("method", ["subscriptions/listen", "server/discover"])
-def test_modern_only_methods_are_not_found_for_a_handshake_client(
+def test_stateless_only_methods_are_not_found_for_a_handshake_client(
     version: str | None, method: str
 ) -> None:
     # Its revision has no such method: -32601 with HTTP 200, as its other errors go.

@@ -385,9 +385,9 @@ async def test_refused_probes_are_not_warnings(
     caplog.set_level("DEBUG", logger="sansio_mcp")
     async with httpx.AsyncClient(timeout=10) as http:
         for method in ("resources/list", "prompts/list", "completion/complete"):
-            modern = {"mcp-protocol-version": "2026-07-28", "mcp-method": method}
+            stateless = {"mcp-protocol-version": "2026-07-28", "mcp-method": method}
             body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {"_meta": meta}}
-            got = await http.post(endpoint, json=body, headers=base | modern)
+            got = await http.post(endpoint, json=body, headers=base | stateless)
             assert got.json()["error"]["code"] == -32601
             legacy = {"mcp-protocol-version": "2025-06-18"}
             body = {"jsonrpc": "2.0", "id": 2, "method": method, "params": {}}

@@ -83,7 +83,7 @@ async def test_schemas_are_the_upstreams_own(setup: Setup, mode: str) -> None:
         assert mine == {**tool, "name": f"example.{tool['name']}"}
 
 
-async def test_modern_listing_freshness(gateway_url: str) -> None:
+async def test_stateless_listing_freshness(gateway_url: str) -> None:
     async with open_http_client(gateway_url, headers=AUTH, mode="modern") as client:
         result = await client.send_request("tools/list")
         assert result["cacheScope"] == "private" and result["ttlMs"] > 0
@@ -244,7 +244,7 @@ async def test_answers_and_questions_fit_the_clients_revision(setup: Setup) -> N
     assert schema.errors("ElicitRequest", form) == []
 
 
-def test_a_url_elicitation_error_reaches_a_modern_client_as_input_required(
+def test_a_url_elicitation_error_reaches_a_stateless_client_as_input_required(
     setup: Setup,
 ) -> None:
     """2026-07-28 may not emit -32042: the upstream's URL elicitation error becomes

@@ -22,7 +22,7 @@ from sansio_mcp_apps.gateway import ConnectorConfig, parse_config
 from .conftest import BACKENDS, serve_gateway, serve_router_on, wait_ready
 
 ADAPTERS = [f"{name}_adapters" for name in BACKENDS]
-MODERN = {"mcp-protocol-version": "2026-07-28"}
+STATELESS = {"mcp-protocol-version": "2026-07-28"}
 HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 
 
@@ -96,7 +96,7 @@ async def _two_rounds(backend: Any, adapters: str) -> Any:
 
 
 @pytest.mark.parametrize("adapters", ADAPTERS)
-def test_a_modern_client_answers_two_questions_of_a_handshake_upstream(adapters: str) -> None:
+def test_a_stateless_client_answers_two_questions_of_a_handshake_upstream(adapters: str) -> None:
     backend = importlib.import_module(adapters).BACKEND
     result, left = backend.run(_two_rounds, backend, adapters)
     assert result["structuredContent"] == {
@@ -108,7 +108,7 @@ def test_a_modern_client_answers_two_questions_of_a_handshake_upstream(adapters:
 
 async def _post(http: Any, url: str, key: str, params: dict[str, Any]) -> dict[str, Any]:
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
-    headers = HEADERS | MODERN | {"mcp-method": "tools/call", "mcp-name": params["name"]}
+    headers = HEADERS | STATELESS | {"mcp-method": "tools/call", "mcp-name": params["name"]}
     headers["authorization"] = f"Bearer {key}"
     return _decode(await http.post(url, json=body, headers=headers))
 
@@ -331,7 +331,7 @@ def test_replicas_of_the_command_share_parked_calls(tmp_path: Any, redis_url: st
             "arguments": {"questions": ["one?", "two?"]},
             "_meta": _meta({"elicitation": {}}),
         }
-        headers = HEADERS | MODERN | {"mcp-method": "tools/call", "mcp-name": "old.survey"}
+        headers = HEADERS | STATELESS | {"mcp-method": "tools/call", "mcp-name": "old.survey"}
         headers["authorization"] = "Bearer alice"
         url, params, answers = a, call, []
         for _ in range(3):

@@ -119,7 +119,7 @@ def test_python_sdk_clients_at_a_virtual_mcp(setup: Setup, mode: str) -> None:
     anyio.run(body, backend="asyncio")
 
 
-def test_python_sdk_modern_client(setup: Setup) -> None:
+def test_python_sdk_stateless_client(setup: Setup) -> None:
     elicitation = Elicitation("sdk: ")
 
     async def body() -> None:
@@ -172,7 +172,7 @@ def test_typescript_sdk_client(setup: Setup, mode: str) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_sdk_modern_clients_answer_handshake_upstreams(backend: str, tmp_path: Path) -> None:
+def test_sdk_stateless_clients_answer_handshake_upstreams(backend: str, tmp_path: Path) -> None:
     """Questions across eras: handshake-era upstreams (the example server at a
     handshake revision, server-everything) ask mid-call; the Python SDK's 2026-07-28
     client answers by MRTR, two rounds for a survey of two, and sampling too; the

@@ -338,13 +338,13 @@ async def test_server_everythings_task_runs_for_a_core_tasks_client(setup: Setup
         result = await task.result()
     async with open_http_client(
         setup.url, headers=auth, protocol_version="2026-07-28", handlers=handlers
-    ) as modern:
-        modern_names = {t["name"] for t in await modern.list_tools()}
+    ) as stateless:
+        stateless_names = {t["name"] for t in await stateless.list_tools()}
     assert listed[tool] == {"taskSupport": "required"}
     assert task.task_id.startswith("gwt-")
     assert asked and "multiple interpretations" in asked[0]
     assert "the gateway's view" in json.dumps(result)
-    assert tool not in modern_names and "everything.echo" in modern_names
+    assert tool not in stateless_names and "everything.echo" in stateless_names
 
 
 async def _across_replicas(backend: Any, adapters: str, stores_url: str | None) -> Any:

@@ -154,7 +154,7 @@ def test_virtual_mcps_call_log_and_metrics(adapters: str, tmp_path: Path) -> Non
     # declaration the gateway cannot know, is told what is needed: -32021, unasked.
     assert got["modern", "elicit", "ka"] == {"action": "accept", "answer": "yes"}
     assert got["legacy", "elicit", "ka"] == (-32021, {"requiredCapabilities": {"elicitation": {}}})
-    assert len(got["asked"]) == 2  # the modern client's two calls, no legacy one
+    assert len(got["asked"]) == 2  # the stateless client's two calls, no legacy one
     assert got["status", "/vb", "ka"] == 403  # another virtual MCP's key
     assert got["status", "", "ka"] == 403  # a virtual MCP's key on /mcp
     assert got["status", "/va", None] == 401
@@ -180,7 +180,7 @@ def test_virtual_mcps_call_log_and_metrics(adapters: str, tmp_path: Path) -> Non
         for s in families["gateway_tool_call_duration_seconds"].samples
         if s.name.endswith("_count") and s.labels["connector"] == "a"
     ]
-    # Each modern elicit is two rounds: input_required, then the answer.
+    # Each stateless elicit is two rounds: input_required, then the answer.
     assert calls[("a", "elicit", "input_required")] == 2
     assert counts == [14]
     up = {s.labels["connector"]: s.value for s in families["gateway_upstream_up"].samples}
@@ -347,7 +347,7 @@ def test_a_key_opens_its_own_endpoints_only(
 
 
 async def _call_given_up(backend: Any, adapters: str, tmp: Path) -> list[dict[str, Any]]:
-    """A modern client calls ``slow`` and goes away before it ends: the call log."""
+    """A stateless client calls ``slow`` and goes away before it ends: the call log."""
     http_client = importlib.import_module(f"{adapters}.http_client")
     async with backend.open_task_group() as group:
         example = build_server()

@@ -1,6 +1,6 @@
 """An ``mcp`` SDK (``MCPServer``) peer whose tools need client input, run over stdio.
 
-Used by ``test_modern_interop.py``: our Trio client talks to it on 2026-07-28,
+Used by ``test_stateless_interop.py``: our Trio client talks to it on 2026-07-28,
 where every question is a multi round-trip (MRTR) ``input_required`` round.
 Two ways the SDK offers to write such a tool are both covered:
 

@@ -569,7 +569,7 @@ def _texts(result: dict[str, Any]) -> str:
 @pytest.mark.parametrize("protocol_version", [*REVISIONS, "2026-07-28", "auto"])
 async def test_trio_client_against_sdk_server(protocol_version: str) -> None:
     """Every revision the SDK server speaks; ``auto`` must discover 2026-07-28."""
-    modern = protocol_version in ("2026-07-28", "auto")
+    stateless = protocol_version in ("2026-07-28", "auto")
     sampled: list[dict[str, Any]] = []
     elicited: list[dict[str, Any]] = []
     roots_asked: list[int] = []
@@ -597,10 +597,10 @@ async def test_trio_client_against_sdk_server(protocol_version: str) -> None:
         async with open_stdio_client(
             [sys.executable, str(SDK_SERVER)], handlers=handlers, cwd=REPO, **version_option
         ) as client:
-            assert client.protocol_version == ("2026-07-28" if modern else protocol_version)
-            assert client.session.is_stateless is modern
+            assert client.protocol_version == ("2026-07-28" if stateless else protocol_version)
+            assert client.session.is_stateless is stateless
             assert client.server_info == {"name": "sdk-interop-server", "version": "1.2.3"}
-            if not modern:
+            if not stateless:
                 assert client.instructions == "An mcp SDK peer for interop tests."
             assert {"tools", "resources", "prompts"} <= set(client.server_capabilities)
             await client.ping()  # server/discover on 2026-07-28
@@ -640,7 +640,7 @@ async def test_trio_client_against_sdk_server(protocol_version: str) -> None:
             found = await client.call_tool("resolve_roots", {})
             assert _texts(found) == "file:///work/trio-project"
             assert roots_asked == [1]
-            if modern or protocol_version >= "2025-06-18":
+            if stateless or protocol_version >= "2025-06-18":
                 asked = await client.call_tool("resolve_user", {"question": "favourite colour?"})
                 assert _texts(asked) == "user said blue"
                 (params,) = elicited
@@ -654,7 +654,7 @@ async def test_trio_client_against_sdk_server(protocol_version: str) -> None:
                 assert elicited == []
             del sampled[:], elicited[:], roots_asked[:]
 
-            if not modern:
+            if not stateless:
                 # The same through the SDK Context, which only has a back-channel on a
                 # handshake session.
                 modelled = await client.call_tool("ask_model", {"prompt": "again"})
@@ -702,7 +702,7 @@ async def test_trio_client_against_sdk_server(protocol_version: str) -> None:
             )
             assert completion["values"] == ["python", "perl"]
 
-            if modern:
+            if stateless:
                 # subscriptions/listen: only the URIs asked for come through.
                 async with client.listen(resource_uris=["sdk://greeting"]) as events:
                     for uri in ("sdk://blob", "sdk://greeting"):

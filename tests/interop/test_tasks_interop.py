@@ -53,7 +53,7 @@ from .conftest import REPO, http_server
 
 pytestmark = [pytest.mark.interop]
 
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 BUDGET = 30
 SERVER = [sys.executable, str(REPO / "examples" / "tasks_server.py"), "--serve"]
 
@@ -170,7 +170,7 @@ def _targets(http_url: str | None) -> Any:
     return StdioServerParameters(command=SERVER[0], args=SERVER[1:], cwd=str(REPO))
 
 
-@pytest.mark.parametrize("mode", [MODERN, "legacy"])
+@pytest.mark.parametrize("mode", [STATELESS, "legacy"])
 def test_sdk_client_without_the_extension(mode: str) -> None:
     async def body() -> None:
         async with SDKClient(_targets(None), mode=mode) as client:
@@ -179,7 +179,7 @@ def test_sdk_client_without_the_extension(mode: str) -> None:
             assert text(quick) == "long job done: 2 steps in 0.1 s"
             with pytest.raises(SDKError) as caught:
                 await client.call_tool("approve_job", {"job": "deploy"})
-            if mode == MODERN:
+            if mode == STATELESS:
                 assert caught.value.error.code == -32021
                 assert caught.value.error.data == {
                     "requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}
@@ -203,7 +203,7 @@ def test_sdk_client_with_a_tasks_extension(wire: str, request: pytest.FixtureReq
 
     async def body() -> None:
         async with SDKClient(
-            _targets(url), mode=MODERN, extensions=[tasks], elicitation_callback=approve
+            _targets(url), mode=STATELESS, extensions=[tasks], elicitation_callback=approve
         ) as client:
             done = await client.call_tool("long_job", {"seconds": 0.2, "steps": 2})
             assert text(done) == "long job done: 2 steps in 0.2 s"
@@ -246,7 +246,7 @@ def test_ts_sdk_client(http_url: str) -> None:
     ):
         pytest.skip("run `npm ci` for the TypeScript SDK client")
     steps = _node_steps(TS_CLIENT, http_url)
-    assert steps["version"]["ok"] == MODERN
+    assert steps["version"]["ok"] == STATELESS
     assert steps["long_job"]["ok"] == "long job done: 2 steps in 0.1 s"
     assert steps["approve_job"]["code"] == -32021
     assert steps["tasks/get undeclared"]["code"] == -32021

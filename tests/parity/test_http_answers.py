@@ -18,7 +18,7 @@ from sansio_mcp._versions import META_CLIENT_CAPABILITIES, META_CLIENT_INFO, MET
 
 from .harness import BACKEND_NAMES, INITIALIZE, POST_HEADERS, parity_server, raw_request, serving
 
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 
 
 def raw_post(port: int, headers: dict[str, str], body: Any) -> tuple[int, dict[str, str], bytes]:
@@ -112,13 +112,13 @@ def test_older_sessions_and_batches(server_backend: str) -> None:
         assert sorted(a["id"] for a in answers) == [5, 6]
 
 
-def modern_call(request_id: int, tool: str, arguments: dict[str, Any], **meta: Any) -> Any:
+def stateless_call(request_id: int, tool: str, arguments: dict[str, Any], **meta: Any) -> Any:
     message = call(
         request_id,
         tool,
         arguments,
         **{
-            META_PROTOCOL_VERSION: MODERN,
+            META_PROTOCOL_VERSION: STATELESS,
             META_CLIENT_CAPABILITIES: {},
             META_CLIENT_INFO: {"name": "raw-parity-client", "version": "0"},
             **meta,
@@ -126,7 +126,7 @@ def modern_call(request_id: int, tool: str, arguments: dict[str, Any], **meta: A
     )
     headers = {
         **POST_HEADERS,
-        "mcp-protocol-version": MODERN,
+        "mcp-protocol-version": STATELESS,
         "mcp-method": "tools/call",
         "mcp-name": tool,
     }
@@ -136,10 +136,10 @@ def modern_call(request_id: int, tool: str, arguments: dict[str, Any], **meta: A
 @pytest.mark.parametrize("server_backend", BACKEND_NAMES)
 def test_stateless_answers(server_backend: str) -> None:
     with serving(server_backend, "http", parity_server()) as port:
-        quick = assert_plain_json(raw_post(port, *modern_call(7, "echo", {"message": "yo"})))
+        quick = assert_plain_json(raw_post(port, *stateless_call(7, "echo", {"message": "yo"})))
         assert quick["id"] == 7 and quick["result"]["content"][0]["text"] == "yo"
 
-        slow = modern_call(8, "slow", {"seconds": 0.05, "steps": 1}, progressToken="t")
+        slow = stateless_call(8, "slow", {"seconds": 0.05, "steps": 1}, progressToken="t")
         streamed = assert_sse(raw_post(port, *slow))
         assert [json.loads(e.data).get("method") for e in streamed] == [
             "notifications/progress",

@@ -25,7 +25,7 @@ from .harness import BACKENDS, CountingProxy, parity_server, run, serving, url_f
 
 BUDGET = 20.0
 CALLS = 12
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 
 
 async def _echo_calls(client: Any, count: int, tag: str = "", tool: str = "echo") -> None:
@@ -42,7 +42,7 @@ def test_sequential_calls_share_one_connection(pair: tuple[str, str], mode: str)
     async def body(proxy: CountingProxy) -> None:
         async with backend.connect([], url_for("http", proxy.port), "http", mode=mode) as client:
             await _echo_calls(client, CALLS)
-            # Modern: one connection for everything.  Legacy: the POSTs' connection,
+            # Stateless: one connection for everything.  Legacy: the POSTs' connection,
             # the GET stream's own, and at most one more for a POST sent while the
             # first was busy (notifications/initialized racing the GET).
             assert proxy.accepted <= (1 if mode == "modern" else 3), proxy.accepted
@@ -129,7 +129,7 @@ def test_a_connection_closed_while_idle_is_replaced(backend: str) -> None:
 # An answer that breaks off is not sent again ---------------------------------------------
 
 DISCOVERED = {
-    "supportedVersions": [MODERN],
+    "supportedVersions": [STATELESS],
     "capabilities": {"tools": {}},
     "serverInfo": {"name": "truncating", "version": "0"},
     "resultType": "complete",

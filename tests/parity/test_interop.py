@@ -109,7 +109,7 @@ def test_sdk_server(backend: str, protocol_version: str) -> None:
     progress, resolvers (server-to-client requests, or MRTR rounds), resources,
     prompts, completion, and (2026-07-28) subscriptions/listen."""
     api = BACKENDS[backend]
-    modern = protocol_version == "2026-07-28"
+    stateless = protocol_version == "2026-07-28"
     recorder = Recorder(f"{backend}-model")
 
     async def body() -> None:
@@ -122,7 +122,7 @@ def test_sdk_server(backend: str, protocol_version: str) -> None:
             cwd=REPO,
         ) as client:
             assert client.protocol_version == protocol_version
-            assert client.session.is_stateless is modern
+            assert client.session.is_stateless is stateless
             assert client.server_info == {"name": "sdk-interop-server", "version": "1.2.3"}
             await client.ping()
 
@@ -156,7 +156,7 @@ def test_sdk_server(backend: str, protocol_version: str) -> None:
             )
             assert completion["values"] == ["python", "perl"]
 
-            if modern:
+            if stateless:
                 async with client.listen(resource_uris=["sdk://greeting"]) as events:
                     for uri in ("sdk://blob", "sdk://greeting"):
                         await client.call_tool("touch", {"uri": uri})

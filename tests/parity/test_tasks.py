@@ -24,7 +24,7 @@ from sansio_mcp_testing.schemas import OfficialSchema, find_schema, missing_sche
 
 from .harness import BACKEND_NAMES, BACKENDS, POST_HEADERS, run, serving, url_for
 
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 TASKS = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}}
 
@@ -119,7 +119,7 @@ def task_server(probe: Probe, **options: Any) -> Server:
 
 def _message(method: str, params: dict[str, Any], caps: dict[str, Any] | None) -> dict[str, Any]:
     meta = {
-        META_PROTOCOL_VERSION: MODERN,
+        META_PROTOCOL_VERSION: STATELESS,
         META_CLIENT_CAPABILITIES: TASKS if caps is None else caps,
         META_CLIENT_INFO: {"name": "tasks-test", "version": "1"},
     }

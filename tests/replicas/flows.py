@@ -19,7 +19,7 @@ from replica_service import Replica, example_replicas, write_key_file
 
 from sansio_mcp._tasks import TASKS_EXTENSION
 from tests.auth.test_task_owners import _message
-from tests.transports.helpers import POST_HEADERS, modern_headers, modern_request
+from tests.transports.helpers import POST_HEADERS, stateless_headers, stateless_request
 
 CAPABILITIES = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
 APPROVE = {"action": "accept", "content": {"approve": True}}
@@ -28,8 +28,8 @@ TIMEOUT = 30.0
 
 
 def _post(method: str, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
-    message = modern_request(method, params, capabilities=CAPABILITIES)
-    headers = {**POST_HEADERS, **modern_headers(message)}
+    message = stateless_request(method, params, capabilities=CAPABILITIES)
+    headers = {**POST_HEADERS, **stateless_headers(message)}
     if method.startswith("tasks/"):
         headers["Mcp-Name"] = params["taskId"]
     return message, headers

@@ -8,13 +8,13 @@ from typing import Any
 import httpx
 
 from tests.auth.test_task_owners import _message
-from tests.transports.helpers import POST_HEADERS, modern_headers, modern_request
+from tests.transports.helpers import POST_HEADERS, stateless_headers, stateless_request
 
 #: What a 2026-07-28 client declares so the example server may ask it questions.
 CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}}, "sampling": {}}
 
 
-def modern_round(
+def stateless_round(
     url: str,
     name: str,
     arguments: dict[str, Any],
@@ -29,8 +29,8 @@ def modern_round(
         params["requestState"] = state
     if responses is not None:
         params["inputResponses"] = responses
-    message = modern_request("tools/call", params, capabilities=CAPABILITIES)
-    headers = {**POST_HEADERS, **modern_headers(message)}
+    message = stateless_request("tools/call", params, capabilities=CAPABILITIES)
+    headers = {**POST_HEADERS, **stateless_headers(message)}
     if token is not None:
         headers["authorization"] = f"Bearer {token}"
     response = httpx.post(url, json=message, headers=headers, timeout=30)
@@ -46,11 +46,11 @@ def elicit_across(
     first: str, second: str, *, token: str | None = None, second_token: str | None = None
 ) -> dict[str, Any]:
     """``elicit``'s first round at ``first``, its second at ``second``: the second's answer."""
-    asked = modern_round(first, "elicit", {"question": "colour?"}, token=token)
+    asked = stateless_round(first, "elicit", {"question": "colour?"}, token=token)
     result = asked["result"]
     assert result["resultType"] == "input_required", asked
     assert result["inputRequests"]["input-1"]["method"] == "elicitation/create"
-    return modern_round(
+    return stateless_round(
         second,
         "elicit",
         {"question": "colour?"},

@@ -19,7 +19,7 @@ from peers import cli_command
 from redis_service import RedisService
 from replica_service import example_replicas, write_key_file
 
-from .rounds import modern_round
+from .rounds import stateless_round
 from .test_round_robin_sdk import Answers, run_sdk
 
 pytest.importorskip("a2a")
@@ -28,7 +28,7 @@ from tests.a2a_bridge.conftest import running_agent
 
 pytestmark = [pytest.mark.interop, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +78,7 @@ def test_a_handle_minted_on_one_bridge_replica_is_used_on_the_others(
         example_replicas(tmp_path, [ring] * count, extra=extra, program=bridge) as replicas,
         nginx_in_front([r.port for r in replicas], tmp_path / "nginx") as nginx,
     ):
-        run_sdk(nginx, MODERN, body)
+        run_sdk(nginx, STATELESS, body)
         # Each request at the next replica: the answer to the agent's question too.
         sends = nginx.upstreams("tools/call", "a2a_send_message", count=3)
         assert len(sends) == 3 and sends[0] != sends[1]
@@ -87,5 +87,5 @@ def test_a_handle_minted_on_one_bridge_replica_is_used_on_the_others(
         assert set(served) == {r.upstream for r in replicas}
         # Every replica, addressed directly, resolves the handle another minted.
         for replica in replicas:
-            got = modern_round(replica.url, "a2a_get_task", {"taskHandle": found["taskHandle"]})
+            got = stateless_round(replica.url, "a2a_get_task", {"taskHandle": found["taskHandle"]})
             assert got["result"]["structuredContent"]["a2aState"] == "TASK_STATE_COMPLETED", got

@@ -33,7 +33,7 @@ from tests.gateway.conftest import handshake_example_connector
 from tests.gateway.test_sdk_clients import _ts_client
 
 from .flows import by_upstream
-from .rounds import modern_round
+from .rounds import stateless_round
 from .test_round_robin_sdk import QUESTIONS, Answers, run_sdk
 
 pytestmark = [pytest.mark.interop, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
@@ -115,14 +115,14 @@ def test_a_gateway_replica_killed_while_it_holds_a_parked_call(
     live replica, fails with -32603 naming the dead one; calling again works."""
     with gateways(tmp_path, 2, redis_service.url, keys[0]) as (replicas, nginx):
         url = f"{nginx.base}/mcp"
-        asked = modern_round(url, "old.survey", {"questions": ["one?"]})["result"]
+        asked = stateless_round(url, "old.survey", {"questions": ["one?"]})["result"]
         assert asked["resultType"] == "input_required", asked
         holder = by_upstream(replicas, nginx.upstreams("tools/call", "old.survey", count=1)[-1])
         os.kill(holder.process.pid, signal.SIGKILL)
         assert holder.process.wait(timeout=60) == -signal.SIGKILL
         [key] = asked["inputRequests"]
         answer = {key: {"action": "accept", "content": {"answer": "late"}}}
-        retried = modern_round(
+        retried = stateless_round(
             url,
             "old.survey",
             {"questions": ["one?"]},
@@ -134,5 +134,5 @@ def test_a_gateway_replica_killed_while_it_holds_a_parked_call(
             f"the gateway replica holding this parked call ({holder.replica_id}) did not take "
             "the retry within 5 s"
         )
-        again = modern_round(url, "old.survey", {"questions": ["one?"]})["result"]
+        again = stateless_round(url, "old.survey", {"questions": ["one?"]})["result"]
         assert again["resultType"] == "input_required"

@@ -25,7 +25,7 @@ import pytest
 from redis_service import RedisService
 
 from .flows import APPROVE, TIMEOUT, behind_nginx, by_upstream, listening, parked_task, result
-from .rounds import modern_round
+from .rounds import stateless_round
 
 pytestmark = pytest.mark.interop
 
@@ -91,7 +91,7 @@ def test_a_replica_killed_mid_call_ran_the_tool_once(
     ):
         url = f"{nginx.base}/mcp"
         arguments = {"path": str(counter), "seconds": TIMEOUT}
-        pending = pool.submit(modern_round, url, "count_then_wait", arguments)
+        pending = pool.submit(stateless_round, url, "count_then_wait", arguments)
         [pid] = runs(counter, 1, pending)
         [running] = [r for r in replicas if r.process.pid == int(pid)]
         os.kill(running.process.pid, signal.SIGKILL)
@@ -103,7 +103,7 @@ def test_a_replica_killed_mid_call_ran_the_tool_once(
         assert tried == running.upstream  # one upstream tried, no other
         # Calls after it land on live replicas (a refused connect is passed on).
         for n in range(count):
-            added = modern_round(url, "add", {"a": n, "b": 1})
+            added = stateless_round(url, "add", {"a": n, "b": 1})
             assert added["result"]["structuredContent"] == {"sum": n + 1}
         assert counter.read_text().split() == [pid]
 
@@ -131,7 +131,7 @@ def test_the_control_with_non_idempotent_nginx_runs_a_killed_call_again(
         ThreadPoolExecutor(1) as pool,
     ):
         arguments = {"path": str(counter), "seconds": TIMEOUT}
-        pending = pool.submit(modern_round, f"{nginx.base}/mcp", "count_then_wait", arguments)
+        pending = pool.submit(stateless_round, f"{nginx.base}/mcp", "count_then_wait", arguments)
         for n in (1, 2):
             pid = runs(counter, n, pending)[-1]
             os.kill(int(pid), signal.SIGKILL)

@@ -11,7 +11,7 @@ from nginx_service import nginx_in_front
 from peers import free_port, run_cli
 from replica_service import example_replicas, serving_command, write_key_file
 
-from .rounds import elicit_across, modern_round
+from .rounds import elicit_across, stateless_round
 
 DONE = {"action": "accept", "answer": "teal"}
 
@@ -26,7 +26,7 @@ def test_replicas_on_a_redis_store_behind_nginx(
         nginx_in_front([a.port, b.port], tmp_path / "nginx") as nginx,
     ):
         url = f"{nginx.base}/mcp"
-        added = modern_round(url, "add", {"a": 1, "b": 2})
+        added = stateless_round(url, "add", {"a": 1, "b": 2})
         assert added["result"]["structuredContent"] == {"sum": 3}
         assert elicit_across(url, url)["result"]["structuredContent"] == DONE
         assert elicit_across(a.url, b.url)["result"]["structuredContent"] == DONE

@@ -26,7 +26,7 @@ from sansio_mcp_apps.example_server import TOOL_NAMES
 
 pytestmark = [pytest.mark.interop, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
 
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 #: Seconds for one SDK session, start to end.
 BUDGET = 60
 QUESTIONS = ["colour?", "number?", "season?"]
@@ -67,7 +67,7 @@ def run_sdk(
                 elicitation_callback=answers.elicitation,
                 sampling_callback=answers.sampling,
             ) as client:
-                assert client.protocol_version == ("2025-11-25" if mode == "legacy" else MODERN)
+                assert client.protocol_version == ("2025-11-25" if mode == "legacy" else STATELESS)
                 await body(client, answers)
 
     anyio.run(session, backend="asyncio")
@@ -82,7 +82,7 @@ def assert_round_robin(nginx: Nginx, replicas: list[Replica], rounds: list[str])
 
 
 @pytest.mark.parametrize("count", [2, 3])
-@pytest.mark.parametrize("mode", ["auto", MODERN])
+@pytest.mark.parametrize("mode", ["auto", STATELESS])
 def test_python_sdk_client_round_robin_with_a_shared_key_file(
     count: int, mode: str, tmp_path: Path, keys: tuple[bytes, bytes]
 ) -> None:
@@ -134,7 +134,7 @@ def test_python_sdk_client_round_robin_without_a_shared_key_fails_the_second_rou
         example_replicas(tmp_path, [None, None]) as replicas,
         nginx_in_front([r.port for r in replicas], tmp_path / "nginx") as nginx,
     ):
-        run_sdk(nginx, MODERN, body)
+        run_sdk(nginx, STATELESS, body)
         rounds = nginx.upstreams("tools/call", "survey", count=2)
         assert len(rounds) == 2 and rounds[0] != rounds[1]
 
@@ -156,7 +156,7 @@ def test_python_sdk_client_round_robin_during_a_rotation(
         example_replicas(tmp_path, rings) as replicas,
         nginx_in_front([r.port for r in replicas], tmp_path / "nginx") as nginx,
     ):
-        run_sdk(nginx, MODERN, body)
+        run_sdk(nginx, STATELESS, body)
         assert_round_robin(
             nginx, replicas, nginx.upstreams("tools/call", "survey", count=len(QUESTIONS) + 1)
         )

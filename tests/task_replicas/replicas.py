@@ -17,7 +17,7 @@ from sansio_mcp.runtime._tasks import TaskRunner
 from sansio_mcp_apps.example_server import add_task_tools
 from tests.auth.test_http import Backend
 from tests.auth.test_task_owners import _message
-from tests.transports.helpers import POST_HEADERS, modern_headers, modern_request
+from tests.transports.helpers import POST_HEADERS, stateless_headers, stateless_request
 
 CAPABILITIES = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}
 APPROVE = {"action": "accept", "content": {"approve": True}}
@@ -47,8 +47,10 @@ class Caller:
     async def ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """The JSON-RPC answer (``result`` or ``error``)."""
         self.next_id += 1
-        message = modern_request(method, params, request_id=self.next_id, capabilities=CAPABILITIES)
-        headers = {**POST_HEADERS, **modern_headers(message)}
+        message = stateless_request(
+            method, params, request_id=self.next_id, capabilities=CAPABILITIES
+        )
+        headers = {**POST_HEADERS, **stateless_headers(message)}
         if self.token is not None:
             headers["Authorization"] = f"Bearer {self.token}"
         if method.startswith("tasks/"):

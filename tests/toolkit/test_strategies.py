@@ -45,8 +45,8 @@ def test_every_method_of_every_revision_has_kinds() -> None:
             k.method for k in kinds if k.category == "notification" and k.sender == "server"
         } == set(info.server_notifications)
         assert any(k.category == "error" for k in kinds)
-    modern = message_kinds(STATELESS_REVISIONS[-1], category="result", method="tools/call")
-    assert {k.definition for k in modern} == {"CallToolResult", "InputRequiredResult"}
+    stateless = message_kinds(STATELESS_REVISIONS[-1], category="result", method="tools/call")
+    assert {k.definition for k in stateless} == {"CallToolResult", "InputRequiredResult"}
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=[k.name for k in KINDS])
@@ -91,7 +91,7 @@ def test_oversized_strings_are_oversized(message: Any) -> None:
 
 @SETTINGS
 @given(strategies.requests("2026-07-28"))
-def test_modern_requests_carry_meta(message: Any) -> None:
+def test_stateless_requests_carry_meta(message: Any) -> None:
     meta = message["params"]["_meta"]
     assert meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
     assert isinstance(meta["io.modelcontextprotocol/clientCapabilities"], dict)

@@ -35,7 +35,7 @@ from sansio_mcp.runtime import Context, Server
 from sansio_mcp_apps.example_server import TOOL_NAMES
 from trio_adapters import ClientHandlers
 
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 NEWEST_HANDSHAKE = "2025-11-25"
 EXAMPLE_TOOLS = set(TOOL_NAMES)
 ROOT = {"uri": "file:///work/transport-tests", "name": "transport-tests"}
@@ -220,8 +220,8 @@ def initialize(request_id: int = 1, version: str = NEWEST_HANDSHAKE) -> dict[str
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
-def modern_meta(
-    capabilities: dict[str, Any] | None = None, version: str = MODERN
+def stateless_meta(
+    capabilities: dict[str, Any] | None = None, version: str = STATELESS
 ) -> dict[str, Any]:
     return {
         META_PROTOCOL_VERSION: version,
@@ -230,24 +230,24 @@ def modern_meta(
     }
 
 
-def modern_request(
+def stateless_request(
     method: str,
     params: dict[str, Any] | None = None,
     *,
     request_id: int = 1,
     capabilities: dict[str, Any] | None = None,
-    version: str = MODERN,
+    version: str = STATELESS,
 ) -> dict[str, Any]:
     return {
         "jsonrpc": "2.0",
         "id": request_id,
         "method": method,
-        "params": {**(params or {}), "_meta": modern_meta(capabilities, version)},
+        "params": {**(params or {}), "_meta": stateless_meta(capabilities, version)},
     }
 
 
-def modern_headers(message: dict[str, Any]) -> dict[str, str]:
-    """The SEP-2243 headers mirrored from a modern request body (written out by hand,
+def stateless_headers(message: dict[str, Any]) -> dict[str, str]:
+    """The SEP-2243 headers mirrored from a stateless request body (written out by hand,
     independently of the library's own helper)."""
     params = message["params"]
     headers = {
@@ -450,10 +450,12 @@ async def post(
     return await request(port, "POST", target, {**POST_HEADERS, **(headers or {})}, message)
 
 
-async def post_modern(port: int, message: dict[str, Any], **overrides: str | None) -> RawResponse:
-    """POST a modern request with its mirrored headers; ``overrides`` replace (or,
+async def post_stateless(
+    port: int, message: dict[str, Any], **overrides: str | None
+) -> RawResponse:
+    """POST a stateless request with its mirrored headers; ``overrides`` replace (or,
     with None, drop) individual headers (underscores for dashes)."""
-    headers = {**POST_HEADERS, **modern_headers(message)}
+    headers = {**POST_HEADERS, **stateless_headers(message)}
     for name, value in overrides.items():
         key = next((k for k in headers if k.lower() == name.replace("_", "-").lower()), None)
         if key is not None:

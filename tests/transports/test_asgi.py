@@ -33,22 +33,22 @@ from trio_adapters.http_client import open_http_client
 from .helpers import (
     EXAMPLE_TOOLS,
     INITIALIZED,
-    MODERN,
     NEWEST_HANDSHAKE,
     POST_HEADERS,
+    STATELESS,
     Answers,
     initialize,
-    modern_headers,
-    modern_request,
     post,
     request,
+    stateless_headers,
+    stateless_request,
     texts,
 )
 
 BUDGET = 20
 TARGET = "/tools/mcp"
 QUESTIONS = ["first question?", "second question?"]
-LIST = modern_request("tools/list")
+LIST = stateless_request("tools/list")
 
 
 def url(port: int) -> str:
@@ -143,7 +143,9 @@ async def wait_thread_event(event: threading.Event, timeout: float = 10) -> None
 # Our clients through the mount -------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("mode", "expected"), [("legacy", NEWEST_HANDSHAKE), ("modern", MODERN)])
+@pytest.mark.parametrize(
+    ("mode", "expected"), [("legacy", NEWEST_HANDSHAKE), ("modern", STATELESS)]
+)
 async def test_trio_client_through_starlette_mount(mode: str, expected: str) -> None:
     answers = Answers()
     with uvicorn_serving(build_app()) as port:
@@ -168,7 +170,7 @@ async def test_trio_client_through_starlette_mount(mode: str, expected: str) -> 
                 assert progress == [(i, 3, f"step {i} of 3") for i in (1, 2, 3)]
 
                 # Legacy: server-to-client elicitation requests on the call's stream;
-                # modern: one MRTR round per question.
+                # stateless: one MRTR round per question.
                 rounds: list[Any] = []
                 provide = client.session.provide_input
 
@@ -202,7 +204,9 @@ async def test_trio_client_cancellation_stops_the_handler(mode: str) -> None:
                 assert texts(await client.call_tool("add", {"a": 1, "b": 1})) == "2"
 
 
-@pytest.mark.parametrize(("mode", "expected"), [("legacy", NEWEST_HANDSHAKE), ("modern", MODERN)])
+@pytest.mark.parametrize(
+    ("mode", "expected"), [("legacy", NEWEST_HANDSHAKE), ("modern", STATELESS)]
+)
 def test_asyncio_client_through_starlette_mount(mode: str, expected: str) -> None:
     elicited: list[str] = []
 
@@ -254,12 +258,12 @@ async def test_http_refusals_through_the_mount() -> None:
     app, _ = mounted(block_server(ThreadProbe()), max_body=1024)
     with uvicorn_serving(app) as port:
         with trio.fail_after(BUDGET):
-            modern = {**POST_HEADERS, **modern_headers(LIST)}
-            ok = await request(port, "POST", TARGET, modern, LIST)
+            stateless = {**POST_HEADERS, **stateless_headers(LIST)}
+            ok = await request(port, "POST", TARGET, stateless, LIST)
             assert ok.status == 200
             assert {t["name"] for t in ok.messages()[0]["result"]["tools"]} == {"block", "add"}
 
-            bad_host = await request(port, "POST", TARGET, modern, LIST, host="evil.example")
+            bad_host = await request(port, "POST", TARGET, stateless, LIST, host="evil.example")
             assert bad_host.status == 403
             unknown = await post(
                 port,
@@ -273,16 +277,16 @@ async def test_http_refusals_through_the_mount() -> None:
                 assert refused.status == 405
                 assert refused.headers["allow"] == "POST, GET, DELETE"
             wrong_accept = await request(
-                port, "POST", TARGET, {**modern, "accept": "application/json"}, LIST
+                port, "POST", TARGET, {**stateless, "accept": "application/json"}, LIST
             )
             assert wrong_accept.status == 406
             wrong_type = await request(
-                port, "POST", TARGET, {**modern, "content-type": "text/plain"}, LIST
+                port, "POST", TARGET, {**stateless, "content-type": "text/plain"}, LIST
             )
             assert wrong_type.status == 415
-            too_big = await request(port, "POST", TARGET, modern, b"[" + b" " * 2000 + b"]")
+            too_big = await request(port, "POST", TARGET, stateless, b"[" + b" " * 2000 + b"]")
             assert too_big.status == 413
-            elsewhere = await request(port, "POST", "/tools/other", modern, LIST)
+            elsewhere = await request(port, "POST", "/tools/other", stateless, LIST)
             assert elsewhere.status == 404
 
             # A legacy session works through the mount, and DELETE ends it.

@@ -31,9 +31,9 @@ from .helpers import (
     POST_HEADERS,
     answer_head,
     initialize,
-    modern_headers,
-    modern_request,
     split_at,
+    stateless_headers,
+    stateless_request,
 )
 
 BACKENDS = ["trio", "asyncio"]
@@ -164,13 +164,13 @@ def test_bytes_pushed_on_an_sse_get_stream_stay_bounded(backend: str, fed: dict[
 def test_bytes_pushed_while_a_post_is_answered_stay_bounded(
     backend: str, fed: dict[int, int]
 ) -> None:
-    call = modern_request(
+    call = stateless_request(
         "tools/call",
         {"name": "slow", "arguments": {"seconds": 30, "steps": 30}, "_meta": {}},
     )
     call["params"]["_meta"]["progressToken"] = "p"
     body = json.dumps(call).encode()
-    post = _request("POST", "/mcp", {**POST_HEADERS, **modern_headers(call)}, body)
+    post = _request("POST", "/mcp", {**POST_HEADERS, **stateless_headers(call)}, body)
     with serving(backend, "http", build_server(), limits=LIMITS) as port:
         _push_on_a_stream(port, post, fed)
 
@@ -195,10 +195,10 @@ def test_a_pipelined_request_beyond_the_read_ahead_is_answered_after_the_stream(
 ) -> None:
     """Holding the client back loses nothing: a pipelined request several times the
     read-ahead is read, and answered, once the answer before it is over."""
-    call = modern_request("tools/call", {"name": "slow", "arguments": {"seconds": 0.3}})
+    call = stateless_request("tools/call", {"name": "slow", "arguments": {"seconds": 0.3}})
     call["params"]["_meta"]["progressToken"] = "p"
     first = _request(
-        "POST", "/mcp", {**POST_HEADERS, **modern_headers(call)}, json.dumps(call).encode()
+        "POST", "/mcp", {**POST_HEADERS, **stateless_headers(call)}, json.dumps(call).encode()
     )
     padded = initialize(9)
     padded["params"]["clientInfo"]["description"] = "x" * (8 * READ_AHEAD)

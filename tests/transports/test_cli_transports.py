@@ -19,7 +19,7 @@ from pathlib import Path
 import peers
 import pytest
 
-from .helpers import EXAMPLE_TOOLS, MODERN, NEWEST_HANDSHAKE
+from .helpers import EXAMPLE_TOOLS, NEWEST_HANDSHAKE, STATELESS
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 30
@@ -101,12 +101,12 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     ("transport", "extra", "expected"),
     [
-        pytest.param("http", [], MODERN, id="http-auto"),
+        pytest.param("http", [], STATELESS, id="http-auto"),
         pytest.param(
             "http", ["--protocol-version", NEWEST_HANDSHAKE], NEWEST_HANDSHAKE, id="http-2025"
         ),
         pytest.param("sse", ["--transport", "sse"], NEWEST_HANDSHAKE, id="sse"),
-        pytest.param("ws", [], MODERN, id="ws-auto"),
+        pytest.param("ws", [], STATELESS, id="ws-auto"),
     ],
 )
 def test_inspect_and_call_over_the_network(

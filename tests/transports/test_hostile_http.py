@@ -24,18 +24,18 @@ from trio_adapters.http_server import serve_http, serve_router
 from .helpers import (
     INITIALIZED,
     initialize,
-    modern_headers,
-    modern_request,
-    post_modern,
+    post_stateless,
     raw_exchange,
     serving,
     split_at,
+    stateless_headers,
+    stateless_request,
     statuses,
 )
 
 BUDGET = 20
 MAX_BODY = 4096
-LIST = modern_request("tools/list")
+LIST = stateless_request("tools/list")
 BODY = json.dumps(LIST).encode()
 
 
@@ -60,7 +60,7 @@ GOOD = head() + BODY
 
 
 async def still_serving(port: int) -> None:
-    answer = await post_modern(port, LIST)
+    answer = await post_stateless(port, LIST)
     assert answer.status == 200, answer
     assert answer.messages()[-1]["result"]["tools"]
 
@@ -165,7 +165,7 @@ async def test_a_lone_surrogate_in_a_mirrored_name_is_a_400_not_a_crash() -> Non
     """A JSON "\\ud800" escape in a tool name has no UTF-8 form, so no Mcp-Name header
     can mirror it: the request is refused (-32020 header mismatch) and the server
     goes on serving (it used to die of a UnicodeEncodeError)."""
-    message = modern_request("tools/call", {"name": "echo\ud800", "arguments": {}})
+    message = stateless_request("tools/call", {"name": "echo\ud800", "arguments": {}})
     body = json.dumps(message).encode()  # ensure_ascii: the name travels as "\\ud800"
     assert b"echo\\ud800" in body
     data = head(length=len(body)).replace(b"Mcp-Method: tools/list", b"Mcp-Method: tools/call")
@@ -212,7 +212,7 @@ async def test_pipelined_requests_are_answered_in_order() -> None:
     """Several requests in one write: each is answered, in order, on the connection,
     including after a streaming (SSE) response."""
     messages = [
-        modern_request(
+        stateless_request(
             "tools/call", {"name": "echo", "arguments": {"message": f"m{i}"}}, request_id=i
         )
         for i in range(1, 5)
@@ -220,7 +220,7 @@ async def test_pipelined_requests_are_answered_in_order() -> None:
     data = b""
     for index, message in enumerate(messages):
         body = json.dumps(message).encode()
-        headers = {**modern_headers(message)}
+        headers = {**stateless_headers(message)}
         lines = [
             b"POST /mcp HTTP/1.1",
             b"Host: 127.0.0.1",
@@ -365,7 +365,9 @@ _bodies = st.one_of(
             st.just(initialize()),
             st.just(INITIALIZED),
             st.just(LIST),
-            st.just(modern_request("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})),
+            st.just(
+                stateless_request("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+            ),
             st.builds(
                 lambda method, params, request_id: {
                     "jsonrpc": "2.0",
@@ -396,7 +398,7 @@ def _requests(draw: st.DrawFn, targets: tuple[str, ...] = ("/mcp",)) -> bytes:
     }
     try:
         message = json.loads(body)
-        headers.update({k.lower(): v for k, v in modern_headers(message).items()})
+        headers.update({k.lower(): v for k, v in stateless_headers(message).items()})
     except (ValueError, KeyError, TypeError, AttributeError):
         pass
     if draw(st.booleans()):

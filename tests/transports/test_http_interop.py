@@ -54,9 +54,9 @@ from trio_adapters.sse import open_sse_client
 from .helpers import (
     COUNTER_URI,
     EXAMPLE_TOOLS,
-    MODERN,
     NEWEST_HANDSHAKE,
     ROOT,
+    STATELESS,
     Answers,
     RecordingRouter,
     free_port,
@@ -222,7 +222,7 @@ def test_sdk_client_session_over_streamable_http() -> None:
     assert machine.session_ids == frozenset()
 
 
-@pytest.mark.parametrize("mode", [MODERN, "auto"])
+@pytest.mark.parametrize("mode", [STATELESS, "auto"])
 def test_sdk_client_stateless_http(mode: str) -> None:
     """``mcp.Client`` on 2026-07-28 over ``serve_http``: MRTR rounds answered by the
     SDK's callbacks (one new POST per round) and ``listen()``."""
@@ -234,7 +234,7 @@ def test_sdk_client_stateless_http(mode: str) -> None:
         async def body() -> None:
             url = f"http://127.0.0.1:{port}/mcp"
             async with SDKClient(url, mode=mode, **callbacks.client_options()) as client:
-                assert client.protocol_version == MODERN
+                assert client.protocol_version == STATELESS
                 tools = await client.list_tools()
                 assert {t.name for t in tools.tools} == EXAMPLE_TOOLS
                 added = await client.call_tool("add", {"a": 1, "b": 2})
@@ -316,11 +316,11 @@ def sdk_http_server(mode: str) -> Iterator[int]:
     ("server_mode", "client_mode", "expected"),
     [
         ("stateful", "legacy", NEWEST_HANDSHAKE),
-        ("stateful", "auto", MODERN),
+        ("stateful", "auto", STATELESS),
         ("stateless", "legacy", NEWEST_HANDSHAKE),
-        ("stateless", "auto", MODERN),
+        ("stateless", "auto", STATELESS),
         ("json", "legacy", NEWEST_HANDSHAKE),
-        ("json", "modern", MODERN),
+        ("json", "modern", STATELESS),
     ],
 )
 async def test_our_http_client_against_sdk_server(
@@ -348,7 +348,7 @@ async def test_our_http_client_against_sdk_server(
             readme = await client.read_resource("sdk://greeting")
             assert readme["contents"][0]["text"] == "hello from the SDK"
 
-            if expected == MODERN:
+            if expected == STATELESS:
                 # Era-neutral resolvers: MRTR input_required rounds.
                 user = await client.call_tool("resolve_user", {"question": "who?"})
                 assert texts(user) == "user said answer to who?"
@@ -401,9 +401,9 @@ async def test_our_sse_client_on_2026_07_28_against_sdk_sse_server() -> None:
     answers = Answers()
     with sdk_http_server("sse") as port, trio.fail_after(BUDGET):
         async with open_sse_client(
-            f"http://127.0.0.1:{port}/sse", handlers=answers.handlers(), protocol_version=MODERN
+            f"http://127.0.0.1:{port}/sse", handlers=answers.handlers(), protocol_version=STATELESS
         ) as client:
-            assert client.protocol_version == MODERN
+            assert client.protocol_version == STATELESS
             assert {t["name"] for t in await client.list_tools()} == SDK_TOOLS
             assert texts(await client.call_tool("echo", {"message": "sse"})) == "echo: sse"
             # (Its ask_user tool is not tried: the SDK's server refuses elicitation on a

@@ -13,7 +13,7 @@ from sansio_mcp._replay import ReplayBuffer
 from sansio_mcp._streamable_http import StreamableHTTPServer
 from sansio_mcp_apps.example_server import build_server
 
-from .helpers import modern_headers, modern_request, open_machine_session, post_request
+from .helpers import open_machine_session, post_request, stateless_headers, stateless_request
 
 
 def drain(session: ServerSession) -> list[object]:
@@ -62,11 +62,11 @@ def test_no_session_is_made_only_to_learn_the_versions() -> None:
 
     machine = StreamableHTTPServer(factory)
     assert len(made) == 1
-    message = modern_request("tools/list")
-    exchange = machine.handle(post_request(message, **modern_headers(message)))
+    message = stateless_request("tools/list")
+    exchange = machine.handle(post_request(message, **stateless_headers(message)))
     assert exchange.status == 200
     assert len(made) == 1
-    machine.handle(post_request(message, **modern_headers(message)))
+    machine.handle(post_request(message, **stateless_headers(message)))
     assert len(made) == 2
 
 

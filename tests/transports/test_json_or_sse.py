@@ -21,14 +21,14 @@ from sansio_mcp._streamable_http_client import ResponseReader
 from sansio_mcp._versions import META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION
 from sansio_mcp_apps.example_server import build_server
 
-from .helpers import MODERN, open_machine_session, post_request, received_request
+from .helpers import STATELESS, open_machine_session, post_request, received_request
 
-ERAS = ("2025-11-25", "2025-06-18", MODERN)
+ERAS = ("2025-11-25", "2025-06-18", STATELESS)
 
 
 def session_headers(machine: StreamableHTTPServer, version: str) -> dict[str, str]:
-    if version == MODERN:
-        return {"mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "echo"}
+    if version == STATELESS:
+        return {"mcp-protocol-version": STATELESS, "mcp-method": "tools/call", "mcp-name": "echo"}
     return open_machine_session(machine, version)
 
 
@@ -47,9 +47,9 @@ def test_json_exactly_when_the_answer_came_first(
     machine = StreamableHTTPServer(build_server().create_session, json_response=json_response)
     headers = session_headers(machine, version)
     meta: dict[str, Any] = {"progressToken": "p"}
-    if version == MODERN:
+    if version == STATELESS:
         meta |= {
-            META_PROTOCOL_VERSION: MODERN,
+            META_PROTOCOL_VERSION: STATELESS,
             META_CLIENT_CAPABILITIES: {},
             META_CLIENT_INFO: {"name": "t", "version": "1"},
         }
@@ -108,8 +108,8 @@ def test_json_exactly_when_the_answer_came_first(
     events = []
     while not isinstance(event := parser.next_event(), type):
         events.append(event)
-    primed = version >= "2025-11-25" and version != MODERN
+    primed = version >= "2025-11-25" and version != STATELESS
     assert (events[0].data == "" and events[0].id is not None) == primed
     if primed:
         assert events[0].retry is not None
-    assert all((e.id is None) == (version == MODERN) for e in events)
+    assert all((e.id is None) == (version == STATELESS) for e in events)

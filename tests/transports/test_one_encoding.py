@@ -21,12 +21,12 @@ from sansio_mcp._websocket import WebSocketFraming
 from sansio_mcp_apps.example_server import build_server
 
 from .helpers import (
-    modern_headers,
-    modern_request,
     open_machine_session,
     post_request,
     received_request,
     sse_events,
+    stateless_headers,
+    stateless_request,
 )
 from .test_websocket import _GOOD_HANDSHAKE
 
@@ -86,8 +86,8 @@ def test_a_request_that_is_not_json_changes_nothing() -> None:
 
 def test_a_stateless_answer_is_encoded_once(encodes: list[Any]) -> None:
     machine = StreamableHTTPServer(build_server().create_session)
-    message = modern_request("tools/call", {"name": "echo", "arguments": {"message": "é\n"}})
-    exchange = machine.handle(post_request(message, **modern_headers(message)))
+    message = stateless_request("tools/call", {"name": "echo", "arguments": {"message": "é\n"}})
+    exchange = machine.handle(post_request(message, **stateless_headers(message)))
     assert exchange.session is not None
     request = received_request(exchange.session)
     encodes.clear()

@@ -18,7 +18,14 @@ from sansio_mcp.runtime import Server
 from trio_adapters.http_client import open_http_client
 from trio_adapters.http_server import serve_http, serve_router
 
-from .helpers import MODERN, NEWEST_HANDSHAKE, RecordingRouter, modern_request, post_modern, serving
+from .helpers import (
+    NEWEST_HANDSHAKE,
+    STATELESS,
+    RecordingRouter,
+    post_stateless,
+    serving,
+    stateless_request,
+)
 
 BUDGET = 20
 
@@ -95,7 +102,7 @@ async def test_client_mirrors_annotated_arguments() -> None:
     with trio.fail_after(BUDGET):
         async with serving(serve_router, server, router=router) as port:
             async with open_http_client(url(port), mode="modern") as client:
-                assert client.protocol_version == MODERN
+                assert client.protocol_version == STATELESS
                 # The invalid annotation keeps `scale` out of the list.
                 assert [t["name"] for t in await client.list_tools()] == ["deploy"]
 
@@ -143,7 +150,7 @@ async def test_legacy_session_lists_every_tool_and_sends_no_param_headers() -> N
     assert not any(k.startswith("mcp-param-") for h in router.headers for k in h)
 
 
-CALL = modern_request(
+CALL = stateless_request(
     "tools/call",
     {"name": "deploy", "arguments": {"region": "eu", "count": 7, "dry_run": True}},
 )
@@ -177,7 +184,7 @@ async def test_raw_param_header_rules(overrides: dict[str, str | None], status: 
         headers[name] = value
     with trio.fail_after(BUDGET):
         async with serving(serve_http, header_server()) as port:
-            response = await post_modern(port, CALL, **headers)
+            response = await post_stateless(port, CALL, **headers)
     assert response.status == status, response
     (answer,) = response.messages()
     assert answer["id"] == CALL["id"]
@@ -191,8 +198,8 @@ async def test_raw_param_header_rules(overrides: dict[str, str | None], status: 
 async def test_invalid_annotation_is_not_validated_against_headers() -> None:
     """The server does not demand a header for a number-typed annotation (no valid
     Mcp-Param-* exists for it); the call itself still works when sent raw."""
-    message = modern_request("tools/call", {"name": "scale", "arguments": {"ratio": 1.5}})
+    message = stateless_request("tools/call", {"name": "scale", "arguments": {"ratio": 1.5}})
     with trio.fail_after(BUDGET):
         async with serving(serve_http, header_server()) as port:
-            response = await post_modern(port, message)
+            response = await post_stateless(port, message)
     assert response.status == 200, response

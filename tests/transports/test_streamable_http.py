@@ -29,24 +29,24 @@ from .helpers import (
     COUNTER_URI,
     EXAMPLE_TOOLS,
     INITIALIZED,
-    MODERN,
     NEWEST_HANDSHAKE,
     POST_HEADERS,
     ROOT,
+    STATELESS,
     Answers,
     Probe,
     RawHTTP,
     RecordingRouter,
     initialize,
-    modern_headers,
-    modern_request,
     open_legacy_session,
     post,
-    post_modern,
+    post_stateless,
     probe_server,
     raw_exchange,
     request,
     serving,
+    stateless_headers,
+    stateless_request,
     statuses,
     texts,
 )
@@ -96,7 +96,7 @@ def count_rounds(client: Any) -> list[list[str]]:
 
 @pytest.mark.parametrize(
     ("mode", "expected"),
-    [("legacy", NEWEST_HANDSHAKE), ("modern", MODERN), ("auto", MODERN)],
+    [("legacy", NEWEST_HANDSHAKE), ("modern", STATELESS), ("auto", STATELESS)],
 )
 async def test_tools_resources_prompts_and_progress(mode: str, expected: str) -> None:
     with trio.fail_after(BUDGET):
@@ -207,7 +207,7 @@ async def test_json_response_mode(mode: str) -> None:
                 assert texts(await c.call_tool("add", {"a": 2, "b": 2})) == "4"
                 assert texts(await c.call_tool("sample", {"prompt": "json?"})) == "forty-two"
                 assert answers.sampled == ["json?"]
-            response = await post_modern(port, modern_request("tools/list"))
+            response = await post_stateless(port, stateless_request("tools/list"))
             assert response.status == 200
             assert response.headers["content-type"] == "application/json"
             assert {t["name"] for t in response.json()["result"]["tools"]} == EXAMPLE_TOOLS
@@ -243,10 +243,10 @@ async def test_closing_a_stateless_stream_cancels_its_handler_raw() -> None:
     probe = Probe()
     with trio.fail_after(BUDGET):
         async with serving(serve_http, probe_server(probe)) as port:
-            message = modern_request("tools/call", {"name": "block", "arguments": {}})
+            message = stateless_request("tools/call", {"name": "block", "arguments": {}})
             async with RawHTTP.connect(port) as conn:
                 await conn.send_request(
-                    "POST", "/mcp", {**POST_HEADERS, **modern_headers(message)}, message
+                    "POST", "/mcp", {**POST_HEADERS, **stateless_headers(message)}, message
                 )
                 status, headers = await conn.head()
                 assert status == 200 and headers["content-type"] == "text/event-stream"
@@ -515,8 +515,8 @@ async def test_last_event_id_resumes_a_dropped_post_stream() -> None:
 
 # 2026-07-28 header and status rules, raw ---------------------------------------------------
 
-ADD = modern_request("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
-LIST = modern_request("tools/list")
+ADD = stateless_request("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+LIST = stateless_request("tools/list")
 
 
 @pytest.mark.parametrize(
@@ -533,18 +533,18 @@ LIST = modern_request("tools/list")
         pytest.param(ADD, {"Mcp_Name": "=?base64?!!!?="}, 400, -32020, id="name-bad-base64"),
         pytest.param(ADD, {"Mcp_Name": "=?base64?YWRk?="}, 200, None, id="name-base64-ok"),
         pytest.param(
-            modern_request("tools/list", version="2099-01-01"), {}, 400, -32022, id="unsupported"
+            stateless_request("tools/list", version="2099-01-01"), {}, 400, -32022, id="unsupported"
         ),
-        pytest.param(modern_request("no/such/method"), {}, 404, -32601, id="unknown-method"),
+        pytest.param(stateless_request("no/such/method"), {}, 404, -32601, id="unknown-method"),
         pytest.param(LIST, {}, 200, None, id="ok"),
     ],
 )
-async def test_modern_header_rules(
+async def test_stateless_header_rules(
     message: dict[str, Any], overrides: dict[str, str | None], status: int, code: int | None
 ) -> None:
     with trio.fail_after(BUDGET):
         async with serving(serve_http, build_server()) as port:
-            response = await post_modern(port, message, **overrides)
+            response = await post_stateless(port, message, **overrides)
     assert response.status == status, response
     (answer,) = response.messages()
     assert answer["id"] == message["id"]
@@ -555,22 +555,22 @@ async def test_modern_header_rules(
         assert response.headers["content-type"] == "application/json"
     if code == -32022:
         assert answer["error"]["data"]["requested"] == "2099-01-01"
-        assert MODERN in answer["error"]["data"]["supported"]
+        assert STATELESS in answer["error"]["data"]["supported"]
 
 
-async def test_modern_missing_client_capability_is_400() -> None:
+async def test_stateless_missing_client_capability_is_400() -> None:
     """``elicit`` needs the elicitation capability; a request that does not declare
     it is refused with -32021 and HTTP 400, naming what is required."""
-    message = modern_request("tools/call", {"name": "elicit", "arguments": {"question": "q"}})
+    message = stateless_request("tools/call", {"name": "elicit", "arguments": {"question": "q"}})
     with trio.fail_after(BUDGET):
         async with serving(serve_http, build_server()) as port:
-            response = await post_modern(port, message)
-            with_capability = modern_request(
+            response = await post_stateless(port, message)
+            with_capability = stateless_request(
                 "tools/call",
                 {"name": "elicit", "arguments": {"question": "q"}},
                 capabilities={"elicitation": {"form": {}}},
             )
-            asked = await post_modern(port, with_capability)
+            asked = await post_stateless(port, with_capability)
     (answer,) = response.messages()
     assert answer["error"]["code"] == -32021
     assert answer["error"]["data"]["requiredCapabilities"] == {"elicitation": {}}
@@ -581,14 +581,14 @@ async def test_modern_missing_client_capability_is_400() -> None:
     assert interim["result"]["resultType"] == "input_required"
 
 
-async def test_modern_malformed_meta_is_400_invalid_params() -> None:
-    message = modern_request("tools/list")
+async def test_stateless_malformed_meta_is_400_invalid_params() -> None:
+    message = stateless_request("tools/list")
     del message["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
     no_meta = {"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {}}
     with trio.fail_after(BUDGET):
         async with serving(serve_http, build_server()) as port:
-            missing_field = await post_modern(port, message)
-            headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/list"}
+            missing_field = await post_stateless(port, message)
+            headers = {"MCP-Protocol-Version": STATELESS, "Mcp-Method": "tools/list"}
             missing_meta = await post(port, no_meta, headers)
             # Without any 2026-07-28 marker it is a handshake-era request with no session.
             legacy = await post(port, no_meta)
@@ -600,12 +600,12 @@ async def test_modern_malformed_meta_is_400_invalid_params() -> None:
     assert legacy.json()["error"]["code"] == -32600
 
 
-async def test_modern_only_server_refuses_old_client_traffic() -> None:
+async def test_stateless_only_server_refuses_old_client_traffic() -> None:
     server = build_server()
-    server.supported_versions = (MODERN,)
+    server.supported_versions = (STATELESS,)
     with trio.fail_after(BUDGET):
         async with serving(serve_http, server) as port:
-            assert (await post_modern(port, LIST)).status == 200
+            assert (await post_stateless(port, LIST)).status == 200
             old = await post(port, initialize())
             get = await request(port, "GET", headers={"accept": "text/event-stream"})
             delete = await request(port, "DELETE", headers={"mcp-session-id": "x"})
@@ -629,14 +629,14 @@ async def test_http_status_codes() -> None:
             wrong_accept = await request(
                 port,
                 "POST",
-                headers={**POST_HEADERS, **modern_headers(LIST), "accept": "application/json"},
+                headers={**POST_HEADERS, **stateless_headers(LIST), "accept": "application/json"},
                 body=LIST,
             )
             assert wrong_accept.status == 406
             star_accept = await request(
                 port,
                 "POST",
-                headers={**POST_HEADERS, **modern_headers(LIST), "accept": "*/*"},
+                headers={**POST_HEADERS, **stateless_headers(LIST), "accept": "*/*"},
                 body=LIST,
             )
             assert star_accept.status == 200
@@ -673,13 +673,13 @@ async def test_http_status_codes() -> None:
             )
             assert statuses(data) == [413]
             # The server is still serving.
-            assert (await post_modern(port, LIST)).status == 200
+            assert (await post_stateless(port, LIST)).status == 200
 
 
 async def test_dns_rebinding_protection() -> None:
     with trio.fail_after(BUDGET):
         async with serving(serve_http, build_server()) as port:
-            headers = {**POST_HEADERS, **modern_headers(LIST)}
+            headers = {**POST_HEADERS, **stateless_headers(LIST)}
 
             async def status(host: str | None = None, origin: str | None = None) -> int:
                 extra = {"origin": origin} if origin is not None else {}
@@ -710,7 +710,7 @@ async def test_dns_rebinding_protection() -> None:
             allowed_hosts=["mcp.example"],
             allowed_origins=["https://app.example"],
         ) as port:
-            headers = {**POST_HEADERS, **modern_headers(LIST)}
+            headers = {**POST_HEADERS, **stateless_headers(LIST)}
             named = await request(
                 port, "POST", headers=headers, body=LIST, host=f"mcp.example:{port}"
             )
@@ -770,11 +770,11 @@ async def test_client_disconnecting_mid_stream(caplog: pytest.LogCaptureFixture)
             session_id = await open_legacy_session(port)
             slow = {"name": "slow", "arguments": {"seconds": 0.3, "steps": 3}}
             legacy = rpc(9, "tools/call", {**slow, "_meta": {"progressToken": 1}})
-            modern = modern_request("tools/call", slow)
-            modern["params"]["_meta"]["progressToken"] = 1
+            stateless = stateless_request("tools/call", slow)
+            stateless["params"]["_meta"]["progressToken"] = 1
             for message, headers in [
                 (legacy, {**POST_HEADERS, **legacy_headers(session_id)}),
-                (modern, {**POST_HEADERS, **modern_headers(modern)}),
+                (stateless, {**POST_HEADERS, **stateless_headers(stateless)}),
             ]:
                 async with RawHTTP.connect(port) as conn:
                     await conn.send_request("POST", "/mcp", headers, message)
@@ -794,7 +794,7 @@ async def test_client_disconnecting_mid_stream(caplog: pytest.LogCaptureFixture)
             # The same session, and new ones, still work.
             listed = await post(port, rpc(10, "tools/list"), legacy_headers(session_id))
             assert listed.status == 200
-            assert (await post_modern(port, LIST)).status == 200
+            assert (await post_stateless(port, LIST)).status == 200
             async with open_http_client(url(port)) as client:
                 assert texts(await client.call_tool("add", {"a": 1, "b": 1})) == "2"
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
@@ -805,13 +805,13 @@ async def test_keep_alive_reuses_one_connection() -> None:
         async with serving(serve_http, build_server()) as port:
             async with RawHTTP.connect(port) as conn:
                 for request_id in range(1, 6):
-                    message = modern_request(
+                    message = stateless_request(
                         "tools/call",
                         {"name": "add", "arguments": {"a": request_id, "b": 0}},
                         request_id=request_id,
                     )
                     await conn.send_request(
-                        "POST", "/mcp", {**POST_HEADERS, **modern_headers(message)}, message
+                        "POST", "/mcp", {**POST_HEADERS, **stateless_headers(message)}, message
                     )
                     answer = await conn.response()
                     assert answer.status == 200

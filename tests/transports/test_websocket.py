@@ -28,13 +28,13 @@ from .helpers import (
     COUNTER_URI,
     EXAMPLE_TOOLS,
     INITIALIZED,
-    MODERN,
     NEWEST_HANDSHAKE,
     ROOT,
+    STATELESS,
     Answers,
     initialize,
-    modern_request,
     serving,
+    stateless_request,
     texts,
 )
 
@@ -71,7 +71,7 @@ def exchange(conn: ClientConnection, message: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     ("mode", "expected"),
-    [("legacy", NEWEST_HANDSHAKE), ("modern", MODERN), ("auto", MODERN)],
+    [("legacy", NEWEST_HANDSHAKE), ("modern", STATELESS), ("auto", STATELESS)],
 )
 async def test_ours_to_ours(mode: str, expected: str) -> None:
     answers = Answers()
@@ -164,9 +164,9 @@ async def test_websockets_client_raw_json_rpc() -> None:
 
     def stateless(port: int) -> None:
         with third_party(port) as conn:
-            discovered = exchange(conn, modern_request("server/discover", request_id=1))
-            assert MODERN in discovered["result"]["supportedVersions"]
-            call = modern_request(
+            discovered = exchange(conn, stateless_request("server/discover", request_id=1))
+            assert STATELESS in discovered["result"]["supportedVersions"]
+            call = stateless_request(
                 "tools/call", {"name": "echo", "arguments": {"message": "m"}}, request_id=2
             )
             assert exchange(conn, call)["result"]["content"][0]["text"] == "m"

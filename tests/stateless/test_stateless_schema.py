@@ -2,7 +2,7 @@
 
 The schema is read from ``$MCP_SCHEMA_DIR/2026-07-28/schema.json`` (default
 ``../shared/mcp-schema`` next to the project root) and never copied here.  Each
-test drives an in-memory modern :class:`ClientSession` <-> :class:`ServerSession`
+test drives an in-memory stateless :class:`ClientSession` <-> :class:`ServerSession`
 (most through a :class:`Server` whose ``handle`` answers the requests), then
 checks every message either side emitted: against ``JSONRPCMessage``, the
 request/notification definition its method names, the specific result
@@ -44,11 +44,11 @@ from sansio_mcp.runtime._server import Context, Server
 from .helpers import (
     ELICIT_REQUEST,
     ELICIT_SCHEMA,
-    MODERN,
     ROOTS_REQUEST,
     SAMPLING_REQUEST,
     SERVER_CAPS,
     SERVER_INFO,
+    STATELESS,
     Link,
     Schema,
     answers_for,
@@ -56,10 +56,10 @@ from .helpers import (
     lines,
     load_schema,
     meta,
-    modern_client,
     raw_notification,
     raw_request,
     run_handler,
+    stateless_client,
     violations,
 )
 
@@ -93,7 +93,7 @@ ERROR_OBJECT_DEFS = {
 
 @pytest.fixture(scope="module")
 def schema() -> Schema:
-    return load_schema(MODERN)
+    return load_schema(STATELESS)
 
 
 def check_conversation(
@@ -115,10 +115,10 @@ def check_conversation(
         validate("JSONRPCMessage", message)
         if "method" in message:
             method = message["method"]
-            assert method in schema.method_defs, f"{method} is not a {MODERN} method"
+            assert method in schema.method_defs, f"{method} is not a {STATELESS} method"
             validate(schema.method_defs[method], message)
             if "id" in message:
-                assert sender == "client", f"a {MODERN} server sent a request: {message}"
+                assert sender == "client", f"a {STATELESS} server sent a request: {message}"
                 validate("ClientRequest", message)
                 methods[message["id"]] = method
             else:
@@ -148,10 +148,10 @@ def check_conversation(
             if response_def in schema.defs:
                 validate(response_def, message)
         else:
-            assert sender == "server", f"a {MODERN} client sent a response: {message}"
+            assert sender == "server", f"a {STATELESS} client sent a response: {message}"
             validate("JSONRPCErrorResponse", message)
             code = message["error"]["code"]
-            assert code not in (-32002, -32042), f"{MODERN} must not emit {code}: {message}"
+            assert code not in (-32002, -32042), f"{STATELESS} must not emit {code}: {message}"
             if code in ERROR_MESSAGE_DEFS:
                 validate(ERROR_MESSAGE_DEFS[code], message)
             elif code in ERROR_OBJECT_DEFS:
@@ -239,7 +239,7 @@ def build_app(**options: Any) -> Server:
 
 def app_link(app: Server | None = None, **client_options: Any) -> Link:
     app = app or build_app()
-    return discovered(Link(modern_client(**client_options), app.create_session(), app))
+    return discovered(Link(stateless_client(**client_options), app.create_session(), app))
 
 
 async def call(link: Link, method: str, params: dict | None = None, **kw: Any) -> list:
@@ -306,7 +306,7 @@ async def test_discover(schema: Schema) -> None:
     [request, response] = link.emitted
     assert request[1]["method"] == "server/discover"
     result = response[1]["result"]
-    assert MODERN in result["supportedVersions"]
+    assert STATELESS in result["supportedVersions"]
     assert result["capabilities"] == app.capabilities
     assert result["instructions"] == "Every request stands alone."
     assert result["_meta"][META_SERVER_INFO] == app.info
@@ -429,7 +429,7 @@ async def test_tools_call_input_required_rounds(schema: Schema) -> None:
 async def test_input_required_every_kind_at_once_and_state_only(schema: Schema) -> None:
     """Several input requests in one result, then a requestState-only (load-shedding)
     round, on each method that may ask: tools/call, prompts/get, resources/read."""
-    client = modern_client()
+    client = stateless_client()
     server = ServerSession(capabilities=SERVER_CAPS, server_info=SERVER_INFO)
     link = discovered(Link(client, server))
     for method, params in (
@@ -588,7 +588,7 @@ async def test_progress_and_logging(schema: Schema, log_level: str | None) -> No
 
 
 async def test_cancellation(schema: Schema) -> None:
-    client = modern_client()
+    client = stateless_client()
     server = ServerSession(capabilities=SERVER_CAPS, server_info=SERVER_INFO)
     link = discovered(Link(client, server))
     rid = client.send_request("tools/call", {"name": "slow"})
@@ -606,17 +606,17 @@ async def test_cancellation(schema: Schema) -> None:
 
 
 async def test_error_missing_and_malformed_meta(schema: Schema) -> None:
-    """-32602 for a request without the required _meta (modern-only server) or
+    """-32602 for a request without the required _meta (stateless-only server) or
     with a malformed one (dual-era server)."""
-    modern_only = ServerSession(capabilities=SERVER_CAPS, supported_versions=STATELESS_REVISIONS)
-    link = Link(modern_client(), modern_only)
+    stateless_only = ServerSession(capabilities=SERVER_CAPS, supported_versions=STATELESS_REVISIONS)
+    link = Link(stateless_client(), stateless_only)
     events = link.raw_to_server(raw_request("a", "tools/list"))
     events += link.raw_to_server(raw_request("b", "tools/list", {"cursor": "x"}))
     assert len(violations(events)) == 2
     dual = ServerSession(capabilities=SERVER_CAPS)
-    dual_link = Link(modern_client(), dual)
+    dual_link = Link(stateless_client(), dual)
     bad_metas = [
-        {"io.modelcontextprotocol/protocolVersion": MODERN},  # no clientCapabilities
+        {"io.modelcontextprotocol/protocolVersion": STATELESS},  # no clientCapabilities
         meta(capabilities=[]),  # not an object
         {**meta(), "io.modelcontextprotocol/protocolVersion": 2026},
         meta(**{"io.modelcontextprotocol/logLevel": "loud"}),
@@ -635,11 +635,11 @@ async def test_error_missing_and_malformed_meta(schema: Schema) -> None:
 
 async def test_error_unsupported_version(schema: Schema) -> None:
     server = ServerSession(capabilities=SERVER_CAPS)
-    link = Link(modern_client(), server)
+    link = Link(stateless_client(), server)
     link.raw_to_server(raw_request("v", "tools/list", {"_meta": meta(version="2099-01-01")}))
     link.raw_to_server(raw_request("d", "server/discover", {"_meta": meta(version="2025-11-25")}))
-    modern_only = ServerSession(capabilities=SERVER_CAPS, supported_versions=STATELESS_REVISIONS)
-    refusing = Link(modern_client(), modern_only)
+    stateless_only = ServerSession(capabilities=SERVER_CAPS, supported_versions=STATELESS_REVISIONS)
+    refusing = Link(stateless_client(), stateless_only)
     refusing.raw_to_server(
         raw_request(
             "i",
@@ -655,13 +655,13 @@ async def test_error_unsupported_version(schema: Schema) -> None:
     refusing.s2c()
     [(_, v), (_, d)] = link.emitted
     assert v["error"]["data"] == {
-        "supported": [MODERN],  # only what _meta may name, not the handshake versions
+        "supported": [STATELESS],  # only what _meta may name, not the handshake versions
         "requested": "2099-01-01",
     }
-    assert d["error"]["data"]["requested"] == "2025-11-25"  # a legacy version is not modern
+    assert d["error"]["data"]["requested"] == "2025-11-25"  # a legacy version is not stateless
     [(_, i)] = refusing.emitted
     assert i["error"]["code"] == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION
-    assert i["error"]["data"] == {"supported": [MODERN], "requested": "2025-11-25"}
+    assert i["error"]["data"] == {"supported": [STATELESS], "requested": "2025-11-25"}
     for one in (link, refusing):
         used = check_conversation(schema, one)
         assert used["UnsupportedProtocolVersionError"] == len(one.emitted)
@@ -686,7 +686,7 @@ async def test_error_missing_client_capability(schema: Schema) -> None:
 
 async def test_error_method_not_found_and_invalid_params(schema: Schema) -> None:
     server = ServerSession(capabilities={"tools": {}}, server_info=SERVER_INFO)
-    link = Link(modern_client(), server)
+    link = Link(stateless_client(), server)
     raw = {
         "ping": "ping",
         "set-level": "logging/setLevel",
@@ -726,10 +726,10 @@ async def test_server_errors_from_handlers(schema: Schema) -> None:
 
 
 async def test_dual_era_server_messages_stay_valid_per_era(schema: Schema) -> None:
-    """A legacy handshake on the same server does not leak into modern answers."""
+    """A legacy handshake on the same server does not leak into stateless answers."""
     app = build_app()
     server = app.create_session()
-    link = Link(modern_client(), server, app)
+    link = Link(stateless_client(), server, app)
     link.raw_to_server(
         raw_request(
             "init",

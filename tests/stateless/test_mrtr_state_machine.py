@@ -1,6 +1,6 @@
 """A Hypothesis state machine for multi round-trip requests (2026-07-28 MRTR).
 
-An in-memory modern :class:`ClientSession` and :class:`ServerSession` exchange
+An in-memory stateless :class:`ClientSession` and :class:`ServerSession` exchange
 NDJSON lines through two queues that deliver in any order.  Rules send
 requests, let the server answer (complete, ``input_required`` with or without
 ``inputRequests`` / ``requestState``, errors, progress), let the client provide

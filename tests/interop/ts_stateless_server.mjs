@@ -1,10 +1,10 @@
 // A TypeScript SDK v2 (@modelcontextprotocol/server 2.4) peer for the interop tests,
-// run as `node tests/interop/ts_modern_server.mjs` from the repository root (it
+// run as `node tests/interop/ts_stateless_server.mjs` from the repository root (it
 // resolves the SDK from ./node_modules).  `serveStdio` picks the era from the
 // opening message: a `server/discover` probe (or any request with the 2026-07-28
 // `_meta`) is served statelessly, an `initialize` gets a 2025-era instance.
 //
-// Names and outputs are asserted by tests/interop/test_modern_interop.py.
+// Names and outputs are asserted by tests/interop/test_stateless_interop.py.
 
 import { McpServer, acceptedContent, inputRequired, inputResponse } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';

@@ -24,8 +24,8 @@ from sansio_mcp._events import RequestMeta
 from sansio_mcp.auth import AccessToken
 from sansio_mcp.runtime import Server
 
-from .helpers import MODERN, HarnessContext, meta
-from .test_modern_features import mrtr_app
+from .helpers import STATELESS, HarnessContext, meta
+from .test_stateless_features import mrtr_app
 
 keys = st.binary(min_size=32, max_size=64)
 json_data = st.dictionaries(st.text(max_size=8), st.integers() | st.text(max_size=8), max_size=4)
@@ -180,8 +180,8 @@ async def call(
         params["requestState"] = state
     if responses:
         params["inputResponses"] = responses
-    params["_meta"] = meta(MODERN, {"elicitation": {}})
-    event = RequestReceived(1, "tools/call", params, None, RequestMeta(MODERN, params["_meta"]))
+    params["_meta"] = meta(STATELESS, {"elicitation": {}})
+    event = RequestReceived(1, "tools/call", params, None, RequestMeta(STATELESS, params["_meta"]))
     session = app.create_session()
     if subject is not None:
         session.auth = AccessToken("token", subject=subject)

@@ -2,7 +2,7 @@
 
 * :class:`Schema` validates against ``$MCP_SCHEMA_DIR/<revision>/schema.json``
   (default ``../shared/mcp-schema`` next to the project root; never copied here).
-* :class:`Link` joins a modern :class:`ClientSession` and a :class:`ServerSession`
+* :class:`Link` joins a stateless :class:`ClientSession` and a :class:`ServerSession`
   in memory over real NDJSON bytes, records every message either side emits and,
   when given a :class:`Server`, answers the server's requests by running
   ``Server.handle(ctx)`` with :class:`HarnessContext`.
@@ -41,7 +41,7 @@ from sansio_mcp.runtime._primitives import Cancellable, Signal
 from sansio_mcp.runtime._server import Context, Server
 from sansio_mcp_testing.schemas import find_schema, missing_schema_message
 
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 CLIENT_CAPS: dict[str, Any] = {
@@ -141,7 +141,7 @@ class Schema:
 
 
 @functools.cache
-def load_schema(revision: str = MODERN) -> Schema:
+def load_schema(revision: str = STATELESS) -> Schema:
     return Schema(revision)
 
 
@@ -163,7 +163,7 @@ def lines(data: bytes) -> list[bytes]:
 
 
 def meta(
-    version: str = MODERN,
+    version: str = STATELESS,
     capabilities: dict[str, Any] | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
@@ -330,7 +330,7 @@ class Link:
         return [m for s, m in self.emitted if s == sender]
 
 
-def modern_client(**kwargs: Any) -> ClientSession:
+def stateless_client(**kwargs: Any) -> ClientSession:
     kwargs.setdefault("capabilities", CLIENT_CAPS)
     kwargs.setdefault("client_info", CLIENT_INFO)
     kwargs.setdefault("mode", "modern")

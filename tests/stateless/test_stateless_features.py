@@ -1,4 +1,4 @@
-"""Unit tests for the 2026-07-28 features: era probing (auto mode), modern-only and
+"""Unit tests for the 2026-07-28 features: era probing (auto mode), stateless-only and
 dual-era servers, sealed ``requestState``, ``Server.handle`` MRTR, the mirrored
 HTTP headers (SEP-2243) and the client result cache (SEP-2549)."""
 
@@ -55,17 +55,17 @@ from sansio_mcp.runtime._server import Context, Server
 from .helpers import (
     CLIENT_CAPS,
     ELICIT_SCHEMA,
-    MODERN,
     SERVER_CAPS,
+    STATELESS,
     HarnessContext,
     Link,
     discovered,
     drain,
     lines,
     meta,
-    modern_client,
     raw_notification,
     raw_request,
+    stateless_client,
     violations,
 )
 
@@ -102,7 +102,7 @@ def future_revision(monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setitem(
         REVISIONS,  # type: ignore[arg-type]
         FUTURE,
-        attrs.evolve(REVISIONS[MODERN], name=FUTURE),
+        attrs.evolve(REVISIONS[STATELESS], name=FUTURE),
     )
     return FUTURE
 
@@ -111,15 +111,15 @@ def future_revision(monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def test_auto_probe_discover_result_goes_stateless() -> None:
-    link = Link(modern_client(mode="auto"), ServerSession(capabilities=SERVER_CAPS))
+    link = Link(stateless_client(mode="auto"), ServerSession(capabilities=SERVER_CAPS))
     start = link.client.start()
     assert link.c2s() == []  # the core answers server/discover itself
     events = link.s2c()
     [probe] = link.sent_by("client")
     assert probe["method"] == "server/discover"
-    assert probe["params"]["_meta"][META_PROTOCOL_VERSION] == MODERN
+    assert probe["params"]["_meta"][META_PROTOCOL_VERSION] == STATELESS
     assert [type(e) for e in events] == [SessionInitialized, ResponseReceived]
-    assert events[0].protocol_version == MODERN
+    assert events[0].protocol_version == STATELESS
     assert events[1].request_id == start and events[1].method == "server/discover"
     assert link.client.state is SessionState.STATELESS and link.client.is_stateless
     assert link.client.discovery == events[1].result
@@ -128,8 +128,8 @@ def test_auto_probe_discover_result_goes_stateless() -> None:
 
 
 @pytest.mark.parametrize("code", [-32601, -32600, -32602, -32603, -32000, 4242])
-def test_auto_probe_any_non_modern_error_falls_back_to_initialize(code: int) -> None:
-    client = modern_client(mode="auto")
+def test_auto_probe_any_non_stateless_error_falls_back_to_initialize(code: int) -> None:
+    client = stateless_client(mode="auto")
     start = client.start()
     assert reply_error(client, code) == []  # nothing to report yet: falling back
     assert client.state is SessionState.INITIALIZING and client.mode == "handshake"
@@ -148,7 +148,7 @@ def test_auto_probe_any_non_modern_error_falls_back_to_initialize(code: int) -> 
 def test_auto_probe_against_a_real_legacy_only_server() -> None:
     """The legacy server answers server/discover with -32601; the client falls back."""
     server = legacy_only_server()
-    link = Link(modern_client(mode="auto"), server)
+    link = Link(stateless_client(mode="auto"), server)
     start = link.client.start()
     refusal = link.c2s()
     assert [v.error.code for v in violations(refusal)] == [ErrorCode.METHOD_NOT_FOUND]
@@ -168,7 +168,7 @@ def test_auto_probe_against_a_real_legacy_only_server() -> None:
 
 
 def test_auto_probe_timeout_falls_back_and_drops_the_late_answer() -> None:
-    client = modern_client(mode="auto")
+    client = stateless_client(mode="auto")
     start = client.start(now=100.0, timeout=5.0)
     [probe] = lines(client.data_to_send())
     assert client.next_deadline() == 105.0
@@ -193,8 +193,8 @@ def test_auto_probe_timeout_falls_back_and_drops_the_late_answer() -> None:
     assert client.state is SessionState.READY
 
 
-def test_modern_mode_probe_timeout_fails() -> None:
-    client = modern_client()
+def test_stateless_mode_probe_timeout_fails() -> None:
+    client = stateless_client()
     start = client.start(now=0.0, timeout=1.0)
     client.data_to_send()
     assert client.handle_timer(1.0) == [start]
@@ -204,7 +204,7 @@ def test_modern_mode_probe_timeout_fails() -> None:
 
 
 def test_auto_probe_discover_result_without_a_mutual_version_falls_back() -> None:
-    client = modern_client(mode="auto")
+    client = stateless_client(mode="auto")
     client.start()
     [chunk] = lines(client.data_to_send())
     result = {
@@ -220,20 +220,22 @@ def test_auto_probe_discover_result_without_a_mutual_version_falls_back() -> Non
     assert initialize["method"] == "initialize"
 
 
-def test_unsupported_version_with_a_mutual_modern_version_retries(future_revision: str) -> None:
-    client = modern_client(mode="auto", supported_versions=[*HANDSHAKE_REVISIONS, MODERN, FUTURE])
+def test_unsupported_version_with_a_mutual_stateless_version_retries(future_revision: str) -> None:
+    client = stateless_client(
+        mode="auto", supported_versions=[*HANDSHAKE_REVISIONS, STATELESS, FUTURE]
+    )
     assert client.stateless_version == FUTURE
-    server = ServerSession(capabilities=SERVER_CAPS)  # knows MODERN, not FUTURE
+    server = ServerSession(capabilities=SERVER_CAPS)  # knows STATELESS, not FUTURE
     link = Link(client, server)
     start = client.start()
     link.c2s()
     assert link.s2c() == []  # retried, not reported
-    assert client.stateless_version == MODERN
+    assert client.stateless_version == STATELESS
     link.c2s()
     events = link.s2c()
     probe, retry = [m for s, m in link.emitted if s == "client"]
     assert probe["params"]["_meta"][META_PROTOCOL_VERSION] == FUTURE
-    assert retry["params"]["_meta"][META_PROTOCOL_VERSION] == MODERN
+    assert retry["params"]["_meta"][META_PROTOCOL_VERSION] == STATELESS
     assert retry["id"] != probe["id"]
     assert isinstance(events[-1], ResponseReceived) and events[-1].request_id == start
     assert client.state is SessionState.STATELESS
@@ -245,12 +247,12 @@ def test_unsupported_version_mid_session_retries_requests_and_subscriptions(
     """A server that stops accepting our version: the request is retried at a
     mutual one under a new id, and events (the listen acknowledgement too) keep
     reporting the original id."""
-    client = modern_client(supported_versions=[MODERN, FUTURE])
+    client = stateless_client(supported_versions=[STATELESS, FUTURE])
     client.start()
     [chunk] = lines(client.data_to_send())
     discover = {
         "resultType": "complete",
-        "supportedVersions": [MODERN, FUTURE],
+        "supportedVersions": [STATELESS, FUTURE],
         "capabilities": SERVER_CAPS,
         "ttlMs": 0,
         "cacheScope": "private",
@@ -270,7 +272,7 @@ def test_unsupported_version_mid_session_retries_requests_and_subscriptions(
     [retried_call] = [e for e in events if isinstance(e, RequestReceived)]
     assert retried_call.request_id not in (call, listen)
     assert retried_call.params["arguments"] == {"k": 1}
-    assert retried_call.meta.protocol_version == MODERN
+    assert retried_call.meta.protocol_version == STATELESS
     assert server.open_subscriptions and listen not in server.open_subscriptions
     server.respond(retried_call.request_id, {"content": []})
     events = link.s2c()
@@ -284,46 +286,46 @@ def test_unsupported_version_mid_session_retries_requests_and_subscriptions(
 
 
 def test_unsupported_version_naming_only_handshake_versions() -> None:
-    data = {"supported": ["2025-06-18"], "requested": MODERN}
+    data = {"supported": ["2025-06-18"], "requested": STATELESS}
     # auto: the server does not speak the stateless era -> initialize.
-    auto = modern_client(mode="auto")
+    auto = stateless_client(mode="auto")
     auto_start = auto.start()
     assert reply_error(auto, ErrorCode.UNSUPPORTED_PROTOCOL_VERSION, data) == []
     link = Link(auto, legacy_only_server(supported_versions=["2025-06-18"]))
     events = finish_handshake(link)
     assert isinstance(events[-1], ResponseReceived) and events[-1].request_id == auto_start
     assert auto.state is SessionState.READY and auto.protocol_version == "2025-06-18"
-    # modern: nothing mutual -> the start fails.
-    modern = modern_client()
-    start = modern.start()
-    [failed] = reply_error(modern, ErrorCode.UNSUPPORTED_PROTOCOL_VERSION, data)
+    # stateless: nothing mutual -> the start fails.
+    stateless = stateless_client()
+    start = stateless.start()
+    [failed] = reply_error(stateless, ErrorCode.UNSUPPORTED_PROTOCOL_VERSION, data)
     assert isinstance(failed, RequestFailed) and failed.request_id == start
     assert isinstance(failed.error, UnsupportedProtocolVersion)
-    assert modern.state is SessionState.FAILED and modern.data_to_send() == b""
+    assert stateless.state is SessionState.FAILED and stateless.data_to_send() == b""
 
 
 def test_unsupported_version_naming_nothing_we_speak_fails_even_in_auto() -> None:
-    """A recognised modern error is not a reason to fall back (spec: era detection)."""
-    client = modern_client(mode="auto")
+    """A recognised stateless error is not a reason to fall back (spec: era detection)."""
+    client = stateless_client(mode="auto")
     client.start()
-    data = {"supported": ["2030-01-01"], "requested": MODERN}
+    data = {"supported": ["2030-01-01"], "requested": STATELESS}
     [failed] = reply_error(client, ErrorCode.UNSUPPORTED_PROTOCOL_VERSION, data)
     assert isinstance(failed.error, UnsupportedProtocolVersion)
     assert client.state is SessionState.FAILED and client.data_to_send() == b""
 
 
-def test_modern_mode_never_falls_back() -> None:
-    client = modern_client()
+def test_stateless_mode_never_falls_back() -> None:
+    client = stateless_client()
     start = client.start()
     [failed] = reply_error(client, ErrorCode.METHOD_NOT_FOUND)
     assert isinstance(failed, RequestFailed) and failed.request_id == start
     assert client.state is SessionState.FAILED and client.data_to_send() == b""
 
 
-# -------------------------------------------------------------------- modern-only
+# -------------------------------------------------------------------- stateless-only
 
 
-def test_modern_only_server_refuses_initialize_naming_its_versions() -> None:
+def test_stateless_only_server_refuses_initialize_naming_its_versions() -> None:
     server = ServerSession(capabilities=SERVER_CAPS, supported_versions=STATELESS_REVISIONS)
     link = Link(ClientSession(capabilities=CLIENT_CAPS), server)
     start = link.client.start()
@@ -338,7 +340,7 @@ def test_modern_only_server_refuses_initialize_naming_its_versions() -> None:
     assert link.client.state is SessionState.FAILED and server.state is SessionState.IDLE
 
 
-def test_modern_only_server_refuses_requests_without_meta() -> None:
+def test_stateless_only_server_refuses_requests_without_meta() -> None:
     server = ServerSession(capabilities=SERVER_CAPS, supported_versions=STATELESS_REVISIONS)
     for i, params in enumerate([None, {}, {"_meta": {}}, {"_meta": {"progressToken": 1}}]):
         server.receive_data(raw_request(i, "tools/list", params))
@@ -350,16 +352,16 @@ def test_modern_only_server_refuses_requests_without_meta() -> None:
     assert all("2026-07-28" in a["error"]["message"] for a in answers)
     assert server.state is SessionState.IDLE and server.open_requests == frozenset()
     # A stateless client is served.
-    link = discovered(Link(modern_client(), server))
+    link = discovered(Link(stateless_client(), server))
     link.client.send_request("tools/list")
     [received] = link.c2s()
     assert isinstance(received, RequestReceived) and received.meta is not None
 
 
-def test_auto_client_against_a_modern_only_server_goes_stateless() -> None:
+def test_auto_client_against_a_stateless_only_server_goes_stateless() -> None:
     server = ServerSession(capabilities=SERVER_CAPS, supported_versions=STATELESS_REVISIONS)
-    link = discovered(Link(modern_client(mode="auto"), server))
-    assert link.client.protocol_version == MODERN
+    link = discovered(Link(stateless_client(mode="auto"), server))
+    assert link.client.protocol_version == STATELESS
 
 
 # ------------------------------------------------------------------------ dual era
@@ -378,7 +380,7 @@ def test_dual_era_server_serves_both_eras_at_once() -> None:
     assert [e.request_id for e in early] == [legacy_list]
     link.s2c()
 
-    # Modern requests arrive on the same connection, interleaved with the legacy ones.
+    # Stateless requests arrive on the same connection, interleaved with the legacy ones.
     server.receive_data(
         raw_request("m-list", "tools/list", {"_meta": meta(**{META_LOG_LEVEL: "debug"})})
     )
@@ -414,7 +416,7 @@ def test_dual_era_server_serves_both_eras_at_once() -> None:
         ("notifications/tools/list_changed", {META_SUBSCRIPTION_ID: "m-listen"}),
         ("notifications/tools/list_changed", None),
     ]
-    # A modern cancel of the subscription leaves the handshake session alone.
+    # A stateless cancel of the subscription leaves the handshake session alone.
     server.receive_data(raw_notification("notifications/cancelled", {"requestId": "m-listen"}))
     assert drain(server) == [] and server.open_subscriptions == frozenset()
     assert server.state is SessionState.READY and server.open_requests == {legacy_call}
@@ -426,7 +428,7 @@ def test_dual_era_server_serves_both_eras_at_once() -> None:
 @pytest.mark.parametrize("tag", [[1], {"id": 1}, True, 1.5])
 def test_malformed_subscription_tags_do_not_crash_the_client(tag: Any) -> None:
     """Regression: an unhashable tag raised TypeError; ``true`` matched listen id 1."""
-    link = discovered(Link(modern_client(), ServerSession(capabilities=SERVER_CAPS)))
+    link = discovered(Link(stateless_client(), ServerSession(capabilities=SERVER_CAPS)))
     link.client.send_request("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
     link.client.data_to_send()  # id 1, never delivered
     link.client.receive_data(
@@ -445,9 +447,9 @@ def test_malformed_subscription_tags_do_not_crash_the_client(tag: Any) -> None:
 
 
 def test_cancel_racing_the_answer_is_ignored_by_a_stateless_server() -> None:
-    """Regression: a modern cancel for an already answered request was reported as a
+    """Regression: a stateless cancel for an already answered request was reported as a
     ProtocolViolation ("not allowed while the session is idle")."""
-    link = discovered(Link(modern_client(), ServerSession(capabilities=SERVER_CAPS)))
+    link = discovered(Link(stateless_client(), ServerSession(capabilities=SERVER_CAPS)))
     rid = link.client.send_request("tools/list")
     [received] = link.c2s()
     link.server.respond(received.request_id, {"tools": []})
@@ -461,7 +463,7 @@ def test_cancel_racing_the_answer_is_ignored_by_a_stateless_server() -> None:
 def test_an_invalid_result_leaves_the_request_open() -> None:
     """Regression: respond() dropped the request before refusing its result, so it
     could never be answered."""
-    link = discovered(Link(modern_client(), ServerSession(capabilities=SERVER_CAPS)))
+    link = discovered(Link(stateless_client(), ServerSession(capabilities=SERVER_CAPS)))
     rid = link.client.send_request("tools/list")
     [received] = link.c2s()
     with pytest.raises(LocalProtocolError, match="input_required"):
@@ -483,10 +485,10 @@ async def test_unknown_resource_is_invalid_params_only_in_the_stateless_era() ->
 
     session = app.create_session()
     params = {"uri": "file:///missing"}
-    modern_event = RequestReceived(1, "resources/read", params, None, RequestMeta(MODERN, {}))
-    with pytest.raises(InvalidParams) as modern_error:
-        await app.handle(HarnessContext(modern_event, session, now=0.0))
-    assert modern_error.value.data == {"uri": "file:///missing"}
+    stateless_event = RequestReceived(1, "resources/read", params, None, RequestMeta(STATELESS, {}))
+    with pytest.raises(InvalidParams) as stateless_error:
+        await app.handle(HarnessContext(stateless_event, session, now=0.0))
+    assert stateless_error.value.data == {"uri": "file:///missing"}
     legacy_event = RequestReceived(2, "resources/read", params)
     with pytest.raises(MCPError) as legacy_error:
         await app.handle(HarnessContext(legacy_event, session, now=0.0))
@@ -616,7 +618,7 @@ def mrtr_app(**options: Any) -> Server:
 
 async def test_a_tool_asking_twice_takes_two_rounds_and_gets_both_answers() -> None:
     app = mrtr_app()
-    link = discovered(Link(modern_client(), app.create_session(), app))
+    link = discovered(Link(stateless_client(), app.create_session(), app))
     rid = link.client.send_request("tools/call", {"name": "two_questions", "arguments": {}})
     [first] = await link.serve()
     assert isinstance(first, InputRequired) and first.round == 1
@@ -642,19 +644,23 @@ def _tool_event(params: dict[str, Any], *, meta_: RequestMeta | None) -> Request
     return RequestReceived(7, "tools/call", params, None, meta_)
 
 
-STATELESS = RequestMeta(MODERN, {"elicitation": {"form": {}}})
+STATELESS_ELICIT_META = RequestMeta(STATELESS, {"elicitation": {"form": {}}})
 
 
 async def test_tampered_or_foreign_request_state_is_invalid_params() -> None:
     app = mrtr_app(state_ttl=30.0)
     session = app.create_session()
     params = {"name": "two_questions", "arguments": {}}
-    first = await app.handle(HarnessContext(_tool_event(params, meta_=STATELESS), session, now=0.0))
+    first = await app.handle(
+        HarnessContext(_tool_event(params, meta_=STATELESS_ELICIT_META), session, now=0.0)
+    )
     assert first["resultType"] == "input_required"
     state = first["requestState"]
     answer = {"input-1": {"action": "accept", "content": {"name": "ann"}}}
     ok = {**params, "inputResponses": answer, "requestState": state}
-    second = await app.handle(HarnessContext(_tool_event(ok, meta_=STATELESS), session, now=1.0))
+    second = await app.handle(
+        HarnessContext(_tool_event(ok, meta_=STATELESS_ELICIT_META), session, now=1.0)
+    )
     assert list(second["inputRequests"]) == ["input-2"]
 
     flipped = state[:-2] + ("A" if state[-2] != "A" else "B") + state[-1]
@@ -665,7 +671,7 @@ async def test_tampered_or_foreign_request_state_is_invalid_params() -> None:
         "not a string": ({**ok, "requestState": 5}, 1.0),
     }
     for name, (bad, now) in cases.items():
-        ctx = HarnessContext(_tool_event(bad, meta_=STATELESS), session, now=now)
+        ctx = HarnessContext(_tool_event(bad, meta_=STATELESS_ELICIT_META), session, now=now)
         with pytest.raises(InvalidParams) as error:
             await app.handle(ctx)
         assert error.value.code == ErrorCode.INVALID_PARAMS, name
@@ -677,7 +683,9 @@ async def test_missing_or_extra_input_responses() -> None:
     session = app.create_session()
     params = {"name": "two_questions", "arguments": {}}
     retry = {**params, "inputResponses": {"unrelated": {"action": "decline"}, "input-1": "junk"}}
-    result = await app.handle(HarnessContext(_tool_event(retry, meta_=STATELESS), session, now=0))
+    result = await app.handle(
+        HarnessContext(_tool_event(retry, meta_=STATELESS_ELICIT_META), session, now=0)
+    )
     assert result["resultType"] == "input_required"
     assert list(result["inputRequests"]) == ["input-1"]
 
@@ -778,7 +786,7 @@ def test_request_headers() -> None:
     arguments = {"region": "eu-west", "count": 3, "dry": False, "target": {"host": "ü.example"}}
     headers = request_headers(call_message(arguments), input_schema=SCHEMA)
     assert headers == {
-        "MCP-Protocol-Version": MODERN,
+        "MCP-Protocol-Version": STATELESS,
         "Mcp-Method": "tools/call",
         "Mcp-Name": "deploy",
         "Mcp-Param-Region": "eu-west",
@@ -801,7 +809,7 @@ def test_request_headers() -> None:
     prompt = {"jsonrpc": "2.0", "id": 3, "method": "prompts/get"}
     prompt["params"] = {"_meta": meta(), "name": "greet"}
     assert request_headers(prompt) == {
-        "MCP-Protocol-Version": MODERN,
+        "MCP-Protocol-Version": STATELESS,
         "Mcp-Method": "prompts/get",
         "Mcp-Name": "greet",
     }
@@ -1000,7 +1008,7 @@ def test_cache_with_a_server_s_hints() -> None:
         capabilities=SERVER_CAPS,
         cache_hints=CacheHints(ttl_ms={"prompts/list": 5}, scope="public"),
     )
-    link = discovered(Link(modern_client(), server))
+    link = discovered(Link(stateless_client(), server))
     cache = ResultCache()
     answers = {
         "tools/list": {"tools": []},

@@ -11,8 +11,8 @@ every cell passes::
                                                                    auto->2026,
                                                                    legacy->2025-11
     mcp SDK 2.3 Client       ours: serve_http(example)      HTTP   same three       sdk_client_http
-    ours: open_stdio_client  mcp SDK MCPServer, MRTR tools  stdio  modern, auto     sdk_mrtr_*
-    ours: open_stdio_client  TS SDK v2 serveStdio           stdio  modern, auto,    ts_v2*
+    ours: open_stdio_client  mcp SDK MCPServer, MRTR tools  stdio  stateless, auto     sdk_mrtr_*
+    ours: open_stdio_client  TS SDK v2 serveStdio           stdio  stateless, auto,    ts_v2*
                                                                    legacy->2025-11
     ours: open_stdio_client  server-everything (TS SDK v1)  stdio  auto->handshake  auto_falls_back
     ours: sansio-mcp call    ours: example-server           stdio  2026, 2025-11,   cli_*
@@ -68,11 +68,11 @@ pytestmark = [
 
 HERE = Path(__file__).resolve().parent
 SDK_MRTR_SERVER = [sys.executable, str(HERE / "sdk_mrtr_server.py")]
-TS_MODERN_SERVER = HERE / "ts_modern_server.mjs"
+TS_STATELESS_SERVER = HERE / "ts_stateless_server.mjs"
 
 #: Seconds for one whole test, start-up and shutdown included.
 BUDGET = 30
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 NEWEST_HANDSHAKE = "2025-11-25"
 EXAMPLE_TOOLS = set(TOOL_NAMES)
 QUESTIONS = ["favourite colour?", "favourite number?", "favourite season?"]
@@ -178,10 +178,10 @@ def tool_calls(sent: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
 
 
 async def exercise_example_server(
-    client: SDKClient, callbacks: SDKCallbacks, sent: list[dict[str, Any]], modern: bool
+    client: SDKClient, callbacks: SDKCallbacks, sent: list[dict[str, Any]], stateless: bool
 ) -> None:
     """The assertions shared by the SDK-client tests (stdio and HTTP)."""
-    assert client.protocol_version == (MODERN if modern else NEWEST_HANDSHAKE)
+    assert client.protocol_version == (STATELESS if stateless else NEWEST_HANDSHAKE)
 
     tools = await client.list_tools()
     assert {t.name for t in tools.tools} == EXAMPLE_TOOLS
@@ -198,8 +198,8 @@ async def exercise_example_server(
     assert answer.structured_content == {"action": "accept", "answer": "teal"}
     assert callbacks.elicited == ["favourite colour?"]
     calls = tool_calls(sent, "elicit")
-    assert len(calls) == (2 if modern else 1)
-    if modern:
+    assert len(calls) == (2 if stateless else 1)
+    if stateless:
         first, retry = calls
         assert "inputResponses" not in first["params"]
         (response,) = retry["params"]["inputResponses"].values()
@@ -209,12 +209,12 @@ async def exercise_example_server(
     sampled = await client.call_tool("sample", {"prompt": "6 x 7?"})
     assert sdk_text(sampled) == "forty-two"
     assert callbacks.sampled == ["6 x 7?"]
-    assert len(tool_calls(sent, "sample")) == (2 if modern else 1)
+    assert len(tool_calls(sent, "sample")) == (2 if stateless else 1)
 
     roots = await client.call_tool("list_roots", {})
     assert roots.structured_content == {"roots": [ROOT]}
     assert callbacks.roots_asked == 1
-    assert len(tool_calls(sent, "list_roots")) == (2 if modern else 1)
+    assert len(tool_calls(sent, "list_roots")) == (2 if stateless else 1)
 
     # Several questions: one MRTR round per question, asked in order, with the
     # answers so far carried by the server's requestState.
@@ -224,7 +224,7 @@ async def exercise_example_server(
     assert survey.structured_content == {"answers": ANSWERS, "completed": True}
     assert callbacks.elicited == QUESTIONS
     calls = tool_calls(sent, "survey")
-    if modern:
+    if stateless:
         assert len(calls) == len(QUESTIONS) + 1
         assert len({c["id"] for c in calls}) == len(calls)
         for retry in calls[1:]:
@@ -242,7 +242,7 @@ async def exercise_example_server(
 # 1. The SDK client against our example server over stdio -------------------------------
 
 
-@pytest.mark.parametrize("mode", [MODERN, "auto", "legacy"])
+@pytest.mark.parametrize("mode", [STATELESS, "auto", "legacy"])
 def test_sdk_client_stdio(mode: str, tmp_path: Path) -> None:
     """The SDK's ``mcp.Client`` drives ``python -m sansio_mcp_cli example-server``."""
     callbacks = SDKCallbacks()
@@ -261,10 +261,12 @@ def test_sdk_client_stdio(mode: str, tmp_path: Path) -> None:
                     assert [m["method"] for m in sent[:1]] == ["server/discover"]
                 if mode == "legacy":
                     assert [m["method"] for m in sent[:1]] == ["initialize"]
-                await exercise_example_server(client, callbacks, sent, modern=mode != "legacy")
+                await exercise_example_server(client, callbacks, sent, stateless=mode != "legacy")
             # The plain StdioServerParameters form (the SDK builds the same transport).
             async with SDKClient(params, mode=mode) as client:
-                assert client.protocol_version == (NEWEST_HANDSHAKE if mode == "legacy" else MODERN)
+                assert client.protocol_version == (
+                    NEWEST_HANDSHAKE if mode == "legacy" else STATELESS
+                )
                 added = await client.call_tool("add", {"a": 1, "b": 2})
                 assert added.structured_content == {"sum": 3}
 
@@ -281,7 +283,7 @@ def http_url() -> Iterator[str]:
         yield url
 
 
-@pytest.mark.parametrize("mode", [MODERN, "auto", "legacy"])
+@pytest.mark.parametrize("mode", [STATELESS, "auto", "legacy"])
 def test_sdk_client_http(mode: str, http_url: str) -> None:
     """The SDK's ``mcp.Client`` over Streamable HTTP, ``serve_http``: both eras, one endpoint."""
     callbacks = SDKCallbacks()
@@ -290,10 +292,10 @@ def test_sdk_client_http(mode: str, http_url: str) -> None:
     async def body() -> None:
         transport = recording(streamable_http_client(http_url), sent)
         async with SDKClient(transport, mode=mode, **callbacks.options()) as client:
-            await exercise_example_server(client, callbacks, sent, modern=mode != "legacy")
+            await exercise_example_server(client, callbacks, sent, stateless=mode != "legacy")
         # The plain URL form (the SDK builds the same transport itself).
         async with SDKClient(http_url, mode=mode) as client:
-            assert client.protocol_version == (NEWEST_HANDSHAKE if mode == "legacy" else MODERN)
+            assert client.protocol_version == (NEWEST_HANDSHAKE if mode == "legacy" else STATELESS)
             added = await client.call_tool("add", {"a": 1, "b": 2})
             assert added.structured_content == {"sum": 3}
 
@@ -358,7 +360,7 @@ async def test_trio_client_sdk_mrtr_server(mode: str) -> None:
         async with open_stdio_client(
             SDK_MRTR_SERVER, mode=mode, handlers=answers.handlers(), cwd=REPO
         ) as client:
-            assert client.protocol_version == MODERN  # auto discovered it
+            assert client.protocol_version == STATELESS  # auto discovered it
             assert client.server_info["name"] == "sdk-mrtr-peer"
             answers.watch_rounds(client)
             assert {t["name"] for t in await client.list_tools()} == SDK_MRTR_TOOLS
@@ -433,25 +435,25 @@ async def test_trio_client_sdk_mrtr_declines_and_limits() -> None:
 
 
 @pytest.fixture
-def ts_modern_command() -> list[str]:
+def ts_stateless_command() -> list[str]:
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not on PATH; the TypeScript SDK interop tests need Node 20+")
     server_pkg = REPO / "node_modules" / "@modelcontextprotocol" / "server" / "package.json"
     if not server_pkg.is_file():
         pytest.skip(f"@modelcontextprotocol/server is not installed: run `npm ci` in {REPO}")
-    return [node, str(TS_MODERN_SERVER)]
+    return [node, str(TS_STATELESS_SERVER)]
 
 
 @pytest.mark.parametrize("mode", ["modern", "auto"])
-async def test_trio_client_ts_v2(mode: str, ts_modern_command: list[str]) -> None:
+async def test_trio_client_ts_v2(mode: str, ts_stateless_command: list[str]) -> None:
     """TS SDK v2 ``serveStdio``: discovery, tools, and MRTR elicitation and sampling."""
     answers = TrioAnswers()
     with trio.fail_after(BUDGET):
         async with open_stdio_client(
-            ts_modern_command, mode=mode, handlers=answers.handlers(), cwd=REPO
+            ts_stateless_command, mode=mode, handlers=answers.handlers(), cwd=REPO
         ) as client:
-            assert client.protocol_version == MODERN
+            assert client.protocol_version == STATELESS
             assert client.server_info["name"] == "ts-modern-interop"
             assert "tools" in client.server_capabilities
             answers.watch_rounds(client)
@@ -485,10 +487,10 @@ async def test_trio_client_ts_v2(mode: str, ts_modern_command: list[str]) -> Non
             assert answers.sampled[0]["messages"][0]["content"]["text"] == "6 x 7?"
 
 
-async def test_trio_client_ts_v2_legacy(ts_modern_command: list[str]) -> None:
+async def test_trio_client_ts_v2_legacy(ts_stateless_command: list[str]) -> None:
     """The same TS SDK v2 server, opened with the handshake: ``serveStdio`` serves 2025 too."""
     with trio.fail_after(BUDGET):
-        async with open_stdio_client(ts_modern_command, mode="legacy", cwd=REPO) as client:
+        async with open_stdio_client(ts_stateless_command, mode="legacy", cwd=REPO) as client:
             assert client.protocol_version in HANDSHAKE_REVISIONS
             assert client.protocol_version == NEWEST_HANDSHAKE
             assert {"echo", "add"} <= {t["name"] for t in await client.list_tools()}
@@ -532,7 +534,7 @@ def run_cli(*args: str, stdin: Any = subprocess.DEVNULL) -> subprocess.Completed
 SURVEY_ARGS = json.dumps({"questions": ["a?", "b?"]})
 
 
-@pytest.mark.parametrize("version", [MODERN, NEWEST_HANDSHAKE, "auto"])
+@pytest.mark.parametrize("version", [STATELESS, NEWEST_HANDSHAKE, "auto"])
 def test_cli_survey_answers_from_options(version: str) -> None:
     """``call survey --elicit ... --elicit ...``: each --elicit answers one round, in order."""
     done = run_cli(
@@ -550,7 +552,7 @@ def test_cli_survey_answers_from_options(version: str) -> None:
 def test_cli_survey_declines_without_answers() -> None:
     """No --elicit and stdin not a terminal: the CLI declines, says so, and exits cleanly."""
     done = run_cli(
-        "call", "survey", "--protocol-version", MODERN, "--args", SURVEY_ARGS,
+        "call", "survey", "--protocol-version", STATELESS, "--args", SURVEY_ARGS,
         "--", *EXAMPLE_SERVER,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -565,7 +567,7 @@ def test_cli_survey_declines_without_answers() -> None:
 def test_cli_survey_runs_out_of_answers() -> None:
     """One --elicit for two questions: the first is answered, the second declined."""
     done = run_cli(
-        "call", "survey", "--protocol-version", MODERN, "--args", SURVEY_ARGS,
+        "call", "survey", "--protocol-version", STATELESS, "--args", SURVEY_ARGS,
         "--elicit", '{"answer": "x"}', "--", *EXAMPLE_SERVER,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -52,8 +52,8 @@ from .helpers import (
     discovered,
     drain,
     meta,
-    modern_client,
     raw_request,
+    stateless_client,
 )
 
 TASKS_CAPS = {"extensions": {TASKS_EXTENSION: {}}}
@@ -324,22 +324,22 @@ def test_ttl_must_be_non_negative() -> None:
 
 @pytest.mark.parametrize("support", [None, "optional", "required"])
 @pytest.mark.parametrize("declared", [False, True])
-@pytest.mark.parametrize("modern", [False, True])
-def test_runs_as_task(support: str | None, declared: bool, modern: bool) -> None:
+@pytest.mark.parametrize("stateless", [False, True])
+def test_runs_as_task(support: str | None, declared: bool, stateless: bool) -> None:
     caps = TASKS_CAPS if declared else {"sampling": {}}
-    if support == "required" and not modern:
+    if support == "required" and not stateless:
         # A handshake revision before 2025-11-25 cannot declare the extension: -32601.
         with pytest.raises(MCPError) as refused:
-            runs_as_task(support, caps, modern=modern)
+            runs_as_task(support, caps, modern=stateless)
         assert refused.value.code == -32601 and "2025-11-25" in refused.value.message
         return
     if support == "required" and not declared:
         with pytest.raises(MissingRequiredClientCapability) as caught:
-            runs_as_task(support, caps, modern=modern)
+            runs_as_task(support, caps, modern=stateless)
         assert caught.value.data == {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
         return
-    assert runs_as_task(support, caps, modern=modern) is (
-        support is not None and declared and modern
+    assert runs_as_task(support, caps, modern=stateless) is (
+        support is not None and declared and stateless
     )
 
 
@@ -440,7 +440,7 @@ def test_mcp_name_is_the_task_id_on_http() -> None:
 
 @pytest.mark.parametrize("declared", [True, False])
 def test_one_request_may_declare_the_extension_its_session_does_not(declared: bool) -> None:
-    link = discovered(Link(modern_client(), _server()))
+    link = discovered(Link(stateless_client(), _server()))
     params: dict[str, Any] = {"name": "job", "arguments": {}}
     sent = link.client.send_request("tools/call", declaring_tasks(params) if declared else params)
     (event,) = link.c2s()
