@@ -73,6 +73,18 @@ class HandshakeSession:
         exchange.opener = lambda: self.prime(exchange, retry_interval)
         return exchange
 
+    def get(self, last_event_id: str | None, max_unread: int) -> Exchange | None:
+        """The stream a GET opens: the one ``last_event_id`` resumes, else the
+        session's GET stream; None while another GET stream is open."""
+        exchange = Exchange.event_stream(self.session)
+        exchange.headers = {"content-type": "text/event-stream", "cache-control": "no-cache"}
+        if last_event_id is not None and self.resume(exchange, last_event_id) is not None:
+            return exchange
+        if self._open_get_stream() is not None:
+            return None
+        self.open_get_stream(exchange, max_unread)
+        return exchange
+
     def open_get_stream(self, exchange: Exchange, max_unread: int) -> None:
         """``exchange`` is the session's GET stream now: what waited for one goes on it."""
         exchange.stream_key = "get"
@@ -198,11 +210,6 @@ class HandshakeSession:
         stream = self.get_stream
         return stream if stream is not None and not stream.finished else None
 
-    @property
-    def streams_get(self) -> bool:
-        """Whether the session's GET stream is open."""
-        return self._open_get_stream() is not None
-
     def keep_for_resumption(self, exchange: Exchange, item: Outgoing) -> None:
         """Number and keep an event of a detached POST stream without sending it."""
         chunk = format_sse_message(item.data, exchange.next_event_id())
@@ -258,6 +265,13 @@ class HandshakeSessions:
 
     def get(self, session_id: str) -> HandshakeSession | None:
         return self._by_id.get(session_id)
+
+    def named(self, session_id: str | None) -> HandshakeSession | None:
+        """The live session ``session_id`` names (an ``Mcp-Session-Id``), active now."""
+        state = self._by_id.get(session_id) if session_id is not None else None
+        if state is not None:
+            self.touch(state.id)
+        return state
 
     def of(self, session: ServerSession) -> HandshakeSession | None:
         """The handshake session ``session`` is, if it is a live one."""

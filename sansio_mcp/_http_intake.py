@@ -22,6 +22,7 @@ __all__ = [
     "PostBody",
     "check_host_and_origin",
     "handshake_post_refusal",
+    "no_session_refusal",
     "read_post",
     "stateless_claim_refusal",
     "stateless_only_refusal",
@@ -136,3 +137,11 @@ def stateless_only_refusal(message: dict[str, Any]) -> Exchange:
         ErrorCode.INVALID_PARAMS,
         f"params._meta[{META_PROTOCOL_VERSION!r}] is required (this server speaks 2026-07-28)",
     )
+
+
+def no_session_refusal(request: HTTPRequest) -> Exchange:
+    """The 400 for a request that needs a handshake session and names none, or the
+    404 for one that names a session not (or no longer) held."""
+    if "mcp-session-id" not in request.headers:
+        return json_error(400, None, ErrorCode.INVALID_REQUEST, "Mcp-Session-Id header is required")
+    return json_error(404, None, ErrorCode.INVALID_REQUEST, "unknown or ended session")

@@ -35,6 +35,7 @@ from ._http_intake import (
     LOOPBACK_HOSTS,
     check_host_and_origin,
     handshake_post_refusal,
+    no_session_refusal,
     read_post,
     stateless_claim_refusal,
     stateless_only_refusal,
@@ -188,7 +189,7 @@ class StreamableHTTPServer:
         """A handshake-era POST (``obj``, its ``messages``) with no ``Mcp-Session-Id``
         and no ``initialize``: 400.  A router that :attr:`keeps_sessions` not serves
         such requests here (on :meth:`new_session`, with :meth:`request_exchange`)."""
-        return self._no_session(request)
+        return no_session_refusal(request)
 
     def request_exchange(self, session: ServerSession, request_id: RequestId) -> Exchange:
         """The exchange of request ``request_id`` served on ``session``, a session of its
@@ -245,9 +246,9 @@ class StreamableHTTPServer:
             return self._initialize(messages[0])
         if "mcp-session-id" not in request.headers:
             return self.post_without_session(request, obj, messages)
-        state = self._session_for(request)
+        state = self.sessions.named(request.headers.get("mcp-session-id"))
         if state is None:
-            return self._no_session(request)
+            return no_session_refusal(request)
         session = state.session
         refusal = handshake_post_refusal(
             request, obj, session.revision, self.handshake_versions
@@ -319,43 +320,21 @@ class StreamableHTTPServer:
             return _text(405, "this server has no GET stream (2026-07-28)", {"allow": "POST"})
         if "text/event-stream" not in media_types(request.headers.get("accept")):
             return _text(406, "Accept must list text/event-stream")
-        state = self._session_for(request)
+        state = self.sessions.named(request.headers.get("mcp-session-id"))
         if state is None:
-            return self._no_session(request)
-        exchange = Exchange.event_stream(state.session)
-        exchange.headers = {"content-type": "text/event-stream", "cache-control": "no-cache"}
-        last = request.headers.get("last-event-id")
-        if last is not None and state.resume(exchange, last) is not None:
-            return exchange
-        if state.streams_get:
-            return _text(409, "a GET stream is already open for this session")
-        state.open_get_stream(exchange, self.max_unread)
-        return exchange
+            return no_session_refusal(request)
+        exchange = state.get(request.headers.get("last-event-id"), self.max_unread)
+        return exchange or _text(409, "a GET stream is already open for this session")
 
     def _delete(self, request: HTTPRequest) -> Exchange:
         if not self.handshake_versions:
             return _text(405, "there are no sessions to end (2026-07-28)", {"allow": "POST"})
-        state = self._session_for(request)
+        state = self.sessions.named(request.headers.get("mcp-session-id"))
         if state is None:
-            return self._no_session(request)
+            return no_session_refusal(request)
         self.end_session(state.id)
         # Carrying the ended session lets the adapter forget it and cancel its handlers.
         return Exchange(200, {}, session=state.session)
-
-    def _session_for(self, request: HTTPRequest) -> HandshakeSession | None:
-        """The live session ``request`` names, now active (else see :meth:`_no_session`)."""
-        session_id = request.headers.get("mcp-session-id")
-        state = self.sessions.get(session_id) if session_id is not None else None
-        if state is not None:
-            self.sessions.touch(state.id)
-        return state
-
-    def _no_session(self, request: HTTPRequest) -> Exchange:
-        if "mcp-session-id" not in request.headers:
-            return json_error(
-                400, None, ErrorCode.INVALID_REQUEST, "Mcp-Session-Id header is required"
-            )
-        return json_error(404, None, ErrorCode.INVALID_REQUEST, "unknown or ended session")
 
     # Handshake sessions --------------------------------------------------------------
 
@@ -422,7 +401,7 @@ class StreamableHTTPServer:
     def flush(self, session: ServerSession) -> None:
         """Route what ``session`` queued to the exchanges it belongs to, and wake them."""
         alone = self.single_requests.by_session.get(id(session))  # of(), a call less
-        state = self.sessions.of(session)
+        state = self.sessions.of(session) if alone is None else None
         for item in session.outgoing_to_send():
             if alone is not None:
                 alone.send(item, self.max_unread)

@@ -25,7 +25,6 @@ from typing import Any
 import attrs
 
 from sansio_mcp import (
-    HANDSHAKE_REVISIONS,
     ErrorCode,
     Outgoing,
     RemoteProtocolError,
@@ -58,6 +57,8 @@ ASSUMED_CLIENT_CAPABILITIES = {
 }
 #: Questions to handshake-era clients awaiting their answers, at most.
 MAX_OPEN_QUESTIONS = 10_000
+# Who a handshake-era client is taken to be: its initialize is not kept.
+_SESSIONLESS_CLIENT = {"name": "sessionless-client", "version": "0"}
 
 
 @attrs.frozen
@@ -251,7 +252,11 @@ class GatewayHTTPServer(StreamableHTTPServer):
                 return json_error(400, None, ErrorCode.INVALID_REQUEST, exc.message)
             return Exchange(202, {})
         session = self.new_session()
-        _replay_handshake(session, version, self.relay_questions)
+        # READY at the client's version as its own handshake (answered earlier, on
+        # another request) left it, with ASSUMED_CLIENT_CAPABILITIES if told to
+        # relay questions, else with none.
+        capabilities = ASSUMED_CLIENT_CAPABILITIES if self.relay_questions else {}
+        session.adopt_handshake(version, capabilities, _SESSIONLESS_CLIENT)
         session.receive_message(message)
         exchange = self.request_exchange(session, message["id"])
         # An error goes with HTTP 200 here (400 for -32021 is the 2026-07-28 rule, and
@@ -324,24 +329,3 @@ def _tag_of(message: dict[str, Any]) -> str | None:
     if len(parts) == 3 and parts[0] == "gateway" and parts[1].isalnum() and parts[2]:
         return parts[1]
     return None
-
-
-def _replay_handshake(session: ServerSession, version: str, assume: bool) -> None:
-    """Bring a fresh session to READY at ``version``, as the client's own handshake
-    (answered earlier, on another request) did, with
-    :data:`ASSUMED_CLIENT_CAPABILITIES` if ``assume``, else with none."""
-    assert version in HANDSHAKE_REVISIONS
-    session.receive_message(
-        {
-            "jsonrpc": "2.0",
-            "id": "gateway-handshake",
-            "method": "initialize",
-            "params": {
-                "protocolVersion": version,
-                "capabilities": ASSUMED_CLIENT_CAPABILITIES if assume else {},
-                "clientInfo": {"name": "sessionless-client", "version": "0"},
-            },
-        }
-    )
-    session.receive_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    session.messages_to_send()
