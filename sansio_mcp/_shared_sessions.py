@@ -1,12 +1,13 @@
 """Handshake sessions shared by replicas: what of a session's traffic belongs to
 another replica's copy of it (:class:`SessionRelay`), and a copy made here from
-another replica's record by replaying the client's handshake."""
+another replica's record, started READY where the client's handshake left it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ._errors import LocalProtocolError
 from ._exchange import is_response
 from ._handshake_sessions import HandshakeSession, HandshakeSessions
 from ._jsonrpc import RequestId, is_request_id
@@ -93,24 +94,23 @@ def record_of(state: HandshakeSession | None) -> dict[str, Any] | None:
     return {"protocolVersion": state.session.protocol_version, "initialize": state.init_params}
 
 
-def replay_handshake(
+def adopted_copy(
     new_session: Callable[[], ServerSession], record: dict[str, Any]
 ) -> ServerSession | None:
-    """A session from ``new_session`` brought to READY as the client's handshake on
-    another replica brought that replica's copy (:func:`record_of` described it),
-    sending the client nothing; None when the record does not do that (malformed,
-    or a version this server does not speak)."""
-    params = record.get("initialize")
-    if not isinstance(params, dict):
+    """A session from ``new_session`` started READY as the client's handshake on
+    another replica left that replica's copy (:func:`record_of` described it), with
+    nothing to send; None when the record cannot do that (malformed, or a version
+    this server does not speak)."""
+    params, version = record.get("initialize"), record.get("protocolVersion")
+    if not isinstance(params, dict) or not isinstance(version, str):
         return None
+    # adopt_handshake refuses what is no object (LocalProtocolError).
+    capabilities: Any = params.get("capabilities")
+    client_info: Any = params.get("clientInfo")
     session = new_session()
-    session.receive_message(
-        {"jsonrpc": "2.0", "id": "adopt", "method": "initialize", "params": params}
-    )
-    session.receive_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    session.outgoing_to_send()  # the client had its answer from the replica it asked
-    ready = session.state is SessionState.READY
-    if not ready or session.protocol_version != record.get("protocolVersion"):
+    try:
+        session.adopt_handshake(version, capabilities, client_info)
+    except LocalProtocolError:
         session.close()
         return None
     return session
@@ -125,12 +125,12 @@ def adopt(
     streams: int,
 ) -> ServerSession | None:
     """The session ``session_id`` of ``sessions``, adopted from another replica's
-    ``record`` if it is not held here yet (see :func:`replay_handshake`); None when
+    ``record`` if it is not held here yet (see :func:`adopted_copy`); None when
     the record brings no session to READY, or no room is left."""
     existing = sessions.get(session_id)
     if existing is not None:
         return existing.session
-    session = replay_handshake(new_session, record)
+    session = adopted_copy(new_session, record)
     if session is None:
         return None
     if not sessions.make_room():  # after the checks: a bad record ends no session

@@ -372,8 +372,9 @@ class StreamableHTTPServer:
         self, session_id: str, record: dict[str, Any], now: float | None = None
     ) -> ServerSession | None:
         """Serve here the session ``session_id`` another replica began, as
-        :meth:`session_record` described it: a fresh session replays the client's
-        handshake and is registered under that id (nothing goes to the client).
+        :meth:`session_record` described it: a fresh session starts READY where the
+        client's handshake left it and is registered under that id (nothing goes to
+        the client).
         None when the record does not bring a session to READY (malformed, or a
         version this server does not speak), or no room is left.  ``now``, if given,
         is passed to :meth:`expire_idle` first (the session is active from then on)."""
