@@ -187,8 +187,8 @@ class StreamableHTTPServer:
         self, request: HTTPRequest, obj: Any, messages: list[dict[str, Any]]
     ) -> Exchange:
         """A handshake-era POST (``obj``, its ``messages``) with no ``Mcp-Session-Id``
-        and no ``initialize``: 400.  A router that :attr:`keeps_sessions` not serves
-        such requests here (on :meth:`new_session`, with :meth:`request_exchange`)."""
+        and no ``initialize``: 400.  A router that keeps no sessions (:attr:`keeps_sessions`
+        False) serves them here (on :meth:`new_session`, with :meth:`request_exchange`)."""
         return no_session_refusal(request)
 
     def request_exchange(self, session: ServerSession, request_id: RequestId) -> Exchange:

@@ -79,9 +79,9 @@ class GatewayHTTPServer(StreamableHTTPServer):
     each session's :class:`Access` goes into ``access``.  The global ``api_keys``
     work everywhere, a virtual MCP's only on its own endpoint (403 elsewhere).
     ``metrics``, if given, makes ``GET /metrics``' body (same API keys as the
-    main endpoint).  ``relay_questions`` replays a handshake-era client's
-    handshake with :data:`ASSUMED_CLIENT_CAPABILITIES` (outside the spec);
-    without it the client is taken to have declared none."""
+    main endpoint).  ``relay_questions`` takes a handshake-era client to have
+    declared :data:`ASSUMED_CLIENT_CAPABILITIES` (outside the spec); without it,
+    none."""
 
     keeps_sessions = False
 
