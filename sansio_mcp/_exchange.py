@@ -4,7 +4,7 @@ as they come and ends once the requests it waits for are answered."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import _json
@@ -16,6 +16,7 @@ from ._sse import format_sse_comment, format_sse_message
 
 __all__ = [
     "DEFAULT_MAX_UNREAD",
+    "LATE_STATUS",
     "Exchange",
     "answered_ids",
     "is_response",
@@ -30,9 +31,9 @@ __all__ = [
 #: nothing is closed (see :func:`not_being_read`).
 DEFAULT_MAX_UNREAD = 16 * 1024 * 1024
 
-# A request refused by its handler while the response head is still unsent gets an
-# HTTP status of its own (JSON-RPC error code -> status).
-_LATE_STATUS: dict[int, int] = {ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY: 400}
+#: A request refused by its handler while the response head is still unsent gets an
+#: HTTP status of its own (JSON-RPC error code -> status; any other error: 200).
+LATE_STATUS: Mapping[int, int] = {ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY: 400}
 
 
 def is_response(obj: Any) -> bool:
@@ -113,6 +114,12 @@ class Exchange:
         self.head_grace = 0.0
         #: What a stream sends first once it opens (a handshake session's priming event).
         self.opener: Callable[[], None] | None = None
+        #: What each message becomes before it goes out here (None: itself); an
+        #: intermediary that renames its questions' ids sets it.
+        self.rewrite: Callable[[Outgoing], Outgoing] | None = None
+        #: The HTTP status of a JSON-RPC error that becomes the whole response, by
+        #: error code (any other: 200); see :meth:`answer_plainly`.
+        self.error_statuses: Mapping[int, int] = LATE_STATUS
 
     @classmethod
     def event_stream(cls, session: ServerSession, *, json_mode: bool = False) -> Exchange:
@@ -218,9 +225,25 @@ class Exchange:
         self.wake()
         return chunk
 
+    def send(self, item: Outgoing, max_unread: int, *, numbered: bool = False) -> bytes | None:
+        """Send ``item`` (through :attr:`rewrite`) unless the exchange is over: as the
+        whole plain answer if it is the first output and answers everything awaited
+        (:meth:`answer_plainly`), else on the stream, opening it first; as a numbered
+        SSE event if ``numbered``.  The event's bytes, when it has an id."""
+        if self.rewrite is not None:
+            item = self.rewrite(item)
+        if self.finished:
+            return None
+        if self.head_pending and not self.has_news:
+            if self.answer_plainly(item):
+                return None
+            self.open()  # something to stream first: this is an SSE stream after all
+        event_id = self.next_event_id() if numbered and not self.json_mode else None
+        return self.deliver(item, event_id, max_unread)
+
     def answer_plainly(self, item: Outgoing) -> bool:
         """Become a plain ``application/json`` response if ``item``, the first output,
-        is the whole answer (with the status of a refusal that has one of its own,
+        is the whole answer (with the status :attr:`error_statuses` gives its error,
         e.g. -32021: 400).  Either form is allowed for a request POST."""
         obj = item.message
         if isinstance(obj, list):  # a 2025-03-26 batch answer
@@ -234,7 +257,7 @@ class Exchange:
         if not self.awaiting or not self.awaiting <= answered:
             return False
         code = error.get("code") if isinstance(error, dict) else None
-        self.status = _LATE_STATUS.get(code, 200) if isinstance(code, int) else 200
+        self.status = self.error_statuses.get(code, 200) if isinstance(code, int) else 200
         self.headers = {"content-type": "application/json"}
         self.streaming = False
         self.append(item.data)

@@ -12,11 +12,12 @@ from ._jsonrpc import RequestId, is_request_id
 from ._outbox import Outgoing
 from ._replay import ReplayBuffer
 from ._server_session import ServerSession
-from ._sse import format_sse_message
+from ._sse import format_sse_event, format_sse_message
 
 __all__ = [
     "DEFAULT_MAX_SESSIONS",
     "DEFAULT_SESSION_IDLE_TIMEOUT",
+    "HANDSHAKE_HEAD_GRACE",
     "HandshakeSession",
     "HandshakeSessions",
 ]
@@ -25,6 +26,10 @@ __all__ = [
 DEFAULT_MAX_SESSIONS = 10_000
 #: Seconds a quiet handshake session lives without a request.
 DEFAULT_SESSION_IDLE_TIMEOUT = 30 * 60.0
+#: How long (seconds) a POST stream's head waits for the request's first output
+#: (see ``STATELESS_HEAD_GRACE``), kept short: a slow request's SSE stream should
+#: open (with its priming event, SEP-1699) soon.
+HANDSHAKE_HEAD_GRACE = 0.05
 
 
 class HandshakeSession:
@@ -51,16 +56,36 @@ class HandshakeSession:
         for request_id in [r for r, ex in self.streams.items() if ex is exchange]:
             del self.streams[request_id]
 
-    def open_stream(self, exchange: Exchange, request_ids: list[RequestId]) -> None:
-        """``exchange`` is the stream of a POST carrying ``request_ids``."""
+    def post_stream(
+        self, request_ids: list[RequestId], json_mode: bool, retry_interval: float | None
+    ) -> Exchange:
+        """The stream of a POST carrying ``request_ids``: its head waits briefly for
+        the answers, and it opens with its priming event (:meth:`prime`)."""
+        exchange = Exchange.event_stream(self.session, json_mode=json_mode)
         exchange.stream_key = f"s{self.stream_count}"
         self.stream_count += 1
         exchange.awaiting.update(request_ids)
         for request_id in request_ids:
             self.streams[request_id] = exchange
         exchange.on_close = self.stream_closed
+        exchange.head_pending = True
+        exchange.head_grace = HANDSHAKE_HEAD_GRACE
+        exchange.opener = lambda: self.prime(exchange, retry_interval)
+        return exchange
 
-    def open_get_stream(self, exchange: Exchange) -> None:
+    def get(self, last_event_id: str | None, max_unread: int) -> Exchange | None:
+        """The stream a GET opens: the one ``last_event_id`` resumes, else the
+        session's GET stream; None while another GET stream is open."""
+        exchange = Exchange.event_stream(self.session)
+        exchange.headers = {"content-type": "text/event-stream", "cache-control": "no-cache"}
+        if last_event_id is not None and self.resume(exchange, last_event_id) is not None:
+            return exchange
+        if self._open_get_stream() is not None:
+            return None
+        self.open_get_stream(exchange, max_unread)
+        return exchange
+
+    def open_get_stream(self, exchange: Exchange, max_unread: int) -> None:
         """``exchange`` is the session's GET stream now: what waited for one goes on it."""
         exchange.stream_key = "get"
         kept = self.replay.last_number("get")
@@ -68,6 +93,36 @@ class HandshakeSession:
             exchange.seq = max(exchange.seq, kept)
         self.get_stream = exchange
         exchange.on_close = self.stream_closed
+        for item in self.backlog:
+            self.deliver(exchange, item, max_unread)
+        self.backlog.clear()
+
+    def prime(self, exchange: Exchange, retry_interval: float | None) -> None:
+        """Open a POST's SSE stream with an event that has an id and no data, and the
+        ``retry`` hint, so a client whose stream breaks can resume it (SEP-1699).
+        Only from 2025-11-25: older clients may choke on an event without data."""
+        if exchange.json_mode or (self.session.protocol_version or "") < "2025-11-25":
+            return
+        retry = None if retry_interval is None else round(retry_interval * 1000)
+        chunk = format_sse_event("", id=f"{exchange.stream_key}-0", retry=retry)
+        exchange.append(chunk)
+        self.remember(exchange.stream_key, 0, chunk)
+
+    def deliver(self, exchange: Exchange, item: Outgoing, max_unread: int) -> None:
+        """Send ``item`` on ``exchange``, one of the session's streams, as a numbered
+        event kept for resumption (a detached stream only keeps it)."""
+        if exchange.detached:
+            self.keep_for_resumption(exchange, item)
+            return
+        if exchange.finished:
+            return
+        chunk = exchange.send(item, max_unread, numbered=True)
+        if chunk is not None:
+            # Kept even when the stream closed instead: it can be resumed (Last-Event-ID).
+            self.remember(exchange.stream_key, exchange.seq, chunk)
+        if exchange.finished:
+            for request_id in answered_ids(item.message):
+                self.streams.pop(request_id, None)
 
     def stream_closed(self, exchange: Exchange) -> None:
         """``exchange`` ended (answered, or its client went away)."""
@@ -211,6 +266,13 @@ class HandshakeSessions:
     def get(self, session_id: str) -> HandshakeSession | None:
         return self._by_id.get(session_id)
 
+    def named(self, session_id: str | None) -> HandshakeSession | None:
+        """The live session ``session_id`` names (an ``Mcp-Session-Id``), active now."""
+        state = self._by_id.get(session_id) if session_id is not None else None
+        if state is not None:
+            self.touch(state.id)
+        return state
+
     def of(self, session: ServerSession) -> HandshakeSession | None:
         """The handshake session ``session`` is, if it is a live one."""
         return self._by_session.get(id(session))
@@ -219,6 +281,16 @@ class HandshakeSessions:
         self._by_id[state.id] = state
         self._by_session[id(state.session)] = state
         self.touch(state.id)
+
+    def begin(
+        self, session_id: str, session: ServerSession, init_params: Any, memory: int, streams: int
+    ) -> HandshakeSession:
+        """Hold ``session``, begun by ``initialize`` with ``init_params``, as
+        ``session_id``, keeping ``memory`` events of each of ``streams`` streams."""
+        state = HandshakeSession(session_id, session, memory, streams)
+        state.init_params = init_params if isinstance(init_params, dict) else {}
+        self.add(state)
+        return state
 
     def touch(self, session_id: str) -> None:
         """``session_id`` is active now."""

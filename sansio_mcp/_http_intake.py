@@ -1,6 +1,7 @@
 """What every MCP HTTP request is checked for before a session sees it (both HTTP
-server transports): the DNS-rebinding guard on ``Host`` and ``Origin``, and a POST's
-media types and JSON-RPC body."""
+server transports): the DNS-rebinding guard on ``Host`` and ``Origin``, a POST's
+media types and JSON-RPC body, and (Streamable HTTP) its protocol version header
+against the era and revision it is served in."""
 
 from __future__ import annotations
 
@@ -14,8 +15,18 @@ from ._exchange import Exchange, json_error
 from ._exchange import text_reply as _text
 from ._http import HTTPRequest, media_types, url_hostname
 from ._jsonrpc import request_id_problem
+from ._versions import META_PROTOCOL_VERSION, Revision
 
-__all__ = ["LOOPBACK_HOSTS", "PostBody", "check_host_and_origin", "read_post"]
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "PostBody",
+    "check_host_and_origin",
+    "handshake_post_refusal",
+    "no_session_refusal",
+    "read_post",
+    "stateless_claim_refusal",
+    "stateless_only_refusal",
+]
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
@@ -74,3 +85,63 @@ def read_post(request: HTTPRequest) -> PostBody | Exchange:
             # Neither a request nor a notification: its answer has nowhere else to go.
             return json_error(400, None, ErrorCode.INVALID_REQUEST, problem)
     return PostBody(obj, messages)
+
+
+def stateless_claim_refusal(
+    request: HTTPRequest, message: dict[str, Any], stateless_versions: tuple[str, ...]
+) -> Exchange | None:
+    """The 400 (-32602) for a request that is stateless by its ``MCP-Protocol-Version``
+    but whose ``_meta`` lacks the version: malformed params, not a missing session."""
+    version = request.headers.get("mcp-protocol-version")
+    if (
+        version not in stateless_versions
+        or "id" not in message
+        or message.get("method") == "initialize"
+        or "mcp-session-id" in request.headers
+    ):
+        return None
+    return json_error(
+        400,
+        message.get("id"),
+        ErrorCode.INVALID_PARAMS,
+        f"params._meta[{META_PROTOCOL_VERSION!r}] is required (MCP-Protocol-Version {version})",
+    )
+
+
+def handshake_post_refusal(
+    request: HTTPRequest, obj: Any, revision: Revision | None, versions: tuple[str, ...]
+) -> Exchange | None:
+    """The 400 a POST on a handshake session at ``revision`` gets for an
+    ``MCP-Protocol-Version`` other than ``versions``, or a batch its revision lacks."""
+    version = request.headers.get("mcp-protocol-version")
+    if version is not None and version not in versions:
+        return json_error(
+            400, None, ErrorCode.INVALID_REQUEST, f"unsupported MCP-Protocol-Version {version!r}"
+        )
+    if isinstance(obj, list) and revision is not None and not revision.batching:
+        return json_error(
+            400,
+            None,
+            ErrorCode.INVALID_REQUEST,
+            f"JSON-RPC batches are not part of revision {revision.name}",
+        )
+    return None
+
+
+def stateless_only_refusal(message: dict[str, Any]) -> Exchange:
+    """The 400 (-32602) for a POST that is no stateless request, at a server that
+    speaks only the stateless era."""
+    return json_error(
+        400,
+        message.get("id"),
+        ErrorCode.INVALID_PARAMS,
+        f"params._meta[{META_PROTOCOL_VERSION!r}] is required (this server speaks 2026-07-28)",
+    )
+
+
+def no_session_refusal(request: HTTPRequest) -> Exchange:
+    """The 400 for a request that needs a handshake session and names none, or the
+    404 for one that names a session not (or no longer) held."""
+    if "mcp-session-id" not in request.headers:
+        return json_error(400, None, ErrorCode.INVALID_REQUEST, "Mcp-Session-Id header is required")
+    return json_error(404, None, ErrorCode.INVALID_REQUEST, "unknown or ended session")

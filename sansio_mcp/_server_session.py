@@ -358,6 +358,57 @@ class ServerSession(Session):
 
     # The handshake era ----------------------------------------------------------------
 
+    def adopt_handshake(
+        self,
+        protocol_version: str,
+        client_capabilities: dict[str, Any],
+        client_info: dict[str, Any],
+    ) -> None:
+        """Start this fresh session READY at ``protocol_version``, as if the client's
+        ``initialize`` (with ``client_capabilities`` and ``client_info``) and
+        ``notifications/initialized`` had been received and answered: for a handshake
+        that happened elsewhere (another replica, an earlier request through a
+        gateway).  Nothing is queued to send; :class:`SessionInitialized` is queued, as
+        the handshake queues it.  LocalProtocolError if the session is not fresh (IDLE,
+        nothing negotiated), the version is unknown, a stateless revision (it has no
+        handshake) or one this session does not support, or the client's capabilities
+        or info are not objects."""
+        if self.state is not SessionState.IDLE or self.revision is not None:
+            raise LocalProtocolError(
+                f"adopt_handshake needs a fresh session; this one is {self.state.name}"
+            )
+        revision = REVISIONS.get(protocol_version)
+        if revision is None:
+            raise LocalProtocolError(
+                f"unknown protocol version {protocol_version!r}; known: {list(REVISIONS)}"
+            )
+        if revision.era is not Era.HANDSHAKE:
+            raise LocalProtocolError(
+                f"{protocol_version!r} is a stateless revision: it has no handshake to adopt "
+                "(each of its requests carries its own _meta)"
+            )
+        if protocol_version not in self._handshake_versions:
+            raise LocalProtocolError(
+                f"this session does not support {protocol_version!r}; its handshake "
+                f"versions: {list(self._handshake_versions)}"
+            )
+        problem = check_params(
+            "initialize",
+            {
+                "protocolVersion": protocol_version,
+                "capabilities": client_capabilities,
+                "clientInfo": client_info,
+            },
+        )
+        if problem is not None:
+            raise LocalProtocolError(problem)
+        self.revision = revision
+        self.peer_capabilities = client_capabilities
+        self.peer_info = client_info
+        self.heard_from_peer = True
+        self.state = SessionState.READY
+        self._on_initialized()
+
     def _on_initialize(self, request_id: RequestId, params: dict[str, Any]) -> None:
         requested = params["protocolVersion"]
         # Echo the client's version when we support it, else offer our latest.

@@ -13,9 +13,11 @@ from ._http import (
     HTTPResponseHead,
 )
 from ._http_headers import x_mcp_header_problems
+from ._http_intake import LOOPBACK_HOSTS
 from ._http_pool import ConnectionPool, PooledConnection
+from ._shared_sessions import SessionRelay
 from ._sse import SSEParser
-from ._streamable_http import LOOPBACK_HOSTS, SessionRelay, StreamableHTTPServer
+from ._streamable_http import StreamableHTTPServer
 from ._streamable_http_client import Endpoint, StreamableHTTPClient
 
 __all__ = [

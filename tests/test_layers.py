@@ -7,12 +7,17 @@ Every import counts: at the top, inside functions, under ``TYPE_CHECKING``,
 relative ones resolved.  The runtime (the library's and each application's)
 imports no event loop, the two adapters do not import each other, and no
 module imports itself round a circle.  The applications are built from what
-the library publishes: they import no ``_private`` module or name of it.
+the library publishes: they import no ``_private`` module or name of it, and a
+class of theirs that subclasses a library class neither overrides nor touches
+(``self._x``, ``super()._x``) a ``_private`` name of that class.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -152,6 +157,77 @@ def test_the_applications_import_only_public_names(module: str) -> None:
     assert private_imports(module, imported) == [], f"{module} imports private names"
 
 
+def _private_names_of(cls: type) -> set[str]:
+    """The ``_private`` names a library class and its library bases define or set on
+    ``self`` (dunder names are Python's, not the class's)."""
+    names: set[str] = set()
+    for base in cls.__mro__:
+        if base.__module__.split(".")[0] not in LIBRARY:
+            continue
+        names.update(n for n in vars(base) if n.startswith("_") and not n.startswith("__"))
+        try:
+            source = textwrap.dedent(inspect.getsource(base))
+        except (OSError, TypeError):
+            continue
+        names.update(_self_attributes(ast.parse(source)))
+    return names
+
+
+def _self_attributes(tree: ast.AST) -> set[str]:
+    """The ``_private`` names used on ``self`` or ``super()`` in ``tree``."""
+    return {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+        and (
+            (isinstance(node.value, ast.Name) and node.value.id == "self")
+            or (
+                isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Name)
+                and node.value.func.id == "super"
+            )
+        )
+    }
+
+
+def reached_privates(cls: type) -> list[str]:
+    """The ``_private`` names of ``cls``'s library bases that ``cls``'s own code
+    overrides (a method or attribute of its body) or uses on ``self``/``super()``."""
+    library = _private_names_of(cls)
+    if not library:
+        return []
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0]
+    assert isinstance(body, ast.ClassDef)
+    own = {n for n in vars(cls) if n.startswith("_") and not n.startswith("__")}
+    return sorted((own | _self_attributes(body)) & library)
+
+
+def _library_subclasses(module: str) -> list[type]:
+    loaded = importlib.import_module(module)
+    return [
+        cls
+        for cls in vars(loaded).values()
+        if inspect.isclass(cls)
+        and cls.__module__ == module
+        and any(b.__module__.split(".")[0] in LIBRARY for b in cls.__mro__[1:])
+    ]
+
+
+@pytest.mark.parametrize("module", APPS)
+def test_the_applications_extend_library_classes_through_public_names(module: str) -> None:
+    """An application's subclass of a library class uses the extension points the
+    library documents, never a private hook or private state of it."""
+    found = {
+        cls.__qualname__: reached
+        for cls in _library_subclasses(module)
+        if (reached := reached_privates(cls))
+    }
+    assert found == {}, f"{module} overrides or reaches private names of library classes"
+
+
 def _graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for module, (_, imported) in MODULES.items():
@@ -254,3 +330,22 @@ def test_layers() -> None:
     ] == [0, 1, 2, 3, 4]
     assert is_async_layer("sansio_mcp_apps.a2e.runtime._runner")
     assert not is_async_layer("sansio_mcp_apps.a2e._host")
+
+
+def test_reaching_a_private_name_of_a_library_class_is_found() -> None:
+    from sansio_mcp.http import Exchange, HTTPRequest, StreamableHTTPServer
+
+    class Overrides(StreamableHTTPServer):
+        def _post(self, request: HTTPRequest) -> Exchange:  # a private hook of the base
+            return super()._post(request)
+
+        def _own_helper(self) -> object:  # the subclass's own name: allowed
+            return self.single_requests, self._spare  # private state of the base: not
+
+    assert reached_privates(Overrides) == ["_post", "_spare"]
+
+    class Public(StreamableHTTPServer):
+        def route(self, request: HTTPRequest) -> Exchange:
+            return super().route(request)
+
+    assert reached_privates(Public) == []

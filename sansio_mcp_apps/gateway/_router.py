@@ -25,7 +25,6 @@ from typing import Any
 import attrs
 
 from sansio_mcp import (
-    HANDSHAKE_REVISIONS,
     ErrorCode,
     Outgoing,
     RemoteProtocolError,
@@ -34,13 +33,7 @@ from sansio_mcp import (
     jsontext,
     parse_message,
 )
-from sansio_mcp.http import (
-    Exchange,
-    HandshakeSession,
-    HTTPRequest,
-    StreamableHTTPServer,
-    json_error,
-)
+from sansio_mcp.http import Exchange, HTTPRequest, StreamableHTTPServer, json_error
 
 __all__ = [
     "ASSUMED_CLIENT_CAPABILITIES",
@@ -64,6 +57,8 @@ ASSUMED_CLIENT_CAPABILITIES = {
 }
 #: Questions to handshake-era clients awaiting their answers, at most.
 MAX_OPEN_QUESTIONS = 10_000
+# Who a handshake-era client is taken to be: its initialize is not kept.
+_SESSIONLESS_CLIENT = {"name": "sessionless-client", "version": "0"}
 
 
 @attrs.frozen
@@ -77,15 +72,16 @@ class Access:
 
 
 class GatewayHTTPServer(StreamableHTTPServer):
-    """:class:`StreamableHTTPServer` without handshake sessions, and with API keys.
+    """:class:`StreamableHTTPServer` without handshake sessions, and with API keys
+    (built on the router's extension points only).
 
     ``virtual_mcps`` (id -> its own API keys) are served at ``{endpoint}/{id}``;
     each session's :class:`Access` goes into ``access``.  The global ``api_keys``
     work everywhere, a virtual MCP's only on its own endpoint (403 elsewhere).
     ``metrics``, if given, makes ``GET /metrics``' body (same API keys as the
-    main endpoint).  ``relay_questions`` replays a handshake-era client's
-    handshake with :data:`ASSUMED_CLIENT_CAPABILITIES` (outside the spec);
-    without it the client is taken to have declared none."""
+    main endpoint).  ``relay_questions`` takes a handshake-era client to have
+    declared :data:`ASSUMED_CLIENT_CAPABILITIES` (outside the spec); without it,
+    none."""
 
     keeps_sessions = False
 
@@ -117,10 +113,6 @@ class GatewayHTTPServer(StreamableHTTPServer):
         #: The principal of the request being handled when a router in front of this
         #: one verified its token (:class:`GatewayOAuthRouter`: the token's subject).
         self.verified_principal: str | None = None
-        # The answers to handshake-era requests, each with its Authorization header:
-        # an error goes with HTTP 200 there (400 for -32021 is the 2026-07-28 rule, and
-        # older clients take it for a transport failure).
-        self._handshake_era: weakref.WeakKeyDictionary[Exchange, str] = weakref.WeakKeyDictionary()
         # Our id of each question put to a handshake-era client -> the session that
         # asked, its id, and the Authorization its client asked with.  The id is
         # unguessable and the answer must come with the same Authorization: no other
@@ -142,7 +134,7 @@ class GatewayHTTPServer(StreamableHTTPServer):
         self._forward_answer = forward
 
     def handle(self, request: HTTPRequest, now: float | None = None) -> Exchange:
-        refusal = self._check_security(request)
+        refusal = self.host_refusal(request)
         if refusal is not None:
             return refusal
         path, virtual = request.path, None
@@ -169,7 +161,7 @@ class GatewayHTTPServer(StreamableHTTPServer):
             self.expire_idle(now)
         self._incoming = Access(virtual, principal)
         try:
-            exchange = self._route(request)  # Host and Origin were checked above
+            exchange = self.route(request)  # Host and Origin were checked above
         finally:
             self._incoming = None
         session = exchange.session
@@ -177,8 +169,8 @@ class GatewayHTTPServer(StreamableHTTPServer):
             self.access[session] = Access(virtual, principal)
         return exchange
 
-    def _new_session(self) -> ServerSession:
-        session = super()._new_session()
+    def new_session(self) -> ServerSession:
+        session = super().new_session()
         if self._incoming is not None:
             self.access[session] = self._incoming
         return session
@@ -229,23 +221,14 @@ class GatewayHTTPServer(StreamableHTTPServer):
         refusal.headers["www-authenticate"] = "Bearer"
         return refusal
 
-    def _initialize(self, message: dict[str, Any]) -> Exchange:
-        session = self.session_factory()
-        session.receive_message(message)
-        out = session.outgoing_to_send()
-        session.close()
-        body = out[-1].data if out else b""
-        return Exchange(400 if not out else 200, {"content-type": "application/json"}, body)
-
-    def _post_handshake(
+    def post_without_session(
         self, request: HTTPRequest, obj: Any, messages: list[dict[str, Any]]
     ) -> Exchange:
-        if any(m.get("method") == "initialize" for m in messages) or (
-            "mcp-session-id" in request.headers
-        ):
-            return super()._post_handshake(request, obj, messages)
+        """A handshake-era client's request, answer or notification: the request
+        served on a session of its own, brought to READY as the client's handshake
+        (answered on another request, not kept) did."""
         version = request.headers.get("mcp-protocol-version") or HANDSHAKE_DEFAULT_VERSION
-        if version not in self._handshake_versions:
+        if version not in self.handshake_versions:
             return json_error(
                 400,
                 None,
@@ -257,8 +240,9 @@ class GatewayHTTPServer(StreamableHTTPServer):
                 400, None, ErrorCode.INVALID_REQUEST, "this gateway takes one message per POST"
             )
         message = messages[0]
+        authorization = request.headers.get("authorization", "")
         if "method" not in message and "id" in message:
-            return self._answer_to_question(message, request.headers.get("authorization", ""))
+            return self._answer_to_question(message, authorization)
         if "id" not in message:
             # notifications/initialized, a cancellation: nothing waits for them here;
             # but what is no notification at all (``{}``) is refused, not accepted.
@@ -267,15 +251,19 @@ class GatewayHTTPServer(StreamableHTTPServer):
             except RemoteProtocolError as exc:
                 return json_error(400, None, ErrorCode.INVALID_REQUEST, exc.message)
             return Exchange(202, {})
-        session = self.session_factory()
-        _replay_handshake(session, version, self.relay_questions)
+        session = self.new_session()
+        # READY at the client's version as its own handshake (answered earlier, on
+        # another request) left it, with ASSUMED_CLIENT_CAPABILITIES if told to
+        # relay questions, else with none.
+        capabilities = ASSUMED_CLIENT_CAPABILITIES if self.relay_questions else {}
+        session.adopt_handshake(version, capabilities, _SESSIONLESS_CLIENT)
         session.receive_message(message)
-        request_id = message["id"]
-        early = session.outgoing_to_send()
-        exchange = self._request_exchange(session, request_id)
-        self._handshake_era[exchange] = request.headers.get("authorization", "")
-        for item in early:
-            self._deliver(exchange, item, None)
+        exchange = self.request_exchange(session, message["id"])
+        # An error goes with HTTP 200 here (400 for -32021 is the 2026-07-28 rule, and
+        # older clients take it for a transport failure).
+        exchange.error_statuses = {}
+        exchange.rewrite = lambda item: self._ask(exchange, item, authorization)
+        self.flush(session)
         return exchange
 
     def _answer_to_question(self, message: dict[str, Any], authorization: str) -> Exchange:
@@ -303,7 +291,7 @@ class GatewayHTTPServer(StreamableHTTPServer):
         if (
             asked is None
             or session is None
-            or id(session) not in self._stateless_exchange
+            or not self.serving(session)
             or not hmac.compare_digest(authorization.encode(), asked[2].encode())
         ):
             return None
@@ -311,37 +299,27 @@ class GatewayHTTPServer(StreamableHTTPServer):
         session.receive_message({**message, "id": asked[1]})
         return session
 
-    def _deliver(self, exchange: Exchange, item: Outgoing, state: HandshakeSession | None) -> None:
-        obj = item.message
-        authorization = self._handshake_era.get(exchange)
-        if (
-            authorization is not None
-            and isinstance(obj, dict)
-            and "method" in obj
-            and "id" in obj
-            and exchange.session is not None
-        ):
-            if len(self._questions) >= MAX_OPEN_QUESTIONS:
-                self._questions = {
-                    key: asked for key, asked in self._questions.items() if asked[0]() is not None
-                }
-            tag = f"{self.replica_tag}-" if self.replica_tag is not None else ""
-            ours = f"gateway-{tag}{secrets.token_hex(16)}"
-            self._questions[ours] = (weakref.ref(exchange.session), obj["id"], authorization)
-            obj = {**obj, "id": ours}
-            item = Outgoing(obj, jsontext.encode(obj), item.route)  # under our id, re-encoded
-        super()._deliver(exchange, item, state)
+    def _ask(self, exchange: Exchange, item: Outgoing, authorization: str) -> Outgoing:
+        """``item`` as it goes to a handshake-era client: a question under an id of
+        ours, by which the client's answer (with the same ``authorization``) finds
+        the session that asked."""
+        obj, session = item.message, exchange.session
+        if not (isinstance(obj, dict) and "method" in obj and "id" in obj and session is not None):
+            return item
+        if len(self._questions) >= MAX_OPEN_QUESTIONS:
+            self._questions = {
+                key: asked for key, asked in self._questions.items() if asked[0]() is not None
+            }
+        tag = f"{self.replica_tag}-" if self.replica_tag is not None else ""
+        ours = f"gateway-{tag}{secrets.token_hex(16)}"
+        self._questions[ours] = (weakref.ref(session), obj["id"], authorization)
+        obj = {**obj, "id": ours}
+        return Outgoing(obj, jsontext.encode(obj), item.route)  # under our id, re-encoded
 
     def owns(self, session: ServerSession) -> bool:
         # A request still being answered keeps its session (an answer from its client
         # may arrive on another POST).
-        return super().owns(session) or id(session) in self._stateless_exchange
-
-    def _answer_plainly(self, exchange: Exchange, item: Outgoing) -> bool:
-        answered = super()._answer_plainly(exchange, item)
-        if answered and exchange in self._handshake_era:
-            exchange.status = 200
-        return answered
+        return super().owns(session) or self.serving(session)
 
 
 def _tag_of(message: dict[str, Any]) -> str | None:
@@ -351,24 +329,3 @@ def _tag_of(message: dict[str, Any]) -> str | None:
     if len(parts) == 3 and parts[0] == "gateway" and parts[1].isalnum() and parts[2]:
         return parts[1]
     return None
-
-
-def _replay_handshake(session: ServerSession, version: str, assume: bool) -> None:
-    """Bring a fresh session to READY at ``version``, as the client's own handshake
-    (answered earlier, on another request) did, with
-    :data:`ASSUMED_CLIENT_CAPABILITIES` if ``assume``, else with none."""
-    assert version in HANDSHAKE_REVISIONS
-    session.receive_message(
-        {
-            "jsonrpc": "2.0",
-            "id": "gateway-handshake",
-            "method": "initialize",
-            "params": {
-                "protocolVersion": version,
-                "capabilities": ASSUMED_CLIENT_CAPABILITIES if assume else {},
-                "clientInfo": {"name": "sessionless-client", "version": "0"},
-            },
-        }
-    )
-    session.receive_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    session.messages_to_send()
