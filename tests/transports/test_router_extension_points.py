@@ -14,7 +14,7 @@ from sansio_mcp import ErrorCode, Outgoing, ServerSession, jsontext
 from sansio_mcp.http import Exchange, HTTPRequest, StreamableHTTPServer
 from sansio_mcp_apps.example_server import build_server
 
-from .helpers import initialize, modern_headers, modern_request, post_request, received_request
+from .helpers import initialize, stateless_headers, stateless_request, post_request, received_request
 
 VERSION = "2025-06-18"
 
@@ -92,8 +92,8 @@ def test_a_refusal_keeps_its_status_by_default() -> None:
     """The same -32021 on a stateless request's exchange: HTTP 400 (the default
     ``error_statuses``)."""
     router = StreamableHTTPServer(build_server().create_session)
-    message = modern_request("tools/list")
-    exchange = router.handle(post_request(message, **modern_headers(message)))
+    message = stateless_request("tools/list")
+    exchange = router.handle(post_request(message, **stateless_headers(message)))
     assert exchange.session is not None
     event = received_request(exchange.session)
     exchange.session.respond_error(
