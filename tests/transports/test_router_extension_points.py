@@ -14,7 +14,13 @@ from sansio_mcp import ErrorCode, Outgoing, ServerSession, jsontext
 from sansio_mcp.http import Exchange, HTTPRequest, StreamableHTTPServer
 from sansio_mcp_apps.example_server import build_server
 
-from .helpers import initialize, stateless_headers, stateless_request, post_request, received_request
+from .helpers import (
+    initialize,
+    post_request,
+    received_request,
+    stateless_headers,
+    stateless_request,
+)
 
 VERSION = "2025-06-18"
 
