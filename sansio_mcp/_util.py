@@ -1,12 +1,48 @@
-"""Small shared pieces: the sentinel type, and unwrapping a task group's lone error."""
+"""Small shared pieces: the sentinel type, unwrapping a task group's lone error, and a
+package's names imported on first use."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import importlib
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["Sentinel", "unwrap_single_exception"]
+__all__ = ["Sentinel", "imported_when_called", "lazy_names", "unwrap_single_exception"]
+
+
+def lazy_names(owner: str, homes: Mapping[str, tuple[str, ...]]) -> Callable[[str], Any]:
+    """The module ``__getattr__`` of the module named ``owner``: each name of ``homes``
+    (module -> names, relative to ``owner``'s package) is imported from its module when
+    first used, then kept.
+
+    A program pays at import only for the modules it uses (import time, issue 37).
+    """
+    home_of = {name: module for module, names in homes.items() for name in names}
+
+    def __getattr__(name: str) -> Any:
+        module = home_of.get(name)
+        if module is None:
+            raise AttributeError(f"module {owner!r} has no attribute {name!r}")
+        namespace = sys.modules[owner]
+        value = getattr(importlib.import_module(module, namespace.__package__), name)
+        setattr(namespace, name, value)
+        return value
+
+    return __getattr__
+
+
+def imported_when_called(module: str, name: str) -> Callable[..., Any]:
+    """A stand-in for the function ``module.name`` that imports ``module`` when first
+    called (an adapter's transports a program may never use: HTTP, SSE, WebSocket)."""
+
+    def call(*args: Any, **options: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **options)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f":func:`{module}.{name}`, imported when first called."
+    return call
 
 
 class Sentinel(type):
