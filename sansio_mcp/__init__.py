@@ -110,7 +110,7 @@ if TYPE_CHECKING:
         get_revision,
     )
 
-__getattr__ = lazy_names(
+lazy_names(
     __name__,
     {
         "._cache": ("ResultCache",),

@@ -12,25 +12,30 @@ from typing import Any
 __all__ = ["Sentinel", "imported_when_called", "lazy_names", "unwrap_single_exception"]
 
 
-def lazy_names(owner: str, homes: Mapping[str, tuple[str, ...]]) -> Callable[[str], Any]:
-    """The module ``__getattr__`` of the module named ``owner``: each name of ``homes``
-    (module -> names, relative to ``owner``'s package) is imported from its module when
-    first used, then kept.
+def lazy_names(owner: str, homes: Mapping[str, tuple[str, ...]]) -> None:
+    """Make the module named ``owner`` import each name of ``homes`` (module -> names,
+    relative to ``owner``'s package) from its module when first used, then keep it.
 
-    A program pays at import only for the modules it uses (import time, issue 37).
+    A program pays at import only for the modules it uses (import time, issue 37).  The
+    module's ``__getattr__`` and ``__dir__`` are set here, out of the type checker's
+    sight, so that it still reports a name the module does not have.
     """
+    namespace = sys.modules[owner]
     home_of = {name: module for module, names in homes.items() for name in names}
 
     def __getattr__(name: str) -> Any:
         module = home_of.get(name)
         if module is None:
             raise AttributeError(f"module {owner!r} has no attribute {name!r}")
-        namespace = sys.modules[owner]
         value = getattr(importlib.import_module(module, namespace.__package__), name)
         setattr(namespace, name, value)
         return value
 
-    return __getattr__
+    def __dir__() -> list[str]:
+        return sorted({*vars(namespace), *home_of})
+
+    namespace.__getattr__ = __getattr__  # type: ignore[method-assign]
+    namespace.__dir__ = __dir__  # type: ignore[method-assign]
 
 
 def imported_when_called(module: str, name: str) -> Callable[..., Any]:

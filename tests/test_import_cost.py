@@ -95,6 +95,12 @@ def test_importing_a_package_loads_none_of_its_modules(package: str) -> None:
 
 
 @pytest.mark.parametrize("package", LAZY_PACKAGES)
+def test_dir_lists_the_names_not_yet_imported(package: str) -> None:
+    statement = f"import {package} as m\nassert set(m.__all__) <= set(dir(m)), dir(m)"
+    assert _loaded_after(statement, ("sansio_mcp._session", "sansio_mcp.runtime._server")) == []
+
+
+@pytest.mark.parametrize("package", LAZY_PACKAGES)
 def test_every_public_name_of_a_lazy_package_imports(package: str) -> None:
     module = importlib.import_module(package)
     for name in module.__all__:

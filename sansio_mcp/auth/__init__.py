@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 # Each name is imported from its module when first used: the client's and the
 # server's halves stay unloaded until a program uses them (import time).
-__getattr__ = lazy_names(
+lazy_names(
     __name__,
     {
         "._challenge": (

@@ -74,7 +74,7 @@ if TYPE_CHECKING:
     from ._tasks import CancelTask, TaskStore, task_owner
     from ._transports import Listener, TransportTable, stop_signals
 
-__getattr__ = lazy_names(
+lazy_names(
     __name__,
     {
         ".._tasks": ("TaskLimits",),

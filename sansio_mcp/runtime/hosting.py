@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ._ws_service import WebSocketServing, open_websocket
 
 # Each name is imported from its private module when first used.
-__getattr__ = lazy_names(
+lazy_names(
     __name__,
     {
         "._asgi": (
