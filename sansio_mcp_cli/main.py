@@ -31,7 +31,7 @@ from ._traffic import Traffic
 
 if TYPE_CHECKING:
     from sansio_mcp.auth import ResourceServer
-    from sansio_mcp.runtime import ClientAPI, Stores, TransportBackend
+    from sansio_mcp.runtime import ClientAPI, Server, Stores, TransportBackend
 
 __all__ = ["main"]
 
@@ -365,9 +365,15 @@ def _resource_server(args: argparse.Namespace) -> ResourceServer | None:
     return None
 
 
-def _run_example_server(args: argparse.Namespace, backend: TransportBackend) -> int:
-    from sansio_mcp_apps.example_server import build_server
+def build_server(**options: Any) -> Server:
+    """The server ``example-server`` serves (a wrapper, so that starting the command
+    loads the example only when it runs; a test's script replaces it)."""
+    from sansio_mcp_apps.example_server import build_server as build_example
 
+    return build_example(**options)
+
+
+def _run_example_server(args: argparse.Namespace, backend: TransportBackend) -> int:
     options = replica_options(args)
     auth = _resource_server(args)
 
