@@ -6,101 +6,228 @@ the hosts and the driver) is :mod:`sansio_mcp.runtime`.
 See ``docs/`` for the guide and the architecture (state tables).
 """
 
-from ._cache import ResultCache
-from ._client_session import ClientSession
-from ._errors import (
-    ConnectionClosedError,
-    ErrorCode,
-    HeaderMismatch,
-    HTTPStatusError,
-    InputRoundsExceeded,
-    InternalError,
-    InvalidParams,
-    InvalidRequest,
-    LocalProtocolError,
-    MCPError,
-    MethodNotFound,
-    MissingRequiredClientCapability,
-    OversizedMessage,
-    ParseError,
-    ProtocolError,
-    RemoteProtocolError,
-    RequestCancelled,
-    RequestTimeout,
-    ResourceNotFound,
-    UnsupportedProtocolVersion,
-    URLElicitationRequired,
-)
-from ._events import (
-    CancelRequested,
-    ConnectionClosed,
-    Event,
-    InputRequired,
-    NotificationReceived,
-    ProgressReceived,
-    ProtocolViolation,
-    RequestFailed,
-    RequestMeta,
-    RequestReceived,
-    ResponseReceived,
-    SessionInitialized,
-    SubscriptionAcknowledged,
-)
-from ._jsonrpc import (
-    JSONRPCError,
-    JSONRPCMessage,
-    JSONRPCNotification,
-    JSONRPCRequest,
-    JSONRPCResponse,
-    RequestId,
-    message_to_obj,
-    parse_message,
-)
-from ._ndjson import NEED_DATA, NdjsonFramer
-from ._outbox import Outgoing
-from ._params import LOG_LEVELS, check_params
-from ._refusals import does_not_speak
-from ._registry import (
-    Prompt,
-    PromptArgument,
-    Resource,
-    ResourceTemplate,
-    SessionHub,
-    Tool,
-    ToolResult,
-    decode_state_cursor,
-    encode_state_cursor,
-    text_content,
-)
-from ._request_state import MIN_STATE_KEY_BYTES, RequestStateSealer, parse_state_keys
-from ._server_session import ServerSession
-from ._session import Session
-from ._state import TRANSITIONS, Role, SessionState, Trigger
+from typing import TYPE_CHECKING
 
-# What applications built on the library (an intermediary, a bridge) read and check as
-# the sessions do; the transports' and the tasks' own public names are in
-# sansio_mcp.http, .websocket, .tasks, .capabilities, .config and .jsontext.
-from ._stateless import CacheHints, end_to_end_meta, listen_filter
-from ._stdio import StderrLines, safe_environment
-from ._uritemplate import UriTemplate
-from ._versions import (
-    ALL_REVISIONS,
-    CACHEABLE_METHODS,
-    HANDSHAKE_REVISIONS,
-    LATEST_HANDSHAKE_REVISION,
-    META_CLIENT_CAPABILITIES,
-    META_CLIENT_INFO,
-    META_LOG_LEVEL,
-    META_PROTOCOL_VERSION,
-    META_SERVER_INFO,
-    META_SUBSCRIPTION_ID,
-    MODERN_REVISIONS,
-    MRTR_METHODS,
-    REVISIONS,
-    STATELESS_REVISIONS,
-    Era,
-    Revision,
-    get_revision,
+from ._util import lazy_names
+
+# Each name is imported from its module when first used, so a program loads only the
+# machines it uses (a stdio server never loads the HTTP ones; import time, issue 37).
+if TYPE_CHECKING:
+    from ._cache import ResultCache
+    from ._client_session import ClientSession
+    from ._errors import (
+        ConnectionClosedError,
+        ErrorCode,
+        HeaderMismatch,
+        HTTPStatusError,
+        InputRoundsExceeded,
+        InternalError,
+        InvalidParams,
+        InvalidRequest,
+        LocalProtocolError,
+        MCPError,
+        MethodNotFound,
+        MissingRequiredClientCapability,
+        OversizedMessage,
+        ParseError,
+        ProtocolError,
+        RemoteProtocolError,
+        RequestCancelled,
+        RequestTimeout,
+        ResourceNotFound,
+        UnsupportedProtocolVersion,
+        URLElicitationRequired,
+    )
+    from ._events import (
+        CancelRequested,
+        ConnectionClosed,
+        Event,
+        InputRequired,
+        NotificationReceived,
+        ProgressReceived,
+        ProtocolViolation,
+        RequestFailed,
+        RequestMeta,
+        RequestReceived,
+        ResponseReceived,
+        SessionInitialized,
+        SubscriptionAcknowledged,
+    )
+    from ._jsonrpc import (
+        JSONRPCError,
+        JSONRPCMessage,
+        JSONRPCNotification,
+        JSONRPCRequest,
+        JSONRPCResponse,
+        RequestId,
+        message_to_obj,
+        parse_message,
+    )
+    from ._ndjson import NEED_DATA, NdjsonFramer
+    from ._outbox import Outgoing
+    from ._params import LOG_LEVELS, check_params
+    from ._refusals import does_not_speak
+    from ._registry import (
+        Prompt,
+        PromptArgument,
+        Resource,
+        ResourceTemplate,
+        SessionHub,
+        Tool,
+        ToolResult,
+        decode_state_cursor,
+        encode_state_cursor,
+        text_content,
+    )
+    from ._request_state import MIN_STATE_KEY_BYTES, RequestStateSealer, parse_state_keys
+    from ._server_session import ServerSession
+    from ._session import Session
+    from ._state import TRANSITIONS, Role, SessionState, Trigger
+
+    # What applications built on the library (an intermediary, a bridge) read and check as
+    # the sessions do; the transports' and the tasks' own public names are in
+    # sansio_mcp.http, .websocket, .tasks, .capabilities, .config and .jsontext.
+    from ._stateless import CacheHints, end_to_end_meta, listen_filter
+    from ._stdio import StderrLines, safe_environment
+    from ._uritemplate import UriTemplate
+    from ._versions import (
+        ALL_REVISIONS,
+        CACHEABLE_METHODS,
+        HANDSHAKE_REVISIONS,
+        LATEST_HANDSHAKE_REVISION,
+        META_CLIENT_CAPABILITIES,
+        META_CLIENT_INFO,
+        META_LOG_LEVEL,
+        META_PROTOCOL_VERSION,
+        META_SERVER_INFO,
+        META_SUBSCRIPTION_ID,
+        MODERN_REVISIONS,
+        MRTR_METHODS,
+        REVISIONS,
+        STATELESS_REVISIONS,
+        Era,
+        Revision,
+        get_revision,
+    )
+
+lazy_names(
+    __name__,
+    {
+        "._cache": ("ResultCache",),
+        "._client_session": ("ClientSession",),
+        "._errors": (
+            "ConnectionClosedError",
+            "ErrorCode",
+            "HeaderMismatch",
+            "HTTPStatusError",
+            "InputRoundsExceeded",
+            "InternalError",
+            "InvalidParams",
+            "InvalidRequest",
+            "LocalProtocolError",
+            "MCPError",
+            "MethodNotFound",
+            "MissingRequiredClientCapability",
+            "OversizedMessage",
+            "ParseError",
+            "ProtocolError",
+            "RemoteProtocolError",
+            "RequestCancelled",
+            "RequestTimeout",
+            "ResourceNotFound",
+            "UnsupportedProtocolVersion",
+            "URLElicitationRequired",
+        ),
+        "._events": (
+            "CancelRequested",
+            "ConnectionClosed",
+            "Event",
+            "InputRequired",
+            "NotificationReceived",
+            "ProgressReceived",
+            "ProtocolViolation",
+            "RequestFailed",
+            "RequestMeta",
+            "RequestReceived",
+            "ResponseReceived",
+            "SessionInitialized",
+            "SubscriptionAcknowledged",
+        ),
+        "._jsonrpc": (
+            "JSONRPCError",
+            "JSONRPCMessage",
+            "JSONRPCNotification",
+            "JSONRPCRequest",
+            "JSONRPCResponse",
+            "RequestId",
+            "message_to_obj",
+            "parse_message",
+        ),
+        "._ndjson": (
+            "NEED_DATA",
+            "NdjsonFramer",
+        ),
+        "._outbox": ("Outgoing",),
+        "._params": (
+            "LOG_LEVELS",
+            "check_params",
+        ),
+        "._refusals": ("does_not_speak",),
+        "._registry": (
+            "Prompt",
+            "PromptArgument",
+            "Resource",
+            "ResourceTemplate",
+            "SessionHub",
+            "Tool",
+            "ToolResult",
+            "decode_state_cursor",
+            "encode_state_cursor",
+            "text_content",
+        ),
+        "._request_state": (
+            "MIN_STATE_KEY_BYTES",
+            "RequestStateSealer",
+            "parse_state_keys",
+        ),
+        "._server_session": ("ServerSession",),
+        "._session": ("Session",),
+        "._state": (
+            "TRANSITIONS",
+            "Role",
+            "SessionState",
+            "Trigger",
+        ),
+        "._stateless": (
+            "CacheHints",
+            "end_to_end_meta",
+            "listen_filter",
+        ),
+        "._stdio": (
+            "StderrLines",
+            "safe_environment",
+        ),
+        "._uritemplate": ("UriTemplate",),
+        "._versions": (
+            "ALL_REVISIONS",
+            "CACHEABLE_METHODS",
+            "HANDSHAKE_REVISIONS",
+            "LATEST_HANDSHAKE_REVISION",
+            "META_CLIENT_CAPABILITIES",
+            "META_CLIENT_INFO",
+            "META_LOG_LEVEL",
+            "META_PROTOCOL_VERSION",
+            "META_SERVER_INFO",
+            "META_SUBSCRIPTION_ID",
+            "MODERN_REVISIONS",
+            "MRTR_METHODS",
+            "REVISIONS",
+            "STATELESS_REVISIONS",
+            "Era",
+            "Revision",
+            "get_revision",
+        ),
+    },
 )
 
 __version__ = "0.1.0"

@@ -12,7 +12,6 @@ from sansio_mcp import (
     MissingRequiredClientCapability,
     RequestTimeout,
 )
-from sansio_mcp.auth import AuthorizationError
 
 __all__ = ["explain"]
 
@@ -21,6 +20,8 @@ def explain(exc: BaseException, *, bearer: bool = False, verbose: bool = False) 
     """One message for ``exc``; ``bearer``: the user gave ``--bearer``, ``verbose``: ``-v``."""
     if isinstance(exc, HTTPStatusError):
         return _explain_http(exc, bearer)
+    from sansio_mcp.auth import AuthorizationError  # the OAuth client's, loaded when needed
+
     if isinstance(exc, AuthorizationError):
         status = exc.data.get("status") if isinstance(exc.data, dict) else None
         if bearer and status in (401, 403):

@@ -14,7 +14,6 @@ import attrs
 
 from sansio_mcp import parse_state_keys
 from sansio_mcp.runtime import (
-    RedisAddress,
     Stores,
     StoreUnavailable,
     default_replica_id,
@@ -44,6 +43,8 @@ def store_url(text: str) -> str:
         return text
     if not text.startswith("redis://"):
         raise argparse.ArgumentTypeError(f"{text!r} is not a store: give {STORE_FORMS}")
+    from sansio_mcp.runtime import RedisAddress
+
     try:
         RedisAddress.parse(text)
     except ValueError as exc:
@@ -53,7 +54,11 @@ def store_url(text: str) -> str:
 
 def store_name(url: str) -> str:
     """How messages name the store: its URL without a password."""
-    return url if url == "memory" else RedisAddress.parse(url).name
+    if url == "memory":
+        return url
+    from sansio_mcp.runtime import RedisAddress
+
+    return RedisAddress.parse(url).name
 
 
 def add_replica_arguments(parser: argparse.ArgumentParser) -> None:

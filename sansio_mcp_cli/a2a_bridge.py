@@ -14,29 +14,11 @@ from sansio_mcp.http import LOOPBACK_HOSTS
 from sansio_mcp.runtime import Stores, TransportBackend
 from sansio_mcp_apps.a2a import BridgeConfig, ConfigError, load_config
 
-from ._args import port_number
-from ._replicas import add_replica_arguments, guarded, replica_options, serve_with_stores
+from ._replicas import guarded, replica_options, serve_with_stores
 
-__all__ = ["add_parser", "client_block", "run"]
+__all__ = ["client_block", "run"]
 
 ENDPOINT = "/mcp"
-
-
-def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    parser = sub.add_parser(
-        "a2a-bridge",
-        parents=[common],
-        help="serve A2A v1.0 agents as four MCP tools over Streamable HTTP at /mcp",
-    )
-    parser.add_argument("--config", required=True, help="the agents.json file")
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    parser.add_argument(
-        "--port",
-        type=port_number,
-        default=None,
-        help="port to listen on (default: the config's port, else 8931; 0: any free port)",
-    )
-    add_replica_arguments(parser)
 
 
 def client_block(url: str) -> str:

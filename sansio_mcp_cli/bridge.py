@@ -23,7 +23,7 @@ from sansio_mcp_apps.a2e.runtime._agents import serve_agent_pipes
 from sansio_mcp_apps.a2e.runtime._runner import BridgeRunner
 from trio_adapters._transports import stop_on_signal as trio_stop_on_signal
 
-__all__ = ["BridgeConfig", "add_bridge_parser", "load_config", "run_bridge", "run_command"]
+__all__ = ["BridgeConfig", "load_config", "run_bridge", "run_command"]
 
 
 def parse_listen(listen: str) -> tuple[str, int, str] | None:
@@ -75,32 +75,6 @@ async def _serve_stdio_agent(bridge: BridgeRunner) -> None:
         await serve_agent_pipes(bridge, stream, stream)
     finally:
         await stream.aclose()
-
-
-def add_bridge_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    """The ``bridge`` subcommand's options (called by the main parser)."""
-    bridge = sub.add_parser(
-        "bridge",
-        parents=[common],
-        help="run the A2E MCP bridge: an A2E agent on stdio (or WebSocket) drives MCP servers",
-    )
-    bridge.add_argument(
-        "--config",
-        metavar="FILE",
-        help='JSON: {"servers": [MCPServerConfig...], "roots": [MCPRoot...]} '
-        '(optional: "elicitation": true, "ping_interval": seconds)',
-    )
-    bridge.add_argument(
-        "--listen",
-        default="stdio",
-        metavar="stdio|ws://HOST:PORT",
-        help="where the agent connects: stdio (default, NDJSON) or a WebSocket address (path /a2e)",
-    )
-    bridge.add_argument(
-        "--elicitation",
-        action="store_true",
-        help="forward MCP elicitation to the agent (the x-mcp/elicit extension)",
-    )
 
 
 def run_command(args: argparse.Namespace, backend: Any) -> int:

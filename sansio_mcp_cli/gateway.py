@@ -8,36 +8,21 @@ import json
 import sys
 from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from sansio_mcp.config import load_json
 from sansio_mcp.runtime import Listener, Stores, TransportBackend, TransportTable
 from sansio_mcp_apps.gateway import ConfigError, GatewayConfig, parse_config
 from sansio_mcp_apps.gateway.runtime import Gateway, transport_opener
 
-from ._args import port_number
 from ._replicas import (
     ReplicaOptions,
-    add_replica_arguments,
     guarded,
     replica_options,
     serve_with_stores,
 )
 
-__all__ = ["add_parser", "load_config_file", "router_listener", "run"]
-
-
-def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    """The ``gateway`` subcommand's options (called by the main parser)."""
-    gateway = sub.add_parser(
-        "gateway",
-        parents=[common],
-        help="serve the tools of many MCP servers at one Streamable HTTP endpoint (/mcp)",
-    )
-    gateway.add_argument("--config", required=True, help="the gateway.json file")
-    gateway.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    gateway.add_argument("--port", type=port_number, default=8931, help="port (0: any free port)")
-    add_replica_arguments(gateway)
+__all__ = ["load_config_file", "router_listener", "run"]
 
 
 def load_config_file(path: str) -> GatewayConfig:

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sansio_mcp import (
     ALL_REVISIONS,
@@ -20,16 +20,18 @@ from sansio_mcp import (
     ProtocolError,
     does_not_speak,
 )
-from sansio_mcp.auth import JWTVerifier, ResourceServer, StaticTokenVerifier
-from sansio_mcp.runtime import ClientAPI, Stores, TimedOut, TransportBackend
-from sansio_mcp_apps.example_server import build_server
+from sansio_mcp.runtime import TimedOut
 
 from ._args import port_number
 from ._explain import explain
+from ._parsers import add_a2a_bridge_parser, add_bridge_parser, add_gateway_parser
 from ._progress import ProgressDisplay
 from ._replicas import add_replica_arguments, guarded, replica_options, serve_with_stores
 from ._traffic import Traffic
-from .answers import Answers
+
+if TYPE_CHECKING:
+    from sansio_mcp.auth import ResourceServer
+    from sansio_mcp.runtime import ClientAPI, Server, Stores, TransportBackend
 
 __all__ = ["main"]
 
@@ -85,6 +87,17 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+class _VersionAction(argparse.Action):
+    """``--version``, looked up only when asked (``importlib.metadata`` is slow to load)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(f"{parser.prog} {_version()}")
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sansio-mcp",
@@ -97,7 +110,9 @@ def _parser() -> argparse.ArgumentParser:
         help="log protocol details to stderr, and each JSON-RPC message of inspect and call "
         "(one line each, long ones shortened)",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument(
+        "--version", action=_VersionAction, help="show program's version number and exit"
+    )
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--backend",
@@ -244,14 +259,8 @@ def _parser() -> argparse.ArgumentParser:
         "through the bridge (--mcp: our MCP client tours it directly)",
     )
     demo.add_argument("--mcp", action="store_true", help="the MCP client tour (no bridge) instead")
-    from .bridge import add_bridge_parser
-
     add_bridge_parser(sub, common)
-    from .a2a_bridge import add_parser as add_a2a_bridge_parser
-
     add_a2a_bridge_parser(sub, common)
-    from .gateway import add_parser as add_gateway_parser
-
     add_gateway_parser(sub, common)
     from .check import add_parser as add_check_parser
 
@@ -336,6 +345,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _resource_server(args: argparse.Namespace) -> ResourceServer | None:
     """The example server's protection: ``--auth-token`` and ``--auth-jwks-uri``."""
+    if not (args.auth_jwks_uri or args.auth_token):
+        return None
+    from sansio_mcp.auth import JWTVerifier, ResourceServer, StaticTokenVerifier
+
     resource = args.auth_resource or ""
     if args.auth_jwks_uri:
         if len(args.auth_issuer) != 1 or not resource:
@@ -350,6 +363,14 @@ def _resource_server(args: argparse.Namespace) -> ResourceServer | None:
         tokens = StaticTokenVerifier(dict.fromkeys(args.auth_token, ()))
         return ResourceServer(resource, args.auth_issuer, tokens)
     return None
+
+
+def build_server(**options: Any) -> Server:
+    """The server ``example-server`` serves (a wrapper, so that starting the command
+    loads the example only when it runs; a test's script replaces it)."""
+    from sansio_mcp_apps.example_server import build_server as build_example
+
+    return build_example(**options)
 
 
 def _run_example_server(args: argparse.Namespace, backend: TransportBackend) -> int:
@@ -553,6 +574,8 @@ async def _run_inspect(
 
     # Declared as ``call`` declares them: servers that list some tools only to
     # clients able to answer their questions show the same tools to both.
+    from .answers import Answers
+
     answers = Answers.from_options([], None, [], backend=backend, command="inspect")
     _dump(await _connected(backend, command, args, inspect, handlers=answers.handlers(tasks=True)))
     return 0
@@ -581,6 +604,8 @@ async def _run_call(backend: TransportBackend, command: list[str], args: argpars
         print("sansio-mcp call: --args must be a JSON object", file=sys.stderr)
         return 2
     try:
+        from .answers import Answers
+
         answers = Answers.from_options(args.elicit, args.sample, args.root, backend=backend)
     except ValueError as exc:
         print(f"sansio-mcp call: {exc}", file=sys.stderr)

@@ -7,18 +7,11 @@ from __future__ import annotations
 import argparse
 import socket
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from sansio_mcp.auth import ClientInfo, OAuthConfig, TokenSet
-from sansio_mcp.http import Endpoint
-from sansio_mcp.runtime import (
-    FileTokenStore,
-    MemoryTokenStore,
-    OAuthProvider,
-    TokenStore,
-    TransportBackend,
-)
+if TYPE_CHECKING:
+    from sansio_mcp.runtime import OAuthProvider, TokenStore, TransportBackend
 
 __all__ = ["LoopbackRedirect", "add_oauth_arguments", "oauth_provider"]
 
@@ -102,6 +95,11 @@ def oauth_provider(
     url = getattr(args, "url", None)
     if not (getattr(args, "oauth", False) or getattr(args, "bearer", None)) or not url:
         return None
+    # The OAuth client and HTTP machinery load only for a command that authorizes.
+    from sansio_mcp.auth import ClientInfo, OAuthConfig, TokenSet
+    from sansio_mcp.http import Endpoint
+    from sansio_mcp.runtime import FileTokenStore, MemoryTokenStore, OAuthProvider
+
     store: TokenStore = (
         FileTokenStore(args.oauth_token_file) if args.oauth_token_file else MemoryTokenStore()
     )

@@ -4,38 +4,28 @@ or a URL, a server on a transport (what ``--backend trio`` runs on)."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import trio
 
 from sansio_mcp.runtime import TransportTable, stop_signals
-from sansio_mcp.runtime.hosting import ClientOpeners, Listeners
+from sansio_mcp.runtime.hosting import ClientOpeners, Listeners, imported_when_called
 
 from ._backend import TrioBackend
 from .client import open_stdio_client
-from .http_client import open_http_client
-from .http_server import serve_http
 from .server import serve_stdio
-from .sse import open_sse_client, serve_sse
 
 __all__ = ["BACKEND", "TrioTransports", "stop_on_signal"]
 
 
-# The WebSocket transport loads wsproto; it is imported when first used, not with
-# the adapter (most programs never speak WebSocket).
-def open_ws_client(url: str, **options: Any) -> AbstractAsyncContextManager[Any]:
-    """:func:`.websocket.open_ws_client`, imported on first use."""
-    from .websocket import open_ws_client as open_client
-
-    return open_client(url, **options)
-
-
-async def serve_ws(*args: Any, **options: Any) -> None:
-    """:func:`.websocket.serve_ws`, imported on first use."""
-    from .websocket import serve_ws as serve
-
-    await serve(*args, **options)
+# The network transports load h11 (HTTP, SSE) or wsproto (WebSocket); each is imported
+# when first used, not with the adapter (a stdio program never speaks them).
+open_http_client = imported_when_called("trio_adapters.http_client", "open_http_client")
+open_sse_client = imported_when_called("trio_adapters.sse", "open_sse_client")
+open_ws_client = imported_when_called("trio_adapters.websocket", "open_ws_client")
+serve_http = imported_when_called("trio_adapters.http_server", "serve_http")
+serve_sse = imported_when_called("trio_adapters.sse", "serve_sse")
+serve_ws = imported_when_called("trio_adapters.websocket", "serve_ws")
 
 
 async def stop_on_signal(

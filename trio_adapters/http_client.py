@@ -1,5 +1,5 @@
 """The Trio MCP client over Streamable HTTP: ``open_http_client(url)`` (the
-runtime's :class:`~sansio_mcp.runtime._open_client.HTTPOpeners` on this backend)."""
+runtime's :class:`~sansio_mcp.runtime.hosting.HTTPOpeners` on this backend)."""
 
 from __future__ import annotations
 

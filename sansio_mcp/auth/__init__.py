@@ -6,8 +6,9 @@ judges a request's token and writes the 401/403 answer.  JWTs (client assertions
 DPoP proofs) are signed with PyJWT, imported only when one is needed.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._util import lazy_names
 
 if TYPE_CHECKING:
     from ._challenge import Challenge, format_challenge, parse_challenges
@@ -40,53 +41,65 @@ if TYPE_CHECKING:
 
 # Each name is imported from its module when first used: the client's and the
 # server's halves stay unloaded until a program uses them (import time).
-_LAZY = {
-    "AccessToken": "._server",
-    "AuthRefusal": "._server",
-    "AuthorizationError": "._types",
-    "AuthorizationFailed": "._types",
-    "Authorized": "._types",
-    "Challenge": "._challenge",
-    "ClientInfo": "._types",
-    "Credentials": "._router",
-    "DPoPChecker": "._dpop_check",
-    "DPoPKey": "._crypto",
-    "Decision": "._client",
-    "FlowState": "._client",
-    "Grant": "._types",
-    "HTTPCall": "._types",
-    "HTTPReply": "._types",
-    "JWTVerifier": "._jwt_verifier",
-    "OAuthClient": "._client",
-    "OAuthConfig": "._types",
-    "OpenBrowser": "._types",
-    "ProtectedRouter": "._router",
-    "ResourceServer": "._server",
-    "StaticTokenVerifier": "._server",
-    "TRANSITIONS": "._client",
-    "TokenSet": "._types",
-    "TokenVerifier": "._server",
-    "access_token_from_claims": "._jwt_verifier",
-    "as_metadata_urls": "._discovery",
-    "client_assertion": "._crypto",
-    "code_challenge": "._pkce",
-    "dpop_proof": "._crypto",
-    "format_challenge": "._challenge",
-    "jwk_thumbprint": "._crypto",
-    "parse_challenges": "._challenge",
-    "prm_urls": "._discovery",
-    "random_string": "._pkce",
-    "resource_allowed": "._discovery",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+lazy_names(
+    __name__,
+    {
+        "._challenge": (
+            "Challenge",
+            "format_challenge",
+            "parse_challenges",
+        ),
+        "._client": (
+            "Decision",
+            "FlowState",
+            "OAuthClient",
+            "TRANSITIONS",
+        ),
+        "._crypto": (
+            "DPoPKey",
+            "client_assertion",
+            "dpop_proof",
+            "jwk_thumbprint",
+        ),
+        "._discovery": (
+            "as_metadata_urls",
+            "prm_urls",
+            "resource_allowed",
+        ),
+        "._dpop_check": ("DPoPChecker",),
+        "._jwt_verifier": (
+            "JWTVerifier",
+            "access_token_from_claims",
+        ),
+        "._pkce": (
+            "code_challenge",
+            "random_string",
+        ),
+        "._router": (
+            "Credentials",
+            "ProtectedRouter",
+        ),
+        "._server": (
+            "AccessToken",
+            "AuthRefusal",
+            "ResourceServer",
+            "StaticTokenVerifier",
+            "TokenVerifier",
+        ),
+        "._types": (
+            "AuthorizationError",
+            "AuthorizationFailed",
+            "Authorized",
+            "ClientInfo",
+            "Grant",
+            "HTTPCall",
+            "HTTPReply",
+            "OAuthConfig",
+            "OpenBrowser",
+            "TokenSet",
+        ),
+    },
+)
 
 
 __all__ = [

@@ -8,84 +8,169 @@ and :class:`ClientHandlers`, and what applications build their own hosts from
 :class:`Backend` primitives and import no event loop.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .._tasks import TaskLimits
-from .._util import unwrap_single_exception
-from ._backend import (
-    Backend,
-    ByteStream,
-    OnBound,
-    Process,
-    Signal,
-    TaskGroup,
-    TimedOut,
-    Timer,
-    TransportBackend,
-)
-from ._client import ClientAPI, ClientHandlers, Subscription
-from ._client_options import SessionOptions
-from ._driver import Driver, HostHandlers, ProgressCallback
-from ._host import HostBase
-from ._http_service import ServerLimits
-from ._open_client import HTTPClientSessionHost, SSEClientSessionHost
-from ._process import StderrTail, drain_stderr, explained_exit, stop_process
-from ._redis import RedisAddress, RedisClient, RedisEventBus, RedisReplayCache
-from ._sender import Sender
-from ._serve_options import ListenOptions
-from ._server import Context, ContextHost, Server, answer_request
-from ._session_store import (
-    HandshakeSessionStore,
-    MemoryHandshakeSessionStore,
-    RedisHandshakeSessionStore,
-    SessionRecord,
-    SharedSessions,
-    handshake_session_store,
-    shared_sessions,
-)
-from ._stores import (
-    EventBus,
-    EventSubscription,
-    MemoryEventBus,
-    MemoryReplayCache,
-    RedisCommands,
-    ReplayCache,
-    Stores,
-    StoreUnavailable,
-    default_replica_id,
-    open_stores,
-)
-from ._task_client import TaskCancelled, ToolTask
-from ._task_store import (
-    DEFAULT_TASK_LEASE,
-    MemorySharedTaskStore,
-    RedisSharedTaskStore,
-    SharedTaskStore,
-    StoredTask,
-    TaskConflict,
-    TaskStores,
-    shared_task_store,
-)
-from ._tasks import CancelTask, TaskStore, task_owner
-from ._transports import Listener, TransportTable, stop_signals
+from .._util import lazy_names, unwrap_single_exception
 
+# Each name is imported from its module when first used: a stdio server never loads the
+# HTTP service, the Redis stores nor the OAuth client (import time, issue 37).
 if TYPE_CHECKING:
+    from .._tasks import TaskLimits
+    from ._backend import (
+        Backend,
+        ByteStream,
+        OnBound,
+        Process,
+        Signal,
+        TaskGroup,
+        TimedOut,
+        Timer,
+        TransportBackend,
+    )
+    from ._client import ClientAPI, ClientHandlers, Subscription
+    from ._client_options import SessionOptions
+    from ._driver import Driver, HostHandlers, ProgressCallback
+    from ._host import HostBase
+    from ._http_openers import HTTPClientSessionHost, SSEClientSessionHost
+    from ._http_service import ServerLimits
     from ._oauth import FileTokenStore, MemoryTokenStore, OAuthProvider, TokenStore
+    from ._process import StderrTail, drain_stderr, explained_exit, stop_process
+    from ._redis import RedisAddress, RedisClient, RedisEventBus, RedisReplayCache
+    from ._sender import Sender
+    from ._serve_options import ListenOptions
+    from ._server import Context, ContextHost, Server, answer_request
+    from ._session_store import (
+        HandshakeSessionStore,
+        MemoryHandshakeSessionStore,
+        RedisHandshakeSessionStore,
+        SessionRecord,
+        SharedSessions,
+        handshake_session_store,
+        shared_sessions,
+    )
+    from ._stores import (
+        EventBus,
+        EventSubscription,
+        MemoryEventBus,
+        MemoryReplayCache,
+        RedisCommands,
+        ReplayCache,
+        Stores,
+        StoreUnavailable,
+        default_replica_id,
+        open_stores,
+    )
+    from ._task_client import TaskCancelled, ToolTask
+    from ._task_store import (
+        DEFAULT_TASK_LEASE,
+        MemorySharedTaskStore,
+        RedisSharedTaskStore,
+        SharedTaskStore,
+        StoredTask,
+        TaskConflict,
+        TaskStores,
+        shared_task_store,
+    )
+    from ._tasks import CancelTask, TaskStore, task_owner
+    from ._transports import Listener, TransportTable, stop_signals
 
-#: Names whose module is imported when first used: the OAuth client loads the whole
-#: authorization machine, which a program without OAuth never needs.
-_LAZY = frozenset({"FileTokenStore", "MemoryTokenStore", "OAuthProvider", "TokenStore"})
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from . import _oauth
-
-    value = getattr(_oauth, name)
-    globals()[name] = value
-    return value
-
+lazy_names(
+    __name__,
+    {
+        ".._tasks": ("TaskLimits",),
+        "._backend": (
+            "Backend",
+            "ByteStream",
+            "OnBound",
+            "Process",
+            "Signal",
+            "TaskGroup",
+            "TimedOut",
+            "Timer",
+            "TransportBackend",
+        ),
+        "._client": (
+            "ClientAPI",
+            "ClientHandlers",
+            "Subscription",
+        ),
+        "._client_options": ("SessionOptions",),
+        "._driver": (
+            "Driver",
+            "HostHandlers",
+            "ProgressCallback",
+        ),
+        "._host": ("HostBase",),
+        "._http_service": ("ServerLimits",),
+        "._http_openers": ("HTTPClientSessionHost", "SSEClientSessionHost"),
+        "._process": (
+            "StderrTail",
+            "drain_stderr",
+            "explained_exit",
+            "stop_process",
+        ),
+        "._redis": (
+            "RedisAddress",
+            "RedisClient",
+            "RedisEventBus",
+            "RedisReplayCache",
+        ),
+        "._sender": ("Sender",),
+        "._serve_options": ("ListenOptions",),
+        "._server": (
+            "Context",
+            "ContextHost",
+            "Server",
+            "answer_request",
+        ),
+        "._session_store": (
+            "HandshakeSessionStore",
+            "MemoryHandshakeSessionStore",
+            "RedisHandshakeSessionStore",
+            "SessionRecord",
+            "SharedSessions",
+            "handshake_session_store",
+            "shared_sessions",
+        ),
+        "._stores": (
+            "EventBus",
+            "EventSubscription",
+            "MemoryEventBus",
+            "MemoryReplayCache",
+            "RedisCommands",
+            "ReplayCache",
+            "Stores",
+            "StoreUnavailable",
+            "default_replica_id",
+            "open_stores",
+        ),
+        "._task_client": (
+            "TaskCancelled",
+            "ToolTask",
+        ),
+        "._task_store": (
+            "DEFAULT_TASK_LEASE",
+            "MemorySharedTaskStore",
+            "RedisSharedTaskStore",
+            "SharedTaskStore",
+            "StoredTask",
+            "TaskConflict",
+            "TaskStores",
+            "shared_task_store",
+        ),
+        "._tasks": (
+            "CancelTask",
+            "TaskStore",
+            "task_owner",
+        ),
+        "._transports": (
+            "Listener",
+            "TransportTable",
+            "stop_signals",
+        ),
+        "._oauth": ("FileTokenStore", "MemoryTokenStore", "OAuthProvider", "TokenStore"),
+    },
+)
 
 __all__ = [
     "Backend",

@@ -10,11 +10,10 @@ import inspect
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Literal, Protocol, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
 
 import attrs
 
-from .._cache import ResultCache
 from .._client_session import ClientSession
 from .._errors import ErrorCode, LocalProtocolError, MCPError, RemoteProtocolError
 from .._events import RequestReceived
@@ -28,6 +27,9 @@ from .._tasks import CORE_TASKS_REVISION, TASKS_EXTENSION
 from ._driver import Driver, ProgressCallback, SubscriptionSink
 from ._primitives import Sleeper
 from ._task_client import StatusCallback, ToolTask
+
+if TYPE_CHECKING:
+    from .._cache import ResultCache
 
 __all__ = [
     "ClientAPI",
@@ -258,6 +260,8 @@ class ClientAPI:
         #: (from list_tools; None until it ran).
         self._task_tools: dict[Any, str] | None = None
         if session.is_stateless:
+            from .._cache import ResultCache  # only a stateless session caches
+
             self.cache = ResultCache()
         driver.observe_notification = self.notification_seen
 

@@ -16,7 +16,7 @@ import logging
 import secrets
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from typing import Any, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
 from .._errors import ErrorCode, InvalidParams, MCPError, MethodNotFound, failure_text
 from .._events import RequestMeta, RequestReceived
@@ -61,13 +61,15 @@ from .._tasks import (
     runs_as_task,
 )
 from .._versions import ALL_REVISIONS, MRTR_METHODS
-from ..auth._server import AccessToken, ResourceServer
 from ._driver import respond_with_failure, respond_with_result
 from ._primitives import Cancellable, Signal
 from ._store_base import StoreUnavailable
-from ._stores import Stores
 from ._task_store import DEFAULT_TASK_LEASE
 from ._tasks import RunningTask, TaskRunner, TaskStart, TaskStore, task_owner
+
+if TYPE_CHECKING:  # annotations only: a server without OAuth or Redis never loads them
+    from ..auth._server import AccessToken, ResourceServer
+    from ._stores import Stores
 
 __all__ = ["Context", "ContextHost", "Server", "answer_request"]
 

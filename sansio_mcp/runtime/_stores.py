@@ -24,7 +24,6 @@ from typing import Any, Protocol
 import attrs
 
 from .._util import unwrap_single_exception
-from ._redis import RedisClient, RedisEventBus, RedisReplayCache
 from ._store_base import (
     EventBus,
     EventSubscription,
@@ -166,6 +165,8 @@ async def open_stores(
         return
     if not url.startswith("redis://"):
         raise ValueError(f"unsupported store {url!r}: expected 'memory' or 'redis://HOST:PORT/DB'")
+    from ._redis import RedisClient, RedisEventBus, RedisReplayCache  # only a Redis store's
+
     client = RedisClient(url, backend)
     try:
         # A store that cannot be reached at start is a configuration error, said at once.

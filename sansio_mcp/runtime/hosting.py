@@ -9,16 +9,18 @@ program uses.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._util import imported_when_called, lazy_names
 
 if TYPE_CHECKING:
     from ._asgi import ASGIService, Receive, Scope, Send, serve_lifespan
     from ._backend import ConnectionHandler
     from ._client_options import ClientOptions, StdioChild, StdioOptions
     from ._host import Framing, HostContext, hosted, serving, start_client
+    from ._http_openers import HTTPOpeners
     from ._http_service import RoutedOutput, Router, SessionHosts, streamable_http_router
-    from ._open_client import HTTPOpeners, run_client
+    from ._open_client import run_client
     from ._process import ChildProcess
     from ._serve_options import (
         HTTPServeOptions,
@@ -31,49 +33,57 @@ if TYPE_CHECKING:
     from ._transports import ClientOpeners, Listeners
     from ._ws_service import WebSocketServing, open_websocket
 
-#: Each name's private module (imported on first use).
-_HOME = {
-    "ASGIService": "._asgi",
-    "ChildProcess": "._process",
-    "ClientOpeners": "._transports",
-    "ClientOptions": "._client_options",
-    "ConnectionHandler": "._backend",
-    "Framing": "._host",
-    "HostContext": "._host",
-    "hosted": "._host",
-    "http_router": "._serve_options",
-    "HTTPOpeners": "._open_client",
-    "HTTPServeOptions": "._serve_options",
-    "Listeners": "._transports",
-    "open_websocket": "._ws_service",
-    "Receive": "._asgi",
-    "RoutedOutput": "._http_service",
-    "Router": "._http_service",
-    "RouterOptions": "._serve_options",
-    "run_client": "._open_client",
-    "Scope": "._asgi",
-    "Send": "._asgi",
-    "serve_lifespan": "._asgi",
-    "serving": "._host",
-    "SessionHosts": "._http_service",
-    "sse_router": "._serve_options",
-    "SSEServeOptions": "._serve_options",
-    "start_client": "._host",
-    "StdioChild": "._client_options",
-    "StdioOptions": "._client_options",
-    "streamable_http_router": "._http_service",
-    "WebSocketServeOptions": "._serve_options",
-    "WebSocketServing": "._ws_service",
-}
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home, __package__), name)
-    globals()[name] = value
-    return value
+# Each name is imported from its private module when first used.
+lazy_names(
+    __name__,
+    {
+        "._asgi": (
+            "ASGIService",
+            "Receive",
+            "Scope",
+            "Send",
+            "serve_lifespan",
+        ),
+        "._backend": ("ConnectionHandler",),
+        "._client_options": (
+            "ClientOptions",
+            "StdioChild",
+            "StdioOptions",
+        ),
+        "._host": (
+            "Framing",
+            "HostContext",
+            "hosted",
+            "serving",
+            "start_client",
+        ),
+        "._http_service": (
+            "RoutedOutput",
+            "Router",
+            "SessionHosts",
+            "streamable_http_router",
+        ),
+        "._http_openers": ("HTTPOpeners",),
+        "._open_client": ("run_client",),
+        "._process": ("ChildProcess",),
+        "._serve_options": (
+            "http_router",
+            "HTTPServeOptions",
+            "RouterOptions",
+            "sse_router",
+            "SSEServeOptions",
+            "WebSocketServeOptions",
+        ),
+        "._transports": (
+            "ClientOpeners",
+            "Listeners",
+        ),
+        "._ws_service": (
+            "open_websocket",
+            "WebSocketServing",
+        ),
+    },
+)
 
 
 __all__ = [
@@ -88,6 +98,7 @@ __all__ = [
     "http_router",
     "HTTPOpeners",
     "HTTPServeOptions",
+    "imported_when_called",
     "Listeners",
     "open_websocket",
     "Receive",
