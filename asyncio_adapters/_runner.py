@@ -62,6 +62,8 @@ class TransportOutput:
     ) -> None:
         self._framing = framing
         self._writer = writer
+        # The transport itself: the writer's methods only pass these calls on to it.
+        self._transport = writer.transport
         self._on_gone = on_gone
         self._drain_lock = asyncio.Lock()
 
@@ -69,11 +71,11 @@ class TransportOutput:
         self.send_now()
 
     def send_now(self) -> bool:
-        writer = self._writer
+        transport = self._transport
         data = self._framing.data_to_send()
-        if data and not writer.is_closing():
-            writer.write(data)  # on EPIPE the transport closes itself at once
-        if writer.is_closing():
+        if data and not transport.is_closing():
+            transport.write(data)  # on EPIPE the transport closes itself at once
+        if transport.is_closing():
             self._on_gone(len(data))
         return True
 
@@ -81,7 +83,7 @@ class TransportOutput:
         """Write what is queued, then wait while the transport holds too much of it."""
         self.send_now()
         writer = self._writer
-        if not writer.transport.get_write_buffer_size() or writer.is_closing():
+        if not self._transport.get_write_buffer_size() or self._transport.is_closing():
             return
         async with self._drain_lock:
             try:
@@ -120,6 +122,10 @@ class AsyncioRunner(AsyncioSessionHost):
             protocol.on_lost = lambda: self._output_gone(writer.transport.get_write_buffer_size())
         self.started = asyncio.Event()
         self._input_ended = asyncio.Event()
+        #: ``_input_ended`` is set (read per message: a plain attribute is cheaper).
+        self._fed_all = False
+        self._waits_for_output = self.reading_waits_for_output  # the session's role: fixed
+        self._writer_transport = writer.transport
         #: Whether the session ended because the peer's input ended (or its output
         #: went away), rather than by cancellation: set when :meth:`run` finishes.
         self.ended_by_peer = False
@@ -170,24 +176,28 @@ class AsyncioRunner(AsyncioSessionHost):
                 data = b""
             self.framing.receive_data(data)
             self.driver.process_events()
-            if self.reading_waits_for_output:
+            if self._waits_for_output:
                 await output.flush()
             else:
                 output.send_now()
             if not data:
                 break
+        self._end_input()
+
+    def _end_input(self) -> None:
+        self._fed_all = True
         self._input_ended.set()
 
     def feed(self, data: bytes) -> None:
         """Input pushed by a protocol (``b""``: its end)."""
-        if self._input_ended.is_set():
+        if self._fed_all:
             return
         self.framing.receive_data(data)
         self.driver.process_events()
         self.transport_output.send_now()
         if not data or self.driver.closed:
-            self._input_ended.set()
-        elif self.reading_waits_for_output and self._writer.transport.get_write_buffer_size():
+            self._end_input()
+        elif self._waits_for_output and self._writer_transport.get_write_buffer_size():
             # The peer is not keeping up with what we send: read no more until
             # it has (as the read loop does by awaiting its flush).
             self.pause_input()
@@ -206,7 +216,7 @@ class AsyncioRunner(AsyncioSessionHost):
             logger.debug("peer gone; dropped %d bytes", dropped)
             self.session.close()
             self.driver.process_events()
-        self._input_ended.set()
+        self._end_input()
 
 
 class PushProtocol(asyncio.Protocol):

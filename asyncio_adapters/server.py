@@ -10,11 +10,11 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from sansio_mcp import RequestReceived, ServerSession
+from sansio_mcp import ServerSession
 from sansio_mcp.runtime import Server, unwrap_single_exception
 from sansio_mcp.runtime.hosting import HostContext, serving
 
-from ._runner import AsyncioRunner, AsyncioSessionHost, Connector, Framing, OutputPipeProtocol
+from ._runner import AsyncioRunner, Connector, Framing, OutputPipeProtocol
 
 __all__ = ["AsyncioContext", "serve", "serve_stdio"]
 
@@ -22,8 +22,8 @@ __all__ = ["AsyncioContext", "serve", "serve_stdio"]
 class AsyncioContext(HostContext):
     """The handler context on asyncio."""
 
-    def __init__(self, host: AsyncioSessionHost, event: RequestReceived) -> None:
-        super().__init__(host, event, now=time.time())
+    #: Dates a request's sealed state (read once per request, without a hop).
+    wall_clock = staticmethod(time.time)
 
 
 async def serve(

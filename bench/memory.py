@@ -78,11 +78,20 @@ def _ours_asyncio(n: int) -> dict[str, Any]:
     init, inited = _line(INITIALIZE), _line(INITIALIZED)
 
     class _Transport:
+        """The transport of a pipe whose peer takes everything (the runner writes to
+        the transport itself)."""
+
         def get_write_buffer_size(self) -> int:
             return 0
 
         def get_protocol(self) -> None:
             return None
+
+        def write(self, data: bytes) -> None:
+            pass
+
+        def is_closing(self) -> bool:
+            return False
 
     class _Sink:
         """A writer that keeps nothing (the peer's side of a pipe)."""

@@ -19,12 +19,15 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from ._proc import REPO, child_env
 from .raw_client import RawStdioClient
 
 BACKENDS = ("trio", "asyncio")
+#: The bare json echo loop (``--bare``): read a line, ``json.loads``, ``json.dumps``, write.
+BARE_ECHO = REPO / "bench" / "servers" / "json_echo.py"
 TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 #: Runs the CLI under cProfile and writes the stats where ``BENCH_PROFILE_OUT`` says
@@ -111,27 +114,40 @@ def _cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])  # utime + stime (fields 14 and 15)
 
 
-def _drive(command: list[str], tree: Path, calls: int, warmup: int, env: dict[str, str]) -> int:
+def _drive(
+    command: list[str], tree: Path, calls: int, warmup: int, env: dict[str, str]
+) -> tuple[int, float]:
     """Start the server, ``warmup`` calls, then ``calls`` timed ones; the server's CPU
-    ticks over the timed ones."""
+    ticks over the timed ones, and their wall time in seconds."""
     client = RawStdioClient(command, cwd=str(tree), env=env)
     try:
         client.initialize()
         for i in range(warmup):
             client.call_tool("echo", {"message": f"w{i}"})
-        before = _cpu_ticks(client.process.pid)
+        before, start = _cpu_ticks(client.process.pid), time.perf_counter()
         for i in range(calls):
             client.call_tool("echo", {"message": f"m{i}"})
-        return _cpu_ticks(client.process.pid) - before
+        wall = time.perf_counter() - start
+        return _cpu_ticks(client.process.pid) - before, wall
     finally:
         client.close()
 
 
 def cpu_per_call(tree: Path, backend: str, calls: int = 4000, warmup: int = 300) -> float:
     """The server's CPU per timed call, in microseconds."""
-    command = [_python(tree), "-m", "sansio_mcp_cli", *_server_args(backend)]
-    ticks = _drive(command, tree, calls, warmup, _env(tree))
-    return ticks / TICKS / calls * 1e6
+    return measure(tree, backend, calls, warmup)[0]
+
+
+def measure(tree: Path, backend: str, calls: int = 4000, warmup: int = 300) -> tuple[float, float]:
+    """The server's CPU per timed call and the client's wall time per call, in
+    microseconds; ``backend`` ``"bare"`` is the bare json echo loop
+    (``bench/servers/json_echo.py``, the floor of row 2's goal) in ``tree``'s Python."""
+    if backend == "bare":
+        command = [_python(tree), str(BARE_ECHO)]
+    else:
+        command = [_python(tree), "-m", "sansio_mcp_cli", *_server_args(backend)]
+    ticks, wall = _drive(command, tree, calls, warmup, _env(tree))
+    return ticks / TICKS / calls * 1e6, wall / calls * 1e6
 
 
 def _profiled_calls(tree: Path, backend: str, calls: int) -> tuple[int, str]:
@@ -158,27 +174,51 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=4000)
     parser.add_argument("--backend", choices=BACKENDS, action="append")
+    parser.add_argument(
+        "--bare",
+        action="store_true",
+        help="also run the bare json echo loop each round (row 2's floor): the ratio of "
+        "its CPU per call to ours, and of our calls/s to its",
+    )
+    parser.add_argument("--no-profile", action="store_true", help="skip the cProfile counts")
     args = parser.parse_args(argv)
     trees = {"this": REPO} | ({"baseline": args.baseline.resolve()} if args.baseline else {})
-    for name, tree in trees.items():
-        print(f"pure    {name:8} calls/request {pure_calls_per_request(tree):7.1f}")
-    for backend in args.backend or BACKENDS:
+    if not args.no_profile:
         for name, tree in trees.items():
-            print(f"{backend:7} {name:8} calls/request {calls_per_request(tree, backend):7.1f}")
-        cpu: dict[str, list[float]] = {name: [] for name in trees}
-        names = list(trees)
+            print(f"pure    {name:8} calls/request {pure_calls_per_request(tree):7.1f}")
+    for backend in args.backend or BACKENDS:
+        if not args.no_profile:
+            for name, tree in trees.items():
+                calls = calls_per_request(tree, backend)
+                print(f"{backend:7} {name:8} calls/request {calls:7.1f}")
+        runs = [(name, tree, backend) for name, tree in trees.items()]
+        if args.bare:
+            runs.append(("bare", REPO, "bare"))
+        cpu: dict[str, list[float]] = {name: [] for name, _, _ in runs}
+        wall: dict[str, list[float]] = {name: [] for name, _, _ in runs}
         for rnd in range(args.rounds):
-            for name in names[rnd % len(names) :] + names[: rnd % len(names)]:
-                cpu[name].append(cpu_per_call(trees[name], backend, args.calls))
+            for name, tree, kind in runs[rnd % len(runs) :] + runs[: rnd % len(runs)]:
+                used, took = measure(tree, kind, args.calls)
+                cpu[name].append(used)
+                wall[name].append(took)
         for name, figures in cpu.items():
             print(f"{backend:7} {name:8} CPU us/call " + " ".join(f"{f:.0f}" for f in figures))
+            print(f"{backend:7} {name:8} wall us/call " + " ".join(f"{f:.0f}" for f in wall[name]))
         if args.baseline:
-            ratios = sorted(t / b for t, b in zip(cpu["this"], cpu["baseline"], strict=True))
-            print(
-                f"{backend:7} this/baseline CPU per call: min {ratios[0]:.2f} "
-                f"median {statistics.median(ratios):.2f} max {ratios[-1]:.2f}"
-            )
+            _ratio(backend, "this/baseline CPU per call", cpu["this"], cpu["baseline"])
+        if args.bare:
+            _ratio(backend, "bare/this CPU per call", cpu["bare"], cpu["this"])
+            _ratio(backend, "this/bare calls per second", wall["bare"], wall["this"])
         sys.stdout.flush()
+
+
+def _ratio(backend: str, what: str, tops: list[float], bottoms: list[float]) -> None:
+    """Per-round ratios, min / median / max."""
+    ratios = sorted(t / b for t, b in zip(tops, bottoms, strict=True))
+    print(
+        f"{backend:7} {what}: min {ratios[0]:.2f} "
+        f"median {statistics.median(ratios):.2f} max {ratios[-1]:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, Literal, Union
 
 __all__ = [
+    "argument_check",
     "argument_names_problem",
     "argument_values_problem",
     "schema_for_function",
@@ -174,6 +175,67 @@ def argument_values_problem(schema: dict[str, Any], arguments: dict[str, Any]) -
         if problem:
             return f"argument {name!r} {problem}"
     return None
+
+
+#: Keys of a property schema that :func:`_check_value` reads besides ``type``.
+_VALUE_RULES = frozenset(
+    {"enum", "anyOf", "items", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
+)
+
+
+def argument_check(
+    schema: dict[str, Any], func: Callable[..., Any], *, given: frozenset[str] = frozenset()
+) -> Callable[[dict[str, Any]], bool]:
+    """A quick test, made once per tool, of what :func:`argument_names_problem`,
+    :func:`signature_problem` and :func:`argument_values_problem` check per call:
+    True when none of them would find a problem; False when one may (ask them
+    which).  It reads ``schema`` now: a schema changed in place later is not seen."""
+    required_names = schema.get("required")
+    required = (
+        {n for n in required_names if isinstance(n, str)}
+        if isinstance(required_names, list)
+        else set()
+    )
+    properties = _object(schema.get("properties"))
+    allowed: set[str] | None = (
+        set(properties) if schema.get("additionalProperties") is False else None
+    )
+    try:
+        names, func_required, any_keyword = _keyword_parameters(func)
+    except (TypeError, ValueError):  # no signature: the call decides (as signature_problem)
+        pass
+    else:
+        if not any_keyword:
+            allowed = set(names - given) if allowed is None else allowed & (names - given)
+        required |= func_required - given
+    needed, known = frozenset(required), None if allowed is None else frozenset(allowed)
+    checks: dict[str, Callable[[Any], bool]] = {}
+    for name, prop in properties.items():
+        if not isinstance(prop, dict):
+            continue
+        expected = prop.get("type")
+        if isinstance(expected, str) and not _VALUE_RULES.intersection(prop):
+            # One type and nothing else to check: the type test alone says it.
+            if expected in _TYPE_CHECKS:
+                checks[name] = _TYPE_CHECKS[expected]
+        elif expected is not None or "enum" in prop or "anyOf" in prop:
+            checks[name] = functools.partial(_passes, prop)
+
+    def check(arguments: dict[str, Any]) -> bool:
+        keys = arguments.keys()
+        if not needed <= keys or (known is not None and not keys <= known):
+            return False
+        for name, value in arguments.items():
+            test = checks.get(name)
+            if test is not None and not test(value):
+                return False
+        return True
+
+    return check
+
+
+def _passes(schema: dict[str, Any], value: Any) -> bool:
+    return _check_value(schema, value) is None
 
 
 def _range_problem(schema: dict[str, Any], value: float) -> str | None:

@@ -162,6 +162,16 @@ def test_stateless_request_calls_stay_near_a_handshake_one() -> None:
     assert stateless_calls <= 1.6 * handshake_calls
 
 
+@pytest.mark.parametrize(("backend", "bound"), [("trio", 185), ("asyncio", 150)])
+def test_stdio_server_calls_per_request_stay_below_96493d(backend: str, bound: int) -> None:
+    """``bench.stdio_cpu``'s Python calls per sequential stdio ``tools/call`` of the
+    example server (cProfile, load-independent), under what the server made at commit
+    96493dd (196.5 on Trio, 162 on asyncio; 212 and 175 before issue 37's layer cuts)."""
+    from bench.stdio_cpu import REPO, calls_per_request
+
+    assert calls_per_request(REPO, backend) <= bound
+
+
 def test_bench_row_13_replicas(tmp_path: Path) -> None:
     """Row 13 (issue 33) end to end: the four store-CPU variants and both nginx set-ups
     measured, with zero errors, and its targets judged."""

@@ -403,9 +403,12 @@ class PipeStream:
         self._pipe = as_pipe(send)
         self._read = reader(receive) if receive is not None else None
         self._lock = trio.Lock()
+        #: ``send_all`` calls holding or waiting for the lock (a plain count, read per
+        #: message: cheaper than asking the lock).
+        self._busy = 0
 
     def send_nowait(self, data: bytes) -> int:
-        if self._pipe is None or self._lock.locked():
+        if self._pipe is None or self._busy:
             return 0
         try:
             return os.write(fileno_of(self._pipe), data)
@@ -419,11 +422,14 @@ class PipeStream:
         sent = self.send_nowait(data)
         if sent == len(data):
             return
+        self._busy += 1
         try:
             async with self._lock:
                 await self.send_stream.send_all(data[sent:])
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             raise BrokenPipeError(str(exc) or "the stream is closed") from exc
+        finally:
+            self._busy -= 1
 
     async def receive_some(self, max_bytes: int = 65536) -> bytes:
         assert self._read is not None, "a stream to send on"

@@ -54,6 +54,12 @@ class PipeOutput:
         self.schedule()
         return True  # the flusher sends whatever the pipe did not take
 
+    def send_all_now(self) -> bool:
+        """:meth:`schedule`; True when all output has gone out (so that a
+        :meth:`flush` would not wait)."""
+        data = self._framing.data_to_send()
+        return self._sender.write(data) if data else self._sender.idle
+
     async def flush(self) -> None:
         """Send what the session queued, and wait until all output has gone out
         (cancelling the wait loses nothing: the flusher goes on sending)."""
@@ -91,30 +97,37 @@ class TrioRunner(TrioSessionHost):
             self.attach(NurseryGroup(nursery))
             if is_fifo(self.pipe_output.pipe):
                 nursery.start_soon(self._watch_output)
+            # The reader is a task of its own, not this one: every message wakes it,
+            # and a wake resumes each coroutine frame on the task's stack, which here
+            # would be all of our callers' (the serve functions, the CLI's).
+            nursery.start_soon(self._read_loop, nursery.cancel_scope)
             task_status.started()
-            try:
-                await self._read_loop()
-            finally:
-                self._finish()
-                nursery.cancel_scope.cancel()
 
-    async def _read_loop(self) -> None:
-        read = reader(self._receive_stream)
-        output = self.pipe_output
-        waits_for_output = self.reading_waits_for_output  # the session's role: fixed
-        while not self.driver.closed:
-            try:
-                data = await read()
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                data = b""
-            self.framing.receive_data(data)
-            self.driver.process_events()
-            if waits_for_output:
-                await output.flush()
-            else:
-                output.schedule()
-            if not data:
-                break
+    async def _read_loop(self, scope: trio.CancelScope) -> None:
+        """Read and dispatch until the peer closes its side; then end the session
+        and ``scope`` (the runner's tasks), however the reading ended."""
+        try:
+            read = reader(self._receive_stream)
+            output = self.pipe_output
+            waits_for_output = self.reading_waits_for_output  # the session's role: fixed
+            while not self.driver.closed:
+                try:
+                    data = await read()
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    data = b""
+                self.framing.receive_data(data)
+                self.driver.process_events()
+                if waits_for_output:
+                    # Written at once when the pipe takes it all: nothing to wait for.
+                    if not output.send_all_now():
+                        await output.flush()
+                else:
+                    output.schedule()
+                if not data:
+                    break
+        finally:
+            self._finish()
+            scope.cancel()
 
     async def _watch_output(self) -> None:
         # A pipe's write end reports an error (it turns "readable") once its reader

@@ -9,11 +9,11 @@ from typing import Any
 
 import trio
 
-from sansio_mcp import RequestReceived, ServerSession
+from sansio_mcp import ServerSession
 from sansio_mcp.runtime import Server
 from sansio_mcp.runtime.hosting import HostContext, serving
 
-from ._runner import TrioRunner, TrioSessionHost
+from ._runner import TrioRunner
 from ._util import unwrap_single_exception
 
 __all__ = ["TrioContext", "serve", "serve_stdio"]
@@ -22,8 +22,8 @@ __all__ = ["TrioContext", "serve", "serve_stdio"]
 class TrioContext(HostContext):
     """The handler context on Trio."""
 
-    def __init__(self, host: TrioSessionHost, event: RequestReceived) -> None:
-        super().__init__(host, event, now=time.time())
+    #: Dates a request's sealed state (read once per request, without a hop).
+    wall_clock = staticmethod(time.time)
 
     async def flush(self) -> None:
         await super().flush()

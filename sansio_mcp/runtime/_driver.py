@@ -361,7 +361,10 @@ class Driver:
             self._answer_failure(event, exc)
             return
         if isinstance(outcome, dict):
-            respond_with_result(self.session, event.request_id, event.method, outcome)
+            try:
+                self.session.respond(event.request_id, outcome)
+            except LocalProtocolError as exc:
+                refused_result(self.session, event.request_id, event.method, exc)
             return
 
         async def finish() -> None:
@@ -385,14 +388,22 @@ def respond_with_result(session: Session, request_id: RequestId, method: str, re
     try:
         session.respond(request_id, result)
     except LocalProtocolError as exc:
-        if request_id not in session.open_requests:
-            return  # cancelled meanwhile, or answered already: nothing is owed
-        logger.error("handler for %s returned a result that cannot be sent: %s", method, exc)
-        session.respond_error(
-            request_id,
-            ErrorCode.INTERNAL_ERROR,
-            f"internal error: {failure_text(exc, with_kind=False)}",
-        )
+        refused_result(session, request_id, method, exc)
+
+
+def refused_result(
+    session: Session, request_id: RequestId, method: str, exc: LocalProtocolError
+) -> None:
+    """The session refused a handler's result with ``exc``: answer -32603 instead,
+    unless nothing is owed any more (:func:`respond_with_result`'s second half)."""
+    if request_id not in session.open_requests:
+        return  # cancelled meanwhile, or answered already: nothing is owed
+    logger.error("handler for %s returned a result that cannot be sent: %s", method, exc)
+    session.respond_error(
+        request_id,
+        ErrorCode.INTERNAL_ERROR,
+        f"internal error: {failure_text(exc, with_kind=False)}",
+    )
 
 
 def respond_with_failure(

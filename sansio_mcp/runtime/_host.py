@@ -345,12 +345,17 @@ class HostContext(Context):
     """A handler's :class:`Context` on a session host, which is its
     :class:`ContextHost`: requests to the client go through the host, output is
     flushed by it, sleeping is the backend's.  ``now`` (seconds since the epoch)
-    dates the request's sealed state."""
+    dates the request's sealed state; without it, :attr:`wall_clock` tells it."""
 
     host: HostBase
+    #: The wall clock (seconds since the epoch) of a subclass that reads it itself:
+    #: an adapter's (the runtime reads no clock of its own).
+    wall_clock: Callable[[], float]
 
-    def __init__(self, host: HostBase, event: RequestReceived, *, now: float) -> None:
+    def __init__(self, host: HostBase, event: RequestReceived, *, now: float | None = None) -> None:
         assert isinstance(host.session, ServerSession)
+        if now is None:
+            now = self.wall_clock()
         super().__init__(
             request_id=event.request_id,
             method=event.method,

@@ -34,22 +34,24 @@ class Sender:
         self.broken = False
         self._on_broken = on_broken
 
-    def write(self, data: bytes) -> None:
-        """Queue ``data``; send now what goes without waiting."""
+    def write(self, data: bytes) -> bool:
+        """Queue ``data``; send now what goes without waiting.  True when nothing
+        is left for the task to send (:attr:`idle`)."""
         if self.broken:
-            return
+            return True
         if self._nowait is not None and not self._queued and not self._sending:
             try:
                 sent = self._nowait(data)
             except OSError:
                 self._break(len(data))
-                return
+                return True
             if sent == len(data):
-                return
+                return True
             data = data[sent:]
         self._queued.append(data)
         self.pending += len(data)
         self._wanted.set()
+        return False
 
     async def run(self) -> None:
         """The one task that sends what could not go at once; runs until cancelled."""
@@ -72,6 +74,11 @@ class Sender:
                 idle, self._idle = self._idle, []
                 for signal in idle:
                     signal.set()
+
+    @property
+    def idle(self) -> bool:
+        """Whether everything written has been sent (or dropped)."""
+        return self.broken or not (self._queued or self._sending)
 
     async def flushed(self) -> None:
         """Wait until everything written has been sent (or dropped)."""

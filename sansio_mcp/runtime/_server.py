@@ -42,6 +42,7 @@ from .._registry import (
 )
 from .._request_state import RequestStateSealer, request_binding
 from .._schema import (
+    argument_check,
     argument_names_problem,
     argument_values_problem,
     schema_for_function,
@@ -477,6 +478,9 @@ class Server:
         self.templates: dict[str, ResourceTemplate] = {}
         self.prompts: dict[str, Prompt] = {}
         self._capabilities_memo: tuple[tuple[Any, ...], dict[str, Any]] | None = None
+        # Each tool's quick argument check (argument_check), made at its first call
+        # and kept while the same Tool is registered under its name.
+        self._argument_checks: dict[str, tuple[Tool, Callable[[dict[str, Any]], bool]]] = {}
         #: Tools running as tasks, and the ``tasks/*`` answers (tasks extension).
         self.tasks = TaskRunner(
             task_store,
@@ -495,7 +499,7 @@ class Server:
         self._hint_subscription = (
             stores.events.subscribe(HINTS_CHANNEL, self._on_hint) if stores is not None else None
         )
-        # What answers each request method (tasks/* aside: see _plan).
+        # What answers each request method (tasks/* aside: see _plan_unlisted).
         self._planners: dict[str, Callable[[Context], dict[str, Any] | HandlerCall]] = {
             "tools/list": self._plan_tool_listing,
             "tools/call": self._plan_tool_call,
@@ -763,8 +767,10 @@ class Server:
         ctx.hub = self.hub
         if self._hint_stores is not None:
             ctx.share_hint = self._share_hint
-        may_ask = self._recall_answers(ctx)
-        call = self._plan(ctx)
+        # Only a stateless request may ask (asked here: most requests are not one).
+        may_ask = ctx.meta is not None and self._recall_answers(ctx)
+        planner = self._planners.get(ctx.method)
+        call = planner(ctx) if planner is not None else self._plan_unlisted(ctx)
         if isinstance(call, dict):
             return call
         if call.task:
@@ -824,11 +830,8 @@ class Server:
         # A failing tool is a result, not a protocol error.
         return ToolResult.text(failure_text(exc), is_error=True).to_result()
 
-    def _plan(self, ctx: Context) -> dict[str, Any] | HandlerCall:
-        """The result of a request that calls no handler, or the call it comes down to."""
-        planner = self._planners.get(ctx.method)
-        if planner is not None:
-            return planner(ctx)
+    def _plan_unlisted(self, ctx: Context) -> dict[str, Any] | HandlerCall:
+        """:meth:`begin`'s plan for a method without a planner: ``tasks/*``, or none."""
         if ctx.method.startswith("tasks/"):
             return self._plan_task(ctx)
         raise MethodNotFound(message=f"method not found: {ctx.method!r}")
@@ -898,22 +901,18 @@ class Server:
         name = ctx.params["name"]
         tool = self.tools.get(name)
         if tool is None:
+            self._argument_checks.pop(name, None)
             raise InvalidParams(message=f"unknown tool: {name!r}")
         arguments = ctx.params.get("arguments") or {}
-        given = frozenset({tool.context_param}) if tool.context_param else frozenset()
-        # Names the tool cannot take are invalid params (-32602), found before the call,
-        # so that no TypeError naming the function reaches the peer.
-        names_problem = argument_names_problem(tool.input_schema, arguments) or signature_problem(
-            tool.handler, arguments, given=given
-        )
-        if names_problem:
-            raise InvalidParams(message=f"invalid arguments for tool {name!r}: {names_problem}")
-        problem = argument_values_problem(tool.input_schema, arguments)
-        if problem:
-            # Input validation failures are tool errors the model can act on (SEP-1303).
-            return ToolResult.text(
-                f"invalid arguments for {name}: {problem}", is_error=True
-            ).to_result()
+        checked = self._argument_checks.get(name)
+        if checked is None or checked[0] is not tool:
+            given = frozenset({tool.context_param}) if tool.context_param else frozenset()
+            check = argument_check(tool.input_schema, tool.handler, given=given)
+            checked = self._argument_checks[name] = (tool, check)
+        if not checked[1](arguments):
+            problem = self._argument_problem(name, tool, arguments)
+            if problem is not None:
+                return problem
         kwargs = dict(arguments)
         if tool.context_param:
             kwargs[tool.context_param] = ctx
@@ -924,6 +923,26 @@ class Server:
         else:
             task = runs_as_task(tool.task_support, ctx.client_capabilities, modern=ctx.stateless)
         return HandlerCall(tool.handler, kwargs, tool_result, tool=True, task=task)
+
+    def _argument_problem(
+        self, name: str, tool: Tool, arguments: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """What is wrong with ``arguments`` (the quick check said something may be):
+        names the tool cannot take raise -32602, found before the call so that no
+        ``TypeError`` naming the function reaches the peer; a bad value is a tool error
+        result the model can act on (SEP-1303)."""
+        given = frozenset({tool.context_param}) if tool.context_param else frozenset()
+        names_problem = argument_names_problem(tool.input_schema, arguments) or signature_problem(
+            tool.handler, arguments, given=given
+        )
+        if names_problem:
+            raise InvalidParams(message=f"invalid arguments for tool {name!r}: {names_problem}")
+        problem = argument_values_problem(tool.input_schema, arguments)
+        if problem:
+            return ToolResult.text(
+                f"invalid arguments for {name}: {problem}", is_error=True
+            ).to_result()
+        return None
 
     def _find_resource(self, uri: str) -> tuple[Handler, dict[str, str], str | None]:
         resource = self.resources.get(uri)

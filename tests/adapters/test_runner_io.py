@@ -239,24 +239,26 @@ async def test_a_sender_on_a_trio_pipe_writes_in_order_and_notices_a_gone_reader
         async with trio.open_nursery() as nursery:
             nursery.start_soon(sender.run)
             nursery.start_soon(read_all)
-            for chunk in chunks:
-                sender.write(chunk)  # never waits
+            # Never waits; says whether anything was left for the task to send.
+            left_nothing = [sender.write(chunk) for chunk in chunks]
+            assert left_nothing[0] and not left_nothing[-1]
             assert sender.pending  # the pipe did not take it all: the task sends the rest
+            assert not sender.idle
             received = bytearray()
             reader_fd = trio.lowlevel.FdStream(out_r)
             while len(received) < sum(map(len, chunks)):
                 received += await reader_fd.receive_some(1 << 16)
             assert bytes(received) == b"".join(chunks)
             await sender.drained(5)
-            assert not sender.pending
+            assert not sender.pending and sender.idle
             os.write(in_w, b"input")
             os.close(in_w)
             while not got or got[-1]:
                 await trio.sleep(0.01)
             assert b"".join(got) == b"input"
             await reader_fd.aclose()
-            sender.write(b"x" * 100_000)  # the reader is gone
-            assert sender.broken and broken == [True]
+            assert sender.write(b"x" * 100_000)  # the reader is gone: nothing left to send
+            assert sender.broken and broken == [True] and sender.idle
             sender.write(b"more")  # dropped without a word
             assert broken == [True]
             nursery.cancel_scope.cancel()
