@@ -15,6 +15,7 @@ from .._util import unwrap_single_exception
 from ._backend import (
     Backend,
     ByteStream,
+    Deadline,
     OnBound,
     Process,
     Signal,
@@ -110,6 +111,7 @@ __all__ = [
     "TaskLimits",
     "TaskStore",
     "TimedOut",
+    "Deadline",
     "ToolTask",
     "TokenStore",
     "TransportBackend",

@@ -9,6 +9,7 @@ connections (a :class:`Connection` each) or, for ASGI, move messages."""
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -22,7 +23,7 @@ from .._state import SessionState
 from .._streamable_http import Exchange, StreamableHTTPServer
 from ..auth._router import ProtectedRouter
 from ._auth import Verdict, verify_request
-from ._backend import Backend, Connection, TimedOut
+from ._backend import Backend, Connection, Deadline
 from ._driver import Driver
 from ._host import serving
 from ._server import Context, Server
@@ -49,6 +50,8 @@ __all__ = [
 ]
 
 _READ_SIZE = 65536
+#: What :func:`read_request` returns (anything else: more bytes are needed).
+_REQUEST_READ = (HTTPRequest, HTTPError, ConnectionEnded)
 #: Session hosts a service holds before it first looks for those of ended sessions.
 _FIRST_SWEEP = 64
 
@@ -164,38 +167,32 @@ async def refuse_connection(stream: Connection, backend: Backend, limits: Server
 async def read_request(
     conn: HTTPServerConnection,
     receive: Callable[[], Awaitable[bytes | bytearray]],
-    backend: Backend,
+    deadline: Deadline,
     limits: ServerLimits,
-    *,
-    kept_alive: bool,
+    timing: Timing,
 ) -> HTTPRequest | HTTPError | ConnectionEnded:
-    """The connection's next request, read with ``receive`` under ``limits``: a
-    :class:`ConnectionEnded` when the peer closed, or (``kept_alive``: after an
-    earlier request) stayed idle past ``keep_alive_timeout``; an :class:`HTTPError`
-    408 when the request took longer than ``request_timeout`` (the caller answers
-    it, as any :class:`HTTPError`, and closes)."""
+    """The connection's next request, read with ``receive`` under ``limits``, timed
+    by the connection's ``deadline`` (``timing.phase`` says what it times: the idle
+    wait of a kept-alive connection, then the request's head and body).  When the
+    deadline ends the block the caller answers for the phase: an idle connection
+    closes quietly, a slow request gets 408 (:func:`serve_requests`)."""
     event = conn.next_request()
-    if isinstance(event, (HTTPRequest, HTTPError, ConnectionEnded)):
+    if isinstance(event, _REQUEST_READ):
         return event  # pipelined: it came with the previous one
-    if kept_alive:
-        first: bytes | bytearray | None = None
-        async with backend.move_on_after(limits.keep_alive_timeout):
-            first = await receive()
-        if first is None:
-            return ConnectionEnded()
-        conn.receive_data(first)
+    if timing.kept_alive:
+        timing.phase = _IDLE
+        deadline.set(limits.keep_alive_timeout)
+        conn.receive_data(await receive())
         event = conn.next_request()
-        if isinstance(event, (HTTPRequest, HTTPError, ConnectionEnded)):
-            return event  # whole in one read, as most are: no time limit to set up
-    try:
-        async with backend.fail_after(limits.request_timeout):
-            while True:
-                event = conn.next_request()
-                if isinstance(event, (HTTPRequest, HTTPError, ConnectionEnded)):
-                    return event
-                conn.receive_data(await receive())
-    except TimedOut:
-        return HTTPError(408, f"request not received within {limits.request_timeout:g} s")
+        if isinstance(event, _REQUEST_READ):
+            return event  # whole in one read, as most are: no request time limit to set
+    timing.phase = _READING
+    deadline.set(limits.request_timeout)
+    while True:
+        event = conn.next_request()
+        if isinstance(event, _REQUEST_READ):
+            return event
+        conn.receive_data(await receive())
 
 
 class Router(Protocol):
@@ -315,6 +312,22 @@ class SessionHosts(Generic[H]):
         self._drop(session)
 
 
+#: What a connection's deadline is timing (:attr:`Timing.phase`).
+_IDLE, _READING, _HEAD, _UNTIMED = range(4)
+
+
+class Timing:
+    """What one connection's :class:`Deadline` is timing now, and the exchange whose
+    head it waits for: what :func:`serve_requests` does when it is reached."""
+
+    __slots__ = ("exchange", "kept_alive", "phase")
+
+    def __init__(self) -> None:
+        self.phase = _READING
+        self.kept_alive = False
+        self.exchange: Exchange | None = None
+
+
 async def serve_requests(
     conn: HTTPServerConnection,
     receive: Callable[[], Awaitable[bytes | bytearray]],
@@ -325,20 +338,62 @@ async def serve_requests(
     limits: ServerLimits,
 ) -> None:
     """One connection's requests, one after another while it is kept alive: each is
-    read under ``limits``, routed to an exchange whose session ``hosts`` drive, and
-    answered by ``answer`` (the adapter's byte moving; False when the client went
-    away).  Returns when the connection should close; the caller closes it, and
-    handles what its streams raise."""
-    kept_alive = False
+    read under ``limits``, routed to an exchange whose session ``hosts`` drive, its
+    head given the exchange's grace, and answered by ``answer`` (the adapter's byte
+    moving; False when the client went away).  One :class:`Deadline` per connection
+    times every wait with a limit (idle, reading, the head), set anew for each; when
+    one is reached the connection closes (quietly, or with 408), or the exchange's
+    answer goes on as a stream and the next request gets a new deadline.  Returns
+    when the connection should close; the caller closes it, and handles what its
+    streams raise."""
+    timing = Timing()
     while True:
-        request = await read_request(conn, receive, backend, limits, kept_alive=kept_alive)
+        async with backend.open_deadline() as deadline:
+            await _serve(conn, receive, send_all, answer, hosts, backend, limits, deadline, timing)
+            return
+        # The deadline ended the block: what it timed says what follows.
+        if timing.phase == _READING:
+            reason = f"request not received within {limits.request_timeout:g} s"
+            await send_all(conn.send_error_response(408, reason))
+            return
+        exchange = timing.exchange
+        if timing.phase != _HEAD or exchange is None:
+            return  # idle past keep_alive_timeout
+        # The head's grace is over: the answer goes on as a stream, untimed.
+        timing.phase, timing.exchange = _UNTIMED, None
+        if not await _answered(exchange, answer, hosts) or not conn.start_next():
+            return
+        timing.kept_alive = True
+
+
+async def _serve(
+    conn: HTTPServerConnection,
+    receive: Callable[[], Awaitable[bytes | bytearray]],
+    send_all: Callable[[bytes], Awaitable[None]],
+    answer: Callable[[Exchange], Awaitable[bool]],
+    hosts: SessionHosts[Any],
+    backend: Backend,
+    limits: ServerLimits,
+    deadline: Deadline,
+    timing: Timing,
+) -> None:
+    """:func:`serve_requests`' loop under one deadline: returns when the connection
+    should close, or is ended by the deadline (``timing`` says in which phase)."""
+    while True:
+        request = await read_request(conn, receive, deadline, limits, timing)
         if isinstance(request, ConnectionEnded):
             return
         if isinstance(request, HTTPError):
             await send_all(conn.send_error_response(request.status, request.reason))
             return
-        verdict = await verify_request(hosts.router, request, backend, hosts.server.stores)
+        verdict = None
         shared = hosts.shared
+        if shared is not None or isinstance(hosts.router, ProtectedRouter):
+            # Awaits of their own (a token's introspection, the shared store), not
+            # the request's reading: no limit of this connection's.
+            timing.phase = _UNTIMED
+            deadline.set(math.inf)
+            verdict = await verify_request(hosts.router, request, backend, hosts.server.stores)
         try:
             if shared is not None:
                 await shared.before(request, verdict)
@@ -351,16 +406,37 @@ async def serve_requests(
             await send_all(conn.send_error_response(500, "internal server error"))
             return
         hosts.begin(exchange)
-        try:
-            if not await answer(exchange):
-                return
-        finally:
-            if not exchange.finished:
-                hosts.disconnected(exchange)  # the answer broke off
-            hosts.finish(exchange)
-        if not conn.start_next():
+        if not exchange.head_ready:
+            timing.phase, timing.exchange = _HEAD, exchange
+            deadline.set(exchange.head_grace)
+            try:
+                while not exchange.head_ready:
+                    await _news(exchange, backend)
+            except BaseException:
+                if not deadline.expired:  # cancelled (the server stops): the exchange ends
+                    _end(exchange, hosts)
+                raise
+        timing.phase, timing.exchange = _UNTIMED, None
+        deadline.set(math.inf)  # a response in progress is not under any limit
+        if not await _answered(exchange, answer, hosts) or not conn.start_next():
             return
-        kept_alive = True
+        timing.kept_alive = True
+
+
+async def _answered(
+    exchange: Exchange, answer: Callable[[Exchange], Awaitable[bool]], hosts: SessionHosts[Any]
+) -> bool:
+    """``answer(exchange)``, then the exchange's end; False when the client went away."""
+    try:
+        return await answer(exchange)
+    finally:
+        _end(exchange, hosts)
+
+
+def _end(exchange: Exchange, hosts: SessionHosts[Any]) -> None:
+    if not exchange.finished:
+        hosts.disconnected(exchange)  # the answer broke off
+    hosts.finish(exchange)
 
 
 class RoutedOutput:
@@ -512,15 +588,18 @@ async def answer_exchange(
     until_gone: Callable[[], Awaitable[None]],
     hosts: SessionHosts[Any],
     backend: Backend,
+    *,
+    grace: bool = True,
 ) -> bool:
     """Write ``exchange``'s response with ``writer``; False if the client went away.
 
-    The head waits up to ``head_grace`` for the request's first output (a plain JSON
-    answer needs no stream).  While a stream is open ``until_gone`` (returning when
-    the client has disconnected) runs beside it: a client that leaves ends the
+    With ``grace``, the head waits up to ``head_grace`` for the request's first
+    output (a plain JSON answer needs no stream); without, the caller has waited.
+    While a stream is open ``until_gone`` (returning when the client has
+    disconnected) runs beside it: a client that leaves ends the
     exchange (:meth:`SessionHosts.disconnected`) and breaks off the writing, which
     a client that stopped reading could otherwise hold for good."""
-    if not exchange.head_ready:
+    if grace and not exchange.head_ready:
         async with backend.move_on_after(exchange.head_grace):
             while not exchange.head_ready:
                 await _news(exchange, backend)
@@ -653,4 +732,5 @@ class HTTPService(Generic[H]):
             await self.backend.new_signal().wait()  # never set: the answer's end cancels it
 
         writer = _ConnectionWriter(stream, conn)
-        return await answer_exchange(exchange, writer, until_gone, self.hosts, self.backend)
+        hosts, backend = self.hosts, self.backend
+        return await answer_exchange(exchange, writer, until_gone, hosts, backend, grace=False)
