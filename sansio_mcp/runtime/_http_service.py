@@ -13,17 +13,18 @@ import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, overload
 
 from .._events import RequestReceived
 from .._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnection
+from .._jsonrpc import RequestId
 from .._legacy_sse import LegacySSEServer
 from .._server_session import ServerSession
 from .._state import SessionState
 from .._streamable_http import Exchange, StreamableHTTPServer
 from ..auth._router import ProtectedRouter
 from ._auth import Verdict, verify_request
-from ._backend import Backend, Connection, Deadline
+from ._backend import Backend, Cancellable, Connection, Deadline, TaskGroup, Timer
 from ._driver import Driver
 from ._host import serving
 from ._server import Context, Server
@@ -231,6 +232,9 @@ class SessionHost(Protocol):
     """What an adapter's session host offers the service."""
 
     driver: Driver
+    #: While set, the next request handler the driver starts is held (:attr:`held`).
+    holding: bool
+    held: HeldHandler | None
 
     def _schedule_flush(self) -> None: ...
 
@@ -288,14 +292,31 @@ class SessionHosts(Generic[H]):
         if host is not None:
             host.cancel_all_handlers()
 
-    def begin(self, exchange: Exchange) -> H | None:
-        """Drive what the request fed into its session (handlers start here)."""
+    @overload
+    def begin(self, exchange: Exchange) -> H | None: ...
+
+    @overload
+    def begin(self, exchange: Exchange, *, hold: Literal[True]) -> HeldHandler | None: ...
+
+    def begin(self, exchange: Exchange, *, hold: bool = False) -> H | HeldHandler | None:
+        """Drive what the request fed into its session (handlers start here); its
+        host, or with ``hold`` the request's handler held for the caller to run
+        (None: none is left to run)."""
         if exchange.session is None:
             return None
         host = self.host_for(exchange.session)
-        host.driver.process_events()
+        if not hold:
+            host.driver.process_events()
+            self.router.flush(exchange.session)
+            return host
+        host.holding = True
+        try:
+            host.driver.process_events()
+        finally:
+            host.holding = False
+        held, host.held = host.held, None
         self.router.flush(exchange.session)
-        return host
+        return held
 
     def disconnected(self, exchange: Exchange) -> None:
         """The client went away mid-response."""
@@ -313,12 +334,12 @@ class SessionHosts(Generic[H]):
 
 
 #: What a connection's deadline is timing (:attr:`Timing.phase`).
-_IDLE, _READING, _HEAD, _UNTIMED = range(4)
+_IDLE, _READING, _HEAD, _HANDLER, _UNTIMED = range(5)
 
 
 class Timing:
-    """What one connection's :class:`Deadline` is timing now, and the exchange whose
-    head it waits for: what :func:`serve_requests` does when it is reached."""
+    """What one connection's :class:`Deadline` is timing now, and the exchange
+    concerned: what :func:`serve_requests` does when it is reached."""
 
     __slots__ = ("exchange", "kept_alive", "phase")
 
@@ -326,6 +347,40 @@ class Timing:
         self.phase = _READING
         self.kept_alive = False
         self.exchange: Exchange | None = None
+
+
+class HeldHandler:
+    """A request's handler that :meth:`RoutedOutput._spawn_handler` held for the
+    connection serving its exchange, which runs it in its own task (no task per
+    request).  Cancelling it (the request cancelled, the client gone, the session
+    dropped) ends that connection's deadline block; :func:`serve_requests` goes on
+    after it."""
+
+    __slots__ = ("_deadline", "cancelled", "done", "fn", "request_id")
+
+    def __init__(self, request_id: RequestId, fn: Callable[[], Awaitable[None]]) -> None:
+        self.request_id = request_id
+        self.fn = fn
+        self.cancelled = False
+        self.done = False
+        self._deadline: Deadline | None = None
+
+    async def run(self, deadline: Deadline) -> None:
+        """Run the handler (unless cancelled already) under ``deadline``."""
+        if not self.cancelled:
+            self._deadline = deadline
+            try:
+                await self.fn()
+            finally:
+                self._deadline = None
+        self.done = True
+
+    def cancel(self) -> None:
+        if self.done or self.cancelled:
+            return
+        self.cancelled = True
+        if self._deadline is not None:
+            self._deadline.set(0.0)
 
 
 async def serve_requests(
@@ -340,97 +395,225 @@ async def serve_requests(
     """One connection's requests, one after another while it is kept alive: each is
     read under ``limits``, routed to an exchange whose session ``hosts`` drive, its
     head given the exchange's grace, and answered by ``answer`` (the adapter's byte
-    moving; False when the client went away).  One :class:`Deadline` per connection
-    times every wait with a limit (idle, reading, the head), set anew for each; when
-    one is reached the connection closes (quietly, or with 408), or the exchange's
-    answer goes on as a stream and the next request gets a new deadline.  Returns
-    when the connection should close; the caller closes it, and handles what its
-    streams raise."""
-    timing = Timing()
-    while True:
-        async with backend.open_deadline() as deadline:
-            await _serve(conn, receive, send_all, answer, hosts, backend, limits, deadline, timing)
-            return
-        # The deadline ended the block: what it timed says what follows.
-        if timing.phase == _READING:
-            reason = f"request not received within {limits.request_timeout:g} s"
-            await send_all(conn.send_error_response(408, reason))
-            return
-        exchange = timing.exchange
-        if timing.phase != _HEAD or exchange is None:
-            return  # idle past keep_alive_timeout
-        # The head's grace is over: the answer goes on as a stream, untimed.
-        timing.phase, timing.exchange = _UNTIMED, None
-        if not await _answered(exchange, answer, hosts) or not conn.start_next():
-            return
-        timing.kept_alive = True
-
-
-async def _serve(
-    conn: HTTPServerConnection,
-    receive: Callable[[], Awaitable[bytes | bytearray]],
-    send_all: Callable[[bytes], Awaitable[None]],
-    answer: Callable[[Exchange], Awaitable[bool]],
-    hosts: SessionHosts[Any],
-    backend: Backend,
-    limits: ServerLimits,
-    deadline: Deadline,
-    timing: Timing,
-) -> None:
-    """:func:`serve_requests`' loop under one deadline: returns when the connection
-    should close, or is ended by the deadline (``timing`` says in which phase)."""
-    while True:
-        request = await read_request(conn, receive, deadline, limits, timing)
-        if isinstance(request, ConnectionEnded):
-            return
-        if isinstance(request, HTTPError):
-            await send_all(conn.send_error_response(request.status, request.reason))
-            return
-        verdict = None
-        shared = hosts.shared
-        if shared is not None or isinstance(hosts.router, ProtectedRouter):
-            # Awaits of their own (a token's introspection, the shared store), not
-            # the request's reading: no limit of this connection's.
-            timing.phase = _UNTIMED
-            deadline.set(math.inf)
-            verdict = await verify_request(hosts.router, request, backend, hosts.server.stores)
+    moving; False when the client went away).  A request's handler runs in this
+    task (:class:`HeldHandler`); should the head's grace end or a stream open
+    meanwhile, the answer is written by a task of its own beside it.  One
+    :class:`Deadline` per connection times every wait with a limit (idle, reading,
+    the head), set anew for each; when one is reached the connection closes
+    (quietly, or with 408), or the exchange's answer goes on as a stream and the
+    next request gets a new deadline.  Returns when the connection should close;
+    the caller closes it, and handles what its streams raise."""
+    async with backend.open_task_group() as group:
+        served = _Connection(conn, receive, send_all, answer, hosts, backend, limits, group)
         try:
-            if shared is not None:
-                await shared.before(request, verdict)
-            exchange = route(hosts.router, request, backend.clock(), backend.wall_clock(), verdict)
-            if shared is not None:
-                await shared.after(request, exchange)
-        except Exception:
-            # A bug met by one request must not take the whole server down with it.
-            _log.exception("internal error routing %s %s", request.method, request.target)
-            await send_all(conn.send_error_response(500, "internal server error"))
-            return
-        hosts.begin(exchange)
-        if not exchange.head_ready:
-            timing.phase, timing.exchange = _HEAD, exchange
-            deadline.set(exchange.head_grace)
+            await served.run()
+        except BaseException:
+            group.cancel()  # an answer's writer task, if any
+            raise
+        finally:
+            served.close()
+
+
+class _Connection:
+    """:func:`serve_requests`' state: the phase its deadline times, the handler it
+    runs, and the task writing an answer beside that handler."""
+
+    def __init__(
+        self,
+        conn: HTTPServerConnection,
+        receive: Callable[[], Awaitable[bytes | bytearray]],
+        send_all: Callable[[bytes], Awaitable[None]],
+        answer: Callable[[Exchange], Awaitable[bool]],
+        hosts: SessionHosts[Any],
+        backend: Backend,
+        limits: ServerLimits,
+        group: TaskGroup,
+    ) -> None:
+        self.conn = conn
+        self.receive = receive
+        self.send_all = send_all
+        self.answer = answer
+        self.hosts = hosts
+        self.backend = backend
+        self.limits = limits
+        self.group = group
+        self.timing = Timing()
+        #: The head's grace while a held handler runs (made on first use): armed for
+        #: the earliest due, it is not moved for each request.
+        self._grace: Timer | None = None
+        self._grace_armed = False
+        self._grace_due = math.inf
+        #: The exchange whose held handler runs, and its writer task's outcome.
+        self._held_exchange: Exchange | None = None
+        self._writing: _Writing | None = None
+
+    def close(self) -> None:
+        if self._grace is not None:
+            self._grace.cancel()
+
+    async def run(self) -> None:
+        timing = self.timing
+        while True:
+            async with self.backend.open_deadline() as deadline:
+                await self._serve(deadline)
+                return
+            # The deadline ended the block: what it timed says what follows.
+            if timing.phase == _READING:
+                reason = f"request not received within {self.limits.request_timeout:g} s"
+                await self.send_all(self.conn.send_error_response(408, reason))
+                return
+            exchange = timing.exchange
+            timing.phase, timing.exchange = _UNTIMED, None
+            if exchange is None:
+                return  # idle past keep_alive_timeout
+            # The head's grace is over (the answer goes on as a stream, untimed), or
+            # the handler was cancelled (its answer, if any, goes as it comes).
+            if not await self._answer(exchange) or not self.conn.start_next():
+                return
+            timing.kept_alive = True
+
+    async def _serve(self, deadline: Deadline) -> None:
+        """The loop under one deadline: returns when the connection should close, or
+        is ended by the deadline (:attr:`timing` says in which phase)."""
+        conn, hosts, backend, timing = self.conn, self.hosts, self.backend, self.timing
+        while True:
+            request = await read_request(conn, self.receive, deadline, self.limits, timing)
+            if isinstance(request, ConnectionEnded):
+                return
+            if isinstance(request, HTTPError):
+                await self.send_all(conn.send_error_response(request.status, request.reason))
+                return
+            verdict = None
+            shared = hosts.shared
+            if shared is not None or isinstance(hosts.router, ProtectedRouter):
+                # Awaits of their own (a token's introspection, the shared store), not
+                # the request's reading: no limit of this connection's.
+                timing.phase = _UNTIMED
+                deadline.set(math.inf)
+                verdict = await verify_request(hosts.router, request, backend, hosts.server.stores)
             try:
-                while not exchange.head_ready:
-                    await _news(exchange, backend)
-            except BaseException:
-                if not deadline.expired:  # cancelled (the server stops): the exchange ends
-                    _end(exchange, hosts)
-                raise
-        timing.phase, timing.exchange = _UNTIMED, None
-        deadline.set(math.inf)  # a response in progress is not under any limit
-        if not await _answered(exchange, answer, hosts) or not conn.start_next():
+                if shared is not None:
+                    await shared.before(request, verdict)
+                exchange = route(
+                    hosts.router, request, backend.clock(), backend.wall_clock(), verdict
+                )
+                if shared is not None:
+                    await shared.after(request, exchange)
+            except Exception:
+                # A bug met by one request must not take the whole server down with it.
+                _log.exception("internal error routing %s %s", request.method, request.target)
+                await self.send_all(conn.send_error_response(500, "internal server error"))
+                return
+            # A handler whose answer this exchange waits for runs here; one answered
+            # by another (a 202 now, its answer on an SSE stream) runs in a task.
+            if exchange.head_ready:
+                held = None
+                hosts.begin(exchange)
+            else:
+                held = hosts.begin(exchange, hold=True)
+            if held is not None:
+                timing.phase, timing.exchange = _HANDLER, exchange
+                deadline.set(math.inf)
+                await self._run_held(held, exchange, deadline)
+            if not exchange.head_ready and self._writing is None:
+                timing.phase, timing.exchange = _HEAD, exchange
+                deadline.set(exchange.head_grace)
+                try:
+                    while not exchange.head_ready:
+                        await _news(exchange, backend)
+                except BaseException:
+                    if not deadline.expired:  # cancelled (the server stops): the exchange ends
+                        _end(exchange, hosts)
+                    raise
+            timing.phase, timing.exchange = _UNTIMED, None
+            deadline.set(math.inf)  # a response in progress is not under any limit
+            if not await self._answer(exchange) or not conn.start_next():
+                return
+            timing.kept_alive = True
+
+    async def _run_held(self, held: HeldHandler, exchange: Exchange, deadline: Deadline) -> None:
+        """Run ``held`` in this task; an answer that must go out meanwhile (the head's
+        grace is over, a stream opened) is written by a task of its own."""
+        self._held_exchange = exchange
+        exchange.wake = self._news_while_held
+        self._grace_due = self.backend.clock() + exchange.head_grace
+        if not self._grace_armed:  # else it wakes earlier, and is set again then
+            self._arm_grace(exchange.head_grace)
+        try:
+            await held.run(deadline)
+            if held.cancelled:
+                # Cancelled as it ended: the deadline is reached; let it end the block
+                # here, not in the middle of the answer.
+                await self.backend.sleep(0)
+        except BaseException:
+            if not deadline.expired:  # cancelled (the server stops): the exchange ends
+                _end(exchange, self.hosts)
+            raise
+        finally:
+            self._held_exchange = None
+
+    def _arm_grace(self, seconds: float) -> None:
+        grace = self._grace
+        if grace is None:
+            grace = self._grace = self.backend.start_timer(self.group, self._grace_over)
+        self._grace_armed = True
+        grace.set(seconds)
+
+    def _grace_over(self) -> None:
+        """The grace timer is due: the held handler's head grace is over (unless the
+        timer was set for an earlier request: then it is set again)."""
+        self._grace_armed = False
+        exchange = self._held_exchange
+        if exchange is None or self._writing is not None:
             return
-        timing.kept_alive = True
+        left = self._grace_due - self.backend.clock()
+        if left > 0:
+            self._arm_grace(left)
+        else:
+            self._start_writing(exchange)
+
+    def _news_while_held(self) -> None:
+        exchange = self._held_exchange
+        if exchange is not None and self._writing is None and exchange.streaming:
+            if exchange.head_ready and not exchange.finished:
+                self._start_writing(exchange)  # a stream opened before the handler's end
+
+    def _start_writing(self, exchange: Exchange) -> None:
+        writing = self._writing = _Writing(self.backend)
+
+        async def write() -> None:
+            try:
+                writing.answered = await self.answer(exchange)
+            except OSError:
+                pass  # the client went away: the exchange ends with its handler
+            except Exception:
+                _log.exception("error while answering an HTTP request; closing the connection")
+            finally:
+                writing.done.set()
+
+        self.group.start_soon(write)
+
+    async def _answer(self, exchange: Exchange) -> bool:
+        """``exchange``'s answer (written here, or by the writer task, waited for),
+        then its end; False when the client went away."""
+        try:
+            writing, self._writing = self._writing, None
+            if writing is None:
+                return await self.answer(exchange)
+            await writing.done.wait()
+            return writing.answered
+        finally:
+            _end(exchange, self.hosts)
 
 
-async def _answered(
-    exchange: Exchange, answer: Callable[[Exchange], Awaitable[bool]], hosts: SessionHosts[Any]
-) -> bool:
-    """``answer(exchange)``, then the exchange's end; False when the client went away."""
-    try:
-        return await answer(exchange)
-    finally:
-        _end(exchange, hosts)
+class _Writing:
+    """An answer being written by a task of its own (see :meth:`_Connection._run_held`)."""
+
+    __slots__ = ("answered", "done")
+
+    def __init__(self, backend: Backend) -> None:
+        self.answered = False
+        self.done = backend.new_signal()
 
 
 def _end(exchange: Exchange, hosts: SessionHosts[Any]) -> None:
@@ -449,6 +632,10 @@ class RoutedOutput:
     timer_on_demand = True
     #: Routed at once: there is nothing for a flusher task to send.
     flusher = None
+    #: While set (:meth:`SessionHosts.begin`), a request's handler is held for the
+    #: connection to run rather than given a task: the first one, in :attr:`held`.
+    holding = False
+    held: HeldHandler | None = None
 
     def __init__(self, session: ServerSession, **handlers: Any) -> None:
         # The session host's constructor (next in the MRO), this being its output.
@@ -485,9 +672,19 @@ class RoutedOutput:
 
     if TYPE_CHECKING:
         session: ServerSession | Any
+        _handlers: dict[RequestId, Cancellable]
 
         def attach(self, group: Any) -> None:
             """The session host's (after this class in the MRO)."""
+
+    def _spawn_handler(
+        self, request_id: RequestId | None, fn: Callable[[], Awaitable[None]]
+    ) -> None:
+        if not self.holding or request_id is None or self.held is not None:
+            super()._spawn_handler(request_id, fn)  # type: ignore[misc]
+            return
+        held = self.held = HeldHandler(request_id, fn)
+        self._handlers[request_id] = held
 
     def schedule(self) -> None:
         assert isinstance(self.session, ServerSession)
