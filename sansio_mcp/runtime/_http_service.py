@@ -356,23 +356,33 @@ class HeldHandler:
     dropped) ends that connection's deadline block; :func:`serve_requests` goes on
     after it."""
 
-    __slots__ = ("_deadline", "cancelled", "done", "fn", "request_id")
+    __slots__ = ("_deadline", "_handlers", "cancelled", "done", "fn", "request_id")
 
-    def __init__(self, request_id: RequestId, fn: Callable[[], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        request_id: RequestId,
+        fn: Callable[[], Awaitable[None]],
+        handlers: dict[RequestId, Cancellable],
+    ) -> None:
         self.request_id = request_id
         self.fn = fn
         self.cancelled = False
         self.done = False
         self._deadline: Deadline | None = None
+        #: The host's running handlers, where this one is while it runs.
+        self._handlers = handlers
+        handlers[request_id] = self
 
     async def run(self, deadline: Deadline) -> None:
         """Run the handler (unless cancelled already) under ``deadline``."""
-        if not self.cancelled:
-            self._deadline = deadline
-            try:
+        try:
+            if not self.cancelled:
+                self._deadline = deadline
                 await self.fn()
-            finally:
-                self._deadline = None
+        finally:
+            self._deadline = None
+            if self._handlers.get(self.request_id) is self:
+                del self._handlers[self.request_id]
         self.done = True
 
     def cancel(self) -> None:
@@ -683,8 +693,7 @@ class RoutedOutput:
         if not self.holding or request_id is None or self.held is not None:
             super()._spawn_handler(request_id, fn)  # type: ignore[misc]
             return
-        held = self.held = HeldHandler(request_id, fn)
-        self._handlers[request_id] = held
+        self.held = HeldHandler(request_id, fn, self._handlers)
 
     def schedule(self) -> None:
         assert isinstance(self.session, ServerSession)

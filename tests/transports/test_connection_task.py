@@ -99,3 +99,32 @@ def test_request_handlers_run_in_their_connections_task(backend: str, mode: str)
 
     assert run(backend, body) == ["ok"] * 3
     assert len(seen) == 3 and len({id(task) for task in seen}) == 1, seen
+
+
+@pytest.mark.parametrize("backend", BACKEND_NAMES)
+def test_a_held_handler_leaves_its_hosts_table_when_it_ends(
+    backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A handshake session's host keeps no trace of its ended requests' handlers."""
+    from sansio_mcp.runtime import _http_service
+
+    held: list[_http_service.HeldHandler] = []
+    original = _http_service.HeldHandler.__init__
+
+    def record(self: _http_service.HeldHandler, *args: object) -> None:
+        original(self, *args)  # type: ignore[arg-type]
+        held.append(self)
+
+    monkeypatch.setattr(_http_service.HeldHandler, "__init__", record)
+    api = BACKENDS[backend]
+
+    async def body() -> None:
+        async with serving_in_loop(backend, "http", _task_server(backend, [])) as port:
+            url = f"http://127.0.0.1:{port}/mcp"
+            async with api.connect([], url, "http", mode="legacy") as client:
+                for _ in range(3):
+                    await client.call_tool("whose", {})
+
+    run(backend, body)
+    assert len(held) == 3 and all(h.done for h in held)
+    assert not any(h._handlers for h in held)
