@@ -44,7 +44,6 @@ __all__ = [
     "SessionHosts",
     "answer_exchange",
     "legacy_sse_router",
-    "read_request",
     "refuse_connection",
     "serve_requests",
     "streamable_http_router",
@@ -163,37 +162,6 @@ async def refuse_connection(stream: Connection, backend: Backend, limits: Server
                 pass
     except OSError:
         pass
-
-
-async def read_request(
-    conn: HTTPServerConnection,
-    receive: Callable[[], Awaitable[bytes | bytearray]],
-    deadline: Deadline,
-    limits: ServerLimits,
-    timing: Timing,
-) -> HTTPRequest | HTTPError | ConnectionEnded:
-    """The connection's next request, read with ``receive`` under ``limits``, timed
-    by the connection's ``deadline`` (``timing.phase`` says what it times: the idle
-    wait of a kept-alive connection, then the request's head and body).  When the
-    deadline ends the block the caller answers for the phase: an idle connection
-    closes quietly, a slow request gets 408 (:func:`serve_requests`)."""
-    event = conn.next_request()
-    if isinstance(event, _REQUEST_READ):
-        return event  # pipelined: it came with the previous one
-    if timing.kept_alive:
-        timing.phase = _IDLE
-        deadline.set(limits.keep_alive_timeout)
-        conn.receive_data(await receive())
-        event = conn.next_request()
-        if isinstance(event, _REQUEST_READ):
-            return event  # whole in one read, as most are: no request time limit to set
-    timing.phase = _READING
-    deadline.set(limits.request_timeout)
-    while True:
-        event = conn.next_request()
-        if isinstance(event, _REQUEST_READ):
-            return event
-        conn.receive_data(await receive())
 
 
 class Router(Protocol):
@@ -333,20 +301,9 @@ class SessionHosts(Generic[H]):
         self._drop(session)
 
 
-#: What a connection's deadline is timing (:attr:`Timing.phase`).
+#: What a connection is doing (:attr:`_Connection.phase`): what its deadline or
+#: its timer ends when reached.
 _IDLE, _READING, _HEAD, _HANDLER, _UNTIMED = range(5)
-
-
-class Timing:
-    """What one connection's :class:`Deadline` is timing now, and the exchange
-    concerned: what :func:`serve_requests` does when it is reached."""
-
-    __slots__ = ("exchange", "kept_alive", "phase")
-
-    def __init__(self) -> None:
-        self.phase = _READING
-        self.kept_alive = False
-        self.exchange: Exchange | None = None
 
 
 class HeldHandler:
@@ -425,8 +382,15 @@ async def serve_requests(
 
 
 class _Connection:
-    """:func:`serve_requests`' state: the phase its deadline times, the handler it
-    runs, and the task writing an answer beside that handler."""
+    """:func:`serve_requests`' state: what the connection is doing (:attr:`phase`),
+    the handler it runs, and the task writing an answer beside that handler.
+
+    The limits that end most requests' waits in time, the idle wait's and the held
+    handler's head grace, are kept by one timer that is not moved for each request:
+    it is armed for the earliest due, and when it fires, what is not due yet arms
+    it again.  An idle connection past its due has its deadline set to now, which
+    ends the block; the rest (a request arriving in pieces, a head awaited without
+    a held handler) set the deadline itself."""
 
     def __init__(
         self,
@@ -447,47 +411,84 @@ class _Connection:
         self.backend = backend
         self.limits = limits
         self.group = group
-        self.timing = Timing()
-        #: The head's grace while a held handler runs (made on first use): armed for
-        #: the earliest due, it is not moved for each request.
-        self._grace: Timer | None = None
-        self._grace_armed = False
+        self.phase = _READING
+        self.kept_alive = False
+        #: The exchange of a request being handled (for what follows its deadline).
+        self.exchange: Exchange | None = None
+        self._deadline: Deadline | None = None
+        #: Whether the deadline is set (else it is at infinity).
+        self._deadline_set = False
+        self._timer: Timer | None = None
+        self._timer_at = math.inf
+        self._idle_due = math.inf
         self._grace_due = math.inf
         #: The exchange whose held handler runs, and its writer task's outcome.
         self._held_exchange: Exchange | None = None
         self._writing: _Writing | None = None
 
     def close(self) -> None:
-        if self._grace is not None:
-            self._grace.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
 
     async def run(self) -> None:
-        timing = self.timing
         while True:
             async with self.backend.open_deadline() as deadline:
+                self._deadline, self._deadline_set = deadline, False
                 await self._serve(deadline)
                 return
-            # The deadline ended the block: what it timed says what follows.
-            if timing.phase == _READING:
+            # The deadline ended the block: what was under way says what follows.
+            if self.phase == _READING:
                 reason = f"request not received within {self.limits.request_timeout:g} s"
                 await self.send_all(self.conn.send_error_response(408, reason))
                 return
-            exchange = timing.exchange
-            timing.phase, timing.exchange = _UNTIMED, None
+            exchange, self.exchange = self.exchange, None
+            self.phase = _UNTIMED
             if exchange is None:
                 return  # idle past keep_alive_timeout
             # The head's grace is over (the answer goes on as a stream, untimed), or
             # the handler was cancelled (its answer, if any, goes as it comes).
             if not await self._answer(exchange) or not self.conn.start_next():
                 return
-            timing.kept_alive = True
+            self.kept_alive = True
+
+    def _set_deadline(self, deadline: Deadline, seconds: float) -> None:
+        self._deadline_set = seconds != math.inf
+        deadline.set(seconds)
+
+    async def _read_request(self, deadline: Deadline) -> HTTPRequest | HTTPError | ConnectionEnded:
+        """The connection's next request, read under ``limits``: the idle wait of a
+        kept-alive connection by the timer, the request's head and body (from its
+        first byte, or from the accept for the first request) by the deadline."""
+        conn = self.conn
+        event = conn.next_request()
+        if isinstance(event, _REQUEST_READ):
+            return event  # pipelined: it came with the previous one
+        if self.kept_alive:
+            self.phase = _IDLE
+            self._idle_due = due = self.backend.clock() + self.limits.keep_alive_timeout
+            if due < self._timer_at:
+                self._arm(due)
+            conn.receive_data(await self.receive())
+            event = conn.next_request()
+            if isinstance(event, _REQUEST_READ):
+                return event  # whole in one read, as most are: no request time limit to set
+        self.phase = _READING
+        self._set_deadline(deadline, self.limits.request_timeout)
+        while True:
+            event = conn.next_request()
+            if isinstance(event, _REQUEST_READ):
+                return event
+            conn.receive_data(await self.receive())
 
     async def _serve(self, deadline: Deadline) -> None:
         """The loop under one deadline: returns when the connection should close, or
-        is ended by the deadline (:attr:`timing` says in which phase)."""
-        conn, hosts, backend, timing = self.conn, self.hosts, self.backend, self.timing
+        is ended by the deadline (:attr:`phase` says in which phase)."""
+        conn, hosts, backend = self.conn, self.hosts, self.backend
         while True:
-            request = await read_request(conn, self.receive, deadline, self.limits, timing)
+            request = await self._read_request(deadline)
+            self.phase = _UNTIMED
+            if self._deadline_set:  # what follows is not the request's reading
+                self._set_deadline(deadline, math.inf)
             if isinstance(request, ConnectionEnded):
                 return
             if isinstance(request, HTTPError):
@@ -495,11 +496,7 @@ class _Connection:
                 return
             verdict = None
             shared = hosts.shared
-            if shared is not None or isinstance(hosts.router, ProtectedRouter):
-                # Awaits of their own (a token's introspection, the shared store), not
-                # the request's reading: no limit of this connection's.
-                timing.phase = _UNTIMED
-                deadline.set(math.inf)
+            if isinstance(hosts.router, ProtectedRouter):
                 verdict = await verify_request(hosts.router, request, backend, hosts.server.stores)
             try:
                 if shared is not None:
@@ -522,12 +519,11 @@ class _Connection:
             else:
                 held = hosts.begin(exchange, hold=True)
             if held is not None:
-                timing.phase, timing.exchange = _HANDLER, exchange
-                deadline.set(math.inf)
+                self.phase, self.exchange = _HANDLER, exchange
                 await self._run_held(held, exchange, deadline)
             if not exchange.head_ready and self._writing is None:
-                timing.phase, timing.exchange = _HEAD, exchange
-                deadline.set(exchange.head_grace)
+                self.phase, self.exchange = _HEAD, exchange
+                self._set_deadline(deadline, exchange.head_grace)
                 try:
                     while not exchange.head_ready:
                         await _news(exchange, backend)
@@ -535,20 +531,20 @@ class _Connection:
                     if not deadline.expired:  # cancelled (the server stops): the exchange ends
                         _end(exchange, hosts)
                     raise
-            timing.phase, timing.exchange = _UNTIMED, None
-            deadline.set(math.inf)  # a response in progress is not under any limit
+                self._set_deadline(deadline, math.inf)  # a response is under no limit
+            self.phase, self.exchange = _UNTIMED, None
             if not await self._answer(exchange) or not conn.start_next():
                 return
-            timing.kept_alive = True
+            self.kept_alive = True
 
     async def _run_held(self, held: HeldHandler, exchange: Exchange, deadline: Deadline) -> None:
         """Run ``held`` in this task; an answer that must go out meanwhile (the head's
         grace is over, a stream opened) is written by a task of its own."""
         self._held_exchange = exchange
         exchange.wake = self._news_while_held
-        self._grace_due = self.backend.clock() + exchange.head_grace
-        if not self._grace_armed:  # else it wakes earlier, and is set again then
-            self._arm_grace(exchange.head_grace)
+        self._grace_due = due = self.backend.clock() + exchange.head_grace
+        if due < self._timer_at:
+            self._arm(due)
         try:
             await held.run(deadline)
             if held.cancelled:
@@ -562,25 +558,34 @@ class _Connection:
         finally:
             self._held_exchange = None
 
-    def _arm_grace(self, seconds: float) -> None:
-        grace = self._grace
-        if grace is None:
-            grace = self._grace = self.backend.start_timer(self.group, self._grace_over)
-        self._grace_armed = True
-        grace.set(seconds)
+    def _arm(self, due: float) -> None:
+        """Have the timer fire at ``due`` (on the backend's clock)."""
+        timer = self._timer
+        if timer is None:
+            timer = self._timer = self.backend.start_timer(self.group, self._timer_fired)
+        self._timer_at = due
+        timer.set(max(0.0, due - self.backend.clock()))
 
-    def _grace_over(self) -> None:
-        """The grace timer is due: the held handler's head grace is over (unless the
-        timer was set for an earlier request: then it is set again)."""
-        self._grace_armed = False
+    def _timer_fired(self) -> None:
+        """End what is due (an idle wait, a held handler's head grace); arm the timer
+        for what is not due yet."""
+        self._timer_at = math.inf
+        now = self.backend.clock()
+        due = math.inf
+        if self.phase == _IDLE:
+            if self._idle_due <= now:
+                if self._deadline is not None:
+                    self._deadline.set(0.0)  # ends the block: the connection closes
+            else:
+                due = self._idle_due
         exchange = self._held_exchange
-        if exchange is None or self._writing is not None:
-            return
-        left = self._grace_due - self.backend.clock()
-        if left > 0:
-            self._arm_grace(left)
-        else:
-            self._start_writing(exchange)
+        if exchange is not None and self._writing is None:
+            if self._grace_due <= now:
+                self._start_writing(exchange)
+            else:
+                due = min(due, self._grace_due)
+        if due != math.inf:
+            self._arm(due)
 
     def _news_while_held(self) -> None:
         exchange = self._held_exchange
