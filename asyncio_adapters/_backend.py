@@ -177,7 +177,7 @@ class _Deadline(contextlib.AbstractAsyncContextManager["_Deadline"]):
 
     def set(self, seconds: float) -> None:
         at = None if seconds == math.inf else asyncio.get_running_loop().time() + seconds
-        if at != self._at:  # none to none, the common case, costs nothing
+        if at != self._at and not self._timeout.expired():  # reached: spent
             self._at = at
             self._timeout.reschedule(at)
 

@@ -220,7 +220,7 @@ class _Deadline(contextlib.AbstractAsyncContextManager["_Deadline"]):
 
     def set(self, seconds: float) -> None:
         at = math.inf if seconds == math.inf else trio.current_time() + seconds
-        if at != self._at:  # inf to inf, the common case, costs nothing
+        if at != self._at and not self._scope.cancel_called:  # reached: spent
             self._at = at
             self._scope.deadline = at
 

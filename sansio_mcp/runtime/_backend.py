@@ -108,7 +108,8 @@ class Deadline(Protocol):
     time.  Reaching it ends the block quietly, and for good."""
 
     def set(self, seconds: float) -> None:
-        """End the block ``seconds`` from now instead (``math.inf``: not at all)."""
+        """End the block ``seconds`` from now instead (``math.inf``: not at all); once
+        reached it stays reached (see :attr:`expired`)."""
         ...
 
     @property

@@ -418,6 +418,8 @@ class _Connection:
         self._deadline: Deadline | None = None
         #: Whether the deadline is set (else it is at infinity).
         self._deadline_set = False
+        #: The idle time ran out: the deadline is set to now.
+        self._closing = False
         self._timer: Timer | None = None
         self._timer_at = math.inf
         self._idle_due = math.inf
@@ -451,6 +453,14 @@ class _Connection:
                 return
             self.kept_alive = True
 
+    async def _untimed(self, deadline: Deadline) -> None:
+        """Unset the deadline after a wait it timed ended; if it was reached meanwhile
+        its cancellation is under way: take it here, in the phase that was timed
+        (which says what follows), not later in another."""
+        self._set_deadline(deadline, math.inf)
+        if deadline.expired:
+            await self.backend.sleep(0)
+
     def _set_deadline(self, deadline: Deadline, seconds: float) -> None:
         self._deadline_set = seconds != math.inf
         deadline.set(seconds)
@@ -468,7 +478,12 @@ class _Connection:
             self._idle_due = due = self.backend.clock() + self.limits.keep_alive_timeout
             if due < self._timer_at:
                 self._arm(due)
-            conn.receive_data(await self.receive())
+            data = await self.receive()
+            if self._closing:
+                # The idle time ran out as these bytes came: the connection is closing
+                # (its deadline reached), as if they had come a moment later.
+                return ConnectionEnded()
+            conn.receive_data(data)
             event = conn.next_request()
             if isinstance(event, _REQUEST_READ):
                 return event  # whole in one read, as most are: no request time limit to set
@@ -486,9 +501,9 @@ class _Connection:
         conn, hosts, backend = self.conn, self.hosts, self.backend
         while True:
             request = await self._read_request(deadline)
-            self.phase = _UNTIMED
             if self._deadline_set:  # what follows is not the request's reading
-                self._set_deadline(deadline, math.inf)
+                await self._untimed(deadline)  # reached as it came: 408
+            self.phase = _UNTIMED
             if isinstance(request, ConnectionEnded):
                 return
             if isinstance(request, HTTPError):
@@ -531,7 +546,7 @@ class _Connection:
                     if not deadline.expired:  # cancelled (the server stops): the exchange ends
                         _end(exchange, hosts)
                     raise
-                self._set_deadline(deadline, math.inf)  # a response is under no limit
+                await self._untimed(deadline)  # a response is under no limit
             self.phase, self.exchange = _UNTIMED, None
             if not await self._answer(exchange) or not conn.start_next():
                 return
@@ -575,6 +590,7 @@ class _Connection:
         if self.phase == _IDLE:
             if self._idle_due <= now:
                 if self._deadline is not None:
+                    self._closing = True
                     self._deadline.set(0.0)  # ends the block: the connection closes
             else:
                 due = self._idle_due

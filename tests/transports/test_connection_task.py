@@ -52,6 +52,26 @@ def test_a_deadline_moved_later_or_unset_is_not_reached(backend: str) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKEND_NAMES)
+def test_a_reached_deadline_stays_reached(backend: str) -> None:
+    """Set again once reached (its cancellation under way), it stays reached: the
+    block still ends, and nothing raises."""
+    api = BACKENDS[backend]
+
+    async def body() -> bool:
+        async with api.open_deadline() as deadline:
+            deadline.set(0.0)
+            try:
+                await api.sleep(math.inf)
+            finally:
+                assert deadline.expired
+                deadline.set(60.0)
+                deadline.set(math.inf)
+        return deadline.expired
+
+    assert run(backend, body) is True
+
+
+@pytest.mark.parametrize("backend", BACKEND_NAMES)
 def test_a_deadline_set_to_now_by_another_task_ends_the_block(backend: str) -> None:
     """What cancelling a request whose handler runs in its connection's task does."""
     api = BACKENDS[backend]
