@@ -1,7 +1,7 @@
 """An HTTP MCP service, written once for every backend: which session host
 drives which session, when a finished stateless request's session can be
 dropped, how long and how many connections a peer may hold
-(:class:`ServerLimits`, :func:`read_request`, :class:`ConnectionGate`), and
+(:class:`ServerLimits`, :func:`serve_requests`, :class:`ConnectionGate`), and
 how an answer is written and streamed while the client-gone watch runs
 (:func:`answer_exchange`, :class:`HTTPService`).  The adapters only accept
 connections (a :class:`Connection` each) or, for ASGI, move messages."""
@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 _READ_SIZE = 65536
-#: What :func:`read_request` returns (anything else: more bytes are needed).
+#: What a connection's next request is (anything else: more bytes are needed).
 _REQUEST_READ = (HTTPRequest, HTTPError, ConnectionEnded)
 #: Session hosts a service holds before it first looks for those of ended sessions.
 _FIRST_SWEEP = 64
