@@ -165,6 +165,38 @@ class TCPStream:
                 sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
 
 
+class _Deadline(contextlib.AbstractAsyncContextManager["_Deadline"]):
+    """A :class:`~sansio_mcp.runtime.Deadline`: an :func:`asyncio.timeout` entered
+    once, rescheduled by :meth:`set`."""
+
+    __slots__ = ("_at", "_timeout")
+
+    def __init__(self) -> None:
+        self._timeout = asyncio.timeout(None)
+        self._at: float | None = None
+
+    def set(self, seconds: float) -> None:
+        at = None if seconds == math.inf else asyncio.get_running_loop().time() + seconds
+        if at != self._at and not self._timeout.expired():  # reached: spent
+            self._at = at
+            self._timeout.reschedule(at)
+
+    @property
+    def expired(self) -> bool:
+        return self._timeout.expired()
+
+    async def __aenter__(self) -> _Deadline:
+        await self._timeout.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool:
+        try:
+            await self._timeout.__aexit__(*exc_info)
+        except TimeoutError:
+            return True  # reached: the block ends quietly
+        return False
+
+
 class AsyncioBackend:
     """The runtime's :class:`~sansio_mcp.runtime.Backend` on asyncio."""
 
@@ -201,6 +233,9 @@ class AsyncioBackend:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(seconds):
                 yield
+
+    def open_deadline(self) -> _Deadline:
+        return _Deadline()
 
     @asynccontextmanager
     async def open_task_group(self) -> AsyncIterator[TaskGroup]:

@@ -38,7 +38,7 @@ from ._proc import (
     http_server_process,
     run_worker,
 )
-from .stdio_cpu import TICKS, _cpu_ticks
+from .stdio_cpu import _PROFILED, TICKS, _cpu_ticks
 
 if TYPE_CHECKING:
     from ._model import Counts, Results
@@ -203,13 +203,83 @@ def report(figures: dict[str, list[dict[str, float]]]) -> list[str]:
     return lines
 
 
+#: What ``--profile`` counts: each gateway, and the example server over Streamable
+#: HTTP (the same HTTP service, no upstream), by the CLI arguments that start it.
+PROFILED = ("gateway-trio", "gateway-asyncio", "http-trio", "http-asyncio")
+
+
+def _profile_run(variant: str, config: Path, calls: int, out: str) -> None:
+    """Start ``variant`` under cProfile, make ``calls`` calls, stop it (stats in ``out``)."""
+    kind, backend = variant.split("-")
+    if kind == "gateway":
+        args = ["gateway", "--config", str(config), "--port", "0"]
+        target = "ex.echo"
+    else:
+        args = ["example-server", "--transport", "http", "--port", "0"]
+        target = "echo"
+    command = [PY, "-c", _PROFILED, *args, "--backend", backend]
+    with http_server_process(command, env={"BENCH_PROFILE_OUT": out}, polite=True) as (url, _):
+        import trio
+
+        from trio_adapters.http_client import open_http_client
+
+        async def run() -> None:
+            async with open_http_client(url, mode="legacy") as client:
+                for _ in range(calls):
+                    await client.call_tool(target, {"message": "hello"})
+
+        trio.run(run)
+
+
+def profile(short: int = 100, long: int = 600, top: int = 0) -> list[str]:
+    """Python function calls per call (cProfile) of each of ``PROFILED``: the difference
+    of a ``long``- and a ``short``-call run, so start-up and shutdown cancel out; with
+    ``top``, the functions that make the most of them."""
+    import pstats
+
+    lines = []
+    with tempfile.TemporaryDirectory() as folder:
+        config = Path(folder) / "gateway.json"
+        connector = {"transport": "stdio", "cmd": UPSTREAM, "cwd": str(REPO)}
+        config.write_text(json.dumps({"connectors": {"ex": connector}}))
+        for variant in PROFILED:
+            stats = {}
+            for calls in (short, long):
+                out = str(Path(folder) / f"{variant}-{calls}.prof")
+                _profile_run(variant, config, calls, out)
+                stats[calls] = pstats.Stats(out).stats  # type: ignore[attr-defined]
+            total = {n: sum(v[1] for v in s.values()) for n, s in stats.items()}
+            per_call = (total[long] - total[short]) / (long - short)
+            lines.append(f"{variant:16} Python calls per call {per_call:7.1f}")
+            if top:
+                diff = {
+                    key: (value[1] - stats[short].get(key, (0, 0))[1]) / (long - short)
+                    for key, value in stats[long].items()
+                }
+                for key, n in sorted(diff.items(), key=lambda kv: -kv[1])[:top]:
+                    where = f"{Path(key[0]).name}:{key[1]}({key[2]})"
+                    lines.append(f"    {n:6.1f} {where}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.gateway_stdio", description=__doc__)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="count Python calls per call (cProfile) of each gateway and of the example "
+        "server over HTTP instead of timing",
+    )
+    parser.add_argument("--top", type=int, default=0, help="with --profile: the top functions")
     args = parser.parse_args(argv)
-    for line in report(run_rounds(args.rounds, args.calls, args.warmup)):
+    if args.profile:
+        lines = profile(top=args.top)
+    else:
+        lines = report(run_rounds(args.rounds, args.calls, args.warmup))
+    for line in lines:
         print(line)
     sys.stdout.flush()
 

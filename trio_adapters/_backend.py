@@ -208,6 +208,34 @@ class _TimeLimit(contextlib.AbstractAsyncContextManager[None]):
         return handled
 
 
+class _Deadline(contextlib.AbstractAsyncContextManager["_Deadline"]):
+    """A :class:`~sansio_mcp.runtime.Deadline`: a cancel scope entered once whose
+    deadline :meth:`set` moves (a heap entry, no scope to enter and leave)."""
+
+    __slots__ = ("_at", "_scope")
+
+    def __init__(self) -> None:
+        self._scope = trio.CancelScope()
+        self._at = math.inf
+
+    def set(self, seconds: float) -> None:
+        at = math.inf if seconds == math.inf else trio.current_time() + seconds
+        if at != self._at and not self._scope.cancel_called:  # reached: spent
+            self._at = at
+            self._scope.deadline = at
+
+    @property
+    def expired(self) -> bool:
+        return self._scope.cancel_called
+
+    async def __aenter__(self) -> _Deadline:
+        self._scope.__enter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool:
+        return bool(self._scope.__exit__(*exc_info))
+
+
 class TrioBackend:
     """The runtime's :class:`~sansio_mcp.runtime.Backend` on Trio."""
 
@@ -233,6 +261,9 @@ class TrioBackend:
 
     def move_on_after(self, seconds: float) -> contextlib.AbstractAsyncContextManager[None]:
         return _TimeLimit(seconds, fail=False)
+
+    def open_deadline(self) -> _Deadline:
+        return _Deadline()
 
     @asynccontextmanager
     async def open_task_group(self) -> AsyncIterator[TaskGroup]:

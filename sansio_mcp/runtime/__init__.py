@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ._backend import (
         Backend,
         ByteStream,
+        Deadline,
         OnBound,
         Process,
         Signal,
@@ -81,6 +82,7 @@ lazy_names(
         "._backend": (
             "Backend",
             "ByteStream",
+            "Deadline",
             "OnBound",
             "Process",
             "Signal",
@@ -195,6 +197,7 @@ __all__ = [
     "TaskLimits",
     "TaskStore",
     "TimedOut",
+    "Deadline",
     "ToolTask",
     "TokenStore",
     "TransportBackend",

@@ -23,6 +23,7 @@ __all__ = [
     "Cancellable",
     "Connection",
     "ConnectionHandler",
+    "Deadline",
     "OnBound",
     "Pipe",
     "Process",
@@ -97,6 +98,24 @@ class TaskGroup(Protocol):
 
     def cancel(self) -> None:
         """Cancel every task of the group (and the body of its ``async with``)."""
+        ...
+
+
+class Deadline(Protocol):
+    """A time limit on the block of :meth:`Backend.open_deadline` that moves: set
+    again for each wait of a loop (an HTTP connection's idle time, its request,
+    its answer's head) where a scope per wait would cost its entry and exit each
+    time.  Reaching it ends the block quietly, and for good."""
+
+    def set(self, seconds: float) -> None:
+        """End the block ``seconds`` from now instead (``math.inf``: not at all); once
+        reached it stays reached (see :attr:`expired`)."""
+        ...
+
+    @property
+    def expired(self) -> bool:
+        """Whether it has been reached: it ends the block (in a ``finally`` or an
+        ``except`` inside it), or has ended it (after)."""
         ...
 
 
@@ -189,6 +208,10 @@ class Backend(Protocol):
 
     def move_on_after(self, seconds: float) -> AbstractAsyncContextManager[None]:
         """Quietly cancel the block after ``seconds``."""
+        ...
+
+    def open_deadline(self) -> AbstractAsyncContextManager[Deadline]:
+        """A :class:`Deadline` on the ``async with`` block, unset."""
         ...
 
     def open_task_group(self) -> AbstractAsyncContextManager[TaskGroup]:

@@ -1,7 +1,7 @@
 """An HTTP MCP service, written once for every backend: which session host
 drives which session, when a finished stateless request's session can be
 dropped, how long and how many connections a peer may hold
-(:class:`ServerLimits`, :func:`read_request`, :class:`ConnectionGate`), and
+(:class:`ServerLimits`, :func:`serve_requests`, :class:`ConnectionGate`), and
 how an answer is written and streamed while the client-gone watch runs
 (:func:`answer_exchange`, :class:`HTTPService`).  The adapters only accept
 connections (a :class:`Connection` each) or, for ASGI, move messages."""
@@ -9,20 +9,22 @@ connections (a :class:`Connection` each) or, for ASGI, move messages."""
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, overload
 
 from .._events import RequestReceived
 from .._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnection
+from .._jsonrpc import RequestId
 from .._legacy_sse import LegacySSEServer
 from .._server_session import ServerSession
 from .._state import SessionState
 from .._streamable_http import Exchange, StreamableHTTPServer
 from ..auth._router import ProtectedRouter
 from ._auth import Verdict, verify_request
-from ._backend import Backend, Connection, TimedOut
+from ._backend import Backend, Cancellable, Connection, Deadline, TaskGroup, Timer
 from ._driver import Driver
 from ._host import serving
 from ._server import Context, Server
@@ -42,13 +44,14 @@ __all__ = [
     "SessionHosts",
     "answer_exchange",
     "legacy_sse_router",
-    "read_request",
     "refuse_connection",
     "serve_requests",
     "streamable_http_router",
 ]
 
 _READ_SIZE = 65536
+#: What a connection's next request is (anything else: more bytes are needed).
+_REQUEST_READ = (HTTPRequest, HTTPError, ConnectionEnded)
 #: Session hosts a service holds before it first looks for those of ended sessions.
 _FIRST_SWEEP = 64
 
@@ -161,43 +164,6 @@ async def refuse_connection(stream: Connection, backend: Backend, limits: Server
         pass
 
 
-async def read_request(
-    conn: HTTPServerConnection,
-    receive: Callable[[], Awaitable[bytes | bytearray]],
-    backend: Backend,
-    limits: ServerLimits,
-    *,
-    kept_alive: bool,
-) -> HTTPRequest | HTTPError | ConnectionEnded:
-    """The connection's next request, read with ``receive`` under ``limits``: a
-    :class:`ConnectionEnded` when the peer closed, or (``kept_alive``: after an
-    earlier request) stayed idle past ``keep_alive_timeout``; an :class:`HTTPError`
-    408 when the request took longer than ``request_timeout`` (the caller answers
-    it, as any :class:`HTTPError`, and closes)."""
-    event = conn.next_request()
-    if isinstance(event, (HTTPRequest, HTTPError, ConnectionEnded)):
-        return event  # pipelined: it came with the previous one
-    if kept_alive:
-        first: bytes | bytearray | None = None
-        async with backend.move_on_after(limits.keep_alive_timeout):
-            first = await receive()
-        if first is None:
-            return ConnectionEnded()
-        conn.receive_data(first)
-        event = conn.next_request()
-        if isinstance(event, (HTTPRequest, HTTPError, ConnectionEnded)):
-            return event  # whole in one read, as most are: no time limit to set up
-    try:
-        async with backend.fail_after(limits.request_timeout):
-            while True:
-                event = conn.next_request()
-                if isinstance(event, (HTTPRequest, HTTPError, ConnectionEnded)):
-                    return event
-                conn.receive_data(await receive())
-    except TimedOut:
-        return HTTPError(408, f"request not received within {limits.request_timeout:g} s")
-
-
 class Router(Protocol):
     """What an HTTP service needs of a transport machine (Streamable HTTP, legacy SSE)."""
 
@@ -234,6 +200,9 @@ class SessionHost(Protocol):
     """What an adapter's session host offers the service."""
 
     driver: Driver
+    #: While set, the next request handler the driver starts is held (:attr:`held`).
+    holding: bool
+    held: HeldHandler | None
 
     def _schedule_flush(self) -> None: ...
 
@@ -291,14 +260,31 @@ class SessionHosts(Generic[H]):
         if host is not None:
             host.cancel_all_handlers()
 
-    def begin(self, exchange: Exchange) -> H | None:
-        """Drive what the request fed into its session (handlers start here)."""
+    @overload
+    def begin(self, exchange: Exchange) -> H | None: ...
+
+    @overload
+    def begin(self, exchange: Exchange, *, hold: Literal[True]) -> HeldHandler | None: ...
+
+    def begin(self, exchange: Exchange, *, hold: bool = False) -> H | HeldHandler | None:
+        """Drive what the request fed into its session (handlers start here); its
+        host, or with ``hold`` the request's handler held for the caller to run
+        (None: none is left to run)."""
         if exchange.session is None:
             return None
         host = self.host_for(exchange.session)
-        host.driver.process_events()
+        if not hold:
+            host.driver.process_events()
+            self.router.flush(exchange.session)
+            return host
+        host.holding = True
+        try:
+            host.driver.process_events()
+        finally:
+            host.holding = False
+        held, host.held = host.held, None
         self.router.flush(exchange.session)
-        return host
+        return held
 
     def disconnected(self, exchange: Exchange) -> None:
         """The client went away mid-response."""
@@ -315,6 +301,55 @@ class SessionHosts(Generic[H]):
         self._drop(session)
 
 
+#: What a connection is doing (:attr:`_Connection.phase`): what its deadline or
+#: its timer ends when reached.
+_IDLE, _READING, _HEAD, _HANDLER, _UNTIMED = range(5)
+
+
+class HeldHandler:
+    """A request's handler that :meth:`RoutedOutput._spawn_handler` held for the
+    connection serving its exchange, which runs it in its own task (no task per
+    request).  Cancelling it (the request cancelled, the client gone, the session
+    dropped) ends that connection's deadline block; :func:`serve_requests` goes on
+    after it."""
+
+    __slots__ = ("_deadline", "_handlers", "cancelled", "done", "fn", "request_id")
+
+    def __init__(
+        self,
+        request_id: RequestId,
+        fn: Callable[[], Awaitable[None]],
+        handlers: dict[RequestId, Cancellable],
+    ) -> None:
+        self.request_id = request_id
+        self.fn = fn
+        self.cancelled = False
+        self.done = False
+        self._deadline: Deadline | None = None
+        #: The host's running handlers, where this one is while it runs.
+        self._handlers = handlers
+        handlers[request_id] = self
+
+    async def run(self, deadline: Deadline) -> None:
+        """Run the handler (unless cancelled already) under ``deadline``."""
+        try:
+            if not self.cancelled:
+                self._deadline = deadline
+                await self.fn()
+        finally:
+            self._deadline = None
+            if self._handlers.get(self.request_id) is self:
+                del self._handlers[self.request_id]
+        self.done = True
+
+    def cancel(self) -> None:
+        if self.done or self.cancelled:
+            return
+        self.cancelled = True
+        if self._deadline is not None:
+            self._deadline.set(0.0)
+
+
 async def serve_requests(
     conn: HTTPServerConnection,
     receive: Callable[[], Awaitable[bytes | bytearray]],
@@ -325,44 +360,298 @@ async def serve_requests(
     limits: ServerLimits,
 ) -> None:
     """One connection's requests, one after another while it is kept alive: each is
-    read under ``limits``, routed to an exchange whose session ``hosts`` drive, and
-    answered by ``answer`` (the adapter's byte moving; False when the client went
-    away).  Returns when the connection should close; the caller closes it, and
-    handles what its streams raise."""
-    kept_alive = False
-    while True:
-        request = await read_request(conn, receive, backend, limits, kept_alive=kept_alive)
-        if isinstance(request, ConnectionEnded):
-            return
-        if isinstance(request, HTTPError):
-            await send_all(conn.send_error_response(request.status, request.reason))
-            return
-        verdict = await verify_request(hosts.router, request, backend, hosts.server.stores)
-        shared = hosts.shared
+    read under ``limits``, routed to an exchange whose session ``hosts`` drive, its
+    head given the exchange's grace, and answered by ``answer`` (the adapter's byte
+    moving; False when the client went away).  A request's handler runs in this
+    task (:class:`HeldHandler`); should the head's grace end or a stream open
+    meanwhile, the answer is written by a task of its own beside it.  One
+    :class:`Deadline` per connection times every wait with a limit (idle, reading,
+    the head), set anew for each; when one is reached the connection closes
+    (quietly, or with 408), or the exchange's answer goes on as a stream and the
+    next request gets a new deadline.  Returns when the connection should close;
+    the caller closes it, and handles what its streams raise."""
+    async with backend.open_task_group() as group:
+        served = _Connection(conn, receive, send_all, answer, hosts, backend, limits, group)
         try:
-            if shared is not None:
-                await shared.before(request, verdict)
-            exchange = route(hosts.router, request, backend.clock(), backend.wall_clock(), verdict)
-            if shared is not None:
-                await shared.after(request, exchange)
-        except Exception:
-            # A bug met by one request must not take the whole server down with it.
-            _log.exception("internal error routing %s %s", request.method, request.target)
-            await send_all(conn.send_error_response(500, "internal server error"))
-            return
-        hosts.begin(exchange)
-        try:
-            if shared is not None:
-                await shared.answering(exchange)
-            if not await answer(exchange):
-                return
+            await served.run()
+        except BaseException:
+            group.cancel()  # an answer's writer task, if any
+            raise
         finally:
-            if not exchange.finished:
-                hosts.disconnected(exchange)  # the answer broke off
-            hosts.finish(exchange)
-        if not conn.start_next():
-            return
-        kept_alive = True
+            served.close()
+
+
+class _Connection:
+    """:func:`serve_requests`' state: what the connection is doing (:attr:`phase`),
+    the handler it runs, and the task writing an answer beside that handler.
+
+    The limits that end most requests' waits in time, the idle wait's and the held
+    handler's head grace, are kept by one timer that is not moved for each request:
+    it is armed for the earliest due, and when it fires, what is not due yet arms
+    it again.  An idle connection past its due has its deadline set to now, which
+    ends the block; the rest (a request arriving in pieces, a head awaited without
+    a held handler) set the deadline itself."""
+
+    def __init__(
+        self,
+        conn: HTTPServerConnection,
+        receive: Callable[[], Awaitable[bytes | bytearray]],
+        send_all: Callable[[bytes], Awaitable[None]],
+        answer: Callable[[Exchange], Awaitable[bool]],
+        hosts: SessionHosts[Any],
+        backend: Backend,
+        limits: ServerLimits,
+        group: TaskGroup,
+    ) -> None:
+        self.conn = conn
+        self.receive = receive
+        self.send_all = send_all
+        self.answer = answer
+        self.hosts = hosts
+        self.backend = backend
+        self.limits = limits
+        self.group = group
+        self.phase = _READING
+        self.kept_alive = False
+        #: The exchange of a request being handled (for what follows its deadline).
+        self.exchange: Exchange | None = None
+        self._deadline: Deadline | None = None
+        #: Whether the deadline is set (else it is at infinity).
+        self._deadline_set = False
+        #: The idle time ran out: the deadline is set to now.
+        self._closing = False
+        self._timer: Timer | None = None
+        self._timer_at = math.inf
+        self._idle_due = math.inf
+        self._grace_due = math.inf
+        #: The exchange whose held handler runs, and its writer task's outcome.
+        self._held_exchange: Exchange | None = None
+        self._writing: _Writing | None = None
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+    async def run(self) -> None:
+        while True:
+            async with self.backend.open_deadline() as deadline:
+                self._deadline, self._deadline_set = deadline, False
+                await self._serve(deadline)
+                return
+            # The deadline ended the block: what was under way says what follows.
+            if self.phase == _READING:
+                reason = f"request not received within {self.limits.request_timeout:g} s"
+                await self.send_all(self.conn.send_error_response(408, reason))
+                return
+            exchange, self.exchange = self.exchange, None
+            self.phase = _UNTIMED
+            if exchange is None:
+                return  # idle past keep_alive_timeout
+            # The head's grace is over (the answer goes on as a stream, untimed), or
+            # the handler was cancelled (its answer, if any, goes as it comes).
+            if not await self._answer(exchange) or not self.conn.start_next():
+                return
+            self.kept_alive = True
+
+    async def _untimed(self, deadline: Deadline) -> None:
+        """Unset the deadline after a wait it timed ended; if it was reached meanwhile
+        its cancellation is under way: take it here, in the phase that was timed
+        (which says what follows), not later in another."""
+        self._set_deadline(deadline, math.inf)
+        if deadline.expired:
+            await self.backend.sleep(0)
+
+    def _set_deadline(self, deadline: Deadline, seconds: float) -> None:
+        self._deadline_set = seconds != math.inf
+        deadline.set(seconds)
+
+    async def _read_request(self, deadline: Deadline) -> HTTPRequest | HTTPError | ConnectionEnded:
+        """The connection's next request, read under ``limits``: the idle wait of a
+        kept-alive connection by the timer, the request's head and body (from its
+        first byte, or from the accept for the first request) by the deadline."""
+        conn = self.conn
+        event = conn.next_request()
+        if isinstance(event, _REQUEST_READ):
+            return event  # pipelined: it came with the previous one
+        if self.kept_alive:
+            self.phase = _IDLE
+            self._idle_due = due = self.backend.clock() + self.limits.keep_alive_timeout
+            if due < self._timer_at:
+                self._arm(due)
+            data = await self.receive()
+            if self._closing:
+                # The idle time ran out as these bytes came: the connection is closing
+                # (its deadline reached), as if they had come a moment later.
+                return ConnectionEnded()
+            conn.receive_data(data)
+            event = conn.next_request()
+            if isinstance(event, _REQUEST_READ):
+                return event  # whole in one read, as most are: no request time limit to set
+        self.phase = _READING
+        self._set_deadline(deadline, self.limits.request_timeout)
+        while True:
+            event = conn.next_request()
+            if isinstance(event, _REQUEST_READ):
+                return event
+            conn.receive_data(await self.receive())
+
+    async def _serve(self, deadline: Deadline) -> None:
+        """The loop under one deadline: returns when the connection should close, or
+        is ended by the deadline (:attr:`phase` says in which phase)."""
+        conn, hosts, backend = self.conn, self.hosts, self.backend
+        while True:
+            request = await self._read_request(deadline)
+            if self._deadline_set:  # what follows is not the request's reading
+                await self._untimed(deadline)  # reached as it came: 408
+            self.phase = _UNTIMED
+            if isinstance(request, ConnectionEnded):
+                return
+            if isinstance(request, HTTPError):
+                await self.send_all(conn.send_error_response(request.status, request.reason))
+                return
+            verdict = None
+            shared = hosts.shared
+            if isinstance(hosts.router, ProtectedRouter):
+                verdict = await verify_request(hosts.router, request, backend, hosts.server.stores)
+            try:
+                if shared is not None:
+                    await shared.before(request, verdict)
+                exchange = route(
+                    hosts.router, request, backend.clock(), backend.wall_clock(), verdict
+                )
+                if shared is not None:
+                    await shared.after(request, exchange)
+                    await shared.answering(exchange)
+            except Exception:
+                # A bug met by one request must not take the whole server down with it.
+                _log.exception("internal error routing %s %s", request.method, request.target)
+                await self.send_all(conn.send_error_response(500, "internal server error"))
+                return
+            # A handler whose answer this exchange waits for runs here; one answered
+            # by another (a 202 now, its answer on an SSE stream) runs in a task.
+            if exchange.head_ready:
+                held = None
+                hosts.begin(exchange)
+            else:
+                held = hosts.begin(exchange, hold=True)
+            if held is not None:
+                self.phase, self.exchange = _HANDLER, exchange
+                await self._run_held(held, exchange, deadline)
+            if not exchange.head_ready and self._writing is None:
+                self.phase, self.exchange = _HEAD, exchange
+                self._set_deadline(deadline, exchange.head_grace)
+                try:
+                    while not exchange.head_ready:
+                        await _news(exchange, backend)
+                except BaseException:
+                    if not deadline.expired:  # cancelled (the server stops): the exchange ends
+                        _end(exchange, hosts)
+                    raise
+                await self._untimed(deadline)  # a response is under no limit
+            self.phase, self.exchange = _UNTIMED, None
+            if not await self._answer(exchange) or not conn.start_next():
+                return
+            self.kept_alive = True
+
+    async def _run_held(self, held: HeldHandler, exchange: Exchange, deadline: Deadline) -> None:
+        """Run ``held`` in this task; an answer that must go out meanwhile (the head's
+        grace is over, a stream opened) is written by a task of its own."""
+        self._held_exchange = exchange
+        exchange.wake = self._news_while_held
+        self._grace_due = due = self.backend.clock() + exchange.head_grace
+        if due < self._timer_at:
+            self._arm(due)
+        try:
+            await held.run(deadline)
+            if held.cancelled:
+                # Cancelled as it ended: the deadline is reached; let it end the block
+                # here, not in the middle of the answer.
+                await self.backend.sleep(0)
+        except BaseException:
+            if not deadline.expired:  # cancelled (the server stops): the exchange ends
+                _end(exchange, self.hosts)
+            raise
+        finally:
+            self._held_exchange = None
+
+    def _arm(self, due: float) -> None:
+        """Have the timer fire at ``due`` (on the backend's clock)."""
+        timer = self._timer
+        if timer is None:
+            timer = self._timer = self.backend.start_timer(self.group, self._timer_fired)
+        self._timer_at = due
+        timer.set(max(0.0, due - self.backend.clock()))
+
+    def _timer_fired(self) -> None:
+        """End what is due (an idle wait, a held handler's head grace); arm the timer
+        for what is not due yet."""
+        self._timer_at = math.inf
+        now = self.backend.clock()
+        due = math.inf
+        if self.phase == _IDLE:
+            if self._idle_due <= now:
+                if self._deadline is not None:
+                    self._closing = True
+                    self._deadline.set(0.0)  # ends the block: the connection closes
+            else:
+                due = self._idle_due
+        exchange = self._held_exchange
+        if exchange is not None and self._writing is None:
+            if self._grace_due <= now:
+                self._start_writing(exchange)
+            else:
+                due = min(due, self._grace_due)
+        if due != math.inf:
+            self._arm(due)
+
+    def _news_while_held(self) -> None:
+        exchange = self._held_exchange
+        if exchange is not None and self._writing is None and exchange.streaming:
+            if exchange.head_ready and not exchange.finished:
+                self._start_writing(exchange)  # a stream opened before the handler's end
+
+    def _start_writing(self, exchange: Exchange) -> None:
+        writing = self._writing = _Writing(self.backend)
+
+        async def write() -> None:
+            try:
+                writing.answered = await self.answer(exchange)
+            except OSError:
+                pass  # the client went away: the exchange ends with its handler
+            except Exception:
+                _log.exception("error while answering an HTTP request; closing the connection")
+            finally:
+                writing.done.set()
+
+        self.group.start_soon(write)
+
+    async def _answer(self, exchange: Exchange) -> bool:
+        """``exchange``'s answer (written here, or by the writer task, waited for),
+        then its end; False when the client went away."""
+        try:
+            writing, self._writing = self._writing, None
+            if writing is None:
+                return await self.answer(exchange)
+            await writing.done.wait()
+            return writing.answered
+        finally:
+            _end(exchange, self.hosts)
+
+
+class _Writing:
+    """An answer being written by a task of its own (see :meth:`_Connection._run_held`)."""
+
+    __slots__ = ("answered", "done")
+
+    def __init__(self, backend: Backend) -> None:
+        self.answered = False
+        self.done = backend.new_signal()
+
+
+def _end(exchange: Exchange, hosts: SessionHosts[Any]) -> None:
+    if not exchange.finished:
+        hosts.disconnected(exchange)  # the answer broke off
+    hosts.finish(exchange)
 
 
 class RoutedOutput:
@@ -375,6 +664,10 @@ class RoutedOutput:
     timer_on_demand = True
     #: Routed at once: there is nothing for a flusher task to send.
     flusher = None
+    #: While set (:meth:`SessionHosts.begin`), a request's handler is held for the
+    #: connection to run rather than given a task: the first one, in :attr:`held`.
+    holding = False
+    held: HeldHandler | None = None
 
     def __init__(self, session: ServerSession, **handlers: Any) -> None:
         # The session host's constructor (next in the MRO), this being its output.
@@ -411,9 +704,18 @@ class RoutedOutput:
 
     if TYPE_CHECKING:
         session: ServerSession | Any
+        _handlers: dict[RequestId, Cancellable]
 
         def attach(self, group: Any) -> None:
             """The session host's (after this class in the MRO)."""
+
+    def _spawn_handler(
+        self, request_id: RequestId | None, fn: Callable[[], Awaitable[None]]
+    ) -> None:
+        if not self.holding or request_id is None or self.held is not None:
+            super()._spawn_handler(request_id, fn)  # type: ignore[misc]
+            return
+        self.held = HeldHandler(request_id, fn, self._handlers)
 
     def schedule(self) -> None:
         assert isinstance(self.session, ServerSession)
@@ -514,15 +816,18 @@ async def answer_exchange(
     until_gone: Callable[[], Awaitable[None]],
     hosts: SessionHosts[Any],
     backend: Backend,
+    *,
+    grace: bool = True,
 ) -> bool:
     """Write ``exchange``'s response with ``writer``; False if the client went away.
 
-    The head waits up to ``head_grace`` for the request's first output (a plain JSON
-    answer needs no stream).  While a stream is open ``until_gone`` (returning when
-    the client has disconnected) runs beside it: a client that leaves ends the
+    With ``grace``, the head waits up to ``head_grace`` for the request's first
+    output (a plain JSON answer needs no stream); without, the caller has waited.
+    While a stream is open ``until_gone`` (returning when the client has
+    disconnected) runs beside it: a client that leaves ends the
     exchange (:meth:`SessionHosts.disconnected`) and breaks off the writing, which
     a client that stopped reading could otherwise hold for good."""
-    if not exchange.head_ready:
+    if grace and not exchange.head_ready:
         async with backend.move_on_after(exchange.head_grace):
             while not exchange.head_ready:
                 await _news(exchange, backend)
@@ -655,4 +960,5 @@ class HTTPService(Generic[H]):
             await self.backend.new_signal().wait()  # never set: the answer's end cancels it
 
         writer = _ConnectionWriter(stream, conn)
-        return await answer_exchange(exchange, writer, until_gone, self.hosts, self.backend)
+        hosts, backend = self.hosts, self.backend
+        return await answer_exchange(exchange, writer, until_gone, hosts, backend, grace=False)

@@ -108,6 +108,29 @@ def test_a_request_that_stops_short_gets_408_and_is_closed(
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_a_busy_connection_outlives_its_idle_time_and_then_closes(backend: str) -> None:
+    """The idle time counts from each answer: requests one after another for longer
+    than ``keep_alive_timeout`` keep the connection, which closes once left idle
+    (the timer that keeps the idle time is armed once and looks again when it fires)."""
+    with _quick_http(backend) as port:
+        connection, status = _post_json(port)
+        with closing(connection):
+            assert status == 200
+            start, served = time.monotonic(), 0
+            while time.monotonic() - start < 3 * QUICK.keep_alive_timeout:
+                connection.request("POST", "/mcp", json.dumps(initialize(2)), POST_HEADERS)
+                response = connection.getresponse()
+                response.read()
+                assert response.status == 200
+                served += 1
+            assert served > 1
+            assert connection.sock is not None
+            received, waited = _until_closed(connection.sock)
+            assert received == b""
+            assert 0.2 < waited < 2.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_an_idle_kept_alive_connection_is_closed_quietly(backend: str) -> None:
     with _quick_http(backend) as port:
         connection, status = _post_json(port)
