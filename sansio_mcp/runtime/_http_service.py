@@ -521,7 +521,6 @@ class _Connection:
                 )
                 if shared is not None:
                     await shared.after(request, exchange)
-                    await shared.answering(exchange)
             except Exception:
                 # A bug met by one request must not take the whole server down with it.
                 _log.exception("internal error routing %s %s", request.method, request.target)
@@ -615,7 +614,7 @@ class _Connection:
 
         async def write() -> None:
             try:
-                writing.answered = await self.answer(exchange)
+                writing.answered = await self._write_answer(exchange)
             except OSError:
                 pass  # the client went away: the exchange ends with its handler
             except Exception:
@@ -625,13 +624,21 @@ class _Connection:
 
         self.group.start_soon(write)
 
+    async def _write_answer(self, exchange: Exchange) -> bool:
+        shared = self.hosts.shared
+        if shared is not None:
+            # A change its handler made to a shared session's level or subscriptions
+            # reaches the other replicas before the answer does.
+            await shared.answering(exchange)
+        return await self.answer(exchange)
+
     async def _answer(self, exchange: Exchange) -> bool:
         """``exchange``'s answer (written here, or by the writer task, waited for),
         then its end; False when the client went away."""
         try:
             writing, self._writing = self._writing, None
             if writing is None:
-                return await self.answer(exchange)
+                return await self._write_answer(exchange)
             await writing.done.wait()
             return writing.answered
         finally:
