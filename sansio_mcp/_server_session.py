@@ -85,6 +85,15 @@ class ServerSession(Session):
 
     role = Role.SERVER
     _gates = SERVER_GATES
+    #: The level the client chose with logging/setLevel (None: send all).
+    log_level: str | None = None
+    #: The verified access token (``sansio_mcp.auth.AccessToken``) of the HTTP
+    #: request that brought the session its latest input; None when unprotected.
+    auth: Any = None
+    #: ``(task_id, owner) -> bool``: whether an owner may see a task (set by the
+    #: server that runs tasks); ``subscriptions/listen`` acknowledges only those.
+    task_visible: Callable[[str, str], bool] | None = None
+    _key: str | None = None
 
     def __init__(
         self,
@@ -106,17 +115,8 @@ class ServerSession(Session):
         )
         self.instructions = instructions
         self.cache_hints = cache_hints or CacheHints()
-        #: The level the client chose with logging/setLevel (None: send all).
-        self.log_level: str | None = None
         #: Resource URIs the client subscribed to.
         self.subscriptions: set[str] = set()
-        #: The verified access token (``sansio_mcp.auth.AccessToken``) of the HTTP
-        #: request that brought the session its latest input; None when unprotected.
-        self.auth: Any = None
-        self._key: str | None = None
-        #: ``(task_id, owner) -> bool``: whether an owner may see a task (set by the
-        #: server that runs tasks); ``subscriptions/listen`` acknowledges only those.
-        self.task_visible: Callable[[str, str], bool] | None = None
         self._handshake_versions, self._stateless_versions = _eras(self.supported_versions)
         self._listens: dict[RequestId, _Listen] = {}
         self._open_elsewhere = self._listens

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections import deque
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Container, Iterable, Sequence
 from typing import Any
 
 from . import _json
@@ -88,6 +88,32 @@ class Session:
     role: Role
     _gates: RoleGates
 
+    # What a session starts with and changes only when the occasion comes is a class
+    # default, and what only a byte stream needs is made when first fed: a server
+    # makes a session per stateless request, most of which never change these.
+    max_bad_lines = MAX_BAD_LINES
+    _bad_lines = 0
+    #: The first few lines of the current run of bad ones, shortened, for the reason.
+    _bad_samples: Sequence[str] = ()
+    #: Ids of the peer's still open that are not requests being served (a
+    #: server's open subscriptions/listen): a new request may not reuse them.
+    _open_elsewhere: Container[RequestId] = ()
+    #: Whether the peer has sent one JSON line yet (it speaks JSON at least).
+    heard_from_peer = False
+    #: Why the session closed, when it closed itself (see :meth:`close`).
+    close_reason: str | None = None
+    state = SessionState.IDLE
+    #: The negotiated revision, once known.
+    revision: Revision | None = None
+    peer_capabilities: dict[str, Any] | None = None
+    peer_info: dict[str, Any] | None = None
+    _tracer: Callable[[str, Any], None] | None = None
+    # What the transport said of the message being received: (whether it tells,
+    # the request of ours it came with).
+    _carried_by: tuple[bool, RequestId | None] = _NOT_TOLD
+    # The NDJSON framer, made by the first receive_data (HTTP sessions have none).
+    _ndjson: NdjsonFramer | None = None
+
     def __init__(
         self,
         *,
@@ -103,30 +129,9 @@ class Session:
         self.info: dict[str, Any] = dict(info or {})
         self.max_message_size = max_message_size
         self.max_depth = max_depth
-        self.max_bad_lines = MAX_BAD_LINES
-        self._bad_lines = 0
-        #: The first few lines of the current run of bad ones, shortened, for the reason.
-        self._bad_samples: list[str] = []
-        #: Ids of the peer's still open that are not requests being served (a
-        #: server's open subscriptions/listen): a new request may not reuse them.
-        self._open_elsewhere: Container[RequestId] = ()
-        #: Whether the peer has sent one JSON line yet (it speaks JSON at least).
-        self.heard_from_peer = False
-        #: Why the session closed, when it closed itself (see :meth:`close`).
-        self.close_reason: str | None = None
-        self.state = SessionState.IDLE
-        #: The negotiated revision, once known.
-        self.revision: Revision | None = None
-        self.peer_capabilities: dict[str, Any] | None = None
-        self.peer_info: dict[str, Any] | None = None
-        self._framer = NdjsonFramer(max_message_size)
         self._events: deque[Event] = deque()
         self._outbox = Outbox()
         self._requests = RequestTracker(self._events)
-        self._tracer: Callable[[str, Any], None] | None = None
-        # What the transport said of the message being received: (whether it tells,
-        # the request of ours it came with).
-        self._carried_by: tuple[bool, RequestId | None] = _NOT_TOLD
 
     # ------------------------------------------------------------------ state
 
@@ -179,7 +184,10 @@ class Session:
 
     def receive_data(self, data: bytes | bytearray) -> None:
         """Feed bytes of an NDJSON stream (stdio); ``b""`` means end of input."""
-        for line in self._framer.lines(data):
+        framer = self._ndjson
+        if framer is None:
+            framer = self._ndjson = NdjsonFramer(self.max_message_size)
+        for line in framer.lines(data):
             if self.state is SessionState.CLOSED:
                 break  # given up on (see _bad_line): the rest is not read
             if isinstance(line, RemoteProtocolError):
@@ -195,16 +203,16 @@ class Session:
                 continue
             if self._bad_lines:
                 self._bad_lines = 0
-                self._bad_samples.clear()
+                self._bad_samples = ()
             self.receive_message(obj)
-        if self._framer.eof:
+        if framer.eof:
             self.close()
 
     def _bad_line(self, line: bytes | None) -> None:
         self._bad_lines += 1
         if line is not None and len(self._bad_samples) < 3:
             text = line[:80].decode("utf-8", "replace")
-            self._bad_samples.append(text + ("\u2026" if len(line) > 80 else ""))
+            self._bad_samples = [*self._bad_samples, text + ("\u2026" if len(line) > 80 else "")]
         limit = self.max_bad_lines
         if not self.heard_from_peer:
             limit = min(limit, MAX_BAD_LINES_BEFORE_FIRST)
