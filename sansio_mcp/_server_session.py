@@ -115,11 +115,24 @@ class ServerSession(Session):
         )
         self.instructions = instructions
         self.cache_hints = cache_hints or CacheHints()
+        self._handshake_versions, self._stateless_versions = _eras(self.supported_versions)
+
+    def _start(self) -> None:
+        super()._start()
         #: Resource URIs the client subscribed to.
         self.subscriptions: set[str] = set()
-        self._handshake_versions, self._stateless_versions = _eras(self.supported_versions)
         self._listens: dict[RequestId, _Listen] = {}
         self._open_elsewhere = self._listens
+
+    def _copy_settings(self, source: Session) -> None:
+        super()._copy_settings(source)
+        assert isinstance(source, ServerSession)
+        self.instructions = source.instructions
+        self.cache_hints = source.cache_hints
+        self.task_visible = source.task_visible
+        self.log_level = source.log_level
+        self._handshake_versions = source._handshake_versions
+        self._stateless_versions = source._stateless_versions
 
     @property
     def key(self) -> str:

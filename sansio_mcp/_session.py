@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 from collections import deque
 from collections.abc import Callable, Container, Iterable, Sequence
-from typing import Any
+from typing import Any, Self
 
 from . import _json
 from ._errors import (
@@ -129,9 +129,36 @@ class Session:
         self.info: dict[str, Any] = dict(info or {})
         self.max_message_size = max_message_size
         self.max_depth = max_depth
+        self._start()
+
+    def _start(self) -> None:
+        """Make the session's own bookkeeping (what a copy does not share)."""
         self._events: deque[Event] = deque()
         self._outbox = Outbox()
         self._requests = RequestTracker(self._events)
+
+    def _fresh_copy(self) -> Self:
+        """A new session with this one's settings (versions, capabilities, info,
+        limits) and bookkeeping of its own, without the checks and work of building
+        one: a server makes a session per stateless request.  This one must be fresh
+        (nothing heard, nothing asked); the copy's capabilities are objects of its own."""
+        if self.state is not SessionState.IDLE or self.heard_from_peer or self.pending_requests:
+            raise LocalProtocolError("only a fresh session is copied")
+        new = object.__new__(type(self))
+        new._copy_settings(self)
+        new._start()
+        if self._tracer is not None:
+            new.tracer = self._tracer
+        return new
+
+    def _copy_settings(self, source: Session) -> None:
+        """Take ``source``'s settings (refined by roles with settings of their own)."""
+        self.supported_versions = source.supported_versions
+        self.capabilities = {k: dict(v) for k, v in source.capabilities.items()}
+        self.info = dict(source.info)
+        self.max_message_size = source.max_message_size
+        self.max_depth = source.max_depth
+        self.max_bad_lines = source.max_bad_lines
 
     # ------------------------------------------------------------------ state
 

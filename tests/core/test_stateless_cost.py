@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sansio_mcp import ServerSession, _http_headers
+from sansio_mcp import LocalProtocolError, ServerSession, _http_headers
 from sansio_mcp.http import HTTPRequest, StreamableHTTPServer
 from sansio_mcp.runtime import Server
 
@@ -99,3 +99,41 @@ def test_session_key_unique_and_stable() -> None:
     keys = {s.key for s in sessions}
     assert len(keys) == 50
     assert all(s.key == s.key for s in sessions)
+
+
+def test_a_session_copy_has_the_settings_and_bookkeeping_of_its_own() -> None:
+    template = ServerSession(
+        capabilities={"tools": {"listChanged": True}},
+        server_info={"name": "s", "version": "1"},
+        instructions="read me",
+        max_message_size=1234,
+    )
+    copy = template._fresh_copy()
+    # Every attribute a built session has, a copy has too.
+    assert set(vars(ServerSession())) <= set(vars(copy))
+    assert (copy.capabilities, copy.info, copy.instructions, copy.max_message_size) == (
+        template.capabilities,
+        template.info,
+        "read me",
+        1234,
+    )
+    copy.capabilities["tools"]["listChanged"] = False
+    copy.info["name"] = "other"
+    assert template.capabilities["tools"] == {"listChanged": True}
+    assert template.info["name"] == "s"
+    for name in ("_events", "_outbox", "_requests", "subscriptions", "_listens"):
+        assert getattr(copy, name) is not getattr(template, name), name
+    # A used session is not copied.
+    copy.receive_message({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    with pytest.raises(LocalProtocolError, match="only a fresh session is copied"):
+        copy._fresh_copy()
+
+
+def test_server_sessions_follow_its_name_and_instructions() -> None:
+    server = Server("s", instructions="first")
+    assert server.create_session().instructions == "first"
+    server.instructions = "second"
+    server.title = "Titled"
+    session = server.create_session()
+    assert (session.instructions, session.info["title"]) == ("second", "Titled")
+    assert server.create_session(max_message_size=99).max_message_size == 99
