@@ -269,8 +269,8 @@ def validate_request_headers(
         found = checked_header_params(input_schema)
     expected = _mirrored_values(message, found)
     for name, key, body_value in expected:
-        raw = _header(headers, key)
-        if raw is None:
+        raw = headers.get(key)
+        if raw is None and (raw := _header(headers, key)) is None:
             return HeaderMismatch(message=f"the {name} header is required")
         if raw == body_value and raw.isprintable() and not raw.startswith("=?"):
             # The body's string as it is: no control character, no sentinel to decode

@@ -142,7 +142,7 @@ class Session:
         limits) and bookkeeping of its own, without the checks and work of building
         one: a server makes a session per stateless request.  This one must be fresh
         (nothing heard, nothing asked); the copy's capabilities are objects of its own."""
-        if self.state is not SessionState.IDLE or self.heard_from_peer or self.pending_requests:
+        if self.state is not SessionState.IDLE or self.heard_from_peer or self._requests.wire_ids():
             raise LocalProtocolError("only a fresh session is copied")
         new = object.__new__(type(self))
         new._copy_settings(self)

@@ -137,3 +137,43 @@ def test_server_sessions_follow_its_name_and_instructions() -> None:
     session = server.create_session()
     assert (session.instructions, session.info["title"]) == ("second", "Titled")
     assert server.create_session(max_message_size=99).max_message_size == 99
+
+
+def _named(name: str) -> dict[str, Any]:
+    params = {"name": name, "_meta": META}
+    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+
+
+@pytest.mark.parametrize(
+    ("tool", "header", "problem"),
+    [
+        ("echo", "echo", None),
+        ("a\tb", "a\tb", None),  # a tab may be carried as it is
+        ("caf\u00e9", "caf\u00e9", None),
+        ("caf\u00e9", "=?base64?Y2Fmw6k=?=", None),
+        # Looks like the body, but it is a sentinel: decoded, it does not match.
+        ("=?base64?YQ==?=", "=?base64?YQ==?=", "does not match the request body"),
+        ("a\nb", "a\nb", "contains invalid characters"),
+        ("echo", "=?base64?!!?=", "is not base64 of UTF-8 text"),
+        ("echo", "Echo", "does not match the request body"),
+    ],
+)
+def test_header_fast_comparison_keeps_every_rule(
+    tool: str, header: str, problem: str | None
+) -> None:
+    """A header equal to the body's string is taken at once only when nothing in it
+    needs a check (no control character, no base64 sentinel)."""
+    headers = {
+        "MCP-Protocol-Version": MODERN,  # any case
+        "mcp-method": "tools/call",
+        "Mcp-Name": header,
+    }
+    mismatch = _http_headers.validate_request_headers(headers, _named(tool))
+    if problem is None:
+        assert mismatch is None
+    else:
+        assert mismatch is not None and problem in mismatch.message
+        assert mismatch.message.startswith("the Mcp-Name header")
+    del headers["Mcp-Name"]
+    missing = _http_headers.validate_request_headers(headers, _named(tool))
+    assert missing is not None and missing.message == "the Mcp-Name header is required"
