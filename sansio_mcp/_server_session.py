@@ -203,7 +203,7 @@ class ServerSession(Session):
                 method,
                 params,
                 revision,
-                self.capabilities,
+                self._capabilities,
                 self.state,
                 peer_capabilities=meta.client_capabilities,
             )
@@ -228,7 +228,7 @@ class ServerSession(Session):
     @property
     def offers_tasks(self) -> bool:
         """Whether this server advertises the tasks extension."""
-        return declares_tasks(self.capabilities)
+        return declares_tasks(self._capabilities)
 
     def _check_listen(self, params: dict[str, Any], client_capabilities: dict[str, Any]) -> None:
         notifications = params.get("notifications")
@@ -443,6 +443,7 @@ class ServerSession(Session):
         self._outbox.answer(request_id, {"jsonrpc": "2.0", "id": request_id, "result": result})
 
     def _effective_capabilities(self) -> dict[str, Any]:
+        # What goes into a message: the session's own objects, never a template's.
         return self.capabilities
 
     def _on_initialized(self) -> None:

@@ -125,7 +125,7 @@ class Session:
     ) -> None:
         #: Versions we accept, oldest first.
         self.supported_versions: tuple[str, ...] = checked_versions(tuple(supported_versions))
-        self.capabilities: dict[str, Any] = dict(capabilities or {})
+        self._capabilities: dict[str, Any] = dict(capabilities or {})
         self.info: dict[str, Any] = dict(info or {})
         self.max_message_size = max_message_size
         self.max_depth = max_depth
@@ -154,13 +154,34 @@ class Session:
     def _copy_settings(self, source: Session) -> None:
         """Take ``source``'s settings (refined by roles with settings of their own)."""
         self.supported_versions = source.supported_versions
-        self.capabilities = {k: dict(v) for k, v in source.capabilities.items()}
+        # Shared until either side's are asked for (see ``capabilities``): a copy made
+        # for one stateless request only reads them.
+        self._capabilities = source._capabilities
+        self._capabilities_shared = source._capabilities_shared = True
         self.info = dict(source.info)
         self.max_message_size = source.max_message_size
         self.max_depth = source.max_depth
         self.max_bad_lines = source.max_bad_lines
 
     # ------------------------------------------------------------------ state
+
+    #: Whether ``_capabilities`` is shared with a copy (or its original): the
+    #: ``capabilities`` property makes them this session's own when first asked for.
+    _capabilities_shared = False
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """What this side advertises: objects of its own (changing them changes this
+        session only)."""
+        if self._capabilities_shared:
+            self._capabilities = {k: dict(v) for k, v in self._capabilities.items()}
+            self._capabilities_shared = False
+        return self._capabilities
+
+    @capabilities.setter
+    def capabilities(self, capabilities: dict[str, Any]) -> None:
+        self._capabilities = capabilities
+        self._capabilities_shared = False
 
     @property
     def protocol_version(self) -> str | None:
@@ -401,7 +422,7 @@ class Session:
         method, params = request.method, request.params or {}
         try:
             after = self._gates.check_incoming_request(
-                method, params, self.revision, self.capabilities, self.state
+                method, params, self.revision, self._capabilities, self.state
             )
         except MCPError as error:
             self._outbox.answer(request.id, self._refusal(request.id, error))
@@ -620,7 +641,7 @@ class Session:
         if params is not None and not isinstance(params, dict):
             raise LocalProtocolError("params must be a dict")
         revision = REVISIONS[LATEST_STATELESS_REVISION] if stateless else self.revision
-        self._gates.check_outgoing_notification(method, params or {}, revision, self.capabilities)
+        self._gates.check_outgoing_notification(method, params or {}, revision, self._capabilities)
         obj: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             obj["params"] = params

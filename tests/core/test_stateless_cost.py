@@ -121,6 +121,13 @@ def test_a_session_copy_has_the_settings_and_bookkeeping_of_its_own() -> None:
     copy.info["name"] = "other"
     assert template.capabilities["tools"] == {"listChanged": True}
     assert template.info["name"] == "s"
+    # Nor does a change to the original reach a copy, made before or after it.
+    second = template._fresh_copy()
+    template.capabilities["tools"]["listChanged"] = "changed"
+    template.capabilities["logging"] = {}
+    assert second.capabilities == {"tools": {"listChanged": True}}
+    assert copy.capabilities == {"tools": {"listChanged": False}}
+    assert template._fresh_copy().capabilities["tools"] == {"listChanged": "changed"}
     for name in ("_events", "_outbox", "_requests", "subscriptions", "_listens"):
         assert getattr(copy, name) is not getattr(template, name), name
     # A used session is not copied.
