@@ -3,7 +3,11 @@
 Measures ``StreamableHTTPServer.handle`` for the example server's ``echo`` (the
 runtime's share, running the tool, is the same on both paths and left out):
 ``time.process_time`` per request and Python function calls per request (cProfile),
-the load-independent figure.  Run: ``python -m bench.stateless_cpu [N]``.
+the load-independent figure.  Run: ``python -m bench.stateless_cpu [N] [--answered]``.
+
+``--answered`` measures the whole call the pure layer sees: each request handled,
+answered as the runtime answers it (``respond`` with the tool's result, ``flush``), its
+response taken and its exchange finished, one at a time (a server holds few at once).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import sys
 import time
 from collections.abc import Callable
 
+from sansio_mcp import NEED_DATA, RequestReceived
 from sansio_mcp.http import Exchange, HTTPRequest
 from sansio_mcp.runtime._http_service import streamable_http_router
 from sansio_mcp_apps.example_server import build_server
@@ -80,6 +85,29 @@ def handshake() -> Case:
     return lambda i: HTTPRequest("POST", "/mcp", headers, _body(i, False)), machine.handle
 
 
+RESULT = {"content": [{"type": "text", "text": "m"}]}
+
+
+def answered(case: Case) -> Case:
+    """``case``, each request answered, its response taken and its exchange ended."""
+    make, handle = case
+    router = handle.__self__  # type: ignore[attr-defined]
+
+    def serve(request: HTTPRequest) -> Exchange:
+        exchange = handle(request)
+        session = exchange.session
+        assert session is not None
+        while (event := session.next_event()) is not NEED_DATA:
+            if isinstance(event, RequestReceived):
+                session.respond(event.request_id, RESULT)
+        router.flush(session)
+        exchange.take()
+        exchange.disconnected()
+        return exchange
+
+    return make, serve
+
+
 def _run(case: Case, n: int, profile: cProfile.Profile | None) -> float:
     make, handle = case
     for i in range(1, 200):
@@ -107,9 +135,14 @@ def measure(make: Callable[[], Case], n: int) -> tuple[float, float]:
 
 
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
-    s_cpu, s_calls = measure(stateless, n)
-    h_cpu, h_calls = measure(handshake, n)
+    args = [a for a in sys.argv[1:] if a != "--answered"]
+    n = int(args[0]) if args else 2000
+    if "--answered" in sys.argv:
+        s_cpu, s_calls = measure(lambda: answered(stateless()), n)
+        h_cpu, h_calls = measure(lambda: answered(handshake()), n)
+    else:
+        s_cpu, s_calls = measure(stateless, n)
+        h_cpu, h_calls = measure(handshake, n)
     print(f"stateless: {s_cpu:6.1f} us/request  {s_calls:6.1f} calls/request")
     print(f"handshake: {h_cpu:6.1f} us/request  {h_calls:6.1f} calls/request")
     print(f"ratio:     {s_cpu / h_cpu:6.2f} (CPU)       {s_calls / h_calls:6.2f} (calls)")

@@ -174,7 +174,7 @@ class ClientSession(Session):
         return {
             "protocolVersion": self.requested_version,
             "capabilities": trim_capabilities(
-                self.capabilities, revision.client_capabilities, revision
+                self._capabilities, revision.client_capabilities, revision
             ),
             "clientInfo": trim_info(self.info, revision),
         }
@@ -188,7 +188,7 @@ class ClientSession(Session):
         else:
             name = self.revision.name if self.revision is not None else self.requested_version
         revision = REVISIONS[name]
-        return trim_capabilities(self.capabilities, revision.client_capabilities, revision)
+        return trim_capabilities(self._capabilities, revision.client_capabilities, revision)
 
     def discover(self, *, now: float | None = None, timeout: float | None = None) -> RequestId:
         """Queue ``server/discover`` at our stateless version (the stateless era's start)."""
@@ -205,7 +205,7 @@ class ClientSession(Session):
 
     def _stateless_meta(self, existing: Any) -> dict[str, Any]:
         revision = REVISIONS[self.stateless_version]
-        capabilities = trim_capabilities(self.capabilities, revision.client_capabilities)
+        capabilities = trim_capabilities(self._capabilities, revision.client_capabilities)
         if "roots" in capabilities:
             capabilities["roots"] = {}  # listChanged is gone in this revision
         # A request may declare more than the session does (the tasks extension for
@@ -461,7 +461,7 @@ class ClientSession(Session):
         extension (the caller follows the task: runtime ``ToolTask``)."""
         # Every stateless request carries this session's capabilities in its _meta.
         return pending.method == "tools/call" and (
-            declares_tasks(self.capabilities) or request_declares_tasks(pending.params)
+            declares_tasks(self._capabilities) or request_declares_tasks(pending.params)
         )
 
     # MRTR ---------------------------------------------------------------------------

@@ -152,24 +152,55 @@ def request_headers(message: Mapping[str, Any], *, input_schema: Any = None) -> 
 
 def _mirrored(message: Mapping[str, Any], found: Mapping[tuple[str, ...], str]) -> dict[str, str]:
     """:func:`request_headers` with the tool's header params (``found``) at hand."""
+    return {
+        name: value if key in _AS_IS else encode_header_value(value)
+        for name, key, value in _mirrored_values(message, found)
+    }
+
+
+#: Headers whose value is the body's as it is (a version, a method: never encoded).
+_AS_IS = frozenset({"mcp-protocol-version", "mcp-method"})
+
+
+def _mirrored_values(
+    message: Mapping[str, Any], found: Mapping[tuple[str, ...], str]
+) -> list[tuple[str, str, Any]]:
+    """(header, its lowercase name, the body value it mirrors) for each header a
+    client derives from ``message``; ``found`` is the tool's header params."""
     params = message.get("params") or {}
-    headers: dict[str, str] = {}
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    if isinstance(meta, dict) and isinstance(meta.get(META_PROTOCOL_VERSION), str):
-        headers["MCP-Protocol-Version"] = meta[META_PROTOCOL_VERSION]
+    if not isinstance(params, dict):
+        params = {}
+    values: list[tuple[str, str, Any]] = []
+    meta = params.get("_meta")
+    if isinstance(meta, dict):
+        version = meta.get(META_PROTOCOL_VERSION)
+        if isinstance(version, str):
+            values.append(("MCP-Protocol-Version", "mcp-protocol-version", version))
     method = message.get("method")
     if "id" in message and isinstance(method, str):
-        headers["Mcp-Method"] = method
+        values.append(("Mcp-Method", "mcp-method", method))
         field = _NAMED_METHODS.get(method)
-        if field and isinstance(params.get(field), str):
-            headers["Mcp-Name"] = encode_header_value(params[field])
+        named = params.get(field) if field else None
+        if isinstance(named, str):
+            values.append(("Mcp-Name", "mcp-name", named))
         if method == "tools/call" and found:
             arguments = params.get("arguments") or {}
             for path, header in found.items():
                 value = _lookup(arguments, path)
                 if isinstance(value, (str, int, bool)):
-                    headers[f"Mcp-Param-{header}"] = encode_header_value(value)
-    return headers
+                    name = f"Mcp-Param-{header}"
+                    values.append((name, name.lower(), value))
+    return values
+
+
+def _header(headers: Mapping[str, str], key: str) -> str | None:
+    """The value of header ``key`` (lowercase) in ``headers``, whatever their case."""
+    value = headers.get(key)
+    if value is None:
+        for name, each in headers.items():
+            if name.lower() == key:
+                value = each
+    return value
 
 
 def _same(header: str, body: Any) -> bool:
@@ -236,36 +267,29 @@ def validate_request_headers(
     ``input_schema`` when the caller already has it (it walks the schema)."""
     if found is None:
         found = checked_header_params(input_schema)
-    lowered = {k.lower(): v for k, v in headers.items()}
-    expected = _mirrored(message, found)
-    params = message.get("params") or {}
-    for name in expected:
-        key = name.lower()
-        if key not in lowered:
+    expected = _mirrored_values(message, found)
+    for name, key, body_value in expected:
+        raw = headers.get(key)
+        if raw is None and (raw := _header(headers, key)) is None:
             return HeaderMismatch(message=f"the {name} header is required")
-        raw = lowered[key]
+        if raw == body_value and raw.isprintable() and not raw.startswith("=?"):
+            # The body's string as it is: no control character, no sentinel to decode
+            # (the common case, decided without the checks below).
+            continue
         if _CONTROL.search(raw):
             return HeaderMismatch(message=f"the {name} header contains invalid characters")
         try:
             value = decode_header_value(raw)
         except ValueError:
             return HeaderMismatch(message=f"the {name} header is not base64 of UTF-8 text")
-        body_value: Any
-        if name == "MCP-Protocol-Version":
-            body_value = params["_meta"][META_PROTOCOL_VERSION]
-        elif name == "Mcp-Method":
-            body_value = message.get("method")
-        elif name == "Mcp-Name":
-            body_value = params.get(_NAMED_METHODS[str(message.get("method"))])
-        else:
-            header = name[len("Mcp-Param-") :]
-            path = next(p for p, h in found.items() if h == header)
-            body_value = _lookup(params.get("arguments") or {}, path)
         if not _same(value, body_value):
             return HeaderMismatch(message=f"the {name} header does not match the request body")
     if message.get("method") == "tools/call" and found:
+        sent = {key for _, key, _ in expected}
         for header in found.values():
-            name = f"Mcp-Param-{header}"
-            if name.lower() in lowered and name not in expected:
-                return HeaderMismatch(message=f"the {name} header has no value in the body")
+            key = f"mcp-param-{header.lower()}"
+            if key not in sent and _header(headers, key) is not None:
+                return HeaderMismatch(
+                    message=f"the Mcp-Param-{header} header has no value in the body"
+                )
     return None

@@ -135,6 +135,11 @@ class RequestTracker:
     ends, and the progress reported on it, go to the session's ``events``.
     """
 
+    # The ids of cancelled requests, ours and the peer's, kept from the first
+    # cancellation on (a session made for one stateless request seldom sees one).
+    _cancelled_outgoing: IdMemory | None = None
+    _cancelled_incoming: IdMemory | None = None
+
     def __init__(self, events: deque[Event]) -> None:
         self._events = events
         self._next_id = 0
@@ -145,10 +150,8 @@ class RequestTracker:
         # origin id -> chain waiting for the application's input (MRTR)
         self._paused: dict[RequestId, OutgoingRequest] = {}
         self._progress_tokens: dict[str | int, RequestId] = {}
-        self._cancelled_outgoing = IdMemory()
         #: The peer's requests we have not answered yet.
         self.incoming: dict[RequestId, IncomingRequest] = {}
-        self._cancelled_incoming = IdMemory()
 
     # Ours ------------------------------------------------------------------------
 
@@ -210,7 +213,8 @@ class RequestTracker:
             self._events.append(ProtocolViolation(violation))
             return None
         request = self.take(wire_id)
-        if request is None and self._cancelled_outgoing.discard(wire_id):
+        cancelled = self._cancelled_outgoing
+        if request is None and cancelled is not None and cancelled.discard(wire_id):
             return None  # a late answer to a request we cancelled: dropped, as the spec says
         if request is None:
             self._events.append(
@@ -232,6 +236,8 @@ class RequestTracker:
                 return None
             request = self._outgoing.pop(wire_id)
             if drop_late_answer:
+                if self._cancelled_outgoing is None:
+                    self._cancelled_outgoing = IdMemory()
                 self._cancelled_outgoing.add(wire_id)
         self.forget_progress(request)
         return request
@@ -333,7 +339,8 @@ class RequestTracker:
         # get its handler's late answer, which must not answer the newcomer.
         if request_id in self.incoming or request_id in open_elsewhere:
             return id_in_use(request_id)
-        if request_id in self._cancelled_incoming:
+        cancelled = self._cancelled_incoming
+        if cancelled is not None and request_id in cancelled:
             return MCPError(
                 ErrorCode.INVALID_REQUEST,
                 f"request id {request_id!r} was used by a request cancelled before",
@@ -349,6 +356,8 @@ class RequestTracker:
         if self.incoming[request_id].method == "initialize":
             return None
         del self.incoming[request_id]
+        if self._cancelled_incoming is None:
+            self._cancelled_incoming = IdMemory()
         self._cancelled_incoming.add(request_id)
         reason = params.get("reason")
         self._events.append(
@@ -392,7 +401,8 @@ class RequestTracker:
         (the answer is dropped, as the spec requires)."""
         request = self.incoming.pop(request_id, None)
         if request is None:
-            if self._cancelled_incoming.discard(request_id):
+            cancelled = self._cancelled_incoming
+            if cancelled is not None and cancelled.discard(request_id):
                 return None
             raise LocalProtocolError(f"no open request with id {request_id!r}")
         return request

@@ -85,6 +85,15 @@ class ServerSession(Session):
 
     role = Role.SERVER
     _gates = SERVER_GATES
+    #: The level the client chose with logging/setLevel (None: send all).
+    log_level: str | None = None
+    #: The verified access token (``sansio_mcp.auth.AccessToken``) of the HTTP
+    #: request that brought the session its latest input; None when unprotected.
+    auth: Any = None
+    #: ``(task_id, owner) -> bool``: whether an owner may see a task (set by the
+    #: server that runs tasks); ``subscriptions/listen`` acknowledges only those.
+    task_visible: Callable[[str, str], bool] | None = None
+    _key: str | None = None
 
     def __init__(
         self,
@@ -106,20 +115,24 @@ class ServerSession(Session):
         )
         self.instructions = instructions
         self.cache_hints = cache_hints or CacheHints()
-        #: The level the client chose with logging/setLevel (None: send all).
-        self.log_level: str | None = None
+        self._handshake_versions, self._stateless_versions = _eras(self.supported_versions)
+
+    def _start(self) -> None:
+        super()._start()
         #: Resource URIs the client subscribed to.
         self.subscriptions: set[str] = set()
-        #: The verified access token (``sansio_mcp.auth.AccessToken``) of the HTTP
-        #: request that brought the session its latest input; None when unprotected.
-        self.auth: Any = None
-        self._key: str | None = None
-        #: ``(task_id, owner) -> bool``: whether an owner may see a task (set by the
-        #: server that runs tasks); ``subscriptions/listen`` acknowledges only those.
-        self.task_visible: Callable[[str, str], bool] | None = None
-        self._handshake_versions, self._stateless_versions = _eras(self.supported_versions)
         self._listens: dict[RequestId, _Listen] = {}
         self._open_elsewhere = self._listens
+
+    def _copy_settings(self, source: Session) -> None:
+        super()._copy_settings(source)
+        assert isinstance(source, ServerSession)
+        self.instructions = source.instructions
+        self.cache_hints = source.cache_hints
+        self.task_visible = source.task_visible
+        self.log_level = source.log_level
+        self._handshake_versions = source._handshake_versions
+        self._stateless_versions = source._stateless_versions
 
     @property
     def key(self) -> str:
@@ -190,7 +203,7 @@ class ServerSession(Session):
                 method,
                 params,
                 revision,
-                self.capabilities,
+                self._capabilities,
                 self.state,
                 peer_capabilities=meta.client_capabilities,
             )
@@ -215,7 +228,7 @@ class ServerSession(Session):
     @property
     def offers_tasks(self) -> bool:
         """Whether this server advertises the tasks extension."""
-        return declares_tasks(self.capabilities)
+        return declares_tasks(self._capabilities)
 
     def _check_listen(self, params: dict[str, Any], client_capabilities: dict[str, Any]) -> None:
         notifications = params.get("notifications")
@@ -430,6 +443,7 @@ class ServerSession(Session):
         self._outbox.answer(request_id, {"jsonrpc": "2.0", "id": request_id, "result": result})
 
     def _effective_capabilities(self) -> dict[str, Any]:
+        # What goes into a message: the session's own objects, never a template's.
         return self.capabilities
 
     def _on_initialized(self) -> None:

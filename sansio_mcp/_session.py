@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import functools
 from collections import deque
-from collections.abc import Callable, Container, Iterable
-from typing import Any
+from collections.abc import Callable, Container, Iterable, Sequence
+from typing import Any, Self
 
 from . import _json
 from ._errors import (
@@ -88,6 +88,32 @@ class Session:
     role: Role
     _gates: RoleGates
 
+    # What a session starts with and changes only when the occasion comes is a class
+    # default, and what only a byte stream needs is made when first fed: a server
+    # makes a session per stateless request, most of which never change these.
+    max_bad_lines = MAX_BAD_LINES
+    _bad_lines = 0
+    #: The first few lines of the current run of bad ones, shortened, for the reason.
+    _bad_samples: Sequence[str] = ()
+    #: Ids of the peer's still open that are not requests being served (a
+    #: server's open subscriptions/listen): a new request may not reuse them.
+    _open_elsewhere: Container[RequestId] = ()
+    #: Whether the peer has sent one JSON line yet (it speaks JSON at least).
+    heard_from_peer = False
+    #: Why the session closed, when it closed itself (see :meth:`close`).
+    close_reason: str | None = None
+    state = SessionState.IDLE
+    #: The negotiated revision, once known.
+    revision: Revision | None = None
+    peer_capabilities: dict[str, Any] | None = None
+    peer_info: dict[str, Any] | None = None
+    _tracer: Callable[[str, Any], None] | None = None
+    # What the transport said of the message being received: (whether it tells,
+    # the request of ours it came with).
+    _carried_by: tuple[bool, RequestId | None] = _NOT_TOLD
+    # The NDJSON framer, made by the first receive_data (HTTP sessions have none).
+    _ndjson: NdjsonFramer | None = None
+
     def __init__(
         self,
         *,
@@ -99,36 +125,63 @@ class Session:
     ) -> None:
         #: Versions we accept, oldest first.
         self.supported_versions: tuple[str, ...] = checked_versions(tuple(supported_versions))
-        self.capabilities: dict[str, Any] = dict(capabilities or {})
+        self._capabilities: dict[str, Any] = dict(capabilities or {})
         self.info: dict[str, Any] = dict(info or {})
         self.max_message_size = max_message_size
         self.max_depth = max_depth
-        self.max_bad_lines = MAX_BAD_LINES
-        self._bad_lines = 0
-        #: The first few lines of the current run of bad ones, shortened, for the reason.
-        self._bad_samples: list[str] = []
-        #: Ids of the peer's still open that are not requests being served (a
-        #: server's open subscriptions/listen): a new request may not reuse them.
-        self._open_elsewhere: Container[RequestId] = ()
-        #: Whether the peer has sent one JSON line yet (it speaks JSON at least).
-        self.heard_from_peer = False
-        #: Why the session closed, when it closed itself (see :meth:`close`).
-        self.close_reason: str | None = None
-        self.state = SessionState.IDLE
-        #: The negotiated revision, once known.
-        self.revision: Revision | None = None
-        self.peer_capabilities: dict[str, Any] | None = None
-        self.peer_info: dict[str, Any] | None = None
-        self._framer = NdjsonFramer(max_message_size)
+        self._start()
+
+    def _start(self) -> None:
+        """Make the session's own bookkeeping (what a copy does not share)."""
         self._events: deque[Event] = deque()
         self._outbox = Outbox()
         self._requests = RequestTracker(self._events)
-        self._tracer: Callable[[str, Any], None] | None = None
-        # What the transport said of the message being received: (whether it tells,
-        # the request of ours it came with).
-        self._carried_by: tuple[bool, RequestId | None] = _NOT_TOLD
+
+    def _fresh_copy(self) -> Self:
+        """A new session with this one's settings (versions, capabilities, info,
+        limits) and bookkeeping of its own, without the checks and work of building
+        one: a server makes a session per stateless request.  This one must be fresh
+        (nothing heard, nothing asked); the copy's capabilities are objects of its own."""
+        if self.state is not SessionState.IDLE or self.heard_from_peer or self._requests.wire_ids():
+            raise LocalProtocolError("only a fresh session is copied")
+        new = object.__new__(type(self))
+        new._copy_settings(self)
+        new._start()
+        if self._tracer is not None:
+            new.tracer = self._tracer
+        return new
+
+    def _copy_settings(self, source: Session) -> None:
+        """Take ``source``'s settings (refined by roles with settings of their own)."""
+        self.supported_versions = source.supported_versions
+        # Shared until either side's are asked for (see ``capabilities``): a copy made
+        # for one stateless request only reads them.
+        self._capabilities = source._capabilities
+        self._capabilities_shared = source._capabilities_shared = True
+        self.info = dict(source.info)
+        self.max_message_size = source.max_message_size
+        self.max_depth = source.max_depth
+        self.max_bad_lines = source.max_bad_lines
 
     # ------------------------------------------------------------------ state
+
+    #: Whether ``_capabilities`` is shared with a copy (or its original): the
+    #: ``capabilities`` property makes them this session's own when first asked for.
+    _capabilities_shared = False
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """What this side advertises: objects of its own (changing them changes this
+        session only)."""
+        if self._capabilities_shared:
+            self._capabilities = {k: dict(v) for k, v in self._capabilities.items()}
+            self._capabilities_shared = False
+        return self._capabilities
+
+    @capabilities.setter
+    def capabilities(self, capabilities: dict[str, Any]) -> None:
+        self._capabilities = capabilities
+        self._capabilities_shared = False
 
     @property
     def protocol_version(self) -> str | None:
@@ -179,7 +232,10 @@ class Session:
 
     def receive_data(self, data: bytes | bytearray) -> None:
         """Feed bytes of an NDJSON stream (stdio); ``b""`` means end of input."""
-        for line in self._framer.lines(data):
+        framer = self._ndjson
+        if framer is None:
+            framer = self._ndjson = NdjsonFramer(self.max_message_size)
+        for line in framer.lines(data):
             if self.state is SessionState.CLOSED:
                 break  # given up on (see _bad_line): the rest is not read
             if isinstance(line, RemoteProtocolError):
@@ -195,16 +251,16 @@ class Session:
                 continue
             if self._bad_lines:
                 self._bad_lines = 0
-                self._bad_samples.clear()
+                self._bad_samples = ()
             self.receive_message(obj)
-        if self._framer.eof:
+        if framer.eof:
             self.close()
 
     def _bad_line(self, line: bytes | None) -> None:
         self._bad_lines += 1
         if line is not None and len(self._bad_samples) < 3:
             text = line[:80].decode("utf-8", "replace")
-            self._bad_samples.append(text + ("\u2026" if len(line) > 80 else ""))
+            self._bad_samples = [*self._bad_samples, text + ("\u2026" if len(line) > 80 else "")]
         limit = self.max_bad_lines
         if not self.heard_from_peer:
             limit = min(limit, MAX_BAD_LINES_BEFORE_FIRST)
@@ -366,7 +422,7 @@ class Session:
         method, params = request.method, request.params or {}
         try:
             after = self._gates.check_incoming_request(
-                method, params, self.revision, self.capabilities, self.state
+                method, params, self.revision, self._capabilities, self.state
             )
         except MCPError as error:
             self._outbox.answer(request.id, self._refusal(request.id, error))
@@ -585,7 +641,7 @@ class Session:
         if params is not None and not isinstance(params, dict):
             raise LocalProtocolError("params must be a dict")
         revision = REVISIONS[LATEST_STATELESS_REVISION] if stateless else self.revision
-        self._gates.check_outgoing_notification(method, params or {}, revision, self.capabilities)
+        self._gates.check_outgoing_notification(method, params or {}, revision, self._capabilities)
         obj: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             obj["params"] = params

@@ -477,7 +477,8 @@ class Server:
         self.resources: dict[str, Resource] = {}
         self.templates: dict[str, ResourceTemplate] = {}
         self.prompts: dict[str, Prompt] = {}
-        self._capabilities_memo: tuple[tuple[Any, ...], dict[str, Any]] | None = None
+        # The session new ones are copied from, and what its settings depend on.
+        self._session_memo: tuple[tuple[Any, ...], ServerSession] | None = None
         # Each tool's quick argument check (argument_check), made at its first call
         # and kept while the same Tool is registered under its name.
         self._argument_checks: dict[str, tuple[Tool, Callable[[dict[str, Any]], bool]]] = {}
@@ -705,21 +706,22 @@ class Server:
         cheaper than building the capabilities)."""
         return self.handshake_tasks and self._offers_tasks()
 
-    def _shared_capabilities(self) -> dict[str, Any]:
-        """:attr:`capabilities`, computed again only when what it depends on changed:
-        a stateless request makes a session of its own, so this runs per request."""
-        basis = (
+    def _session_basis(self) -> tuple[Any, ...]:
+        """What a new session's settings depend on (see :meth:`create_session`)."""
+        return (
             tuple(self.tools.values()),
             tuple(self.templates.values()),
             tuple(self.prompts.values()),
             bool(self.resources),
             self.logging,
             self.handshake_tasks,
+            self.name,
+            self.version,
+            self.title,
+            self.instructions,
+            self.supported_versions,
+            self.cache_hints,
         )
-        if self._capabilities_memo is None or self._capabilities_memo[0] != basis:
-            self._capabilities_memo = (basis, self.capabilities)
-        # Each session gets capability objects of its own, as from the property.
-        return {k: dict(v) for k, v in self._capabilities_memo[1].items()}
 
     @property
     def info(self) -> dict[str, Any]:
@@ -729,11 +731,22 @@ class Server:
         return info
 
     def create_session(self, **options: Any) -> ServerSession:
-        """A :class:`ServerSession` advertising this server."""
+        """A :class:`ServerSession` advertising this server, with capability objects of
+        its own.  A stateless request makes one per request: without ``options`` it is
+        a copy of one made when what it advertises last changed."""
+        if options:
+            return self._build_session(options)
+        basis = self._session_basis()
+        memo = self._session_memo
+        if memo is None or memo[0] != basis:
+            memo = self._session_memo = (basis, self._build_session({}))
+        return memo[1]._fresh_copy()
+
+    def _build_session(self, options: dict[str, Any]) -> ServerSession:
         options.setdefault("supported_versions", self.supported_versions)
         options.setdefault("cache_hints", self.cache_hints)
         session = ServerSession(
-            capabilities=self._shared_capabilities(),
+            capabilities=self.capabilities,
             server_info=self.info,
             instructions=self.instructions,
             **options,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sansio_mcp import ServerSession, _http_headers
+from sansio_mcp import LocalProtocolError, ServerSession, _http_headers
 from sansio_mcp.http import HTTPRequest, StreamableHTTPServer
 from sansio_mcp.runtime import Server
 
@@ -99,3 +99,88 @@ def test_session_key_unique_and_stable() -> None:
     keys = {s.key for s in sessions}
     assert len(keys) == 50
     assert all(s.key == s.key for s in sessions)
+
+
+def test_a_session_copy_has_the_settings_and_bookkeeping_of_its_own() -> None:
+    template = ServerSession(
+        capabilities={"tools": {"listChanged": True}},
+        server_info={"name": "s", "version": "1"},
+        instructions="read me",
+        max_message_size=1234,
+    )
+    copy = template._fresh_copy()
+    # Every attribute a built session has, a copy has too.
+    assert set(vars(ServerSession())) <= set(vars(copy))
+    assert (copy.capabilities, copy.info, copy.instructions, copy.max_message_size) == (
+        template.capabilities,
+        template.info,
+        "read me",
+        1234,
+    )
+    copy.capabilities["tools"]["listChanged"] = False
+    copy.info["name"] = "other"
+    assert template.capabilities["tools"] == {"listChanged": True}
+    assert template.info["name"] == "s"
+    # Nor does a change to the original reach a copy, made before or after it.
+    second = template._fresh_copy()
+    template.capabilities["tools"]["listChanged"] = "changed"
+    template.capabilities["logging"] = {}
+    assert second.capabilities == {"tools": {"listChanged": True}}
+    assert copy.capabilities == {"tools": {"listChanged": False}}
+    assert template._fresh_copy().capabilities["tools"] == {"listChanged": "changed"}
+    for name in ("_events", "_outbox", "_requests", "subscriptions", "_listens"):
+        assert getattr(copy, name) is not getattr(template, name), name
+    # A used session is not copied.
+    copy.receive_message({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    with pytest.raises(LocalProtocolError, match="only a fresh session is copied"):
+        copy._fresh_copy()
+
+
+def test_server_sessions_follow_its_name_and_instructions() -> None:
+    server = Server("s", instructions="first")
+    assert server.create_session().instructions == "first"
+    server.instructions = "second"
+    server.title = "Titled"
+    session = server.create_session()
+    assert (session.instructions, session.info["title"]) == ("second", "Titled")
+    assert server.create_session(max_message_size=99).max_message_size == 99
+
+
+def _named(name: str) -> dict[str, Any]:
+    params = {"name": name, "_meta": META}
+    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+
+
+@pytest.mark.parametrize(
+    ("tool", "header", "problem"),
+    [
+        ("echo", "echo", None),
+        ("a\tb", "a\tb", None),  # a tab may be carried as it is
+        ("caf\u00e9", "caf\u00e9", None),
+        ("caf\u00e9", "=?base64?Y2Fmw6k=?=", None),
+        # Looks like the body, but it is a sentinel: decoded, it does not match.
+        ("=?base64?YQ==?=", "=?base64?YQ==?=", "does not match the request body"),
+        ("a\nb", "a\nb", "contains invalid characters"),
+        ("echo", "=?base64?!!?=", "is not base64 of UTF-8 text"),
+        ("echo", "Echo", "does not match the request body"),
+    ],
+)
+def test_header_fast_comparison_keeps_every_rule(
+    tool: str, header: str, problem: str | None
+) -> None:
+    """A header equal to the body's string is taken at once only when nothing in it
+    needs a check (no control character, no base64 sentinel)."""
+    headers = {
+        "MCP-Protocol-Version": STATELESS,  # any case
+        "mcp-method": "tools/call",
+        "Mcp-Name": header,
+    }
+    mismatch = _http_headers.validate_request_headers(headers, _named(tool))
+    if problem is None:
+        assert mismatch is None
+    else:
+        assert mismatch is not None and problem in mismatch.message
+        assert mismatch.message.startswith("the Mcp-Name header")
+    del headers["Mcp-Name"]
+    missing = _http_headers.validate_request_headers(headers, _named(tool))
+    assert missing is not None and missing.message == "the Mcp-Name header is required"
