@@ -127,6 +127,11 @@ class Driver:
     that task if it is still running.
     """
 
+    #: What each kind of session event does (events of other kinds are ignored): one
+    #: table per class, not one of bound methods per driver (a stateless HTTP request
+    #: makes a driver).
+    _on_event: dict[type[Any], Callable[[Any, Any], None]]
+
     def __init__(
         self,
         session: Session,
@@ -161,20 +166,6 @@ class Driver:
         self.on_trouble: Callable[[], None] = lambda: None
         #: Sees every notification first (the client's cache invalidation hooks in here).
         self.observe_notification: Callable[[str, dict[str, Any]], None] = lambda m, p: None
-        #: What each kind of session event does (events of other kinds are ignored).
-        self._on_event: dict[type[Any], Callable[[Any], None]] = {
-            ResponseReceived: self._on_response,
-            RequestFailed: self._on_failure,
-            ProgressReceived: self._on_progress,
-            RequestReceived: self._begin,
-            CancelRequested: self._on_cancel,
-            NotificationReceived: self._on_notification,
-            SubscriptionAcknowledged: self._on_acknowledged,
-            InputRequired: self._on_input_required,
-            SessionInitialized: self._on_initialized,
-            ProtocolViolation: self._log_violation,
-            ConnectionClosed: self._on_closed,
-        }
 
     def start_request(
         self,
@@ -218,13 +209,17 @@ class Driver:
             except LocalProtocolError:  # not cancellable on the wire now (initialize)
                 self.session.forget(request_id)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._on_event = _event_table(cls)
+
     def process_events(self) -> None:
         """Drain the session's events and act on each (by :attr:`_on_event`)."""
         session, table = self.session, self._on_event
         while (event := session.next_event()) is not NEED_DATA:
             act = table.get(type(event))
             if act is not None:
-                act(event)
+                act(self, event)
 
     def _on_response(self, event: ResponseReceived) -> None:
         waiter = self._waiters.pop(event.request_id, None)
@@ -380,6 +375,29 @@ class Driver:
 
     def _answer_failure(self, event: RequestReceived, exc: Exception) -> None:
         respond_with_failure(self.session, event.request_id, event.method, exc)
+
+
+#: The method of :class:`Driver` (or a subclass's override) each event kind goes to.
+_EVENT_METHODS: dict[type[Any], str] = {
+    ResponseReceived: "_on_response",
+    RequestFailed: "_on_failure",
+    ProgressReceived: "_on_progress",
+    RequestReceived: "_begin",
+    CancelRequested: "_on_cancel",
+    NotificationReceived: "_on_notification",
+    SubscriptionAcknowledged: "_on_acknowledged",
+    InputRequired: "_on_input_required",
+    SessionInitialized: "_on_initialized",
+    ProtocolViolation: "_log_violation",
+    ConnectionClosed: "_on_closed",
+}
+
+
+def _event_table(cls: type[Driver]) -> dict[type[Any], Callable[[Any, Any], None]]:
+    return {kind: getattr(cls, name) for kind, name in _EVENT_METHODS.items()}
+
+
+Driver._on_event = _event_table(Driver)
 
 
 def respond_with_result(session: Session, request_id: RequestId, method: str, result: Any) -> None:
