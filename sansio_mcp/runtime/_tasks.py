@@ -451,6 +451,12 @@ class TaskRunner:
         except BaseException:
             if "task" not in outcome:
                 handle.cancel()  # the client gave up before any task existed
+                if place is not None:
+                    # Given up now, not when its lease lapses: the client may retry at once.
+                    try:
+                        ctx.start_background(partial(self._give_place_up, owner, place))
+                    except Exception:  # the server is stopping: the lease lapses instead
+                        pass
             raise
         finally:
             started()

@@ -129,3 +129,28 @@ def test_a_call_not_yet_a_task_keeps_its_place_past_the_lease(backend: Backend) 
                 group.cancel()
 
     backend.run(main)
+
+
+def test_a_call_given_up_before_it_became_a_task_frees_its_place_at_once(
+    backend: Backend,
+) -> None:
+    """The client leaves while its call waits inside ``defer_task``: the place it held is
+    given back then, not left in the store until its lease lapses (a retry would meet
+    the cap meanwhile)."""
+
+    async def main() -> None:
+        stores = Stores.memory(time.time, replica_id="A")
+        shared = MemorySharedTaskStore()
+        async with backend.serve_http(limited(stores, shared)) as port:
+            caller = Caller(backend, port, "alice")
+            async with backend.backend.open_task_group() as group:
+                group.start_soon(caller.ask, "tools/call", {"name": "undecided", "arguments": {}})
+                async with backend.backend.fail_after(15):
+                    while not shared._places:
+                        await backend.backend.sleep(0.02)
+                group.cancel()  # the client goes away
+            async with backend.backend.fail_after(15):
+                while shared._places.get("alice") or any(shared._places.values()):
+                    await backend.backend.sleep(0.02)
+
+    backend.run(main)
