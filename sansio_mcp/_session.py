@@ -14,6 +14,7 @@ its methods (``send_request``, ``respond``, ``cancel`` …) and ship what
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections import deque
 from collections.abc import Callable, Container, Iterable, Sequence
@@ -171,10 +172,10 @@ class Session:
 
     @property
     def capabilities(self) -> dict[str, Any]:
-        """What this side advertises: objects of its own (changing them changes this
-        session only)."""
+        """What this side advertises: objects of its own, nested ones too (changing them
+        changes this session only)."""
         if self._capabilities_shared:
-            self._capabilities = {k: dict(v) for k, v in self._capabilities.items()}
+            self._capabilities = copy.deepcopy(self._capabilities)
             self._capabilities_shared = False
         return self._capabilities
 

@@ -355,7 +355,12 @@ class HostContext(Context):
     def __init__(self, host: HostBase, event: RequestReceived, *, now: float | None = None) -> None:
         assert isinstance(host.session, ServerSession)
         if now is None:
-            now = self.wall_clock()
+            wall_clock = getattr(self, "wall_clock", None)
+            if wall_clock is None:
+                raise TypeError(
+                    f"{type(self).__name__}: 'now' is required unless it has a wall_clock"
+                )
+            now = wall_clock()
         super().__init__(
             request_id=event.request_id,
             method=event.method,

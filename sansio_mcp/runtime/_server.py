@@ -540,6 +540,10 @@ class Server:
         runs it only as a task (-32021 to a request without the extension).
         ``scopes``: what a call needs beyond ``auth``'s ``required_scopes`` when the
         server is protected (403 ``insufficient_scope`` without them).
+
+        A tool's input schema is read at its first call and its checks kept while
+        the same :class:`Tool` is registered under its name: to change a schema,
+        register the tool again (a schema changed in place is not seen).
         """
         if isinstance(scopes, str):
             raise ValueError("scopes must be a list of scopes, not one string")
