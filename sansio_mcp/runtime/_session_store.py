@@ -29,6 +29,7 @@ import json
 import logging
 from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Any, Protocol
+from weakref import WeakKeyDictionary
 
 import attrs
 
@@ -289,8 +290,9 @@ class SharedSessions:
         # session id -> wall-clock time this replica last refreshed its record.
         self._refreshed: OrderedDict[str, float] = OrderedDict()
         self._subscription: EventSubscription | None = None
-        # session id -> the shared state last written or heard (none: the initial one).
-        self._states: OrderedDict[str, SharedState] = OrderedDict()
+        # A copy -> the shared state last written or heard (none: the initial one); an
+        # entry goes with its session, however that ends.
+        self._states: WeakKeyDictionary[ServerSession, SharedState] = WeakKeyDictionary()
         machine.relay = self
 
     @property
@@ -390,13 +392,7 @@ class SharedSessions:
             return
         session.log_level = level
         session.subscriptions = set(subscriptions)
-        self._remember(session_id, (level, frozenset(subscriptions)))
-
-    def _remember(self, session_id: str, state: SharedState) -> None:
-        self._states[session_id] = state
-        self._states.move_to_end(session_id)
-        while len(self._states) > self.machine.max_sessions:
-            self._states.popitem(last=False)
+        self._states[session] = (level, frozenset(subscriptions))
 
     async def answering(self, exchange: Exchange) -> None:
         """Before ``exchange`` is answered (its request fed to the session, which
@@ -408,7 +404,7 @@ class SharedSessions:
             return
         state = _state_of(held.session)
         session_id = held.id
-        if state == self._states.get(session_id, _NO_STATE):
+        if state == self._states.get(held.session, _NO_STATE):
             return
         message = {
             "kind": "state",
@@ -424,12 +420,11 @@ class SharedSessions:
                 "session %s: its level or subscriptions changed here only: %s", session_id, exc
             )
             return
-        self._remember(session_id, state)
+        self._states[held.session] = state
 
     def _end_here(self, session_id: str) -> None:
         state = self.machine.sessions.get(session_id)
         self._refreshed.pop(session_id, None)
-        self._states.pop(session_id, None)
         if state is None:
             return
         self.machine.end_session(session_id)
@@ -489,7 +484,6 @@ class SharedSessions:
         deleted = request.headers.get("mcp-session-id")
         if request.method == "DELETE" and exchange.status == 200 and deleted is not None:
             self._refreshed.pop(deleted, None)
-            self._states.pop(deleted, None)
             try:
                 await self.store.end(deleted)
                 await self.stores.events.publish(
