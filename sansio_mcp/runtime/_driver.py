@@ -127,11 +127,6 @@ class Driver:
     that task if it is still running.
     """
 
-    #: What each kind of session event does (events of other kinds are ignored): one
-    #: table per class, not one of bound methods per driver (a stateless HTTP request
-    #: makes a driver).
-    _on_event: dict[type[Any], Callable[[Any, Any], None]]
-
     def __init__(
         self,
         session: Session,
@@ -209,13 +204,10 @@ class Driver:
             except LocalProtocolError:  # not cancellable on the wire now (initialize)
                 self.session.forget(request_id)
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        cls._on_event = _event_table(cls)
-
     def process_events(self) -> None:
-        """Drain the session's events and act on each (by :attr:`_on_event`)."""
-        session, table = self.session, self._on_event
+        """Drain the session's events and act on each (by its class's event table)."""
+        session = self.session
+        table = _EVENT_TABLES.get(type(self)) or _event_table(type(self))
         while (event := session.next_event()) is not NEED_DATA:
             act = table.get(type(event))
             if act is not None:
@@ -393,11 +385,15 @@ _EVENT_METHODS: dict[type[Any], str] = {
 }
 
 
+#: What each kind of session event does, per driver class (events of other kinds are
+#: ignored): one table per class, not one of bound methods per driver (a stateless
+#: HTTP request makes a driver); a subclass's override is honoured.
+_EVENT_TABLES: dict[type[Driver], dict[type[Any], Callable[[Any, Any], None]]] = {}
+
+
 def _event_table(cls: type[Driver]) -> dict[type[Any], Callable[[Any, Any], None]]:
-    return {kind: getattr(cls, name) for kind, name in _EVENT_METHODS.items()}
-
-
-Driver._on_event = _event_table(Driver)
+    table = _EVENT_TABLES[cls] = {kind: getattr(cls, name) for kind, name in _EVENT_METHODS.items()}
+    return table
 
 
 def respond_with_result(session: Session, request_id: RequestId, method: str, result: Any) -> None:
