@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from asyncio_adapters.asgi import MCPApp
-from bench.stateless_cpu import LEGACY, MODERN, _body
+from bench.stateless_cpu import INITIALIZE, LEGACY, MODERN, _body, report
 from sansio_mcp_apps.example_server import build_server
 
 BASE = [
@@ -67,17 +67,7 @@ async def _call(app: MCPApp, headers: list[tuple[bytes, bytes]], body: bytes) ->
 
 async def _handshake(app: MCPApp) -> list[tuple[bytes, bytes]]:
     """Open a handshake session on ``app``: the headers of a request on it."""
-    init = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": LEGACY,
-            "capabilities": {},
-            "clientInfo": {"name": "b", "version": "1"},
-        },
-    }
-    reply = await _call(app, BASE, json.dumps(init).encode())
+    reply = await _call(app, BASE, INITIALIZE)
     headers = [
         *BASE,
         (b"mcp-session-id", reply["headers"][b"mcp-session-id"]),
@@ -125,11 +115,7 @@ def measure(stateless: bool, n: int) -> tuple[float, float]:
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
-    s_cpu, s_calls = measure(True, n)
-    h_cpu, h_calls = measure(False, n)
-    print(f"stateless: {s_cpu:6.1f} us/request  {s_calls:6.1f} calls/request")
-    print(f"handshake: {h_cpu:6.1f} us/request  {h_calls:6.1f} calls/request")
-    print(f"ratio:     {s_cpu / h_cpu:6.2f} (CPU)       {s_calls / h_calls:6.2f} (calls)")
+    report(measure(True, n), measure(False, n))
 
 
 if __name__ == "__main__":
