@@ -63,10 +63,9 @@ def stateless() -> Case:
     return lambda i: HTTPRequest("POST", "/mcp", headers, _body(i, True)), machine.handle
 
 
-def handshake() -> Case:
-    """A request on a handshake session made beforehand, and the machine's ``handle``."""
-    machine = streamable_http_router(build_server())
-    init = {
+#: The ``initialize`` that opens a handshake session.
+INITIALIZE = json.dumps(
+    {
         "jsonrpc": "2.0",
         "id": 0,
         "method": "initialize",
@@ -76,7 +75,13 @@ def handshake() -> Case:
             "clientInfo": {"name": "b", "version": "1"},
         },
     }
-    first = machine.handle(HTTPRequest("POST", "/mcp", BASE, json.dumps(init).encode()))
+).encode()
+
+
+def handshake() -> Case:
+    """A request on a handshake session made beforehand, and the machine's ``handle``."""
+    machine = streamable_http_router(build_server())
+    first = machine.handle(HTTPRequest("POST", "/mcp", BASE, INITIALIZE))
     sid = first.headers["mcp-session-id"]
     headers = {**BASE, "mcp-session-id": sid, "mcp-protocol-version": LEGACY}
     note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
@@ -143,6 +148,12 @@ def main() -> None:
     else:
         s_cpu, s_calls = measure(stateless, n)
         h_cpu, h_calls = measure(handshake, n)
+    report((s_cpu, s_calls), (h_cpu, h_calls))
+
+
+def report(stateless: tuple[float, float], handshake: tuple[float, float]) -> None:
+    """Print two :func:`measure` figures and their ratio."""
+    (s_cpu, s_calls), (h_cpu, h_calls) = stateless, handshake
     print(f"stateless: {s_cpu:6.1f} us/request  {s_calls:6.1f} calls/request")
     print(f"handshake: {h_cpu:6.1f} us/request  {h_calls:6.1f} calls/request")
     print(f"ratio:     {s_cpu / h_cpu:6.2f} (CPU)       {s_calls / h_calls:6.2f} (calls)")

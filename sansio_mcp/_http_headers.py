@@ -234,13 +234,11 @@ class ToolHeaderParams:
         self._cache: dict[str, tuple[Any, dict[tuple[str, ...], str]]] = {}
 
     def of(self, message: Mapping[str, Any]) -> dict[tuple[str, ...], str]:
+        if self.input_schema is None or message.get("method") != "tools/call":
+            return {}
         params = message.get("params")
         name = params.get("name") if isinstance(params, dict) else None
-        if (
-            message.get("method") != "tools/call"
-            or self.input_schema is None
-            or not isinstance(name, str)
-        ):
+        if not isinstance(name, str):
             return {}
         schema = self.input_schema(name)
         if schema is None:
@@ -284,7 +282,7 @@ def validate_request_headers(
             return HeaderMismatch(message=f"the {name} header is not base64 of UTF-8 text")
         if not _same(value, body_value):
             return HeaderMismatch(message=f"the {name} header does not match the request body")
-    if message.get("method") == "tools/call" and found:
+    if found and message.get("method") == "tools/call":
         sent = {key for _, key, _ in expected}
         for header in found.values():
             key = f"mcp-param-{header.lower()}"

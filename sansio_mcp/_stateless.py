@@ -165,9 +165,12 @@ def shape_result(
 ) -> dict[str, Any]:
     """A complete modern result: ``resultType``, server info, and cache hints."""
     shaped = dict(result)
-    shaped.setdefault("resultType", "complete")
-    meta = dict(shaped.get("_meta") or {})
-    meta.setdefault(META_SERVER_INFO, server_info)
+    if "resultType" not in shaped:
+        shaped["resultType"] = "complete"
+    given = shaped.get("_meta")
+    meta = dict(given) if given else {}
+    if META_SERVER_INFO not in meta:
+        meta[META_SERVER_INFO] = server_info
     shaped["_meta"] = meta
     if shaped["resultType"] == "complete" and method in CACHEABLE_METHODS:
         ttl, scope = cache.for_method(method)

@@ -119,6 +119,15 @@ class Waiter:
         return self.result
 
 
+# The hooks' defaults, shared by every driver (one made per stateless HTTP request).
+def _nothing() -> None:
+    pass
+
+
+def _unobserved(method: str, params: dict[str, Any]) -> None:
+    pass
+
+
 class Driver:
     """Routes the events of one session.
 
@@ -153,14 +162,14 @@ class Driver:
         self._warned = 0
         self.initialized: SessionInitialized | None = None
         #: Called after a handler queued output, so the adapter flushes it.
-        self.on_output: Callable[[], None] = lambda: None
+        self.on_output: Callable[[], None] = _nothing
         #: Called once the connection closed (a client keeping a peer alive hooks in here).
-        self.on_closed: Callable[[], None] = lambda: None
+        self.on_closed: Callable[[], None] = _nothing
         #: Called when the transport lost a stream it holds to the peer, which may be
         #: gone (an HTTP session's GET stream ended): whoever keeps it alive checks now.
-        self.on_trouble: Callable[[], None] = lambda: None
+        self.on_trouble: Callable[[], None] = _nothing
         #: Sees every notification first (the client's cache invalidation hooks in here).
-        self.observe_notification: Callable[[str, dict[str, Any]], None] = lambda m, p: None
+        self.observe_notification: Callable[[str, dict[str, Any]], None] = _unobserved
 
     def start_request(
         self,

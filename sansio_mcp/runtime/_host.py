@@ -115,8 +115,9 @@ class HostBase:
         self._group: TaskGroup | None = None
         self._timer: Cancellable | None = None
         self._flusher: Cancellable | None = None
-        # Set when a deadline was added; the timer makes a fresh one each time round.
-        self._timer_changed: Signal = self.new_signal()
+        # Set when a deadline was added; the timer makes a fresh one each time round
+        # (None until it first does: a host that never runs one makes none).
+        self._timer_changed: Signal | None = None
         # When the timer next wakes by itself (inf: only when told).
         self._timer_wakes_at = math.inf
 
@@ -207,8 +208,9 @@ class HostBase:
         running), unless it wakes by ``deadline`` anyway (a call's time limit later
         than one already armed: the timer sees it when it wakes, at no cost now)."""
         self._start_timer()
-        if deadline is None or deadline < self._timer_wakes_at:
-            self._timer_changed.set()
+        changed = self._timer_changed
+        if changed is not None and (deadline is None or deadline < self._timer_wakes_at):
+            changed.set()
 
     def _start_timer(self) -> None:
         """Run :meth:`run_timer` in a task of the host's group, if it is not running
@@ -337,6 +339,8 @@ class HostBase:
 
     def cancel_handlers(self) -> None:
         """Cancel every handler task still running."""
+        if not self._handlers:
+            return
         for handle in list(self._handlers.values()):
             handle.cancel()
 

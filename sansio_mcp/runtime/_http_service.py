@@ -234,13 +234,14 @@ class SessionHosts(Generic[H]):
         return len(self._hosts)
 
     def host_for(self, session: ServerSession) -> H:
-        host = self._hosts.get(id(session))
+        key = id(session)
+        host = self._hosts.get(key)
         if host is None:
             if len(self._hosts) >= self._sweep_at:
                 self._sweep()
             host = self._make_host(session)
-            self._hosts[id(session)] = host
-            self._sessions[id(session)] = session
+            self._hosts[key] = host
+            self._sessions[key] = session
             self.server.hub.add(session, host._schedule_flush)
         return host
 
@@ -254,8 +255,9 @@ class SessionHosts(Generic[H]):
         self._sweep_at = max(_FIRST_SWEEP, 2 * len(self._hosts))
 
     def _drop(self, session: ServerSession) -> None:
-        host = self._hosts.pop(id(session), None)
-        self._sessions.pop(id(session), None)
+        key = id(session)
+        host = self._hosts.pop(key, None)
+        self._sessions.pop(key, None)
         self.server.hub.remove(session)
         if host is not None:
             host.cancel_all_handlers()

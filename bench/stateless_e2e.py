@@ -1,0 +1,122 @@
+"""A Streamable HTTP ``tools/call`` end to end, stateless vs handshake.
+
+The example server's ``echo`` through the asyncio ASGI app in-process (``MCPApp``:
+the pure machine, the runtime's session hosts and drivers, the handler; no sockets),
+one request at a time: CPU per request (``time.process_time``, best of 3 runs) and
+Python function calls per request (cProfile, the figure load does not move).
+Run: ``python -m bench.stateless_e2e [N]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import cProfile
+import json
+import pstats
+import sys
+import time
+from typing import Any
+
+from asyncio_adapters.asgi import MCPApp
+from bench.stateless_cpu import INITIALIZE, LEGACY, MODERN, _body, report
+from sansio_mcp_apps.example_server import build_server
+
+BASE = [
+    (b"host", b"127.0.0.1:8000"),
+    (b"content-type", b"application/json"),
+    (b"accept", b"application/json, text/event-stream"),
+]
+
+
+async def _call(app: MCPApp, headers: list[tuple[bytes, bytes]], body: bytes) -> dict[str, Any]:
+    """POST ``body`` to ``app``: the response's status, headers and body."""
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/mcp",
+        "raw_path": b"/mcp",
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 8000),
+    }
+    given = False
+    out: dict[str, Any] = {"body": b""}
+
+    async def receive() -> dict[str, Any]:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.Event().wait()  # the client stays connected
+        raise AssertionError("unreachable")
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            out["status"], out["headers"] = message["status"], dict(message["headers"])
+        elif message["type"] == "http.response.body":
+            out["body"] += message.get("body", b"")
+
+    await app(scope, receive, send)
+    return out
+
+
+async def _handshake(app: MCPApp) -> list[tuple[bytes, bytes]]:
+    """Open a handshake session on ``app``: the headers of a request on it."""
+    reply = await _call(app, BASE, INITIALIZE)
+    headers = [
+        *BASE,
+        (b"mcp-session-id", reply["headers"][b"mcp-session-id"]),
+        (b"mcp-protocol-version", LEGACY.encode()),
+    ]
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    await _call(app, headers, json.dumps(note).encode())
+    return headers
+
+
+async def _run(stateless: bool, n: int, profile: cProfile.Profile | None) -> float:
+    app = MCPApp(build_server())
+    if stateless:
+        headers = [
+            *BASE,
+            (b"mcp-protocol-version", MODERN.encode()),
+            (b"mcp-method", b"tools/call"),
+            (b"mcp-name", b"echo"),
+        ]
+    else:
+        headers = await _handshake(app)
+    for i in range(1, 100):
+        reply = await _call(app, headers, _body(i, stateless))
+        assert reply["status"] == 200 and b'"result"' in reply["body"], reply
+    bodies = [_body(i, stateless) for i in range(1000, 1000 + n)]
+    if profile is not None:
+        profile.enable()
+    start = time.process_time()
+    for body in bodies:
+        await _call(app, headers, body)
+    cpu = time.process_time() - start
+    if profile is not None:
+        profile.disable()
+    await app.aclose()
+    return cpu / n * 1e6
+
+
+def measure(stateless: bool, n: int) -> tuple[float, float]:
+    """(CPU microseconds per request, Python function calls per request)."""
+    cpu = min(asyncio.run(_run(stateless, n, None)) for _ in range(3))
+    profile = cProfile.Profile()
+    asyncio.run(_run(stateless, n, profile))
+    return cpu, pstats.Stats(profile).total_calls / n  # type: ignore[attr-defined]
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+    report(measure(True, n), measure(False, n))
+
+
+if __name__ == "__main__":
+    main()
