@@ -151,7 +151,7 @@ class ServerSession(Session):
         # session's revision, which has no server/discover or subscriptions/listen
         # (-32601); outside one they are 2026-07-28 requests missing _meta (-32602).
         if self._stateless_versions and (
-            is_stateless_request(params)
+            ("_meta" in params and is_stateless_request(params))
             or (self.revision is None and request.method in _STATELESS_ONLY_METHODS)
         ):
             self._on_stateless_request(request, params)
@@ -268,8 +268,8 @@ class ServerSession(Session):
     def _result_message(
         self, request_id: RequestId, incoming: IncomingRequest, result: dict[str, Any]
     ) -> dict[str, Any]:
-        if incoming.meta is None:
-            return super()._result_message(request_id, incoming, result)
+        if incoming.meta is None:  # a handshake session's: the base's message, built here
+            return {"jsonrpc": "2.0", "id": request_id, "result": result}
         if not isinstance(result.get("_meta", {}), dict):
             raise LocalProtocolError("a result's _meta must be an object")
         if result.get("resultType") == "input_required":
@@ -454,6 +454,8 @@ class ServerSession(Session):
             )
         )
 
+    _local_methods = frozenset({"logging/setLevel"})
+
     def _handle_locally(self, request_id: RequestId, method: str, params: dict[str, Any]) -> bool:
         if method != "logging/setLevel":
             return False
@@ -462,10 +464,13 @@ class ServerSession(Session):
         return True
 
     def _after_response(self, incoming: IncomingRequest, result: dict[str, Any]) -> None:
+        method = incoming.method
+        if method != "resources/subscribe" and method != "resources/unsubscribe":
+            return  # most answers: nothing to keep
         uri = incoming.params.get("uri")
-        if incoming.method == "resources/subscribe" and isinstance(uri, str):
+        if method == "resources/subscribe" and isinstance(uri, str):
             self.subscriptions.add(uri)
-        elif incoming.method == "resources/unsubscribe" and isinstance(uri, str):
+        elif isinstance(uri, str):
             self.subscriptions.discard(uri)
 
     # Conveniences -------------------------------------------------------------

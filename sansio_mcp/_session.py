@@ -99,6 +99,8 @@ class Session:
     #: Ids of the peer's still open that are not requests being served (a
     #: server's open subscriptions/listen): a new request may not reuse them.
     _open_elsewhere: Container[RequestId] = ()
+    #: The methods :meth:`_handle_locally` may serve (the others skip the call).
+    _local_methods: frozenset[str] = frozenset()
     #: Whether the peer has sent one JSON line yet (it speaks JSON at least).
     heard_from_peer = False
     #: Why the session closed, when it closed itself (see :meth:`close`).
@@ -254,7 +256,7 @@ class Session:
                 self._bad_lines = 0
                 self._bad_samples = ()
             self.receive_message(obj)
-        if framer.eof:
+        if not data and framer.eof:  # only an empty chunk ends the input
             self.close()
 
     def _bad_line(self, line: bytes | None) -> None:
@@ -435,9 +437,10 @@ class Session:
         if method == "initialize":
             self._on_initialize(request.id, params)
             return
-        if self._handle_locally(request.id, method, params):
+        if method in self._local_methods and self._handle_locally(request.id, method, params):
             return
-        token = progress_token_of(params)
+        # Most requests carry no _meta: their token is known without reading it.
+        token = progress_token_of(params) if "_meta" in params else None
         self._requests.incoming[request.id] = IncomingRequest(method, params, token)
         known, related = self._carried_by
         self._events.append(
@@ -499,7 +502,7 @@ class Session:
         raise NotImplementedError  # pragma: no cover - clients reject it earlier
 
     def _handle_locally(self, request_id: RequestId, method: str, params: dict[str, Any]) -> bool:
-        """Answer a request the core serves itself; True if it did."""
+        """Answer a request the core serves itself (one of ``_local_methods``); True if it did."""
         return False
 
     def _on_initialized(self) -> None:
