@@ -268,8 +268,8 @@ class ServerSession(Session):
     def _result_message(
         self, request_id: RequestId, incoming: IncomingRequest, result: dict[str, Any]
     ) -> dict[str, Any]:
-        if incoming.meta is None:  # a handshake session's: the base's message, built here
-            return {"jsonrpc": "2.0", "id": request_id, "result": result}
+        if incoming.meta is None:
+            return super()._result_message(request_id, incoming, result)
         if not isinstance(result.get("_meta", {}), dict):
             raise LocalProtocolError("a result's _meta must be an object")
         if result.get("resultType") == "input_required":
@@ -455,6 +455,7 @@ class ServerSession(Session):
         )
 
     _local_methods = frozenset({"logging/setLevel"})
+    _bookkept_methods = frozenset({"resources/subscribe", "resources/unsubscribe"})
 
     def _handle_locally(self, request_id: RequestId, method: str, params: dict[str, Any]) -> bool:
         if method != "logging/setLevel":
@@ -464,13 +465,10 @@ class ServerSession(Session):
         return True
 
     def _after_response(self, incoming: IncomingRequest, result: dict[str, Any]) -> None:
-        method = incoming.method
-        if method != "resources/subscribe" and method != "resources/unsubscribe":
-            return  # most answers: nothing to keep
         uri = incoming.params.get("uri")
-        if method == "resources/subscribe" and isinstance(uri, str):
+        if incoming.method == "resources/subscribe" and isinstance(uri, str):
             self.subscriptions.add(uri)
-        elif isinstance(uri, str):
+        elif incoming.method == "resources/unsubscribe" and isinstance(uri, str):
             self.subscriptions.discard(uri)
 
     # Conveniences -------------------------------------------------------------

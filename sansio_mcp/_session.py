@@ -101,6 +101,8 @@ class Session:
     _open_elsewhere: Container[RequestId] = ()
     #: The methods :meth:`_handle_locally` may serve (the others skip the call).
     _local_methods: frozenset[str] = frozenset()
+    #: The methods whose successful answer :meth:`_after_response` records.
+    _bookkept_methods: frozenset[str] = frozenset()
     #: Whether the peer has sent one JSON line yet (it speaks JSON at least).
     heard_from_peer = False
     #: Why the session closed, when it closed itself (see :meth:`close`).
@@ -522,7 +524,8 @@ class Session:
     def _result_message(
         self, request_id: RequestId, incoming: IncomingRequest, result: dict[str, Any]
     ) -> dict[str, Any]:
-        """The response message for a result (servers refine this)."""
+        """The response message for a result to a 2026-07-28 request (one with
+        ``meta``; servers refine this)."""
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
     # ------------------------------------------------------------------- send
@@ -668,13 +671,16 @@ class Session:
         if incoming is None:
             return
         try:
-            message = self._result_message(request_id, incoming, result)
+            if incoming.meta is None:  # a handshake session's: the result as it is
+                message = {"jsonrpc": "2.0", "id": request_id, "result": result}
+            else:
+                message = self._result_message(request_id, incoming, result)
             self._outbox.answer(request_id, message)
         except LocalProtocolError:
             # still open: it can be answered properly (-32603, say)
             self._requests.incoming[request_id] = incoming
             raise
-        if "result" in message:
+        if incoming.method in self._bookkept_methods and "result" in message:
             self._after_response(incoming, result)
 
     def respond_error(
@@ -692,7 +698,7 @@ class Session:
             self._outbox.answer(request_id, self._error_obj(request_id, plain))
 
     def _after_response(self, incoming: IncomingRequest, result: dict[str, Any]) -> None:
-        """Bookkeeping a successful answer implies (role-specific)."""
+        """Bookkeeping a successful answer to one of ``_bookkept_methods`` implies."""
 
     def cancel(self, request_id: RequestId, reason: str | None = None) -> None:
         """Cancel one of our requests: tell the peer, and drop any late answer."""
