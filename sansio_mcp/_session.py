@@ -33,7 +33,7 @@ from ._events import (
     Event,
     NotificationReceived,
     ProtocolViolation,
-    RequestReceived,
+    request_received,
 )
 from ._gates import RoleGates
 from ._jsonrpc import (
@@ -445,11 +445,7 @@ class Session:
         token = progress_token_of(params) if "_meta" in params else None
         self._requests.incoming[request.id] = IncomingRequest(method, params, token)
         known, related = self._carried_by
-        self._events.append(
-            RequestReceived(
-                request.id, method, params, token, relation_known=known, related_request=related
-            )
-        )
+        self._events.append(request_received(request.id, method, params, token, known, related))
 
     def _on_notification(self, notification: JSONRPCNotification) -> None:
         method, params = notification.method, notification.params or {}
