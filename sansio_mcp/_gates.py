@@ -171,6 +171,10 @@ class RoleGates:
         self.outgoing_notification_gates = (
             CLIENT_NOTIFICATION_GATES if client else SERVER_NOTIFICATION_GATES
         )
+        #: (state, method, or None for a 2026-07-28 request) -> the state serving it
+        #: leads to (None: forbidden): the state table, looked up once per pair.  Only
+        #: methods we serve get here, so it stays as small as the tables.
+        self._request_after: dict[tuple[SessionState, str | None], SessionState | None] = {}
 
     def own_requests(self, revision: Revision) -> frozenset[str]:
         return revision.client_requests if self.role is Role.CLIENT else revision.server_requests
@@ -231,12 +235,16 @@ class RoleGates:
             self.role is Role.SERVER and revision is not None and revision.era is Era.STATELESS
         )
         self._check_method(method, params, revision, capabilities, peer_capabilities, stateless)
-        trigger = (
-            Trigger.RECV_STATELESS_REQUEST
-            if stateless
-            else trigger_for(method, is_request=True, sending=False)
-        )
-        after = next_state(self.role, state, trigger)
+        key = (state, None if stateless else method)
+        if key in self._request_after:
+            after = self._request_after[key]
+        else:
+            trigger = (
+                Trigger.RECV_STATELESS_REQUEST
+                if stateless
+                else trigger_for(method, is_request=True, sending=False)
+            )
+            after = self._request_after[key] = next_state(self.role, state, trigger)
         if after is None:
             raise MCPError(
                 ErrorCode.INVALID_REQUEST,
@@ -283,7 +291,13 @@ class RoleGates:
                 raise tasks_capability_error(
                     f"{method} belongs to the tasks extension, served on 2026-07-28 requests only"
                 )
-        if not extension and method not in self.peer_requests(revision):
+        # A server's handshake session: peer_requests(revision), inline (every request).
+        served = (
+            revision.client_requests
+            if revision is not None and self.role is Role.SERVER
+            else self.peer_requests(revision)
+        )
+        if not extension and method not in served:
             raise MCPError(ErrorCode.METHOD_NOT_FOUND, f"method not found: {method!r}")
         # The extension's tasks/* are not the 2025-11-25 ones its capability gates.
         gate = None if extension else self.incoming_request_gates.get(method)

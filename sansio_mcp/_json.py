@@ -121,10 +121,12 @@ def loads(data: bytes | bytearray | memoryview | str, *, max_depth: int = DEFAUL
     by orjson (stricter than the stdlib, and equal on everything both accept);
     anything orjson refuses goes to the stdlib, which accepts or words the error.
     """
-    if not isinstance(data, (bytes, str)):
+    if not isinstance(data, bytes):
+        if isinstance(data, str):
+            return stdlib_loads(data, max_depth=max_depth)
         data = bytes(data)  # a bytearray or memoryview
     fast = orjson
-    if fast is not None and isinstance(data, bytes):
+    if fast is not None:
         # The common case is decided by one pass: few digits and opening brackets.
         kept = len(data.translate(None, _NOT_DIGIT_OR_OPENING))
         if (kept < _FEW and kept <= max_depth) or _fast_path_safe(data, max_depth):

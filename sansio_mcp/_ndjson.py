@@ -118,11 +118,17 @@ class NdjsonFramer:
             if self._eof:
                 raise RuntimeError("data fed after end of input")
             out: list[bytes | RemoteProtocolError] = []
-            for line in data.split(b"\n")[:-1]:
-                if self._oversized(line):
-                    out.append(self._too_long(line, self._size(line)))
-                elif line := self._strip(line):
-                    out.append(line)
+            limit = self.max_line_size
+            # _oversized, _size and _strip, inlined: this runs for every line of stdio.
+            for raw in data.split(b"\n")[:-1]:
+                cr = raw.endswith(b"\r")
+                size = len(raw) - cr
+                if size > limit:
+                    out.append(self._too_long(raw, size))
+                elif size:
+                    line = raw[:-1] if cr else raw
+                    if not line.isspace():
+                        out.append(line)
             return out
         self.feed(data)
         found: list[bytes | RemoteProtocolError] = []

@@ -90,7 +90,12 @@ class Outbox:
         """Queue the answer to a peer's request (with its batch, if it came in one);
         :class:`LocalProtocolError`, with nothing queued, if it cannot be sent as JSON."""
         data = encode_message(obj)
-        batch = self._batch_of.pop(request_id, None) if request_id is not None else None
+        # Most sessions never see a batch: their map stays empty.
+        batch = (
+            self._batch_of.pop(request_id, None)
+            if self._batch_of and request_id is not None
+            else None
+        )
         if batch is None:
             self._queue.append(Outgoing(obj, data, request_id))
             return

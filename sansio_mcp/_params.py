@@ -162,5 +162,4 @@ def check_params(method: str, params: dict[str, Any]) -> str | None:
             continue
         if not check(params[field]):
             return f"{method}: parameter {field!r} must be {description}"
-    whole = _WHOLE.get(method)
-    return whole(params) if whole is not None else None
+    return _WHOLE[method](params) if method in _WHOLE else None

@@ -151,7 +151,7 @@ class ServerSession(Session):
         # session's revision, which has no server/discover or subscriptions/listen
         # (-32601); outside one they are 2026-07-28 requests missing _meta (-32602).
         if self._stateless_versions and (
-            is_stateless_request(params)
+            ("_meta" in params and is_stateless_request(params))
             or (self.revision is None and request.method in _STATELESS_ONLY_METHODS)
         ):
             self._on_stateless_request(request, params)
@@ -453,6 +453,9 @@ class ServerSession(Session):
                 self.revision.name, self.peer_info, self.peer_capabilities, self.instructions
             )
         )
+
+    _local_methods = frozenset({"logging/setLevel"})
+    _bookkept_methods = frozenset({"resources/subscribe", "resources/unsubscribe"})
 
     def _handle_locally(self, request_id: RequestId, method: str, params: dict[str, Any]) -> bool:
         if method != "logging/setLevel":

@@ -33,7 +33,7 @@ from ._events import (
     Event,
     NotificationReceived,
     ProtocolViolation,
-    RequestReceived,
+    request_received,
 )
 from ._gates import RoleGates
 from ._jsonrpc import (
@@ -99,6 +99,10 @@ class Session:
     #: Ids of the peer's still open that are not requests being served (a
     #: server's open subscriptions/listen): a new request may not reuse them.
     _open_elsewhere: Container[RequestId] = ()
+    #: The methods :meth:`_handle_locally` may serve (the others skip the call).
+    _local_methods: frozenset[str] = frozenset()
+    #: The methods whose successful answer :meth:`_after_response` records.
+    _bookkept_methods: frozenset[str] = frozenset()
     #: Whether the peer has sent one JSON line yet (it speaks JSON at least).
     heard_from_peer = False
     #: Why the session closed, when it closed itself (see :meth:`close`).
@@ -254,7 +258,7 @@ class Session:
                 self._bad_lines = 0
                 self._bad_samples = ()
             self.receive_message(obj)
-        if framer.eof:
+        if not data and framer.eof:  # only an empty chunk ends the input
             self.close()
 
     def _bad_line(self, line: bytes | None) -> None:
@@ -435,16 +439,13 @@ class Session:
         if method == "initialize":
             self._on_initialize(request.id, params)
             return
-        if self._handle_locally(request.id, method, params):
+        if method in self._local_methods and self._handle_locally(request.id, method, params):
             return
-        token = progress_token_of(params)
+        # Most requests carry no _meta: their token is known without reading it.
+        token = progress_token_of(params) if "_meta" in params else None
         self._requests.incoming[request.id] = IncomingRequest(method, params, token)
         known, related = self._carried_by
-        self._events.append(
-            RequestReceived(
-                request.id, method, params, token, relation_known=known, related_request=related
-            )
-        )
+        self._events.append(request_received(request.id, method, params, token, known, related))
 
     def _on_notification(self, notification: JSONRPCNotification) -> None:
         method, params = notification.method, notification.params or {}
@@ -499,7 +500,7 @@ class Session:
         raise NotImplementedError  # pragma: no cover - clients reject it earlier
 
     def _handle_locally(self, request_id: RequestId, method: str, params: dict[str, Any]) -> bool:
-        """Answer a request the core serves itself; True if it did."""
+        """Answer a request the core serves itself (one of ``_local_methods``); True if it did."""
         return False
 
     def _on_initialized(self) -> None:
@@ -519,7 +520,8 @@ class Session:
     def _result_message(
         self, request_id: RequestId, incoming: IncomingRequest, result: dict[str, Any]
     ) -> dict[str, Any]:
-        """The response message for a result (servers refine this)."""
+        """The response message for a result to a 2026-07-28 request (one with
+        ``meta``; servers refine this)."""
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
     # ------------------------------------------------------------------- send
@@ -665,13 +667,16 @@ class Session:
         if incoming is None:
             return
         try:
-            message = self._result_message(request_id, incoming, result)
+            if incoming.meta is None:  # a handshake session's: the result as it is
+                message = {"jsonrpc": "2.0", "id": request_id, "result": result}
+            else:
+                message = self._result_message(request_id, incoming, result)
             self._outbox.answer(request_id, message)
         except LocalProtocolError:
             # still open: it can be answered properly (-32603, say)
             self._requests.incoming[request_id] = incoming
             raise
-        if "result" in message:
+        if incoming.method in self._bookkept_methods and "result" in message:
             self._after_response(incoming, result)
 
     def respond_error(
@@ -689,7 +694,7 @@ class Session:
             self._outbox.answer(request_id, self._error_obj(request_id, plain))
 
     def _after_response(self, incoming: IncomingRequest, result: dict[str, Any]) -> None:
-        """Bookkeeping a successful answer implies (role-specific)."""
+        """Bookkeeping a successful answer to one of ``_bookkept_methods`` implies."""
 
     def cancel(self, request_id: RequestId, reason: str | None = None) -> None:
         """Cancel one of our requests: tell the peer, and drop any late answer."""

@@ -960,3 +960,28 @@ ConversationMachine.TestCase.settings = settings(
     max_examples=40, stateful_step_count=30, deadline=None
 )
 test_conversation_machine = ConversationMachine.TestCase
+
+
+@given(
+    st.one_of(st.text(max_size=5), st.integers()),
+    st.text(max_size=10),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    st.none() | st.text(max_size=3) | st.integers(),
+    st.booleans(),
+    st.none() | st.text(max_size=3) | st.integers(),
+)
+def test_request_received_built_by_slots_equals_attrs_init(
+    request_id: Any, method: str, params: Any, token: Any, known: bool, related: Any
+) -> None:
+    """The session's slot-set RequestReceived is the object attrs' __init__ makes:
+    every field set (a field added to the class and not to the builder fails here)."""
+    import attrs
+
+    from sansio_mcp._events import RequestReceived, request_received
+
+    fast = request_received(request_id, method, params, token, known, related)
+    slow = RequestReceived(
+        request_id, method, params, token, relation_known=known, related_request=related
+    )
+    assert attrs.asdict(fast, recurse=False) == attrs.asdict(slow, recurse=False)
+    assert fast == slow
