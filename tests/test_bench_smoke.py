@@ -152,20 +152,23 @@ def test_bench_pins_the_stdio_rows_when_asked(tmp_path: Path) -> None:
 
 
 def test_stateless_request_calls_stay_near_a_handshake_one() -> None:
-    """``bench.stateless_cpu``'s function-call counts (load-independent): a stateless
-    ``tools/call`` through the Streamable HTTP machine makes at most 1.35x the calls of
-    the same call on a handshake session (2.2x before issue 37's changes, 1.55x
-    before the session copy, 160 / 118 = 1.356x before the third pass, 159 / 118
-    now), and the whole answered call at most 1.21x (221 / 182 = 1.214x before the
-    third pass, 218 / 182 = 1.198x now)."""
+    """``bench.stateless_cpu``'s function-call counts (load-independent) for a
+    stateless ``tools/call`` through the Streamable HTTP machine: at most 156 calls
+    handled and 212 answered (184 and 249 at f603c18, before issue 37's second and third
+    passes; 154 and 210 now), and at most 1.5x and 1.3x the same call on a handshake
+    session (2.2x before issue 37's changes).  The ratio holds only loosely: the pure
+    session's cuts made the handshake call cheaper too (118 -> 104 handled), so the
+    stateless request is bounded by its own count first."""
     from bench.stateless_cpu import answered, handshake, measure, stateless
 
     _, stateless_calls = measure(stateless, 50)
     _, handshake_calls = measure(handshake, 50)
-    assert stateless_calls <= 1.35 * handshake_calls
+    assert stateless_calls <= 156
+    assert stateless_calls <= 1.5 * handshake_calls
     _, stateless_calls = measure(lambda: answered(stateless()), 50)
     _, handshake_calls = measure(lambda: answered(handshake()), 50)
-    assert stateless_calls <= 1.21 * handshake_calls
+    assert stateless_calls <= 212
+    assert stateless_calls <= 1.3 * handshake_calls
 
 
 @pytest.mark.parametrize(("backend", "bound"), [("trio", 162), ("asyncio", 125)])
