@@ -34,16 +34,12 @@ RESULT: dict[str, Any] = {
 
 
 def _ours(stdlib: bool) -> Callable[[], None]:
-    from sansio_mcp import _json
-    from sansio_mcp._jsonrpc import parse_message
+    from sansio_mcp import jsontext, parse_message
 
-    loads, encode = _json.loads, _json.encode
+    loads, encode = jsontext.loads, jsontext.encode
     if stdlib:
-        stdlib_loads = getattr(_json, "stdlib_loads", None)
-        stdlib_dumps = getattr(_json, "stdlib_dumps", None)
-        if stdlib_loads is None or stdlib_dumps is None:
-            raise LookupError("sansio_mcp._json has a single (stdlib) backend")
-        loads = stdlib_loads
+        stdlib_dumps = jsontext.stdlib_dumps
+        loads = jsontext.stdlib_loads
 
         def encode(obj: Any) -> bytes:
             return stdlib_dumps(obj).encode("utf-8")

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from sansio_mcp import NEED_DATA, RequestReceived
 from sansio_mcp.http import Exchange, HTTPRequest
-from sansio_mcp.runtime._http_service import streamable_http_router
+from sansio_mcp.runtime.hosting import streamable_http_router
 from sansio_mcp_apps.example_server import build_server
 
 #: How to make request ``i``, and what handles it.

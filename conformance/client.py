@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 if TYPE_CHECKING:
-    from sansio_mcp.runtime._client import ClientHandlers
+    from sansio_mcp.runtime import ClientHandlers
     from trio_adapters.client import Client
 
 # The library is imported only for a scenario this client plays: the suite starts
@@ -122,7 +122,7 @@ class Answers:
         return [{"uri": "file:///tmp/conformance-root", "name": "Conformance Root"}]
 
     def handlers(self) -> ClientHandlers:
-        from sansio_mcp.runtime._client import ClientHandlers
+        from sansio_mcp.runtime import ClientHandlers
 
         return ClientHandlers(
             sampling=self.sampling, elicitation=self.elicitation, roots=self.roots

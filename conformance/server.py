@@ -29,8 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sansio_mcp import ErrorCode, MCPError, ToolResult
-from sansio_mcp.runtime import Context, Server
-from sansio_mcp.runtime._backend import TransportBackend
+from sansio_mcp.runtime import Context, Server, TransportBackend
 
 __all__ = ["build_server", "main"]
 
