@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ._exchange import Exchange, answered_ids, is_response
@@ -16,6 +16,8 @@ from ._sse import format_sse_event, format_sse_message
 
 __all__ = [
     "DEFAULT_MAX_SESSIONS",
+    "DEFAULT_REPLAY_MEMORY",
+    "DEFAULT_REPLAY_STREAMS",
     "DEFAULT_SESSION_IDLE_TIMEOUT",
     "HANDSHAKE_HEAD_GRACE",
     "HandshakeSession",
@@ -26,6 +28,10 @@ __all__ = [
 DEFAULT_MAX_SESSIONS = 10_000
 #: Seconds a quiet handshake session lives without a request.
 DEFAULT_SESSION_IDLE_TIMEOUT = 30 * 60.0
+#: Events kept per SSE stream of a handshake session, for ``Last-Event-ID``.
+DEFAULT_REPLAY_MEMORY = 256
+#: Streams per handshake session whose events are kept (the most recently active).
+DEFAULT_REPLAY_STREAMS = 64
 #: How long (seconds) a POST stream's head waits for the request's first output
 #: (see ``STATELESS_HEAD_GRACE``), kept short: a slow request's SSE stream should
 #: open (with its priming event, SEP-1699) soon.
@@ -55,6 +61,30 @@ class HandshakeSession:
         """Forget that ``exchange`` is the stream of any of the session's requests."""
         for request_id in [r for r, ex in self.streams.items() if ex is exchange]:
             del self.streams[request_id]
+
+    def receive(
+        self,
+        obj: Any,
+        messages: list[dict[str, Any]],
+        flush: Callable[[ServerSession], None],
+        json_mode: bool,
+        retry_interval: float | None,
+    ) -> Exchange:
+        """A POST's ``obj`` (its ``messages``) received: the stream of its requests
+        (:meth:`post_stream`), or 202 when it has none.  The session's output is then
+        routed (``flush``) before the streams' wait for requests it cancelled ends
+        (:meth:`end_waits`): an answer queued already still goes out."""
+        request_ids = [m["id"] for m in messages if "method" in m and is_request_id(m.get("id"))]
+        self.session.receive_message(obj)
+        if request_ids:
+            exchange = self.post_stream(request_ids, json_mode, retry_interval)
+        else:
+            exchange = Exchange(202, {}, session=self.session)
+        flush(self.session)
+        self.end_waits(
+            [m.get("params") for m in messages if m.get("method") == "notifications/cancelled"]
+        )
+        return exchange
 
     def post_stream(
         self, request_ids: list[RequestId], json_mode: bool, retry_interval: float | None
@@ -206,6 +236,23 @@ class HandshakeSession:
             target = self._open_get_stream()
         return target
 
+    def route(
+        self, item: Outgoing, max_unread: int, elsewhere: Callable[[str, Any], None] | None
+    ) -> None:
+        """Send ``item``, some of the session's output, on the stream it goes on.  With
+        none open, what answers nothing waits for a GET stream (:attr:`backlog`), or
+        among replicas goes to ``elsewhere`` (:meth:`SessionRelay.server_message`): the
+        GET stream may be open at another replica."""
+        target = self.target(item)
+        if target is not None:
+            self.deliver(target, item, max_unread)
+        elif is_response(item.message):
+            return
+        elif elsewhere is not None:
+            elsewhere(self.id, item.message)
+        else:
+            self.backlog.append(item)
+
     def _open_get_stream(self) -> Exchange | None:
         stream = self.get_stream
         return stream if stream is not None and not stream.finished else None
@@ -241,12 +288,27 @@ class HandshakeSession:
 
 
 class HandshakeSessions:
-    """The live handshake sessions, by id and by session, with their last activity:
-    at most ``max_sessions`` of them, each ended after ``idle_timeout`` seconds quiet."""
+    """The live handshake sessions of a Streamable HTTP router (``router.sessions``),
+    by id and by session, with their last activity and their limits."""
 
-    def __init__(self, max_sessions: int, idle_timeout: float | None) -> None:
+    def __init__(
+        self,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
+        replay_memory: int = DEFAULT_REPLAY_MEMORY,
+        replay_streams: int = DEFAULT_REPLAY_STREAMS,
+    ) -> None:
+        #: Sessions at most: at the limit, a new ``initialize`` ends the least recently
+        #: active session that has no stream or request open, or gets 503.
         self.max_sessions = max_sessions
+        #: Seconds a session may go without a request and with no stream or request
+        #: open before it is ended (checked as requests come: :meth:`expire_idle`).
         self.idle_timeout = idle_timeout
+        #: Events kept per SSE stream of a session, for ``Last-Event-ID``.
+        self.replay_memory = replay_memory
+        #: How many streams per session keep their events (the most recently active;
+        #: the GET stream's and those with a request unanswered are always kept).
+        self.replay_streams = replay_streams
         self._by_id: dict[str, HandshakeSession] = {}
         self._by_session: dict[int, HandshakeSession] = {}
         # Session ids by last activity, least recent first (for the limit and expiry).
@@ -261,9 +323,11 @@ class HandshakeSessions:
 
     @property
     def ids(self) -> frozenset[str]:
+        """The ids (``Mcp-Session-Id``) of the live sessions."""
         return frozenset(self._by_id)
 
     def get(self, session_id: str) -> HandshakeSession | None:
+        """The live session ``session_id``, if any (not made active by asking)."""
         return self._by_id.get(session_id)
 
     def named(self, session_id: str | None) -> HandshakeSession | None:
@@ -282,12 +346,9 @@ class HandshakeSessions:
         self._by_session[id(state.session)] = state
         self.touch(state.id)
 
-    def begin(
-        self, session_id: str, session: ServerSession, init_params: Any, memory: int, streams: int
-    ) -> HandshakeSession:
-        """Hold ``session``, begun by ``initialize`` with ``init_params``, as
-        ``session_id``, keeping ``memory`` events of each of ``streams`` streams."""
-        state = HandshakeSession(session_id, session, memory, streams)
+    def begin(self, session_id: str, session: ServerSession, init_params: Any) -> HandshakeSession:
+        """Hold ``session``, begun by ``initialize`` with ``init_params``, as ``session_id``."""
+        state = HandshakeSession(session_id, session, self.replay_memory, self.replay_streams)
         state.init_params = init_params if isinstance(init_params, dict) else {}
         self.add(state)
         return state
@@ -299,7 +360,7 @@ class HandshakeSessions:
 
     def expire_idle(self, now: float) -> None:
         """Tell the time (seconds, any monotonic clock): sessions quiet for longer
-        than :attr:`idle_timeout` end."""
+        than :attr:`idle_timeout` end.  The router calls it per request given ``now``."""
         self._now = now
         timeout = self.idle_timeout
         if timeout is None:

@@ -1,9 +1,11 @@
 """Handshake sessions shared by replicas: what of a session's traffic belongs to
 another replica's copy of it (:class:`SessionRelay`), and a copy made here from
-another replica's record, started READY where the client's handshake left it."""
+another replica's record, started READY where the client's handshake left it
+(:class:`ReplicaSessions`, a router's side of it all)."""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -17,13 +19,11 @@ from ._state import SessionState
 
 __all__ = [
     "REQUEST_ID_SPACE",
+    "ReplicaSessions",
     "SessionRelay",
-    "adopt",
-    "deliver_relayed",
+    "adopted_copy",
     "for_this_copy",
-    "record_of",
     "split_foreign",
-    "take_relayed",
 ]
 
 #: Copies of one session on several replicas number their questions from a random
@@ -34,7 +34,7 @@ REQUEST_ID_SPACE = 1 << 52
 
 class SessionRelay(Protocol):
     """Where a handshake session's messages go that another replica's copy of the
-    session must see (set as :attr:`StreamableHTTPServer.relay` when replicas share
+    session must see (set as :attr:`ReplicaSessions.relay` when replicas share
     sessions; called synchronously, so it only queues them)."""
 
     def client_message(self, session_id: str, message: dict[str, Any]) -> None:
@@ -86,21 +86,13 @@ def split_foreign(
     return (mine if isinstance(obj, list) else (mine[0] if mine else None)), mine
 
 
-def record_of(state: HandshakeSession | None) -> dict[str, Any] | None:
-    """What another replica needs to adopt ``state``: its negotiated version and the
-    client's ``initialize`` params."""
-    if state is None:
-        return None
-    return {"protocolVersion": state.session.protocol_version, "initialize": state.init_params}
-
-
 def adopted_copy(
     new_session: Callable[[], ServerSession], record: dict[str, Any]
 ) -> ServerSession | None:
     """A session from ``new_session`` started READY as the client's handshake on
-    another replica left that replica's copy (:func:`record_of` described it), with
-    nothing to send; None when the record cannot do that (malformed, or a version
-    this server does not speak)."""
+    another replica left that replica's copy (:meth:`ReplicaSessions.record`
+    described it), with nothing to send; None when the record cannot do that
+    (malformed, or a version this server does not speak)."""
     params, version = record.get("initialize"), record.get("protocolVersion")
     if not isinstance(params, dict) or not isinstance(version, str):
         return None
@@ -116,50 +108,107 @@ def adopted_copy(
     return session
 
 
-def adopt(
-    sessions: HandshakeSessions,
-    session_id: str,
-    record: dict[str, Any],
-    new_session: Callable[[], ServerSession],
-    memory: int,
-    streams: int,
-) -> ServerSession | None:
-    """The session ``session_id`` of ``sessions``, adopted from another replica's
-    ``record`` if it is not held here yet (see :func:`adopted_copy`); None when
-    the record brings no session to READY, or no room is left."""
-    existing = sessions.get(session_id)
-    if existing is not None:
-        return existing.session
-    session = adopted_copy(new_session, record)
-    if session is None:
-        return None
-    if not sessions.make_room():  # after the checks: a bad record ends no session
-        session.close()
-        return None
-    sessions.begin(session_id, session, record["initialize"], memory, streams)
-    return session
+class _Router(Protocol):
+    """What :class:`ReplicaSessions` uses of its router."""
+
+    sessions: HandshakeSessions
+    max_unread: int
+
+    def new_session(self) -> ServerSession: ...
+
+    def flush(self, session: ServerSession) -> None: ...
 
 
-def take_relayed(
-    sessions: HandshakeSessions, session_id: str, message: dict[str, Any]
-) -> HandshakeSession | None:
-    """The session a client message another replica relayed is for, having received
-    it; None when it is for no request of this copy."""
-    state = sessions.get(session_id)
-    if state is None or not for_this_copy(state.session, message):
-        return None
-    state.session.receive_message(message)
-    return state
+class ReplicaSessions:
+    """A Streamable HTTP router's side of handshake sessions shared by replicas
+    (``router.replicas``): the record another replica adopts a session by, the copy
+    adopted from one, and the messages relayed between copies.  Nothing is shared
+    while :attr:`relay` is None (one process)."""
 
+    def __init__(self, router: _Router) -> None:
+        self.router = router
+        #: Where what belongs to another replica's copy of a session goes; set by
+        #: the runtime when replicas share sessions (see :class:`SessionRelay`).
+        self.relay: SessionRelay | None = None
 
-def deliver_relayed(
-    sessions: HandshakeSessions, session_id: str, message: Any, max_unread: int
-) -> bool:
-    """Put a message another replica relayed on the session's GET stream, if it is
-    open here."""
-    state = sessions.get(session_id)
-    stream = None if state is None else state.target(Outgoing(message, b""))
-    if state is None or stream is None or stream.stream_key != "get":
-        return False
-    state.deliver(stream, Outgoing(message, encode_message(message)), max_unread)
-    return True
+    def new_copy(self) -> ServerSession:
+        """A new handshake session from the router; among replicas, asking from its
+        own id range."""
+        session = self.router.new_session()
+        if self.relay is not None:
+            session.start_request_ids_at(secrets.randbelow(REQUEST_ID_SPACE))
+        return session
+
+    def initialized(self, session: ServerSession) -> None:
+        """``session`` has just answered ``initialize``.  Among replicas its client's
+        ``notifications/initialized`` may reach another replica: this copy is made
+        ready as an adopted one is (and drops the notification if it comes here)."""
+        if self.relay is not None:
+            session.receive_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def split(
+        self, state: HandshakeSession, obj: Any, messages: list[dict[str, Any]]
+    ) -> tuple[Any, list[dict[str, Any]]]:
+        """Of a POST to ``state`` (``obj``, its ``messages``), what is for this copy;
+        the rest goes to :attr:`relay` (see :func:`split_foreign`)."""
+        if self.relay is None:
+            return obj, messages
+        return split_foreign(self.relay, state, obj, messages)
+
+    def record(self, session_id: str) -> dict[str, Any] | None:
+        """What another replica needs to adopt the live session ``session_id``
+        (:meth:`adopt`): its negotiated version and the client's ``initialize``
+        params; None if there is no such session here."""
+        state = self.router.sessions.get(session_id)
+        if state is None:
+            return None
+        return {"protocolVersion": state.session.protocol_version, "initialize": state.init_params}
+
+    def adopt(
+        self, session_id: str, record: dict[str, Any], now: float | None = None
+    ) -> ServerSession | None:
+        """Serve here the session ``session_id`` another replica began, as
+        :meth:`record` described it: a fresh session starts READY where the client's
+        handshake left it and is registered under that id (nothing goes to the
+        client); the one held already, if any.  None when the record does not bring
+        a session to READY (malformed, or a version this server does not speak), or
+        no room is left.  ``now``, if given, is passed to
+        :meth:`HandshakeSessions.expire_idle` first (the session is active from then on)."""
+        sessions = self.router.sessions
+        if now is not None:
+            sessions.expire_idle(now)
+        existing = sessions.get(session_id)
+        if existing is not None:
+            return existing.session
+        session = adopted_copy(self.new_copy, record)
+        if session is None:
+            return None
+        if not sessions.make_room():  # after the checks: a bad record ends no session
+            session.close()
+            return None
+        sessions.begin(session_id, session, record["initialize"])
+        return session
+
+    def receive(self, session_id: str, message: dict[str, Any]) -> ServerSession | None:
+        """A client message another replica relayed (:meth:`SessionRelay.client_message`):
+        the session here that it is for, having received it (its output is not
+        flushed yet); None when it is for no request of this copy."""
+        state = self.router.sessions.get(session_id)
+        if state is None or not for_this_copy(state.session, message):
+            return None
+        state.session.receive_message(message)
+        if not is_response(message):  # a cancellation: no more wait
+            self.router.flush(state.session)
+            state.end_waits([message["params"]])
+        return state.session
+
+    def deliver(self, session_id: str, message: Any) -> bool:
+        """Put a message another replica relayed (:meth:`SessionRelay.server_message`)
+        on the session's GET stream, if it is open here."""
+        state = self.router.sessions.get(session_id)
+        stream = None if state is None else state.target(Outgoing(message, b""))
+        if state is None or stream is None or stream.stream_key != "get":
+            return False
+        outgoing = Outgoing(message, encode_message(message))
+        state.deliver(stream, outgoing, self.router.max_unread)
+        return True

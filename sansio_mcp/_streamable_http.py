@@ -8,10 +8,11 @@ stream and DELETE must carry.  An :class:`Exchange` is one HTTP response
 as the MCP layer sees it: an immediate reply, or a stream the adapter
 writes as the session produces output (:meth:`StreamableHTTPServer.flush`).
 This module routes; what it routes to lives beside it: the exchange
-(``_exchange``), the handshake sessions and their replay buffers
-(``_handshake_sessions``, ``_replay``), the requests served alone
-(``_single_requests``), the intake checks (``_http_intake``) and the sessions
-replicas share (``_shared_sessions``).
+(``_exchange``), the table of handshake sessions and their replay buffers
+(``_handshake_sessions``, ``_replay``: :attr:`StreamableHTTPServer.sessions`), the
+requests served alone (``_single_requests``), the intake checks (``_http_intake``)
+and the sessions replicas share (``_shared_sessions``:
+:attr:`StreamableHTTPServer.replicas`).
 """
 
 from __future__ import annotations
@@ -20,13 +21,15 @@ import secrets
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ._deprecated import Moved
 from ._errors import ErrorCode
-from ._exchange import DEFAULT_MAX_UNREAD, Exchange, is_response, json_error, unread_refusal
+from ._exchange import DEFAULT_MAX_UNREAD, Exchange, json_error, unread_refusal
 from ._exchange import text_reply as _text
 from ._handshake_sessions import (
     DEFAULT_MAX_SESSIONS,
+    DEFAULT_REPLAY_MEMORY,
+    DEFAULT_REPLAY_STREAMS,
     DEFAULT_SESSION_IDLE_TIMEOUT,
-    HandshakeSession,
     HandshakeSessions,
 )
 from ._http import HTTPRequest, media_types
@@ -40,17 +43,9 @@ from ._http_intake import (
     stateless_claim_refusal,
     stateless_only_refusal,
 )
-from ._jsonrpc import RequestId, is_request_id
+from ._jsonrpc import RequestId
 from ._server_session import ServerSession
-from ._shared_sessions import (
-    REQUEST_ID_SPACE,
-    SessionRelay,
-    adopt,
-    deliver_relayed,
-    record_of,
-    split_foreign,
-    take_relayed,
-)
+from ._shared_sessions import ReplicaSessions
 from ._single_requests import SingleRequests
 from ._stateless import is_stateless_request
 from ._versions import HANDSHAKE_REVISIONS, STATELESS_REVISIONS
@@ -71,12 +66,27 @@ class StreamableHTTPServer:
     :meth:`new_session`, :meth:`post_without_session`, :meth:`request_exchange`,
     :meth:`serving`, :attr:`handshake_versions`, :attr:`keeps_sessions`, and an
     exchange's :attr:`~Exchange.rewrite` and :attr:`~Exchange.error_statuses`.
+    What the runtime asks of any router is :meth:`handle`, :meth:`flush`, :meth:`owns`,
+    :meth:`expire_idle` and :meth:`session_for`.
     """
 
     #: Whether this router keeps handshake sessions.  False: an ``initialize`` is
     #: answered without ``Mcp-Session-Id`` (its session closed), so clients send
     #: :meth:`post_without_session` their later requests; nothing is shared by replicas.
     keeps_sessions = True
+
+    # Deprecated spellings, kept for one release: each warns and uses its new place.
+    max_sessions = Moved("sessions.max_sessions")
+    session_idle_timeout = Moved("sessions.idle_timeout")
+    replay_memory = Moved("sessions.replay_memory")
+    replay_streams = Moved("sessions.replay_streams")
+    session_ids = Moved("sessions.ids")
+    end_session = Moved("sessions.end")
+    relay = Moved("replicas.relay")
+    session_record = Moved("replicas.record")
+    adopt_session = Moved("replicas.adopt")
+    receive_relayed = Moved("replicas.receive")
+    deliver_relayed = Moved("replicas.deliver")
 
     def __init__(
         self,
@@ -87,8 +97,8 @@ class StreamableHTTPServer:
         allowed_origins: Iterable[str] | None = None,
         json_response: bool = False,
         new_session_id: Callable[[], str] = lambda: secrets.token_hex(16),
-        replay_memory: int = 256,
-        replay_streams: int = 64,
+        replay_memory: int = DEFAULT_REPLAY_MEMORY,
+        replay_streams: int = DEFAULT_REPLAY_STREAMS,
         tool_input_schema: Callable[[str], Any] | None = None,
         retry_interval: float | None = 1.0,
         max_unread: int = DEFAULT_MAX_UNREAD,
@@ -96,8 +106,12 @@ class StreamableHTTPServer:
         session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
     ) -> None:
         self.session_factory = session_factory
-        #: The live handshake sessions, with their limit and expiry.
-        self.sessions = HandshakeSessions(max_sessions, session_idle_timeout)
+        #: The live handshake sessions, with their limits and expiry.
+        self.sessions = HandshakeSessions(
+            max_sessions, session_idle_timeout, replay_memory, replay_streams
+        )
+        #: This router's side of handshake sessions shared by replicas.
+        self.replicas = ReplicaSessions(self)
         #: The requests served on a session of their own, with their exchanges.
         self.single_requests = SingleRequests()
         #: Bytes an event stream may hold unread (see :data:`DEFAULT_MAX_UNREAD`).
@@ -112,14 +126,6 @@ class StreamableHTTPServer:
         self.allowed_origins = {o.lower().rstrip("/") for o in (allowed_origins or ())}
         self.json_response = json_response
         self.new_session_id = new_session_id
-        #: Events kept per SSE stream of a handshake session, for ``Last-Event-ID``.
-        self.replay_memory = replay_memory
-        #: How many streams per session keep their events (the most recently active;
-        #: the GET stream's and those with a request unanswered are always kept).
-        self.replay_streams = replay_streams
-        #: Set when replicas share handshake sessions (see :class:`SessionRelay`);
-        #: None: one process, as without replicas.
-        self.relay: SessionRelay | None = None
         # The versions are the sessions': the first is made now to learn them, and
         # serves the first request that needs a session.
         self._spare: ServerSession | None = session_factory()
@@ -127,26 +133,6 @@ class StreamableHTTPServer:
         #: The handshake-era revisions the sessions speak (none: a stateless server).
         self.handshake_versions = tuple(v for v in versions if v in HANDSHAKE_REVISIONS)
         self._stateless_versions = tuple(v for v in versions if v in STATELESS_REVISIONS)
-
-    @property
-    def max_sessions(self) -> int:
-        """Handshake sessions at most: at the limit, a new ``initialize`` ends the least
-        recently active session that has no stream or request open, or gets 503."""
-        return self.sessions.max_sessions
-
-    @max_sessions.setter
-    def max_sessions(self, value: int) -> None:
-        self.sessions.max_sessions = value
-
-    @property
-    def session_idle_timeout(self) -> float | None:
-        """Seconds a handshake session may go without a request and with no stream or
-        request open before it is ended (checked as requests come, given ``now``)."""
-        return self.sessions.idle_timeout
-
-    @session_idle_timeout.setter
-    def session_idle_timeout(self, value: float | None) -> None:
-        self.sessions.idle_timeout = value
 
     # Entry and extension points -----------------------------------------------------
 
@@ -255,34 +241,16 @@ class StreamableHTTPServer:
         ) or unread_refusal(state.get_stream, self.max_unread)
         if refusal is not None:
             return refusal
-        if self.relay is not None:
-            obj, messages = split_foreign(self.relay, state, obj, messages)
-            if not messages:
-                return Exchange(202, {})
-        request_ids = [m["id"] for m in messages if "method" in m and is_request_id(m.get("id"))]
-        session.receive_message(obj)
-        cancelled = [
-            m.get("params") for m in messages if m.get("method") == "notifications/cancelled"
-        ]
-        if not request_ids:
-            self._flush_then_end(state, cancelled)
-            return Exchange(202, {}, session=session)
-        exchange = state.post_stream(request_ids, self.json_response, self.retry_interval)
-        self._flush_then_end(state, cancelled)
-        return exchange
-
-    def _flush_then_end(self, state: HandshakeSession, cancelled: list[Any]) -> None:
-        """Route the session's output, then end the streams' wait for the cancelled
-        requests (flushing first lets an answer already queued go out)."""
-        self.flush(state.session)
-        state.end_waits(cancelled)
+        obj, messages = self.replicas.split(state, obj, messages)
+        if not messages:
+            return Exchange(202, {})
+        return state.receive(obj, messages, self.flush, self.json_response, self.retry_interval)
 
     def _initialize(self, message: dict[str, Any]) -> Exchange:
         if self.keeps_sessions and not self.sessions.make_room():
-            return _text(
-                503, f"this server holds its {self.max_sessions} sessions", {"retry-after": "5"}
-            )
-        session = self._new_copy()
+            held = f"this server holds its {self.sessions.max_sessions} sessions"
+            return _text(503, held, {"retry-after": "5"})
+        session = self.replicas.new_copy()
         session.receive_message(message)
         out = session.outgoing_to_send()
         response = out[-1].message if out else None
@@ -292,26 +260,10 @@ class StreamableHTTPServer:
             session.close()
         if not self.keeps_sessions or not (isinstance(response, dict) and "result" in response):
             return Exchange(400 if response is None else 200, headers, body)
-        if self.relay is not None:
-            # Its ``initialized`` may reach another replica: this copy is ready as
-            # an adopted one is (and drops the notification if it comes here).
-            session.receive_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        state = self.sessions.begin(
-            self.new_session_id(),
-            session,
-            message.get("params"),
-            self.replay_memory,
-            self.replay_streams,
-        )
+        self.replicas.initialized(session)
+        state = self.sessions.begin(self.new_session_id(), session, message.get("params"))
         headers["mcp-session-id"] = state.id
         return Exchange(200, headers, body, session=session)
-
-    def _new_copy(self) -> ServerSession:
-        """A new handshake session; among replicas, asking from its own id range."""
-        session = self.new_session()
-        if self.relay is not None:
-            session.start_request_ids_at(secrets.randbelow(REQUEST_ID_SPACE))
-        return session
 
     # GET and DELETE ------------------------------------------------------------------
 
@@ -332,24 +284,16 @@ class StreamableHTTPServer:
         state = self.sessions.named(request.headers.get("mcp-session-id"))
         if state is None:
             return no_session_refusal(request)
-        self.end_session(state.id)
+        self.sessions.end(state.id)
         # Carrying the ended session lets the adapter forget it and cancel its handlers.
         return Exchange(200, {}, session=state.session)
 
-    # Handshake sessions --------------------------------------------------------------
+    # What the runtime asks of any router (see ``sansio_mcp.runtime.Router``) ----------
 
     def expire_idle(self, now: float) -> None:
         """Tell the time (seconds, any monotonic clock): handshake sessions quiet for
-        longer than :attr:`session_idle_timeout` end. The adapters call it per request."""
+        longer than their idle timeout end (:meth:`HandshakeSessions.expire_idle`)."""
         self.sessions.expire_idle(now)
-
-    def end_session(self, session_id: str) -> None:
-        """End a handshake session: its streams close, later requests get 404."""
-        self.sessions.end(session_id)
-
-    @property
-    def session_ids(self) -> frozenset[str]:
-        return self.sessions.ids
 
     def session_for(self, request: HTTPRequest) -> ServerSession | None:
         """The live session ``request`` names (``Mcp-Session-Id``), if any."""
@@ -357,45 +301,9 @@ class StreamableHTTPServer:
         return state.session if state is not None else None
 
     def owns(self, session: ServerSession) -> bool:
-        """Whether ``session`` is a live handshake session (not one request's own)."""
+        """Whether ``session`` outlives its exchange: a live handshake session (not
+        one request's own).  A subclass keeping other sessions says so here."""
         return self.sessions.of(session) is not None
-
-    # Sessions shared by replicas -------------------------------------------------------
-
-    def session_record(self, session_id: str) -> dict[str, Any] | None:
-        """What another replica needs to adopt the live session ``session_id``
-        (:meth:`adopt_session`): its negotiated version and the client's
-        ``initialize`` params; None if there is no such session here."""
-        return record_of(self.sessions.get(session_id))
-
-    def adopt_session(
-        self, session_id: str, record: dict[str, Any], now: float | None = None
-    ) -> ServerSession | None:
-        """Serve here the session ``session_id`` another replica began, as
-        :meth:`session_record` described it: a fresh session starts READY where the
-        client's handshake left it and is registered under that id (nothing goes to
-        the client).
-        None when the record does not bring a session to READY (malformed, or a
-        version this server does not speak), or no room is left.  ``now``, if given,
-        is passed to :meth:`expire_idle` first (the session is active from then on)."""
-        if now is not None:
-            self.expire_idle(now)
-        memory, streams = self.replay_memory, self.replay_streams
-        return adopt(self.sessions, session_id, record, self._new_copy, memory, streams)
-
-    def receive_relayed(self, session_id: str, message: dict[str, Any]) -> ServerSession | None:
-        """A client message another replica relayed (:meth:`SessionRelay.client_message`):
-        the session here that it is for, having received it (its output is not
-        flushed yet); None when it is for no request of this copy."""
-        state = take_relayed(self.sessions, session_id, message)
-        if state is not None and not is_response(message):  # a cancellation: no more wait
-            self._flush_then_end(state, [message["params"]])
-        return state.session if state is not None else None
-
-    def deliver_relayed(self, session_id: str, message: Any) -> bool:
-        """Put a message another replica relayed (:meth:`SessionRelay.server_message`)
-        on the session's GET stream, if it is open here."""
-        return deliver_relayed(self.sessions, session_id, message, self.max_unread)
 
     # Output routing -----------------------------------------------------------------
 
@@ -403,19 +311,10 @@ class StreamableHTTPServer:
         """Route what ``session`` queued to the exchanges it belongs to, and wake them."""
         alone = self.single_requests.by_session.get(id(session))  # of(), a call less
         state = self.sessions.of(session) if alone is None else None
+        relay = self.replicas.relay
+        elsewhere = relay.server_message if relay is not None else None
         for item in session.outgoing_to_send():
             if alone is not None:
                 alone.send(item, self.max_unread)
-                continue
-            if state is None:
-                continue  # an ended session or a finished stateless request: nobody to tell
-            target = state.target(item)
-            if target is not None:
-                state.deliver(target, item, self.max_unread)
-            elif is_response(item.message):
-                continue
-            elif self.relay is not None:
-                # The GET stream may be open at another replica.
-                self.relay.server_message(state.id, item.message)
-            else:
-                state.backlog.append(item)
+            elif state is not None:  # else an ended session or a finished request
+                state.route(item, self.max_unread, elsewhere)

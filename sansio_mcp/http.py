@@ -4,7 +4,7 @@ that answers some requests itself) and client state machines, and the checks of
 ``x-mcp-header`` input schemas."""
 
 from ._exchange import Exchange, json_error
-from ._handshake_sessions import HandshakeSession
+from ._handshake_sessions import HandshakeSession, HandshakeSessions
 from ._http import (
     ConnectionEnded,
     HTTPClientConnection,
@@ -15,7 +15,7 @@ from ._http import (
 from ._http_headers import x_mcp_header_problems
 from ._http_intake import LOOPBACK_HOSTS
 from ._http_pool import ConnectionPool, PooledConnection
-from ._shared_sessions import SessionRelay
+from ._shared_sessions import ReplicaSessions, SessionRelay
 from ._sse import SSEParser
 from ._streamable_http import StreamableHTTPServer
 from ._streamable_http_client import Endpoint, StreamableHTTPClient
@@ -31,7 +31,9 @@ __all__ = [
     "HTTPRequest",
     "HTTPResponseHead",
     "HandshakeSession",
+    "HandshakeSessions",
     "PooledConnection",
+    "ReplicaSessions",
     "SSEParser",
     "SessionRelay",
     "StreamableHTTPClient",

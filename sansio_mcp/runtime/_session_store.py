@@ -5,7 +5,7 @@ any 2025-11-25 session (``Mcp-Session-Id``) behind a load balancer without affin
 A replica that answers ``initialize`` writes the session's record (the client's
 ``initialize`` params, the negotiated version, the principal); one that meets an
 id it does not hold loads the record and adopts the session
-(:meth:`~sansio_mcp.StreamableHTTPServer.adopt_session`).  Records live for the
+(:meth:`~sansio_mcp.http.ReplicaSessions.adopt`).  Records live for the
 session idle timeout, refreshed as the session is used.  What one copy of a
 session must tell another travels on the bundle's event bus (channel
 :data:`SESSION_CHANNEL`): a client's answer to a question another replica asked,
@@ -89,7 +89,7 @@ class SessionRecord:
     """One handshake session as replicas share it."""
 
     session_id: str
-    #: :meth:`StreamableHTTPServer.session_record`: the version and ``initialize`` params.
+    #: :meth:`ReplicaSessions.record`: the version and ``initialize`` params.
     state: dict[str, Any]
     #: The token's ``(subject, client_id)`` when the server is protected, else None:
     #: the session is found only for requests of that principal.
@@ -293,12 +293,12 @@ class SharedSessions:
         # A copy -> the shared state last written or heard (none: the initial one); an
         # entry goes with its session, however that ends.
         self._states: WeakKeyDictionary[ServerSession, SharedState] = WeakKeyDictionary()
-        machine.relay = self
+        machine.replicas.relay = self
 
     @property
     def ttl(self) -> float:
         """Seconds a record lives unused: the session idle timeout."""
-        timeout = self.machine.session_idle_timeout
+        timeout = self.machine.sessions.idle_timeout
         return DEFAULT_SESSION_RECORD_TTL if timeout is None else timeout
 
     # SessionRelay ------------------------------------------------------------------
@@ -366,11 +366,11 @@ class SharedSessions:
             return
         kind, body = message.get("kind"), message.get("message")
         if kind == "client" and isinstance(body, dict):
-            session = self.machine.receive_relayed(session_id, body)
+            session = self.machine.replicas.receive(session_id, body)
             if session is not None:
                 self.hosts.begin(Exchange(202, {}, session=session))
         elif kind == "server":
-            self.machine.deliver_relayed(session_id, body)
+            self.machine.replicas.deliver(session_id, body)
         elif kind == "end":
             self._end_here(session_id)
         elif kind == "state" and isinstance(body, dict):
@@ -427,7 +427,7 @@ class SharedSessions:
         self._refreshed.pop(session_id, None)
         if state is None:
             return
-        self.machine.end_session(session_id)
+        self.machine.sessions.end(session_id)
         # Its host goes, and with it the handlers still running (as a DELETE here does).
         self.hosts.finish(Exchange(200, {}, session=state.session))
 
@@ -451,7 +451,7 @@ class SharedSessions:
         token = verdict[1] if verdict is not None else None
         if record is None or record.principal != _principal(token):
             return  # unknown here and there (or another principal's): 404 as ever
-        session = self.machine.adopt_session(session_id, record.state, self.backend.clock())
+        session = self.machine.replicas.adopt(session_id, record.state, self.backend.clock())
         if session is not None:
             self._apply(session_id, session, record.state)
             await self._refresh(session_id, now, force=True)
@@ -471,7 +471,7 @@ class SharedSessions:
             return
         self._refreshed[session_id] = now
         self._refreshed.move_to_end(session_id)
-        while len(self._refreshed) > self.machine.max_sessions:
+        while len(self._refreshed) > self.machine.sessions.max_sessions:
             self._refreshed.popitem(last=False)
 
     async def after(self, request: HTTPRequest, exchange: Exchange) -> None:
@@ -497,7 +497,7 @@ class SharedSessions:
         """Save the record of the session held here (its principal: the token the
         protected router bound it to, ``session.auth``)."""
         state = self.machine.sessions.get(session_id)
-        record = self.machine.session_record(session_id)
+        record = self.machine.replicas.record(session_id)
         if state is None or record is None:
             return
         record["logLevel"] = state.session.log_level

@@ -254,7 +254,7 @@ def test_legacy_initialize_makes_no_session() -> None:
     assert answer.status == 200 and "mcp-session-id" not in answer.headers
     result = json.loads(answer.take())["result"]
     assert result["capabilities"] == {"tools": {"listChanged": True}}
-    assert router.session_ids == frozenset()
+    assert router.sessions.ids == frozenset()
     note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
     assert _post(router, note, **{"mcp-protocol-version": "2025-06-18"}).status == 202
     # GET and DELETE have no session to serve.

@@ -41,11 +41,11 @@ async def _scenario(backend: Any, adapters: str) -> tuple[int, int]:
             f"http://127.0.0.1:{port}/mcp", mode="modern"
         ) as client:
             first = await client.call_tool("ex.add", {"a": 1, "b": 1})
-            (lost,) = machine.session_ids
-            machine.end_session(lost)  # the upstream forgets the gateway's session: 404 now
+            (lost,) = machine.sessions.ids
+            machine.sessions.end(lost)  # the upstream forgets the gateway's session: 404 now
             async with backend.fail_after(10):
                 again = await client.call_tool("ex.add", {"a": 2, "b": 2})
-            (renewed,) = machine.session_ids
+            (renewed,) = machine.sessions.ids
             assert renewed != lost
         group.cancel()
     return first["structuredContent"]["sum"], again["structuredContent"]["sum"]

@@ -34,7 +34,7 @@ class Recorder:
 
 def replica() -> tuple[StreamableHTTPServer, Recorder]:
     machine = StreamableHTTPServer(build_server().create_session)
-    machine.relay = relay = Recorder()
+    machine.replicas.relay = relay = Recorder()
     return machine, relay
 
 
@@ -49,7 +49,7 @@ def test_a_session_is_adopted_from_its_record_and_answers_at_once() -> None:
     b, _ = replica()
     headers = begin(a)
     session_id = headers["mcp-session-id"]
-    record = a.session_record(session_id)
+    record = a.replicas.record(session_id)
     assert record == {
         "protocolVersion": VERSION,
         "initialize": initialize(version=VERSION)["params"],
@@ -58,14 +58,14 @@ def test_a_session_is_adopted_from_its_record_and_answers_at_once() -> None:
         b.handle(post_request({"jsonrpc": "2.0", "id": 2, "method": "ping"}, **headers)).status
         == 404
     )
-    session = b.adopt_session(session_id, record, now=1.0)
+    session = b.replicas.adopt(session_id, record, now=1.0)
     assert session is not None and session.state is SessionState.READY
-    assert b.adopt_session(session_id, record) is session  # adopted once
+    assert b.replicas.adopt(session_id, record) is session  # adopted once
     # The client's initialized, sent to A, may come here too: dropped, no violation.
     assert b.handle(post_request(INITIALIZED, **headers), now=2.0).status == 202
     answer = b.handle(post_request({"jsonrpc": "2.0", "id": 2, "method": "ping"}, **headers))
     assert answer.status == 200
-    assert b.session_record("unknown") is None
+    assert b.replicas.record("unknown") is None
 
 
 def test_what_is_another_copys_goes_to_the_relay() -> None:
@@ -97,20 +97,20 @@ def test_relayed_messages_reach_the_copy_they_are_for() -> None:
     asked = state.session.send_ping()
     assert asked >= 0  # numbered from a random point: another copy's ids are elsewhere
     a.flush(state.session)
-    assert a.receive_relayed(session_id, {"jsonrpc": "2.0", "id": asked + 1, "result": {}}) is None
-    assert a.receive_relayed("other", {"jsonrpc": "2.0", "id": asked, "result": {}}) is None
+    assert a.replicas.receive(session_id, {"jsonrpc": "2.0", "id": asked + 1, "result": {}}) is None
+    assert a.replicas.receive("other", {"jsonrpc": "2.0", "id": asked, "result": {}}) is None
     assert (
-        a.receive_relayed(session_id, {"jsonrpc": "2.0", "id": asked, "result": {}})
+        a.replicas.receive(session_id, {"jsonrpc": "2.0", "id": asked, "result": {}})
         is state.session
     )
     assert asked not in state.session.pending_requests
     # A notification for a GET stream: delivered only where one is open.
     notice = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
-    assert not a.deliver_relayed(session_id, notice)
+    assert not a.replicas.deliver(session_id, notice)
     get_headers = {"host": "127.0.0.1:8000", "accept": "text/event-stream", **headers}
     get = a.handle(HTTPRequest("GET", "/mcp", get_headers, b""))
     assert get.status == 200
-    assert a.deliver_relayed(session_id, notice)
+    assert a.replicas.deliver(session_id, notice)
     assert b"notifications/tools/list_changed" in get.take()
 
 
@@ -140,9 +140,9 @@ records = st.dictionaries(
 @given(records)
 def test_a_malformed_record_adopts_nothing_and_raises_nothing(record: dict[str, Any]) -> None:
     machine, _ = replica()
-    session = machine.adopt_session("s", record, now=0.0)
+    session = machine.replicas.adopt("s", record, now=0.0)
     if session is None:
-        assert machine.session_ids == frozenset()
+        assert machine.sessions.ids == frozenset()
     else:
         assert session.state is SessionState.READY
         assert session.protocol_version == record["protocolVersion"]
@@ -179,7 +179,7 @@ def test_whatever_another_replica_relays_is_taken_or_dropped(
     machine, _ = replica()
     session_id = begin(machine)["mcp-session-id"]
     if kind == "client":
-        taken = machine.receive_relayed(session_id, message)
+        taken = machine.replicas.receive(session_id, message)
         assert taken is None or taken is machine.sessions.get(session_id).session  # type: ignore[union-attr]
     else:
-        assert machine.deliver_relayed(session_id, message) is False  # no GET stream open
+        assert machine.replicas.deliver(session_id, message) is False  # no GET stream open

@@ -42,7 +42,7 @@ def test_hosts_of_ended_sessions_are_dropped_as_hosts_pile_up() -> None:
         assert state is not None
         hosts.host_for(state.session)
     for session_id in ids[:90]:
-        machine.end_session(session_id)  # as idle expiry or another replica's DELETE does
+        machine.sessions.end(session_id)  # as idle expiry or another replica's DELETE does
     assert len(hosts) == 100  # nothing swept yet: the hosts have not doubled
     for _ in range(100):
         state = machine.sessions.get(begin(machine)["mcp-session-id"])

@@ -456,7 +456,7 @@ def _machine() -> StreamableHTTPServer:
             )
         )
         assert exchange.status == 200
-    assert machine.session_ids == _SESSIONS
+    assert machine.sessions.ids == _SESSIONS
     return machine
 
 

@@ -180,7 +180,7 @@ def test_a_get_stream_nobody_reads_is_closed_at_the_cap_and_can_resume() -> None
         machine.flush(state.session)
     assert get.finished, "the unread stream was not closed"
     assert get.unsent <= CAP + 400  # bounded: one message past the cap at most
-    assert len(state.backlog) <= machine.replay_memory  # later ones wait, bounded too
+    assert len(state.backlog) <= machine.sessions.replay_memory  # later ones wait, bounded too
     # While it was over the cap, new requests were told to wait; now it is closed, they go on.
     ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
     assert machine.handle(post_request(ping, **headers)).status == 200
@@ -257,7 +257,7 @@ def test_at_the_session_limit_the_least_recently_active_quiet_session_makes_room
     ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
     assert machine.handle(post_request(ping, **first)).status == 200  # first is active again
     fourth = open_machine_session(machine, "2025-11-25")
-    assert len(machine.session_ids) == 3
+    assert len(machine.sessions.ids) == 3
     assert machine.handle(post_request(ping, **second)).status == 404  # the quiet one went
     for headers in (first, third, fourth):
         assert machine.handle(post_request(ping, **headers)).status == 200
@@ -293,7 +293,7 @@ def test_idle_sessions_expire_and_ended_ids_are_not_kept() -> None:
         headers = open_machine_session(machine, "2025-11-25")
         delete = HTTPRequest("DELETE", "/mcp", {"host": "127.0.0.1:8000", **headers})
         assert machine.handle(delete, now=100.0).status == 200
-    assert machine.session_ids == {kept["mcp-session-id"]}
+    assert machine.sessions.ids == {kept["mcp-session-id"]}
     assert len(machine.sessions) == 1
 
 

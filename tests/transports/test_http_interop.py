@@ -219,7 +219,7 @@ def test_sdk_client_session_over_streamable_http() -> None:
                     )
 
         run_sdk(body)
-    assert machine.session_ids == frozenset()
+    assert machine.sessions.ids == frozenset()
 
 
 @pytest.mark.parametrize("mode", [STATELESS, "auto"])

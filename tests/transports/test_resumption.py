@@ -235,7 +235,7 @@ def test_the_least_recently_active_streams_are_forgotten_first() -> None:
     """A stream cut long ago and answered just now is the newest: its answer is
     still there when the client comes back, however many requests came between."""
     machine, headers, exchange, request = start_call("2025-11-25", 0)
-    machine.replay_streams = 4
+    machine.sessions.replay_streams = 4
     session = exchange.session
     assert session is not None
     exchange.disconnected()

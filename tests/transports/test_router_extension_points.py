@@ -65,7 +65,7 @@ def test_initialize_is_answered_without_a_session_when_none_are_kept() -> None:
     exchange = router.handle(post_request(initialize(version=VERSION)))
     assert exchange.status == 200 and "mcp-session-id" not in exchange.headers
     assert json.loads(exchange.take())["result"]["protocolVersion"] == VERSION
-    assert exchange.session is None and router.session_ids == frozenset()
+    assert exchange.session is None and router.sessions.ids == frozenset()
     assert len(router.made) == 1  # the session made to learn the versions answered it
 
 

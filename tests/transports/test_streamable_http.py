@@ -757,7 +757,7 @@ async def test_fifty_concurrent_clients() -> None:
                 for index in range(50):
                     nursery.start_soon(one, port, index)
             # Every handshake session was DELETEd by its client on the way out.
-            assert machine.session_ids == frozenset()
+            assert machine.sessions.ids == frozenset()
     assert results == {i: str(i + 1000) for i in range(50)}
 
 
