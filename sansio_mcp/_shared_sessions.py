@@ -21,7 +21,6 @@ __all__ = [
     "REQUEST_ID_SPACE",
     "ReplicaSessions",
     "SessionRelay",
-    "adopted_copy",
     "for_this_copy",
     "split_foreign",
 ]

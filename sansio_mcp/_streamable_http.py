@@ -288,7 +288,7 @@ class StreamableHTTPServer:
         # Carrying the ended session lets the adapter forget it and cancel its handlers.
         return Exchange(200, {}, session=state.session)
 
-    # What the runtime asks of any router (see ``sansio_mcp.runtime.Router``) ----------
+    # What the runtime asks of any router (``sansio_mcp.runtime.hosting.Router``) -----
 
     def expire_idle(self, now: float) -> None:
         """Tell the time (seconds, any monotonic clock): handshake sessions quiet for

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from sansio_mcp import ServerSession
 from sansio_mcp.http import HTTPRequest, StreamableHTTPServer
 from sansio_mcp_apps.example_server import build_server
 from sansio_mcp_apps.gateway import GatewayHTTPServer
 from tests.session_replicas.test_adoption import Recorder, begin, replica
 from tests.transports.helpers import post_request, stateless_headers, stateless_request
+from tests.transports.test_router_extension_points import Sessionless
 
 
 def _router() -> StreamableHTTPServer:
@@ -103,18 +103,11 @@ def test_the_old_replica_methods_work() -> None:
     assert b"notifications/tools/list_changed" in get.take()
 
 
-class _Subclass(StreamableHTTPServer):
-    """A router of last release's kind: it reaches an old name through ``super()``
-    and prepares its sessions in ``new_session``."""
+class _Subclass(Sessionless):
+    """A router of last release's kind, keeping sessions: it prepares its sessions
+    in ``new_session`` (counting them) and reaches an old name through ``super()``."""
 
-    def __init__(self) -> None:
-        super().__init__(build_server().create_session)
-        self.made: list[ServerSession] = []
-
-    def new_session(self) -> ServerSession:
-        session = super().new_session()
-        self.made.append(session)
-        return session
+    keeps_sessions = True
 
     def forget(self, session_id: str) -> None:
         super().end_session(session_id)
