@@ -299,36 +299,6 @@ _ANNOTATIONS = frozenset(
         "definitions",
     }
 )
-_HANDLED = frozenset(
-    {
-        "type",
-        "enum",
-        "const",
-        "properties",
-        "required",
-        "additionalProperties",
-        "items",
-        "prefixItems",
-        "minItems",
-        "maxItems",
-        "uniqueItems",
-        "minimum",
-        "maximum",
-        "exclusiveMinimum",
-        "exclusiveMaximum",
-        "multipleOf",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "format",
-        "$ref",
-        "anyOf",
-        "oneOf",
-        "allOf",
-        "minProperties",
-        "maxProperties",
-    }
-)
 _UNSUPPORTED = {
     "not": "negation",
     "if": "conditional (if/then/else)",
