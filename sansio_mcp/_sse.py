@@ -91,10 +91,7 @@ class SSEParser:
             self._pieces.append(decoded)
             self._pieces_size += len(decoded)
             if len(self._text) + self._pieces_size > self.max_line_size:
-                raise RemoteProtocolError(
-                    f"SSE line exceeds {self.max_line_size} characters",
-                    code=ErrorCode.INVALID_REQUEST,
-                )
+                raise _over_limit("line", self.max_line_size)
             return
         if self._pieces:
             self._text += "".join(self._pieces)
@@ -135,17 +132,11 @@ class SSEParser:
         # What is left holds no line end, but for a CR at its edge: search on from there.
         self._searched = max(0, len(self._text) - 1)
         if len(self._text) > self.max_line_size:
-            raise RemoteProtocolError(
-                f"SSE line exceeds {self.max_line_size} characters",
-                code=ErrorCode.INVALID_REQUEST,
-            )
+            raise _over_limit("line", self.max_line_size)
 
     def _line(self, line: str) -> None:
         if len(line) > self.max_line_size:
-            raise RemoteProtocolError(
-                f"SSE line exceeds {self.max_line_size} characters",
-                code=ErrorCode.INVALID_REQUEST,
-            )
+            raise _over_limit("line", self.max_line_size)
         if not line:
             self._dispatch()
             return
@@ -158,10 +149,7 @@ class SSEParser:
             self._data.append(value)
             self._data_size += len(value) + 1
             if self._data_size > self.max_event_size:
-                raise RemoteProtocolError(
-                    f"SSE event exceeds {self.max_event_size} characters",
-                    code=ErrorCode.INVALID_REQUEST,
-                )
+                raise _over_limit("event", self.max_event_size)
         elif field == "event":
             self._event_type = value
         elif field == "id":
@@ -188,6 +176,13 @@ class SSEParser:
         self._data = []
         self._data_size = 0
         self._event_type = ""
+
+
+def _over_limit(what: str, limit: int) -> RemoteProtocolError:
+    """The error of a line or event over its limit (the stream cannot go on)."""
+    return RemoteProtocolError(
+        f"SSE {what} exceeds {limit} characters", code=ErrorCode.INVALID_REQUEST
+    )
 
 
 def format_sse_event(

@@ -22,10 +22,10 @@ import wsproto.events as ws
 from wsproto.connection import ConnectionState
 
 from ._http import url_hostname
+from ._json import DEFAULT_MAX_MESSAGE_SIZE
 from ._session import Session
 
 __all__ = [
-    "DEFAULT_MAX_MESSAGE",
     "LOOPBACK_HOSTS",
     "SUBPROTOCOL",
     "MCPWebSocket",
@@ -35,7 +35,6 @@ __all__ = [
 ]
 
 SUBPROTOCOL = "mcp"
-DEFAULT_MAX_MESSAGE = 8 * 1024 * 1024
 #: The Host (and Origin host) a server accepts unless told otherwise.
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
@@ -92,7 +91,7 @@ class WebSocketConnection:
         path: str | None = None,
         allowed_hosts: Iterable[str] | None = None,
         allowed_origins: Iterable[str] | None = None,
-        max_message_size: int = DEFAULT_MAX_MESSAGE,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         extra_headers: Mapping[str, str] | None = None,
     ) -> None:
         self.path = path or f"/{self.subprotocol}"
@@ -288,7 +287,7 @@ class WebSocketFraming:
         path: str = "/mcp",
         allowed_hosts: Iterable[str] | None = None,
         allowed_origins: Iterable[str] | None = None,
-        max_message_size: int = DEFAULT_MAX_MESSAGE,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         extra_headers: Mapping[str, str] | None = None,
     ) -> None:
         self.session = session

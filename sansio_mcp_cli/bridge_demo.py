@@ -13,17 +13,11 @@ import trio
 
 from sansio_mcp_apps.a2e import A2EMessage, ElicitRequest, MCPSamplingRequest, to_obj
 
+from .demo import _say  # both tours print a step alike
+
 __all__ = ["run_bridge_demo"]
 
 _ENVELOPE = {"type", "id", "version", "ts"}
-
-
-def _say(title: str, detail: Any = None) -> None:
-    print(f"\n== {title}")
-    if detail is not None:
-        text = detail if isinstance(detail, str) else json.dumps(detail, ensure_ascii=False)
-        for line in text.splitlines():
-            print(f"   {line[:160]}")
 
 
 def _show(direction: str, message: A2EMessage) -> None:

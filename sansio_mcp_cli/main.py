@@ -168,41 +168,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_replica_arguments(server)
 
-    version_help = (
-        "protocol revision: 'auto' (default: probe server/discover, fall back to the "
-        f"handshake), or one of {', '.join(ALL_REVISIONS)}"
-    )
-    versions = ["auto", *ALL_REVISIONS]
     inspect = sub.add_parser(
         "inspect",
         parents=[common],
         help="connect to a stdio server and print what it offers, as JSON",
         usage="sansio-mcp inspect [--protocol-version REV] -- COMMAND [ARG...]",
     )
-    inspect.add_argument("--protocol-version", choices=versions, default="auto", help=version_help)
-    inspect.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
-    inspect.add_argument(
-        "--max-message-size",
-        type=int,
-        metavar="BYTES",
-        help="the largest message to accept from the server (default 8 MiB); "
-        "an answer over it fails at once, naming its size",
-    )
-    inspect.add_argument(
-        "url", nargs="?", help="a server URL (http(s)://, ws://) instead of a command"
-    )
-    inspect.add_argument(
-        "--trace",
-        metavar="FILE",
-        help="write every JSON-RPC message, each way, to FILE as JSON lines "
-        "(direction, time, message); `sansio-mcp check --replay FILE` sends them again",
-    )
-    inspect.add_argument(
-        "--transport",
-        choices=("sse",),
-        help="use the legacy HTTP+SSE transport for an http URL (default: Streamable HTTP, "
-        "falling back to HTTP+SSE when the URL answers POST with 404 or 405)",
-    )
+    _add_client_arguments(inspect, timeout=30.0, timeout_help="seconds per request")
 
     call = sub.add_parser(
         "call",
@@ -211,31 +183,8 @@ def _parser() -> argparse.ArgumentParser:
         usage="sansio-mcp call [--protocol-version REV] [--args JSON] TOOL -- COMMAND [ARG...]",
     )
     call.add_argument("tool", help="the tool's name")
-    call.add_argument(
-        "url", nargs="?", help="a server URL (http(s)://, ws://) instead of a command"
-    )
-    call.add_argument(
-        "--transport",
-        choices=("sse",),
-        help="use the legacy HTTP+SSE transport for an http URL (default: Streamable HTTP, "
-        "falling back to HTTP+SSE when the URL answers POST with 404 or 405)",
-    )
-    call.add_argument(
-        "--trace",
-        metavar="FILE",
-        help="write every JSON-RPC message, each way, to FILE as JSON lines "
-        "(direction, time, message); `sansio-mcp check --replay FILE` sends them again",
-    )
+    _add_client_arguments(call, timeout=60.0, timeout_help="seconds to wait for the result")
     call.add_argument("--args", default="{}", help="the tool's arguments as a JSON object")
-    call.add_argument("--protocol-version", choices=versions, default="auto", help=version_help)
-    call.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the result")
-    call.add_argument(
-        "--max-message-size",
-        type=int,
-        metavar="BYTES",
-        help="the largest message to accept from the server (default 8 MiB); "
-        "an answer over it fails at once, naming its size",
-    )
     call.add_argument(
         "--elicit",
         action="append",
@@ -247,10 +196,6 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument(
         "--root", action="append", default=[], metavar="URI", help="a root to offer (repeatable)"
     )
-    from .oauth import add_oauth_arguments
-
-    add_oauth_arguments(inspect)
-    add_oauth_arguments(call)
 
     demo = sub.add_parser(
         "demo",
@@ -269,6 +214,46 @@ def _parser() -> argparse.ArgumentParser:
 
     add_schemas_parser(sub)
     return parser
+
+
+def _add_client_arguments(
+    parser: argparse.ArgumentParser, *, timeout: float, timeout_help: str
+) -> None:
+    """The options of a command that connects to a server as a client (``inspect``,
+    ``call``): where the server is, how to speak to it, and how to sign in."""
+    from .oauth import add_oauth_arguments
+
+    parser.add_argument(
+        "url", nargs="?", help="a server URL (http(s)://, ws://) instead of a command"
+    )
+    parser.add_argument(
+        "--transport",
+        choices=("sse",),
+        help="use the legacy HTTP+SSE transport for an http URL (default: Streamable HTTP, "
+        "falling back to HTTP+SSE when the URL answers POST with 404 or 405)",
+    )
+    parser.add_argument(
+        "--trace",
+        metavar="FILE",
+        help="write every JSON-RPC message, each way, to FILE as JSON lines "
+        "(direction, time, message); `sansio-mcp check --replay FILE` sends them again",
+    )
+    parser.add_argument(
+        "--protocol-version",
+        choices=["auto", *ALL_REVISIONS],
+        default="auto",
+        help="protocol revision: 'auto' (default: probe server/discover, fall back to the "
+        f"handshake), or one of {', '.join(ALL_REVISIONS)}",
+    )
+    parser.add_argument("--timeout", type=float, default=timeout, help=timeout_help)
+    parser.add_argument(
+        "--max-message-size",
+        type=int,
+        metavar="BYTES",
+        help="the largest message to accept from the server (default 8 MiB); "
+        "an answer over it fails at once, naming its size",
+    )
+    add_oauth_arguments(parser)
 
 
 async def _inspect(client: ClientAPI, backend: TransportBackend, timeout: float) -> dict[str, Any]:

@@ -114,6 +114,19 @@ def _uri() -> Str:
     return Str(strategy=_uris)
 
 
+def _notifications_filter() -> Obj:
+    """What ``subscriptions/listen`` asks for, and its acknowledgement grants."""
+    return Obj(
+        {},
+        {
+            "toolsListChanged": Bool(),
+            "promptsListChanged": Bool(),
+            "resourcesListChanged": Bool(),
+            "resourceSubscriptions": Arr(_uri(), max_size=2),
+        },
+    )
+
+
 def request_id() -> Union:
     return Union(Str(strategy=st.from_regex(r"[a-zA-Z0-9\-]{1,12}", fullmatch=True)), Int(0, 2**31))
 
@@ -605,16 +618,7 @@ def _client_request_params(r: _Rev, method: str) -> tuple[Spec | None, bool]:
     if method == "server/discover":
         return r.params({}), True
     if method == "subscriptions/listen":
-        filter_ = Obj(
-            {},
-            {
-                "toolsListChanged": Bool(),
-                "promptsListChanged": Bool(),
-                "resourcesListChanged": Bool(),
-                "resourceSubscriptions": Arr(_uri(), max_size=2),
-            },
-        )
-        return r.params({"notifications": filter_}), True
+        return r.params({"notifications": _notifications_filter()}), True
     if method in ("resources/list", "resources/templates/list", "prompts/list", "tools/list"):
         return r.params({}, cursor), r.stateless
     if method == "tasks/list":
@@ -705,16 +709,7 @@ def _notification_params(r: _Rev, method: str) -> tuple[Spec | None, bool]:
     if method == "notifications/elicitation/complete":
         return Obj({"elicitationId": _name()}), True
     if method == "notifications/subscriptions/acknowledged":
-        filter_ = Obj(
-            {},
-            {
-                "toolsListChanged": Bool(),
-                "promptsListChanged": Bool(),
-                "resourcesListChanged": Bool(),
-                "resourceSubscriptions": Arr(_uri(), max_size=2),
-            },
-        )
-        return Obj({"notifications": filter_}, meta), True
+        return Obj({"notifications": _notifications_filter()}, meta), True
     # list_changed, initialized
     return Obj({}, meta), False
 
@@ -828,46 +823,40 @@ def catalog(revision: str) -> tuple[MessageKind, ...]:
     info = REVISIONS[revision]
     r = _Rev(revision)
     kinds: list[MessageKind] = []
-    for method in sorted(info.client_requests):
-        params, needed = _client_request_params(r, method)
-        kinds.append(
-            MessageKind(
-                revision,
-                "request",
-                "client",
-                method,
-                _definition_name(method),
-                _request(method, params, params_required=needed),
-            )
-        )
-        kinds.append(
-            MessageKind(
-                revision, "result", "server", method, RESULT_DEFINITIONS[method], _result(r, method)
-            )
-        )
-        if r.stateless and method in MRTR_METHODS:
+    requests = (
+        ("client", "server", info.client_requests, _client_request_params),
+        ("server", "client", info.server_requests, _server_request_params),
+    )
+    for sender, answerer, methods, request_params in requests:
+        for method in sorted(methods):
+            params, needed = request_params(r, method)
             kinds.append(
                 MessageKind(
-                    revision, "result", "server", method, "InputRequiredResult", _input_required(r)
+                    revision,
+                    "request",
+                    sender,
+                    method,
+                    _definition_name(method),
+                    _request(method, params, params_required=needed),
                 )
             )
-    for method in sorted(info.server_requests):
-        params, needed = _server_request_params(r, method)
-        kinds.append(
-            MessageKind(
-                revision,
-                "request",
-                "server",
-                method,
-                _definition_name(method),
-                _request(method, params, params_required=needed),
+            result = _result(r, method)
+            kinds.append(
+                MessageKind(
+                    revision, "result", answerer, method, RESULT_DEFINITIONS[method], result
+                )
             )
-        )
-        kinds.append(
-            MessageKind(
-                revision, "result", "client", method, RESULT_DEFINITIONS[method], _result(r, method)
-            )
-        )
+            if r.stateless and method in MRTR_METHODS:  # client requests only
+                kinds.append(
+                    MessageKind(
+                        revision,
+                        "result",
+                        answerer,
+                        method,
+                        "InputRequiredResult",
+                        _input_required(r),
+                    )
+                )
     for sender, methods in (
         ("client", info.client_notifications),
         ("server", info.server_notifications),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar
 
 from hypothesis import strategies as st
 
@@ -82,6 +82,9 @@ def json_values(
     )
 
 
+N = TypeVar("N", int, float)
+
+
 class Spec:
     """A JSON shape. ``types`` is the set of JSON types it admits (empty: any)."""
 
@@ -154,26 +157,24 @@ class Bool(Spec):
         return st.booleans()
 
 
-class Int(Spec):
-    """Integers drawn from ``lo``..``hi``; ``floor``/``ceil`` are the bounds the
-    schema itself enforces (the only ones an out-of-range edit may cross)."""
+class _Ranged(Spec, Generic[N]):
+    """Numbers drawn from ``lo``..``hi``; ``floor``/``ceil`` are the bounds the
+    schema itself enforces (the only ones an out-of-range edit may cross, by ``beyond``)."""
 
-    types = frozenset({"integer"})
+    beyond: ClassVar[float]
 
     def __init__(
         self,
-        lo: int | None = None,
-        hi: int | None = None,
+        lo: N | None = None,
+        hi: N | None = None,
         *,
-        floor: int | None = None,
-        ceil: int | None = None,
+        floor: N | None = None,
+        ceil: N | None = None,
     ) -> None:
-        self.lo, self.hi, self.floor, self.ceil = lo, hi, floor, ceil
-
-    def strategy(self) -> st.SearchStrategy[Any]:
-        lo = -(2**31) if self.lo is None else self.lo
-        hi = 2**31 if self.hi is None else self.hi
-        return st.integers(lo, hi)
+        self.lo: N | None = lo
+        self.hi: N | None = hi
+        self.floor: N | None = floor
+        self.ceil: N | None = ceil
 
     def matches(self, value: Any) -> bool:
         return (
@@ -185,27 +186,30 @@ class Int(Spec):
     def out_of_range(self) -> list[Any]:
         found: list[Any] = []
         if self.floor is not None:
-            found.append(self.floor - 1)
+            found.append(self.floor - self.beyond)
         if self.ceil is not None:
-            found.append(self.ceil + 1)
+            found.append(self.ceil + self.beyond)
         return found
 
 
-class Num(Spec):
-    """Numbers drawn from ``lo``..``hi``; ``floor``/``ceil`` as for :class:`Int`.
-    ``integral`` draws integers only (2026-07-28 JSON values have no floats)."""
+class Int(_Ranged[int]):
+    """Integers drawn from ``lo``..``hi``; ``floor``/``ceil`` as for every range."""
+
+    types = frozenset({"integer"})
+    beyond = 1
+
+    def strategy(self) -> st.SearchStrategy[Any]:
+        lo = -(2**31) if self.lo is None else self.lo
+        hi = 2**31 if self.hi is None else self.hi
+        return st.integers(lo, hi)
+
+
+class Num(_Ranged[float]):
+    """Numbers (floats and integers) drawn from ``lo``..``hi``; ``floor``/``ceil`` as for
+    every range."""
 
     types = frozenset({"number"})
-
-    def __init__(
-        self,
-        lo: float | None = None,
-        hi: float | None = None,
-        *,
-        floor: float | None = None,
-        ceil: float | None = None,
-    ) -> None:
-        self.lo, self.hi, self.floor, self.ceil = lo, hi, floor, ceil
+    beyond = 1.5
 
     def strategy(self) -> st.SearchStrategy[Any]:
         return st.floats(
@@ -220,21 +224,6 @@ class Num(Spec):
                 math.floor(self.hi) if self.hi is not None else 1000,
             )
         )
-
-    def matches(self, value: Any) -> bool:
-        return (
-            super().matches(value)
-            and (self.floor is None or value >= self.floor)
-            and (self.ceil is None or value <= self.ceil)
-        )
-
-    def out_of_range(self) -> list[Any]:
-        found: list[Any] = []
-        if self.floor is not None:
-            found.append(self.floor - 1.5)
-        if self.ceil is not None:
-            found.append(self.ceil + 1.5)
-        return found
 
 
 class Const(Spec):

@@ -42,7 +42,6 @@ from ._spec import (
     Spec,
     Str,
     Union,
-    json_type,
     json_values,
     mutations,
 )
@@ -298,36 +297,6 @@ _ANNOTATIONS = frozenset(
         "contentEncoding",
         "$defs",
         "definitions",
-    }
-)
-_HANDLED = frozenset(
-    {
-        "type",
-        "enum",
-        "const",
-        "properties",
-        "required",
-        "additionalProperties",
-        "items",
-        "prefixItems",
-        "minItems",
-        "maxItems",
-        "uniqueItems",
-        "minimum",
-        "maximum",
-        "exclusiveMinimum",
-        "exclusiveMaximum",
-        "multipleOf",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "format",
-        "$ref",
-        "anyOf",
-        "oneOf",
-        "allOf",
-        "minProperties",
-        "maxProperties",
     }
 )
 _UNSUPPORTED = {
@@ -761,10 +730,6 @@ def _all_unique(values: list[Any]) -> bool:
     return len(seen) == len(set(seen))
 
 
-def _property_schema(root: dict[str, Any], name: str) -> Any:
-    return (root.get("properties") or {}).get(name)
-
-
 def _wrong_values(schema: Any) -> list[Any]:
     """Values a property schema surely rejects, where that can be told."""
     if not isinstance(schema, dict):
@@ -857,12 +822,6 @@ def _invalid_strategy(
         return value
 
     return broken().filter(lambda v: _judged(validator, v) is False), None
-
-
-def describe_value(value: Any) -> str:
-    """A short description (type and size) of a JSON value, for reports."""
-    text = json.dumps(value)
-    return f"{json_type(value)} ({len(text)} bytes)"
 
 
 # A2E -------------------------------------------------------------------------------

@@ -48,7 +48,9 @@ def operations(body: bytes) -> list[tuple[str, str | None]]:
     return found
 
 
-class _Router(Protocol):
+class Router(Protocol):
+    """What an HTTP service needs of a transport machine (Streamable HTTP, legacy SSE)."""
+
     def handle(self, request: HTTPRequest) -> Exchange: ...
 
     def flush(self, session: ServerSession) -> None: ...
@@ -84,7 +86,7 @@ class ProtectedRouter:
 
     def __init__(
         self,
-        router: _Router,
+        router: Router,
         resource_server: ResourceServer,
         *,
         endpoint: str = "/mcp",

@@ -25,7 +25,7 @@ from .._params import LOG_LEVELS
 from .._stateless import listen_filter
 from .._tasks import CORE_TASKS_REVISION, TASKS_EXTENSION
 from ._driver import Driver, ProgressCallback, SubscriptionSink
-from ._primitives import Sleeper
+from ._primitives import Signal, Sleeper
 from ._task_client import StatusCallback, ToolTask
 
 if TYPE_CHECKING:
@@ -140,21 +140,13 @@ def new_client_session(
     )
 
 
-class _OneShot(Protocol):
-    """A backend's one-waiter signal (:class:`~sansio_mcp.runtime.Signal`)."""
-
-    def set(self) -> None: ...
-
-    async def wait(self) -> Any: ...
-
-
 class Subscription(SubscriptionSink):
     """Notifications of one :meth:`ClientAPI.listen`: an async iterator of
     ``(method, params)``; ``acknowledged_filter`` is what the server agreed to send.
     Buffered up to ``buffer`` (beyond it they are counted in ``dropped``), and woken
     by the backend's signals (``new_signal``); one consumer."""
 
-    def __init__(self, buffer: int, new_signal: Callable[[], _OneShot]) -> None:
+    def __init__(self, buffer: int, new_signal: Callable[[], Signal]) -> None:
         self._items: deque[tuple[str, dict[str, Any]]] = deque()
         self._buffer = buffer
         self._new_signal = new_signal

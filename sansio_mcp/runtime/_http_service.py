@@ -22,7 +22,7 @@ from .._legacy_sse import LegacySSEServer
 from .._server_session import ServerSession
 from .._state import SessionState
 from .._streamable_http import Exchange, StreamableHTTPServer
-from ..auth._router import ProtectedRouter
+from ..auth._router import ProtectedRouter, Router
 from ._auth import Verdict, verify_request
 from ._backend import Backend, Cancellable, Connection, Deadline, TaskGroup, Timer
 from ._driver import Driver
@@ -162,16 +162,6 @@ async def refuse_connection(stream: Connection, backend: Backend, limits: Server
                 pass
     except OSError:
         pass
-
-
-class Router(Protocol):
-    """What an HTTP service needs of a transport machine (Streamable HTTP, legacy SSE)."""
-
-    def handle(self, request: HTTPRequest) -> Exchange: ...
-
-    def flush(self, session: ServerSession) -> None: ...
-
-    def owns(self, session: ServerSession) -> bool: ...
 
 
 def route(

@@ -25,7 +25,7 @@ from .._errors import RemoteProtocolError
 from .._ndjson import NEED_DATA
 from .._resp import RedisError, RESPParser, encode_command
 from ._primitives import Signal
-from ._store_base import Listener, StoreUnavailable, namespaced
+from ._store_base import Listener, StoreUnavailable, expiry_ms, namespaced
 
 __all__ = [
     "DEFAULT_COMMAND_TIMEOUT",
@@ -325,9 +325,8 @@ class RedisReplayCache:
         self.namespace = namespace
 
     async def first_use(self, key: str, ttl: float) -> bool:
-        ms = max(1, math.ceil(ttl * 1000))
         reply = await self.redis.execute(
-            "SET", namespaced(self.namespace, "replay", key), "1", "NX", "PX", ms
+            "SET", namespaced(self.namespace, "replay", key), "1", "NX", "PX", expiry_ms(ttl)
         )
         return reply is not None
 

@@ -37,7 +37,7 @@ from .._http import HTTPRequest
 from .._params import LOG_LEVELS
 from .._server_session import ServerSession
 from .._streamable_http import Exchange, StreamableHTTPServer
-from ._store_base import EventSubscription, StoreUnavailable
+from ._store_base import EventSubscription, StoreUnavailable, expiry_ms
 from ._stores import Stores
 
 if TYPE_CHECKING:
@@ -192,10 +192,6 @@ class MemoryHandshakeSessionStore:
 _RESOURCE_UPDATED = "notifications/resources/updated"
 
 
-def _ms(seconds: float) -> int:
-    return max(int(seconds * 1000), 1)
-
-
 class RedisHandshakeSessionStore:
     """A :class:`HandshakeSessionStore` in Redis: each record a JSON string under
     ``key("session", id)`` expiring ``ttl`` after its latest save or refresh (``PX``);
@@ -210,7 +206,7 @@ class RedisHandshakeSessionStore:
 
     async def save(self, record: SessionRecord, ttl: float) -> None:
         key = self._key("session", record.session_id)
-        await self._redis.execute("SET", key, record.to_json(), "PX", _ms(ttl))
+        await self._redis.execute("SET", key, record.to_json(), "PX", expiry_ms(ttl))
 
     async def load(self, session_id: str, now: float) -> SessionRecord | None:
         text = await self._redis.execute("GET", self._key("session", session_id))
@@ -223,7 +219,7 @@ class RedisHandshakeSessionStore:
 
     async def refresh(self, session_id: str, now: float, ttl: float) -> bool:
         return bool(
-            await self._redis.execute("PEXPIRE", self._key("session", session_id), _ms(ttl))
+            await self._redis.execute("PEXPIRE", self._key("session", session_id), expiry_ms(ttl))
         )
 
     async def end(self, session_id: str) -> None:

@@ -5,6 +5,7 @@ nothing, so that a store the server imports does not import the implementations)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -16,6 +17,7 @@ __all__ = [
     "Listener",
     "RedisCommands",
     "StoreUnavailable",
+    "expiry_ms",
     "namespaced",
 ]
 
@@ -33,6 +35,12 @@ class StoreUnavailable(Exception):
 def namespaced(namespace: str, *parts: str) -> str:
     """A key or channel name of a deployment: ``namespace:part:part``."""
     return ":".join((namespace, *parts))
+
+
+def expiry_ms(seconds: float) -> int:
+    """A time to live as Redis's ``PX``/``PEXPIRE`` take it: whole milliseconds,
+    rounded up (a key never goes sooner than asked), and at least one."""
+    return max(1, math.ceil(seconds * 1000))
 
 
 class RedisCommands(Protocol):

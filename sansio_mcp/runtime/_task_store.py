@@ -23,7 +23,7 @@ import attrs
 
 from .._errors import LocalProtocolError
 from .._tasks import TaskRecord
-from ._store_base import EventBus, RedisCommands, StoreUnavailable
+from ._store_base import EventBus, RedisCommands, StoreUnavailable, expiry_ms
 
 __all__ = [
     "DEFAULT_TASK_LEASE",
@@ -277,19 +277,15 @@ class RedisSharedTaskStore:
         self.url = stores.redis.url
         self.max_retention = max_retention
 
-    @staticmethod
-    def _ms(seconds: float) -> int:
-        return max(int(seconds * 1000), 1)
-
     async def create(self, stored: StoredTask, now: float) -> None:
         record = stored.record
-        ttl = self._ms(_retention(record, now, self.max_retention))
+        ttl = expiry_ms(_retention(record, now, self.max_retention))
         index = self._key("task-owner", record.owner)
         replies = await self._redis.pipeline(
             [
                 ("SET", self._key("task", record.task_id), stored.to_json(), "NX", "PX", ttl),
                 ("ZADD", index, record.created_at, record.task_id),
-                ("PEXPIRE", index, self._ms(self.max_retention)),
+                ("PEXPIRE", index, expiry_ms(self.max_retention)),
             ]
         )
         if replies[0] is None:
@@ -312,7 +308,7 @@ class RedisSharedTaskStore:
 
     async def save(self, stored: StoredTask, now: float) -> StoredTask:
         written = attrs.evolve(stored, version=stored.version + 1)
-        ttl = self._ms(_retention(stored.record, now, self.max_retention))
+        ttl = expiry_ms(_retention(stored.record, now, self.max_retention))
         key = self._key("task", stored.record.task_id)
         done = await self._redis.execute(
             "EVAL", _CAS_SCRIPT, 1, key, stored.version, written.to_json(), ttl

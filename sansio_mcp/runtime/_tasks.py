@@ -27,7 +27,8 @@ from __future__ import annotations
 import inspect
 import secrets
 from collections import Counter
-from collections.abc import Awaitable, Callable, Generator, Mapping
+from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping
+from contextlib import contextmanager
 from functools import partial
 from typing import Any, Protocol
 
@@ -478,10 +479,8 @@ class TaskRunner:
         if self.shared is None or cap is None or owner == ANONYMOUS_OWNER:
             return None
         place = secrets.token_hex(8)
-        try:
+        with _store_errors():
             held = await self.shared.reserve(owner, place, cap, ctx.now, ctx.now + self.lease)
-        except StoreUnavailable as exc:
-            raise self._store_error(exc) from None
         if held < 0:
             self.limits.check_capacity(0, -1 - held)
         return place
@@ -647,9 +646,7 @@ class TaskRunner:
             record = self._owned(ctx, ctx.params["taskId"])
         if method == "tasks/cancel":
             if not record.cancel(ctx.now):
-                raise InvalidParams(
-                    message=f"task {record.task_id} is already {record.status.value}"
-                )
+                raise _already_over(record)
             running = self._running.get(record.task_id)
             if running is not None and running.handle is not None:
                 running.handle.cancel()
@@ -710,10 +707,6 @@ class TaskRunner:
         # A bus channel: the bus adds the stores' namespace itself.
         return f"{TASK_CONTROL_CHANNEL}:{replica}"
 
-    def _store_error(self, exc: StoreUnavailable) -> InternalError:
-        """The JSON-RPC error of a request the shared store failed (it names the store)."""
-        return InternalError(message=str(exc), data={"store": exc.store})
-
     def _alarm(self, ctx: TaskContext, seconds: float, signal: Signal) -> Cancellable:
         """Set ``signal`` after ``seconds`` (a wait with a bound, backend-neutral)."""
 
@@ -736,7 +729,7 @@ class TaskRunner:
         except StoreUnavailable as exc:
             self._stop(running)
             await self._give_place_up(record.owner, running.place)
-            raise self._store_error(exc) from None
+            raise _store_error(exc) from None
         if running.place is not None:
             # Held from now on by the writer, which renews it every third of the lease.
             try:
@@ -941,10 +934,8 @@ class TaskRunner:
 
     async def handle_shared(self, ctx: TaskContext, method: str) -> dict[str, Any]:
         """:meth:`handle` when replicas share the store."""
-        try:
+        with _store_errors():
             return await self._handle_shared(ctx, method)
-        except StoreUnavailable as exc:
-            raise self._store_error(exc) from None
 
     async def _handle_shared(self, ctx: TaskContext, method: str) -> dict[str, Any]:
         task_id: str = ctx.params["taskId"]
@@ -966,29 +957,23 @@ class TaskRunner:
 
     async def handle_core_shared(self, ctx: TaskContext, method: str) -> dict[str, Any]:
         """:meth:`handle_core` when replicas share the store."""
-        try:
+        with _store_errors():
             record, stored = await self._find(ctx, ctx.params["taskId"])
             if stored is None:
                 return self.handle_core(ctx, method, record)
             if method == "tasks/cancel":
                 written = await self._cancel_stored(stored, ctx.now)
                 if written is None:
-                    raise InvalidParams(
-                        message=f"task {record.task_id} is already {record.status.value}"
-                    )
+                    raise _already_over(record)
                 record = written.record
             return record.core_task()
-        except StoreUnavailable as exc:
-            raise self._store_error(exc) from None
 
     async def listing_shared(self, ctx: TaskContext) -> list[dict[str, Any]]:
         """:meth:`listing` when replicas share the store."""
         assert self.shared is not None
-        try:
+        with _store_errors():
             found = await self.shared.owned(task_owner(ctx), ctx.now)
             return [(await self._declare_dead(s, ctx.now)).record.core_task() for s in found]
-        except StoreUnavailable as exc:
-            raise self._store_error(exc) from None
 
     async def _shared_payload(self, ctx: TaskContext) -> dict[str, Any]:
         """``tasks/result`` over a shared store: woken by the task's end on the bus,
@@ -996,10 +981,8 @@ class TaskRunner:
         and a dead replica's task is failed only by a reader)."""
         task_id = ctx.params["taskId"]
         while True:
-            try:
+            with _store_errors():
                 record, _ = await self._find(ctx, task_id)
-            except StoreUnavailable as exc:
-                raise self._store_error(exc) from None
             if record.terminal:
                 return record.core_payload()
             signal = ctx.new_signal()
@@ -1031,3 +1014,22 @@ def _responses(ctx: TaskContext, record: TaskRecord) -> dict[str, Any]:
 
 def _unknown(task_id: str) -> InvalidParams:
     return InvalidParams(message=f"unknown or expired task: {task_id!r}")
+
+
+def _already_over(record: TaskRecord) -> InvalidParams:
+    """The -32602 of cancelling a 2025-11-25 task that has ended."""
+    return InvalidParams(message=f"task {record.task_id} is already {record.status.value}")
+
+
+def _store_error(exc: StoreUnavailable) -> InternalError:
+    """The JSON-RPC error of a request the shared store failed (it names the store)."""
+    return InternalError(message=str(exc), data={"store": exc.store})
+
+
+@contextmanager
+def _store_errors() -> Iterator[None]:
+    """A failure of the shared store, raised in the block, as the request's :func:`_store_error`."""
+    try:
+        yield
+    except StoreUnavailable as exc:
+        raise _store_error(exc) from None

@@ -13,6 +13,7 @@ from typing import Any, Protocol, TypeVar
 
 import attrs
 
+from .._json import DEFAULT_MAX_MESSAGE_SIZE
 from .._server_session import ServerSession
 from .._websocket import WebSocketAddress, WebSocketFraming
 from ._backend import Backend, Connection
@@ -86,7 +87,7 @@ class WebSocketServing:
     path: str = "/mcp"
     allowed_hosts: Iterable[str] | None = None
     allowed_origins: Iterable[str] | None = None
-    max_message_size: int = 8 * 1024 * 1024
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     ping_interval: float | None = 20.0
     handshake_timeout: float | None = 10.0
     pong_timeout: float | None = 15.0

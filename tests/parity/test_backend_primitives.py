@@ -93,13 +93,19 @@ def test_cancelling_a_group_from_its_body_ends_it_quietly(backend: str) -> None:
 
 
 def test_a_shielded_step_finishes_though_its_caller_is_cancelled(backend: str) -> None:
+    """The step is under way when its caller is cancelled, and may finish only after
+    the cancel: two signals order them, not a race of sleeps (a stalled process wakes
+    both sleepers in one turn, and Trio may run either first)."""
     primitives = BACKENDS[backend]
 
     async def body() -> list[str]:
         steps: list[str] = []
+        started = primitives.new_signal()
+        may_finish = primitives.new_signal()
 
         async def step() -> None:
-            await primitives.sleep(0.2)
+            started.set()
+            await may_finish.wait()
             steps.append("finished")
 
         async with primitives.open_task_group() as group:
@@ -109,8 +115,9 @@ def test_a_shielded_step_finishes_though_its_caller_is_cancelled(backend: str) -
                 steps.append("not reached: cancelled on the way out")
 
             group.start_soon(caller)
-            await primitives.sleep(0.05)
+            await started.wait()
             group.cancel()
+            may_finish.set()
         return steps
 
     assert run(backend, body) == ["finished"]
