@@ -611,6 +611,8 @@ class SharedSessions:
         self._do(lambda: self._publish(published))
 
     def _do(self, job: Callable[[], Awaitable[None]]) -> None:
+        if len(self._queue) == self._queue.maxlen:
+            _log.warning("shared sessions: the queue is full; its oldest message is dropped")
         self._queue.append(job)
         self._idle = False
         self._ready.set()
