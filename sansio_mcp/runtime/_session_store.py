@@ -15,7 +15,8 @@ stream another replica holds, and the end of a session (DELETE).
 The level the client chose (``logging/setLevel``) and its resource subscriptions
 are the session's too, not one copy's: each change is written to the record (a
 later adopter starts with it) and published (``state``) to the copies other
-replicas hold.  A ``notifications/resources/updated`` is never relayed, as every
+replicas hold, stamped (:data:`Stamp`) so that concurrent changes end the same on
+every copy.  A ``notifications/resources/updated`` is never relayed, as every
 replica hears the hint behind it and the copy beside the GET stream sends it
 (relayed, it would reach the client once per copy).
 
@@ -78,6 +79,23 @@ KeptEvent = tuple[str, int, bytes]
 #: A session's state other copies must respect: ``(logLevel, subscriptions)``.
 SharedState = tuple[str | None, frozenset[str]]
 _NO_STATE: SharedState = (None, frozenset())
+#: What orders changes of a session's shared state: ``(seconds, replica id)``, each
+#: copy's next above any it has seen, so that every copy (and the record) ends with
+#: the change of the highest stamp whatever order they heard them in.
+Stamp = tuple[float, str]
+_NO_STAMP: Stamp = (0.0, "")
+
+
+def _stamp_in(data: dict[str, Any]) -> Stamp | None:
+    """The stamp a record's state or a ``state`` message carries (none: the oldest,
+    as one written before stamps were); None when malformed."""
+    stamp = data.get("stamp", [0.0, ""])
+    if not (isinstance(stamp, list) and len(stamp) == 2):
+        return None
+    when, replica = stamp
+    if isinstance(when, bool) or not isinstance(when, (int, float)) or not isinstance(replica, str):
+        return None
+    return (float(when), replica)
 
 
 class SessionDrivers(Protocol):
@@ -502,6 +520,8 @@ class SharedSessions:
         # A copy -> the shared state last written or heard (none: the initial one); an
         # entry goes with its session, however that ends.
         self._states: WeakKeyDictionary[ServerSession, SharedState] = WeakKeyDictionary()
+        # A copy -> the stamp of its shared state (none: the initial state's).
+        self._stamps: WeakKeyDictionary[ServerSession, Stamp] = WeakKeyDictionary()
         machine.replicas.relay = self
         machine.sessions.keeper = self
 
@@ -693,24 +713,32 @@ class SharedSessions:
             self._end_here(session_id)
         elif kind == "state" and isinstance(body, dict):
             held = self.machine.sessions.get(session_id)
-            if held is not None:
-                self._apply(session_id, held.session, body)
+            if held is not None and not self._apply(session_id, held.session, body):
+                # An older change than this copy's, heard late: its replica may have
+                # written the record after ours did, so ours is written again.
+                self._do(lambda: self._write(session_id, self.backend.wall_clock()))
 
     # The session's shared state -------------------------------------------------
 
-    def _apply(self, session_id: str, session: ServerSession, data: dict[str, Any]) -> None:
+    def _apply(self, session_id: str, session: ServerSession, data: dict[str, Any]) -> bool:
         """Give this copy the level and subscriptions ``data`` (a record's state or a
-        ``state`` message) carries, if well formed."""
+        ``state`` message) carries, if well formed and stamped no earlier than this
+        copy's; False when it is older (this copy's change wins)."""
         level, subscriptions = data.get("logLevel"), data.get("subscriptions", [])
+        stamp = _stamp_in(data)
         if level is not None and level not in LOG_LEVELS:
-            return
-        if not isinstance(subscriptions, list) or not all(
-            isinstance(uri, str) for uri in subscriptions
+            return True
+        if stamp is None or not (
+            isinstance(subscriptions, list) and all(isinstance(uri, str) for uri in subscriptions)
         ):
-            return
+            return True
+        if stamp < self._stamps.get(session, _NO_STAMP):
+            return False
         session.log_level = level
         session.subscriptions = set(subscriptions)
         self._states[session] = (level, frozenset(subscriptions))
+        self._stamps[session] = stamp
+        return True
 
     async def answering(self, exchange: Exchange) -> None:
         """Before ``exchange`` is answered (its request fed to the session, which
@@ -724,14 +752,21 @@ class SharedSessions:
         session_id = held.id
         if state == self._states.get(held.session, _NO_STATE):
             return
+        now = self.backend.wall_clock()
+        latest = self._stamps.get(held.session, _NO_STAMP)[0]
+        stamp = self._stamps[held.session] = (max(now, latest + 1e-6), self.stores.replica_id)
         message = {
             "kind": "state",
             "session": session_id,
             "from": self.stores.replica_id,
-            "message": {"logLevel": state[0], "subscriptions": sorted(state[1])},
+            "message": {
+                "logLevel": state[0],
+                "subscriptions": sorted(state[1]),
+                "stamp": list(stamp),
+            },
         }
         try:
-            await self._write(session_id, self.backend.wall_clock())
+            await self._write(session_id, now)
             await self.stores.events.publish(SESSION_CHANNEL, message)
         except StoreUnavailable as exc:
             _log.warning(
@@ -836,6 +871,7 @@ class SharedSessions:
             return
         record["logLevel"] = state.session.log_level
         record["subscriptions"] = sorted(state.session.subscriptions)
+        record["stamp"] = list(self._stamps.get(state.session, _NO_STAMP))
         principal = _principal(state.session.auth)
         await self.store.save(SessionRecord(session_id, record, principal, now, now), self.ttl)
 
