@@ -225,7 +225,7 @@ class ReplicaSessions:
         if state is None or last_event_id is None:
             return None
         key, dash, _ = last_event_id.rpartition("-")
-        return key if dash and state.foreign(key) else None
+        return key if key and dash and state.foreign(key) else None
 
     def restore(self, session_id: str, key: str, events: list[tuple[int, bytes]]) -> None:
         """Hold ``events`` (the shared store's list of another copy's stream ``key``)
