@@ -212,6 +212,14 @@ class ReplicaSessions:
         state.deliver(stream, outgoing, self.router.max_unread)
         return True
 
+    def keep_here(self, session_id: str, message: Any) -> None:
+        """A message for the session's GET stream that the shared backlog could not
+        take (the store is down): on the GET stream if it is open here, else in this
+        copy's backlog, for the next GET stream opened here."""
+        state = self.router.sessions.get(session_id)
+        if state is not None and not self.deliver(session_id, message):
+            state.backlog.append(Outgoing(message, encode_message(message)))
+
     def listening(self, session_id: str) -> bool:
         """Whether the session's GET stream is open here."""
         state = self.router.sessions.get(session_id)

@@ -557,7 +557,13 @@ class SharedSessions:
                 front=front,
             )
         except StoreUnavailable as exc:
-            _log.warning("session %s: a message for its GET stream was lost: %s", session_id, exc)
+            _log.warning(
+                "session %s: messages for its GET stream wait at this replica only: %s",
+                session_id,
+                exc,
+            )
+            for data in messages:
+                self.machine.replicas.keep_here(session_id, json.loads(data))
             return
         ping = {"kind": "backlog", "session": session_id, "from": self.stores.replica_id}
         await self._publish(ping)

@@ -12,6 +12,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
+from redis_service import RedisService
+
 from sansio_mcp.runtime import Context, Server, Stores, open_stores
 from sansio_mcp.runtime._backend import Signal
 from sansio_mcp.runtime._session_store import HandshakeSessionStore, handshake_session_store
@@ -223,5 +225,30 @@ def test_what_no_get_stream_heard_waits_for_the_next_one_at_any_replica(
                 assert logged(message) == "later at A"
             status, _, _ = await call(backend.backend, a, "DELETE", headers)
             assert status == 200
+
+    backend.run(main)
+
+
+def test_with_redis_down_resumption_and_the_backlog_work_at_the_replica_alone(
+    backend: Backend, redis_service: RedisService
+) -> None:
+    async def main() -> None:
+        async with replicas(backend, redis_service.url) as (a, _, _, _):
+            headers = await open_session(backend, a)
+            redis_service.stop()
+            async with backend.backend.fail_after(20):
+                async with opened(backend, a, headers) as stream:
+                    for text in ("one", "two"):
+                        await noted(backend, a, headers, text)
+                    first, message = await next_event(backend, stream)
+                    assert logged(message) == "one"
+                assert first is not None
+                # Made once the stream broke: it waits at A (in its backlog, or among the
+                # events of the stream, if A had not yet seen it break).
+                await noted(backend, a, headers, "three")
+                async with opened(backend, a, {**headers, "last-event-id": first}) as again:
+                    for expected in ("two", "three"):
+                        _, message = await next_event(backend, again)
+                        assert logged(message) == expected
 
     backend.run(main)
