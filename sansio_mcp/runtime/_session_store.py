@@ -58,6 +58,7 @@ __all__ = [
     "HandshakeSessionStore",
     "MemoryHandshakeSessionStore",
     "RedisHandshakeSessionStore",
+    "ReplayBounds",
     "SessionRecord",
     "SharedSessions",
     "handshake_session_store",
@@ -76,6 +77,20 @@ DEFAULT_MAX_SESSION_RECORDS = 100_000
 DEFAULT_MAX_RELAY_QUEUE = 10_000
 #: One kept event: ``(stream key, number, its SSE bytes)``.
 KeptEvent = tuple[str, int, bytes]
+
+
+@attrs.frozen
+class ReplayBounds:
+    """What a :class:`HandshakeSessionStore` keeps of a session's events and backlog:
+    ``memory`` events per stream (and messages in the backlog), for ``streams``
+    streams, ``ttl`` seconds from each write (the router's ``replay_memory``,
+    ``replay_streams`` and the record's TTL)."""
+
+    ttl: float
+    memory: int
+    streams: int
+
+
 #: A session's state other copies must respect: ``(logLevel, subscriptions)``.
 SharedState = tuple[str | None, frozenset[str]]
 _NO_STATE: SharedState = (None, frozenset())
@@ -182,13 +197,10 @@ class HandshakeSessionStore(Protocol):
         session_id: str,
         events: list[KeptEvent],
         now: float,
-        ttl: float,
-        memory: int,
-        streams: int,
+        bounds: ReplayBounds,
     ) -> None:
-        """Keep ``events`` (oldest first) for ``Last-Event-ID``, ``ttl`` seconds from
-        ``now``: the newest ``memory`` of each stream, for the ``streams`` most
-        recently active streams of the session."""
+        """Keep ``events`` (oldest first) for ``Last-Event-ID`` within ``bounds``: the
+        newest of each stream, of the most recently active streams of the session."""
         ...
 
     async def events(self, session_id: str, key: str, now: float) -> list[tuple[int, bytes]]:
@@ -200,17 +212,16 @@ class HandshakeSessionStore(Protocol):
         session_id: str,
         messages: list[bytes],
         now: float,
-        ttl: float,
-        memory: int,
+        bounds: ReplayBounds,
         *,
         front: bool = False,
     ) -> None:
         """Keep ``messages`` (JSON, oldest first) for the session's next GET stream:
         after those waiting already, or before them (``front``: given back); the
-        newest ``memory`` in all, ``ttl`` seconds from ``now``."""
+        newest ``bounds.memory`` in all."""
         ...
 
-    async def take_backlog(self, session_id: str, now: float, memory: int) -> list[bytes]:
+    async def take_backlog(self, session_id: str, now: float, bounds: ReplayBounds) -> list[bytes]:
         """What waits for the session's GET stream, oldest first, taken (once: a
         replica taking it at the same time gets none of it)."""
         ...
@@ -256,16 +267,14 @@ class MemoryHandshakeSessionStore:
         session_id: str,
         events: list[KeptEvent],
         now: float,
-        ttl: float,
-        memory: int,
-        streams: int,
+        bounds: ReplayBounds,
     ) -> None:
-        held = self._held(session_id, now, ttl).streams
+        held = self._held(session_id, now, bounds.ttl).streams
         for key, number, chunk in events:
             kept = held.pop(key, None)
-            held[key] = kept if kept is not None else deque(maxlen=memory)
+            held[key] = kept if kept is not None else deque(maxlen=bounds.memory)
             held[key].append((number, chunk))
-            while len(held) > streams:
+            while len(held) > bounds.streams:
                 held.popitem(last=False)
 
     async def events(self, session_id: str, key: str, now: float) -> list[tuple[int, bytes]]:
@@ -279,20 +288,19 @@ class MemoryHandshakeSessionStore:
         session_id: str,
         messages: list[bytes],
         now: float,
-        ttl: float,
-        memory: int,
+        bounds: ReplayBounds,
         *,
         front: bool = False,
     ) -> None:
-        held = self._held(session_id, now, ttl)
+        held = self._held(session_id, now, bounds.ttl)
         waiting = [*messages, *held.backlog] if front else [*held.backlog, *messages]
-        held.backlog = deque(waiting[-memory:] if memory > 0 else [])
+        held.backlog = deque(waiting[-bounds.memory :] if bounds.memory > 0 else [])
 
-    async def take_backlog(self, session_id: str, now: float, memory: int) -> list[bytes]:
+    async def take_backlog(self, session_id: str, now: float, bounds: ReplayBounds) -> list[bytes]:
         kept = self._kept.get(session_id)
         if kept is None or kept.until <= now:
             return []
-        taken = list(kept.backlog)[:memory]
+        taken = list(kept.backlog)[: bounds.memory]
         for _ in taken:
             kept.backlog.popleft()
         return taken
@@ -392,15 +400,14 @@ class RedisHandshakeSessionStore:
         session_id: str,
         events: list[KeptEvent],
         now: float,
-        ttl: float,
-        memory: int,
-        streams: int,
+        bounds: ReplayBounds,
     ) -> None:
         index = self._key("replay-streams", session_id)
         by_stream: dict[str, list[bytes]] = {}
         for key, number, chunk in events:
             by_stream.setdefault(key, []).append(_entry(number, chunk))
-        if not events or memory <= 0 or streams <= 0:
+        memory, ttl = bounds.memory, bounds.ttl
+        if not events or memory <= 0 or bounds.streams <= 0:
             return
         commands: list[tuple[str | bytes | int | float, ...]] = []
         for key, entries in by_stream.items():
@@ -413,7 +420,7 @@ class RedisHandshakeSessionStore:
             ]
         commands += [("PEXPIRE", index, _ms(ttl)), ("ZCARD", index)]
         replies = await self._redis.pipeline(commands)
-        excess = int(replies[-1]) - streams
+        excess = int(replies[-1]) - bounds.streams
         if excess > 0:  # the least recently active streams are forgotten
             gone = await self._redis.execute("ZPOPMIN", index, excess)
             keys = [self._key("replay", session_id, k.decode()) for k in gone[::2]]
@@ -429,11 +436,11 @@ class RedisHandshakeSessionStore:
         session_id: str,
         messages: list[bytes],
         now: float,
-        ttl: float,
-        memory: int,
+        bounds: ReplayBounds,
         *,
         front: bool = False,
     ) -> None:
+        memory = bounds.memory
         if not messages or memory <= 0:
             return
         name = self._key("backlog", session_id)
@@ -441,12 +448,13 @@ class RedisHandshakeSessionStore:
             ("LPUSH", name, *reversed(messages)) if front else ("RPUSH", name, *messages)
         )
         await self._redis.pipeline(
-            [push, ("LTRIM", name, -memory, -1), ("PEXPIRE", name, _ms(ttl))]
+            [push, ("LTRIM", name, -memory, -1), ("PEXPIRE", name, _ms(bounds.ttl))]
         )
 
-    async def take_backlog(self, session_id: str, now: float, memory: int) -> list[bytes]:
+    async def take_backlog(self, session_id: str, now: float, bounds: ReplayBounds) -> list[bytes]:
         # One LPOP: atomic, so that two replicas never both take a message.
-        taken = await self._redis.execute("LPOP", self._key("backlog", session_id), max(memory, 1))
+        name = self._key("backlog", session_id)
+        taken = await self._redis.execute("LPOP", name, max(bounds.memory, 1))
         return [m for m in taken or () if isinstance(m, bytes)]
 
 
@@ -531,6 +539,13 @@ class SharedSessions:
         timeout = self.machine.sessions.idle_timeout
         return DEFAULT_SESSION_RECORD_TTL if timeout is None else timeout
 
+    @property
+    def bounds(self) -> ReplayBounds:
+        """What the store keeps of a session's events and backlog: as this replica's
+        router keeps them, for as long as the record lives."""
+        sessions = self.machine.sessions
+        return ReplayBounds(self.ttl, sessions.replay_memory, sessions.replay_streams)
+
     # SessionRelay ------------------------------------------------------------------
 
     def client_message(self, session_id: str, message: dict[str, Any]) -> None:
@@ -548,14 +563,8 @@ class SharedSessions:
         self, session_id: str, messages: list[bytes], *, front: bool = False
     ) -> None:
         try:
-            await self.store.push_backlog(
-                session_id,
-                messages,
-                self.backend.wall_clock(),
-                self.ttl,
-                self.machine.sessions.replay_memory,
-                front=front,
-            )
+            now = self.backend.wall_clock()
+            await self.store.push_backlog(session_id, messages, now, self.bounds, front=front)
         except StoreUnavailable as exc:
             _log.warning(
                 "session %s: messages for its GET stream wait at this replica only: %s",
@@ -573,8 +582,8 @@ class SharedSessions:
         here (what cannot go out after all goes back, in front)."""
         if not self.machine.replicas.listening(session_id):
             return
-        memory = self.machine.sessions.replay_memory
-        taken = await self.store.take_backlog(session_id, self.backend.wall_clock(), memory)
+        now = self.backend.wall_clock()
+        taken = await self.store.take_backlog(session_id, now, self.bounds)
         back = []
         for data in taken:
             try:
@@ -607,17 +616,10 @@ class SharedSessions:
         by_session: dict[str, list[KeptEvent]] = {}
         for session_id, event in batch:
             by_session.setdefault(session_id, []).append(event)
-        sessions = self.machine.sessions
         for session_id, events in by_session.items():
             try:
-                await self.store.keep_events(
-                    session_id,
-                    events,
-                    self.backend.wall_clock(),
-                    self.ttl,
-                    sessions.replay_memory,
-                    sessions.replay_streams,
-                )
+                now = self.backend.wall_clock()
+                await self.store.keep_events(session_id, events, now, self.bounds)
             except StoreUnavailable as exc:
                 _log.warning(
                     "session %s: its events can be replayed at this replica only: %s",

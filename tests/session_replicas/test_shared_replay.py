@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any
 
 from redis_service import RedisService
@@ -24,6 +24,7 @@ from tests.session_replicas.test_two_replicas import (
     open_session,
     replica,
     tool_call,
+    two_ports,
 )
 from tests.transports.helpers import RawHTTP
 
@@ -67,19 +68,13 @@ async def replicas(
 ) -> AsyncIterator[tuple[int, int, HandshakeSessionStore, Stores]]:
     """Replicas A and B on one Redis, and the session store as a third party sees it."""
     namespace = f"rp{time.monotonic_ns()}"
-    async with AsyncExitStack() as stack:
-        ports = []
-        for name in "AB":
-            stores = await stack.enter_async_context(
-                open_stores(redis_url, backend.backend, replica_id=name, namespace=namespace)
-            )
-            ports.append(await stack.enter_async_context(backend.serve_http(build(stores))))
-        onlooker = await stack.enter_async_context(
-            open_stores(redis_url, backend.backend, replica_id="test", namespace=namespace)
-        )
+    async with (
+        two_ports(backend, redis_url, build=build, namespace=namespace) as (a, b),
+        open_stores(redis_url, backend.backend, replica_id="Z", namespace=namespace) as onlooker,
+    ):
         store = handshake_session_store(onlooker)
         assert store is not None
-        yield ports[0], ports[1], store, onlooker
+        yield a, b, store, onlooker
 
 
 async def kept(

@@ -6,14 +6,14 @@ subscribed to, and of no other (two replicas on one Redis, both backends)."""
 from __future__ import annotations
 
 import time
-from contextlib import AsyncExitStack
 from typing import Any
 
 from sansio_mcp.auth import ResourceServer
-from sansio_mcp.runtime import Context, Server, Stores, open_stores
-from sansio_mcp.runtime._session_store import SESSION_CHANNEL, handshake_session_store
+from sansio_mcp.runtime import Context, Server, Stores
+from sansio_mcp.runtime._session_store import SESSION_CHANNEL
 from tests.auth.test_http import Backend
 from tests.session_replicas.raw import call, messages
+from tests.session_replicas.test_shared_replay import replicas
 from tests.session_replicas.test_two_replicas import (
     answer_of,
     get_stream,
@@ -116,20 +116,7 @@ def test_a_change_heard_late_does_not_undo_a_later_one_anywhere(
     change, and its record write lands after the later one's."""
 
     async def main() -> None:
-        namespace = f"st{time.monotonic_ns()}"
-        async with AsyncExitStack() as stack:
-            ports = []
-            for name in "AB":
-                stores = await stack.enter_async_context(
-                    open_stores(redis_url, backend.backend, replica_id=name, namespace=namespace)
-                )
-                ports.append(await stack.enter_async_context(backend.serve_http(replica(stores))))
-            a, b = ports
-            onlooker = await stack.enter_async_context(
-                open_stores(redis_url, backend.backend, replica_id="Z", namespace=namespace)
-            )
-            store = handshake_session_store(onlooker)
-            assert store is not None
+        async with replicas(backend, redis_url, build=replica) as (a, b, store, onlooker):
             headers = await open_session(backend, a)
             session_id = headers["mcp-session-id"]
             assert await logs_of_increment(backend, b, headers, 2)  # B holds a copy
