@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import secrets
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 from ._exchange import Exchange, answered_ids, is_response
 from ._jsonrpc import RequestId, is_request_id
 from ._outbox import Outgoing
-from ._replay import ReplayBuffer
+from ._replay import EventKeeper, ReplayBuffer, is_get_key
 from ._server_session import ServerSession
 from ._sse import format_sse_event, format_sse_message
 
@@ -56,6 +57,24 @@ class HandshakeSession:
         self.stream_count = 0
         #: The client's ``initialize`` params, which replicas replay to adopt the session.
         self.init_params: dict[str, Any] = {}
+        #: What begins this copy's stream keys: empty on one process; among replicas
+        #: a random ``TAG.`` of its own, so that no two copies give out one event id.
+        self.tag = ""
+        #: The key of this copy's GET stream (``{tag}get``).
+        self.get_key = "get"
+        #: Where each numbered event also goes when replicas share sessions.
+        self.keeper: EventKeeper | None = None
+
+    def share(self, keeper: EventKeeper) -> None:
+        """Among replicas: this copy's events also go to ``keeper`` (the shared
+        store), under stream keys of its own (:attr:`tag`)."""
+        self.keeper = keeper
+        self.tag = f"{secrets.token_hex(4)}."
+        self.get_key = f"{self.tag}get"
+
+    def foreign(self, key: str) -> bool:
+        """Whether stream ``key`` was numbered by another replica's copy."""
+        return bool(self.tag) and not key.startswith(self.tag)
 
     def unmap(self, exchange: Exchange) -> None:
         """Forget that ``exchange`` is the stream of any of the session's requests."""
@@ -92,7 +111,7 @@ class HandshakeSession:
         """The stream of a POST carrying ``request_ids``: its head waits briefly for
         the answers, and it opens with its priming event (:meth:`prime`)."""
         exchange = Exchange.event_stream(self.session, json_mode=json_mode)
-        exchange.stream_key = f"s{self.stream_count}"
+        exchange.stream_key = f"{self.tag}s{self.stream_count}"
         self.stream_count += 1
         exchange.awaiting.update(request_ids)
         for request_id in request_ids:
@@ -117,8 +136,10 @@ class HandshakeSession:
 
     def open_get_stream(self, exchange: Exchange, max_unread: int) -> None:
         """``exchange`` is the session's GET stream now: what waited for one goes on it."""
-        exchange.stream_key = "get"
-        kept = self.replay.last_number("get")
+        if exchange.stream_key != self.get_key:
+            exchange.seq = 0  # it resumed another copy's GET stream: numbered here anew
+        exchange.stream_key = self.get_key
+        kept = self.replay.last_number(self.get_key)
         if kept is not None:  # ids go on from the session's earlier GET streams, never reused
             exchange.seq = max(exchange.seq, kept)
         self.get_stream = exchange
@@ -163,7 +184,7 @@ class HandshakeSession:
         # stream, as if the POST had had no stream).
         if (
             exchange.awaiting
-            and exchange.stream_key != "get"
+            and exchange.stream_key != self.get_key
             and exchange.stream_key in self.replay
         ):
             exchange.detached = True
@@ -194,10 +215,10 @@ class HandshakeSession:
         for earlier in still_open:  # a POST still open, or an earlier resumption
             if not earlier.finished:
                 earlier.end()
-        if not still_open and key == "get":
+        if not still_open and is_get_key(key):
             return None
         exchange.on_close = self.stream_closed
-        if not exchange.awaiting and key != "get":
+        if not exchange.awaiting and not is_get_key(key):
             exchange.finished = True  # the resumed stream had already ended
         return exchange
 
@@ -253,6 +274,11 @@ class HandshakeSession:
         else:
             self.backlog.append(item)
 
+    @property
+    def listening(self) -> bool:
+        """Whether the session's GET stream is open (here)."""
+        return self._open_get_stream() is not None
+
     def _open_get_stream(self) -> Exchange | None:
         stream = self.get_stream
         return stream if stream is not None and not stream.finished else None
@@ -268,11 +294,19 @@ class HandshakeSession:
     def live_streams(self) -> set[str]:
         """Keys of the streams whose events must stay resumable: the GET stream's,
         and those of requests still unanswered."""
-        return {"get", *(ex.stream_key for ex in self.streams.values())}
+        return {self.get_key, *(ex.stream_key for ex in self.streams.values())}
 
     def remember(self, key: str, number: int, chunk: bytes) -> None:
-        """Keep event ``number`` of stream ``key`` for resumption."""
+        """Keep event ``number`` of stream ``key`` for resumption (among replicas, in
+        the shared store too)."""
         self.replay.remember(key, number, chunk, self.live_streams)
+        if self.keeper is not None:
+            self.keeper.kept(self.id, key, number, chunk)
+
+    def restore(self, key: str, events: list[tuple[int, bytes]]) -> None:
+        """Hold ``events``, what the shared store kept of another copy's stream ``key``,
+        for a ``Last-Event-ID`` that resumes it here."""
+        self.replay.restore(key, events, self.live_streams)
 
     @property
     def quiet(self) -> bool:
@@ -314,6 +348,10 @@ class HandshakeSessions:
         # Session ids by last activity, least recent first (for the limit and expiry).
         self._activity: OrderedDict[str, float] = OrderedDict()
         self._now: float | None = None
+        #: Where sessions begun from now on also keep their events (see
+        #: :meth:`HandshakeSession.share`); set by the runtime when replicas share
+        #: sessions, None on one process.
+        self.keeper: EventKeeper | None = None
 
     def __len__(self) -> int:
         return len(self._by_id)
@@ -350,6 +388,8 @@ class HandshakeSessions:
         """Hold ``session``, begun by ``initialize`` with ``init_params``, as ``session_id``."""
         state = HandshakeSession(session_id, session, self.replay_memory, self.replay_streams)
         state.init_params = init_params if isinstance(init_params, dict) else {}
+        if self.keeper is not None:
+            state.share(self.keeper)
         self.add(state)
         return state
 

@@ -5,8 +5,25 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol
 
-__all__ = ["ReplayBuffer"]
+__all__ = ["EventKeeper", "ReplayBuffer", "is_get_key"]
+
+
+def is_get_key(key: str) -> bool:
+    """Whether ``key`` names a session's GET stream (``get``, or a copy's ``TAG.get``
+    among replicas) rather than a POST stream (``s3``, ``TAG.s3``)."""
+    return key.endswith("get")
+
+
+class EventKeeper(Protocol):
+    """Where a handshake session's numbered events also go when replicas share
+    sessions (set as :attr:`HandshakeSessions.keeper`; called synchronously, so it
+    only queues them for the shared store)."""
+
+    def kept(self, session_id: str, key: str, number: int, chunk: bytes) -> None:
+        """Event ``number`` of stream ``key`` of session ``session_id``, as sent."""
+        ...
 
 
 class ReplayBuffer:
@@ -47,6 +64,16 @@ class ReplayBuffer:
         else:
             self._streams[key] = events
         events.append((number, chunk))
+
+    def restore(
+        self, key: str, events: list[tuple[int, bytes]], live: Callable[[], Iterable[str]]
+    ) -> None:
+        """Hold ``events`` (number, bytes; oldest first) as stream ``key``'s, in place
+        of what was kept of it: another replica's copy numbered them (the shared
+        store's list), to be replayed here.  Bounded as :meth:`remember` is."""
+        self._streams.pop(key, None)
+        for number, chunk in events[-self.memory :]:
+            self.remember(key, number, chunk, live)
 
     def events(self, key: str) -> list[tuple[int, bytes]]:
         """Stream ``key``'s kept events (number, bytes), oldest first."""

@@ -206,8 +206,38 @@ class ReplicaSessions:
         on the session's GET stream, if it is open here."""
         state = self.router.sessions.get(session_id)
         stream = None if state is None else state.target(Outgoing(message, b""))
-        if state is None or stream is None or stream.stream_key != "get":
+        if state is None or stream is None or stream.stream_key != state.get_key:
             return False
         outgoing = Outgoing(message, encode_message(message))
         state.deliver(stream, outgoing, self.router.max_unread)
         return True
+
+    def keep_here(self, session_id: str, message: Any) -> None:
+        """A message for the session's GET stream that the shared backlog could not
+        take (the store is down): on the GET stream if it is open here, else in this
+        copy's backlog, for the next GET stream opened here."""
+        state = self.router.sessions.get(session_id)
+        if state is not None and not self.deliver(session_id, message):
+            state.backlog.append(Outgoing(message, encode_message(message)))
+
+    def listening(self, session_id: str) -> bool:
+        """Whether the session's GET stream is open here."""
+        state = self.router.sessions.get(session_id)
+        return state is not None and state.listening
+
+    def foreign_stream(self, session_id: str, last_event_id: str | None) -> str | None:
+        """The stream key a ``Last-Event-ID`` names when another replica's copy of
+        the held session ``session_id`` numbered it (its events are in the shared
+        store, to :meth:`restore` here); else None (this copy's own, or no copy's)."""
+        state = self.router.sessions.get(session_id)
+        if state is None or last_event_id is None:
+            return None
+        key, dash, _ = last_event_id.rpartition("-")
+        return key if key and dash and state.foreign(key) else None
+
+    def restore(self, session_id: str, key: str, events: list[tuple[int, bytes]]) -> None:
+        """Hold ``events`` (the shared store's list of another copy's stream ``key``)
+        for the resumption of that stream here."""
+        state = self.router.sessions.get(session_id)
+        if state is not None and events:
+            state.restore(key, events)

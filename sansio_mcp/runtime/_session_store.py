@@ -15,12 +15,19 @@ stream another replica holds, and the end of a session (DELETE).
 The level the client chose (``logging/setLevel``) and its resource subscriptions
 are the session's too, not one copy's: each change is written to the record (a
 later adopter starts with it) and published (``state``) to the copies other
-replicas hold.  A ``notifications/resources/updated`` is never relayed, as every
+replicas hold, stamped (:data:`Stamp`) so that concurrent changes end the same on
+every copy.  A ``notifications/resources/updated`` is never relayed, as every
 replica hears the hint behind it and the copy beside the GET stream sends it
 (relayed, it would reach the client once per copy).
 
-Not shared: ``Last-Event-ID`` replay (a stream resumes only at the replica that
-numbered its events) and a GET stream's backlog.
+Event ids and replay are shared too (:meth:`HandshakeSessionStore.keep_events`): each
+copy numbers its streams under a key of its own (``TAG.s3``, ``TAG.get``), so ids are
+unique across replicas, and every event it keeps for ``Last-Event-ID`` also goes to
+the store (a capped list per stream, at most ``replay_streams`` streams per session);
+a replica that meets a ``Last-Event-ID`` of another copy's stream loads that list
+and replays it.  A message for the GET stream made while it is open nowhere waits
+in the store's backlog of the session (:meth:`HandshakeSessionStore.push_backlog`)
+for the next GET stream, at any replica: whoever takes it (one atomic pop) sends it.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 from weakref import WeakKeyDictionary
 
@@ -41,7 +49,7 @@ from ._store_base import EventSubscription, StoreUnavailable, expiry_ms
 from ._stores import Stores
 
 if TYPE_CHECKING:
-    from ._backend import Backend
+    from ._backend import Backend, Signal
 
 __all__ = [
     "DEFAULT_MAX_SESSION_RECORDS",
@@ -50,6 +58,7 @@ __all__ = [
     "HandshakeSessionStore",
     "MemoryHandshakeSessionStore",
     "RedisHandshakeSessionStore",
+    "ReplayBounds",
     "SessionRecord",
     "SharedSessions",
     "handshake_session_store",
@@ -66,9 +75,42 @@ DEFAULT_SESSION_RECORD_TTL = 86_400.0
 DEFAULT_MAX_SESSION_RECORDS = 100_000
 #: Messages a replica queues for the bus at most; past it the oldest is dropped.
 DEFAULT_MAX_RELAY_QUEUE = 10_000
+#: One kept event: ``(stream key, number, its SSE bytes)``.
+KeptEvent = tuple[str, int, bytes]
+
+
+@attrs.frozen
+class ReplayBounds:
+    """What a :class:`HandshakeSessionStore` keeps of a session's events and backlog:
+    ``memory`` events per stream (and messages in the backlog), for ``streams``
+    streams, ``ttl`` seconds from each write (the router's ``replay_memory``,
+    ``replay_streams`` and the record's TTL)."""
+
+    ttl: float
+    memory: int
+    streams: int
+
+
 #: A session's state other copies must respect: ``(logLevel, subscriptions)``.
 SharedState = tuple[str | None, frozenset[str]]
 _NO_STATE: SharedState = (None, frozenset())
+#: What orders changes of a session's shared state: ``(seconds, replica id)``, each
+#: copy's next above any it has seen, so that every copy (and the record) ends with
+#: the change of the highest stamp whatever order they heard them in.
+Stamp = tuple[float, str]
+_NO_STAMP: Stamp = (0.0, "")
+
+
+def _stamp_in(data: dict[str, Any]) -> Stamp | None:
+    """The stamp a record's state or a ``state`` message carries (none: the oldest,
+    as one written before stamps were); None when malformed."""
+    stamp = data.get("stamp", [0.0, ""])
+    if not (isinstance(stamp, list) and len(stamp) == 2):
+        return None
+    when, replica = stamp
+    if isinstance(when, bool) or not isinstance(when, (int, float)) or not isinstance(replica, str):
+        return None
+    return (float(when), replica)
 
 
 class SessionDrivers(Protocol):
@@ -147,19 +189,121 @@ class HandshakeSessionStore(Protocol):
         ...
 
     async def end(self, session_id: str) -> None:
-        """Forget the record (the session was deleted)."""
+        """Forget the record, its kept events and its backlog (the session was deleted)."""
         ...
+
+    async def keep_events(
+        self,
+        session_id: str,
+        events: list[KeptEvent],
+        now: float,
+        bounds: ReplayBounds,
+    ) -> None:
+        """Keep ``events`` (oldest first) for ``Last-Event-ID`` within ``bounds``: the
+        newest of each stream, of the most recently active streams of the session."""
+        ...
+
+    async def events(self, session_id: str, key: str, now: float) -> list[tuple[int, bytes]]:
+        """What is kept of stream ``key``: ``(number, bytes)``, oldest first."""
+        ...
+
+    async def push_backlog(
+        self,
+        session_id: str,
+        messages: list[bytes],
+        now: float,
+        bounds: ReplayBounds,
+        *,
+        front: bool = False,
+    ) -> None:
+        """Keep ``messages`` (JSON, oldest first) for the session's next GET stream:
+        after those waiting already, or before them (``front``: given back); the
+        newest ``bounds.memory`` in all."""
+        ...
+
+    async def take_backlog(self, session_id: str, now: float, bounds: ReplayBounds) -> list[bytes]:
+        """What waits for the session's GET stream, oldest first, taken (once: a
+        replica taking it at the same time gets none of it)."""
+        ...
+
+
+@attrs.define(eq=False)
+class _KeptInMemory:
+    """A session's events and backlog in a :class:`MemoryHandshakeSessionStore`."""
+
+    until: float
+    #: Stream key -> its events, least recently active first.
+    streams: OrderedDict[str, deque[tuple[int, bytes]]] = attrs.Factory(OrderedDict)
+    backlog: deque[bytes] = attrs.Factory(deque)
 
 
 class MemoryHandshakeSessionStore:
     """A :class:`HandshakeSessionStore` in this process's memory, at most
-    ``max_records`` of them."""
+    ``max_records`` of them (and the kept events and backlogs of as many sessions)."""
 
     def __init__(self, *, max_records: int = DEFAULT_MAX_SESSION_RECORDS) -> None:
         self.url = "memory"
         self.max_records = max_records
         #: session id -> (record, when it is forgotten), least recently used first.
         self._items: OrderedDict[str, tuple[SessionRecord, float]] = OrderedDict()
+        #: session id -> its kept events and backlog, least recently used first.
+        self._kept: OrderedDict[str, _KeptInMemory] = OrderedDict()
+
+    def _held(self, session_id: str, now: float, ttl: float | None = None) -> _KeptInMemory:
+        """The session's events and backlog (new if none or expired); with ``ttl``,
+        kept that long from ``now`` on."""
+        kept = self._kept.pop(session_id, None)
+        if kept is None or kept.until <= now:
+            kept = _KeptInMemory(now)
+            while len(self._kept) >= self.max_records:
+                self._kept.popitem(last=False)
+        if ttl is not None:
+            kept.until = now + ttl
+        self._kept[session_id] = kept
+        return kept
+
+    async def keep_events(
+        self,
+        session_id: str,
+        events: list[KeptEvent],
+        now: float,
+        bounds: ReplayBounds,
+    ) -> None:
+        held = self._held(session_id, now, bounds.ttl).streams
+        for key, number, chunk in events:
+            kept = held.pop(key, None)
+            held[key] = kept if kept is not None else deque(maxlen=bounds.memory)
+            held[key].append((number, chunk))
+            while len(held) > bounds.streams:
+                held.popitem(last=False)
+
+    async def events(self, session_id: str, key: str, now: float) -> list[tuple[int, bytes]]:
+        kept = self._kept.get(session_id)
+        if kept is None or kept.until <= now:
+            return []
+        return list(kept.streams.get(key, ()))
+
+    async def push_backlog(
+        self,
+        session_id: str,
+        messages: list[bytes],
+        now: float,
+        bounds: ReplayBounds,
+        *,
+        front: bool = False,
+    ) -> None:
+        held = self._held(session_id, now, bounds.ttl)
+        waiting = [*messages, *held.backlog] if front else [*held.backlog, *messages]
+        held.backlog = deque(waiting[-bounds.memory :] if bounds.memory > 0 else [])
+
+    async def take_backlog(self, session_id: str, now: float, bounds: ReplayBounds) -> list[bytes]:
+        kept = self._kept.get(session_id)
+        if kept is None or kept.until <= now:
+            return []
+        taken = list(kept.backlog)[: bounds.memory]
+        for _ in taken:
+            kept.backlog.popleft()
+        return taken
 
     async def save(self, record: SessionRecord, ttl: float) -> None:
         self._items.pop(record.session_id, None)
@@ -187,15 +331,32 @@ class MemoryHandshakeSessionStore:
 
     async def end(self, session_id: str) -> None:
         self._items.pop(session_id, None)
+        self._kept.pop(session_id, None)
 
 
 _RESOURCE_UPDATED = "notifications/resources/updated"
 
 
+def _entry(number: int, chunk: bytes) -> bytes:
+    """A kept event as a Redis list holds it: its number, a space, its bytes."""
+    return b"%d %s" % (number, chunk)
+
+
+def _parsed_entry(entry: Any) -> tuple[int, bytes] | None:
+    head, space, chunk = entry.partition(b" ") if isinstance(entry, bytes) else (b"", b"", b"")
+    return (int(head), chunk) if space and head.isdigit() else None
+
+
 class RedisHandshakeSessionStore:
     """A :class:`HandshakeSessionStore` in Redis: each record a JSON string under
     ``key("session", id)`` expiring ``ttl`` after its latest save or refresh (``PX``);
-    a refresh is one ``PEXPIRE`` (``last_seen`` stays the save's: the TTL is the truth)."""
+    a refresh is one ``PEXPIRE`` (``last_seen`` stays the save's: the TTL is the truth).
+
+    A stream's kept events are a list under ``key("replay", id, stream key)`` (each
+    entry ``NUMBER SSE-bytes``, trimmed to the newest ``memory``); the session's
+    streams a sorted set under ``key("replay-streams", id)`` scored by last activity
+    (past ``streams``, the least recently active lose their lists); its backlog a
+    list of JSON messages under ``key("backlog", id)``.  Each expires with the record's TTL."""
 
     def __init__(self, stores: Stores) -> None:
         if stores.redis is None:
@@ -223,7 +384,74 @@ class RedisHandshakeSessionStore:
         )
 
     async def end(self, session_id: str) -> None:
-        await self._redis.execute("DEL", self._key("session", session_id))
+        index = self._key("replay-streams", session_id)
+        streams = await self._redis.execute("ZRANGE", index, 0, -1)
+        lists = [self._key("replay", session_id, k.decode()) for k in streams or ()]
+        await self._redis.execute(
+            "DEL", self._key("session", session_id), index, self._key("backlog", session_id), *lists
+        )
+
+    async def keep_events(
+        self,
+        session_id: str,
+        events: list[KeptEvent],
+        now: float,
+        bounds: ReplayBounds,
+    ) -> None:
+        index = self._key("replay-streams", session_id)
+        by_stream: dict[str, list[bytes]] = {}
+        for key, number, chunk in events:
+            by_stream.setdefault(key, []).append(_entry(number, chunk))
+        memory, ttl = bounds.memory, bounds.ttl
+        if not events or memory <= 0 or bounds.streams <= 0:
+            return
+        commands: list[tuple[str | bytes | int | float, ...]] = []
+        for key, entries in by_stream.items():
+            name = self._key("replay", session_id, key)
+            commands += [
+                ("RPUSH", name, *entries[-memory:]),
+                ("LTRIM", name, -memory, -1),
+                ("PEXPIRE", name, expiry_ms(ttl)),
+                ("ZADD", index, now, key),
+            ]
+        commands += [("PEXPIRE", index, expiry_ms(ttl)), ("ZCARD", index)]
+        replies = await self._redis.pipeline(commands)
+        excess = int(replies[-1]) - bounds.streams
+        if excess > 0:  # the least recently active streams are forgotten
+            gone = await self._redis.execute("ZPOPMIN", index, excess)
+            keys = [self._key("replay", session_id, k.decode()) for k in gone[::2]]
+            await self._redis.execute("DEL", *keys)
+
+    async def events(self, session_id: str, key: str, now: float) -> list[tuple[int, bytes]]:
+        entries = await self._redis.execute("LRANGE", self._key("replay", session_id, key), 0, -1)
+        parsed = [_parsed_entry(entry) for entry in entries or ()]
+        return [event for event in parsed if event is not None]
+
+    async def push_backlog(
+        self,
+        session_id: str,
+        messages: list[bytes],
+        now: float,
+        bounds: ReplayBounds,
+        *,
+        front: bool = False,
+    ) -> None:
+        memory = bounds.memory
+        if not messages or memory <= 0:
+            return
+        name = self._key("backlog", session_id)
+        push: tuple[str | bytes | int | float, ...] = (
+            ("LPUSH", name, *reversed(messages)) if front else ("RPUSH", name, *messages)
+        )
+        await self._redis.pipeline(
+            [push, ("LTRIM", name, -memory, -1), ("PEXPIRE", name, expiry_ms(bounds.ttl))]
+        )
+
+    async def take_backlog(self, session_id: str, now: float, bounds: ReplayBounds) -> list[bytes]:
+        # One LPOP: atomic, so that two replicas never both take a message.
+        name = self._key("backlog", session_id)
+        taken = await self._redis.execute("LPOP", name, max(bounds.memory, 1))
+        return [m for m in taken or () if isinstance(m, bytes)]
 
 
 def handshake_session_store(stores: Stores | None) -> HandshakeSessionStore | None:
@@ -281,7 +509,14 @@ class SharedSessions:
         self.stores = stores
         self.store = store
         self.backend = backend
-        self._queue: deque[dict[str, Any]] = deque(maxlen=max_queue)
+        # What the run loop does next, in order (publish, write), at most max_queue.
+        self._queue: deque[Callable[[], Awaitable[None]]] = deque(maxlen=max_queue)
+        # Events kept since the last write to the store, oldest first.
+        self._events: deque[tuple[str, KeptEvent]] = deque(maxlen=max_queue)
+        self._lost_events = 0
+        self._events_due = False
+        self._idle = True
+        self._drained: Signal | None = None
         self._ready = backend.new_signal()
         # session id -> wall-clock time this replica last refreshed its record.
         self._refreshed: OrderedDict[str, float] = OrderedDict()
@@ -289,7 +524,10 @@ class SharedSessions:
         # A copy -> the shared state last written or heard (none: the initial one); an
         # entry goes with its session, however that ends.
         self._states: WeakKeyDictionary[ServerSession, SharedState] = WeakKeyDictionary()
+        # A copy -> the stamp of its shared state (none: the initial state's).
+        self._stamps: WeakKeyDictionary[ServerSession, Stamp] = WeakKeyDictionary()
         machine.replicas.relay = self
+        machine.sessions.keeper = self
 
     @property
     def ttl(self) -> float:
@@ -297,26 +535,126 @@ class SharedSessions:
         timeout = self.machine.sessions.idle_timeout
         return DEFAULT_SESSION_RECORD_TTL if timeout is None else timeout
 
+    @property
+    def bounds(self) -> ReplayBounds:
+        """What the store keeps of a session's events and backlog: as this replica's
+        router keeps them, for as long as the record lives."""
+        sessions = self.machine.sessions
+        return ReplayBounds(self.ttl, sessions.replay_memory, sessions.replay_streams)
+
     # SessionRelay ------------------------------------------------------------------
 
     def client_message(self, session_id: str, message: dict[str, Any]) -> None:
         self._send("client", session_id, message)
 
     def server_message(self, session_id: str, message: Any) -> None:
+        """Into the session's backlog in the store, and the replica holding its GET
+        stream (if any) told to take it from there."""
         if isinstance(message, dict) and message.get("method") == _RESOURCE_UPDATED:
             return  # sent by the copy beside the GET stream (see the module)
-        self._send("server", session_id, message)
+        data = json.dumps(message, separators=(",", ":")).encode()
+        self._do(lambda: self._backlog(session_id, [data]))
+
+    async def _backlog(
+        self, session_id: str, messages: list[bytes], *, front: bool = False
+    ) -> None:
+        try:
+            now = self.backend.wall_clock()
+            await self.store.push_backlog(session_id, messages, now, self.bounds, front=front)
+        except StoreUnavailable as exc:
+            _log.warning(
+                "session %s: messages for its GET stream wait at this replica only: %s",
+                session_id,
+                exc,
+            )
+            for data in messages:
+                self.machine.replicas.keep_here(session_id, json.loads(data))
+            return
+        ping = {"kind": "backlog", "session": session_id, "from": self.stores.replica_id}
+        await self._publish(ping)
+
+    async def _take_backlog(self, session_id: str) -> None:
+        """Send what waits in the store for the session's GET stream, if it is open
+        here (what cannot go out after all goes back, in front)."""
+        if not self.machine.replicas.listening(session_id):
+            return
+        now = self.backend.wall_clock()
+        taken = await self.store.take_backlog(session_id, now, self.bounds)
+        back = []
+        for data in taken:
+            try:
+                message = json.loads(data)
+            except ValueError:
+                _log.warning("session %s: a malformed backlog message was dropped", session_id)
+                continue
+            if not self.machine.replicas.deliver(session_id, message):
+                back.append(data)
+        if back:
+            await self._backlog(session_id, back, front=True)
+
+    # EventKeeper ---------------------------------------------------------------------
+
+    def kept(self, session_id: str, key: str, number: int, chunk: bytes) -> None:
+        """Queue the event for the store (written by :meth:`run`, in batches)."""
+        if len(self._events) == self._events.maxlen:
+            self._lost_events += 1
+        if not self._events_due:
+            self._events_due = True
+            self._do(self._write_events)
+        self._events.append((session_id, (key, number, chunk)))
+
+    async def _write_events(self) -> None:
+        self._events_due = False
+        batch, self._events = self._events, deque(maxlen=self._events.maxlen)
+        lost, self._lost_events = self._lost_events, 0
+        if lost:
+            _log.warning("%d events kept for replay did not reach the store (queue full)", lost)
+        by_session: dict[str, list[KeptEvent]] = {}
+        for session_id, event in batch:
+            by_session.setdefault(session_id, []).append(event)
+        for session_id, events in by_session.items():
+            try:
+                now = self.backend.wall_clock()
+                await self.store.keep_events(session_id, events, now, self.bounds)
+            except StoreUnavailable as exc:
+                _log.warning(
+                    "session %s: its events can be replayed at this replica only: %s",
+                    session_id,
+                    exc,
+                )
+
+    # The run loop ----------------------------------------------------------------------
 
     def _send(self, kind: str, session_id: str, message: Any) -> None:
-        self._queue.append(
-            {
-                "kind": kind,
-                "session": session_id,
-                "from": self.stores.replica_id,
-                "message": message,
-            }
-        )
+        published = {
+            "kind": kind,
+            "session": session_id,
+            "from": self.stores.replica_id,
+            "message": message,
+        }
+        self._do(lambda: self._publish(published))
+
+    def _do(self, job: Callable[[], Awaitable[None]]) -> None:
+        if len(self._queue) == self._queue.maxlen:
+            _log.warning("shared sessions: the queue is full; its oldest message is dropped")
+        self._queue.append(job)
+        self._idle = False
         self._ready.set()
+
+    async def _publish(self, message: dict[str, Any]) -> None:
+        try:
+            await self.stores.events.publish(SESSION_CHANNEL, message)
+        except StoreUnavailable as exc:
+            _log.warning("a session message to other replicas was lost: %s", exc)
+
+    async def drained(self) -> None:
+        """Until what was queued for the store and the bus so far is done (as a
+        replica stops, or a test looks at the store)."""
+        if self._idle:
+            return
+        if self._drained is None:
+            self._drained = self.backend.new_signal()
+        await self._drained.wait()
 
     def _listen(self) -> None:
         if self._subscription is None:
@@ -339,11 +677,15 @@ class SharedSessions:
                 await self._ready.wait()
                 self._ready = self.backend.new_signal()
                 while self._queue:
-                    message = self._queue.popleft()
+                    job = self._queue.popleft()
                     try:
-                        await self.stores.events.publish(SESSION_CHANNEL, message)
+                        await job()
                     except StoreUnavailable as exc:
-                        _log.warning("a session message to other replicas was lost: %s", exc)
+                        _log.warning("shared sessions: %s", exc)
+                self._idle = True
+                drained, self._drained = self._drained, None
+                if drained is not None:
+                    drained.set()
         finally:
             if self._subscription is not None:
                 self._subscription.close()
@@ -358,10 +700,14 @@ class SharedSessions:
 
     def _take(self, message: dict[str, Any]) -> None:
         session_id = message.get("session")
-        if message.get("from") == self.stores.replica_id or not isinstance(session_id, str):
+        if not isinstance(session_id, str):
             return
+        if message.get("from") == self.stores.replica_id and message.get("kind") != "backlog":
+            return  # (the backlog's: the GET stream may have opened here since)
         kind, body = message.get("kind"), message.get("message")
-        if kind == "client" and isinstance(body, dict):
+        if kind == "backlog":
+            self._do(lambda: self._take_backlog(session_id))
+        elif kind == "client" and isinstance(body, dict):
             session = self.machine.replicas.receive(session_id, body)
             if session is not None:
                 self.hosts.begin(Exchange(202, {}, session=session))
@@ -371,24 +717,32 @@ class SharedSessions:
             self._end_here(session_id)
         elif kind == "state" and isinstance(body, dict):
             held = self.machine.sessions.get(session_id)
-            if held is not None:
-                self._apply(session_id, held.session, body)
+            if held is not None and not self._apply(session_id, held.session, body):
+                # An older change than this copy's, heard late: its replica may have
+                # written the record after ours did, so ours is written again.
+                self._do(lambda: self._write(session_id, self.backend.wall_clock()))
 
     # The session's shared state -------------------------------------------------
 
-    def _apply(self, session_id: str, session: ServerSession, data: dict[str, Any]) -> None:
+    def _apply(self, session_id: str, session: ServerSession, data: dict[str, Any]) -> bool:
         """Give this copy the level and subscriptions ``data`` (a record's state or a
-        ``state`` message) carries, if well formed."""
+        ``state`` message) carries, if well formed and stamped no earlier than this
+        copy's; False when it is older (this copy's change wins)."""
         level, subscriptions = data.get("logLevel"), data.get("subscriptions", [])
+        stamp = _stamp_in(data)
         if level is not None and level not in LOG_LEVELS:
-            return
-        if not isinstance(subscriptions, list) or not all(
-            isinstance(uri, str) for uri in subscriptions
+            return True
+        if stamp is None or not (
+            isinstance(subscriptions, list) and all(isinstance(uri, str) for uri in subscriptions)
         ):
-            return
+            return True
+        if stamp < self._stamps.get(session, _NO_STAMP):
+            return False
         session.log_level = level
         session.subscriptions = set(subscriptions)
         self._states[session] = (level, frozenset(subscriptions))
+        self._stamps[session] = stamp
+        return True
 
     async def answering(self, exchange: Exchange) -> None:
         """Before ``exchange`` is answered (its request fed to the session, which
@@ -402,14 +756,21 @@ class SharedSessions:
         session_id = held.id
         if state == self._states.get(held.session, _NO_STATE):
             return
+        now = self.backend.wall_clock()
+        latest = self._stamps.get(held.session, _NO_STAMP)[0]
+        stamp = self._stamps[held.session] = (max(now, latest + 1e-6), self.stores.replica_id)
         message = {
             "kind": "state",
             "session": session_id,
             "from": self.stores.replica_id,
-            "message": {"logLevel": state[0], "subscriptions": sorted(state[1])},
+            "message": {
+                "logLevel": state[0],
+                "subscriptions": sorted(state[1]),
+                "stamp": list(stamp),
+            },
         }
         try:
-            await self._write(session_id, self.backend.wall_clock())
+            await self._write(session_id, now)
             await self.stores.events.publish(SESSION_CHANNEL, message)
         except StoreUnavailable as exc:
             _log.warning(
@@ -439,18 +800,29 @@ class SharedSessions:
         try:
             if self.machine.sessions.get(session_id) is not None:
                 await self._refresh(session_id, now)
-                return
-            record = await self.store.load(session_id, now)
+            else:
+                record = await self.store.load(session_id, now)
+                token = verdict[1] if verdict is not None else None
+                if record is None or record.principal != _principal(token):
+                    return  # unknown here and there (or another principal's): 404 as ever
+                adopt = self.machine.replicas.adopt
+                session = adopt(session_id, record.state, self.backend.clock())
+                if session is None:
+                    return
+                self._apply(session_id, session, record.state)
+                await self._refresh(session_id, now, force=True)
+            if request.method == "GET":
+                await self._restore(session_id, request.headers.get("last-event-id"), now)
         except StoreUnavailable as exc:
             _log.warning("session %s: %s", session_id, exc)
-            return
-        token = verdict[1] if verdict is not None else None
-        if record is None or record.principal != _principal(token):
-            return  # unknown here and there (or another principal's): 404 as ever
-        session = self.machine.replicas.adopt(session_id, record.state, self.backend.clock())
-        if session is not None:
-            self._apply(session_id, session, record.state)
-            await self._refresh(session_id, now, force=True)
+
+    async def _restore(self, session_id: str, last_event_id: str | None, now: float) -> None:
+        """A ``Last-Event-ID`` naming another copy's stream: what the store kept of it,
+        held here for the GET to replay."""
+        key = self.machine.replicas.foreign_stream(session_id, last_event_id)
+        if key is not None:
+            events = await self.store.events(session_id, key, now)
+            self.machine.replicas.restore(session_id, key, events)
 
     async def _refresh(self, session_id: str, now: float, *, force: bool = False) -> None:
         # A tenth of the TTL between refreshes keeps the store's writes few.
@@ -477,6 +849,11 @@ class SharedSessions:
         if request.method == "POST" and exchange.status == 200 and session_id is not None:
             await self._record(session_id)
             return
+        listener = request.headers.get("mcp-session-id")
+        if request.method == "GET" and listener is not None and exchange.streaming:
+            # What waited for a GET stream while none was open goes on this one.
+            self._do(lambda: self._take_backlog(listener))
+            return
         deleted = request.headers.get("mcp-session-id")
         if request.method == "DELETE" and exchange.status == 200 and deleted is not None:
             self._refreshed.pop(deleted, None)
@@ -498,6 +875,7 @@ class SharedSessions:
             return
         record["logLevel"] = state.session.log_level
         record["subscriptions"] = sorted(state.session.subscriptions)
+        record["stamp"] = list(self._stamps.get(state.session, _NO_STAMP))
         principal = _principal(state.session.auth)
         await self.store.save(SessionRecord(session_id, record, principal, now, now), self.ttl)
 

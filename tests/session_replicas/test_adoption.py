@@ -13,7 +13,7 @@ from sansio_mcp._state import SessionState
 from sansio_mcp.http import HTTPRequest, StreamableHTTPServer
 from sansio_mcp_apps.example_server import build_server
 from sansio_mcp_testing._spec import json_values as _json_values
-from tests.transports.helpers import INITIALIZED, initialize, post_request
+from tests.transports.helpers import INITIALIZED, initialize, post_request, sse_events
 
 VERSION = "2025-11-25"
 
@@ -183,3 +183,86 @@ def test_whatever_another_replica_relays_is_taken_or_dropped(
         assert taken is None or taken is machine.sessions.get(session_id).session  # type: ignore[union-attr]
     else:
         assert machine.replicas.deliver(session_id, message) is False  # no GET stream open
+
+
+class Keeper:
+    """An :class:`~sansio_mcp._replay.EventKeeper` that keeps what it is handed."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, int, bytes]] = []
+
+    def kept(self, session_id: str, key: str, number: int, chunk: bytes) -> None:
+        self.events.append((session_id, key, number, chunk))
+
+
+def get_request(**headers: str) -> HTTPRequest:
+    return HTTPRequest(
+        "GET", "/mcp", {"host": "127.0.0.1:8000", "accept": "text/event-stream", **headers}, b""
+    )
+
+
+def noted(machine: StreamableHTTPServer, headers: dict[str, str], texts: list[str]) -> None:
+    """Log ``texts`` outside any request: they go on the session's GET stream."""
+    session = machine.session_for(get_request(**headers))
+    assert session is not None
+    for text in texts:
+        session.send_log_message("info", text)
+    machine.flush(session)
+
+
+def test_alone_event_ids_are_as_ever_and_nothing_is_handed_on() -> None:
+    machine = StreamableHTTPServer(build_server().create_session)
+    headers = begin(machine)
+    stream = machine.handle(get_request(**headers))
+    noted(machine, headers, ["a", "b"])
+    assert [e.id for e in sse_events(stream.take())] == ["get-1", "get-2"]
+    state = machine.sessions.get(headers["mcp-session-id"])
+    assert state is not None and state.keeper is None and state.tag == ""
+
+
+@given(st.lists(st.text(max_size=5), min_size=1, max_size=8), st.integers(0, 7))
+def test_a_copy_replays_another_copys_stream_from_what_the_store_kept(
+    texts: list[str], seen: int
+) -> None:
+    a, _ = replica()
+    b, _ = replica()
+    keeper = a.sessions.keeper = Keeper()
+    b.sessions.keeper = Keeper()
+    headers = begin(a)
+    session_id = headers["mcp-session-id"]
+    stream = a.handle(get_request(**headers))
+    noted(a, headers, texts)
+    sent = sse_events(stream.take())
+    # What A sent is what it handed to the store, under a key of its own copy.
+    assert [(k, n) for _, k, n, _ in keeper.events] == [
+        (e.id.rpartition("-")[0], int(e.id.rpartition("-")[2])) for e in sent if e.id
+    ]
+    stream.disconnected()
+    record = a.replicas.record(session_id)
+    assert record is not None and b.replicas.adopt(session_id, record) is not None
+    last = sent[min(seen, len(sent) - 1)].id
+    assert last is not None
+    key = b.replicas.foreign_stream(session_id, last)
+    assert key == last.rpartition("-")[0]
+    b.replicas.restore(session_id, key, [(n, c) for _, _, n, c in keeper.events])
+    resumed = b.handle(get_request(**headers, **{"last-event-id": last}))
+    replayed = sse_events(resumed.take())
+    assert [e.data for e in replayed] == [e.data for e in sent[min(seen, len(sent) - 1) + 1 :]]
+    # B's own events go on under B's key: no id of the session is given out twice.
+    noted(b, headers, ["next"])
+    (own,) = sse_events(resumed.take())
+    assert own.id not in {e.id for e in sent}
+    assert b.replicas.foreign_stream(session_id, own.id or "") is None
+
+
+@given(st.text(max_size=30))
+def test_a_garbled_last_event_id_names_no_foreign_stream_to_load(last_event_id: str) -> None:
+    a, _ = replica()
+    a.sessions.keeper = Keeper()
+    headers = begin(a)
+    session_id = headers["mcp-session-id"]
+    key = a.replicas.foreign_stream(session_id, last_event_id)
+    assert key is None or (key and last_event_id.startswith(key + "-"))
+    # Nothing restored: the GET opens the session's GET stream, as on one process.
+    stream = a.handle(get_request(**headers, **{"last-event-id": last_event_id}))
+    assert stream.status == 200 and stream.take() == b""

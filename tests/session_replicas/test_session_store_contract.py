@@ -19,6 +19,7 @@ from sansio_mcp.runtime import StoreUnavailable, open_stores
 from sansio_mcp.runtime._session_store import (
     HandshakeSessionStore,
     MemoryHandshakeSessionStore,
+    ReplayBounds,
     SessionRecord,
     handshake_session_store,
 )
@@ -159,3 +160,67 @@ def test_anything_else_is_refused_as_a_record(text: str | bytes) -> None:
         assert str(exc).startswith("not a session record")
     else:  # only what to_json could have written passes
         assert SessionRecord.from_json(record.to_json()) == record
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_kept_events_come_back_in_order_bounded_per_stream_and_per_session(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    async def test(store: HandshakeSessionStore, _stores: Any) -> None:
+        now = backend.backend.wall_clock()
+        bounds = ReplayBounds(ttl=60, memory=3, streams=2)
+        first = [("t.s0", n, b"id: t.s0-%d\ndata: {}\n\n" % n) for n in range(5)]
+        await store.keep_events("s1", first[:2], now, bounds)
+        await store.keep_events("s1", first[2:], now + 1, bounds)
+        # The newest 3 of the stream, oldest first, bytes as kept.
+        assert await store.events("s1", "t.s0", now) == [(n, first[n][2]) for n in (2, 3, 4)]
+        assert await store.events("s1", "t.s9", now) == []
+        assert await store.events("s2", "t.s0", now) == []  # another session's
+        # Past 2 streams, the least recently active one is forgotten.
+        await store.keep_events("s1", [("t.get", 1, b"a")], now + 2, bounds)
+        await store.keep_events("s1", [("u.get", 1, b"b")], now + 3, bounds)
+        assert await store.events("s1", "t.s0", now + 3) == []
+        assert await store.events("s1", "t.get", now + 3) == [(1, b"a")]
+        await store.end("s1")
+        assert await store.events("s1", "u.get", now + 3) == []
+
+    run(kind, backend, request, test)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_backlog_is_taken_once_in_order_and_keeps_the_newest(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    async def test(store: HandshakeSessionStore, _stores: Any) -> None:
+        now = backend.backend.wall_clock()
+        bounds = ReplayBounds(ttl=60, memory=3, streams=1)
+        await store.push_backlog("s1", [b"1", b"2"], now, bounds)
+        await store.push_backlog("s1", [b"3", b"4"], now, bounds)  # "1" goes: 3 at most
+        assert await store.take_backlog("s1", now, bounds) == [b"2", b"3", b"4"]
+        assert await store.take_backlog("s1", now, bounds) == []  # taken once
+        await store.push_backlog("s1", [b"5"], now, bounds)
+        await store.push_backlog("s1", [b"3", b"4"], now, bounds, front=True)  # given back
+        assert await store.take_backlog("s1", now, bounds) == [b"3", b"4", b"5"]
+        await store.push_backlog("s1", [b"6"], now, bounds)
+        await store.end("s1")
+        assert await store.take_backlog("s1", now, bounds) == []
+
+    run(kind, backend, request, test)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_kept_events_and_the_backlog_expire_with_the_session(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    async def test(store: HandshakeSessionStore, _stores: Any) -> None:
+        clock = backend.backend.wall_clock
+        short = ReplayBounds(ttl=0.3, memory=3, streams=2)
+        await store.keep_events("s1", [("t.get", 1, b"a")], clock(), short)
+        await store.push_backlog("s1", [b"1"], clock(), short)
+        deadline = time.monotonic() + 5
+        while await store.events("s1", "t.get", clock()):
+            assert time.monotonic() < deadline
+            await backend.backend.sleep(0.02)
+        assert await store.take_backlog("s1", clock(), short) == []
+
+    run(kind, backend, request, test)

@@ -5,12 +5,15 @@ subscribed to, and of no other (two replicas on one Redis, both backends)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from sansio_mcp.auth import ResourceServer
 from sansio_mcp.runtime import Context, Server, Stores
+from sansio_mcp.runtime._session_store import SESSION_CHANNEL
 from tests.auth.test_http import Backend
 from tests.session_replicas.raw import call, messages
+from tests.session_replicas.test_shared_replay import replicas
 from tests.session_replicas.test_two_replicas import (
     answer_of,
     get_stream,
@@ -100,5 +103,40 @@ def test_subscriptions_made_at_one_replica_hold_at_the_other(
                 async with backend.backend.fail_after(10):
                     notice = await stream.next_message()
                 assert notice["method"] == "notifications/tools/list_changed", notice
+
+    backend.run(main)
+
+
+def test_a_change_heard_late_does_not_undo_a_later_one_anywhere(
+    backend: Backend, redis_url: str
+) -> None:
+    """Two changes of the level made at once at two replicas: each copy, and the
+    record, ends with the later by stamp, whichever each heard last.  The earlier one
+    is played here by a third party: its message reaches the copies after the later
+    change, and its record write lands after the later one's."""
+
+    async def main() -> None:
+        async with replicas(backend, redis_url, build=replica) as (a, b, store, onlooker):
+            headers = await open_session(backend, a)
+            session_id = headers["mcp-session-id"]
+            assert await logs_of_increment(backend, b, headers, 2)  # B holds a copy
+            level = request(3, "logging/setLevel", {"level": "warning"})
+            assert (await answer_of(backend, a, headers, level))["result"] == {}
+            # The earlier change: stamped before the one above, written and heard after it.
+            record = await store.load(session_id, time.time())
+            assert record is not None and record.state["logLevel"] == "warning"
+            earlier = {"logLevel": "debug", "subscriptions": [], "stamp": [1.0, "Z"]}
+            record.state.update(earlier)
+            await store.save(record, 60)
+            await onlooker.events.publish(
+                SESSION_CHANNEL,
+                {"kind": "state", "session": session_id, "from": "Z", "message": earlier},
+            )
+            # The copies that heard it late write the record back to the later change.
+            async with backend.backend.fail_after(10):
+                while (await store.load(session_id, time.time())).state["logLevel"] != "warning":
+                    await backend.backend.sleep(0.01)
+            for port, request_id in ((a, 4), (b, 5)):
+                assert await logs_of_increment(backend, port, headers, request_id) == []
 
     backend.run(main)

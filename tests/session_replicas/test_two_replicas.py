@@ -53,10 +53,12 @@ async def two_ports(
     redis_url: str,
     auth: ResourceServer | None = None,
     build: Callable[[Stores, ResourceServer | None], Server] = replica,
+    namespace: str | None = None,
 ) -> AsyncIterator[tuple[int, int]]:
     """Replicas A and B (``build``'s servers) sharing one Redis (each its own
-    connection), served over HTTP."""
-    namespace = f"hs{time.monotonic_ns()}"
+    connection, keys and channels under ``namespace``, default a fresh one), served
+    over HTTP."""
+    namespace = namespace or f"hs{time.monotonic_ns()}"
     async with AsyncExitStack() as stack:
         ports = []
         for name in "AB":

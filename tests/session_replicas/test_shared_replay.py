@@ -1,0 +1,249 @@
+"""``Last-Event-ID`` resumption and the GET stream's backlog shared by replicas: a
+client whose SSE stream at replica A broke resumes it at replica B and gets what it
+missed, once and in order, then what comes next; a message made while no GET stream
+is open anywhere waits in Redis for the next GET stream, at any replica.  Two
+replicas in one process on a real Redis, both backends."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from redis_service import RedisService
+
+from sansio_mcp.runtime import Context, Server, Stores, open_stores
+from sansio_mcp.runtime._backend import Signal
+from sansio_mcp.runtime._session_store import HandshakeSessionStore, handshake_session_store
+from tests.auth.test_http import Backend
+from tests.session_replicas.raw import call, connect
+from tests.session_replicas.test_two_replicas import (
+    answer_of,
+    open_session,
+    replica,
+    tool_call,
+    two_ports,
+)
+from tests.transports.helpers import RawHTTP
+
+#: The gates ``wait_then`` waits at, by name (both replicas run in this process).
+GATES: dict[str, Signal] = {}
+
+
+def noting_replica(stores: Stores | None, auth: Any = None) -> Server:
+    """The test replica, plus ``note`` (a log message for the GET stream, outside any
+    request), ``wait_then`` (a log message on its own stream, a wait at a gate, two
+    more, its answer) and ``open_gate``."""
+    server = replica(stores, auth)
+
+    @server.tool()
+    async def note(ctx: Context, text: str) -> str:
+        """Say ``text`` on the session's GET stream."""
+        ctx.session.send_log_message("info", text)
+        await ctx.flush()
+        return "noted"
+
+    @server.tool()
+    async def wait_then(ctx: Context, gate: str) -> str:
+        """Log, wait for ``open_gate(gate)``, log twice more."""
+        await ctx.log("info", "before")
+        await GATES.setdefault(gate, ctx.new_signal()).wait()
+        await ctx.log("info", "after-1")
+        await ctx.log("info", "after-2")
+        return "through"
+
+    @server.tool()
+    def open_gate(ctx: Context, gate: str) -> str:
+        GATES.setdefault(gate, ctx.new_signal()).set()
+        return "open"
+
+    return server
+
+
+@asynccontextmanager
+async def replicas(
+    backend: Backend, redis_url: str, build: Callable[..., Server] = noting_replica
+) -> AsyncIterator[tuple[int, int, HandshakeSessionStore, Stores]]:
+    """Replicas A and B on one Redis, and the session store as a third party sees it."""
+    namespace = f"rp{time.monotonic_ns()}"
+    async with (
+        two_ports(backend, redis_url, build=build, namespace=namespace) as (a, b),
+        open_stores(redis_url, backend.backend, replica_id="Z", namespace=namespace) as onlooker,
+    ):
+        store = handshake_session_store(onlooker)
+        assert store is not None
+        yield a, b, store, onlooker
+
+
+async def kept(
+    backend: Backend, store: HandshakeSessionStore, headers: dict[str, str], key: str, count: int
+) -> list[tuple[int, bytes]]:
+    """Stream ``key``'s events in the store once there are ``count`` of them (the
+    replica writes them as it sends them; a resuming client waits its ``retry``)."""
+    session_id = headers["mcp-session-id"]
+    async with backend.backend.fail_after(10):
+        while len(events := await store.events(session_id, key, time.time())) < count:
+            await backend.backend.sleep(0.01)
+    return events
+
+
+async def backlog_length(backend: Backend, stores: Stores, headers: dict[str, str]) -> int:
+    assert stores.redis is not None
+    length = await stores.redis.execute("LLEN", stores.key("backlog", headers["mcp-session-id"]))
+    assert isinstance(length, int)
+    return length
+
+
+async def wait_for_backlog(
+    backend: Backend, stores: Stores, headers: dict[str, str], length: int
+) -> None:
+    async with backend.backend.fail_after(10):
+        while await backlog_length(backend, stores, headers) != length:
+            await backend.backend.sleep(0.01)
+
+
+async def noted(backend: Backend, port: int, headers: dict[str, str], text: str) -> None:
+    done = await answer_of(backend, port, headers, tool_call(9, "note", {"text": text}))
+    assert done["result"]["content"][0]["text"] == "noted", done
+
+
+async def next_event(backend: Backend, stream: RawHTTP) -> tuple[str | None, Any]:
+    """The next data event on ``stream``: its id and its message (None at the end)."""
+    async with backend.backend.fail_after(10):
+        event = await stream.next_data_event()
+    return (None, None) if event is None else (event.id, json.loads(event.data))
+
+
+@asynccontextmanager
+async def opened(backend: Backend, port: int, headers: dict[str, str]) -> AsyncIterator[RawHTTP]:
+    """A GET stream at ``port`` (``headers`` may carry ``last-event-id``), open."""
+    async with connect(backend.backend, port) as stream:
+        await stream.send_request("GET", "/mcp", {**headers, "accept": "text/event-stream"})
+        status, _ = await stream.head()
+        assert status == 200
+        yield stream
+
+
+def logged(message: Any) -> Any:
+    assert message["method"] == "notifications/message", message
+    return message["params"]["data"]
+
+
+def test_a_get_stream_broken_at_a_resumes_at_b_with_what_it_missed(
+    backend: Backend, redis_url: str
+) -> None:
+    async def main() -> None:
+        async with replicas(backend, redis_url) as (a, b, store, _):
+            headers = await open_session(backend, a)
+            async with opened(backend, a, headers) as stream:
+                for text in ("one", "two", "three"):
+                    await noted(backend, a, headers, text)
+                first, message = await next_event(backend, stream)
+                assert logged(message) == "one"
+            # The stream broke with "two" and "three" sent but not read.
+            assert first is not None
+            key = first.rpartition("-")[0]
+            assert len(await kept(backend, store, headers, key, 3)) == 3
+            resumed = {**headers, "last-event-id": first}
+            async with opened(backend, b, resumed) as again:
+                ids = []
+                for expected in ("two", "three"):
+                    event_id, message = await next_event(backend, again)
+                    assert logged(message) == expected
+                    ids.append(event_id)
+                # Then it goes on: B's own notes, and A's (A's stream is gone).
+                await noted(backend, b, headers, "four")
+                await noted(backend, a, headers, "five")
+                for expected in ("four", "five"):
+                    event_id, message = await next_event(backend, again)
+                    assert logged(message) == expected
+                    ids.append(event_id)
+            # Every id is the session's once: none of B's repeats one of A's.
+            assert len({first, *ids}) == 5, ids
+
+    backend.run(main)
+
+
+def test_a_post_stream_broken_at_a_is_resumed_at_b_to_its_answer(
+    backend: Backend, redis_url: str
+) -> None:
+    async def main() -> None:
+        gate = f"g{time.monotonic_ns()}"
+        async with replicas(backend, redis_url) as (a, b, store, _):
+            headers = await open_session(backend, a)
+            async with connect(backend.backend, a) as stream:
+                await stream.send_request(
+                    "POST", "/mcp", headers, tool_call(2, "wait_then", {"gate": gate})
+                )
+                assert (await stream.head())[0] == 200
+                last, message = await next_event(backend, stream)
+                assert logged(message) == "before"
+            assert last is not None
+            # The call goes on at A after its stream broke; what it says is kept.
+            opened_ = await answer_of(
+                backend, a, headers, tool_call(3, "open_gate", {"gate": gate})
+            )
+            assert opened_["result"]["content"][0]["text"] == "open"
+            key = last.rpartition("-")[0]
+            await kept(backend, store, headers, key, 5)  # priming, before, 2 logs, answer
+            async with opened(backend, b, {**headers, "last-event-id": last}) as again:
+                _, one = await next_event(backend, again)
+                _, two = await next_event(backend, again)
+                _, answer = await next_event(backend, again)
+                assert [logged(one), logged(two)] == ["after-1", "after-2"]
+                assert answer["id"] == 2 and "through" in str(answer["result"]), answer
+                assert await next_event(backend, again) == (None, None)  # the stream had ended
+
+    backend.run(main)
+
+
+def test_what_no_get_stream_heard_waits_for_the_next_one_at_any_replica(
+    backend: Backend, redis_url: str
+) -> None:
+    async def main() -> None:
+        async with replicas(backend, redis_url) as (a, b, _, stores):
+            headers = await open_session(backend, a)
+            await noted(backend, a, headers, "made at A")
+            await wait_for_backlog(backend, stores, headers, 1)
+            await noted(backend, b, headers, "made at B")
+            await wait_for_backlog(backend, stores, headers, 2)
+            async with opened(backend, b, headers) as stream:
+                for expected in ("made at A", "made at B"):
+                    _, message = await next_event(backend, stream)
+                    assert logged(message) == expected
+                await wait_for_backlog(backend, stores, headers, 0)  # taken, once
+                # With the stream open at B, A's next note goes there too.
+                await noted(backend, a, headers, "later at A")
+                _, message = await next_event(backend, stream)
+                assert logged(message) == "later at A"
+            status, _, _ = await call(backend.backend, a, "DELETE", headers)
+            assert status == 200
+
+    backend.run(main)
+
+
+def test_with_redis_down_resumption_and_the_backlog_work_at_the_replica_alone(
+    backend: Backend, redis_service: RedisService
+) -> None:
+    async def main() -> None:
+        async with replicas(backend, redis_service.url) as (a, _, _, _):
+            headers = await open_session(backend, a)
+            redis_service.stop()
+            async with backend.backend.fail_after(20):
+                async with opened(backend, a, headers) as stream:
+                    for text in ("one", "two"):
+                        await noted(backend, a, headers, text)
+                    first, message = await next_event(backend, stream)
+                    assert logged(message) == "one"
+                assert first is not None
+                # Made once the stream broke: it waits at A (in its backlog, or among the
+                # events of the stream, if A had not yet seen it break).
+                await noted(backend, a, headers, "three")
+                async with opened(backend, a, {**headers, "last-event-id": first}) as again:
+                    for expected in ("two", "three"):
+                        _, message = await next_event(backend, again)
+                        assert logged(message) == expected
+
+    backend.run(main)
