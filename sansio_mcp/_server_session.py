@@ -20,7 +20,7 @@ from ._events import SessionInitialized, request_received
 from ._gates import SERVER_GATES, trim_capabilities, trim_info
 from ._jsonrpc import JSONRPCNotification, JSONRPCRequest, RequestId, is_request_id
 from ._params import LOG_LEVELS, check_params
-from ._requests import IncomingRequest, progress_token_of
+from ._requests import IncomingRequest, progress_token_in
 from ._session import Session
 from ._state import Role, SessionState
 from ._stateless import (
@@ -225,7 +225,7 @@ class ServerSession(Session):
         if method == "subscriptions/listen":
             self._open_listen(request.id, params["notifications"])
             return
-        token = progress_token_of(params)
+        token = progress_token_in(given)  # a dict: request_meta_of took it
         self._requests.incoming[request.id] = IncomingRequest(method, params, token, meta=meta)
         self._events.append(request_received(request.id, method, params, token, False, None, meta))
 

@@ -4,6 +4,7 @@ by session, and a stateless request's answer up to its status."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from ._errors import ErrorCode
@@ -49,10 +50,10 @@ class SingleRequests:
         exchange.head_pending = True
         exchange.head_grace = STATELESS_HEAD_GRACE
         self.by_session[id(session)] = exchange
-        exchange.on_close = lambda ex: self._closed(session, ex, request_id)
+        exchange.on_close = partial(self._closed, session, request_id)
         return exchange
 
-    def _closed(self, session: ServerSession, exchange: Exchange, request_id: RequestId) -> None:
+    def _closed(self, session: ServerSession, request_id: RequestId, exchange: Exchange) -> None:
         self.by_session.pop(id(session), None)
         if request_id in exchange.awaiting:
             # Closing the response stream cancels the request.

@@ -159,7 +159,8 @@ class HostBase:
         """The host is done (its HTTP exchange is over): cancel its handlers, its
         timer and its flusher (otherwise every finished stateless request would
         leave those tasks parked)."""
-        self.cancel_handlers()
+        if self._handlers:
+            self.cancel_handlers()
         for task in (self._timer, self._flusher):
             if task is not None:
                 task.cancel()

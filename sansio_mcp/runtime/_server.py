@@ -827,7 +827,7 @@ class Server:
         a copy of one made when what it advertises last changed."""
         if options:
             return self._build_session(options)
-        basis = self._session_basis()
+        basis = self._changes if not self._plain_registries else self._session_basis()
         memo = self._session_memo
         if memo is None or memo[0] != basis:
             memo = self._session_memo = (basis, self._build_session({}))

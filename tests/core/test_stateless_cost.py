@@ -311,3 +311,13 @@ def test_registry_changes_are_counted_without_reading_the_registries() -> None:
     assert isinstance(server._session_basis(), tuple)
     server.tools = Server("other").tools
     assert isinstance(server._session_basis(), tuple)
+
+
+def test_the_values_whose_headers_skip_the_character_checks_need_none() -> None:
+    """A header equal to a protocol version or a request method is taken without the
+    checks for control characters and the base64 sentinel: none of them has either."""
+    assert {STATELESS, "tools/call", "server/discover"} <= _http_headers._PLAIN_VALUES
+    for value in _http_headers._PLAIN_VALUES:
+        assert value.isprintable() and not value.startswith("=?"), value
+        assert not _http_headers._CONTROL.search(value)
+        assert _http_headers.decode_header_value(value) == value
