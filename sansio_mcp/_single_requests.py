@@ -75,7 +75,7 @@ class SingleRequests:
         request_id = message["id"]
         early = session.outgoing_to_send()
         last: Any = early[-1].message if early else None
-        if is_response(last) and last.get("id") == request_id:
+        if early and is_response(last) and last.get("id") == request_id:
             error = last.get("error")
             status = _STATELESS_STATUS.get(error["code"], 200) if isinstance(error, dict) else 200
             return Exchange(status, {"content-type": "application/json"}, early[-1].data)
