@@ -84,7 +84,8 @@ def _fast_path_safe(data: bytes, kept: bytes, max_depth: int) -> bool:
     digit run of ``data`` is within one of its (deletion only joins runs), so the
     short ``kept`` decides most messages; only a run found there is looked for in
     ``data`` (numbers apart in ``data`` may meet in ``kept``)."""
-    return kept.count(b"[") + kept.count(b"{") <= max_depth and (
+    brackets_within = len(kept) <= max_depth or kept.count(b"[") + kept.count(b"{") <= max_depth
+    return brackets_within and (
         kept.translate(_DIGIT_CLASSES).find(_LONG_DIGIT_RUN) < 0
         or data.translate(_DIGIT_CLASSES).find(_LONG_DIGIT_RUN) < 0
     )
