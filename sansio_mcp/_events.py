@@ -55,6 +55,26 @@ class RequestReceived:
     related_request: RequestId | None = None
 
 
+# A stateless request's RequestMeta, built the same way as RequestReceived below.
+_meta_setters = tuple(getattr(RequestMeta, name).__set__ for name in attrs.fields_dict(RequestMeta))
+
+
+def request_meta(
+    protocol_version: str,
+    client_capabilities: dict[str, Any],
+    client_info: dict[str, Any] | None,
+    log_level: str | None,
+) -> RequestMeta:
+    """``RequestMeta(...)`` built without attrs' ``__init__`` (one per stateless request)."""
+    meta: RequestMeta = object.__new__(RequestMeta)
+    set_version, set_capabilities, set_info, set_level = _meta_setters
+    set_version(meta, protocol_version)
+    set_capabilities(meta, client_capabilities)
+    set_info(meta, client_info)
+    set_level(meta, log_level)
+    return meta
+
+
 # The session makes one RequestReceived per request: built by setting its slots
 # directly (as parse_message builds messages), the same frozen object attrs'
 # __init__ makes (no validators or converters here) at about two thirds the cost.
@@ -77,14 +97,15 @@ def request_received(
     progress_token: str | int | None,
     relation_known: bool,
     related_request: RequestId | None,
+    meta: RequestMeta | None = None,
 ) -> RequestReceived:
-    """``RequestReceived(...)`` of a handshake session's request (no ``meta``)."""
+    """``RequestReceived(...)`` built without attrs' ``__init__`` (see above)."""
     event: RequestReceived = _new(RequestReceived)
     _set_id(event, request_id)
     _set_method(event, method)
     _set_params(event, params)
     _set_token(event, progress_token)
-    _set_meta(event, None)
+    _set_meta(event, meta)
     _set_known(event, relation_known)
     _set_related(event, related_request)
     return event

@@ -88,7 +88,10 @@ def trim_capabilities(
 
 
 def trim_info(info: dict[str, Any], revision: Revision) -> dict[str, Any]:
-    return {k: v for k, v in info.items() if k in revision.implementation_fields}
+    fields = revision.implementation_fields
+    if info.keys() <= fields:  # the common case: nothing to trim (a copy all the same)
+        return dict(info)
+    return {k: v for k, v in info.items() if k in fields}
 
 
 def _check_elicitation(

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ._errors import HeaderMismatch
-from ._versions import META_PROTOCOL_VERSION
+from ._versions import META_PROTOCOL_VERSION, REVISIONS
 
 __all__ = [
     "encode_header_value",
@@ -193,6 +193,11 @@ def _mirrored_values(
     return values
 
 
+#: Protocol versions and request methods: values printable and no base64 sentinel,
+#: so a header equal to one needs neither check (the version and method of most requests).
+_PLAIN_VALUES = frozenset(REVISIONS).union(*(r.client_requests for r in REVISIONS.values()))
+
+
 def _header(headers: Mapping[str, str], key: str) -> str | None:
     """The value of header ``key`` (lowercase) in ``headers``, whatever their case."""
     value = headers.get(key)
@@ -270,7 +275,9 @@ def validate_request_headers(
         raw = headers.get(key)
         if raw is None and (raw := _header(headers, key)) is None:
             return HeaderMismatch(message=f"the {name} header is required")
-        if raw == body_value and raw.isprintable() and not raw.startswith("=?"):
+        if raw == body_value and (
+            raw in _PLAIN_VALUES or (raw.isprintable() and not raw.startswith("=?"))
+        ):
             # The body's string as it is: no control character, no sentinel to decode
             # (the common case, decided without the checks below).
             continue

@@ -77,12 +77,17 @@ _NOT_DIGIT_OR_OPENING = bytes(b for b in range(256) if not (0x30 <= b <= 0x39 or
 _FEW = 19
 
 
-def _fast_path_safe(data: bytes, max_depth: int) -> bool:
+def _fast_path_safe(data: bytes, kept: bytes, max_depth: int) -> bool:
     """Whether orjson may parse ``data``: certainly within the nesting limit,
-    with no integer orjson would turn into a float."""
-    return (
-        data.count(b"[") + data.count(b"{") <= max_depth
-        and data.translate(_DIGIT_CLASSES).find(_LONG_DIGIT_RUN) < 0
+    with no integer orjson would turn into a float.  ``kept`` is ``data`` with all
+    but digits and opening brackets deleted: its brackets are ``data``'s, and a
+    digit run of ``data`` is within one of its (deletion only joins runs), so the
+    short ``kept`` decides most messages; only a run found there is looked for in
+    ``data`` (numbers apart in ``data`` may meet in ``kept``)."""
+    brackets_within = len(kept) <= max_depth or kept.count(b"[") + kept.count(b"{") <= max_depth
+    return brackets_within and (
+        kept.translate(_DIGIT_CLASSES).find(_LONG_DIGIT_RUN) < 0
+        or data.translate(_DIGIT_CLASSES).find(_LONG_DIGIT_RUN) < 0
     )
 
 
@@ -128,8 +133,9 @@ def loads(data: bytes | bytearray | memoryview | str, *, max_depth: int = DEFAUL
     fast = orjson
     if fast is not None:
         # The common case is decided by one pass: few digits and opening brackets.
-        kept = len(data.translate(None, _NOT_DIGIT_OR_OPENING))
-        if (kept < _FEW and kept <= max_depth) or _fast_path_safe(data, max_depth):
+        kept = data.translate(None, _NOT_DIGIT_OR_OPENING)
+        few = len(kept)
+        if (few < _FEW and few <= max_depth) or _fast_path_safe(data, kept, max_depth):
             try:
                 return fast.loads(data)
             except fast.JSONDecodeError:

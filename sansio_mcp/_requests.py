@@ -41,6 +41,7 @@ __all__ = [
     "OutgoingRequest",
     "RequestTracker",
     "id_in_use",
+    "progress_token_in",
     "progress_token_of",
     "with_progress_token",
 ]
@@ -86,7 +87,12 @@ def id_in_use(request_id: RequestId) -> MCPError:
 def progress_token_of(params: dict[str, Any]) -> str | int | None:
     """The progress token a request's ``_meta`` asks for, if a valid one."""
     meta = params.get("_meta")
-    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    return progress_token_in(meta) if isinstance(meta, dict) else None
+
+
+def progress_token_in(meta: dict[str, Any]) -> str | int | None:
+    """:func:`progress_token_of` a request whose ``params._meta`` is ``meta``."""
+    token = meta.get("progressToken")
     if isinstance(token, (str, int)) and not isinstance(token, bool):
         return token
     return None
@@ -308,6 +314,8 @@ class RequestTracker:
 
     def next_deadline(self) -> float | None:
         """The earliest deadline of our requests, or None if nothing is armed."""
+        if not self._outgoing and not self._paused:
+            return None  # most sessions (one per stateless request) ask nothing
         return min((r.deadline for r in self._open() if r.deadline is not None), default=None)
 
     def expired(self, now: float) -> list[OutgoingRequest]:

@@ -16,21 +16,20 @@ from ._errors import (
     MCPError,
     UnsupportedProtocolVersion,
 )
-from ._events import RequestReceived, SessionInitialized
+from ._events import SessionInitialized, request_received
 from ._gates import SERVER_GATES, trim_capabilities, trim_info
 from ._jsonrpc import JSONRPCNotification, JSONRPCRequest, RequestId, is_request_id
 from ._params import LOG_LEVELS, check_params
-from ._requests import IncomingRequest, progress_token_of
+from ._requests import IncomingRequest, progress_token_in
 from ._session import Session
 from ._state import Role, SessionState
 from ._stateless import (
     CacheHints,
     check_input_required,
     honoured_filter,
-    is_stateless_request,
     missing_capability_error,
     missing_input_capabilities,
-    parse_request_meta,
+    request_meta_of,
     shape_result,
     stateless_versions,
 )
@@ -150,12 +149,14 @@ class ServerSession(Session):
         # Inside a handshake session a request without modern _meta is of that
         # session's revision, which has no server/discover or subscriptions/listen
         # (-32601); outside one they are 2026-07-28 requests missing _meta (-32602).
-        if self._stateless_versions and (
-            ("_meta" in params and is_stateless_request(params))
-            or (self.revision is None and request.method in _STATELESS_ONLY_METHODS)
-        ):
-            self._on_stateless_request(request, params)
-            return
+        if self._stateless_versions:
+            # is_stateless_request, its _meta read once for what follows.
+            meta = params["_meta"] if "_meta" in params else None
+            if (meta is not None and isinstance(meta, dict) and META_PROTOCOL_VERSION in meta) or (
+                self.revision is None and request.method in _STATELESS_ONLY_METHODS
+            ):
+                self._on_stateless_request(request, params, meta)
+                return
         if not self._handshake_versions:
             self._refuse_handshake(request, params)
             return
@@ -183,10 +184,13 @@ class ServerSession(Session):
     def _refuse(self, request_id: RequestId, error: MCPError) -> None:
         self._outbox.answer(request_id, self._refusal(request_id, error))
 
-    def _on_stateless_request(self, request: JSONRPCRequest, params: dict[str, Any]) -> None:
+    def _on_stateless_request(
+        self, request: JSONRPCRequest, params: dict[str, Any], given: Any
+    ) -> None:
+        """Serve ``request`` as a 2026-07-28 request; ``given`` is its ``params._meta``."""
         method = request.method
         try:
-            meta = parse_request_meta(params)
+            meta = request_meta_of(given)
             if meta.protocol_version not in self._stateless_versions:
                 raise UnsupportedProtocolVersion(
                     message=f"unsupported protocol version {meta.protocol_version!r}",
@@ -221,9 +225,9 @@ class ServerSession(Session):
         if method == "subscriptions/listen":
             self._open_listen(request.id, params["notifications"])
             return
-        token = progress_token_of(params)
+        token = progress_token_in(given)  # a dict: request_meta_of took it
         self._requests.incoming[request.id] = IncomingRequest(method, params, token, meta=meta)
-        self._events.append(RequestReceived(request.id, method, params, token, meta))
+        self._events.append(request_received(request.id, method, params, token, False, None, meta))
 
     @property
     def offers_tasks(self) -> bool:

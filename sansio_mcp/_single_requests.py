@@ -4,6 +4,7 @@ by session, and a stateless request's answer up to its status."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from ._errors import ErrorCode
@@ -49,10 +50,10 @@ class SingleRequests:
         exchange.head_pending = True
         exchange.head_grace = STATELESS_HEAD_GRACE
         self.by_session[id(session)] = exchange
-        exchange.on_close = lambda ex: self._closed(session, ex, request_id)
+        exchange.on_close = partial(self._closed, session, request_id)
         return exchange
 
-    def _closed(self, session: ServerSession, exchange: Exchange, request_id: RequestId) -> None:
+    def _closed(self, session: ServerSession, request_id: RequestId, exchange: Exchange) -> None:
         self.by_session.pop(id(session), None)
         if request_id in exchange.awaiting:
             # Closing the response stream cancels the request.
@@ -74,7 +75,7 @@ class SingleRequests:
         request_id = message["id"]
         early = session.outgoing_to_send()
         last: Any = early[-1].message if early else None
-        if is_response(last) and last.get("id") == request_id:
+        if early and is_response(last) and last.get("id") == request_id:
             error = last.get("error")
             status = _STATELESS_STATUS.get(error["code"], 200) if isinstance(error, dict) else 200
             return Exchange(status, {"content-type": "application/json"}, early[-1].data)

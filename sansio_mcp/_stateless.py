@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ._errors import ErrorCode, MCPError, MissingRequiredClientCapability
-from ._events import RequestMeta
+from ._events import RequestMeta, request_meta
 from ._gates import declared_elicitation_modes
 from ._params import LOG_LEVELS, check_params
 from ._tasks import declares_tasks
@@ -29,6 +29,7 @@ __all__ = [
     "CacheHints",
     "is_stateless_request",
     "parse_request_meta",
+    "request_meta_of",
     "build_request_meta",
     "end_to_end_meta",
     "is_reserved_meta_key",
@@ -78,21 +79,28 @@ def is_stateless_request(params: dict[str, Any]) -> bool:
 
 def parse_request_meta(params: dict[str, Any]) -> RequestMeta:
     """The :class:`RequestMeta` of a modern request; MCPError -32602 if malformed."""
-    meta = params.get("_meta")
+    return request_meta_of(params.get("_meta"))
+
+
+def request_meta_of(meta: Any) -> RequestMeta:
+    """:func:`parse_request_meta` of a request whose ``params._meta`` is ``meta``
+    (read once by a caller that has it already)."""
     if not isinstance(meta, dict):
         raise MCPError(ErrorCode.INVALID_PARAMS, "params._meta is required (2026-07-28)")
-    version = meta.get(META_PROTOCOL_VERSION)
+    get = meta.get
+    version = get(META_PROTOCOL_VERSION)
+    capabilities = get(META_CLIENT_CAPABILITIES)
+    info = get(META_CLIENT_INFO)
+    level = get(META_LOG_LEVEL)
     if not isinstance(version, str):
         raise MCPError(
             ErrorCode.INVALID_PARAMS, f"params._meta[{META_PROTOCOL_VERSION!r}] must be a string"
         )
-    capabilities = meta.get(META_CLIENT_CAPABILITIES)
     if not isinstance(capabilities, dict):
         raise MCPError(
             ErrorCode.INVALID_PARAMS,
             f"params._meta[{META_CLIENT_CAPABILITIES!r}] must be an object",
         )
-    info = meta.get(META_CLIENT_INFO)
     if info is not None and not (
         isinstance(info, dict)
         and isinstance(info.get("name"), str)
@@ -102,12 +110,11 @@ def parse_request_meta(params: dict[str, Any]) -> RequestMeta:
             ErrorCode.INVALID_PARAMS,
             f"params._meta[{META_CLIENT_INFO!r}] must be an object with name and version",
         )
-    level = meta.get(META_LOG_LEVEL)
     if level is not None and level not in LOG_LEVELS:
         raise MCPError(
             ErrorCode.INVALID_PARAMS, f"params._meta[{META_LOG_LEVEL!r}] is not a log level"
         )
-    return RequestMeta(version, capabilities, info, level)
+    return request_meta(version, capabilities, info, level)
 
 
 #: The one unprefixed request ``_meta`` key each hop sets for itself: progress is

@@ -128,6 +128,18 @@ def _unobserved(method: str, params: dict[str, Any]) -> None:
     pass
 
 
+def _detached(event: RequestReceived) -> dict[str, Any]:
+    raise MCPError(ErrorCode.INTERNAL_ERROR, "the session's host is done")
+
+
+def _not_spawned(request_id: RequestId | None, fn: Callable[[], Awaitable[None]]) -> None:
+    pass
+
+
+def _not_cancelled(request_id: RequestId) -> None:
+    pass
+
+
 class Driver:
     """Routes the events of one session.
 
@@ -212,6 +224,18 @@ class Driver:
                 self.session.cancel(request_id, "the caller cancelled the request")
             except LocalProtocolError:  # not cancellable on the wire now (initialize)
                 self.session.forget(request_id)
+
+    def detach(self) -> None:
+        """Call back into nothing any more: its host is done (see ``HostBase.release``).
+        What it held of the host (to spawn, cancel and answer handlers, to flush) goes,
+        so the host, this driver and the session are freed as soon as nobody uses them,
+        by reference counting rather than by the collector (they refer to each other)."""
+        self._handle_request = _detached
+        self._handle_notification = self._answer_input = None
+        self._spawn = _not_spawned
+        self._cancel = _not_cancelled
+        self.on_output = self.on_closed = self.on_trouble = _nothing
+        self.observe_notification = _unobserved
 
     def process_events(self) -> None:
         """Drain the session's events and act on each (by its class's event table)."""

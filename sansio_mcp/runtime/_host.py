@@ -83,6 +83,8 @@ class HostBase:
 
     #: The event-loop primitives (each adapter's host class names its own).
     backend: Backend
+    #: How queued output leaves.
+    output: Output
     #: Whether this host enforces its session's deadlines (False where the session
     #: belongs to something that does, as the bridge host does for its servers').
     runs_timer = True
@@ -155,11 +157,18 @@ class HostBase:
         assert self._group is not None, "attach() the host to a task group first"
         return self._group.start_cancellable(fn, on_done)
 
+    def release(self) -> None:
+        """The host is done (its session dropped, its handlers cancelled): its driver
+        calls back into it no more, so that a stateless request's host, driver and
+        session go when the request does, not when the collector next runs."""
+        self.driver.detach()
+
     def cancel_all_handlers(self) -> None:
         """The host is done (its HTTP exchange is over): cancel its handlers, its
         timer and its flusher (otherwise every finished stateless request would
         leave those tasks parked)."""
-        self.cancel_handlers()
+        if self._handlers:
+            self.cancel_handlers()
         for task in (self._timer, self._flusher):
             if task is not None:
                 task.cancel()

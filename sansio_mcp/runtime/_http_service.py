@@ -26,7 +26,7 @@ from ..auth._router import ProtectedRouter, Router
 from ._auth import Verdict, verify_request
 from ._backend import Backend, Cancellable, Connection, Deadline, TaskGroup, Timer
 from ._driver import Driver
-from ._host import serving
+from ._host import Output, serving
 from ._server import Context, Server
 from ._session_store import SharedSessions, shared_sessions
 
@@ -198,6 +198,8 @@ class SessionHost(Protocol):
 
     def cancel_all_handlers(self) -> None: ...
 
+    def release(self) -> None: ...
+
 
 H = TypeVar("H", bound=SessionHost)
 R = TypeVar("R", bound=Router)
@@ -251,6 +253,7 @@ class SessionHosts(Generic[H]):
         self.server.hub.remove(session)
         if host is not None:
             host.cancel_all_handlers()
+            host.release()
 
     @overload
     def begin(self, exchange: Exchange) -> H | None: ...
@@ -671,6 +674,17 @@ class RoutedOutput:
     def __init__(self, session: ServerSession, **handlers: Any) -> None:
         # The session host's constructor (next in the MRO), this being its output.
         super().__init__(session, output=self, **handlers)  # type: ignore[call-arg]
+
+    @property
+    def output(self) -> Output:
+        """The host itself: not kept as an attribute, which would make the host refer
+        to itself and leave it (and its session) to the collector."""
+        return self
+
+    @output.setter
+    def output(self, output: Output) -> None:
+        if output is not self:
+            raise AttributeError("a host whose output is routed is its own output")
 
     @classmethod
     def serving(

@@ -404,6 +404,68 @@ def _same(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
+V = TypeVar("V")
+
+#: The registries of a :class:`Server`, each a :class:`_Registry` of its own.
+_REGISTRIES = frozenset({"tools", "resources", "templates", "prompts"})
+#: Attributes of a :class:`Server` set without counting as a change (what is
+#: derived from the others, and the count itself).
+_UNCOUNTED = frozenset({"_changes", "_plain_registries", "_session_memo"})
+
+
+class _Registry(dict[str, V]):
+    """One of a server's registries (tools, resources, templates, prompts): a dict
+    each of whose changes counts as a change of the server (:meth:`Server._changed`),
+    so what is derived from them is known current without reading them all."""
+
+    __slots__ = ("_server",)
+
+    def __init__(self, server: Server) -> None:
+        super().__init__()
+        self._server = server
+
+    def __setitem__(self, key: str, value: V) -> None:
+        super().__setitem__(key, value)
+        self._server._changed()
+
+    def __delitem__(self, key: str) -> None:
+        super().__delitem__(key)
+        self._server._changed()
+
+    def __ior__(self, other: Any) -> Self:  # type: ignore[override,misc]
+        super().__ior__(other)
+        self._server._changed()
+        return self
+
+    def pop(self, *args: Any) -> Any:
+        try:
+            return super().pop(*args)
+        finally:
+            self._server._changed()
+
+    def popitem(self) -> tuple[str, V]:
+        try:
+            return super().popitem()
+        finally:
+            self._server._changed()
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        try:
+            return super().setdefault(key, default)
+        finally:
+            self._server._changed()
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            super().update(*args, **kwargs)
+        finally:
+            self._server._changed()
+
+    def clear(self) -> None:
+        super().clear()
+        self._server._changed()
+
+
 class Server:
     """A registry of tools, resources, resource templates and prompts.
 
@@ -473,12 +535,13 @@ class Server:
         #: Every live session of this server (adapters register them).
         self.hub = SessionHub()
         self.cache_hints = cache_hints
-        self.tools: dict[str, Tool] = {}
-        self.resources: dict[str, Resource] = {}
-        self.templates: dict[str, ResourceTemplate] = {}
-        self.prompts: dict[str, Prompt] = {}
+        # Each a _Registry: a change to one counts as the server's (see _changed).
+        self.tools: dict[str, Tool] = _Registry(self)
+        self.resources: dict[str, Resource] = _Registry(self)
+        self.templates: dict[str, ResourceTemplate] = _Registry(self)
+        self.prompts: dict[str, Prompt] = _Registry(self)
         # The session new ones are copied from, and what its settings depend on.
-        self._session_memo: tuple[tuple[Any, ...], ServerSession] | None = None
+        self._session_memo: tuple[Any, ServerSession] | None = None
         # Each tool's quick argument check (argument_check), made at its first call
         # and kept while the same Tool is registered under its name.
         self._argument_checks: dict[str, tuple[Tool, Callable[[dict[str, Any]], bool]]] = {}
@@ -710,8 +773,32 @@ class Server:
         cheaper than building the capabilities)."""
         return self.handshake_tasks and self._offers_tasks()
 
-    def _session_basis(self) -> tuple[Any, ...]:
-        """What a new session's settings depend on (see :meth:`create_session`)."""
+    # The changes of the server counted so far: every attribute set (a name, a
+    # setting, a registry replaced) and every change to a registry counts one.
+    _changes = 0
+    # The registries replaced by a plain dict (whose own changes are not counted).
+    _plain_registries: frozenset[str] = frozenset()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if name in _UNCOUNTED:
+            return
+        self._changed()
+        if name in _REGISTRIES:
+            plain = not (type(value) is _Registry and value._server is self)
+            names = self._plain_registries
+            self._plain_registries = names | {name} if plain else names - {name}
+
+    def _changed(self) -> None:
+        """Count a change (anything a new session's settings derive from may differ)."""
+        object.__setattr__(self, "_changes", self._changes + 1)
+
+    def _session_basis(self) -> Any:
+        """What a new session's settings depend on (see :meth:`create_session`): the
+        count of the server's changes, unless a registry is a plain dict (changed
+        uncounted), then what the settings are derived from."""
+        if not self._plain_registries:
+            return self._changes
         return (
             tuple(self.tools.values()),
             tuple(self.templates.values()),
@@ -740,7 +827,7 @@ class Server:
         a copy of one made when what it advertises last changed."""
         if options:
             return self._build_session(options)
-        basis = self._session_basis()
+        basis = self._changes if not self._plain_registries else self._session_basis()
         memo = self._session_memo
         if memo is None or memo[0] != basis:
             memo = self._session_memo = (basis, self._build_session({}))

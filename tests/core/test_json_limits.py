@@ -82,3 +82,35 @@ def test_a_megabytes_long_hostile_line_does_not_hang_a_session() -> None:
 @pytest.mark.parametrize("data", [bytearray(b'{"a":[1]}'), memoryview(b'{"a":[1]}')])
 def test_loads_takes_any_bytes_like_input(data: bytearray | memoryview) -> None:
     assert _json.loads(data) == {"a": [1]}
+
+
+def _safe_by_the_whole_text(data: bytes, max_depth: int) -> bool:
+    """The fast path's safety check read off all of ``data`` (as it was first written)."""
+    return (
+        data.count(b"[") + data.count(b"{") <= max_depth
+        and data.translate(_json._DIGIT_CLASSES).find(_json._LONG_DIGIT_RUN) < 0
+    )
+
+
+_JSONISH = st.lists(
+    st.sampled_from([b"{", b"[", b"}", b"]", b",", b'"', b"-", b" ", b"a", b"1", b"9" * 7]),
+    max_size=60,
+).map(b"".join)
+
+
+@settings(max_examples=500)
+@given(st.one_of(_JSONISH, st.binary(max_size=80)), st.integers(0, 12))
+def test_the_fast_path_check_on_the_kept_bytes_is_the_whole_texts(data: bytes, depth: int) -> None:
+    """Orjson's safety check reads the short ``kept`` bytes (digits and opening brackets)
+    first and ``data`` only for a digit run found there: the same verdict as reading
+    ``data`` alone, with numbers far apart that meet in ``kept`` as well."""
+    kept = data.translate(None, _json._NOT_DIGIT_OR_OPENING)
+    assert _json._fast_path_safe(data, kept, depth) is _safe_by_the_whole_text(data, depth)
+
+
+def test_numbers_apart_that_meet_once_the_rest_is_deleted_take_the_fast_path() -> None:
+    text = json.dumps(list(range(100, 130))).encode()
+    kept = text.translate(None, _json._NOT_DIGIT_OR_OPENING)
+    assert _json._LONG_DIGIT_RUN in kept.translate(_json._DIGIT_CLASSES)
+    assert _json._fast_path_safe(text, kept, 64)
+    assert _json.loads(text) == list(range(100, 130))

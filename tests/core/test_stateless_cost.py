@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sansio_mcp import LocalProtocolError, ServerSession, _http_headers
 from sansio_mcp.http import HTTPRequest, StreamableHTTPServer
@@ -184,3 +186,138 @@ def test_header_fast_comparison_keeps_every_rule(
     del headers["Mcp-Name"]
     missing = _http_headers.validate_request_headers(headers, _named(tool))
     assert missing is not None and missing.message == "the Mcp-Name header is required"
+
+
+def _advertised(session: ServerSession) -> tuple[Any, ...]:
+    return (
+        session.capabilities,
+        session.info,
+        session.instructions,
+        session.supported_versions,
+        vars(session.cache_hints),
+        session.task_visible,
+    )
+
+
+def _tool(server: Server, name: str, task: str | None = None) -> None:
+    @server.tool(name, task=task)
+    def run() -> str:
+        return name
+
+
+_CHANGES = st.sampled_from(
+    [
+        "add tool",
+        "add task tool",
+        "pop tool",
+        "del tool",
+        "clear tools",
+        "update tools",
+        "setdefault tool",
+        "ior tools",
+        "popitem tools",
+        "add prompt",
+        "add resource",
+        "assign plain tools",
+        "mutate plain tools",
+        "assign own registry",
+        "toggle logging",
+        "toggle handshake tasks",
+        "retitle",
+        "rename",
+        "reinstruct",
+    ]
+)
+
+
+def _change(server: Server, change: str, i: int) -> None:
+    tools = server.tools
+    if change == "add tool":
+        _tool(server, f"t{i}")
+    elif change == "add task tool":
+        _tool(server, f"t{i}", task="optional")
+    elif change == "pop tool" and tools:
+        tools.pop(next(iter(tools)))
+    elif change == "del tool" and tools:
+        del tools[next(iter(tools))]
+    elif change == "clear tools":
+        tools.clear()
+    elif change in ("update tools", "setdefault tool", "ior tools"):
+        donor = Server("donor")
+        _tool(donor, f"u{i}", task="required" if i % 2 else None)
+        tool = donor.tools[f"u{i}"]
+        if change == "update tools":
+            tools.update({tool.name: tool})
+        elif change == "setdefault tool":
+            tools.setdefault(tool.name, tool)
+        else:
+            tools |= {tool.name: tool}
+    elif change == "popitem tools" and tools:
+        tools.popitem()
+    elif change == "add prompt":
+
+        @server.prompt(f"p{i}")
+        def prompt() -> str:
+            return "p"
+
+    elif change == "add resource":
+
+        @server.resource(f"mem://r{i}")
+        def resource() -> str:
+            return "r"
+
+    elif change == "assign plain tools":
+        server.tools = dict(tools)
+    elif change == "mutate plain tools" and tools:
+        # In place, uncounted when server.tools is a plain dict: the slow basis sees it.
+        tools.pop(next(iter(tools)))
+    elif change == "assign own registry":
+        fresh = Server("fresh")
+        server.tools = fresh.tools  # another server's registry: not counted by this one
+    elif change == "toggle logging":
+        server.logging = not server.logging
+    elif change == "toggle handshake tasks":
+        server.handshake_tasks = not server.handshake_tasks
+    elif change == "retitle":
+        server.title = f"T{i}"
+    elif change == "rename":
+        server.name = f"n{i}"
+    elif change == "reinstruct":
+        server.instructions = f"i{i}"
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_CHANGES, max_size=12))
+def test_a_copied_session_is_the_one_built_after_any_changes(changes: list[str]) -> None:
+    """The template a stateless request's session is copied from is made again when
+    anything it derives from changed (counted changes, or its inputs read in full when
+    a registry is a plain dict): a copy always advertises what a session built from
+    scratch would."""
+    server = Server("s")
+    for i, change in enumerate(changes):
+        _change(server, change, i)
+        assert _advertised(server.create_session()) == _advertised(server._build_session({}))
+
+
+def test_registry_changes_are_counted_without_reading_the_registries() -> None:
+    server = Server("s")
+    _tool(server, "a")
+    before = server._session_basis()
+    assert isinstance(before, int)
+    server.tools.pop("a")
+    assert server._session_basis() != before
+    # A plain dict's changes are not counted: the basis reads what it derives from.
+    server.tools = {}
+    assert isinstance(server._session_basis(), tuple)
+    server.tools = Server("other").tools
+    assert isinstance(server._session_basis(), tuple)
+
+
+def test_the_values_whose_headers_skip_the_character_checks_need_none() -> None:
+    """A header equal to a protocol version or a request method is taken without the
+    checks for control characters and the base64 sentinel: none of them has either."""
+    assert {STATELESS, "tools/call", "server/discover"} <= _http_headers._PLAIN_VALUES
+    for value in _http_headers._PLAIN_VALUES:
+        assert value.isprintable() and not value.startswith("=?"), value
+        assert not _http_headers._CONTROL.search(value)
+        assert _http_headers.decode_header_value(value) == value

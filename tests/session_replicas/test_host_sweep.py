@@ -25,6 +25,9 @@ class Host:
     def cancel_all_handlers(self) -> None:
         self.cancelled = True
 
+    def release(self) -> None:
+        pass
+
 
 def test_hosts_of_ended_sessions_are_dropped_as_hosts_pile_up() -> None:
     server: Server = build_server()
