@@ -1,8 +1,9 @@
 """Importing an adapter loads only what every program needs (import time, issue 37):
 the HTTP machinery (h11) and its transports, the WebSocket transport's wsproto, the
 OAuth client and server, the JWT machinery and the Redis stores load when first used;
-``sansio_mcp`` and ``sansio_mcp.runtime`` import each name's module on first use; the
-CLI's parser loads no application.  Every public name still imports as before."""
+``sansio_mcp``, ``sansio_mcp.runtime`` and the adapters import each name's module (and
+the event loop) on first use; the CLI's parser loads no application.  Every public name
+still imports as before."""
 
 from __future__ import annotations
 
@@ -48,6 +49,8 @@ LAZY_PACKAGES = (
     "sansio_mcp.runtime",
     "sansio_mcp.runtime.hosting",
     "sansio_mcp.auth",
+    "trio_adapters",
+    "asyncio_adapters",
 )
 
 
@@ -92,6 +95,18 @@ def test_importing_a_package_loads_none_of_its_modules(package: str) -> None:
         ("sansio_mcp._session", "sansio_mcp._events", "sansio_mcp.runtime._server", "attr"),
     )
     assert loaded == []
+
+
+@pytest.mark.parametrize("adapter", ["trio_adapters", "asyncio_adapters"])
+def test_importing_an_adapter_loads_no_event_loop(adapter: str) -> None:
+    """The event loop loads with the first name that needs it, as anyio loads its Trio
+    backend only when run on Trio; every name then works as before."""
+    watched = ("trio", "asyncio", "sansio_mcp.runtime", "attr", "h11", "orjson")
+    assert _loaded_after(f"import {adapter}", watched) == []
+    loop = adapter.split("_")[0]
+    loaded = _loaded_after(f"from {adapter} import BACKEND, serve_stdio", watched)
+    assert {loop, "sansio_mcp.runtime", "attr"} <= set(loaded)
+    assert "h11" not in loaded
 
 
 @pytest.mark.parametrize("package", LAZY_PACKAGES)
