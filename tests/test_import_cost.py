@@ -77,6 +77,24 @@ def test_a_stdio_program_loads_no_http_oauth_nor_redis(adapter: str) -> None:
     assert _loaded_after(statement, NOT_FOR_STDIO + LAZY) == []
 
 
+#: What a client never needs: the server's half (its handlers' context, the tool
+#: registry, the task runner and its stores).
+SERVER_HALF = (
+    "sansio_mcp._registry",
+    "sansio_mcp._server_session",
+    "sansio_mcp.runtime._server",
+    "sansio_mcp.runtime._serving",
+    "sansio_mcp.runtime._tasks",
+    "sansio_mcp.runtime._task_store",
+)
+
+
+@pytest.mark.parametrize("adapter", ["trio_adapters", "asyncio_adapters"])
+def test_a_stdio_client_loads_no_server(adapter: str) -> None:
+    statement = f"from {adapter} import ClientHandlers, open_stdio_client"
+    assert _loaded_after(statement, SERVER_HALF + NOT_FOR_STDIO + LAZY) == []
+
+
 @pytest.mark.parametrize("adapter", ["trio_adapters", "asyncio_adapters"])
 def test_the_network_transports_load_when_first_used(adapter: str) -> None:
     transports = tuple(f"{adapter}.{m}" for m in ("http_client", "http_server", "sse", "websocket"))

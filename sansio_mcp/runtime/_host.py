@@ -17,15 +17,12 @@ from typing import Any, Protocol, TypeVar
 
 from .._client_session import ClientSession
 from .._errors import ConnectionClosedError
-from .._events import RequestReceived
 from .._jsonrpc import RequestId
-from .._server_session import ServerSession
 from .._session import Session
 from .._state import Role
 from ._backend import Backend, Cancellable, Signal, TaskGroup
 from ._client import ClientAPI, ClientHandlers, ProgressCallback, Subscription
 from ._driver import Driver, InputHandler, NotificationHandler, RequestHandler, Waiter
-from ._server import Context, Server
 
 C = TypeVar("C", bound=ClientAPI)
 
@@ -33,15 +30,11 @@ __all__ = [
     "SHIELDED_GRACE",
     "Framing",
     "HostBase",
-    "HostContext",
     "Output",
     "Signal",
     "hosted",
-    "serving",
     "start_client",
 ]
-
-H = TypeVar("H")
 
 #: Seconds a shielded step (cleanup while being cancelled) may take at the most.
 SHIELDED_GRACE = 2.0
@@ -345,38 +338,6 @@ class HostBase:
             handle.cancel()
 
 
-class HostContext(Context):
-    """A handler's :class:`Context` on a session host, which is its
-    :class:`ContextHost`: requests to the client go through the host, output is
-    flushed by it, sleeping is the backend's.  ``now`` (seconds since the epoch)
-    dates the request's sealed state; without it, :attr:`wall_clock` tells it."""
-
-    host: HostBase
-    #: The wall clock (seconds since the epoch) of a subclass that reads it itself:
-    #: an adapter's (the runtime reads no clock of its own).
-    wall_clock: Callable[[], float]
-
-    def __init__(self, host: HostBase, event: RequestReceived, *, now: float | None = None) -> None:
-        assert isinstance(host.session, ServerSession)
-        if now is None:
-            wall_clock = getattr(self, "wall_clock", None)
-            if wall_clock is None:
-                raise TypeError(
-                    f"{type(self).__name__}: 'now' is required unless it has a wall_clock"
-                )
-            now = wall_clock()
-        super().__init__(
-            request_id=event.request_id,
-            method=event.method,
-            params=event.params,
-            progress_token=event.progress_token,
-            session=host.session,
-            host=host,
-            meta=event.meta,
-            now=now,
-        )
-
-
 async def start_client(
     host: HostBase,
     session: ClientSession,
@@ -404,19 +365,3 @@ async def hosted(
             yield group
         finally:
             group.cancel()
-
-
-def serving(
-    server: Server,
-    context: Callable[[H, RequestReceived], Context],
-    make_host: Callable[..., H],
-) -> H:
-    """The host ``make_host(handle_request=...)`` makes, answering its peer's requests
-    with ``server``; each handler's context is ``context(host, event)``."""
-    host: H
-
-    def handle_request(event: RequestReceived) -> dict[str, Any] | Awaitable[dict[str, Any]]:
-        return server.begin(context(host, event))
-
-    host = make_host(handle_request=handle_request)
-    return host
