@@ -95,6 +95,27 @@ def test_a_stdio_client_loads_no_server(adapter: str) -> None:
     assert _loaded_after(statement, SERVER_HALF + NOT_FOR_STDIO + LAZY) == []
 
 
+#: What a server never needs: the client's half.
+CLIENT_HALF = (
+    "sansio_mcp._http_headers",
+    "sansio_mcp.runtime._client",
+    "sansio_mcp.runtime._client_options",
+    "sansio_mcp.runtime._open_client",
+    "sansio_mcp.runtime._task_client",
+)
+
+
+@pytest.mark.parametrize("adapter", ["trio_adapters", "asyncio_adapters"])
+def test_a_stdio_server_loads_no_client(adapter: str) -> None:
+    statement = (
+        f"from {adapter} import serve_stdio\n"
+        "from sansio_mcp.runtime import Server\n"
+        "server = Server('s')"
+    )
+    watched = (*CLIENT_HALF, f"{adapter}.client", *NOT_FOR_STDIO, *LAZY)
+    assert _loaded_after(statement, watched) == []
+
+
 @pytest.mark.parametrize("adapter", ["trio_adapters", "asyncio_adapters"])
 def test_the_network_transports_load_when_first_used(adapter: str) -> None:
     transports = tuple(f"{adapter}.{m}" for m in ("http_client", "http_server", "sse", "websocket"))

@@ -13,18 +13,21 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from .._client_session import ClientSession
 from .._errors import ConnectionClosedError
 from .._jsonrpc import RequestId
 from .._session import Session
 from .._state import Role
 from ._backend import Backend, Cancellable, Signal, TaskGroup
-from ._client import ClientAPI, ClientHandlers, ProgressCallback, Subscription
 from ._driver import Driver, InputHandler, NotificationHandler, RequestHandler, Waiter
 
-C = TypeVar("C", bound=ClientAPI)
+# The client's half, for annotations only: a server's host loads no client (import time).
+if TYPE_CHECKING:
+    from .._client_session import ClientSession
+    from ._client import ClientAPI, ClientHandlers, ProgressCallback
+
+C = TypeVar("C", bound="ClientAPI")
 
 __all__ = [
     "SHIELDED_GRACE",
@@ -237,9 +240,6 @@ class HostBase:
             # Never waiting for output: a peer that stops reading must not stop the clock.
             if not self.output.send_now():
                 await self.output.flush()
-
-    def new_subscription(self, buffer: int) -> Subscription:
-        return Subscription(buffer, self.new_signal)
 
     # Requests -------------------------------------------------------------------------
 
