@@ -18,6 +18,11 @@ from pathlib import Path
 
 from ._proc import PY, REPO, child_env
 
+#: A stdio server's imports on an adapter.
+STDIO_SERVER = (
+    "from sansio_mcp.runtime import Server; from {adapter} import serve_stdio; Server('s')"
+)
+
 #: (label, statements already run before the clock starts, the timed statements).
 CASES = (
     ("import mcp", "", "import mcp"),
@@ -34,16 +39,17 @@ CASES = (
         "import asyncio",
         "import asyncio_adapters",
     ),
-    (
-        "a Trio stdio server: Server + trio_adapters.serve_stdio",
-        "",
-        "from sansio_mcp.runtime import Server; from trio_adapters import serve_stdio; Server('s')",
-    ),
-    (
-        "an asyncio stdio server: Server + asyncio_adapters.serve_stdio",
-        "",
-        "from sansio_mcp.runtime import Server; from asyncio_adapters import serve_stdio; "
-        "Server('s')",
+    *(
+        case
+        for loop, adapter in (("trio", "trio_adapters"), ("asyncio", "asyncio_adapters"))
+        for program, timed in (
+            ("stdio server (Server, serve_stdio)", STDIO_SERVER.format(adapter=adapter)),
+            ("stdio client (open_stdio_client)", f"from {adapter} import open_stdio_client"),
+        )
+        for case in (
+            (f"{adapter} {program}", "", timed),
+            (f"{adapter} {program}, {loop} already imported", f"import {loop}", timed),
+        )
     ),
 )
 
@@ -98,6 +104,7 @@ def main(argv: list[str]) -> int:
         for key, c in got.items():
             ratios.setdefault(key, []).append(c / mcp)
     rows = []
+    width = max(len(label) for label, _, _ in CASES)
     for key in cpu:
         rows.append(
             {
@@ -110,7 +117,7 @@ def main(argv: list[str]) -> int:
             }
         )
         print(
-            f"{key[0]:8s} {key[1]:62s} cpu {_summary(cpu[key]):22s} wall "
+            f"{key[0]:8s} {key[1]:{width}s} cpu {_summary(cpu[key]):22s} wall "
             f"{_summary(wall[key]):22s} x mcp {_ratio(ratios[key]):22s} {modules[key]} modules"
         )
     print(json.dumps({"rounds": rounds, "rows": rows}))
