@@ -117,6 +117,12 @@ def test_a_stdio_server_loads_no_client(adapter: str) -> None:
 
 
 @pytest.mark.parametrize("adapter", ["trio_adapters", "asyncio_adapters"])
+def test_the_transport_table_loads_neither_half_until_used(adapter: str) -> None:
+    halves = (*SERVER_HALF, *CLIENT_HALF, f"{adapter}.client", f"{adapter}.server")
+    assert _loaded_after(f"from {adapter} import BACKEND", halves) == []
+
+
+@pytest.mark.parametrize("adapter", ["trio_adapters", "asyncio_adapters"])
 def test_the_network_transports_load_when_first_used(adapter: str) -> None:
     transports = tuple(f"{adapter}.{m}" for m in ("http_client", "http_server", "sse", "websocket"))
     assert _loaded_after(f"import {adapter}", transports) == []
@@ -207,9 +213,11 @@ def test_the_cli_parser_loads_no_application() -> None:
     assert _loaded_after(statement, APPLICATIONS) == []
 
 
-def test_a_stdio_example_server_loads_no_http_oauth_nor_redis() -> None:
+def test_a_stdio_example_server_loads_no_client_http_oauth_nor_redis() -> None:
     statement = "from sansio_mcp_cli.main import main\nassert main(['example-server']) == 0"
     # It opens its stores (memory, the ``--store`` default), never the Redis client.
     stores = "sansio_mcp.runtime._stores"
-    watched = tuple(m for m in NOT_FOR_STDIO if m != stores) + LAZY + ("asyncio_adapters",)
+    watched = (
+        tuple(m for m in NOT_FOR_STDIO if m != stores) + LAZY + CLIENT_HALF + ("asyncio_adapters",)
+    )
     assert _loaded_after(statement, watched, stdin="") == []
