@@ -45,6 +45,7 @@ CASES = (
         for program, timed in (
             ("stdio server (Server, serve_stdio)", STDIO_SERVER.format(adapter=adapter)),
             ("stdio client (open_stdio_client)", f"from {adapter} import open_stdio_client"),
+            ("transport table (BACKEND)", f"from {adapter} import BACKEND"),
         )
         for case in (
             (f"{adapter} {program}", "", timed),
