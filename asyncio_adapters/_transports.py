@@ -11,14 +11,15 @@ from sansio_mcp.runtime import TransportTable, stop_signals
 from sansio_mcp.runtime.hosting import ClientOpeners, Listeners, imported_when_called
 
 from ._backend import AsyncioBackend
-from .client import open_stdio_client
-from .server import serve_stdio
 
 __all__ = ["BACKEND", "AsyncioTransports"]
 
 
-# The network transports load h11 (HTTP, SSE) or wsproto (WebSocket); each is imported
-# when first used, not with the adapter (a stdio program never speaks them).
+# Each transport is imported when first used, not with the adapter: a server never
+# opens a client, a client never serves, and the network transports load h11 (HTTP,
+# SSE) or wsproto (WebSocket), which a stdio program never speaks.
+open_stdio_client = imported_when_called("asyncio_adapters.client", "open_stdio_client")
+serve_stdio = imported_when_called("asyncio_adapters.server", "serve_stdio")
 open_http_client = imported_when_called("asyncio_adapters.http_client", "open_http_client")
 open_sse_client = imported_when_called("asyncio_adapters.sse", "open_sse_client")
 open_ws_client = imported_when_called("asyncio_adapters.websocket", "open_ws_client")

@@ -1,8 +1,9 @@
 """Importing an adapter loads only what every program needs (import time, issue 37):
 the HTTP machinery (h11) and its transports, the WebSocket transport's wsproto, the
 OAuth client and server, the JWT machinery and the Redis stores load when first used;
-``sansio_mcp`` and ``sansio_mcp.runtime`` import each name's module on first use; the
-CLI's parser loads no application.  Every public name still imports as before."""
+``sansio_mcp``, ``sansio_mcp.runtime`` and the adapters import each name's module (and
+the event loop) on first use; the CLI's parser loads no application.  Every public name
+still imports as before."""
 
 from __future__ import annotations
 
@@ -48,6 +49,8 @@ LAZY_PACKAGES = (
     "sansio_mcp.runtime",
     "sansio_mcp.runtime.hosting",
     "sansio_mcp.auth",
+    "trio_adapters",
+    "asyncio_adapters",
 )
 
 
@@ -74,6 +77,51 @@ def test_a_stdio_program_loads_no_http_oauth_nor_redis(adapter: str) -> None:
     assert _loaded_after(statement, NOT_FOR_STDIO + LAZY) == []
 
 
+#: What a client never needs: the server's half (its handlers' context, the tool
+#: registry, the task runner and its stores).
+SERVER_HALF = (
+    "sansio_mcp._registry",
+    "sansio_mcp._server_session",
+    "sansio_mcp.runtime._server",
+    "sansio_mcp.runtime._serving",
+    "sansio_mcp.runtime._tasks",
+    "sansio_mcp.runtime._task_store",
+)
+
+
+@pytest.mark.parametrize("adapter", ["trio_adapters", "asyncio_adapters"])
+def test_a_stdio_client_loads_no_server(adapter: str) -> None:
+    statement = f"from {adapter} import ClientHandlers, open_stdio_client"
+    assert _loaded_after(statement, SERVER_HALF + NOT_FOR_STDIO + LAZY) == []
+
+
+#: What a server never needs: the client's half.
+CLIENT_HALF = (
+    "sansio_mcp._http_headers",
+    "sansio_mcp.runtime._client",
+    "sansio_mcp.runtime._client_options",
+    "sansio_mcp.runtime._open_client",
+    "sansio_mcp.runtime._task_client",
+)
+
+
+@pytest.mark.parametrize("adapter", ["trio_adapters", "asyncio_adapters"])
+def test_a_stdio_server_loads_no_client(adapter: str) -> None:
+    statement = (
+        f"from {adapter} import serve_stdio\n"
+        "from sansio_mcp.runtime import Server\n"
+        "server = Server('s')"
+    )
+    watched = (*CLIENT_HALF, f"{adapter}.client", *NOT_FOR_STDIO, *LAZY)
+    assert _loaded_after(statement, watched) == []
+
+
+@pytest.mark.parametrize("adapter", ["trio_adapters", "asyncio_adapters"])
+def test_the_transport_table_loads_neither_half_until_used(adapter: str) -> None:
+    halves = (*SERVER_HALF, *CLIENT_HALF, f"{adapter}.client", f"{adapter}.server")
+    assert _loaded_after(f"from {adapter} import BACKEND", halves) == []
+
+
 @pytest.mark.parametrize("adapter", ["trio_adapters", "asyncio_adapters"])
 def test_the_network_transports_load_when_first_used(adapter: str) -> None:
     transports = tuple(f"{adapter}.{m}" for m in ("http_client", "http_server", "sse", "websocket"))
@@ -92,6 +140,18 @@ def test_importing_a_package_loads_none_of_its_modules(package: str) -> None:
         ("sansio_mcp._session", "sansio_mcp._events", "sansio_mcp.runtime._server", "attr"),
     )
     assert loaded == []
+
+
+@pytest.mark.parametrize("adapter", ["trio_adapters", "asyncio_adapters"])
+def test_importing_an_adapter_loads_no_event_loop(adapter: str) -> None:
+    """The event loop loads with the first name that needs it, as anyio loads its Trio
+    backend only when run on Trio; every name then works as before."""
+    watched = ("trio", "asyncio", "sansio_mcp.runtime", "attr", "h11", "orjson")
+    assert _loaded_after(f"import {adapter}", watched) == []
+    loop = adapter.split("_")[0]
+    loaded = _loaded_after(f"from {adapter} import BACKEND, serve_stdio", watched)
+    assert {loop, "sansio_mcp.runtime", "attr"} <= set(loaded)
+    assert "h11" not in loaded
 
 
 @pytest.mark.parametrize("package", LAZY_PACKAGES)
@@ -153,9 +213,11 @@ def test_the_cli_parser_loads_no_application() -> None:
     assert _loaded_after(statement, APPLICATIONS) == []
 
 
-def test_a_stdio_example_server_loads_no_http_oauth_nor_redis() -> None:
+def test_a_stdio_example_server_loads_no_client_http_oauth_nor_redis() -> None:
     statement = "from sansio_mcp_cli.main import main\nassert main(['example-server']) == 0"
     # It opens its stores (memory, the ``--store`` default), never the Redis client.
     stores = "sansio_mcp.runtime._stores"
-    watched = tuple(m for m in NOT_FOR_STDIO if m != stores) + LAZY + ("asyncio_adapters",)
+    watched = (
+        tuple(m for m in NOT_FOR_STDIO if m != stores) + LAZY + CLIENT_HALF + ("asyncio_adapters",)
+    )
     assert _loaded_after(statement, watched, stdin="") == []

@@ -222,7 +222,7 @@ class ClientHost(Protocol):
 
     def now(self) -> float: ...
 
-    def new_subscription(self, buffer: int) -> Subscription: ...
+    def new_signal(self) -> Signal: ...
 
 
 def _task_support(tool: dict[str, Any]) -> Any:
@@ -306,7 +306,7 @@ class ClientAPI:
 
     def new_subscription(self, buffer: int) -> Subscription:
         """An empty :class:`Subscription` on the host."""
-        return self._host.new_subscription(buffer)
+        return Subscription(buffer, self._host.new_signal)
 
     # Requests --------------------------------------------------------------------
 

@@ -11,37 +11,34 @@ primitives.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from .._client_session import ClientSession
 from .._errors import ConnectionClosedError
-from .._events import RequestReceived
 from .._jsonrpc import RequestId
-from .._server_session import ServerSession
 from .._session import Session
 from .._state import Role
 from ._backend import Backend, Cancellable, Signal, TaskGroup
-from ._client import ClientAPI, ClientHandlers, ProgressCallback, Subscription
 from ._driver import Driver, InputHandler, NotificationHandler, RequestHandler, Waiter
-from ._server import Context, Server
 
-C = TypeVar("C", bound=ClientAPI)
+# The client's half, for annotations only: a server's host loads no client (import time).
+if TYPE_CHECKING:
+    from .._client_session import ClientSession
+    from ._client import ClientAPI, ClientHandlers, ProgressCallback, Subscription
+
+C = TypeVar("C", bound="ClientAPI")
 
 __all__ = [
     "SHIELDED_GRACE",
     "Framing",
     "HostBase",
-    "HostContext",
     "Output",
     "Signal",
     "hosted",
-    "serving",
     "start_client",
 ]
-
-H = TypeVar("H")
 
 #: Seconds a shielded step (cleanup while being cancelled) may take at the most.
 SHIELDED_GRACE = 2.0
@@ -178,6 +175,18 @@ class HostBase:
     def new_signal(self) -> Signal:
         return self.backend.new_signal()
 
+    def new_subscription(self, buffer: int) -> Subscription:
+        """Deprecated: use :meth:`ClientAPI.new_subscription` (a host no longer makes
+        them, so a server's host need not load the client's half)."""
+        from ._client import Subscription
+
+        warnings.warn(
+            "HostBase.new_subscription is deprecated; use ClientAPI.new_subscription",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return Subscription(buffer, self.new_signal)
+
     def now(self) -> float:
         return self.backend.clock()
 
@@ -253,9 +262,6 @@ class HostBase:
             # Never waiting for output: a peer that stops reading must not stop the clock.
             if not self.output.send_now():
                 await self.output.flush()
-
-    def new_subscription(self, buffer: int) -> Subscription:
-        return Subscription(buffer, self.new_signal)
 
     # Requests -------------------------------------------------------------------------
 
@@ -354,38 +360,6 @@ class HostBase:
             handle.cancel()
 
 
-class HostContext(Context):
-    """A handler's :class:`Context` on a session host, which is its
-    :class:`ContextHost`: requests to the client go through the host, output is
-    flushed by it, sleeping is the backend's.  ``now`` (seconds since the epoch)
-    dates the request's sealed state; without it, :attr:`wall_clock` tells it."""
-
-    host: HostBase
-    #: The wall clock (seconds since the epoch) of a subclass that reads it itself:
-    #: an adapter's (the runtime reads no clock of its own).
-    wall_clock: Callable[[], float]
-
-    def __init__(self, host: HostBase, event: RequestReceived, *, now: float | None = None) -> None:
-        assert isinstance(host.session, ServerSession)
-        if now is None:
-            wall_clock = getattr(self, "wall_clock", None)
-            if wall_clock is None:
-                raise TypeError(
-                    f"{type(self).__name__}: 'now' is required unless it has a wall_clock"
-                )
-            now = wall_clock()
-        super().__init__(
-            request_id=event.request_id,
-            method=event.method,
-            params=event.params,
-            progress_token=event.progress_token,
-            session=host.session,
-            host=host,
-            meta=event.meta,
-            now=now,
-        )
-
-
 async def start_client(
     host: HostBase,
     session: ClientSession,
@@ -413,19 +387,3 @@ async def hosted(
             yield group
         finally:
             group.cancel()
-
-
-def serving(
-    server: Server,
-    context: Callable[[H, RequestReceived], Context],
-    make_host: Callable[..., H],
-) -> H:
-    """The host ``make_host(handle_request=...)`` makes, answering its peer's requests
-    with ``server``; each handler's context is ``context(host, event)``."""
-    host: H
-
-    def handle_request(event: RequestReceived) -> dict[str, Any] | Awaitable[dict[str, Any]]:
-        return server.begin(context(host, event))
-
-    host = make_host(handle_request=handle_request)
-    return host

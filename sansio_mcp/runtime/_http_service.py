@@ -26,8 +26,9 @@ from ..auth._router import ProtectedRouter, Router
 from ._auth import Verdict, verify_request
 from ._backend import Backend, Cancellable, Connection, Deadline, TaskGroup, Timer
 from ._driver import Driver
-from ._host import Output, serving
+from ._host import Output
 from ._server import Context, Server
+from ._serving import serving
 from ._session_store import SharedSessions, shared_sessions
 
 _log = logging.getLogger("sansio_mcp.http")

@@ -6,12 +6,14 @@ from __future__ import annotations
 import signal
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
-from ._client import ClientAPI
-from ._server import Server
+# For annotations only: a server's table loads no client, a client's no server.
+if TYPE_CHECKING:
+    from ._client import ClientAPI
+    from ._server import Server
 
 __all__ = [
     "ClientOpener",
@@ -23,7 +25,7 @@ __all__ = [
 ]
 
 #: ``open_*_client(target, **options)``: a stdio command, or a URL.
-ClientOpener = Callable[..., AbstractAsyncContextManager[ClientAPI]]
+ClientOpener = Callable[..., "AbstractAsyncContextManager[ClientAPI]"]
 #: ``serve_*(server, host=, port=, ...)`` of a network transport.
 Listener = Callable[..., Awaitable[None]]
 

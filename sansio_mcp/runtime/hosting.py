@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ._asgi import ASGIService, Receive, Scope, Send, serve_lifespan
     from ._backend import ConnectionHandler
     from ._client_options import ClientOptions, StdioChild, StdioOptions
-    from ._host import Framing, HostContext, hosted, serving, start_client
+    from ._host import Framing, hosted, start_client
     from ._http_openers import HTTPOpeners
     from ._http_service import RoutedOutput, Router, SessionHosts, streamable_http_router
     from ._open_client import run_client
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         http_router,
         sse_router,
     )
+    from ._serving import HostContext, serving
     from ._transports import ClientOpeners, Listeners
     from ._ws_service import WebSocketServing, open_websocket
 
@@ -52,11 +53,10 @@ lazy_names(
         ),
         "._host": (
             "Framing",
-            "HostContext",
             "hosted",
-            "serving",
             "start_client",
         ),
+        "._serving": ("HostContext", "serving"),
         "._http_service": (
             "RoutedOutput",
             "Router",

@@ -1,0 +1,64 @@
+"""A server's side of a session host: its handlers' :class:`Context` and the request
+handler that runs :class:`Server` on it (a client loads neither, nor the server)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from .._events import RequestReceived
+from .._server_session import ServerSession
+from ._host import HostBase
+from ._server import Context, Server
+
+__all__ = ["HostContext", "serving"]
+
+H = TypeVar("H")
+
+
+class HostContext(Context):
+    """A handler's :class:`Context` on a session host, which is its
+    :class:`ContextHost`: requests to the client go through the host, output is
+    flushed by it, sleeping is the backend's.  ``now`` (seconds since the epoch)
+    dates the request's sealed state; without it, :attr:`wall_clock` tells it."""
+
+    host: HostBase
+    #: The wall clock (seconds since the epoch) of a subclass that reads it itself:
+    #: an adapter's (the runtime reads no clock of its own).
+    wall_clock: Callable[[], float]
+
+    def __init__(self, host: HostBase, event: RequestReceived, *, now: float | None = None) -> None:
+        assert isinstance(host.session, ServerSession)
+        if now is None:
+            wall_clock = getattr(self, "wall_clock", None)
+            if wall_clock is None:
+                raise TypeError(
+                    f"{type(self).__name__}: 'now' is required unless it has a wall_clock"
+                )
+            now = wall_clock()
+        super().__init__(
+            request_id=event.request_id,
+            method=event.method,
+            params=event.params,
+            progress_token=event.progress_token,
+            session=host.session,
+            host=host,
+            meta=event.meta,
+            now=now,
+        )
+
+
+def serving(
+    server: Server,
+    context: Callable[[H, RequestReceived], Context],
+    make_host: Callable[..., H],
+) -> H:
+    """The host ``make_host(handle_request=...)`` makes, answering its peer's requests
+    with ``server``; each handler's context is ``context(host, event)``."""
+    host: H
+
+    def handle_request(event: RequestReceived) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+        return server.begin(context(host, event))
+
+    host = make_host(handle_request=handle_request)
+    return host
