@@ -147,6 +147,8 @@ class Driver:
         answer_input: InputHandler | None = None,
     ) -> None:
         self.session = session
+        #: What each kind of event does (its class's table, found once per driver).
+        self._table = _EVENT_TABLES.get(type(self)) or _event_table(type(self))
         self._handle_request = handle_request
         self._handle_notification = handle_notification
         self._spawn = spawn
@@ -215,8 +217,7 @@ class Driver:
 
     def process_events(self) -> None:
         """Drain the session's events and act on each (by its class's event table)."""
-        session = self.session
-        table = _EVENT_TABLES.get(type(self)) or _event_table(type(self))
+        session, table = self.session, self._table
         while (event := session.next_event()) is not NEED_DATA:
             act = table.get(type(event))
             if act is not None:

@@ -157,7 +157,7 @@ class Context:
         self.task_start: TaskStart | None = None
         #: The verified access token of the HTTP request this came in (subject, scopes,
         #: client, claims, expiry), or None when the server is not protected.
-        self.auth: AccessToken | None = getattr(session, "auth", None)
+        self.auth: AccessToken | None = session.auth
 
     @classmethod
     def for_request(
