@@ -363,7 +363,13 @@ class Driver:
             except LocalProtocolError as exc:
                 refused_result(self.session, event.request_id, event.method, exc)
             return
+        self._spawn(event.request_id, self._finish_factory(event, outcome))
 
+    def _finish_factory(
+        self, event: RequestReceived, outcome: Awaitable[dict[str, Any]]
+    ) -> Callable[[], Awaitable[None]]:
+        # Apart from _begin: its closure would make cells on every request, answered
+        # at once or not.
         async def finish() -> None:
             try:
                 result = await outcome
@@ -373,7 +379,7 @@ class Driver:
                 respond_with_result(self.session, event.request_id, event.method, result)
             self.on_output()
 
-        self._spawn(event.request_id, finish)
+        return finish
 
     def _answer_failure(self, event: RequestReceived, exc: Exception) -> None:
         respond_with_failure(self.session, event.request_id, event.method, exc)

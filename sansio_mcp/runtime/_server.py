@@ -791,7 +791,9 @@ class Server:
         if isinstance(call, dict):
             return call
         if call.task:
-            return self.tasks.start(ctx, call, lambda exc: self._failed(ctx, call, exc, may_ask))
+            # A partial, not a lambda: a closure would make cells on every request.
+            failed = functools.partial(self._failed, ctx, call, may_ask=may_ask)
+            return self.tasks.start(ctx, call, failed)
         try:
             value = call.handler(**call.kwargs)
         except Exception as exc:
