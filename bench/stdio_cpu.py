@@ -93,6 +93,57 @@ def pure_calls_per_request(tree: Path, n: int = 2000) -> float:
     return float(out.stdout.strip())
 
 
+#: Runs the CLI counting, in our own packages' code, two per-request costs cProfile does
+#: not show: enum members read off their class (on Python 3.11 each goes through
+#: EnumType.__getattr__'s slot, the cost of a call) and closure cells made (a function
+#: with a nested function or lambda over its locals makes them at every call, even
+#: when the closure is never built).  Writes the two totals where ``BENCH_HIDDEN_OUT``
+#: says.
+_HIDDEN = (
+    "import enum, os, runpy, sys\n"
+    "ours = ('sansio_mcp', 'trio_adapters', 'asyncio_adapters')\n"
+    "def own(code):\n"
+    "    parts = code.co_filename.split(os.sep)\n"
+    "    return any(p in ours for p in parts) and 'site-packages' not in parts\n"
+    "counts = {'enum': 0, 'cells': 0}\n"
+    "read = type.__getattribute__\n"
+    "def counting(cls, name):\n"
+    "    if not name.startswith('__') and own(sys._getframe(1).f_code):\n"
+    "        counts['enum'] += 1\n"
+    "    return read(cls, name)\n"
+    "enum.EnumType.__getattribute__ = counting\n"
+    "def calls(frame, event, arg):\n"
+    "    if event == 'call' and frame.f_code.co_cellvars and own(frame.f_code):\n"
+    "        counts['cells'] += len(frame.f_code.co_cellvars)\n"
+    "sys.argv = ['sansio_mcp_cli', *sys.argv[1:]]\n"
+    "sys.setprofile(calls)\n"
+    "try:\n"
+    "    runpy.run_module('sansio_mcp_cli', run_name='__main__', alter_sys=True)\n"
+    "except SystemExit:\n"
+    "    pass\n"
+    "finally:\n"
+    "    sys.setprofile(None)\n"
+    "    with open(os.environ['BENCH_HIDDEN_OUT'], 'w') as out:\n"
+    "        out.write(f\"{counts['enum']} {counts['cells']}\")\n"
+)
+
+
+def hidden_costs(tree: Path, backend: str, short: int = 50, long: int = 250) -> tuple[float, float]:
+    """Enum members read off their class and closure cells made, per ``tools/call``,
+    by our own code in the server (see ``_HIDDEN``); two runs, as :func:`calls_per_request`."""
+    totals = []
+    for calls in (short, long):
+        with tempfile.TemporaryDirectory() as folder:
+            out = os.path.join(folder, "hidden")
+            env = {**_env(tree), "BENCH_HIDDEN_OUT": out}
+            _drive([_python(tree), "-c", _HIDDEN, *_server_args(backend)], tree, calls, 0, env)
+            with open(out) as counts:
+                totals.append([int(n) for n in counts.read().split()])
+    (enum_few, cells_few), (enum_many, cells_many) = totals
+    span = long - short
+    return (enum_many - enum_few) / span, (cells_many - cells_few) / span
+
+
 def _python(tree: Path) -> str:
     exe = tree / ".venv" / "bin" / "python"
     return str(exe) if exe.exists() else sys.executable
