@@ -9,7 +9,11 @@ Python function calls per request come from the same server under cProfile: two 
 of different lengths, the difference divided by the difference in calls, so start-up
 and shutdown cancel out (the figure load does not move).
 
-Run: ``python -m bench.stdio_cpu [--baseline DIR] [--rounds N] [--calls N]``.
+With ``--instructions`` it also counts the machine instructions per request with
+valgrind's callgrind (:func:`instructions_per_request`: exact, and it sees costs cProfile
+does not).
+
+Run: ``python -m bench.stdio_cpu [--baseline DIR] [--rounds N] [--calls N] [--instructions]``.
 """
 
 from __future__ import annotations
@@ -91,6 +95,102 @@ def pure_calls_per_request(tree: Path, n: int = 2000) -> float:
         check=True,
     )
     return float(out.stdout.strip())
+
+
+#: Runs the CLI counting, in our own packages' code, two per-request costs cProfile does
+#: not show: enum members read off their class (on Python 3.11 each goes through
+#: EnumType.__getattr__'s slot, the cost of a call) and closure cells made (a function
+#: with a nested function or lambda over its locals makes them at every call, even
+#: when the closure is never built).  Writes the two totals where ``BENCH_HIDDEN_OUT``
+#: says.
+_HIDDEN = (
+    "import enum, os, runpy, sys\n"
+    "ours = ('sansio_mcp', 'trio_adapters', 'asyncio_adapters')\n"
+    "def own(code):\n"
+    "    parts = code.co_filename.split(os.sep)\n"
+    "    return any(p in ours for p in parts) and 'site-packages' not in parts\n"
+    "counts = {'enum': 0, 'cells': 0}\n"
+    "read = type.__getattribute__\n"
+    "def counting(cls, name):\n"
+    "    if not name.startswith('__') and own(sys._getframe(1).f_code):\n"
+    "        counts['enum'] += 1\n"
+    "    return read(cls, name)\n"
+    "enum.EnumType.__getattribute__ = counting\n"
+    "def calls(frame, event, arg):\n"
+    "    if event == 'call' and frame.f_code.co_cellvars and own(frame.f_code):\n"
+    "        counts['cells'] += len(frame.f_code.co_cellvars)\n"
+    "sys.argv = ['sansio_mcp_cli', *sys.argv[1:]]\n"
+    "sys.setprofile(calls)\n"
+    "try:\n"
+    "    runpy.run_module('sansio_mcp_cli', run_name='__main__', alter_sys=True)\n"
+    "except SystemExit:\n"
+    "    pass\n"
+    "finally:\n"
+    "    sys.setprofile(None)\n"
+    "    with open(os.environ['BENCH_HIDDEN_OUT'], 'w') as out:\n"
+    "        out.write(f\"{counts['enum']} {counts['cells']}\")\n"
+)
+
+
+def hidden_costs(tree: Path, backend: str, short: int = 50, long: int = 250) -> tuple[float, float]:
+    """Enum members read off their class and closure cells made, per ``tools/call``,
+    by our own code in the server (see ``_HIDDEN``); two runs, as :func:`calls_per_request`."""
+    totals = []
+    for calls in (short, long):
+        with tempfile.TemporaryDirectory() as folder:
+            out = os.path.join(folder, "hidden")
+            env = {**_env(tree), "BENCH_HIDDEN_OUT": out}
+            _drive([_python(tree), "-c", _HIDDEN, *_server_args(backend)], tree, calls, 0, env)
+            with open(out) as counts:
+                totals.append([int(n) for n in counts.read().split()])
+    (enum_few, cells_few), (enum_many, cells_many) = totals
+    span = long - short
+    return (enum_many - enum_few) / span, (cells_many - cells_few) / span
+
+
+def instructions_per_request(tree: Path, backend: str, calls: int = 1000) -> float:
+    """User-space machine instructions the server executes per ``tools/call``, counted by
+    valgrind's callgrind (zeroed after a warm-up, dumped after ``calls`` calls): exact and
+    load-independent, and unlike cProfile's count it sees what no Python call shows (an
+    enum member read off its class, closure cells, an attrs ``__init__``'s setattrs).
+    Kernel time is not in it.  Needs ``valgrind`` on PATH; about 15 s."""
+    import glob
+    import re
+    import shutil
+    import subprocess
+
+    if shutil.which("valgrind") is None:
+        raise RuntimeError("instructions_per_request needs valgrind (apt-get install valgrind)")
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, "callgrind.out")
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={out}",
+            f"--log-file={folder}/log",
+            _python(tree),
+            "-m",
+            "sansio_mcp_cli",
+            *_server_args(backend),
+        ]
+        # A fixed hash seed: dict and set layouts, so the count, are the same each run.
+        env = {**_env(tree), "PYTHONHASHSEED": "0"}
+        client = RawStdioClient(command, cwd=str(tree), env=env)
+        try:
+            client.initialize()
+            for i in range(300):
+                client.call_tool("echo", {"message": f"w{i}"})
+            pid = str(client.process.pid)
+            subprocess.run(["callgrind_control", "-z", pid], check=True, capture_output=True)
+            for i in range(calls):
+                client.call_tool("echo", {"message": f"m{i}"})
+            subprocess.run(["callgrind_control", "-d", pid], check=True, capture_output=True)
+        finally:
+            client.close()
+        with open(sorted(glob.glob(out + ".*"))[-1]) as dump:
+            found = re.search(r"^(?:summary|totals): (\d+)", dump.read(), re.MULTILINE)
+        assert found is not None, "no totals in callgrind's dump"
+        return int(found.group(1)) / calls
 
 
 def _python(tree: Path) -> str:
@@ -181,6 +281,12 @@ def main(argv: list[str] | None = None) -> None:
         "its CPU per call to ours, and of our calls/s to its",
     )
     parser.add_argument("--no-profile", action="store_true", help="skip the cProfile counts")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count machine instructions per request (valgrind's callgrind; exact, "
+        "load-independent)",
+    )
     args = parser.parse_args(argv)
     trees = {"this": REPO} | ({"baseline": args.baseline.resolve()} if args.baseline else {})
     if not args.no_profile:
@@ -191,6 +297,10 @@ def main(argv: list[str] | None = None) -> None:
             for name, tree in trees.items():
                 calls = calls_per_request(tree, backend)
                 print(f"{backend:7} {name:8} calls/request {calls:7.1f}")
+        if args.instructions:
+            for name, tree in trees.items():
+                counted = instructions_per_request(tree, backend)
+                print(f"{backend:7} {name:8} instructions/request {counted:9.0f}")
         runs = [(name, tree, backend) for name, tree in trees.items()]
         if args.bare:
             runs.append(("bare", REPO, "bare"))

@@ -10,7 +10,7 @@ from typing import Any
 
 from ._errors import ErrorCode, LocalProtocolError, MCPError, RemoteProtocolError
 from ._params import check_params
-from ._state import Role, SessionState, Trigger, next_state, trigger_for
+from ._state import ROLE_SERVER, Role, SessionState, Trigger, next_state, trigger_for
 from ._tasks import (
     TASK_METHOD_PREFIX,
     TASK_METHODS,
@@ -21,6 +21,7 @@ from ._tasks import (
 from ._versions import (
     CLIENT_NOTIFICATION_GATES,
     CLIENT_REQUEST_GATES,
+    ERA_STATELESS,
     HANDSHAKE_REVISIONS,
     REVISIONS,
     SERVER_NOTIFICATION_GATES,
@@ -235,7 +236,7 @@ class RoleGates:
         capabilities as ``peer_capabilities``)."""
         # Only a server serves 2026-07-28 requests; a client keeps its state table.
         stateless = (
-            self.role is Role.SERVER and revision is not None and revision.era is Era.STATELESS
+            self.role is ROLE_SERVER and revision is not None and revision.era is ERA_STATELESS
         )
         self._check_method(method, params, revision, capabilities, peer_capabilities, stateless)
         key = (state, None if stateless else method)
@@ -274,7 +275,7 @@ class RoleGates:
             return
         extension = False
         if (
-            self.role is Role.SERVER
+            self.role is ROLE_SERVER
             and method.startswith(TASK_METHOD_PREFIX)
             and declares_tasks(capabilities)
         ):
@@ -297,7 +298,7 @@ class RoleGates:
         # A server's handshake session: peer_requests(revision), inline (every request).
         served = (
             revision.client_requests
-            if revision is not None and self.role is Role.SERVER
+            if revision is not None and self.role is ROLE_SERVER
             else self.peer_requests(revision)
         )
         if not extension and method not in served:

@@ -55,7 +55,7 @@ from ._requests import (
     progress_token_of,
     with_progress_token,
 )
-from ._state import Role, SessionState, Trigger, next_state, trigger_for
+from ._state import STATE_CLOSED, Role, SessionState, Trigger, next_state, trigger_for
 from ._versions import HANDSHAKE_REVISIONS, LATEST_STATELESS_REVISION, REVISIONS, Revision
 
 __all__ = ["MAX_BAD_LINES", "MAX_BAD_LINES_BEFORE_FIRST", "Session"]
@@ -241,7 +241,7 @@ class Session:
         if framer is None:
             framer = self._ndjson = NdjsonFramer(self.max_message_size)
         for line in framer.lines(data):
-            if self.state is SessionState.CLOSED:
+            if self.state is STATE_CLOSED:
                 break  # given up on (see _bad_line): the rest is not read
             if isinstance(line, RemoteProtocolError):
                 self._violation(line)
@@ -295,7 +295,7 @@ class Session:
         """
         if self._tracer is not None:
             self._tracer("receive", obj)
-        if self.state is SessionState.CLOSED:
+        if self.state is STATE_CLOSED:
             return
         self.heard_from_peer = True
         if relation_known:
@@ -661,7 +661,7 @@ class Session:
         """
         if not isinstance(result, dict):
             raise LocalProtocolError("a result must be a dict")
-        if self.state is SessionState.CLOSED:
+        if self.state is STATE_CLOSED:
             return  # nobody left to answer
         incoming = self._requests.answer(request_id)
         if incoming is None:

@@ -12,7 +12,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from enum import Enum
 
-__all__ = ["Role", "SessionState", "Trigger", "TRANSITIONS", "trigger_for", "next_state"]
+__all__ = [
+    "Role",
+    "SessionState",
+    "Trigger",
+    "TRANSITIONS",
+    "trigger_for",
+    "next_state",
+    "ROLE_SERVER",
+    "STATE_CLOSED",
+]
 
 
 class _Member(Enum):
@@ -33,6 +42,13 @@ class SessionState(_Member):
     STATELESS = "stateless"  # client speaking 2026-07-28: no session, _meta on every request
     FAILED = "failed"  # the handshake failed (client)
     CLOSED = "closed"
+
+
+# On Python 3.11 a member read off its class (``SessionState.CLOSED``) goes through
+# EnumType.__getattr__'s slot, several times the cost of reading a global: the code
+# that runs for every message compares with these.
+ROLE_SERVER = Role.SERVER
+STATE_CLOSED = SessionState.CLOSED
 
 
 class Trigger(_Member):

@@ -13,6 +13,7 @@ import attrs
 
 __all__ = [
     "Era",
+    "ERA_STATELESS",
     "Revision",
     "REVISIONS",
     "HANDSHAKE_REVISIONS",
@@ -52,6 +53,10 @@ class Era(Enum):
     def _missing_(cls, value: object) -> Era | None:
         # The values before the rename: Era("legacy") still finds the handshake era.
         return {"legacy": cls.HANDSHAKE, "modern": cls.STATELESS}.get(str(value))
+
+
+#: ``Era.STATELESS`` for the code that runs for every message (see ``_state.STATE_CLOSED``).
+ERA_STATELESS = Era.STATELESS
 
 
 @attrs.frozen

@@ -159,6 +159,8 @@ class Driver:
         answer_input: InputHandler | None = None,
     ) -> None:
         self.session = session
+        #: What each kind of event does (its class's table, found once per driver).
+        self._table = _EVENT_TABLES.get(type(self)) or _event_table(type(self))
         self._handle_request = handle_request
         self._handle_notification = handle_notification
         self._spawn = spawn
@@ -239,8 +241,7 @@ class Driver:
 
     def process_events(self) -> None:
         """Drain the session's events and act on each (by its class's event table)."""
-        session = self.session
-        table = _EVENT_TABLES.get(type(self)) or _event_table(type(self))
+        session, table = self.session, self._table
         while (event := session.next_event()) is not NEED_DATA:
             act = table.get(type(event))
             if act is not None:
@@ -386,7 +387,13 @@ class Driver:
             except LocalProtocolError as exc:
                 refused_result(self.session, event.request_id, event.method, exc)
             return
+        self._spawn(event.request_id, self._finish_factory(event, outcome))
 
+    def _finish_factory(
+        self, event: RequestReceived, outcome: Awaitable[dict[str, Any]]
+    ) -> Callable[[], Awaitable[None]]:
+        # Apart from _begin: its closure would make cells on every request, answered
+        # at once or not.
         async def finish() -> None:
             try:
                 result = await outcome
@@ -396,7 +403,7 @@ class Driver:
                 respond_with_result(self.session, event.request_id, event.method, result)
             self.on_output()
 
-        self._spawn(event.request_id, finish)
+        return finish
 
     def _answer_failure(self, event: RequestReceived, exc: Exception) -> None:
         respond_with_failure(self.session, event.request_id, event.method, exc)

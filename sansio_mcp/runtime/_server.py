@@ -15,7 +15,8 @@ import inspect
 import logging
 import secrets
 import typing
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
 from .._errors import ErrorCode, InvalidParams, MCPError, MethodNotFound, failure_text
@@ -121,6 +122,22 @@ class Context:
     on those here, once.
     """
 
+    # Class defaults of what most requests never set (one context is made per
+    # request); setting one sets it on that context alone.
+    #: The answers a stateless request's earlier input rounds gathered (read-only
+    #: here; :meth:`Server.begin` gives the context its own).
+    _answers: Mapping[str, Any] = MappingProxyType({})
+    _inputs_asked = 0
+    #: The server's live sessions (set by :meth:`Server.handle`).
+    hub: SessionHub | None = None
+    #: Publishes a hint (list changed, resource updated) to the other replicas
+    #: sharing the server's stores, or None (set by :meth:`Server.handle`).
+    share_hint: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+    #: The task this handler runs as (tasks extension), once it is one.
+    task: RunningTask | None = None
+    #: When a task-capable call's task is to be created (set by the runner).
+    task_start: TaskStart | None = None
+
     def __init__(
         self,
         *,
@@ -144,20 +161,9 @@ class Context:
         self.meta = meta
         #: Wall-clock time when the request arrived (seals and checks requestState).
         self.now = now
-        self._answers: dict[str, Any] = {}
-        self._inputs_asked = 0
-        #: The server's live sessions (set by :meth:`Server.handle`).
-        self.hub: SessionHub | None = None
-        #: Publishes a hint (list changed, resource updated) to the other replicas
-        #: sharing the server's stores, or None (set by :meth:`Server.handle`).
-        self.share_hint: Callable[[dict[str, Any]], Awaitable[None]] | None = None
-        #: The task this handler runs as (tasks extension), once it is one.
-        self.task: RunningTask | None = None
-        #: When a task-capable call's task is to be created (set by the runner).
-        self.task_start: TaskStart | None = None
         #: The verified access token of the HTTP request this came in (subject, scopes,
         #: client, claims, expiry), or None when the server is not protected.
-        self.auth: AccessToken | None = getattr(session, "auth", None)
+        self.auth: AccessToken | None = session.auth
 
     @classmethod
     def for_request(
@@ -878,7 +884,9 @@ class Server:
         if isinstance(call, dict):
             return call
         if call.task:
-            return self.tasks.start(ctx, call, lambda exc: self._failed(ctx, call, exc, may_ask))
+            # A partial, not a lambda: a closure would make cells on every request.
+            failed = functools.partial(self._failed, ctx, call, may_ask=may_ask)
+            return self.tasks.start(ctx, call, failed)
         try:
             value = call.handler(**call.kwargs)
         except Exception as exc:

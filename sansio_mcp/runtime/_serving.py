@@ -25,17 +25,16 @@ class HostContext(Context):
     host: HostBase
     #: The wall clock (seconds since the epoch) of a subclass that reads it itself:
     #: an adapter's (the runtime reads no clock of its own).
-    wall_clock: Callable[[], float]
+    wall_clock: Callable[[], float] | None = None
 
     def __init__(self, host: HostBase, event: RequestReceived, *, now: float | None = None) -> None:
         assert isinstance(host.session, ServerSession)
         if now is None:
-            wall_clock = getattr(self, "wall_clock", None)
-            if wall_clock is None:
+            if self.wall_clock is None:
                 raise TypeError(
                     f"{type(self).__name__}: 'now' is required unless it has a wall_clock"
                 )
-            now = wall_clock()
+            now = self.wall_clock()
         super().__init__(
             request_id=event.request_id,
             method=event.method,
