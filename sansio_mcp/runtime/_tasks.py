@@ -581,7 +581,9 @@ class TaskRunner:
             self._announce(ctx, record)
 
     def _stop(self, running: RunningTask) -> None:
-        """Stop a tool this replica runs (its task ended elsewhere, or failed to store)."""
+        """Stop a tool this replica runs (its task was cancelled, ended elsewhere, or
+        failed to store): it no longer counts as running, though its handler may take
+        a moment to unwind."""
         self._running.pop(running.record.task_id, None)
         running.unwatch()
         if running.handle is not None:
@@ -648,8 +650,8 @@ class TaskRunner:
             if not record.cancel(ctx.now):
                 raise _already_over(record)
             running = self._running.get(record.task_id)
-            if running is not None and running.handle is not None:
-                running.handle.cancel()
+            if running is not None:
+                self._stop(running)
             self._announce(ctx, record)
         return record.core_task()
 
@@ -695,8 +697,8 @@ class TaskRunner:
             return {}
         # tasks/cancel: cooperative, and idempotent on a task that is over.
         if record.cancel(ctx.now):
-            if running is not None and running.handle is not None:
-                running.handle.cancel()
+            if running is not None:
+                self._stop(running)
             self._announce(ctx, record)
         return {}
 
