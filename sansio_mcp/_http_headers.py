@@ -258,8 +258,11 @@ class ToolHeaderParams:
         if self.input_schema is None or message.get("method") != "tools/call":
             return {}
         params = message.get("params")
-        name = params.get("name") if isinstance(params, dict) else None
-        if not isinstance(name, str):
+        return self.of_tool(params.get("name") if isinstance(params, dict) else None)
+
+    def of_tool(self, name: Any) -> dict[tuple[str, ...], str]:
+        """:meth:`of` a ``tools/call`` whose ``params.name`` is ``name``."""
+        if self.input_schema is None or not isinstance(name, str):
             return {}
         schema = self.input_schema(name)
         if schema is None:

@@ -221,7 +221,7 @@ class StreamableHTTPServer:
         except MCPError:
             meta = None  # the session refuses it, once the headers are checked as ever
         method = message.get("method")
-        found = self.header_params.of(message)
+        found = self.header_params.of_tool(params.get("name")) if method == "tools/call" else {}
         expected = (
             mirrored_values(params, meta.protocol_version, method, found)
             if meta is not None and isinstance(method, str)
