@@ -94,7 +94,7 @@ class ServerSession(Session):
     task_visible: Callable[[str, str], bool] | None = None
     _key: str | None = None
     # A stateless request's params._meta and the RequestMeta the router read from it
-    # (receive_stateless): the session takes it rather than read the same dict again.
+    # (_receive_stateless): the session takes it rather than read the same dict again.
     _read_meta: tuple[dict[str, Any], RequestMeta] | None = None
 
     def __init__(
@@ -147,10 +147,10 @@ class ServerSession(Session):
 
     # The stateless era ----------------------------------------------------------------
 
-    def receive_stateless(self, message: dict[str, Any], meta: RequestMeta) -> None:
-        """:meth:`receive_message` of a stateless request whose ``params._meta`` the
-        caller read already: ``meta`` is ``request_meta_of`` of it (what this session
-        would read), taken as it is."""
+    def _receive_stateless(self, message: dict[str, Any], meta: RequestMeta) -> None:
+        """:meth:`receive_message` of a stateless request whose ``params._meta`` (a dict:
+        the caller, the router, has checked that) it read already: ``meta`` is
+        ``request_meta_of`` of it (what this session would read), taken as it is."""
         self._read_meta = (message["params"]["_meta"], meta)
         try:
             self.receive_message(message)
@@ -204,7 +204,7 @@ class ServerSession(Session):
         method = request.method
         read = self._read_meta
         try:
-            # The same dict read by the router (receive_stateless), or read here.
+            # The same dict read by the router (_receive_stateless), or read here.
             meta = read[1] if read is not None and read[0] is given else request_meta_of(given)
             if meta.protocol_version not in self._stateless_versions:
                 raise UnsupportedProtocolVersion(

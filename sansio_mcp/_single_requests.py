@@ -81,7 +81,7 @@ class SingleRequests:
         if meta is None:
             session.receive_message(message)
         else:
-            session.receive_stateless(message, meta)
+            session._receive_stateless(message, meta)
         request_id = message["id"]
         early = session.outgoing_to_send()
         last: Any = early[-1].message if early else None

@@ -397,7 +397,7 @@ def test_the_meta_read_by_the_router_serves_as_the_session_reading_it(
     post: tuple[dict[str, str], dict[str, Any]],
 ) -> None:
     """The router reads a stateless request's _meta once, for its header check and
-    for the session (``receive_stateless``): the same answer, status and events as
+    for the session (``_receive_stateless``): the same answer, status and events as
     the headers checked from the body and the session reading the _meta itself."""
     headers, body = post
     schemas = {"t": _schema("Region")}
