@@ -170,14 +170,30 @@ def _mirrored_values(
     params = message.get("params") or {}
     if not isinstance(params, dict):
         params = {}
-    values: list[tuple[str, str, Any]] = []
     meta = params.get("_meta")
-    if isinstance(meta, dict):
-        version = meta.get(META_PROTOCOL_VERSION)
-        if isinstance(version, str):
-            values.append(("MCP-Protocol-Version", "mcp-protocol-version", version))
+    version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
     method = message.get("method")
-    if "id" in message and isinstance(method, str):
+    return mirrored_values(
+        params,
+        version if isinstance(version, str) else None,
+        method if "id" in message and isinstance(method, str) else None,
+        found,
+    )
+
+
+def mirrored_values(
+    params: Mapping[str, Any],
+    version: str | None,
+    method: str | None,
+    found: Mapping[tuple[str, ...], str],
+) -> list[tuple[str, str, Any]]:
+    """:func:`_mirrored_values` of a message read already: its ``params`` (a dict),
+    the protocol version its ``_meta`` names (None: none) and its ``method`` (None:
+    no request, or no method)."""
+    values: list[tuple[str, str, Any]] = []
+    if version is not None:
+        values.append(("MCP-Protocol-Version", "mcp-protocol-version", version))
+    if method is not None:
         values.append(("Mcp-Method", "mcp-method", method))
         field = _NAMED_METHODS.get(method)
         named = params.get(field) if field else None
@@ -242,8 +258,11 @@ class ToolHeaderParams:
         if self.input_schema is None or message.get("method") != "tools/call":
             return {}
         params = message.get("params")
-        name = params.get("name") if isinstance(params, dict) else None
-        if not isinstance(name, str):
+        return self.of_tool(params.get("name") if isinstance(params, dict) else None)
+
+    def of_tool(self, name: Any) -> dict[tuple[str, ...], str]:
+        """:meth:`of` a ``tools/call`` whose ``params.name`` is ``name``."""
+        if self.input_schema is None or not isinstance(name, str):
             return {}
         schema = self.input_schema(name)
         if schema is None:
@@ -263,14 +282,17 @@ def validate_request_headers(
     *,
     input_schema: Any = None,
     found: Mapping[tuple[str, ...], str] | None = None,
+    expected: list[tuple[str, str, Any]] | None = None,
 ) -> HeaderMismatch | None:
     """The -32020 error for headers that are missing, malformed or disagree with
     the body, or None when they match.  ``headers`` keys are compared
     case-insensitively.  ``found`` is :func:`checked_header_params` of
-    ``input_schema`` when the caller already has it (it walks the schema)."""
+    ``input_schema`` when the caller already has it (it walks the schema);
+    ``expected`` is :func:`mirrored_values` of ``message`` when the caller read it."""
     if found is None:
         found = checked_header_params(input_schema)
-    expected = _mirrored_values(message, found)
+    if expected is None:
+        expected = _mirrored_values(message, found)
     for name, key, body_value in expected:
         raw = headers.get(key)
         if raw is None and (raw := _header(headers, key)) is None:

@@ -16,7 +16,7 @@ from ._errors import (
     MCPError,
     UnsupportedProtocolVersion,
 )
-from ._events import SessionInitialized, request_received
+from ._events import RequestMeta, SessionInitialized, request_received
 from ._gates import SERVER_GATES, trim_capabilities, trim_info
 from ._jsonrpc import JSONRPCNotification, JSONRPCRequest, RequestId, is_request_id
 from ._params import LOG_LEVELS, check_params
@@ -93,6 +93,9 @@ class ServerSession(Session):
     #: server that runs tasks); ``subscriptions/listen`` acknowledges only those.
     task_visible: Callable[[str, str], bool] | None = None
     _key: str | None = None
+    # A stateless request's params._meta and the RequestMeta the router read from it
+    # (_receive_stateless): the session takes it rather than read the same dict again.
+    _read_meta: tuple[dict[str, Any], RequestMeta] | None = None
 
     def __init__(
         self,
@@ -144,6 +147,16 @@ class ServerSession(Session):
 
     # The stateless era ----------------------------------------------------------------
 
+    def _receive_stateless(self, message: dict[str, Any], meta: RequestMeta) -> None:
+        """:meth:`receive_message` of a stateless request whose ``params._meta`` (a dict:
+        the caller, the router, has checked that) it read already: ``meta`` is
+        ``request_meta_of`` of it (what this session would read), taken as it is."""
+        self._read_meta = (message["params"]["_meta"], meta)
+        try:
+            self.receive_message(message)
+        finally:
+            self._read_meta = None
+
     def _on_request(self, request: JSONRPCRequest) -> None:
         params = request.params or {}
         # Inside a handshake session a request without modern _meta is of that
@@ -189,8 +202,10 @@ class ServerSession(Session):
     ) -> None:
         """Serve ``request`` as a 2026-07-28 request; ``given`` is its ``params._meta``."""
         method = request.method
+        read = self._read_meta
         try:
-            meta = request_meta_of(given)
+            # The same dict read by the router (_receive_stateless), or read here.
+            meta = read[1] if read is not None and read[0] is given else request_meta_of(given)
             if meta.protocol_version not in self._stateless_versions:
                 raise UnsupportedProtocolVersion(
                     message=f"unsupported protocol version {meta.protocol_version!r}",

@@ -8,6 +8,7 @@ from functools import partial
 from typing import Any
 
 from ._errors import ErrorCode
+from ._events import RequestMeta
 from ._exchange import Exchange, is_response
 from ._jsonrpc import RequestId
 from ._server_session import ServerSession
@@ -66,12 +67,21 @@ class SingleRequests:
             )
 
     def serve_stateless(
-        self, session: ServerSession, message: dict[str, Any], json_mode: bool, max_unread: int
+        self,
+        session: ServerSession,
+        message: dict[str, Any],
+        json_mode: bool,
+        max_unread: int,
+        meta: RequestMeta | None = None,
     ) -> Exchange:
         """Serve the stateless request ``message`` on ``session``, a new one: refused
         or answered at once, a whole reply whose status says so (an error up front is
-        400, or 404 for an unknown method); else its exchange."""
-        session.receive_message(message)
+        400, or 404 for an unknown method); else its exchange.  ``meta``: its
+        ``params._meta`` as the caller read it (``request_meta_of``), not read again."""
+        if meta is None:
+            session.receive_message(message)
+        else:
+            session._receive_stateless(message, meta)
         request_id = message["id"]
         early = session.outgoing_to_send()
         last: Any = early[-1].message if early else None

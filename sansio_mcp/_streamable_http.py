@@ -22,7 +22,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ._deprecated import Moved
-from ._errors import ErrorCode
+from ._errors import ErrorCode, MCPError
+from ._events import RequestMeta
 from ._exchange import DEFAULT_MAX_UNREAD, Exchange, json_error, unread_refusal
 from ._exchange import text_reply as _text
 from ._handshake_sessions import (
@@ -33,7 +34,7 @@ from ._handshake_sessions import (
     HandshakeSessions,
 )
 from ._http import HTTPRequest, media_types
-from ._http_headers import ToolHeaderParams, validate_request_headers
+from ._http_headers import ToolHeaderParams, mirrored_values, validate_request_headers
 from ._http_intake import (
     LOOPBACK_HOSTS,
     check_host_and_origin,
@@ -47,7 +48,7 @@ from ._jsonrpc import RequestId
 from ._server_session import ServerSession
 from ._shared_sessions import ReplicaSessions
 from ._single_requests import SingleRequests
-from ._stateless import is_stateless_request
+from ._stateless import is_stateless_request, request_meta_of
 from ._versions import HANDSHAKE_REVISIONS, STATELESS_REVISIONS
 
 __all__ = ["Exchange", "StreamableHTTPServer", "check_host_and_origin"]
@@ -198,25 +199,41 @@ class StreamableHTTPServer:
         params = first.get("params")
         single = not isinstance(obj, list)
         if single and isinstance(params, dict) and is_stateless_request(params):
-            return self._post_stateless(request, first)
+            return self._post_stateless(request, first, params)
         refusal = stateless_claim_refusal(request, first, self._stateless_versions)
         if single and refusal is not None:
             return refusal
         return self._post_handshake(request, obj, messages)
 
-    def _post_stateless(self, request: HTTPRequest, message: dict[str, Any]) -> Exchange:
+    def _post_stateless(
+        self, request: HTTPRequest, message: dict[str, Any], params: dict[str, Any]
+    ) -> Exchange:
         if "id" not in message:
             # The core protocol defines no client notification over HTTP in this revision.
             session = self.new_session()
             session.receive_message(message)
             session.messages_to_send()
             return Exchange(202, {})
-        found = self.header_params.of(message)
-        mismatch = validate_request_headers(request.headers, message, found=found)
+        # The _meta is read here once, for the header check and for the session.
+        given = params["_meta"]
+        try:
+            meta: RequestMeta | None = request_meta_of(given)
+        except MCPError:
+            meta = None  # the session refuses it, once the headers are checked as ever
+        method = message.get("method")
+        found = self.header_params.of_tool(params.get("name")) if method == "tools/call" else {}
+        expected = (
+            mirrored_values(params, meta.protocol_version, method, found)
+            if meta is not None and isinstance(method, str)
+            else None
+        )
+        mismatch = validate_request_headers(
+            request.headers, message, found=found, expected=expected
+        )
         if mismatch is not None:
             return json_error(400, message.get("id"), mismatch.code, mismatch.message)
         return self.single_requests.serve_stateless(
-            self.new_session(), message, self.json_response, self.max_unread
+            self.new_session(), message, self.json_response, self.max_unread, meta
         )
 
     def _post_handshake(

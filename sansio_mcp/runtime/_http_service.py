@@ -25,7 +25,7 @@ from .._streamable_http import Exchange, StreamableHTTPServer
 from ..auth._router import ProtectedRouter, Router
 from ._auth import Verdict, verify_request
 from ._backend import Backend, Cancellable, Connection, Deadline, TaskGroup, Timer
-from ._driver import Driver
+from ._driver import Driver, InputHandler, NotificationHandler, RequestHandler
 from ._host import Output
 from ._server import Context, Server
 from ._serving import serving
@@ -672,9 +672,23 @@ class RoutedOutput:
     holding = False
     held: HeldHandler | None = None
 
-    def __init__(self, session: ServerSession, **handlers: Any) -> None:
-        # The session host's constructor (next in the MRO), this being its output.
-        super().__init__(session, output=self, **handlers)  # type: ignore[call-arg]
+    def __init__(
+        self,
+        session: ServerSession,
+        *,
+        handle_request: RequestHandler,
+        handle_notification: NotificationHandler | None = None,
+        answer_input: InputHandler | None = None,
+    ) -> None:
+        # The session host's constructor (next in the MRO), this being its output;
+        # the handlers by name, not packed and unpacked (a host per stateless request).
+        super().__init__(  # type: ignore[call-arg]
+            session,
+            handle_request=handle_request,
+            handle_notification=handle_notification,
+            answer_input=answer_input,
+            output=self,
+        )
 
     @property
     def output(self) -> Output:
@@ -698,7 +712,7 @@ class RoutedOutput:
         """A host of ``session`` answering with ``server`` (handlers see
         ``context(host, event)``), its output routed by ``router``."""
         make: Callable[..., RH] = cls  # the session host after it in the MRO takes these
-        host = serving(server, context, partial(make, session))
+        host = serving(server, context, make, session)
         host.router = router
         return host
 

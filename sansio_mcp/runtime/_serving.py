@@ -51,13 +51,14 @@ def serving(
     server: Server,
     context: Callable[[H, RequestReceived], Context],
     make_host: Callable[..., H],
+    *args: Any,
 ) -> H:
-    """The host ``make_host(handle_request=...)`` makes, answering its peer's requests
-    with ``server``; each handler's context is ``context(host, event)``."""
+    """The host ``make_host(*args, handle_request=...)`` makes, answering its peer's
+    requests with ``server``; each handler's context is ``context(host, event)``."""
     host: H
 
     def handle_request(event: RequestReceived) -> dict[str, Any] | Awaitable[dict[str, Any]]:
         return server.begin(context(host, event))
 
-    host = make_host(handle_request=handle_request)
+    host = make_host(*args, handle_request=handle_request)
     return host

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sansio_mcp import LocalProtocolError, ServerSession, _http_headers
+from sansio_mcp import NEED_DATA, LocalProtocolError, ServerSession, _http_headers
+from sansio_mcp._exchange import json_error as _json_error
 from sansio_mcp.http import HTTPRequest, StreamableHTTPServer
 from sansio_mcp.runtime import Server
 
@@ -321,3 +322,94 @@ def test_the_values_whose_headers_skip_the_character_checks_need_none() -> None:
         assert value.isprintable() and not value.startswith("=?"), value
         assert not _http_headers._CONTROL.search(value)
         assert _http_headers.decode_header_value(value) == value
+
+
+# Most examples well formed (served), the rest each wrong in one way or more.
+_VERSIONS = st.sampled_from([STATELESS] * 5 + ["2025-11-25", "1999-01-01", 7])
+_ABSENT: Any = object()
+
+
+@st.composite
+def _stateless_posts(draw: st.DrawFn) -> tuple[dict[str, str], dict[str, Any]]:
+    """A stateless POST's headers and body: a _meta valid or not in each field, and
+    headers that mirror the body or not."""
+    meta: dict[str, Any] = {"io.modelcontextprotocol/protocolVersion": draw(_VERSIONS)}
+    fields = {
+        "io.modelcontextprotocol/clientCapabilities": [{}, {}, {}, {"elicitation": {}}, None, "x"],
+        "io.modelcontextprotocol/clientInfo": [_ABSENT, {"name": "a", "version": "1"}, {"n": 1}],
+        "io.modelcontextprotocol/logLevel": [_ABSENT, "info", "loud"],
+    }
+    for key, choices in fields.items():
+        value = draw(st.sampled_from(choices))
+        if value is not _ABSENT:
+            meta[key] = value
+    method = draw(
+        st.sampled_from(["tools/call"] * 3 + ["tools/list", "ping", "server/discover", 5])
+    )
+    params: dict[str, Any] = {"_meta": meta}
+    if draw(st.booleans()):
+        params["name"] = draw(st.sampled_from(["t", "other", "é"]))
+        params["arguments"] = {"region": draw(st.sampled_from(["eu", 3, None]))}
+    body = {"jsonrpc": "2.0", "id": draw(st.integers(0, 3)), "method": method, "params": params}
+    headers = {
+        "host": "127.0.0.1",
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+    }
+    mirrored = {
+        "mcp-protocol-version": meta["io.modelcontextprotocol/protocolVersion"],
+        "mcp-method": method,
+        "mcp-name": params.get("name"),
+        "mcp-param-region": params.get("arguments", {}).get("region"),
+    }
+    for key, value in mirrored.items():
+        choice = draw(st.sampled_from(["as is"] * 8 + ["other", "absent"]))
+        if choice == "other":
+            headers[key] = "x"
+        elif choice == "as is" and value is not None:
+            headers[key] = str(value)
+    return headers, body
+
+
+def _general_stateless(machine: StreamableHTTPServer, request: HTTPRequest) -> Any:
+    """A stateless POST served as before the router read its _meta: the headers
+    checked from the body alone, the session reading the _meta itself."""
+    message = json.loads(request.body)
+    found = machine.header_params.of(message)
+    mismatch = _http_headers.validate_request_headers(request.headers, message, found=found)
+    if mismatch is not None:
+        return _json_error(400, message.get("id"), mismatch.code, mismatch.message)
+    return machine.single_requests.serve_stateless(
+        machine.new_session(), message, machine.json_response, machine.max_unread
+    )
+
+
+def _outcome(exchange: Any) -> tuple[Any, ...]:
+    """What an exchange and its session show the client and the application."""
+    session = exchange.session
+    events = []
+    if session is not None:
+        while (event := session.next_event()) is not NEED_DATA:
+            events.append(repr(event))
+    return exchange.status, dict(exchange.headers), exchange.take(), events
+
+
+@settings(max_examples=400, deadline=None)
+@given(_stateless_posts())
+def test_the_meta_read_by_the_router_serves_as_the_session_reading_it(
+    post: tuple[dict[str, str], dict[str, Any]],
+) -> None:
+    """The router reads a stateless request's _meta once, for its header check and
+    for the session (``_receive_stateless``): the same answer, status and events as
+    the headers checked from the body and the session reading the _meta itself."""
+    headers, body = post
+    schemas = {"t": _schema("Region")}
+
+    def machine() -> StreamableHTTPServer:
+        def session() -> ServerSession:
+            return ServerSession(capabilities={"tools": {}})
+
+        return StreamableHTTPServer(session, tool_input_schema=schemas.get)
+
+    request = HTTPRequest("POST", "/mcp", headers, json.dumps(body).encode())
+    assert _outcome(machine().handle(request)) == _outcome(_general_stateless(machine(), request))
