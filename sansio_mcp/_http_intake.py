@@ -10,11 +10,14 @@ from typing import Any
 import attrs
 
 from . import _json
-from ._errors import ErrorCode, RemoteProtocolError
+from ._errors import ErrorCode, MCPError, RemoteProtocolError
+from ._events import RequestMeta
 from ._exchange import Exchange, json_error
 from ._exchange import text_reply as _text
 from ._http import HTTPRequest, media_types, url_hostname
+from ._http_headers import ToolHeaderParams, mirrored_values, validate_request_headers
 from ._jsonrpc import request_id_problem
+from ._stateless import request_meta_of
 from ._versions import META_PROTOCOL_VERSION, Revision
 
 __all__ = [
@@ -24,6 +27,7 @@ __all__ = [
     "handshake_post_refusal",
     "no_session_refusal",
     "read_post",
+    "read_stateless_request",
     "stateless_claim_refusal",
     "stateless_only_refusal",
 ]
@@ -85,6 +89,32 @@ def read_post(request: HTTPRequest) -> PostBody | Exchange:
             # Neither a request nor a notification: its answer has nowhere else to go.
             return json_error(400, None, ErrorCode.INVALID_REQUEST, problem)
     return PostBody(obj, messages)
+
+
+def read_stateless_request(
+    request: HTTPRequest,
+    message: dict[str, Any],
+    params: dict[str, Any],
+    header_params: ToolHeaderParams,
+) -> RequestMeta | Exchange | None:
+    """A stateless request's ``_meta``, read once for both its ``Mcp-*`` header check
+    and its session (None: unreadable, which the session refuses once the headers
+    are checked as ever), or the 400 its headers earn."""
+    try:
+        meta: RequestMeta | None = request_meta_of(params["_meta"])
+    except MCPError:
+        meta = None
+    method = message.get("method")
+    found = header_params.of_tool(params.get("name")) if method == "tools/call" else {}
+    expected = (
+        mirrored_values(params, meta.protocol_version, method, found)
+        if meta is not None and isinstance(method, str)
+        else None
+    )
+    mismatch = validate_request_headers(request.headers, message, found=found, expected=expected)
+    if mismatch is not None:
+        return json_error(400, message.get("id"), mismatch.code, mismatch.message)
+    return meta
 
 
 def stateless_claim_refusal(

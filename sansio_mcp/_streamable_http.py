@@ -22,8 +22,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ._deprecated import Moved
-from ._errors import ErrorCode, MCPError
-from ._events import RequestMeta
+from ._errors import ErrorCode
 from ._exchange import DEFAULT_MAX_UNREAD, Exchange, json_error, unread_refusal
 from ._exchange import text_reply as _text
 from ._handshake_sessions import (
@@ -34,13 +33,14 @@ from ._handshake_sessions import (
     HandshakeSessions,
 )
 from ._http import HTTPRequest, media_types
-from ._http_headers import ToolHeaderParams, mirrored_values, validate_request_headers
+from ._http_headers import ToolHeaderParams
 from ._http_intake import (
     LOOPBACK_HOSTS,
     check_host_and_origin,
     handshake_post_refusal,
     no_session_refusal,
     read_post,
+    read_stateless_request,
     stateless_claim_refusal,
     stateless_only_refusal,
 )
@@ -48,7 +48,7 @@ from ._jsonrpc import RequestId
 from ._server_session import ServerSession
 from ._shared_sessions import ReplicaSessions
 from ._single_requests import SingleRequests
-from ._stateless import is_stateless_request, request_meta_of
+from ._stateless import is_stateless_request
 from ._versions import HANDSHAKE_REVISIONS, STATELESS_REVISIONS
 
 __all__ = ["Exchange", "StreamableHTTPServer", "check_host_and_origin"]
@@ -214,24 +214,9 @@ class StreamableHTTPServer:
             session.receive_message(message)
             session.messages_to_send()
             return Exchange(202, {})
-        # The _meta is read here once, for the header check and for the session.
-        given = params["_meta"]
-        try:
-            meta: RequestMeta | None = request_meta_of(given)
-        except MCPError:
-            meta = None  # the session refuses it, once the headers are checked as ever
-        method = message.get("method")
-        found = self.header_params.of_tool(params.get("name")) if method == "tools/call" else {}
-        expected = (
-            mirrored_values(params, meta.protocol_version, method, found)
-            if meta is not None and isinstance(method, str)
-            else None
-        )
-        mismatch = validate_request_headers(
-            request.headers, message, found=found, expected=expected
-        )
-        if mismatch is not None:
-            return json_error(400, message.get("id"), mismatch.code, mismatch.message)
+        meta = read_stateless_request(request, message, params, self.header_params)
+        if isinstance(meta, Exchange):
+            return meta
         return self.single_requests.serve_stateless(
             self.new_session(), message, self.json_response, self.max_unread, meta
         )
