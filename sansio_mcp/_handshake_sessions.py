@@ -136,12 +136,17 @@ class HandshakeSession:
 
     def open_get_stream(self, exchange: Exchange, max_unread: int) -> None:
         """``exchange`` is the session's GET stream now: what waited for one goes on it."""
+        took_over = exchange.stream_key != self.get_key and is_get_key(exchange.stream_key)
         if exchange.stream_key != self.get_key:
             exchange.seq = 0  # it resumed another copy's GET stream: numbered here anew
         exchange.stream_key = self.get_key
         kept = self.replay.last_number(self.get_key)
         if kept is not None:  # ids go on from the session's earlier GET streams, never reused
             exchange.seq = max(exchange.seq, kept)
+        if took_over and self._bare_ids:
+            # The client's Last-Event-ID moves to this copy's GET stream at once: resumed
+            # with the other copy's last id, it would find nothing of what this copy sent.
+            self._mark(exchange, exchange.next_event_id(), exchange.seq)
         self.get_stream = exchange
         exchange.on_close = self.stream_closed
         for item in self.backlog:
@@ -152,12 +157,24 @@ class HandshakeSession:
         """Open a POST's SSE stream with an event that has an id and no data, and the
         ``retry`` hint, so a client whose stream breaks can resume it (SEP-1699).
         Only from 2025-11-25: older clients may choke on an event without data."""
-        if exchange.json_mode or (self.session.protocol_version or "") < "2025-11-25":
+        if exchange.json_mode or not self._bare_ids:
             return
         retry = None if retry_interval is None else round(retry_interval * 1000)
-        chunk = format_sse_event("", id=f"{exchange.stream_key}-0", retry=retry)
+        self._mark(exchange, f"{exchange.stream_key}-0", 0, retry)
+
+    @property
+    def _bare_ids(self) -> bool:
+        """Whether the client takes an event with an id and no data (2025-11-25 on:
+        older clients may choke on one)."""
+        return (self.session.protocol_version or "") >= "2025-11-25"
+
+    def _mark(
+        self, exchange: Exchange, event_id: str, number: int, retry: int | None = None
+    ) -> None:
+        """Send and keep an event with id ``event_id`` (number ``number``) and no data."""
+        chunk = format_sse_event("", id=event_id, retry=retry)
         exchange.append(chunk)
-        self.remember(exchange.stream_key, 0, chunk)
+        self.remember(exchange.stream_key, number, chunk)
 
     def deliver(self, exchange: Exchange, item: Outgoing, max_unread: int) -> None:
         """Send ``item`` on ``exchange``, one of the session's streams, as a numbered
