@@ -246,8 +246,10 @@ def test_a_copy_replays_another_copys_stream_from_what_the_store_kept(
     assert key == last.rpartition("-")[0]
     b.replicas.restore(session_id, key, [(n, c) for _, _, n, c in keeper.events])
     resumed = b.handle(get_request(**headers, **{"last-event-id": last}))
-    replayed = sse_events(resumed.take())
+    *replayed, moved = sse_events(resumed.take())
     assert [e.data for e in replayed] == [e.data for e in sent[min(seen, len(sent) - 1) + 1 :]]
+    # Then the client's Last-Event-ID moves to B's GET stream (an id, no data).
+    assert moved.data == "" and b.replicas.foreign_stream(session_id, moved.id or "") is None
     # B's own events go on under B's key: no id of the session is given out twice.
     noted(b, headers, ["next"])
     (own,) = sse_events(resumed.take())
