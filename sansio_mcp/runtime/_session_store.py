@@ -598,10 +598,11 @@ class SharedSessions:
         """Queue the event for the store (written by :meth:`run`, in batches)."""
         if len(self._events) == self._events.maxlen:
             self._lost_events += 1
-        if not self._events_due:
-            self._events_due = True
-            self._do(self._write_events)
         self._events.append((session_id, (key, number, chunk)))
+        # Not a job of the queue: a full queue drops its oldest job, and a dropped
+        # write would leave these events (and every later one) unwritten.
+        self._events_due = True
+        self._wake()
 
     async def _write_events(self) -> None:
         self._events_due = False
@@ -638,6 +639,9 @@ class SharedSessions:
         if len(self._queue) == self._queue.maxlen:
             _log.warning("shared sessions: the queue is full; its oldest message is dropped")
         self._queue.append(job)
+        self._wake()
+
+    def _wake(self) -> None:
         self._idle = False
         self._ready.set()
 
@@ -676,12 +680,15 @@ class SharedSessions:
             while True:
                 await self._ready.wait()
                 self._ready = self.backend.new_signal()
-                while self._queue:
-                    job = self._queue.popleft()
-                    try:
-                        await job()
-                    except StoreUnavailable as exc:
-                        _log.warning("shared sessions: %s", exc)
+                while self._queue or self._events_due:
+                    jobs = [self._queue.popleft()] if self._queue else []
+                    if self._events_due:  # after each job: events reach the store soon
+                        jobs.append(self._write_events)
+                    for job in jobs:
+                        try:
+                            await job()
+                        except StoreUnavailable as exc:
+                            _log.warning("shared sessions: %s", exc)
                 self._idle = True
                 drained, self._drained = self._drained, None
                 if drained is not None:

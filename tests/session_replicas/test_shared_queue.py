@@ -1,0 +1,92 @@
+"""One replica's queue of store writes and bus messages for shared handshake sessions
+(:class:`SharedSessions`): whatever it drops when full, the events kept for
+``Last-Event-ID`` still reach the store.  The in-memory and the Redis store alike,
+on both backends; the replica's router driven directly."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+from sansio_mcp.http import StreamableHTTPServer
+from sansio_mcp.runtime import open_stores
+from sansio_mcp.runtime._session_store import (
+    HandshakeSessionStore,
+    MemoryHandshakeSessionStore,
+    SharedSessions,
+    handshake_session_store,
+)
+from sansio_mcp_apps.example_server import build_server
+from tests.auth.test_http import Backend
+from tests.session_replicas.test_adoption import begin
+
+KINDS = ["memory", "redis"]
+
+
+class Hosts:
+    """Session hosts that drive nothing (no request runs in these tests)."""
+
+    def begin(self, exchange: Any) -> None:
+        pass
+
+    def finish(self, exchange: Any) -> None:
+        pass
+
+
+@asynccontextmanager
+async def shared(
+    kind: str, backend: Backend, redis_url: str | None, **options: Any
+) -> AsyncIterator[tuple[SharedSessions, HandshakeSessionStore, str]]:
+    """A replica's shared sessions on a ``kind`` store, running, and one session begun."""
+    url = redis_url if kind == "redis" else "memory"
+    assert url is not None
+    async with open_stores(url, backend.backend, namespace=f"q{time.monotonic_ns()}") as stores:
+        store = MemoryHandshakeSessionStore() if kind == "memory" else handshake_session_store(stores)
+        assert store is not None
+        machine = StreamableHTTPServer(build_server().create_session)
+        sessions = SharedSessions(machine, Hosts(), stores, store, backend.backend, **options)
+        session_id = begin(machine)["mcp-session-id"]
+        async with backend.backend.open_task_group() as group:
+            group.start_soon(sessions.run)
+            yield sessions, store, session_id
+            group.cancel()
+
+
+def run(
+    kind: str,
+    backend: Backend,
+    request: pytest.FixtureRequest,
+    test: Callable[[str | None], Awaitable[None]],
+) -> None:
+    redis_url = request.getfixturevalue("redis_url") if kind == "redis" else None
+    backend.run(lambda: test(redis_url))
+
+
+async def until(backend: Backend, check: Callable[[], Awaitable[bool]]) -> None:
+    async with backend.backend.fail_after(10):
+        while not await check():
+            await backend.backend.sleep(0.01)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_full_queue_never_stops_events_reaching_the_store(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    async def test(redis_url: str | None) -> None:
+        async with shared(kind, backend, redis_url, max_queue=2) as (sessions, store, sid):
+            for round_ in (1, 2):
+                sessions.kept(sid, "t.s0", round_, b"id: t.s0-%d\n\n" % round_)
+                for i in range(10):  # a flood of relays: the queue drops its oldest jobs
+                    sessions.client_message(sid, {"jsonrpc": "2.0", "id": i, "result": {}})
+
+                async def arrived(count: int = round_) -> bool:
+                    kept = await store.events(sid, "t.s0", backend.backend.wall_clock())
+                    return len(kept) == count
+
+                await until(backend, arrived)
+
+    run(kind, backend, request, test)
