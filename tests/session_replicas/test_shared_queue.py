@@ -45,8 +45,7 @@ async def shared(
     url = redis_url if kind == "redis" else "memory"
     assert url is not None
     async with open_stores(url, backend.backend, namespace=f"q{time.monotonic_ns()}") as stores:
-        store = MemoryHandshakeSessionStore() if kind == "memory" else handshake_session_store(stores)
-        assert store is not None
+        store = handshake_session_store(stores) or MemoryHandshakeSessionStore()
         machine = StreamableHTTPServer(build_server().create_session)
         sessions = SharedSessions(machine, Hosts(), stores, store, backend.backend, **options)
         session_id = begin(machine)["mcp-session-id"]
