@@ -284,8 +284,8 @@ class HandshakeSession:
         target = self.target(item)
         if target is not None:
             self.deliver(target, item, max_unread)
-        elif is_response(item.message):
-            return
+        elif is_response(item.message) or isinstance(item.message, list):
+            return  # an answer (or a batch of them) whose stream is gone
         elif elsewhere is not None:
             elsewhere(self.id, item.message)
         else:

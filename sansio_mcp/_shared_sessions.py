@@ -203,13 +203,14 @@ class ReplicaSessions:
 
     def deliver(self, session_id: str, message: Any) -> bool:
         """Put a message another replica relayed (:meth:`SessionRelay.server_message`)
-        on the session's GET stream, if it is open here."""
+        on the session's GET stream, if it is open here; False when it is not (or
+        ``message`` is no message object, which no GET stream takes: dropped)."""
         state = self.router.sessions.get(session_id)
-        stream = None if state is None else state.target(Outgoing(message, b""))
-        if state is None or stream is None or stream.stream_key != state.get_key:
+        if state is None or not state.listening or not isinstance(message, dict):
             return False
-        outgoing = Outgoing(message, encode_message(message))
-        state.deliver(stream, outgoing, self.router.max_unread)
+        stream = state.get_stream
+        assert stream is not None  # (listening)
+        state.deliver(stream, Outgoing(message, encode_message(message)), self.router.max_unread)
         return True
 
     def keep_here(self, session_id: str, message: Any) -> None:
@@ -217,7 +218,11 @@ class ReplicaSessions:
         take (the store is down): on the GET stream if it is open here, else in this
         copy's backlog, for the next GET stream opened here."""
         state = self.router.sessions.get(session_id)
-        if state is not None and not self.deliver(session_id, message):
+        if (
+            state is not None
+            and isinstance(message, dict)
+            and not self.deliver(session_id, message)
+        ):
             state.backlog.append(Outgoing(message, encode_message(message)))
 
     def listening(self, session_id: str) -> bool:

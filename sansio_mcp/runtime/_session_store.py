@@ -516,7 +516,7 @@ class SharedSessions:
         self._lost_events = 0
         self._events_due = False
         self._idle = True
-        self._drained: Signal | None = None
+        self._drained: list[Signal] = []
         self._ready = backend.new_signal()
         # session id -> wall-clock time this replica last refreshed its record.
         self._refreshed: OrderedDict[str, float] = OrderedDict()
@@ -570,8 +570,9 @@ class SharedSessions:
             for data in messages:
                 self.machine.replicas.keep_here(session_id, json.loads(data))
             return
-        ping = {"kind": "backlog", "session": session_id, "from": self.stores.replica_id}
-        await self._publish(ping)
+        if not front:  # (given back by the replica that could not send it: no news)
+            ping = {"kind": "backlog", "session": session_id, "from": self.stores.replica_id}
+            await self._publish(ping)
 
     async def _take_backlog(self, session_id: str) -> None:
         """Send what waits in the store for the session's GET stream, if it is open
@@ -585,10 +586,11 @@ class SharedSessions:
             try:
                 message = json.loads(data)
             except ValueError:
+                message = None
+            if not isinstance(message, dict):
                 _log.warning("session %s: a malformed backlog message was dropped", session_id)
-                continue
-            if not self.machine.replicas.deliver(session_id, message):
-                back.append(data)
+            elif not self.machine.replicas.deliver(session_id, message):
+                back.append(data)  # the stream closed meanwhile
         if back:
             await self._backlog(session_id, back, front=True)
 
@@ -656,9 +658,9 @@ class SharedSessions:
         replica stops, or a test looks at the store)."""
         if self._idle:
             return
-        if self._drained is None:
-            self._drained = self.backend.new_signal()
-        await self._drained.wait()
+        drained = self.backend.new_signal()  # one each: a signal wakes one waiter
+        self._drained.append(drained)
+        await drained.wait()
 
     def _listen(self) -> None:
         if self._subscription is None:
@@ -690,9 +692,9 @@ class SharedSessions:
                         except StoreUnavailable as exc:
                             _log.warning("shared sessions: %s", exc)
                 self._idle = True
-                drained, self._drained = self._drained, None
-                if drained is not None:
-                    drained.set()
+                drained, self._drained = self._drained, []
+                for signal in drained:
+                    signal.set()
         finally:
             if self._subscription is not None:
                 self._subscription.close()

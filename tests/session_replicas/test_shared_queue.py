@@ -5,6 +5,7 @@ on both backends; the replica's router driven directly."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from sansio_mcp._outbox import Outgoing
 from sansio_mcp.http import StreamableHTTPServer
 from sansio_mcp.runtime import open_stores
 from sansio_mcp.runtime._session_store import (
@@ -22,7 +24,8 @@ from sansio_mcp.runtime._session_store import (
 )
 from sansio_mcp_apps.example_server import build_server
 from tests.auth.test_http import Backend
-from tests.session_replicas.test_adoption import begin
+from tests.session_replicas.test_adoption import VERSION, begin, get_request, replica
+from tests.transports.helpers import sse_events
 
 KINDS = ["memory", "redis"]
 
@@ -89,3 +92,36 @@ def test_a_full_queue_never_stops_events_reaching_the_store(
                 await until(backend, arrived)
 
     run(kind, backend, request, test)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_backlog_message_no_get_stream_takes_is_dropped_not_cycled(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    async def test(redis_url: str | None) -> None:
+        async with shared(kind, backend, redis_url) as (sessions, store, sid):
+            batch = b'[{"jsonrpc":"2.0","id":1,"result":{}}]'  # a 2025-03-26 batch answer
+            note = b'{"jsonrpc":"2.0","method":"notifications/message","params":{}}'
+            now = backend.backend.wall_clock()
+            await store.push_backlog(sid, [batch, b"7", note], now, sessions.bounds)
+            get = get_request(**{"mcp-session-id": sid, "mcp-protocol-version": VERSION})
+            stream = sessions.machine.handle(get)
+            await sessions.after(get, stream)
+            async with backend.backend.fail_after(10):
+                await sessions.drained()
+            (sent,) = [e for e in sse_events(stream.take()) if e.data]
+            assert json.loads(sent.data)["method"] == "notifications/message"
+            assert await store.take_backlog(sid, now, sessions.bounds) == []
+            stream.disconnected()
+
+    run(kind, backend, request, test)
+
+
+def test_a_batch_answer_with_no_stream_is_dropped_not_relayed() -> None:
+    machine, relay = replica()
+    headers = begin(machine)
+    state = machine.sessions.get(headers["mcp-session-id"])
+    assert state is not None
+    batch = [{"jsonrpc": "2.0", "id": 1, "result": {}}]
+    state.route(Outgoing(batch, b""), 10, relay.server_message)
+    assert relay.server == []
