@@ -715,7 +715,8 @@ class SharedSessions:
             return  # (the backlog's: the GET stream may have opened here since)
         kind, body = message.get("kind"), message.get("message")
         if kind == "backlog":
-            self._do(lambda: self._take_backlog(session_id))
+            if self.machine.replicas.listening(session_id):  # else no job to queue
+                self._do(lambda: self._take_backlog(session_id))
         elif kind == "client" and isinstance(body, dict):
             session = self.machine.replicas.receive(session_id, body)
             if session is not None:

@@ -17,6 +17,7 @@ from sansio_mcp._outbox import Outgoing
 from sansio_mcp.http import StreamableHTTPServer
 from sansio_mcp.runtime import open_stores
 from sansio_mcp.runtime._session_store import (
+    SESSION_CHANNEL,
     HandshakeSessionStore,
     MemoryHandshakeSessionStore,
     SharedSessions,
@@ -125,3 +126,27 @@ def test_a_batch_answer_with_no_stream_is_dropped_not_relayed() -> None:
     batch = [{"jsonrpc": "2.0", "id": 1, "result": {}}]
     state.route(Outgoing(batch, b""), 10, relay.server_message)
     assert relay.server == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_backlog_news_of_a_session_not_listened_to_here_queues_nothing(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    async def test(redis_url: str | None) -> None:
+        async with shared(kind, backend, redis_url, max_queue=2) as (sessions, _, sid):
+            heard: list[Any] = []
+            bus = sessions.stores.events
+            subscription = bus.subscribe(SESSION_CHANNEL, heard.append)
+            await bus.settled()
+            answer = {"jsonrpc": "2.0", "id": 1, "result": {}}
+            sessions.client_message(sid, answer)
+            for held in (sid, "another"):  # held without a GET stream, or not at all
+                for _ in range(5):
+                    sessions._on_bus({"kind": "backlog", "session": held, "from": "Z"})
+            # The relay queued before them was not pushed out of the bounded queue.
+            async with backend.backend.fail_after(10):
+                while not any(m.get("message") == answer for m in heard):
+                    await backend.backend.sleep(0.01)
+            subscription.close()
+
+    run(kind, backend, request, test)
