@@ -558,6 +558,8 @@ class SharedSessions:
     async def _backlog(
         self, session_id: str, messages: list[bytes], *, front: bool = False
     ) -> None:
+        if self.machine.sessions.get(session_id) is None:
+            return  # ended (deleted) since: its backlog is gone for good
         try:
             now = self.backend.wall_clock()
             await self.store.push_backlog(session_id, messages, now, self.bounds, front=front)
@@ -616,6 +618,8 @@ class SharedSessions:
         for session_id, event in batch:
             by_session.setdefault(session_id, []).append(event)
         for session_id, events in by_session.items():
+            if self.machine.sessions.get(session_id) is None:
+                continue  # ended (deleted) since: its kept events are gone for good
             try:
                 now = self.backend.wall_clock()
                 await self.store.keep_events(session_id, events, now, self.bounds)

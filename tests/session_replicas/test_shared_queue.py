@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from sansio_mcp._outbox import Outgoing
-from sansio_mcp.http import StreamableHTTPServer
+from sansio_mcp.http import HTTPRequest, StreamableHTTPServer
 from sansio_mcp.runtime import open_stores
 from sansio_mcp.runtime._session_store import (
     SESSION_CHANNEL,
@@ -148,5 +148,34 @@ def test_backlog_news_of_a_session_not_listened_to_here_queues_nothing(
                 while not any(m.get("message") == answer for m in heard):
                     await backend.backend.sleep(0.01)
             subscription.close()
+
+    run(kind, backend, request, test)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_what_was_queued_for_a_deleted_session_does_not_bring_it_back(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    async def test(redis_url: str | None) -> None:
+        async with shared(kind, backend, redis_url) as (sessions, store, sid):
+            sessions.kept(sid, "t.s0", 1, b"id: t.s0-1\n\n")
+            sessions.server_message(sid, {"jsonrpc": "2.0", "method": "notifications/x"})
+            delete = HTTPRequest(
+                "DELETE",
+                "/mcp",
+                {"host": "127.0.0.1:8000", "mcp-session-id": sid, "mcp-protocol-version": VERSION},
+                b"",
+            )
+            exchange = sessions.machine.handle(delete)
+            assert exchange.status == 200
+            await sessions.after(delete, exchange)
+            async with backend.backend.fail_after(10):
+                await sessions.drained()
+            now = backend.backend.wall_clock()
+            assert await store.events(sid, "t.s0", now) == []
+            assert await store.take_backlog(sid, now, sessions.bounds) == []
+            if sessions.stores.redis is not None:
+                left = await sessions.stores.redis.execute("KEYS", sessions.stores.key("*"))
+                assert left == [], left
 
     run(kind, backend, request, test)
