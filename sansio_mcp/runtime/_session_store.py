@@ -327,6 +327,9 @@ class MemoryHandshakeSessionStore:
             return False
         self._items[session_id] = (attrs.evolve(item[0], last_seen=now), now + ttl)
         self._items.move_to_end(session_id)
+        kept = self._kept.get(session_id)
+        if kept is not None and kept.until > now:
+            kept.until = now + ttl
         return True
 
     async def end(self, session_id: str) -> None:
@@ -347,6 +350,20 @@ def _parsed_entry(entry: Any) -> tuple[int, bytes] | None:
     return (int(head), chunk) if space and head.isdigit() else None
 
 
+#: KEYS: the record, the backlog, the streams' index; ARGV: the TTL in ms, what
+#: begins the name of each stream's list.  The record's refresh renews what is kept
+#: of the session with it (in one step), so that they live as long as the session.
+_REFRESH_SCRIPT = """
+if redis.call('PEXPIRE', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+for _, key in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+  redis.call('PEXPIRE', ARGV[2] .. key, ARGV[1])
+end
+redis.call('PEXPIRE', KEYS[3], ARGV[1])
+return 1
+"""
+
+
 class RedisHandshakeSessionStore:
     """A :class:`HandshakeSessionStore` in Redis: each record a JSON string under
     ``key("session", id)`` expiring ``ttl`` after its latest save or refresh (``PX``);
@@ -356,7 +373,8 @@ class RedisHandshakeSessionStore:
     entry ``NUMBER SSE-bytes``, trimmed to the newest ``memory``); the session's
     streams a sorted set under ``key("replay-streams", id)`` scored by last activity
     (past ``streams``, the least recently active lose their lists); its backlog a
-    list of JSON messages under ``key("backlog", id)``.  Each expires with the record's TTL."""
+    list of JSON messages under ``key("backlog", id)``.  Each expires with the record's TTL,
+    renewed by its own writes and by each refresh of the record."""
 
     def __init__(self, stores: Stores) -> None:
         if stores.redis is None:
@@ -379,8 +397,10 @@ class RedisHandshakeSessionStore:
             raise StoreUnavailable(self.url, f"a session record is malformed: {exc}") from None
 
     async def refresh(self, session_id: str, now: float, ttl: float) -> bool:
+        keys = [self._key(kind, session_id) for kind in ("session", "backlog", "replay-streams")]
+        lists = self._key("replay", session_id, "")
         return bool(
-            await self._redis.execute("PEXPIRE", self._key("session", session_id), expiry_ms(ttl))
+            await self._redis.execute("EVAL", _REFRESH_SCRIPT, 3, *keys, expiry_ms(ttl), lists)
         )
 
     async def end(self, session_id: str) -> None:

@@ -224,3 +224,27 @@ def test_kept_events_and_the_backlog_expire_with_the_session(
         assert await store.take_backlog("s1", clock(), short) == []
 
     run(kind, backend, request, test)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_refresh_keeps_the_sessions_events_and_backlog_with_its_record(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    async def test(store: HandshakeSessionStore, _stores: Any) -> None:
+        clock = backend.backend.wall_clock
+        now = clock()
+        bounds = ReplayBounds(0.5, 10, 4)
+        for session_id in ("kept", "probe"):
+            await store.save(SessionRecord(session_id, STATE, None, now, now), 0.5)
+            await store.keep_events(session_id, [("t.get", 1, b"id: t.get-1\n\n")], now, bounds)
+            await store.push_backlog(session_id, [b"{}"], now, bounds)
+        assert await store.refresh("kept", clock(), 30)
+        assert await gone(backend, store, "probe")
+        async with backend.backend.fail_after(5):
+            while await store.events("probe", "t.get", clock()):
+                await backend.backend.sleep(0.02)
+        # What was kept of the refreshed session lives as long as its record.
+        assert await store.events("kept", "t.get", clock()) == [(1, b"id: t.get-1\n\n")]
+        assert await store.take_backlog("kept", clock(), bounds) == [b"{}"]
+
+    run(kind, backend, request, test)
