@@ -45,7 +45,7 @@ from .._http import HTTPRequest
 from .._params import LOG_LEVELS
 from .._server_session import ServerSession
 from .._streamable_http import Exchange, StreamableHTTPServer
-from ._store_base import EventSubscription, StoreUnavailable, expiry_ms
+from ._store_base import EventSubscription, StoreUnavailable, expiry_ms, guarded_set
 from ._stores import Stores
 
 if TYPE_CHECKING:
@@ -113,6 +113,12 @@ def _stamp_in(data: dict[str, Any]) -> Stamp | None:
     return (float(when), replica)
 
 
+def _newer(held: SessionRecord, record: SessionRecord) -> bool:
+    """Whether ``held``'s shared state is stamped later than ``record``'s (which is
+    then not saved: every replica's record ends with the latest change)."""
+    return (_stamp_in(held.state) or _NO_STAMP) > (_stamp_in(record.state) or _NO_STAMP)
+
+
 class SessionDrivers(Protocol):
     """What shared sessions need of the service's session hosts
     (:class:`~sansio_mcp.runtime._http_service.SessionHosts`)."""
@@ -177,7 +183,12 @@ class HandshakeSessionStore(Protocol):
 
     url: str
 
-    async def save(self, record: SessionRecord, ttl: float) -> None: ...
+    async def save(self, record: SessionRecord, ttl: float) -> None:
+        """Write ``record``, unless the live one there has a later :data:`Stamp`
+        (its level and subscriptions changed since ``record``'s): checked and written
+        in one step, so the record ends with the latest change whatever the order of
+        the replicas' writes."""
+        ...
 
     async def load(self, session_id: str, now: float) -> SessionRecord | None:
         """The record, or None if unknown, ended or expired."""
@@ -306,6 +317,9 @@ class MemoryHandshakeSessionStore:
         return taken
 
     async def save(self, record: SessionRecord, ttl: float) -> None:
+        held = self._items.get(record.session_id)
+        if held is not None and held[1] > record.last_seen and _newer(held[0], record):
+            return
         self._items.pop(record.session_id, None)
         while len(self._items) >= self.max_records:
             self._items.popitem(last=False)
@@ -350,6 +364,12 @@ def _parsed_entry(entry: Any) -> tuple[int, bytes] | None:
     return (int(head), chunk) if space and head.isdigit() else None
 
 
+#: KEYS[1] the record; ARGV: the new record's stamp (seconds), its JSON, its TTL in ms,
+#: the stamp's replica.  Written unless the record there has a later stamp.
+_SAVE_SCRIPT = guarded_set(
+    "(function(s) return s ~= nil and (s[1] > tonumber(ARGV[1])"
+    " or (s[1] == tonumber(ARGV[1]) and s[2] > ARGV[4])) end)(current['state']['stamp'])"
+)
 #: KEYS: the record, the backlog, the streams' index; ARGV: the TTL in ms, what
 #: begins the name of each stream's list.  The record's refresh renews what is kept
 #: of the session with it (in one step), so that they live as long as the session.
@@ -385,7 +405,10 @@ class RedisHandshakeSessionStore:
 
     async def save(self, record: SessionRecord, ttl: float) -> None:
         key = self._key("session", record.session_id)
-        await self._redis.execute("SET", key, record.to_json(), "PX", expiry_ms(ttl))
+        when, replica = _stamp_in(record.state) or _NO_STAMP
+        await self._redis.execute(
+            "EVAL", _SAVE_SCRIPT, 1, key, repr(when), record.to_json(), expiry_ms(ttl), replica
+        )
 
     async def load(self, session_id: str, now: float) -> SessionRecord | None:
         text = await self._redis.execute("GET", self._key("session", session_id))
@@ -751,32 +774,30 @@ class SharedSessions:
             self._end_here(session_id)
         elif kind == "state" and isinstance(body, dict):
             held = self.machine.sessions.get(session_id)
-            if held is not None and not self._apply(session_id, held.session, body):
-                # An older change than this copy's, heard late: its replica may have
-                # written the record after ours did, so ours is written again.
-                self._do(lambda: self._write(session_id, self.backend.wall_clock()))
+            if held is not None:
+                self._apply(held.session, body)
 
     # The session's shared state -------------------------------------------------
 
-    def _apply(self, session_id: str, session: ServerSession, data: dict[str, Any]) -> bool:
+    def _apply(self, session: ServerSession, data: dict[str, Any]) -> None:
         """Give this copy the level and subscriptions ``data`` (a record's state or a
         ``state`` message) carries, if well formed and stamped no earlier than this
-        copy's; False when it is older (this copy's change wins)."""
+        copy's (else this copy's change wins, as it does in the record: :meth:`save`
+        keeps the latest stamp)."""
         level, subscriptions = data.get("logLevel"), data.get("subscriptions", [])
         stamp = _stamp_in(data)
         if level is not None and level not in LOG_LEVELS:
-            return True
+            return
         if stamp is None or not (
             isinstance(subscriptions, list) and all(isinstance(uri, str) for uri in subscriptions)
         ):
-            return True
+            return
         if stamp < self._stamps.get(session, _NO_STAMP):
-            return False
+            return
         session.log_level = level
         session.subscriptions = set(subscriptions)
         self._states[session] = (level, frozenset(subscriptions))
         self._stamps[session] = stamp
-        return True
 
     async def answering(self, exchange: Exchange) -> None:
         """Before ``exchange`` is answered (its request fed to the session, which
@@ -843,7 +864,7 @@ class SharedSessions:
                 session = adopt(session_id, record.state, self.backend.clock())
                 if session is None:
                     return
-                self._apply(session_id, session, record.state)
+                self._apply(session, record.state)
                 await self._refresh(session_id, now, force=True)
             if request.method == "GET":
                 await self._restore(session_id, request.headers.get("last-event-id"), now)

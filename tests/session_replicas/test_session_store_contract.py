@@ -248,3 +248,35 @@ def test_a_refresh_keeps_the_sessions_events_and_backlog_with_its_record(
         assert await store.take_backlog("kept", clock(), bounds) == [b"{}"]
 
     run(kind, backend, request, test)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_record_keeps_the_latest_stamped_state_whatever_the_order_of_saves(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    async def test(store: HandshakeSessionStore, _stores: Any) -> None:
+        now = backend.backend.wall_clock()
+
+        async def save(level: str, stamp: list[Any] | None) -> None:
+            state: dict[str, Any] = {**STATE, "logLevel": level}
+            if stamp is not None:
+                state["stamp"] = stamp
+            await store.save(SessionRecord("s", state, None, now, now), 30)
+
+        async def level() -> Any:
+            record = await store.load("s", now)
+            assert record is not None
+            return record.state["logLevel"]
+
+        # Three replicas' changes, written in another order than they were made.
+        await save("error", [2.5, "b"])
+        await save("info", [1.25, "c"])
+        assert await level() == "error"
+        await save("debug", [2.5, "a"])  # the same time: the replica id decides
+        assert await level() == "error"
+        await save("warning", [2.5, "c"])
+        assert await level() == "warning"
+        await save("notice", None)  # unstamped: the oldest
+        assert await level() == "warning"
+
+    run(kind, backend, request, test)
