@@ -75,6 +75,8 @@ DEFAULT_SESSION_RECORD_TTL = 86_400.0
 DEFAULT_MAX_SESSION_RECORDS = 100_000
 #: Messages a replica queues for the bus at most; past it the oldest is dropped.
 DEFAULT_MAX_RELAY_QUEUE = 10_000
+#: Seconds a stopping replica spends writing what it still queued for the store.
+DEFAULT_STOP_GRACE = 2.0
 #: One kept event: ``(stream key, number, its SSE bytes)``.
 KeptEvent = tuple[str, int, bytes]
 
@@ -546,8 +548,11 @@ class SharedSessions:
         backend: Backend,
         *,
         max_queue: int = DEFAULT_MAX_RELAY_QUEUE,
+        stop_grace: float = DEFAULT_STOP_GRACE,
     ) -> None:
         self.machine = machine
+        #: Seconds a stopping replica spends on what it still queued (:meth:`flush`).
+        self.stop_grace = stop_grace
         self.hosts = hosts
         self.stores = stores
         self.store = store
@@ -700,9 +705,34 @@ class SharedSessions:
         except StoreUnavailable as exc:
             _log.warning("a session message to other replicas was lost: %s", exc)
 
+    async def _work(self) -> None:
+        """Do what is queued, in order, until nothing is."""
+        while self._queue or self._events_due:
+            jobs = [self._queue.popleft()] if self._queue else []
+            if self._events_due:  # after each job: events reach the store soon
+                jobs.append(self._write_events)
+            for job in jobs:
+                try:
+                    await job()
+                except StoreUnavailable as exc:
+                    _log.warning("shared sessions: %s", exc)
+
+    async def flush(self) -> None:
+        """As the replica stops (its :meth:`run` cancelled): do what is still queued
+        for the store and the bus, for at most :attr:`stop_grace` seconds, shielded
+        from the stop's cancellation (what is left then is lost, with a warning)."""
+
+        async def work() -> None:
+            async with self.backend.move_on_after(self.stop_grace):
+                await self._work()
+
+        await self.backend.shielded(work)
+        if self._queue or self._events_due:
+            _log.warning("shared sessions: stopped with store writes or relays undone")
+
     async def drained(self) -> None:
-        """Until what was queued for the store and the bus so far is done (as a
-        replica stops, or a test looks at the store)."""
+        """Until what was queued for the store and the bus so far is done by
+        :meth:`run` (a test looking at the store waits for it)."""
         if self._idle:
             return
         drained = self.backend.new_signal()  # one each: a signal wakes one waiter
@@ -729,15 +759,7 @@ class SharedSessions:
             while True:
                 await self._ready.wait()
                 self._ready = self.backend.new_signal()
-                while self._queue or self._events_due:
-                    jobs = [self._queue.popleft()] if self._queue else []
-                    if self._events_due:  # after each job: events reach the store soon
-                        jobs.append(self._write_events)
-                    for job in jobs:
-                        try:
-                            await job()
-                        except StoreUnavailable as exc:
-                            _log.warning("shared sessions: %s", exc)
+                await self._work()
                 self._idle = True
                 drained, self._drained = self._drained, []
                 for signal in drained:

@@ -43,7 +43,7 @@ class Hosts:
 
 @asynccontextmanager
 async def shared(
-    kind: str, backend: Backend, redis_url: str | None, **options: Any
+    kind: str, backend: Backend, redis_url: str | None, *, running: bool = True, **options: Any
 ) -> AsyncIterator[tuple[SharedSessions, HandshakeSessionStore, str]]:
     """A replica's shared sessions on a ``kind`` store, running, and one session begun."""
     url = redis_url if kind == "redis" else "memory"
@@ -54,7 +54,8 @@ async def shared(
         sessions = SharedSessions(machine, Hosts(), stores, store, backend.backend, **options)
         session_id = begin(machine)["mcp-session-id"]
         async with backend.backend.open_task_group() as group:
-            group.start_soon(sessions.run)
+            if running:
+                group.start_soon(sessions.run)
             yield sessions, store, session_id
             group.cancel()
 
@@ -177,5 +178,26 @@ def test_what_was_queued_for_a_deleted_session_does_not_bring_it_back(
             if sessions.stores.redis is not None:
                 left = await sessions.stores.redis.execute("KEYS", sessions.stores.key("*"))
                 assert left == [], left
+
+    run(kind, backend, request, test)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_stopping_replica_writes_what_it_queued(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    async def test(redis_url: str | None) -> None:
+        async with shared(kind, backend, redis_url, running=False) as (sessions, store, sid):
+            sessions.kept(sid, "t.s0", 1, b"id: t.s0-1\n\n")
+            sessions.server_message(sid, {"jsonrpc": "2.0", "method": "notifications/x"})
+            async with backend.backend.open_task_group() as group:
+                group.cancel()  # the stop: the run loop is cancelled, and so is this
+                try:
+                    await backend.backend.sleep(10)
+                finally:
+                    await sessions.flush()
+            now = backend.backend.wall_clock()
+            assert await store.events(sid, "t.s0", now) == [(1, b"id: t.s0-1\n\n")]
+            assert len(await store.take_backlog(sid, now, sessions.bounds)) == 1
 
     run(kind, backend, request, test)
