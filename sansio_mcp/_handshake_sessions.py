@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import secrets
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 from ._exchange import Exchange, answered_ids, is_response
 from ._jsonrpc import RequestId, is_request_id
 from ._outbox import Outgoing
-from ._replay import EventKeeper, ReplayBuffer, is_get_key
+from ._replay import EventKeeper, ReplayBuffer, is_copy_key, is_get_key, new_tag, split_event_id
 from ._server_session import ServerSession
 from ._sse import format_sse_event, format_sse_message
 
@@ -69,12 +68,12 @@ class HandshakeSession:
         """Among replicas: this copy's events also go to ``keeper`` (the shared
         store), under stream keys of its own (:attr:`tag`)."""
         self.keeper = keeper
-        self.tag = f"{secrets.token_hex(4)}."
+        self.tag = new_tag()
         self.get_key = f"{self.tag}get"
 
     def foreign(self, key: str) -> bool:
         """Whether stream ``key`` was numbered by another replica's copy."""
-        return bool(self.tag) and not key.startswith(self.tag)
+        return bool(self.tag) and not key.startswith(self.tag) and is_copy_key(key)
 
     def unmap(self, exchange: Exchange) -> None:
         """Forget that ``exchange`` is the stream of any of the session's requests."""
@@ -214,12 +213,13 @@ class HandshakeSession:
         """``exchange`` resuming the stream ``last_event_id`` names, after that event:
         its kept events replayed, its unanswered requests taken over; None when the id
         names no stream resumable as such (``exchange`` becomes the GET stream)."""
-        key, _, seq = last_event_id.rpartition("-")
-        if key not in self.replay or not (seq.isascii() and seq.isdigit()):
+        named = split_event_id(last_event_id)
+        if named is None or named[0] not in self.replay:
             return None
-        exchange.seq = int(seq)
+        key, seq = named
+        exchange.seq = seq
         for number, chunk in self.replay.events(key):
-            if number > int(seq):
+            if number > seq:
                 exchange.append(chunk)
                 exchange.seq = number  # new events continue after the replayed ones
         exchange.stream_key = key

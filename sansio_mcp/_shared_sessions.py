@@ -14,6 +14,7 @@ from ._exchange import is_response
 from ._handshake_sessions import HandshakeSession, HandshakeSessions
 from ._jsonrpc import RequestId, is_request_id
 from ._outbox import Outgoing, encode_message
+from ._replay import split_event_id
 from ._server_session import ServerSession
 from ._state import SessionState
 
@@ -235,10 +236,10 @@ class ReplicaSessions:
         the held session ``session_id`` numbered it (its events are in the shared
         store, to :meth:`restore` here); else None (this copy's own, or no copy's)."""
         state = self.router.sessions.get(session_id)
-        if state is None or last_event_id is None:
+        named = None if last_event_id is None else split_event_id(last_event_id)
+        if state is None or named is None:
             return None
-        key, dash, _ = last_event_id.rpartition("-")
-        return key if key and dash and state.foreign(key) else None
+        return named[0] if state.foreign(named[0]) else None
 
     def restore(self, session_id: str, key: str, events: list[tuple[int, bytes]]) -> None:
         """Hold ``events`` (the shared store's list of another copy's stream ``key``)

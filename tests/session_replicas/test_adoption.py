@@ -4,6 +4,7 @@ takes what another replica relayed; without a relay nothing of this happens."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from hypothesis import given
@@ -257,14 +258,33 @@ def test_a_copy_replays_another_copys_stream_from_what_the_store_kept(
     assert b.replicas.foreign_stream(session_id, own.id or "") is None
 
 
-@given(st.text(max_size=30))
-def test_a_garbled_last_event_id_names_no_foreign_stream_to_load(last_event_id: str) -> None:
+@given(
+    st.one_of(
+        st.text(max_size=30),
+        st.from_regex(r"[0-9a-f]{8}\.(get|s[0-9]{1,3})-[0-9]{1,4}", fullmatch=True),
+    )
+)
+def test_only_another_copys_event_id_names_a_foreign_stream_to_load(last_event_id: str) -> None:
     a, _ = replica()
     a.sessions.keeper = Keeper()
     headers = begin(a)
     session_id = headers["mcp-session-id"]
+    state = a.sessions.get(session_id)
+    assert state is not None
     key = a.replicas.foreign_stream(session_id, last_event_id)
-    assert key is None or (key and last_event_id.startswith(key + "-"))
-    # Nothing restored: the GET opens the session's GET stream, as on one process.
+    shaped = re.fullmatch(r"[0-9a-f]{8}\.(get|s[0-9]+)-[0-9]+", last_event_id) is not None
+    assert (key is not None) == (shaped and not last_event_id.startswith(state.tag))
+    if key is None:
+        # Nothing to load: the GET opens the session's GET stream, as on one process.
+        stream = a.handle(get_request(**headers, **{"last-event-id": last_event_id}))
+        assert stream.status == 200 and stream.take() == b""
+        return
+    # What the store kept of it is restored here, and the GET replays it.
+    number = int(last_event_id.rpartition("-")[2]) + 1
+    kept = b'id: %s-%d\ndata: {"jsonrpc":"2.0","method":"notifications/x"}\n\n' % (
+        key.encode(),
+        number,
+    )
+    a.replicas.restore(session_id, key, [(number, kept)])
     stream = a.handle(get_request(**headers, **{"last-event-id": last_event_id}))
-    assert stream.status == 200 and stream.take() == b""
+    assert stream.status == 200 and stream.take().startswith(kept)
