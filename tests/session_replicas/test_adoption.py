@@ -261,6 +261,7 @@ def test_a_copy_replays_another_copys_stream_from_what_the_store_kept(
 @given(
     st.one_of(
         st.text(max_size=30),
+        st.tuples(st.text(max_size=14), st.text("0123456789x", max_size=4)).map("-".join),
         st.from_regex(r"[0-9a-f]{8}\.(get|s[0-9]{1,3})-[0-9]{1,4}", fullmatch=True),
     )
 )
