@@ -391,7 +391,7 @@ class RedisHandshakeSessionStore:
     ``key("session", id)`` expiring ``ttl`` after its latest save or refresh (``PX``);
     a refresh is one ``PEXPIRE`` (``last_seen`` stays the save's: the TTL is the truth).
 
-    A stream's kept events are a list under ``key("replay", id, stream key)`` (each
+    A stream's kept events are a list under ``key("session-replay", id, stream key)`` (each
     entry ``NUMBER SSE-bytes``, trimmed to the newest ``memory``); the session's
     streams a sorted set under ``key("replay-streams", id)`` scored by last activity
     (past ``streams``, the least recently active lose their lists); its backlog a
@@ -423,7 +423,7 @@ class RedisHandshakeSessionStore:
 
     async def refresh(self, session_id: str, now: float, ttl: float) -> bool:
         keys = [self._key(kind, session_id) for kind in ("session", "backlog", "replay-streams")]
-        lists = self._key("replay", session_id, "")
+        lists = self._key("session-replay", session_id, "")
         return bool(
             await self._redis.execute("EVAL", _REFRESH_SCRIPT, 3, *keys, expiry_ms(ttl), lists)
         )
@@ -431,7 +431,7 @@ class RedisHandshakeSessionStore:
     async def end(self, session_id: str) -> None:
         index = self._key("replay-streams", session_id)
         streams = await self._redis.execute("ZRANGE", index, 0, -1)
-        lists = [self._key("replay", session_id, k.decode()) for k in streams or ()]
+        lists = [self._key("session-replay", session_id, k.decode()) for k in streams or ()]
         await self._redis.execute(
             "DEL", self._key("session", session_id), index, self._key("backlog", session_id), *lists
         )
@@ -452,7 +452,7 @@ class RedisHandshakeSessionStore:
             return
         commands: list[tuple[str | bytes | int | float, ...]] = []
         for key, entries in by_stream.items():
-            name = self._key("replay", session_id, key)
+            name = self._key("session-replay", session_id, key)
             commands += [
                 ("RPUSH", name, *entries[-memory:]),
                 ("LTRIM", name, -memory, -1),
@@ -464,11 +464,13 @@ class RedisHandshakeSessionStore:
         excess = int(replies[-1]) - bounds.streams
         if excess > 0:  # the least recently active streams are forgotten
             gone = await self._redis.execute("ZPOPMIN", index, excess)
-            keys = [self._key("replay", session_id, k.decode()) for k in gone[::2]]
+            keys = [self._key("session-replay", session_id, k.decode()) for k in gone[::2]]
             await self._redis.execute("DEL", *keys)
 
     async def events(self, session_id: str, key: str, now: float) -> list[tuple[int, bytes]]:
-        entries = await self._redis.execute("LRANGE", self._key("replay", session_id, key), 0, -1)
+        entries = await self._redis.execute(
+            "LRANGE", self._key("session-replay", session_id, key), 0, -1
+        )
         parsed = [_parsed_entry(entry) for entry in entries or ()]
         return [event for event in parsed if event is not None]
 

@@ -10,6 +10,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sansio_mcp._replay import is_get_key
 from sansio_mcp._state import SessionState
 from sansio_mcp.http import HTTPRequest, StreamableHTTPServer
 from sansio_mcp_apps.example_server import build_server
@@ -289,3 +290,9 @@ def test_only_another_copys_event_id_names_a_foreign_stream_to_load(last_event_i
     a.replicas.restore(session_id, key, [(number, kept)])
     stream = a.handle(get_request(**headers, **{"last-event-id": last_event_id}))
     assert stream.status == 200 and stream.take().startswith(kept)
+
+
+def test_only_a_get_streams_key_is_one() -> None:
+    assert is_get_key("get") and is_get_key("0a1b2c3d.get")
+    for key in ("budget", "0a1b2c3d.s1", "s2", "x.get", "0a1b2c3dget", ""):
+        assert not is_get_key(key), key

@@ -280,3 +280,17 @@ def test_the_record_keeps_the_latest_stamped_state_whatever_the_order_of_saves(
         assert await level() == "warning"
 
     run(kind, backend, request, test)
+
+
+def test_kept_events_are_apart_from_the_dpop_replay_cache_in_redis(
+    backend: Backend, request: pytest.FixtureRequest, redis_url: str
+) -> None:
+    async def test(store: HandshakeSessionStore, stores: Any) -> None:
+        now = backend.backend.wall_clock()
+        bounds = ReplayBounds(30, 10, 4)
+        await store.keep_events("s", [("0a1b2c3d.get", 1, b"id: x\n\n")], now, bounds)
+        assert await stores.redis.execute("KEYS", stores.key("replay", "*")) == []
+        kept = await stores.redis.execute("KEYS", stores.key("session-replay", "*"))
+        assert kept == [stores.key("session-replay", "s", "0a1b2c3d.get").encode()]
+
+    run("redis", backend, request, test)
