@@ -876,12 +876,15 @@ class SharedSessions:
         if session_id is None or request.path != self.machine.endpoint:
             return
         now = self.backend.wall_clock()
+        token = verdict[1] if verdict is not None else None
+        held = self.machine.sessions.get(session_id)
         try:
-            if self.machine.sessions.get(session_id) is not None:
+            if held is not None:
+                if _principal(held.session.auth) != _principal(token):
+                    return  # another principal's request: the router refuses it, untouched
                 await self._refresh(session_id, now)
             else:
                 record = await self.store.load(session_id, now)
-                token = verdict[1] if verdict is not None else None
                 if record is None or record.principal != _principal(token):
                     return  # unknown here and there (or another principal's): 404 as ever
                 adopt = self.machine.replicas.adopt

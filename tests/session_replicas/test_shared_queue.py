@@ -201,3 +201,32 @@ def test_a_stopping_replica_writes_what_it_queued(
             assert len(await store.take_backlog(sid, now, sessions.bounds)) == 1
 
     run(kind, backend, request, test)
+
+
+class Token:
+    def __init__(self, subject: str) -> None:
+        self.subject = subject
+        self.client_id = "c"
+
+
+def test_another_principals_get_touches_no_store(backend: Backend) -> None:
+    async def test(_: str | None) -> None:
+        async with shared("memory", backend, None) as (sessions, store, sid):
+            looked: list[str] = []
+            loaded = store.events
+
+            async def events(session_id: str, key: str, now: float) -> Any:
+                looked.append(key)
+                return await loaded(session_id, key, now)
+
+            store.events = events  # type: ignore[method-assign]
+            state = sessions.machine.sessions.get(sid)
+            assert state is not None
+            state.session.auth = Token("alice")
+            headers = {"mcp-session-id": sid, "last-event-id": "0a1b2c3d.get-4"}
+            await sessions.before(get_request(**headers), (None, Token("bob")))
+            assert looked == []
+            await sessions.before(get_request(**headers), (None, Token("alice")))
+            assert looked == ["0a1b2c3d.get"]  # its own principal's: looked up
+
+    backend.run(lambda: test(None))
