@@ -275,7 +275,10 @@ class HandshakeSession:
         return target
 
     def route(
-        self, item: Outgoing, max_unread: int, elsewhere: Callable[[str, Any], None] | None
+        self,
+        item: Outgoing,
+        max_unread: int,
+        elsewhere: Callable[[str, Any, bytes], None] | None,
     ) -> None:
         """Send ``item``, some of the session's output, on the stream it goes on.  With
         none open, what answers nothing waits for a GET stream (:attr:`backlog`), or
@@ -287,7 +290,7 @@ class HandshakeSession:
         elif is_response(item.message) or isinstance(item.message, list):
             return  # an answer (or a batch of them) whose stream is gone
         elif elsewhere is not None:
-            elsewhere(self.id, item.message)
+            elsewhere(self.id, item.message, item.data)
         else:
             self.backlog.append(item)
 

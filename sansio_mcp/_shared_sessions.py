@@ -42,8 +42,9 @@ class SessionRelay(Protocol):
         ``notifications/cancelled`` for a request this copy is not running."""
         ...
 
-    def server_message(self, session_id: str, message: Any) -> None:
-        """A message for the session's GET stream, which is not open here."""
+    def server_message(self, session_id: str, message: Any, data: bytes = b"") -> None:
+        """A message for the session's GET stream, which is not open here (``data``:
+        its JSON, as the session encoded it; empty if not at hand)."""
         ...
 
 

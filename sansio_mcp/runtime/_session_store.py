@@ -42,6 +42,7 @@ from weakref import WeakKeyDictionary
 import attrs
 
 from .._http import HTTPRequest
+from .._outbox import encode_message
 from .._params import LOG_LEVELS
 from .._server_session import ServerSession
 from .._streamable_http import Exchange, StreamableHTTPServer
@@ -597,12 +598,12 @@ class SharedSessions:
     def client_message(self, session_id: str, message: dict[str, Any]) -> None:
         self._send("client", session_id, message)
 
-    def server_message(self, session_id: str, message: Any) -> None:
+    def server_message(self, session_id: str, message: Any, data: bytes = b"") -> None:
         """Into the session's backlog in the store, and the replica holding its GET
         stream (if any) told to take it from there."""
         if isinstance(message, dict) and message.get("method") == _RESOURCE_UPDATED:
             return  # sent by the copy beside the GET stream (see the module)
-        data = json.dumps(message, separators=(",", ":")).encode()
+        data = data or encode_message(message)
         self._do(lambda: self._backlog(session_id, [data]))
 
     async def _backlog(

@@ -4,6 +4,7 @@ takes what another replica relayed; without a relay nothing of this happens."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -30,8 +31,9 @@ class Recorder:
     def client_message(self, session_id: str, message: dict[str, Any]) -> None:
         self.client.append((session_id, message))
 
-    def server_message(self, session_id: str, message: Any) -> None:
+    def server_message(self, session_id: str, message: Any, data: bytes = b"") -> None:
         self.server.append((session_id, message))
+        assert json.loads(data) == message  # the session's own encoding, handed on
 
 
 def replica() -> tuple[StreamableHTTPServer, Recorder]:
