@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import secrets
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 from ._exchange import Exchange, answered_ids, is_response
 from ._jsonrpc import RequestId, is_request_id
 from ._outbox import Outgoing
-from ._replay import EventKeeper, ReplayBuffer, is_get_key
+from ._replay import EventKeeper, ReplayBuffer, is_copy_key, is_get_key, new_tag, split_event_id
 from ._server_session import ServerSession
 from ._sse import format_sse_event, format_sse_message
 
@@ -69,12 +68,12 @@ class HandshakeSession:
         """Among replicas: this copy's events also go to ``keeper`` (the shared
         store), under stream keys of its own (:attr:`tag`)."""
         self.keeper = keeper
-        self.tag = f"{secrets.token_hex(4)}."
+        self.tag = new_tag()
         self.get_key = f"{self.tag}get"
 
     def foreign(self, key: str) -> bool:
         """Whether stream ``key`` was numbered by another replica's copy."""
-        return bool(self.tag) and not key.startswith(self.tag)
+        return bool(self.tag) and not key.startswith(self.tag) and is_copy_key(key)
 
     def unmap(self, exchange: Exchange) -> None:
         """Forget that ``exchange`` is the stream of any of the session's requests."""
@@ -136,12 +135,17 @@ class HandshakeSession:
 
     def open_get_stream(self, exchange: Exchange, max_unread: int) -> None:
         """``exchange`` is the session's GET stream now: what waited for one goes on it."""
+        took_over = exchange.stream_key != self.get_key and is_get_key(exchange.stream_key)
         if exchange.stream_key != self.get_key:
             exchange.seq = 0  # it resumed another copy's GET stream: numbered here anew
         exchange.stream_key = self.get_key
         kept = self.replay.last_number(self.get_key)
         if kept is not None:  # ids go on from the session's earlier GET streams, never reused
             exchange.seq = max(exchange.seq, kept)
+        if took_over and self._bare_ids:
+            # The client's Last-Event-ID moves to this copy's GET stream at once: resumed
+            # with the other copy's last id, it would find nothing of what this copy sent.
+            self._mark(exchange, exchange.next_event_id(), exchange.seq)
         self.get_stream = exchange
         exchange.on_close = self.stream_closed
         for item in self.backlog:
@@ -152,12 +156,24 @@ class HandshakeSession:
         """Open a POST's SSE stream with an event that has an id and no data, and the
         ``retry`` hint, so a client whose stream breaks can resume it (SEP-1699).
         Only from 2025-11-25: older clients may choke on an event without data."""
-        if exchange.json_mode or (self.session.protocol_version or "") < "2025-11-25":
+        if exchange.json_mode or not self._bare_ids:
             return
         retry = None if retry_interval is None else round(retry_interval * 1000)
-        chunk = format_sse_event("", id=f"{exchange.stream_key}-0", retry=retry)
+        self._mark(exchange, f"{exchange.stream_key}-0", 0, retry)
+
+    @property
+    def _bare_ids(self) -> bool:
+        """Whether the client takes an event with an id and no data (2025-11-25 on:
+        older clients may choke on one)."""
+        return (self.session.protocol_version or "") >= "2025-11-25"
+
+    def _mark(
+        self, exchange: Exchange, event_id: str, number: int, retry: int | None = None
+    ) -> None:
+        """Send and keep an event with id ``event_id`` (number ``number``) and no data."""
+        chunk = format_sse_event("", id=event_id, retry=retry)
         exchange.append(chunk)
-        self.remember(exchange.stream_key, 0, chunk)
+        self.remember(exchange.stream_key, number, chunk)
 
     def deliver(self, exchange: Exchange, item: Outgoing, max_unread: int) -> None:
         """Send ``item`` on ``exchange``, one of the session's streams, as a numbered
@@ -197,12 +213,13 @@ class HandshakeSession:
         """``exchange`` resuming the stream ``last_event_id`` names, after that event:
         its kept events replayed, its unanswered requests taken over; None when the id
         names no stream resumable as such (``exchange`` becomes the GET stream)."""
-        key, _, seq = last_event_id.rpartition("-")
-        if key not in self.replay or not (seq.isascii() and seq.isdigit()):
+        named = split_event_id(last_event_id)
+        if named is None or named[0] not in self.replay:
             return None
-        exchange.seq = int(seq)
+        key, seq = named
+        exchange.seq = seq
         for number, chunk in self.replay.events(key):
-            if number > int(seq):
+            if number > seq:
                 exchange.append(chunk)
                 exchange.seq = number  # new events continue after the replayed ones
         exchange.stream_key = key
@@ -258,7 +275,10 @@ class HandshakeSession:
         return target
 
     def route(
-        self, item: Outgoing, max_unread: int, elsewhere: Callable[[str, Any], None] | None
+        self,
+        item: Outgoing,
+        max_unread: int,
+        elsewhere: Callable[[str, Any, bytes], None] | None,
     ) -> None:
         """Send ``item``, some of the session's output, on the stream it goes on.  With
         none open, what answers nothing waits for a GET stream (:attr:`backlog`), or
@@ -267,10 +287,10 @@ class HandshakeSession:
         target = self.target(item)
         if target is not None:
             self.deliver(target, item, max_unread)
-        elif is_response(item.message):
-            return
+        elif is_response(item.message) or isinstance(item.message, list):
+            return  # an answer (or a batch of them) whose stream is gone
         elif elsewhere is not None:
-            elsewhere(self.id, item.message)
+            elsewhere(self.id, item.message, item.data)
         else:
             self.backlog.append(item)
 

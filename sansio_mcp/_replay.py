@@ -3,17 +3,42 @@ one with ``Last-Event-ID`` (Streamable HTTP, 2025-03-26 on)."""
 
 from __future__ import annotations
 
+import re
+import secrets
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
-__all__ = ["EventKeeper", "ReplayBuffer", "is_get_key"]
+__all__ = ["EventKeeper", "ReplayBuffer", "is_copy_key", "is_get_key", "new_tag", "split_event_id"]
+
+#: A stream key of one copy of a session among replicas: ``TAG.get`` or ``TAG.sN``.
+_COPY_KEY = re.compile(r"[0-9a-f]{8}\.(?:get|s[0-9]+)")
+
+
+def new_tag() -> str:
+    """What begins the stream keys of a new copy of a session among replicas
+    (``TAG.``: eight random hex digits and a dot)."""
+    return f"{secrets.token_hex(4)}."
+
+
+def is_copy_key(key: str) -> bool:
+    """Whether ``key`` has the shape of a copy's stream key (``TAG.get``, ``TAG.sN``)."""
+    return _COPY_KEY.fullmatch(key) is not None
 
 
 def is_get_key(key: str) -> bool:
     """Whether ``key`` names a session's GET stream (``get``, or a copy's ``TAG.get``
     among replicas) rather than a POST stream (``s3``, ``TAG.s3``)."""
-    return key.endswith("get")
+    return key == "get" or (key.endswith(".get") and is_copy_key(key))
+
+
+def split_event_id(event_id: str) -> tuple[str, int] | None:
+    """A ``Last-Event-ID``'s stream key and event number (``KEY-N``); None when it
+    is not of that shape."""
+    key, dash, number = event_id.rpartition("-")
+    if not (dash and number.isascii() and number.isdigit()):
+        return None
+    return key, int(number)
 
 
 class EventKeeper(Protocol):

@@ -14,6 +14,7 @@ from ._exchange import is_response
 from ._handshake_sessions import HandshakeSession, HandshakeSessions
 from ._jsonrpc import RequestId, is_request_id
 from ._outbox import Outgoing, encode_message
+from ._replay import split_event_id
 from ._server_session import ServerSession
 from ._state import SessionState
 
@@ -41,8 +42,9 @@ class SessionRelay(Protocol):
         ``notifications/cancelled`` for a request this copy is not running."""
         ...
 
-    def server_message(self, session_id: str, message: Any) -> None:
-        """A message for the session's GET stream, which is not open here."""
+    def server_message(self, session_id: str, message: Any, data: bytes = b"") -> None:
+        """A message for the session's GET stream, which is not open here (``data``:
+        its JSON, as the session encoded it; empty if not at hand)."""
         ...
 
 
@@ -203,13 +205,14 @@ class ReplicaSessions:
 
     def deliver(self, session_id: str, message: Any) -> bool:
         """Put a message another replica relayed (:meth:`SessionRelay.server_message`)
-        on the session's GET stream, if it is open here."""
+        on the session's GET stream, if it is open here; False when it is not (or
+        ``message`` is no message object, which no GET stream takes: dropped)."""
         state = self.router.sessions.get(session_id)
-        stream = None if state is None else state.target(Outgoing(message, b""))
-        if state is None or stream is None or stream.stream_key != state.get_key:
+        if state is None or not state.listening or not isinstance(message, dict):
             return False
-        outgoing = Outgoing(message, encode_message(message))
-        state.deliver(stream, outgoing, self.router.max_unread)
+        stream = state.get_stream
+        assert stream is not None  # (listening)
+        state.deliver(stream, Outgoing(message, encode_message(message)), self.router.max_unread)
         return True
 
     def keep_here(self, session_id: str, message: Any) -> None:
@@ -217,7 +220,11 @@ class ReplicaSessions:
         take (the store is down): on the GET stream if it is open here, else in this
         copy's backlog, for the next GET stream opened here."""
         state = self.router.sessions.get(session_id)
-        if state is not None and not self.deliver(session_id, message):
+        if (
+            state is not None
+            and isinstance(message, dict)
+            and not self.deliver(session_id, message)
+        ):
             state.backlog.append(Outgoing(message, encode_message(message)))
 
     def listening(self, session_id: str) -> bool:
@@ -230,10 +237,10 @@ class ReplicaSessions:
         the held session ``session_id`` numbered it (its events are in the shared
         store, to :meth:`restore` here); else None (this copy's own, or no copy's)."""
         state = self.router.sessions.get(session_id)
-        if state is None or last_event_id is None:
+        named = None if last_event_id is None else split_event_id(last_event_id)
+        if state is None or named is None:
             return None
-        key, dash, _ = last_event_id.rpartition("-")
-        return key if key and dash and state.foreign(key) else None
+        return named[0] if state.foreign(named[0]) else None
 
     def restore(self, session_id: str, key: str, events: list[tuple[int, bytes]]) -> None:
         """Hold ``events`` (the shared store's list of another copy's stream ``key``)

@@ -15,6 +15,7 @@ from ._http import (
 from ._http_headers import x_mcp_header_problems
 from ._http_intake import LOOPBACK_HOSTS
 from ._http_pool import ConnectionPool, PooledConnection
+from ._replay import EventKeeper
 from ._shared_sessions import ReplicaSessions, SessionRelay
 from ._sse import SSEParser
 from ._streamable_http import StreamableHTTPServer
@@ -25,6 +26,7 @@ __all__ = [
     "ConnectionEnded",
     "ConnectionPool",
     "Endpoint",
+    "EventKeeper",
     "Exchange",
     "HTTPClientConnection",
     "HTTPError",

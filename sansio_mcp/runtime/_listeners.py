@@ -38,4 +38,8 @@ async def serve_router(
         if service.shared is not None:
             await service.shared.ready()
             group.start_soon(service.shared.run)
-        await backend.serve_tcp(service.connection, at.host, at.port, on_bound=on_bound)
+        try:
+            await backend.serve_tcp(service.connection, at.host, at.port, on_bound=on_bound)
+        finally:
+            if service.shared is not None:
+                await service.shared.flush()

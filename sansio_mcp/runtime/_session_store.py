@@ -42,10 +42,11 @@ from weakref import WeakKeyDictionary
 import attrs
 
 from .._http import HTTPRequest
+from .._outbox import encode_message
 from .._params import LOG_LEVELS
 from .._server_session import ServerSession
 from .._streamable_http import Exchange, StreamableHTTPServer
-from ._store_base import EventSubscription, StoreUnavailable, expiry_ms
+from ._store_base import EventSubscription, StoreUnavailable, expiry_ms, guarded_set
 from ._stores import Stores
 
 if TYPE_CHECKING:
@@ -75,6 +76,8 @@ DEFAULT_SESSION_RECORD_TTL = 86_400.0
 DEFAULT_MAX_SESSION_RECORDS = 100_000
 #: Messages a replica queues for the bus at most; past it the oldest is dropped.
 DEFAULT_MAX_RELAY_QUEUE = 10_000
+#: Seconds a stopping replica spends writing what it still queued for the store.
+DEFAULT_STOP_GRACE = 2.0
 #: One kept event: ``(stream key, number, its SSE bytes)``.
 KeptEvent = tuple[str, int, bytes]
 
@@ -111,6 +114,12 @@ def _stamp_in(data: dict[str, Any]) -> Stamp | None:
     if isinstance(when, bool) or not isinstance(when, (int, float)) or not isinstance(replica, str):
         return None
     return (float(when), replica)
+
+
+def _newer(held: SessionRecord, record: SessionRecord) -> bool:
+    """Whether ``held``'s shared state is stamped later than ``record``'s (which is
+    then not saved: every replica's record ends with the latest change)."""
+    return (_stamp_in(held.state) or _NO_STAMP) > (_stamp_in(record.state) or _NO_STAMP)
 
 
 class SessionDrivers(Protocol):
@@ -177,7 +186,12 @@ class HandshakeSessionStore(Protocol):
 
     url: str
 
-    async def save(self, record: SessionRecord, ttl: float) -> None: ...
+    async def save(self, record: SessionRecord, ttl: float) -> None:
+        """Write ``record``, unless the live one there has a later :data:`Stamp`
+        (its level and subscriptions changed since ``record``'s): checked and written
+        in one step, so the record ends with the latest change whatever the order of
+        the replicas' writes."""
+        ...
 
     async def load(self, session_id: str, now: float) -> SessionRecord | None:
         """The record, or None if unknown, ended or expired."""
@@ -306,6 +320,9 @@ class MemoryHandshakeSessionStore:
         return taken
 
     async def save(self, record: SessionRecord, ttl: float) -> None:
+        held = self._items.get(record.session_id)
+        if held is not None and held[1] > record.last_seen and _newer(held[0], record):
+            return
         self._items.pop(record.session_id, None)
         while len(self._items) >= self.max_records:
             self._items.popitem(last=False)
@@ -327,6 +344,9 @@ class MemoryHandshakeSessionStore:
             return False
         self._items[session_id] = (attrs.evolve(item[0], last_seen=now), now + ttl)
         self._items.move_to_end(session_id)
+        kept = self._kept.get(session_id)
+        if kept is not None and kept.until > now:
+            kept.until = now + ttl
         return True
 
     async def end(self, session_id: str) -> None:
@@ -347,16 +367,37 @@ def _parsed_entry(entry: Any) -> tuple[int, bytes] | None:
     return (int(head), chunk) if space and head.isdigit() else None
 
 
+#: KEYS[1] the record; ARGV: the new record's stamp (seconds), its JSON, its TTL in ms,
+#: the stamp's replica.  Written unless the record there has a later stamp.
+_SAVE_SCRIPT = guarded_set(
+    "(function(s) return s ~= nil and (s[1] > tonumber(ARGV[1])"
+    " or (s[1] == tonumber(ARGV[1]) and s[2] > ARGV[4])) end)(current['state']['stamp'])"
+)
+#: KEYS: the record, the backlog, the streams' index; ARGV: the TTL in ms, what
+#: begins the name of each stream's list.  The record's refresh renews what is kept
+#: of the session with it (in one step), so that they live as long as the session.
+_REFRESH_SCRIPT = """
+if redis.call('PEXPIRE', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+for _, key in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+  redis.call('PEXPIRE', ARGV[2] .. key, ARGV[1])
+end
+redis.call('PEXPIRE', KEYS[3], ARGV[1])
+return 1
+"""
+
+
 class RedisHandshakeSessionStore:
     """A :class:`HandshakeSessionStore` in Redis: each record a JSON string under
     ``key("session", id)`` expiring ``ttl`` after its latest save or refresh (``PX``);
     a refresh is one ``PEXPIRE`` (``last_seen`` stays the save's: the TTL is the truth).
 
-    A stream's kept events are a list under ``key("replay", id, stream key)`` (each
+    A stream's kept events are a list under ``key("session-replay", id, stream key)`` (each
     entry ``NUMBER SSE-bytes``, trimmed to the newest ``memory``); the session's
     streams a sorted set under ``key("replay-streams", id)`` scored by last activity
     (past ``streams``, the least recently active lose their lists); its backlog a
-    list of JSON messages under ``key("backlog", id)``.  Each expires with the record's TTL."""
+    list of JSON messages under ``key("backlog", id)``.  Each expires with the record's TTL,
+    renewed by its own writes and by each refresh of the record."""
 
     def __init__(self, stores: Stores) -> None:
         if stores.redis is None:
@@ -367,7 +408,10 @@ class RedisHandshakeSessionStore:
 
     async def save(self, record: SessionRecord, ttl: float) -> None:
         key = self._key("session", record.session_id)
-        await self._redis.execute("SET", key, record.to_json(), "PX", expiry_ms(ttl))
+        when, replica = _stamp_in(record.state) or _NO_STAMP
+        await self._redis.execute(
+            "EVAL", _SAVE_SCRIPT, 1, key, repr(when), record.to_json(), expiry_ms(ttl), replica
+        )
 
     async def load(self, session_id: str, now: float) -> SessionRecord | None:
         text = await self._redis.execute("GET", self._key("session", session_id))
@@ -379,14 +423,16 @@ class RedisHandshakeSessionStore:
             raise StoreUnavailable(self.url, f"a session record is malformed: {exc}") from None
 
     async def refresh(self, session_id: str, now: float, ttl: float) -> bool:
+        keys = [self._key(kind, session_id) for kind in ("session", "backlog", "replay-streams")]
+        lists = self._key("session-replay", session_id, "")
         return bool(
-            await self._redis.execute("PEXPIRE", self._key("session", session_id), expiry_ms(ttl))
+            await self._redis.execute("EVAL", _REFRESH_SCRIPT, 3, *keys, expiry_ms(ttl), lists)
         )
 
     async def end(self, session_id: str) -> None:
         index = self._key("replay-streams", session_id)
         streams = await self._redis.execute("ZRANGE", index, 0, -1)
-        lists = [self._key("replay", session_id, k.decode()) for k in streams or ()]
+        lists = [self._key("session-replay", session_id, k.decode()) for k in streams or ()]
         await self._redis.execute(
             "DEL", self._key("session", session_id), index, self._key("backlog", session_id), *lists
         )
@@ -407,7 +453,7 @@ class RedisHandshakeSessionStore:
             return
         commands: list[tuple[str | bytes | int | float, ...]] = []
         for key, entries in by_stream.items():
-            name = self._key("replay", session_id, key)
+            name = self._key("session-replay", session_id, key)
             commands += [
                 ("RPUSH", name, *entries[-memory:]),
                 ("LTRIM", name, -memory, -1),
@@ -419,11 +465,13 @@ class RedisHandshakeSessionStore:
         excess = int(replies[-1]) - bounds.streams
         if excess > 0:  # the least recently active streams are forgotten
             gone = await self._redis.execute("ZPOPMIN", index, excess)
-            keys = [self._key("replay", session_id, k.decode()) for k in gone[::2]]
+            keys = [self._key("session-replay", session_id, k.decode()) for k in gone[::2]]
             await self._redis.execute("DEL", *keys)
 
     async def events(self, session_id: str, key: str, now: float) -> list[tuple[int, bytes]]:
-        entries = await self._redis.execute("LRANGE", self._key("replay", session_id, key), 0, -1)
+        entries = await self._redis.execute(
+            "LRANGE", self._key("session-replay", session_id, key), 0, -1
+        )
         parsed = [_parsed_entry(entry) for entry in entries or ()]
         return [event for event in parsed if event is not None]
 
@@ -503,8 +551,11 @@ class SharedSessions:
         backend: Backend,
         *,
         max_queue: int = DEFAULT_MAX_RELAY_QUEUE,
+        stop_grace: float = DEFAULT_STOP_GRACE,
     ) -> None:
         self.machine = machine
+        #: Seconds a stopping replica spends on what it still queued (:meth:`flush`).
+        self.stop_grace = stop_grace
         self.hosts = hosts
         self.stores = stores
         self.store = store
@@ -516,7 +567,7 @@ class SharedSessions:
         self._lost_events = 0
         self._events_due = False
         self._idle = True
-        self._drained: Signal | None = None
+        self._drained: list[Signal] = []
         self._ready = backend.new_signal()
         # session id -> wall-clock time this replica last refreshed its record.
         self._refreshed: OrderedDict[str, float] = OrderedDict()
@@ -547,17 +598,19 @@ class SharedSessions:
     def client_message(self, session_id: str, message: dict[str, Any]) -> None:
         self._send("client", session_id, message)
 
-    def server_message(self, session_id: str, message: Any) -> None:
+    def server_message(self, session_id: str, message: Any, data: bytes = b"") -> None:
         """Into the session's backlog in the store, and the replica holding its GET
         stream (if any) told to take it from there."""
         if isinstance(message, dict) and message.get("method") == _RESOURCE_UPDATED:
             return  # sent by the copy beside the GET stream (see the module)
-        data = json.dumps(message, separators=(",", ":")).encode()
+        data = data or encode_message(message)
         self._do(lambda: self._backlog(session_id, [data]))
 
     async def _backlog(
         self, session_id: str, messages: list[bytes], *, front: bool = False
     ) -> None:
+        if self.machine.sessions.get(session_id) is None:
+            return  # ended (deleted) since: its backlog is gone for good
         try:
             now = self.backend.wall_clock()
             await self.store.push_backlog(session_id, messages, now, self.bounds, front=front)
@@ -570,8 +623,9 @@ class SharedSessions:
             for data in messages:
                 self.machine.replicas.keep_here(session_id, json.loads(data))
             return
-        ping = {"kind": "backlog", "session": session_id, "from": self.stores.replica_id}
-        await self._publish(ping)
+        if not front:  # (given back by the replica that could not send it: no news)
+            ping = {"kind": "backlog", "session": session_id, "from": self.stores.replica_id}
+            await self._publish(ping)
 
     async def _take_backlog(self, session_id: str) -> None:
         """Send what waits in the store for the session's GET stream, if it is open
@@ -585,10 +639,11 @@ class SharedSessions:
             try:
                 message = json.loads(data)
             except ValueError:
+                message = None
+            if not isinstance(message, dict):
                 _log.warning("session %s: a malformed backlog message was dropped", session_id)
-                continue
-            if not self.machine.replicas.deliver(session_id, message):
-                back.append(data)
+            elif not self.machine.replicas.deliver(session_id, message):
+                back.append(data)  # the stream closed meanwhile
         if back:
             await self._backlog(session_id, back, front=True)
 
@@ -598,10 +653,11 @@ class SharedSessions:
         """Queue the event for the store (written by :meth:`run`, in batches)."""
         if len(self._events) == self._events.maxlen:
             self._lost_events += 1
-        if not self._events_due:
-            self._events_due = True
-            self._do(self._write_events)
         self._events.append((session_id, (key, number, chunk)))
+        # Not a job of the queue: a full queue drops its oldest job, and a dropped
+        # write would leave these events (and every later one) unwritten.
+        self._events_due = True
+        self._wake()
 
     async def _write_events(self) -> None:
         self._events_due = False
@@ -613,6 +669,8 @@ class SharedSessions:
         for session_id, event in batch:
             by_session.setdefault(session_id, []).append(event)
         for session_id, events in by_session.items():
+            if self.machine.sessions.get(session_id) is None:
+                continue  # ended (deleted) since: its kept events are gone for good
             try:
                 now = self.backend.wall_clock()
                 await self.store.keep_events(session_id, events, now, self.bounds)
@@ -638,6 +696,9 @@ class SharedSessions:
         if len(self._queue) == self._queue.maxlen:
             _log.warning("shared sessions: the queue is full; its oldest message is dropped")
         self._queue.append(job)
+        self._wake()
+
+    def _wake(self) -> None:
         self._idle = False
         self._ready.set()
 
@@ -647,14 +708,39 @@ class SharedSessions:
         except StoreUnavailable as exc:
             _log.warning("a session message to other replicas was lost: %s", exc)
 
+    async def _work(self) -> None:
+        """Do what is queued, in order, until nothing is."""
+        while self._queue or self._events_due:
+            jobs = [self._queue.popleft()] if self._queue else []
+            if self._events_due:  # after each job: events reach the store soon
+                jobs.append(self._write_events)
+            for job in jobs:
+                try:
+                    await job()
+                except StoreUnavailable as exc:
+                    _log.warning("shared sessions: %s", exc)
+
+    async def flush(self) -> None:
+        """As the replica stops (its :meth:`run` cancelled): do what is still queued
+        for the store and the bus, for at most :attr:`stop_grace` seconds, shielded
+        from the stop's cancellation (what is left then is lost, with a warning)."""
+
+        async def work() -> None:
+            async with self.backend.move_on_after(self.stop_grace):
+                await self._work()
+
+        await self.backend.shielded(work)
+        if self._queue or self._events_due:
+            _log.warning("shared sessions: stopped with store writes or relays undone")
+
     async def drained(self) -> None:
-        """Until what was queued for the store and the bus so far is done (as a
-        replica stops, or a test looks at the store)."""
+        """Until what was queued for the store and the bus so far is done by
+        :meth:`run` (a test looking at the store waits for it)."""
         if self._idle:
             return
-        if self._drained is None:
-            self._drained = self.backend.new_signal()
-        await self._drained.wait()
+        drained = self.backend.new_signal()  # one each: a signal wakes one waiter
+        self._drained.append(drained)
+        await drained.wait()
 
     def _listen(self) -> None:
         if self._subscription is None:
@@ -676,16 +762,11 @@ class SharedSessions:
             while True:
                 await self._ready.wait()
                 self._ready = self.backend.new_signal()
-                while self._queue:
-                    job = self._queue.popleft()
-                    try:
-                        await job()
-                    except StoreUnavailable as exc:
-                        _log.warning("shared sessions: %s", exc)
+                await self._work()
                 self._idle = True
-                drained, self._drained = self._drained, None
-                if drained is not None:
-                    drained.set()
+                drained, self._drained = self._drained, []
+                for signal in drained:
+                    signal.set()
         finally:
             if self._subscription is not None:
                 self._subscription.close()
@@ -706,7 +787,8 @@ class SharedSessions:
             return  # (the backlog's: the GET stream may have opened here since)
         kind, body = message.get("kind"), message.get("message")
         if kind == "backlog":
-            self._do(lambda: self._take_backlog(session_id))
+            if self.machine.replicas.listening(session_id):  # else no job to queue
+                self._do(lambda: self._take_backlog(session_id))
         elif kind == "client" and isinstance(body, dict):
             session = self.machine.replicas.receive(session_id, body)
             if session is not None:
@@ -717,32 +799,30 @@ class SharedSessions:
             self._end_here(session_id)
         elif kind == "state" and isinstance(body, dict):
             held = self.machine.sessions.get(session_id)
-            if held is not None and not self._apply(session_id, held.session, body):
-                # An older change than this copy's, heard late: its replica may have
-                # written the record after ours did, so ours is written again.
-                self._do(lambda: self._write(session_id, self.backend.wall_clock()))
+            if held is not None:
+                self._apply(held.session, body)
 
     # The session's shared state -------------------------------------------------
 
-    def _apply(self, session_id: str, session: ServerSession, data: dict[str, Any]) -> bool:
+    def _apply(self, session: ServerSession, data: dict[str, Any]) -> None:
         """Give this copy the level and subscriptions ``data`` (a record's state or a
         ``state`` message) carries, if well formed and stamped no earlier than this
-        copy's; False when it is older (this copy's change wins)."""
+        copy's (else this copy's change wins, as it does in the record: :meth:`save`
+        keeps the latest stamp)."""
         level, subscriptions = data.get("logLevel"), data.get("subscriptions", [])
         stamp = _stamp_in(data)
         if level is not None and level not in LOG_LEVELS:
-            return True
+            return
         if stamp is None or not (
             isinstance(subscriptions, list) and all(isinstance(uri, str) for uri in subscriptions)
         ):
-            return True
+            return
         if stamp < self._stamps.get(session, _NO_STAMP):
-            return False
+            return
         session.log_level = level
         session.subscriptions = set(subscriptions)
         self._states[session] = (level, frozenset(subscriptions))
         self._stamps[session] = stamp
-        return True
 
     async def answering(self, exchange: Exchange) -> None:
         """Before ``exchange`` is answered (its request fed to the session, which
@@ -797,19 +877,22 @@ class SharedSessions:
         if session_id is None or request.path != self.machine.endpoint:
             return
         now = self.backend.wall_clock()
+        token = verdict[1] if verdict is not None else None
+        held = self.machine.sessions.get(session_id)
         try:
-            if self.machine.sessions.get(session_id) is not None:
+            if held is not None:
+                if _principal(held.session.auth) != _principal(token):
+                    return  # another principal's request: the router refuses it, untouched
                 await self._refresh(session_id, now)
             else:
                 record = await self.store.load(session_id, now)
-                token = verdict[1] if verdict is not None else None
                 if record is None or record.principal != _principal(token):
                     return  # unknown here and there (or another principal's): 404 as ever
                 adopt = self.machine.replicas.adopt
                 session = adopt(session_id, record.state, self.backend.clock())
                 if session is None:
                     return
-                self._apply(session_id, session, record.state)
+                self._apply(session, record.state)
                 await self._refresh(session_id, now, force=True)
             if request.method == "GET":
                 await self._restore(session_id, request.headers.get("last-event-id"), now)

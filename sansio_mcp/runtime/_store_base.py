@@ -18,6 +18,7 @@ __all__ = [
     "RedisCommands",
     "StoreUnavailable",
     "expiry_ms",
+    "guarded_set",
     "namespaced",
 ]
 
@@ -35,6 +36,25 @@ class StoreUnavailable(Exception):
 def namespaced(namespace: str, *parts: str) -> str:
     """A key or channel name of a deployment: ``namespace:part:part``."""
     return ":".join((namespace, *parts))
+
+
+def guarded_set(stale: str, *, missing: str = "") -> str:
+    """A Lua script (``EVAL``) that sets ``KEYS[1]``, a JSON record, to ``ARGV[2]``
+    expiring in ``ARGV[3]`` ms unless the record there, decoded as ``current``, makes
+    the Lua condition ``stale`` true: check and write in one step, so that two
+    replicas cannot both win.  Returns 1 when written, 0 when not; ``missing`` is
+    the Lua run when there is no record (by default it is written)."""
+    return f"""
+local text = redis.call('GET', KEYS[1])
+if not text then
+  {missing}
+else
+  local current = cjson.decode(text)
+  if {stale} then return 0 end
+end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1
+"""
 
 
 def expiry_ms(seconds: float) -> int:

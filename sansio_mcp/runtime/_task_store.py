@@ -23,7 +23,7 @@ import attrs
 
 from .._errors import LocalProtocolError
 from .._tasks import TaskRecord
-from ._store_base import EventBus, RedisCommands, StoreUnavailable, expiry_ms
+from ._store_base import EventBus, RedisCommands, StoreUnavailable, expiry_ms, guarded_set
 
 __all__ = [
     "DEFAULT_TASK_LEASE",
@@ -223,13 +223,7 @@ class MemorySharedTaskStore:
 
 #: KEYS[1] the record; ARGV: the version read, the new JSON, its TTL in ms.
 #: Version check, write and TTL in one step, so two replicas cannot both win.
-_CAS_SCRIPT = """
-local current = redis.call('GET', KEYS[1])
-if not current then return -1 end
-if cjson.decode(current)['version'] ~= tonumber(ARGV[1]) then return 0 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-return 1
-"""
+_CAS_SCRIPT = guarded_set("current['version'] ~= tonumber(ARGV[1])", missing="return -1")
 
 
 #: The owner's places (KEYS[1]) expire a minute after the latest is held until

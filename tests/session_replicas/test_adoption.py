@@ -4,11 +4,14 @@ takes what another replica relayed; without a relay nothing of this happens."""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sansio_mcp._replay import is_get_key
 from sansio_mcp._state import SessionState
 from sansio_mcp.http import HTTPRequest, StreamableHTTPServer
 from sansio_mcp_apps.example_server import build_server
@@ -28,8 +31,9 @@ class Recorder:
     def client_message(self, session_id: str, message: dict[str, Any]) -> None:
         self.client.append((session_id, message))
 
-    def server_message(self, session_id: str, message: Any) -> None:
+    def server_message(self, session_id: str, message: Any, data: bytes = b"") -> None:
         self.server.append((session_id, message))
+        assert json.loads(data) == message  # the session's own encoding, handed on
 
 
 def replica() -> tuple[StreamableHTTPServer, Recorder]:
@@ -246,8 +250,10 @@ def test_a_copy_replays_another_copys_stream_from_what_the_store_kept(
     assert key == last.rpartition("-")[0]
     b.replicas.restore(session_id, key, [(n, c) for _, _, n, c in keeper.events])
     resumed = b.handle(get_request(**headers, **{"last-event-id": last}))
-    replayed = sse_events(resumed.take())
+    *replayed, moved = sse_events(resumed.take())
     assert [e.data for e in replayed] == [e.data for e in sent[min(seen, len(sent) - 1) + 1 :]]
+    # Then the client's Last-Event-ID moves to B's GET stream (an id, no data).
+    assert moved.data == "" and b.replicas.foreign_stream(session_id, moved.id or "") is None
     # B's own events go on under B's key: no id of the session is given out twice.
     noted(b, headers, ["next"])
     (own,) = sse_events(resumed.take())
@@ -255,14 +261,40 @@ def test_a_copy_replays_another_copys_stream_from_what_the_store_kept(
     assert b.replicas.foreign_stream(session_id, own.id or "") is None
 
 
-@given(st.text(max_size=30))
-def test_a_garbled_last_event_id_names_no_foreign_stream_to_load(last_event_id: str) -> None:
+@given(
+    st.one_of(
+        st.text(max_size=30),
+        st.tuples(st.text(max_size=14), st.text("0123456789x", max_size=4)).map("-".join),
+        st.from_regex(r"[0-9a-f]{8}\.(get|s[0-9]{1,3})-[0-9]{1,4}", fullmatch=True),
+    )
+)
+def test_only_another_copys_event_id_names_a_foreign_stream_to_load(last_event_id: str) -> None:
     a, _ = replica()
     a.sessions.keeper = Keeper()
     headers = begin(a)
     session_id = headers["mcp-session-id"]
+    state = a.sessions.get(session_id)
+    assert state is not None
     key = a.replicas.foreign_stream(session_id, last_event_id)
-    assert key is None or (key and last_event_id.startswith(key + "-"))
-    # Nothing restored: the GET opens the session's GET stream, as on one process.
+    shaped = re.fullmatch(r"[0-9a-f]{8}\.(get|s[0-9]+)-[0-9]+", last_event_id) is not None
+    assert (key is not None) == (shaped and not last_event_id.startswith(state.tag))
+    if key is None:
+        # Nothing to load: the GET opens the session's GET stream, as on one process.
+        stream = a.handle(get_request(**headers, **{"last-event-id": last_event_id}))
+        assert stream.status == 200 and stream.take() == b""
+        return
+    # What the store kept of it is restored here, and the GET replays it.
+    number = int(last_event_id.rpartition("-")[2]) + 1
+    kept = b'id: %s-%d\ndata: {"jsonrpc":"2.0","method":"notifications/x"}\n\n' % (
+        key.encode(),
+        number,
+    )
+    a.replicas.restore(session_id, key, [(number, kept)])
     stream = a.handle(get_request(**headers, **{"last-event-id": last_event_id}))
-    assert stream.status == 200 and stream.take() == b""
+    assert stream.status == 200 and stream.take().startswith(kept)
+
+
+def test_only_a_get_streams_key_is_one() -> None:
+    assert is_get_key("get") and is_get_key("0a1b2c3d.get")
+    for key in ("budget", "0a1b2c3d.s1", "s2", "x.get", "0a1b2c3dget", ""):
+        assert not is_get_key(key), key

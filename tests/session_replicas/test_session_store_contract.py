@@ -224,3 +224,73 @@ def test_kept_events_and_the_backlog_expire_with_the_session(
         assert await store.take_backlog("s1", clock(), short) == []
 
     run(kind, backend, request, test)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_refresh_keeps_the_sessions_events_and_backlog_with_its_record(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    async def test(store: HandshakeSessionStore, _stores: Any) -> None:
+        clock = backend.backend.wall_clock
+        now = clock()
+        bounds = ReplayBounds(0.5, 10, 4)
+        for session_id in ("kept", "probe"):
+            await store.save(SessionRecord(session_id, STATE, None, now, now), 0.5)
+            await store.keep_events(session_id, [("t.get", 1, b"id: t.get-1\n\n")], now, bounds)
+            await store.push_backlog(session_id, [b"{}"], now, bounds)
+        assert await store.refresh("kept", clock(), 30)
+        assert await gone(backend, store, "probe")
+        async with backend.backend.fail_after(5):
+            while await store.events("probe", "t.get", clock()):
+                await backend.backend.sleep(0.02)
+        # What was kept of the refreshed session lives as long as its record.
+        assert await store.events("kept", "t.get", clock()) == [(1, b"id: t.get-1\n\n")]
+        assert await store.take_backlog("kept", clock(), bounds) == [b"{}"]
+
+    run(kind, backend, request, test)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_record_keeps_the_latest_stamped_state_whatever_the_order_of_saves(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    async def test(store: HandshakeSessionStore, _stores: Any) -> None:
+        now = backend.backend.wall_clock()
+
+        async def save(level: str, stamp: list[Any] | None) -> None:
+            state: dict[str, Any] = {**STATE, "logLevel": level}
+            if stamp is not None:
+                state["stamp"] = stamp
+            await store.save(SessionRecord("s", state, None, now, now), 30)
+
+        async def level() -> Any:
+            record = await store.load("s", now)
+            assert record is not None
+            return record.state["logLevel"]
+
+        # Three replicas' changes, written in another order than they were made.
+        await save("error", [2.5, "b"])
+        await save("info", [1.25, "c"])
+        assert await level() == "error"
+        await save("debug", [2.5, "a"])  # the same time: the replica id decides
+        assert await level() == "error"
+        await save("warning", [2.5, "c"])
+        assert await level() == "warning"
+        await save("notice", None)  # unstamped: the oldest
+        assert await level() == "warning"
+
+    run(kind, backend, request, test)
+
+
+def test_kept_events_are_apart_from_the_dpop_replay_cache_in_redis(
+    backend: Backend, request: pytest.FixtureRequest, redis_url: str
+) -> None:
+    async def test(store: HandshakeSessionStore, stores: Any) -> None:
+        now = backend.backend.wall_clock()
+        bounds = ReplayBounds(30, 10, 4)
+        await store.keep_events("s", [("0a1b2c3d.get", 1, b"id: x\n\n")], now, bounds)
+        assert await stores.redis.execute("KEYS", stores.key("replay", "*")) == []
+        kept = await stores.redis.execute("KEYS", stores.key("session-replay", "*"))
+        assert kept == [stores.key("session-replay", "s", "0a1b2c3d.get").encode()]
+
+    run("redis", backend, request, test)

@@ -247,3 +247,35 @@ def test_with_redis_down_resumption_and_the_backlog_work_at_the_replica_alone(
                         assert logged(message) == expected
 
     backend.run(main)
+
+
+def test_a_get_stream_resumed_at_b_and_broken_again_loses_nothing_of_b(
+    backend: Backend, redis_url: str
+) -> None:
+    async def main() -> None:
+        async with replicas(backend, redis_url) as (a, b, _, _):
+            headers = await open_session(backend, a)
+            async with opened(backend, a, headers) as stream:
+                await noted(backend, a, headers, "one")
+                last, message = await next_event(backend, stream)
+                assert logged(message) == "one"
+            assert last is not None
+            async with opened(backend, b, {**headers, "last-event-id": last}) as again:
+                await noted(backend, b, headers, "two")
+                # The client reads up to B's note and the stream breaks before it: its
+                # Last-Event-ID is the last id it read, whatever stream it names.
+                async with backend.backend.fail_after(10):
+                    while (event := await again.next_sse()) is not None:
+                        if event.data:
+                            assert logged(json.loads(event.data)) == "two"
+                            break
+                        if event.id is not None:
+                            last = event.id
+            async with opened(backend, b, {**headers, "last-event-id": last}) as resumed:
+                _, message = await next_event(backend, resumed)
+                assert logged(message) == "two"
+                await noted(backend, b, headers, "three")
+                _, message = await next_event(backend, resumed)
+                assert logged(message) == "three"  # and "two" came once
+
+    backend.run(main)
