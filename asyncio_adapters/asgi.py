@@ -100,7 +100,9 @@ class MCPApp:
             await asyncio.Event().wait()  # until aclose() cancels us
 
     async def aclose(self) -> None:
-        """Cancel every handler task and stop the app's task group."""
+        """Cancel every handler task and stop the app's task group; with replicas, then
+        write what is still queued for the store (:meth:`SharedSessions.flush`, as a
+        listener does when it stops)."""
         if self._group_task is not None:
             self._group_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -108,6 +110,8 @@ class MCPApp:
             self._group_task = None
             self._group = None
             self._group_ready = asyncio.Event()
+            if self.hosts.shared is not None:
+                await self.hosts.shared.flush()
 
     @asynccontextmanager
     async def lifespan(self, app: Any = None) -> AsyncIterator[None]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from asyncio_adapters import BACKEND
 from asyncio_adapters.asgi import MCPApp
-from sansio_mcp.runtime import open_stores
+from sansio_mcp.runtime import handshake_session_store, open_stores
 from sansio_mcp_apps.example_server import build_server
 from tests.session_replicas.raw import ACCEPT_BOTH
 from tests.session_replicas.test_two_replicas import INITIALIZE, VERSION, request
@@ -80,3 +80,32 @@ def test_two_asgi_apps_share_a_handshake_session(redis_url: str) -> None:
                     await asyncio.sleep(0.02)
 
     BACKEND.run(main)
+
+
+def test_an_asgi_app_that_stops_writes_what_it_queued_for_the_store(redis_url: str) -> None:
+    """The app's ``aclose`` (its lifespan's end) cancels the shared sessions' run loop,
+    then writes what was still queued for the store, as a listener does when it stops."""
+
+    async def main() -> None:
+        namespace = f"asgistop{time.monotonic_ns()}"
+        async with open_stores(redis_url, BACKEND, replica_id="A", namespace=namespace) as stores:
+            app = MCPApp(build_server(stores=stores))
+            async with app.lifespan():
+                status, head, _ = await asgi(app, "POST", ACCEPT_BOTH, INITIALIZE)
+                assert status == 200
+                session_id = head["mcp-session-id"]
+                shared = app.hosts.shared
+                assert shared is not None
+                # Queued just before the stop: the run loop, cancelled, leaves them undone.
+                notes = [{"jsonrpc": "2.0", "method": f"notifications/n{i}"} for i in range(50)]
+                for note in notes:
+                    shared.server_message(session_id, note)
+                shared.kept(session_id, "t.s0", 1, b"id: t.s0-1\n\n")
+            store = handshake_session_store(stores)
+            assert store is not None
+            now = BACKEND.wall_clock()
+            assert await store.events(session_id, "t.s0", now) == [(1, b"id: t.s0-1\n\n")]
+            waiting = await store.take_backlog(session_id, now, shared.bounds)
+            assert [json.loads(m)["method"] for m in waiting] == [n["method"] for n in notes]
+
+    asyncio.run(main())
