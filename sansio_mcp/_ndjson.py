@@ -121,7 +121,7 @@ class NdjsonFramer:
             limit = self.max_line_size
             # _oversized, _size and _strip, inlined: this runs for every line of stdio.
             for raw in data.split(b"\n")[:-1]:
-                cr = raw.endswith(b"\r")
+                cr = raw[-1:] == b"\r"  # a one-byte slice: cheaper than endswith
                 size = len(raw) - cr
                 if size > limit:
                     out.append(self._too_long(raw, size))
