@@ -240,9 +240,9 @@ class RoleGates:
         )
         self._check_method(method, params, revision, capabilities, peer_capabilities, stateless)
         key = (state, None if stateless else method)
-        if key in self._request_after:
-            after = self._request_after[key]
-        else:
+        try:
+            after = self._request_after[key]  # one lookup (None is a value here)
+        except KeyError:
             trigger = (
                 Trigger.RECV_STATELESS_REQUEST
                 if stateless

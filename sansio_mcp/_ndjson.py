@@ -120,8 +120,8 @@ class NdjsonFramer:
             out: list[bytes | RemoteProtocolError] = []
             limit = self.max_line_size
             # _oversized, _size and _strip, inlined: this runs for every line of stdio.
-            for raw in data.split(b"\n")[:-1]:
-                cr = raw.endswith(b"\r")
+            for raw in data[:-1].split(b"\n"):  # the last line end taken off first
+                cr = raw[-1:] == b"\r"  # a one-byte slice: cheaper than endswith
                 size = len(raw) - cr
                 if size > limit:
                     out.append(self._too_long(raw, size))

@@ -37,14 +37,6 @@ def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _obj(v: Any) -> bool:
-    return isinstance(v, dict)
-
-
-def _list(v: Any) -> bool:
-    return isinstance(v, list)
-
-
 def _id(v: Any) -> bool:
     return _str(v) or _int(v)
 
@@ -71,36 +63,37 @@ def _argument(v: Any) -> bool:
     return isinstance(v, dict) and _str(v.get("name")) and _str(v.get("value"))
 
 
-# method -> ((field, description, check, required), ...)
-_SPECS: Mapping[str, tuple[tuple[str, str, Check, bool], ...]] = {
+# method -> ((field, description, check, required), ...); a check that is a type is
+# an isinstance test, made without a call of ours (every request is checked).
+_SPECS: Mapping[str, tuple[tuple[str, str, type | Check, bool], ...]] = {
     "initialize": (
-        ("protocolVersion", "a string", _str, True),
-        ("capabilities", "an object", _obj, True),
-        ("clientInfo", "an object", _obj, True),
+        ("protocolVersion", "a string", str, True),
+        ("capabilities", "an object", dict, True),
+        ("clientInfo", "an object", dict, True),
     ),
-    "resources/list": (("cursor", "a string", _str, False),),
-    "resources/templates/list": (("cursor", "a string", _str, False),),
-    "prompts/list": (("cursor", "a string", _str, False),),
-    "tools/list": (("cursor", "a string", _str, False),),
-    "resources/read": (("uri", "a string", _str, True),),
-    "resources/subscribe": (("uri", "a string", _str, True),),
-    "resources/unsubscribe": (("uri", "a string", _str, True),),
+    "resources/list": (("cursor", "a string", str, False),),
+    "resources/templates/list": (("cursor", "a string", str, False),),
+    "prompts/list": (("cursor", "a string", str, False),),
+    "tools/list": (("cursor", "a string", str, False),),
+    "resources/read": (("uri", "a string", str, True),),
+    "resources/subscribe": (("uri", "a string", str, True),),
+    "resources/unsubscribe": (("uri", "a string", str, True),),
     "prompts/get": (
-        ("name", "a string", _str, True),
+        ("name", "a string", str, True),
         ("arguments", "an object of strings", _str_map, False),
     ),
     "tools/call": (
-        ("name", "a string", _str, True),
-        ("arguments", "an object", _obj, False),
-        ("task", "an object", _obj, False),
+        ("name", "a string", str, True),
+        ("arguments", "an object", dict, False),
+        ("task", "an object", dict, False),
     ),
-    "tasks/get": (("taskId", "a string", _str, True),),
-    "tasks/result": (("taskId", "a string", _str, True),),
-    "tasks/list": (("cursor", "a string", _str, False),),
-    "tasks/cancel": (("taskId", "a string", _str, True),),
+    "tasks/get": (("taskId", "a string", str, True),),
+    "tasks/result": (("taskId", "a string", str, True),),
+    "tasks/list": (("cursor", "a string", str, False),),
+    "tasks/cancel": (("taskId", "a string", str, True),),
     "tasks/update": (
-        ("taskId", "a string", _str, True),
-        ("inputResponses", "an object", _obj, True),
+        ("taskId", "a string", str, True),
+        ("inputResponses", "an object", dict, True),
     ),
     "logging/setLevel": (("level", "one of " + ", ".join(LOG_LEVELS), _level, True),),
     "completion/complete": (
@@ -108,19 +101,19 @@ _SPECS: Mapping[str, tuple[tuple[str, str, Check, bool], ...]] = {
         ("argument", "an object with string name and value", _argument, True),
     ),
     "sampling/createMessage": (
-        ("messages", "an array", _list, True),
+        ("messages", "an array", list, True),
         ("maxTokens", "an integer", _int, True),
     ),
-    "elicitation/create": (("message", "a string", _str, True),),
+    "elicitation/create": (("message", "a string", str, True),),
     "notifications/cancelled": (("requestId", "a string or an integer", _id, False),),
     "notifications/progress": (
         ("progressToken", "a string or an integer", _id, True),
         ("progress", "a number", _number, True),
         ("total", "a number", _number, False),
-        ("message", "a string", _str, False),
+        ("message", "a string", str, False),
     ),
     "notifications/message": (("level", "a log level", _level, True),),
-    "notifications/resources/updated": (("uri", "a string", _str, True),),
+    "notifications/resources/updated": (("uri", "a string", str, True),),
 }
 
 
@@ -160,6 +153,7 @@ def check_params(method: str, params: dict[str, Any]) -> str | None:
             if required:
                 return f"{method}: missing required parameter {field!r}"
             continue
-        if not check(params[field]):
+        value = params[field]
+        if not (isinstance(value, check) if type(check) is type else check(value)):
             return f"{method}: parameter {field!r} must be {description}"
     return _WHOLE[method](params) if method in _WHOLE else None

@@ -173,7 +173,7 @@ class ServerSession(Session):
         if not self._handshake_versions:
             self._refuse_handshake(request, params)
             return
-        super()._on_request(request)
+        Session._on_request(self, request)  # named, not super(): one per request
 
     def _refuse_handshake(self, request: JSONRPCRequest, params: dict[str, Any]) -> None:
         """A modern-only server: name the versions it supports (spec: basic/versioning)."""

@@ -1034,7 +1034,8 @@ class Server:
             task = runs_as_core_task(tool.task_support, ctx.params.get("task"))
         else:
             task = runs_as_task(tool.task_support, ctx.client_capabilities, modern=ctx.stateless)
-        return HandlerCall(tool.handler, kwargs, tool_result, tool=True, task=task)
+        # Positional (tool=True, task): keywords cost a NamedTuple more, once per call.
+        return HandlerCall(tool.handler, kwargs, tool_result, True, task)
 
     def _argument_problem(
         self, name: str, tool: Tool, arguments: dict[str, Any]

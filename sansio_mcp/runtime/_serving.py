@@ -35,7 +35,9 @@ class HostContext(Context):
                     f"{type(self).__name__}: 'now' is required unless it has a wall_clock"
                 )
             now = self.wall_clock()
-        super().__init__(
+        # Named, not super(): one context is made per request.
+        Context.__init__(
+            self,
             request_id=event.request_id,
             method=event.method,
             params=event.params,

@@ -927,3 +927,21 @@ def test_a_dual_era_server_names_only_versions_a_request_may_carry() -> None:
     assert set(discovered["result"]["supportedVersions"]) <= set(STATELESS_REVISIONS)
     assert refused["error"]["code"] == -32022
     assert set(refused["error"]["data"]["supported"]) <= set(STATELESS_REVISIONS)
+
+
+def test_an_answer_is_queued_as_an_outgoing_like_any_message() -> None:
+    """The answer to a request is queued without ``Outgoing(...)`` (see ``_outbox``):
+    what a transport takes is still an ``Outgoing``, equal to one built the usual way."""
+    from sansio_mcp import Outgoing, jsontext
+
+    server = ready_server()
+    server.receive_data(line(request(7, "tools/call", {"name": "echo"})))
+    [event] = drain(server)
+    assert isinstance(event, RequestReceived)
+    result = {"content": [{"type": "text", "text": "hi"}]}
+    server.respond(event.request_id, result)
+    [item] = server.outgoing_to_send()
+    message = {"jsonrpc": "2.0", "id": 7, "result": result}
+    assert type(item) is Outgoing
+    assert item == Outgoing(message, jsontext.encode(message), 7)
+    assert (item.message, item.data, item.route) == (message, jsontext.encode(message), 7)
