@@ -173,7 +173,9 @@ class ServerSession(Session):
         if not self._handshake_versions:
             self._refuse_handshake(request, params)
             return
-        Session._on_request(self, request)  # named, not super(): one per request
+        # Named, not super() (a super object per request): no mixin between this class
+        # and Session in a subclass sees the request here.
+        Session._on_request(self, request)
 
     def _refuse_handshake(self, request: JSONRPCRequest, params: dict[str, Any]) -> None:
         """A modern-only server: name the versions it supports (spec: basic/versioning)."""

@@ -365,10 +365,13 @@ class Driver:
         self.on_output()
 
     def _notify_factory(self, event: NotificationReceived) -> Callable[[], Awaitable[None]]:
+        # The handler is taken now: a task started before detach() still has it.
+        handle = self._handle_notification
+        assert handle is not None
+
         async def notify() -> None:
-            assert self._handle_notification is not None
             try:
-                await self._handle_notification(event.method, event.params)
+                await handle(event.method, event.params)
             except Exception:
                 logger.exception("notification handler for %s failed", event.method)
 

@@ -785,15 +785,28 @@ class Server:
     # The registries replaced by a plain dict (whose own changes are not counted).
     _plain_registries: frozenset[str] = frozenset()
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
-        if name in _UNCOUNTED:
-            return
-        self._changed()
-        if name in _REGISTRIES:
-            plain = not (type(value) is _Registry and value._server is self)
-            names = self._plain_registries
-            self._plain_registries = names | {name} if plain else names - {name}
+    if not TYPE_CHECKING:
+        # Hidden from type checkers: a class with __setattr__ lets mypy accept any
+        # attribute name, and a misspelled setting must stay an error.
+        def __setattr__(self, name: str, value: Any) -> None:
+            object.__setattr__(self, name, value)
+            if name in _UNCOUNTED:
+                return
+            self._changed()
+            if name in _REGISTRIES:
+                plain = not (type(value) is _Registry and value._server is self)
+                names = self._plain_registries
+                self._plain_registries = names | {name} if plain else names - {name}
+
+    def __copy__(self) -> Self:
+        """A shallow copy shares the original's registries, whose changes count on the
+        original: the copy reads its settings in full (as with a plain dict) and makes
+        its own session template."""
+        duplicate = object.__new__(type(self))
+        duplicate.__dict__.update(self.__dict__)
+        object.__setattr__(duplicate, "_session_memo", None)
+        object.__setattr__(duplicate, "_plain_registries", _REGISTRIES)
+        return duplicate
 
     def _changed(self) -> None:
         """Count a change (anything a new session's settings derive from may differ)."""
@@ -833,6 +846,7 @@ class Server:
         a copy of one made when what it advertises last changed."""
         if options:
             return self._build_session(options)
+        # _session_basis()'s first case inlined (one call less per stateless request).
         basis = self._changes if not self._plain_registries else self._session_basis()
         memo = self._session_memo
         if memo is None or memo[0] != basis:

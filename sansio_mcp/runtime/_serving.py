@@ -35,7 +35,8 @@ class HostContext(Context):
                     f"{type(self).__name__}: 'now' is required unless it has a wall_clock"
                 )
             now = self.wall_clock()
-        # Named, not super(): one context is made per request.
+        # Named, not super() (a super object per request): a mixin between this class
+        # and Context in a subclass is not initialized here.
         Context.__init__(
             self,
             request_id=event.request_id,

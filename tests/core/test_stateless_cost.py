@@ -3,7 +3,10 @@ what it reuses follows changes to the server."""
 
 from __future__ import annotations
 
+import ast
+import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +17,7 @@ from sansio_mcp import NEED_DATA, LocalProtocolError, ServerSession, _http_heade
 from sansio_mcp._exchange import json_error as _json_error
 from sansio_mcp.http import HTTPRequest, StreamableHTTPServer
 from sansio_mcp.runtime import Server
+from sansio_mcp.runtime import _server as runtime_server
 
 STATELESS = "2026-07-28"
 META = {
@@ -300,6 +304,23 @@ def test_a_copied_session_is_the_one_built_after_any_changes(changes: list[str])
         assert _advertised(server.create_session()) == _advertised(server._build_session({}))
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_CHANGES, max_size=6), st.lists(_CHANGES, min_size=1, max_size=6))
+def test_a_shallow_copy_of_a_server_advertises_its_own_changes(
+    before: list[str], after: list[str]
+) -> None:
+    """``copy.copy`` shares the original's registries (whose changes count on the
+    original): the copy still makes sessions advertising what it has now."""
+    server = Server("s")
+    for i, change in enumerate(before):
+        _change(server, change, i)
+    server.create_session()
+    duplicate = copy.copy(server)
+    for i, change in enumerate(after, start=len(before)):
+        _change(duplicate, change, i)
+        assert _advertised(duplicate.create_session()) == _advertised(duplicate._build_session({}))
+
+
 def test_registry_changes_are_counted_without_reading_the_registries() -> None:
     server = Server("s")
     _tool(server, "a")
@@ -413,3 +434,29 @@ def test_the_meta_read_by_the_router_serves_as_the_session_reading_it(
 
     request = HTTPRequest("POST", "/mcp", headers, json.dumps(body).encode())
     assert _outcome(machine().handle(request)) == _outcome(_general_stateless(machine(), request))
+
+
+def test_type_checkers_do_not_see_the_servers_setattr() -> None:
+    """``Server.__setattr__`` (which counts changes) is defined only at run time: a class
+    with a visible ``__setattr__`` lets mypy accept any attribute name, and a misspelled
+    setting (``server.instrutions = ...``) must stay a type error."""
+    source = Path(runtime_server.__file__).read_text()
+    (server_class,) = (
+        node
+        for node in ast.parse(source).body
+        if isinstance(node, ast.ClassDef) and node.name == "Server"
+    )
+    visible = [
+        node.name
+        for node in server_class.body
+        if isinstance(node, ast.FunctionDef) and node.name == "__setattr__"
+    ]
+    hidden = [
+        function.name
+        for node in server_class.body
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "not TYPE_CHECKING"
+        for function in node.body
+        if isinstance(function, ast.FunctionDef)
+    ]
+    assert visible == [] and hidden == ["__setattr__"]
+    assert "__setattr__" in vars(Server)

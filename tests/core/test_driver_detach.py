@@ -1,0 +1,42 @@
+"""A driver detached from its host (``HostBase.release``) calls back into nothing
+more, but a notification handler's task started before that still runs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from helpers import line, make_pair, notification
+
+from sansio_mcp._jsonrpc import RequestId
+from sansio_mcp.runtime._driver import Driver
+
+
+def test_a_notification_task_started_before_detach_still_runs() -> None:
+    _client, server = make_pair()
+    started: list[Callable[[], Awaitable[None]]] = []
+    heard: list[tuple[str, dict[str, Any]]] = []
+
+    async def on_notification(method: str, params: dict[str, Any]) -> None:
+        heard.append((method, params))
+
+    async def no_request(event: Any) -> dict[str, Any]:
+        raise AssertionError("no request here")
+
+    def spawn(request_id: RequestId | None, fn: Callable[[], Awaitable[None]]) -> None:
+        started.append(fn)
+
+    driver = Driver(
+        server,
+        handle_request=no_request,
+        handle_notification=on_notification,
+        spawn=spawn,
+        cancel=lambda request_id: None,
+    )
+    server.receive_data(line(notification("notifications/roots/list_changed")))
+    driver.process_events()
+    assert len(started) == 1
+    driver.detach()
+    asyncio.run(started[0]())  # the task runs after its host let the driver go
+    assert heard == [("notifications/roots/list_changed", {})]
