@@ -3,7 +3,7 @@
 
 from typing import TYPE_CHECKING
 
-from sansio_mcp._util import lazy_names
+from sansio_mcp import lazy_names
 
 # Each name is imported from its module when first used, as in :mod:`trio_adapters`:
 # importing the package costs next to nothing (import time, issue 37).

@@ -14,7 +14,15 @@ from functools import partial
 from typing import Any, Unpack
 
 from sansio_mcp import ClientSession
-from sansio_mcp.runtime import ClientAPI, ClientHandlers, SessionOptions, _process
+from sansio_mcp.runtime import (
+    ClientAPI,
+    ClientHandlers,
+    SessionOptions,
+    StderrTail,
+    drain_stderr,
+    explained_exit,
+    stop_process,
+)
 from sansio_mcp.runtime.hosting import ClientOptions, StdioChild, StdioOptions, hosted, run_client
 from sansio_mcp.runtime.hosting import start_client as core_start_client
 
@@ -99,19 +107,19 @@ async def open_stdio_client(
     cwd = None if child.cwd is None else os.fspath(child.cwd)
     process = await PRIMITIVES.open_process(child.command, env=child.env, cwd=cwd)
     pipes = process.native
-    tail = _process.StderrTail(PRIMITIVES.new_signal())
-    drainer = asyncio.create_task(_process.drain_stderr(process.stderr, child.name, logger, tail))
+    tail = StderrTail(PRIMITIVES.new_signal())
+    drainer = asyncio.create_task(drain_stderr(process.stderr, child.name, logger, tail))
     try:
         config = child.client
         session = config.new_session()
         runner = AsyncioRunner(session, None, pipes.writer, **config.handlers.host_callbacks())
         pumping = partial(hosted, runner, partial(runner.pump, pipes.connect_output))
         async with (
-            _process.explained_exit(PRIMITIVES, process, tail),
+            explained_exit(PRIMITIVES, process, tail),
             run_client(runner, session, config, Client, pumping) as client,
         ):
             yield client
     finally:
-        await _process.stop_process(PRIMITIVES, process, grace=child.shutdown_grace)
+        await stop_process(PRIMITIVES, process, grace=child.shutdown_grace)
         with contextlib.suppress(asyncio.CancelledError):
             await drainer

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Unpack
 
-from sansio_mcp.runtime import OnBound, Server, ServerLimits, _listeners
+from sansio_mcp.runtime import OnBound, Server, ServerLimits, hosting
 from sansio_mcp.runtime.hosting import (
     HTTPServeOptions,
     RoutedOutput,
@@ -41,7 +41,7 @@ async def serve_router(
     """Serve any HTTP transport machine over TCP under ``limits`` until cancelled;
     ``started`` (if given) receives the bound port."""
     hosts = (_HTTPSessionHost, AsyncioContext)
-    await _listeners.serve_router(server, router, PRIMITIVES, *hosts, options, reporter(started))
+    await hosting.serve_router(server, router, PRIMITIVES, *hosts, options, reporter(started))
 
 
 async def serve_http(

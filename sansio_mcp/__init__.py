@@ -233,6 +233,7 @@ lazy_names(
 __version__ = "0.1.0"
 
 __all__ = [
+    "lazy_names",
     "CancelRequested",
     "Prompt",
     "PromptArgument",

@@ -157,6 +157,19 @@ def test_the_applications_import_only_public_names(module: str) -> None:
     assert private_imports(module, imported) == [], f"{module} imports private names"
 
 
+ADAPTERS = sorted(m for m in MODULES if m.split(".")[0] in {"trio_adapters", "asyncio_adapters"})
+
+
+@pytest.mark.parametrize("module", ADAPTERS)
+def test_the_adapters_import_only_public_names_of_the_core_and_runtime(module: str) -> None:
+    """An adapter is built as a third party's would be: on what ``sansio_mcp`` and its
+    runtime publish (its own package's private modules are its own)."""
+    _, imported = MODULES[module]
+    own = module.split(".")[0]
+    foreign = [n for n in private_imports(module, imported) if n.split(".")[0] != own]
+    assert foreign == [], f"{module} imports private names"
+
+
 def _private_names_of(cls: type) -> set[str]:
     """The ``_private`` names a library class and its library bases define or set on
     ``self`` (dunder names are Python's, not the class's)."""

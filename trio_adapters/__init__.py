@@ -2,7 +2,7 @@
 
 from typing import TYPE_CHECKING
 
-from sansio_mcp._util import lazy_names
+from sansio_mcp import lazy_names
 
 # Each name is imported from its module when first used, and Trio with it: importing the
 # package costs next to nothing, using a name costs what that name needs (import time,

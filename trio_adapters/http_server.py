@@ -7,7 +7,7 @@ from typing import Any, Unpack
 
 import trio
 
-from sansio_mcp.runtime import Server, ServerLimits, _listeners
+from sansio_mcp.runtime import Server, ServerLimits, hosting
 from sansio_mcp.runtime.hosting import (
     HTTPServeOptions,
     RoutedOutput,
@@ -51,4 +51,4 @@ async def serve_router(
 ) -> None:
     """Serve any HTTP transport machine over TCP under ``limits``; reports the bound port."""
     hosts = (_HTTPSessionHost, TrioContext)
-    await _listeners.serve_router(server, router, PRIMITIVES, *hosts, options, task_status.started)
+    await hosting.serve_router(server, router, PRIMITIVES, *hosts, options, task_status.started)

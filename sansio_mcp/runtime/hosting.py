@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ._host import Framing, hosted, start_client
     from ._http_openers import HTTPOpeners
     from ._http_service import RoutedOutput, Router, SessionHosts, streamable_http_router
+    from ._listeners import serve_router
     from ._open_client import run_client
     from ._process import ChildProcess
     from ._serve_options import (
@@ -64,6 +65,7 @@ lazy_names(
             "streamable_http_router",
         ),
         "._http_openers": ("HTTPOpeners",),
+        "._listeners": ("serve_router",),
         "._open_client": ("run_client",),
         "._process": ("ChildProcess",),
         "._serve_options": (
@@ -109,6 +111,7 @@ __all__ = [
     "Scope",
     "Send",
     "serve_lifespan",
+    "serve_router",
     "serving",
     "SessionHosts",
     "sse_router",
