@@ -55,8 +55,11 @@ class RequestReceived:
     related_request: RequestId | None = None
 
 
-# A stateless request's RequestMeta, built the same way as RequestReceived below.
-_meta_setters = tuple(getattr(RequestMeta, name).__set__ for name in attrs.fields_dict(RequestMeta))
+# A stateless request's RequestMeta, built the same way as RequestReceived below (a
+# field added to either fails here, at import, not per request).
+_set_version, _set_capabilities, _set_info, _set_level = (
+    getattr(RequestMeta, name).__set__ for name in attrs.fields_dict(RequestMeta)
+)
 
 
 def request_meta(
@@ -67,11 +70,10 @@ def request_meta(
 ) -> RequestMeta:
     """``RequestMeta(...)`` built without attrs' ``__init__`` (one per stateless request)."""
     meta: RequestMeta = object.__new__(RequestMeta)
-    set_version, set_capabilities, set_info, set_level = _meta_setters
-    set_version(meta, protocol_version)
-    set_capabilities(meta, client_capabilities)
-    set_info(meta, client_info)
-    set_level(meta, log_level)
+    _set_version(meta, protocol_version)
+    _set_capabilities(meta, client_capabilities)
+    _set_info(meta, client_info)
+    _set_level(meta, log_level)
     return meta
 
 

@@ -165,7 +165,7 @@ class ServerSession(Session):
         if self._stateless_versions:
             # is_stateless_request, its _meta read once for what follows.
             meta = params["_meta"] if "_meta" in params else None
-            if (meta is not None and isinstance(meta, dict) and META_PROTOCOL_VERSION in meta) or (
+            if (isinstance(meta, dict) and META_PROTOCOL_VERSION in meta) or (
                 self.revision is None and request.method in _STATELESS_ONLY_METHODS
             ):
                 self._on_stateless_request(request, params, meta)
