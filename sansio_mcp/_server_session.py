@@ -163,9 +163,10 @@ class ServerSession(Session):
         # session's revision, which has no server/discover or subscriptions/listen
         # (-32601); outside one they are 2026-07-28 requests missing _meta (-32602).
         if self._stateless_versions:
-            # is_stateless_request, its _meta read once for what follows.
+            # is_stateless_request, its _meta read once for what follows (the None test
+            # first: most requests have no _meta, and it spares them an isinstance call).
             meta = params["_meta"] if "_meta" in params else None
-            if (isinstance(meta, dict) and META_PROTOCOL_VERSION in meta) or (
+            if (meta is not None and isinstance(meta, dict) and META_PROTOCOL_VERSION in meta) or (
                 self.revision is None and request.method in _STATELESS_ONLY_METHODS
             ):
                 self._on_stateless_request(request, params, meta)
