@@ -33,6 +33,7 @@ import pytest
 import trio
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp import types as sdk
+from sdk_peer import sdk_text, wait_until
 
 from sansio_mcp import MethodNotFound, MissingRequiredClientCapability
 from sansio_mcp_apps.example_server import TOOL_NAMES
@@ -123,16 +124,6 @@ def by_params(list_call: Callable[..., Awaitable[Any]]) -> Callable[[str | None]
         return list_call(params=params)
 
     return page
-
-
-async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.01)
-
-
-def sdk_text(result: sdk.CallToolResult) -> str:
-    return "\n".join(c.text for c in result.content if isinstance(c, sdk.TextContent))
 
 
 @pytest.mark.parametrize("protocol_version", REVISIONS)

@@ -49,8 +49,8 @@ import pytest
 import trio
 from mcp import Client as SDKClient
 from mcp import StdioServerParameters, stdio_client
-from mcp import types as sdk
 from mcp.client.streamable_http import streamable_http_client
+from sdk_peer import SDKCallbacks, sdk_text
 
 from sansio_mcp import HANDSHAKE_REVISIONS, MissingRequiredClientCapability
 from sansio_mcp._errors import InputRoundsExceeded
@@ -93,10 +93,6 @@ def run_sdk(body: Callable[[], Awaitable[None]]) -> None:
     anyio.run(bounded, backend="asyncio")
 
 
-def sdk_text(result: sdk.CallToolResult) -> str:
-    return "\n".join(c.text for c in result.content if isinstance(c, sdk.TextContent))
-
-
 def texts(result: dict[str, Any]) -> str:
     return "\n".join(c["text"] for c in result.get("content", []) if c.get("type") == "text")
 
@@ -134,43 +130,6 @@ async def recording(transport: Any, sent: list[dict[str, Any]]) -> AsyncIterator
     """Wrap an SDK transport so the requests the SDK client sends are recorded."""
     async with transport as (read, write):
         yield read, _RecordingWriter(write, sent)
-
-
-class SDKCallbacks:
-    """The SDK client's answers to the server's questions, and a record of each question."""
-
-    def __init__(self) -> None:
-        self.elicited: list[str] = []
-        self.sampled: list[str] = []
-        self.roots_asked = 0
-
-    async def elicitation(self, context: Any, params: sdk.ElicitRequestParams) -> sdk.ElicitResult:
-        self.elicited.append(params.message)
-        return sdk.ElicitResult(action="accept", content={"answer": ANSWERS[params.message]})
-
-    async def sampling(
-        self, context: Any, params: sdk.CreateMessageRequestParams
-    ) -> sdk.CreateMessageResult:
-        content = params.messages[-1].content
-        assert isinstance(content, sdk.TextContent)
-        self.sampled.append(content.text)
-        return sdk.CreateMessageResult(
-            role="assistant",
-            content=sdk.TextContent(type="text", text="forty-two"),
-            model="sdk-test-model",
-            stop_reason="endTurn",
-        )
-
-    async def list_roots(self, context: Any) -> sdk.ListRootsResult:
-        self.roots_asked += 1
-        return sdk.ListRootsResult(roots=[sdk.Root(uri=ROOT["uri"], name=ROOT["name"])])
-
-    def options(self) -> dict[str, Any]:
-        return {
-            "elicitation_callback": self.elicitation,
-            "sampling_callback": self.sampling,
-            "list_roots_callback": self.list_roots,
-        }
 
 
 def tool_calls(sent: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
@@ -245,7 +204,7 @@ async def exercise_example_server(
 @pytest.mark.parametrize("mode", [STATELESS, "auto", "legacy"])
 def test_sdk_client_stdio(mode: str, tmp_path: Path) -> None:
     """The SDK's ``mcp.Client`` drives ``python -m sansio_mcp_cli example-server``."""
-    callbacks = SDKCallbacks()
+    callbacks = SDKCallbacks(ANSWERS.__getitem__, ROOT)
     sent: list[dict[str, Any]] = []
     params = StdioServerParameters(
         command=EXAMPLE_SERVER[0], args=EXAMPLE_SERVER[1:], cwd=str(REPO)
@@ -254,7 +213,7 @@ def test_sdk_client_stdio(mode: str, tmp_path: Path) -> None:
     async def body() -> None:
         with open(tmp_path / "server.stderr", "w") as errlog:
             transport = recording(stdio_client(params, errlog=errlog), sent)
-            async with SDKClient(transport, mode=mode, **callbacks.options()) as client:
+            async with SDKClient(transport, mode=mode, **callbacks.client_options()) as client:
                 if mode == "auto":  # discovered, not assumed
                     assert client.server_info is not None
                     assert client.server_info.name == "sansio-mcp-example"
@@ -286,12 +245,12 @@ def http_url() -> Iterator[str]:
 @pytest.mark.parametrize("mode", [STATELESS, "auto", "legacy"])
 def test_sdk_client_http(mode: str, http_url: str) -> None:
     """The SDK's ``mcp.Client`` over Streamable HTTP, ``serve_http``: both eras, one endpoint."""
-    callbacks = SDKCallbacks()
+    callbacks = SDKCallbacks(ANSWERS.__getitem__, ROOT)
     sent: list[dict[str, Any]] = []
 
     async def body() -> None:
         transport = recording(streamable_http_client(http_url), sent)
-        async with SDKClient(transport, mode=mode, **callbacks.options()) as client:
+        async with SDKClient(transport, mode=mode, **callbacks.client_options()) as client:
             await exercise_example_server(client, callbacks, sent, stateless=mode != "legacy")
         # The plain URL form (the SDK builds the same transport itself).
         async with SDKClient(http_url, mode=mode) as client:

@@ -43,6 +43,7 @@ from mcp import ClientSession
 from mcp import types as sdk
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
+from sdk_peer import SDKCallbacks, sdk_text, wait_until
 
 from sansio_mcp._legacy_sse import LegacySSEServer
 from sansio_mcp._streamable_http import StreamableHTTPServer
@@ -102,63 +103,8 @@ def run_sdk(body: Callable[[], Awaitable[None]]) -> None:
     anyio.run(bounded, backend="asyncio")
 
 
-def sdk_text(result: sdk.CallToolResult) -> str:
-    return "\n".join(c.text for c in result.content if isinstance(c, sdk.TextContent))
-
-
-async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.01)
-
-
-class SDKCallbacks:
-    """The SDK client's answers to the server's questions, recording each question."""
-
-    def __init__(self) -> None:
-        self.elicited: list[str] = []
-        self.sampled: list[str] = []
-        self.roots_asked = 0
-        self.notifications: list[Any] = []
-
-    async def elicitation(self, context: Any, params: sdk.ElicitRequestParams) -> sdk.ElicitResult:
-        self.elicited.append(params.message)
-        return sdk.ElicitResult(action="accept", content={"answer": f"sdk: {params.message}"})
-
-    async def sampling(
-        self, context: Any, params: sdk.CreateMessageRequestParams
-    ) -> sdk.CreateMessageResult:
-        content = params.messages[-1].content
-        assert isinstance(content, sdk.TextContent)
-        self.sampled.append(content.text)
-        return sdk.CreateMessageResult(
-            role="assistant",
-            content=sdk.TextContent(type="text", text="forty-two"),
-            model="sdk-model",
-            stop_reason="endTurn",
-        )
-
-    async def list_roots(self, context: Any) -> sdk.ListRootsResult:
-        self.roots_asked += 1
-        return sdk.ListRootsResult(roots=[sdk.Root(uri=ROOT["uri"], name=ROOT["name"])])
-
-    async def message_handler(self, message: Any) -> None:
-        self.notifications.append(message)
-
-    def session_options(self) -> dict[str, Any]:
-        return {
-            "sampling_callback": self.sampling,
-            "elicitation_callback": self.elicitation,
-            "list_roots_callback": self.list_roots,
-            "message_handler": self.message_handler,
-        }
-
-    def client_options(self) -> dict[str, Any]:
-        return {
-            "sampling_callback": self.sampling,
-            "elicitation_callback": self.elicitation,
-            "list_roots_callback": self.list_roots,
-        }
+def sdk_answer(question: str) -> str:
+    return f"sdk: {question}"
 
 
 async def exercise_legacy_session(session: ClientSession, callbacks: SDKCallbacks) -> None:
@@ -201,7 +147,7 @@ def test_sdk_client_session_over_streamable_http() -> None:
     ``serve_http``; the SDK ends its session with DELETE on the way out."""
     server = build_server()
     machine = StreamableHTTPServer(server.create_session)
-    callbacks = SDKCallbacks()
+    callbacks = SDKCallbacks(sdk_answer, ROOT)
     with serving_in_thread(serve_router, server, router=machine) as port:
 
         async def body() -> None:
@@ -228,7 +174,7 @@ def test_sdk_client_stateless_http(mode: str) -> None:
     SDK's callbacks (one new POST per round) and ``listen()``."""
     server = build_server()
     router = RecordingRouter(StreamableHTTPServer(server.create_session))
-    callbacks = SDKCallbacks()
+    callbacks = SDKCallbacks(sdk_answer, ROOT)
     with serving_in_thread(serve_router, server, router=router) as port:
 
         async def body() -> None:
@@ -265,7 +211,7 @@ def test_sdk_client_stateless_http(mode: str) -> None:
 
 def test_sdk_sse_client_against_serve_sse() -> None:
     server = build_server()
-    callbacks = SDKCallbacks()
+    callbacks = SDKCallbacks(sdk_answer, ROOT)
     machine = LegacySSEServer(server.create_session)
     with serving_in_thread(serve_router, server, router=machine) as port:
 
