@@ -7,7 +7,8 @@ from __future__ import annotations
 import base64
 import binascii
 import inspect
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import attrs
@@ -193,6 +194,10 @@ class Resource:
         return out
 
 
+def _read_only(completers: Mapping[str, Handler]) -> Mapping[str, Handler]:
+    return MappingProxyType(dict(completers))
+
+
 @attrs.frozen
 class ResourceTemplate:
     uri_template: str
@@ -201,7 +206,11 @@ class ResourceTemplate:
     description: str | None = None
     mime_type: str | None = None
     title: str | None = None
-    completers: dict[str, Handler] = attrs.field(eq=False, repr=False, factory=dict)
+    # Read-only: a session template is rebuilt when a registry changes, not when
+    # a registered entry is edited in place, so an entry cannot be.
+    completers: Mapping[str, Handler] = attrs.field(
+        eq=False, repr=False, factory=dict, converter=_read_only
+    )
     matcher: UriTemplate = attrs.field(eq=False, repr=False, init=False)
 
     @matcher.default
@@ -233,7 +242,11 @@ class Prompt:
     arguments: tuple[PromptArgument, ...] = ()
     description: str | None = None
     title: str | None = None
-    completers: dict[str, Handler] = attrs.field(eq=False, repr=False, factory=dict)
+    # Read-only: a session template is rebuilt when a registry changes, not when
+    # a registered entry is edited in place, so an entry cannot be.
+    completers: Mapping[str, Handler] = attrs.field(
+        eq=False, repr=False, factory=dict, converter=_read_only
+    )
     context_param: str | None = None
 
     def to_dict(self) -> dict[str, Any]:

@@ -1129,7 +1129,7 @@ class Server:
     def _plan_completion(self, ctx: Context) -> dict[str, Any] | HandlerCall:
         params = ctx.params
         ref, argument = params["ref"], params["argument"]
-        completers: dict[str, Handler]
+        completers: Mapping[str, Handler]
         if ref["type"] == "ref/prompt":
             prompt = self.prompts.get(ref["name"])
             if prompt is None:

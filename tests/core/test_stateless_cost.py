@@ -222,6 +222,8 @@ _CHANGES = st.sampled_from(
         "ior tools",
         "popitem tools",
         "add prompt",
+        "add completed prompt",
+        "add completed template",
         "add resource",
         "assign plain tools",
         "mutate plain tools",
@@ -264,6 +266,18 @@ def _change(server: Server, change: str, i: int) -> None:
         @server.prompt(f"p{i}")
         def prompt() -> str:
             return "p"
+
+    elif change == "add completed prompt":
+
+        @server.prompt(f"cp{i}", completers={"topic": lambda value: [value]})
+        def completed_prompt(topic: str) -> str:
+            return topic
+
+    elif change == "add completed template":
+
+        @server.resource_template(f"mem://t{i}/{{name}}", completers={"name": lambda v: [v]})
+        def completed_template(name: str) -> str:
+            return name
 
     elif change == "add resource":
 
@@ -319,6 +333,34 @@ def test_a_shallow_copy_of_a_server_advertises_its_own_changes(
     for i, change in enumerate(after, start=len(before)):
         _change(duplicate, change, i)
         assert _advertised(duplicate.create_session()) == _advertised(duplicate._build_session({}))
+
+
+def test_a_registered_entrys_completers_cannot_be_edited_in_place() -> None:
+    """A session template is made again when a registry changes, not when an entry in
+    it is edited: a prompt's or a template's completers are read-only once registered
+    (register the entry again to change them), so no session advertises stale
+    completions."""
+    server = Server("s")
+
+    @server.resource_template("mem://t/{name}")
+    def template(name: str) -> str:
+        return name
+
+    assert "completions" not in server.create_session().capabilities
+    with pytest.raises(TypeError):
+        server.templates["mem://t/{name}"].completers["name"] = lambda v: [v]  # type: ignore[index]
+    assert "completions" not in server.create_session().capabilities
+
+    given_completers = {"topic": lambda value: [value]}
+
+    @server.prompt("p", completers=given_completers)
+    def prompt(topic: str) -> str:
+        return topic
+
+    # The caller's own dict stays theirs: changing it changes nothing registered.
+    given_completers["other"] = lambda value: []
+    assert list(server.prompts["p"].completers) == ["topic"]
+    assert server.create_session().capabilities["completions"] == {}
 
 
 def test_registry_changes_are_counted_without_reading_the_registries() -> None:
