@@ -151,6 +151,21 @@ def test_bench_pins_the_stdio_rows_when_asked(tmp_path: Path) -> None:
         assert all("error" not in r for r in variant["rounds"]), variant
 
 
+@pytest.mark.parametrize("script", ["stateless_cpu.py", "stateless_e2e.py"])
+def test_the_stateless_benches_run_as_files(script: str, tmp_path: Path) -> None:
+    """``python bench/stateless_e2e.py`` runs as ``python bench/stateless_cpu.py``
+    does (and as ``python -m bench.<name>``), from any folder."""
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / script), "5"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "calls/request" in proc.stdout and "ratio:" in proc.stdout
+
+
 def test_stateless_request_calls_stay_near_a_handshake_one() -> None:
     """``bench.stateless_cpu``'s function-call counts (load-independent) for a
     stateless ``tools/call`` through the Streamable HTTP machine: at most 136 calls
