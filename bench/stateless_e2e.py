@@ -4,7 +4,8 @@ The example server's ``echo`` through the asyncio ASGI app in-process (``MCPApp`
 the pure machine, the runtime's session hosts and drivers, the handler; no sockets),
 one request at a time: CPU per request (``time.process_time``, best of 3 runs) and
 Python function calls per request (cProfile, the figure load does not move).
-Run: ``python -m bench.stateless_e2e [N]``.
+Run: ``python -m bench.stateless_e2e [N]``, or ``python bench/stateless_e2e.py [N]``
+as ``bench/stateless_cpu.py`` runs.
 """
 
 from __future__ import annotations
@@ -18,7 +19,11 @@ import time
 from typing import Any
 
 from asyncio_adapters.asgi import MCPApp
-from bench.stateless_cpu import INITIALIZE, LEGACY, MODERN, _body, report
+
+try:
+    from bench.stateless_cpu import INITIALIZE, LEGACY, MODERN, _body, report
+except ModuleNotFoundError:  # run as a file: its own folder, not the repository, is on the path
+    from stateless_cpu import INITIALIZE, LEGACY, MODERN, _body, report  # type: ignore[no-redef]
 from sansio_mcp_apps.example_server import build_server
 
 BASE = [

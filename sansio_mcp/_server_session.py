@@ -119,15 +119,16 @@ class ServerSession(Session):
         self.cache_hints = cache_hints or CacheHints()
         self._handshake_versions, self._stateless_versions = _eras(self.supported_versions)
 
+    # Named, not super() (a super object per copy: one per stateless request).
     def _start(self) -> None:
-        super()._start()
+        Session._start(self)
         #: Resource URIs the client subscribed to.
         self.subscriptions: set[str] = set()
         self._listens: dict[RequestId, _Listen] = {}
         self._open_elsewhere = self._listens
 
     def _copy_settings(self, source: Session) -> None:
-        super()._copy_settings(source)
+        Session._copy_settings(self, source)
         assert isinstance(source, ServerSession)
         self.instructions = source.instructions
         self.cache_hints = source.cache_hints

@@ -151,6 +151,21 @@ def test_bench_pins_the_stdio_rows_when_asked(tmp_path: Path) -> None:
         assert all("error" not in r for r in variant["rounds"]), variant
 
 
+@pytest.mark.parametrize("script", ["stateless_cpu.py", "stateless_e2e.py"])
+def test_the_stateless_benches_run_as_files(script: str, tmp_path: Path) -> None:
+    """``python bench/stateless_e2e.py`` runs as ``python bench/stateless_cpu.py``
+    does (and as ``python -m bench.<name>``), from any folder."""
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / script), "5"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "calls/request" in proc.stdout and "ratio:" in proc.stdout
+
+
 def test_stateless_request_calls_stay_near_a_handshake_one() -> None:
     """``bench.stateless_cpu``'s function-call counts (load-independent) for a
     stateless ``tools/call`` through the Streamable HTTP machine: at most 136 calls
@@ -158,8 +173,9 @@ def test_stateless_request_calls_stay_near_a_handshake_one() -> None:
     passes; 154 and 210 before its fourth, 140 and 194 before its fifth, 132-134 and 186
     after), and at most 1.5x and 1.3x the same call on a handshake session (2.2x before
     issue 37's changes; 1.26x and 1.13x after its fifth pass); end to end through the
-    ASGI app (``bench.stateless_e2e``) at most 316 (321 before the fifth pass, 313
-    after) and 1.25x.  The ratio holds only loosely: cuts to the handshake path make it
+    ASGI app (``bench.stateless_e2e``) at most 310 (321 before the fifth pass, 311 at
+    stop 20, 308 after stop 21's host cuts) and 1.22x (1.20x at stop 20, 1.19x
+    after).  The ratio holds only loosely: cuts to the handshake path make it
     cheaper too, so the stateless request is bounded by its own count first."""
     from bench import stateless_e2e
     from bench.stateless_cpu import answered, handshake, measure, stateless
@@ -174,8 +190,8 @@ def test_stateless_request_calls_stay_near_a_handshake_one() -> None:
     assert stateless_calls <= 1.3 * handshake_calls
     _, stateless_calls = stateless_e2e.measure(True, 50)
     _, handshake_calls = stateless_e2e.measure(False, 50)
-    assert stateless_calls <= 316
-    assert stateless_calls <= 1.25 * handshake_calls
+    assert stateless_calls <= 310
+    assert stateless_calls <= 1.22 * handshake_calls
 
 
 @pytest.mark.parametrize(("backend", "bound"), [("trio", 153), ("asyncio", 116)])

@@ -88,6 +88,16 @@ class HostBase:
     #: Whether ``attach`` leaves the timer task to the first deadline (True where most
     #: hosts never have one, as an HTTP server's host of a stateless request).
     timer_on_demand = False
+    # Class defaults, not set per host (a stateless HTTP request makes one): the task
+    # group once attached, the timer and flusher tasks once started.
+    _group: TaskGroup | None = None
+    _timer: Cancellable | None = None
+    _flusher: Cancellable | None = None
+    # Set when a deadline was added; the timer makes a fresh one each time round
+    # (None until it first does: a host that never runs one makes none).
+    _timer_changed: Signal | None = None
+    # When the timer next wakes by itself (inf: only when told).
+    _timer_wakes_at = math.inf
 
     def __init__(
         self,
@@ -96,10 +106,17 @@ class HostBase:
         handle_request: RequestHandler,
         handle_notification: NotificationHandler | None = None,
         answer_input: InputHandler | None = None,
-        output: Output,
+        output: Output | None = None,
     ) -> None:
+        """``output``: how queued output leaves; None for a host that is its own
+        output (its class says so, as :class:`RoutedOutput` does), kept as no
+        attribute (which would make the host refer to itself, a cycle)."""
         self.session = session
-        self.output = output
+        if output is None:
+            schedule = self.schedule  # type: ignore[attr-defined]
+        else:
+            self.output = output
+            schedule = output.schedule
         # The handler tasks of the peer's requests, by request id (cancelled one by one).
         self._handlers: dict[RequestId, Cancellable] = {}
         self.driver = Driver(
@@ -110,15 +127,7 @@ class HostBase:
             cancel=self._cancel_handler,
             answer_input=answer_input,
         )
-        self.driver.on_output = output.schedule
-        self._group: TaskGroup | None = None
-        self._timer: Cancellable | None = None
-        self._flusher: Cancellable | None = None
-        # Set when a deadline was added; the timer makes a fresh one each time round
-        # (None until it first does: a host that never runs one makes none).
-        self._timer_changed: Signal | None = None
-        # When the timer next wakes by itself (inf: only when told).
-        self._timer_wakes_at = math.inf
+        self.driver.on_output = schedule
 
     @property
     def reading_waits_for_output(self) -> bool:

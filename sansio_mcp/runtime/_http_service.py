@@ -25,7 +25,7 @@ from .._streamable_http import Exchange, StreamableHTTPServer
 from ..auth._router import ProtectedRouter, Router
 from ._auth import Verdict, verify_request
 from ._backend import Backend, Cancellable, Connection, Deadline, TaskGroup, Timer
-from ._driver import Driver, InputHandler, NotificationHandler, RequestHandler
+from ._driver import Driver
 from ._host import Output
 from ._server import Context, Server
 from ._serving import serving
@@ -672,28 +672,11 @@ class RoutedOutput:
     holding = False
     held: HeldHandler | None = None
 
-    def __init__(
-        self,
-        session: ServerSession,
-        *,
-        handle_request: RequestHandler,
-        handle_notification: NotificationHandler | None = None,
-        answer_input: InputHandler | None = None,
-    ) -> None:
-        # The session host's constructor (next in the MRO), this being its output;
-        # the handlers by name, not packed and unpacked (a host per stateless request).
-        super().__init__(  # type: ignore[call-arg]
-            session,
-            handle_request=handle_request,
-            handle_notification=handle_notification,
-            answer_input=answer_input,
-            output=self,
-        )
-
     @property
     def output(self) -> Output:
-        """The host itself: not kept as an attribute, which would make the host refer
-        to itself and leave it (and its session) to the collector."""
+        """The host itself (the session host's constructor is given no ``output``):
+        not kept as an attribute, which would make the host refer to itself and
+        leave it (and its session) to the collector."""
         return self
 
     @output.setter
@@ -726,7 +709,9 @@ class RoutedOutput:
         session: ServerSession,
     ) -> RH:
         """:meth:`serving`, its tasks run in ``group`` (the adapter's nursery or task group)."""
-        host = cls.serving(router, server, context, session)
+        make: Callable[..., RH] = cls
+        host = serving(server, context, make, session)  # cls.serving's, a call less
+        host.router = router
         host.attach(group)
         return host
 
