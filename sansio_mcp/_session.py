@@ -378,6 +378,12 @@ class Session:
             return self._events.popleft()
         return NEED_DATA
 
+    def event_queue(self) -> deque[Event]:
+        """The queue :meth:`next_event` takes from, oldest first, the same for the
+        session's life: what drains every event as it comes (the runtime's driver)
+        pops it itself, a call per event fewer."""
+        return self._events
+
     def _receive_batch(self, items: list[Any]) -> None:
         if not items:
             self._violation(self._answerable("an empty batch is not a valid request"))
