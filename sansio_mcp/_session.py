@@ -869,6 +869,14 @@ class Session:
         """Take the queued messages as NDJSON bytes."""
         return self._outbox.take_data()
 
+    def data_source(self) -> Callable[[], bytes]:
+        """What :meth:`data_to_send` calls, the same for the session's life (or
+        ``data_to_send`` itself, where a subclass refines it): a byte stream that takes
+        output after every message binds it once, a call fewer each time."""
+        if type(self).data_to_send is not Session.data_to_send:
+            return self.data_to_send
+        return self._outbox.take_data
+
     # ---------------------------------------------------------------- helpers
 
     def _refusal(self, request_id: RequestId, error: MCPError) -> dict[str, Any]:

@@ -37,7 +37,8 @@ class PipeOutput:
     def __init__(
         self, framing: Framing, send_stream: trio.abc.SendStream, on_gone: Callable[[], None]
     ) -> None:
-        self._framing = framing
+        #: Takes the queued output (a session's own, bound once: see ``data_source``).
+        self._take = framing.data_source() if isinstance(framing, Session) else framing.data_to_send
         #: ``send_stream`` if it is a pipe (see :func:`as_pipe`), else None.
         self.pipe = as_pipe(send_stream)
         self._sender = Sender(PRIMITIVES, PipeStream(send_stream), on_gone)
@@ -46,7 +47,7 @@ class PipeOutput:
     def schedule(self) -> None:
         """Send what is queued without waiting: now what the pipe takes, the rest
         from the flusher task."""
-        data = self._framing.data_to_send()
+        data = self._take()
         if data:
             self._sender.write(data)
 
@@ -57,7 +58,7 @@ class PipeOutput:
     def send_all_now(self) -> bool:
         """:meth:`schedule`; True when all output has gone out (so that a
         :meth:`flush` would not wait)."""
-        data = self._framing.data_to_send()
+        data = self._take()
         return self._sender.write(data) if data else self._sender.idle
 
     async def flush(self) -> None:

@@ -83,6 +83,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 Handler = Callable[..., Any]
 
 
+#: A tool call's HandlerCall is made with this (one per call): a named tuple's own
+#: ``__new__`` is Python code, and costs a call more.
+_new_call = tuple.__new__
+
+
 class ContextHost(Protocol):
     """What runs a :class:`Context`'s handler: the six primitives every other
     context method is built on.  The session hosts (:class:`HostBase`) are one;
@@ -1048,8 +1053,8 @@ class Server:
             task = runs_as_core_task(tool.task_support, ctx.params.get("task"))
         else:
             task = runs_as_task(tool.task_support, ctx.client_capabilities, modern=ctx.stateless)
-        # Positional (tool=True, task): keywords cost a NamedTuple more, once per call.
-        return HandlerCall(tool.handler, kwargs, tool_result, True, task)
+        # The tuple's own __new__ (the named tuple's is Python code), every field given.
+        return _new_call(HandlerCall, (tool.handler, kwargs, tool_result, True, task))
 
     def _argument_problem(
         self, name: str, tool: Tool, arguments: dict[str, Any]
