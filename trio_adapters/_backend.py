@@ -26,6 +26,7 @@ __all__ = [
     "PRIMITIVES",
     "NurseryGroup",
     "OneWaiterSignal",
+    "PipeReader",
     "PipeStream",
     "TCPStream",
     "TrioBackend",
@@ -403,28 +404,36 @@ def reader(stream: trio.abc.ReceiveStream) -> Callable[[], Awaitable[bytes | byt
     """How to read ``stream``: ``await read()`` gives its next bytes (``b""`` at
     its end).
 
-    A pipe is read directly: FdStream.receive_some yields to the scheduler and
-    tries a read that fails before every wait, which in a sequential
-    request/response exchange is two wasted steps per message.
+    A pipe is read directly (see :class:`PipeReader`).
     """
-    pipe = as_pipe(stream)
-    if pipe is None:
+    pipe = PipeReader(stream)
+    if pipe.holder is None:
         return functools.partial(stream.receive_some, _READ_SIZE)
-    return _PipeReader(pipe).read
+    return pipe.read
 
 
-class _PipeReader:
-    __slots__ = ("_holder", "_wait_first")
+class PipeReader:
+    """Reads a stream; a pipe directly: FdStream.receive_some yields to the scheduler
+    and tries a read that fails before every wait, which in a sequential
+    request/response exchange is two wasted steps per message."""
 
-    def __init__(self, pipe: Any) -> None:
-        self._holder = fd_holder(pipe)
+    __slots__ = ("_stream", "holder", "wait_first")
+
+    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
+        self._stream = stream
+        pipe = as_pipe(stream)
+        #: What holds the pipe's file descriptor (see :func:`fd_holder`); None when
+        #: ``stream`` is no pipe.
+        self.holder: Any = fd_holder(pipe) if pipe is not None else None
         #: The last read did not fill the buffer: the pipe is most likely empty.
-        self._wait_first = False
+        self.wait_first = False
 
-    async def read(self) -> bytes:
-        """The next bytes from a non-blocking pipe (``b""`` at its end)."""
-        holder = self._holder
-        if self._wait_first:
+    async def read(self) -> bytes | bytearray:
+        """The next bytes (``b""`` at the end)."""
+        holder = self.holder
+        if holder is None:
+            return await self._stream.receive_some(_READ_SIZE)
+        if self.wait_first:
             fd = holder.fd
             if fd < 0:  # closed: the number may already belong to another file
                 raise trio.ClosedResourceError("the pipe is closed")
@@ -433,21 +442,27 @@ class _PipeReader:
             # More is likely waiting, but a peer that keeps the pipe full must not
             # keep every other task (timers, cancellation, signals) from running.
             await trio.lowlevel.checkpoint()
-        while True:
-            fd = holder.fd
-            if fd < 0:
-                raise trio.ClosedResourceError("the pipe is closed")
-            try:
-                data = os.read(fd, _READ_SIZE)
-            except BlockingIOError:
-                await trio.lowlevel.wait_readable(fd)  # no await since fd was read
-            except OSError as exc:
-                if exc.errno == errno.EBADF:
-                    raise trio.ClosedResourceError("the pipe is closed") from None
-                raise trio.BrokenResourceError from exc
-            else:
-                self._wait_first = len(data) < _READ_SIZE
-                return data
+        while (data := self.read_ready()) is None:
+            await trio.lowlevel.wait_readable(holder.fd)  # open: read_ready just said so
+        return data
+
+    def read_ready(self) -> bytes | None:
+        """One read of the pipe, without waiting: its bytes (``b""`` at its end), or
+        None when it has none now.  ClosedResourceError once it is closed,
+        BrokenResourceError when reading fails."""
+        fd = self.holder.fd
+        if fd < 0:
+            raise trio.ClosedResourceError("the pipe is closed")
+        try:
+            data = os.read(fd, _READ_SIZE)
+        except BlockingIOError:
+            return None
+        except OSError as exc:
+            if exc.errno == errno.EBADF:
+                raise trio.ClosedResourceError("the pipe is closed") from None
+            raise trio.BrokenResourceError from exc
+        self.wait_first = len(data) < _READ_SIZE
+        return data
 
 
 class PipeStream:

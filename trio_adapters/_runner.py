@@ -13,7 +13,16 @@ from sansio_mcp import Session
 from sansio_mcp.runtime import Backend, HostBase, HostHandlers, Sender
 from sansio_mcp.runtime.hosting import Framing
 
-from ._backend import PRIMITIVES, NurseryGroup, PipeStream, as_pipe, fileno_of, is_fifo, reader
+from ._backend import (
+    PRIMITIVES,
+    NurseryGroup,
+    PipeReader,
+    PipeStream,
+    as_pipe,
+    fileno_of,
+    is_fifo,
+    reader,
+)
 
 __all__ = ["PipeOutput", "TrioRunner", "TrioSessionHost", "reader"]
 
@@ -108,16 +117,34 @@ class TrioRunner(TrioSessionHost):
         """Read and dispatch until the peer closes its side; then end the session
         and ``scope`` (the runner's tasks), however the reading ended."""
         try:
-            read = reader(self._receive_stream)
+            pipe = PipeReader(self._receive_stream)
+            read = pipe.read if pipe.holder is None else None
             output = self.pipe_output
             waits_for_output = self.reading_waits_for_output  # the session's role: fixed
-            while not self.driver.closed:
+            driver, receive = self.driver, self.framing.receive_data
+            while not driver.closed:
                 try:
-                    data = await read()
+                    if read is None:
+                        # PipeReader.read, inline: a coroutine fewer per message.
+                        holder = pipe.holder
+                        if pipe.wait_first:
+                            fd = holder.fd
+                            if fd < 0:
+                                raise trio.ClosedResourceError("the pipe is closed")
+                            await trio.lowlevel.wait_readable(fd)
+                        else:
+                            await trio.lowlevel.checkpoint()
+                        got = pipe.read_ready()
+                        while got is None:
+                            await trio.lowlevel.wait_readable(holder.fd)  # open: see read()
+                            got = pipe.read_ready()
+                        data: bytes | bytearray = got
+                    else:
+                        data = await read()
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     data = b""
-                self.framing.receive_data(data)
-                self.driver.process_events()
+                receive(data)
+                driver.process_events()
                 if waits_for_output:
                     # Written at once when the pipe takes it all: nothing to wait for.
                     if not output.send_all_now():
