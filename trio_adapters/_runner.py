@@ -64,12 +64,6 @@ class PipeOutput:
         self.schedule()
         return True  # the flusher sends whatever the pipe did not take
 
-    def send_all_now(self) -> bool:
-        """:meth:`schedule`; True when all output has gone out (so that a
-        :meth:`flush` would not wait)."""
-        data = self._take()
-        return self._sender.write(data) if data else self._sender.idle
-
     async def flush(self) -> None:
         """Send what the session queued, and wait until all output has gone out
         (cancelling the wait loses nothing: the flusher goes on sending)."""
@@ -122,6 +116,7 @@ class TrioRunner(TrioSessionHost):
             output = self.pipe_output
             waits_for_output = self.reading_waits_for_output  # the session's role: fixed
             driver, receive = self.driver, self.framing.receive_data
+            take, sender = output._take, output._sender
             while not driver.closed:
                 try:
                     if read is None:
@@ -146,8 +141,10 @@ class TrioRunner(TrioSessionHost):
                 receive(data)
                 driver.process_events()
                 if waits_for_output:
-                    # Written at once when the pipe takes it all: nothing to wait for.
-                    if not output.send_all_now():
+                    # The output's schedule, inline; written at once when the pipe takes
+                    # it all (write says so): nothing to wait for.
+                    out = take()
+                    if not (sender.write(out) if out else sender.idle):
                         await output.flush()
                 else:
                     output.schedule()
