@@ -117,6 +117,7 @@ class TrioRunner(TrioSessionHost):
             waits_for_output = self.reading_waits_for_output  # the session's role: fixed
             driver, receive = self.driver, self.framing.receive_data
             take, sender = output._take, output._sender
+            wait_readable, checkpoint = trio.lowlevel.wait_readable, trio.lowlevel.checkpoint
             while not driver.closed:
                 try:
                     if read is None:
@@ -126,12 +127,12 @@ class TrioRunner(TrioSessionHost):
                             fd = holder.fd
                             if fd < 0:
                                 raise trio.ClosedResourceError("the pipe is closed")
-                            await trio.lowlevel.wait_readable(fd)
+                            await wait_readable(fd)
                         else:
-                            await trio.lowlevel.checkpoint()
+                            await checkpoint()
                         got = pipe.read_ready()
                         while got is None:
-                            await trio.lowlevel.wait_readable(holder.fd)  # open: see read()
+                            await wait_readable(holder.fd)  # open: see read()
                             got = pipe.read_ready()
                         data: bytes | bytearray = got
                     else:

@@ -1044,9 +1044,11 @@ class Server:
             problem = self._argument_problem(name, tool, arguments)
             if problem is not None:
                 return problem
-        kwargs = dict(arguments)
         if tool.context_param:
+            kwargs = dict(arguments)
             kwargs[tool.context_param] = ctx
+        else:
+            kwargs = arguments  # only ever unpacked (**kwargs), never changed: no copy
         if tool.task_support is None and ctx.params.get("task") is None:
             task = False  # what both rules below say of it, found without them
         elif _core_tasks(ctx) and self._advertises_core_tasks():
