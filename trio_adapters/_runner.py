@@ -4,6 +4,7 @@ stream pair: stdio, TCP, memory)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any, Unpack
 
@@ -14,6 +15,7 @@ from sansio_mcp.runtime import Backend, HostBase, HostHandlers, Sender
 from sansio_mcp.runtime.hosting import Framing
 
 from ._backend import (
+    _READ_SIZE,
     PRIMITIVES,
     NurseryGroup,
     PipeReader,
@@ -121,20 +123,28 @@ class TrioRunner(TrioSessionHost):
             while not driver.closed:
                 try:
                     if read is None:
-                        # PipeReader.read, inline: a coroutine fewer per message.
+                        # PipeReader.read, inline: a coroutine and two calls fewer per
+                        # message.  A pipe closed, or failing, ends the input (b""), as
+                        # read()'s errors do below.
                         holder = pipe.holder
                         if pipe.wait_first:
                             fd = holder.fd
-                            if fd < 0:
+                            if fd < 0:  # closed: the number may belong to another file
                                 raise trio.ClosedResourceError("the pipe is closed")
                             await wait_readable(fd)
                         else:
                             await checkpoint()
-                        got = pipe.read_ready()
-                        while got is None:
-                            await wait_readable(holder.fd)  # open: see read()
-                            got = pipe.read_ready()
-                        data: bytes | bytearray = got
+                        fd = holder.fd  # again: it may have closed while we waited
+                        if fd < 0:
+                            raise trio.ClosedResourceError("the pipe is closed")
+                        try:
+                            data: bytes | bytearray = os.read(fd, _READ_SIZE)
+                        except BlockingIOError:
+                            data = await pipe.read()  # nothing after all: wait as read() does
+                        except OSError:
+                            data = b""
+                        else:
+                            pipe.wait_first = len(data) < _READ_SIZE
                     else:
                         data = await read()
                 except (trio.BrokenResourceError, trio.ClosedResourceError):

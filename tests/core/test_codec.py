@@ -163,20 +163,14 @@ def test_parse_message_fast_path_agrees_with_the_full_path(obj: Any) -> None:
     assert _classified(parse_message, obj) == _classified(_parse_fully, obj)
 
 
+class _Unrecognized(dict):  # type: ignore[type-arg]
+    """A dict the fast paths (``type(obj) is dict``) do not take: it goes the full way."""
+
+
 def _full_receive(session: Any, obj: Any) -> None:
-    """``receive_message`` of one non-batch message the way every message went before
-    the session's own fast path for requests: ``parse_message``, then dispatch."""
-    session.heard_from_peer = True
-    if isinstance(obj, list):
-        session._receive_batch(obj)
-        return
-    try:
-        message = parse_message(obj)
-    except RemoteProtocolError as exc:
-        session._violation(exc)
-        session._requests.fail_malformed(exc)
-        return
-    session._dispatch(message)
+    """``receive_message`` of a message by the full way (``parse_message``'s full
+    classification, then dispatch), as every message went before the fast paths."""
+    session.receive_message(_Unrecognized(obj) if type(obj) is dict else obj)
 
 
 def _served(feed: Any, obj: Any, before: Any) -> tuple[Any, ...]:
