@@ -72,11 +72,9 @@ class MCPApp:
         self._group_ready = asyncio.Event()
 
         def make_host(session: ServerSession) -> Any:
-            assert self._group is not None
-            return _HTTPSessionHost.attached(
-                self._group, self.router, server, AsyncioContext, session
-            )
+            raise AssertionError("no session host before the app's task group starts")
 
+        # Its hosts' maker is set as the app's task group starts (see _run_group).
         self.hosts = SessionHosts(server, self.router, make_host)
         # With a shared store (``server.stores``, open while the app serves), replicas
         # share handshake sessions.
@@ -93,6 +91,9 @@ class MCPApp:
     async def _run_group(self) -> None:
         async with PRIMITIVES.open_task_group() as group:
             self._group = group
+            self.hosts.make_host = _HTTPSessionHost.factory(
+                group, self.router, self.server, AsyncioContext
+            )
             if self.hosts.shared is not None:
                 await self.hosts.shared.ready()
                 group.start_soon(self.hosts.shared.run)

@@ -5,7 +5,9 @@ the pure machine, the runtime's session hosts and drivers, the handler; no socke
 one request at a time: CPU per request (``time.process_time``, best of 3 runs) and
 Python function calls per request (cProfile, the figure load does not move).
 Run: ``python -m bench.stateless_e2e [N]``, or ``python bench/stateless_e2e.py [N]``
-as ``bench/stateless_cpu.py`` runs.
+as ``bench/stateless_cpu.py`` runs.  ``--instructions`` also counts machine instructions
+per request (valgrind's callgrind: runs of 200 and 1,200 requests, the difference
+divided by 1,000, so start-up and warm-up cancel; exact and load-independent).
 """
 
 from __future__ import annotations
@@ -118,9 +120,52 @@ def measure(stateless: bool, n: int) -> tuple[float, float]:
     return cpu, pstats.Stats(profile).total_calls / n  # type: ignore[attr-defined]
 
 
+def _callgrind_total(stateless: bool, n: int) -> int:
+    """Instructions callgrind counts in a process making ``n`` requests."""
+    import os
+    import re
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, "callgrind.out")
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={out}",
+            f"--log-file={folder}/log",
+            sys.executable,
+            __file__,
+            "--run",
+            "stateless" if stateless else "handshake",
+            str(n),
+        ]
+        # A fixed hash seed: dict and set layouts, so the count, are the same each run.
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        subprocess.run(command, check=True, env=env, capture_output=True)
+        with open(out) as dump:
+            found = re.search(r"^(?:summary|totals): (\d+)", dump.read(), re.MULTILINE)
+    assert found is not None, "no totals in callgrind's dump"
+    return int(found.group(1))
+
+
+def instructions(stateless: bool, short: int = 200, long: int = 1200) -> float:
+    """Machine instructions per request (callgrind; needs ``valgrind`` on PATH)."""
+    return (_callgrind_total(stateless, long) - _callgrind_total(stateless, short)) / (
+        long - short
+    )
+
+
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+    if sys.argv[1:2] == ["--run"]:  # one run, counted from outside (``instructions``)
+        asyncio.run(_run(sys.argv[2] == "stateless", int(sys.argv[3]), None))
+        return
+    args = [a for a in sys.argv[1:] if a != "--instructions"]
+    n = int(args[0]) if args else 1000
     report(measure(True, n), measure(False, n))
+    if "--instructions" in sys.argv:
+        s, h = instructions(True), instructions(False)
+        print(f"instructions/request: stateless {s:,.0f}  handshake {h:,.0f}  ratio {s / h:.3f}")
 
 
 if __name__ == "__main__":

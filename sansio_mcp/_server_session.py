@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -129,7 +129,8 @@ class ServerSession(Session):
 
     def _copy_settings(self, source: Session) -> None:
         Session._copy_settings(self, source)
-        assert isinstance(source, ServerSession)
+        if TYPE_CHECKING:  # only ever a server's own: no isinstance call per copy
+            assert isinstance(source, ServerSession)
         self.instructions = source.instructions
         self.cache_hints = source.cache_hints
         self.task_visible = source.task_visible

@@ -215,7 +215,9 @@ class SessionHosts(Generic[H]):
     ) -> None:
         self.server = server
         self.router = router
-        self._make_host = make_host
+        #: What makes a new session's host (an adapter whose task group starts later,
+        #: as the ASGI app's, sets it then: see :meth:`RoutedOutput.factory`).
+        self.make_host = make_host
         self._hosts: dict[int, H] = {}
         self._sessions: dict[int, ServerSession] = {}
         # Hosts held when the next sweep for ended sessions is due (see host_for).
@@ -232,7 +234,7 @@ class SessionHosts(Generic[H]):
         if host is None:
             if len(self._hosts) >= self._sweep_at:
                 self._sweep()
-            host = self._make_host(session)
+            host = self.make_host(session)
             self._hosts[key] = host
             self._sessions[key] = session
             self.server.hub.add(session, host._schedule_flush)
@@ -715,11 +717,57 @@ class RoutedOutput:
         host.attach(group)
         return host
 
+    @classmethod
+    def factory(
+        cls: type[RH],
+        group: Any,
+        router: Router,
+        server: Server,
+        context: Callable[[RH, RequestReceived], Context],
+    ) -> Callable[[ServerSession], RH]:
+        """What makes the hosts of one service's sessions, as :meth:`attached` does
+        (``factory(group, router, server, context)(session)``): a subclass of ``cls``
+        made once, holding what all its hosts share (the group, the router, the server
+        and the handlers' context) as class attributes, so that a host (one per
+        stateless request) is made by one constructor call, with no closure."""
+        # The session host's constructor (after this class in the MRO).
+        base_init: Callable[..., None] = cls.__init__
+
+        def __init__(self: RH, session: ServerSession) -> None:
+            base_init(self, session, handle_request=self._answer_request)
+            self.attach(group)
+
+        namespace = {
+            "__init__": __init__,
+            "__module__": cls.__module__,
+            "__qualname__": cls.__qualname__,
+            "__doc__": cls.__doc__,
+            "router": router,
+            "_routed_server": server,
+            "_routed_context": context,
+        }
+        return type(cls.__name__, (cls,), namespace)
+
+    # A host :meth:`factory` made: its server and its handlers' context (see serving).
+    _routed_server: Server
+    _routed_context: Callable[[Any, RequestReceived], Context]
+
+    def _answer_request(self, event: RequestReceived) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+        return self._routed_server.begin(self._routed_context(self, event))
+
+    def attach(self, group: Any) -> None:
+        """The session host's, for routed output: no flusher task, and the timer's
+        only once the session has a deadline (:attr:`timer_on_demand`)."""
+        self._group = group
+        if self.session.next_deadline() is not None:
+            self._start_timer()
+
     if TYPE_CHECKING:
         session: ServerSession | Any
         _handlers: dict[RequestId, Cancellable]
+        _group: Any
 
-        def attach(self, group: Any) -> None:
+        def _start_timer(self) -> None:
             """The session host's (after this class in the MRO)."""
 
     def _spawn_handler(

@@ -5,7 +5,6 @@ names its host and context classes and reports the bound port its own way."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from .._server_session import ServerSession
@@ -31,8 +30,8 @@ async def serve_router(
     handlers see ``context(host, event)``; ``on_bound`` gets the bound port."""
     at = Listening.of(options)
     async with backend.open_task_group() as group:
-        make_host: Callable[[ServerSession], Any] = partial(
-            host_class.attached, group, router, server, context
+        make_host: Callable[[ServerSession], Any] = host_class.factory(
+            group, router, server, context
         )
         service = HTTPService(server, router, make_host, backend, at.max_body, at.limits)
         if service.shared is not None:
