@@ -151,9 +151,7 @@ def _callgrind_total(stateless: bool, n: int) -> int:
 
 def instructions(stateless: bool, short: int = 200, long: int = 1200) -> float:
     """Machine instructions per request (callgrind; needs ``valgrind`` on PATH)."""
-    return (_callgrind_total(stateless, long) - _callgrind_total(stateless, short)) / (
-        long - short
-    )
+    return (_callgrind_total(stateless, long) - _callgrind_total(stateless, short)) / (long - short)
 
 
 def main() -> None:

@@ -173,22 +173,18 @@ class Driver:
         #: Sinks fed every matching notification of a handshake session
         #: (``listen`` emulated on the handshake era).
         self.session_sinks: list[tuple[SinkFilter, SubscriptionSink]] = []
-
-    # What a driver starts with and changes only when the occasion comes is a class
-    # default, not set per driver (a stateless HTTP request makes one); the hooks are
-    # plain functions (staticmethod: read off an instance they are not bound to it).
-    closed = False
-    _warned = 0
-    initialized: SessionInitialized | None = None
-    #: Called after a handler queued output, so the adapter flushes it.
-    on_output: Callable[[], None] = staticmethod(_nothing)
-    #: Called once the connection closed (a client keeping a peer alive hooks in here).
-    on_closed: Callable[[], None] = staticmethod(_nothing)
-    #: Called when the transport lost a stream it holds to the peer, which may be
-    #: gone (an HTTP session's GET stream ended): whoever keeps it alive checks now.
-    on_trouble: Callable[[], None] = staticmethod(_nothing)
-    #: Sees every notification first (the client's cache invalidation hooks in here).
-    observe_notification: Callable[[str, dict[str, Any]], None] = staticmethod(_unobserved)
+        self.closed = False
+        self._warned = 0
+        self.initialized: SessionInitialized | None = None
+        #: Called after a handler queued output, so the adapter flushes it.
+        self.on_output: Callable[[], None] = _nothing
+        #: Called once the connection closed (a client keeping a peer alive hooks in here).
+        self.on_closed: Callable[[], None] = _nothing
+        #: Called when the transport lost a stream it holds to the peer, which may be
+        #: gone (an HTTP session's GET stream ended): whoever keeps it alive checks now.
+        self.on_trouble: Callable[[], None] = _nothing
+        #: Sees every notification first (the client's cache invalidation hooks in here).
+        self.observe_notification: Callable[[str, dict[str, Any]], None] = _unobserved
 
     def start_request(
         self,

@@ -727,33 +727,39 @@ class RoutedOutput:
     ) -> Callable[[ServerSession], RH]:
         """What makes the hosts of one service's sessions, as :meth:`attached` does
         (``factory(group, router, server, context)(session)``): a subclass of ``cls``
-        made once, holding what all its hosts share (the group, the router, the server
-        and the handlers' context) as class attributes, so that a host (one per
-        stateless request) is made by one constructor call, with no closure."""
+        made once, whose methods hold what all its hosts share (the group, the router,
+        the server and the handlers' context), so that a host (one per stateless
+        request) is made by one constructor call, with no closure of its own."""
         # The session host's constructor (after this class in the MRO).
         base_init: Callable[..., None] = cls.__init__
 
+        # What :func:`serving`'s closure does, one function for every host (the names
+        # are this function's cells, read faster than class attributes).
+        def answer_request(
+            self: RH, event: RequestReceived
+        ) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+            return server.begin(context(self, event))
+
         def __init__(self: RH, session: ServerSession) -> None:
+            self.router = router
             base_init(self, session, handle_request=self._answer_request)
             self.attach(group)
 
         namespace = {
             "__init__": __init__,
+            "_answer_request": answer_request,
             "__module__": cls.__module__,
             "__qualname__": cls.__qualname__,
             "__doc__": cls.__doc__,
-            "router": router,
-            "_routed_server": server,
-            "_routed_context": context,
         }
         return type(cls.__name__, (cls,), namespace)
 
-    # A host :meth:`factory` made: its server and its handlers' context (see serving).
-    _routed_server: Server
-    _routed_context: Callable[[Any, RequestReceived], Context]
+    if TYPE_CHECKING:
 
-    def _answer_request(self, event: RequestReceived) -> dict[str, Any] | Awaitable[dict[str, Any]]:
-        return self._routed_server.begin(self._routed_context(self, event))
+        def _answer_request(
+            self, event: RequestReceived
+        ) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+            """A :meth:`factory` host's request handler."""
 
     def attach(self, group: Any) -> None:
         """The session host's, for routed output: no flusher task, and the timer's
