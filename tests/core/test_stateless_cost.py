@@ -141,6 +141,11 @@ def test_a_session_copy_has_the_settings_and_bookkeeping_of_its_own() -> None:
     copy.receive_message({"jsonrpc": "2.0", "id": 1, "method": "ping"})
     with pytest.raises(LocalProtocolError, match="only a fresh session is copied"):
         copy._fresh_copy()
+    # Nor is one that asked something of its peer (a request of ours on the wire).
+    asking = template._fresh_copy()
+    asking.send_request("ping", None, now=0.0)
+    with pytest.raises(LocalProtocolError, match="only a fresh session is copied"):
+        asking._fresh_copy()
 
 
 def test_server_sessions_follow_its_name_and_instructions() -> None:
