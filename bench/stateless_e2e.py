@@ -23,8 +23,10 @@ from typing import Any
 from asyncio_adapters.asgi import MCPApp
 
 try:
+    from bench._callgrind import callgrind_command, callgrind_total
     from bench.stateless_cpu import INITIALIZE, LEGACY, MODERN, _body, report
 except ModuleNotFoundError:  # run as a file: its own folder, not the repository, is on the path
+    from _callgrind import callgrind_command, callgrind_total  # type: ignore[no-redef]
     from stateless_cpu import INITIALIZE, LEGACY, MODERN, _body, report  # type: ignore[no-redef]
 from sansio_mcp_apps.example_server import build_server
 
@@ -123,30 +125,16 @@ def measure(stateless: bool, n: int) -> tuple[float, float]:
 def _callgrind_total(stateless: bool, n: int) -> int:
     """Instructions callgrind counts in a process making ``n`` requests."""
     import os
-    import re
     import subprocess
     import tempfile
 
     with tempfile.TemporaryDirectory() as folder:
-        out = os.path.join(folder, "callgrind.out")
-        command = [
-            "valgrind",
-            "--tool=callgrind",
-            f"--callgrind-out-file={out}",
-            f"--log-file={folder}/log",
-            sys.executable,
-            __file__,
-            "--run",
-            "stateless" if stateless else "handshake",
-            str(n),
-        ]
+        kind = "stateless" if stateless else "handshake"
+        out, command = callgrind_command(folder, sys.executable, __file__, "--run", kind, str(n))
         # A fixed hash seed: dict and set layouts, so the count, are the same each run.
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         subprocess.run(command, check=True, env=env, capture_output=True)
-        with open(out) as dump:
-            found = re.search(r"^(?:summary|totals): (\d+)", dump.read(), re.MULTILINE)
-    assert found is not None, "no totals in callgrind's dump"
-    return int(found.group(1))
+        return callgrind_total(out)
 
 
 def instructions(stateless: bool, short: int = 200, long: int = 1200) -> float:

@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ._callgrind import callgrind_command, callgrind_total
 from ._proc import REPO, child_env
 from .raw_client import RawStdioClient
 
@@ -155,24 +156,15 @@ def instructions_per_request(tree: Path, backend: str, calls: int = 1000) -> flo
     enum member read off its class, closure cells, an attrs ``__init__``'s setattrs).
     Kernel time is not in it.  Needs ``valgrind`` on PATH; about 15 s."""
     import glob
-    import re
     import shutil
     import subprocess
 
     if shutil.which("valgrind") is None:
         raise RuntimeError("instructions_per_request needs valgrind (apt-get install valgrind)")
     with tempfile.TemporaryDirectory() as folder:
-        out = os.path.join(folder, "callgrind.out")
-        command = [
-            "valgrind",
-            "--tool=callgrind",
-            f"--callgrind-out-file={out}",
-            f"--log-file={folder}/log",
-            _python(tree),
-            "-m",
-            "sansio_mcp_cli",
-            *_server_args(backend),
-        ]
+        out, command = callgrind_command(
+            folder, _python(tree), "-m", "sansio_mcp_cli", *_server_args(backend)
+        )
         # A fixed hash seed: dict and set layouts, so the count, are the same each run.
         env = {**_env(tree), "PYTHONHASHSEED": "0"}
         client = RawStdioClient(command, cwd=str(tree), env=env)
@@ -187,10 +179,7 @@ def instructions_per_request(tree: Path, backend: str, calls: int = 1000) -> flo
             subprocess.run(["callgrind_control", "-d", pid], check=True, capture_output=True)
         finally:
             client.close()
-        with open(sorted(glob.glob(out + ".*"))[-1]) as dump:
-            found = re.search(r"^(?:summary|totals): (\d+)", dump.read(), re.MULTILINE)
-        assert found is not None, "no totals in callgrind's dump"
-        return int(found.group(1)) / calls
+        return callgrind_total(sorted(glob.glob(out + ".*"))[-1]) / calls
 
 
 def _python(tree: Path) -> str:
