@@ -114,7 +114,7 @@ class TrioRunner(TrioSessionHost):
         and ``scope`` (the runner's tasks), however the reading ended."""
         try:
             pipe = PipeReader(self._receive_stream)
-            read = pipe.read if pipe.holder is None else None
+            read = reader(self._receive_stream) if pipe.holder is None else None
             output = self.pipe_output
             waits_for_output = self.reading_waits_for_output  # the session's role: fixed
             driver, receive = self.driver, self.framing.receive_data
