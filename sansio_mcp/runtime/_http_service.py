@@ -762,16 +762,19 @@ class RoutedOutput:
             """A :meth:`factory` host's request handler."""
 
     def attach(self, group: Any) -> None:
-        """The session host's, for routed output: no flusher task, and the timer's
-        only once the session has a deadline (:attr:`timer_on_demand`)."""
+        """The session host's, its output being itself (read so, not by the ``output``
+        property): the timer when :attr:`timer_on_demand` says, a flusher if one is set."""
         self._group = group
-        if self.session.next_deadline() is not None:
+        if not self.timer_on_demand or self.session.next_deadline() is not None:
             self._start_timer()
+        if self.flusher is not None:
+            self._flusher = group.start_cancellable(self.flusher)
 
     if TYPE_CHECKING:
         session: ServerSession | Any
         _handlers: dict[RequestId, Cancellable]
         _group: Any
+        _flusher: Any
 
         def _start_timer(self) -> None:
             """The session host's (after this class in the MRO)."""

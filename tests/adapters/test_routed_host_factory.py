@@ -108,3 +108,36 @@ def test_a_restarted_asgi_app_makes_its_hosts_in_its_new_task_group() -> None:
         return statuses
 
     assert asyncio.run(main()) == [200, 200]
+
+
+@pytest.mark.parametrize(
+    ("host_class", "context"),
+    [(asyncio_http._HTTPSessionHost, AsyncioContext), (trio_http._HTTPSessionHost, TrioContext)],
+)
+def test_a_routed_host_attaches_as_its_class_says(host_class: Any, context: Any) -> None:
+    """A routed host's ``attach`` honours its class: a timer at once where
+    ``timer_on_demand`` is off, a flusher task where one is set (none by default)."""
+
+    async def flusher() -> None:
+        pass
+
+    class Eager(host_class):
+        timer_on_demand = False
+
+    class Flushing(host_class):
+        pass
+
+    Flushing.flusher = staticmethod(flusher)
+    server = build_server()
+    router = streamable_http_router(server)
+    started = {}
+    for cls in (host_class, Eager, Flushing):
+        group = _Group()
+        exchange = router.handle(HTTPRequest("POST", "/mcp", HEADERS, _body(1, True)))
+        host = cls.factory(group, router, server, context)(exchange.session)
+        started[cls] = group.started
+        assert (host._timer is not None) == (cls is Eager)
+        exchange.disconnected()
+    assert started[host_class] == []
+    assert len(started[Eager]) == 1 and started[Eager][0].__name__ == "run_timer"
+    assert started[Flushing] == [flusher]
