@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_SESSION_RECORDS",
+    "DEFAULT_REPLAY_BYTES",
     "DEFAULT_SESSION_RECORD_TTL",
     "SESSION_CHANNEL",
     "HandshakeSessionStore",
@@ -78,6 +79,10 @@ DEFAULT_MAX_SESSION_RECORDS = 100_000
 DEFAULT_MAX_RELAY_QUEUE = 10_000
 #: Seconds a stopping replica spends writing what it still queued for the store.
 DEFAULT_STOP_GRACE = 2.0
+#: Bytes of a session's events the store keeps for ``Last-Event-ID`` (all its
+#: streams), and bytes of its backlog, at most each (4 MiB: the largest request
+#: body a server takes by default, so a tool result of that size stays resumable).
+DEFAULT_REPLAY_BYTES = 4 * 1024 * 1024
 #: One kept event: ``(stream key, number, its SSE bytes)``.
 KeptEvent = tuple[str, int, bytes]
 
@@ -87,11 +92,14 @@ class ReplayBounds:
     """What a :class:`HandshakeSessionStore` keeps of a session's events and backlog:
     ``memory`` events per stream (and messages in the backlog), for ``streams``
     streams, ``ttl`` seconds from each write (the router's ``replay_memory``,
-    ``replay_streams`` and the record's TTL)."""
+    ``replay_streams`` and the record's TTL), and at most ``max_bytes`` bytes of
+    events (their SSE bytes, all streams of the session together) and as many of
+    backlog (:attr:`SharedSessions.replay_bytes`): past it the oldest go first."""
 
     ttl: float
     memory: int
     streams: int
+    max_bytes: int = DEFAULT_REPLAY_BYTES
 
 
 #: A session's state other copies must respect: ``(logLevel, subscriptions)``.
@@ -214,7 +222,11 @@ class HandshakeSessionStore(Protocol):
         bounds: ReplayBounds,
     ) -> None:
         """Keep ``events`` (oldest first) for ``Last-Event-ID`` within ``bounds``: the
-        newest of each stream, of the most recently active streams of the session."""
+        newest of each stream, of the most recently active streams of the session, and
+        past ``bounds.max_bytes`` the session's oldest events go first.  An event larger
+        than that is not kept, nor are its stream's earlier ones (a resumption must
+        not skip it: the stream then replays from its next event, as when older events
+        than the one named were dropped)."""
         ...
 
     async def events(self, session_id: str, key: str, now: float) -> list[tuple[int, bytes]]:
@@ -232,7 +244,8 @@ class HandshakeSessionStore(Protocol):
     ) -> None:
         """Keep ``messages`` (JSON, oldest first) for the session's next GET stream:
         after those waiting already, or before them (``front``: given back); the
-        newest ``bounds.memory`` in all."""
+        newest ``bounds.memory`` in all, of ``bounds.max_bytes`` bytes at most (the
+        oldest go first; a message larger than that is not kept)."""
         ...
 
     async def take_backlog(self, session_id: str, now: float, bounds: ReplayBounds) -> list[bytes]:
@@ -246,9 +259,24 @@ class _KeptInMemory:
     """A session's events and backlog in a :class:`MemoryHandshakeSessionStore`."""
 
     until: float
-    #: Stream key -> its events, least recently active first.
-    streams: OrderedDict[str, deque[tuple[int, bytes]]] = attrs.Factory(OrderedDict)
+    #: Stream key -> its events ``(number, bytes, order)``, least recently active
+    #: first; ``order`` counts the session's events, so the oldest of all is known.
+    streams: OrderedDict[str, deque[tuple[int, bytes, int]]] = attrs.Factory(OrderedDict)
     backlog: deque[bytes] = attrs.Factory(deque)
+    #: The events kept so far, in all; the bytes of those held.
+    count: int = 0
+    size: int = 0
+
+    def forget(self, key: str) -> None:
+        """Drop stream ``key``'s events."""
+        self.size -= sum(len(chunk) for _, chunk, _ in self.streams.pop(key, ()))
+
+    def drop_oldest(self) -> None:
+        """Drop the session's oldest event (that of the stream whose first is oldest)."""
+        key = min(self.streams, key=lambda k: self.streams[k][0][2])
+        self.size -= len(self.streams[key].popleft()[1])
+        if not self.streams[key]:
+            del self.streams[key]
 
 
 class MemoryHandshakeSessionStore:
@@ -283,19 +311,31 @@ class MemoryHandshakeSessionStore:
         now: float,
         bounds: ReplayBounds,
     ) -> None:
-        held = self._held(session_id, now, bounds.ttl).streams
+        if not events or bounds.memory <= 0 or bounds.streams <= 0:
+            return
+        kept = self._held(session_id, now, bounds.ttl)
+        held = kept.streams
         for key, number, chunk in events:
-            kept = held.pop(key, None)
-            held[key] = kept if kept is not None else deque(maxlen=bounds.memory)
-            held[key].append((number, chunk))
+            kept.count += 1
+            if len(chunk) > bounds.max_bytes:
+                kept.forget(key)  # (see HandshakeSessionStore.keep_events)
+                continue
+            stream = held.pop(key, None)
+            held[key] = stream = deque() if stream is None else stream
+            stream.append((number, chunk, kept.count))
+            kept.size += len(chunk)
+            if len(stream) > bounds.memory:
+                kept.size -= len(stream.popleft()[1])
             while len(held) > bounds.streams:
-                held.popitem(last=False)
+                kept.forget(next(iter(held)))
+            while kept.size > bounds.max_bytes:
+                kept.drop_oldest()
 
     async def events(self, session_id: str, key: str, now: float) -> list[tuple[int, bytes]]:
         kept = self._kept.get(session_id)
         if kept is None or kept.until <= now:
             return []
-        return list(kept.streams.get(key, ()))
+        return [(number, chunk) for number, chunk, _ in kept.streams.get(key, ())]
 
     async def push_backlog(
         self,
@@ -307,8 +347,12 @@ class MemoryHandshakeSessionStore:
         front: bool = False,
     ) -> None:
         held = self._held(session_id, now, bounds.ttl)
-        waiting = [*messages, *held.backlog] if front else [*held.backlog, *messages]
-        held.backlog = deque(waiting[-bounds.memory :] if bounds.memory > 0 else [])
+        fitting = [m for m in messages if len(m) <= bounds.max_bytes]
+        waiting = deque([*fitting, *held.backlog] if front else [*held.backlog, *fitting])
+        size = sum(map(len, waiting))
+        while waiting and (len(waiting) > bounds.memory or size > bounds.max_bytes):
+            size -= len(waiting.popleft())
+        held.backlog = waiting
 
     async def take_backlog(self, session_id: str, now: float, bounds: ReplayBounds) -> list[bytes]:
         kept = self._kept.get(session_id)
@@ -355,16 +399,19 @@ class MemoryHandshakeSessionStore:
 
 
 _RESOURCE_UPDATED = "notifications/resources/updated"
-
-
-def _entry(number: int, chunk: bytes) -> bytes:
-    """A kept event as a Redis list holds it: its number, a space, its bytes."""
-    return b"%d %s" % (number, chunk)
+#: What Redis holds of a session's kept events besides their lists (see
+#: :class:`RedisHandshakeSessionStore`).
+_REPLAY_KEYS = ("replay-streams", "replay-heads", "replay-bytes")
 
 
 def _parsed_entry(entry: Any) -> tuple[int, bytes] | None:
+    """A kept event from its Redis list entry (``NUMBER.ORDER SSE-bytes``, see
+    :data:`_KEEP_SCRIPT`): ``(number, bytes)``; None if malformed."""
     head, space, chunk = entry.partition(b" ") if isinstance(entry, bytes) else (b"", b"", b"")
-    return (int(head), chunk) if space and head.isdigit() else None
+    number, dot, order = head.partition(b".")
+    if not (space and dot and number.isdigit() and order.isdigit()):
+        return None
+    return (int(number), chunk)
 
 
 #: KEYS[1] the record; ARGV: the new record's stamp (seconds), its JSON, its TTL in ms,
@@ -373,17 +420,128 @@ _SAVE_SCRIPT = guarded_set(
     "(function(s) return s ~= nil and (s[1] > tonumber(ARGV[1])"
     " or (s[1] == tonumber(ARGV[1]) and s[2] > ARGV[4])) end)(current['state']['stamp'])"
 )
-#: KEYS: the record, the backlog, the streams' index; ARGV: the TTL in ms, what
-#: begins the name of each stream's list.  The record's refresh renews what is kept
-#: of the session with it (in one step), so that they live as long as the session.
+#: KEYS: the record, the backlog, the streams' index, their heads, the sizes; ARGV:
+#: the TTL in ms, what begins the name of each stream's list.  The record's refresh
+#: renews what is kept of the session with it (in one step), so that they live as
+#: long as the session.
 _REFRESH_SCRIPT = """
 if redis.call('PEXPIRE', KEYS[1], ARGV[1]) == 0 then return 0 end
-redis.call('PEXPIRE', KEYS[2], ARGV[1])
 for _, key in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
   redis.call('PEXPIRE', ARGV[2] .. key, ARGV[1])
 end
-redis.call('PEXPIRE', KEYS[3], ARGV[1])
+for i = 2, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[1]) end
 return 1
+"""
+#: KEYS: the session's streams by latest event (``replay-streams``), by first event
+#: (``replay-heads``), and its sizes (``replay-bytes``: each stream's bytes, and
+#: ``:events`` their sum, ``:order`` the events kept so far); ARGV: the TTL in ms,
+#: per stream events, streams, bytes at most, what begins each stream's list's name,
+#: then each event's stream key, number and bytes.  Each event is an entry
+#: ``NUMBER.ORDER SSE-bytes`` of its stream's list (``ORDER``: its place among the
+#: session's events, which both sorted sets score by); after each, the bounds hold
+#: (the stream's oldest, the least recently active stream, the session's oldest
+#: events go).  In one step, so that replicas writing at once keep the sizes true.
+_KEEP_SCRIPT = """
+local ttl, memory, streams, limit = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]),
+  tonumber(ARGV[4])
+local prefix, index, heads, sizes = ARGV[5], KEYS[1], KEYS[2], KEYS[3]
+local function add(field, size)  -- (a Lua number may print as -0 or 1e+15)
+  redis.call('HINCRBY', sizes, field, string.format('%d', size))
+end
+local function forget(key)
+  local size = tonumber(redis.call('HGET', sizes, key) or '0')
+  add(':events', -size)
+  redis.call('HDEL', sizes, key)
+  redis.call('ZREM', index, key)
+  redis.call('ZREM', heads, key)
+  redis.call('DEL', prefix .. key)
+end
+local function shrink(key, entry)
+  local size = #entry - string.find(entry, ' ', 1, true)
+  add(key, -size)
+  add(':events', -size)
+end
+local function new_head(key)
+  local head = redis.call('LINDEX', prefix .. key, 0)
+  if head then
+    redis.call('ZADD', heads, string.match(head, '^%d+%.(%d+) ') or 0, key)
+  else
+    forget(key)
+  end
+end
+for i = 6, #ARGV, 3 do
+  local key, chunk = ARGV[i], ARGV[i + 2]
+  local name = prefix .. key
+  local order = redis.call('HINCRBY', sizes, ':order', 1)
+  if redis.call('EXISTS', name) == 0 then forget(key) end  -- expired: its size too
+  if #chunk > limit then
+    forget(key)
+  else
+    redis.call('RPUSH', name, ARGV[i + 1] .. '.' .. order .. ' ' .. chunk)
+    redis.call('PEXPIRE', name, ttl)
+    add(key, #chunk)
+    add(':events', #chunk)
+    redis.call('ZADD', index, order, key)
+    if redis.call('LLEN', name) > memory then shrink(key, redis.call('LPOP', name)) end
+    new_head(key)
+    while redis.call('ZCARD', index) > streams do
+      forget(redis.call('ZRANGE', index, 0, 0)[1])
+    end
+    while tonumber(redis.call('HGET', sizes, ':events')) > limit do
+      local oldest = redis.call('ZRANGE', heads, 0, 0)[1]
+      if not oldest then
+        redis.call('HSET', sizes, ':events', 0)
+        break
+      end
+      local entry = redis.call('LPOP', prefix .. oldest)
+      if entry then shrink(oldest, entry) end
+      new_head(oldest)
+    end
+  end
+end
+for _, key in ipairs(KEYS) do redis.call('PEXPIRE', key, ttl) end
+"""
+#: KEYS: the backlog, the sizes (``:backlog``: the backlog's bytes); ARGV: the TTL in
+#: ms, messages at most, bytes at most, ``front`` (1: before those waiting), then the
+#: messages.  The oldest go first past either bound; one larger than the bytes is
+#: not kept.
+_PUSH_SCRIPT = """
+local name, sizes = KEYS[1], KEYS[2]
+local memory, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
+local size = 0
+if redis.call('EXISTS', name) == 1 then
+  size = tonumber(redis.call('HGET', sizes, ':backlog') or '0')
+end
+local first, last, step, push = 5, #ARGV, 1, 'RPUSH'
+if ARGV[4] == '1' then first, last, step, push = #ARGV, 5, -1, 'LPUSH' end
+for i = first, last, step do
+  if #ARGV[i] <= limit then
+    redis.call(push, name, ARGV[i])
+    size = size + #ARGV[i]
+  end
+end
+local count = redis.call('LLEN', name)
+while count > 0 and (count > memory or size > limit) do
+  size = size - #redis.call('LPOP', name)
+  count = count - 1
+end
+redis.call('HSET', sizes, ':backlog', string.format('%d', size))
+redis.call('PEXPIRE', name, ARGV[1])
+redis.call('PEXPIRE', sizes, ARGV[1])
+"""
+#: KEYS: the backlog, the sizes; ARGV: how many to take.  One step: a message is
+#: taken by one replica, and the backlog's size stays true.
+_TAKE_SCRIPT = """
+local taken = redis.call('LPOP', KEYS[1], ARGV[1])
+if not taken then return {} end
+local size = 0
+for _, message in ipairs(taken) do size = size + #message end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('HINCRBY', KEYS[2], ':backlog', string.format('%d', -size))
+else
+  redis.call('HSET', KEYS[2], ':backlog', 0)
+end
+return taken
 """
 
 
@@ -393,11 +551,14 @@ class RedisHandshakeSessionStore:
     a refresh is one ``PEXPIRE`` (``last_seen`` stays the save's: the TTL is the truth).
 
     A stream's kept events are a list under ``key("session-replay", id, stream key)`` (each
-    entry ``NUMBER SSE-bytes``, trimmed to the newest ``memory``); the session's
+    entry ``NUMBER.ORDER SSE-bytes``, trimmed to the newest ``memory``); the session's
     streams a sorted set under ``key("replay-streams", id)`` scored by last activity
-    (past ``streams``, the least recently active lose their lists); its backlog a
-    list of JSON messages under ``key("backlog", id)``.  Each expires with the record's TTL,
-    renewed by its own writes and by each refresh of the record."""
+    (past ``streams``, the least recently active lose their lists) and one under
+    ``key("replay-heads", id)`` scored by their oldest event's order, their sizes a
+    hash under ``key("replay-bytes", id)`` (past ``max_bytes``, the session's oldest
+    events go); its backlog a list of JSON messages under ``key("backlog", id)``.
+    Each expires with the record's TTL, renewed by its own writes and by each
+    refresh of the record."""
 
     def __init__(self, stores: Stores) -> None:
         if stores.redis is None:
@@ -423,19 +584,20 @@ class RedisHandshakeSessionStore:
             raise StoreUnavailable(self.url, f"a session record is malformed: {exc}") from None
 
     async def refresh(self, session_id: str, now: float, ttl: float) -> bool:
-        keys = [self._key(kind, session_id) for kind in ("session", "backlog", "replay-streams")]
+        keys = [self._key(kind, session_id) for kind in ("session", "backlog", *_REPLAY_KEYS)]
         lists = self._key("session-replay", session_id, "")
         return bool(
-            await self._redis.execute("EVAL", _REFRESH_SCRIPT, 3, *keys, expiry_ms(ttl), lists)
+            await self._redis.execute(
+                "EVAL", _REFRESH_SCRIPT, len(keys), *keys, expiry_ms(ttl), lists
+            )
         )
 
     async def end(self, session_id: str) -> None:
         index = self._key("replay-streams", session_id)
         streams = await self._redis.execute("ZRANGE", index, 0, -1)
         lists = [self._key("session-replay", session_id, k.decode()) for k in streams or ()]
-        await self._redis.execute(
-            "DEL", self._key("session", session_id), index, self._key("backlog", session_id), *lists
-        )
+        others = [self._key(kind, session_id) for kind in ("session", "backlog", *_REPLAY_KEYS)]
+        await self._redis.execute("DEL", *others, *lists)
 
     async def keep_events(
         self,
@@ -444,29 +606,21 @@ class RedisHandshakeSessionStore:
         now: float,
         bounds: ReplayBounds,
     ) -> None:
-        index = self._key("replay-streams", session_id)
-        by_stream: dict[str, list[bytes]] = {}
-        for key, number, chunk in events:
-            by_stream.setdefault(key, []).append(_entry(number, chunk))
-        memory, ttl = bounds.memory, bounds.ttl
-        if not events or memory <= 0 or bounds.streams <= 0:
+        if not events or bounds.memory <= 0 or bounds.streams <= 0:
             return
-        commands: list[tuple[str | bytes | int | float, ...]] = []
-        for key, entries in by_stream.items():
-            name = self._key("session-replay", session_id, key)
-            commands += [
-                ("RPUSH", name, *entries[-memory:]),
-                ("LTRIM", name, -memory, -1),
-                ("PEXPIRE", name, expiry_ms(ttl)),
-                ("ZADD", index, now, key),
-            ]
-        commands += [("PEXPIRE", index, expiry_ms(ttl)), ("ZCARD", index)]
-        replies = await self._redis.pipeline(commands)
-        excess = int(replies[-1]) - bounds.streams
-        if excess > 0:  # the least recently active streams are forgotten
-            gone = await self._redis.execute("ZPOPMIN", index, excess)
-            keys = [self._key("session-replay", session_id, k.decode()) for k in gone[::2]]
-            await self._redis.execute("DEL", *keys)
+        keys = [self._key(kind, session_id) for kind in _REPLAY_KEYS]
+        await self._redis.execute(
+            "EVAL",
+            _KEEP_SCRIPT,
+            len(keys),
+            *keys,
+            expiry_ms(bounds.ttl),
+            bounds.memory,
+            bounds.streams,
+            bounds.max_bytes,
+            self._key("session-replay", session_id, ""),
+            *(part for key, number, chunk in events for part in (key, number, chunk)),
+        )
 
     async def events(self, session_id: str, key: str, now: float) -> list[tuple[int, bytes]]:
         entries = await self._redis.execute(
@@ -484,21 +638,26 @@ class RedisHandshakeSessionStore:
         *,
         front: bool = False,
     ) -> None:
-        memory = bounds.memory
-        if not messages or memory <= 0:
+        if not messages or bounds.memory <= 0:
             return
-        name = self._key("backlog", session_id)
-        push: tuple[str | bytes | int | float, ...] = (
-            ("LPUSH", name, *reversed(messages)) if front else ("RPUSH", name, *messages)
-        )
-        await self._redis.pipeline(
-            [push, ("LTRIM", name, -memory, -1), ("PEXPIRE", name, expiry_ms(bounds.ttl))]
+        keys = (self._key("backlog", session_id), self._key("replay-bytes", session_id))
+        await self._redis.execute(
+            "EVAL",
+            _PUSH_SCRIPT,
+            2,
+            *keys,
+            expiry_ms(bounds.ttl),
+            bounds.memory,
+            bounds.max_bytes,
+            int(front),
+            *messages,
         )
 
     async def take_backlog(self, session_id: str, now: float, bounds: ReplayBounds) -> list[bytes]:
-        # One LPOP: atomic, so that two replicas never both take a message.
-        name = self._key("backlog", session_id)
-        taken = await self._redis.execute("LPOP", name, max(bounds.memory, 1))
+        keys = (self._key("backlog", session_id), self._key("replay-bytes", session_id))
+        taken = await self._redis.execute(
+            "EVAL", _TAKE_SCRIPT, 2, *keys, max(bounds.memory, 1)
+        )
         return [m for m in taken or () if isinstance(m, bytes)]
 
 
@@ -552,8 +711,12 @@ class SharedSessions:
         *,
         max_queue: int = DEFAULT_MAX_RELAY_QUEUE,
         stop_grace: float = DEFAULT_STOP_GRACE,
+        replay_bytes: int = DEFAULT_REPLAY_BYTES,
     ) -> None:
         self.machine = machine
+        #: Bytes of a session's events the store keeps for ``Last-Event-ID``, and of
+        #: its backlog, at most each (settable; see :class:`ReplayBounds`).
+        self.replay_bytes = replay_bytes
         #: Seconds a stopping replica spends on what it still queued (:meth:`flush`).
         self.stop_grace = stop_grace
         self.hosts = hosts
@@ -589,9 +752,11 @@ class SharedSessions:
     @property
     def bounds(self) -> ReplayBounds:
         """What the store keeps of a session's events and backlog: as this replica's
-        router keeps them, for as long as the record lives."""
+        router keeps them, for as long as the record lives, within :attr:`replay_bytes`."""
         sessions = self.machine.sessions
-        return ReplayBounds(self.ttl, sessions.replay_memory, sessions.replay_streams)
+        return ReplayBounds(
+            self.ttl, sessions.replay_memory, sessions.replay_streams, self.replay_bytes
+        )
 
     # SessionRelay ------------------------------------------------------------------
 
