@@ -19,6 +19,7 @@ from ._server_session import ServerSession
 from ._state import SessionState
 
 __all__ = [
+    "DEFAULT_REPLAY_BYTES",
     "REQUEST_ID_SPACE",
     "ReplicaSessions",
     "SessionRelay",
@@ -30,6 +31,11 @@ __all__ = [
 #: point below this (JSON numbers stay exact up to 2**53), so that an answer names
 #: the one copy that asked.
 REQUEST_ID_SPACE = 1 << 52
+#: Bytes of a session's events the shared store keeps for ``Last-Event-ID`` (all its
+#: streams together), and of its GET stream's backlog, at most each (4 MiB: the
+#: largest request body a server takes by default, so that an answer of that size
+#: stays resumable at another replica).
+DEFAULT_REPLAY_BYTES = 4 * 1024 * 1024
 
 
 class SessionRelay(Protocol):
@@ -131,6 +137,10 @@ class ReplicaSessions:
         #: Where what belongs to another replica's copy of a session goes; set by
         #: the runtime when replicas share sessions (see :class:`SessionRelay`).
         self.relay: SessionRelay | None = None
+        #: Bytes of a session's events the shared store keeps, and of its backlog
+        #: there, at most each (settable): past it the oldest go first.  This
+        #: replica's own memory is bounded by ``router.sessions``' counts instead.
+        self.replay_bytes = DEFAULT_REPLAY_BYTES
 
     def new_copy(self) -> ServerSession:
         """A new handshake session from the router; among replicas, asking from its

@@ -45,6 +45,7 @@ from .._http import HTTPRequest
 from .._outbox import encode_message
 from .._params import LOG_LEVELS
 from .._server_session import ServerSession
+from .._shared_sessions import DEFAULT_REPLAY_BYTES
 from .._streamable_http import Exchange, StreamableHTTPServer
 from ._store_base import EventSubscription, StoreUnavailable, expiry_ms, guarded_set
 from ._stores import Stores
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_SESSION_RECORDS",
-    "DEFAULT_REPLAY_BYTES",
     "DEFAULT_SESSION_RECORD_TTL",
     "SESSION_CHANNEL",
     "HandshakeSessionStore",
@@ -79,10 +79,6 @@ DEFAULT_MAX_SESSION_RECORDS = 100_000
 DEFAULT_MAX_RELAY_QUEUE = 10_000
 #: Seconds a stopping replica spends writing what it still queued for the store.
 DEFAULT_STOP_GRACE = 2.0
-#: Bytes of a session's events the store keeps for ``Last-Event-ID`` (all its
-#: streams), and bytes of its backlog, at most each (4 MiB: the largest request
-#: body a server takes by default, so a tool result of that size stays resumable).
-DEFAULT_REPLAY_BYTES = 4 * 1024 * 1024
 #: One kept event: ``(stream key, number, its SSE bytes)``.
 KeptEvent = tuple[str, int, bytes]
 
@@ -94,7 +90,7 @@ class ReplayBounds:
     streams, ``ttl`` seconds from each write (the router's ``replay_memory``,
     ``replay_streams`` and the record's TTL), and at most ``max_bytes`` bytes of
     events (their SSE bytes, all streams of the session together) and as many of
-    backlog (:attr:`SharedSessions.replay_bytes`): past it the oldest go first."""
+    backlog (the router's ``replicas.replay_bytes``): past it the oldest go first."""
 
     ttl: float
     memory: int
@@ -655,9 +651,7 @@ class RedisHandshakeSessionStore:
 
     async def take_backlog(self, session_id: str, now: float, bounds: ReplayBounds) -> list[bytes]:
         keys = (self._key("backlog", session_id), self._key("replay-bytes", session_id))
-        taken = await self._redis.execute(
-            "EVAL", _TAKE_SCRIPT, 2, *keys, max(bounds.memory, 1)
-        )
+        taken = await self._redis.execute("EVAL", _TAKE_SCRIPT, 2, *keys, max(bounds.memory, 1))
         return [m for m in taken or () if isinstance(m, bytes)]
 
 
@@ -711,12 +705,8 @@ class SharedSessions:
         *,
         max_queue: int = DEFAULT_MAX_RELAY_QUEUE,
         stop_grace: float = DEFAULT_STOP_GRACE,
-        replay_bytes: int = DEFAULT_REPLAY_BYTES,
     ) -> None:
         self.machine = machine
-        #: Bytes of a session's events the store keeps for ``Last-Event-ID``, and of
-        #: its backlog, at most each (settable; see :class:`ReplayBounds`).
-        self.replay_bytes = replay_bytes
         #: Seconds a stopping replica spends on what it still queued (:meth:`flush`).
         self.stop_grace = stop_grace
         self.hosts = hosts
@@ -752,11 +742,10 @@ class SharedSessions:
     @property
     def bounds(self) -> ReplayBounds:
         """What the store keeps of a session's events and backlog: as this replica's
-        router keeps them, for as long as the record lives, within :attr:`replay_bytes`."""
-        sessions = self.machine.sessions
-        return ReplayBounds(
-            self.ttl, sessions.replay_memory, sessions.replay_streams, self.replay_bytes
-        )
+        router keeps them, for as long as the record lives, within its
+        ``replicas.replay_bytes``."""
+        sessions, replay_bytes = self.machine.sessions, self.machine.replicas.replay_bytes
+        return ReplayBounds(self.ttl, sessions.replay_memory, sessions.replay_streams, replay_bytes)
 
     # SessionRelay ------------------------------------------------------------------
 

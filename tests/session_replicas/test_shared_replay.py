@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from typing import Any
 
 from redis_service import RedisService
 
+from sansio_mcp.http import StreamableHTTPServer
 from sansio_mcp.runtime import Context, Server, Stores, open_stores
 from sansio_mcp.runtime._backend import Signal
 from sansio_mcp.runtime._session_store import HandshakeSessionStore, handshake_session_store
@@ -277,5 +279,67 @@ def test_a_get_stream_resumed_at_b_and_broken_again_loses_nothing_of_b(
                 await noted(backend, b, headers, "three")
                 _, message = await next_event(backend, resumed)
                 assert logged(message) == "three"  # and "two" came once
+
+    backend.run(main)
+
+
+@asynccontextmanager
+async def byte_bound_replicas(
+    backend: Backend, redis_url: str, replay_bytes: int
+) -> AsyncIterator[tuple[int, int, HandshakeSessionStore]]:
+    """Replicas A and B whose routers keep at most ``replay_bytes`` of a session's
+    events in Redis (``router.replicas.replay_bytes``), and the store."""
+    namespace = f"rb{time.monotonic_ns()}"
+    async with AsyncExitStack() as stack:
+        ports = []
+        for name in "AB":
+            stores = await stack.enter_async_context(
+                open_stores(redis_url, backend.backend, replica_id=name, namespace=namespace)
+            )
+            server = noting_replica(stores)
+            router = StreamableHTTPServer(server.create_session)
+            router.replicas.replay_bytes = replay_bytes
+            serve = partial(backend.http_server.serve_router, server, router, port=0)
+            ports.append(await stack.enter_async_context(backend.serving(serve)))
+        store = handshake_session_store(stores)
+        assert store is not None
+        yield ports[0], ports[1], store
+
+
+def test_past_the_byte_bound_a_resumption_at_b_replays_from_the_oldest_event_kept(
+    backend: Backend, redis_url: str
+) -> None:
+    """A's GET stream broke after its first event; Redis kept only the newest of the
+    session's events (``replay_bytes``): B replays the GET stream from its oldest
+    event kept, what a replica gives when its own memory dropped the event named."""
+
+    async def main() -> None:
+        async with byte_bound_replicas(backend, redis_url, 400) as (a, b, store):
+            headers = await open_session(backend, a)
+            texts = [f"n{i}" for i in range(1, 7)]
+            async with opened(backend, a, headers) as stream:
+                for text in texts:
+                    await noted(backend, a, headers, text)
+                first, message = await next_event(backend, stream)
+                assert logged(message) == "n1"
+            assert first is not None
+            key = first.rpartition("-")[0]
+            session_id = headers["mcp-session-id"]
+            async with backend.backend.fail_after(10):  # A's writes reached Redis
+                while True:
+                    last = await store.events(session_id, key, time.time())
+                    if last and b'"n6"' in last[-1][1]:
+                        break
+                    await backend.backend.sleep(0.01)
+            assert 0 < len(last) < 5  # the oldest GET events went
+            async with opened(backend, b, {**headers, "last-event-id": first}) as again:
+                replayed = []
+                for _ in last:
+                    _, message = await next_event(backend, again)
+                    replayed.append(logged(message))
+                assert replayed == texts[-len(last) :]
+                await noted(backend, b, headers, "n7")  # then it goes on
+                _, message = await next_event(backend, again)
+                assert logged(message) == "n7"
 
     backend.run(main)
