@@ -10,11 +10,11 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ._errors import LocalProtocolError
-from ._exchange import is_response
+from ._exchange import Exchange, is_response
 from ._handshake_sessions import HandshakeSession, HandshakeSessions
 from ._jsonrpc import RequestId, is_request_id
 from ._outbox import Outgoing, encode_message
-from ._replay import split_event_id
+from ._replay import is_get_key, split_event_id
 from ._server_session import ServerSession
 from ._state import SessionState
 
@@ -251,6 +251,25 @@ class ReplicaSessions:
         if state is None or named is None:
             return None
         return named[0] if state.foreign(named[0]) else None
+
+    def took_over(self, session_id: str, last_event_id: str | None, stream: Exchange) -> None:
+        """A GET has just opened ``stream`` as the session's GET stream here, for a
+        ``Last-Event-ID`` naming another copy's GET stream: unless the client took this
+        copy's id-only event at once (2025-11-25 on, after a replay), a ``ping`` goes on
+        it now, its answer dropped wherever it lands.  Its id is this copy's, so the
+        client's ``Last-Event-ID`` names this copy's stream before anything else is
+        sent on it: resumed with the other copy's id, the stream would find nothing of
+        what this copy sent (a client before 2025-11-25 may choke on an event without
+        data, and every revision answers ``ping``)."""
+        state = self.router.sessions.get(session_id)
+        key = self.foreign_stream(session_id, last_event_id)
+        if state is None or key is None or not is_get_key(key) or state.get_stream is not stream:
+            return
+        if state.bare_ids and key in state.replay:
+            return  # marked by HandshakeSession.open_get_stream
+        session = state.session
+        session.forget(session.send_ping())
+        self.router.flush(session)
 
     def restore(self, session_id: str, key: str, events: list[tuple[int, bytes]]) -> None:
         """Hold ``events`` (the shared store's list of another copy's stream ``key``)

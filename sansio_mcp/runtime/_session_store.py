@@ -1088,6 +1088,8 @@ class SharedSessions:
             return
         listener = request.headers.get("mcp-session-id")
         if request.method == "GET" and listener is not None and exchange.streaming:
+            resumed = request.headers.get("last-event-id")
+            self.machine.replicas.took_over(listener, resumed, exchange)
             # What waited for a GET stream while none was open goes on this one.
             self._do(lambda: self._take_backlog(listener))
             return

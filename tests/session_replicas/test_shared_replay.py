@@ -13,6 +13,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from typing import Any
 
+import pytest
 from redis_service import RedisService
 
 from sansio_mcp.http import StreamableHTTPServer
@@ -20,8 +21,9 @@ from sansio_mcp.runtime import Context, Server, Stores, open_stores
 from sansio_mcp.runtime._backend import Signal
 from sansio_mcp.runtime._session_store import HandshakeSessionStore, handshake_session_store
 from tests.auth.test_http import Backend
-from tests.session_replicas.raw import call, connect
+from tests.session_replicas.raw import ACCEPT_BOTH, call, connect, messages
 from tests.session_replicas.test_two_replicas import (
+    INITIALIZE,
     answer_of,
     open_session,
     replica,
@@ -341,5 +343,74 @@ def test_past_the_byte_bound_a_resumption_at_b_replays_from_the_oldest_event_kep
                 await noted(backend, b, headers, "n7")  # then it goes on
                 _, message = await next_event(backend, again)
                 assert logged(message) == "n7"
+
+    backend.run(main)
+
+
+async def open_session_at(backend: Backend, port: int, version: str) -> dict[str, str]:
+    """initialize at ``port`` with protocol ``version``: the session's later headers."""
+    initialize = json.loads(json.dumps(INITIALIZE))
+    initialize["params"]["protocolVersion"] = version
+    status, head, body = await call(backend.backend, port, "POST", ACCEPT_BOTH, initialize)
+    assert status == 200, body
+    assert messages(head, body)[0]["result"]["protocolVersion"] == version
+    return {
+        **ACCEPT_BOTH,
+        "mcp-session-id": head["mcp-session-id"],
+        "mcp-protocol-version": version,
+    }
+
+
+@pytest.mark.parametrize("version", ["2025-03-26", "2025-06-18"])
+def test_a_client_before_2025_11_25_taken_over_at_b_gets_an_id_of_b_at_once(
+    backend: Backend, redis_url: str, version: str
+) -> None:
+    """Such a client takes no event without data, so B's GET stream, resuming A's with
+    nothing to replay, opens with a ``ping`` of B's id: the stream broken again with
+    B's note sent but unread, the client resumes with that id (at A) and gets the note.
+    Resumed with A's id, the note would be lost: A's stream has nothing after it."""
+
+    async def main() -> None:
+        async with replicas(backend, redis_url) as (a, b, store, _):
+            headers = await open_session_at(backend, a, version)
+            async with opened(backend, a, headers) as stream:
+                await noted(backend, a, headers, "one")
+                first, message = await next_event(backend, stream)
+                assert logged(message) == "one"
+            assert first is not None
+            async with opened(backend, b, {**headers, "last-event-id": first}) as again:
+                ping_id, ping = await next_event(backend, again)
+                assert ping["method"] == "ping" and ping_id is not None, ping
+                assert not ping_id.startswith(first.rpartition("-")[0])  # B's stream
+                await noted(backend, b, headers, "two")  # sent, never read
+            # The client answers the ping at A: dropped, as B asked and forgot it.
+            answer = {"jsonrpc": "2.0", "id": ping["id"], "result": {}}
+            status, _, _ = await call(backend.backend, a, "POST", headers, answer)
+            assert status == 202
+            await kept(backend, store, headers, ping_id.rpartition("-")[0], 2)
+            async with opened(backend, a, {**headers, "last-event-id": ping_id}) as resumed:
+                _, message = await next_event(backend, resumed)
+                assert logged(message) == "two"
+
+    backend.run(main)
+
+
+def test_a_2025_11_25_client_taken_over_at_b_gets_the_id_only_event_and_no_ping(
+    backend: Backend, redis_url: str
+) -> None:
+    async def main() -> None:
+        async with replicas(backend, redis_url) as (a, b, _, _):
+            headers = await open_session(backend, a)
+            async with opened(backend, a, headers) as stream:
+                await noted(backend, a, headers, "one")
+                first, _ = await next_event(backend, stream)
+            assert first is not None
+            async with opened(backend, b, {**headers, "last-event-id": first}) as again:
+                async with backend.backend.fail_after(10):
+                    marked = await again.next_sse()
+                assert marked is not None and marked.id is not None and not marked.data
+                await noted(backend, b, headers, "two")
+                _, message = await next_event(backend, again)
+                assert logged(message) == "two"  # nothing came between
 
     backend.run(main)
