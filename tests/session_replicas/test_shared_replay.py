@@ -414,3 +414,43 @@ def test_a_2025_11_25_client_taken_over_at_b_gets_the_id_only_event_and_no_ping(
                 assert logged(message) == "two"  # nothing came between
 
     backend.run(main)
+
+
+def test_a_post_stream_resumed_at_b_while_its_request_runs_at_a_ends_and_is_resumed_again(
+    backend: Backend, redis_url: str
+) -> None:
+    """The documented limit (docs/deployment.md): B replays what Redis kept of A's POST
+    stream and ends the response, the request still running at A; resumed again once
+    A answered (the client's SEP-1699 polling), at B, it gets the rest, once, in order."""
+
+    async def main() -> None:
+        gate = f"g{time.monotonic_ns()}"
+        async with replicas(backend, redis_url) as (a, b, store, _):
+            headers = await open_session(backend, a)
+            async with connect(backend.backend, a) as stream:
+                await stream.send_request(
+                    "POST", "/mcp", headers, tool_call(2, "wait_then", {"gate": gate})
+                )
+                assert (await stream.head())[0] == 200
+                last, message = await next_event(backend, stream)
+                assert logged(message) == "before"
+            assert last is not None
+            key = last.rpartition("-")[0]
+            await kept(backend, store, headers, key, 2)  # priming, before
+            async with opened(backend, b, {**headers, "last-event-id": last}) as again:
+                # Nothing was kept after "before": the response ends, unanswered.
+                assert await next_event(backend, again) == (None, None)
+            opened_ = await answer_of(
+                backend, a, headers, tool_call(3, "open_gate", {"gate": gate})
+            )
+            assert opened_["result"]["content"][0]["text"] == "open"
+            await kept(backend, store, headers, key, 5)
+            async with opened(backend, b, {**headers, "last-event-id": last}) as rest:
+                _, one = await next_event(backend, rest)
+                _, two = await next_event(backend, rest)
+                _, answer = await next_event(backend, rest)
+                assert [logged(one), logged(two)] == ["after-1", "after-2"]
+                assert answer["id"] == 2 and "through" in str(answer["result"]), answer
+                assert await next_event(backend, rest) == (None, None)
+
+    backend.run(main)
