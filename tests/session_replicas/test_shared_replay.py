@@ -21,9 +21,8 @@ from sansio_mcp.runtime import Context, Server, Stores, open_stores
 from sansio_mcp.runtime._backend import Signal
 from sansio_mcp.runtime._session_store import HandshakeSessionStore, handshake_session_store
 from tests.auth.test_http import Backend
-from tests.session_replicas.raw import ACCEPT_BOTH, call, connect, messages
+from tests.session_replicas.raw import call, connect
 from tests.session_replicas.test_two_replicas import (
-    INITIALIZE,
     answer_of,
     open_session,
     replica,
@@ -133,6 +132,17 @@ async def opened(backend: Backend, port: int, headers: dict[str, str]) -> AsyncI
 def logged(message: Any) -> Any:
     assert message["method"] == "notifications/message", message
     return message["params"]["data"]
+
+
+async def one_then_broken(backend: Backend, port: int, headers: dict[str, str]) -> str:
+    """A GET stream at ``port`` that got the note "one" (made there), then broke: the
+    id of "one", what the client resumes from."""
+    async with opened(backend, port, headers) as stream:
+        await noted(backend, port, headers, "one")
+        first, message = await next_event(backend, stream)
+        assert logged(message) == "one"
+    assert first is not None
+    return first
 
 
 def test_a_get_stream_broken_at_a_resumes_at_b_with_what_it_missed(
@@ -259,11 +269,7 @@ def test_a_get_stream_resumed_at_b_and_broken_again_loses_nothing_of_b(
     async def main() -> None:
         async with replicas(backend, redis_url) as (a, b, _, _):
             headers = await open_session(backend, a)
-            async with opened(backend, a, headers) as stream:
-                await noted(backend, a, headers, "one")
-                last, message = await next_event(backend, stream)
-                assert logged(message) == "one"
-            assert last is not None
+            last = await one_then_broken(backend, a, headers)
             async with opened(backend, b, {**headers, "last-event-id": last}) as again:
                 await noted(backend, b, headers, "two")
                 # The client reads up to B's note and the stream breaks before it: its
@@ -347,20 +353,6 @@ def test_past_the_byte_bound_a_resumption_at_b_replays_from_the_oldest_event_kep
     backend.run(main)
 
 
-async def open_session_at(backend: Backend, port: int, version: str) -> dict[str, str]:
-    """initialize at ``port`` with protocol ``version``: the session's later headers."""
-    initialize = json.loads(json.dumps(INITIALIZE))
-    initialize["params"]["protocolVersion"] = version
-    status, head, body = await call(backend.backend, port, "POST", ACCEPT_BOTH, initialize)
-    assert status == 200, body
-    assert messages(head, body)[0]["result"]["protocolVersion"] == version
-    return {
-        **ACCEPT_BOTH,
-        "mcp-session-id": head["mcp-session-id"],
-        "mcp-protocol-version": version,
-    }
-
-
 @pytest.mark.parametrize("version", ["2025-03-26", "2025-06-18"])
 def test_a_client_before_2025_11_25_taken_over_at_b_gets_an_id_of_b_at_once(
     backend: Backend, redis_url: str, version: str
@@ -372,12 +364,8 @@ def test_a_client_before_2025_11_25_taken_over_at_b_gets_an_id_of_b_at_once(
 
     async def main() -> None:
         async with replicas(backend, redis_url) as (a, b, store, _):
-            headers = await open_session_at(backend, a, version)
-            async with opened(backend, a, headers) as stream:
-                await noted(backend, a, headers, "one")
-                first, message = await next_event(backend, stream)
-                assert logged(message) == "one"
-            assert first is not None
+            headers = await open_session(backend, a, version=version)
+            first = await one_then_broken(backend, a, headers)
             async with opened(backend, b, {**headers, "last-event-id": first}) as again:
                 ping_id, ping = await next_event(backend, again)
                 assert ping["method"] == "ping" and ping_id is not None, ping
@@ -401,10 +389,7 @@ def test_a_2025_11_25_client_taken_over_at_b_gets_the_id_only_event_and_no_ping(
     async def main() -> None:
         async with replicas(backend, redis_url) as (a, b, _, _):
             headers = await open_session(backend, a)
-            async with opened(backend, a, headers) as stream:
-                await noted(backend, a, headers, "one")
-                first, _ = await next_event(backend, stream)
-            assert first is not None
+            first = await one_then_broken(backend, a, headers)
             async with opened(backend, b, {**headers, "last-event-id": first}) as again:
                 async with backend.backend.fail_after(10):
                     marked = await again.next_sse()
