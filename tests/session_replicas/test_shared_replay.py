@@ -145,6 +145,22 @@ async def one_then_broken(backend: Backend, port: int, headers: dict[str, str]) 
     return first
 
 
+async def waiting_then_broken(
+    backend: Backend, port: int, headers: dict[str, str], gate: str
+) -> str:
+    """``wait_then(gate)`` called at ``port``, its POST stream broken after "before"
+    (the call waits on): the id of "before", what the client resumes from."""
+    async with connect(backend.backend, port) as stream:
+        await stream.send_request(
+            "POST", "/mcp", headers, tool_call(2, "wait_then", {"gate": gate})
+        )
+        assert (await stream.head())[0] == 200
+        last, message = await next_event(backend, stream)
+        assert logged(message) == "before"
+    assert last is not None
+    return last
+
+
 def test_a_get_stream_broken_at_a_resumes_at_b_with_what_it_missed(
     backend: Backend, redis_url: str
 ) -> None:
@@ -187,14 +203,7 @@ def test_a_post_stream_broken_at_a_is_resumed_at_b_to_its_answer(
         gate = f"g{time.monotonic_ns()}"
         async with replicas(backend, redis_url) as (a, b, store, _):
             headers = await open_session(backend, a)
-            async with connect(backend.backend, a) as stream:
-                await stream.send_request(
-                    "POST", "/mcp", headers, tool_call(2, "wait_then", {"gate": gate})
-                )
-                assert (await stream.head())[0] == 200
-                last, message = await next_event(backend, stream)
-                assert logged(message) == "before"
-            assert last is not None
+            last = await waiting_then_broken(backend, a, headers, gate)
             # The call goes on at A after its stream broke; what it says is kept.
             opened_ = await answer_of(
                 backend, a, headers, tool_call(3, "open_gate", {"gate": gate})
@@ -412,14 +421,7 @@ def test_a_post_stream_resumed_at_b_while_its_request_runs_at_a_ends_and_is_resu
         gate = f"g{time.monotonic_ns()}"
         async with replicas(backend, redis_url) as (a, b, store, _):
             headers = await open_session(backend, a)
-            async with connect(backend.backend, a) as stream:
-                await stream.send_request(
-                    "POST", "/mcp", headers, tool_call(2, "wait_then", {"gate": gate})
-                )
-                assert (await stream.head())[0] == 200
-                last, message = await next_event(backend, stream)
-                assert logged(message) == "before"
-            assert last is not None
+            last = await waiting_then_broken(backend, a, headers, gate)
             key = last.rpartition("-")[0]
             await kept(backend, store, headers, key, 2)  # priming, before
             async with opened(backend, b, {**headers, "last-event-id": last}) as again:
