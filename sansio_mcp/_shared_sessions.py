@@ -5,6 +5,7 @@ another replica's record, started READY where the client's handshake left it
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -36,6 +37,21 @@ REQUEST_ID_SPACE = 1 << 52
 #: largest request body a server takes by default, so that an answer of that size
 #: stays resumable at another replica).
 DEFAULT_REPLAY_BYTES = 4 * 1024 * 1024
+#: Seconds a POST stream resumed at another replica than the one running its request
+#: waits for news of it before asking that replica whether it still runs it (and,
+#: unanswered as long again, ends).
+DEFAULT_FOLLOW_CHECK = 10.0
+
+
+def answers(chunk: bytes) -> bool:
+    """Whether an SSE event as kept (``event: message``, ``id:``, one ``data:`` line)
+    carries an answer: a response, or a 2025-03-26 batch of them."""
+    data = chunk.partition(b"\ndata: ")[2]
+    try:
+        message = json.loads(data) if data else None
+    except ValueError:
+        return False
+    return isinstance(message, list) or is_response(message)
 
 
 class SessionRelay(Protocol):
@@ -141,6 +157,9 @@ class ReplicaSessions:
         #: there, at most each (settable): past it the oldest go first.  This
         #: replica's own memory is bounded by ``router.sessions``' counts instead.
         self.replay_bytes = DEFAULT_REPLAY_BYTES
+        #: Seconds a POST stream resumed here from another copy's waits for news
+        #: before asking that copy whether its request still runs (settable).
+        self.follow_check = DEFAULT_FOLLOW_CHECK
 
     def new_copy(self) -> ServerSession:
         """A new handshake session from the router; among replicas, asking from its
@@ -270,6 +289,52 @@ class ReplicaSessions:
         session = state.session
         session.forget(session.send_ping())
         self.router.flush(session)
+
+    def follow(self, session_id: str, last_event_id: str | None, stream: Exchange) -> str | None:
+        """A GET has just resumed here, on ``stream``, the POST stream of another copy
+        that ``last_event_id`` names, replaying what the store kept: unless that ends
+        with the answer, ``stream`` stays open, for what the copy running the request
+        keeps next (:meth:`followed`).  The stream key followed, or None."""
+        state = self.router.sessions.get(session_id)
+        key = self.foreign_stream(session_id, last_event_id)
+        if state is None or key is None or is_get_key(key) or stream.stream_key != key:
+            return None
+        events = state.replay.events(key)
+        if not events or answers(events[-1][1]) or stream.awaiting:
+            return None
+        stream.finished = False  # (resume ended it: no request of it runs here)
+        return key
+
+    @staticmethod
+    def followed(stream: Exchange, events: list[tuple[int, bytes]]) -> bool:
+        """Send on ``stream`` (:meth:`follow`) those of ``events`` (the store's list of
+        the stream it follows) after its last; True when it is over (the answer came,
+        and it finished; or its client went away)."""
+        for number, chunk in events:
+            if stream.finished:
+                break
+            if number > stream.seq:
+                stream.append(chunk)
+                stream.seq = number
+                if answers(chunk):
+                    stream.finish()
+        stream.wake()
+        return stream.finished
+
+    def running(self, session_id: str, key: str) -> bool:
+        """Whether a request of this copy's stream ``key`` still awaits its answer
+        here (the stream open, or detached: its client gone)."""
+        state = self.router.sessions.get(session_id)
+        return state is not None and any(ex.stream_key == key for ex in state.streams.values())
+
+    def detached(self, session_id: str, key: str) -> bool:
+        """Whether ``key`` is a stream of this copy whose client went away while its
+        request runs (what it is given is kept, not sent): another replica may be
+        following it (:meth:`follow`)."""
+        state = self.router.sessions.get(session_id)
+        return state is not None and any(
+            ex.detached and ex.stream_key == key for ex in state.streams.values()
+        )
 
     def restore(self, session_id: str, key: str, events: list[tuple[int, bytes]]) -> None:
         """Hold ``events`` (the shared store's list of another copy's stream ``key``)

@@ -139,6 +139,17 @@ class SessionDrivers(Protocol):
         ...
 
 
+@attrs.define(eq=False)
+class _Follow:
+    """A stream here following another replica's POST stream (:meth:`SharedSessions._follow`)."""
+
+    stream: Exchange
+    #: When (the backend's clock) the copy running the request is asked next, or, if
+    #: :attr:`asked` already, when the stream ends unanswered.
+    deadline: float
+    asked: bool = False
+
+
 @attrs.define
 class SessionRecord:
     """One handshake session as replicas share it."""
@@ -725,6 +736,10 @@ class SharedSessions:
         # session id -> wall-clock time this replica last refreshed its record.
         self._refreshed: OrderedDict[str, float] = OrderedDict()
         self._subscription: EventSubscription | None = None
+        # (session id, stream key) -> a stream here following another replica's copy.
+        self._follows: dict[tuple[str, str], _Follow] = {}
+        # Streams of copies here, detached, with events queued for the store.
+        self._detached: set[tuple[str, str]] = set()
         # A copy -> the shared state last written or heard (none: the initial one); an
         # entry goes with its session, however that ends.
         self._states: WeakKeyDictionary[ServerSession, SharedState] = WeakKeyDictionary()
@@ -808,6 +823,9 @@ class SharedSessions:
         if len(self._events) == self._events.maxlen:
             self._lost_events += 1
         self._events.append((session_id, (key, number, chunk)))
+        if self.machine.replicas.detached(session_id, key):
+            # Another replica may follow the stream: told once the event is written.
+            self._detached.add((session_id, key))
         # Not a job of the queue: a full queue drops its oldest job, and a dropped
         # write would leave these events (and every later one) unwritten.
         self._events_due = True
@@ -816,6 +834,7 @@ class SharedSessions:
     async def _write_events(self) -> None:
         self._events_due = False
         batch, self._events = self._events, deque(maxlen=self._events.maxlen)
+        detached, self._detached = self._detached, set()
         lost, self._lost_events = self._lost_events, 0
         if lost:
             _log.warning("%d events kept for replay did not reach the store (queue full)", lost)
@@ -834,6 +853,75 @@ class SharedSessions:
                     session_id,
                     exc,
                 )
+                continue
+            for key in {key for key, _, _ in events if (session_id, key) in detached}:
+                self._send("kept", session_id, key)
+
+    # POST streams resumed here while another replica runs their request ----------------
+
+    def _follow(self, session_id: str, last_event_id: str | None, stream: Exchange) -> None:
+        """``stream`` resumed another copy's POST stream whose answer is not kept yet:
+        it is fed what that copy keeps next (:meth:`_feed`), until the answer, its
+        client going away, or that copy no longer running the request."""
+        key = self.machine.replicas.follow(session_id, last_event_id, stream)
+        if key is None:
+            return
+        followed = (session_id, key)
+        self._follows[followed] = _Follow(stream, self._next_check())
+        previous = stream.on_close
+
+        def closed(exchange: Exchange) -> None:
+            if self._follows.get(followed, None) is not None:
+                del self._follows[followed]
+            previous(exchange)
+
+        stream.on_close = closed
+        # What was kept between the replay's read and now: not announced to this replica.
+        self._do(lambda: self._feed(session_id, key))
+
+    def _next_check(self) -> float:
+        return self.backend.clock() + self.machine.replicas.follow_check
+
+    async def _feed(self, session_id: str, key: str, *, last: bool = False) -> None:
+        """Send on the stream following ``key`` what the store has of it after what
+        it sent (``last``: the copy running the request no longer does: then it ends)."""
+        follow = self._follows.get((session_id, key))
+        if follow is None:
+            return
+        events = await self.store.events(session_id, key, self.backend.wall_clock())
+        if self.machine.replicas.followed(follow.stream, events):
+            return
+        if last:
+            follow.stream.end()
+            return
+        follow.deadline, follow.asked = self._next_check(), False
+
+    def _check_follows(self) -> None:
+        """A followed stream quiet past its deadline: its copy is asked whether it still
+        runs the request; asked already, unanswered (that replica gone), it ends."""
+        now = self.backend.clock()
+        for (session_id, key), follow in list(self._follows.items()):
+            if follow.deadline > now:
+                continue
+            if follow.asked:
+                follow.stream.end()
+            else:
+                follow.deadline, follow.asked = self._next_check(), True
+                self._send("running?", session_id, key)
+
+    async def _answer_running(self, session_id: str, key: str) -> None:
+        """Tell the replica following this copy's stream ``key`` whether its request
+        still runs here, once what was kept of it is in the store."""
+        if self._events_due:
+            await self._write_events()
+        running = self.machine.replicas.running(session_id, key)
+        message = {"kind": "kept" if running else "closed", "session": session_id}
+        await self._publish({**message, "from": self.stores.replica_id, "message": key})
+
+    def _end_follows(self, session_id: str) -> None:
+        for (followed_session, _), follow in list(self._follows.items()):
+            if followed_session == session_id:
+                follow.stream.end()
 
     # The run loop ----------------------------------------------------------------------
 
@@ -914,8 +1002,15 @@ class SharedSessions:
         self._listen()
         try:
             while True:
-                await self._ready.wait()
+                deadline = min((f.deadline for f in self._follows.values()), default=None)
+                if deadline is None:
+                    await self._ready.wait()
+                else:
+                    wait = max(0.0, deadline - self.backend.clock())
+                    async with self.backend.move_on_after(wait):
+                        await self._ready.wait()
                 self._ready = self.backend.new_signal()
+                self._check_follows()
                 await self._work()
                 self._idle = True
                 drained, self._drained = self._drained, []
@@ -951,6 +1046,14 @@ class SharedSessions:
             self.machine.replicas.deliver(session_id, body)
         elif kind == "end":
             self._end_here(session_id)
+        elif kind == "kept" and isinstance(body, str) and (session_id, body) in self._follows:
+            self._do(lambda: self._feed(session_id, body))
+        elif kind == "closed" and isinstance(body, str) and (session_id, body) in self._follows:
+            self._do(lambda: self._feed(session_id, body, last=True))
+        elif kind == "running?" and isinstance(body, str):
+            held = self.machine.sessions.get(session_id)
+            if held is not None and held.tag and body.startswith(held.tag):
+                self._do(lambda: self._answer_running(session_id, body))
         elif kind == "state" and isinstance(body, dict):
             held = self.machine.sessions.get(session_id)
             if held is not None:
@@ -1016,6 +1119,7 @@ class SharedSessions:
     def _end_here(self, session_id: str) -> None:
         state = self.machine.sessions.get(session_id)
         self._refreshed.pop(session_id, None)
+        self._end_follows(session_id)
         if state is None:
             return
         self.machine.sessions.end(session_id)
@@ -1090,12 +1194,14 @@ class SharedSessions:
         if request.method == "GET" and listener is not None and exchange.streaming:
             resumed = request.headers.get("last-event-id")
             self.machine.replicas.took_over(listener, resumed, exchange)
+            self._follow(listener, resumed, exchange)
             # What waited for a GET stream while none was open goes on this one.
             self._do(lambda: self._take_backlog(listener))
             return
         deleted = request.headers.get("mcp-session-id")
         if request.method == "DELETE" and exchange.status == 200 and deleted is not None:
             self._refreshed.pop(deleted, None)
+            self._end_follows(deleted)
             try:
                 await self.store.end(deleted)
                 await self.stores.events.publish(

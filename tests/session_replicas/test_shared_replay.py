@@ -301,11 +301,11 @@ def test_a_get_stream_resumed_at_b_and_broken_again_loses_nothing_of_b(
 
 
 @asynccontextmanager
-async def byte_bound_replicas(
-    backend: Backend, redis_url: str, replay_bytes: int
+async def tuned_replicas(
+    backend: Backend, redis_url: str, **options: Any
 ) -> AsyncIterator[tuple[int, int, HandshakeSessionStore]]:
-    """Replicas A and B whose routers keep at most ``replay_bytes`` of a session's
-    events in Redis (``router.replicas.replay_bytes``), and the store."""
+    """Replicas A and B whose routers' ``replicas`` have ``options`` set
+    (``replay_bytes``, ``follow_check``), and the store."""
     namespace = f"rb{time.monotonic_ns()}"
     async with AsyncExitStack() as stack:
         ports = []
@@ -315,7 +315,8 @@ async def byte_bound_replicas(
             )
             server = noting_replica(stores)
             router = StreamableHTTPServer(server.create_session)
-            router.replicas.replay_bytes = replay_bytes
+            for option, value in options.items():
+                setattr(router.replicas, option, value)
             serve = partial(backend.http_server.serve_router, server, router, port=0)
             ports.append(await stack.enter_async_context(backend.serving(serve)))
         store = handshake_session_store(stores)
@@ -331,7 +332,7 @@ def test_past_the_byte_bound_a_resumption_at_b_replays_from_the_oldest_event_kep
     event kept, what a replica gives when its own memory dropped the event named."""
 
     async def main() -> None:
-        async with byte_bound_replicas(backend, redis_url, 400) as (a, b, store):
+        async with tuned_replicas(backend, redis_url, replay_bytes=400) as (a, b, store):
             headers = await open_session(backend, a)
             texts = [f"n{i}" for i in range(1, 7)]
             async with opened(backend, a, headers) as stream:
@@ -410,34 +411,60 @@ def test_a_2025_11_25_client_taken_over_at_b_gets_the_id_only_event_and_no_ping(
     backend.run(main)
 
 
-def test_a_post_stream_resumed_at_b_while_its_request_runs_at_a_ends_and_is_resumed_again(
+def test_a_post_stream_resumed_at_b_while_its_request_runs_at_a_goes_on_live(
     backend: Backend, redis_url: str
 ) -> None:
-    """The documented limit (docs/deployment.md): B replays what Redis kept of A's POST
-    stream and ends the response, the request still running at A; resumed again once
-    A answered (the client's SEP-1699 polling), at B, it gets the rest, once, in order."""
+    """B replays what Redis kept of A's POST stream, then stays open: what the request
+    says next at A, and its answer, reach B's stream as A keeps them (A tells the bus
+    once they are in Redis), then it ends.  The check is far off: only that news
+    brings them."""
 
     async def main() -> None:
         gate = f"g{time.monotonic_ns()}"
-        async with replicas(backend, redis_url) as (a, b, store, _):
+        async with tuned_replicas(backend, redis_url, follow_check=60.0) as (a, b, store):
             headers = await open_session(backend, a)
             last = await waiting_then_broken(backend, a, headers, gate)
-            key = last.rpartition("-")[0]
-            await kept(backend, store, headers, key, 2)  # priming, before
+            await kept(backend, store, headers, last.rpartition("-")[0], 2)  # priming, before
             async with opened(backend, b, {**headers, "last-event-id": last}) as again:
-                # Nothing was kept after "before": the response ends, unanswered.
-                assert await next_event(backend, again) == (None, None)
-            opened_ = await answer_of(
-                backend, a, headers, tool_call(3, "open_gate", {"gate": gate})
-            )
-            assert opened_["result"]["content"][0]["text"] == "open"
-            await kept(backend, store, headers, key, 5)
-            async with opened(backend, b, {**headers, "last-event-id": last}) as rest:
-                _, one = await next_event(backend, rest)
-                _, two = await next_event(backend, rest)
-                _, answer = await next_event(backend, rest)
-                assert [logged(one), logged(two)] == ["after-1", "after-2"]
+                opened_ = await answer_of(
+                    backend, a, headers, tool_call(3, "open_gate", {"gate": gate})
+                )
+                assert opened_["result"]["content"][0]["text"] == "open"
+                ids = []
+                for expected in ("after-1", "after-2"):
+                    event_id, message = await next_event(backend, again)
+                    assert logged(message) == expected
+                    ids.append(event_id)
+                event_id, answer = await next_event(backend, again)
                 assert answer["id"] == 2 and "through" in str(answer["result"]), answer
-                assert await next_event(backend, rest) == (None, None)
+                assert await next_event(backend, again) == (None, None)  # answered: it ends
+            # A's ids, in order after the one resumed from: resumable anywhere.
+            numbers = [int(i.rpartition("-")[2]) for i in [last, *ids, event_id] if i]
+            assert numbers == sorted(set(numbers)) and len(numbers) == 4
+
+    backend.run(main)
+
+
+def test_a_post_stream_followed_at_b_ends_once_a_no_longer_runs_its_request(
+    backend: Backend, redis_url: str
+) -> None:
+    """The call is cancelled (at B, relayed to A): nothing more will come, so B, asking
+    A after its check interval, hears that A no longer runs it and ends the stream."""
+
+    async def main() -> None:
+        gate = f"g{time.monotonic_ns()}"
+        async with tuned_replicas(backend, redis_url, follow_check=0.2) as (a, b, store):
+            headers = await open_session(backend, a)
+            last = await waiting_then_broken(backend, a, headers, gate)
+            await kept(backend, store, headers, last.rpartition("-")[0], 2)
+            async with opened(backend, b, {**headers, "last-event-id": last}) as again:
+                cancel = {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": 2},
+                }
+                status, _, _ = await call(backend.backend, b, "POST", headers, cancel)
+                assert status == 202
+                assert await next_event(backend, again) == (None, None)
 
     backend.run(main)
