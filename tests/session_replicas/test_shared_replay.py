@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
 
@@ -301,27 +301,36 @@ def test_a_get_stream_resumed_at_b_and_broken_again_loses_nothing_of_b(
 
 
 @asynccontextmanager
+async def tuned_replica(
+    backend: Backend, redis_url: str, name: str, namespace: str, **options: Any
+) -> AsyncIterator[tuple[int, Stores]]:
+    """Replica ``name`` whose router's ``replicas`` have ``options`` set
+    (``replay_bytes``, ``follow_check``): its port and its stores."""
+    async with open_stores(
+        redis_url, backend.backend, replica_id=name, namespace=namespace
+    ) as stores:
+        server = noting_replica(stores)
+        router = StreamableHTTPServer(server.create_session)
+        for option, value in options.items():
+            setattr(router.replicas, option, value)
+        serve = partial(backend.http_server.serve_router, server, router, port=0)
+        async with backend.serving(serve) as port:
+            yield port, stores
+
+
+@asynccontextmanager
 async def tuned_replicas(
     backend: Backend, redis_url: str, **options: Any
 ) -> AsyncIterator[tuple[int, int, HandshakeSessionStore]]:
-    """Replicas A and B whose routers' ``replicas`` have ``options`` set
-    (``replay_bytes``, ``follow_check``), and the store."""
-    namespace = f"rb{time.monotonic_ns()}"
-    async with AsyncExitStack() as stack:
-        ports = []
-        for name in "AB":
-            stores = await stack.enter_async_context(
-                open_stores(redis_url, backend.backend, replica_id=name, namespace=namespace)
-            )
-            server = noting_replica(stores)
-            router = StreamableHTTPServer(server.create_session)
-            for option, value in options.items():
-                setattr(router.replicas, option, value)
-            serve = partial(backend.http_server.serve_router, server, router, port=0)
-            ports.append(await stack.enter_async_context(backend.serving(serve)))
+    """Replicas A and B so tuned (:func:`tuned_replica`), and the store."""
+    namespace = f"rt{time.monotonic_ns()}"
+    async with (
+        tuned_replica(backend, redis_url, "A", namespace, **options) as (a, _),
+        tuned_replica(backend, redis_url, "B", namespace, **options) as (b, stores),
+    ):
         store = handshake_session_store(stores)
         assert store is not None
-        yield ports[0], ports[1], store
+        yield a, b, store
 
 
 def test_past_the_byte_bound_a_resumption_at_b_replays_from_the_oldest_event_kept(
@@ -465,6 +474,30 @@ def test_a_post_stream_followed_at_b_ends_once_a_no_longer_runs_its_request(
                 }
                 status, _, _ = await call(backend.backend, b, "POST", headers, cancel)
                 assert status == 202
+                assert await next_event(backend, again) == (None, None)
+
+    backend.run(main)
+
+
+def test_a_post_stream_followed_at_b_ends_when_a_is_gone(backend: Backend, redis_url: str) -> None:
+    """A stops while B follows its stream: B's question goes unanswered, and after as
+    long again the stream ends (the client resumes it, or gives up), never held open
+    for good."""
+
+    async def main() -> None:
+        gate = f"g{time.monotonic_ns()}"
+        namespace = f"rg{time.monotonic_ns()}"
+        async with tuned_replica(backend, redis_url, "B", namespace, follow_check=0.2) as (
+            b,
+            stores,
+        ):
+            store = handshake_session_store(stores)
+            assert store is not None
+            async with tuned_replica(backend, redis_url, "A", namespace) as (a, _):
+                headers = await open_session(backend, a)
+                last = await waiting_then_broken(backend, a, headers, gate)
+                await kept(backend, store, headers, last.rpartition("-")[0], 2)
+            async with opened(backend, b, {**headers, "last-event-id": last}) as again:
                 assert await next_event(backend, again) == (None, None)
 
     backend.run(main)
