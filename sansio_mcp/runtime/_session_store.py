@@ -867,11 +867,14 @@ class SharedSessions:
         if key is None:
             return
         followed = (session_id, key)
-        self._follows[followed] = _Follow(stream, self._next_check())
+        earlier = self._follows.get(followed)
+        if earlier is not None:  # resumed again: the earlier resumption ends, as one here would
+            earlier.stream.end()
+        follow = self._follows[followed] = _Follow(stream, self._next_check())
         previous = stream.on_close
 
         def closed(exchange: Exchange) -> None:
-            if self._follows.get(followed, None) is not None:
+            if self._follows.get(followed) is follow:
                 del self._follows[followed]
             previous(exchange)
 

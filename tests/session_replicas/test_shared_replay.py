@@ -501,3 +501,29 @@ def test_a_post_stream_followed_at_b_ends_when_a_is_gone(backend: Backend, redis
                 assert await next_event(backend, again) == (None, None)
 
     backend.run(main)
+
+
+def test_a_post_stream_followed_at_b_and_resumed_there_again_goes_on_the_later_one(
+    backend: Backend, redis_url: str
+) -> None:
+    """As one replica ends an earlier resumption of a stream resumed again, B ends its
+    first follower, and the second carries the rest."""
+
+    async def main() -> None:
+        gate = f"g{time.monotonic_ns()}"
+        async with tuned_replicas(backend, redis_url, follow_check=60.0) as (a, b, store):
+            headers = await open_session(backend, a)
+            last = await waiting_then_broken(backend, a, headers, gate)
+            await kept(backend, store, headers, last.rpartition("-")[0], 2)
+            resumed = {**headers, "last-event-id": last}
+            async with opened(backend, b, resumed) as first, opened(backend, b, resumed) as second:
+                assert await next_event(backend, first) == (None, None)
+                await answer_of(backend, a, headers, tool_call(3, "open_gate", {"gate": gate}))
+                for expected in ("after-1", "after-2"):
+                    _, message = await next_event(backend, second)
+                    assert logged(message) == expected
+                _, answer = await next_event(backend, second)
+                assert answer["id"] == 2, answer
+                assert await next_event(backend, second) == (None, None)
+
+    backend.run(main)
