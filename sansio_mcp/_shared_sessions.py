@@ -20,6 +20,7 @@ from ._server_session import ServerSession
 from ._state import SessionState
 
 __all__ = [
+    "DEFAULT_FOLLOW_CHECK",
     "DEFAULT_REPLAY_BYTES",
     "REQUEST_ID_SPACE",
     "ReplicaSessions",
@@ -43,7 +44,7 @@ DEFAULT_REPLAY_BYTES = 4 * 1024 * 1024
 DEFAULT_FOLLOW_CHECK = 10.0
 
 
-def answers(chunk: bytes) -> bool:
+def _answers(chunk: bytes) -> bool:
     """Whether an SSE event as kept (``event: message``, ``id:``, one ``data:`` line)
     carries an answer: a response, or a 2025-03-26 batch of them."""
     data = chunk.partition(b"\ndata: ")[2]
@@ -300,7 +301,7 @@ class ReplicaSessions:
         if state is None or key is None or is_get_key(key) or stream.stream_key != key:
             return None
         events = state.replay.events(key)
-        if not events or answers(events[-1][1]) or stream.awaiting:
+        if not events or _answers(events[-1][1]) or stream.awaiting:
             return None
         stream.finished = False  # (resume ended it: no request of it runs here)
         return key
@@ -316,7 +317,7 @@ class ReplicaSessions:
             if number > stream.seq:
                 stream.append(chunk)
                 stream.seq = number
-                if answers(chunk):
+                if _answers(chunk):
                     stream.finish()
         stream.wake()
         return stream.finished
