@@ -28,6 +28,15 @@ a replica that meets a ``Last-Event-ID`` of another copy's stream loads that lis
 and replays it.  A message for the GET stream made while it is open nowhere waits
 in the store's backlog of the session (:meth:`HandshakeSessionStore.push_backlog`)
 for the next GET stream, at any replica: whoever takes it (one atomic pop) sends it.
+The store keeps at most ``router.replicas.replay_bytes`` of a session's events, and as
+many of its backlog (the oldest go first).
+
+A POST stream resumed at another replica than the one running its request goes on
+there live: that replica follows it (:meth:`SharedSessions._follow`), reading the
+store each time the replica running the request says (``kept``) that it wrote events
+of the stream, detached since its client went away; quiet for
+``router.replicas.follow_check`` seconds, it asks (``running?``) and ends the stream
+when told ``closed``, or when no answer comes.
 """
 
 from __future__ import annotations
