@@ -527,3 +527,32 @@ def test_a_post_stream_followed_at_b_and_resumed_there_again_goes_on_the_later_o
                 assert await next_event(backend, second) == (None, None)
 
     backend.run(main)
+
+
+def test_a_client_before_2025_11_25_gets_the_replay_then_a_ping_of_b(
+    backend: Backend, redis_url: str
+) -> None:
+    async def main() -> None:
+        async with replicas(backend, redis_url) as (a, b, store, _):
+            headers = await open_session(backend, a, version="2025-06-18")
+            async with opened(backend, a, headers) as stream:
+                for text in ("one", "two"):
+                    await noted(backend, a, headers, text)
+                first, message = await next_event(backend, stream)
+                assert logged(message) == "one"
+            assert first is not None
+            key = first.rpartition("-")[0]
+            await kept(backend, store, headers, key, 2)
+            async with opened(backend, b, {**headers, "last-event-id": first}) as again:
+                replayed_id, message = await next_event(backend, again)
+                assert logged(message) == "two" and replayed_id is not None
+                assert replayed_id.startswith(key)  # A's, replayed
+                ping_id, ping = await next_event(backend, again)
+                assert ping["method"] == "ping" and ping_id is not None
+                assert not ping_id.startswith(key)  # B's own, at once
+                await noted(backend, b, headers, "three")
+                three_id, message = await next_event(backend, again)
+                assert logged(message) == "three" and three_id is not None
+                assert three_id.rpartition("-")[0] == ping_id.rpartition("-")[0]
+
+    backend.run(main)
