@@ -328,15 +328,6 @@ class ReplicaSessions:
         state = self.router.sessions.get(session_id)
         return state is not None and any(ex.stream_key == key for ex in state.streams.values())
 
-    def detached(self, session_id: str, key: str) -> bool:
-        """Whether ``key`` is a stream of this copy whose client went away while its
-        request runs (what it is given is kept, not sent): another replica may be
-        following it (:meth:`follow`)."""
-        state = self.router.sessions.get(session_id)
-        return state is not None and any(
-            ex.detached and ex.stream_key == key for ex in state.streams.values()
-        )
-
     def restore(self, session_id: str, key: str, events: list[tuple[int, bytes]]) -> None:
         """Hold ``events`` (the shared store's list of another copy's stream ``key``)
         for the resumption of that stream here."""

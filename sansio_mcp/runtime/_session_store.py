@@ -32,11 +32,11 @@ The store keeps at most ``router.replicas.replay_bytes`` of a session's events, 
 many of its backlog (the oldest go first).
 
 A POST stream resumed at another replica than the one running its request goes on
-there live: that replica follows it (:meth:`SharedSessions._follow`), reading the
-store each time the replica running the request says (``kept``) that it wrote events
-of the stream, detached since its client went away; quiet for
-``router.replicas.follow_check`` seconds, it asks (``running?``) and ends the stream
-when told ``closed``, or when no answer comes.
+there live: that replica follows it (:meth:`SharedSessions._follow`) and says so
+(``follow``); the replica running the request answers at once and then announces
+(``kept``) each write of the stream's events to the store, and the follower reads the
+store each time.  Quiet for ``router.replicas.follow_check`` seconds, the follower
+asks (``running?``) and ends the stream when told ``closed``, or when no answer comes.
 """
 
 from __future__ import annotations
@@ -747,8 +747,10 @@ class SharedSessions:
         self._subscription: EventSubscription | None = None
         # (session id, stream key) -> a stream here following another replica's copy.
         self._follows: dict[tuple[str, str], _Follow] = {}
-        # Streams of copies here, detached, with events queued for the store.
-        self._detached: set[tuple[str, str]] = set()
+        # Streams of copies here that another replica follows, and those of them with
+        # events queued for the store (announced once written).
+        self._followed: set[tuple[str, str]] = set()
+        self._announce: set[tuple[str, str]] = set()
         # A copy -> the shared state last written or heard (none: the initial one); an
         # entry goes with its session, however that ends.
         self._states: WeakKeyDictionary[ServerSession, SharedState] = WeakKeyDictionary()
@@ -832,9 +834,8 @@ class SharedSessions:
         if len(self._events) == self._events.maxlen:
             self._lost_events += 1
         self._events.append((session_id, (key, number, chunk)))
-        if self.machine.replicas.detached(session_id, key):
-            # Another replica may follow the stream: told once the event is written.
-            self._detached.add((session_id, key))
+        if (session_id, key) in self._followed:
+            self._announce.add((session_id, key))
         # Not a job of the queue: a full queue drops its oldest job, and a dropped
         # write would leave these events (and every later one) unwritten.
         self._events_due = True
@@ -843,7 +844,7 @@ class SharedSessions:
     async def _write_events(self) -> None:
         self._events_due = False
         batch, self._events = self._events, deque(maxlen=self._events.maxlen)
-        detached, self._detached = self._detached, set()
+        announce, self._announce = self._announce, set()
         lost, self._lost_events = self._lost_events, 0
         if lost:
             _log.warning("%d events kept for replay did not reach the store (queue full)", lost)
@@ -863,8 +864,10 @@ class SharedSessions:
                     exc,
                 )
                 continue
-            for key in {key for key, _, _ in events if (session_id, key) in detached}:
+            for key in {key for key, _, _ in events if (session_id, key) in announce}:
                 self._send("kept", session_id, key)
+        if announce:  # a stream answered is followed no more
+            self._followed = {f for f in self._followed if self.machine.replicas.running(*f)}
 
     # POST streams resumed here while another replica runs their request ----------------
 
@@ -880,6 +883,7 @@ class SharedSessions:
         if earlier is not None:  # resumed again: the earlier resumption ends, as one here would
             earlier.stream.end()
         follow = self._follows[followed] = _Follow(stream, self._next_check())
+        self._send("follow", session_id, key)
         previous = stream.on_close
 
         def closed(exchange: Exchange) -> None:
@@ -888,7 +892,8 @@ class SharedSessions:
             previous(exchange)
 
         stream.on_close = closed
-        # What was kept between the replay's read and now: not announced to this replica.
+        # What was kept since the replay's read: the copy's answer to "follow" brings
+        # the rest (what it kept until it heard it, and is writing).
         self._do(lambda: self._feed(session_id, key))
 
     def _next_check(self) -> float:
@@ -922,11 +927,16 @@ class SharedSessions:
                 self._send("running?", session_id, key)
 
     async def _answer_running(self, session_id: str, key: str) -> None:
-        """Tell the replica following this copy's stream ``key`` whether its request
-        still runs here, once what was kept of it is in the store."""
+        """Tell the replica following this copy's stream ``key`` (``follow`` or
+        ``running?``) whether its request still runs here, once what was kept of it is
+        in the store; while it does, each write of its events is announced (``kept``)."""
         if self._events_due:
             await self._write_events()
         running = self.machine.replicas.running(session_id, key)
+        if running:
+            self._followed.add((session_id, key))
+        # What no request runs any more needs no announcing (and the set stays small).
+        self._followed = {f for f in self._followed if self.machine.replicas.running(*f)}
         message = {"kind": "kept" if running else "closed", "session": session_id}
         await self._publish({**message, "from": self.stores.replica_id, "message": key})
 
@@ -1062,7 +1072,7 @@ class SharedSessions:
             self._do(lambda: self._feed(session_id, body))
         elif kind == "closed" and isinstance(body, str) and (session_id, body) in self._follows:
             self._do(lambda: self._feed(session_id, body, last=True))
-        elif kind == "running?" and isinstance(body, str):
+        elif kind in ("follow", "running?") and isinstance(body, str):
             held = self.machine.sessions.get(session_id)
             if held is not None and held.tag and body.startswith(held.tag):
                 self._do(lambda: self._answer_running(session_id, body))

@@ -58,6 +58,16 @@ def noting_replica(stores: Stores | None, auth: Any = None) -> Server:
         return "through"
 
     @server.tool()
+    async def wait_twice(ctx: Context, first: str, second: str) -> str:
+        """Log, wait at gate ``first``, log, wait at ``second``, log."""
+        await ctx.log("info", "before")
+        await GATES.setdefault(first, ctx.new_signal()).wait()
+        await ctx.log("info", "middle")
+        await GATES.setdefault(second, ctx.new_signal()).wait()
+        await ctx.log("info", "end")
+        return "through"
+
+    @server.tool()
     def open_gate(ctx: Context, gate: str) -> str:
         GATES.setdefault(gate, ctx.new_signal()).set()
         return "open"
@@ -554,5 +564,38 @@ def test_a_client_before_2025_11_25_gets_the_replay_then_a_ping_of_b(
                 three_id, message = await next_event(backend, again)
                 assert logged(message) == "three" and three_id is not None
                 assert three_id.rpartition("-")[0] == ping_id.rpartition("-")[0]
+
+    backend.run(main)
+
+
+def test_a_post_stream_followed_at_b_goes_on_live_while_a_still_holds_its_connection(
+    backend: Backend, redis_url: str
+) -> None:
+    """A has not seen its stream break (the client's connection to it still open, not
+    read: a half-open one): what the request says next goes to that connection and
+    into Redis, and B, following the stream, carries it live all the same, each part
+    as it comes (the check is far off)."""
+
+    async def main() -> None:
+        first, second = f"g1{time.monotonic_ns()}", f"g2{time.monotonic_ns()}"
+        async with tuned_replicas(backend, redis_url, follow_check=60.0) as (a, b, store):
+            headers = await open_session(backend, a)
+            call_ = tool_call(2, "wait_twice", {"first": first, "second": second})
+            async with connect(backend.backend, a) as stream:
+                await stream.send_request("POST", "/mcp", headers, call_)
+                assert (await stream.head())[0] == 200
+                last, message = await next_event(backend, stream)
+                assert logged(message) == "before" and last is not None
+                await kept(backend, store, headers, last.rpartition("-")[0], 2)
+                async with opened(backend, b, {**headers, "last-event-id": last}) as again:
+                    for gate, expected in ((first, "middle"), (second, "end")):
+                        await answer_of(
+                            backend, a, headers, tool_call(3, "open_gate", {"gate": gate})
+                        )
+                        _, message = await next_event(backend, again)
+                        assert logged(message) == expected
+                    _, answer = await next_event(backend, again)
+                    assert answer["id"] == 2, answer
+                    assert await next_event(backend, again) == (None, None)
 
     backend.run(main)
