@@ -422,10 +422,11 @@ _REPLAY_KEYS = ("replay-streams", "replay-heads", "replay-bytes")
 
 def _parsed_entry(entry: Any) -> tuple[int, bytes] | None:
     """A kept event from its Redis list entry (``NUMBER.ORDER SSE-bytes``, see
-    :data:`_KEEP_SCRIPT`): ``(number, bytes)``; None if malformed."""
+    :data:`_KEEP_SCRIPT`; or ``NUMBER SSE-bytes``, as releases before the byte bound
+    wrote it): ``(number, bytes)``; None if malformed."""
     head, space, chunk = entry.partition(b" ") if isinstance(entry, bytes) else (b"", b"", b"")
     number, dot, order = head.partition(b".")
-    if not (space and dot and number.isdigit() and order.isdigit()):
+    if not (space and number.isdigit() and (order.isdigit() or not dot)):
         return None
     return (int(number), chunk)
 

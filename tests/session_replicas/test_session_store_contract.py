@@ -479,3 +479,22 @@ def test_redis_keeps_what_the_memory_store_keeps(
                 assert await kept_bytes(redis, stores, "s") == size
 
     backend.run(main)
+
+
+def test_events_a_release_before_the_byte_bound_kept_are_still_replayed(
+    backend: Backend, request: pytest.FixtureRequest, redis_url: str
+) -> None:
+    """Entries of the earlier layout (``NUMBER SSE-bytes``, no order) read as ever, and
+    new events keep going after them; a malformed entry is skipped."""
+
+    async def test(store: HandshakeSessionStore, stores: Any) -> None:
+        now = backend.backend.wall_clock()
+        name = stores.key("session-replay", "s", "t.s0")
+        await stores.redis.execute("RPUSH", name, b"1 id: t.s0-1\n\n", b"x.1 junk")
+        await store.keep_events("s", [("t.s0", 2, b"id: t.s0-2\n\n")], now, ReplayBounds(60, 10, 4))
+        assert await store.events("s", "t.s0", now) == [
+            (1, b"id: t.s0-1\n\n"),
+            (2, b"id: t.s0-2\n\n"),
+        ]
+
+    run("redis", backend, request, test)
