@@ -142,7 +142,7 @@ class HandshakeSession:
         kept = self.replay.last_number(self.get_key)
         if kept is not None:  # ids go on from the session's earlier GET streams, never reused
             exchange.seq = max(exchange.seq, kept)
-        if took_over and self._bare_ids:
+        if took_over and self.bare_ids:
             # The client's Last-Event-ID moves to this copy's GET stream at once: resumed
             # with the other copy's last id, it would find nothing of what this copy sent.
             self._mark(exchange, exchange.next_event_id(), exchange.seq)
@@ -156,13 +156,13 @@ class HandshakeSession:
         """Open a POST's SSE stream with an event that has an id and no data, and the
         ``retry`` hint, so a client whose stream breaks can resume it (SEP-1699).
         Only from 2025-11-25: older clients may choke on an event without data."""
-        if exchange.json_mode or not self._bare_ids:
+        if exchange.json_mode or not self.bare_ids:
             return
         retry = None if retry_interval is None else round(retry_interval * 1000)
         self._mark(exchange, f"{exchange.stream_key}-0", 0, retry)
 
     @property
-    def _bare_ids(self) -> bool:
+    def bare_ids(self) -> bool:
         """Whether the client takes an event with an id and no data (2025-11-25 on:
         older clients may choke on one)."""
         return (self.session.protocol_version or "") >= "2025-11-25"

@@ -11,7 +11,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sansio_mcp._exchange import Exchange
 from sansio_mcp._replay import is_get_key
+from sansio_mcp._shared_sessions import ReplicaSessions
+from sansio_mcp._sse import format_sse_message
 from sansio_mcp._state import SessionState
 from sansio_mcp.http import HTTPRequest, StreamableHTTPServer
 from sansio_mcp_apps.example_server import build_server
@@ -298,3 +301,39 @@ def test_only_a_get_streams_key_is_one() -> None:
     assert is_get_key("get") and is_get_key("0a1b2c3d.get")
     for key in ("budget", "0a1b2c3d.s1", "s2", "x.get", "0a1b2c3dget", ""):
         assert not is_get_key(key), key
+
+
+def _stream_events(count: int, answered: bool) -> list[tuple[int, bytes]]:
+    """A POST stream's events as the store lists them: numbers 1 to ``count``, the
+    last one the answer when ``answered``."""
+    events = []
+    for number in range(1, count + 1):
+        if answered and number == count:
+            message: Any = {"jsonrpc": "2.0", "id": 2, "result": {}}
+        else:
+            message = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": number}}
+        events.append((number, format_sse_message(json.dumps(message).encode(), f"t.s0-{number}")))
+    return events
+
+
+@given(
+    count=st.integers(1, 12),
+    answered=st.booleans(),
+    start=st.integers(0, 12),
+    reads=st.lists(st.integers(0, 12), max_size=10),
+)
+def test_a_followed_stream_sends_each_event_once_in_order_and_ends_at_the_answer(
+    count: int, answered: bool, start: int, reads: list[int]
+) -> None:
+    """Whatever the store's reads give (the list as of any moment: any prefix, stale
+    ones after fresher ones too), a stream following from event ``start`` sends every
+    event after it once, in order, and finishes exactly when it has sent the answer."""
+    events = _stream_events(count, answered)
+    stream = Exchange(200, {}, streaming=True)
+    stream.seq = start
+    for length in [*reads, count]:  # at last the whole list
+        ReplicaSessions.followed(stream, events[:length])
+    lines = stream.take().split(b"\n")
+    sent = [int(line.rpartition(b"-")[2]) for line in lines if line.startswith(b"id: ")]
+    assert sent == [number for number, _ in events if number > start]
+    assert stream.finished == (answered and count > start)
