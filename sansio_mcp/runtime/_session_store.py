@@ -422,11 +422,11 @@ _REPLAY_KEYS = ("replay-streams", "replay-heads", "replay-bytes")
 
 def _parsed_entry(entry: Any) -> tuple[int, bytes] | None:
     """A kept event from its Redis list entry (``NUMBER.ORDER SSE-bytes``, see
-    :data:`_KEEP_SCRIPT`; or ``NUMBER SSE-bytes``, as releases before the byte bound
-    wrote it): ``(number, bytes)``; None if malformed."""
+    :data:`_KEEP_SCRIPT`, the only layout): ``(number, bytes)``; None if of
+    another shape."""
     head, space, chunk = entry.partition(b" ") if isinstance(entry, bytes) else (b"", b"", b"")
     number, dot, order = head.partition(b".")
-    if not (space and number.isdigit() and (order.isdigit() or not dot)):
+    if not (space and dot and number.isdigit() and order.isdigit()):
         return None
     return (int(number), chunk)
 
@@ -474,6 +474,8 @@ local function forget(key)
   redis.call('DEL', prefix .. key)
 end
 local function shrink(key, entry)
+  -- An entry of another shape was never counted (nor is it read).
+  if not string.match(entry, '^%d+%.%d+ ') then return end
   local size = #entry - string.find(entry, ' ', 1, true)
   add(key, -size)
   add(':events', -size)

@@ -481,20 +481,26 @@ def test_redis_keeps_what_the_memory_store_keeps(
     backend.run(main)
 
 
-def test_events_a_release_before_the_byte_bound_kept_are_still_replayed(
+def test_entries_of_another_shape_are_skipped_and_never_count_against_the_bound(
     backend: Backend, request: pytest.FixtureRequest, redis_url: str
 ) -> None:
-    """Entries of the earlier layout (``NUMBER SSE-bytes``, no order) read as ever, and
-    new events keep going after them; a malformed entry is skipped."""
+    """The layout is ``NUMBER.ORDER SSE-bytes`` only (the project never shipped another):
+    an entry without an order, or malformed, is skipped on reading; new events keep
+    going after it."""
 
     async def test(store: HandshakeSessionStore, stores: Any) -> None:
         now = backend.backend.wall_clock()
         name = stores.key("session-replay", "s", "t.s0")
         await stores.redis.execute("RPUSH", name, b"1 id: t.s0-1\n\n", b"x.1 junk")
         await store.keep_events("s", [("t.s0", 2, b"id: t.s0-2\n\n")], now, ReplayBounds(60, 10, 4))
-        assert await store.events("s", "t.s0", now) == [
-            (1, b"id: t.s0-1\n\n"),
-            (2, b"id: t.s0-2\n\n"),
-        ]
+        assert await store.events("s", "t.s0", now) == [(2, b"id: t.s0-2\n\n")]
+        # The stream's bound pops them: what is counted stays the bytes held.
+        more = [("t.s0", n, b"id: t.s0-%d\n\n" % n) for n in (3, 4)]
+        await store.keep_events("s", more, now, ReplayBounds(60, 2, 4))
+        held = await store.events("s", "t.s0", now)
+        assert [n for n, _ in held] == [2, 3, 4]  # the other entries went first
+        sizes = stores.key("replay-bytes", "s")
+        counted = int(await stores.redis.execute("HGET", sizes, ":events"))
+        assert counted == sum(len(chunk) for _, chunk in held)
 
     run("redis", backend, request, test)
