@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ._errors import LocalProtocolError
-from ._exchange import Exchange, is_response
+from ._exchange import Exchange, is_response, not_being_read
 from ._handshake_sessions import HandshakeSession, HandshakeSessions
 from ._jsonrpc import RequestId, is_request_id
 from ._outbox import Outgoing, encode_message
@@ -44,14 +44,20 @@ DEFAULT_REPLAY_BYTES = 4 * 1024 * 1024
 DEFAULT_FOLLOW_CHECK = 10.0
 
 
-def _answers(chunk: bytes) -> bool:
-    """Whether an SSE event as kept (``event: message``, ``id:``, one ``data:`` line)
-    carries an answer: a response, or a 2025-03-26 batch of them."""
+def _kept_message(chunk: bytes) -> Any:
+    """The message an SSE event as kept (``event: message``, ``id:``, one ``data:``
+    line) carries, or None."""
     data = chunk.partition(b"\ndata: ")[2]
     try:
-        message = json.loads(data) if data else None
+        return json.loads(data) if data else None
     except ValueError:
-        return False
+        return None
+
+
+def _answers(chunk: bytes) -> bool:
+    """Whether an SSE event as kept carries an answer: a response, or a 2025-03-26
+    batch of them."""
+    message = _kept_message(chunk)
     return isinstance(message, list) or is_response(message)
 
 
@@ -306,19 +312,24 @@ class ReplicaSessions:
         stream.finished = False  # (resume ended it: no request of it runs here)
         return key
 
-    @staticmethod
-    def followed(stream: Exchange, events: list[tuple[int, bytes]]) -> bool:
+    def followed(self, stream: Exchange, events: list[tuple[int, bytes]]) -> bool:
         """Send on ``stream`` (:meth:`follow`) those of ``events`` (the store's list of
         the stream it follows) after its last; True when it is over (the answer came,
-        and it finished; or its client went away)."""
+        and it finished; its client went away; or, past the router's ``max_unread``,
+        it is not being read, as :meth:`Exchange.deliver` closes any stream)."""
         for number, chunk in events:
             if stream.finished:
                 break
-            if number > stream.seq:
-                stream.append(chunk)
-                stream.seq = number
-                if _answers(chunk):
-                    stream.finish()
+            if number <= stream.seq:
+                continue
+            message = _kept_message(chunk)
+            if not_being_read(stream, message, self.router.max_unread):
+                stream.finish()
+                break
+            stream.append(chunk)
+            stream.seq = number
+            if isinstance(message, list) or is_response(message):
+                stream.finish()
         stream.wake()
         return stream.finished
 

@@ -337,3 +337,24 @@ def test_a_followed_stream_sends_each_event_once_in_order_and_ends_at_the_answer
     sent = [int(line.rpartition(b"-")[2]) for line in lines if line.startswith(b"id: ")]
     assert sent == [number for number, _ in events if number > start]
     assert stream.finished == (answered and count > start)
+
+
+def test_a_follower_whose_client_stops_reading_ends_past_max_unread() -> None:
+    """A stream following another copy's (``followed``) is bounded as every stream is
+    (``not_being_read``): past the router's ``max_unread`` unsent bytes it finishes,
+    rather than buffer what the request says for good; an answer still goes out."""
+    machine, _ = replica()
+    machine.max_unread = 100
+    stream = Exchange(200, {}, streaming=True)
+    stream.seq = 1
+    note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "x" * 40}}
+    events = [(n, format_sse_message(json.dumps(note).encode(), f"t.s1-{n}")) for n in range(2, 40)]
+    assert machine.replicas.followed(stream, events)  # over: its client is not reading
+    assert stream.finished and stream.unsent < 100 + len(events[0][1])
+    # Nothing more goes on a finished stream.
+    before = stream.unsent
+    answer = {"jsonrpc": "2.0", "id": 2, "result": {}}
+    machine.replicas.followed(
+        stream, [(40, format_sse_message(json.dumps(answer).encode(), "t.s1-40"))]
+    )
+    assert stream.unsent == before
