@@ -157,6 +157,10 @@ class _Follow:
     #: :attr:`asked` already, when the stream ends unanswered.
     deadline: float
     asked: bool = False
+    #: A feed is queued (one at a time: announcements coming faster coalesce), and
+    #: whether the copy said it no longer runs the request.
+    feeding: bool = False
+    last: bool = False
 
 
 @attrs.define
@@ -897,22 +901,51 @@ class SharedSessions:
         stream.on_close = closed
         # What was kept since the replay's read: the copy's answer to "follow" brings
         # the rest (what it kept until it heard it, and is writing).
-        self._do(lambda: self._feed(session_id, key))
+        self._feed_soon(session_id, key)
 
     def _next_check(self) -> float:
         return self.backend.clock() + self.machine.replicas.follow_check
 
-    async def _feed(self, session_id: str, key: str, *, last: bool = False) -> None:
-        """Send on the stream following ``key`` what the store has of it after what
-        it sent (``last``: the copy running the request no longer does: then it ends)."""
+    def _feed_soon(self, session_id: str, key: str, *, last: bool = False) -> None:
+        """Queue a :meth:`_feed` of the stream following ``key``, unless one is queued
+        already (it reads the store after this news too): however often the copy
+        running the request announces writes, a follower holds one job of the queue."""
         follow = self._follows.get((session_id, key))
         if follow is None:
             return
+        follow.last = follow.last or last
+        if not follow.feeding:
+            follow.feeding = True
+            self._do(lambda: self._feed(session_id, key))
+
+    async def _feed(self, session_id: str, key: str) -> None:
+        """Send on the stream following ``key`` what the store has of it after what
+        it sent (if the copy running the request no longer does, it then ends; if the
+        store no longer has the event next due, it ends too, for the client to resume
+        it as a stream whose events were dropped)."""
+        follow = self._follows.get((session_id, key))
+        if follow is None:
+            return
+        # News from here on queues another feed: this read may come before its write.
+        follow.feeding, last, follow.last = False, follow.last, False
         events = await self.store.events(session_id, key, self.backend.wall_clock())
-        if self.machine.replicas.followed(follow.stream, events):
+        stream = follow.stream
+        due = next((number for number, _ in events if number > stream.seq), None)
+        if due is not None and due > stream.seq + 1:
+            _log.warning(
+                "session %s: stream %s followed here lost events %d to %d before they"
+                " were read (trimmed in the store); it ends, for the client to resume it",
+                session_id,
+                key,
+                stream.seq + 1,
+                due - 1,
+            )
+            stream.end()
+            return
+        if self.machine.replicas.followed(stream, events):
             return
         if last:
-            follow.stream.end()
+            stream.end()
             return
         follow.deadline, follow.asked = self._next_check(), False
 
@@ -927,6 +960,7 @@ class SharedSessions:
                 follow.stream.end()
             else:
                 follow.deadline, follow.asked = self._next_check(), True
+                follow.feeding = False  # (a feed the full queue dropped is queued anew)
                 self._send("running?", session_id, key)
 
     async def _answer_running(self, session_id: str, key: str) -> None:
@@ -1071,10 +1105,8 @@ class SharedSessions:
             self.machine.replicas.deliver(session_id, body)
         elif kind == "end":
             self._end_here(session_id)
-        elif kind == "kept" and isinstance(body, str) and (session_id, body) in self._follows:
-            self._do(lambda: self._feed(session_id, body))
-        elif kind == "closed" and isinstance(body, str) and (session_id, body) in self._follows:
-            self._do(lambda: self._feed(session_id, body, last=True))
+        elif kind in ("kept", "closed") and isinstance(body, str):
+            self._feed_soon(session_id, body, last=kind == "closed")
         elif kind in ("follow", "running?") and isinstance(body, str):
             held = self.machine.sessions.get(session_id)
             if held is not None and held.tag and body.startswith(held.tag):
