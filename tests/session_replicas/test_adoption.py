@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from sansio_mcp._exchange import Exchange
 from sansio_mcp._replay import is_get_key
-from sansio_mcp._shared_sessions import ReplicaSessions
 from sansio_mcp._sse import format_sse_message
 from sansio_mcp._state import SessionState
 from sansio_mcp.http import HTTPRequest, StreamableHTTPServer
@@ -329,10 +328,11 @@ def test_a_followed_stream_sends_each_event_once_in_order_and_ends_at_the_answer
     ones after fresher ones too), a stream following from event ``start`` sends every
     event after it once, in order, and finishes exactly when it has sent the answer."""
     events = _stream_events(count, answered)
+    machine, _ = replica()
     stream = Exchange(200, {}, streaming=True)
     stream.seq = start
     for length in [*reads, count]:  # at last the whole list
-        ReplicaSessions.followed(stream, events[:length])
+        machine.replicas.followed(stream, events[:length])
     lines = stream.take().split(b"\n")
     sent = [int(line.rpartition(b"-")[2]) for line in lines if line.startswith(b"id: ")]
     assert sent == [number for number, _ in events if number > start]
