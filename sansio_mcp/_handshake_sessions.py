@@ -63,6 +63,9 @@ class HandshakeSession:
         self.get_key = "get"
         #: Where each numbered event also goes when replicas share sessions.
         self.keeper: EventKeeper | None = None
+        #: Streams here following another copy's POST stream (replicas): open streams
+        #: of the session, as its own are.
+        self.followers: set[Exchange] = set()
 
     def share(self, keeper: EventKeeper) -> None:
         """Among replicas: this copy's events also go to ``keeper`` (the shared
@@ -332,12 +335,14 @@ class HandshakeSession:
     def quiet(self) -> bool:
         """No request awaits its answer and no stream is open."""
         open_get = self.get_stream is not None and not self.get_stream.finished
-        return not open_get and not any(not ex.finished for ex in self.streams.values())
+        streams = (*self.streams.values(), *self.followers)
+        return not open_get and not any(not ex.finished for ex in streams)
 
     def end(self) -> None:
         """Close the session and its streams."""
         self.session.close()
-        for exchange in {*self.streams.values(), *([self.get_stream] if self.get_stream else [])}:
+        get = [self.get_stream] if self.get_stream else []
+        for exchange in {*self.streams.values(), *get, *self.followers}:
             exchange.end()
 
 

@@ -310,6 +310,7 @@ class ReplicaSessions:
         if not events or _answers(events[-1][1]) or stream.awaiting:
             return None
         stream.finished = False  # (resume ended it: no request of it runs here)
+        state.followers = {f for f in state.followers if not f.finished} | {stream}
         return key
 
     def followed(self, stream: Exchange, events: list[tuple[int, bytes]]) -> bool:

@@ -358,3 +358,32 @@ def test_a_follower_whose_client_stops_reading_ends_past_max_unread() -> None:
         stream, [(40, format_sse_message(json.dumps(answer).encode(), "t.s1-40"))]
     )
     assert stream.unsent == before
+
+
+def test_a_follower_keeps_its_session_copy_open_and_ends_with_it() -> None:
+    """A stream here following another copy's POST stream is an open stream of the
+    session: the copy is not idle-expired (nor evicted) under it, and ending the copy
+    ends it."""
+    a, _ = replica()
+    b, _ = replica()
+    a.sessions.keeper = Keeper()
+    b.sessions.keeper = Keeper()
+    headers = begin(a)
+    session_id = headers["mcp-session-id"]
+    record = a.replicas.record(session_id)
+    assert record is not None and b.replicas.adopt(session_id, record, now=0.0) is not None
+    a_copy = a.sessions.get(session_id)
+    assert a_copy is not None
+    key = f"{a_copy.tag}s1"
+    before = _stream_events(1, answered=False)[0][1].replace(b"t.s0-", key.encode() + b"-")
+    b.replicas.restore(session_id, key, [(1, before)])
+    stream = b.handle(get_request(**headers, **{"last-event-id": f"{key}-0"}), now=0.0)
+    assert stream.take().endswith(before)
+    assert b.replicas.follow(session_id, f"{key}-0", stream) == key
+    state = b.sessions.get(session_id)
+    assert state is not None and not state.quiet
+    b.sessions.idle_timeout = 1.0
+    b.sessions.expire_idle(100.0)
+    assert b.sessions.get(session_id) is state and not stream.finished
+    b.sessions.end(session_id)
+    assert stream.finished
