@@ -874,7 +874,7 @@ class SharedSessions:
             for key in {key for key, _, _ in events if (session_id, key) in announce}:
                 self._send("kept", session_id, key)
         if announce:  # a stream answered is followed no more
-            self._followed = {f for f in self._followed if self.machine.replicas.running(*f)}
+            self._unfollow_ended()
 
     # POST streams resumed here while another replica runs their request ----------------
 
@@ -972,10 +972,15 @@ class SharedSessions:
         running = self.machine.replicas.running(session_id, key)
         if running:
             self._followed.add((session_id, key))
-        # What no request runs any more needs no announcing (and the set stays small).
-        self._followed = {f for f in self._followed if self.machine.replicas.running(*f)}
+        self._unfollow_ended()
         message = {"kind": "kept" if running else "closed", "session": session_id}
         await self._publish({**message, "from": self.stores.replica_id, "message": key})
+
+    def _unfollow_ended(self) -> None:
+        """What no request runs here any more (answered, cancelled, its session gone)
+        needs no announcing, and the set stays small."""
+        if self._followed:
+            self._followed = {f for f in self._followed if self.machine.replicas.running(*f)}
 
     def _end_follows(self, session_id: str) -> None:
         for (followed_session, _), follow in list(self._follows.items()):
@@ -1101,6 +1106,7 @@ class SharedSessions:
             session = self.machine.replicas.receive(session_id, body)
             if session is not None:
                 self.hosts.begin(Exchange(202, {}, session=session))
+            self._unfollow_ended()  # (a cancellation relayed)
         elif kind == "server":
             self.machine.replicas.deliver(session_id, body)
         elif kind == "end":
@@ -1180,6 +1186,7 @@ class SharedSessions:
         if state is None:
             return
         self.machine.sessions.end(session_id)
+        self._unfollow_ended()
         # Its host goes, and with it the handlers still running (as a DELETE here does).
         self.hosts.finish(Exchange(200, {}, session=state.session))
 
@@ -1243,6 +1250,7 @@ class SharedSessions:
     async def after(self, request: HTTPRequest, exchange: Exchange) -> None:
         """Before ``exchange`` answers ``request``: a new session recorded (while the
         store is down, known to this replica only), a deleted one ended everywhere."""
+        self._unfollow_ended()  # (a cancellation, a DELETE)
         session_id = exchange.headers.get("mcp-session-id")
         if request.method == "POST" and exchange.status == 200 and session_id is not None:
             await self._record(session_id)

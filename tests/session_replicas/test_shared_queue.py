@@ -29,7 +29,7 @@ from sansio_mcp.runtime._session_store import (
 from sansio_mcp_apps.example_server import build_server
 from tests.auth.test_http import Backend
 from tests.session_replicas.test_adoption import VERSION, begin, get_request, replica
-from tests.transports.helpers import sse_events
+from tests.transports.helpers import post_request, sse_events
 
 KINDS = ["memory", "redis"]
 
@@ -295,3 +295,47 @@ def test_a_follower_whose_next_event_the_store_dropped_ends_and_says_so(
             assert "lost events 2 to 2" in caplog.text
 
     run(kind, backend, request, test)
+
+
+@pytest.mark.parametrize("ending", ["cancelled", "relayed-cancel", "deleted"])
+def test_a_followed_request_cancelled_or_its_session_deleted_is_followed_no_more(
+    ending: str, backend: Backend, redis_url: str
+) -> None:
+    """A request another replica follows, once cancelled (here, or relayed from that
+    replica) or its session deleted, leaves nothing behind in what this replica
+    announces (no stale entry waiting for unrelated traffic)."""
+
+    async def test(redis_url: str | None) -> None:
+        async with shared("redis", backend, redis_url, running=False) as (sessions, _, sid):
+            headers = {"mcp-session-id": sid, "mcp-protocol-version": VERSION}
+            call = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "x"}},
+            }
+            running = sessions.machine.handle(post_request(call, **headers))
+            key = running.stream_key
+            assert sessions.machine.replicas.running(sid, key)
+            sessions._on_bus({"kind": "follow", "session": sid, "from": "Z", "message": key})
+            await sessions._work()
+            assert sessions._followed == {(sid, key)}
+            cancel = {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": 2},
+            }
+            if ending == "relayed-cancel":
+                sessions._on_bus({"kind": "client", "session": sid, "from": "Z", "message": cancel})
+            else:
+                if ending == "cancelled":
+                    request_ = post_request(cancel, **headers)
+                else:
+                    request_ = HTTPRequest(
+                        "DELETE", "/mcp", {"host": "127.0.0.1:8000", **headers}, b""
+                    )
+                await sessions.after(request_, sessions.machine.handle(request_))
+            assert not sessions.machine.replicas.running(sid, key)
+            assert sessions._followed == set()
+
+    backend.run(lambda: test(redis_url))
