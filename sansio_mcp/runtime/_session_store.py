@@ -553,10 +553,13 @@ redis.call('PEXPIRE', name, ARGV[1])
 redis.call('PEXPIRE', sizes, ARGV[1])
 """
 #: KEYS: the backlog, the sizes; ARGV: how many to take.  One step: a message is
-#: taken by one replica, and the backlog's size stays true.
+#: taken by one replica, and the backlog's size stays true.  The sizes are touched
+#: only while they exist (written with a TTL): a write here would bring them back
+#: without one.
 _TAKE_SCRIPT = """
 local taken = redis.call('LPOP', KEYS[1], ARGV[1])
 if not taken then return {} end
+if redis.call('EXISTS', KEYS[2]) == 0 then return taken end
 local size = 0
 for _, message in ipairs(taken) do size = size + #message end
 if redis.call('EXISTS', KEYS[1]) == 1 then

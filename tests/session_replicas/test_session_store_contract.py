@@ -504,3 +504,21 @@ def test_entries_of_another_shape_are_skipped_and_never_count_against_the_bound(
         assert counted == sum(len(chunk) for _, chunk in held)
 
     run("redis", backend, request, test)
+
+
+@pytest.mark.parametrize("left", [0, 1])
+def test_taking_the_backlog_never_leaves_its_size_without_a_ttl(
+    backend: Backend, request: pytest.FixtureRequest, redis_url: str, left: int
+) -> None:
+    """The sizes' hash expired while the backlog lived on: a take does not bring it
+    back without a TTL (it would outlive the session), whether messages are left."""
+
+    async def test(store: HandshakeSessionStore, stores: Any) -> None:
+        now = backend.backend.wall_clock()
+        backlog, sizes = stores.key("backlog", "s"), stores.key("replay-bytes", "s")
+        await stores.redis.execute("RPUSH", backlog, *[b"{}"] * (2 + left))
+        await stores.redis.execute("PEXPIRE", backlog, 60_000)
+        assert await store.take_backlog("s", now, ReplayBounds(60, 2, 4)) == [b"{}"] * 2
+        assert await stores.redis.execute("PTTL", sizes) != -1  # none (-2), or a TTL
+
+    run("redis", backend, request, test)
