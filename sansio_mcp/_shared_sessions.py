@@ -6,6 +6,7 @@ another replica's record, started READY where the client's handshake left it
 from __future__ import annotations
 
 import json
+import math
 import secrets
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -160,13 +161,38 @@ class ReplicaSessions:
         #: Where what belongs to another replica's copy of a session goes; set by
         #: the runtime when replicas share sessions (see :class:`SessionRelay`).
         self.relay: SessionRelay | None = None
-        #: Bytes of a session's events the shared store keeps, and of its backlog
-        #: there, at most each (settable): past it the oldest go first.  This
-        #: replica's own memory is bounded by ``router.sessions``' counts instead.
-        self.replay_bytes = DEFAULT_REPLAY_BYTES
-        #: Seconds a POST stream resumed here from another copy's waits for news
-        #: before asking that copy whether its request still runs (settable).
-        self.follow_check = DEFAULT_FOLLOW_CHECK
+        self._replay_bytes = DEFAULT_REPLAY_BYTES
+        self._follow_check = DEFAULT_FOLLOW_CHECK
+
+    @property
+    def replay_bytes(self) -> int:
+        """Bytes of a session's events the shared store keeps, and of its backlog
+        there, at most each (settable; a positive integer): past it the oldest go
+        first.  This replica's own memory is bounded by ``router.sessions``' counts
+        instead."""
+        return self._replay_bytes
+
+    @replay_bytes.setter
+    def replay_bytes(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"replay_bytes must be a positive integer of bytes, not {value!r}")
+        self._replay_bytes = value
+
+    @property
+    def follow_check(self) -> float:
+        """Seconds a POST stream resumed here from another copy's waits for news
+        before asking that copy whether its request still runs (settable; positive
+        and finite)."""
+        return self._follow_check
+
+    @follow_check.setter
+    def follow_check(self, value: float) -> None:
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not number or not 0 < value < math.inf:
+            raise ValueError(
+                f"follow_check must be a positive, finite number of seconds, not {value!r}"
+            )
+        self._follow_check = float(value)
 
     def new_copy(self) -> ServerSession:
         """A new handshake session from the router; among replicas, asking from its

@@ -8,11 +8,13 @@ import json
 import re
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from sansio_mcp._exchange import Exchange
 from sansio_mcp._replay import is_get_key
+from sansio_mcp._shared_sessions import DEFAULT_FOLLOW_CHECK, DEFAULT_REPLAY_BYTES
 from sansio_mcp._sse import format_sse_message
 from sansio_mcp._state import SessionState
 from sansio_mcp.http import HTTPRequest, StreamableHTTPServer
@@ -387,3 +389,27 @@ def test_a_follower_keeps_its_session_copy_open_and_ends_with_it() -> None:
     assert b.sessions.get(session_id) is state and not stream.finished
     b.sessions.end(session_id)
     assert stream.finished
+
+
+@pytest.mark.parametrize("value", [0, -1, True, 1.5, "4096", None])
+def test_replay_bytes_takes_only_a_positive_integer(value: Any) -> None:
+    machine, _ = replica()
+    with pytest.raises(
+        ValueError, match=r"^replay_bytes must be a positive integer of bytes, not "
+    ):
+        machine.replicas.replay_bytes = value
+    assert machine.replicas.replay_bytes == DEFAULT_REPLAY_BYTES  # unchanged
+    machine.replicas.replay_bytes = 1
+    assert machine.replicas.replay_bytes == 1
+
+
+@pytest.mark.parametrize("value", [0, -0.5, float("nan"), float("inf"), True, "10", None])
+def test_follow_check_takes_only_a_positive_finite_number_of_seconds(value: Any) -> None:
+    machine, _ = replica()
+    with pytest.raises(
+        ValueError, match=r"^follow_check must be a positive, finite number of seconds, not "
+    ):
+        machine.replicas.follow_check = value
+    assert machine.replicas.follow_check == DEFAULT_FOLLOW_CHECK
+    machine.replicas.follow_check = 0.25
+    assert machine.replicas.follow_check == 0.25
