@@ -398,13 +398,19 @@ def test_a_client_before_2025_11_25_taken_over_at_b_gets_an_id_of_b_at_once(
             async with opened(backend, b, {**headers, "last-event-id": first}) as again:
                 ping_id, ping = await next_event(backend, again)
                 assert ping["method"] == "ping" and ping_id is not None, ping
-                assert not ping_id.startswith(first.rpartition("-")[0])  # B's stream
+                # The first event of a GET stream of another copy than A's: B's.
+                ping_key, _, number = ping_id.rpartition("-")
+                assert ping_key.endswith(".get") and number == "1"
+                assert ping_key.partition(".")[0] != first.partition(".")[0]
                 await noted(backend, b, headers, "two")  # sent, never read
             # The client answers the ping at A: dropped, as B asked and forgot it.
             answer = {"jsonrpc": "2.0", "id": ping["id"], "result": {}}
             status, _, _ = await call(backend.backend, a, "POST", headers, answer)
             assert status == 202
-            await kept(backend, store, headers, ping_id.rpartition("-")[0], 2)
+            ping_kept, _ = await kept(backend, store, headers, ping_key, 2)
+            # B kept the ping under its own id: the stream the client's id names is B's.
+            assert ping_kept[0] == 1 and f"id: {ping_id}\n".encode() in ping_kept[1]
+            assert b'"method":"ping"' in ping_kept[1].replace(b" ", b"")
             async with opened(backend, a, {**headers, "last-event-id": ping_id}) as resumed:
                 _, message = await next_event(backend, resumed)
                 assert logged(message) == "two"
@@ -468,14 +474,17 @@ def test_a_post_stream_followed_at_b_ends_once_a_no_longer_runs_its_request(
     backend: Backend, redis_url: str
 ) -> None:
     """The call is cancelled (at B, relayed to A): nothing more will come, so B, asking
-    A after its check interval, hears that A no longer runs it and ends the stream."""
+    A after its check interval, hears that A no longer runs it and ends the stream:
+    no sooner (the stream followed; a resumption not followed would end at once)."""
 
     async def main() -> None:
         gate = f"g{time.monotonic_ns()}"
-        async with tuned_replicas(backend, redis_url, follow_check=0.2) as (a, b, store):
+        check = 0.5
+        async with tuned_replicas(backend, redis_url, follow_check=check) as (a, b, store):
             headers = await open_session(backend, a)
             last = await waiting_then_broken(backend, a, headers, gate)
             await kept(backend, store, headers, last.rpartition("-")[0], 2)
+            began = backend.backend.clock()
             async with opened(backend, b, {**headers, "last-event-id": last}) as again:
                 cancel = {
                     "jsonrpc": "2.0",
@@ -485,6 +494,7 @@ def test_a_post_stream_followed_at_b_ends_once_a_no_longer_runs_its_request(
                 status, _, _ = await call(backend.backend, b, "POST", headers, cancel)
                 assert status == 202
                 assert await next_event(backend, again) == (None, None)
+                assert backend.backend.clock() - began >= check
 
     backend.run(main)
 
@@ -492,12 +502,14 @@ def test_a_post_stream_followed_at_b_ends_once_a_no_longer_runs_its_request(
 def test_a_post_stream_followed_at_b_ends_when_a_is_gone(backend: Backend, redis_url: str) -> None:
     """A stops while B follows its stream: B's question goes unanswered, and after as
     long again the stream ends (the client resumes it, or gives up), never held open
-    for good."""
+    for good; but no sooner than the check (the stream followed, as A could have
+    been alive: a resumption not followed would end at once)."""
 
     async def main() -> None:
         gate = f"g{time.monotonic_ns()}"
         namespace = f"rg{time.monotonic_ns()}"
-        async with tuned_replica(backend, redis_url, "B", namespace, follow_check=0.2) as (
+        check = 0.5
+        async with tuned_replica(backend, redis_url, "B", namespace, follow_check=check) as (
             b,
             stores,
         ):
@@ -507,8 +519,11 @@ def test_a_post_stream_followed_at_b_ends_when_a_is_gone(backend: Backend, redis
                 headers = await open_session(backend, a)
                 last = await waiting_then_broken(backend, a, headers, gate)
                 await kept(backend, store, headers, last.rpartition("-")[0], 2)
+            began = backend.backend.clock()
             async with opened(backend, b, {**headers, "last-event-id": last}) as again:
                 assert await next_event(backend, again) == (None, None)
+                # Asked once after the check, unanswered as long again.
+                assert backend.backend.clock() - began >= 2 * check - 0.05
 
     backend.run(main)
 
