@@ -60,7 +60,8 @@ class TransportOutput:
     def __init__(
         self, framing: Framing, writer: asyncio.StreamWriter, on_gone: Callable[[int], None]
     ) -> None:
-        self._framing = framing
+        #: Takes the queued output (a session's own, bound once: see ``data_source``).
+        self._take = framing.data_source() if isinstance(framing, Session) else framing.data_to_send
         self._writer = writer
         # The transport itself: the writer's methods only pass these calls on to it.
         self._transport = writer.transport
@@ -72,7 +73,7 @@ class TransportOutput:
 
     def send_now(self) -> bool:
         transport = self._transport
-        data = self._framing.data_to_send()
+        data = self._take()
         if data and not transport.is_closing():
             transport.write(data)  # on EPIPE the transport closes itself at once
         if transport.is_closing():

@@ -238,7 +238,79 @@ class RoleGates:
         stateless = (
             self.role is ROLE_SERVER and revision is not None and revision.era is ERA_STATELESS
         )
-        self._check_method(method, params, revision, capabilities, peer_capabilities, stateless)
+        # Whether we serve the method at all (-32601), its capability, its mode.
+        if method in ("ping", "initialize") and not stateless:
+            if method == "initialize" and self.role is Role.CLIENT:
+                raise MCPError(ErrorCode.METHOD_NOT_FOUND, "clients do not serve initialize")
+        else:
+            extension = False
+            if (
+                self.role is ROLE_SERVER
+                and method.startswith(TASK_METHOD_PREFIX)
+                and declares_tasks(capabilities)
+            ):
+                # A server offering the tasks extension: its tasks/* (a prefix it reserves)
+                # exist only for 2026-07-28 requests, whose _meta can declare it; a handshake
+                # session cannot (unless the method is also 2025-11-25's own, with the core's
+                # tasks capability).
+                if stateless:
+                    if not declares_tasks(peer_capabilities):
+                        raise tasks_capability_error(f"{method} belongs to the tasks extension")
+                    extension = method in TASK_METHODS
+                elif not (
+                    revision is not None
+                    and method in revision.client_requests
+                    and has_capability(capabilities, ("tasks",))
+                ):
+                    raise tasks_capability_error(
+                        f"{method} belongs to the tasks extension, served on 2026-07-28 "
+                        "requests only"
+                    )
+            # A server's handshake session: peer_requests(revision), inline (every request).
+            served = (
+                revision.client_requests
+                if revision is not None and self.role is ROLE_SERVER
+                else self.peer_requests(revision)
+            )
+            if not extension and method not in served:
+                raise MCPError(ErrorCode.METHOD_NOT_FOUND, f"method not found: {method!r}")
+            # The extension's tasks/* are not the 2025-11-25 ones its capability gates.
+            gate = None if extension else self.incoming_request_gates.get(method)
+            if gate and (
+                method != "completion/complete" or (revision and revision.completion_gated)
+            ):
+                if len(gate) == 1 and type(capabilities) is dict:
+                    node = capabilities.get(gate[0])  # has_capability of one key, inline
+                    allowed = node is not None and node is not False
+                else:
+                    allowed = has_capability(capabilities, gate)
+                if not allowed:
+                    raise MCPError(
+                        ErrorCode.METHOD_NOT_FOUND,
+                        f"method not found: {method!r} "
+                        f"(capability {'.'.join(gate)} not advertised)",
+                    )
+            if method == "elicitation/create" and revision is not None:
+                mode = params.get("mode", "form")
+                if mode not in revision.elicitation_modes:
+                    raise MCPError(
+                        ErrorCode.INVALID_PARAMS,
+                        f"elicitation mode {mode!r} does not exist in {revision.name}",
+                    )
+                if mode not in declared_elicitation_modes(capabilities):
+                    raise MCPError(
+                        ErrorCode.INVALID_PARAMS, f"elicitation mode {mode!r} was not declared"
+                    )
+            if method == "sampling/createMessage" and ("tools" in params or "toolChoice" in params):
+                # The server must not offer tools unasked: a client that did not declare
+                # sampling.tools says so rather than let its model see them.
+                if not (revision and revision.sampling_tools) or not has_capability(
+                    capabilities, ("sampling", "tools")
+                ):
+                    raise MCPError(
+                        ErrorCode.INVALID_PARAMS,
+                        "sampling with tools, which this client did not declare (sampling.tools)",
+                    )
         key = (state, None if stateless else method)
         try:
             after = self._request_after[key]  # one lookup (None is a value here)
@@ -258,80 +330,6 @@ class RoleGates:
         if problem:
             raise MCPError(ErrorCode.INVALID_PARAMS, problem)
         return after
-
-    def _check_method(
-        self,
-        method: str,
-        params: dict[str, Any],
-        revision: Revision | None,
-        capabilities: dict[str, Any],
-        peer_capabilities: dict[str, Any] | None,
-        stateless: bool,
-    ) -> None:
-        """Raise MCPError when we do not serve ``method`` at ``revision``."""
-        if method in ("ping", "initialize") and not stateless:
-            if method == "initialize" and self.role is Role.CLIENT:
-                raise MCPError(ErrorCode.METHOD_NOT_FOUND, "clients do not serve initialize")
-            return
-        extension = False
-        if (
-            self.role is ROLE_SERVER
-            and method.startswith(TASK_METHOD_PREFIX)
-            and declares_tasks(capabilities)
-        ):
-            # A server offering the tasks extension: its tasks/* (a prefix it reserves)
-            # exist only for 2026-07-28 requests, whose _meta can declare it; a handshake
-            # session cannot (unless the method is also 2025-11-25's own, with the core's
-            # tasks capability).
-            if stateless:
-                if not declares_tasks(peer_capabilities):
-                    raise tasks_capability_error(f"{method} belongs to the tasks extension")
-                extension = method in TASK_METHODS
-            elif not (
-                revision is not None
-                and method in revision.client_requests
-                and has_capability(capabilities, ("tasks",))
-            ):
-                raise tasks_capability_error(
-                    f"{method} belongs to the tasks extension, served on 2026-07-28 requests only"
-                )
-        # A server's handshake session: peer_requests(revision), inline (every request).
-        served = (
-            revision.client_requests
-            if revision is not None and self.role is ROLE_SERVER
-            else self.peer_requests(revision)
-        )
-        if not extension and method not in served:
-            raise MCPError(ErrorCode.METHOD_NOT_FOUND, f"method not found: {method!r}")
-        # The extension's tasks/* are not the 2025-11-25 ones its capability gates.
-        gate = None if extension else self.incoming_request_gates.get(method)
-        if gate and (method != "completion/complete" or (revision and revision.completion_gated)):
-            if not has_capability(capabilities, gate):
-                raise MCPError(
-                    ErrorCode.METHOD_NOT_FOUND,
-                    f"method not found: {method!r} (capability {'.'.join(gate)} not advertised)",
-                )
-        if method == "elicitation/create" and revision is not None:
-            mode = params.get("mode", "form")
-            if mode not in revision.elicitation_modes:
-                raise MCPError(
-                    ErrorCode.INVALID_PARAMS,
-                    f"elicitation mode {mode!r} does not exist in {revision.name}",
-                )
-            if mode not in declared_elicitation_modes(capabilities):
-                raise MCPError(
-                    ErrorCode.INVALID_PARAMS, f"elicitation mode {mode!r} was not declared"
-                )
-        if method == "sampling/createMessage" and ("tools" in params or "toolChoice" in params):
-            # The server must not offer tools unasked: a client that did not declare
-            # sampling.tools says so rather than let its model see them.
-            if not (revision and revision.sampling_tools) or not has_capability(
-                capabilities, ("sampling", "tools")
-            ):
-                raise MCPError(
-                    ErrorCode.INVALID_PARAMS,
-                    "sampling with tools, which this client did not declare (sampling.tools)",
-                )
 
     def check_outgoing_request(
         self,

@@ -126,10 +126,10 @@ def loads(data: bytes | bytearray | memoryview | str, *, max_depth: int = DEFAUL
     by orjson (stricter than the stdlib, and equal on everything both accept);
     anything orjson refuses goes to the stdlib, which accepts or words the error.
     """
-    if not isinstance(data, bytes):
+    if type(data) is not bytes:  # (a type test: no call, for the bytes nearly all are)
         if isinstance(data, str):
             return stdlib_loads(data, max_depth=max_depth)
-        data = bytes(data)  # a bytearray or memoryview
+        data = bytes(data)  # a bytearray or memoryview (or a subclass of bytes)
     fast = orjson
     if fast is not None:
         # The common case is decided by one pass: few digits and opening brackets.

@@ -113,6 +113,22 @@ class NdjsonFramer:
     def lines(self, data: bytes | bytearray) -> list[bytes | RemoteProtocolError]:
         """Feed ``data`` and take every line (or error) now complete, as
         :meth:`next_line` would give them one by one."""
+        if (
+            type(data) is bytes
+            and data.find(b"\n") == len(data) - 1
+            and data
+            and not self._buffer
+            and not self._discarding
+            and not self._eof
+        ):
+            # The commonest case, one whole line and nothing held from before (a peer
+            # that waits for each answer): taken as it is when it is a message; an
+            # oversized, empty or blank line goes the way below.
+            line = data[:-1]
+            if line[-1:] == b"\r":
+                line = line[:-1]
+            if 0 < len(line) <= self.max_line_size and not line.isspace():
+                return [line]
         if type(data) is bytes and data[-1:] == b"\n" and not self._buffer and not self._discarding:
             # The usual case: whole lines in one chunk, nothing held from before.
             if self._eof:

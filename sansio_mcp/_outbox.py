@@ -15,6 +15,10 @@ from ._requests import id_in_use
 __all__ = ["Batch", "Outbox", "Outgoing", "encode_message"]
 
 
+#: What ``_json.encode`` raises for a value that is not JSON.
+_NOT_JSON = (ValueError, TypeError, OverflowError, RecursionError)
+
+
 def encode_message(obj: Any) -> bytes:
     """``obj`` as JSON bytes; :class:`LocalProtocolError` when it is not JSON.
 
@@ -24,8 +28,12 @@ def encode_message(obj: Any) -> bytes:
     """
     try:
         return _json.encode(obj)
-    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
-        raise LocalProtocolError(f"the message cannot be sent as JSON: {exc}") from None
+    except _NOT_JSON as exc:
+        raise _not_json(exc) from None
+
+
+def _not_json(exc: Exception) -> LocalProtocolError:
+    return LocalProtocolError(f"the message cannot be sent as JSON: {exc}")
 
 
 class Outgoing(NamedTuple):
@@ -94,7 +102,10 @@ class Outbox:
     def answer(self, request_id: RequestId | None, obj: dict[str, Any]) -> None:
         """Queue the answer to a peer's request (with its batch, if it came in one);
         :class:`LocalProtocolError`, with nothing queued, if it cannot be sent as JSON."""
-        data = encode_message(obj)
+        try:
+            data = _json.encode(obj)  # encode_message, inline: one per request answered
+        except _NOT_JSON as exc:
+            raise _not_json(exc) from None
         # Most sessions never see a batch: their map stays empty.
         batch = (
             self._batch_of.pop(request_id, None)

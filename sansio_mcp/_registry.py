@@ -294,8 +294,8 @@ def completion_result(found: Iterable[Any]) -> dict[str, Any]:
 
 
 def tool_result(value: Any) -> dict[str, Any]:
-    if type(value) is str:  # the most common value, built without the ToolResult
-        return {"content": [text_content(value)], "isError": False}
+    if type(value) is str:  # the most common value: text_content's block, built inline
+        return {"content": [{"type": "text", "text": value}], "isError": False}
     if isinstance(value, ToolResult):
         return value.to_result()
     if isinstance(value, str):

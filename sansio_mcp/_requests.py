@@ -29,7 +29,7 @@ from ._events import (
     ProgressReceived,
     ProtocolViolation,
     RequestFailed,
-    RequestMeta,
+    RequestReceived,
     ResponseReceived,
 )
 from ._jsonrpc import RequestId
@@ -37,7 +37,6 @@ from ._versions import REVISIONS, Revision
 
 __all__ = [
     "IdMemory",
-    "IncomingRequest",
     "OutgoingRequest",
     "RequestTracker",
     "id_in_use",
@@ -65,15 +64,6 @@ class OutgoingRequest:
     version: str | None = None
     #: The timeout it was sent with, so a redo can be given the same time.
     timeout: float | None = None
-
-
-@attrs.define
-class IncomingRequest:
-    method: str
-    params: dict[str, Any]
-    progress_token: str | int | None
-    last_progress: float | None = None
-    meta: RequestMeta | None = None
 
 
 def id_in_use(request_id: RequestId) -> MCPError:
@@ -144,7 +134,12 @@ class RequestTracker:
     # The ids of cancelled requests, ours and the peer's, kept from the first
     # cancellation on (a session made for one stateless request seldom sees one).
     _cancelled_outgoing: IdMemory | None = None
-    _cancelled_incoming: IdMemory | None = None
+    #: The ids of the peer's requests it cancelled (None until the first): a new request
+    #: may not reuse one (see :meth:`id_conflict`).
+    cancelled_incoming: IdMemory | None = None
+    #: The last progress reported on each of the peer's open requests that has had
+    #: some (made by the first report: most requests never see one).
+    last_progress: dict[RequestId, float] | None = None
 
     def __init__(self, events: deque[Event]) -> None:
         self._events = events
@@ -156,8 +151,9 @@ class RequestTracker:
         # origin id -> chain waiting for the application's input (MRTR)
         self._paused: dict[RequestId, OutgoingRequest] = {}
         self._progress_tokens: dict[str | int, RequestId] = {}
-        #: The peer's requests we have not answered yet.
-        self.incoming: dict[RequestId, IncomingRequest] = {}
+        #: The peer's requests we have not answered yet: the event each came as (one
+        #: record per request, the application's and ours).
+        self.incoming: dict[RequestId, RequestReceived] = {}
 
     # Ours ------------------------------------------------------------------------
 
@@ -334,6 +330,7 @@ class RequestTracker:
         self._paused.clear()
         self._progress_tokens.clear()
         self.incoming.clear()
+        self.last_progress = None
 
     # The peer's --------------------------------------------------------------------
 
@@ -347,7 +344,7 @@ class RequestTracker:
         # get its handler's late answer, which must not answer the newcomer.
         if request_id in self.incoming or request_id in open_elsewhere:
             return id_in_use(request_id)
-        cancelled = self._cancelled_incoming
+        cancelled = self.cancelled_incoming
         if cancelled is not None and request_id in cancelled:
             return MCPError(
                 ErrorCode.INVALID_REQUEST,
@@ -364,9 +361,11 @@ class RequestTracker:
         if self.incoming[request_id].method == "initialize":
             return None
         del self.incoming[request_id]
-        if self._cancelled_incoming is None:
-            self._cancelled_incoming = IdMemory()
-        self._cancelled_incoming.add(request_id)
+        if self.last_progress is not None:
+            self.last_progress.pop(request_id, None)
+        if self.cancelled_incoming is None:
+            self.cancelled_incoming = IdMemory()
+        self.cancelled_incoming.add(request_id)
         reason = params.get("reason")
         self._events.append(
             CancelRequested(request_id, reason if isinstance(reason, str) else None)
@@ -391,10 +390,9 @@ class RequestTracker:
             raise LocalProtocolError(f"no open request with id {request_id!r}")
         if incoming.progress_token is None:
             return None
-        if incoming.last_progress is not None and progress <= incoming.last_progress:
-            raise LocalProtocolError(
-                f"progress must increase (was {incoming.last_progress}, now {progress})"
-            )
+        last = self.last_progress.get(request_id) if self.last_progress is not None else None
+        if last is not None and progress <= last:
+            raise LocalProtocolError(f"progress must increase (was {last}, now {progress})")
         params: dict[str, Any] = {"progressToken": incoming.progress_token, "progress": progress}
         if total is not None:
             params["total"] = total
@@ -404,13 +402,22 @@ class RequestTracker:
             params["message"] = message
         return params
 
-    def answer(self, request_id: RequestId) -> IncomingRequest | None:
+    def progress_sent(self, request_id: RequestId, progress: float) -> None:
+        """Progress ``progress`` went out on the peer's request ``request_id`` (the
+        next must be more: see :meth:`progress_params`)."""
+        if self.last_progress is None:
+            self.last_progress = {}
+        self.last_progress[request_id] = progress
+
+    def answer(self, request_id: RequestId) -> RequestReceived | None:
         """Close the peer's request for our answer; None when the peer cancelled it
         (the answer is dropped, as the spec requires)."""
         request = self.incoming.pop(request_id, None)
         if request is None:
-            cancelled = self._cancelled_incoming
+            cancelled = self.cancelled_incoming
             if cancelled is not None and cancelled.discard(request_id):
                 return None
             raise LocalProtocolError(f"no open request with id {request_id!r}")
+        if self.last_progress is not None:
+            self.last_progress.pop(request_id, None)
         return request

@@ -86,13 +86,15 @@ def schema_for_function(
     return schema
 
 
+# A type's own __instancecheck__, bound to it, is isinstance(v, type) called in C: a
+# tool's argument check runs one per argument of each call, without a Python frame.
 _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
-    "string": lambda v: isinstance(v, str),
+    "string": str.__instancecheck__,
     "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
     "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "array": lambda v: isinstance(v, list),
-    "object": lambda v: isinstance(v, dict),
+    "boolean": bool.__instancecheck__,
+    "array": list.__instancecheck__,
+    "object": dict.__instancecheck__,
     "null": lambda v: v is None,
 }
 

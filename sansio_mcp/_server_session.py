@@ -16,11 +16,11 @@ from ._errors import (
     MCPError,
     UnsupportedProtocolVersion,
 )
-from ._events import RequestMeta, SessionInitialized, request_received
+from ._events import RequestMeta, RequestReceived, SessionInitialized, request_received
 from ._gates import SERVER_GATES, trim_capabilities, trim_info
-from ._jsonrpc import JSONRPCNotification, JSONRPCRequest, RequestId, is_request_id
+from ._jsonrpc import JSONRPCNotification, RequestId, is_request_id
 from ._params import LOG_LEVELS, check_params
-from ._requests import IncomingRequest, progress_token_in
+from ._requests import progress_token_in
 from ._session import Session
 from ._state import Role, SessionState
 from ._stateless import (
@@ -158,8 +158,12 @@ class ServerSession(Session):
         finally:
             self._read_meta = None
 
-    def _on_request(self, request: JSONRPCRequest) -> None:
-        params = request.params or {}
+    # Asked only of a request with a _meta, or one before the handshake named a revision
+    # (a handshake session's revision needs a handshake version, which leaves both
+    # branches below to such requests): a request of a handshake session skips the call.
+    _sorts_eras = True
+
+    def _served_elsewhere(self, request_id: RequestId, method: str, params: dict[str, Any]) -> bool:
         # Inside a handshake session a request without modern _meta is of that
         # session's revision, which has no server/discover or subscriptions/listen
         # (-32601); outside one they are 2026-07-28 requests missing _meta (-32602).
@@ -168,20 +172,18 @@ class ServerSession(Session):
             # first: most requests have no _meta, and it spares them an isinstance call).
             meta = params["_meta"] if "_meta" in params else None
             if (meta is not None and isinstance(meta, dict) and META_PROTOCOL_VERSION in meta) or (
-                self.revision is None and request.method in _STATELESS_ONLY_METHODS
+                self.revision is None and method in _STATELESS_ONLY_METHODS
             ):
-                self._on_stateless_request(request, params, meta)
-                return
+                self._on_stateless_request(request_id, method, params, meta)
+                return True
         if not self._handshake_versions:
-            self._refuse_handshake(request, params)
-            return
-        # Named, not super() (a super object per request): no mixin between this class
-        # and Session in a subclass sees the request here.
-        Session._on_request(self, request)
+            self._refuse_handshake(request_id, method, params)
+            return True
+        return False
 
-    def _refuse_handshake(self, request: JSONRPCRequest, params: dict[str, Any]) -> None:
+    def _refuse_handshake(self, request_id: RequestId, method: str, params: dict[str, Any]) -> None:
         """A modern-only server: name the versions it supports (spec: basic/versioning)."""
-        if request.method == "initialize":
+        if method == "initialize":
             requested = params.get("protocolVersion")
             error: MCPError = UnsupportedProtocolVersion(
                 message="this server only speaks the stateless revision(s) "
@@ -196,16 +198,15 @@ class ServerSession(Session):
                 ErrorCode.INVALID_PARAMS,
                 f"params._meta[{META_PROTOCOL_VERSION!r}] is required (2026-07-28)",
             )
-        self._refuse(request.id, error)
+        self._refuse(request_id, error)
 
     def _refuse(self, request_id: RequestId, error: MCPError) -> None:
         self._outbox.answer(request_id, self._refusal(request_id, error))
 
     def _on_stateless_request(
-        self, request: JSONRPCRequest, params: dict[str, Any], given: Any
+        self, request_id: RequestId, method: str, params: dict[str, Any], given: Any
     ) -> None:
-        """Serve ``request`` as a 2026-07-28 request; ``given`` is its ``params._meta``."""
-        method = request.method
+        """Serve a request as a 2026-07-28 request; ``given`` is its ``params._meta``."""
         read = self._read_meta
         try:
             # The same dict read by the router (_receive_stateless), or read here.
@@ -233,20 +234,21 @@ class ServerSession(Session):
             if method == "subscriptions/listen":
                 self._check_listen(params, meta.client_capabilities)
         except MCPError as error:
-            self._refuse(request.id, error)
+            self._refuse(request_id, error)
             return
         if method == "server/discover":
             self._outbox.answer(
-                request.id,
-                {"jsonrpc": "2.0", "id": request.id, "result": self._discover_result(revision)},
+                request_id,
+                {"jsonrpc": "2.0", "id": request_id, "result": self._discover_result(revision)},
             )
             return
         if method == "subscriptions/listen":
-            self._open_listen(request.id, params["notifications"])
+            self._open_listen(request_id, params["notifications"])
             return
         token = progress_token_in(given)  # a dict: request_meta_of took it
-        self._requests.incoming[request.id] = IncomingRequest(method, params, token, meta=meta)
-        self._events.append(request_received(request.id, method, params, token, False, None, meta))
+        event = request_received(request_id, method, params, token, False, None, meta)
+        self._requests.incoming[request_id] = event
+        self._events.append(event)
 
     @property
     def offers_tasks(self) -> bool:
@@ -289,7 +291,7 @@ class ServerSession(Session):
         )
 
     def _result_message(
-        self, request_id: RequestId, incoming: IncomingRequest, result: dict[str, Any]
+        self, request_id: RequestId, incoming: RequestReceived, result: dict[str, Any]
     ) -> dict[str, Any]:
         if incoming.meta is None:
             return super()._result_message(request_id, incoming, result)
@@ -487,7 +489,7 @@ class ServerSession(Session):
         self._outbox.answer(request_id, {"jsonrpc": "2.0", "id": request_id, "result": {}})
         return True
 
-    def _after_response(self, incoming: IncomingRequest, result: dict[str, Any]) -> None:
+    def _after_response(self, incoming: RequestReceived, result: dict[str, Any]) -> None:
         uri = incoming.params.get("uri")
         if incoming.method == "resources/subscribe" and isinstance(uri, str):
             self.subscriptions.add(uri)

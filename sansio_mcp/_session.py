@@ -33,6 +33,7 @@ from ._events import (
     Event,
     NotificationReceived,
     ProtocolViolation,
+    RequestReceived,
     request_received,
 )
 from ._gates import RoleGates
@@ -49,7 +50,6 @@ from ._jsonrpc import (
 from ._ndjson import HEAD_KEPT, NEED_DATA, NdjsonFramer, message_identity, oversized_message
 from ._outbox import Batch, Outbox, Outgoing, encode_message
 from ._requests import (
-    IncomingRequest,
     OutgoingRequest,
     RequestTracker,
     progress_token_of,
@@ -101,6 +101,9 @@ class Session:
     _open_elsewhere: Container[RequestId] = ()
     #: The methods :meth:`_handle_locally` may serve (the others skip the call).
     _local_methods: frozenset[str] = frozenset()
+    #: Whether :meth:`_served_elsewhere` sorts out requests of another era (servers),
+    #: asked of a request with a ``_meta`` or one before the handshake named a revision.
+    _sorts_eras = False
     #: The methods whose successful answer :meth:`_after_response` records.
     _bookkept_methods: frozenset[str] = frozenset()
     #: Whether the peer has sent one JSON line yet (it speaks JSON at least).
@@ -302,7 +305,23 @@ class Session:
             pending = None if related_request is None else self._requests.on_wire(related_request)
             self._carried_by = (True, pending.origin if pending else related_request)
         try:
-            if isinstance(obj, list):
+            # A well-formed request (what a server mostly gets) goes straight to
+            # _on_request: classified as parse_message's fast path classifies it (a test
+            # holds the two equal), without the JSONRPCRequest record it would make.
+            if type(obj) is dict and obj.get("jsonrpc") == "2.0":
+                method = obj.get("method")
+                raw_id = obj.get("id")
+                if (
+                    type(method) is str
+                    and (type(raw_id) is str or type(raw_id) is int)
+                    and "result" not in obj
+                    and "error" not in obj
+                ):
+                    params = obj.get("params")
+                    if type(params) is dict or "params" not in obj:
+                        self._on_request(raw_id, method, params)
+                        return
+            elif isinstance(obj, list):
                 self._receive_batch(obj)
                 return
             try:
@@ -359,6 +378,12 @@ class Session:
             return self._events.popleft()
         return NEED_DATA
 
+    def event_queue(self) -> deque[Event]:
+        """The queue :meth:`next_event` takes from, oldest first, the same for the
+        session's life: what drains every event as it comes (the runtime's driver)
+        pops it itself, a call per event fewer."""
+        return self._events
+
     def _receive_batch(self, items: list[Any]) -> None:
         if not items:
             self._violation(self._answerable("an empty batch is not a valid request"))
@@ -404,13 +429,7 @@ class Session:
 
     def _dispatch(self, message: JSONRPCMessage) -> None:
         if isinstance(message, JSONRPCRequest):
-            duplicate = self._requests.id_conflict(message.id, self._open_elsewhere)
-            if duplicate is not None:
-                # Straight to the outbox: Outbox.answer would route this error into
-                # the batch of the original request that owns the id.
-                self._outbox.append(self._refusal(message.id, duplicate), message.id)
-                return
-            self._on_request(message)
+            self._on_request(message.id, message.method, message.params)
         elif isinstance(message, JSONRPCNotification):
             self._on_notification(message)
         elif isinstance(message, JSONRPCResponse):
@@ -423,29 +442,62 @@ class Session:
         (servers add the ids of open subscriptions)."""
         return self._requests.id_conflict(request_id, self._open_elsewhere)
 
-    def _on_request(self, request: JSONRPCRequest) -> None:
-        method, params = request.method, request.params or {}
+    def _on_request(
+        self, request_id: RequestId, method: str, params: dict[str, Any] | None
+    ) -> None:
+        """A request of the peer's (``params`` as it came: None when it had none)."""
+        requests = self._requests
+        incoming = requests.incoming
+        if (
+            request_id in incoming
+            or request_id in self._open_elsewhere
+            or requests.cancelled_incoming is not None
+        ):
+            duplicate = requests.id_conflict(request_id, self._open_elsewhere)
+            if duplicate is not None:
+                # Straight to the outbox: Outbox.answer would route this error into
+                # the batch of the original request that owns the id.
+                self._outbox.append(self._refusal(request_id, duplicate), request_id)
+                return
+        if params is None:
+            params = {}
+        # A server sorts out a request of another era (a 2026-07-28 one, by its _meta;
+        # any before the handshake named a revision): the others skip the call.
+        if (
+            self._sorts_eras
+            and ("_meta" in params or self.revision is None)
+            and self._served_elsewhere(request_id, method, params)
+        ):
+            return
         try:
             after = self._gates.check_incoming_request(
                 method, params, self.revision, self._capabilities, self.state
             )
         except MCPError as error:
-            self._outbox.answer(request.id, self._refusal(request.id, error))
+            self._outbox.answer(request_id, self._refusal(request_id, error))
             return
         self.state = after
         if method == "ping":
-            self._outbox.answer(request.id, {"jsonrpc": "2.0", "id": request.id, "result": {}})
+            self._outbox.answer(request_id, {"jsonrpc": "2.0", "id": request_id, "result": {}})
             return
         if method == "initialize":
-            self._on_initialize(request.id, params)
+            self._on_initialize(request_id, params)
             return
-        if method in self._local_methods and self._handle_locally(request.id, method, params):
+        if method in self._local_methods and self._handle_locally(request_id, method, params):
             return
         # Most requests carry no _meta: their token is known without reading it.
         token = progress_token_of(params) if "_meta" in params else None
-        self._requests.incoming[request.id] = IncomingRequest(method, params, token)
         known, related = self._carried_by
-        self._events.append(request_received(request.id, method, params, token, known, related))
+        # One record per request: the event the application gets is what the session
+        # keeps while the request is open.
+        event = request_received(request_id, method, params, token, known, related)
+        incoming[request_id] = event
+        self._events.append(event)
+
+    def _served_elsewhere(self, request_id: RequestId, method: str, params: dict[str, Any]) -> bool:
+        """Serve a request that is not this handshake session's (see ``_sorts_eras``);
+        whether it was one."""
+        return False
 
     def _on_notification(self, notification: JSONRPCNotification) -> None:
         method, params = notification.method, notification.params or {}
@@ -518,7 +570,7 @@ class Session:
         return False
 
     def _result_message(
-        self, request_id: RequestId, incoming: IncomingRequest, result: dict[str, Any]
+        self, request_id: RequestId, incoming: RequestReceived, result: dict[str, Any]
     ) -> dict[str, Any]:
         """The response message for a result to a 2026-07-28 request (one with
         ``meta``; servers refine this)."""
@@ -663,19 +715,21 @@ class Session:
             raise LocalProtocolError("a result must be a dict")
         if self.state is STATE_CLOSED:
             return  # nobody left to answer
-        incoming = self._requests.answer(request_id)
+        requests = self._requests
+        incoming = requests.incoming.get(request_id)
         if incoming is None:
+            requests.answer(request_id)  # raises unless the peer cancelled it: dropped
             return
-        try:
-            if incoming.meta is None:  # a handshake session's: the result as it is
-                message = {"jsonrpc": "2.0", "id": request_id, "result": result}
-            else:
-                message = self._result_message(request_id, incoming, result)
-            self._outbox.answer(request_id, message)
-        except LocalProtocolError:
-            # still open: it can be answered properly (-32603, say)
-            self._requests.incoming[request_id] = incoming
-            raise
+        # Closed only once its answer is queued: a result refused here (LocalProtocolError)
+        # leaves the request open, to be answered properly (-32603, say).
+        if incoming.meta is None:  # a handshake session's: the result as it is
+            message = {"jsonrpc": "2.0", "id": request_id, "result": result}
+        else:
+            message = self._result_message(request_id, incoming, result)
+        self._outbox.answer(request_id, message)
+        del requests.incoming[request_id]
+        if requests.last_progress is not None:
+            requests.last_progress.pop(request_id, None)
         if incoming.method in self._bookkept_methods and "result" in message:
             self._after_response(incoming, result)
 
@@ -693,7 +747,7 @@ class Session:
             plain = MCPError(ErrorCode.INTERNAL_ERROR, f"{error.message} ({exc})")
             self._outbox.answer(request_id, self._error_obj(request_id, plain))
 
-    def _after_response(self, incoming: IncomingRequest, result: dict[str, Any]) -> None:
+    def _after_response(self, incoming: RequestReceived, result: dict[str, Any]) -> None:
         """Bookkeeping a successful answer to one of ``_bookkept_methods`` implies."""
 
     def cancel(self, request_id: RequestId, reason: str | None = None) -> None:
@@ -741,7 +795,7 @@ class Session:
             stateless=incoming.meta is not None,
             related_request=request_id,
         )
-        incoming.last_progress = progress
+        self._requests.progress_sent(request_id, progress)
         return True
 
     def send_ping(self, *, now: float | None = None, timeout: float | None = None) -> RequestId:
@@ -814,6 +868,14 @@ class Session:
     def data_to_send(self) -> bytes:
         """Take the queued messages as NDJSON bytes."""
         return self._outbox.take_data()
+
+    def data_source(self) -> Callable[[], bytes]:
+        """What :meth:`data_to_send` calls, the same for the session's life (or
+        ``data_to_send`` itself, where a subclass refines it): a byte stream that takes
+        output after every message binds it once, a call fewer each time."""
+        if type(self).data_to_send is not Session.data_to_send:
+            return self.data_to_send
+        return self._outbox.take_data
 
     # ---------------------------------------------------------------- helpers
 

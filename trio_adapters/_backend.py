@@ -26,6 +26,7 @@ __all__ = [
     "PRIMITIVES",
     "NurseryGroup",
     "OneWaiterSignal",
+    "PipeReader",
     "PipeStream",
     "TCPStream",
     "TrioBackend",
@@ -374,49 +375,94 @@ def fileno_of(pipe: Any) -> int:
     return fd
 
 
+class _Fileno:
+    """A pipe's ``fd`` read through its ``fileno()`` (see :func:`fd_holder`)."""
+
+    __slots__ = ("_pipe",)
+
+    def __init__(self, pipe: Any) -> None:
+        self._pipe = pipe
+
+    @property
+    def fd(self) -> int:
+        fd: int = self._pipe.fileno()
+        return fd
+
+
+def fd_holder(pipe: Any) -> Any:
+    """What holds ``pipe``'s file descriptor: an object whose ``fd`` is its number, -1
+    once the pipe is closed (the number may then belong to another file).  Trio's
+    FdStream keeps one (its ``fileno()`` reads it): read directly, every read and
+    write of the pipe spares two calls; any other pipe's ``fileno()`` is asked."""
+    holder = getattr(pipe, "_fd_holder", None)
+    if holder is not None and isinstance(getattr(holder, "fd", None), int):
+        return holder
+    return _Fileno(pipe)
+
+
 def reader(stream: trio.abc.ReceiveStream) -> Callable[[], Awaitable[bytes | bytearray]]:
     """How to read ``stream``: ``await read()`` gives its next bytes (``b""`` at
     its end).
 
-    A pipe is read directly: FdStream.receive_some yields to the scheduler and
-    tries a read that fails before every wait, which in a sequential
-    request/response exchange is two wasted steps per message.
+    A pipe is read directly (see :class:`PipeReader`).
     """
-    pipe = as_pipe(stream)
-    if pipe is None:
+    pipe = PipeReader(stream)
+    if pipe.holder is None:
         return functools.partial(stream.receive_some, _READ_SIZE)
-    return _PipeReader(pipe).read
+    return pipe.read
 
 
-class _PipeReader:
-    __slots__ = ("_pipe", "_wait_first")
+class PipeReader:
+    """Reads a stream; a pipe directly: FdStream.receive_some yields to the scheduler
+    and tries a read that fails before every wait, which in a sequential
+    request/response exchange is two wasted steps per message."""
 
-    def __init__(self, pipe: Any) -> None:
-        self._pipe = pipe
+    __slots__ = ("_stream", "holder", "wait_first")
+
+    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
+        self._stream = stream
+        pipe = as_pipe(stream)
+        #: What holds the pipe's file descriptor (see :func:`fd_holder`); None when
+        #: ``stream`` is no pipe.
+        self.holder: Any = fd_holder(pipe) if pipe is not None else None
         #: The last read did not fill the buffer: the pipe is most likely empty.
-        self._wait_first = False
+        self.wait_first = False
 
-    async def read(self) -> bytes:
-        """The next bytes from a non-blocking pipe (``b""`` at its end)."""
-        pipe = self._pipe
-        if self._wait_first:
-            await trio.lowlevel.wait_readable(fileno_of(pipe))
+    async def read(self) -> bytes | bytearray:
+        """The next bytes (``b""`` at the end)."""
+        holder = self.holder
+        if holder is None:
+            return await self._stream.receive_some(_READ_SIZE)
+        if self.wait_first:
+            fd = holder.fd
+            if fd < 0:  # closed: the number may already belong to another file
+                raise trio.ClosedResourceError("the pipe is closed")
+            await trio.lowlevel.wait_readable(fd)
         else:
             # More is likely waiting, but a peer that keeps the pipe full must not
             # keep every other task (timers, cancellation, signals) from running.
             await trio.lowlevel.checkpoint()
-        while True:
-            try:
-                data = os.read(fileno_of(pipe), _READ_SIZE)
-            except BlockingIOError:
-                await trio.lowlevel.wait_readable(fileno_of(pipe))
-            except OSError as exc:
-                if exc.errno == errno.EBADF:
-                    raise trio.ClosedResourceError("the pipe is closed") from None
-                raise trio.BrokenResourceError from exc
-            else:
-                self._wait_first = len(data) < _READ_SIZE
-                return data
+        while (data := self.read_ready()) is None:
+            await trio.lowlevel.wait_readable(holder.fd)  # open: read_ready just said so
+        return data
+
+    def read_ready(self) -> bytes | None:
+        """One read of the pipe, without waiting: its bytes (``b""`` at its end), or
+        None when it has none now.  ClosedResourceError once it is closed,
+        BrokenResourceError when reading fails."""
+        fd = self.holder.fd
+        if fd < 0:
+            raise trio.ClosedResourceError("the pipe is closed")
+        try:
+            data = os.read(fd, _READ_SIZE)
+        except BlockingIOError:
+            return None
+        except OSError as exc:
+            if exc.errno == errno.EBADF:
+                raise trio.ClosedResourceError("the pipe is closed") from None
+            raise trio.BrokenResourceError from exc
+        self.wait_first = len(data) < _READ_SIZE
+        return data
 
 
 class PipeStream:
@@ -431,7 +477,9 @@ class PipeStream:
     ) -> None:
         self.send_stream = send
         self.receive_stream = receive
-        self._pipe = as_pipe(send)
+        pipe = as_pipe(send)
+        #: What holds the pipe's file descriptor (see :func:`fd_holder`), or None.
+        self._holder = fd_holder(pipe) if pipe is not None else None
         self._read = reader(receive) if receive is not None else None
         self._lock = trio.Lock()
         #: ``send_all`` calls holding or waiting for the lock (a plain count, read per
@@ -439,14 +487,16 @@ class PipeStream:
         self._busy = 0
 
     def send_nowait(self, data: bytes) -> int:
-        if self._pipe is None or self._busy:
+        holder = self._holder
+        if holder is None or self._busy:
             return 0
+        fd = holder.fd
+        if fd < 0:  # closed: the number may already belong to another file
+            raise BrokenPipeError("the pipe is closed")
         try:
-            return os.write(fileno_of(self._pipe), data)
+            return os.write(fd, data)
         except BlockingIOError:
             return 0
-        except trio.ClosedResourceError as exc:
-            raise BrokenPipeError("the pipe is closed") from exc
 
     async def send_all(self, data: bytes) -> None:
         assert self.send_stream is not None, "a stream to receive from"

@@ -4,6 +4,7 @@ stream pair: stdio, TCP, memory)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any, Unpack
 
@@ -13,7 +14,17 @@ from sansio_mcp import Session
 from sansio_mcp.runtime import Backend, HostBase, HostHandlers, Sender
 from sansio_mcp.runtime.hosting import Framing
 
-from ._backend import PRIMITIVES, NurseryGroup, PipeStream, as_pipe, fileno_of, is_fifo, reader
+from ._backend import (
+    _READ_SIZE,
+    PRIMITIVES,
+    NurseryGroup,
+    PipeReader,
+    PipeStream,
+    as_pipe,
+    fileno_of,
+    is_fifo,
+    reader,
+)
 
 __all__ = ["PipeOutput", "TrioRunner", "TrioSessionHost", "reader"]
 
@@ -37,7 +48,8 @@ class PipeOutput:
     def __init__(
         self, framing: Framing, send_stream: trio.abc.SendStream, on_gone: Callable[[], None]
     ) -> None:
-        self._framing = framing
+        #: Takes the queued output (a session's own, bound once: see ``data_source``).
+        self._take = framing.data_source() if isinstance(framing, Session) else framing.data_to_send
         #: ``send_stream`` if it is a pipe (see :func:`as_pipe`), else None.
         self.pipe = as_pipe(send_stream)
         self._sender = Sender(PRIMITIVES, PipeStream(send_stream), on_gone)
@@ -46,19 +58,13 @@ class PipeOutput:
     def schedule(self) -> None:
         """Send what is queued without waiting: now what the pipe takes, the rest
         from the flusher task."""
-        data = self._framing.data_to_send()
+        data = self._take()
         if data:
             self._sender.write(data)
 
     def send_now(self) -> bool:
         self.schedule()
         return True  # the flusher sends whatever the pipe did not take
-
-    def send_all_now(self) -> bool:
-        """:meth:`schedule`; True when all output has gone out (so that a
-        :meth:`flush` would not wait)."""
-        data = self._framing.data_to_send()
-        return self._sender.write(data) if data else self._sender.idle
 
     async def flush(self) -> None:
         """Send what the session queued, and wait until all output has gone out
@@ -107,19 +113,49 @@ class TrioRunner(TrioSessionHost):
         """Read and dispatch until the peer closes its side; then end the session
         and ``scope`` (the runner's tasks), however the reading ended."""
         try:
-            read = reader(self._receive_stream)
+            pipe = PipeReader(self._receive_stream)
+            read = reader(self._receive_stream) if pipe.holder is None else None
             output = self.pipe_output
             waits_for_output = self.reading_waits_for_output  # the session's role: fixed
-            while not self.driver.closed:
+            driver, receive = self.driver, self.framing.receive_data
+            take, sender = output._take, output._sender
+            wait_readable, checkpoint = trio.lowlevel.wait_readable, trio.lowlevel.checkpoint
+            while not driver.closed:
                 try:
-                    data = await read()
+                    if read is None:
+                        # PipeReader.read, inline: a coroutine and two calls fewer per
+                        # message.  A pipe closed, or failing, ends the input (b""), as
+                        # read()'s errors do below.
+                        holder = pipe.holder
+                        if pipe.wait_first:
+                            fd = holder.fd
+                            if fd < 0:  # closed: the number may belong to another file
+                                raise trio.ClosedResourceError("the pipe is closed")
+                            await wait_readable(fd)
+                        else:
+                            await checkpoint()
+                        fd = holder.fd  # again: it may have closed while we waited
+                        if fd < 0:
+                            raise trio.ClosedResourceError("the pipe is closed")
+                        try:
+                            data: bytes | bytearray = os.read(fd, _READ_SIZE)
+                        except BlockingIOError:
+                            data = await pipe.read()  # nothing after all: wait as read() does
+                        except OSError:
+                            data = b""
+                        else:
+                            pipe.wait_first = len(data) < _READ_SIZE
+                    else:
+                        data = await read()
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     data = b""
-                self.framing.receive_data(data)
-                self.driver.process_events()
+                receive(data)
+                driver.process_events()
                 if waits_for_output:
-                    # Written at once when the pipe takes it all: nothing to wait for.
-                    if not output.send_all_now():
+                    # The output's schedule, inline; written at once when the pipe takes
+                    # it all (write says so): nothing to wait for.
+                    out = take()
+                    if not (sender.write(out) if out else sender.idle):
                         await output.flush()
                 else:
                     output.schedule()

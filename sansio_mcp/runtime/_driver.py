@@ -28,7 +28,6 @@ from .._events import (
     SubscriptionAcknowledged,
 )
 from .._jsonrpc import RequestId
-from .._ndjson import NEED_DATA
 from .._session import Session
 
 __all__ = [
@@ -159,6 +158,8 @@ class Driver:
         answer_input: InputHandler | None = None,
     ) -> None:
         self.session = session
+        #: The session's events (see :meth:`Session.event_queue`).
+        self._events = session.event_queue()
         #: What each kind of event does (its class's table, found once per driver).
         self._table = _EVENT_TABLES.get(type(self)) or _event_table(type(self))
         self._handle_request = handle_request
@@ -241,8 +242,9 @@ class Driver:
 
     def process_events(self) -> None:
         """Drain the session's events and act on each (by its class's event table)."""
-        session, table = self.session, self._table
-        while (event := session.next_event()) is not NEED_DATA:
+        events, table = self._events, self._table
+        while events:
+            event = events.popleft()
             act = table.get(type(event))
             if act is not None:
                 act(self, event)

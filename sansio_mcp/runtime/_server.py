@@ -83,6 +83,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 Handler = Callable[..., Any]
 
 
+#: A tool call's HandlerCall is made with this (one per call): a named tuple's own
+#: ``__new__`` is Python code, and costs a call more.
+_new_call = tuple.__new__
+
+
 class ContextHost(Protocol):
     """What runs a :class:`Context`'s handler: the six primitives every other
     context method is built on.  The session hosts (:class:`HostBase`) are one;
@@ -1039,17 +1044,19 @@ class Server:
             problem = self._argument_problem(name, tool, arguments)
             if problem is not None:
                 return problem
-        kwargs = dict(arguments)
         if tool.context_param:
+            kwargs = dict(arguments)
             kwargs[tool.context_param] = ctx
+        else:
+            kwargs = arguments  # only ever unpacked (**kwargs), never changed: no copy
         if tool.task_support is None and ctx.params.get("task") is None:
             task = False  # what both rules below say of it, found without them
         elif _core_tasks(ctx) and self._advertises_core_tasks():
             task = runs_as_core_task(tool.task_support, ctx.params.get("task"))
         else:
             task = runs_as_task(tool.task_support, ctx.client_capabilities, modern=ctx.stateless)
-        # Positional (tool=True, task): keywords cost a NamedTuple more, once per call.
-        return HandlerCall(tool.handler, kwargs, tool_result, True, task)
+        # The tuple's own __new__ (the named tuple's is Python code), every field given.
+        return _new_call(HandlerCall, (tool.handler, kwargs, tool_result, True, task))
 
     def _argument_problem(
         self, name: str, tool: Tool, arguments: dict[str, Any]

@@ -35,19 +35,18 @@ class HostContext(Context):
                     f"{type(self).__name__}: 'now' is required unless it has a wall_clock"
                 )
             now = self.wall_clock()
-        # Named, not super() (a super object per request): a mixin between this class
-        # and Context in a subclass is not initialized here.
-        Context.__init__(
-            self,
-            request_id=event.request_id,
-            method=event.method,
-            params=event.params,
-            progress_token=event.progress_token,
-            session=host.session,
-            host=host,
-            meta=event.meta,
-            now=now,
-        )
+        # Context.__init__, inline (a context per request; a test holds the two alike): a
+        # mixin between this class and Context in a subclass is not initialized here.
+        session = host.session
+        self.request_id = event.request_id
+        self.method = event.method
+        self.params = event.params
+        self.progress_token = event.progress_token
+        self.session = session
+        self.host = host
+        self.meta = event.meta
+        self.now = now
+        self.auth = session.auth
 
 
 def serving(

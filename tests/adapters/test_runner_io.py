@@ -12,6 +12,7 @@ import selectors
 import sys
 from typing import Any
 
+import pytest
 import trio
 
 from asyncio_adapters import open_stdio_client as asyncio_stdio_client
@@ -333,3 +334,34 @@ def test_asyncio_transports_read_in_small_chunks() -> None:
         os.close(write_end)
 
     asyncio.run(main())
+
+
+async def test_trio_pipes_are_read_and_written_through_their_fd_holder() -> None:
+    """Trio's FdStream keeps its descriptor in a holder that says -1 once the pipe is
+    closed: the pipe reader and writer read the holder directly (two calls fewer per
+    message than fileno()), and so still refuse a closed pipe rather than touch a number
+    another file may have taken since."""
+    from trio_adapters._backend import PipeReader, fd_holder
+
+    read_fd, write_fd = os.pipe()
+    receive, send = trio.lowlevel.FdStream(read_fd), trio.lowlevel.FdStream(write_fd)
+    assert fd_holder(send) is send._fd_holder  # this Trio keeps one: the fast path is used
+    pipe, stream = PipeReader(receive), PipeStream(send)
+    assert pipe.read_ready() is None  # nothing there: no waiting, no error
+    assert stream.send_nowait(b"abc") == 3
+    with trio.fail_after(5):
+        assert await pipe.read() == b"abc"
+    await receive.aclose()
+    await send.aclose()
+    with pytest.raises(trio.ClosedResourceError):
+        pipe.read_ready()
+    with pytest.raises(trio.ClosedResourceError):
+        await pipe.read()
+    with pytest.raises(BrokenPipeError):
+        stream.send_nowait(b"x")
+
+    class Other:
+        def fileno(self) -> int:
+            return 7
+
+    assert fd_holder(Other()).fd == 7  # any other pipe is asked its fileno()

@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 import pytest
+from helpers import drain, out, ready_server
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -160,3 +161,54 @@ def vars_of(message: Any) -> dict[str, Any]:
 @given(st.one_of(_messages, _values))
 def test_parse_message_fast_path_agrees_with_the_full_path(obj: Any) -> None:
     assert _classified(parse_message, obj) == _classified(_parse_fully, obj)
+
+
+class _Unrecognized(dict):  # type: ignore[type-arg]
+    """A dict the fast paths (``type(obj) is dict``) do not take: it goes the full way."""
+
+
+def _full_receive(session: Any, obj: Any) -> None:
+    """``receive_message`` of a message by the full way (``parse_message``'s full
+    classification, then dispatch), as every message went before the fast paths."""
+    session.receive_message(_Unrecognized(obj) if type(obj) is dict else obj)
+
+
+def _served(feed: Any, obj: Any, before: Any) -> tuple[Any, ...]:
+    server = ready_server()
+    for earlier in before:  # an id already open, or cancelled, refuses a newcomer
+        server.receive_message(earlier)
+    drain(server)
+    out(server)
+    feed(server, obj)
+    events = [
+        ("violation", e.error.code, e.error.message, e.refused)
+        if type(e).__name__ == "ProtocolViolation"
+        else e
+        for e in drain(server)
+    ]
+    return events, out(server), server.state, server.open_requests
+
+
+_earlier = st.lists(
+    st.sampled_from(
+        [
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t"}},
+            {"jsonrpc": "2.0", "id": "1", "method": "tools/list"},
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+        ]
+    ),
+    max_size=3,
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(_messages, _values), _earlier)
+def test_the_sessions_request_fast_path_agrees_with_parse_message(obj: Any, before: Any) -> None:
+    """A server session takes a well-formed request straight from ``receive_message``
+    to its handling (no JSONRPCRequest made): events, output, state and open requests
+    are what ``parse_message`` and dispatch give, whatever the message."""
+
+    def fast(session: Any, obj: Any) -> None:
+        session.receive_message(obj)
+
+    assert _served(fast, obj, before) == _served(_full_receive, obj, before)

@@ -58,6 +58,17 @@ class RecordingHost:
         return self.handle
 
 
+class _NoOutput:
+    flusher = None
+
+    def schedule(self) -> None: ...
+
+    def send_now(self) -> bool:
+        return True
+
+    async def flush(self) -> None: ...
+
+
 def _context(host: ContextHost) -> Context:
     session = Server("ctx-host").create_session()
     event = RequestReceived(7, "tools/call", {"name": "t"}, None)
@@ -101,3 +112,22 @@ def test_the_session_hosts_are_context_hosts() -> None:
     # renamed HostBase primitive fails a test, not only mypy.
     for name in ("request", "flush", "sleep", "now", "new_signal", "start_cancellable"):
         assert callable(getattr(HostBase, name)), name
+
+
+def test_a_host_context_is_the_context_for_request_makes() -> None:
+    """HostContext sets Context's fields itself (Context.__init__ inline, a context per
+    request): every attribute Context.for_request gives a context, a HostContext of the
+    same request has, equal (a field added to Context alone fails here)."""
+    from sansio_mcp import RequestMeta
+    from sansio_mcp.runtime.hosting import HostContext
+
+    server = Server("ctx-host")
+    session = server.create_session()
+    session.auth = object()
+    meta = RequestMeta("2026-07-28", {"roots": {}}, {"name": "c"}, "info")
+    event = RequestReceived(7, "tools/call", {"name": "t", "_meta": {}}, "tok", meta)
+    host = HostBase(session, handle_request=lambda event: {}, output=_NoOutput())
+    made = HostContext(host, event, now=12.5)
+    expected = Context.for_request(event, session, now=12.5, host=host)
+    assert vars(made) == vars(expected)
+    assert made.auth is session.auth and made.meta is meta and made.now == 12.5

@@ -452,6 +452,63 @@ def test_progress_is_routed_to_the_request() -> None:
     assert other in client.pending_requests
 
 
+def test_progress_outlives_a_refused_result_and_not_its_request() -> None:
+    """A result the session refuses (not JSON) leaves the request open, its progress so
+    far remembered (the next must still be more); answered, the request's progress is
+    forgotten, and a new request under the same id starts afresh."""
+    _, server = make_pair()
+    token_params = {"name": "t", "_meta": {"progressToken": "p"}}
+    server.receive_data(line(request(5, "tools/call", token_params)))
+    [received] = drain(server)
+    assert isinstance(received, RequestReceived) and received.progress_token == "p"
+    assert server.send_progress(5, 2)
+    with pytest.raises(LocalProtocolError, match="JSON"):
+        server.respond(5, {"content": [], "bad": float("nan")})
+    assert 5 in server.open_requests
+    with pytest.raises(LocalProtocolError, match="increase"):
+        server.send_progress(5, 1)
+    server.respond(5, {"content": []})
+    assert 5 not in server.open_requests
+    server.receive_data(line(request(5, "tools/call", token_params)))
+    drain(server)
+    assert server.send_progress(5, 1)  # a new request: no earlier progress
+
+
+def test_the_open_request_is_the_event_the_application_got() -> None:
+    """One record per request: the session keeps open the very RequestReceived it
+    handed the application (nothing else is made per request)."""
+    _, server = make_pair()
+    server.receive_data(line(request(9, "tools/call", {"name": "t"})))
+    [received] = drain(server)
+    assert server._requests.incoming[9] is received
+    server.respond(9, {"content": []})
+    assert 9 not in server._requests.incoming
+
+
+def test_the_event_queue_is_what_next_event_takes_from() -> None:
+    _, server = make_pair()
+    queue = server.event_queue()
+    server.receive_data(line(request(1, "tools/list")))
+    assert len(queue) == 1 and queue is server.event_queue()
+    event = server.next_event()
+    assert isinstance(event, RequestReceived) and not queue
+
+
+def test_the_data_source_takes_what_data_to_send_takes() -> None:
+    _, server = make_pair()
+    take = server.data_source()
+    server.receive_data(line(request(1, "ping")))
+    assert take() == line({"jsonrpc": "2.0", "id": 1, "result": {}})
+    assert take() == b"" and server.data_to_send() == b""
+
+    class Framed(ServerSession):
+        def data_to_send(self) -> bytes:
+            return b"framed:" + super().data_to_send()
+
+    refined = Framed(capabilities=ALL_SERVER_CAPS)
+    assert refined.data_source()() == b"framed:"  # a subclass's refinement is kept
+
+
 def test_send_progress_without_a_token_returns_false() -> None:
     client, server = make_pair()
     rid = client.send_request("tools/call", {"name": "t"})
