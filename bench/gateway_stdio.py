@@ -11,8 +11,9 @@ gives the time per call (wall clock, the client's) and the gateway process's own
 CPU per call (``/proc/PID/stat``, user + system; the upstream is its child and not
 counted).  The ratios are per round, then min / median / max.
 
-Run: ``python -m bench.gateway_stdio [--rounds N] [--calls N] [--warmup N]``; it is
-also row 14 of ``python -m bench`` (each variant timed in a worker, ``bench.worker
+Run: ``python -m bench.gateway_stdio [--rounds N] [--calls N] [--warmup N]``;
+``--profile`` counts Python calls per call (cProfile), ``--instructions`` machine
+instructions per call (callgrind), both load-independent.  It is also row 14 of ``python -m bench`` (each variant timed in a worker, ``bench.worker
 gateway_stdio``).
 """
 
@@ -262,6 +263,73 @@ def profile(short: int = 100, long: int = 600, top: int = 0) -> list[str]:
     return lines
 
 
+#: What ``--instructions`` counts: the mini gateway and ours on each backend.
+COUNTED = ("mini", "gateway-trio", "gateway-asyncio")
+
+
+def instructions_per_call(variant: str, config: Path, calls: int = 300, warmup: int = 100) -> float:
+    """User-space machine instructions the gateway process (``variant`` of
+    :data:`COUNTED`) executes per relayed ``tools/call``, counted by valgrind's
+    callgrind (zeroed after ``warmup`` calls, dumped after ``calls`` more): exact and
+    load-independent, the one CPU figure of ours against the mini gateway's that no
+    other helper's load moves.  The upstream (a child) is not traced; kernel time is
+    not in it.  Needs ``valgrind`` on PATH; about a minute a variant."""
+    import glob
+    import re
+    import shutil
+    import subprocess
+
+    import trio
+
+    from trio_adapters.http_client import open_http_client
+
+    if shutil.which("valgrind") is None:
+        raise RuntimeError("instructions_per_call needs valgrind (apt-get install valgrind)")
+    with tempfile.TemporaryDirectory() as folder:
+        out = str(Path(folder) / "callgrind.out")
+        if variant == "mini":
+            served = [PY, str(MINI), "ex", "--", *UPSTREAM]
+        else:
+            served = [PY, "-m", "sansio_mcp_cli", "gateway", "--config", str(config),
+                      "--port", "0", "--backend", variant.split("-")[1]]  # fmt: skip
+        command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                   f"--log-file={folder}/log", *served]  # fmt: skip
+        # A fixed hash seed: dict and set layouts, so the count, are the same each run.
+        env = {"PYTHONHASHSEED": "0"}
+        with http_server_process(command, env=env, polite=True, timeout=300) as (url, process):
+
+            async def run(n: int) -> None:
+                async with open_http_client(url, mode="legacy") as client:
+                    for _ in range(n):
+                        await client.call_tool("ex.echo", {"message": "hello"})
+
+            trio.run(run, warmup)
+            pid = str(process.pid)
+            subprocess.run(["callgrind_control", "-z", pid], check=True, capture_output=True)
+            trio.run(run, calls)
+            subprocess.run(["callgrind_control", "-d", pid], check=True, capture_output=True)
+        with open(sorted(glob.glob(out + ".*"))[-1]) as dump:
+            found = re.search(r"^(?:summary|totals): (\d+)", dump.read(), re.MULTILINE)
+        assert found is not None, "no totals in callgrind's dump"
+        # (Each run opens one connection and a handshake: the same for every variant.)
+        return int(found.group(1)) / calls
+
+
+def instructions(calls: int = 300) -> list[str]:
+    """Instructions per call of each of :data:`COUNTED`, and ours / the mini gateway's."""
+    lines, counted = [], {}
+    with tempfile.TemporaryDirectory() as folder:
+        config = Path(folder) / "gateway.json"
+        connector = {"transport": "stdio", "cmd": UPSTREAM, "cwd": str(REPO)}
+        config.write_text(json.dumps({"connectors": {"ex": connector}}))
+        for variant in COUNTED:
+            counted[variant] = instructions_per_call(variant, config, calls)
+            lines.append(f"{variant:16} instructions per call {counted[variant]:10.0f}")
+    for variant in COUNTED[1:]:
+        lines.append(f"{variant} / mini: instructions {counted[variant] / counted['mini']:.2f}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.gateway_stdio", description=__doc__)
     parser.add_argument("--rounds", type=int, default=5)
@@ -274,8 +342,16 @@ def main(argv: list[str] | None = None) -> None:
         "server over HTTP instead of timing",
     )
     parser.add_argument("--top", type=int, default=0, help="with --profile: the top functions")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count machine instructions per call (valgrind's callgrind; exact, load-"
+        "independent) of the mini gateway and ours instead of timing",
+    )
     args = parser.parse_args(argv)
-    if args.profile:
+    if args.instructions:
+        lines = instructions()
+    elif args.profile:
         lines = profile(top=args.top)
     else:
         lines = report(run_rounds(args.rounds, args.calls, args.warmup))
