@@ -13,8 +13,8 @@ counted).  The ratios are per round, then min / median / max.
 
 Run: ``python -m bench.gateway_stdio [--rounds N] [--calls N] [--warmup N]``;
 ``--profile`` counts Python calls per call (cProfile), ``--instructions`` machine
-instructions per call (callgrind), both load-independent.  It is also row 14 of ``python -m bench`` (each variant timed in a worker, ``bench.worker
-gateway_stdio``).
+instructions per call (callgrind), both load-independent.  It is also row 14 of
+``python -m bench`` (each variant timed in a worker, ``bench.worker gateway_stdio``).
 """
 
 from __future__ import annotations
@@ -232,6 +232,30 @@ def _profile_run(variant: str, config: Path, calls: int, out: str) -> None:
         trio.run(run)
 
 
+def _profiled_config(folder: str) -> Path:
+    config = Path(folder) / "gateway.json"
+    connector = {"transport": "stdio", "cmd": UPSTREAM, "cwd": str(REPO)}
+    config.write_text(json.dumps({"connectors": {"ex": connector}}))
+    return config
+
+
+def calls_per_call(variant: str, short: int = 50, long: int = 250) -> float:
+    """Python calls per relayed call of ``variant`` (of :data:`PROFILED`): the
+    difference of a ``long``- and a ``short``-call run under cProfile (load-independent:
+    the gateway's call-count guard in tests/test_bench_smoke.py)."""
+    import pstats
+
+    totals = {}
+    with tempfile.TemporaryDirectory() as folder:
+        config = _profiled_config(folder)
+        for calls in (short, long):
+            out = str(Path(folder) / f"{variant}-{calls}.prof")
+            _profile_run(variant, config, calls, out)
+            stats = pstats.Stats(out).stats  # type: ignore[attr-defined]
+            totals[calls] = sum(v[1] for v in stats.values())
+    return (totals[long] - totals[short]) / (long - short)
+
+
 def profile(short: int = 100, long: int = 600, top: int = 0) -> list[str]:
     """Python function calls per call (cProfile) of each of ``PROFILED``: the difference
     of a ``long``- and a ``short``-call run, so start-up and shutdown cancel out; with
@@ -240,9 +264,7 @@ def profile(short: int = 100, long: int = 600, top: int = 0) -> list[str]:
 
     lines = []
     with tempfile.TemporaryDirectory() as folder:
-        config = Path(folder) / "gateway.json"
-        connector = {"transport": "stdio", "cmd": UPSTREAM, "cwd": str(REPO)}
-        config.write_text(json.dumps({"connectors": {"ex": connector}}))
+        config = _profiled_config(folder)
         for variant in PROFILED:
             stats = {}
             for calls in (short, long):
@@ -319,9 +341,7 @@ def instructions(calls: int = 300) -> list[str]:
     """Instructions per call of each of :data:`COUNTED`, and ours / the mini gateway's."""
     lines, counted = [], {}
     with tempfile.TemporaryDirectory() as folder:
-        config = Path(folder) / "gateway.json"
-        connector = {"transport": "stdio", "cmd": UPSTREAM, "cwd": str(REPO)}
-        config.write_text(json.dumps({"connectors": {"ex": connector}}))
+        config = _profiled_config(folder)
         for variant in COUNTED:
             counted[variant] = instructions_per_call(variant, config, calls)
             lines.append(f"{variant:16} instructions per call {counted[variant]:10.0f}")
