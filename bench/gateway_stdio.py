@@ -245,7 +245,7 @@ def calls_per_call(variant: str, short: int = 50, long: int = 250) -> float:
     the gateway's call-count guard in tests/test_bench_smoke.py)."""
     import pstats
 
-    totals = {}
+    totals: dict[int, int] = {}
     with tempfile.TemporaryDirectory() as folder:
         config = _profiled_config(folder)
         for calls in (short, long):
