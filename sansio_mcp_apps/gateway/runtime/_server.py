@@ -191,8 +191,6 @@ class GatewayServer(Server):
 
     def _catalog(self, ctx: Context) -> Catalog:
         """The catalog the session's endpoint serves (a virtual MCP's, or all)."""
-        if not self.virtual_catalogs:
-            return self.catalog()  # no virtual MCP: every endpoint serves all
         endpoint = self._access(ctx).endpoint
         if endpoint is None:
             return self.catalog()
