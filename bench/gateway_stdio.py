@@ -285,17 +285,19 @@ def profile(short: int = 100, long: int = 600, top: int = 0) -> list[str]:
     return lines
 
 
-#: What ``--instructions`` counts: the mini gateway and ours on each backend.
-COUNTED = ("mini", "gateway-trio", "gateway-asyncio")
+#: What ``--instructions`` counts: the mini gateway, ours on each backend, and the
+#: example server answering over our HTTP service itself (no upstream: the share of a
+#: gateway call that is our HTTP serving alone).
+COUNTED = ("mini", "gateway-trio", "gateway-asyncio", "http-trio", "http-asyncio")
 
 
 def instructions_per_call(variant: str, config: Path, calls: int = 300, warmup: int = 100) -> float:
-    """User-space machine instructions the gateway process (``variant`` of
-    :data:`COUNTED`) executes per relayed ``tools/call``, counted by valgrind's
-    callgrind (zeroed after ``warmup`` calls, dumped after ``calls`` more): exact and
-    load-independent, the one CPU figure of ours against the mini gateway's that no
-    other helper's load moves.  The upstream (a child) is not traced; kernel time is
-    not in it.  Needs ``valgrind`` on PATH; about a minute a variant."""
+    """User-space machine instructions the server process (``variant`` of
+    :data:`COUNTED`) executes per ``tools/call`` (relayed, by a gateway), counted by
+    valgrind's callgrind (zeroed after ``warmup`` calls, dumped after ``calls`` more):
+    exact and load-independent, the one CPU figure of ours against the mini gateway's
+    that no other helper's load moves.  The upstream (a child) is not traced; kernel
+    time is not in it.  Needs ``valgrind`` on PATH; about a minute a variant."""
     import glob
     import re
     import shutil
@@ -309,11 +311,17 @@ def instructions_per_call(variant: str, config: Path, calls: int = 300, warmup: 
         raise RuntimeError("instructions_per_call needs valgrind (apt-get install valgrind)")
     with tempfile.TemporaryDirectory() as folder:
         out = str(Path(folder) / "callgrind.out")
-        if variant == "mini":
+        kind, _, backend = variant.partition("-")
+        tool = "ex.echo"
+        if kind == "mini":
             served = [PY, str(MINI), "ex", "--", *UPSTREAM]
-        else:
+        elif kind == "gateway":
             served = [PY, "-m", "sansio_mcp_cli", "gateway", "--config", str(config),
-                      "--port", "0", "--backend", variant.split("-")[1]]  # fmt: skip
+                      "--port", "0", "--backend", backend]  # fmt: skip
+        else:
+            served = [PY, "-m", "sansio_mcp_cli", "example-server", "--transport", "http",
+                      "--port", "0", "--backend", backend]  # fmt: skip
+            tool = "echo"
         command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                    f"--log-file={folder}/log", *served]  # fmt: skip
         # A fixed hash seed: dict and set layouts, so the count, are the same each run.
@@ -323,7 +331,7 @@ def instructions_per_call(variant: str, config: Path, calls: int = 300, warmup: 
             async def run(n: int) -> None:
                 async with open_http_client(url, mode="legacy") as client:
                     for _ in range(n):
-                        await client.call_tool("ex.echo", {"message": "hello"})
+                        await client.call_tool(tool, {"message": "hello"})
 
             trio.run(run, warmup)
             pid = str(process.pid)
@@ -347,6 +355,9 @@ def instructions(calls: int = 300) -> list[str]:
             lines.append(f"{variant:16} instructions per call {counted[variant]:10.0f}")
     for variant in COUNTED[1:]:
         lines.append(f"{variant} / mini: instructions {counted[variant] / counted['mini']:.2f}")
+    for backend in ("trio", "asyncio"):
+        share = counted[f"http-{backend}"] / counted[f"gateway-{backend}"]
+        lines.append(f"gateway-{backend}: its HTTP serving alone (http-{backend}) {share:.0%}")
     return lines
 
 
