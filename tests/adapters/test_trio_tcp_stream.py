@@ -4,6 +4,8 @@ stream must never write to a descriptor number the process has since reused."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import trio
 import trio.testing
 
@@ -79,9 +81,8 @@ async def test_a_closed_stream_never_writes_to_a_reused_descriptor() -> None:
         await s.aclose()
 
 
-async def test_a_loop_that_only_sends_still_lets_other_tasks_run() -> None:
-    client, server = await _connected_pair()
-    stream = TCPStream(client, client.socket)
+async def _turns_of_another_task(loop: Callable[[], Awaitable[object]]) -> int:
+    """How many turns a task that only yields gets while ``loop`` runs."""
     turns = 0
 
     async def other() -> None:
@@ -94,10 +95,20 @@ async def test_a_loop_that_only_sends_still_lets_other_tasks_run() -> None:
         nursery.start_soon(other)
         await trio.sleep(0)
         before = turns
+        await loop()
+        nursery.cancel_scope.cancel()
+    return turns - before
+
+
+async def test_a_loop_that_only_sends_still_lets_other_tasks_run() -> None:
+    client, server = await _connected_pair()
+    stream = TCPStream(client, client.socket)
+
+    async def send() -> None:
         for _ in range(DIRECT_WRITES_PER_YIELD * 4):
             await stream.send_all(b"x")  # each taken at once by the socket
-        assert turns - before >= 3  # the other task ran while the loop sent
-        nursery.cancel_scope.cancel()
+
+    assert await _turns_of_another_task(send) >= 3  # the other task ran while it sent
     received = b""
     while len(received) < DIRECT_WRITES_PER_YIELD * 4:
         received += await server.receive_some(1 << 16)
@@ -167,23 +178,13 @@ async def test_a_loop_that_only_reads_still_lets_other_tasks_run() -> None:
     stream = TCPStream(server, server.socket)
     await client.send_all(b"x" * (DIRECT_WRITES_PER_YIELD * 4))
     await trio.testing.wait_all_tasks_blocked()
-    turns = 0
+    got = bytearray()
 
-    async def other() -> None:
-        nonlocal turns
-        while True:
-            turns += 1
-            await trio.sleep(0)
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(other)
-        await trio.sleep(0)
-        before = turns
-        got = b""
+    async def read() -> None:
         for _ in range(DIRECT_WRITES_PER_YIELD * 4):
-            got += await stream.receive_some(1)  # each there already
-        assert turns - before >= 3  # the other task ran while the loop read
-        nursery.cancel_scope.cancel()
+            got.extend(await stream.receive_some(1))  # each there already
+
+    assert await _turns_of_another_task(read) >= 3  # the other task ran while it read
     assert got == b"x" * (DIRECT_WRITES_PER_YIELD * 4)
     await stream.aclose()
     await client.aclose()
