@@ -431,7 +431,13 @@ def fd_holder(pipe: Any) -> Any:
     FdStream keeps one (its ``fileno()`` reads it): read directly, every read and
     write of the pipe spares two calls; any other pipe's ``fileno()`` is asked."""
     holder = getattr(pipe, "_fd_holder", None)
-    if holder is not None and isinstance(getattr(holder, "fd", None), int):
+    # Trio's holder also says ``closed`` (fd == -1): that is what makes its number safe
+    # to read; a holder without it is not trusted.
+    if (
+        holder is not None
+        and isinstance(getattr(holder, "fd", None), int)
+        and isinstance(getattr(type(holder), "closed", None), property)
+    ):
         return holder
     return _Fileno(pipe)
 
