@@ -11,9 +11,10 @@ gives the time per call (wall clock, the client's) and the gateway process's own
 CPU per call (``/proc/PID/stat``, user + system; the upstream is its child and not
 counted).  The ratios are per round, then min / median / max.
 
-Run: ``python -m bench.gateway_stdio [--rounds N] [--calls N] [--warmup N]``; it is
-also row 14 of ``python -m bench`` (each variant timed in a worker, ``bench.worker
-gateway_stdio``).
+Run: ``python -m bench.gateway_stdio [--rounds N] [--calls N] [--warmup N]``;
+``--profile`` counts Python calls per call (cProfile), ``--instructions`` machine
+instructions per call (callgrind), both load-independent.  It is also row 14 of
+``python -m bench`` (each variant timed in a worker, ``bench.worker gateway_stdio``).
 """
 
 from __future__ import annotations
@@ -231,6 +232,30 @@ def _profile_run(variant: str, config: Path, calls: int, out: str) -> None:
         trio.run(run)
 
 
+def _profiled_config(folder: str) -> Path:
+    config = Path(folder) / "gateway.json"
+    connector = {"transport": "stdio", "cmd": UPSTREAM, "cwd": str(REPO)}
+    config.write_text(json.dumps({"connectors": {"ex": connector}}))
+    return config
+
+
+def calls_per_call(variant: str, short: int = 50, long: int = 250) -> float:
+    """Python calls per relayed call of ``variant`` (of :data:`PROFILED`): the
+    difference of a ``long``- and a ``short``-call run under cProfile (load-independent:
+    the gateway's call-count guard in tests/test_bench_smoke.py)."""
+    import pstats
+
+    totals: dict[int, int] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        config = _profiled_config(folder)
+        for calls in (short, long):
+            out = str(Path(folder) / f"{variant}-{calls}.prof")
+            _profile_run(variant, config, calls, out)
+            stats = pstats.Stats(out).stats  # type: ignore[attr-defined]
+            totals[calls] = sum(v[1] for v in stats.values())
+    return (totals[long] - totals[short]) / (long - short)
+
+
 def profile(short: int = 100, long: int = 600, top: int = 0) -> list[str]:
     """Python function calls per call (cProfile) of each of ``PROFILED``: the difference
     of a ``long``- and a ``short``-call run, so start-up and shutdown cancel out; with
@@ -239,9 +264,7 @@ def profile(short: int = 100, long: int = 600, top: int = 0) -> list[str]:
 
     lines = []
     with tempfile.TemporaryDirectory() as folder:
-        config = Path(folder) / "gateway.json"
-        connector = {"transport": "stdio", "cmd": UPSTREAM, "cwd": str(REPO)}
-        config.write_text(json.dumps({"connectors": {"ex": connector}}))
+        config = _profiled_config(folder)
         for variant in PROFILED:
             stats = {}
             for calls in (short, long):
@@ -262,6 +285,82 @@ def profile(short: int = 100, long: int = 600, top: int = 0) -> list[str]:
     return lines
 
 
+#: What ``--instructions`` counts: the mini gateway, ours on each backend, and the
+#: example server answering over our HTTP service itself (no upstream: the share of a
+#: gateway call that is our HTTP serving alone).
+COUNTED = ("mini", "gateway-trio", "gateway-asyncio", "http-trio", "http-asyncio")
+
+
+def instructions_per_call(variant: str, config: Path, calls: int = 300, warmup: int = 100) -> float:
+    """User-space machine instructions the server process (``variant`` of
+    :data:`COUNTED`) executes per ``tools/call`` (relayed, by a gateway), counted by
+    valgrind's callgrind (zeroed after ``warmup`` calls, dumped after ``calls`` more):
+    exact and load-independent, the one CPU figure of ours against the mini gateway's
+    that no other helper's load moves.  The upstream (a child) is not traced; kernel
+    time is not in it.  Needs ``valgrind`` on PATH; about a minute a variant."""
+    import glob
+    import re
+    import shutil
+    import subprocess
+
+    import trio
+
+    from trio_adapters.http_client import open_http_client
+
+    if shutil.which("valgrind") is None:
+        raise RuntimeError("instructions_per_call needs valgrind (apt-get install valgrind)")
+    with tempfile.TemporaryDirectory() as folder:
+        out = str(Path(folder) / "callgrind.out")
+        kind, _, backend = variant.partition("-")
+        tool = "ex.echo"
+        if kind == "mini":
+            served = [PY, str(MINI), "ex", "--", *UPSTREAM]
+        elif kind == "gateway":
+            served = [PY, "-m", "sansio_mcp_cli", "gateway", "--config", str(config),
+                      "--port", "0", "--backend", backend]  # fmt: skip
+        else:
+            served = [PY, "-m", "sansio_mcp_cli", "example-server", "--transport", "http",
+                      "--port", "0", "--backend", backend]  # fmt: skip
+            tool = "echo"
+        command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                   f"--log-file={folder}/log", *served]  # fmt: skip
+        # A fixed hash seed: dict and set layouts, so the count, are the same each run.
+        env = {"PYTHONHASHSEED": "0"}
+        with http_server_process(command, env=env, polite=True, timeout=300) as (url, process):
+
+            async def run(n: int) -> None:
+                async with open_http_client(url, mode="legacy") as client:
+                    for _ in range(n):
+                        await client.call_tool(tool, {"message": "hello"})
+
+            trio.run(run, warmup)
+            pid = str(process.pid)
+            subprocess.run(["callgrind_control", "-z", pid], check=True, capture_output=True)
+            trio.run(run, calls)
+            subprocess.run(["callgrind_control", "-d", pid], check=True, capture_output=True)
+        with open(sorted(glob.glob(out + ".*"))[-1]) as dump:
+            found = re.search(r"^(?:summary|totals): (\d+)", dump.read(), re.MULTILINE)
+        assert found is not None, "no totals in callgrind's dump"
+        # (Each run opens one connection and a handshake: the same for every variant.)
+        return int(found.group(1)) / calls
+
+
+def instructions(calls: int = 300) -> list[str]:
+    """Instructions per call of each of :data:`COUNTED`, and ours / the mini gateway's."""
+    lines, counted = [], {}
+    with tempfile.TemporaryDirectory() as folder:
+        config = _profiled_config(folder)
+        for variant in COUNTED:
+            counted[variant] = instructions_per_call(variant, config, calls)
+            lines.append(f"{variant:16} instructions per call {counted[variant]:10.0f}")
+    for variant in COUNTED[1:]:
+        lines.append(f"{variant} / mini: instructions {counted[variant] / counted['mini']:.2f}")
+    for backend in ("trio", "asyncio"):
+        share = counted[f"http-{backend}"] / counted[f"gateway-{backend}"]
+        lines.append(f"gateway-{backend}: its HTTP serving alone (http-{backend}) {share:.0%}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.gateway_stdio", description=__doc__)
     parser.add_argument("--rounds", type=int, default=5)
@@ -274,8 +373,16 @@ def main(argv: list[str] | None = None) -> None:
         "server over HTTP instead of timing",
     )
     parser.add_argument("--top", type=int, default=0, help="with --profile: the top functions")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count machine instructions per call (valgrind's callgrind; exact, load-"
+        "independent) of the mini gateway and ours instead of timing",
+    )
     args = parser.parse_args(argv)
-    if args.profile:
+    if args.instructions:
+        lines = instructions()
+    elif args.profile:
         lines = profile(top=args.top)
     else:
         lines = report(run_rounds(args.rounds, args.calls, args.warmup))

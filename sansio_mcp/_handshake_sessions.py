@@ -63,6 +63,9 @@ class HandshakeSession:
         self.get_key = "get"
         #: Where each numbered event also goes when replicas share sessions.
         self.keeper: EventKeeper | None = None
+        #: Streams here following another copy's POST stream (replicas): open streams
+        #: of the session, as its own are.
+        self.followers: set[Exchange] = set()
 
     def share(self, keeper: EventKeeper) -> None:
         """Among replicas: this copy's events also go to ``keeper`` (the shared
@@ -142,7 +145,7 @@ class HandshakeSession:
         kept = self.replay.last_number(self.get_key)
         if kept is not None:  # ids go on from the session's earlier GET streams, never reused
             exchange.seq = max(exchange.seq, kept)
-        if took_over and self._bare_ids:
+        if took_over and self.bare_ids:
             # The client's Last-Event-ID moves to this copy's GET stream at once: resumed
             # with the other copy's last id, it would find nothing of what this copy sent.
             self._mark(exchange, exchange.next_event_id(), exchange.seq)
@@ -156,13 +159,13 @@ class HandshakeSession:
         """Open a POST's SSE stream with an event that has an id and no data, and the
         ``retry`` hint, so a client whose stream breaks can resume it (SEP-1699).
         Only from 2025-11-25: older clients may choke on an event without data."""
-        if exchange.json_mode or not self._bare_ids:
+        if exchange.json_mode or not self.bare_ids:
             return
         retry = None if retry_interval is None else round(retry_interval * 1000)
         self._mark(exchange, f"{exchange.stream_key}-0", 0, retry)
 
     @property
-    def _bare_ids(self) -> bool:
+    def bare_ids(self) -> bool:
         """Whether the client takes an event with an id and no data (2025-11-25 on:
         older clients may choke on one)."""
         return (self.session.protocol_version or "") >= "2025-11-25"
@@ -332,12 +335,14 @@ class HandshakeSession:
     def quiet(self) -> bool:
         """No request awaits its answer and no stream is open."""
         open_get = self.get_stream is not None and not self.get_stream.finished
-        return not open_get and not any(not ex.finished for ex in self.streams.values())
+        streams = (*self.streams.values(), *self.followers)
+        return not open_get and not any(not ex.finished for ex in streams)
 
     def end(self) -> None:
         """Close the session and its streams."""
         self.session.close()
-        for exchange in {*self.streams.values(), *([self.get_stream] if self.get_stream else [])}:
+        get = [self.get_stream] if self.get_stream else []
+        for exchange in {*self.streams.values(), *get, *self.followers}:
             exchange.end()
 
 

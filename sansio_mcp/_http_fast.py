@@ -39,6 +39,13 @@ _TCHAR = rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]"
 _VCHAR = rb"[!-~\x80-\xff]"  # visible ASCII or obs-text: stricter than h11 allows
 _VALUE = _VCHAR + rb"+(?:[ \t]+" + _VCHAR + rb"+)*"
 _HEADER_LINE = re.compile(rb"(" + _TCHAR + rb"+):[ \t]*((?:" + _VALUE + rb")?)[ \t]*\r\n")
+# The same line as text (a head decoded as Latin-1 at once), and a run of such lines:
+# a head's fields are checked by one match and split by one more, not line by line.
+_HEADER_LINE_TEXT = re.compile(_HEADER_LINE.pattern.decode("latin-1"))
+_HEADER_LINES_TEXT = re.compile(
+    (rb"(?:" + _TCHAR + rb"+:[ \t]*(?:" + _VALUE + rb")?[ \t]*\r\n)*").decode("latin-1")
+)
+_DIGITS_TEXT = re.compile("[0-9]{1,20}")
 _REQUEST_LINE = re.compile(rb"(" + _TCHAR + rb"+) ([!-~]+) HTTP/1\.1\r\n")
 _STATUS_LINE = re.compile(rb"HTTP/1\.1 ([0-9]{3})(?: [ \t!-~\x80-\xff]*)?\r\n")
 _NAME = re.compile(_TCHAR + rb"+")
@@ -60,6 +67,7 @@ _TARGET = re.compile(rb"[!-~]+")
 _SPECIAL_METHODS = {b"HEAD", b"CONNECT"}
 # Headers whose handling only h11 does: other transfer codings, 100-continue, upgrades.
 _H11_ONLY = {b"transfer-encoding", b"expect", b"upgrade"}
+_H11_ONLY_TEXT = {name.decode("ascii") for name in _H11_ONLY}
 
 
 class _LinearChunkedReader(_h11_readers.ChunkedReader):
@@ -140,32 +148,30 @@ class _Head:
 def _parse_fields(buf: bytearray, pos: int, stop: int) -> _Head | None:
     """The header lines of ``buf[pos:stop]`` (each ending in CRLF), or None if any
     line is outside the fast subset."""
+    # As text: names are ASCII, values Latin-1 (what each was decoded as, line by line);
+    # what is compared below is ASCII, which str and bytes lower-case alike.
+    text = buf[pos:stop].decode("latin-1")
+    if _HEADER_LINES_TEXT.fullmatch(text) is None:
+        return None
     head = _Head()
     headers = head.headers
-    while pos < stop:
-        match = _HEADER_LINE.match(buf, pos)
-        if match is None:
-            return None
-        pos = match.end()
-        raw_name, raw_value = match.group(1, 2)
-        lowered = raw_name.lower()
-        if lowered == b"transfer-encoding" and not head.chunked and raw_value.lower() == b"chunked":
-            head.chunked, raw_value = True, b"chunked"  # (h11 lower-cases it too)
-        elif lowered in _H11_ONLY:
+    for raw_name, value in _HEADER_LINE_TEXT.findall(text):
+        name = raw_name.lower()
+        if name == "transfer-encoding" and not head.chunked and value.lower() == "chunked":
+            head.chunked, value = True, "chunked"  # (h11 lower-cases it too)
+        elif name in _H11_ONLY_TEXT:
             head.special = True
-        elif lowered == b"content-length":
-            if head.length is not None or not _DIGITS.fullmatch(raw_value):
+        elif name == "content-length":
+            if head.length is not None or not _DIGITS_TEXT.fullmatch(value):
                 head.special = True
             else:
-                head.length = int(raw_value)
-        elif lowered == b"host":
+                head.length = int(value)
+        elif name == "host":
             head.hosts += 1
-        elif lowered == b"connection":
-            head.close = head.close or b"close" in _tokens(raw_value)
-        name = lowered.decode("ascii")
-        value = raw_value.decode("latin-1")
+        elif name == "connection":
+            head.close = head.close or b"close" in _tokens(value.encode("latin-1"))
         headers[name] = f"{headers[name]}, {value}" if name in headers else value
-    return head if pos == stop else None
+    return head
 
 
 def _tokens(value: bytes) -> set[bytes]:

@@ -873,9 +873,10 @@ class Session:
 
     def data_source(self) -> Callable[[], bytes]:
         """What :meth:`data_to_send` calls, the same for the session's life (or
-        ``data_to_send`` itself, where a subclass refines it): a byte stream that takes
-        output after every message binds it once, a call fewer each time."""
-        if type(self).data_to_send is not Session.data_to_send:
+        ``data_to_send`` itself, where a subclass or the instance refines it): a byte
+        stream that takes output after every message binds it once, a call fewer each
+        time."""
+        if type(self).data_to_send is not Session.data_to_send or "data_to_send" in vars(self):
             return self.data_to_send
         return self._outbox.take_data
 

@@ -5,20 +5,24 @@ another replica's record, started READY where the client's handshake left it
 
 from __future__ import annotations
 
+import json
+import math
 import secrets
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from ._errors import LocalProtocolError
-from ._exchange import is_response
+from ._exchange import Exchange, is_response, not_being_read
 from ._handshake_sessions import HandshakeSession, HandshakeSessions
 from ._jsonrpc import RequestId, is_request_id
 from ._outbox import Outgoing, encode_message
-from ._replay import split_event_id
+from ._replay import is_get_key, split_event_id
 from ._server_session import ServerSession
 from ._state import SessionState
 
 __all__ = [
+    "DEFAULT_FOLLOW_CHECK",
+    "DEFAULT_REPLAY_BYTES",
     "REQUEST_ID_SPACE",
     "ReplicaSessions",
     "SessionRelay",
@@ -30,6 +34,32 @@ __all__ = [
 #: point below this (JSON numbers stay exact up to 2**53), so that an answer names
 #: the one copy that asked.
 REQUEST_ID_SPACE = 1 << 52
+#: Bytes of a session's events the shared store keeps for ``Last-Event-ID`` (all its
+#: streams together), and of its GET stream's backlog, at most each (4 MiB: the
+#: largest request body a server takes by default, so that an answer of that size
+#: stays resumable at another replica).
+DEFAULT_REPLAY_BYTES = 4 * 1024 * 1024
+#: Seconds a POST stream resumed at another replica than the one running its request
+#: waits for news of it before asking that replica whether it still runs it (and,
+#: unanswered as long again, ends).
+DEFAULT_FOLLOW_CHECK = 10.0
+
+
+def _kept_message(chunk: bytes) -> Any:
+    """The message an SSE event as kept (``event: message``, ``id:``, one ``data:``
+    line) carries, or None."""
+    data = chunk.partition(b"\ndata: ")[2]
+    try:
+        return json.loads(data) if data else None
+    except ValueError:
+        return None
+
+
+def _answers(chunk: bytes) -> bool:
+    """Whether an SSE event as kept carries an answer: a response, or a 2025-03-26
+    batch of them."""
+    message = _kept_message(chunk)
+    return isinstance(message, list) or is_response(message)
 
 
 class SessionRelay(Protocol):
@@ -131,6 +161,38 @@ class ReplicaSessions:
         #: Where what belongs to another replica's copy of a session goes; set by
         #: the runtime when replicas share sessions (see :class:`SessionRelay`).
         self.relay: SessionRelay | None = None
+        self._replay_bytes = DEFAULT_REPLAY_BYTES
+        self._follow_check = DEFAULT_FOLLOW_CHECK
+
+    @property
+    def replay_bytes(self) -> int:
+        """Bytes of a session's events the shared store keeps, and of its backlog
+        there, at most each (settable; a positive integer): past it the oldest go
+        first.  This replica's own memory is bounded by ``router.sessions``' counts
+        instead."""
+        return self._replay_bytes
+
+    @replay_bytes.setter
+    def replay_bytes(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"replay_bytes must be a positive integer of bytes, not {value!r}")
+        self._replay_bytes = value
+
+    @property
+    def follow_check(self) -> float:
+        """Seconds a POST stream resumed here from another copy's waits for news
+        before asking that copy whether its request still runs (settable; positive
+        and finite)."""
+        return self._follow_check
+
+    @follow_check.setter
+    def follow_check(self, value: float) -> None:
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not number or not 0 < value < math.inf:
+            raise ValueError(
+                f"follow_check must be a positive, finite number of seconds, not {value!r}"
+            )
+        self._follow_check = float(value)
 
     def new_copy(self) -> ServerSession:
         """A new handshake session from the router; among replicas, asking from its
@@ -241,6 +303,68 @@ class ReplicaSessions:
         if state is None or named is None:
             return None
         return named[0] if state.foreign(named[0]) else None
+
+    def took_over(self, session_id: str, last_event_id: str | None, stream: Exchange) -> None:
+        """A GET has just opened ``stream`` as the session's GET stream here, for a
+        ``Last-Event-ID`` naming another copy's GET stream: unless the client took this
+        copy's id-only event at once (2025-11-25 on, after a replay), a ``ping`` goes on
+        it now, its answer dropped wherever it lands.  Its id is this copy's, so the
+        client's ``Last-Event-ID`` names this copy's stream before anything else is
+        sent on it: resumed with the other copy's id, the stream would find nothing of
+        what this copy sent (a client before 2025-11-25 may choke on an event without
+        data, and every revision answers ``ping``)."""
+        state = self.router.sessions.get(session_id)
+        key = self.foreign_stream(session_id, last_event_id)
+        if state is None or key is None or not is_get_key(key) or state.get_stream is not stream:
+            return
+        if state.bare_ids and key in state.replay:
+            return  # marked by HandshakeSession.open_get_stream
+        session = state.session
+        session.forget(session.send_ping())
+        self.router.flush(session)
+
+    def follow(self, session_id: str, last_event_id: str | None, stream: Exchange) -> str | None:
+        """A GET has just resumed here, on ``stream``, the POST stream of another copy
+        that ``last_event_id`` names, replaying what the store kept: unless that ends
+        with the answer, ``stream`` stays open, for what the copy running the request
+        keeps next (:meth:`followed`).  The stream key followed, or None."""
+        state = self.router.sessions.get(session_id)
+        key = self.foreign_stream(session_id, last_event_id)
+        if state is None or key is None or is_get_key(key) or stream.stream_key != key:
+            return None
+        events = state.replay.events(key)
+        if not events or _answers(events[-1][1]) or stream.awaiting:
+            return None
+        stream.finished = False  # (resume ended it: no request of it runs here)
+        state.followers = {f for f in state.followers if not f.finished} | {stream}
+        return key
+
+    def followed(self, stream: Exchange, events: list[tuple[int, bytes]]) -> bool:
+        """Send on ``stream`` (:meth:`follow`) those of ``events`` (the store's list of
+        the stream it follows) after its last; True when it is over (the answer came,
+        and it finished; its client went away; or, past the router's ``max_unread``,
+        it is not being read, as :meth:`Exchange.deliver` closes any stream)."""
+        for number, chunk in events:
+            if stream.finished:
+                break
+            if number <= stream.seq:
+                continue
+            message = _kept_message(chunk)
+            if not_being_read(stream, message, self.router.max_unread):
+                stream.finish()
+                break
+            stream.append(chunk)
+            stream.seq = number
+            if isinstance(message, list) or is_response(message):
+                stream.finish()
+        stream.wake()
+        return stream.finished
+
+    def running(self, session_id: str, key: str) -> bool:
+        """Whether a request of this copy's stream ``key`` still awaits its answer
+        here (the stream open, or detached: its client gone)."""
+        state = self.router.sessions.get(session_id)
+        return state is not None and any(ex.stream_key == key for ex in state.streams.values())
 
     def restore(self, session_id: str, key: str, events: list[tuple[int, bytes]]) -> None:
         """Hold ``events`` (the shared store's list of another copy's stream ``key``)

@@ -102,7 +102,7 @@ class NurseryGroup:
 
 
 _QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
-#: Direct writes a stream makes in a row before one yields to the scheduler anyway.
+#: Direct writes (or reads) a stream makes in a row before one yields to the scheduler anyway.
 DIRECT_WRITES_PER_YIELD = 32
 
 
@@ -113,7 +113,15 @@ class TCPStream:
     bytes re-arms TCP_QUICKACK, so that no client leg (MCP, A2A, OAuth, ...) can
     forget it and stall 40 ms per answer on a delayed ACK."""
 
-    __slots__ = ("_client", "_direct", "_direct_run", "_sending", "_socket", "_stream")
+    __slots__ = (
+        "_client",
+        "_direct",
+        "_direct_run",
+        "_read_run",
+        "_sending",
+        "_socket",
+        "_stream",
+    )
 
     def __init__(
         self, stream: trio.abc.Stream, sock: trio.socket.SocketType, *, client: bool = False
@@ -125,6 +133,7 @@ class TCPStream:
         self._direct = isinstance(stream, trio.SocketStream)
         self._sending = False
         self._direct_run = 0
+        self._read_run = 0
 
     async def send_all(self, data: bytes) -> None:
         # What the socket takes at once is written without a turn of the scheduler
@@ -160,13 +169,40 @@ class TCPStream:
             self._sending = False
 
     async def receive_some(self, max_bytes: int = 65536) -> bytes:
-        try:
-            data = bytes(await self._stream.receive_some(max_bytes))
-        except trio.BrokenResourceError as exc:
-            raise OSError(str(exc)) from exc
+        # A plain socket is read directly, as it is written (see send_all): what it
+        # holds already is taken without a turn of the scheduler (Trio's receive_some
+        # yields after every read that did not wait, a pass per message), every
+        # DIRECT_WRITES_PER_YIELD-th such read yields all the same, and a read that
+        # finds nothing waits for the socket as Trio does.  A cancelled task is still
+        # stopped here.  The descriptor is read each time (see send_all).
+        fd = self._socket.fileno() if self._direct else -1
+        if fd >= 0:
+            data = await self._read_direct(fd, max_bytes)
+        else:
+            try:
+                data = bytes(await self._stream.receive_some(max_bytes))
+            except trio.BrokenResourceError as exc:
+                raise OSError(str(exc)) from exc
         if data and self._client:
             self.ack_now()
         return data
+
+    async def _read_direct(self, fd: int, max_bytes: int) -> bytes:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        while True:
+            try:
+                data = os.read(fd, max_bytes)
+            except BlockingIOError:
+                self._read_run = 0
+                await trio.lowlevel.wait_readable(fd)
+                continue
+            except OSError as exc:
+                raise OSError(str(exc)) from exc
+            self._read_run += 1
+            if self._read_run >= DIRECT_WRITES_PER_YIELD:
+                self._read_run = 0
+                await trio.lowlevel.cancel_shielded_checkpoint()
+            return data
 
     async def aclose(self) -> None:
         await trio.aclose_forcefully(self._stream)
@@ -395,7 +431,13 @@ def fd_holder(pipe: Any) -> Any:
     FdStream keeps one (its ``fileno()`` reads it): read directly, every read and
     write of the pipe spares two calls; any other pipe's ``fileno()`` is asked."""
     holder = getattr(pipe, "_fd_holder", None)
-    if holder is not None and isinstance(getattr(holder, "fd", None), int):
+    # Trio's holder also says ``closed`` (fd == -1): that is what makes its number safe
+    # to read; a holder without it is not trusted.
+    if (
+        holder is not None
+        and isinstance(getattr(holder, "fd", None), int)
+        and isinstance(getattr(type(holder), "closed", None), property)
+    ):
         return holder
     return _Fileno(pipe)
 

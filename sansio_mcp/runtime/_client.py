@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
 
@@ -276,7 +276,7 @@ class ClientAPI:
 
     # The host's primitives ---------------------------------------------------------
 
-    async def send_request(
+    def send_request(
         self,
         method: str,
         params: dict[str, Any] | None = None,
@@ -284,11 +284,13 @@ class ClientAPI:
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         owner: object = None,
-    ) -> dict[str, Any]:
-        """Send a request and wait for its result (no cache).  ``owner`` says whose
-        it is: a server request sent with it is for that owner
+    ) -> Coroutine[Any, Any, dict[str, Any]]:
+        """Send a request and wait for its result (no cache); await it.  ``owner`` says
+        whose it is: a server request sent with it is for that owner
         (``driver.owner_of(event.related_request)``, where the transport tells)."""
-        return await self._host.request(
+        # The host's coroutine itself, not one awaiting it: every wake of a waiting
+        # request resumes each frame on its stack (a gateway relays each call so).
+        return self._host.request(
             method, params, timeout=timeout, on_progress=on_progress, owner=owner
         )
 

@@ -28,6 +28,7 @@ from .._events import (
     SubscriptionAcknowledged,
 )
 from .._jsonrpc import RequestId
+from .._ndjson import NEED_DATA
 from .._session import Session
 
 __all__ = [
@@ -162,6 +163,10 @@ class Driver:
         self._events = session.event_queue()
         #: What each kind of event does (its class's table, found once per driver).
         self._table = _EVENT_TABLES.get(type(self)) or _event_table(type(self))
+        if type(session).next_event is not Session.next_event:
+            # A subclass that refines next_event (to filter or audit) is asked for
+            # each event, not bypassed by popping its queue.
+            self.process_events = self._process_through_next_event  # type: ignore[method-assign]
         self._handle_request = handle_request
         self._handle_notification = handle_notification
         self._spawn = spawn
@@ -245,6 +250,13 @@ class Driver:
         events, table = self._events, self._table
         while events:
             event = events.popleft()
+            act = table.get(type(event))
+            if act is not None:
+                act(self, event)
+
+    def _process_through_next_event(self) -> None:
+        next_event, table = self.session.next_event, self._table
+        while (event := next_event()) is not NEED_DATA:
             act = table.get(type(event))
             if act is not None:
                 act(self, event)

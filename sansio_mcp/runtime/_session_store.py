@@ -28,6 +28,15 @@ a replica that meets a ``Last-Event-ID`` of another copy's stream loads that lis
 and replays it.  A message for the GET stream made while it is open nowhere waits
 in the store's backlog of the session (:meth:`HandshakeSessionStore.push_backlog`)
 for the next GET stream, at any replica: whoever takes it (one atomic pop) sends it.
+The store keeps at most ``router.replicas.replay_bytes`` of a session's events, and as
+many of its backlog (the oldest go first).
+
+A POST stream resumed at another replica than the one running its request goes on
+there live: that replica follows it (:meth:`SharedSessions._follow`) and says so
+(``follow``); the replica running the request answers at once and then announces
+(``kept``) each write of the stream's events to the store, and the follower reads the
+store each time.  Quiet for ``router.replicas.follow_check`` seconds, the follower
+asks (``running?``) and ends the stream when told ``closed``, or when no answer comes.
 """
 
 from __future__ import annotations
@@ -45,6 +54,7 @@ from .._http import HTTPRequest
 from .._outbox import encode_message
 from .._params import LOG_LEVELS
 from .._server_session import ServerSession
+from .._shared_sessions import DEFAULT_REPLAY_BYTES
 from .._streamable_http import Exchange, StreamableHTTPServer
 from ._store_base import EventSubscription, StoreUnavailable, expiry_ms, guarded_set
 from ._stores import Stores
@@ -87,11 +97,14 @@ class ReplayBounds:
     """What a :class:`HandshakeSessionStore` keeps of a session's events and backlog:
     ``memory`` events per stream (and messages in the backlog), for ``streams``
     streams, ``ttl`` seconds from each write (the router's ``replay_memory``,
-    ``replay_streams`` and the record's TTL)."""
+    ``replay_streams`` and the record's TTL), and at most ``max_bytes`` bytes of
+    events (their SSE bytes, all streams of the session together) and as many of
+    backlog (the router's ``replicas.replay_bytes``): past it the oldest go first."""
 
     ttl: float
     memory: int
     streams: int
+    max_bytes: int = DEFAULT_REPLAY_BYTES
 
 
 #: A session's state other copies must respect: ``(logLevel, subscriptions)``.
@@ -133,6 +146,21 @@ class SessionDrivers(Protocol):
     def finish(self, exchange: Exchange) -> None:
         """Drop an ended session's host (its handlers are cancelled)."""
         ...
+
+
+@attrs.define(eq=False)
+class _Follow:
+    """A stream here following another replica's POST stream (:meth:`SharedSessions._follow`)."""
+
+    stream: Exchange
+    #: When (the backend's clock) the copy running the request is asked next, or, if
+    #: :attr:`asked` already, when the stream ends unanswered.
+    deadline: float
+    asked: bool = False
+    #: A feed is queued (one at a time: announcements coming faster coalesce), and
+    #: whether the copy said it no longer runs the request.
+    feeding: bool = False
+    last: bool = False
 
 
 @attrs.define
@@ -214,7 +242,11 @@ class HandshakeSessionStore(Protocol):
         bounds: ReplayBounds,
     ) -> None:
         """Keep ``events`` (oldest first) for ``Last-Event-ID`` within ``bounds``: the
-        newest of each stream, of the most recently active streams of the session."""
+        newest of each stream, of the most recently active streams of the session, and
+        past ``bounds.max_bytes`` the session's oldest events go first.  An event larger
+        than that is not kept, nor are its stream's earlier ones (a resumption must
+        not skip it: the stream then replays from its next event, as when older events
+        than the one named were dropped)."""
         ...
 
     async def events(self, session_id: str, key: str, now: float) -> list[tuple[int, bytes]]:
@@ -232,7 +264,8 @@ class HandshakeSessionStore(Protocol):
     ) -> None:
         """Keep ``messages`` (JSON, oldest first) for the session's next GET stream:
         after those waiting already, or before them (``front``: given back); the
-        newest ``bounds.memory`` in all."""
+        newest ``bounds.memory`` in all, of ``bounds.max_bytes`` bytes at most (the
+        oldest go first; a message larger than that is not kept)."""
         ...
 
     async def take_backlog(self, session_id: str, now: float, bounds: ReplayBounds) -> list[bytes]:
@@ -246,9 +279,24 @@ class _KeptInMemory:
     """A session's events and backlog in a :class:`MemoryHandshakeSessionStore`."""
 
     until: float
-    #: Stream key -> its events, least recently active first.
-    streams: OrderedDict[str, deque[tuple[int, bytes]]] = attrs.Factory(OrderedDict)
+    #: Stream key -> its events ``(number, bytes, order)``, least recently active
+    #: first; ``order`` counts the session's events, so the oldest of all is known.
+    streams: OrderedDict[str, deque[tuple[int, bytes, int]]] = attrs.Factory(OrderedDict)
     backlog: deque[bytes] = attrs.Factory(deque)
+    #: The events kept so far, in all; the bytes of those held.
+    count: int = 0
+    size: int = 0
+
+    def forget(self, key: str) -> None:
+        """Drop stream ``key``'s events."""
+        self.size -= sum(len(chunk) for _, chunk, _ in self.streams.pop(key, ()))
+
+    def drop_oldest(self) -> None:
+        """Drop the session's oldest event (that of the stream whose first is oldest)."""
+        key = min(self.streams, key=lambda k: self.streams[k][0][2])
+        self.size -= len(self.streams[key].popleft()[1])
+        if not self.streams[key]:
+            del self.streams[key]
 
 
 class MemoryHandshakeSessionStore:
@@ -283,19 +331,31 @@ class MemoryHandshakeSessionStore:
         now: float,
         bounds: ReplayBounds,
     ) -> None:
-        held = self._held(session_id, now, bounds.ttl).streams
+        if not events or bounds.memory <= 0 or bounds.streams <= 0:
+            return
+        kept = self._held(session_id, now, bounds.ttl)
+        held = kept.streams
         for key, number, chunk in events:
-            kept = held.pop(key, None)
-            held[key] = kept if kept is not None else deque(maxlen=bounds.memory)
-            held[key].append((number, chunk))
+            kept.count += 1
+            if len(chunk) > bounds.max_bytes:
+                kept.forget(key)  # (see HandshakeSessionStore.keep_events)
+                continue
+            stream = held.pop(key, None)
+            held[key] = stream = deque() if stream is None else stream
+            stream.append((number, chunk, kept.count))
+            kept.size += len(chunk)
+            if len(stream) > bounds.memory:
+                kept.size -= len(stream.popleft()[1])
             while len(held) > bounds.streams:
-                held.popitem(last=False)
+                kept.forget(next(iter(held)))
+            while kept.size > bounds.max_bytes:
+                kept.drop_oldest()
 
     async def events(self, session_id: str, key: str, now: float) -> list[tuple[int, bytes]]:
         kept = self._kept.get(session_id)
         if kept is None or kept.until <= now:
             return []
-        return list(kept.streams.get(key, ()))
+        return [(number, chunk) for number, chunk, _ in kept.streams.get(key, ())]
 
     async def push_backlog(
         self,
@@ -307,8 +367,12 @@ class MemoryHandshakeSessionStore:
         front: bool = False,
     ) -> None:
         held = self._held(session_id, now, bounds.ttl)
-        waiting = [*messages, *held.backlog] if front else [*held.backlog, *messages]
-        held.backlog = deque(waiting[-bounds.memory :] if bounds.memory > 0 else [])
+        fitting = [m for m in messages if len(m) <= bounds.max_bytes]
+        waiting = deque([*fitting, *held.backlog] if front else [*held.backlog, *fitting])
+        size = sum(map(len, waiting))
+        while waiting and (len(waiting) > bounds.memory or size > bounds.max_bytes):
+            size -= len(waiting.popleft())
+        held.backlog = waiting
 
     async def take_backlog(self, session_id: str, now: float, bounds: ReplayBounds) -> list[bytes]:
         kept = self._kept.get(session_id)
@@ -355,16 +419,20 @@ class MemoryHandshakeSessionStore:
 
 
 _RESOURCE_UPDATED = "notifications/resources/updated"
-
-
-def _entry(number: int, chunk: bytes) -> bytes:
-    """A kept event as a Redis list holds it: its number, a space, its bytes."""
-    return b"%d %s" % (number, chunk)
+#: What Redis holds of a session's kept events besides their lists (see
+#: :class:`RedisHandshakeSessionStore`).
+_REPLAY_KEYS = ("replay-streams", "replay-heads", "replay-bytes")
 
 
 def _parsed_entry(entry: Any) -> tuple[int, bytes] | None:
+    """A kept event from its Redis list entry (``NUMBER.ORDER SSE-bytes``, see
+    :data:`_KEEP_SCRIPT`, the only layout): ``(number, bytes)``; None if of
+    another shape."""
     head, space, chunk = entry.partition(b" ") if isinstance(entry, bytes) else (b"", b"", b"")
-    return (int(head), chunk) if space and head.isdigit() else None
+    number, dot, order = head.partition(b".")
+    if not (space and dot and number.isdigit() and order.isdigit()):
+        return None
+    return (int(number), chunk)
 
 
 #: KEYS[1] the record; ARGV: the new record's stamp (seconds), its JSON, its TTL in ms,
@@ -373,17 +441,133 @@ _SAVE_SCRIPT = guarded_set(
     "(function(s) return s ~= nil and (s[1] > tonumber(ARGV[1])"
     " or (s[1] == tonumber(ARGV[1]) and s[2] > ARGV[4])) end)(current['state']['stamp'])"
 )
-#: KEYS: the record, the backlog, the streams' index; ARGV: the TTL in ms, what
-#: begins the name of each stream's list.  The record's refresh renews what is kept
-#: of the session with it (in one step), so that they live as long as the session.
+#: KEYS: the record, the backlog, the streams' index, their heads, the sizes; ARGV:
+#: the TTL in ms, what begins the name of each stream's list.  The record's refresh
+#: renews what is kept of the session with it (in one step), so that they live as
+#: long as the session.
 _REFRESH_SCRIPT = """
 if redis.call('PEXPIRE', KEYS[1], ARGV[1]) == 0 then return 0 end
-redis.call('PEXPIRE', KEYS[2], ARGV[1])
 for _, key in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
   redis.call('PEXPIRE', ARGV[2] .. key, ARGV[1])
 end
-redis.call('PEXPIRE', KEYS[3], ARGV[1])
+for i = 2, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[1]) end
 return 1
+"""
+#: KEYS: the session's streams by latest event (``replay-streams``), by first event
+#: (``replay-heads``), and its sizes (``replay-bytes``: each stream's bytes, and
+#: ``:events`` their sum, ``:order`` the events kept so far); ARGV: the TTL in ms,
+#: per stream events, streams, bytes at most, what begins each stream's list's name,
+#: then each event's stream key, number and bytes.  Each event is an entry
+#: ``NUMBER.ORDER SSE-bytes`` of its stream's list (``ORDER``: its place among the
+#: session's events, which both sorted sets score by); after each, the bounds hold
+#: (the stream's oldest, the least recently active stream, the session's oldest
+#: events go).  In one step, so that replicas writing at once keep the sizes true.
+_KEEP_SCRIPT = """
+local ttl, memory, streams, limit = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]),
+  tonumber(ARGV[4])
+local prefix, index, heads, sizes = ARGV[5], KEYS[1], KEYS[2], KEYS[3]
+local function add(field, size)  -- (a Lua number may print as -0 or 1e+15)
+  redis.call('HINCRBY', sizes, field, string.format('%d', size))
+end
+local function forget(key)
+  local size = tonumber(redis.call('HGET', sizes, key) or '0')
+  add(':events', -size)
+  redis.call('HDEL', sizes, key)
+  redis.call('ZREM', index, key)
+  redis.call('ZREM', heads, key)
+  redis.call('DEL', prefix .. key)
+end
+local function shrink(key, entry)
+  -- An entry of another shape was never counted (nor is it read).
+  if not string.match(entry, '^%d+%.%d+ ') then return end
+  local size = #entry - string.find(entry, ' ', 1, true)
+  add(key, -size)
+  add(':events', -size)
+end
+local function new_head(key)
+  local head = redis.call('LINDEX', prefix .. key, 0)
+  if head then
+    redis.call('ZADD', heads, string.match(head, '^%d+%.(%d+) ') or 0, key)
+  else
+    forget(key)
+  end
+end
+for i = 6, #ARGV, 3 do
+  local key, chunk = ARGV[i], ARGV[i + 2]
+  local name = prefix .. key
+  local order = redis.call('HINCRBY', sizes, ':order', 1)
+  if redis.call('EXISTS', name) == 0 then forget(key) end  -- expired: its size too
+  if #chunk > limit then
+    forget(key)
+  else
+    redis.call('RPUSH', name, ARGV[i + 1] .. '.' .. order .. ' ' .. chunk)
+    redis.call('PEXPIRE', name, ttl)
+    add(key, #chunk)
+    add(':events', #chunk)
+    redis.call('ZADD', index, order, key)
+    if redis.call('LLEN', name) > memory then shrink(key, redis.call('LPOP', name)) end
+    new_head(key)
+    while redis.call('ZCARD', index) > streams do
+      forget(redis.call('ZRANGE', index, 0, 0)[1])
+    end
+    while tonumber(redis.call('HGET', sizes, ':events')) > limit do
+      local oldest = redis.call('ZRANGE', heads, 0, 0)[1]
+      if not oldest then
+        redis.call('HSET', sizes, ':events', 0)
+        break
+      end
+      local entry = redis.call('LPOP', prefix .. oldest)
+      if entry then shrink(oldest, entry) end
+      new_head(oldest)
+    end
+  end
+end
+for _, key in ipairs(KEYS) do redis.call('PEXPIRE', key, ttl) end
+"""
+#: KEYS: the backlog, the sizes (``:backlog``: the backlog's bytes); ARGV: the TTL in
+#: ms, messages at most, bytes at most, ``front`` (1: before those waiting), then the
+#: messages.  The oldest go first past either bound; one larger than the bytes is
+#: not kept.
+_PUSH_SCRIPT = """
+local name, sizes = KEYS[1], KEYS[2]
+local memory, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
+local size = 0
+if redis.call('EXISTS', name) == 1 then
+  size = tonumber(redis.call('HGET', sizes, ':backlog') or '0')
+end
+local first, last, step, push = 5, #ARGV, 1, 'RPUSH'
+if ARGV[4] == '1' then first, last, step, push = #ARGV, 5, -1, 'LPUSH' end
+for i = first, last, step do
+  if #ARGV[i] <= limit then
+    redis.call(push, name, ARGV[i])
+    size = size + #ARGV[i]
+  end
+end
+local count = redis.call('LLEN', name)
+while count > 0 and (count > memory or size > limit) do
+  size = size - #redis.call('LPOP', name)
+  count = count - 1
+end
+redis.call('HSET', sizes, ':backlog', string.format('%d', size))
+redis.call('PEXPIRE', name, ARGV[1])
+redis.call('PEXPIRE', sizes, ARGV[1])
+"""
+#: KEYS: the backlog, the sizes; ARGV: how many to take.  One step: a message is
+#: taken by one replica, and the backlog's size stays true.  The sizes are touched
+#: only while they exist (written with a TTL): a write here would bring them back
+#: without one.
+_TAKE_SCRIPT = """
+local taken = redis.call('LPOP', KEYS[1], ARGV[1])
+if not taken then return {} end
+if redis.call('EXISTS', KEYS[2]) == 0 then return taken end
+local size = 0
+for _, message in ipairs(taken) do size = size + #message end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('HINCRBY', KEYS[2], ':backlog', string.format('%d', -size))
+else
+  redis.call('HSET', KEYS[2], ':backlog', 0)
+end
+return taken
 """
 
 
@@ -393,11 +577,14 @@ class RedisHandshakeSessionStore:
     a refresh is one ``PEXPIRE`` (``last_seen`` stays the save's: the TTL is the truth).
 
     A stream's kept events are a list under ``key("session-replay", id, stream key)`` (each
-    entry ``NUMBER SSE-bytes``, trimmed to the newest ``memory``); the session's
+    entry ``NUMBER.ORDER SSE-bytes``, trimmed to the newest ``memory``); the session's
     streams a sorted set under ``key("replay-streams", id)`` scored by last activity
-    (past ``streams``, the least recently active lose their lists); its backlog a
-    list of JSON messages under ``key("backlog", id)``.  Each expires with the record's TTL,
-    renewed by its own writes and by each refresh of the record."""
+    (past ``streams``, the least recently active lose their lists) and one under
+    ``key("replay-heads", id)`` scored by their oldest event's order, their sizes a
+    hash under ``key("replay-bytes", id)`` (past ``max_bytes``, the session's oldest
+    events go); its backlog a list of JSON messages under ``key("backlog", id)``.
+    Each expires with the record's TTL, renewed by its own writes and by each
+    refresh of the record."""
 
     def __init__(self, stores: Stores) -> None:
         if stores.redis is None:
@@ -423,19 +610,20 @@ class RedisHandshakeSessionStore:
             raise StoreUnavailable(self.url, f"a session record is malformed: {exc}") from None
 
     async def refresh(self, session_id: str, now: float, ttl: float) -> bool:
-        keys = [self._key(kind, session_id) for kind in ("session", "backlog", "replay-streams")]
+        keys = [self._key(kind, session_id) for kind in ("session", "backlog", *_REPLAY_KEYS)]
         lists = self._key("session-replay", session_id, "")
         return bool(
-            await self._redis.execute("EVAL", _REFRESH_SCRIPT, 3, *keys, expiry_ms(ttl), lists)
+            await self._redis.execute(
+                "EVAL", _REFRESH_SCRIPT, len(keys), *keys, expiry_ms(ttl), lists
+            )
         )
 
     async def end(self, session_id: str) -> None:
         index = self._key("replay-streams", session_id)
         streams = await self._redis.execute("ZRANGE", index, 0, -1)
         lists = [self._key("session-replay", session_id, k.decode()) for k in streams or ()]
-        await self._redis.execute(
-            "DEL", self._key("session", session_id), index, self._key("backlog", session_id), *lists
-        )
+        others = [self._key(kind, session_id) for kind in ("session", "backlog", *_REPLAY_KEYS)]
+        await self._redis.execute("DEL", *others, *lists)
 
     async def keep_events(
         self,
@@ -444,29 +632,21 @@ class RedisHandshakeSessionStore:
         now: float,
         bounds: ReplayBounds,
     ) -> None:
-        index = self._key("replay-streams", session_id)
-        by_stream: dict[str, list[bytes]] = {}
-        for key, number, chunk in events:
-            by_stream.setdefault(key, []).append(_entry(number, chunk))
-        memory, ttl = bounds.memory, bounds.ttl
-        if not events or memory <= 0 or bounds.streams <= 0:
+        if not events or bounds.memory <= 0 or bounds.streams <= 0:
             return
-        commands: list[tuple[str | bytes | int | float, ...]] = []
-        for key, entries in by_stream.items():
-            name = self._key("session-replay", session_id, key)
-            commands += [
-                ("RPUSH", name, *entries[-memory:]),
-                ("LTRIM", name, -memory, -1),
-                ("PEXPIRE", name, expiry_ms(ttl)),
-                ("ZADD", index, now, key),
-            ]
-        commands += [("PEXPIRE", index, expiry_ms(ttl)), ("ZCARD", index)]
-        replies = await self._redis.pipeline(commands)
-        excess = int(replies[-1]) - bounds.streams
-        if excess > 0:  # the least recently active streams are forgotten
-            gone = await self._redis.execute("ZPOPMIN", index, excess)
-            keys = [self._key("session-replay", session_id, k.decode()) for k in gone[::2]]
-            await self._redis.execute("DEL", *keys)
+        keys = [self._key(kind, session_id) for kind in _REPLAY_KEYS]
+        await self._redis.execute(
+            "EVAL",
+            _KEEP_SCRIPT,
+            len(keys),
+            *keys,
+            expiry_ms(bounds.ttl),
+            bounds.memory,
+            bounds.streams,
+            bounds.max_bytes,
+            self._key("session-replay", session_id, ""),
+            *(part for key, number, chunk in events for part in (key, number, chunk)),
+        )
 
     async def events(self, session_id: str, key: str, now: float) -> list[tuple[int, bytes]]:
         entries = await self._redis.execute(
@@ -484,21 +664,24 @@ class RedisHandshakeSessionStore:
         *,
         front: bool = False,
     ) -> None:
-        memory = bounds.memory
-        if not messages or memory <= 0:
+        if not messages or bounds.memory <= 0:
             return
-        name = self._key("backlog", session_id)
-        push: tuple[str | bytes | int | float, ...] = (
-            ("LPUSH", name, *reversed(messages)) if front else ("RPUSH", name, *messages)
-        )
-        await self._redis.pipeline(
-            [push, ("LTRIM", name, -memory, -1), ("PEXPIRE", name, expiry_ms(bounds.ttl))]
+        keys = (self._key("backlog", session_id), self._key("replay-bytes", session_id))
+        await self._redis.execute(
+            "EVAL",
+            _PUSH_SCRIPT,
+            2,
+            *keys,
+            expiry_ms(bounds.ttl),
+            bounds.memory,
+            bounds.max_bytes,
+            int(front),
+            *messages,
         )
 
     async def take_backlog(self, session_id: str, now: float, bounds: ReplayBounds) -> list[bytes]:
-        # One LPOP: atomic, so that two replicas never both take a message.
-        name = self._key("backlog", session_id)
-        taken = await self._redis.execute("LPOP", name, max(bounds.memory, 1))
+        keys = (self._key("backlog", session_id), self._key("replay-bytes", session_id))
+        taken = await self._redis.execute("EVAL", _TAKE_SCRIPT, 2, *keys, max(bounds.memory, 1))
         return [m for m in taken or () if isinstance(m, bytes)]
 
 
@@ -572,6 +755,12 @@ class SharedSessions:
         # session id -> wall-clock time this replica last refreshed its record.
         self._refreshed: OrderedDict[str, float] = OrderedDict()
         self._subscription: EventSubscription | None = None
+        # (session id, stream key) -> a stream here following another replica's copy.
+        self._follows: dict[tuple[str, str], _Follow] = {}
+        # Streams of copies here that another replica follows, and those of them with
+        # events queued for the store (announced once written).
+        self._followed: set[tuple[str, str]] = set()
+        self._announce: set[tuple[str, str]] = set()
         # A copy -> the shared state last written or heard (none: the initial one); an
         # entry goes with its session, however that ends.
         self._states: WeakKeyDictionary[ServerSession, SharedState] = WeakKeyDictionary()
@@ -589,9 +778,10 @@ class SharedSessions:
     @property
     def bounds(self) -> ReplayBounds:
         """What the store keeps of a session's events and backlog: as this replica's
-        router keeps them, for as long as the record lives."""
-        sessions = self.machine.sessions
-        return ReplayBounds(self.ttl, sessions.replay_memory, sessions.replay_streams)
+        router keeps them, for as long as the record lives, within its
+        ``replicas.replay_bytes``."""
+        sessions, replay_bytes = self.machine.sessions, self.machine.replicas.replay_bytes
+        return ReplayBounds(self.ttl, sessions.replay_memory, sessions.replay_streams, replay_bytes)
 
     # SessionRelay ------------------------------------------------------------------
 
@@ -654,6 +844,8 @@ class SharedSessions:
         if len(self._events) == self._events.maxlen:
             self._lost_events += 1
         self._events.append((session_id, (key, number, chunk)))
+        if (session_id, key) in self._followed:
+            self._announce.add((session_id, key))
         # Not a job of the queue: a full queue drops its oldest job, and a dropped
         # write would leave these events (and every later one) unwritten.
         self._events_due = True
@@ -662,6 +854,7 @@ class SharedSessions:
     async def _write_events(self) -> None:
         self._events_due = False
         batch, self._events = self._events, deque(maxlen=self._events.maxlen)
+        announce, self._announce = self._announce, set()
         lost, self._lost_events = self._lost_events, 0
         if lost:
             _log.warning("%d events kept for replay did not reach the store (queue full)", lost)
@@ -680,6 +873,122 @@ class SharedSessions:
                     session_id,
                     exc,
                 )
+                continue
+            for key in {key for key, _, _ in events if (session_id, key) in announce}:
+                self._send("kept", session_id, key)
+        if announce:  # a stream answered is followed no more
+            self._unfollow_ended()
+
+    # POST streams resumed here while another replica runs their request ----------------
+
+    def _follow(self, session_id: str, last_event_id: str | None, stream: Exchange) -> None:
+        """``stream`` resumed another copy's POST stream whose answer is not kept yet:
+        it is fed what that copy keeps next (:meth:`_feed`), until the answer, its
+        client going away, or that copy no longer running the request."""
+        key = self.machine.replicas.follow(session_id, last_event_id, stream)
+        if key is None:
+            return
+        followed = (session_id, key)
+        earlier = self._follows.get(followed)
+        if earlier is not None:  # resumed again: the earlier resumption ends, as one here would
+            earlier.stream.end()
+        follow = self._follows[followed] = _Follow(stream, self._next_check())
+        self._send("follow", session_id, key)
+        previous = stream.on_close
+
+        def closed(exchange: Exchange) -> None:
+            if self._follows.get(followed) is follow:
+                del self._follows[followed]
+            previous(exchange)
+
+        stream.on_close = closed
+        # What was kept since the replay's read: the copy's answer to "follow" brings
+        # the rest (what it kept until it heard it, and is writing).
+        self._feed_soon(session_id, key)
+
+    def _next_check(self) -> float:
+        return self.backend.clock() + self.machine.replicas.follow_check
+
+    def _feed_soon(self, session_id: str, key: str, *, last: bool = False) -> None:
+        """Queue a :meth:`_feed` of the stream following ``key``, unless one is queued
+        already (it reads the store after this news too): however often the copy
+        running the request announces writes, a follower holds one job of the queue."""
+        follow = self._follows.get((session_id, key))
+        if follow is None:
+            return
+        follow.last = follow.last or last
+        if not follow.feeding:
+            follow.feeding = True
+            self._do(lambda: self._feed(session_id, key))
+
+    async def _feed(self, session_id: str, key: str) -> None:
+        """Send on the stream following ``key`` what the store has of it after what
+        it sent (if the copy running the request no longer does, it then ends; if the
+        store no longer has the event next due, it ends too, for the client to resume
+        it as a stream whose events were dropped)."""
+        follow = self._follows.get((session_id, key))
+        if follow is None:
+            return
+        # News from here on queues another feed: this read may come before its write.
+        follow.feeding, last, follow.last = False, follow.last, False
+        events = await self.store.events(session_id, key, self.backend.wall_clock())
+        stream = follow.stream
+        due = next((number for number, _ in events if number > stream.seq), None)
+        if due is not None and due > stream.seq + 1:
+            _log.warning(
+                "session %s: stream %s followed here lost events %d to %d before they"
+                " were read (trimmed in the store); it ends, for the client to resume it",
+                session_id,
+                key,
+                stream.seq + 1,
+                due - 1,
+            )
+            stream.end()
+            return
+        if self.machine.replicas.followed(stream, events):
+            return
+        if last:
+            stream.end()
+            return
+        follow.deadline, follow.asked = self._next_check(), False
+
+    def _check_follows(self) -> None:
+        """A followed stream quiet past its deadline: its copy is asked whether it still
+        runs the request; asked already, unanswered (that replica gone), it ends."""
+        now = self.backend.clock()
+        for (session_id, key), follow in list(self._follows.items()):
+            if follow.deadline > now:
+                continue
+            if follow.asked:
+                follow.stream.end()
+            else:
+                follow.deadline, follow.asked = self._next_check(), True
+                follow.feeding = False  # (a feed the full queue dropped is queued anew)
+                self._send("running?", session_id, key)
+
+    async def _answer_running(self, session_id: str, key: str) -> None:
+        """Tell the replica following this copy's stream ``key`` (``follow`` or
+        ``running?``) whether its request still runs here, once what was kept of it is
+        in the store; while it does, each write of its events is announced (``kept``)."""
+        if self._events_due:
+            await self._write_events()
+        running = self.machine.replicas.running(session_id, key)
+        if running:
+            self._followed.add((session_id, key))
+        self._unfollow_ended()
+        message = {"kind": "kept" if running else "closed", "session": session_id}
+        await self._publish({**message, "from": self.stores.replica_id, "message": key})
+
+    def _unfollow_ended(self) -> None:
+        """What no request runs here any more (answered, cancelled, its session gone)
+        needs no announcing, and the set stays small."""
+        if self._followed:
+            self._followed = {f for f in self._followed if self.machine.replicas.running(*f)}
+
+    def _end_follows(self, session_id: str) -> None:
+        for (followed_session, _), follow in list(self._follows.items()):
+            if followed_session == session_id:
+                follow.stream.end()
 
     # The run loop ----------------------------------------------------------------------
 
@@ -760,8 +1069,15 @@ class SharedSessions:
         self._listen()
         try:
             while True:
-                await self._ready.wait()
+                deadline = min((f.deadline for f in self._follows.values()), default=None)
+                if deadline is None:
+                    await self._ready.wait()
+                else:
+                    wait = max(0.0, deadline - self.backend.clock())
+                    async with self.backend.move_on_after(wait):
+                        await self._ready.wait()
                 self._ready = self.backend.new_signal()
+                self._check_follows()
                 await self._work()
                 self._idle = True
                 drained, self._drained = self._drained, []
@@ -793,10 +1109,17 @@ class SharedSessions:
             session = self.machine.replicas.receive(session_id, body)
             if session is not None:
                 self.hosts.begin(Exchange(202, {}, session=session))
+            self._unfollow_ended()  # (a cancellation relayed)
         elif kind == "server":
             self.machine.replicas.deliver(session_id, body)
         elif kind == "end":
             self._end_here(session_id)
+        elif kind in ("kept", "closed") and isinstance(body, str):
+            self._feed_soon(session_id, body, last=kind == "closed")
+        elif kind in ("follow", "running?") and isinstance(body, str):
+            held = self.machine.sessions.get(session_id)
+            if held is not None and held.tag and body.startswith(held.tag):
+                self._do(lambda: self._answer_running(session_id, body))
         elif kind == "state" and isinstance(body, dict):
             held = self.machine.sessions.get(session_id)
             if held is not None:
@@ -862,9 +1185,11 @@ class SharedSessions:
     def _end_here(self, session_id: str) -> None:
         state = self.machine.sessions.get(session_id)
         self._refreshed.pop(session_id, None)
+        self._end_follows(session_id)
         if state is None:
             return
         self.machine.sessions.end(session_id)
+        self._unfollow_ended()
         # Its host goes, and with it the handlers still running (as a DELETE here does).
         self.hosts.finish(Exchange(200, {}, session=state.session))
 
@@ -928,18 +1253,23 @@ class SharedSessions:
     async def after(self, request: HTTPRequest, exchange: Exchange) -> None:
         """Before ``exchange`` answers ``request``: a new session recorded (while the
         store is down, known to this replica only), a deleted one ended everywhere."""
+        self._unfollow_ended()  # (a cancellation, a DELETE)
         session_id = exchange.headers.get("mcp-session-id")
         if request.method == "POST" and exchange.status == 200 and session_id is not None:
             await self._record(session_id)
             return
         listener = request.headers.get("mcp-session-id")
         if request.method == "GET" and listener is not None and exchange.streaming:
+            resumed = request.headers.get("last-event-id")
+            self.machine.replicas.took_over(listener, resumed, exchange)
+            self._follow(listener, resumed, exchange)
             # What waited for a GET stream while none was open goes on this one.
             self._do(lambda: self._take_backlog(listener))
             return
         deleted = request.headers.get("mcp-session-id")
         if request.method == "DELETE" and exchange.status == 200 and deleted is not None:
             self._refreshed.pop(deleted, None)
+            self._end_follows(deleted)
             try:
                 await self.store.end(deleted)
                 await self.stores.events.publish(

@@ -205,9 +205,16 @@ class Catalog:
             (c.ttl_ms for c in self.connectors.values()), self.missing, self.default_ttl_ms
         )
 
+    @functools.cached_property
+    def _resolved(self) -> dict[str, tuple[str, str]]:
+        return {}  # names resolved already: listed tools alone, so bounded by the catalog
+
     def resolve(self, name: str) -> tuple[str, str]:
         """``(connector, upstream tool)`` for a gateway tool name; -32602 naming
         the unknown connector or tool, or the disabled tool."""
+        found = self._resolved.get(name)
+        if found is not None:
+            return found
         connector, tool = split_tool_name(name)
         if connector not in self.order:
             raise InvalidParams(
@@ -222,6 +229,8 @@ class Catalog:
                 message=f"unknown tool {tool!r} on connector {connector!r}",
                 data={"name": name, "connector": connector, "tool": tool},
             )
+        if entry is not None:  # (any name passes for a connector down: none is kept)
+            self._resolved[name] = connector, tool
         return connector, tool
 
     def input_schema(self, name: str) -> Any:

@@ -20,10 +20,13 @@ def fit_tool_result(result: dict[str, Any], revision: Revision) -> dict[str, Any
     """``result`` with every content block of a type ``revision`` lacks replaced by
     a text block that says what it was (a resource link: its name and URI)."""
     content = result.get("content")
-    if not isinstance(content, list) or all(_known(b, revision) for b in content):
-        return result
-    fitted = [b if _known(b, revision) else _as_text(b, revision) for b in content]
-    return {**result, "content": fitted}
+    if isinstance(content, list):
+        known = revision.content_types
+        for block in content:  # (most results: every block known, the result as it is)
+            if isinstance(block, dict) and block.get("type") not in known:
+                fitted = [b if _known(b, revision) else _as_text(b, revision) for b in content]
+                return {**result, "content": fitted}
+    return result
 
 
 def _known(block: Any, revision: Revision) -> bool:

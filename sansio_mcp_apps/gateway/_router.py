@@ -20,6 +20,7 @@ import hmac
 import secrets
 import weakref
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from functools import partial
 from typing import Any
 
 import attrs
@@ -69,6 +70,11 @@ class Access:
 
     endpoint: str | None = None
     principal: str | None = None
+
+
+#: The access of a request to the main endpoint of a gateway that needs no key
+#: (frozen: one serves every such request).
+_ANYONE = Access()
 
 
 class GatewayHTTPServer(StreamableHTTPServer):
@@ -146,10 +152,11 @@ class GatewayHTTPServer(StreamableHTTPServer):
                 return json_error(404, None, ErrorCode.INVALID_REQUEST, f"no virtual MCP at {path}")
             query = request.target[len(path) :]
             request = attrs.evolve(request, target=self.endpoint + query)
+            path = self.endpoint
         principal = self._principal(request, virtual)
         if isinstance(principal, Exchange):
             return principal
-        if request.method != "POST" and request.path == self.endpoint:
+        if request.method != "POST" and path == self.endpoint:
             # No sessions: nothing to stream to or end (405, as a stateless server says),
             # and no other method either: Allow names POST alone.
             refusal = json_error(
@@ -159,14 +166,15 @@ class GatewayHTTPServer(StreamableHTTPServer):
             return refusal
         if now is not None:
             self.expire_idle(now)
-        self._incoming = Access(virtual, principal)
+        incoming = _ANYONE if virtual is None and principal is None else Access(virtual, principal)
+        self._incoming = incoming
         try:
             exchange = self.route(request)  # Host and Origin were checked above
         finally:
             self._incoming = None
         session = exchange.session
         if session is not None and session not in self.access:
-            self.access[session] = Access(virtual, principal)
+            self.access[session] = incoming
         return exchange
 
     def new_session(self) -> ServerSession:
@@ -262,7 +270,7 @@ class GatewayHTTPServer(StreamableHTTPServer):
         # An error goes with HTTP 200 here (400 for -32021 is the 2026-07-28 rule, and
         # older clients take it for a transport failure).
         exchange.error_statuses = {}
-        exchange.rewrite = lambda item: self._ask(exchange, item, authorization)
+        exchange.rewrite = partial(self._ask, exchange, authorization=authorization)
         self.flush(session)
         return exchange
 

@@ -365,3 +365,11 @@ async def test_trio_pipes_are_read_and_written_through_their_fd_holder() -> None
             return 7
 
     assert fd_holder(Other()).fd == 7  # any other pipe is asked its fileno()
+
+    class Holder:  # an fd but no ``closed``: nothing says a -1 marks it closed
+        fd = 9
+
+    class Unsaid(Other):
+        _fd_holder = Holder()
+
+    assert fd_holder(Unsaid()).fd == 7  # so its pipe is asked its fileno()

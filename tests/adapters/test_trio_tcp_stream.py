@@ -4,7 +4,10 @@ stream must never write to a descriptor number the process has since reused."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import trio
+import trio.testing
 
 from trio_adapters._backend import DIRECT_WRITES_PER_YIELD, TCPStream
 
@@ -78,9 +81,8 @@ async def test_a_closed_stream_never_writes_to_a_reused_descriptor() -> None:
         await s.aclose()
 
 
-async def test_a_loop_that_only_sends_still_lets_other_tasks_run() -> None:
-    client, server = await _connected_pair()
-    stream = TCPStream(client, client.socket)
+async def _turns_of_another_task(loop: Callable[[], Awaitable[object]]) -> int:
+    """How many turns a task that only yields gets while ``loop`` runs."""
     turns = 0
 
     async def other() -> None:
@@ -93,10 +95,20 @@ async def test_a_loop_that_only_sends_still_lets_other_tasks_run() -> None:
         nursery.start_soon(other)
         await trio.sleep(0)
         before = turns
+        await loop()
+        nursery.cancel_scope.cancel()
+    return turns - before
+
+
+async def test_a_loop_that_only_sends_still_lets_other_tasks_run() -> None:
+    client, server = await _connected_pair()
+    stream = TCPStream(client, client.socket)
+
+    async def send() -> None:
         for _ in range(DIRECT_WRITES_PER_YIELD * 4):
             await stream.send_all(b"x")  # each taken at once by the socket
-        assert turns - before >= 3  # the other task ran while the loop sent
-        nursery.cancel_scope.cancel()
+
+    assert await _turns_of_another_task(send) >= 3  # the other task ran while it sent
     received = b""
     while len(received) < DIRECT_WRITES_PER_YIELD * 4:
         received += await server.receive_some(1 << 16)
@@ -116,3 +128,94 @@ async def test_a_cancelled_task_does_not_send() -> None:
     assert await server.receive_some(100) == b"on time"
     await stream.aclose()
     await server.aclose()
+
+
+# Reads: what the socket holds already is taken without a scheduler pass, as a write is.
+
+
+async def test_a_read_of_waiting_bytes_does_not_yield_to_the_scheduler() -> None:
+    client, server = await _connected_pair()
+    stream = TCPStream(server, server.socket)
+    await client.send_all(b"hello")
+    await trio.testing.wait_all_tasks_blocked()
+    ran = []
+
+    async def other() -> None:
+        ran.append("other")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(other)
+        got = b""
+        for _ in range(5):  # (a yield lets the other task run half the time: five, ~97%)
+            got += await stream.receive_some(1)  # there already: the other task waits
+        assert ran == []
+    assert got == b"hello" and ran == ["other"]
+    await stream.aclose()
+    await client.aclose()
+
+
+async def test_a_read_waits_for_bytes_then_sees_the_end() -> None:
+    client, server = await _connected_pair()
+    stream = TCPStream(server, server.socket)
+
+    async def send_later() -> None:
+        await trio.sleep(0.05)
+        await client.send_all(b"late")
+        await client.aclose()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(send_later)
+        got = b""
+        while chunk := await stream.receive_some(100):
+            got += chunk
+    assert got == b"late"
+    assert await stream.receive_some(100) == b""  # the end, again
+    await stream.aclose()
+
+
+async def test_a_loop_that_only_reads_still_lets_other_tasks_run() -> None:
+    client, server = await _connected_pair()
+    stream = TCPStream(server, server.socket)
+    await client.send_all(b"x" * (DIRECT_WRITES_PER_YIELD * 4))
+    await trio.testing.wait_all_tasks_blocked()
+    got = bytearray()
+
+    async def read() -> None:
+        for _ in range(DIRECT_WRITES_PER_YIELD * 4):
+            got.extend(await stream.receive_some(1))  # each there already
+
+    assert await _turns_of_another_task(read) >= 3  # the other task ran while it read
+    assert got == b"x" * (DIRECT_WRITES_PER_YIELD * 4)
+    await stream.aclose()
+    await client.aclose()
+
+
+async def test_a_cancelled_task_does_not_read() -> None:
+    client, server = await _connected_pair()
+    stream = TCPStream(server, server.socket)
+    await client.send_all(b"kept")
+    await trio.testing.wait_all_tasks_blocked()
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await stream.receive_some(100)
+        raise AssertionError("receive_some went on in a cancelled scope")
+    assert await stream.receive_some(100) == b"kept"  # left for the next read
+    await stream.aclose()
+    await client.aclose()
+
+
+async def test_a_closed_stream_never_reads_a_reused_descriptor() -> None:
+    client, server = await _connected_pair()
+    stream = TCPStream(server, server.socket)
+    await stream.aclose()
+    other_client, other_server = await _connected_pair()
+    await other_client.send_all(b"not for you")
+    raised = None
+    try:
+        await stream.receive_some(100)
+    except (trio.ClosedResourceError, OSError) as exc:
+        raised = exc
+    assert raised is not None
+    assert await other_server.receive_some(100) == b"not for you"  # all of it, still there
+    for s in (client, other_client, other_server):
+        await s.aclose()

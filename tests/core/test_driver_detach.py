@@ -7,8 +7,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from helpers import line, make_pair, notification
+from helpers import line, make_pair, notification, request
 
+from sansio_mcp import RequestReceived, ServerSession
 from sansio_mcp._jsonrpc import RequestId
 from sansio_mcp.runtime._driver import Driver
 
@@ -40,3 +41,50 @@ def test_a_notification_task_started_before_detach_still_runs() -> None:
     driver.detach()
     asyncio.run(started[0]())  # the task runs after its host let the driver go
     assert heard == [("notifications/roots/list_changed", {})]
+
+
+def test_a_session_that_refines_next_event_is_asked_for_each_event() -> None:
+    """The driver pops the session's queue itself, unless a subclass refines
+    ``next_event`` (to audit or filter): then every event goes through it."""
+    seen: list[str] = []
+
+    class Audited(ServerSession):
+        def next_event(self) -> Any:
+            event = super().next_event()
+            seen.append(type(event).__name__)
+            return event
+
+    server = Audited(capabilities={"tools": {}})
+    handled: list[Any] = []
+
+    async def on_request(event: Any) -> dict[str, Any]:
+        return {}
+
+    def spawn(request_id: RequestId | None, fn: Callable[[], Awaitable[None]]) -> None:
+        handled.append(request_id)
+
+    driver = Driver(
+        server,
+        handle_request=on_request,
+        handle_notification=None,
+        spawn=spawn,
+        cancel=lambda request_id: None,
+    )
+    server.receive_data(
+        line(
+            request(
+                1,
+                "initialize",
+                {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "c", "version": "1"},
+                },
+            )
+        )
+    )
+    server.receive_data(line(notification("notifications/initialized")))
+    server.receive_data(line(request(2, "tools/list")))
+    driver.process_events()
+    assert seen[-1] == "NEED_DATA" and RequestReceived.__name__ in seen
+    assert handled == [2] and not server.event_queue()

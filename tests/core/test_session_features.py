@@ -507,6 +507,9 @@ def test_the_data_source_takes_what_data_to_send_takes() -> None:
 
     refined = Framed(capabilities=ALL_SERVER_CAPS)
     assert refined.data_source()() == b"framed:"  # a subclass's refinement is kept
+    spied = ServerSession(capabilities=ALL_SERVER_CAPS)
+    spied.data_to_send = lambda: b"spied"  # type: ignore[method-assign]
+    assert spied.data_source()() == b"spied"  # so is one set on the instance
 
 
 def test_send_progress_without_a_token_returns_false() -> None:

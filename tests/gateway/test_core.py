@@ -202,6 +202,25 @@ def test_store_catalog_and_version() -> None:
     assert catalog_of(store, config).missing == ["files"]
 
 
+@given(st.lists(st.text(alphabet="abc_.", min_size=1, max_size=8), max_size=30))
+def test_a_resolved_name_is_kept_for_a_listed_tool_alone(names: list[str]) -> None:
+    """``Catalog.resolve`` remembers what it resolved (a relayed call resolves its tool
+    per request), bounded by the catalog: only listed tools are kept, not the names that
+    pass because their connector is down (any tool name does), and a refusal stays one."""
+    config = parse_config(CONFIG)
+    store = MemoryStore(["github", "files"])
+    tools = ConnectorTools(({"name": "read_file"}, {"name": "write_file"}))
+    move(store, "github", StatusTrigger.LISTED, tools=tools)
+    catalog = catalog_of(store, config)  # files is down
+    for name in names:
+        assert catalog.resolve(f"files.{name}") == ("files", name)
+        for _ in range(2):
+            assert catalog.resolve("github.read_file") == ("github", "read_file")
+            with pytest.raises(InvalidParams):
+                catalog.resolve("github.write_file")  # disabled by the config
+    assert len(catalog._resolved) == (1 if names else 0)
+
+
 # The HTTP machine -----------------------------------------------------------------------
 
 HEADERS = {

@@ -8,10 +8,14 @@ import json
 import re
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sansio_mcp._exchange import Exchange
 from sansio_mcp._replay import is_get_key
+from sansio_mcp._shared_sessions import DEFAULT_FOLLOW_CHECK, DEFAULT_REPLAY_BYTES
+from sansio_mcp._sse import format_sse_message
 from sansio_mcp._state import SessionState
 from sansio_mcp.http import HTTPRequest, StreamableHTTPServer
 from sansio_mcp_apps.example_server import build_server
@@ -298,3 +302,114 @@ def test_only_a_get_streams_key_is_one() -> None:
     assert is_get_key("get") and is_get_key("0a1b2c3d.get")
     for key in ("budget", "0a1b2c3d.s1", "s2", "x.get", "0a1b2c3dget", ""):
         assert not is_get_key(key), key
+
+
+def _stream_events(count: int, answered: bool) -> list[tuple[int, bytes]]:
+    """A POST stream's events as the store lists them: numbers 1 to ``count``, the
+    last one the answer when ``answered``."""
+    events = []
+    for number in range(1, count + 1):
+        if answered and number == count:
+            message: Any = {"jsonrpc": "2.0", "id": 2, "result": {}}
+        else:
+            message = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": number}}
+        events.append((number, format_sse_message(json.dumps(message).encode(), f"t.s0-{number}")))
+    return events
+
+
+@given(
+    count=st.integers(1, 12),
+    answered=st.booleans(),
+    start=st.integers(0, 12),
+    reads=st.lists(st.integers(0, 12), max_size=10),
+)
+def test_a_followed_stream_sends_each_event_once_in_order_and_ends_at_the_answer(
+    count: int, answered: bool, start: int, reads: list[int]
+) -> None:
+    """Whatever the store's reads give (the list as of any moment: any prefix, stale
+    ones after fresher ones too), a stream following from event ``start`` sends every
+    event after it once, in order, and finishes exactly when it has sent the answer."""
+    events = _stream_events(count, answered)
+    machine, _ = replica()
+    stream = Exchange(200, {}, streaming=True)
+    stream.seq = start
+    for length in [*reads, count]:  # at last the whole list
+        machine.replicas.followed(stream, events[:length])
+    lines = stream.take().split(b"\n")
+    sent = [int(line.rpartition(b"-")[2]) for line in lines if line.startswith(b"id: ")]
+    assert sent == [number for number, _ in events if number > start]
+    assert stream.finished == (answered and count > start)
+
+
+def test_a_follower_whose_client_stops_reading_ends_past_max_unread() -> None:
+    """A stream following another copy's (``followed``) is bounded as every stream is
+    (``not_being_read``): past the router's ``max_unread`` unsent bytes it finishes,
+    rather than buffer what the request says for good; an answer still goes out."""
+    machine, _ = replica()
+    machine.max_unread = 100
+    stream = Exchange(200, {}, streaming=True)
+    stream.seq = 1
+    note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "x" * 40}}
+    events = [(n, format_sse_message(json.dumps(note).encode(), f"t.s1-{n}")) for n in range(2, 40)]
+    assert machine.replicas.followed(stream, events)  # over: its client is not reading
+    assert stream.finished and stream.unsent < 100 + len(events[0][1])
+    # Nothing more goes on a finished stream.
+    before = stream.unsent
+    answer = {"jsonrpc": "2.0", "id": 2, "result": {}}
+    machine.replicas.followed(
+        stream, [(40, format_sse_message(json.dumps(answer).encode(), "t.s1-40"))]
+    )
+    assert stream.unsent == before
+
+
+def test_a_follower_keeps_its_session_copy_open_and_ends_with_it() -> None:
+    """A stream here following another copy's POST stream is an open stream of the
+    session: the copy is not idle-expired (nor evicted) under it, and ending the copy
+    ends it."""
+    a, _ = replica()
+    b, _ = replica()
+    a.sessions.keeper = Keeper()
+    b.sessions.keeper = Keeper()
+    headers = begin(a)
+    session_id = headers["mcp-session-id"]
+    record = a.replicas.record(session_id)
+    assert record is not None and b.replicas.adopt(session_id, record, now=0.0) is not None
+    a_copy = a.sessions.get(session_id)
+    assert a_copy is not None
+    key = f"{a_copy.tag}s1"
+    before = _stream_events(1, answered=False)[0][1].replace(b"t.s0-", key.encode() + b"-")
+    b.replicas.restore(session_id, key, [(1, before)])
+    stream = b.handle(get_request(**headers, **{"last-event-id": f"{key}-0"}), now=0.0)
+    assert stream.take().endswith(before)
+    assert b.replicas.follow(session_id, f"{key}-0", stream) == key
+    state = b.sessions.get(session_id)
+    assert state is not None and not state.quiet
+    b.sessions.idle_timeout = 1.0
+    b.sessions.expire_idle(100.0)
+    assert b.sessions.get(session_id) is state and not stream.finished
+    b.sessions.end(session_id)
+    assert stream.finished
+
+
+@pytest.mark.parametrize("value", [0, -1, True, 1.5, "4096", None])
+def test_replay_bytes_takes_only_a_positive_integer(value: Any) -> None:
+    machine, _ = replica()
+    with pytest.raises(
+        ValueError, match=r"^replay_bytes must be a positive integer of bytes, not "
+    ):
+        machine.replicas.replay_bytes = value
+    assert machine.replicas.replay_bytes == DEFAULT_REPLAY_BYTES  # unchanged
+    machine.replicas.replay_bytes = 1
+    assert machine.replicas.replay_bytes == 1
+
+
+@pytest.mark.parametrize("value", [0, -0.5, float("nan"), float("inf"), True, "10", None])
+def test_follow_check_takes_only_a_positive_finite_number_of_seconds(value: Any) -> None:
+    machine, _ = replica()
+    with pytest.raises(
+        ValueError, match=r"^follow_check must be a positive, finite number of seconds, not "
+    ):
+        machine.replicas.follow_check = value
+    assert machine.replicas.follow_check == DEFAULT_FOLLOW_CHECK
+    machine.replicas.follow_check = 0.25
+    assert machine.replicas.follow_check == 0.25

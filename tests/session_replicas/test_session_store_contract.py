@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sansio_mcp.runtime import StoreUnavailable, open_stores
@@ -293,5 +293,232 @@ def test_kept_events_are_apart_from_the_dpop_replay_cache_in_redis(
         assert await stores.redis.execute("KEYS", stores.key("replay", "*")) == []
         kept = await stores.redis.execute("KEYS", stores.key("session-replay", "*"))
         assert kept == [stores.key("session-replay", "s", "0a1b2c3d.get").encode()]
+
+    run("redis", backend, request, test)
+
+
+async def kept_bytes(store: HandshakeSessionStore, stores: Any, session_id: str) -> int | None:
+    """What Redis counts of the session's kept events' bytes (None in memory)."""
+    if stores is None:
+        return None
+    size = await stores.redis.execute("HGET", stores.key("replay-bytes", session_id), ":events")
+    return int(size or 0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_past_the_byte_bound_the_sessions_oldest_events_go_first(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    async def test(store: HandshakeSessionStore, stores: Any) -> None:
+        now = backend.backend.wall_clock()
+        bounds = ReplayBounds(ttl=60, memory=10, streams=4, max_bytes=10)
+
+        async def held() -> dict[str, list[tuple[int, bytes]]]:
+            streams = {key: await store.events("s1", key, now) for key in ("t.s0", "t.get", "t.s1")}
+            assert await kept_bytes(store, stores, "s1") in (
+                None,
+                sum(len(chunk) for events in streams.values() for _, chunk in events),
+            )
+            return {key: events for key, events in streams.items() if events}
+
+        await store.keep_events("s1", [("t.s0", 1, b"aaaa"), ("t.get", 1, b"bbbb")], now, bounds)
+        await store.keep_events("s1", [("t.s0", 2, b"cccc")], now, bounds)  # 12 bytes: "aaaa" goes
+        assert await held() == {"t.s0": [(2, b"cccc")], "t.get": [(1, b"bbbb")]}
+        await store.keep_events("s1", [("t.get", 2, b"dd")], now, bounds)  # 10: all stay
+        await store.keep_events("s1", [("t.s1", 1, b"e")], now, bounds)  # the oldest of all goes
+        assert await held() == {"t.s0": [(2, b"cccc")], "t.get": [(2, b"dd")], "t.s1": [(1, b"e")]}
+        # Larger than the bound: not kept, nor what came before it on its stream (a
+        # resumption from event 1 must not skip it), and the other streams stay.
+        await store.keep_events("s1", [("t.get", 3, b"x" * 11)], now, bounds)
+        assert await held() == {"t.s0": [(2, b"cccc")], "t.s1": [(1, b"e")]}
+        await store.keep_events("s1", [("t.get", 4, b"ff")], now, bounds)
+        assert await held() == {"t.s0": [(2, b"cccc")], "t.s1": [(1, b"e")], "t.get": [(4, b"ff")]}
+        await store.end("s1")
+        assert await held() == {}
+
+    run(kind, backend, request, test)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_past_the_byte_bound_the_oldest_of_the_backlog_go_first(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    async def test(store: HandshakeSessionStore, _stores: Any) -> None:
+        now = backend.backend.wall_clock()
+        bounds = ReplayBounds(ttl=60, memory=10, streams=1, max_bytes=5)
+        await store.push_backlog("s1", [b"12", b"34"], now, bounds)
+        await store.push_backlog("s1", [b"56"], now, bounds)  # 6 bytes: "12" goes
+        assert await store.take_backlog("s1", now, bounds) == [b"34", b"56"]
+        await store.push_backlog("s1", [b"123456", b"7"], now, bounds)  # too large alone
+        assert await store.take_backlog("s1", now, bounds) == [b"7"]
+        await store.push_backlog("s1", [b"ab", b"cd"], now, bounds)
+        await store.push_backlog("s1", [b"xyz"], now, bounds, front=True)  # given back: oldest
+        assert await store.take_backlog("s1", now, bounds) == [b"ab", b"cd"]
+        # What was taken no longer counts: 5 bytes fit again.
+        await store.push_backlog("s1", [b"12345"], now, bounds)
+        assert await store.take_backlog("s1", now, bounds) == [b"12345"]
+
+    run(kind, backend, request, test)
+
+
+STREAM_KEYS = ["t.get", "t.s0", "t.s1", "u.s0"]
+#: Batches of events: each a stream (of STREAM_KEYS) and a size.
+batches = st.lists(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 40)), min_size=1, max_size=5),
+    min_size=1,
+    max_size=8,
+)
+
+
+def numbered(sizes: list[list[tuple[int, int]]]) -> list[list[tuple[str, int, bytes]]]:
+    """The batches as events, each one's bytes unique (its place, then padding)."""
+    out, place = [], 0
+    for batch in sizes:
+        events = []
+        for stream, size in batch:
+            place += 1
+            events.append((STREAM_KEYS[stream], place, (b"%d;" % place).ljust(size, b".")))
+        out.append(events)
+    return out
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(sizes=batches, bound=st.integers(40, 120))
+def test_the_kept_events_are_the_newest_that_fit_the_byte_bound(
+    kind: str,
+    backend: Backend,
+    request: pytest.FixtureRequest,
+    sizes: list[list[tuple[int, int]]],
+    bound: int,
+) -> None:
+    """Whatever the events' sizes, the session's kept bytes never pass the bound, and
+    what is kept is the newest events that fit (no event alone passes it here)."""
+
+    async def test(store: HandshakeSessionStore, stores: Any) -> None:
+        now = backend.backend.wall_clock()
+        bounds = ReplayBounds(ttl=60, memory=100, streams=10, max_bytes=bound)
+        sent: list[tuple[str, int, bytes]] = []
+        for events in numbered(sizes):
+            await store.keep_events("s", events, now, bounds)
+            sent += events
+            newest: list[tuple[str, int, bytes]] = []
+            for event in reversed(sent):
+                if sum(len(e[2]) for e in newest) + len(event[2]) > bound:
+                    break
+                newest.insert(0, event)
+            streams = {key: await store.events("s", key, now) for key in STREAM_KEYS}
+            held = sorted((n, key, chunk) for key, events in streams.items() for n, chunk in events)
+            assert held == [(number, key, chunk) for key, number, chunk in newest]
+            assert sum(len(chunk) for _, _, chunk in held) <= bound
+            assert await kept_bytes(store, stores, "s") in (None, sum(len(e[2]) for e in newest))
+
+    run(kind, backend, request, test)
+
+
+#: What is done to a session's kept events and backlog: keep a batch of events,
+#: push messages (after those waiting or before), take the backlog.
+operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("keep"), st.lists(st.tuples(st.integers(0, 3), st.integers(0, 30)))),
+        st.tuples(st.just("push"), st.lists(st.integers(0, 30), max_size=4), st.booleans()),
+        st.tuples(st.just("take")),
+    ),
+    max_size=12,
+)
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    ops=operations,
+    memory=st.integers(1, 4),
+    streams=st.integers(1, 3),
+    bound=st.integers(0, 60),
+)
+def test_redis_keeps_what_the_memory_store_keeps(
+    backend: Backend,
+    request: pytest.FixtureRequest,
+    ops: list[Any],
+    memory: int,
+    streams: int,
+    bound: int,
+) -> None:
+    """Every bound at once (per stream, streams, bytes; the backlog's count and bytes),
+    events larger than the bound among them: the Redis store ends each step with what
+    the in-memory one holds, its count of the bytes true."""
+    redis_url = request.getfixturevalue("redis_url")
+
+    async def main() -> None:
+        async with open_session_store("redis", backend, redis_url) as (redis, stores):
+            memory_store = MemoryHandshakeSessionStore()
+            now = backend.backend.wall_clock()
+            bounds = ReplayBounds(ttl=60, memory=memory, streams=streams, max_bytes=bound)
+            place = 0
+            for op in ops:
+                if op[0] == "keep":
+                    (events,) = numbered([op[1]]) if op[1] else ([],)
+                    events = [(k, n + place, c) for k, n, c in events]
+                    place += len(events)
+                    for store in (memory_store, redis):
+                        await store.keep_events("s", events, now, bounds)
+                elif op[0] == "push":
+                    messages = [b"m" * size for size in op[1]]
+                    for store in (memory_store, redis):
+                        await store.push_backlog("s", messages, now, bounds, front=op[2])
+                else:
+                    taken = await memory_store.take_backlog("s", now, bounds)
+                    assert await redis.take_backlog("s", now, bounds) == taken
+                held = {key: await memory_store.events("s", key, now) for key in STREAM_KEYS}
+                assert {key: await redis.events("s", key, now) for key in STREAM_KEYS} == held
+                size = sum(len(chunk) for events in held.values() for _, chunk in events)
+                assert size <= bound
+                assert await kept_bytes(redis, stores, "s") == size
+
+    backend.run(main)
+
+
+def test_entries_of_another_shape_are_skipped_and_never_count_against_the_bound(
+    backend: Backend, request: pytest.FixtureRequest, redis_url: str
+) -> None:
+    """The layout is ``NUMBER.ORDER SSE-bytes`` only (the project never shipped another):
+    an entry without an order, or malformed, is skipped on reading; new events keep
+    going after it."""
+
+    async def test(store: HandshakeSessionStore, stores: Any) -> None:
+        now = backend.backend.wall_clock()
+        name = stores.key("session-replay", "s", "t.s0")
+        await stores.redis.execute("RPUSH", name, b"1 id: t.s0-1\n\n", b"x.1 junk")
+        await store.keep_events("s", [("t.s0", 2, b"id: t.s0-2\n\n")], now, ReplayBounds(60, 10, 4))
+        assert await store.events("s", "t.s0", now) == [(2, b"id: t.s0-2\n\n")]
+        # The stream's bound pops them: what is counted stays the bytes held.
+        more = [("t.s0", n, b"id: t.s0-%d\n\n" % n) for n in (3, 4)]
+        await store.keep_events("s", more, now, ReplayBounds(60, 2, 4))
+        held = await store.events("s", "t.s0", now)
+        assert [n for n, _ in held] == [2, 3, 4]  # the other entries went first
+        sizes = stores.key("replay-bytes", "s")
+        counted = int(await stores.redis.execute("HGET", sizes, ":events"))
+        assert counted == sum(len(chunk) for _, chunk in held)
+
+    run("redis", backend, request, test)
+
+
+@pytest.mark.parametrize("left", [0, 1])
+def test_taking_the_backlog_never_leaves_its_size_without_a_ttl(
+    backend: Backend, request: pytest.FixtureRequest, redis_url: str, left: int
+) -> None:
+    """The sizes' hash expired while the backlog lived on: a take does not bring it
+    back without a TTL (it would outlive the session), whether messages are left."""
+
+    async def test(store: HandshakeSessionStore, stores: Any) -> None:
+        now = backend.backend.wall_clock()
+        backlog, sizes = stores.key("backlog", "s"), stores.key("replay-bytes", "s")
+        await stores.redis.execute("RPUSH", backlog, *[b"{}"] * (2 + left))
+        await stores.redis.execute("PEXPIRE", backlog, 60_000)
+        assert await store.take_backlog("s", now, ReplayBounds(60, 2, 4)) == [b"{}"] * 2
+        assert await stores.redis.execute("PTTL", sizes) != -1  # none (-2), or a TTL
 
     run("redis", backend, request, test)

@@ -6,6 +6,7 @@ on both backends; the replica's router driven directly."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from sansio_mcp._exchange import Exchange
 from sansio_mcp._outbox import Outgoing
 from sansio_mcp.http import HTTPRequest, StreamableHTTPServer
 from sansio_mcp.runtime import open_stores
@@ -21,12 +23,13 @@ from sansio_mcp.runtime._session_store import (
     HandshakeSessionStore,
     MemoryHandshakeSessionStore,
     SharedSessions,
+    _Follow,
     handshake_session_store,
 )
 from sansio_mcp_apps.example_server import build_server
 from tests.auth.test_http import Backend
 from tests.session_replicas.test_adoption import VERSION, begin, get_request, replica
-from tests.transports.helpers import sse_events
+from tests.transports.helpers import post_request, sse_events
 
 KINDS = ["memory", "redis"]
 
@@ -230,3 +233,109 @@ def test_another_principals_get_touches_no_store(backend: Backend) -> None:
             assert looked == ["0a1b2c3d.get"]  # its own principal's: looked up
 
     backend.run(lambda: test(None))
+
+
+def following(sessions: SharedSessions, sid: str, key: str, seq: int) -> Exchange:
+    """A stream here following another copy's stream ``key`` after event ``seq``."""
+    stream = Exchange(200, {}, streaming=True)
+    stream.seq = seq
+    sessions._follows[(sid, key)] = _Follow(stream, sessions.backend.clock() + 60)
+    return stream
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_announcements_of_a_followed_stream_coalesce_into_one_queued_feed(
+    kind: str, backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    """However fast the copy running the request says ``kept``, a follower holds one
+    job of the bounded queue (which could otherwise push out a relayed answer); the
+    feed reads the store once, after all of them, and sends each event once."""
+
+    async def test(redis_url: str | None) -> None:
+        async with shared(kind, backend, redis_url, running=False) as (sessions, store, sid):
+            key = "0a1b2c3d.s1"
+            stream = following(sessions, sid, key, 1)
+            for _ in range(50):
+                sessions._on_bus({"kind": "kept", "session": sid, "from": "Z", "message": key})
+            assert len(sessions._queue) == 1
+            now = backend.backend.wall_clock()
+            note = b'{"jsonrpc":"2.0","method":"notifications/message","params":{}}'
+            chunk = b"event: message\nid: %s-2\ndata: %s\n\n" % (key.encode(), note)
+            await store.keep_events(sid, [(key, 2, chunk)], now, sessions.bounds)
+            await sessions._work()
+            assert stream.take() == chunk and not stream.finished
+            sessions._on_bus({"kind": "kept", "session": sid, "from": "Z", "message": key})
+            assert len(sessions._queue) == 1  # news after the feed began: queued anew
+
+    run(kind, backend, request, test)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_follower_whose_next_event_the_store_dropped_ends_and_says_so(
+    kind: str,
+    backend: Backend,
+    request: pytest.FixtureRequest,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Events trimmed from the store before the follower read them are not skipped
+    silently: the stream ends (the client resumes it, as any stream whose events were
+    dropped), with a warning."""
+
+    async def test(redis_url: str | None) -> None:
+        async with shared(kind, backend, redis_url, running=False) as (sessions, store, sid):
+            key = "0a1b2c3d.s1"
+            stream = following(sessions, sid, key, 1)
+            now = backend.backend.wall_clock()
+            events = [(key, n, b"id: %s-%d\n\n" % (key.encode(), n)) for n in (3, 4)]
+            await store.keep_events(sid, events, now, sessions.bounds)
+            sessions._on_bus({"kind": "kept", "session": sid, "from": "Z", "message": key})
+            with caplog.at_level(logging.WARNING, "sansio_mcp.http"):
+                await sessions._work()
+            assert stream.finished and stream.take() == b""
+            assert "lost events 2 to 2" in caplog.text
+
+    run(kind, backend, request, test)
+
+
+@pytest.mark.parametrize("ending", ["cancelled", "relayed-cancel", "deleted"])
+def test_a_followed_request_cancelled_or_its_session_deleted_is_followed_no_more(
+    ending: str, backend: Backend, redis_url: str
+) -> None:
+    """A request another replica follows, once cancelled (here, or relayed from that
+    replica) or its session deleted, leaves nothing behind in what this replica
+    announces (no stale entry waiting for unrelated traffic)."""
+
+    async def test(redis_url: str | None) -> None:
+        async with shared("redis", backend, redis_url, running=False) as (sessions, _, sid):
+            headers = {"mcp-session-id": sid, "mcp-protocol-version": VERSION}
+            call = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "x"}},
+            }
+            running = sessions.machine.handle(post_request(call, **headers))
+            key = running.stream_key
+            assert sessions.machine.replicas.running(sid, key)
+            sessions._on_bus({"kind": "follow", "session": sid, "from": "Z", "message": key})
+            await sessions._work()
+            assert sessions._followed == {(sid, key)}
+            cancel = {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": 2},
+            }
+            if ending == "relayed-cancel":
+                sessions._on_bus({"kind": "client", "session": sid, "from": "Z", "message": cancel})
+            else:
+                if ending == "cancelled":
+                    request_ = post_request(cancel, **headers)
+                else:
+                    request_ = HTTPRequest(
+                        "DELETE", "/mcp", {"host": "127.0.0.1:8000", **headers}, b""
+                    )
+                await sessions.after(request_, sessions.machine.handle(request_))
+            assert not sessions.machine.replicas.running(sid, key)
+            assert sessions._followed == set()
+
+    backend.run(lambda: test(redis_url))

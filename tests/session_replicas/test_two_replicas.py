@@ -87,17 +87,19 @@ def tool_call(request_id: int, name: str, arguments: dict[str, Any]) -> dict[str
 
 
 async def open_session(
-    backend: Backend, port: int, extra: dict[str, str] | None = None
+    backend: Backend, port: int, extra: dict[str, str] | None = None, version: str = VERSION
 ) -> dict[str, str]:
-    """initialize at ``port``: the headers of the session's later requests."""
+    """initialize at ``port`` (protocol ``version``): the headers of the session's
+    later requests."""
     headers = {**ACCEPT_BOTH, **(extra or {})}
-    status, head, body = await call(backend.backend, port, "POST", headers, INITIALIZE)
+    initialize = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": version}}
+    status, head, body = await call(backend.backend, port, "POST", headers, initialize)
     assert status == 200, body
-    assert messages(head, body)[0]["result"]["protocolVersion"] == VERSION
+    assert messages(head, body)[0]["result"]["protocolVersion"] == version
     return {
         **headers,
         "mcp-session-id": head["mcp-session-id"],
-        "mcp-protocol-version": VERSION,
+        "mcp-protocol-version": version,
     }
 
 

@@ -73,11 +73,14 @@ T = TypeVar("T")
 META_MISSING_CONNECTORS = "sansio-mcp/missingConnectors"
 #: Discovery is private and stale at once: a deployment may change it any time.
 GATEWAY_CACHE_HINTS = CacheHints(ttl_ms={"server/discover": 0}, scope="private")
-#: What the gateway passes upstream of a tools/call's params (MRTR included).
-_CALL_KEYS = ("name", "arguments", "inputResponses", "requestState")
+#: What the gateway passes upstream of a tools/call's params (MRTR included) beside
+#: the tool's upstream name.
+_PASSED_KEYS = ("arguments", "inputResponses", "requestState")
 _REFUSALS = (ErrorCode.METHOD_NOT_FOUND, ErrorCode.INVALID_REQUEST)
 #: Every input capability in its plain form (elicitation: form mode only).
 _PLAIN_CAPABILITIES: dict[str, Any] = {c: {} for c in INPUT_REQUEST_CAPABILITIES.values()}
+#: What a 2026-07-28 result carries that a handshake-era client's does not.
+_STATELESS_RESULT_KEYS = ("resultType", "ttlMs", "cacheScope")
 #: Rounds of input a handshake-era client is asked for in one call, at most.
 MAX_INPUT_ROUNDS = 10
 #: What a task's client may ask of it through the gateway (2025-11-25's ``tasks/list``
@@ -250,15 +253,19 @@ class GatewayServer(Server):
         if ctx.method == "tools/list":
             return self._list(ctx)
         if ctx.method == "tools/call":
-            name = ctx.params.get("name")
+            given = ctx.params
+            name = given.get("name")
             if not isinstance(name, str):
                 raise InvalidParams(message="tools/call needs a tool name")
             connector, tool = self._catalog(ctx).resolve(name)
-            params = {k: ctx.params[k] for k in _CALL_KEYS if k in ctx.params}
-            params["name"] = tool
-            meta = end_to_end_meta(ctx.params.get("_meta"))
-            if meta:
-                params["_meta"] = meta  # the upstream hop adds its own protocol keys
+            params: dict[str, Any] = {"name": tool}
+            for key in _PASSED_KEYS:
+                if key in given:
+                    params[key] = given[key]
+            if "_meta" in given:
+                meta = end_to_end_meta(given["_meta"])
+                if meta:
+                    params["_meta"] = meta  # the upstream hop adds its own protocol keys
             if self.record is None:
                 return self._call(ctx, connector, params)
             return self._recorded(ctx, connector, params)
@@ -288,10 +295,11 @@ class GatewayServer(Server):
     def _wants_task(self, ctx: Context) -> bool:
         """Whether the client asks for its tools/call to run as a task: a 2026-07-28
         one declaring the extension, a 2025-11-25 one by ``params.task``."""
-        if ctx.stateless:
-            return declares_tasks(ctx.client_capabilities)
-        return ctx.protocol_version == CORE_TASKS_REVISION and isinstance(
-            ctx.params.get("task"), dict
+        if ctx.meta is not None:  # stateless
+            return declares_tasks(ctx.meta.client_capabilities)
+        # (params.task first: most calls have none, and it spares them the version.)
+        return "task" in ctx.params and (
+            isinstance(ctx.params["task"], dict) and ctx.protocol_version == CORE_TASKS_REVISION
         )
 
     def _task_forms_of(self, ctx: Context) -> tuple[str, ...]:
@@ -443,13 +451,14 @@ class GatewayServer(Server):
             )
 
     async def _call(self, ctx: Context, connector: str, params: dict[str, Any]) -> dict[str, Any]:
-        state = params.get("requestState")
-        if isinstance(state, str) and state.startswith(PARKED_STATE_PREFIX):
-            return await self._retry(self._round_of(ctx), state[len(PARKED_STATE_PREFIX) :])
-        upstream = self.upstreams[connector]
-        client = upstream.client
+        if "requestState" in params:
+            state = params["requestState"]
+            if isinstance(state, str) and state.startswith(PARKED_STATE_PREFIX):
+                return await self._retry(self._round_of(ctx), state[len(PARKED_STATE_PREFIX) :])
+        stateless = ctx.meta is not None  # (ctx.stateless, read once)
+        client = self.upstreams[connector].client
         form = _task_form(client) if self._wants_task(ctx) else None
-        as_task = form is not None and (form == "extension" or not ctx.stateless)
+        as_task = form is not None and (form == "extension" or not stateless)
         if as_task:
             # Checked before the upstream makes a task whose id could not be kept.
             await _stored(self.route_store.check_room(self._access(ctx).principal, ctx.now))
@@ -458,7 +467,7 @@ class GatewayServer(Server):
             else:  # a 2025-11-25 upstream, for a 2025-11-25 client: its own params.task
                 params = {**params, "task": ctx.params["task"]}
         if (
-            ctx.stateless
+            stateless
             and self.parking is not None
             and self.parking.running
             and not (client is not None and client.session.is_stateless)
@@ -467,18 +476,18 @@ class GatewayServer(Server):
         # What a handshake-era upstream asked mid-call that this client could not be asked.
         refused: list[MCPError] = []
         ask: Any = None
-        if not ctx.stateless:
+        if not stateless:
             ask = partial(_relay if self.relay_questions else _not_asked, ctx, refused)
-            host = getattr(ctx, "host", None)
-            if self.relay_questions and host is not None:
-                self._asking[ctx.session] = weakref.ref(host)
-        call = partial(
-            self._send, ctx, connector, ask=ask, refused=refused, on_progress=_progress_relay(ctx)
-        )
+            if self.relay_questions:
+                host = getattr(ctx, "host", None)
+                if host is not None:
+                    self._asking[ctx.session] = weakref.ref(host)
+        progress = None if ctx.progress_token is None else _progress_relay(ctx)
+        call = partial(self._send, ctx, connector, ask=ask, refused=refused, on_progress=progress)
         try:
             result = await call(params)
             for _ in range(MAX_INPUT_ROUNDS):
-                if ctx.stateless or result.get("resultType") != "input_required":
+                if stateless or result.get("resultType") != "input_required":
                     break
                 # A handshake-era client answers by server-to-client requests, and the
                 # gateway retries upstream with the answers (MRTR on the client's behalf).
@@ -828,6 +837,9 @@ async def _ask(ctx: Context, result: dict[str, Any], relay: bool) -> dict[str, A
 
 def _client_revision(ctx: Context) -> Revision:
     """The revision of the handshake-era client a request came from."""
+    revision = ctx.session.revision if ctx.meta is None else None
+    if revision is not None:  # the session's (adopted or negotiated): found already
+        return revision
     return get_revision(ctx.protocol_version or LATEST_HANDSHAKE_REVISION)
 
 
@@ -952,11 +964,14 @@ def _progress_relay(ctx: Context) -> ProgressCallback | None:
 def _without_server_info(result: dict[str, Any]) -> dict[str, Any]:
     """``result`` without its upstream's server info (the gateway's goes in)."""
     out = dict(result)
-    meta = out.pop("_meta", None)
-    if isinstance(meta, dict):  # (one that is no object is no valid _meta: left out)
-        meta = {k: v for k, v in meta.items() if k != META_SERVER_INFO}
-        if meta:
-            out["_meta"] = meta
+    if "_meta" in out:
+        meta = out.pop("_meta")
+        if isinstance(meta, dict):  # (one that is no object is no valid _meta: left out)
+            if META_SERVER_INFO in meta:
+                meta = dict(meta)
+                del meta[META_SERVER_INFO]
+            if meta:
+                out["_meta"] = meta
     return out
 
 
@@ -966,14 +981,14 @@ def _downstream(ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
     client the 2026-07-28 fields too, or -32021 if it needs input that client
     cannot give here."""
     out = _without_server_info(result)
-    if ctx.stateless:
+    if ctx.meta is not None:  # stateless
         return out  # an input_required is checked against the client's capabilities by its session
-    out = fit_tool_result(out, _client_revision(ctx))
     if out.get("resultType") == "input_required":
         raise MCPError(
             ErrorCode.INTERNAL_ERROR,
             f"the upstream still needed input after {MAX_INPUT_ROUNDS} rounds",
         )
-    for key in ("resultType", "ttlMs", "cacheScope"):
-        out.pop(key, None)
-    return out
+    for key in _STATELESS_RESULT_KEYS:
+        if key in out:
+            del out[key]
+    return fit_tool_result(out, _client_revision(ctx))

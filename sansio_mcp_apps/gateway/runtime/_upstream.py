@@ -53,6 +53,8 @@ Opener = Callable[..., AbstractAsyncContextManager[ClientAPI]]
 RELISTEN_PAUSE = 1.0
 #: Failures that say the connection, not the request, went wrong.
 _TRANSPORT_FAILURES = (ConnectionClosedError, HTTPStatusError, RequestTimeout, OSError, TimedOut)
+#: What of a tools/call's params goes to a handshake-era upstream.
+_HANDSHAKE_CALL_KEYS = frozenset({"name", "arguments", "task", "_meta"})
 
 
 @attrs.define(eq=False)
@@ -371,71 +373,64 @@ class Upstream:
         it is down.  A session the upstream lost (HTTP 404) is re-initialized and the
         call sent again once: the upstream never saw it.  ``ask`` puts what a
         handshake-era upstream asks mid-call to the call's client."""
+        # One coroutine for the whole call (no helpers awaited on the way): every wake
+        # of the waiting call resumes each frame of its stack.
         call = _Call(ask)
         self._in_flight.append(call)
         try:
-            return await self._call(call, params, on_progress)
+            client = self.client
+            if (
+                client is None
+                and self.store.record(self.name).status is not ConnectorStatus.BACKOFF
+            ):
+                # Lost a moment ago, or connecting: the new connection is worth a short wait.
+                client = await self.wait_ready(self.settings.reconnect_wait)
+            for attempt in range(2):
+                if client is None:
+                    # Why it is down, as last seen: the caller can tell a typo from an outage.
+                    error = self.store.record(self.name).error
+                    raise ConnectorUnavailable(self.name, *([error] if error else []))
+                sent = params
+                if not client.session.is_stateless:
+                    sent = {k: v for k, v in params.items() if k in _HANDSHAKE_CALL_KEYS}
+                # Whether the upstream answered: a call timed out or cancelled may go on
+                # upstream anyway (see _relay).
+                call.unanswered = client
+                try:
+                    result = await client.send_request(
+                        "tools/call",
+                        sent,
+                        timeout=self.settings.call_timeout,
+                        on_progress=on_progress,
+                        owner=call,
+                    )
+                except (HTTPStatusError, ConnectionClosedError) as exc:
+                    call.unanswered = None
+                    self._failed(client, exc)
+                    status = exc.data.get("status") if isinstance(exc.data, dict) else None
+                    if status != 404 or attempt:
+                        raise ConnectorUnavailable(self.name, _describe(exc)) from exc
+                    client = await self.wait_ready(self.settings.reconnect_wait)
+                    continue
+                except MCPError as exc:
+                    if not isinstance(exc, RequestTimeout):
+                        call.unanswered = None
+                    if isinstance(exc, _TRANSPORT_FAILURES):
+                        self._failed(client, exc)
+                        raise ConnectorUnavailable(self.name, _describe(exc)) from exc
+                    raise
+                except _TRANSPORT_FAILURES as exc:
+                    self._failed(client, exc)
+                    raise ConnectorUnavailable(self.name, _describe(exc)) from exc
+                call.unanswered = None
+                return result
+            raise AssertionError("unreachable")  # pragma: no cover
         finally:
             self._in_flight.remove(call)
             if call.unanswered is not None and call.unanswered is self.client:
                 # Cancelled or timed out: the upstream may still be working on it,
                 # and ask for it (see _relay).
                 self._abandoned += 1
-
-    async def _call(
-        self, call: _Call, params: dict[str, Any], on_progress: ProgressCallback | None
-    ) -> dict[str, Any]:
-        client = self.client
-        if client is None and self.store.record(self.name).status is not ConnectorStatus.BACKOFF:
-            # Lost a moment ago, or connecting: the new connection is worth a short wait.
-            client = await self.wait_ready(self.settings.reconnect_wait)
-        for attempt in range(2):
-            if client is None:
-                # Why it is down, as last seen: the caller can tell a typo from an outage.
-                error = self.store.record(self.name).error
-                raise ConnectorUnavailable(self.name, *([error] if error else []))
-            sent = params
-            if not client.session.is_stateless:
-                sent = {
-                    k: v for k, v in params.items() if k in ("name", "arguments", "task", "_meta")
-                }
-            try:
-                return await self._send(call, client, sent, on_progress)
-            except (HTTPStatusError, ConnectionClosedError) as exc:
-                self._failed(client, exc)
-                status = exc.data.get("status") if isinstance(exc.data, dict) else None
-                if status != 404 or attempt:
-                    raise ConnectorUnavailable(self.name, _describe(exc)) from exc
-                client = await self.wait_ready(self.settings.reconnect_wait)
-            except _TRANSPORT_FAILURES as exc:
-                self._failed(client, exc)
-                raise ConnectorUnavailable(self.name, _describe(exc)) from exc
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _send(
-        self,
-        call: _Call,
-        client: ClientAPI,
-        params: dict[str, Any],
-        on_progress: ProgressCallback | None,
-    ) -> dict[str, Any]:
-        """The call's tools/call on ``client``, noting whether the upstream answered."""
-        call.unanswered = client
-        try:
-            result = await client.send_request(
-                "tools/call",
-                params,
-                timeout=self.settings.call_timeout,
-                on_progress=on_progress,
-                owner=call,
-            )
-        except MCPError as exc:
-            # A call timed out is cancelled upstream, which may go on with it anyway.
-            if not isinstance(exc, RequestTimeout):
-                call.unanswered = None
-            raise
-        call.unanswered = None
-        return result
 
     async def task_request(
         self, method: str, params: dict[str, Any], *, ask: Ask | None = None
