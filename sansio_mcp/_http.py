@@ -248,6 +248,10 @@ class HTTPServerConnection(_Connection[FastServer]):
         self, status: int, headers: Mapping[str, str] | Iterable[tuple[str, str]], body: bytes = b""
     ) -> bytes:
         """A whole response with a Content-Length."""
+        if self._fast is not None and isinstance(headers, Mapping):
+            head = self._fast.whole_head(status, headers, len(body))
+            if head is not None:
+                return head + body
         all_headers = [*(_as_pairs(headers)), ("content-length", str(len(body)))]
         return self.send_head(status, all_headers) + self.send_body(body) + self.end()
 

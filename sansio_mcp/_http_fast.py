@@ -17,6 +17,7 @@ fast path; :mod:`._http` decides when to use them (``USE_FAST_PATH``) and owns h
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import h11
@@ -250,6 +251,33 @@ class _Out:
 
     def without(self, *names: bytes) -> list[tuple[bytes, bytes]]:
         return [(n, v) for n, v in self.headers if n.lower() not in names]
+
+
+#: Headers ``_Out`` acts on (framing, Connection, Host, what only h11 does): never a
+#: plain line.
+_NOT_PLAIN = {b"content-length", b"connection", b"host", *_H11_ONLY}
+#: Header lines a whole response may write unchecked, by their ``(name, value)`` as
+#: text: each passed ``_Out``'s checks once (a server repeats the same few on every
+#: response).  Emptied when it holds ``PLAIN_LINES_MAX`` (a stream of distinct session
+#: ids only makes misses).
+_PLAIN_LINES: dict[tuple[str, str], bytes] = {}
+PLAIN_LINES_MAX = 512
+
+
+def _plain_line(pair: tuple[str, str]) -> bytes | None:
+    """``pair`` as a head's line when ``_Out`` would pass it unchanged (remembered), or
+    None when the general path must write it (to act on it, or to refuse it)."""
+    try:
+        name, value = pair[0].encode("latin-1"), pair[1].encode("latin-1")
+    except UnicodeEncodeError:
+        return None
+    if not _NAME.fullmatch(name) or not _FIELD_VALUE.fullmatch(value) or name.lower() in _NOT_PLAIN:
+        return None
+    line = b"%s: %s\r\n" % (name, value)
+    if len(_PLAIN_LINES) >= PLAIN_LINES_MAX:
+        _PLAIN_LINES.clear()
+    _PLAIN_LINES[pair] = line
+    return line
 
 
 def _write_head(first_line: bytes, headers: list[tuple[bytes, bytes]]) -> bytes:
@@ -546,7 +574,31 @@ class FastServer(FastPath):
             lines += [(b"Connection", token) for token in sorted(tokens)]
         elif b"close" in out.connection:
             self._keep_alive = False
+        if out.hosts:  # h11 writes Host lines first
+            lines = sorted(lines, key=lambda pair: pair[0].lower() != b"host")
         return _write_head(b"HTTP/1.1 %d \r\n" % status, lines)
+
+    def whole_head(self, status: int, headers: Mapping[str, str], length: int) -> bytes | None:
+        """The head of a whole response of ``length`` bytes, the response then done, when
+        its headers are all plain lines (:func:`_plain_line`); None (nothing changed) when
+        :meth:`send_head` must write it: the same bytes, with fewer checks per response."""
+        if self._response is not None or not self._got_request or not 200 <= status <= 999:
+            return None
+        if status in (204, 304):
+            return None
+        parts = [b"HTTP/1.1 %d \r\n" % status]
+        plain = _PLAIN_LINES
+        for pair in headers.items():
+            line = plain.get(pair) or _plain_line(pair)
+            if line is None:
+                return None
+            parts.append(line)
+        parts.append(b"content-length: %d\r\n" % length)
+        if not self._keep_alive:
+            parts.append(b"Connection: close\r\n")
+        parts.append(b"\r\n")
+        self._response = "done"
+        return b"".join(parts)
 
     def send_body(self, data: bytes) -> bytes:
         if self._response == "chunked":

@@ -968,3 +968,56 @@ print(changed)
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+_RESPONSE_HEADER_NAMES = st.sampled_from(
+    [
+        "content-type",
+        "Mcp-Session-Id",
+        "x-custom",
+        "bad name",
+        "caf\xe9",
+        "connection",
+        "Content-Length",
+        "host",
+        "transfer-encoding",
+        "upgrade",
+        "expect",
+    ]
+)
+_RESPONSE_HEADER_VALUES = st.one_of(
+    st.sampled_from(
+        ["application/json", "close", "keep-alive", "chunked", "5", "07", "x, y", "caf\xe9"]
+    ),
+    st.text(st.sampled_from("ab \t\r\n\x00\x01,\xe9\u20ac"), max_size=6),
+)
+
+
+@_DIFFERENTIAL
+@given(
+    status=st.sampled_from([200, 202, 204, 304, 404, 100, 1000]),
+    headers=st.dictionaries(_RESPONSE_HEADER_NAMES, _RESPONSE_HEADER_VALUES, max_size=4),
+    body=st.sampled_from([b"", b"{}", b'{"jsonrpc":"2.0"}']),
+    close=st.booleans(),
+)
+@example(status=200, headers={"x-custom": "a\r\nb"}, body=b"{}", close=False)
+@example(status=200, headers={"content-type": "text/plain"}, body=b"x", close=True)
+def test_whole_responses_are_written_as_h11_writes_them(
+    status: int, headers: dict[str, str], body: bytes, close: bool
+) -> None:
+    """A whole response whose header lines were checked before (remembered) is written,
+    or refused, exactly as h11 writes or refuses it, the connection left alike."""
+    request = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+    request += b"Connection: close\r\n\r\n" if close else b"\r\n"
+
+    def written(conn: HTTPServerConnection) -> Any:
+        conn.receive_data(request)
+        assert isinstance(conn.next_request(), HTTPRequest)
+        try:
+            out: Any = conn.send_response(status, headers, body)
+        except (h11.LocalProtocolError, UnicodeEncodeError) as exc:
+            out = ("refused", type(exc))
+        return out, conn.can_reuse
+
+    for _ in range(2):  # the second time, from what the first remembered
+        assert written(HTTPServerConnection()) == written(_h11_server())
