@@ -464,6 +464,9 @@ class FastServer(FastPath):
         if self._chunked is not None:
             return self._chunked_request()
         if self._pending is None:
+            if not buf:  # (the common wait between requests: nothing to search)
+                self._searched = 0
+                return self._connection_ended() if self.eof else NEED_DATA
             end = self._find_head_end()
             if end is None:
                 if self.eof:
