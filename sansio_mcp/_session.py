@@ -876,7 +876,9 @@ class Session:
         ``data_to_send`` itself, where a subclass or the instance refines it): a byte
         stream that takes output after every message binds it once, a call fewer each
         time."""
-        if type(self).data_to_send is not Session.data_to_send or "data_to_send" in vars(self):
+        # Asked of the bound method, not vars(self): that would give the session a
+        # dict of its own, and every attribute read after it costs more.
+        if getattr(self.data_to_send, "__func__", None) is not Session.data_to_send:
             return self.data_to_send
         return self._outbox.take_data
 
