@@ -7,11 +7,26 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from helpers import line, make_pair, notification, request
+from helpers import initialize_params, line, make_pair, notification, request
 
 from sansio_mcp import RequestReceived, ServerSession
 from sansio_mcp._jsonrpc import RequestId
 from sansio_mcp.runtime._driver import Driver
+
+
+def _driver(
+    server: ServerSession,
+    spawn: Callable[[RequestId | None, Callable[[], Awaitable[None]]], None],
+    **handlers: Any,
+) -> Driver:
+    """A driver of ``server`` whose tasks ``spawn`` takes; ``handlers`` as Driver's."""
+    handlers.setdefault("handle_request", _no_request)
+    handlers.setdefault("handle_notification", None)
+    return Driver(server, spawn=spawn, cancel=lambda request_id: None, **handlers)
+
+
+async def _no_request(event: Any) -> dict[str, Any]:
+    raise AssertionError("no request here")
 
 
 def test_a_notification_task_started_before_detach_still_runs() -> None:
@@ -22,19 +37,10 @@ def test_a_notification_task_started_before_detach_still_runs() -> None:
     async def on_notification(method: str, params: dict[str, Any]) -> None:
         heard.append((method, params))
 
-    async def no_request(event: Any) -> dict[str, Any]:
-        raise AssertionError("no request here")
-
     def spawn(request_id: RequestId | None, fn: Callable[[], Awaitable[None]]) -> None:
         started.append(fn)
 
-    driver = Driver(
-        server,
-        handle_request=no_request,
-        handle_notification=on_notification,
-        spawn=spawn,
-        cancel=lambda request_id: None,
-    )
+    driver = _driver(server, spawn, handle_notification=on_notification)
     server.receive_data(line(notification("notifications/roots/list_changed")))
     driver.process_events()
     assert len(started) == 1
@@ -63,26 +69,8 @@ def test_a_session_that_refines_next_event_is_asked_for_each_event() -> None:
     def spawn(request_id: RequestId | None, fn: Callable[[], Awaitable[None]]) -> None:
         handled.append(request_id)
 
-    driver = Driver(
-        server,
-        handle_request=on_request,
-        handle_notification=None,
-        spawn=spawn,
-        cancel=lambda request_id: None,
-    )
-    server.receive_data(
-        line(
-            request(
-                1,
-                "initialize",
-                {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "c", "version": "1"},
-                },
-            )
-        )
-    )
+    driver = _driver(server, spawn, handle_request=on_request)
+    server.receive_data(line(request(1, "initialize", initialize_params("2025-11-25"))))
     server.receive_data(line(notification("notifications/initialized")))
     server.receive_data(line(request(2, "tools/list")))
     driver.process_events()
