@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Unpack
 
 from sansio_mcp import ServerSession
 from sansio_mcp.runtime import Server, TaskGroup, shared_sessions
@@ -28,6 +28,7 @@ from sansio_mcp.runtime.hosting import (
     Scope,
     Send,
     SessionHosts,
+    SessionOptions,
     serve_lifespan,
     streamable_http_router,
 )
@@ -57,6 +58,7 @@ class MCPApp:
         allowed_origins: Iterable[str] | None = None,
         json_response: bool = False,
         max_body: int = 4 * 1024 * 1024,
+        **bounds: Unpack[SessionOptions],
     ) -> None:
         self.server = server
         self.max_body = max_body
@@ -66,6 +68,7 @@ class MCPApp:
             allowed_hosts=allowed_hosts,
             allowed_origins=allowed_origins,
             json_response=json_response,
+            **bounds,
         )
         self._group: TaskGroup | None = None
         self._group_task: asyncio.Task[None] | None = None

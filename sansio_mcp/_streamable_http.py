@@ -17,6 +17,7 @@ and the sessions replicas share (``_shared_sessions``:
 
 from __future__ import annotations
 
+import math
 import secrets
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -106,6 +107,14 @@ class StreamableHTTPServer:
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
     ) -> None:
+        _check_limits(
+            max_sessions=max_sessions,
+            session_idle_timeout=session_idle_timeout,
+            replay_memory=replay_memory,
+            replay_streams=replay_streams,
+            max_unread=max_unread,
+            retry_interval=retry_interval,
+        )
         self.session_factory = session_factory
         #: The live handshake sessions, with their limits and expiry.
         self.sessions = HandshakeSessions(
@@ -320,3 +329,41 @@ class StreamableHTTPServer:
                 alone.send(item, self.max_unread)
             elif state is not None:  # else an ended session or a finished request
                 state.route(item, self.max_unread, elsewhere)
+
+
+def _whole(value: object, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _seconds(value: object) -> bool:
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return number and 0 <= value < math.inf  # type: ignore[operator]
+
+
+def _check_limits(
+    *,
+    max_sessions: int,
+    session_idle_timeout: float | None,
+    replay_memory: int,
+    replay_streams: int,
+    max_unread: int,
+    retry_interval: float | None,
+) -> None:
+    """A ValueError naming the first keyword whose value no router can work with."""
+    for name, value in (("max_sessions", max_sessions), ("max_unread", max_unread)):
+        if not _whole(value, 1):
+            raise ValueError(f"{name} must be a positive integer, not {value!r}")
+    for name, value in (("replay_memory", replay_memory), ("replay_streams", replay_streams)):
+        if not _whole(value, 0):
+            raise ValueError(f"{name} must be an integer of at least 0, not {value!r}")
+    idle = session_idle_timeout
+    if idle is not None and not (_seconds(idle) and idle > 0):
+        raise ValueError(
+            "session_idle_timeout must be a positive, finite number of seconds or None, "
+            f"not {idle!r}"
+        )
+    if retry_interval is not None and not _seconds(retry_interval):
+        raise ValueError(
+            "retry_interval must be a finite number of seconds of at least 0 or None, "
+            f"not {retry_interval!r}"
+        )

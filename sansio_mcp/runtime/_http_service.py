@@ -13,7 +13,17 @@ import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Generic,
+    Literal,
+    Protocol,
+    TypedDict,
+    TypeVar,
+    Unpack,
+    overload,
+)
 
 from .._events import RequestReceived
 from .._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnection
@@ -43,6 +53,7 @@ __all__ = [
     "SessionHost",
     "ServerLimits",
     "SessionHosts",
+    "SessionOptions",
     "answer_exchange",
     "legacy_sse_router",
     "refuse_connection",
@@ -799,6 +810,29 @@ class RoutedOutput:
         self.schedule()
 
 
+class SessionOptions(TypedDict, total=False):
+    """The Streamable HTTP machine's bounds, as ``serve_http``, ``MCPApp`` and
+    :func:`streamable_http_router` take them (defaults and what each does:
+    ``docs/limits.md``): ``max_sessions``, ``session_idle_timeout`` (None: never),
+    ``replay_memory`` / ``replay_streams`` (events kept per stream, streams per
+    session), ``max_unread`` (bytes a stream may hold unread), ``retry_interval``
+    (the SSE ``retry`` hint, None: none), and among replicas sharing sessions
+    ``replay_bytes`` and ``follow_check`` (``router.replicas``)."""
+
+    max_sessions: int
+    session_idle_timeout: float | None
+    replay_memory: int
+    replay_streams: int
+    max_unread: int
+    retry_interval: float | None
+    replay_bytes: int
+    follow_check: float
+
+
+#: The :class:`SessionOptions` set on ``router.replicas`` rather than passed to the machine.
+_REPLICA_BOUNDS = ("replay_bytes", "follow_check")
+
+
 def streamable_http_router(
     server: Server,
     *,
@@ -806,9 +840,13 @@ def streamable_http_router(
     allowed_hosts: Iterable[str] | None = None,
     allowed_origins: Iterable[str] | None = None,
     json_response: bool = False,
+    **bounds: Unpack[SessionOptions],
 ) -> StreamableHTTPServer | ProtectedRouter:
     """The Streamable HTTP machine for ``server`` (``serve_http`` on every backend),
-    behind ``server.auth`` when the server is protected."""
+    behind ``server.auth`` when the server is protected; ``bounds`` are its
+    :class:`SessionOptions` (a ValueError names one out of range)."""
+    machine_bounds: dict[str, Any] = dict(bounds)
+    replicas = {key: machine_bounds.pop(key) for key in _REPLICA_BOUNDS if key in machine_bounds}
     machine = StreamableHTTPServer(
         server.create_session,
         endpoint=endpoint,
@@ -818,7 +856,10 @@ def streamable_http_router(
         tool_input_schema=lambda name: (
             tool.input_schema if (tool := server.tools.get(name)) else None
         ),
+        **machine_bounds,
     )
+    for key, value in replicas.items():
+        setattr(machine.replicas, key, value)
     return _protected(server, machine, endpoint)
 
 

@@ -14,7 +14,13 @@ import attrs
 from .._legacy_sse import LegacySSEServer
 from .._streamable_http import StreamableHTTPServer
 from ..auth._router import ProtectedRouter
-from ._http_service import DEFAULT_LIMITS, ServerLimits, legacy_sse_router, streamable_http_router
+from ._http_service import (
+    DEFAULT_LIMITS,
+    ServerLimits,
+    SessionOptions,
+    legacy_sse_router,
+    streamable_http_router,
+)
 from ._server import Server
 
 __all__ = [
@@ -44,10 +50,11 @@ class RouterOptions(ListenOptions, total=False):
     limits: ServerLimits
 
 
-class HTTPServeOptions(RouterOptions, total=False):
+class HTTPServeOptions(RouterOptions, SessionOptions, total=False):
     """``serve_http``'s keywords: the ``endpoint`` (``/mcp``), the DNS-rebinding
-    guard's ``allowed_hosts`` / ``allowed_origins`` (loopback names when None), and
-    ``json_response`` (plain JSON answers instead of SSE streams)."""
+    guard's ``allowed_hosts`` / ``allowed_origins`` (loopback names when None),
+    ``json_response`` (plain JSON answers instead of SSE streams), and the machine's
+    bounds (:class:`SessionOptions`: sessions, their idle time, replay, unread bytes)."""
 
     endpoint: str
     allowed_hosts: Iterable[str] | None

@@ -5,8 +5,12 @@ before a port is bound or a process started, and the known ones still apply."""
 from __future__ import annotations
 
 import asyncio
+import http.client
+import json
+import math
 import sys
 from collections.abc import Awaitable, Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +25,13 @@ import trio_adapters.http_client
 import trio_adapters.http_server
 import trio_adapters.sse
 import trio_adapters.websocket
+from asyncio_adapters.asgi import MCPApp
+from sansio_mcp.http import StreamableHTTPServer
 from sansio_mcp.runtime._http_service import streamable_http_router
 from sansio_mcp_apps.example_server import build_server
+from tests.parity.harness import serving
+
+from .helpers import POST_HEADERS, initialize
 
 ADAPTERS = {"trio": trio_adapters, "asyncio": asyncio_adapters}
 
@@ -150,3 +159,85 @@ def test_the_known_keywords_still_apply(backend: str) -> None:
         assert [tool["name"] for tool in listed]
 
     asyncio.run(asyncio_main())
+
+
+def _post(port: int, message: dict[str, Any], session_id: str | None = None) -> tuple[int, str]:
+    """POST ``message`` on a connection of its own: the status and ``Mcp-Session-Id``."""
+    headers = dict(POST_HEADERS)
+    if session_id is not None:
+        headers["mcp-session-id"] = session_id
+        headers["mcp-protocol-version"] = "2025-11-25"
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    with closing(connection):
+        connection.request("POST", "/mcp", json.dumps(message), headers)
+        response = connection.getresponse()
+        response.read()
+        return response.status, response.getheader("mcp-session-id") or ""
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+def test_serve_http_takes_the_machines_session_bounds(backend: str) -> None:
+    """``max_sessions=1``: a second ``initialize`` ends the first, quiet session, whose
+    next request is then unknown (404); by default both live on."""
+    ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
+    for bounds, first_after in (({"max_sessions": 1}, 404), ({}, 200)):
+        with serving(backend, "http", build_server(), **bounds) as port:
+            status, first = _post(port, initialize(1))
+            assert status == 200 and first
+            assert _post(port, initialize(2))[0] == 200
+            assert _post(port, ping, first)[0] == first_after
+
+
+@pytest.mark.parametrize(
+    ("keyword", "value"),
+    [
+        ("max_sessions", 0),
+        ("max_sessions", 2.5),
+        ("max_unread", -1),
+        ("replay_memory", -1),
+        ("replay_streams", True),
+        ("session_idle_timeout", 0),
+        ("session_idle_timeout", math.inf),
+        ("retry_interval", -0.5),
+        ("retry_interval", "1"),
+        ("replay_bytes", 0),
+        ("follow_check", math.nan),
+    ],
+)
+def test_a_session_bound_out_of_range_is_a_value_error_naming_it(keyword: str, value: Any) -> None:
+    with pytest.raises(ValueError, match=keyword):
+        streamable_http_router(build_server(), **{keyword: value})
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+def test_serve_http_refuses_a_bound_out_of_range_before_binding(backend: str) -> None:
+    serve = ADAPTERS[backend].http_server.serve_http
+
+    async def main() -> None:
+        with pytest.raises(ValueError, match="max_sessions"):
+            await serve(build_server(), port=0, max_sessions=0)
+
+    _run(backend, main)
+
+
+def test_every_session_bound_reaches_the_router() -> None:
+    bounds: dict[str, Any] = {
+        "max_sessions": 7,
+        "session_idle_timeout": None,
+        "replay_memory": 3,
+        "replay_streams": 2,
+        "max_unread": 4096,
+        "retry_interval": None,
+        "replay_bytes": 1234,
+        "follow_check": 2.5,
+    }
+    for router in (
+        streamable_http_router(build_server(), **bounds),
+        MCPApp(build_server(), **bounds).router,
+    ):
+        assert isinstance(router, StreamableHTTPServer)
+        sessions = router.sessions
+        assert (sessions.max_sessions, sessions.idle_timeout) == (7, None)
+        assert (sessions.replay_memory, sessions.replay_streams) == (3, 2)
+        assert (router.max_unread, router.retry_interval) == (4096, None)
+        assert (router.replicas.replay_bytes, router.replicas.follow_check) == (1234, 2.5)
