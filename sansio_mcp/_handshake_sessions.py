@@ -17,6 +17,7 @@ from ._sse import format_sse_event, format_sse_message
 __all__ = [
     "DEFAULT_MAX_SESSIONS",
     "DEFAULT_REPLAY_MEMORY",
+    "DEFAULT_REPLAY_BYTES",
     "DEFAULT_REPLAY_STREAMS",
     "DEFAULT_SESSION_IDLE_TIMEOUT",
     "HANDSHAKE_HEAD_GRACE",
@@ -32,6 +33,11 @@ DEFAULT_SESSION_IDLE_TIMEOUT = 30 * 60.0
 DEFAULT_REPLAY_MEMORY = 256
 #: Streams per handshake session whose events are kept (the most recently active).
 DEFAULT_REPLAY_STREAMS = 64
+#: Bytes of a handshake session's events kept for ``Last-Event-ID`` (all its streams
+#: together; among replicas, in the shared store too, and as much of its GET stream's
+#: backlog there): 4 MiB, the largest request body a server takes by default, so that
+#: an answer of that size stays resumable.
+DEFAULT_REPLAY_BYTES = 4 * 1024 * 1024
 #: How long (seconds) a POST stream's head waits for the request's first output
 #: (see ``STATELESS_HEAD_GRACE``), kept short: a slow request's SSE stream should
 #: open (with its priming event, SEP-1699) soon.
@@ -42,7 +48,12 @@ class HandshakeSession:
     """A handshake session living across HTTP requests."""
 
     def __init__(
-        self, session_id: str, session: ServerSession, memory: int, streams_kept: int
+        self,
+        session_id: str,
+        session: ServerSession,
+        memory: int,
+        streams_kept: int,
+        max_bytes: int = DEFAULT_REPLAY_BYTES,
     ) -> None:
         self.id = session_id
         self.session = session
@@ -52,7 +63,7 @@ class HandshakeSession:
         #: Messages for the GET stream while none is open: the newest ``memory`` of
         #: them (a session nobody listens to must not grow without end).
         self.backlog: deque[Outgoing] = deque(maxlen=memory)
-        self.replay = ReplayBuffer(memory, streams_kept)
+        self.replay = ReplayBuffer(memory, streams_kept, max_bytes)
         self.stream_count = 0
         #: The client's ``initialize`` params, which replicas replay to adopt the session.
         self.init_params: dict[str, Any] = {}
@@ -356,6 +367,7 @@ class HandshakeSessions:
         idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
         replay_memory: int = DEFAULT_REPLAY_MEMORY,
         replay_streams: int = DEFAULT_REPLAY_STREAMS,
+        replay_bytes: int = DEFAULT_REPLAY_BYTES,
     ) -> None:
         #: Sessions at most: at the limit, a new ``initialize`` ends the least recently
         #: active session that has no stream or request open, or gets 503.
@@ -368,6 +380,10 @@ class HandshakeSessions:
         #: How many streams per session keep their events (the most recently active;
         #: the GET stream's and those with a request unanswered are always kept).
         self.replay_streams = replay_streams
+        #: Bytes of a session's kept events at most, all its streams together (the
+        #: least recently active streams' oldest go first); among replicas, the
+        #: shared store's bound too (``router.replicas.replay_bytes`` is this).
+        self.replay_bytes = replay_bytes
         self._by_id: dict[str, HandshakeSession] = {}
         self._by_session: dict[int, HandshakeSession] = {}
         # Session ids by last activity, least recent first (for the limit and expiry).
@@ -411,7 +427,9 @@ class HandshakeSessions:
 
     def begin(self, session_id: str, session: ServerSession, init_params: Any) -> HandshakeSession:
         """Hold ``session``, begun by ``initialize`` with ``init_params``, as ``session_id``."""
-        state = HandshakeSession(session_id, session, self.replay_memory, self.replay_streams)
+        state = HandshakeSession(
+            session_id, session, self.replay_memory, self.replay_streams, self.replay_bytes
+        )
         state.init_params = init_params if isinstance(init_params, dict) else {}
         if self.keeper is not None:
             state.share(self.keeper)

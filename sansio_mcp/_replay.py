@@ -54,11 +54,16 @@ class EventKeeper(Protocol):
 class ReplayBuffer:
     """The last ``memory`` events of each stream of one session, by stream key, for
     the ``streams_kept`` most recently active streams (those the caller names live,
-    such as the GET stream's and those awaiting answers, are never forgotten)."""
+    such as the GET stream's and those awaiting answers, are never forgotten), and
+    at most ``max_bytes`` of them all together: past it the least recently active
+    streams' oldest events go first (a stream stays known with none kept)."""
 
-    def __init__(self, memory: int, streams_kept: int) -> None:
+    def __init__(self, memory: int, streams_kept: int, max_bytes: int) -> None:
         self.memory = memory
         self.streams_kept = streams_kept
+        self.max_bytes = max_bytes
+        #: The bytes of the events kept.
+        self.size = 0
         # Oldest activity first.
         self._streams: dict[str, deque[tuple[int, bytes]]] = {}
 
@@ -85,10 +90,27 @@ class ReplayBuffer:
                 for old in [k for k in self._streams if k not in keep and k != key]:
                     if len(self._streams) <= self.streams_kept:
                         break
-                    del self._streams[old]
+                    self._forget(old)
         else:
             self._streams[key] = events
+        if len(events) == self.memory:
+            if not events:  # memory 0: nothing is kept
+                return
+            self.size -= len(events[0][1])  # the deque drops it as this one goes in
         events.append((number, chunk))
+        self.size += len(chunk)
+        if self.size > self.max_bytes:
+            self._trim()
+
+    def _forget(self, key: str) -> None:
+        self.size -= sum(len(chunk) for _, chunk in self._streams.pop(key))
+
+    def _trim(self) -> None:
+        for events in self._streams.values():
+            while events:
+                self.size -= len(events.popleft()[1])
+                if self.size <= self.max_bytes:
+                    return
 
     def restore(
         self, key: str, events: list[tuple[int, bytes]], live: Callable[[], Iterable[str]]
@@ -96,7 +118,8 @@ class ReplayBuffer:
         """Hold ``events`` (number, bytes; oldest first) as stream ``key``'s, in place
         of what was kept of it: another replica's copy numbered them (the shared
         store's list), to be replayed here.  Bounded as :meth:`remember` is."""
-        self._streams.pop(key, None)
+        if key in self._streams:
+            self._forget(key)
         for number, chunk in events[-self.memory :]:
             self.remember(key, number, chunk, live)
 

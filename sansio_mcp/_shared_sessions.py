@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from ._errors import LocalProtocolError
 from ._exchange import Exchange, is_response, not_being_read
-from ._handshake_sessions import HandshakeSession, HandshakeSessions
+from ._handshake_sessions import DEFAULT_REPLAY_BYTES, HandshakeSession, HandshakeSessions
 from ._jsonrpc import RequestId, is_request_id
 from ._outbox import Outgoing, encode_message
 from ._replay import is_get_key, split_event_id
@@ -34,11 +34,6 @@ __all__ = [
 #: point below this (JSON numbers stay exact up to 2**53), so that an answer names
 #: the one copy that asked.
 REQUEST_ID_SPACE = 1 << 52
-#: Bytes of a session's events the shared store keeps for ``Last-Event-ID`` (all its
-#: streams together), and of its GET stream's backlog, at most each (4 MiB: the
-#: largest request body a server takes by default, so that an answer of that size
-#: stays resumable at another replica).
-DEFAULT_REPLAY_BYTES = 4 * 1024 * 1024
 #: Seconds a POST stream resumed at another replica than the one running its request
 #: waits for news of it before asking that replica whether it still runs it (and,
 #: unanswered as long again, ends).
@@ -161,22 +156,21 @@ class ReplicaSessions:
         #: Where what belongs to another replica's copy of a session goes; set by
         #: the runtime when replicas share sessions (see :class:`SessionRelay`).
         self.relay: SessionRelay | None = None
-        self._replay_bytes = DEFAULT_REPLAY_BYTES
         self._follow_check = DEFAULT_FOLLOW_CHECK
 
     @property
     def replay_bytes(self) -> int:
         """Bytes of a session's events the shared store keeps, and of its backlog
         there, at most each (settable; a positive integer): past it the oldest go
-        first.  This replica's own memory is bounded by ``router.sessions``' counts
-        instead."""
-        return self._replay_bytes
+        first.  It is ``router.sessions.replay_bytes``, which bounds this replica's
+        own memory of them too."""
+        return self.router.sessions.replay_bytes
 
     @replay_bytes.setter
     def replay_bytes(self, value: int) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"replay_bytes must be a positive integer of bytes, not {value!r}")
-        self._replay_bytes = value
+        self.router.sessions.replay_bytes = value
 
     @property
     def follow_check(self) -> float:

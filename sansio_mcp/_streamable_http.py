@@ -28,6 +28,7 @@ from ._exchange import DEFAULT_MAX_UNREAD, Exchange, json_error, unread_refusal
 from ._exchange import text_reply as _text
 from ._handshake_sessions import (
     DEFAULT_MAX_SESSIONS,
+    DEFAULT_REPLAY_BYTES,
     DEFAULT_REPLAY_MEMORY,
     DEFAULT_REPLAY_STREAMS,
     DEFAULT_SESSION_IDLE_TIMEOUT,
@@ -106,6 +107,7 @@ class StreamableHTTPServer:
         max_unread: int = DEFAULT_MAX_UNREAD,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
+        replay_bytes: int = DEFAULT_REPLAY_BYTES,
     ) -> None:
         _check_limits(
             max_sessions=max_sessions,
@@ -114,11 +116,12 @@ class StreamableHTTPServer:
             replay_streams=replay_streams,
             max_unread=max_unread,
             retry_interval=retry_interval,
+            replay_bytes=replay_bytes,
         )
         self.session_factory = session_factory
         #: The live handshake sessions, with their limits and expiry.
         self.sessions = HandshakeSessions(
-            max_sessions, session_idle_timeout, replay_memory, replay_streams
+            max_sessions, session_idle_timeout, replay_memory, replay_streams, replay_bytes
         )
         #: This router's side of handshake sessions shared by replicas.
         self.replicas = ReplicaSessions(self)
@@ -348,9 +351,15 @@ def _check_limits(
     replay_streams: int,
     max_unread: int,
     retry_interval: float | None,
+    replay_bytes: int,
 ) -> None:
     """A ValueError naming the first keyword whose value no router can work with."""
-    for name, value in (("max_sessions", max_sessions), ("max_unread", max_unread)):
+    positive = (
+        ("max_sessions", max_sessions),
+        ("max_unread", max_unread),
+        ("replay_bytes", replay_bytes),
+    )
+    for name, value in positive:
         if not _whole(value, 1):
             raise ValueError(f"{name} must be a positive integer, not {value!r}")
     for name, value in (("replay_memory", replay_memory), ("replay_streams", replay_streams)):

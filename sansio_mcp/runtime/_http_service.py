@@ -815,9 +815,10 @@ class SessionOptions(TypedDict, total=False):
     :func:`streamable_http_router` take them (defaults and what each does:
     ``docs/limits.md``): ``max_sessions``, ``session_idle_timeout`` (None: never),
     ``replay_memory`` / ``replay_streams`` (events kept per stream, streams per
-    session), ``max_unread`` (bytes a stream may hold unread), ``retry_interval``
-    (the SSE ``retry`` hint, None: none), and among replicas sharing sessions
-    ``replay_bytes`` and ``follow_check`` (``router.replicas``)."""
+    session), ``replay_bytes`` (bytes of them kept per session), ``max_unread``
+    (bytes a stream may hold unread), ``retry_interval`` (the SSE ``retry`` hint,
+    None: none), and among replicas sharing sessions ``follow_check``
+    (``router.replicas``)."""
 
     max_sessions: int
     session_idle_timeout: float | None
@@ -830,7 +831,7 @@ class SessionOptions(TypedDict, total=False):
 
 
 #: The :class:`SessionOptions` set on ``router.replicas`` rather than passed to the machine.
-_REPLICA_BOUNDS = ("replay_bytes", "follow_check")
+_REPLICA_BOUNDS = ("follow_check",)
 
 
 def streamable_http_router(

@@ -50,11 +50,11 @@ from weakref import WeakKeyDictionary
 
 import attrs
 
+from .._handshake_sessions import DEFAULT_REPLAY_BYTES
 from .._http import HTTPRequest
 from .._outbox import encode_message
 from .._params import LOG_LEVELS
 from .._server_session import ServerSession
-from .._shared_sessions import DEFAULT_REPLAY_BYTES
 from .._streamable_http import Exchange, StreamableHTTPServer
 from ._store_base import EventSubscription, StoreUnavailable, expiry_ms, guarded_set
 from ._stores import Stores

@@ -35,7 +35,7 @@ KEYS = st.sampled_from(["get", "s0", "s1", "s2", "s3", "s4", "s5"])
 def test_the_replay_buffer_keeps_the_newest_events_of_the_most_recent_streams(
     memory: int, streams_kept: int, live: set[str], events: list[str]
 ) -> None:
-    replay = ReplayBuffer(memory, streams_kept)
+    replay = ReplayBuffer(memory, streams_kept, max_bytes=1 << 30)
     sent: dict[str, list[int]] = {}
     for number, key in enumerate(events):
         replay.remember(key, number, f"{key}-{number}".encode(), lambda: live)
@@ -49,6 +49,39 @@ def test_the_replay_buffer_keeps_the_newest_events_of_the_most_recent_streams(
         assert [n for n, _ in replay.events(key)] == sent[key][-memory:]
     # Over the limit only while live streams (never forgotten) fill it.
     assert len(replay) <= max(streams_kept, len(live & set(sent)) + 1)
+
+
+@given(
+    memory=st.integers(min_value=0, max_value=5),
+    streams_kept=st.integers(min_value=1, max_value=3),
+    max_bytes=st.integers(min_value=1, max_value=60),
+    events=st.lists(st.tuples(KEYS, st.integers(min_value=0, max_value=25)), max_size=60),
+)
+def test_the_replay_buffer_keeps_at_most_its_bytes_the_oldest_going_first(
+    memory: int, streams_kept: int, max_bytes: int, events: list[tuple[str, int]]
+) -> None:
+    """Whatever is remembered, what is kept is at most ``max_bytes`` (counted
+    exactly), each stream keeps its newest events in order, and a stream loses
+    events to the bound only while a less recently active one has none left."""
+    replay = ReplayBuffer(memory, streams_kept, max_bytes)
+    sent: dict[str, list[int]] = {}
+    for number, (key, size) in enumerate(events):
+        before = len(replay.events(key))
+        replay.remember(key, number, b"x" * size, lambda: ())
+        sent.setdefault(key, []).append(number)
+        kept = {k: replay.events(k) for k in replay}
+        assert replay.size == sum(len(c) for evs in kept.values() for _, c in evs)
+        assert replay.size <= max_bytes
+        for k, evs in kept.items():
+            numbers = [n for n, _ in evs]
+            assert len(numbers) <= memory
+            assert numbers == sent[k][len(sent[k]) - len(numbers) :]
+        # The stream just written keeps its new event unless that alone is too big
+        # (or nothing is kept at all), and then the others were emptied first.
+        if memory and size <= max_bytes:
+            assert replay.last_number(key) == number
+        if key in kept and len(kept[key]) < min(memory, before + 1):
+            assert all(not evs for k, evs in kept.items() if k != key)
 
 
 def test_no_session_is_made_only_to_learn_the_versions() -> None:

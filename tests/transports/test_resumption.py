@@ -321,3 +321,29 @@ def test_messages_for_a_get_stream_nobody_opens_are_bounded() -> None:
     reader = Reader()
     reader.read(machine.handle(get(None, **headers)))
     assert [m["params"]["data"] for m in reader.messages] == [f"note {n}" for n in range(84, 100)]
+
+
+@pytest.mark.parametrize("replay_bytes", [2_000, None])
+def test_what_a_session_keeps_for_resumption_is_bounded_in_bytes(replay_bytes: int | None) -> None:
+    """``replay_bytes``: a GET resumed after its first event gets only the newest
+    events that fit in the bound (by default, 4 MiB, every one of them)."""
+    bounds = {} if replay_bytes is None else {"replay_bytes": replay_bytes}
+    machine = StreamableHTTPServer(build_server().create_session, **bounds)
+    headers = open_machine_session(machine, "2025-11-25")
+    [state] = machine.sessions
+    stream = machine.handle(get(None, **headers))
+    for n in range(30):
+        state.session.send_log_message("info", f"note {n} " + "x" * 300)
+        machine.flush(state.session)
+    reader = Reader()
+    reader.read(stream)
+    assert reader.last_event_id == "get-30"
+    stream.disconnected()
+    assert state.replay.size <= (replay_bytes or 4 * 1024 * 1024)
+    resumed = Reader()
+    resumed.read(machine.handle(get("get-1", **headers)))
+    notes = [int(m["params"]["data"].split()[1]) for m in resumed.messages]
+    if replay_bytes is None:
+        assert notes == list(range(1, 30))
+    else:
+        assert 1 <= len(notes) < 29 and notes == list(range(30 - len(notes), 30))
