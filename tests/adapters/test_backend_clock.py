@@ -1,12 +1,16 @@
-"""The Trio backend reads the running clock itself (not through ``trio.current_time``):
-the same time, a custom clock honoured, Trio's error outside a run."""
+"""The backends read the running clock without the layers between (Trio: not through
+``trio.current_time``; asyncio: the stock loop's ``time.monotonic``): the same time, a
+custom clock or loop honoured, the usual error outside a run."""
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 import trio
 import trio.testing
 
+from asyncio_adapters._backend import PRIMITIVES as ASYNCIO
 from trio_adapters import _backend
 from trio_adapters._backend import PRIMITIVES
 
@@ -49,3 +53,27 @@ def test_a_trio_laid_out_otherwise_falls_back(monkeypatch: pytest.MonkeyPatch) -
     trio.run(main, clock=trio.testing.MockClock())
     with pytest.raises(RuntimeError, match="async context"):
         PRIMITIVES.clock()
+
+
+def test_the_asyncio_clock_is_the_loops() -> None:
+    """The stock loop's time is read directly; a loop with a time of its own is asked."""
+
+    class Shifted(asyncio.SelectorEventLoop):
+        def time(self) -> float:
+            return super().time() + 1e6
+
+    async def main() -> tuple[float, float, float]:
+        loop = asyncio.get_running_loop()
+        before = loop.time()
+        now = ASYNCIO.clock()
+        return before, now, loop.time()
+
+    for loop in (asyncio.new_event_loop(), Shifted()):
+        try:
+            before, now, after = loop.run_until_complete(main())
+        finally:
+            loop.close()
+        assert before <= now <= after
+    assert now > 1e6
+    with pytest.raises(RuntimeError):
+        ASYNCIO.clock()
