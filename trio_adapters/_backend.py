@@ -123,6 +123,7 @@ class TCPStream:
         "_client",
         "_direct",
         "_direct_run",
+        "_fileno",
         "_read_run",
         "_sending",
         "_socket",
@@ -134,6 +135,9 @@ class TCPStream:
     ) -> None:
         self._stream = stream
         self._socket = sock
+        # The standard socket under Trio's (private ``_sock``), asked for its descriptor
+        # directly: Trio's ``fileno`` is a Python method around the same call.
+        self._fileno: Callable[[], int] = getattr(sock, "_sock", sock).fileno
         self._client = client and _QUICKACK is not None
         #: The socket written directly when it takes the bytes at once (plain TCP only).
         self._direct = isinstance(stream, trio.SocketStream)
@@ -149,7 +153,7 @@ class TCPStream:
         # so a loop that only sends cannot keep the other tasks from running.
         # The descriptor is read each time: once the socket is closed it is -1, never
         # a number the process may since have given to another connection.
-        fd = self._socket.fileno() if self._direct and not self._sending else -1
+        fd = self._fileno() if self._direct and not self._sending else -1
         if fd >= 0:
             await trio.lowlevel.checkpoint_if_cancelled()
             try:
@@ -181,7 +185,7 @@ class TCPStream:
         # DIRECT_WRITES_PER_YIELD-th such read yields all the same, and a read that
         # finds nothing waits for the socket as Trio does.  A cancelled task is still
         # stopped here.  The descriptor is read each time (see send_all).
-        fd = self._socket.fileno() if self._direct else -1
+        fd = self._fileno() if self._direct else -1
         if fd >= 0:
             data = await self._read_direct(fd, max_bytes)
         else:
