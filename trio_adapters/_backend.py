@@ -205,6 +205,11 @@ class TCPStream:
             except BlockingIOError:
                 self._read_run = 0
                 await trio.lowlevel.wait_readable(fd)
+                # Asked again: the stream may have been closed while the read was being
+                # woken, and the number given to another connection since.
+                fd = self._fileno()
+                if fd < 0:
+                    raise trio.ClosedResourceError("the stream was closed") from None
                 continue
             except OSError as exc:
                 raise OSError(str(exc)) from exc
