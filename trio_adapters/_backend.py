@@ -31,6 +31,7 @@ __all__ = [
     "TCPStream",
     "TrioBackend",
     "child_process",
+    "readable_waiter",
     "reader",
     "serve_tcp",
 ]
@@ -246,6 +247,21 @@ def _now() -> float:
     except AttributeError:  # not in a run (Trio's error), or a Trio laid out otherwise
         return trio.current_time()
     return now
+
+
+def readable_waiter() -> Callable[[int], Awaitable[None]]:
+    """``trio.lowlevel.wait_readable``, for a loop in the running task: the running
+    I/O manager's own method (private), without the public function's frame and
+    lookups around it, a coroutine fewer each time the loop waits (one wait per
+    message read).  It waits, registers and is cancelled just the same; it is not
+    marked KeyboardInterrupt-protected as the public one is, which only moves where
+    a Ctrl-C that lands in its few lines is raised.  ``trio.lowlevel.wait_readable``
+    itself outside a run or on a Trio laid out otherwise."""
+    try:
+        wait: Callable[[int], Awaitable[None]] = _RUN.runner.io_manager.wait_readable
+    except AttributeError:
+        return trio.lowlevel.wait_readable
+    return wait
 
 
 class _TimeLimit(contextlib.AbstractAsyncContextManager[None]):
