@@ -165,6 +165,16 @@ class TCPStream:
                 sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
 
 
+_BASE_LOOP_TIME = asyncio.BaseEventLoop.time
+
+
+def _loop_time() -> float:
+    """The running loop's ``time()``: the stock loops' is ``time.monotonic()``, read
+    without the method call between."""
+    loop = asyncio.get_running_loop()
+    return time.monotonic() if type(loop).time is _BASE_LOOP_TIME else loop.time()
+
+
 class _Deadline(contextlib.AbstractAsyncContextManager["_Deadline"]):
     """A :class:`~sansio_mcp.runtime.Deadline`: an :func:`asyncio.timeout` entered
     once, rescheduled by :meth:`set`."""
@@ -176,7 +186,7 @@ class _Deadline(contextlib.AbstractAsyncContextManager["_Deadline"]):
         self._at: float | None = None
 
     def set(self, seconds: float) -> None:
-        at = None if seconds == math.inf else asyncio.get_running_loop().time() + seconds
+        at = None if seconds == math.inf else _loop_time() + seconds
         if at != self._at and not self._timeout.expired():  # reached: spent
             self._at = at
             self._timeout.reschedule(at)
@@ -211,8 +221,7 @@ class AsyncioBackend:
     def new_signal(self) -> Signal:
         return OneWaiterSignal()
 
-    def clock(self) -> float:
-        return asyncio.get_running_loop().time()
+    clock = staticmethod(_loop_time)
 
     def wall_clock(self) -> float:
         return time.time()

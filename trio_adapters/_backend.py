@@ -31,11 +31,18 @@ __all__ = [
     "TCPStream",
     "TrioBackend",
     "child_process",
+    "readable_waiter",
     "reader",
     "serve_tcp",
 ]
 
 _READ_SIZE = 65536
+
+_RUN: Any
+try:  # Trio's run context (private): see _now
+    from trio._core._run import GLOBAL_RUN_CONTEXT as _RUN
+except ImportError:  # pragma: no cover - a Trio laid out otherwise
+    _RUN = None
 
 T = TypeVar("T")
 
@@ -117,6 +124,7 @@ class TCPStream:
         "_client",
         "_direct",
         "_direct_run",
+        "_fileno",
         "_read_run",
         "_sending",
         "_socket",
@@ -128,6 +136,9 @@ class TCPStream:
     ) -> None:
         self._stream = stream
         self._socket = sock
+        # The standard socket under Trio's (private ``_sock``), asked for its descriptor
+        # directly: Trio's ``fileno`` is a Python method around the same call.
+        self._fileno: Callable[[], int] = getattr(sock, "_sock", sock).fileno
         self._client = client and _QUICKACK is not None
         #: The socket written directly when it takes the bytes at once (plain TCP only).
         self._direct = isinstance(stream, trio.SocketStream)
@@ -143,7 +154,7 @@ class TCPStream:
         # so a loop that only sends cannot keep the other tasks from running.
         # The descriptor is read each time: once the socket is closed it is -1, never
         # a number the process may since have given to another connection.
-        fd = self._socket.fileno() if self._direct and not self._sending else -1
+        fd = self._fileno() if self._direct and not self._sending else -1
         if fd >= 0:
             await trio.lowlevel.checkpoint_if_cancelled()
             try:
@@ -175,7 +186,7 @@ class TCPStream:
         # DIRECT_WRITES_PER_YIELD-th such read yields all the same, and a read that
         # finds nothing waits for the socket as Trio does.  A cancelled task is still
         # stopped here.  The descriptor is read each time (see send_all).
-        fd = self._socket.fileno() if self._direct else -1
+        fd = self._fileno() if self._direct else -1
         if fd >= 0:
             data = await self._read_direct(fd, max_bytes)
         else:
@@ -195,6 +206,11 @@ class TCPStream:
             except BlockingIOError:
                 self._read_run = 0
                 await trio.lowlevel.wait_readable(fd)
+                # Asked again: the stream may have been closed while the read was being
+                # woken, and the number given to another connection since.
+                fd = self._fileno()
+                if fd < 0:
+                    raise trio.ClosedResourceError("the stream was closed") from None
                 continue
             except OSError as exc:
                 raise OSError(str(exc)) from exc
@@ -220,6 +236,32 @@ class TCPStream:
         if _QUICKACK is not None:
             with contextlib.suppress(OSError):
                 self._socket.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
+
+
+def _now() -> float:
+    """``trio.current_time()``, read from the running clock itself: Trio's function is a
+    KI-protection wrapper (a write to its frame's locals) and two forwarding calls
+    around it, five Python calls per read where this is two."""
+    try:
+        now: float = _RUN.runner.clock.current_time()
+    except AttributeError:  # not in a run (Trio's error), or a Trio laid out otherwise
+        return trio.current_time()
+    return now
+
+
+def readable_waiter() -> Callable[[int], Awaitable[None]]:
+    """``trio.lowlevel.wait_readable``, for a loop in the running task: the running
+    I/O manager's own method (private), without the public function's frame and
+    lookups around it, a coroutine fewer each time the loop waits (one wait per
+    message read).  It waits, registers and is cancelled just the same; it is not
+    marked KeyboardInterrupt-protected as the public one is, which only moves where
+    a Ctrl-C that lands in its few lines is raised.  ``trio.lowlevel.wait_readable``
+    itself outside a run or on a Trio laid out otherwise."""
+    try:
+        wait: Callable[[int], Awaitable[None]] = _RUN.runner.io_manager.wait_readable
+    except AttributeError:
+        return trio.lowlevel.wait_readable
+    return wait
 
 
 class _TimeLimit(contextlib.AbstractAsyncContextManager[None]):
@@ -256,7 +298,7 @@ class _Deadline(contextlib.AbstractAsyncContextManager["_Deadline"]):
         self._at = math.inf
 
     def set(self, seconds: float) -> None:
-        at = math.inf if seconds == math.inf else trio.current_time() + seconds
+        at = math.inf if seconds == math.inf else _now() + seconds
         if at != self._at and not self._scope.cancel_called:  # reached: spent
             self._at = at
             self._scope.deadline = at
@@ -284,8 +326,7 @@ class TrioBackend:
     def new_signal(self) -> Signal:
         return OneWaiterSignal()
 
-    def clock(self) -> float:
-        return trio.current_time()
+    clock = staticmethod(_now)
 
     def wall_clock(self) -> float:
         return time.time()
@@ -592,7 +633,7 @@ class _Timer:
         self._stopped = trio.CancelScope()
 
     def set(self, delay: float) -> None:
-        self._deadline = trio.current_time() + delay
+        self._deadline = _now() + delay
         if self._scope is not None:
             self._scope.deadline = self._deadline
 
@@ -605,7 +646,7 @@ class _Timer:
                 with trio.CancelScope(deadline=self._deadline) as self._scope:
                     await trio.sleep_forever()
                 self._scope = None
-                if trio.current_time() >= self._deadline:
+                if _now() >= self._deadline:
                     self._deadline = math.inf
                     self._fn()
 

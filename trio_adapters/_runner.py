@@ -23,6 +23,7 @@ from ._backend import (
     as_pipe,
     fileno_of,
     is_fifo,
+    readable_waiter,
     reader,
 )
 
@@ -119,7 +120,7 @@ class TrioRunner(TrioSessionHost):
             waits_for_output = self.reading_waits_for_output  # the session's role: fixed
             driver, receive = self.driver, self.framing.receive_data
             take, sender = output._take, output._sender
-            wait_readable, checkpoint = trio.lowlevel.wait_readable, trio.lowlevel.checkpoint
+            wait_readable, checkpoint = readable_waiter(), trio.lowlevel.checkpoint
             while not driver.closed:
                 try:
                     if read is None:

@@ -4,8 +4,10 @@ stream must never write to a descriptor number the process has since reused."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Awaitable, Callable
 
+import pytest
 import trio
 import trio.testing
 
@@ -219,3 +221,37 @@ async def test_a_closed_stream_never_reads_a_reused_descriptor() -> None:
     assert await other_server.receive_some(100) == b"not for you"  # all of it, still there
     for s in (client, other_client, other_server):
         await s.aclose()
+
+
+async def test_a_stream_closed_as_its_read_wakes_never_reads_a_reused_descriptor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A read woken (its socket readable) while another task closes the stream and a
+    new connection takes the freed number, before the reader runs again: the
+    descriptor is asked again after the wait, so the new connection's bytes stay its
+    own.  The wait is replaced by one that does exactly that, then returns."""
+    client, server = await _connected_pair()
+    stream = TCPStream(server, server.socket)
+    number = server.socket.fileno()
+    reused: list[socket.socket] = []
+    wait_readable = trio.lowlevel.wait_readable
+
+    async def woken_after_the_close(fd: int) -> None:
+        await client.send_all(b"y")
+        await wait_readable(fd)  # readable: the woken read's turn would come next
+        server.socket.close()
+        a, b = socket.socketpair()  # the lowest free numbers: the one just freed
+        reused.extend((a, b))
+        for end in reused:
+            end.setblocking(False)  # (a read of the wrong one must not hang the test)
+            end.sendall(b"not for you")
+
+    monkeypatch.setattr(trio.lowlevel, "wait_readable", woken_after_the_close)
+    with pytest.raises((trio.ClosedResourceError, OSError)):
+        await stream.receive_some(100)
+    assert number in (s.fileno() for s in reused)  # the number was indeed reused
+    for end in reused:
+        assert end.recv(100) == b"not for you"  # all of it, still there
+    for s in reused:
+        s.close()
+    await client.aclose()
