@@ -145,6 +145,23 @@ class _Head:
         self.special = False  # something only h11 handles (or a second Content-Length)
         self.hosts = 0
 
+    def copy(self) -> _Head:
+        head = _Head.__new__(_Head)
+        head.headers = self.headers.copy()
+        head.length, head.chunked, head.close = self.length, self.chunked, self.close
+        head.special, head.hosts = self.special, self.hosts
+        return head
+
+
+#: Heads parsed lately, by their header lines as text (a pure memo shared by every
+#: connection of the process): a client repeats the same head on each request (its
+#: Content-Length the same while its bodies are), and a head found here is not matched
+#: and split again.  Only heads of at most ``HEAD_MEMO_TEXT_MAX`` characters are kept;
+#: emptied when it holds ``HEAD_MEMO_MAX`` (distinct heads then only make misses).
+_HEAD_MEMO: dict[str, _Head] = {}
+HEAD_MEMO_MAX = 256
+HEAD_MEMO_TEXT_MAX = 2048
+
 
 def _parse_fields(buf: bytearray, pos: int, stop: int) -> _Head | None:
     """The header lines of ``buf[pos:stop]`` (each ending in CRLF), or None if any
@@ -152,6 +169,19 @@ def _parse_fields(buf: bytearray, pos: int, stop: int) -> _Head | None:
     # As text: names are ASCII, values Latin-1 (what each was decoded as, line by line);
     # what is compared below is ASCII, which str and bytes lower-case alike.
     text = buf[pos:stop].decode("latin-1")
+    known = _HEAD_MEMO.get(text)
+    if known is not None:
+        return known.copy()  # (its headers are the request's own: a copy each time)
+    head = _parse_text(text)
+    if head is not None and len(text) <= HEAD_MEMO_TEXT_MAX:
+        if len(_HEAD_MEMO) >= HEAD_MEMO_MAX:
+            _HEAD_MEMO.clear()
+        _HEAD_MEMO[text] = head.copy()
+    return head
+
+
+def _parse_text(text: str) -> _Head | None:
+    """:func:`_parse_fields` of the head's lines as Latin-1 text, not remembered."""
     if _HEADER_LINES_TEXT.fullmatch(text) is None:
         return None
     head = _Head()
