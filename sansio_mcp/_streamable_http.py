@@ -226,7 +226,12 @@ class StreamableHTTPServer:
     ) -> Exchange:
         if not self.handshake_versions:
             return stateless_only_refusal(messages[0])
-        if any(m.get("method") == "initialize" for m in messages):
+        initialize = False
+        for message in messages:  # (a loop: no generator for the single message most are)
+            if message.get("method") == "initialize":
+                initialize = True
+                break
+        if initialize:
             if isinstance(obj, list):
                 return json_error(
                     400, None, ErrorCode.INVALID_REQUEST, "initialize must not be part of a batch"
