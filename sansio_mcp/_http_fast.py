@@ -133,7 +133,8 @@ FALLBACK = Fallback()
 
 
 class _Head:
-    """A message head parsed by the fast path."""
+    """A message head parsed by the fast path (not changed once parsed: the memo's
+    heads are shared, and each message given its headers takes a copy)."""
 
     __slots__ = ("chunked", "close", "headers", "hosts", "length", "special")
 
@@ -144,13 +145,6 @@ class _Head:
         self.close = False  # Connection: close
         self.special = False  # something only h11 handles (or a second Content-Length)
         self.hosts = 0
-
-    def copy(self) -> _Head:
-        head = _Head.__new__(_Head)
-        head.headers = self.headers.copy()
-        head.length, head.chunked, head.close = self.length, self.chunked, self.close
-        head.special, head.hosts = self.special, self.hosts
-        return head
 
 
 #: Heads parsed lately, by their header lines as text (a pure memo shared by every
@@ -171,12 +165,12 @@ def _parse_fields(buf: bytearray, pos: int, stop: int) -> _Head | None:
     text = buf[pos:stop].decode("latin-1")
     known = _HEAD_MEMO.get(text)
     if known is not None:
-        return known.copy()  # (its headers are the request's own: a copy each time)
+        return known
     head = _parse_text(text)
     if head is not None and len(text) <= HEAD_MEMO_TEXT_MAX:
         if len(_HEAD_MEMO) >= HEAD_MEMO_MAX:
             _HEAD_MEMO.clear()
-        _HEAD_MEMO[text] = head.copy()
+        _HEAD_MEMO[text] = head
     return head
 
 
@@ -497,7 +491,9 @@ class FastServer(FastPath):
             if not buf:  # (the common wait between requests: nothing to search)
                 self._searched = 0
                 return self._connection_ended() if self.eof else NEED_DATA
-            end = self._find_head_end()
+            # A head that came whole (most): found here, without _find_head_end's calls.
+            whole = buf.find(b"\r\n\r\n") if not self._searched else -1
+            end = whole if whole >= 0 else self._find_head_end()
             if end is None:
                 if self.eof:
                     return self._connection_ended() if not buf else FALLBACK
@@ -537,7 +533,7 @@ class FastServer(FastPath):
         request = HTTPRequest(
             method=method.decode("ascii"),
             target=target.decode("latin-1"),
-            headers=head.headers,
+            headers=head.headers.copy(),  # (the head may be the memo's)
             body=bytes(buf[start : start + length]),
         )
         del buf[: start + length]
@@ -570,7 +566,7 @@ class FastServer(FastPath):
         return HTTPRequest(
             method=method.decode("ascii"),
             target=target.decode("latin-1"),
-            headers=head.headers,
+            headers=head.headers.copy(),  # (the head may be the memo's)
             body=bytes(body),
         )
 
@@ -771,7 +767,7 @@ class FastClient(FastPath):
         self._state, self._remaining, self._length = state, length, length
         if state == "chunked":
             self._chunked = _Chunked()
-        return HTTPResponseHead(status, head.headers)
+        return HTTPResponseHead(status, head.headers.copy())  # (the head may be the memo's)
 
     def _next_chunked(self) -> ClientEvent:
         """The next piece of a chunked body, with h11's errors where h11 gives them."""

@@ -316,11 +316,14 @@ class StreamableHTTPServer:
 
     def flush(self, session: ServerSession) -> None:
         """Route what ``session`` queued to the exchanges it belongs to, and wake them."""
+        items = session.outgoing_to_send()
+        if not items:
+            return  # (most flushes of a request: before and after its handler's start)
         alone = self.single_requests.by_session.get(id(session))  # of(), a call less
         state = self.sessions.of(session) if alone is None else None
         relay = self.replicas.relay
         elsewhere = relay.server_message if relay is not None else None
-        for item in session.outgoing_to_send():
+        for item in items:
             if alone is not None:
                 alone.send(item, self.max_unread)
             elif state is not None:  # else an ended session or a finished request
