@@ -312,7 +312,7 @@ class ClientSession(Session):
                             ErrorCode.INVALID_REQUEST, f"unrecognised resultType {result_type!r}"
                         ),
                     )
-        super()._complete(pending, result, error)
+        Session._complete(self, pending, result, error)  # (by name: no super object per answer)
 
     def _on_initialize_response(
         self, pending: OutgoingRequest, result: dict[str, Any] | None, error: MCPError | None

@@ -238,7 +238,7 @@ class Exchange:
             item = self.rewrite(item)
         if self.finished:
             return None
-        if self.head_pending and not self.has_news:
+        if self.head_pending and not self._chunks:  # (has_news, the exchange not finished)
             if self.answer_plainly(item):
                 return None
             self.open()  # something to stream first: this is an SSE stream after all
@@ -250,15 +250,18 @@ class Exchange:
         is the whole answer (with the status :attr:`error_statuses` gives its error,
         e.g. -32021: 400).  Either form is allowed for a request POST."""
         obj = item.message
+        awaiting = self.awaiting
         if isinstance(obj, list):  # a 2025-03-26 batch answer
             answered = {m.get("id") for m in obj if isinstance(m, dict)}
+            if not awaiting or not awaiting <= answered:
+                return False
             error = None
         elif is_response(obj):
-            answered = {obj.get("id")}
+            # (awaiting <= {its id}, not empty: awaiting is that id alone)
+            if len(awaiting) != 1 or obj.get("id") not in awaiting:
+                return False
             error = obj.get("error")
         else:
-            return False
-        if not self.awaiting or not self.awaiting <= answered:
             return False
         code = error.get("code") if isinstance(error, dict) else None
         self.status = self.error_statuses.get(code, 200) if isinstance(code, int) else 200

@@ -178,7 +178,7 @@ class GatewayHTTPServer(StreamableHTTPServer):
         return exchange
 
     def new_session(self) -> ServerSession:
-        session = super().new_session()
+        session = StreamableHTTPServer.new_session(self)  # (by name: no super object per request)
         if self._incoming is not None:
             self.access[session] = self._incoming
         return session
@@ -327,7 +327,7 @@ class GatewayHTTPServer(StreamableHTTPServer):
     def owns(self, session: ServerSession) -> bool:
         # A request still being answered keeps its session (an answer from its client
         # may arrive on another POST).
-        return super().owns(session) or self.serving(session)
+        return StreamableHTTPServer.owns(self, session) or self.serving(session)
 
 
 def _tag_of(message: dict[str, Any]) -> str | None:

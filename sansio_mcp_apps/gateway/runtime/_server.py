@@ -1010,4 +1010,5 @@ def _downstream(ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
     for key in _STATELESS_RESULT_KEYS:
         if key in out:
             del out[key]
-    return fit_tool_result(out, _client_revision(ctx))
+    # (_client_revision's first answer, read here: a handshake-era session's own)
+    return fit_tool_result(out, ctx.session.revision or _client_revision(ctx))
