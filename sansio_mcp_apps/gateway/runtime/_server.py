@@ -191,13 +191,14 @@ class GatewayServer(Server):
 
     def _catalog(self, ctx: Context) -> Catalog:
         """The catalog the session's endpoint serves (a virtual MCP's, or all)."""
-        endpoint = self._access(ctx).endpoint
+        access = self.access.get(ctx.session)  # (_access, a call less)
+        endpoint = access.endpoint if access is not None else None
         if endpoint is None:
             return self.catalog()
         return self.virtual_catalogs[endpoint]()
 
     def create_session(self, **options: Any) -> ServerSession:
-        session = super().create_session(**options)
+        session = Server.create_session(self, **options)  # (by name: no super object)
         session.task_visible = partial(self._listened, weakref.ref(session))
         return session
 
