@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 from typing import Any
 
@@ -203,11 +204,28 @@ class ClientSession(Session):
         self._start_id = request_id
         return request_id
 
+    #: What :meth:`_declared_per_request` gave last: (version, a deep copy of the
+    #: capabilities and of the info it read, the capabilities and info it made).
+    _declared: tuple[str, Any, Any, dict[str, Any], dict[str, Any]] | None = None
+
+    def _declared_per_request(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The capabilities and client info a stateless request's ``_meta`` declares:
+        made again only when the version, capabilities or info changed (compared by
+        value, so a change made in place counts), each request given copies."""
+        version, capabilities, info = self.stateless_version, self._capabilities, self.info
+        known = self._declared
+        if known is None or known[0] != version or known[1] != capabilities or known[2] != info:
+            revision = REVISIONS[version]
+            trimmed = trim_capabilities(capabilities, revision.client_capabilities)
+            if "roots" in trimmed:
+                trimmed["roots"] = {}  # listChanged is gone in this revision
+            made = trim_info(info, revision)
+            known = (version, copy.deepcopy(capabilities), copy.deepcopy(info), trimmed, made)
+            self._declared = known
+        return dict(known[3]), dict(known[4])
+
     def _stateless_meta(self, existing: Any) -> dict[str, Any]:
-        revision = REVISIONS[self.stateless_version]
-        capabilities = trim_capabilities(self._capabilities, revision.client_capabilities)
-        if "roots" in capabilities:
-            capabilities["roots"] = {}  # listChanged is gone in this revision
+        capabilities, client_info = self._declared_per_request()
         # A request may declare more than the session does (the tasks extension for
         # one tools/call): what its own _meta declares joins the session's.
         own = existing.get(META_CLIENT_CAPABILITIES) if isinstance(existing, dict) else None
@@ -221,7 +239,7 @@ class ClientSession(Session):
             existing,
             version=self.stateless_version,
             capabilities=capabilities,
-            client_info=trim_info(self.info, revision),
+            client_info=client_info,
             log_level=self.log_level,
         )
 
@@ -294,7 +312,7 @@ class ClientSession(Session):
                             ErrorCode.INVALID_REQUEST, f"unrecognised resultType {result_type!r}"
                         ),
                     )
-        super()._complete(pending, result, error)
+        Session._complete(self, pending, result, error)  # (by name: no super object per answer)
 
     def _on_initialize_response(
         self, pending: OutgoingRequest, result: dict[str, Any] | None, error: MCPError | None

@@ -77,6 +77,34 @@ class Exchange:
     sends the head of an SSE stream (``text/event-stream``).
     """
 
+    # What most exchanges keep as it is: class defaults, set on an exchange only when
+    # it changes (every request makes an exchange; these cost it nothing).
+    #: Called (no arguments) when there is news for the adapter; the adapter sets it.
+    wake: Callable[[], None] = staticmethod(lambda: None)
+    #: Messages go out as JSON bodies, not SSE events (``json_response``).
+    json_mode = False
+    #: Of a handshake session's stream: its key and its last event's number
+    #: (event ids are ``{stream_key}-{seq}``, what ``Last-Event-ID`` names).
+    stream_key = ""
+    seq = 0
+    #: Called once when the exchange ends (answered, or the client went away).
+    on_close: Callable[[Exchange], None] = staticmethod(lambda exchange: None)
+    #: A handshake POST stream cut before its answers: what it is given is kept
+    #: for resumption, not sent.
+    detached = False
+    #: Whether the status and headers may still change (see the class doc).
+    head_pending = False
+    #: How long the adapter waits for :attr:`head_ready` before committing the head.
+    head_grace = 0.0
+    #: What a stream sends first once it opens (a handshake session's priming event).
+    opener: Callable[[], None] | None = None
+    #: What each message becomes before it goes out here (None: itself); an
+    #: intermediary that renames its questions' ids sets it.
+    rewrite: Callable[[Outgoing], Outgoing] | None = None
+    #: The HTTP status of a JSON-RPC error that becomes the whole response, by
+    #: error code (any other: 200); see :meth:`answer_plainly`.
+    error_statuses: Mapping[int, int] = LATE_STATUS
+
     def __init__(
         self,
         status: int,
@@ -92,34 +120,10 @@ class Exchange:
         #: The session whose events the adapter must drive for this exchange.
         self.session = session
         self.finished = not streaming
-        self.wake: Callable[[], None] = lambda: None
         self._chunks: list[bytes] = [body] if body else []
         self._unsent = len(body)
         #: The requests whose answers this exchange waits for (it ends with the last).
         self.awaiting: set[RequestId] = set()
-        #: Messages go out as JSON bodies, not SSE events (``json_response``).
-        self.json_mode = False
-        #: Of a handshake session's stream: its key and its last event's number
-        #: (event ids are ``{stream_key}-{seq}``, what ``Last-Event-ID`` names).
-        self.stream_key = ""
-        self.seq = 0
-        #: Called once when the exchange ends (answered, or the client went away).
-        self.on_close: Callable[[Exchange], None] = lambda exchange: None
-        #: A handshake POST stream cut before its answers: what it is given is kept
-        #: for resumption, not sent.
-        self.detached = False
-        #: Whether the status and headers may still change (see the class doc).
-        self.head_pending = False
-        #: How long the adapter waits for :attr:`head_ready` before committing the head.
-        self.head_grace = 0.0
-        #: What a stream sends first once it opens (a handshake session's priming event).
-        self.opener: Callable[[], None] | None = None
-        #: What each message becomes before it goes out here (None: itself); an
-        #: intermediary that renames its questions' ids sets it.
-        self.rewrite: Callable[[Outgoing], Outgoing] | None = None
-        #: The HTTP status of a JSON-RPC error that becomes the whole response, by
-        #: error code (any other: 200); see :meth:`answer_plainly`.
-        self.error_statuses: Mapping[int, int] = LATE_STATUS
 
     @classmethod
     def event_stream(cls, session: ServerSession, *, json_mode: bool = False) -> Exchange:
@@ -234,7 +238,7 @@ class Exchange:
             item = self.rewrite(item)
         if self.finished:
             return None
-        if self.head_pending and not self.has_news:
+        if self.head_pending and not self._chunks:  # (has_news, the exchange not finished)
             if self.answer_plainly(item):
                 return None
             self.open()  # something to stream first: this is an SSE stream after all
@@ -246,15 +250,18 @@ class Exchange:
         is the whole answer (with the status :attr:`error_statuses` gives its error,
         e.g. -32021: 400).  Either form is allowed for a request POST."""
         obj = item.message
+        awaiting = self.awaiting
         if isinstance(obj, list):  # a 2025-03-26 batch answer
             answered = {m.get("id") for m in obj if isinstance(m, dict)}
+            if not awaiting or not awaiting <= answered:
+                return False
             error = None
         elif is_response(obj):
-            answered = {obj.get("id")}
+            # (awaiting <= {its id}, not empty: awaiting is that id alone)
+            if len(awaiting) != 1 or obj.get("id") not in awaiting:
+                return False
             error = obj.get("error")
         else:
-            return False
-        if not self.awaiting or not self.awaiting <= answered:
             return False
         code = error.get("code") if isinstance(error, dict) else None
         self.status = self.error_statuses.get(code, 200) if isinstance(code, int) else 200

@@ -133,7 +133,8 @@ FALLBACK = Fallback()
 
 
 class _Head:
-    """A message head parsed by the fast path."""
+    """A message head parsed by the fast path (not changed once parsed: the memo's
+    heads are shared, and each message given its headers takes a copy)."""
 
     __slots__ = ("chunked", "close", "headers", "hosts", "length", "special")
 
@@ -146,12 +147,35 @@ class _Head:
         self.hosts = 0
 
 
+#: Heads parsed lately, by their header lines as text (a pure memo shared by every
+#: connection of the process): a client repeats the same head on each request (its
+#: Content-Length the same while its bodies are), and a head found here is not matched
+#: and split again.  Only heads of at most ``HEAD_MEMO_TEXT_MAX`` characters are kept;
+#: emptied when it holds ``HEAD_MEMO_MAX`` (distinct heads then only make misses).
+_HEAD_MEMO: dict[str, _Head] = {}
+HEAD_MEMO_MAX = 256
+HEAD_MEMO_TEXT_MAX = 2048
+
+
 def _parse_fields(buf: bytearray, pos: int, stop: int) -> _Head | None:
     """The header lines of ``buf[pos:stop]`` (each ending in CRLF), or None if any
     line is outside the fast subset."""
     # As text: names are ASCII, values Latin-1 (what each was decoded as, line by line);
     # what is compared below is ASCII, which str and bytes lower-case alike.
     text = buf[pos:stop].decode("latin-1")
+    known = _HEAD_MEMO.get(text)
+    if known is not None:
+        return known
+    head = _parse_text(text)
+    if head is not None and len(text) <= HEAD_MEMO_TEXT_MAX:
+        if len(_HEAD_MEMO) >= HEAD_MEMO_MAX:
+            _HEAD_MEMO.clear()
+        _HEAD_MEMO[text] = head
+    return head
+
+
+def _parse_text(text: str) -> _Head | None:
+    """:func:`_parse_fields` of the head's lines as Latin-1 text, not remembered."""
     if _HEADER_LINES_TEXT.fullmatch(text) is None:
         return None
     head = _Head()
@@ -467,7 +491,9 @@ class FastServer(FastPath):
             if not buf:  # (the common wait between requests: nothing to search)
                 self._searched = 0
                 return self._connection_ended() if self.eof else NEED_DATA
-            end = self._find_head_end()
+            # A head that came whole (most): found here, without _find_head_end's calls.
+            whole = buf.find(b"\r\n\r\n") if not self._searched else -1
+            end = whole if whole >= 0 else self._find_head_end()
             if end is None:
                 if self.eof:
                     return self._connection_ended() if not buf else FALLBACK
@@ -507,7 +533,7 @@ class FastServer(FastPath):
         request = HTTPRequest(
             method=method.decode("ascii"),
             target=target.decode("latin-1"),
-            headers=head.headers,
+            headers=head.headers.copy(),  # (the head may be the memo's)
             body=bytes(buf[start : start + length]),
         )
         del buf[: start + length]
@@ -540,7 +566,7 @@ class FastServer(FastPath):
         return HTTPRequest(
             method=method.decode("ascii"),
             target=target.decode("latin-1"),
-            headers=head.headers,
+            headers=head.headers.copy(),  # (the head may be the memo's)
             body=bytes(body),
         )
 
@@ -741,7 +767,7 @@ class FastClient(FastPath):
         self._state, self._remaining, self._length = state, length, length
         if state == "chunked":
             self._chunked = _Chunked()
-        return HTTPResponseHead(status, head.headers)
+        return HTTPResponseHead(status, head.headers.copy())  # (the head may be the memo's)
 
     def _next_chunked(self) -> ClientEvent:
         """The next piece of a chunked body, with h11's errors where h11 gives them."""

@@ -79,16 +79,21 @@ def read_post(request: HTTPRequest) -> PostBody | Exchange:
     except RemoteProtocolError as exc:
         return json_error(400, None, ErrorCode.PARSE_ERROR, exc.message)
     messages = obj if isinstance(obj, list) else [obj]
-    if not messages or not all(isinstance(m, dict) for m in messages):
-        return json_error(
-            400, None, ErrorCode.INVALID_REQUEST, "the body must be a JSON-RPC message"
-        )
+    if not messages:
+        return _not_a_message()
+    for message in messages:  # (one loop, no generator: most bodies are one message)
+        if not isinstance(message, dict):
+            return _not_a_message()
     for message in messages:
         problem = request_id_problem(message)
         if problem is not None:
             # Neither a request nor a notification: its answer has nowhere else to go.
             return json_error(400, None, ErrorCode.INVALID_REQUEST, problem)
     return PostBody(obj, messages)
+
+
+def _not_a_message() -> Exchange:
+    return json_error(400, None, ErrorCode.INVALID_REQUEST, "the body must be a JSON-RPC message")
 
 
 def read_stateless_request(

@@ -431,16 +431,19 @@ class ServerSession(Session):
                 f"this session does not support {protocol_version!r}; its handshake "
                 f"versions: {list(self._handshake_versions)}"
             )
-        problem = check_params(
-            "initialize",
-            {
-                "protocolVersion": protocol_version,
-                "capabilities": client_capabilities,
-                "clientInfo": client_info,
-            },
-        )
-        if problem is not None:
-            raise LocalProtocolError(problem)
+        # (The version is known to be a string; objects pass initialize's checks, so
+        # the common case asks no more of them than their type.)
+        if type(client_capabilities) is not dict or type(client_info) is not dict:
+            problem = check_params(
+                "initialize",
+                {
+                    "protocolVersion": protocol_version,
+                    "capabilities": client_capabilities,
+                    "clientInfo": client_info,
+                },
+            )
+            if problem is not None:
+                raise LocalProtocolError(problem)
         self.revision = revision
         self.peer_capabilities = client_capabilities
         self.peer_info = client_info

@@ -198,7 +198,7 @@ class StreamableHTTPServer:
 
     def serving(self, session: ServerSession) -> bool:
         """Whether ``session`` serves a request alone whose exchange is open."""
-        return self.single_requests.of(session) is not None
+        return id(session) in self.single_requests.by_session  # (of(), a call less)
 
     # POST -------------------------------------------------------------------------
 
@@ -238,7 +238,12 @@ class StreamableHTTPServer:
     ) -> Exchange:
         if not self.handshake_versions:
             return stateless_only_refusal(messages[0])
-        if any(m.get("method") == "initialize" for m in messages):
+        initialize = False
+        for message in messages:  # (a loop: no generator for the single message most are)
+            if message.get("method") == "initialize":
+                initialize = True
+                break
+        if initialize:
             if isinstance(obj, list):
                 return json_error(
                     400, None, ErrorCode.INVALID_REQUEST, "initialize must not be part of a batch"
@@ -323,11 +328,14 @@ class StreamableHTTPServer:
 
     def flush(self, session: ServerSession) -> None:
         """Route what ``session`` queued to the exchanges it belongs to, and wake them."""
+        items = session.outgoing_to_send()
+        if not items:
+            return  # (most flushes of a request: before and after its handler's start)
         alone = self.single_requests.by_session.get(id(session))  # of(), a call less
         state = self.sessions.of(session) if alone is None else None
         relay = self.replicas.relay
         elsewhere = relay.server_message if relay is not None else None
-        for item in session.outgoing_to_send():
+        for item in items:
             if alone is not None:
                 alone.send(item, self.max_unread)
             elif state is not None:  # else an ended session or a finished request

@@ -106,6 +106,9 @@ class GatewayHTTPServer(StreamableHTTPServer):
         # Who sent the request being handled: its session knows from the start (a
         # subscriptions/listen naming tasks is judged as the session takes it).
         self._incoming: Access | None = None
+        # The id of the session new_session gave access to during handle (alive while
+        # its exchange holds it): handle need not look it up again.
+        self._given: int | None = None
         self.api_keys = tuple(key.encode("utf-8") for key in api_keys)
         self.virtual_mcps = {
             id: tuple(key.encode("utf-8") for key in keys)
@@ -167,20 +170,21 @@ class GatewayHTTPServer(StreamableHTTPServer):
         if now is not None:
             self.expire_idle(now)
         incoming = _ANYONE if virtual is None and principal is None else Access(virtual, principal)
-        self._incoming = incoming
+        self._incoming, self._given = incoming, None
         try:
             exchange = self.route(request)  # Host and Origin were checked above
         finally:
             self._incoming = None
         session = exchange.session
-        if session is not None and session not in self.access:
+        if session is not None and id(session) != self._given and session not in self.access:
             self.access[session] = incoming
         return exchange
 
     def new_session(self) -> ServerSession:
-        session = super().new_session()
+        session = StreamableHTTPServer.new_session(self)  # (by name: no super object per request)
         if self._incoming is not None:
             self.access[session] = self._incoming
+            self._given = id(session)
         return session
 
     def _metrics(self, request: HTTPRequest) -> Exchange:
@@ -270,7 +274,8 @@ class GatewayHTTPServer(StreamableHTTPServer):
         # An error goes with HTTP 200 here (400 for -32021 is the 2026-07-28 rule, and
         # older clients take it for a transport failure).
         exchange.error_statuses = {}
-        exchange.rewrite = partial(self._ask, exchange, authorization=authorization)
+        # (positional: a partial given keywords merges them on every call)
+        exchange.rewrite = partial(self._ask, exchange, authorization)
         self.flush(session)
         return exchange
 
@@ -307,7 +312,7 @@ class GatewayHTTPServer(StreamableHTTPServer):
         session.receive_message({**message, "id": asked[1]})
         return session
 
-    def _ask(self, exchange: Exchange, item: Outgoing, authorization: str) -> Outgoing:
+    def _ask(self, exchange: Exchange, authorization: str, item: Outgoing) -> Outgoing:
         """``item`` as it goes to a handshake-era client: a question under an id of
         ours, by which the client's answer (with the same ``authorization``) finds
         the session that asked."""
@@ -327,7 +332,7 @@ class GatewayHTTPServer(StreamableHTTPServer):
     def owns(self, session: ServerSession) -> bool:
         # A request still being answered keeps its session (an answer from its client
         # may arrive on another POST).
-        return super().owns(session) or self.serving(session)
+        return StreamableHTTPServer.owns(self, session) or self.serving(session)
 
 
 def _tag_of(message: dict[str, Any]) -> str | None:

@@ -506,6 +506,67 @@ def test_a_head_is_parsed_once_however_its_body_arrives(monkeypatch: pytest.Monk
     assert len(parsed) == 1
 
 
+def test_a_repeated_head_is_matched_once_and_each_request_gets_its_own_headers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A client repeats its head on every request: the second time it is taken from
+    the memo, not matched again, with the same headers in a dict of its own (one
+    request's handler changing its headers changes no other request's)."""
+    import sansio_mcp._http_fast as fast_path
+
+    monkeypatch.setattr(fast_path, "_HEAD_MEMO", {})
+    matched = []
+    original = fast_path._parse_text
+    monkeypatch.setattr(fast_path, "_parse_text", lambda text: matched.append(1) or original(text))
+    message = (
+        b"POST /mcp HTTP/1.1\r\nHost: x\r\nMcp-Session-Id: abc\r\n"
+        b"Connection: keep-alive\r\nContent-Length: 2\r\n\r\n{}"
+    )
+    conn = HTTPServerConnection()
+    requests = []
+    for _ in range(3):
+        conn.receive_data(message)
+        request = conn.next_request()
+        assert isinstance(request, HTTPRequest) and request.body == b"{}"
+        requests.append(request)
+        request.headers["x-changed"] = "by the handler"
+        conn.send_response(200, {}, b"ok")
+        assert conn.start_next()
+    assert len(matched) == 1
+    fresh = HTTPServerConnection(fast_path=False)
+    fresh.receive_data(message)
+    expected = fresh.next_request()
+    assert isinstance(expected, HTTPRequest)
+    for request in requests:
+        assert {k: v for k, v in request.headers.items() if k != "x-changed"} == expected.headers
+    assert len({id(request.headers) for request in requests}) == 3
+
+
+def test_the_head_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Distinct heads (a session id each) only make misses: the memo is emptied when
+    full, and a head over HEAD_MEMO_TEXT_MAX is never kept; every request is still
+    read as h11 reads it."""
+    import sansio_mcp._http_fast as fast_path
+
+    memo: dict[str, Any] = {}
+    monkeypatch.setattr(fast_path, "_HEAD_MEMO", memo)
+    monkeypatch.setattr(fast_path, "HEAD_MEMO_MAX", 4)
+    for n in range(10):
+        conn = HTTPServerConnection()
+        conn.receive_data(b"GET /mcp HTTP/1.1\r\nHost: x\r\nMcp-Session-Id: s%d\r\n\r\n" % n)
+        request = conn.next_request()
+        assert isinstance(request, HTTPRequest)
+        assert request.headers["mcp-session-id"] == f"s{n}"
+        assert len(memo) <= 4
+    memo.clear()
+    long_value = b"v" * fast_path.HEAD_MEMO_TEXT_MAX
+    conn = HTTPServerConnection(max_headers=1 << 16)
+    conn.receive_data(b"GET /mcp HTTP/1.1\r\nHost: x\r\nX-Long: %s\r\n\r\n" % long_value)
+    request = conn.next_request()
+    assert isinstance(request, HTTPRequest) and request.headers["x-long"] == long_value.decode()
+    assert memo == {}
+
+
 @pytest.mark.parametrize("side", ["server", "client"])
 def test_a_head_arriving_byte_by_byte_is_searched_in_linear_time(
     side: str, monkeypatch: pytest.MonkeyPatch

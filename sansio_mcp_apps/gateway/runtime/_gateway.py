@@ -150,7 +150,7 @@ class Gateway:
         # The HTTP machines serving this gateway (see router()).
         self._routers: list[GatewayHTTPServer] = []
         self.server = GatewayServer(
-            self.catalog,
+            self._catalogs,  # (what catalog() calls: a call less per request)
             self.upstreams,
             name=name,
             version=version,

@@ -191,13 +191,14 @@ class GatewayServer(Server):
 
     def _catalog(self, ctx: Context) -> Catalog:
         """The catalog the session's endpoint serves (a virtual MCP's, or all)."""
-        endpoint = self._access(ctx).endpoint
+        access = self.access.get(ctx.session)  # (_access, a call less)
+        endpoint = access.endpoint if access is not None else None
         if endpoint is None:
             return self.catalog()
         return self.virtual_catalogs[endpoint]()
 
     def create_session(self, **options: Any) -> ServerSession:
-        session = super().create_session(**options)
+        session = Server.create_session(self, **options)  # (by name: no super object)
         session.task_visible = partial(self._listened, weakref.ref(session))
         return session
 
@@ -456,7 +457,8 @@ class GatewayServer(Server):
             if isinstance(state, str) and state.startswith(PARKED_STATE_PREFIX):
                 return await self._retry(self._round_of(ctx), state[len(PARKED_STATE_PREFIX) :])
         stateless = ctx.meta is not None  # (ctx.stateless, read once)
-        client = self.upstreams[connector].client
+        upstream = self.upstreams[connector]
+        client = upstream.client
         form = _task_form(client) if self._wants_task(ctx) else None
         as_task = form is not None and (form == "extension" or not stateless)
         if as_task:
@@ -483,9 +485,13 @@ class GatewayServer(Server):
                 if host is not None:
                     self._asking[ctx.session] = weakref.ref(host)
         progress = None if ctx.progress_token is None else _progress_relay(ctx)
-        call = partial(self._send, ctx, connector, ask=ask, refused=refused, on_progress=progress)
         try:
-            result = await call(params)
+            # The first call awaited here, not through _send: a coroutine frame fewer
+            # for every wake of the waiting call (most calls take one round).
+            try:
+                result = await upstream.call(params, on_progress=progress, ask=ask)
+            except MCPError as exc:
+                result = self._refused_upstream(ctx, connector, params, exc, refused)
             for _ in range(MAX_INPUT_ROUNDS):
                 if stateless or result.get("resultType") != "input_required":
                     break
@@ -496,7 +502,9 @@ class GatewayServer(Server):
                 params.pop("requestState", None)
                 if "requestState" in result:
                     params["requestState"] = result["requestState"]
-                result = await call(params)
+                result = await self._send(
+                    ctx, connector, params, ask=ask, refused=refused, on_progress=progress
+                )
         except ConnectorUnavailable as exc:
             return _unavailable(connector, exc)
         if refused and result.get("isError") is True:
@@ -519,15 +527,27 @@ class GatewayServer(Server):
         try:
             return await self.upstreams[connector].call(params, on_progress=on_progress, ask=ask)
         except MCPError as exc:
-            if refused:
-                raise refused[0] from None  # what the client lacks, not how it failed
-            if task_only_refusal(exc) and len(self._task_only) < _MAX_TASK_ONLY:
-                self._task_only.add((connector, params["name"]))
-            if exc.code == ErrorCode.URL_ELICITATION_REQUIRED:
-                return _url_elicitation(ctx, exc, self.relay_questions)
-            # The client called connector.tool: say which upstream answered so.
-            message = f"connector {connector!r}: {exc.message}"
-            raise MCPError(exc.code, message, exc.data) from None
+            return self._refused_upstream(ctx, connector, params, exc, refused)
+
+    def _refused_upstream(
+        self,
+        ctx: Context,
+        connector: str,
+        params: dict[str, Any],
+        exc: MCPError,
+        refused: list[MCPError],
+    ) -> dict[str, Any]:
+        """A tools/call refused upstream with ``exc``: the error the client is told (or,
+        for URL elicitation, the result it gets)."""
+        if refused:
+            raise refused[0] from None  # what the client lacks, not how it failed
+        if task_only_refusal(exc) and len(self._task_only) < _MAX_TASK_ONLY:
+            self._task_only.add((connector, params["name"]))
+        if exc.code == ErrorCode.URL_ELICITATION_REQUIRED:
+            return _url_elicitation(ctx, exc, self.relay_questions)
+        # The client called connector.tool: say which upstream answered so.
+        message = f"connector {connector!r}: {exc.message}"
+        raise MCPError(exc.code, message, exc.data) from None
 
     # Questions across eras: a handshake-era upstream asks a 2026-07-28 client --------
 
@@ -991,4 +1011,5 @@ def _downstream(ctx: Context, result: dict[str, Any]) -> dict[str, Any]:
     for key in _STATELESS_RESULT_KEYS:
         if key in out:
             del out[key]
-    return fit_tool_result(out, _client_revision(ctx))
+    # (_client_revision's first answer, read here: a handshake-era session's own)
+    return fit_tool_result(out, ctx.session.revision or _client_revision(ctx))
