@@ -77,6 +77,10 @@ class Exchange:
     sends the head of an SSE stream (``text/event-stream``).
     """
 
+    #: Whether it answers a request served on a session of its own (a stateless one):
+    #: that session lives as long as this exchange (set by ``SingleRequests.open``).
+    alone = False
+
     def __init__(
         self,
         status: int,

@@ -337,6 +337,14 @@ class ServerSession(Session):
         )
 
     @property
+    def reached_by_broadcasts(self) -> bool:
+        """Whether what is told every session (a list changed, a resource updated, a
+        task's status) can reach this one now: a handshake session once ready, or one
+        with an open subscription.  A session serving one stateless request that
+        opens none never is: nothing of the server's hub would be sent on it."""
+        return bool(self._listens) or self.state is SessionState.READY
+
+    @property
     def open_subscriptions(self) -> frozenset[RequestId]:
         """Ids of the ``subscriptions/listen`` requests still open."""
         return frozenset(self._listens)

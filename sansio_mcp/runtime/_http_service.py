@@ -15,17 +15,18 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, overload
 
-from .._events import RequestReceived
+from .._events import CancelRequested, RequestReceived
 from .._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnection
 from .._jsonrpc import RequestId
 from .._legacy_sse import LegacySSEServer
 from .._server_session import ServerSession
+from .._session import Session
 from .._state import SessionState
 from .._streamable_http import Exchange, StreamableHTTPServer
 from ..auth._router import ProtectedRouter, Router
 from ._auth import Verdict, verify_request
-from ._backend import Backend, Cancellable, Connection, Deadline, TaskGroup, Timer
-from ._driver import Driver
+from ._backend import Backend, Cancellable, Connection, Deadline, Signal, TaskGroup, Timer
+from ._driver import Driver, respond_with_failure, respond_with_result
 from ._host import Output
 from ._server import Context, Server
 from ._serving import serving
@@ -40,8 +41,9 @@ __all__ = [
     "ResponseWriter",
     "RoutedOutput",
     "Router",
-    "SessionHost",
     "ServerLimits",
+    "SessionHost",
+    "SingleRequestHost",
     "SessionHosts",
     "answer_exchange",
     "legacy_sse_router",
@@ -197,6 +199,9 @@ class SessionHost(Protocol):
 
     def _schedule_flush(self) -> None: ...
 
+    def process_events(self) -> None:
+        """Act on the session's events (its driver's)."""
+
     def cancel_all_handlers(self) -> None: ...
 
     def release(self) -> None: ...
@@ -215,6 +220,9 @@ class SessionHosts(Generic[H]):
     ) -> None:
         self.server = server
         self.router = router
+        #: What makes the host of a request served alone (a :class:`SingleRequestHost`),
+        #: when ``make_host`` is a :meth:`RoutedOutput.factory` class (else ``make_host``).
+        self.make_single: Callable[[ServerSession], Any] = make_host
         #: What makes a new session's host (an adapter whose task group starts later,
         #: as the ASGI app's, sets it then: see :meth:`RoutedOutput.factory`).
         self.make_host = make_host
@@ -225,19 +233,33 @@ class SessionHosts(Generic[H]):
         #: Handshake sessions shared with other replicas (a shared store), or None.
         self.shared: SharedSessions | None = None
 
+    @property
+    def make_host(self) -> Callable[[ServerSession], H]:
+        return self._make_host
+
+    @make_host.setter
+    def make_host(self, make_host: Callable[[ServerSession], H]) -> None:
+        self._make_host = make_host
+        self.make_single = getattr(make_host, "single", make_host)
+
     def __len__(self) -> int:
         return len(self._hosts)
 
-    def host_for(self, session: ServerSession) -> H:
+    def host_for(self, session: ServerSession, *, alone: bool = False) -> H:
+        """``session``'s host, made if it has none (``alone``: a request served on a
+        session of its own, whose host is a :class:`SingleRequestHost`)."""
         key = id(session)
         host = self._hosts.get(key)
         if host is None:
             if len(self._hosts) >= self._sweep_at:
                 self._sweep()
-            host = self.make_host(session)
+            host = (self.make_single if alone else self._make_host)(session)
             self._hosts[key] = host
             self._sessions[key] = session
-            self.server.hub.add(session, host._schedule_flush)
+            # A session of its own joins the hub only if the hub can reach it (a
+            # subscription): told nothing, it would be a hub member for nothing.
+            if not alone or session.reached_by_broadcasts:
+                self.server.hub.add(session, host._schedule_flush)
         return host
 
     def _sweep(self) -> None:
@@ -270,14 +292,17 @@ class SessionHosts(Generic[H]):
         (None: none is left to run)."""
         if exchange.session is None:
             return None
-        host = self.host_for(exchange.session)
+        alone = exchange.alone
+        host = self.host_for(exchange.session, alone=alone)
+        # A session's own driver, a hop fewer (a request served alone: its host).
+        process = host.process_events if alone else host.driver.process_events
         if not hold:
-            host.driver.process_events()
+            process()
             self.router.flush(exchange.session)
             return host
         host.holding = True
         try:
-            host.driver.process_events()
+            process()
         finally:
             host.holding = False
         held, host.held = host.held, None
@@ -289,7 +314,7 @@ class SessionHosts(Generic[H]):
         exchange.disconnected()
         session = exchange.session
         if session is not None and id(session) in self._hosts:
-            self._hosts[id(session)].driver.process_events()
+            self._hosts[id(session)].process_events()
 
     def finish(self, exchange: Exchange) -> None:
         """The response is over: drop a stateless request's host and session."""
@@ -752,7 +777,29 @@ class RoutedOutput:
             "__qualname__": cls.__qualname__,
             "__doc__": cls.__doc__,
         }
-        return type(cls.__name__, (cls,), namespace)
+        made = type(cls.__name__, (cls,), namespace)
+
+        # The host of a request served alone, its class sharing the same (see
+        # SingleRequestHost); its request handler is the same function.
+        def answer_single(
+            self: SingleRequestHost, event: RequestReceived
+        ) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+            return server.begin(context(self, event))  # type: ignore[arg-type]
+
+        made.single = type(  # type: ignore[attr-defined]
+            "SingleRequestHost",
+            (SingleRequestHost,),
+            {
+                "__slots__": (),
+                "__module__": SingleRequestHost.__module__,
+                "_answer_request": answer_single,
+                "backend": cls.backend,  # type: ignore[attr-defined]
+                "_group": group,
+                "_router": router,
+                "_full_class": made,
+            },
+        )
+        return made
 
     if TYPE_CHECKING:
 
@@ -779,6 +826,13 @@ class RoutedOutput:
         def _start_timer(self) -> None:
             """The session host's (after this class in the MRO)."""
 
+    def process_events(self) -> None:
+        """Act on the session's events (what :class:`SessionHosts` calls)."""
+        self.driver.process_events()
+
+    if TYPE_CHECKING:
+        driver: Driver
+
     def _spawn_handler(
         self, request_id: RequestId | None, fn: Callable[[], Awaitable[None]]
     ) -> None:
@@ -797,6 +851,167 @@ class RoutedOutput:
 
     async def flush(self) -> None:
         self.schedule()
+
+
+class SingleRequestHost:
+    """The host of a request served on a session of its own (every stateless request),
+    made by :meth:`RoutedOutput.factory`'s service (its ``single`` class, whose class
+    attributes are what the service's hosts share: task group, router, server, the
+    handlers' context, the backend).
+
+    One small object per request, with the request's session its own for life (set
+    once, never swapped): a handler's context that outlives its request can reach only
+    that request's session and stream.  It drives that session itself, without a
+    :class:`Driver`: the request's handler and its cancellation.  Anything else (another
+    kind of event, a request to the client, the rest of a session host's API) is done
+    by a full host of the service's class, made for this session on first need
+    (:meth:`full`), which then drives the session's events."""
+
+    __slots__ = ("_full", "_handlers", "held", "holding", "session")
+
+    # What the service's hosts share (set on the class :meth:`RoutedOutput.factory` makes).
+    backend: Backend
+    _group: Any
+    _router: Router
+    #: The service's full host class, made by the same factory.
+    _full_class: Callable[[ServerSession], Any]
+
+    def __init__(self, session: ServerSession) -> None:
+        self.session = session
+        #: The running handler task, by request id (its session has one request).
+        self._handlers: dict[RequestId, Cancellable] = {}
+        self.holding = False
+        self.held: HeldHandler | None = None
+        self._full: Any = None
+
+    def _answer_request(self, event: RequestReceived) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+        """The service's request handler (set by :meth:`RoutedOutput.factory`)."""
+        raise NotImplementedError
+
+    def full(self) -> Any:
+        """The full host of this session (made on first need, attached to the service's
+        task group, sharing this host's handler table), which drives its events from now on."""
+        full = self._full
+        if full is None:
+            full = self._full = self._full_class(self.session)
+            full._handlers = self._handlers
+        return full
+
+    def __getattr__(self, name: str) -> Any:
+        # A session host's API beyond the primitives (notify, shielded, spawn_task,
+        # driver, ...): the full host's.  Never a slot (all are set in __init__).
+        if name.startswith("__") or name in SingleRequestHost.__slots__:
+            raise AttributeError(name)
+        return getattr(self.full(), name)
+
+    # What the service asks of a session host ------------------------------------------
+
+    def process_events(self) -> None:
+        """Act on the session's events: a request starts its handler, a cancellation
+        cancels it; at any other kind the full host takes over (from that event on)."""
+        full = self._full
+        if full is None and type(self.session).next_event is Session.next_event:
+            events = self.session.event_queue()
+            while events:
+                event = events[0]
+                kind = type(event)
+                if kind is RequestReceived:
+                    events.popleft()
+                    self._begin(event)
+                elif kind is CancelRequested:
+                    events.popleft()
+                    handle = self._handlers.get(event.request_id)
+                    if handle is not None:
+                        handle.cancel()
+                else:
+                    break
+            else:
+                return
+        self.full().driver.process_events()
+
+    def _begin(self, event: RequestReceived) -> None:
+        """Answer ``event`` at once if its handler can, else in a task (or held)."""
+        try:
+            outcome = self._answer_request(event)
+        except Exception as exc:
+            respond_with_failure(self.session, event.request_id, event.method, exc)
+            return
+        if isinstance(outcome, dict):
+            respond_with_result(self.session, event.request_id, event.method, outcome)
+            return
+        self._spawn(event.request_id, partial(self._finish, event, outcome))
+
+    async def _finish(self, event: RequestReceived, outcome: Awaitable[dict[str, Any]]) -> None:
+        try:
+            result = await outcome
+        except Exception as exc:
+            respond_with_failure(self.session, event.request_id, event.method, exc)
+        else:
+            respond_with_result(self.session, event.request_id, event.method, result)
+        self.schedule()
+
+    def _spawn(self, request_id: RequestId, fn: Callable[[], Awaitable[None]]) -> None:
+        handlers = self._handlers
+        if self.holding and self.held is None:
+            self.held = HeldHandler(request_id, fn, handlers)
+            return
+
+        def forget() -> None:
+            if handlers.get(request_id) is handle:
+                del handlers[request_id]
+
+        handle = self._group.start_cancellable(fn, forget)
+        handlers[request_id] = handle
+
+    def cancel_all_handlers(self) -> None:
+        """The exchange is over: cancel the handler (and the full host's tasks)."""
+        if self._handlers:
+            for handle in list(self._handlers.values()):
+                handle.cancel()
+        if self._full is not None:
+            self._full.cancel_all_handlers()
+
+    def release(self) -> None:
+        if self._full is not None:
+            self._full.release()
+
+    # Output: routed to this request's exchange -------------------------------------------
+
+    def schedule(self) -> None:
+        """Route what the session queued to its exchange (the hub calls it too)."""
+        self._router.flush(self.session)
+
+    _schedule_flush = schedule
+
+    def send_now(self) -> bool:
+        self.schedule()
+        return True
+
+    # A handler context's primitives (ContextHost) -----------------------------------------
+
+    async def flush(self) -> None:
+        self.schedule()
+
+    async def sleep(self, seconds: float) -> None:
+        await self.backend.sleep(seconds)
+
+    def now(self) -> float:
+        return self.backend.clock()
+
+    def new_signal(self) -> Signal:
+        return self.backend.new_signal()
+
+    def start_cancellable(
+        self, fn: Callable[[], Awaitable[Any]], on_done: Callable[[], None] | None = None
+    ) -> Cancellable:
+        return self._group.start_cancellable(fn, on_done)
+
+    async def request(
+        self, method: str, params: dict[str, Any] | None = None, **options: Any
+    ) -> dict[str, Any]:
+        """Send a request to the client and wait for its result (the full host's)."""
+        result: dict[str, Any] = await self.full().request(method, params, **options)
+        return result
 
 
 def streamable_http_router(
