@@ -87,12 +87,11 @@ class Outbox:
     it belongs to, or None.  The answers to a batch's requests wait until the
     whole batch is answered, and leave together as one batch."""
 
-    #: The batch each of the peer's requests came in, by its id: the shared empty
-    #: NO_ENTRIES until the first batch (most sessions never see one).
-    _batch_of: dict[RequestId, Batch] = NO_ENTRIES
-
     def __init__(self) -> None:
         self._queue: list[Outgoing] = []
+        #: The batch each of the peer's requests came in, by its id: the shared empty
+        #: NO_ENTRIES until the first batch (most sessions never see one).
+        self._batch_of: dict[RequestId, Batch] = NO_ENTRIES
         #: Called with ("send", message) for each message as it is taken (see ``Session.tracer``).
         self.tracer: Callable[[str, Any], None] | None = None
 

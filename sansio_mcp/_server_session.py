@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,8 @@ from ._events import RequestMeta, RequestReceived, SessionInitialized, request_r
 from ._gates import SERVER_GATES, trim_capabilities, trim_info
 from ._jsonrpc import JSONRPCNotification, RequestId, is_request_id
 from ._params import LOG_LEVELS, check_params
-from ._requests import progress_token_in
+from ._outbox import Outbox
+from ._requests import RequestTracker, progress_token_in
 from ._session import Session
 from ._state import Role, SessionState
 from ._stateless import (
@@ -119,9 +121,11 @@ class ServerSession(Session):
         self.cache_hints = cache_hints or CacheHints()
         self._handshake_versions, self._stateless_versions = _eras(self.supported_versions)
 
-    # Named, not super() (a super object per copy: one per stateless request).
     def _start(self) -> None:
-        Session._start(self)
+        # Session._start's three, inline (a call per copy: one per stateless request).
+        self._events = deque()
+        self._outbox = Outbox()
+        self._requests = RequestTracker(self._events)
         #: Resource URIs the client subscribed to.
         self.subscriptions: set[str] = set()
         self._listens: dict[RequestId, _Listen] = {}

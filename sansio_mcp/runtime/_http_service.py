@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, overload
 
+from .._errors import LocalProtocolError
 from .._events import CancelRequested, RequestReceived
 from .._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnection
 from .._jsonrpc import RequestId
@@ -26,7 +27,7 @@ from .._streamable_http import Exchange, StreamableHTTPServer
 from ..auth._router import ProtectedRouter, Router
 from ._auth import Verdict, verify_request
 from ._backend import Backend, Cancellable, Connection, Deadline, Signal, TaskGroup, Timer
-from ._driver import Driver, respond_with_failure, respond_with_result
+from ._driver import Driver, refused_result, respond_with_failure, respond_with_result
 from ._host import Output
 from ._server import Context, Server
 from ._serving import serving
@@ -258,8 +259,11 @@ class SessionHosts(Generic[H]):
             self._sessions[key] = session
             # A session of its own joins the hub only if the hub can reach it (a
             # subscription): told nothing, it would be a hub member for nothing.
-            if not alone or session.reached_by_broadcasts:
+            if not alone:
                 self.server.hub.add(session, host._schedule_flush)
+            elif session.reached_by_broadcasts:
+                self.server.hub.add(session, host._schedule_flush)
+                host.joined = True
         return host
 
     def _sweep(self) -> None:
@@ -290,23 +294,30 @@ class SessionHosts(Generic[H]):
         """Drive what the request fed into its session (handlers start here); its
         host, or with ``hold`` the request's handler held for the caller to run
         (None: none is left to run)."""
-        if exchange.session is None:
+        session = exchange.session
+        if session is None:
             return None
         alone = exchange.alone
-        host = self.host_for(exchange.session, alone=alone)
-        # A session's own driver, a hop fewer (a request served alone: its host).
-        process = host.process_events if alone else host.driver.process_events
+        host = self._hosts.get(id(session))  # host_for's first step, a call less
+        if host is None:
+            host = self.host_for(session, alone=alone)
         if not hold:
-            process()
-            self.router.flush(exchange.session)
+            if alone:
+                host.process_events()
+            else:
+                host.driver.process_events()  # a hop fewer
+            self.router.flush(session)
             return host
         host.holding = True
         try:
-            process()
+            if alone:
+                host.process_events()
+            else:
+                host.driver.process_events()
         finally:
             host.holding = False
         held, host.held = host.held, None
-        self.router.flush(exchange.session)
+        self.router.flush(session)
         return held
 
     def disconnected(self, exchange: Exchange) -> None:
@@ -319,9 +330,20 @@ class SessionHosts(Generic[H]):
     def finish(self, exchange: Exchange) -> None:
         """The response is over: drop a stateless request's host and session."""
         session = exchange.session
-        if session is None or not exchange.finished or self.router.owns(session):
+        if session is None or not exchange.finished:
             return
-        self._drop(session)
+        if not exchange.alone:
+            if not self.router.owns(session):
+                self._drop(session)
+            return
+        # A session of its own, never the router's: _drop's, a few calls fewer.
+        key = id(session)
+        host = self._hosts.pop(key, None)
+        if host is not None:
+            del self._sessions[key]
+            if host.joined:
+                self.server.hub.remove(session)
+            host.end()
 
 
 #: What a connection is doing (:attr:`_Connection.phase`): what its deadline or
@@ -779,23 +801,19 @@ class RoutedOutput:
         }
         made = type(cls.__name__, (cls,), namespace)
 
-        # The host of a request served alone, its class sharing the same (see
-        # SingleRequestHost); its request handler is the same function.
-        def answer_single(
-            self: SingleRequestHost, event: RequestReceived
-        ) -> dict[str, Any] | Awaitable[dict[str, Any]]:
-            return server.begin(context(self, event))  # type: ignore[arg-type]
-
+        # The host of a request served alone, its class holding the same (see
+        # SingleRequestHost).
         made.single = type(  # type: ignore[attr-defined]
             "SingleRequestHost",
             (SingleRequestHost,),
             {
                 "__slots__": (),
                 "__module__": SingleRequestHost.__module__,
-                "_answer_request": answer_single,
                 "backend": cls.backend,  # type: ignore[attr-defined]
                 "_group": group,
                 "_router": router,
+                "_server": server,
+                "_context": staticmethod(context),
                 "_full_class": made,
             },
         )
@@ -826,9 +844,18 @@ class RoutedOutput:
         def _start_timer(self) -> None:
             """The session host's (after this class in the MRO)."""
 
+    #: Whether it joined the server's hub (every session's host does, but that of a
+    #: session of its own the hub cannot reach: see :meth:`SessionHosts.host_for`).
+    joined = True
+
     def process_events(self) -> None:
         """Act on the session's events (what :class:`SessionHosts` calls)."""
         self.driver.process_events()
+
+    def end(self) -> None:
+        """The exchange is over: cancel the handlers, then release the host."""
+        self.cancel_all_handlers()  # type: ignore[attr-defined]
+        self.release()  # type: ignore[attr-defined]
 
     if TYPE_CHECKING:
         driver: Driver
@@ -867,12 +894,15 @@ class SingleRequestHost:
     by a full host of the service's class, made for this session on first need
     (:meth:`full`), which then drives the session's events."""
 
-    __slots__ = ("_full", "_handlers", "held", "holding", "session")
+    __slots__ = ("_full", "_handlers", "held", "holding", "joined", "session")
 
     # What the service's hosts share (set on the class :meth:`RoutedOutput.factory` makes).
     backend: Backend
     _group: Any
     _router: Router
+    _server: Server
+    #: What makes a handler's context: ``context(host, event)``.
+    _context: Callable[[Any, RequestReceived], Context]
     #: The service's full host class, made by the same factory.
     _full_class: Callable[[ServerSession], Any]
 
@@ -883,10 +913,8 @@ class SingleRequestHost:
         self.holding = False
         self.held: HeldHandler | None = None
         self._full: Any = None
-
-    def _answer_request(self, event: RequestReceived) -> dict[str, Any] | Awaitable[dict[str, Any]]:
-        """The service's request handler (set by :meth:`RoutedOutput.factory`)."""
-        raise NotImplementedError
+        #: Whether it joined the server's hub (:meth:`SessionHosts.host_for`).
+        self.joined = False
 
     def full(self) -> Any:
         """The full host of this session (made on first need, attached to the service's
@@ -931,13 +959,17 @@ class SingleRequestHost:
 
     def _begin(self, event: RequestReceived) -> None:
         """Answer ``event`` at once if its handler can, else in a task (or held)."""
+        session = self.session
         try:
-            outcome = self._answer_request(event)
+            outcome = self._server.begin(self._context(self, event))
         except Exception as exc:
-            respond_with_failure(self.session, event.request_id, event.method, exc)
+            respond_with_failure(session, event.request_id, event.method, exc)
             return
         if isinstance(outcome, dict):
-            respond_with_result(self.session, event.request_id, event.method, outcome)
+            try:  # respond_with_result, inline (a call per request)
+                session.respond(event.request_id, outcome)
+            except LocalProtocolError as exc:
+                refused_result(session, event.request_id, event.method, exc)
             return
         self._spawn(event.request_id, partial(self._finish, event, outcome))
 
@@ -974,6 +1006,16 @@ class SingleRequestHost:
     def release(self) -> None:
         if self._full is not None:
             self._full.release()
+
+    def end(self) -> None:
+        """The exchange is over: :meth:`cancel_all_handlers`, then :meth:`release`."""
+        if self._handlers:
+            for handle in list(self._handlers.values()):
+                handle.cancel()
+        full = self._full
+        if full is not None:
+            full.cancel_all_handlers()
+            full.release()
 
     # Output: routed to this request's exchange -------------------------------------------
 
