@@ -24,7 +24,7 @@ from ._params import LOG_LEVELS, check_params
 from ._outbox import Outbox
 from ._requests import RequestTracker, progress_token_in
 from ._session import Session
-from ._state import Role, SessionState
+from ._state import STATE_IDLE, STATE_READY, Role, SessionState
 from ._stateless import (
     CacheHints,
     check_input_required,
@@ -346,7 +346,7 @@ class ServerSession(Session):
         task's status) can reach this one now: a handshake session once ready, or one
         with an open subscription.  A session serving one stateless request that
         opens none never is: nothing of the server's hub would be sent on it."""
-        return bool(self._listens) or self.state is SessionState.READY
+        return bool(self._listens) or self.state is STATE_READY
 
     @property
     def open_subscriptions(self) -> frozenset[RequestId]:
@@ -399,7 +399,7 @@ class ServerSession(Session):
                 request_id in self._listens
                 or (incoming is not None and incoming.meta is not None)
                 # No handshake session: a cancel that lost the race with our answer.
-                or (incoming is None and self.state is SessionState.IDLE)
+                or (incoming is None and self.state is STATE_IDLE)
             ):
                 problem = check_params(notification.method, params)
                 if problem is None:

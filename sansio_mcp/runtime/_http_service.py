@@ -21,6 +21,7 @@ from .._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnectio
 from .._jsonrpc import RequestId
 from .._legacy_sse import LegacySSEServer
 from .._server_session import ServerSession
+from .._requests import NO_ENTRIES
 from .._session import Session
 from .._state import SessionState
 from .._streamable_http import Exchange, StreamableHTTPServer
@@ -908,8 +909,9 @@ class SingleRequestHost:
 
     def __init__(self, session: ServerSession) -> None:
         self.session = session
-        #: The running handler task, by request id (its session has one request).
-        self._handlers: dict[RequestId, Cancellable] = {}
+        #: The running handler task, by request id (its session has one request): the
+        #: shared read-only NO_ENTRIES until one runs (most are answered at once).
+        self._handlers: dict[RequestId, Cancellable] = NO_ENTRIES
         self.holding = False
         self.held: HeldHandler | None = None
         self._full: Any = None
@@ -922,6 +924,8 @@ class SingleRequestHost:
         full = self._full
         if full is None:
             full = self._full = self._full_class(self.session)
+            if self._handlers is NO_ENTRIES:
+                self._handlers = {}
             full._handlers = self._handlers
         return full
 
@@ -984,6 +988,8 @@ class SingleRequestHost:
 
     def _spawn(self, request_id: RequestId, fn: Callable[[], Awaitable[None]]) -> None:
         handlers = self._handlers
+        if handlers is NO_ENTRIES:
+            handlers = self._handlers = {}
         if self.holding and self.held is None:
             self.held = HeldHandler(request_id, fn, handlers)
             return
@@ -1008,14 +1014,11 @@ class SingleRequestHost:
             self._full.release()
 
     def end(self) -> None:
-        """The exchange is over: :meth:`cancel_all_handlers`, then :meth:`release`."""
-        if self._handlers:
-            for handle in list(self._handlers.values()):
-                handle.cancel()
-        full = self._full
-        if full is not None:
-            full.cancel_all_handlers()
-            full.release()
+        """The exchange is over: :meth:`cancel_all_handlers`, then :meth:`release`
+        (neither has anything to do for a request answered at once)."""
+        if self._handlers or self._full is not None:
+            self.cancel_all_handlers()
+            self.release()
 
     # Output: routed to this request's exchange -------------------------------------------
 
