@@ -20,8 +20,8 @@ from ._errors import (
 from ._events import RequestMeta, RequestReceived, SessionInitialized, request_received
 from ._gates import SERVER_GATES, trim_capabilities, trim_info
 from ._jsonrpc import JSONRPCNotification, RequestId, is_request_id
-from ._params import LOG_LEVELS, check_params
 from ._outbox import Outbox
+from ._params import LOG_LEVELS, check_params
 from ._requests import RequestTracker, progress_token_in
 from ._session import Session
 from ._state import STATE_IDLE, STATE_READY, Role, SessionState

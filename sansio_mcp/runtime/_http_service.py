@@ -20,8 +20,8 @@ from .._events import CancelRequested, RequestReceived
 from .._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnection
 from .._jsonrpc import RequestId
 from .._legacy_sse import LegacySSEServer
-from .._server_session import ServerSession
 from .._requests import NO_ENTRIES
+from .._server_session import ServerSession
 from .._session import Session
 from .._state import SessionState
 from .._streamable_http import Exchange, StreamableHTTPServer
@@ -201,10 +201,16 @@ class SessionHost(Protocol):
 
     def _schedule_flush(self) -> None: ...
 
+    #: Whether it joined the server's hub (see :meth:`SessionHosts.host_for`).
+    joined: bool
+
     def process_events(self) -> None:
         """Act on the session's events (its driver's)."""
 
     def cancel_all_handlers(self) -> None: ...
+
+    def end(self) -> None:
+        """The exchange is over: cancel the handlers, then release the host."""
 
     def release(self) -> None: ...
 
@@ -899,7 +905,7 @@ class SingleRequestHost:
 
     # What the service's hosts share (set on the class :meth:`RoutedOutput.factory` makes).
     backend: Backend
-    _group: Any
+    _group: TaskGroup
     _router: Router
     _server: Server
     #: What makes a handler's context: ``context(host, event)``.
@@ -949,9 +955,13 @@ class SingleRequestHost:
                 kind = type(event)
                 if kind is RequestReceived:
                     events.popleft()
+                    if TYPE_CHECKING:  # no isinstance call per request
+                        assert isinstance(event, RequestReceived)
                     self._begin(event)
                 elif kind is CancelRequested:
                     events.popleft()
+                    if TYPE_CHECKING:
+                        assert isinstance(event, CancelRequested)
                     handle = self._handlers.get(event.request_id)
                     if handle is not None:
                         handle.cancel()

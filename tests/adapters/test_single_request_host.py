@@ -23,12 +23,11 @@ from bench.stateless_e2e import BASE, _call
 from sansio_mcp import LocalProtocolError
 from sansio_mcp.http import HTTPRequest
 from sansio_mcp.runtime import Context, Server
-from sansio_mcp.runtime.hosting import SessionHosts, streamable_http_router
 from sansio_mcp.runtime._http_service import SingleRequestHost
+from sansio_mcp.runtime.hosting import SessionHosts, streamable_http_router
+from tests.transports.helpers import post_stateless, serving, stateless_headers, stateless_request
 from trio_adapters import http_server as trio_http
 from trio_adapters.server import TrioContext
-
-from tests.transports.helpers import post_stateless, serving, stateless_headers, stateless_request
 
 BACKENDS = ["asyncio", "trio"]
 
@@ -221,7 +220,9 @@ def test_a_subscription_joins_the_hub_and_leaves_it(host_class: Any, context: An
     server = _server(_Held())
     router = streamable_http_router(server)
     hosts = SessionHosts(server, router, host_class.factory(_Group(), router, server, context))
-    listen = stateless_request("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+    listen = stateless_request(
+        "subscriptions/listen", {"notifications": {"toolsListChanged": True}}
+    )
     exchange = _exchange(router, listen)
     host = hosts.begin(exchange)
     assert isinstance(host, SingleRequestHost) and host.joined and len(server.hub) == 1
