@@ -28,9 +28,9 @@ from .._streamable_http import Exchange, StreamableHTTPServer
 from ..auth._router import ProtectedRouter, Router
 from ._auth import Verdict, verify_request
 from ._backend import Backend, Cancellable, Connection, Deadline, Signal, TaskGroup, Timer
-from ._driver import Driver, refused_result, respond_with_failure, respond_with_result
+from ._driver import Driver, refused_result, respond_with_failure
 from ._host import Output
-from ._server import Context, Server
+from ._server import Context, Server, _answer_later
 from ._serving import serving
 from ._session_store import SharedSessions, shared_sessions
 
@@ -973,27 +973,25 @@ class SingleRequestHost:
 
     def _begin(self, event: RequestReceived) -> None:
         """Answer ``event`` at once if its handler can, else in a task (or held)."""
+        # answer_request's, its context made here and its answer inline (calls fewer
+        # per request); what must wait is answered by the same _answer_later.
         session = self.session
         try:
-            outcome = self._server.begin(self._context(self, event))
+            ctx = self._context(self, event)
+            outcome = self._server.begin(ctx)
         except Exception as exc:
             respond_with_failure(session, event.request_id, event.method, exc)
             return
         if isinstance(outcome, dict):
-            try:  # respond_with_result, inline (a call per request)
+            try:
                 session.respond(event.request_id, outcome)
             except LocalProtocolError as exc:
                 refused_result(session, event.request_id, event.method, exc)
             return
-        self._spawn(event.request_id, partial(self._finish, event, outcome))
+        self._spawn(event.request_id, partial(self._finish, ctx, outcome))
 
-    async def _finish(self, event: RequestReceived, outcome: Awaitable[dict[str, Any]]) -> None:
-        try:
-            result = await outcome
-        except Exception as exc:
-            respond_with_failure(self.session, event.request_id, event.method, exc)
-        else:
-            respond_with_result(self.session, event.request_id, event.method, result)
+    async def _finish(self, ctx: Context, outcome: Awaitable[dict[str, Any]]) -> None:
+        await _answer_later(ctx, outcome)
         self.schedule()
 
     def _spawn(self, request_id: RequestId, fn: Callable[[], Awaitable[None]]) -> None:

@@ -25,6 +25,7 @@ from sansio_mcp.http import HTTPRequest
 from sansio_mcp.runtime import Context, Server
 from sansio_mcp.runtime._http_service import SingleRequestHost
 from sansio_mcp.runtime.hosting import SessionHosts, streamable_http_router
+from tests.adapters.test_routed_host_factory import _Group
 from tests.transports.helpers import post_stateless, serving, stateless_headers, stateless_request
 from trio_adapters import http_server as trio_http
 from trio_adapters.server import TrioContext
@@ -153,23 +154,6 @@ def test_a_kept_context_reaches_only_its_own_request(backend: str) -> None:
     kept = held.kept[0]
     assert isinstance(kept.host, SingleRequestHost)
     assert kept.host.session is kept.session
-
-
-class _Group:
-    """A task group that records what it is asked to run (nothing is run)."""
-
-    def __init__(self) -> None:
-        self.started: list[Any] = []
-
-    def start_soon(self, fn: Any, *args: Any) -> None:
-        self.started.append(fn)
-
-    def start_cancellable(self, fn: Any, on_done: Any = None) -> Any:
-        self.started.append(fn)
-        return self
-
-    def cancel(self) -> None:
-        pass
 
 
 def _exchange(router: Any, message: dict[str, Any]) -> Any:
