@@ -20,10 +20,10 @@ from asyncio_adapters import http_server as asyncio_http
 from asyncio_adapters.asgi import MCPApp
 from asyncio_adapters.server import AsyncioContext
 from bench.stateless_e2e import BASE, _call
-from sansio_mcp import LocalProtocolError
+from sansio_mcp import LocalProtocolError, ProtocolViolation, RemoteProtocolError
 from sansio_mcp.http import HTTPRequest
 from sansio_mcp.runtime import Context, Server
-from sansio_mcp.runtime._http_service import SingleRequestHost
+from sansio_mcp.runtime._http_service import HeldHandler, SingleRequestHost
 from sansio_mcp.runtime.hosting import SessionHosts, streamable_http_router
 from tests.adapters.test_routed_host_factory import _Group
 from tests.transports.helpers import post_stateless, serving, stateless_headers, stateless_request
@@ -216,3 +216,29 @@ def test_a_subscription_joins_the_hub_and_leaves_it(host_class: Any, context: An
     exchange.disconnected()
     hosts.finish(exchange)
     assert len(server.hub) == 0 and len(hosts) == 0
+
+
+@pytest.mark.parametrize(
+    ("host_class", "context"),
+    [(asyncio_http._HTTPSessionHost, AsyncioContext), (trio_http._HTTPSessionHost, TrioContext)],
+)
+def test_the_full_host_taking_over_holds_the_handler_as_the_slim_one_would(
+    host_class: Any, context: Any
+) -> None:
+    """An event the slim host leaves to the full host (here a protocol violation before
+    the request) hands the rest of the queue over, the request among it: its handler is
+    still held for the connection to run, not given a task of its own."""
+    held = _Held()
+    server = _server(held)
+    router = streamable_http_router(server)
+    group = _Group()
+    hosts = SessionHosts(server, router, host_class.factory(group, router, server, context))
+    exchange = _exchange(router, _body("hold", "a"))
+    violation = ProtocolViolation(RemoteProtocolError("a test's violation"), refused=True)
+    exchange.session.event_queue().appendleft(violation)
+    handler = hosts.begin(exchange, hold=True)
+    host = hosts.host_for(exchange.session)
+    assert isinstance(host, SingleRequestHost) and host._full is not None
+    assert isinstance(handler, HeldHandler) and group.started == []
+    assert host.held is None and host._full.held is None and not host._full.holding
+    assert host._handlers[handler.request_id] is handler
