@@ -901,7 +901,8 @@ class SingleRequestHost:
     by a full host of the service's class, made for this session on first need
     (:meth:`full`), which then drives the session's events."""
 
-    __slots__ = ("_full", "_handlers", "held", "holding", "joined", "session")
+    # A weak reference allowed: what outlives a request may key by its host (the gateway).
+    __slots__ = ("__weakref__", "_full", "_handlers", "held", "holding", "joined", "session")
 
     # What the service's hosts share (set on the class :meth:`RoutedOutput.factory` makes).
     backend: Backend
