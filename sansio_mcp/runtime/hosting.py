@@ -19,7 +19,13 @@ if TYPE_CHECKING:
     from ._client_options import ClientOptions, StdioChild, StdioOptions
     from ._host import Framing, hosted, start_client
     from ._http_openers import HTTPOpeners
-    from ._http_service import RoutedOutput, Router, SessionHosts, streamable_http_router
+    from ._http_service import (
+        RoutedOutput,
+        Router,
+        SessionHosts,
+        SingleRequestHost,
+        streamable_http_router,
+    )
     from ._listeners import serve_router
     from ._open_client import run_client
     from ._process import ChildProcess
@@ -62,6 +68,7 @@ lazy_names(
             "RoutedOutput",
             "Router",
             "SessionHosts",
+            "SingleRequestHost",
             "streamable_http_router",
         ),
         "._http_openers": ("HTTPOpeners",),
@@ -114,6 +121,7 @@ __all__ = [
     "serve_router",
     "serving",
     "SessionHosts",
+    "SingleRequestHost",
     "sse_router",
     "SSEServeOptions",
     "start_client",
