@@ -105,6 +105,10 @@ class Exchange:
     #: error code (any other: 200); see :meth:`answer_plainly`.
     error_statuses: Mapping[int, int] = LATE_STATUS
 
+    #: Whether it answers a request served on a session of its own (a stateless one):
+    #: that session lives as long as this exchange (set by ``SingleRequests.open``).
+    alone = False
+
     def __init__(
         self,
         status: int,

@@ -10,7 +10,7 @@ import attrs
 from . import _json
 from ._errors import ErrorCode, LocalProtocolError, MCPError
 from ._jsonrpc import JSONRPCRequest, RequestId
-from ._requests import id_in_use
+from ._requests import NO_ENTRIES, id_in_use
 
 __all__ = ["Batch", "Outbox", "Outgoing", "encode_message"]
 
@@ -89,7 +89,9 @@ class Outbox:
 
     def __init__(self) -> None:
         self._queue: list[Outgoing] = []
-        self._batch_of: dict[RequestId, Batch] = {}
+        #: The batch each of the peer's requests came in, by its id: the shared empty
+        #: NO_ENTRIES until the first batch (most sessions never see one).
+        self._batch_of: dict[RequestId, Batch] = NO_ENTRIES
         #: Called with ("send", message) for each message as it is taken (see ``Session.tracer``).
         self.tracer: Callable[[str, Any], None] | None = None
 
@@ -122,6 +124,8 @@ class Outbox:
     def expect(self, batch: Batch, request_id: RequestId) -> None:
         """``request_id`` came in ``batch``: its answer goes out with the batch."""
         batch.pending.add(request_id)
+        if self._batch_of is NO_ENTRIES:
+            self._batch_of = {}
         self._batch_of[request_id] = batch
 
     def drop(self, request_id: RequestId) -> None:

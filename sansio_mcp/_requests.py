@@ -122,6 +122,24 @@ class IdMemory(OrderedDict[RequestId, None]):
         return self.pop(request_id, _ABSENT) is not _ABSENT
 
 
+class NoEntries(dict[Any, Any]):
+    """An empty map shared by every owner until it first records something (one map
+    spared per owner: a session is made per stateless request).  Read as any empty
+    dict; writing to it raises, so that a missed write site cannot share an entry
+    between sessions (each owner replaces it with a dict of its own first)."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a shared empty map is read-only: make one of your own first")
+
+    __setitem__ = setdefault = update = __ior__ = _refuse
+
+
+#: The one :class:`NoEntries`.
+NO_ENTRIES: dict[Any, Any] = NoEntries()
+
+
 class RequestTracker:
     """Both directions' open requests.
 
@@ -144,13 +162,17 @@ class RequestTracker:
     def __init__(self, events: deque[Event]) -> None:
         self._events = events
         self._next_id = 0
+        # Our requests' maps: the shared NO_ENTRIES until the first is recorded (most
+        # sessions, one per stateless request, ask their peer nothing); written only by
+        # ask_progress, add and pause, which make the tracker's own first.  Set here,
+        # not as class defaults: an attribute of the instance is read faster.
         # wire id -> our request it carries
-        self._outgoing: dict[RequestId, OutgoingRequest] = {}
+        self._outgoing: dict[RequestId, OutgoingRequest] = NO_ENTRIES
         # origin id -> wire id of the request currently carrying it
-        self._wire_of: dict[RequestId, RequestId] = {}
+        self._wire_of: dict[RequestId, RequestId] = NO_ENTRIES
         # origin id -> chain waiting for the application's input (MRTR)
-        self._paused: dict[RequestId, OutgoingRequest] = {}
-        self._progress_tokens: dict[str | int, RequestId] = {}
+        self._paused: dict[RequestId, OutgoingRequest] = NO_ENTRIES
+        self._progress_tokens: dict[str | int, RequestId] = NO_ENTRIES
         #: The peer's requests we have not answered yet: the event each came as (one
         #: record per request, the application's and ours).
         self.incoming: dict[RequestId, RequestReceived] = {}
@@ -179,11 +201,15 @@ class RequestTracker:
 
     def ask_progress(self, origin: RequestId) -> RequestId:
         """Route progress for ``origin`` to it; the token (its id) to send."""
+        if self._progress_tokens is NO_ENTRIES:
+            self._progress_tokens = {}
         self._progress_tokens[origin] = origin
         return origin
 
     def add(self, wire_id: RequestId, request: OutgoingRequest) -> None:
         """Track ``request``, now carried on the wire by ``wire_id``."""
+        if self._outgoing is NO_ENTRIES:
+            self._outgoing, self._wire_of = {}, {}
         self._outgoing[wire_id] = request
         self._wire_of[request.origin] = wire_id
 
@@ -295,6 +321,8 @@ class RequestTracker:
 
     def pause(self, request: OutgoingRequest) -> None:
         """Hold a request until the application provides the input it needs (MRTR)."""
+        if self._paused is NO_ENTRIES:
+            self._paused = {}
         self._paused[request.origin] = request
 
     def is_paused(self, origin: RequestId) -> bool:

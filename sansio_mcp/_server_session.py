@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -19,10 +20,11 @@ from ._errors import (
 from ._events import RequestMeta, RequestReceived, SessionInitialized, request_received
 from ._gates import SERVER_GATES, trim_capabilities, trim_info
 from ._jsonrpc import JSONRPCNotification, RequestId, is_request_id
+from ._outbox import Outbox
 from ._params import LOG_LEVELS, check_params
-from ._requests import progress_token_in
+from ._requests import RequestTracker, progress_token_in
 from ._session import Session
-from ._state import Role, SessionState
+from ._state import STATE_IDLE, STATE_READY, Role, SessionState
 from ._stateless import (
     CacheHints,
     check_input_required,
@@ -119,9 +121,11 @@ class ServerSession(Session):
         self.cache_hints = cache_hints or CacheHints()
         self._handshake_versions, self._stateless_versions = _eras(self.supported_versions)
 
-    # Named, not super() (a super object per copy: one per stateless request).
     def _start(self) -> None:
-        Session._start(self)
+        # Session._start's three, inline (a call per copy: one per stateless request).
+        self._events = deque()
+        self._outbox = Outbox()
+        self._requests = RequestTracker(self._events)
         #: Resource URIs the client subscribed to.
         self.subscriptions: set[str] = set()
         self._listens: dict[RequestId, _Listen] = {}
@@ -337,6 +341,14 @@ class ServerSession(Session):
         )
 
     @property
+    def reached_by_broadcasts(self) -> bool:
+        """Whether what is told every session (a list changed, a resource updated, a
+        task's status) can reach this one now: a handshake session once ready, or one
+        with an open subscription.  A session serving one stateless request that
+        opens none never is: nothing of the server's hub would be sent on it."""
+        return bool(self._listens) or self.state is STATE_READY
+
+    @property
     def open_subscriptions(self) -> frozenset[RequestId]:
         """Ids of the ``subscriptions/listen`` requests still open."""
         return frozenset(self._listens)
@@ -387,7 +399,7 @@ class ServerSession(Session):
                 request_id in self._listens
                 or (incoming is not None and incoming.meta is not None)
                 # No handshake session: a cancel that lost the race with our answer.
-                or (incoming is None and self.state is SessionState.IDLE)
+                or (incoming is None and self.state is STATE_IDLE)
             ):
                 problem = check_params(notification.method, params)
                 if problem is None:

@@ -55,7 +55,15 @@ from ._requests import (
     progress_token_of,
     with_progress_token,
 )
-from ._state import STATE_CLOSED, Role, SessionState, Trigger, next_state, trigger_for
+from ._state import (
+    STATE_CLOSED,
+    STATE_IDLE,
+    Role,
+    SessionState,
+    Trigger,
+    next_state,
+    trigger_for,
+)
 from ._versions import HANDSHAKE_REVISIONS, LATEST_STATELESS_REVISION, REVISIONS, Revision
 
 __all__ = ["MAX_BAD_LINES", "MAX_BAD_LINES_BEFORE_FIRST", "Session"]
@@ -151,7 +159,7 @@ class Session:
         one: a server makes a session per stateless request.  This one must be fresh
         (nothing heard, nothing asked); the copy's capabilities are objects of its own."""
         # The tracker's map read directly: a frozenset per copy spared (wire_ids()).
-        if self.state is not SessionState.IDLE or self.heard_from_peer or self._requests._outgoing:
+        if self.state is not STATE_IDLE or self.heard_from_peer or self._requests._outgoing:
             raise LocalProtocolError("only a fresh session is copied")
         new = object.__new__(type(self))
         new._copy_settings(self)
@@ -274,7 +282,7 @@ class Session:
         limit = self.max_bad_lines
         if not self.heard_from_peer:
             limit = min(limit, MAX_BAD_LINES_BEFORE_FIRST)
-        if self._bad_lines >= limit and self.state is not SessionState.CLOSED:
+        if self._bad_lines >= limit and self.state is not STATE_CLOSED:
             began = ", ".join(repr(sample) for sample in self._bad_samples)
             reason = (
                 f"the peer wrote {self._bad_lines} lines in a row that are not JSON-RPC "
@@ -423,7 +431,7 @@ class Session:
         return error
 
     def _violation(self, error: RemoteProtocolError) -> None:
-        if self.state is SessionState.CLOSED:
+        if self.state is STATE_CLOSED:
             return  # input after close is ignored, as receive_message does
         self._events.append(ProtocolViolation(error))
         if error.answer:
@@ -606,7 +614,7 @@ class Session:
             raise LocalProtocolError("params must be a dict")
         if params is not None and "_meta" in params and not isinstance(params["_meta"], dict):
             raise LocalProtocolError("params._meta must be a dict")
-        if self.state is SessionState.CLOSED:
+        if self.state is STATE_CLOSED:
             raise LocalProtocolError("the session is closed")
         self._gates.check_outgoing_request(
             method, params or {}, self.revision, self.peer_capabilities, experimental=experimental
@@ -693,7 +701,7 @@ class Session:
         ``stateless`` marks a notification that belongs to a 2026-07-28
         request or subscription rather than to a handshake session.
         """
-        if self.state is SessionState.CLOSED:
+        if self.state is STATE_CLOSED:
             raise LocalProtocolError("the session is closed")
         if params is not None and not isinstance(params, dict):
             raise LocalProtocolError("params must be a dict")
@@ -740,7 +748,7 @@ class Session:
     ) -> None:
         """Answer a :class:`RequestReceived` with an error."""
         error = code if isinstance(code, MCPError) else MCPError(code, message, data)
-        if self.state is SessionState.CLOSED or self._requests.answer(request_id) is None:
+        if self.state is STATE_CLOSED or self._requests.answer(request_id) is None:
             return
         try:
             self._outbox.answer(request_id, self._error_obj(request_id, error))
@@ -842,7 +850,7 @@ class Session:
     def close(self, reason: str | None = None) -> None:
         """End the session: every pending request fails with ConnectionClosedError
         (saying ``reason``, when given)."""
-        if self.state is SessionState.CLOSED:
+        if self.state is STATE_CLOSED:
             return
         self._transition(Trigger.CLOSE, local=True)
         self.close_reason = reason

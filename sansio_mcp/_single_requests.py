@@ -48,6 +48,7 @@ class SingleRequests:
         the answer, ``session``'s output goes on it, and closing it cancels the request."""
         exchange = Exchange.event_stream(session, json_mode=json_mode)
         exchange.awaiting.add(request_id)
+        exchange.alone = True
         exchange.head_pending = True
         exchange.head_grace = STATELESS_HEAD_GRACE
         self.by_session[id(session)] = exchange

@@ -21,6 +21,8 @@ __all__ = [
     "next_state",
     "ROLE_SERVER",
     "STATE_CLOSED",
+    "STATE_IDLE",
+    "STATE_READY",
 ]
 
 
@@ -49,6 +51,8 @@ class SessionState(_Member):
 # that runs for every message compares with these.
 ROLE_SERVER = Role.SERVER
 STATE_CLOSED = SessionState.CLOSED
+STATE_IDLE = SessionState.IDLE
+STATE_READY = SessionState.READY
 
 
 class Trigger(_Member):

@@ -25,19 +25,22 @@ from typing import (
     overload,
 )
 
-from .._events import RequestReceived
+from .._errors import LocalProtocolError
+from .._events import CancelRequested, RequestReceived, SessionInitialized
 from .._http import ConnectionEnded, HTTPError, HTTPRequest, HTTPServerConnection
 from .._jsonrpc import RequestId
 from .._legacy_sse import LegacySSEServer
+from .._requests import NO_ENTRIES
 from .._server_session import ServerSession
+from .._session import Session
 from .._state import SessionState
 from .._streamable_http import Exchange, StreamableHTTPServer
 from ..auth._router import ProtectedRouter, Router
 from ._auth import Verdict, verify_request
-from ._backend import Backend, Cancellable, Connection, Deadline, TaskGroup, Timer
-from ._driver import Driver
+from ._backend import Backend, Cancellable, Connection, Deadline, Signal, TaskGroup, Timer
+from ._driver import Driver, refused_result, respond_with_failure
 from ._host import Output
-from ._server import Context, Server
+from ._server import Context, Server, _answer_later
 from ._serving import serving
 from ._session_store import SharedSessions, shared_sessions
 
@@ -50,8 +53,9 @@ __all__ = [
     "ResponseWriter",
     "RoutedOutput",
     "Router",
-    "SessionHost",
     "ServerLimits",
+    "SessionHost",
+    "SingleRequestHost",
     "SessionHosts",
     "SessionOptions",
     "answer_exchange",
@@ -208,7 +212,16 @@ class SessionHost(Protocol):
 
     def _schedule_flush(self) -> None: ...
 
+    #: Whether it joined the server's hub (see :meth:`SessionHosts.host_for`).
+    joined: bool
+
+    def process_events(self) -> None:
+        """Act on the session's events (its driver's)."""
+
     def cancel_all_handlers(self) -> None: ...
+
+    def end(self) -> None:
+        """The exchange is over: cancel the handlers, then release the host."""
 
     def release(self) -> None: ...
 
@@ -226,6 +239,9 @@ class SessionHosts(Generic[H]):
     ) -> None:
         self.server = server
         self.router = router
+        #: What makes the host of a request served alone (a :class:`SingleRequestHost`),
+        #: when ``make_host`` is a :meth:`RoutedOutput.factory` class (else ``make_host``).
+        self.make_single: Callable[[ServerSession], Any] = make_host
         #: What makes a new session's host (an adapter whose task group starts later,
         #: as the ASGI app's, sets it then: see :meth:`RoutedOutput.factory`).
         self.make_host = make_host
@@ -236,19 +252,36 @@ class SessionHosts(Generic[H]):
         #: Handshake sessions shared with other replicas (a shared store), or None.
         self.shared: SharedSessions | None = None
 
+    @property
+    def make_host(self) -> Callable[[ServerSession], H]:
+        return self._make_host
+
+    @make_host.setter
+    def make_host(self, make_host: Callable[[ServerSession], H]) -> None:
+        self._make_host = make_host
+        self.make_single = getattr(make_host, "single", make_host)
+
     def __len__(self) -> int:
         return len(self._hosts)
 
-    def host_for(self, session: ServerSession) -> H:
+    def host_for(self, session: ServerSession, *, alone: bool = False) -> H:
+        """``session``'s host, made if it has none (``alone``: a request served on a
+        session of its own, whose host is a :class:`SingleRequestHost`)."""
         key = id(session)
         host = self._hosts.get(key)
         if host is None:
             if len(self._hosts) >= self._sweep_at:
                 self._sweep()
-            host = self.make_host(session)
+            host = (self.make_single if alone else self._make_host)(session)
             self._hosts[key] = host
             self._sessions[key] = session
-            self.server.hub.add(session, host._schedule_flush)
+            # A session of its own joins the hub only if the hub can reach it (a
+            # subscription): told nothing, it would be a hub member for nothing.
+            if not alone:
+                self.server.hub.add(session, host._schedule_flush)
+            elif session.reached_by_broadcasts:
+                self.server.hub.add(session, host._schedule_flush)
+                host.joined = True
         return host
 
     def _sweep(self) -> None:
@@ -279,20 +312,30 @@ class SessionHosts(Generic[H]):
         """Drive what the request fed into its session (handlers start here); its
         host, or with ``hold`` the request's handler held for the caller to run
         (None: none is left to run)."""
-        if exchange.session is None:
+        session = exchange.session
+        if session is None:
             return None
-        host = self.host_for(exchange.session)
+        alone = exchange.alone
+        host = self._hosts.get(id(session))  # host_for's first step, a call less
+        if host is None:
+            host = self.host_for(session, alone=alone)
         if not hold:
-            host.driver.process_events()
-            self.router.flush(exchange.session)
+            if alone:
+                host.process_events()
+            else:
+                host.driver.process_events()  # a hop fewer
+            self.router.flush(session)
             return host
         host.holding = True
         try:
-            host.driver.process_events()
+            if alone:
+                host.process_events()
+            else:
+                host.driver.process_events()
         finally:
             host.holding = False
         held, host.held = host.held, None
-        self.router.flush(exchange.session)
+        self.router.flush(session)
         return held
 
     def disconnected(self, exchange: Exchange) -> None:
@@ -300,14 +343,25 @@ class SessionHosts(Generic[H]):
         exchange.disconnected()
         session = exchange.session
         if session is not None and id(session) in self._hosts:
-            self._hosts[id(session)].driver.process_events()
+            self._hosts[id(session)].process_events()
 
     def finish(self, exchange: Exchange) -> None:
         """The response is over: drop a stateless request's host and session."""
         session = exchange.session
-        if session is None or not exchange.finished or self.router.owns(session):
+        if session is None or not exchange.finished:
             return
-        self._drop(session)
+        if not exchange.alone:
+            if not self.router.owns(session):
+                self._drop(session)
+            return
+        # A session of its own, never the router's: _drop's, a few calls fewer.
+        key = id(session)
+        host = self._hosts.pop(key, None)
+        if host is not None:
+            del self._sessions[key]
+            if host.joined:
+                self.server.hub.remove(session)
+            host.end()
 
 
 #: What a connection is doing (:attr:`_Connection.phase`): what its deadline or
@@ -763,7 +817,25 @@ class RoutedOutput:
             "__qualname__": cls.__qualname__,
             "__doc__": cls.__doc__,
         }
-        return type(cls.__name__, (cls,), namespace)
+        made = type(cls.__name__, (cls,), namespace)
+
+        # The host of a request served alone, its class holding the same (see
+        # SingleRequestHost).
+        made.single = type(  # type: ignore[attr-defined]
+            "SingleRequestHost",
+            (SingleRequestHost,),
+            {
+                "__slots__": (),
+                "__module__": SingleRequestHost.__module__,
+                "backend": cls.backend,  # type: ignore[attr-defined]
+                "_group": group,
+                "_router": router,
+                "_server": server,
+                "_context": staticmethod(context),
+                "_full_class": made,
+            },
+        )
+        return made
 
     if TYPE_CHECKING:
 
@@ -790,6 +862,22 @@ class RoutedOutput:
         def _start_timer(self) -> None:
             """The session host's (after this class in the MRO)."""
 
+    #: Whether it joined the server's hub (every session's host does, but that of a
+    #: session of its own the hub cannot reach: see :meth:`SessionHosts.host_for`).
+    joined = True
+
+    def process_events(self) -> None:
+        """Act on the session's events (what :class:`SessionHosts` calls)."""
+        self.driver.process_events()
+
+    def end(self) -> None:
+        """The exchange is over: cancel the handlers, then release the host."""
+        self.cancel_all_handlers()  # type: ignore[attr-defined]
+        self.release()  # type: ignore[attr-defined]
+
+    if TYPE_CHECKING:
+        driver: Driver
+
     def _spawn_handler(
         self, request_id: RequestId | None, fn: Callable[[], Awaitable[None]]
     ) -> None:
@@ -808,6 +896,200 @@ class RoutedOutput:
 
     async def flush(self) -> None:
         self.schedule()
+
+
+class SingleRequestHost:
+    """The host of a request served on a session of its own (every stateless request),
+    made by :meth:`RoutedOutput.factory`'s service (its ``single`` class, whose class
+    attributes are what the service's hosts share: task group, router, server, the
+    handlers' context, the backend).
+
+    One small object per request, with the request's session its own for life (set
+    once, never swapped): a handler's context that outlives its request can reach only
+    that request's session and stream.  It drives that session itself, without a
+    :class:`Driver`: the request's handler and its cancellation.  Anything else (another
+    kind of event, a request to the client, the rest of a session host's API) is done
+    by a full host of the service's class, made for this session on first need
+    (:meth:`full`), which then drives the session's events."""
+
+    # A weak reference allowed: what outlives a request may key by its host (the gateway).
+    __slots__ = ("__weakref__", "_full", "_handlers", "held", "holding", "joined", "session")
+
+    # What the service's hosts share (set on the class :meth:`RoutedOutput.factory` makes).
+    backend: Backend
+    _group: TaskGroup
+    _router: Router
+    _server: Server
+    #: What makes a handler's context: ``context(host, event)``.
+    _context: Callable[[Any, RequestReceived], Context]
+    #: The service's full host class, made by the same factory.
+    _full_class: Callable[[ServerSession], Any]
+
+    def __init__(self, session: ServerSession) -> None:
+        self.session = session
+        #: The running handler task, by request id (its session has one request): the
+        #: shared read-only NO_ENTRIES until one runs (most are answered at once).
+        self._handlers: dict[RequestId, Cancellable] = NO_ENTRIES
+        self.holding = False
+        self.held: HeldHandler | None = None
+        self._full: Any = None
+        #: Whether it joined the server's hub (:meth:`SessionHosts.host_for`).
+        self.joined = False
+
+    def full(self) -> Any:
+        """The full host of this session (made on first need, attached to the service's
+        task group, sharing this host's handler table), which drives its events from now on."""
+        full = self._full
+        if full is None:
+            full = self._full = self._full_class(self.session)
+            if self._handlers is NO_ENTRIES:
+                self._handlers = {}
+            full._handlers = self._handlers
+        return full
+
+    def __getattr__(self, name: str) -> Any:
+        # A session host's API beyond the primitives (notify, shielded, spawn_task,
+        # driver, ...): the full host's.  Never a slot (all are set in __init__).
+        if name.startswith("__") or name in SingleRequestHost.__slots__:
+            raise AttributeError(name)
+        return getattr(self.full(), name)
+
+    # What the service asks of a session host ------------------------------------------
+
+    def process_events(self) -> None:
+        """Act on the session's events: a request starts its handler, a cancellation
+        cancels it; at any other kind the full host takes over (from that event on)."""
+        full = self._full
+        if full is None and type(self.session).next_event is Session.next_event:
+            events = self.session.event_queue()
+            while events:
+                event = events[0]
+                kind = type(event)
+                if kind is RequestReceived:
+                    events.popleft()
+                    if TYPE_CHECKING:  # no isinstance call per request
+                        assert isinstance(event, RequestReceived)
+                    self._begin(event)
+                elif kind is CancelRequested:
+                    events.popleft()
+                    if TYPE_CHECKING:
+                        assert isinstance(event, CancelRequested)
+                    handle = self._handlers.get(event.request_id)
+                    if handle is not None:
+                        handle.cancel()
+                elif kind is SessionInitialized:
+                    # A handshake-era request served alone (a router keeping no
+                    # sessions) comes after one; a server's driver only notes it.
+                    events.popleft()
+                else:
+                    break
+            else:
+                return
+        # The full host acts from here on, holding the request's handler as this one
+        # would (for the connection to run it: see SessionHosts.begin).
+        full = self.full()
+        full.holding = self.holding
+        try:
+            full.driver.process_events()
+        finally:
+            full.holding = False
+        if self.held is None:
+            self.held, full.held = full.held, None
+
+    def _begin(self, event: RequestReceived) -> None:
+        """Answer ``event`` at once if its handler can, else in a task (or held)."""
+        # answer_request's, its context made here and its answer inline (calls fewer
+        # per request); what must wait is answered by the same _answer_later.
+        session = self.session
+        try:
+            ctx = self._context(self, event)
+            outcome = self._server.begin(ctx)
+        except Exception as exc:
+            respond_with_failure(session, event.request_id, event.method, exc)
+            return
+        if isinstance(outcome, dict):
+            try:
+                session.respond(event.request_id, outcome)
+            except LocalProtocolError as exc:
+                refused_result(session, event.request_id, event.method, exc)
+            return
+        self._spawn(event.request_id, partial(self._finish, ctx, outcome))
+
+    async def _finish(self, ctx: Context, outcome: Awaitable[dict[str, Any]]) -> None:
+        await _answer_later(ctx, outcome)
+        self.schedule()
+
+    def _spawn(self, request_id: RequestId, fn: Callable[[], Awaitable[None]]) -> None:
+        handlers = self._handlers
+        if handlers is NO_ENTRIES:
+            handlers = self._handlers = {}
+        if self.holding and self.held is None:
+            self.held = HeldHandler(request_id, fn, handlers)
+            return
+
+        def forget() -> None:
+            if handlers.get(request_id) is handle:
+                del handlers[request_id]
+
+        handle = self._group.start_cancellable(fn, forget)
+        handlers[request_id] = handle
+
+    def cancel_all_handlers(self) -> None:
+        """The exchange is over: cancel the handler (and the full host's tasks)."""
+        if self._handlers:
+            for handle in list(self._handlers.values()):
+                handle.cancel()
+        if self._full is not None:
+            self._full.cancel_all_handlers()
+
+    def release(self) -> None:
+        if self._full is not None:
+            self._full.release()
+
+    def end(self) -> None:
+        """The exchange is over: :meth:`cancel_all_handlers`, then :meth:`release`
+        (neither has anything to do for a request answered at once)."""
+        if self._handlers or self._full is not None:
+            self.cancel_all_handlers()
+            self.release()
+
+    # Output: routed to this request's exchange -------------------------------------------
+
+    def schedule(self) -> None:
+        """Route what the session queued to its exchange (the hub calls it too)."""
+        self._router.flush(self.session)
+
+    _schedule_flush = schedule
+
+    def send_now(self) -> bool:
+        self.schedule()
+        return True
+
+    # A handler context's primitives (ContextHost) -----------------------------------------
+
+    async def flush(self) -> None:
+        self.schedule()
+
+    async def sleep(self, seconds: float) -> None:
+        await self.backend.sleep(seconds)
+
+    def now(self) -> float:
+        return self.backend.clock()
+
+    def new_signal(self) -> Signal:
+        return self.backend.new_signal()
+
+    def start_cancellable(
+        self, fn: Callable[[], Awaitable[Any]], on_done: Callable[[], None] | None = None
+    ) -> Cancellable:
+        return self._group.start_cancellable(fn, on_done)
+
+    async def request(
+        self, method: str, params: dict[str, Any] | None = None, **options: Any
+    ) -> dict[str, Any]:
+        """Send a request to the client and wait for its result (the full host's)."""
+        result: dict[str, Any] = await self.full().request(method, params, **options)
+        return result
 
 
 class SessionOptions(TypedDict, total=False):

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         Router,
         SessionHosts,
         SessionOptions,
+        SingleRequestHost,
         streamable_http_router,
     )
     from ._listeners import serve_router
@@ -69,6 +70,7 @@ lazy_names(
             "Router",
             "SessionHosts",
             "SessionOptions",
+            "SingleRequestHost",
             "streamable_http_router",
         ),
         "._http_openers": ("HTTPOpeners",),
@@ -122,6 +124,7 @@ __all__ = [
     "serving",
     "SessionHosts",
     "SessionOptions",
+    "SingleRequestHost",
     "sse_router",
     "SSEServeOptions",
     "start_client",
