@@ -55,8 +55,9 @@ class ReplayBuffer:
     """The last ``memory`` events of each stream of one session, by stream key, for
     the ``streams_kept`` most recently active streams (those the caller names live,
     such as the GET stream's and those awaiting answers, are never forgotten), and
-    at most ``max_bytes`` of them all together: past it the least recently active
-    streams' oldest events go first (a stream stays known with none kept)."""
+    at most ``max_bytes`` of them all together besides each stream's newest event:
+    past it the least recently active streams' older events go first, and a stream's
+    newest (a POST stream's answer, most often) stays resumable whatever its size."""
 
     def __init__(self, memory: int, streams_kept: int, max_bytes: int) -> None:
         self.memory = memory
@@ -66,6 +67,8 @@ class ReplayBuffer:
         self.size = 0
         # Oldest activity first.
         self._streams: dict[str, deque[tuple[int, bytes]]] = {}
+        # Each stream's newest event number, kept or not (ids never restart).
+        self._last: dict[str, int] = {}
 
     def __contains__(self, key: object) -> bool:
         return key in self._streams
@@ -93,6 +96,7 @@ class ReplayBuffer:
                     self._forget(old)
         else:
             self._streams[key] = events
+        self._last[key] = number
         if len(events) == self.memory:
             if not events:  # memory 0: nothing is kept
                 return
@@ -104,10 +108,11 @@ class ReplayBuffer:
 
     def _forget(self, key: str) -> None:
         self.size -= sum(len(chunk) for _, chunk in self._streams.pop(key))
+        self._last.pop(key, None)
 
     def _trim(self) -> None:
         for events in self._streams.values():
-            while events:
+            while len(events) > 1:
                 self.size -= len(events.popleft()[1])
                 if self.size <= self.max_bytes:
                     return
@@ -128,6 +133,6 @@ class ReplayBuffer:
         return list(self._streams.get(key, ()))
 
     def last_number(self, key: str) -> int | None:
-        """The number of stream ``key``'s newest kept event."""
-        events = self._streams.get(key)
-        return events[-1][0] if events else None
+        """The number of stream ``key``'s newest event (kept, or with ``memory`` 0
+        not), None for a stream not known."""
+        return self._last.get(key)

@@ -347,3 +347,43 @@ def test_what_a_session_keeps_for_resumption_is_bounded_in_bytes(replay_bytes: i
         assert notes == list(range(1, 30))
     else:
         assert 1 <= len(notes) < 29 and notes == list(range(30 - len(notes), 30))
+
+
+@pytest.mark.parametrize("bounds", [{"replay_bytes": 200}, {"replay_memory": 0}])
+def test_get_stream_ids_go_on_whatever_is_kept(bounds: dict[str, int]) -> None:
+    """An event larger than ``replay_bytes``, or none kept at all: the next GET
+    stream's ids still go on from the last one given, never restart."""
+    machine = StreamableHTTPServer(build_server().create_session, **bounds)
+    headers = open_machine_session(machine, "2025-11-25")
+    [state] = machine.sessions
+    seen = []
+    for _ in range(3):
+        stream = machine.handle(get(None, **headers))
+        state.session.send_log_message("info", "hello " + "x" * 300)
+        machine.flush(state.session)
+        reader = Reader()
+        reader.read(stream)
+        seen.append(reader.last_event_id)
+        stream.disconnected()
+    assert seen == ["get-1", "get-2", "get-3"]
+
+
+def test_an_answer_larger_than_the_byte_bound_is_still_resumable() -> None:
+    """A stream's newest event is kept whatever its size: a POST stream cut before
+    its 5 MiB answer (past the 4 MiB ``replay_bytes``) resumes with that answer."""
+    machine, headers, exchange, request = start_call("2025-11-25", 3)
+    session = exchange.session
+    assert session is not None
+    primed = Reader()
+    primed.read(exchange)
+    exchange.disconnected()
+    text = "z" * (5 * 1024 * 1024)
+    session.respond(request.request_id, {"content": [{"type": "text", "text": text}]})
+    machine.flush(session)
+    assert primed.last_event_id is not None
+    resumed = machine.handle(get(primed.last_event_id, **headers))
+    body = resumed.take()  # (one SSE line past the 1 MiB a client's parser takes)
+    assert resumed.finished
+    [data] = [line[6:] for line in body.split(b"\n") if line.startswith(b"data: ")]
+    answer = json.loads(data)
+    assert answer["id"] == 3 and answer["result"]["content"][0]["text"] == text
