@@ -48,7 +48,7 @@ from ._http_intake import (
 )
 from ._jsonrpc import RequestId
 from ._server_session import ServerSession
-from ._shared_sessions import ReplicaSessions
+from ._shared_sessions import DEFAULT_FOLLOW_CHECK, ReplicaSessions
 from ._single_requests import SingleRequests
 from ._stateless import is_stateless_request
 from ._versions import HANDSHAKE_REVISIONS, STATELESS_REVISIONS
@@ -108,6 +108,7 @@ class StreamableHTTPServer:
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
         replay_bytes: int = DEFAULT_REPLAY_BYTES,
+        follow_check: float = DEFAULT_FOLLOW_CHECK,
     ) -> None:
         _check_limits(
             max_sessions=max_sessions,
@@ -116,15 +117,16 @@ class StreamableHTTPServer:
             replay_streams=replay_streams,
             max_unread=max_unread,
             retry_interval=retry_interval,
-            replay_bytes=replay_bytes,
         )
         self.session_factory = session_factory
         #: The live handshake sessions, with their limits and expiry.
         self.sessions = HandshakeSessions(
-            max_sessions, session_idle_timeout, replay_memory, replay_streams, replay_bytes
+            max_sessions, session_idle_timeout, replay_memory, replay_streams
         )
         #: This router's side of handshake sessions shared by replicas.
         self.replicas = ReplicaSessions(self)
+        self.replicas.replay_bytes = replay_bytes  # (router.sessions'; checked there)
+        self.replicas.follow_check = follow_check
         #: The requests served on a session of their own, with their exchanges.
         self.single_requests = SingleRequests()
         #: Bytes an event stream may hold unread (see :data:`DEFAULT_MAX_UNREAD`).
@@ -359,15 +361,10 @@ def _check_limits(
     replay_streams: int,
     max_unread: int,
     retry_interval: float | None,
-    replay_bytes: int,
 ) -> None:
-    """A ValueError naming the first keyword whose value no router can work with."""
-    positive = (
-        ("max_sessions", max_sessions),
-        ("max_unread", max_unread),
-        ("replay_bytes", replay_bytes),
-    )
-    for name, value in positive:
+    """A ValueError naming the first keyword whose value no router can work with (the
+    replicas' ``replay_bytes`` and ``follow_check`` are checked by their setters)."""
+    for name, value in (("max_sessions", max_sessions), ("max_unread", max_unread)):
         if not _whole(value, 1):
             raise ValueError(f"{name} must be a positive integer, not {value!r}")
     for name, value in (("replay_memory", replay_memory), ("replay_streams", replay_streams)):

@@ -1112,10 +1112,6 @@ class SessionOptions(TypedDict, total=False):
     follow_check: float
 
 
-#: The :class:`SessionOptions` set on ``router.replicas`` rather than passed to the machine.
-_REPLICA_BOUNDS = ("follow_check",)
-
-
 def streamable_http_router(
     server: Server,
     *,
@@ -1128,8 +1124,6 @@ def streamable_http_router(
     """The Streamable HTTP machine for ``server`` (``serve_http`` on every backend),
     behind ``server.auth`` when the server is protected; ``bounds`` are its
     :class:`SessionOptions` (a ValueError names one out of range)."""
-    machine_bounds: dict[str, Any] = dict(bounds)
-    replicas = {key: machine_bounds.pop(key) for key in _REPLICA_BOUNDS if key in machine_bounds}
     machine = StreamableHTTPServer(
         server.create_session,
         endpoint=endpoint,
@@ -1139,10 +1133,8 @@ def streamable_http_router(
         tool_input_schema=lambda name: (
             tool.input_schema if (tool := server.tools.get(name)) else None
         ),
-        **machine_bounds,
+        **bounds,
     )
-    for key, value in replicas.items():
-        setattr(machine.replicas, key, value)
     return _protected(server, machine, endpoint)
 
 
