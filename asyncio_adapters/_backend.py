@@ -170,9 +170,12 @@ _BASE_LOOP_TIME = asyncio.BaseEventLoop.time
 
 def _loop_time() -> float:
     """The running loop's ``time()``: the stock loops' is ``time.monotonic()``, read
-    without the method call between."""
-    loop = asyncio.get_running_loop()
-    return time.monotonic() if type(loop).time is _BASE_LOOP_TIME else loop.time()
+    without the method call between.  Read from the instance: a ``time`` set on one
+    loop (a test's clock) is the one its timers follow."""
+    time_of = asyncio.get_running_loop().time
+    if getattr(time_of, "__func__", None) is _BASE_LOOP_TIME:
+        return time.monotonic()
+    return time_of()
 
 
 class _Deadline(contextlib.AbstractAsyncContextManager["_Deadline"]):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import pytest
 import trio
@@ -137,3 +138,37 @@ def test_the_asyncio_clock_is_the_loops() -> None:
     assert now > 1e6
     with pytest.raises(RuntimeError):
         ASYNCIO.clock()
+
+
+def test_the_asyncio_clock_honours_a_time_set_on_one_loop() -> None:
+    """A ``time`` set on one loop instance (a test's clock; the loop's own timers follow
+    it) is read, and a deadline set through the backend ends on it, not before; another
+    loop of the same class keeps the stock time."""
+    shift = 1e6
+
+    async def main() -> tuple[float, bool, bool]:
+        loop = asyncio.get_running_loop()
+        now = ASYNCIO.clock()
+        async with ASYNCIO.open_deadline() as deadline:
+            deadline.set(3600.0)
+            for _ in range(3):
+                await asyncio.sleep(0)
+            early = deadline.expired
+            loop.time = lambda: time.monotonic() + 2 * shift  # type: ignore[method-assign]
+            for _ in range(3):
+                await asyncio.sleep(0)
+        return now, early, deadline.expired
+
+    patched = asyncio.new_event_loop()
+    patched.time = lambda: time.monotonic() + shift  # type: ignore[method-assign]
+    try:
+        now, early, late = patched.run_until_complete(main())
+    finally:
+        patched.close()
+    assert shift <= now < 2 * shift
+    assert not early and late
+    plain = asyncio.new_event_loop()
+    try:
+        assert plain.run_until_complete(main())[0] < shift
+    finally:
+        plain.close()
