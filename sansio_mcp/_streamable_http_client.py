@@ -579,8 +579,12 @@ class RoundTrip(Generic[S]):
         return conn is not None and self.pool.release(conn)
 
 
-#: How long later requests wait for the GET stream's response head (seconds).
-GET_STREAM_HEAD_WAIT = 1.0
+#: How long later requests wait for the GET stream's response head (seconds), counted
+#: from when the GET went out.  Only a server that holds back its head waits it out;
+#: while it runs, no request can reach a prompt server before the GET stream, so a
+#: request's answer is never sent on the GET stream for want of its POST stream, and a
+#: POST stream's resumption is never preceded by the GET stream opened late.
+GET_STREAM_HEAD_WAIT = 5.0
 
 
 class Settable(Protocol):
@@ -601,8 +605,9 @@ class SendOrder(Generic[SignalT]):
     was sent, or given up.  Otherwise ``notifications/initialized`` could reach the
     server after the request behind it, or a POST before the GET stream the server
     answers it on.  The GET stream's turn lasts until its response head arrives
-    (at most :data:`GET_STREAM_HEAD_WAIT` seconds): a server reads a request on a
-    kept-alive connection long before it gets round to accepting a new one.
+    (at most :data:`GET_STREAM_HEAD_WAIT` seconds after it went out): a server reads
+    a request on a kept-alive connection long before it gets round to accepting a
+    new one.
 
     ``new_signal`` makes what a request waits on (the host's signal).
     """

@@ -213,6 +213,7 @@ class HTTPClientHost:
             signal = self._order.turn(ticket)
             if signal is not None:
                 await signal.wait()
+        head_ticket = ticket if turn_ends_at_head else None
         while trip.attempt():
             conn = trip.idle_connection()
             if conn is None:
@@ -224,6 +225,11 @@ class HTTPClientHost:
             stream = conn.stream
             try:
                 await stream.send_all(trip.request_bytes())
+                if head_ticket is not None and ticket is not None:
+                    # The head's wait counts from here: the GET's own wait for its turn
+                    # and connection under load must not use it up.
+                    self.spawn_task(self._end_turn_later, head_ticket)
+                    head_ticket = None
                 while True:
                     if ticket is not None and (
                         not turn_ends_at_head or trip.response.head is not None
@@ -246,9 +252,7 @@ class HTTPClientHost:
         self._send_queued()
         if self.transport.wants_get_stream and not self._get_running:
             self._get_running = True
-            ticket = self._order.ticket()
-            self.spawn_task(self._get_stream, ticket)
-            self.spawn_task(self._end_turn_later, ticket)
+            self.spawn_task(self._get_stream, self._order.ticket())
 
     async def _end_turn_later(self, ticket: int) -> None:
         """A server that holds back the GET stream's head must not hold up every request."""
