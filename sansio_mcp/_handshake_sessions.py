@@ -380,10 +380,7 @@ class HandshakeSessions:
         #: How many streams per session keep their events (the most recently active;
         #: the GET stream's and those with a request unanswered are always kept).
         self.replay_streams = replay_streams
-        #: Bytes of a session's kept events at most, all its streams together (the
-        #: least recently active streams' oldest go first); among replicas, the
-        #: shared store's bound too (``router.replicas.replay_bytes`` is this).
-        self.replay_bytes = replay_bytes
+        self.replay_bytes = replay_bytes  # (checked by its setter)
         self._by_id: dict[str, HandshakeSession] = {}
         self._by_session: dict[int, HandshakeSession] = {}
         # Session ids by last activity, least recent first (for the limit and expiry).
@@ -393,6 +390,21 @@ class HandshakeSessions:
         #: :meth:`HandshakeSession.share`); set by the runtime when replicas share
         #: sessions, None on one process.
         self.keeper: EventKeeper | None = None
+
+    @property
+    def replay_bytes(self) -> int:
+        """Bytes of a session's kept events at most, all its streams together (the
+        least recently active streams' oldest go first); among replicas, the shared
+        store's bound too (``router.replicas.replay_bytes`` is this).  Settable, a
+        positive integer: a change bounds the sessions begun after it (each session
+        keeps the bound it began with) and, at once, the shared store."""
+        return self._replay_bytes
+
+    @replay_bytes.setter
+    def replay_bytes(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"replay_bytes must be a positive integer of bytes, not {value!r}")
+        self._replay_bytes = value
 
     def __len__(self) -> int:
         return len(self._by_id)
@@ -428,7 +440,7 @@ class HandshakeSessions:
     def begin(self, session_id: str, session: ServerSession, init_params: Any) -> HandshakeSession:
         """Hold ``session``, begun by ``initialize`` with ``init_params``, as ``session_id``."""
         state = HandshakeSession(
-            session_id, session, self.replay_memory, self.replay_streams, self.replay_bytes
+            session_id, session, self.replay_memory, self.replay_streams, self._replay_bytes
         )
         state.init_params = init_params if isinstance(init_params, dict) else {}
         if self.keeper is not None:

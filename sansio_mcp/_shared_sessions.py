@@ -162,14 +162,12 @@ class ReplicaSessions:
     def replay_bytes(self) -> int:
         """Bytes of a session's events the shared store keeps, and of its backlog
         there, at most each (settable; a positive integer): past it the oldest go
-        first.  It is ``router.sessions.replay_bytes``, which bounds this replica's
-        own memory of them too."""
+        first.  It is ``router.sessions.replay_bytes`` (checked there), which bounds
+        this replica's own memory of them too."""
         return self.router.sessions.replay_bytes
 
     @replay_bytes.setter
     def replay_bytes(self, value: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"replay_bytes must be a positive integer of bytes, not {value!r}")
         self.router.sessions.replay_bytes = value
 
     @property

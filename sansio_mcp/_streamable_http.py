@@ -121,11 +121,10 @@ class StreamableHTTPServer:
         self.session_factory = session_factory
         #: The live handshake sessions, with their limits and expiry.
         self.sessions = HandshakeSessions(
-            max_sessions, session_idle_timeout, replay_memory, replay_streams
+            max_sessions, session_idle_timeout, replay_memory, replay_streams, replay_bytes
         )
         #: This router's side of handshake sessions shared by replicas.
         self.replicas = ReplicaSessions(self)
-        self.replicas.replay_bytes = replay_bytes  # (router.sessions'; checked there)
         self.replicas.follow_check = follow_check
         #: The requests served on a session of their own, with their exchanges.
         self.single_requests = SingleRequests()
@@ -363,7 +362,8 @@ def _check_limits(
     retry_interval: float | None,
 ) -> None:
     """A ValueError naming the first keyword whose value no router can work with (the
-    replicas' ``replay_bytes`` and ``follow_check`` are checked by their setters)."""
+    sessions' ``replay_bytes`` and the replicas' ``follow_check`` are checked by their
+    setters)."""
     for name, value in (("max_sessions", max_sessions), ("max_unread", max_unread)):
         if not _whole(value, 1):
             raise ValueError(f"{name} must be a positive integer, not {value!r}")

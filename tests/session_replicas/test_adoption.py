@@ -17,7 +17,7 @@ from sansio_mcp._replay import is_get_key
 from sansio_mcp._shared_sessions import DEFAULT_FOLLOW_CHECK, DEFAULT_REPLAY_BYTES
 from sansio_mcp._sse import format_sse_message
 from sansio_mcp._state import SessionState
-from sansio_mcp.http import HTTPRequest, StreamableHTTPServer
+from sansio_mcp.http import HandshakeSessions, HTTPRequest, StreamableHTTPServer
 from sansio_mcp_apps.example_server import build_server
 from sansio_mcp_testing._spec import json_values as _json_values
 from tests.transports.helpers import INITIALIZED, initialize, post_request, sse_events
@@ -401,6 +401,29 @@ def test_replay_bytes_takes_only_a_positive_integer(value: Any) -> None:
     assert machine.replicas.replay_bytes == DEFAULT_REPLAY_BYTES  # unchanged
     machine.replicas.replay_bytes = 1
     assert machine.replicas.replay_bytes == 1
+
+
+@pytest.mark.parametrize("value", [0, -1, True, 1.5, "4096", None])
+def test_the_sessions_replay_bytes_is_checked_where_it_is_kept(value: Any) -> None:
+    """``router.sessions.replay_bytes`` (what ``router.replicas.replay_bytes`` sets)
+    is checked by its own setter, and by ``HandshakeSessions`` as it is made."""
+    machine, _ = replica()
+    with pytest.raises(ValueError, match=r"^replay_bytes must be a positive integer of bytes"):
+        machine.sessions.replay_bytes = value
+    assert machine.sessions.replay_bytes == DEFAULT_REPLAY_BYTES  # unchanged
+    with pytest.raises(ValueError, match=r"^replay_bytes must be a positive integer of bytes"):
+        HandshakeSessions(replay_bytes=value)
+
+
+def test_a_changed_replay_bytes_bounds_the_sessions_begun_after_it() -> None:
+    machine, _ = replica()
+    before = machine.sessions.get(begin(machine)["mcp-session-id"])
+    machine.sessions.replay_bytes = 1000
+    after = machine.sessions.get(begin(machine)["mcp-session-id"])
+    assert before is not None and after is not None
+    assert before.replay.max_bytes == DEFAULT_REPLAY_BYTES
+    assert after.replay.max_bytes == 1000
+    assert machine.replicas.replay_bytes == 1000
 
 
 @pytest.mark.parametrize("value", [0, -0.5, float("nan"), float("inf"), True, "10", None])
