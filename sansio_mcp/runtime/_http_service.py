@@ -898,6 +898,22 @@ class RoutedOutput:
         self.schedule()
 
 
+class _Ended:
+    """What a :class:`SingleRequestHost` holds for its full host once its request is
+    over: nothing left to cancel or release, and none to make (see ``full``)."""
+
+    __slots__ = ()
+
+    def cancel_all_handlers(self) -> None:
+        pass
+
+    def release(self) -> None:
+        pass
+
+
+_ENDED: Any = _Ended()
+
+
 class SingleRequestHost:
     """The host of a request served on a session of its own (every stateless request),
     made by :meth:`RoutedOutput.factory`'s service (its ``single`` class, whose class
@@ -910,7 +926,8 @@ class SingleRequestHost:
     :class:`Driver`: the request's handler and its cancellation.  Anything else (another
     kind of event, a request to the client, the rest of a session host's API) is done
     by a full host of the service's class, made for this session on first need
-    (:meth:`full`), which then drives the session's events."""
+    (:meth:`full`), which then drives the session's events; once the request is over
+    (:meth:`end`) none is made: what needs one raises :class:`LocalProtocolError`."""
 
     # A weak reference allowed: what outlives a request may key by its host (the gateway).
     __slots__ = ("__weakref__", "_full", "_handlers", "held", "holding", "joined", "session")
@@ -945,6 +962,12 @@ class SingleRequestHost:
             if self._handlers is NO_ENTRIES:
                 self._handlers = {}
             full._handlers = self._handlers
+        elif full is _ENDED:
+            # A context kept past its request: a host made now would never be ended.
+            raise LocalProtocolError(
+                "this request is over: its session (a session of its own) takes no "
+                "more requests to the client, notifications or tasks from its host"
+            )
         return full
 
     def __getattr__(self, name: str) -> Any:
@@ -1052,6 +1075,7 @@ class SingleRequestHost:
         if self._handlers or self._full is not None:
             self.cancel_all_handlers()
             self.release()
+        self._full = _ENDED
 
     # Output: routed to this request's exchange -------------------------------------------
 

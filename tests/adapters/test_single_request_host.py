@@ -66,13 +66,20 @@ def _server(held: _Held) -> Server:
 
 async def _misuse(ctx: Context) -> None:
     """All a kept context may try once its request is over: progress (refused: its
-    request is not open), a log message, a flush, and a request to the client (a ping,
-    which no one will answer)."""
+    request is not open), a log message, a flush, and a request to the client or the
+    rest of a full host's API (refused at once: a full host made now for the session
+    would never be ended, and a request on it never answered)."""
     with pytest.raises(LocalProtocolError, match="no open request"):
         await ctx.report_progress(1, 2, "leak")
     await ctx.log("error", "leak")
     await ctx.flush()
-    ctx.start_background(lambda: ctx.host.request("ping"))
+    late = "this request is over: its session"
+    async with ctx.host.backend.fail_after(10):  # (before the fix: never answered)
+        with pytest.raises(LocalProtocolError, match=late):
+            await ctx.host.request("ping")
+    with pytest.raises(LocalProtocolError, match=late):
+        ctx.host.notify("notifications/message", {"level": "error", "data": "leak"})
+    assert type(ctx.host._full).__name__ == "_Ended"  # no full host was made
     await ctx.flush()
 
 
