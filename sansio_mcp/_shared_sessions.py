@@ -22,7 +22,9 @@ from ._state import SessionState
 
 __all__ = [
     "DEFAULT_FOLLOW_CHECK",
+    "DEFAULT_MAX_RELAY_QUEUE",
     "DEFAULT_REPLAY_BYTES",
+    "DEFAULT_STOP_GRACE",
     "REQUEST_ID_SPACE",
     "ReplicaSessions",
     "SessionRelay",
@@ -38,6 +40,11 @@ REQUEST_ID_SPACE = 1 << 52
 #: waits for news of it before asking that replica whether it still runs it (and,
 #: unanswered as long again, ends).
 DEFAULT_FOLLOW_CHECK = 10.0
+#: Messages a replica queues for the bus at most (and events, and backlog writes, for
+#: the store); past it the oldest is dropped.
+DEFAULT_MAX_RELAY_QUEUE = 10_000
+#: Seconds a stopping replica spends writing what it still queued for the store.
+DEFAULT_STOP_GRACE = 2.0
 
 
 def _kept_message(chunk: bytes) -> Any:
@@ -157,6 +164,8 @@ class ReplicaSessions:
         #: the runtime when replicas share sessions (see :class:`SessionRelay`).
         self.relay: SessionRelay | None = None
         self._follow_check = DEFAULT_FOLLOW_CHECK
+        self._max_queue = DEFAULT_MAX_RELAY_QUEUE
+        self._stop_grace = DEFAULT_STOP_GRACE
 
     @property
     def replay_bytes(self) -> int:
@@ -185,6 +194,34 @@ class ReplicaSessions:
                 f"follow_check must be a positive, finite number of seconds, not {value!r}"
             )
         self._follow_check = float(value)
+
+    @property
+    def max_queue(self) -> int:
+        """Messages (relays, events and backlog writes) the replica's shared sessions
+        queue for the bus and the store at most, past which the oldest is dropped
+        (settable; a positive integer; read when the runtime starts sharing)."""
+        return self._max_queue
+
+    @max_queue.setter
+    def max_queue(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"max_queue must be a positive integer, not {value!r}")
+        self._max_queue = value
+
+    @property
+    def stop_grace(self) -> float:
+        """Seconds a stopping replica spends on what it still queued for the store and
+        the bus (settable; at least 0 and finite)."""
+        return self._stop_grace
+
+    @stop_grace.setter
+    def stop_grace(self, value: float) -> None:
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not number or not 0 <= value < math.inf:
+            raise ValueError(
+                f"stop_grace must be a finite number of seconds of at least 0, not {value!r}"
+            )
+        self._stop_grace = float(value)
 
     def new_copy(self) -> ServerSession:
         """A new handshake session from the router; among replicas, asking from its

@@ -48,7 +48,12 @@ from ._http_intake import (
 )
 from ._jsonrpc import RequestId
 from ._server_session import ServerSession
-from ._shared_sessions import DEFAULT_FOLLOW_CHECK, ReplicaSessions
+from ._shared_sessions import (
+    DEFAULT_FOLLOW_CHECK,
+    DEFAULT_MAX_RELAY_QUEUE,
+    DEFAULT_STOP_GRACE,
+    ReplicaSessions,
+)
 from ._single_requests import SingleRequests
 from ._stateless import is_stateless_request
 from ._versions import HANDSHAKE_REVISIONS, STATELESS_REVISIONS
@@ -109,6 +114,8 @@ class StreamableHTTPServer:
         session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
         replay_bytes: int = DEFAULT_REPLAY_BYTES,
         follow_check: float = DEFAULT_FOLLOW_CHECK,
+        max_queue: int = DEFAULT_MAX_RELAY_QUEUE,
+        stop_grace: float = DEFAULT_STOP_GRACE,
     ) -> None:
         _check_limits(
             max_sessions=max_sessions,
@@ -126,6 +133,8 @@ class StreamableHTTPServer:
         #: This router's side of handshake sessions shared by replicas.
         self.replicas = ReplicaSessions(self)
         self.replicas.follow_check = follow_check
+        self.replicas.max_queue = max_queue
+        self.replicas.stop_grace = stop_grace
         #: The requests served on a session of their own, with their exchanges.
         self.single_requests = SingleRequests()
         #: Bytes an event stream may hold unread (see :data:`DEFAULT_MAX_UNREAD`).
@@ -362,8 +371,8 @@ def _check_limits(
     retry_interval: float | None,
 ) -> None:
     """A ValueError naming the first keyword whose value no router can work with (the
-    sessions' ``replay_bytes`` and the replicas' ``follow_check`` are checked by their
-    setters)."""
+    sessions' ``replay_bytes`` and the replicas' ``follow_check``, ``max_queue`` and
+    ``stop_grace`` are checked by their setters)."""
     for name, value in (("max_sessions", max_sessions), ("max_unread", max_unread)):
         if not _whole(value, 1):
             raise ValueError(f"{name} must be a positive integer, not {value!r}")

@@ -1123,8 +1123,9 @@ class SessionOptions(TypedDict, total=False):
     ``replay_memory`` / ``replay_streams`` (events kept per stream, streams per
     session), ``replay_bytes`` (bytes of them kept per session), ``max_unread``
     (bytes a stream may hold unread), ``retry_interval`` (the SSE ``retry`` hint,
-    None: none), and among replicas sharing sessions ``follow_check``
-    (``router.replicas``)."""
+    None: none), and among replicas sharing sessions ``follow_check``, ``max_queue``
+    (messages queued for the bus and the store) and ``stop_grace`` (seconds a stopping
+    replica spends on them), kept by ``router.replicas``."""
 
     max_sessions: int
     session_idle_timeout: float | None
@@ -1134,6 +1135,8 @@ class SessionOptions(TypedDict, total=False):
     retry_interval: float | None
     replay_bytes: int
     follow_check: float
+    max_queue: int
+    stop_grace: float
 
 
 def streamable_http_router(

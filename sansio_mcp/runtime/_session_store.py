@@ -84,10 +84,6 @@ SESSION_CHANNEL = "handshake-sessions"
 DEFAULT_SESSION_RECORD_TTL = 86_400.0
 #: Records an in-memory store keeps at most (the least recently used go first).
 DEFAULT_MAX_SESSION_RECORDS = 100_000
-#: Messages a replica queues for the bus at most; past it the oldest is dropped.
-DEFAULT_MAX_RELAY_QUEUE = 10_000
-#: Seconds a stopping replica spends writing what it still queued for the store.
-DEFAULT_STOP_GRACE = 2.0
 #: One kept event: ``(stream key, number, its SSE bytes)``.
 KeptEvent = tuple[str, int, bytes]
 
@@ -733,12 +729,18 @@ class SharedSessions:
         store: HandshakeSessionStore,
         backend: Backend,
         *,
-        max_queue: int = DEFAULT_MAX_RELAY_QUEUE,
-        stop_grace: float = DEFAULT_STOP_GRACE,
+        max_queue: int | None = None,
+        stop_grace: float | None = None,
     ) -> None:
+        """``max_queue`` and ``stop_grace`` (None: the router's) are set as the
+        router's ``replicas.max_queue`` and ``replicas.stop_grace`` (checked there)."""
         self.machine = machine
-        #: Seconds a stopping replica spends on what it still queued (:meth:`flush`).
-        self.stop_grace = stop_grace
+        replicas = machine.replicas
+        if max_queue is not None:
+            replicas.max_queue = max_queue
+        if stop_grace is not None:
+            replicas.stop_grace = stop_grace
+        max_queue = replicas.max_queue
         self.hosts = hosts
         self.stores = stores
         self.store = store
@@ -1028,6 +1030,12 @@ class SharedSessions:
                     await job()
                 except StoreUnavailable as exc:
                     _log.warning("shared sessions: %s", exc)
+
+    @property
+    def stop_grace(self) -> float:
+        """Seconds a stopping replica spends on what it still queued (:meth:`flush`):
+        the router's ``replicas.stop_grace``."""
+        return self.machine.replicas.stop_grace
 
     async def flush(self) -> None:
         """As the replica stops (its :meth:`run` cancelled): do what is still queued

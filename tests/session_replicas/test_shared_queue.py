@@ -339,3 +339,30 @@ def test_a_followed_request_cancelled_or_its_session_deleted_is_followed_no_more
             assert sessions._followed == set()
 
     backend.run(lambda: test(redis_url))
+
+
+def test_the_routers_bounds_are_its_shared_sessions(backend: Backend) -> None:
+    """``max_queue`` and ``stop_grace`` given to the router (as ``serve_http``,
+    ``MCPApp`` and ``streamable_http_router`` take them) are what its shared sessions
+    use; given to ``SharedSessions`` they are set on the router, checked there."""
+
+    async def test() -> None:
+        async with open_stores("memory", backend.backend) as stores:
+            store = MemoryHandshakeSessionStore()
+            machine = StreamableHTTPServer(
+                build_server().create_session, max_queue=3, stop_grace=0.25
+            )
+            sessions = SharedSessions(machine, Hosts(), stores, store, backend.backend)
+            assert sessions._queue.maxlen == sessions._events.maxlen == 3
+            assert sessions.stop_grace == 0.25
+            other = SharedSessions(
+                machine, Hosts(), stores, store, backend.backend, max_queue=7, stop_grace=0
+            )
+            assert other._queue.maxlen == 7 and other.stop_grace == 0.0
+            assert (machine.replicas.max_queue, machine.replicas.stop_grace) == (7, 0.0)
+            with pytest.raises(ValueError, match=r"^max_queue must be a positive integer"):
+                SharedSessions(machine, Hosts(), stores, store, backend.backend, max_queue=0)
+            with pytest.raises(ValueError, match=r"^stop_grace must be a finite number"):
+                SharedSessions(machine, Hosts(), stores, store, backend.backend, stop_grace=-1)
+
+    backend.run(test)

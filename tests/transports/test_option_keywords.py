@@ -202,6 +202,12 @@ def test_serve_http_takes_the_machines_session_bounds(backend: str) -> None:
         ("retry_interval", "1"),
         ("replay_bytes", 0),
         ("follow_check", math.nan),
+        ("max_queue", 0),
+        ("max_queue", 2.0),
+        ("max_queue", True),
+        ("stop_grace", -1),
+        ("stop_grace", math.inf),
+        ("stop_grace", "2"),
     ],
 )
 def test_a_session_bound_out_of_range_is_a_value_error_naming_it(keyword: str, value: Any) -> None:
@@ -216,6 +222,8 @@ def test_serve_http_refuses_a_bound_out_of_range_before_binding(backend: str) ->
     async def main() -> None:
         with pytest.raises(ValueError, match="max_sessions"):
             await serve(build_server(), port=0, max_sessions=0)
+        with pytest.raises(ValueError, match="stop_grace"):
+            await serve(build_server(), port=0, stop_grace=-1.0)
 
     _run(backend, main)
 
@@ -230,6 +238,8 @@ def test_every_session_bound_reaches_the_router() -> None:
         "retry_interval": None,
         "replay_bytes": 1234,
         "follow_check": 2.5,
+        "max_queue": 5,
+        "stop_grace": 0,
     }
     for router in (
         streamable_http_router(build_server(), **bounds),
@@ -241,3 +251,4 @@ def test_every_session_bound_reaches_the_router() -> None:
         assert (sessions.replay_memory, sessions.replay_streams) == (3, 2)
         assert (router.max_unread, router.retry_interval) == (4096, None)
         assert (router.replicas.replay_bytes, router.replicas.follow_check) == (1234, 2.5)
+        assert (router.replicas.max_queue, router.replicas.stop_grace) == (5, 0.0)
