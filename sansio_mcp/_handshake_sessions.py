@@ -61,8 +61,12 @@ class HandshakeSession:
         self.streams: dict[RequestId, Exchange] = {}
         self.get_stream: Exchange | None = None
         #: Messages for the GET stream while none is open: the newest ``memory`` of
-        #: them (a session nobody listens to must not grow without end).
+        #: them, ``max_bytes`` of them at most (a session nobody listens to must not
+        #: grow without end); added by :meth:`hold`.
         self.backlog: deque[Outgoing] = deque(maxlen=memory)
+        #: The bytes of :attr:`backlog`'s messages.
+        self.backlog_bytes = 0
+        self._backlog_max_bytes = max_bytes
         self.replay = ReplayBuffer(memory, streams_kept, max_bytes)
         self.stream_count = 0
         #: The client's ``initialize`` params, which replicas replay to adopt the session.
@@ -165,6 +169,22 @@ class HandshakeSession:
         for item in self.backlog:
             self.deliver(exchange, item, max_unread)
         self.backlog.clear()
+        self.backlog_bytes = 0
+
+    def hold(self, item: Outgoing) -> None:
+        """Keep ``item`` for the next GET stream, within the backlog's bounds (count
+        and bytes): the oldest waiting messages go first; one larger than the byte
+        bound on its own is not kept (the others stay), as in the shared store."""
+        backlog, size, max_bytes = self.backlog, len(item.data), self._backlog_max_bytes
+        room = backlog.maxlen
+        if size > max_bytes or room == 0:
+            return
+        while backlog and (
+            (room is not None and len(backlog) >= room) or self.backlog_bytes + size > max_bytes
+        ):
+            self.backlog_bytes -= len(backlog.popleft().data)
+        backlog.append(item)
+        self.backlog_bytes += size
 
     def prime(self, exchange: Exchange, retry_interval: float | None) -> None:
         """Open a POST's SSE stream with an event that has an id and no data, and the
@@ -306,7 +326,7 @@ class HandshakeSession:
         elif elsewhere is not None:
             elsewhere(self.id, item.message, item.data)
         else:
-            self.backlog.append(item)
+            self.hold(item)
 
     @property
     def listening(self) -> bool:

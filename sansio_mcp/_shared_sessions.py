@@ -316,7 +316,7 @@ class ReplicaSessions:
             and isinstance(message, dict)
             and not self.deliver(session_id, message)
         ):
-            state.backlog.append(Outgoing(message, encode_message(message)))
+            state.hold(Outgoing(message, encode_message(message)))
 
     def listening(self, session_id: str) -> bool:
         """Whether the session's GET stream is open here."""

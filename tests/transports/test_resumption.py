@@ -17,7 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sansio_mcp import RequestReceived
+from sansio_mcp._handshake_sessions import HandshakeSession
 from sansio_mcp._http import HTTPRequest
+from sansio_mcp._outbox import Outgoing
 from sansio_mcp._sse import SSEParser
 from sansio_mcp._streamable_http import Exchange, StreamableHTTPServer
 from sansio_mcp_apps.example_server import build_server
@@ -321,6 +323,55 @@ def test_messages_for_a_get_stream_nobody_opens_are_bounded() -> None:
     reader = Reader()
     reader.read(machine.handle(get(None, **headers)))
     assert [m["params"]["data"] for m in reader.messages] == [f"note {n}" for n in range(84, 100)]
+
+
+def test_messages_for_a_get_stream_nobody_opens_are_bounded_in_bytes() -> None:
+    """The backlog is bounded in bytes too (``replay_bytes``, as the shared store's
+    backlog): the newest messages that fit wait, the oldest go first; a message larger
+    than the bound on its own is not kept and drops none of the others."""
+    machine = StreamableHTTPServer(build_server().create_session, replay_bytes=2_000)
+    headers = open_machine_session(machine, "2025-11-25")
+    [state] = machine.sessions
+    for n in range(100):
+        state.session.send_log_message("info", f"note {n:02}")
+        machine.flush(state.session)
+    assert 0 < len(state.backlog) < 100  # (the count bound, 256, is not reached)
+    assert state.backlog_bytes == sum(len(item.data) for item in state.backlog) <= 2_000
+    assert state.backlog_bytes + len(state.backlog[0].data) > 2_000  # as many as fit
+    kept = len(state.backlog)
+    state.session.send_log_message("info", "x" * 3_000)  # larger than the bound: not kept
+    machine.flush(state.session)
+    assert len(state.backlog) == kept
+    reader = Reader()
+    reader.read(machine.handle(get(None, **headers)))
+    notes = [m["params"]["data"] for m in reader.messages]
+    assert notes == [f"note {n:02}" for n in range(100 - kept, 100)]
+    assert state.backlog_bytes == 0 and not state.backlog
+
+
+@given(
+    sizes=st.lists(st.integers(min_value=1, max_value=400), max_size=40),
+    memory=st.integers(min_value=0, max_value=8),
+    max_bytes=st.integers(min_value=1, max_value=1_000),
+)
+def test_the_backlog_keeps_the_newest_that_fit_both_bounds(
+    sizes: list[int], memory: int, max_bytes: int
+) -> None:
+    """Whatever comes, the backlog is the newest messages that fit in both bounds
+    (each oversized one skipped), and its byte count is theirs."""
+    state = HandshakeSession("s", build_server().create_session(), memory, 4, max_bytes)
+    items = [Outgoing({"n": i}, b"x" * size) for i, size in enumerate(sizes)]
+    for item in items:
+        state.hold(item)
+    expected: list[Outgoing] = []
+    for item in items:
+        if len(item.data) > max_bytes or memory == 0:
+            continue
+        expected.append(item)
+        while len(expected) > memory or sum(len(i.data) for i in expected) > max_bytes:
+            expected.pop(0)
+    assert list(state.backlog) == expected
+    assert state.backlog_bytes == sum(len(i.data) for i in expected) <= max_bytes
 
 
 @pytest.mark.parametrize("replay_bytes", [2_000, None])
