@@ -9,6 +9,7 @@ turning HTTP failures into typed errors for the request they belong to.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 from urllib.parse import urlsplit
@@ -158,6 +159,7 @@ class StreamableHTTPClient:
         self.last_event_id: str | None = None
         #: The server's ``retry`` hint for the GET stream, in seconds.
         self.retry_delay = 1.0
+        self.get_stream_head_wait = GET_STREAM_HEAD_WAIT
         #: Input schemas of the tools the server listed (those with valid
         #: ``x-mcp-header`` annotations), for the ``Mcp-Param-*`` headers of their calls.
         self.tool_schemas: dict[str, Any] = {}
@@ -235,6 +237,23 @@ class StreamableHTTPClient:
             logger.warning("giving up on the GET stream after %d failures", failures)
             return None
         return failures
+
+    @property
+    def get_stream_head_wait(self) -> float:
+        """Seconds later requests wait for the GET stream's response head, from when
+        the GET went out (settable; finite and at least 0; see
+        :data:`GET_STREAM_HEAD_WAIT`)."""
+        return self._get_stream_head_wait
+
+    @get_stream_head_wait.setter
+    def get_stream_head_wait(self, value: float) -> None:
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not number or not 0 <= value < math.inf:
+            raise ValueError(
+                "get_stream_head_wait must be a finite number of seconds of at least 0,"
+                f" not {value!r}"
+            )
+        self._get_stream_head_wait = float(value)
 
     @property
     def wants_get_stream(self) -> bool:
@@ -580,10 +599,11 @@ class RoundTrip(Generic[S]):
 
 
 #: How long later requests wait for the GET stream's response head (seconds), counted
-#: from when the GET went out.  Only a server that holds back its head waits it out;
-#: while it runs, no request can reach a prompt server before the GET stream, so a
-#: request's answer is never sent on the GET stream for want of its POST stream, and a
-#: POST stream's resumption is never preceded by the GET stream opened late.
+#: from when the GET went out, by default (``open_http_client(get_stream_head_wait=)``).
+#: Only a server that holds back its head waits it out; while it runs, no request can
+#: reach a prompt server before the GET stream, so a request's answer is never sent on
+#: the GET stream for want of its POST stream, and a POST stream's resumption is never
+#: preceded by the GET stream opened late.
 GET_STREAM_HEAD_WAIT = 5.0
 
 

@@ -50,12 +50,16 @@ class SessionOptions(TypedDict, total=False):
 
 class HTTPClientOptions(SessionOptions, total=False):
     """``open_http_client``'s keywords: extra request ``headers``, the largest
-    answer body (``max_body``, 16 MiB), and the ``ssl_context`` for ``https``."""
+    answer body (``max_body``, 16 MiB), the ``ssl_context`` for ``https``, and how
+    long requests wait for the GET stream's head (``get_stream_head_wait``, 5 s)."""
 
     headers: dict[str, str] | None
     max_body: int
     #: An :class:`ssl.SSLContext`, or None for the default one.
     ssl_context: Any
+    #: Seconds (finite, at least 0) later requests wait for a handshake session's
+    #: GET stream's response head, from when the GET went out.
+    get_stream_head_wait: float
 
 
 class SSEClientOptions(SessionOptions, total=False):

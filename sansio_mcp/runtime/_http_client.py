@@ -25,7 +25,6 @@ from .._ndjson import NEED_DATA
 from .._outbox import Outgoing
 from .._session import Session
 from .._streamable_http_client import (
-    GET_STREAM_HEAD_WAIT,
     Endpoint,
     ResponseHandler,
     RoundTrip,
@@ -256,7 +255,7 @@ class HTTPClientHost:
 
     async def _end_turn_later(self, ticket: int) -> None:
         """A server that holds back the GET stream's head must not hold up every request."""
-        await self.backend.sleep(GET_STREAM_HEAD_WAIT)
+        await self.backend.sleep(self.transport.get_stream_head_wait)
         self._order.done(ticket)
 
     async def _post(self, item: Outgoing, ticket: int) -> None:

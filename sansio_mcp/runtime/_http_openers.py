@@ -52,11 +52,14 @@ async def open_http(
     headers = rest.pop("headers", None)
     max_body = rest.pop("max_body", 16 * 1024 * 1024)
     ssl_context = rest.pop("ssl_context", None)
+    head_wait = rest.pop("get_stream_head_wait", None)
     config = ClientOptions.of(rest)  # type: ignore[arg-type]
     if legacy_sse:
         config = config.handshake_only()
     session = config.new_session()
     transport = StreamableHTTPClient(Endpoint.parse(url), session, headers=headers)
+    if head_wait is not None:
+        transport.get_stream_head_wait = head_wait  # (checked there)
     host = host_class(
         session,
         transport,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import socket
 import threading
 import time
@@ -167,10 +168,13 @@ async def _scenario(
     settle: Callable[[], Awaitable[None]],
     pause: Callable[[], Awaitable[None]],
     spawn: Callable[[Callable[[], Awaitable[None]]], Any],
+    wait: float | None,
 ) -> list[Any]:
     listed: list[Any] = []
     url = f"http://127.0.0.1:{server.port}/mcp"
-    async with backend.connect([], url, "http", mode="handshake") as client:
+    options = {} if wait is None else {"get_stream_head_wait": wait}
+    bound = GET_STREAM_HEAD_WAIT if wait is None else wait
+    async with backend.connect([], url, "http", mode="handshake", **options) as client:
         await _busy_until(server.got_get.is_set, pause)
 
         async def list_tools() -> None:
@@ -179,11 +183,11 @@ async def _scenario(
         done = spawn(list_tools)
         await settle()
         # Far longer than a loaded machine's scheduling delays: the request still waits.
-        jump(4.5)
+        jump(bound - 0.5)
         await settle()
         assert "tools/list" not in attempts, attempts
         # Past the bound, a server holding back its head no longer holds up requests.
-        jump(GET_STREAM_HEAD_WAIT - 4.5 + 0.01)
+        jump(0.51)
         await _busy_until(lambda: "tools/list" in attempts, pause)
         server.release.set()
         await done()
@@ -198,8 +202,13 @@ def _check_order(seen: list[str], attempts: list[str]) -> None:
     assert attempts[:4] == ["initialize", "notifications/initialized", "GET", "tools/list"]
 
 
+#: The default wait (5 s), and one given to ``open_http_client``.
+WAITS = [None, 30.0]
+
+
+@pytest.mark.parametrize("wait", WAITS)
 def test_requests_wait_for_the_get_streams_head_on_trio(
-    attempts: list[str],
+    attempts: list[str], wait: float | None
 ) -> None:
     clock = trio.testing.MockClock()
 
@@ -223,6 +232,7 @@ def test_requests_wait_for_the_get_streams_head_on_trio(
                 trio.testing.wait_all_tasks_blocked,
                 lambda: trio.sleep(0),
                 spawn,
+                wait,
             )
 
     with HeadHoldingServer().running() as server:
@@ -231,8 +241,9 @@ def test_requests_wait_for_the_get_streams_head_on_trio(
     _check_order(server.seen, attempts)
 
 
+@pytest.mark.parametrize("wait", WAITS)
 def test_requests_wait_for_the_get_streams_head_on_asyncio(
-    attempts: list[str],
+    attempts: list[str], wait: float | None
 ) -> None:
     frozen = [time.monotonic()]
 
@@ -264,9 +275,27 @@ def test_requests_wait_for_the_get_streams_head_on_asyncio(
                     settle,
                     lambda: asyncio.sleep(0),
                     spawn,
+                    wait,
                 )
             )
         finally:
             loop.close()
     assert listed == [[]]
     _check_order(server.seen, attempts)
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+@pytest.mark.parametrize("wait", [-1.0, math.inf, math.nan, True, "5"])
+def test_a_get_stream_head_wait_out_of_range_is_a_value_error(backend: str, wait: Any) -> None:
+    adapter = trio_adapters if backend == "trio" else asyncio_adapters
+
+    async def main() -> None:
+        url = "http://127.0.0.1:9/mcp"  # never reached: refused before connecting
+        with pytest.raises(ValueError, match=r"^get_stream_head_wait must be a finite number"):
+            async with adapter.BACKEND.connect([], url, "http", get_stream_head_wait=wait):
+                pass
+
+    if backend == "trio":
+        trio.run(main)
+    else:
+        asyncio.run(main())
