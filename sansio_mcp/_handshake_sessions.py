@@ -7,6 +7,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ._bounds import whole
 from ._exchange import Exchange, answered_ids, is_response
 from ._jsonrpc import RequestId, is_request_id
 from ._outbox import Outgoing
@@ -422,7 +423,7 @@ class HandshakeSessions:
 
     @replay_bytes.setter
     def replay_bytes(self, value: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if not whole(value, 1):
             raise ValueError(f"replay_bytes must be a positive integer of bytes, not {value!r}")
         self._replay_bytes = value
 

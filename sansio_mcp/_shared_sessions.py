@@ -6,11 +6,11 @@ another replica's record, started READY where the client's handshake left it
 from __future__ import annotations
 
 import json
-import math
 import secrets
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ._bounds import seconds, whole
 from ._errors import LocalProtocolError
 from ._exchange import Exchange, is_response, not_being_read
 from ._handshake_sessions import DEFAULT_REPLAY_BYTES, HandshakeSession, HandshakeSessions
@@ -188,8 +188,7 @@ class ReplicaSessions:
 
     @follow_check.setter
     def follow_check(self, value: float) -> None:
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if not number or not 0 < value < math.inf:
+        if not seconds(value, positive=True):
             raise ValueError(
                 f"follow_check must be a positive, finite number of seconds, not {value!r}"
             )
@@ -204,7 +203,7 @@ class ReplicaSessions:
 
     @max_queue.setter
     def max_queue(self, value: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if not whole(value, 1):
             raise ValueError(f"max_queue must be a positive integer, not {value!r}")
         self._max_queue = value
 
@@ -216,8 +215,7 @@ class ReplicaSessions:
 
     @stop_grace.setter
     def stop_grace(self, value: float) -> None:
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if not number or not 0 <= value < math.inf:
+        if not seconds(value):
             raise ValueError(
                 f"stop_grace must be a finite number of seconds of at least 0, not {value!r}"
             )

@@ -17,11 +17,11 @@ and the sessions replicas share (``_shared_sessions``:
 
 from __future__ import annotations
 
-import math
 import secrets
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ._bounds import seconds, whole
 from ._deprecated import Moved
 from ._errors import ErrorCode
 from ._exchange import DEFAULT_MAX_UNREAD, Exchange, json_error, unread_refusal
@@ -352,15 +352,6 @@ class StreamableHTTPServer:
                 state.route(item, self.max_unread, elsewhere)
 
 
-def _whole(value: object, least: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= least
-
-
-def _seconds(value: object) -> bool:
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return number and 0 <= value < math.inf  # type: ignore[operator]
-
-
 def _check_limits(
     *,
     max_sessions: int,
@@ -374,18 +365,18 @@ def _check_limits(
     sessions' ``replay_bytes`` and the replicas' ``follow_check``, ``max_queue`` and
     ``stop_grace`` are checked by their setters)."""
     for name, value in (("max_sessions", max_sessions), ("max_unread", max_unread)):
-        if not _whole(value, 1):
+        if not whole(value, 1):
             raise ValueError(f"{name} must be a positive integer, not {value!r}")
     for name, value in (("replay_memory", replay_memory), ("replay_streams", replay_streams)):
-        if not _whole(value, 0):
+        if not whole(value, 0):
             raise ValueError(f"{name} must be an integer of at least 0, not {value!r}")
     idle = session_idle_timeout
-    if idle is not None and not (_seconds(idle) and idle > 0):
+    if idle is not None and not seconds(idle, positive=True):
         raise ValueError(
             "session_idle_timeout must be a positive, finite number of seconds or None, "
             f"not {idle!r}"
         )
-    if retry_interval is not None and not _seconds(retry_interval):
+    if retry_interval is not None and not seconds(retry_interval):
         raise ValueError(
             "retry_interval must be a finite number of seconds of at least 0 or None, "
             f"not {retry_interval!r}"

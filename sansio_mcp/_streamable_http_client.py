@@ -9,7 +9,6 @@ turning HTTP failures into typed errors for the request they belong to.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 from urllib.parse import urlsplit
@@ -17,6 +16,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from . import _json
+from ._bounds import seconds
 from ._client_session import ClientSession
 from ._errors import ConnectionClosedError, HTTPStatusError, MCPError, RemoteProtocolError
 from ._http import HTTPError, HTTPResponseHead, media_types
@@ -247,8 +247,7 @@ class StreamableHTTPClient:
 
     @get_stream_head_wait.setter
     def get_stream_head_wait(self, value: float) -> None:
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if not number or not 0 <= value < math.inf:
+        if not seconds(value):
             raise ValueError(
                 "get_stream_head_wait must be a finite number of seconds of at least 0,"
                 f" not {value!r}"
