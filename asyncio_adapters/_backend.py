@@ -173,9 +173,11 @@ def _loop_time() -> float:
     without the method call between.  Read from the instance: a ``time`` set on one
     loop (a test's clock) is the one its timers follow."""
     time_of = asyncio.get_running_loop().time
-    if getattr(time_of, "__func__", None) is _BASE_LOOP_TIME:
-        return time.monotonic()
-    return time_of()
+    try:
+        stock = time_of.__func__ is _BASE_LOOP_TIME  # type: ignore[attr-defined]  # (no call)
+    except AttributeError:  # a plain function set on the instance
+        return time_of()
+    return time.monotonic() if stock else time_of()
 
 
 class _Deadline(contextlib.AbstractAsyncContextManager["_Deadline"]):
