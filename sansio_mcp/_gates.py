@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._errors import ErrorCode, LocalProtocolError, MCPError, RemoteProtocolError
-from ._params import check_params
+from ._params import check_params, type_only_fields
 from ._state import ROLE_SERVER, Role, SessionState, Trigger, next_state, trigger_for
 from ._tasks import (
     TASK_METHOD_PREFIX,
@@ -162,6 +162,16 @@ def _check_sampling(
                 )
 
 
+#: A fast-path entry of :meth:`RoleGates.check_incoming_request` (see ``_plain``).
+_Plain = tuple[Revision, SessionState, "str | None", SessionState, tuple[tuple[str, type, bool], ...]]
+
+#: Requests the gate tests beyond state, capability and param types (or that change
+#: the session's era): always through the whole gate.
+_NEVER_PLAIN = frozenset(
+    {"initialize", "completion/complete", "elicitation/create", "sampling/createMessage"}
+)
+
+
 class RoleGates:
     """The methods one role sends and serves, and the capability each needs."""
 
@@ -179,6 +189,11 @@ class RoleGates:
         #: leads to (None: forbidden): the state table, looked up once per pair.  Only
         #: methods we serve get here, so it stays as small as the tables.
         self._request_after: dict[tuple[SessionState, str | None], SessionState | None] = {}
+        #: method -> (revision, state, capability, after, fields): a handshake session's
+        #: request that its state, one capability of ours and the types of its params
+        #: alone decide, as the whole gate decided it once (see :meth:`_remember_plain`):
+        #: its next ones are let through by those tests alone.
+        self._plain: dict[str, _Plain] = {}
 
     def own_requests(self, revision: Revision) -> frozenset[str]:
         return revision.client_requests if self.role is Role.CLIENT else revision.server_requests
@@ -234,6 +249,23 @@ class RoleGates:
         ``revision`` is the session's (a handshake request; None before the handshake)
         or the request's own (a 2026-07-28 request, with its ``_meta``'s client
         capabilities as ``peer_capabilities``)."""
+        plain = self._plain.get(method)
+        if plain is not None and type(capabilities) is dict:
+            # A method the whole gate let through before in this revision and state:
+            # the same tests again, inline (anything else takes the whole gate, which
+            # words the error).
+            known_revision, known_state, capability, after, fields = plain
+            if known_revision is revision and known_state is state:
+                node = True if capability is None else capabilities.get(capability)
+                if node is not None and node is not False:
+                    for field, kind, required in fields:
+                        if field in params:
+                            if not isinstance(params[field], kind):
+                                break
+                        elif required:
+                            break
+                    else:
+                        return after
         # Only a server serves 2026-07-28 requests; a client keeps its state table.
         stateless = (
             self.role is ROLE_SERVER and revision is not None and revision.era is ERA_STATELESS
@@ -329,7 +361,24 @@ class RoleGates:
         problem = check_params(method, params)
         if problem:
             raise MCPError(ErrorCode.INVALID_PARAMS, problem)
+        if not stateless and revision is not None and method not in _NEVER_PLAIN:
+            self._remember_plain(method, revision, state, after)
         return after
+
+    def _remember_plain(
+        self, method: str, revision: Revision, state: SessionState, after: SessionState
+    ) -> None:
+        """Keep what the gate's fast path needs of a handshake request it let through,
+        when nothing but those tests decides it: a method outside ``_NEVER_PLAIN``
+        and the tasks prefix, gated by one capability or none, its params checked by
+        type alone."""
+        if method.startswith(TASK_METHOD_PREFIX):
+            return  # the tasks extension's, or the core's: capability-dependent
+        gate = self.incoming_request_gates.get(method)
+        fields = type_only_fields(method)
+        if fields is None or (gate is not None and len(gate) != 1):
+            return
+        self._plain[method] = (revision, state, gate[0] if gate else None, after, fields)
 
     def check_outgoing_request(
         self,
