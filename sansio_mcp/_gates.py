@@ -163,7 +163,8 @@ def _check_sampling(
 
 
 #: A fast-path entry of :meth:`RoleGates.check_incoming_request` (see ``_plain``).
-_Plain = tuple[Revision, SessionState, "str | None", SessionState, tuple[tuple[str, type, bool], ...]]
+_Fields = tuple[tuple[str, type, bool], ...]
+_Plain = tuple[Revision, SessionState, "str | None", SessionState, _Fields]
 
 #: Requests the gate tests beyond state, capability and param types (or that change
 #: the session's era): always through the whole gate.
@@ -254,7 +255,7 @@ class RoleGates:
             # A method the whole gate let through before in this revision and state:
             # the same tests again, inline (anything else takes the whole gate, which
             # words the error).
-            known_revision, known_state, capability, after, fields = plain
+            known_revision, known_state, capability, known_after, fields = plain
             if known_revision is revision and known_state is state:
                 node = True if capability is None else capabilities.get(capability)
                 if node is not None and node is not False:
@@ -265,7 +266,7 @@ class RoleGates:
                         elif required:
                             break
                     else:
-                        return after
+                        return known_after
         # Only a server serves 2026-07-28 requests; a client keeps its state table.
         stateless = (
             self.role is ROLE_SERVER and revision is not None and revision.era is ERA_STATELESS
