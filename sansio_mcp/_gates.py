@@ -162,9 +162,10 @@ def _check_sampling(
                 )
 
 
-#: A fast-path entry of :meth:`RoleGates.check_incoming_request` (see ``_plain``).
-_Fields = tuple[tuple[str, type, bool], ...]
-_Plain = tuple[Revision, SessionState, "str | None", SessionState, _Fields]
+#: An entry of :attr:`RoleGates.plain`.
+PlainRequest = tuple[
+    Revision, SessionState, "str | None", SessionState, tuple[tuple[str, type, bool], ...]
+]
 
 #: Requests the gate tests beyond state, capability and param types (or that change
 #: the session's era): always through the whole gate.
@@ -190,11 +191,13 @@ class RoleGates:
         #: leads to (None: forbidden): the state table, looked up once per pair.  Only
         #: methods we serve get here, so it stays as small as the tables.
         self._request_after: dict[tuple[SessionState, str | None], SessionState | None] = {}
-        #: method -> (revision, state, capability, after, fields): a handshake session's
-        #: request that its state, one capability of ours and the types of its params
-        #: alone decide, as the whole gate decided it once (see :meth:`_remember_plain`):
-        #: its next ones are let through by those tests alone.
-        self._plain: dict[str, _Plain] = {}
+        #: method -> (revision, state, capability, after, fields): a handshake request
+        #: that its state, one capability of ours (None: none) and the isinstance tests
+        #: of its params' ``fields`` (``(field, type, required)``) alone decide, as this
+        #: gate let one through in that revision and state (see :meth:`_remember_plain`).
+        #: The session lets the next ones through by those tests alone, inline (a call
+        #: fewer per request); anything else comes here, and is worded here.
+        self.plain: dict[str, PlainRequest] = {}
 
     def own_requests(self, revision: Revision) -> frozenset[str]:
         return revision.client_requests if self.role is Role.CLIENT else revision.server_requests
@@ -250,23 +253,6 @@ class RoleGates:
         ``revision`` is the session's (a handshake request; None before the handshake)
         or the request's own (a 2026-07-28 request, with its ``_meta``'s client
         capabilities as ``peer_capabilities``)."""
-        plain = self._plain.get(method)
-        if plain is not None and type(capabilities) is dict:
-            # A method the whole gate let through before in this revision and state:
-            # the same tests again, inline (anything else takes the whole gate, which
-            # words the error).
-            known_revision, known_state, capability, known_after, fields = plain
-            if known_revision is revision and known_state is state:
-                node = True if capability is None else capabilities.get(capability)
-                if node is not None and node is not False:
-                    for field, kind, required in fields:
-                        if field in params:
-                            if not isinstance(params[field], kind):
-                                break
-                        elif required:
-                            break
-                    else:
-                        return known_after
         # Only a server serves 2026-07-28 requests; a client keeps its state table.
         stateless = (
             self.role is ROLE_SERVER and revision is not None and revision.era is ERA_STATELESS
@@ -369,7 +355,7 @@ class RoleGates:
     def _remember_plain(
         self, method: str, revision: Revision, state: SessionState, after: SessionState
     ) -> None:
-        """Keep what the gate's fast path needs of a handshake request it let through,
+        """Keep what :attr:`plain` needs of a handshake request the gate let through,
         when nothing but those tests decides it: a method outside ``_NEVER_PLAIN``
         and the tasks prefix, gated by one capability or none, its params checked by
         type alone."""
@@ -379,7 +365,7 @@ class RoleGates:
         fields = type_only_fields(method)
         if fields is None or (gate is not None and len(gate) != 1):
             return
-        self._plain[method] = (revision, state, gate[0] if gate else None, after, fields)
+        self.plain[method] = (revision, state, gate[0] if gate else None, after, fields)
 
     def check_outgoing_request(
         self,
