@@ -501,9 +501,11 @@ class Session:
         # and any that fails them, go through it all (which words the error).
         after = None
         plain = self._gates.plain.get(method)
-        if plain is not None and plain[0] is self.revision and plain[1] is self.state:
-            _, _, capability, after, fields = plain
-            if capability is not None:
+        if plain is not None:
+            revision, state, capability, after, fields = plain
+            if revision is not self.revision or state is not self.state:
+                after = None
+            elif capability is not None:
                 capabilities = self._capabilities
                 node = capabilities.get(capability) if type(capabilities) is dict else None
                 if node is None or node is False:
