@@ -257,7 +257,7 @@ class Session:
         for line in framer.lines(data):
             if self.state is STATE_CLOSED:
                 break  # given up on (see _bad_line): the rest is not read
-            if isinstance(line, RemoteProtocolError):
+            if type(line) is not bytes and isinstance(line, RemoteProtocolError):
                 self._violation(line)
                 self._requests.fail_malformed(line)  # an oversized answer ends its request
                 self._bad_line(None)
