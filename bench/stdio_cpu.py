@@ -13,7 +13,18 @@ With ``--instructions`` it also counts the machine instructions per request with
 valgrind's callgrind (:func:`instructions_per_request`: exact, and it sees costs cProfile
 does not).
 
-Run: ``python -m bench.stdio_cpu [--baseline DIR] [--rounds N] [--calls N] [--instructions]``.
+With ``--pin CPU`` this process is pinned to that one CPU before it starts anything, so
+the client and every server it spawns (children inherit the affinity) take turns on
+one CPU.  That removes what a virtual machine charges for each wake across CPUs (a
+request written on one CPU waking the server on the other, its answer waking the
+client back): on this project's 2-vCPU VM a bare json echo loop costs about 45 us of
+CPU per call unpinned and 12 us pinned.  That cost is the kernel's and the
+hypervisor's, the same for both trees, so unpinned it pulls every ratio toward 1;
+pinned, the ratio is that of the work each tree does.  User and system time are
+printed apart as well.
+
+Run: ``python -m bench.stdio_cpu [--baseline DIR] [--rounds N] [--calls N] [--instructions]
+[--pin CPU]``.
 """
 
 from __future__ import annotations
@@ -197,27 +208,33 @@ def _server_args(backend: str) -> list[str]:
     return ["example-server", "--backend", backend]
 
 
-def _cpu_ticks(pid: int) -> int:
+def _cpu_times(pid: int) -> tuple[int, int]:
+    """The process's user and system CPU so far, in clock ticks."""
     with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])  # utime + stime (fields 14 and 15)
+    return int(fields[11]), int(fields[12])  # utime, stime (fields 14 and 15)
+
+
+def _cpu_ticks(pid: int) -> int:
+    return sum(_cpu_times(pid))
 
 
 def _drive(
     command: list[str], tree: Path, calls: int, warmup: int, env: dict[str, str]
-) -> tuple[int, float]:
-    """Start the server, ``warmup`` calls, then ``calls`` timed ones; the server's CPU
-    ticks over the timed ones, and their wall time in seconds."""
+) -> tuple[tuple[int, int], float]:
+    """Start the server, ``warmup`` calls, then ``calls`` timed ones; the server's user
+    and system CPU ticks over the timed ones, and their wall time in seconds."""
     client = RawStdioClient(command, cwd=str(tree), env=env)
     try:
         client.initialize()
         for i in range(warmup):
             client.call_tool("echo", {"message": f"w{i}"})
-        before, start = _cpu_ticks(client.process.pid), time.perf_counter()
+        (user, system), start = _cpu_times(client.process.pid), time.perf_counter()
         for i in range(calls):
             client.call_tool("echo", {"message": f"m{i}"})
         wall = time.perf_counter() - start
-        return _cpu_ticks(client.process.pid) - before, wall
+        user_after, system_after = _cpu_times(client.process.pid)
+        return (user_after - user, system_after - system), wall
     finally:
         client.close()
 
@@ -231,12 +248,27 @@ def measure(tree: Path, backend: str, calls: int = 4000, warmup: int = 300) -> t
     """The server's CPU per timed call and the client's wall time per call, in
     microseconds; ``backend`` ``"bare"`` is the bare json echo loop
     (``bench/servers/json_echo.py``, the floor of row 2's goal) in ``tree``'s Python."""
+    user, system, wall = measure_split(tree, backend, calls, warmup)
+    return user + system, wall
+
+
+def measure_split(
+    tree: Path, backend: str, calls: int = 4000, warmup: int = 300
+) -> tuple[float, float, float]:
+    """:func:`measure` with the server's CPU as user and system time apart: user, system
+    and wall microseconds per call."""
     if backend == "bare":
         command = [_python(tree), str(BARE_ECHO)]
     else:
         command = [_python(tree), "-m", "sansio_mcp_cli", *_server_args(backend)]
-    ticks, wall = _drive(command, tree, calls, warmup, _env(tree))
-    return ticks / TICKS / calls * 1e6, wall / calls * 1e6
+    (user, system), wall = _drive(command, tree, calls, warmup, _env(tree))
+    per_call = 1e6 / TICKS / calls
+    return user * per_call, system * per_call, wall / calls * 1e6
+
+
+def pin(cpu: int) -> None:
+    """Run this process, and every process it starts from now on, on ``cpu`` alone."""
+    os.sched_setaffinity(0, {cpu})
 
 
 def _profiled_calls(tree: Path, backend: str, calls: int) -> tuple[int, str]:
@@ -276,7 +308,16 @@ def main(argv: list[str] | None = None) -> None:
         help="also count machine instructions per request (valgrind's callgrind; exact, "
         "load-independent)",
     )
+    parser.add_argument(
+        "--pin",
+        type=int,
+        metavar="CPU",
+        help="run the client and the servers on this one CPU (see the module's doc: "
+        "removes the VM's cost of a wake across CPUs, the same for both trees)",
+    )
     args = parser.parse_args(argv)
+    if args.pin is not None:
+        pin(args.pin)
     trees = {"this": REPO} | ({"baseline": args.baseline.resolve()} if args.baseline else {})
     if not args.no_profile:
         for name, tree in trees.items():
@@ -294,17 +335,24 @@ def main(argv: list[str] | None = None) -> None:
         if args.bare:
             runs.append(("bare", REPO, "bare"))
         cpu: dict[str, list[float]] = {name: [] for name, _, _ in runs}
+        user: dict[str, list[float]] = {name: [] for name, _, _ in runs}
+        system: dict[str, list[float]] = {name: [] for name, _, _ in runs}
         wall: dict[str, list[float]] = {name: [] for name, _, _ in runs}
         for rnd in range(args.rounds):
             for name, tree, kind in runs[rnd % len(runs) :] + runs[: rnd % len(runs)]:
-                used, took = measure(tree, kind, args.calls)
-                cpu[name].append(used)
+                in_user, in_system, took = measure_split(tree, kind, args.calls)
+                cpu[name].append(in_user + in_system)
+                user[name].append(in_user)
+                system[name].append(in_system)
                 wall[name].append(took)
         for name, figures in cpu.items():
             print(f"{backend:7} {name:8} CPU us/call " + " ".join(f"{f:.0f}" for f in figures))
+            print(f"{backend:7} {name:8} user us/call " + " ".join(f"{f:.1f}" for f in user[name]))
+            print(f"{backend:7} {name:8} sys us/call " + " ".join(f"{f:.1f}" for f in system[name]))
             print(f"{backend:7} {name:8} wall us/call " + " ".join(f"{f:.0f}" for f in wall[name]))
         if args.baseline:
             _ratio(backend, "this/baseline CPU per call", cpu["this"], cpu["baseline"])
+            _ratio(backend, "this/baseline user per call", user["this"], user["baseline"])
         if args.bare:
             _ratio(backend, "bare/this CPU per call", cpu["bare"], cpu["this"])
             _ratio(backend, "this/bare calls per second", wall["bare"], wall["this"])

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._errors import ErrorCode, LocalProtocolError, MCPError, RemoteProtocolError
-from ._params import check_params
+from ._params import check_params, type_only_fields
 from ._state import ROLE_SERVER, Role, SessionState, Trigger, next_state, trigger_for
 from ._tasks import (
     TASK_METHOD_PREFIX,
@@ -162,6 +162,18 @@ def _check_sampling(
                 )
 
 
+#: An entry of :attr:`RoleGates.plain`.
+PlainRequest = tuple[
+    Revision, SessionState, "str | None", SessionState, tuple[tuple[str, type, bool], ...]
+]
+
+#: Requests the gate tests beyond state, capability and param types (or that change
+#: the session's era): always through the whole gate.
+_NEVER_PLAIN = frozenset(
+    {"initialize", "completion/complete", "elicitation/create", "sampling/createMessage"}
+)
+
+
 class RoleGates:
     """The methods one role sends and serves, and the capability each needs."""
 
@@ -179,6 +191,13 @@ class RoleGates:
         #: leads to (None: forbidden): the state table, looked up once per pair.  Only
         #: methods we serve get here, so it stays as small as the tables.
         self._request_after: dict[tuple[SessionState, str | None], SessionState | None] = {}
+        #: method -> (revision, state, capability, after, fields): a handshake request
+        #: that its state, one capability of ours (None: none) and the isinstance tests
+        #: of its params' ``fields`` (``(field, type, required)``) alone decide, as this
+        #: gate let one through in that revision and state (see :meth:`_remember_plain`).
+        #: The session lets the next ones through by those tests alone, inline (a call
+        #: fewer per request); anything else comes here, and is worded here.
+        self.plain: dict[str, PlainRequest] = {}
 
     def own_requests(self, revision: Revision) -> frozenset[str]:
         return revision.client_requests if self.role is Role.CLIENT else revision.server_requests
@@ -329,7 +348,24 @@ class RoleGates:
         problem = check_params(method, params)
         if problem:
             raise MCPError(ErrorCode.INVALID_PARAMS, problem)
+        if not stateless and revision is not None and method not in _NEVER_PLAIN:
+            self._remember_plain(method, revision, state, after)
         return after
+
+    def _remember_plain(
+        self, method: str, revision: Revision, state: SessionState, after: SessionState
+    ) -> None:
+        """Keep what :attr:`plain` needs of a handshake request the gate let through,
+        when nothing but those tests decides it: a method outside ``_NEVER_PLAIN``
+        and the tasks prefix, gated by one capability or none, its params checked by
+        type alone."""
+        if method.startswith(TASK_METHOD_PREFIX):
+            return  # the tasks extension's, or the core's: capability-dependent
+        gate = self.incoming_request_gates.get(method)
+        fields = type_only_fields(method)
+        if fields is None or (gate is not None and len(gate) != 1):
+            return
+        self.plain[method] = (revision, state, gate[0] if gate else None, after, fields)
 
     def check_outgoing_request(
         self,

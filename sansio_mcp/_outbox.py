@@ -152,14 +152,15 @@ class Outbox:
 
     def take_data(self) -> bytes:
         """Take the queued messages as NDJSON bytes."""
-        if not self._queue:
+        out = self._queue
+        if not out:
             return b""
-        out, self._queue = self._queue, []
         if self.tracer is not None:
             self._trace(out)
-        if len(out) == 1:
-            return out[0].data + b"\n"
-        return b"".join([item.data + b"\n" for item in out])
+        # The queue emptied in place (it is handed to nobody here): a list fewer per message.
+        data = out[0].data + b"\n" if len(out) == 1 else b"".join([m.data + b"\n" for m in out])
+        out.clear()
+        return data
 
     def _trace(self, out: list[Outgoing]) -> None:
         tracer = self.tracer

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["LOG_LEVELS", "check_params"]
+__all__ = ["LOG_LEVELS", "check_params", "type_only_fields"]
 
 LOG_LEVELS: tuple[str, ...] = (
     "debug",
@@ -157,3 +157,17 @@ def check_params(method: str, params: dict[str, Any]) -> str | None:
         if not (isinstance(value, check) if type(check) is type else check(value)):
             return f"{method}: parameter {field!r} must be {description}"
     return _WHOLE[method](params) if method in _WHOLE else None
+
+
+def type_only_fields(method: str) -> tuple[tuple[str, type, bool], ...] | None:
+    """``method``'s checks as ``(field, type, required)`` when each is an isinstance
+    test and nothing else is checked (what a gate can test inline; see
+    ``RoleGates.check_incoming_request``), else None."""
+    if method in _WHOLE:
+        return None
+    fields = []
+    for field, _, check, required in _SPECS.get(method, ()):
+        if type(check) is not type:
+            return None
+        fields.append((field, check, required))
+    return tuple(fields)

@@ -99,6 +99,10 @@ _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
 }
 
 
+#: The JSON types whose check in ``_TYPE_CHECKS`` is one isinstance test.
+_PLAIN_TYPES: dict[Any, type] = {"string": str, "boolean": bool, "array": list, "object": dict}
+
+
 def _any_type(value: Any) -> bool:
     return True
 
@@ -222,6 +226,28 @@ def argument_check(
                 checks[name] = _TYPE_CHECKS[expected]
         elif expected is not None or "enum" in prop or "anyOf" in prop:
             checks[name] = functools.partial(_passes, prop)
+
+    # Each check that is one isinstance test, as its type.
+    types = {
+        name: _PLAIN_TYPES[expected]
+        for name, test in checks.items()
+        for expected in (properties[name].get("type"),)
+        if isinstance(expected, str) and expected in _PLAIN_TYPES and test is _TYPE_CHECKS[expected]
+    }
+    if known is not None and needed == known and len(types) == len(checks):
+        # The names are fixed (each one allowed is required) and each check is a type:
+        # one comparison of the names, and an isinstance per argument.
+        typed = tuple((name, kind) for name, kind in types.items() if name in needed)
+
+        def exact(arguments: dict[str, Any]) -> bool:
+            if arguments.keys() != needed:
+                return False
+            for name, kind in typed:
+                if not isinstance(arguments[name], kind):
+                    return False
+            return True
+
+        return exact
 
     def check(arguments: dict[str, Any]) -> bool:
         keys = arguments.keys()

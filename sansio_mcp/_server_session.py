@@ -495,7 +495,7 @@ class ServerSession(Session):
             )
         )
 
-    _local_methods = frozenset({"logging/setLevel"})
+    _local_methods = Session._local_methods | {"logging/setLevel"}
     _bookkept_methods = frozenset({"resources/subscribe", "resources/unsubscribe"})
 
     def _handle_locally(self, request_id: RequestId, method: str, params: dict[str, Any]) -> bool:

@@ -1029,12 +1029,13 @@ class Server:
         return result
 
     def _plan_tool_call(self, ctx: Context) -> dict[str, Any] | HandlerCall:
-        name = ctx.params["name"]
+        params = ctx.params
+        name = params["name"]
         tool = self.tools.get(name)
         if tool is None:
             self._argument_checks.pop(name, None)
             raise InvalidParams(message=f"unknown tool: {name!r}")
-        arguments = ctx.params.get("arguments") or {}
+        arguments = params.get("arguments") or {}
         checked = self._argument_checks.get(name)
         if checked is None or checked[0] is not tool:
             given = frozenset({tool.context_param}) if tool.context_param else frozenset()
@@ -1049,10 +1050,10 @@ class Server:
             kwargs[tool.context_param] = ctx
         else:
             kwargs = arguments  # only ever unpacked (**kwargs), never changed: no copy
-        if tool.task_support is None and ctx.params.get("task") is None:
+        if tool.task_support is None and params.get("task") is None:
             task = False  # what both rules below say of it, found without them
         elif _core_tasks(ctx) and self._advertises_core_tasks():
-            task = runs_as_core_task(tool.task_support, ctx.params.get("task"))
+            task = runs_as_core_task(tool.task_support, params.get("task"))
         else:
             task = runs_as_task(tool.task_support, ctx.client_capabilities, modern=ctx.stateless)
         # The tuple's own __new__ (the named tuple's is Python code), every field given.

@@ -28,16 +28,17 @@ class HostContext(Context):
     wall_clock: Callable[[], float] | None = None
 
     def __init__(self, host: HostBase, event: RequestReceived, *, now: float | None = None) -> None:
-        assert isinstance(host.session, ServerSession)
+        session = host.session
+        assert isinstance(session, ServerSession)
         if now is None:
-            if self.wall_clock is None:
+            clock = self.wall_clock  # read once: a class's staticmethod, the slow way
+            if clock is None:
                 raise TypeError(
                     f"{type(self).__name__}: 'now' is required unless it has a wall_clock"
                 )
-            now = self.wall_clock()
+            now = clock()
         # Context.__init__, inline (a context per request; a test holds the two alike): a
         # mixin between this class and Context in a subclass is not initialized here.
-        session = host.session
         self.request_id = event.request_id
         self.method = event.method
         self.params = event.params

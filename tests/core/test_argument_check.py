@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sansio_mcp._schema import (
@@ -60,6 +60,9 @@ SCHEMA = st.fixed_dictionaries(
 def takes_a_and_b(a: Any, b: Any = None) -> None: ...
 
 
+def takes_a_and_c(a: Any, c: Any) -> None: ...  # every name required
+
+
 def takes_anything(a: Any, **rest: Any) -> None: ...
 
 
@@ -88,6 +91,38 @@ def test_the_quick_check_agrees_with_the_full_checks(
     )
     quick = argument_check(schema, func, given=given_names)
     assert quick(arguments) == (full is None), (schema, arguments, full)
+
+
+#: Schemas whose properties each say one type (the ground of the exact check: every
+#: name the function takes required, each property one type test).
+TYPED_SCHEMA = st.fixed_dictionaries(
+    {
+        "type": st.just("object"),
+        "properties": st.dictionaries(
+            st.sampled_from(NAMES), st.fixed_dictionaries({"type": st.sampled_from(TYPES)})
+        ),
+    },
+    optional={
+        "required": st.lists(st.sampled_from(NAMES), max_size=3),
+        "additionalProperties": st.sampled_from([False, True]),
+    },
+)
+
+
+@settings(max_examples=1000)
+@given(
+    TYPED_SCHEMA,
+    st.sampled_from([(takes_a_and_c, frozenset()), (takes_a_context, frozenset({"ctx"}))]),
+    st.dictionaries(st.sampled_from(NAMES), VALUES, max_size=3),
+)
+def test_the_exact_check_agrees_with_the_full_checks(
+    schema: dict[str, Any], function: tuple[Any, frozenset[str]], arguments: dict[str, Any]
+) -> None:
+    """Where every name is required and each property is one type, the quick check is
+    one comparison of the names and an isinstance per argument: the same verdicts."""
+    test_the_quick_check_agrees_with_the_full_checks.hypothesis.inner_test(  # type: ignore[attr-defined]
+        schema, function, arguments
+    )
 
 
 def test_a_one_type_property_is_checked_without_the_full_walk() -> None:

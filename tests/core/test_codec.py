@@ -212,3 +212,21 @@ def test_the_sessions_request_fast_path_agrees_with_parse_message(obj: Any, befo
         session.receive_message(obj)
 
     assert _served(fast, obj, before) == _served(_full_receive, obj, before)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(_messages, _values), _earlier)
+def test_the_stdio_lines_request_fast_path_agrees_with_parse_message(obj: Any, before: Any) -> None:
+    """``receive_data`` takes a well-formed request's line straight to its handling
+    (``receive_message``'s fast path, inline): events, output, state and open requests
+    are what ``parse_message`` and dispatch give the same decoded message."""
+    try:
+        data = _json.encode(obj) + b"\n"
+    except (TypeError, ValueError, OverflowError):
+        return  # not JSON: no line carries it
+
+    def lines(session: Any, obj: Any) -> None:
+        session.receive_data(data)
+
+    decoded = _json.loads(data)
+    assert _served(lines, decoded, before) == _served(_full_receive, decoded, before)
