@@ -22,7 +22,7 @@ from ._gates import SERVER_GATES, trim_capabilities, trim_info
 from ._jsonrpc import JSONRPCNotification, RequestId, is_request_id
 from ._outbox import Outbox
 from ._params import LOG_LEVELS, check_params
-from ._requests import RequestTracker, progress_token_in
+from ._requests import NO_ENTRIES, RequestTracker, progress_token_in
 from ._session import Session
 from ._state import STATE_CLOSED, STATE_IDLE, STATE_READY, Role, SessionState
 from ._stateless import (
@@ -59,6 +59,7 @@ DEFAULT_SERVER_INFO: dict[str, Any] = {"name": "sansio-mcp-server", "version": "
 #: taken as 2026-07-28 requests even when their ``_meta`` is missing.
 _STATELESS_ONLY_METHODS = frozenset({"server/discover", "subscriptions/listen"})
 _new = object.__new__
+_NO_META: Any = object()
 
 
 @attrs.define
@@ -159,7 +160,8 @@ class ServerSession(Session):
         new._outbox = Outbox()
         new._requests = RequestTracker(events)
         new.subscriptions = set()
-        new._listens = new._open_elsewhere = {}
+        # The shared read-only NO_ENTRIES until a subscriptions/listen opens (_open_listen).
+        new._listens = new._open_elsewhere = NO_ENTRIES
         if self._tracer is not None:
             new.tracer = self._tracer
         return new
@@ -350,7 +352,8 @@ class ServerSession(Session):
     ) -> dict[str, Any]:
         if incoming.meta is None:
             return super()._result_message(request_id, incoming, result)
-        if not isinstance(result.get("_meta", {}), dict):
+        given = result.get("_meta", _NO_META)
+        if given is not _NO_META and not isinstance(given, dict):
             raise LocalProtocolError("a result's _meta must be an object")
         if result.get("resultType") == "input_required":
             try:
@@ -382,6 +385,8 @@ class ServerSession(Session):
             owner = owner_key(subject if isinstance(subject, str) else None)
             visible = self.task_visible
             honoured["taskIds"] = [t for t in honoured["taskIds"] if visible(t, owner)]
+        if self._listens is NO_ENTRIES:  # (a session copy's, until its first)
+            self._listens = self._open_elsewhere = {}
         self._listens[request_id] = _Listen(honoured)
         self.send_notification(
             "notifications/subscriptions/acknowledged",
