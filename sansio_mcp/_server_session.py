@@ -177,14 +177,15 @@ class ServerSession(Session):
 
     # The stateless era ----------------------------------------------------------------
 
-    def _receive_stateless(self, message: dict[str, Any], meta: RequestMeta) -> None:
+    def _receive_stateless(self, message: dict[str, Any], meta: RequestMeta) -> bool:
         """:meth:`receive_message` of a stateless request whose ``params`` and their
         ``_meta`` are dicts (the caller, the router, has checked that) and whose
         ``_meta`` it read already: ``meta`` is ``request_meta_of`` of it (what this
         session would read), taken as it is.  A well-formed request that
         :meth:`receive_message` would hand to :meth:`_on_stateless_request` goes
         there directly (the calls between spared: a session is made per such request);
-        anything else takes the general way."""
+        anything else takes the general way.  Whether the session has output queued now
+        (a refusal, an answer of its own; not a request left to the application)."""
         request_id = message.get("id")
         method = message.get("method")
         requests = self._requests
@@ -208,8 +209,11 @@ class ServerSession(Session):
             self.heard_from_peer = True
             params = message["params"]
             self._on_stateless_request(request_id, method, params, params["_meta"], meta)
-            return
-        self.receive_message(message)
+        else:
+            self.receive_message(message)
+        # The outbox's own list read (not taken, which makes a new one): most requests
+        # go to the application and queue nothing yet.
+        return bool(self._outbox._queue)
 
     # Asked only of a request with a _meta, or one before the handshake named a revision
     # (a handshake session's revision needs a handshake version, which leaves both

@@ -86,10 +86,11 @@ class SingleRequests:
         ``params._meta`` as the caller read it (``request_meta_of``), not read again."""
         if meta is None:
             session.receive_message(message)
+            early = session.outgoing_to_send()
         else:
-            session._receive_stateless(message, meta)
+            # Taken only if the session says it queued something.
+            early = session.outgoing_to_send() if session._receive_stateless(message, meta) else []
         request_id = message["id"]
-        early = session.outgoing_to_send()
         last: Any = early[-1].message if early else None
         if early and is_response(last) and last.get("id") == request_id:
             error = last.get("error")
