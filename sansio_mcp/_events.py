@@ -57,28 +57,6 @@ class RequestReceived:
     related_request: RequestId | None = None
 
 
-# A stateless request's RequestMeta, built by its slots' setters without attrs'
-# __init__ (a field added fails here, at import, not per request).
-_set_version, _set_capabilities, _set_info, _set_level = (
-    getattr(RequestMeta, name).__set__ for name in attrs.fields_dict(RequestMeta)
-)
-
-
-def request_meta(
-    protocol_version: str,
-    client_capabilities: dict[str, Any],
-    client_info: dict[str, Any] | None,
-    log_level: str | None,
-) -> RequestMeta:
-    """``RequestMeta(...)`` built without attrs' ``__init__`` (one per stateless request)."""
-    meta: RequestMeta = object.__new__(RequestMeta)
-    _set_version(meta, protocol_version)
-    _set_capabilities(meta, client_capabilities)
-    _set_info(meta, client_info)
-    _set_level(meta, log_level)
-    return meta
-
-
 # The session makes one RequestReceived per request: built by filling its dict
 # directly (as parse_message builds messages by their slots), the same frozen object
 # attrs' __init__ makes (no validators or converters here) at a fraction of the cost.

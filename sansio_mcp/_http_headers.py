@@ -214,6 +214,25 @@ def mirrored_values(
 _PLAIN_VALUES = frozenset(REVISIONS).union(*(r.client_requests for r in REVISIONS.values()))
 
 
+def plainly_mirrored(
+    headers: Mapping[str, str], params: Mapping[str, Any], version: str, method: str
+) -> bool:
+    """Whether :func:`validate_request_headers` accepts the headers of a request with no
+    ``Mcp-Param-*`` (its tool has none) at its first test: its protocol ``version``,
+    ``method`` and name (from ``params``) each under its lowercase header name, exactly
+    as in the body, a value needing no decoding.  False: let it decide (and word the
+    mismatch); most stateless requests are decided here, without its list of values."""
+    if headers.get("mcp-protocol-version") != version or version not in _PLAIN_VALUES:
+        return False
+    if headers.get("mcp-method") != method or method not in _PLAIN_VALUES:
+        return False
+    field = _NAMED_METHODS.get(method)
+    named = params.get(field) if field else None
+    return type(named) is not str or (
+        headers.get("mcp-name") == named and named.isprintable() and not named.startswith("=?")
+    )
+
+
 def _header(headers: Mapping[str, str], key: str) -> str | None:
     """The value of header ``key`` (lowercase) in ``headers``, whatever their case."""
     value = headers.get(key)

@@ -15,7 +15,12 @@ from ._events import RequestMeta
 from ._exchange import Exchange, json_error
 from ._exchange import text_reply as _text
 from ._http import HTTPRequest, media_types, url_hostname
-from ._http_headers import ToolHeaderParams, mirrored_values, validate_request_headers
+from ._http_headers import (
+    ToolHeaderParams,
+    mirrored_values,
+    plainly_mirrored,
+    validate_request_headers,
+)
 from ._jsonrpc import request_id_problem
 from ._stateless import request_meta_of
 from ._versions import META_PROTOCOL_VERSION, Revision
@@ -111,11 +116,11 @@ def read_stateless_request(
         meta = None
     method = message.get("method")
     found = header_params.of_tool(params.get("name")) if method == "tools/call" else {}
-    expected = (
-        mirrored_values(params, meta.protocol_version, method, found)
-        if meta is not None and isinstance(method, str)
-        else None
-    )
+    expected = None
+    if meta is not None and type(method) is str:
+        if not found and plainly_mirrored(request.headers, params, meta.protocol_version, method):
+            return meta
+        expected = mirrored_values(params, meta.protocol_version, method, found)
     mismatch = validate_request_headers(request.headers, message, found=found, expected=expected)
     if mismatch is not None:
         return json_error(400, message.get("id"), mismatch.code, mismatch.message)

@@ -152,12 +152,6 @@ class RequestTracker:
     # The ids of cancelled requests, ours and the peer's, kept from the first
     # cancellation on (a session made for one stateless request seldom sees one).
     _cancelled_outgoing: IdMemory | None = None
-    #: The ids of the peer's requests it cancelled (None until the first): a new request
-    #: may not reuse one (see :meth:`id_conflict`).
-    cancelled_incoming: IdMemory | None = None
-    #: The last progress reported on each of the peer's open requests that has had
-    #: some (made by the first report: most requests never see one).
-    last_progress: dict[RequestId, float] | None = None
 
     def __init__(self, events: deque[Event]) -> None:
         self._events = events
@@ -176,6 +170,14 @@ class RequestTracker:
         #: The peer's requests we have not answered yet: the event each came as (one
         #: record per request, the application's and ours).
         self.incoming: dict[RequestId, RequestReceived] = {}
+        # Read for every request the peer sends and every answer (an instance's own
+        # attribute, unlike a class default, is read by a specialized instruction):
+        #: The ids of the peer's requests it cancelled (None until the first): a new
+        #: request may not reuse one (see :meth:`id_conflict`).
+        self.cancelled_incoming: IdMemory | None = None
+        #: The last progress reported on each of the peer's open requests that has had
+        #: some (made by the first report: most requests never see one).
+        self.last_progress: dict[RequestId, float] | None = None
 
     # Ours ------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ import functools
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import attrs
 
@@ -17,14 +17,14 @@ from ._errors import (
     MCPError,
     UnsupportedProtocolVersion,
 )
-from ._events import RequestMeta, RequestReceived, SessionInitialized, request_received
+from ._events import Event, RequestMeta, RequestReceived, SessionInitialized, request_received
 from ._gates import SERVER_GATES, trim_capabilities, trim_info
 from ._jsonrpc import JSONRPCNotification, RequestId, is_request_id
 from ._outbox import Outbox
 from ._params import LOG_LEVELS, check_params
-from ._requests import RequestTracker, progress_token_in
+from ._requests import NO_ENTRIES, RequestTracker, progress_token_in
 from ._session import Session
-from ._state import STATE_IDLE, STATE_READY, Role, SessionState
+from ._state import STATE_CLOSED, STATE_IDLE, STATE_READY, Role, SessionState
 from ._stateless import (
     CacheHints,
     check_input_required,
@@ -58,6 +58,8 @@ DEFAULT_SERVER_INFO: dict[str, Any] = {"name": "sansio-mcp-server", "version": "
 #: Methods no handshake revision has: outside a handshake session they are
 #: taken as 2026-07-28 requests even when their ``_meta`` is missing.
 _STATELESS_ONLY_METHODS = frozenset({"server/discover", "subscriptions/listen"})
+_new = object.__new__
+_NO_META: Any = object()
 
 
 @attrs.define
@@ -95,9 +97,6 @@ class ServerSession(Session):
     #: server that runs tasks); ``subscriptions/listen`` acknowledges only those.
     task_visible: Callable[[str, str], bool] | None = None
     _key: str | None = None
-    # A stateless request's params._meta and the RequestMeta the router read from it
-    # (_receive_stateless): the session takes it rather than read the same dict again.
-    _read_meta: tuple[dict[str, Any], RequestMeta] | None = None
 
     def __init__(
         self,
@@ -122,7 +121,7 @@ class ServerSession(Session):
         self._handshake_versions, self._stateless_versions = _eras(self.supported_versions)
 
     def _start(self) -> None:
-        # Session._start's three, inline (a call per copy: one per stateless request).
+        # Session._start's three, inline (a call fewer per session built).
         self._events = deque()
         self._outbox = Outbox()
         self._requests = RequestTracker(self._events)
@@ -131,16 +130,41 @@ class ServerSession(Session):
         self._listens: dict[RequestId, _Listen] = {}
         self._open_elsewhere = self._listens
 
-    def _copy_settings(self, source: Session) -> None:
-        Session._copy_settings(self, source)
-        if TYPE_CHECKING:  # only ever a server's own: no isinstance call per copy
-            assert isinstance(source, ServerSession)
-        self.instructions = source.instructions
-        self.cache_hints = source.cache_hints
-        self.task_visible = source.task_visible
-        self.log_level = source.log_level
-        self._handshake_versions = source._handshake_versions
-        self._stateless_versions = source._stateless_versions
+    def _fresh_copy(self) -> Self:
+        """A new session with this one's settings (versions, capabilities, info, limits,
+        instructions, cache hints, log level, the task filter) and bookkeeping of its
+        own, without the checks and work of building one: a server makes a session per
+        stateless request.  This one must be fresh (nothing heard, nothing asked); the
+        copy's capabilities are objects of its own (shared until either side's are
+        asked for, see ``capabilities``: a copy made for one request only reads them)."""
+        # One function (what _start does, inline): a copy is made per stateless request.
+        # The tracker's map read directly: a frozenset per copy spared (wire_ids()).
+        if self.state is not STATE_IDLE or self.heard_from_peer or self._requests._outgoing:
+            raise LocalProtocolError("only a fresh session is copied")
+        new = _new(type(self))
+        new.supported_versions = self.supported_versions
+        new._capabilities = self._capabilities
+        new._capabilities_shared = self._capabilities_shared = True
+        new.info = dict(self.info)
+        new.max_message_size = self.max_message_size
+        new.max_depth = self.max_depth
+        new.max_bad_lines = self.max_bad_lines
+        new.instructions = self.instructions
+        new.cache_hints = self.cache_hints
+        new.task_visible = self.task_visible
+        new.log_level = self.log_level
+        new._handshake_versions = self._handshake_versions
+        new._stateless_versions = self._stateless_versions
+        events: deque[Event] = deque()
+        new._events = events
+        new._outbox = Outbox()
+        new._requests = RequestTracker(events)
+        new.subscriptions = set()
+        # The shared read-only NO_ENTRIES until a subscriptions/listen opens (_open_listen).
+        new._listens = new._open_elsewhere = NO_ENTRIES
+        if self._tracer is not None:
+            new.tracer = self._tracer
+        return new
 
     @property
     def key(self) -> str:
@@ -153,15 +177,43 @@ class ServerSession(Session):
 
     # The stateless era ----------------------------------------------------------------
 
-    def _receive_stateless(self, message: dict[str, Any], meta: RequestMeta) -> None:
-        """:meth:`receive_message` of a stateless request whose ``params._meta`` (a dict:
-        the caller, the router, has checked that) it read already: ``meta`` is
-        ``request_meta_of`` of it (what this session would read), taken as it is."""
-        self._read_meta = (message["params"]["_meta"], meta)
-        try:
+    def _receive_stateless(self, message: dict[str, Any], meta: RequestMeta) -> bool:
+        """:meth:`receive_message` of a stateless request whose ``params`` and their
+        ``_meta`` are dicts (the caller, the router, has checked that) and whose
+        ``_meta`` it read already: ``meta`` is ``request_meta_of`` of it (what this
+        session would read), taken as it is.  A well-formed request that
+        :meth:`receive_message` would hand to :meth:`_on_stateless_request` goes
+        there directly (the calls between spared: a session is made per such request);
+        anything else takes the general way.  Whether the session has output queued now
+        (a refusal, an answer of its own; not a request left to the application)."""
+        request_id = message.get("id")
+        method = message.get("method")
+        requests = self._requests
+        if (
+            # receive_message's fast path: a request, nothing to trace, an open session.
+            message.get("jsonrpc") == "2.0"
+            and type(method) is str
+            and (type(request_id) is str or type(request_id) is int)
+            and "result" not in message
+            and "error" not in message
+            and self._tracer is None
+            and self.state is not STATE_CLOSED
+            # _on_request's: no id in use, nothing cancelled; _served_elsewhere's.
+            and not requests.incoming
+            and not self._open_elsewhere
+            and requests.cancelled_incoming is None
+            and self._stateless_versions
+        ):
+            if TYPE_CHECKING:  # checked by its type above, not by isinstance
+                assert isinstance(request_id, (str, int))
+            self.heard_from_peer = True
+            params = message["params"]
+            self._on_stateless_request(request_id, method, params, params["_meta"], meta)
+        else:
             self.receive_message(message)
-        finally:
-            self._read_meta = None
+        # The outbox's own list read (not taken, which makes a new one): most requests
+        # go to the application and queue nothing yet.
+        return bool(self._outbox._queue)
 
     # Asked only of a request with a _meta, or one before the handshake named a revision
     # (a handshake session's revision needs a handshake version, which leaves both
@@ -209,13 +261,17 @@ class ServerSession(Session):
         self._outbox.answer(request_id, self._refusal(request_id, error))
 
     def _on_stateless_request(
-        self, request_id: RequestId, method: str, params: dict[str, Any], given: Any
+        self,
+        request_id: RequestId,
+        method: str,
+        params: dict[str, Any],
+        given: Any,
+        read: RequestMeta | None = None,
     ) -> None:
-        """Serve a request as a 2026-07-28 request; ``given`` is its ``params._meta``."""
-        read = self._read_meta
+        """Serve a request as a 2026-07-28 request; ``given`` is its ``params._meta``,
+        ``read`` what the router read of it (:meth:`_receive_stateless`), if it did."""
         try:
-            # The same dict read by the router (_receive_stateless), or read here.
-            meta = read[1] if read is not None and read[0] is given else request_meta_of(given)
+            meta = read if read is not None else request_meta_of(given)
             if meta.protocol_version not in self._stateless_versions:
                 raise UnsupportedProtocolVersion(
                     message=f"unsupported protocol version {meta.protocol_version!r}",
@@ -300,7 +356,8 @@ class ServerSession(Session):
     ) -> dict[str, Any]:
         if incoming.meta is None:
             return super()._result_message(request_id, incoming, result)
-        if not isinstance(result.get("_meta", {}), dict):
+        given = result.get("_meta", _NO_META)
+        if given is not _NO_META and not isinstance(given, dict):
             raise LocalProtocolError("a result's _meta must be an object")
         if result.get("resultType") == "input_required":
             try:
@@ -332,6 +389,8 @@ class ServerSession(Session):
             owner = owner_key(subject if isinstance(subject, str) else None)
             visible = self.task_visible
             honoured["taskIds"] = [t for t in honoured["taskIds"] if visible(t, owner)]
+        if self._listens is NO_ENTRIES:  # (a session copy's, until its first)
+            self._listens = self._open_elsewhere = {}
         self._listens[request_id] = _Listen(honoured)
         self.send_notification(
             "notifications/subscriptions/acknowledged",

@@ -18,7 +18,7 @@ import copy
 import functools
 from collections import deque
 from collections.abc import Callable, Container, Iterable, Sequence
-from typing import Any, Self
+from typing import Any
 
 from . import _json
 from ._errors import (
@@ -57,7 +57,6 @@ from ._requests import (
 )
 from ._state import (
     STATE_CLOSED,
-    STATE_IDLE,
     Role,
     SessionState,
     Trigger,
@@ -153,34 +152,6 @@ class Session:
         self._events: deque[Event] = deque()
         self._outbox = Outbox()
         self._requests = RequestTracker(self._events)
-
-    def _fresh_copy(self) -> Self:
-        """A new session with this one's settings (versions, capabilities, info,
-        limits) and bookkeeping of its own, without the checks and work of building
-        one: a server makes a session per stateless request.  This one must be fresh
-        (nothing heard, nothing asked); the copy's capabilities are objects of its own."""
-        # The tracker's map read directly: a frozenset per copy spared (wire_ids()).
-        if self.state is not STATE_IDLE or self.heard_from_peer or self._requests._outgoing:
-            raise LocalProtocolError("only a fresh session is copied")
-        new = object.__new__(type(self))
-        new._copy_settings(self)
-        if self._tracer is not None:
-            new.tracer = self._tracer
-        return new
-
-    def _copy_settings(self, source: Session) -> None:
-        """Take ``source``'s settings (refined by roles with settings of their own),
-        then start the session's own bookkeeping (here: one call less per copy)."""
-        self.supported_versions = source.supported_versions
-        # Shared until either side's are asked for (see ``capabilities``): a copy made
-        # for one stateless request only reads them.
-        self._capabilities = source._capabilities
-        self._capabilities_shared = source._capabilities_shared = True
-        self.info = dict(source.info)
-        self.max_message_size = source.max_message_size
-        self.max_depth = source.max_depth
-        self.max_bad_lines = source.max_bad_lines
-        self._start()
 
     # ------------------------------------------------------------------ state
 

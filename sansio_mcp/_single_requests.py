@@ -4,8 +4,7 @@ by session, and a stateless request's answer up to its status."""
 
 from __future__ import annotations
 
-from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._errors import ErrorCode
 from ._events import RequestMeta
@@ -38,6 +37,8 @@ class SingleRequests:
     def __init__(self) -> None:
         #: The open exchanges, by ``id()`` of the session each request is served on.
         self.by_session: dict[int, Exchange] = {}
+        # Every exchange's on_close, bound once (no object per request).
+        self._on_close = self._closed
 
     def of(self, session: ServerSession) -> Exchange | None:
         """The open exchange of the request ``session`` serves, if any."""
@@ -52,13 +53,17 @@ class SingleRequests:
         exchange.head_pending = True
         exchange.head_grace = STATELESS_HEAD_GRACE
         self.by_session[id(session)] = exchange
-        exchange.on_close = partial(self._closed, session, request_id)
+        exchange.on_close = self._on_close
         return exchange
 
-    def _closed(self, session: ServerSession, request_id: RequestId, exchange: Exchange) -> None:
+    def _closed(self, exchange: Exchange) -> None:
+        session = exchange.session
+        if TYPE_CHECKING:  # every exchange opened here has its session
+            assert session is not None
         self.by_session.pop(id(session), None)
-        if request_id in exchange.awaiting:
-            # Closing the response stream cancels the request.
+        # What it still awaits is its request (open awaits that alone): closing the
+        # response stream before the answer cancels the request.
+        for request_id in list(exchange.awaiting) if exchange.awaiting else ():
             session.receive_message(
                 {
                     "jsonrpc": "2.0",
@@ -81,10 +86,11 @@ class SingleRequests:
         ``params._meta`` as the caller read it (``request_meta_of``), not read again."""
         if meta is None:
             session.receive_message(message)
+            early = session.outgoing_to_send()
         else:
-            session._receive_stateless(message, meta)
+            # Taken only if the session says it queued something.
+            early = session.outgoing_to_send() if session._receive_stateless(message, meta) else []
         request_id = message["id"]
-        early = session.outgoing_to_send()
         last: Any = early[-1].message if early else None
         if early and is_response(last) and last.get("id") == request_id:
             error = last.get("error")

@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import attrs
+
 from ._errors import ErrorCode, MCPError, MissingRequiredClientCapability
-from ._events import RequestMeta, request_meta
+from ._events import RequestMeta
 from ._gates import declared_elicitation_modes
 from ._params import LOG_LEVELS, check_params
 from ._tasks import declares_tasks
@@ -82,29 +84,39 @@ def parse_request_meta(params: dict[str, Any]) -> RequestMeta:
     return request_meta_of(params.get("_meta"))
 
 
+# A stateless request's RequestMeta, built by its slots' setters without attrs'
+# __init__ (a field added fails here, at import, not per request).
+_set_version, _set_capabilities, _set_info, _set_level = (
+    getattr(RequestMeta, name).__set__ for name in attrs.fields_dict(RequestMeta)
+)
+_new = object.__new__
+
+
 def request_meta_of(meta: Any) -> RequestMeta:
     """:func:`parse_request_meta` of a request whose ``params._meta`` is ``meta``
     (read once by a caller that has it already)."""
-    if not isinstance(meta, dict):
+    # Each type tested by type() first, isinstance only for what is not exactly it
+    # (a subclass): a stateless request's _meta is read here, once per request.
+    if type(meta) is not dict and not isinstance(meta, dict):
         raise MCPError(ErrorCode.INVALID_PARAMS, "params._meta is required (2026-07-28)")
     get = meta.get
     version = get(META_PROTOCOL_VERSION)
     capabilities = get(META_CLIENT_CAPABILITIES)
     info = get(META_CLIENT_INFO)
     level = get(META_LOG_LEVEL)
-    if not isinstance(version, str):
+    if type(version) is not str and not isinstance(version, str):
         raise MCPError(
             ErrorCode.INVALID_PARAMS, f"params._meta[{META_PROTOCOL_VERSION!r}] must be a string"
         )
-    if not isinstance(capabilities, dict):
+    if type(capabilities) is not dict and not isinstance(capabilities, dict):
         raise MCPError(
             ErrorCode.INVALID_PARAMS,
             f"params._meta[{META_CLIENT_CAPABILITIES!r}] must be an object",
         )
     if info is not None and not (
-        isinstance(info, dict)
-        and isinstance(info.get("name"), str)
-        and isinstance(info.get("version"), str)
+        (type(info) is dict or isinstance(info, dict))
+        and (type(name := info.get("name")) is str or isinstance(name, str))
+        and (type(named := info.get("version")) is str or isinstance(named, str))
     ):
         raise MCPError(
             ErrorCode.INVALID_PARAMS,
@@ -114,7 +126,12 @@ def request_meta_of(meta: Any) -> RequestMeta:
         raise MCPError(
             ErrorCode.INVALID_PARAMS, f"params._meta[{META_LOG_LEVEL!r}] is not a log level"
         )
-    return request_meta(version, capabilities, info, level)
+    read: RequestMeta = _new(RequestMeta)
+    _set_version(read, version)
+    _set_capabilities(read, capabilities)
+    _set_info(read, info)
+    _set_level(read, level)
+    return read
 
 
 #: The one unprefixed request ``_meta`` key each hop sets for itself: progress is

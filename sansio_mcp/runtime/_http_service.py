@@ -825,6 +825,7 @@ class RoutedOutput:
             "SingleRequestHost",
             (SingleRequestHost,),
             {
+                **_forwarded(made),
                 "__slots__": (),
                 "__module__": SingleRequestHost.__module__,
                 "backend": cls.backend,  # type: ignore[attr-defined]
@@ -970,12 +971,10 @@ class SingleRequestHost:
             )
         return full
 
-    def __getattr__(self, name: str) -> Any:
-        # A session host's API beyond the primitives (notify, shielded, spawn_task,
-        # driver, ...): the full host's.  Never a slot (all are set in __init__).
-        if name.startswith("__") or name in SingleRequestHost.__slots__:
-            raise AttributeError(name)
-        return getattr(self.full(), name)
+    # A session host's API beyond the primitives (notify, shielded, spawn_task, driver,
+    # ...) is the full host's: a property each on the class RoutedOutput.factory makes
+    # (_forwarded), not a __getattr__, which would make every read of a slot here a
+    # slower, unspecialized one (about 4,700 instructions a stateless request).
 
     # What the service asks of a session host ------------------------------------------
 
@@ -1114,6 +1113,30 @@ class SingleRequestHost:
         """Send a request to the client and wait for its result (the full host's)."""
         result: dict[str, Any] = await self.full().request(method, params, **options)
         return result
+
+
+#: What a full host has that its class does not name when :meth:`RoutedOutput.factory`
+#: makes the slim class: set by ``HostBase.__init__`` (``driver``), by the factory's
+#: constructor (``router``) and on the class after (``single``); ``tests/adapters``
+#: check the list is whole.
+FULL_HOST_FIELDS = ("driver", "router", "single")
+
+
+def _forward(name: str) -> property:
+    return property(lambda host: getattr(host.full(), name), doc=f"The full host's ``{name}``.")
+
+
+def _forwarded(full_class: type) -> dict[str, property]:
+    """A :class:`SingleRequestHost` property for each name of ``full_class``'s hosts it
+    has none of its own for: read, it makes the full host (:meth:`~SingleRequestHost.full`)
+    and reads it there."""
+    own = {name for klass in SingleRequestHost.__mro__ for name in vars(klass)}
+    names = {name for klass in full_class.__mro__ for name in vars(klass)}
+    return {
+        name: _forward(name)
+        for name in sorted(names.union(FULL_HOST_FIELDS) - own)
+        if not name.startswith("__")
+    }
 
 
 class SessionOptions(TypedDict, total=False):

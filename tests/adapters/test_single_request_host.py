@@ -23,7 +23,7 @@ from bench.stateless_e2e import BASE, _call
 from sansio_mcp import LocalProtocolError, ProtocolViolation, RemoteProtocolError
 from sansio_mcp.http import HTTPRequest
 from sansio_mcp.runtime import Context, Server
-from sansio_mcp.runtime._http_service import HeldHandler, SingleRequestHost
+from sansio_mcp.runtime._http_service import FULL_HOST_FIELDS, HeldHandler, SingleRequestHost
 from sansio_mcp.runtime.hosting import SessionHosts, streamable_http_router
 from tests.adapters.test_routed_host_factory import _Group
 from tests.transports.helpers import post_stateless, serving, stateless_headers, stateless_request
@@ -201,6 +201,35 @@ def test_a_stateless_request_gets_a_slim_host_and_a_full_one_on_need(
     assert full._handlers is host._handlers
     hosts.finish(exchange)
     assert len(hosts) == 0
+
+
+@pytest.mark.parametrize(
+    ("host_class", "context"),
+    [(asyncio_http._HTTPSessionHost, AsyncioContext), (trio_http._HTTPSessionHost, TrioContext)],
+)
+def test_the_slim_host_offers_everything_a_full_host_has(host_class: Any, context: Any) -> None:
+    """Whatever a full host has (its class's names and what its constructors set) a slim
+    host has too, its own or read from the full host made for the same session: a name
+    added to a host (or to ``HostBase.__init__``, then to ``FULL_HOST_FIELDS``) is
+    not lost to a stateless request's handler."""
+    server = _server(_Held())
+    router = streamable_http_router(server)
+    hosts = SessionHosts(server, router, host_class.factory(_Group(), router, server, context))
+    exchange = _exchange(router, _body("keep", "a"))
+    host = hosts.begin(exchange)
+    assert isinstance(host, SingleRequestHost) and host._full is None
+    full = host.full()
+    names = {name for name in dir(full) if not name.startswith("__")}
+    assert set(vars(full)) <= names  # (what the constructors set is among them)
+    assert set(FULL_HOST_FIELDS) <= names
+    for name in sorted(names):
+        assert hasattr(host, name), name
+    # Read through the slim host, the full host's own (a method bound to it).
+    assert host.driver is full.driver and host.router is full.router is router
+    assert host.notify.__self__ is full and host.spawn_task.__self__ is full
+    # What the slim host does itself stays its own.
+    assert host.process_events.__self__ is host and host.schedule.__self__ is host
+    hosts.finish(exchange)
 
 
 @pytest.mark.parametrize(

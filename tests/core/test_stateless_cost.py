@@ -4,6 +4,7 @@ what it reuses follows changes to the server."""
 from __future__ import annotations
 
 import ast
+import base64
 import copy
 import json
 from pathlib import Path
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 
 from sansio_mcp import NEED_DATA, LocalProtocolError, ServerSession, _http_headers
 from sansio_mcp._exchange import json_error as _json_error
+from sansio_mcp._stateless import parse_request_meta
 from sansio_mcp.http import HTTPRequest, StreamableHTTPServer
 from sansio_mcp.runtime import Server
 from sansio_mcp.runtime import _server as runtime_server
@@ -418,7 +420,13 @@ def _stateless_posts(draw: st.DrawFn) -> tuple[dict[str, str], dict[str, Any]]:
     if draw(st.booleans()):
         params["name"] = draw(st.sampled_from(["t", "other", "é"]))
         params["arguments"] = {"region": draw(st.sampled_from(["eu", 3, None]))}
-    body = {"jsonrpc": "2.0", "id": draw(st.integers(0, 3)), "method": method, "params": params}
+    body = {"jsonrpc": "2.0", "id": draw(st.integers(0, 3) | st.just("s")), "method": method}
+    body["params"] = params
+    jsonrpc = draw(st.sampled_from(["2.0"] * 8 + ["1.0", None]))
+    if jsonrpc != "2.0":  # no JSON-RPC 2.0 message: refused the general way
+        body["jsonrpc"] = jsonrpc
+        if jsonrpc is None:
+            del body["jsonrpc"]
     headers = {
         "host": "127.0.0.1",
         "content-type": "application/json",
@@ -431,11 +439,16 @@ def _stateless_posts(draw: st.DrawFn) -> tuple[dict[str, str], dict[str, Any]]:
         "mcp-param-region": params.get("arguments", {}).get("region"),
     }
     for key, value in mirrored.items():
-        choice = draw(st.sampled_from(["as is"] * 8 + ["other", "absent"]))
+        choice = draw(st.sampled_from(["as is"] * 8 + ["other", "absent", "Cased", "base64"]))
         if choice == "other":
             headers[key] = "x"
         elif choice == "as is" and value is not None:
             headers[key] = str(value)
+        elif choice == "Cased" and value is not None:  # a name in another case
+            headers[key.title()] = str(value)
+        elif choice == "base64" and value is not None:  # the same value, encoded
+            encoded = base64.b64encode(str(value).encode()).decode()
+            headers[key] = f"=?base64?{encoded}?="
     return headers, body
 
 
@@ -481,6 +494,62 @@ def test_the_meta_read_by_the_router_serves_as_the_session_reading_it(
 
     request = HTTPRequest("POST", "/mcp", headers, json.dumps(body).encode())
     assert _outcome(machine().handle(request)) == _outcome(_general_stateless(machine(), request))
+
+
+def _stateless_call(request_id: Any, method: str = "tools/call", **params: Any) -> dict[str, Any]:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": STATELESS,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": method,
+        "params": {"_meta": meta, **params},
+    }
+
+
+def _used(how: str, trace: list[Any]) -> ServerSession:
+    session = ServerSession(capabilities={"tools": {}})
+    if how == "id in use":
+        session.receive_message(_stateless_call(1, name="t"))
+    elif how == "cancelled":
+        session.receive_message(_stateless_call(1, name="t"))
+        cancel = {"requestId": 1}  # (a cancelled id may not be used again)
+        session.receive_message(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel}
+        )
+    elif how == "listening":
+        listen = _stateless_call(1, "subscriptions/listen", notifications={})
+        session.receive_message(listen)
+    elif how == "closed":
+        session.close()
+    elif how == "traced":
+        session.tracer = lambda *what: trace.append(what)
+    return session
+
+
+@pytest.mark.parametrize("how", ["id in use", "cancelled", "listening", "closed", "traced"])
+def test_a_stateless_request_on_a_used_session_takes_the_general_way(how: str) -> None:
+    """``_receive_stateless`` takes a request straight to the stateless era's rules only
+    on a session with nothing in the way: on one with the id in use (a request, a
+    subscription), a cancelled request, closed, or traced, the same as receive_message."""
+    message = _stateless_call(1, name="t")
+    meta = parse_request_meta(message["params"])
+    outcomes = []
+    for direct in (True, False):
+        trace: list[Any] = []
+        session = _used(how, trace)
+        if direct:
+            session._receive_stateless(message, meta)
+        else:
+            session.receive_message(message)
+        events = []
+        while (event := session.next_event()) is not NEED_DATA:
+            events.append(repr(event))
+        outcomes.append((session.messages_to_send(), events, trace))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0] != ([], [], [])
 
 
 def test_type_checkers_do_not_see_the_servers_setattr() -> None:
