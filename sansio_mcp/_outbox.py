@@ -156,11 +156,18 @@ class Outbox:
         if not out:
             return b""
         if self.tracer is not None:
-            self._trace(out)
+            return self._traced_data()
         # The queue emptied in place (it is handed to nobody here): a list fewer per message.
         data = out[0].data + b"\n" if len(out) == 1 else b"".join([m.data + b"\n" for m in out])
         out.clear()
         return data
+
+    def _traced_data(self) -> bytes:
+        # Taken before the tracer runs: what a tracer queues goes out with the next take,
+        # and what one that raises was handed is not sent again.
+        out, self._queue = self._queue, []
+        self._trace(out)
+        return b"".join([m.data + b"\n" for m in out])
 
     def _trace(self, out: list[Outgoing]) -> None:
         tracer = self.tracer

@@ -88,6 +88,19 @@ class ServerSession(Session):
 
     role = Role.SERVER
     _gates = SERVER_GATES
+    #: Whether a stateless request may go from :meth:`_receive_stateless` straight to
+    #: :meth:`_on_stateless_request`: not when a subclass refines one of the methods
+    #: it skips (:meth:`receive_message`, :meth:`_on_request`, :meth:`_served_elsewhere`).
+    _stateless_inline = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._stateless_inline = (
+            cls._requests_inline
+            and cls._on_request is Session._on_request
+            and cls._served_elsewhere is ServerSession._served_elsewhere
+        )
+
     #: The level the client chose with logging/setLevel (None: send all).
     log_level: str | None = None
     #: The verified access token (``sansio_mcp.auth.AccessToken``) of the HTTP
@@ -197,6 +210,7 @@ class ServerSession(Session):
             and "result" not in message
             and "error" not in message
             and self._tracer is None
+            and self._stateless_inline
             and self.state is not STATE_CLOSED
             # _on_request's: no id in use, nothing cancelled; _served_elsewhere's.
             and not requests.incoming

@@ -93,6 +93,10 @@ def checked_versions(versions: tuple[str, ...]) -> tuple[str, ...]:
 class Session:
     """Shared machinery of both roles. Use :class:`ClientSession` or :class:`ServerSession`."""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._requests_inline = cls.receive_message is Session.receive_message
+
     role: Role
     _gates: RoleGates
 
@@ -101,6 +105,10 @@ class Session:
     # makes a session per stateless request, most of which never change these.
     max_bad_lines = MAX_BAD_LINES
     _bad_lines = 0
+    #: Whether a request line may go from :meth:`receive_data` straight to
+    #: :meth:`_on_request`: not when a subclass refines :meth:`receive_message`,
+    #: which then sees every message, as it did before that shortcut.
+    _requests_inline = True
     #: The first few lines of the current run of bad ones, shortened, for the reason.
     _bad_samples: Sequence[str] = ()
     #: Ids of the peer's still open that are not requests being served (a
@@ -244,7 +252,12 @@ class Session:
                 self._bad_samples = ()
             # receive_message's request fast path, inline (a frame fewer per line; the
             # state is open, no transport relation is told): a test holds the two equal.
-            if type(obj) is dict and self._tracer is None and obj.get("jsonrpc") == "2.0":
+            if (
+                type(obj) is dict
+                and self._tracer is None
+                and self._requests_inline
+                and obj.get("jsonrpc") == "2.0"
+            ):
                 method = obj.get("method")
                 raw_id = obj.get("id")
                 if (

@@ -823,7 +823,7 @@ class RoutedOutput:
         # SingleRequestHost).
         made.single = type(  # type: ignore[attr-defined]
             "SingleRequestHost",
-            (SingleRequestHost,),
+            (_ForwardingRest if _foreign(made) else SingleRequestHost,),
             {
                 **_forwarded(made),
                 "__slots__": (),
@@ -1120,6 +1120,34 @@ class SingleRequestHost:
 #: constructor (``router``) and on the class after (``single``); ``tests/adapters``
 #: check the list is whole.
 FULL_HOST_FIELDS = ("driver", "router", "single")
+
+
+#: The packages whose host classes set no attribute their class does not name beyond
+#: FULL_HOST_FIELDS (tests/adapters hold them to it).
+_OWN_HOST_PACKAGES = frozenset(
+    {"sansio_mcp", "trio_adapters", "asyncio_adapters", "builtins", "typing", "abc"}
+)
+
+
+def _foreign(full_class: type) -> bool:
+    """Whether a class of ``full_class``'s hosts comes from elsewhere (a user's)."""
+    return any(
+        klass.__module__.partition(".")[0] not in _OWN_HOST_PACKAGES
+        for klass in full_class.__mro__[1:]  # the first is the factory's own
+    )
+
+
+class _ForwardingRest(SingleRequestHost):
+    """The slim host of a service whose host class is a user's: any other name (an
+    attribute its ``__init__`` sets) is the full host's as well.  Only this class has
+    ``__getattr__``, whose hook keeps CPython from specializing reads of the slots."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.full(), name)
 
 
 def _forward(name: str) -> property:

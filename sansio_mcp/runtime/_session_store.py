@@ -1037,6 +1037,10 @@ class SharedSessions:
         the router's ``replicas.stop_grace``."""
         return self.machine.replicas.stop_grace
 
+    @stop_grace.setter
+    def stop_grace(self, value: float) -> None:
+        self.machine.replicas.stop_grace = value  # checked there
+
     async def flush(self) -> None:
         """As the replica stops (its :meth:`run` cancelled): do what is still queued
         for the store and the bus, for at most :attr:`stop_grace` seconds, shielded

@@ -236,6 +236,36 @@ def test_the_slim_host_offers_everything_a_full_host_has(host_class: Any, contex
     ("host_class", "context"),
     [(asyncio_http._HTTPSessionHost, AsyncioContext), (trio_http._HTTPSessionHost, TrioContext)],
 )
+def test_the_slim_host_of_a_users_host_class_reaches_what_its_init_sets(
+    host_class: Any, context: Any
+) -> None:
+    """A user's host class may set attributes its class does not name: a stateless
+    request's slim host reads them from the full host too (the built-in classes'
+    slim hosts, whose names are all known, go without that fallback)."""
+
+    class Tenanted(host_class):  # type: ignore[misc,valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.tenant = "acme"
+
+    server = _server(_Held())
+    router = streamable_http_router(server)
+    hosts = SessionHosts(server, router, Tenanted.factory(_Group(), router, server, context))
+    exchange = _exchange(router, _body("keep", "a"))
+    host = hosts.begin(exchange)
+    assert isinstance(host, SingleRequestHost) and host._full is None
+    assert host.tenant == "acme" and host._full is not None
+    with pytest.raises(AttributeError):
+        host.no_such_name  # noqa: B018
+    hosts.finish(exchange)
+    plain = host_class.factory(_Group(), router, server, context).single
+    assert "__getattr__" not in {name for klass in plain.__mro__ for name in vars(klass)}
+
+
+@pytest.mark.parametrize(
+    ("host_class", "context"),
+    [(asyncio_http._HTTPSessionHost, AsyncioContext), (trio_http._HTTPSessionHost, TrioContext)],
+)
 def test_a_subscription_joins_the_hub_and_leaves_it(host_class: Any, context: Any) -> None:
     server = _server(_Held())
     router = streamable_http_router(server)

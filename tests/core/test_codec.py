@@ -230,3 +230,38 @@ def test_the_stdio_lines_request_fast_path_agrees_with_parse_message(obj: Any, b
 
     decoded = _json.loads(data)
     assert _served(lines, decoded, before) == _served(_full_receive, decoded, before)
+
+
+def test_a_tracer_sees_what_is_taken_and_what_it_queues_goes_with_the_next_take() -> None:
+    """``data_to_send`` takes the queue before the tracer runs: a tracer that queues a
+    message (re-entrantly) has it traced and sent by the next take, not looped on, and
+    what a raising tracer was handed is not sent again."""
+    session = ready_server()
+    drain(session)
+    traced: list[Any] = []
+
+    def tracer(direction: str, message: Any) -> None:
+        traced.append(message.get("method"))
+        if message.get("method") == "notifications/message":
+            session.send_notification("notifications/progress", {"progressToken": 1, "progress": 1})
+
+    session.tracer = tracer
+    session.send_notification("notifications/message", {"level": "info", "data": "x"})
+    first = session.data_to_send()
+    assert [json.loads(line)["method"] for line in first.splitlines()] == ["notifications/message"]
+    second = session.data_to_send()
+    assert [json.loads(line)["method"] for line in second.splitlines()] == [
+        "notifications/progress"
+    ]
+    assert session.data_to_send() == b""
+    assert traced == ["notifications/message", "notifications/progress"]
+
+    def failing(direction: str, message: Any) -> None:
+        raise RuntimeError("tracer")
+
+    session.tracer = failing
+    session.send_notification("notifications/message", {"level": "info", "data": "y"})
+    with pytest.raises(RuntimeError):
+        session.data_to_send()
+    session.tracer = None
+    assert session.data_to_send() == b""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -364,5 +365,10 @@ def test_the_routers_bounds_are_its_shared_sessions(backend: Backend) -> None:
                 SharedSessions(machine, Hosts(), stores, store, backend.backend, max_queue=0)
             with pytest.raises(ValueError, match=r"^stop_grace must be a finite number"):
                 SharedSessions(machine, Hosts(), stores, store, backend.backend, stop_grace=-1)
+            # Set on the shared sessions, as before they read it from the router: there.
+            other.stop_grace = 1.5
+            assert machine.replicas.stop_grace == other.stop_grace == 1.5
+            with pytest.raises(ValueError, match=r"^stop_grace must be a finite number"):
+                other.stop_grace = math.nan
 
     backend.run(test)

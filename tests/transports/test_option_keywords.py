@@ -208,6 +208,10 @@ def test_serve_http_takes_the_machines_session_bounds(backend: str) -> None:
         ("stop_grace", -1),
         ("stop_grace", math.inf),
         ("stop_grace", "2"),
+        ("stop_grace", 10**400),  # past a float's range: no number of seconds
+        ("follow_check", 10**400),
+        ("max_queue", 10**400),  # past any container's size
+        ("replay_bytes", 10**400),
     ],
 )
 def test_a_session_bound_out_of_range_is_a_value_error_naming_it(keyword: str, value: Any) -> None:

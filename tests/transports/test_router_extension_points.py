@@ -118,3 +118,55 @@ def test_route_is_handle_without_the_host_check(host: str) -> None:
     assert router.handle(request).status == (403 if refusal is not None else 200)
     assert router.route(request).status == 200
     assert router.handshake_versions and VERSION in router.handshake_versions
+
+
+class _Audited(ServerSession):
+    """Refines what the session takes in: it notes the method of every message."""
+
+    def __init__(self, seen: list[str], **options: Any) -> None:
+        super().__init__(**options)
+        self.seen = seen
+
+    def receive_message(self, obj: Any, **options: Any) -> None:
+        self.seen.append(obj.get("method", "?") if isinstance(obj, dict) else "batch")
+        super().receive_message(obj, **options)
+
+
+class _CountedElsewhere(ServerSession):
+    """Refines _served_elsewhere, which a stateless request's shortcut would skip."""
+
+    def __init__(self, seen: list[str], **options: Any) -> None:
+        super().__init__(**options)
+        self.seen = seen
+
+    def _served_elsewhere(self, request_id: Any, method: str, params: dict[str, Any]) -> bool:
+        self.seen.append(method)
+        return super()._served_elsewhere(request_id, method, params)
+
+
+def test_a_refined_receive_message_sees_every_request_line() -> None:
+    """The request shortcut of ``receive_data`` is not taken past a subclass's
+    ``receive_message``: an auditing session sees each line's request."""
+    seen: list[str] = []
+    session = _Audited(seen, capabilities={"tools": {}})
+    for message in (
+        initialize(version=VERSION),
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ):
+        session.receive_data(json.dumps(message).encode() + b"\n")
+    assert seen == ["initialize", "notifications/initialized", "tools/list"]
+    assert received_request(session).method == "tools/list"
+
+
+@pytest.mark.parametrize("refined", [_Audited, _CountedElsewhere])
+def test_a_refined_session_sees_a_stateless_request(refined: type[Any]) -> None:
+    """Nor is the stateless request's shortcut taken past a subclass that refines a
+    method it skips: the session a factory makes sees the request, which is served."""
+    seen: list[str] = []
+    router = StreamableHTTPServer(lambda: refined(seen, capabilities={"tools": {}}))
+    message = stateless_request("tools/list")
+    exchange = router.handle(post_request(message, **stateless_headers(message)))
+    assert seen == ["tools/list"]
+    assert exchange.session is not None
+    assert received_request(exchange.session).method == "tools/list"
